@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Rimecast developer entry point: installs what the build and the tests need (Debian 12),
+# builds, and then either runs the server on the default config or runs the whole test suite.
+#   ./dev.sh run    install deps, build, install to /usr/local, serve http://localhost:8000/
+#   ./dev.sh test   install deps, build, run unit + wire tests, an ASan/UBSan build of the same,
+#                   valgrind on the unit tests, the fuzzers for a bounded time, and make distcheck
+set -euo pipefail
+cd "$(dirname "$0")"
+top=$(pwd)
+jobs=$(nproc 2>/dev/null || echo 2)
+
+apt_packages=(build-essential autoconf automake libtool pkg-config
+  libxml2-dev libxslt1-dev libogg-dev libvorbis-dev libcurl4-openssl-dev libshout-dev libssl-dev
+  mime-support ffmpeg ezstream vorbis-tools icecast2 python3 python3-pytest python3-matplotlib
+  curl clang valgrind procps sysstat chromium chromium-driver)
+
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+install_deps() {
+  local missing=()
+  for p in "${apt_packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "== installing: ${missing[*]}"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  fi
+  # icecast2's package starts a system service on port 8000; Rimecast owns that port here.
+  if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet icecast2 2>/dev/null; then
+    as_root systemctl disable --now icecast2 >/dev/null 2>&1 || true
+  fi
+  as_root pkill -x icecast2 >/dev/null 2>&1 || true
+}
+
+build() { # build DIR [configure args...]
+  local dir=$1; shift
+  [ -x configure ] || ./autogen.sh >/dev/null
+  mkdir -p "$dir"
+  if [ ! -f "$dir/Makefile" ]; then (cd "$dir" && "$top/configure" -q "$@"); fi
+  make -C "$dir" -j"$jobs" all >/dev/null
+  make -C "$dir" -j"$jobs" check TESTS= >/dev/null  # builds the unit-test programs
+}
+
+run_server() {
+  build build
+  as_root make -C build install >/dev/null
+  echo "== Rimecast on http://localhost:8000/ (config /usr/local/etc/rimecast/rimecast.xml)"
+  exec /usr/local/bin/rimecast -c /usr/local/etc/rimecast/rimecast.xml
+}
+
+run_tests() {
+  local failed=0
+  build build
+  echo "== unit and wire tests"
+  make -C build check -j1 || { failed=1; cat build/test-suite.log 2>/dev/null | tail -200; }
+  echo "== unit tests under valgrind"
+  for t in build/tests/unit/test_*; do
+    case "$t" in *.log|*.trs|*.o) continue ;; esac
+    [ -x "$t" ] || continue
+    RIMECAST_SRCDIR="$top" valgrind -q --error-exitcode=3 --leak-check=full \
+      --errors-for-leak-kinds=definite "$t" >/dev/null 2>build/valgrind.log || {
+      failed=1; echo "valgrind: $t"; cat build/valgrind.log; }
+  done
+  echo "== ASan/UBSan build: unit and wire tests"
+  build build-asan --enable-sanitizers
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    make -C build-asan check -j1 || { failed=1; tail -200 build-asan/test-suite.log 2>/dev/null; }
+  echo "== fuzzers"
+  FUZZ_SECONDS=${FUZZ_SECONDS:-15} fuzz/run.sh || failed=1
+  echo "== make distcheck"
+  make -C build distcheck DISTCHECK_CONFIGURE_FLAGS=--disable-wire-tests >/dev/null 2>build/distcheck.log ||
+    { failed=1; tail -50 build/distcheck.log; }
+  if [ $failed -ne 0 ]; then echo "== FAILED"; exit 1; fi
+  echo "== all tests passed"
+}
+
+case "${1:-}" in
+  run) install_deps; run_server ;;
+  test) install_deps; run_tests ;;
+  deps) install_deps ;;
+  *) echo "usage: $0 run|test" >&2; exit 2 ;;
+esac

@@ -1,0 +1,88 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# run.sh: builds and runs every libFuzzer driver fuzz/fuzz_NAME.c for a bounded time.
+#
+# Each driver names what it needs in comment lines of its own:
+#   // fuzz-sources: src/http/parser.c src/core/str.c   (required: sources to compile with it)
+#   // fuzz-pkgs: libxml-2.0 ogg                         (optional: pkg-config packages)
+#   // fuzz-args: -max_len=20000                         (optional: extra libFuzzer flags)
+# Usage: fuzz/run.sh [NAME...]   (default: all drivers; NAME is "http" for fuzz_http.c)
+# Environment: FUZZ_SECONDS (default 20) per driver, CC (default clang), FUZZ_KEEP=1 keeps the
+# build directory. Seeds in fuzz/corpus/NAME/ are used when present. Exits non-zero when a
+# driver fails to build or finds a crash; the build directory (with the crash input) is kept.
+set -u
+
+cd "$(dirname "$0")/.." || exit 2
+FUZZ_SECONDS=${FUZZ_SECONDS:-20}
+CC=${CC:-clang}
+build=$(mktemp -d "${TMPDIR:-/tmp}/rimecast-fuzz.XXXXXX") || exit 2
+failed=""
+
+directive() { # directive FILE KEY -> value of the first "// KEY:" line
+    sed -n "s|^// $2:[[:space:]]*||p" "$1" | head -n 1
+}
+
+if [ $# -gt 0 ]; then
+    drivers=""
+    for name in "$@"; do
+        drivers="$drivers fuzz/fuzz_${name#fuzz_}.c"
+    done
+else
+    drivers=$(ls fuzz/fuzz_*.c 2>/dev/null)
+fi
+
+for src in $drivers; do
+    name=$(basename "$src" .c)
+    if [ ! -f "$src" ]; then
+        echo "run.sh: no such driver: $src" >&2
+        failed="$failed $name"
+        continue
+    fi
+    sources=$(directive "$src" fuzz-sources)
+    pkgs=$(directive "$src" fuzz-pkgs)
+    args=$(directive "$src" fuzz-args)
+    pkgflags=""
+    if [ -n "$pkgs" ]; then
+        # shellcheck disable=SC2086
+        if ! pkgflags=$(pkg-config --cflags --libs $pkgs); then
+            echo "run.sh: $name: pkg-config failed for: $pkgs" >&2
+            failed="$failed $name"
+            continue
+        fi
+    fi
+    echo "== $name: building ($sources${pkgs:+; $pkgs})"
+    # shellcheck disable=SC2086
+    if ! "$CC" -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined \
+        -fno-sanitize-recover=undefined -Isrc "$src" $sources $pkgflags -o "$build/$name"; then
+        echo "run.sh: $name: build failed" >&2
+        failed="$failed $name"
+        continue
+    fi
+    mkdir -p "$build/corpus-$name"
+    seeds=""
+    [ -d "fuzz/corpus/${name#fuzz_}" ] && seeds="fuzz/corpus/${name#fuzz_}"
+    echo "== $name: running for ${FUZZ_SECONDS}s"
+    # shellcheck disable=SC2086
+    if ! "$build/$name" -max_total_time="$FUZZ_SECONDS" -print_final_stats=1 \
+        -artifact_prefix="$build/$name-" $args "$build/corpus-$name" $seeds \
+        >"$build/$name.log" 2>&1; then
+        tail -n 40 "$build/$name.log" >&2
+        echo "run.sh: $name: FAILED (log and crash input in $build)" >&2
+        failed="$failed $name"
+        continue
+    fi
+    grep -E '^stat::(number_of_executed_units|peak_rss_mb)|^Done ' "$build/$name.log" | tr '\n' ' '
+    echo
+done
+
+if [ -n "$failed" ]; then
+    echo "run.sh: failed:$failed (build directory kept: $build)" >&2
+    exit 1
+fi
+if [ "${FUZZ_KEEP:-0}" = 1 ]; then
+    echo "build directory kept: $build"
+else
+    rm -rf "$build"
+fi
+echo "run.sh: all fuzzers passed"

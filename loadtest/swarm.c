@@ -1,0 +1,959 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * swarm: the load generator. One process, one edge-triggered epoll loop, three roles that combine
+ * in one run: N HTTP listeners spread over mounts (read and discard into one shared buffer, byte
+ * counters per listener), M paced sources (libshout, non-blocking, driven by a timer tick because
+ * libshout hides its socket) and a latency probe (one source embedding CLOCK_MONOTONIC markers,
+ * P listeners scanning for them). Once a second it prints one "key=value" status line.
+ * It owns every socket it opens; it does not decode audio, reconnect, or judge the server:
+ * sample.py and plot.py turn its lines into figures. See loadtest/README.md for the fields.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <shout/shout.h>
+
+#define READ_BUF_SIZE (256 * 1024)
+#define WINDOW_MAX 8
+#define LAT_BUCKET_US 20
+#define LAT_BUCKETS 100000 /* 20 us x 100000 = 2 s, last bucket = overflow */
+#define PROBE_MAGIC "\xa5RCLAT\x5a\xc3"
+#define MARKER_LEN 16
+
+enum lstate { L_IDLE, L_CONNECTING, L_HEADER, L_STREAM, L_CLOSED };
+enum sstate { S_IDLE, S_CONNECTING, S_UP, S_FAILED, S_CLOSED };
+
+typedef struct {
+    int fd;
+    uint8_t state;
+    uint8_t probe;
+    uint8_t hdr_match;   /* how much of "\r\n\r\n" has been seen */
+    uint8_t status_len;
+    char status[12];     /* "HTTP/1.x NNN" */
+    uint32_t mount;
+    double t_start, t_stream;
+    uint64_t bytes, hdr_bytes;
+    uint64_t win[WINDOW_MAX + 1]; /* body bytes at the last status ticks */
+    uint32_t first_tick;
+    uint8_t carry_len;
+    uint8_t carry[MARKER_LEN - 1];
+} listener_t;
+
+typedef struct {
+    shout_t *sh;
+    int state;
+    const char *mount;
+    double t_up;
+    uint64_t sent;
+} source_t;
+
+typedef struct {
+    char **v;
+    unsigned n;
+} mountlist_t;
+
+static struct {
+    const char *host, *src_ip, *password, *user, *content_type, *source_file, *status_path;
+    const char *per_mount_path;
+    int port;
+    unsigned listeners, step, probe_listeners, sources, source_step;
+    double hold, source_hold, connect_rate, source_rate, duration, drain, window;
+    double connect_timeout, bitrate_kbps, source_tick, probe_tick;
+    int random_choice, rcvlowat, rcvbuf;
+    unsigned seed;
+    mountlist_t mounts, source_mounts;
+    const char *probe_mount;
+} opt = {
+    .host = "127.0.0.1", .password = "hackme", .user = "source", .content_type = "audio/mpeg",
+    .port = 8000, .hold = 0, .source_hold = 0, .duration = 0, .drain = 10, .window = 2,
+    .connect_timeout = 20, .bitrate_kbps = 128, .source_tick = 0.1, .probe_tick = 0.02, .seed = 1,
+};
+
+static struct {
+    int ep;
+    FILE *status;
+    listener_t *l;
+    unsigned nl, launched, connected, pending, starving;
+    uint64_t server_closed, conn_err, rejected, closed_by_us;
+    uint64_t total_bytes, total_hdr_bytes, closed_body_bytes;
+    source_t *s;
+    unsigned ns, sources_started, sources_up, src_err;
+    uint64_t src_bytes;
+    unsigned char *rbuf, *src_data;
+    size_t src_data_len;
+    double t0, next_status, next_src_tick, next_probe_tick, stop_at, all_connected_at;
+    uint32_t tick;
+    double tick_time[WINDOW_MAX + 1];
+    uint32_t *lat_win, *lat_all;
+    uint64_t lat_win_n, lat_all_n;
+    double rate_min, rate_p50;
+    float *rates;
+    double cpu_prev, cpu_pct;
+    unsigned rr_next;
+    double t_listen0; /* listeners ramp from here: once this process's own sources are up */
+    struct sockaddr_in addr;
+    struct {
+        int fd;
+        double t_up;
+        uint64_t sent;
+        size_t off, len;
+        unsigned char piece[256 * 1024];
+    } probe;
+} g;
+
+static volatile sig_atomic_t stop_signals;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_signals++;
+}
+
+/* "/a,/b,/load%d:1-200" -> list of mount names. Returns 0 or -EINVAL. */
+static int mountlist_parse(mountlist_t *ml, const char *spec)
+{
+    char *copy = strdup(spec), *save = NULL;
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *colon = strchr(tok, ':');
+        unsigned a = 0, b = 0;
+        if (colon) {
+            *colon = '\0';
+            if (sscanf(colon + 1, "%u-%u", &a, &b) != 2 || b < a || !strstr(tok, "%d"))
+                goto fail;
+        }
+        for (unsigned i = a; i <= b; i++) {
+            char name[256];
+            snprintf(name, sizeof(name), tok, i);
+            ml->v = realloc(ml->v, (ml->n + 1) * sizeof(*ml->v));
+            ml->v[ml->n++] = strdup(name);
+        }
+    }
+    free(copy);
+    return ml->n ? 0 : -EINVAL;
+fail:
+    free(copy);
+    return -EINVAL;
+}
+
+/* ---- listeners ---- */
+
+enum close_why { BY_US, BY_SERVER, REJECTED };
+
+static void listener_close(listener_t *l, enum close_why why)
+{
+    if (l->state == L_CLOSED || l->state == L_IDLE)
+        return;
+    if (l->state == L_STREAM) {
+        g.connected--;
+        g.closed_body_bytes += l->bytes;
+        if (why == BY_SERVER)
+            g.server_closed++;
+        else
+            g.closed_by_us++;
+    } else {
+        g.pending--;
+        if (why == BY_US)
+            g.closed_by_us++;
+        else if (why == REJECTED)
+            g.rejected++;
+        else
+            g.conn_err++;
+    }
+    close(l->fd);
+    l->fd = -1;
+    l->state = L_CLOSED;
+}
+
+static int listener_start(unsigned idx)
+{
+    listener_t *l = &g.l[idx];
+    int one = 1;
+    l->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (l->fd < 0)
+        goto fail;
+    if (opt.rcvbuf)
+        setsockopt(l->fd, SOL_SOCKET, SO_RCVBUF, &opt.rcvbuf, sizeof(opt.rcvbuf));
+    if (opt.rcvlowat && !l->probe)
+        setsockopt(l->fd, SOL_SOCKET, SO_RCVLOWAT, &opt.rcvlowat, sizeof(opt.rcvlowat));
+    if (opt.src_ip) {
+        struct sockaddr_in local = { .sin_family = AF_INET };
+        inet_pton(AF_INET, opt.src_ip, &local.sin_addr);
+        setsockopt(l->fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));
+        if (bind(l->fd, (struct sockaddr *)&local, sizeof(local)) < 0)
+            goto fail;
+    }
+    if (connect(l->fd, (struct sockaddr *)&g.addr, sizeof(g.addr)) < 0 && errno != EINPROGRESS)
+        goto fail;
+    struct epoll_event ev = { .events = EPOLLOUT | EPOLLIN | EPOLLET, .data.u64 = idx };
+    if (epoll_ctl(g.ep, EPOLL_CTL_ADD, l->fd, &ev) < 0)
+        goto fail;
+    l->state = L_CONNECTING;
+    l->t_start = now_s();
+    g.pending++;
+    return 0;
+fail:
+    if (l->fd >= 0)
+        close(l->fd);
+    l->fd = -1;
+    l->state = L_CLOSED;
+    g.conn_err++;
+    return -errno;
+}
+
+static void listener_send_request(unsigned idx)
+{
+    listener_t *l = &g.l[idx];
+    int err = 0;
+    socklen_t len = sizeof(err);
+    char req[512];
+    if (getsockopt(l->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err) {
+        listener_close(l, BY_SERVER);
+        return;
+    }
+    const char *mount = l->probe ? opt.probe_mount : opt.mounts.v[l->mount];
+    int n = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: %s:%d\r\nUser-Agent: swarm/1\r\n"
+                     "Accept: */*\r\n\r\n", mount, opt.host, opt.port);
+    if (write(l->fd, req, (size_t)n) != n) {
+        listener_close(l, BY_SERVER);
+        return;
+    }
+    struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u64 = idx };
+    epoll_ctl(g.ep, EPOLL_CTL_MOD, l->fd, &ev);
+    l->state = L_HEADER;
+}
+
+static void latency_add(uint64_t delay_ns)
+{
+    uint64_t b = delay_ns / 1000 / LAT_BUCKET_US;
+    if (b >= LAT_BUCKETS)
+        b = LAT_BUCKETS - 1;
+    g.lat_win[b]++;
+    g.lat_all[b]++;
+    g.lat_win_n++;
+    g.lat_all_n++;
+}
+
+static void probe_marker(listener_t *l, const unsigned char *at, uint64_t recv_ns)
+{
+    uint64_t sent_ns;
+    memcpy(&sent_ns, at + 8, sizeof(sent_ns));
+    /* markers written before the response header arrived came from the burst, not live */
+    if (sent_ns < (uint64_t)(l->t_stream * 1e9) || sent_ns > recv_ns)
+        return;
+    latency_add(recv_ns - sent_ns);
+}
+
+/* Finds markers in carry+data without copying data; a marker starting in data is found once. */
+static void probe_scan(listener_t *l, const unsigned char *p, size_t n)
+{
+    uint64_t t = now_ns();
+    unsigned char edge[2 * MARKER_LEN];
+    size_t head = n < MARKER_LEN - 1 ? n : MARKER_LEN - 1;
+    memcpy(edge, l->carry, l->carry_len);
+    memcpy(edge + l->carry_len, p, head);
+    size_t elen = l->carry_len + head;
+    for (size_t i = 0; i < l->carry_len && i + MARKER_LEN <= elen; i++)
+        if (!memcmp(edge + i, PROBE_MAGIC, 8))
+            probe_marker(l, edge + i, t);
+    const unsigned char *q = p, *end = p + n;
+    while ((q = memmem(q, (size_t)(end - q), PROBE_MAGIC, 8)) && q + MARKER_LEN <= end) {
+        probe_marker(l, q, t);
+        q += MARKER_LEN;
+    }
+    if (n >= MARKER_LEN - 1) {
+        l->carry_len = MARKER_LEN - 1;
+        memcpy(l->carry, end - l->carry_len, l->carry_len);
+    } else {
+        size_t keep = elen < MARKER_LEN - 1 ? elen : MARKER_LEN - 1;
+        memmove(l->carry, edge + elen - keep, keep);
+        l->carry_len = (uint8_t)keep;
+    }
+}
+
+/* Header phase: status line check and "\r\n\r\n" search; returns body offset, or -1 when closed. */
+static ssize_t listener_header(listener_t *l, const unsigned char *p, size_t n)
+{
+    static const char crlf2[] = "\r\n\r\n";
+    size_t i;
+    for (i = 0; i < n && l->hdr_match < 4; i++) {
+        if (l->status_len < sizeof(l->status))
+            l->status[l->status_len++] = (char)p[i];
+        if (p[i] == (unsigned char)crlf2[l->hdr_match])
+            l->hdr_match++;
+        else
+            l->hdr_match = p[i] == '\r' ? 1 : 0;
+    }
+    l->hdr_bytes += i;
+    if (l->hdr_match < 4)
+        return (ssize_t)n;
+    if (l->status_len < 12 || memcmp(l->status + 8, " 200", 4)) {
+        listener_close(l, REJECTED);
+        return -1;
+    }
+    l->state = L_STREAM;
+    l->t_stream = now_s();
+    l->first_tick = g.tick + 1;
+    g.pending--;
+    g.connected++;
+    g.total_hdr_bytes += l->hdr_bytes;
+    if (g.connected == opt.listeners + opt.probe_listeners && g.all_connected_at < 0)
+        g.all_connected_at = l->t_stream - g.t0;
+    return (ssize_t)i;
+}
+
+static void listener_data(listener_t *l, const unsigned char *p, size_t n)
+{
+    if (l->state == L_HEADER) {
+        ssize_t off = listener_header(l, p, n);
+        if (off < 0 || (size_t)off >= n)
+            return;
+        p += off;
+        n -= (size_t)off;
+    }
+    l->bytes += n;
+    g.total_bytes += n;
+    if (l->probe)
+        probe_scan(l, p, n);
+}
+
+static void listener_readable(unsigned idx)
+{
+    listener_t *l = &g.l[idx];
+    for (;;) {
+        ssize_t n = read(l->fd, g.rbuf, READ_BUF_SIZE);
+        if (n > 0) {
+            listener_data(l, g.rbuf, (size_t)n);
+            if (l->state == L_CLOSED || n < READ_BUF_SIZE)
+                return; /* a short read drained the socket; edge-triggered epoll fires again */
+            continue;
+        }
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            return;
+        listener_close(l, BY_SERVER);
+        return;
+    }
+}
+
+static void listener_event(unsigned idx, uint32_t events)
+{
+    listener_t *l = &g.l[idx];
+    if (l->state == L_CONNECTING) {
+        if (!(events & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
+            return;
+        listener_send_request(idx);
+        if (l->state != L_HEADER)
+            return;
+    }
+    if (l->state == L_HEADER || l->state == L_STREAM)
+        listener_readable(idx);
+}
+
+/* How many listeners should have been started by now: step ramp capped by the connect rate. */
+static unsigned listeners_due(double t)
+{
+    unsigned due = opt.listeners;
+    if (opt.step && opt.hold > 0) {
+        double steps = 1 + (double)(unsigned)(t / opt.hold);
+        due = steps * opt.step < opt.listeners ? (unsigned)(steps * opt.step) : opt.listeners;
+    }
+    if (opt.connect_rate > 0 && t * opt.connect_rate + 1 < due)
+        due = (unsigned)(t * opt.connect_rate + 1);
+    return due;
+}
+
+static void listeners_launch(double t)
+{
+    unsigned due, batch = 0;
+    if (g.stop_at > 0)
+        return;
+    if (g.t_listen0 < 0) {
+        if (g.sources_up < opt.sources && t < 10)
+            return; /* give our own sources a head start, so listeners do not meet a 404 */
+        g.t_listen0 = t;
+    }
+    due = listeners_due(t - g.t_listen0);
+    /* probe listeners go first */
+    for (unsigned i = opt.listeners; i < g.nl; i++)
+        if (g.l[i].state == L_IDLE && g.probe.fd >= 0)
+            listener_start(i);
+    while (g.launched < due && batch++ < 2000) {
+        listener_t *l = &g.l[g.launched];
+        l->mount = opt.random_choice ? (uint32_t)(rand_r(&opt.seed) % opt.mounts.n)
+                                     : g.rr_next++ % opt.mounts.n;
+        listener_start(g.launched++);
+    }
+}
+
+/* ---- sources (libshout) ---- */
+
+static int source_start(source_t *s)
+{
+    s->sh = shout_new();
+    if (!s->sh)
+        goto fail;
+    if (shout_set_host(s->sh, opt.host) || shout_set_port(s->sh, (unsigned short)opt.port) ||
+        shout_set_user(s->sh, opt.user) || shout_set_password(s->sh, opt.password) ||
+        shout_set_mount(s->sh, s->mount) || shout_set_protocol(s->sh, SHOUT_PROTOCOL_HTTP) ||
+        shout_set_content_format(s->sh, SHOUT_FORMAT_MP3, SHOUT_USAGE_AUDIO, NULL) ||
+        shout_set_agent(s->sh, "swarm/1") || shout_set_nonblocking(s->sh, SHOUT_BLOCKING_NONE))
+        goto fail;
+    int r = shout_open(s->sh);
+    if (r != SHOUTERR_SUCCESS && r != SHOUTERR_BUSY && r != SHOUTERR_CONNECTED &&
+        r != SHOUTERR_RETRY)
+        goto fail;
+    s->state = S_CONNECTING;
+    return 0;
+fail:
+    fprintf(stderr, "swarm: source %s: %s\n", s->mount, s->sh ? shout_get_error(s->sh) : "oom");
+    if (s->sh)
+        shout_free(s->sh);
+    s->sh = NULL;
+    s->state = S_FAILED;
+    g.src_err++;
+    return -EIO;
+}
+
+static void source_close(source_t *s, int failed)
+{
+    if (s->state == S_UP)
+        g.sources_up--;
+    if (s->sh) {
+        if (failed)
+            fprintf(stderr, "swarm: source %s: %s\n", s->mount, shout_get_error(s->sh));
+        shout_close(s->sh);
+        shout_free(s->sh);
+    }
+    s->sh = NULL;
+    g.src_err += failed ? 1 : 0;
+    s->state = failed ? S_FAILED : S_CLOSED;
+}
+
+/* Stream bytes owed by now at the configured bitrate, capped so a late source catches up gently. */
+static size_t bytes_due(double t_up, uint64_t sent, double t)
+{
+    uint64_t target = (uint64_t)((t - t_up) * opt.bitrate_kbps * 1000 / 8);
+    uint64_t due = target > sent ? target - sent : 0;
+    return due > 256 * 1024 ? 256 * 1024 : (size_t)due;
+}
+
+static int source_pump(source_t *s, double t)
+{
+    size_t due = bytes_due(s->t_up, s->sent, t);
+    while (due > 0) {
+        size_t off = (size_t)(s->sent % g.src_data_len);
+        size_t n = g.src_data_len - off < due ? g.src_data_len - off : due;
+        ssize_t w = shout_send_raw(s->sh, g.src_data + off, n);
+        if (w < 0)
+            return shout_get_errno(s->sh) == SHOUTERR_BUSY ? 0 : -1;
+        s->sent += (uint64_t)w;
+        g.src_bytes += (uint64_t)w;
+        if ((size_t)w < n)
+            break;
+        due -= n;
+    }
+    return 0;
+}
+
+static void sources_tick(double t)
+{
+    unsigned due = opt.sources;
+    if (opt.source_step && opt.source_hold > 0)
+        due = (unsigned)(1 + t / opt.source_hold) * opt.source_step;
+    if (opt.source_rate > 0 && t * opt.source_rate + 1 < due)
+        due = (unsigned)(t * opt.source_rate + 1);
+    while (g.stop_at <= 0 && g.sources_started < due && g.sources_started < opt.sources)
+        source_start(&g.s[g.sources_started++]);
+    for (unsigned i = 0; i < g.sources_started; i++) {
+        source_t *s = &g.s[i];
+        if (s->state == S_CONNECTING) {
+            int r = shout_get_connected(s->sh);
+            if (r == SHOUTERR_CONNECTED) {
+                s->state = S_UP;
+                s->t_up = now_s();
+                g.sources_up++;
+            } else if (r != SHOUTERR_BUSY && r != SHOUTERR_RETRY) {
+                source_close(s, 1);
+            }
+        } else if (s->state == S_UP && source_pump(s, now_s()) < 0) {
+            source_close(s, 1);
+        }
+    }
+}
+
+/* ---- latency probe source: raw PUT with TCP_NODELAY, so no Nagle delay hides in the figures ---- */
+
+static void base64(const char *in, char *out)
+{
+    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t n = strlen(in), i;
+    for (i = 0; i + 2 < n; i += 3, out += 4) {
+        unsigned v = (unsigned char)in[i] << 16 | (unsigned char)in[i + 1] << 8 | (unsigned char)in[i + 2];
+        out[0] = tab[v >> 18], out[1] = tab[(v >> 12) & 63], out[2] = tab[(v >> 6) & 63], out[3] = tab[v & 63];
+    }
+    if (i < n) {
+        unsigned v = (unsigned char)in[i] << 16 | (i + 1 < n ? (unsigned char)in[i + 1] << 8 : 0);
+        out[0] = tab[v >> 18], out[1] = tab[(v >> 12) & 63];
+        out[2] = i + 1 < n ? tab[(v >> 6) & 63] : '=', out[3] = '=';
+        out += 4;
+    }
+    *out = '\0';
+}
+
+/* Connects and logs in (blocking, once, before the listeners start); then the socket is non-blocking. */
+static int probe_src_open(void)
+{
+    char cred[256], b64[400], req[1024], resp[512];
+    int one = 1, fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct timeval tv = { .tv_sec = 5 };
+    if (fd < 0)
+        return -errno;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    snprintf(cred, sizeof(cred), "%s:%s", opt.user, opt.password);
+    base64(cred, b64);
+    int n = snprintf(req, sizeof(req), "PUT %s HTTP/1.1\r\nHost: %s:%d\r\nAuthorization: Basic %s\r\n"
+                     "Content-Type: audio/mpeg\r\nUser-Agent: swarm/1\r\nIce-Name: latency probe\r\n\r\n",
+                     opt.probe_mount, opt.host, opt.port, b64);
+    if (connect(fd, (struct sockaddr *)&g.addr, sizeof(g.addr)) < 0 || write(fd, req, (size_t)n) != n)
+        goto fail;
+    ssize_t r = read(fd, resp, sizeof(resp) - 1);
+    if (r < 12 || memcmp(resp + 8, " 200", 4))
+        goto fail;
+    fcntl(fd, F_SETFL, O_NONBLOCK);
+    g.probe.fd = fd;
+    g.probe.t_up = now_s();
+    return 0;
+fail:
+    fprintf(stderr, "swarm: probe source %s could not log in\n", opt.probe_mount);
+    close(fd);
+    return -EIO;
+}
+
+/* Writes pieces of one tick's worth of bytes, each opening with a 16-byte marker (magic, send time). */
+static void probe_src_tick(double t)
+{
+    if (g.probe.fd < 0)
+        return;
+    if (!g.probe.len) {
+        size_t n = bytes_due(g.probe.t_up, g.probe.sent, t);
+        if (n < MARKER_LEN)
+            return;
+        uint64_t ns = now_ns();
+        memset(g.probe.piece, 0, n);
+        memcpy(g.probe.piece, PROBE_MAGIC, 8);
+        memcpy(g.probe.piece + 8, &ns, 8);
+        g.probe.off = 0;
+        g.probe.len = n;
+    }
+    ssize_t w = write(g.probe.fd, g.probe.piece + g.probe.off, g.probe.len - g.probe.off);
+    if (w < 0 && errno != EAGAIN && errno != EINTR) {
+        fprintf(stderr, "swarm: probe source write: %s\n", strerror(errno));
+        close(g.probe.fd);
+        g.probe.fd = -1;
+        g.src_err++;
+        return;
+    }
+    if (w > 0) {
+        g.probe.off += (size_t)w;
+        g.probe.sent += (uint64_t)w;
+        g.src_bytes += (uint64_t)w;
+    }
+    if (g.probe.off == g.probe.len)
+        g.probe.len = 0;
+}
+
+/* ---- status ---- */
+
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+static double lat_percentile(const uint32_t *hist, uint64_t n, double q)
+{
+    uint64_t want = (uint64_t)(q * (double)n), seen = 0;
+    if (!n)
+        return -1;
+    for (unsigned b = 0; b < LAT_BUCKETS; b++) {
+        seen += hist[b];
+        if (seen > want)
+            return (b + 0.5) * LAT_BUCKET_US / 1000.0;
+    }
+    return LAT_BUCKETS * LAT_BUCKET_US / 1000.0;
+}
+
+static double cpu_seconds(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+/* Judges one streaming listener over the last window; returns its rate or -1 if too young. */
+static double listener_window_rate(listener_t *l, unsigned w, unsigned slot, double t)
+{
+    l->win[slot] = l->bytes;
+    if (g.tick < l->first_tick + w)
+        return -1;
+    unsigned old = (g.tick - w) % (w + 1);
+    double dt = t - g.tick_time[old];
+    return dt > 0 ? (double)(l->bytes - l->win[old]) / dt : -1;
+}
+
+static void status_tick(double t)
+{
+    unsigned w = (unsigned)opt.window, slot = g.tick % (w + 1), nr = 0;
+    double expect = 0.9 * opt.bitrate_kbps * 1000 / 8;
+    g.tick_time[slot] = t;
+    g.starving = 0;
+    for (unsigned i = 0; i < g.nl; i++) {
+        listener_t *l = &g.l[i];
+        if ((l->state == L_CONNECTING || l->state == L_HEADER) &&
+            t + g.t0 - l->t_start > opt.connect_timeout)
+            listener_close(l, BY_SERVER);
+        if (l->state != L_STREAM)
+            continue;
+        double r = listener_window_rate(l, w, slot, t);
+        if (r < 0)
+            continue;
+        g.rates[nr++] = (float)r;
+        if (r < expect)
+            g.starving++;
+    }
+    g.rate_min = g.rate_p50 = -1;
+    if (nr) {
+        qsort(g.rates, nr, sizeof(*g.rates), cmp_float);
+        g.rate_min = g.rates[0] * 8 / 1000;
+        g.rate_p50 = g.rates[nr / 2] * 8 / 1000;
+    }
+    double cpu = cpu_seconds();
+    double dt = t - g.tick_time[(slot + w) % (w + 1)];
+    if (g.tick && dt > 0.5) {
+        g.cpu_pct = 100 * (cpu - g.cpu_prev) / dt;
+        g.cpu_prev = cpu;
+    }
+    fprintf(g.status, "t=%.3f listeners=%u connected=%u pending=%u bytes=%llu starving=%u eligible=%u "
+            "rate_min_kbps=%.1f rate_p50_kbps=%.1f server_closed=%llu conn_err=%llu rejected=%llu "
+            "sources=%u sources_up=%u src_err=%u src_bytes=%llu lat_n=%llu lat_p50_ms=%.2f "
+            "lat_p99_ms=%.2f swarm_cpu_pct=%.1f\n",
+            t, g.launched, g.connected, g.pending, (unsigned long long)g.total_bytes, g.starving, nr,
+            g.rate_min, g.rate_p50, (unsigned long long)g.server_closed,
+            (unsigned long long)g.conn_err, (unsigned long long)g.rejected, g.sources_started,
+            g.sources_up + (g.probe.fd >= 0), g.src_err, (unsigned long long)g.src_bytes,
+            (unsigned long long)g.lat_win_n, lat_percentile(g.lat_win, g.lat_win_n, 0.5),
+            lat_percentile(g.lat_win, g.lat_win_n, 0.99), g.cpu_pct);
+    fflush(g.status);
+    memset(g.lat_win, 0, LAT_BUCKETS * sizeof(*g.lat_win));
+    g.lat_win_n = 0;
+    g.tick++;
+}
+
+static void final_report(double t)
+{
+    uint64_t body = 0, hdr = 0;
+    for (unsigned i = 0; i < g.nl; i++)
+        if (g.l[i].state != L_IDLE) {
+            body += g.l[i].bytes;
+            hdr += g.l[i].hdr_bytes;
+        }
+    fprintf(g.status, "final t=%.3f listeners=%u body_bytes=%llu hdr_bytes=%llu server_closed=%llu "
+            "closed_by_us=%llu conn_err=%llu rejected=%llu sources=%u src_err=%u src_bytes=%llu "
+            "all_connected_s=%.3f lat_n=%llu lat_p50_ms=%.2f lat_p99_ms=%.2f\n",
+            t, g.launched + opt.probe_listeners, (unsigned long long)body, (unsigned long long)hdr,
+            (unsigned long long)g.server_closed, (unsigned long long)g.closed_by_us,
+            (unsigned long long)g.conn_err, (unsigned long long)g.rejected, g.sources_started,
+            g.src_err, (unsigned long long)g.src_bytes, g.all_connected_at,
+            (unsigned long long)g.lat_all_n, lat_percentile(g.lat_all, g.lat_all_n, 0.5),
+            lat_percentile(g.lat_all, g.lat_all_n, 0.99));
+    fflush(g.status);
+}
+
+/* Per mount: listeners that streamed, body bytes, header bytes (for checks against access logs). */
+static int per_mount_report(const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -errno;
+    for (unsigned m = 0; m <= opt.mounts.n; m++) {
+        const char *name = m < opt.mounts.n ? opt.mounts.v[m] : opt.probe_mount;
+        uint64_t body = 0, hdr = 0;
+        unsigned n = 0;
+        if (!name)
+            continue;
+        for (unsigned i = 0; i < g.nl; i++) {
+            listener_t *l = &g.l[i];
+            int mine = l->probe ? m == opt.mounts.n : l->mount == m;
+            if (l->state == L_IDLE || !mine || !l->t_stream)
+                continue;
+            n++;
+            body += l->bytes;
+            hdr += l->hdr_bytes;
+        }
+        fprintf(f, "%s %u %llu %llu\n", name, n, (unsigned long long)body, (unsigned long long)hdr);
+    }
+    return fclose(f) ? -errno : 0;
+}
+
+/* ---- main loop ---- */
+
+static void begin_stop(double t)
+{
+    g.stop_at = t;
+    if (g.probe.fd >= 0)
+        close(g.probe.fd);
+    g.probe.fd = -1;
+    for (unsigned i = 0; i < g.ns; i++)
+        if (g.s[i].state == S_UP || g.s[i].state == S_CONNECTING)
+            source_close(&g.s[i], 0);
+    for (unsigned i = 0; i < g.nl; i++)
+        if (g.l[i].state == L_CONNECTING || g.l[i].state == L_HEADER)
+            listener_close(&g.l[i], BY_US);
+}
+
+static int next_timeout_ms(double t)
+{
+    double next = g.next_status;
+    if (g.ns && g.next_src_tick < next)
+        next = g.next_src_tick;
+    if (opt.probe_mount && g.next_probe_tick < next)
+        next = g.next_probe_tick;
+    if (g.stop_at <= 0 && (g.t_listen0 < 0 || g.launched < listeners_due(t - g.t_listen0)))
+        next = t + 0.002;
+    int ms = (int)((next - t) * 1000) + 1;
+    return ms < 0 ? 0 : ms;
+}
+
+static void timers_run(double t)
+{
+    if (g.ns && t >= g.next_src_tick) {
+        sources_tick(t);
+        g.next_src_tick += opt.source_tick;
+        if (g.next_src_tick < t)
+            g.next_src_tick = t + opt.source_tick;
+    }
+    if (opt.probe_mount && t >= g.next_probe_tick) {
+        probe_src_tick(now_s());
+        g.next_probe_tick += opt.probe_tick;
+        if (g.next_probe_tick < t)
+            g.next_probe_tick = t + opt.probe_tick;
+    }
+    if (t >= g.next_status) {
+        status_tick(t);
+        g.next_status += 1;
+        if (g.next_status < t)
+            g.next_status = t + 1;
+    }
+}
+
+static void run(void)
+{
+    static struct epoll_event evs[4096];
+    for (;;) {
+        double t = now_s() - g.t0;
+        if (g.stop_at <= 0 && (stop_signals || (opt.duration > 0 && t >= opt.duration)))
+            begin_stop(t);
+        if (g.stop_at > 0 && (g.connected + g.pending == 0 || t >= g.stop_at + opt.drain ||
+                              stop_signals > 1))
+            break;
+        listeners_launch(t);
+        timers_run(t);
+        int n = epoll_wait(g.ep, evs, 4096, next_timeout_ms(now_s() - g.t0));
+        for (int i = 0; i < n; i++)
+            listener_event((unsigned)evs[i].data.u64, evs[i].events);
+    }
+    double t = now_s() - g.t0;
+    for (unsigned i = 0; i < g.nl; i++)
+        listener_close(&g.l[i], BY_US);
+    status_tick(t);
+    final_report(t);
+}
+
+/* ---- set-up ---- */
+
+static void usage(void)
+{
+    fputs("usage: swarm [--host H] [--port P] [--src-ip A]\n"
+          "  listeners: --listeners N --mounts SPEC [--random] [--connect-rate R/s]\n"
+          "             [--step S --hold SEC] [--window SEC] [--rcvlowat B] [--rcvbuf B]\n"
+          "  sources:   --sources M --source-mounts SPEC [--source-rate R/s]\n"
+          "             [--source-step K --source-hold SEC] [--source-file F] [--source-tick SEC]\n"
+          "             [--user U] [--password P]\n"
+          "  probe:     --probe-mount M [--probe-listeners P] [--probe-tick SEC]\n"
+          "  common:    [--bitrate KBPS] [--duration SEC] [--drain SEC] [--status FILE]\n"
+          "             [--per-mount FILE] [--connect-timeout SEC] [--seed N]\n"
+          "SPEC: comma list of mounts; an item /name%d:A-B expands to /nameA../nameB\n", stderr);
+    exit(2);
+}
+
+static void parse_args(int argc, char **argv)
+{
+    static const struct option lo[] = {
+        {"host", 1, 0, 'h'}, {"port", 1, 0, 'p'}, {"src-ip", 1, 0, 'I'}, {"listeners", 1, 0, 'n'},
+        {"mounts", 1, 0, 'm'}, {"random", 0, 0, 'r'}, {"connect-rate", 1, 0, 'c'},
+        {"step", 1, 0, 'S'}, {"hold", 1, 0, 'H'}, {"window", 1, 0, 'w'}, {"rcvlowat", 1, 0, 'L'},
+        {"rcvbuf", 1, 0, 'B'}, {"sources", 1, 0, 'M'}, {"source-mounts", 1, 0, 'o'},
+        {"source-rate", 1, 0, 'R'}, {"source-step", 1, 0, 'k'}, {"source-hold", 1, 0, 'D'},
+        {"source-file", 1, 0, 'f'}, {"source-tick", 1, 0, 'T'}, {"user", 1, 0, 'u'},
+        {"password", 1, 0, 'P'}, {"probe-mount", 1, 0, 'q'}, {"probe-listeners", 1, 0, 'Q'},
+        {"probe-tick", 1, 0, 'K'}, {"bitrate", 1, 0, 'b'}, {"duration", 1, 0, 'd'},
+        {"drain", 1, 0, 'x'}, {"status", 1, 0, 's'}, {"per-mount", 1, 0, 'F'},
+        {"connect-timeout", 1, 0, 'C'}, {"seed", 1, 0, 'e'}, {0, 0, 0, 0}};
+    int c;
+    while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+        switch (c) {
+        case 'h': opt.host = optarg; break;
+        case 'p': opt.port = atoi(optarg); break;
+        case 'I': opt.src_ip = optarg; break;
+        case 'n': opt.listeners = (unsigned)atoi(optarg); break;
+        case 'm': if (mountlist_parse(&opt.mounts, optarg)) usage(); break;
+        case 'r': opt.random_choice = 1; break;
+        case 'c': opt.connect_rate = atof(optarg); break;
+        case 'S': opt.step = (unsigned)atoi(optarg); break;
+        case 'H': opt.hold = atof(optarg); break;
+        case 'w': opt.window = atof(optarg); break;
+        case 'L': opt.rcvlowat = atoi(optarg); break;
+        case 'B': opt.rcvbuf = atoi(optarg); break;
+        case 'M': opt.sources = (unsigned)atoi(optarg); break;
+        case 'o': if (mountlist_parse(&opt.source_mounts, optarg)) usage(); break;
+        case 'R': opt.source_rate = atof(optarg); break;
+        case 'k': opt.source_step = (unsigned)atoi(optarg); break;
+        case 'D': opt.source_hold = atof(optarg); break;
+        case 'f': opt.source_file = optarg; break;
+        case 'T': opt.source_tick = atof(optarg); break;
+        case 'u': opt.user = optarg; break;
+        case 'P': opt.password = optarg; break;
+        case 'q': opt.probe_mount = optarg; break;
+        case 'Q': opt.probe_listeners = (unsigned)atoi(optarg); break;
+        case 'K': opt.probe_tick = atof(optarg); break;
+        case 'b': opt.bitrate_kbps = atof(optarg); break;
+        case 'd': opt.duration = atof(optarg); break;
+        case 'x': opt.drain = atof(optarg); break;
+        case 's': opt.status_path = optarg; break;
+        case 'F': opt.per_mount_path = optarg; break;
+        case 'C': opt.connect_timeout = atof(optarg); break;
+        case 'e': opt.seed = (unsigned)atoi(optarg); break;
+        default: usage();
+        }
+    }
+    opt.window = opt.window < 1 ? 1 : opt.window > WINDOW_MAX ? WINDOW_MAX : (int)opt.window;
+    if ((opt.listeners && !opt.mounts.n) || (opt.sources && opt.source_mounts.n < opt.sources) ||
+        (opt.probe_listeners && !opt.probe_mount) || optind != argc)
+        usage();
+    if (opt.probe_mount && !opt.probe_listeners)
+        opt.probe_listeners = 10;
+}
+
+static int load_source_data(void)
+{
+    if (!opt.source_file) {
+        g.src_data_len = 65536; /* generated: a byte pattern the generic format passes through */
+        g.src_data = malloc(g.src_data_len);
+        for (size_t i = 0; g.src_data && i < g.src_data_len; i++)
+            g.src_data[i] = (unsigned char)(i * 7 + (i >> 8));
+        return g.src_data ? 0 : -ENOMEM;
+    }
+    FILE *f = fopen(opt.source_file, "rb");
+    struct stat st;
+    if (!f || fstat(fileno(f), &st) < 0 || st.st_size <= 0)
+        goto fail;
+    g.src_data_len = (size_t)st.st_size;
+    g.src_data = malloc(g.src_data_len);
+    if (!g.src_data || fread(g.src_data, 1, g.src_data_len, f) != g.src_data_len)
+        goto fail;
+    fclose(f);
+    return 0;
+fail:
+    fprintf(stderr, "swarm: cannot read %s\n", opt.source_file);
+    if (f)
+        fclose(f);
+    return -EIO;
+}
+
+static int setup(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    g.addr.sin_family = AF_INET;
+    g.addr.sin_port = htons((uint16_t)opt.port);
+    if (inet_pton(AF_INET, opt.host, &g.addr.sin_addr) != 1)
+        return -EINVAL;
+    g.nl = opt.listeners + (opt.probe_mount ? opt.probe_listeners : 0);
+    g.ns = opt.sources;
+    g.l = calloc(g.nl + 1, sizeof(*g.l));
+    g.rates = calloc(g.nl + 1, sizeof(*g.rates));
+    g.s = calloc(g.ns + 1, sizeof(*g.s));
+    g.rbuf = malloc(READ_BUF_SIZE);
+    g.lat_win = calloc(LAT_BUCKETS, sizeof(*g.lat_win));
+    g.lat_all = calloc(LAT_BUCKETS, sizeof(*g.lat_all));
+    g.ep = epoll_create1(EPOLL_CLOEXEC);
+    if (!g.l || !g.rates || !g.s || !g.rbuf || !g.lat_win || !g.lat_all || g.ep < 0)
+        return -ENOMEM;
+    for (unsigned i = 0; i < g.nl; i++) {
+        g.l[i].fd = -1;
+        g.l[i].probe = i >= opt.listeners;
+    }
+    for (unsigned i = 0; i < opt.sources; i++)
+        g.s[i].mount = opt.source_mounts.v[i];
+    g.probe.fd = -1;
+    g.t_listen0 = -1;
+    if (opt.probe_mount && probe_src_open() < 0)
+        return -EIO;
+    g.status = opt.status_path ? fopen(opt.status_path, "w") : stdout;
+    if (!g.status)
+        return -errno;
+    g.all_connected_at = -1;
+    g.t0 = now_s();
+    g.next_status = 1;
+    return load_source_data();
+}
+
+int main(int argc, char **argv)
+{
+    parse_args(argc, argv);
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    shout_init();
+    if (setup() < 0) {
+        fprintf(stderr, "swarm: set-up failed: %s\n", strerror(errno));
+        return 1;
+    }
+    run();
+    if (opt.per_mount_path && per_mount_report(opt.per_mount_path) < 0)
+        fprintf(stderr, "swarm: cannot write %s\n", opt.per_mount_path);
+    shout_shutdown();
+    return 0;
+}

@@ -1,0 +1,696 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * directives: the icecast.xml vocabulary as tables. Each section (root, limits, authentication,
+ * listen-socket, mount, relay, directory, paths, logging, security, http-headers) is a table of
+ * {element, type, offsetof field, bounds} applied by the engine in config.c; repeatable blocks
+ * (mount, relay, listen-socket, ...) have a handler that allocates the object, links it into the
+ * config and walks the block's own table. Completion (legacy root port, default-mount merging,
+ * burst/queue checks) is here because it needs the tables and the line numbers.
+ * Does not read files, parse XML, set global defaults or free anything: config.c does.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "conf/directives.h"
+
+static const word_t loglevel_words[] = {
+    {"error", 1}, {"warn", 2}, {"warning", 2}, {"info", 3}, {"information", 3}, {"debug", 4},
+    {NULL, 0},
+};
+
+/* ---------------------------------------------------------------- table rows */
+
+#define ROW(n, t, st, f, ...) {.name = n, .type = t, .off = offsetof(st, f), __VA_ARGS__}
+#define STR(n, st, f) ROW(n, D_STR, st, f)
+#define TEXT(n, st, f) ROW(n, D_STR, st, f, .flags = F_EMPTY_OK)
+#define PATH(n, st, f) ROW(n, D_PATH, st, f)
+#define MOUNT(n, st, f) ROW(n, D_MOUNT, st, f)
+#define INT(n, st, f, lo, hi) ROW(n, D_INT, st, f, .min = lo, .max = hi)
+#define SIZE(n, st, f, lo, hi) ROW(n, D_LONG, st, f, .min = lo, .max = hi)
+#define BOOL(n, st, f) ROW(n, D_BOOL, st, f, .min = 0, .max = 1, .words = config_bool_words)
+#define TRI(n, st, f) ROW(n, D_BOOL, st, f, .min = -1, .max = 1, .words = config_bool_words)
+#define SECTION(n, s) {.name = n, .type = D_SECTION, .sub = &s}
+#define FN(n, f) {.name = n, .type = D_FN, .fn = f}
+#define OLD_FN(n, f, why) {.name = n, .type = D_FN, .fn = f, .flags = F_DEPRECATED, .note = why}
+#define OLD_IGNORE(n, why) {.name = n, .type = D_IGNORE, .flags = F_DEPRECATED, .note = why}
+#define END {.name = NULL}
+#define PORT_MAX 65535
+#define SIZE_MAX_BYTES (1L << 30)
+
+/* ---------------------------------------------------------------- lists */
+
+#define APPEND(head, item)                                                                     \
+    do {                                                                                       \
+        __typeof__(item) *tail_ = &(head);                                                     \
+        while (*tail_)                                                                         \
+            tail_ = &(*tail_)->next;                                                           \
+        *tail_ = (item);                                                                       \
+    } while (0)
+
+static void *new_item(parse_t *p, xmlNodePtr n, size_t size)
+{
+    void *x = calloc(1, size);
+
+    if (!x)
+        config_err(p, n, "out of memory");
+    return x;
+}
+
+/* An HTTP header name is a token (RFC 9110): no controls, blanks or separators. */
+static int header_name_ok(const char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s <= 0x20 || (unsigned char)*s >= 0x7f ||
+            strchr("()<>@,;:\\\"/[]?={}", *s))
+            return 0;
+    return 1;
+}
+
+/* <http-headers><header name= value= [status=] [type=]/> ; obj is the list head */
+static int fn_header(parse_t *p, xmlNodePtr n, void *obj)
+{
+    http_header_conf_t *h = NULL;
+    char *type = NULL, *status = NULL;
+    int rc = -1;
+
+    if (config_attr(p, n, "type", &type) || config_attr(p, n, "status", &status))
+        goto done;
+    if (type && strcasecmp(type, "static") != 0) {
+        char buf[48];
+        config_warn_at(p, NULL, config_line(n), "<header> type \"%s\" is not supported, ignored",
+                       config_shown(type, buf, sizeof(buf)));
+        rc = 0;
+        goto done;
+    }
+    if (!(h = new_item(p, n, sizeof(*h))))
+        goto done;
+    APPEND(*(http_header_conf_t **)obj, h);
+    if (config_attr_required(p, n, "name", &h->name))
+        goto done;
+    if (config_attr(p, n, "value", &h->value))
+        goto done;
+    if (!h->value) {
+        config_err(p, n, "<header> needs a value=\"...\" attribute");
+        goto done;
+    }
+    if (!header_name_ok(h->name) || strpbrk(h->value, "\r\n")) {
+        config_err(p, n, "<header> name or value contains characters not allowed in HTTP");
+        goto done;
+    }
+    if (status) {
+        static const directive_t st = {.name = "status", .type = D_INT, .min = 100, .max = 599};
+        long x;
+        if (config_number(p, n, &st, status, &x))
+            goto done;
+        h->status = (int)x;
+    }
+    rc = 0;
+done:
+    free(type);
+    free(status);
+    return rc;
+}
+
+static const directive_t headers_dirs[] = {FN("header", fn_header), END};
+static const section_t headers_sec = {"http-headers", headers_dirs};
+
+static int fn_root_headers(parse_t *p, xmlNodePtr n, void *obj)
+{
+    return config_walk(p, n, &headers_sec, &((config_t *)obj)->http_headers);
+}
+
+static int fn_mount_headers(parse_t *p, xmlNodePtr n, void *obj)
+{
+    return config_walk(p, n, &headers_sec, &((mount_conf_t *)obj)->http_headers);
+}
+
+/* <authentication type=...><option name= value=/></authentication> inside <mount> */
+static int fn_option(parse_t *p, xmlNodePtr n, void *obj)
+{
+    auth_conf_t *a = obj;
+    kv_conf_t *kv = new_item(p, n, sizeof(*kv));
+
+    if (!kv)
+        return -1;
+    APPEND(a->options, kv);
+    if (config_attr_required(p, n, "name", &kv->name) || config_attr(p, n, "value", &kv->value))
+        return -1;
+    if (!kv->value)
+        return config_err(p, n, "<option> needs a value=\"...\" attribute");
+    return 0;
+}
+
+static const directive_t auth_opt_dirs[] = {FN("option", fn_option), END};
+static const section_t auth_opt_sec = {"authentication", auth_opt_dirs};
+
+static int fn_mount_auth(parse_t *p, xmlNodePtr n, void *obj)
+{
+    mount_conf_t *m = obj;
+
+    if (m->auth)
+        return config_err(p, n, "more than one <authentication> in this <mount>");
+    if (!(m->auth = new_item(p, n, sizeof(*m->auth))))
+        return -1;
+    if (config_attr_required(p, n, "type", &m->auth->type))
+        return -1;
+    return config_walk(p, n, &auth_opt_sec, m->auth);
+}
+
+/* <paths><alias source= destination=|dest= [port=] [bind-address=]/> */
+static int fn_alias(parse_t *p, xmlNodePtr n, void *obj)
+{
+    static const directive_t port = {.name = "port", .type = D_INT, .min = 1, .max = PORT_MAX};
+    alias_conf_t *a = new_item(p, n, sizeof(*a));
+    char *port_text = NULL;
+    long x;
+
+    if (!a)
+        return -1;
+    a->port = -1;
+    APPEND(((config_t *)obj)->aliases, a);
+    if (config_attr_required(p, n, "source", &a->source))
+        return -1;
+    if (config_attr(p, n, "destination", &a->destination))
+        return -1;
+    if (!a->destination && config_attr(p, n, "dest", &a->destination))
+        return -1;
+    if (!a->destination || !*a->destination)
+        return config_err(p, n, "<alias> needs a destination=\"...\" attribute");
+    if (config_attr(p, n, "bind-address", &a->bind_address) ||
+        config_attr(p, n, "port", &port_text))
+        return -1;
+    if (port_text) {
+        int bad = config_number(p, n, &port, port_text, &x);
+        free(port_text);
+        if (bad)
+            return -1;
+        a->port = (int)x;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- sections on config_t */
+
+static int fn_source_password(parse_t *p, xmlNodePtr n, void *obj)
+{
+    static const directive_t d = STR("source-password", config_t, source_password);
+
+    if (xmlHasProp(n, (const xmlChar *)"mount"))
+        return config_err(p, n, "<source-password mount=...> is not supported: use <password> in a "
+                          "<mount> block");
+    return config_set_value(p, n, &d, obj);
+}
+
+static int fn_burst_on_connect(parse_t *p, xmlNodePtr n, void *obj)
+{
+    static const directive_t d = {.name = "burst-on-connect", .type = D_BOOL, .max = 1,
+                                  .words = config_bool_words};
+    int on = 1;
+
+    if (config_set_value(p, n, &d, &on) != 0)
+        return -1;
+    if (!on)
+        ((config_t *)obj)->burst_size = 0;
+    return 0;
+}
+
+static const directive_t limits_dirs[] = {
+    INT("clients", config_t, clients, 1, 10000000),
+    INT("sources", config_t, sources, 0, 1000000),
+    SIZE("queue-size", config_t, queue_size, 1, SIZE_MAX_BYTES),
+    INT("client-timeout", config_t, client_timeout, 0, 86400),
+    INT("header-timeout", config_t, header_timeout, 1, 3600),
+    INT("source-timeout", config_t, source_timeout, 1, 86400),
+    SIZE("burst-size", config_t, burst_size, 0, SIZE_MAX_BYTES),
+    OLD_FN("burst-on-connect", fn_burst_on_connect, "use <burst-size>"),
+    OLD_IGNORE("threadpool", "ignored"),
+    INT("workers", config_t, workers, 0, 64),
+    INT("write-window", config_t, write_window_ms, 0, 1000),
+    END,
+};
+static const section_t limits_sec = {"limits", limits_dirs};
+
+static const directive_t auth_dirs[] = {
+    FN("source-password", fn_source_password),
+    STR("relay-user", config_t, relay_user),
+    STR("relay-password", config_t, relay_password),
+    STR("admin-user", config_t, admin_user),
+    STR("admin-password", config_t, admin_password),
+    END,
+};
+static const section_t auth_sec = {"authentication", auth_dirs};
+
+static const directive_t paths_dirs[] = {
+    PATH("basedir", config_t, basedir),
+    PATH("logdir", config_t, logdir),
+    PATH("pidfile", config_t, pidfile),
+    PATH("webroot", config_t, webroot),
+    PATH("adminroot", config_t, adminroot),
+    PATH("allow-ip", config_t, allow_ip),
+    PATH("deny-ip", config_t, deny_ip),
+    PATH("ssl-certificate", config_t, ssl_certificate),
+    PATH("ssl-allowed-ciphers", config_t, ssl_allowed_ciphers),
+    FN("alias", fn_alias),
+    END,
+};
+static const section_t paths_sec = {"paths", paths_dirs};
+
+static const directive_t logging_dirs[] = {
+    PATH("accesslog", config_t, accesslog),
+    PATH("errorlog", config_t, errorlog),
+    PATH("playlistlog", config_t, playlistlog),
+    ROW("loglevel", D_INT, config_t, loglevel, .min = 1, .max = 4, .words = loglevel_words),
+    INT("logsize", config_t, logsize, 0, INT_MAX),
+    BOOL("logarchive", config_t, logarchive),
+    END,
+};
+static const section_t logging_sec = {"logging", logging_dirs};
+
+static const directive_t owner_dirs[] = {
+    STR("user", config_t, user),
+    STR("group", config_t, group),
+    END,
+};
+static const section_t owner_sec = {"changeowner", owner_dirs};
+
+static const directive_t security_dirs[] = {
+    BOOL("chroot", config_t, chroot),
+    SECTION("changeowner", owner_sec),
+    END,
+};
+static const section_t security_sec = {"security", security_dirs};
+
+/* ---------------------------------------------------------------- repeatable blocks */
+
+static const directive_t listen_dirs[] = {
+    INT("port", listen_conf_t, port, 1, PORT_MAX),
+    PATH("bind-address", listen_conf_t, bind_address),
+    MOUNT("shoutcast-mount", listen_conf_t, shoutcast_mount),
+    BOOL("shoutcast-compat", listen_conf_t, shoutcast_compat),
+    BOOL("ssl", listen_conf_t, ssl),
+    BOOL("tls", listen_conf_t, ssl), /* Icecast 2.5 name */
+    INT("so-sndbuf", listen_conf_t, so_sndbuf, 0, INT_MAX),
+    END,
+};
+static const section_t listen_sec = {"listen-socket", listen_dirs};
+
+static int fn_listen(parse_t *p, xmlNodePtr n, void *obj)
+{
+    listen_conf_t *l = new_item(p, n, sizeof(*l));
+
+    if (!l)
+        return -1;
+    l->port = 8000;
+    APPEND(((config_t *)obj)->listen, l);
+    if (config_walk(p, n, &listen_sec, l))
+        return -1;
+    if (l->shoutcast_mount && !l->shoutcast_compat && l->port == PORT_MAX)
+        return config_err(p, n, "<shoutcast-mount> needs port + 1 for Shoutcast sources, but port "
+                          "is 65535");
+    return 0;
+}
+
+static const directive_t relay_dirs[] = {
+    PATH("server", relay_conf_t, server),
+    INT("port", relay_conf_t, port, 1, PORT_MAX),
+    PATH("mount", relay_conf_t, mount),
+    MOUNT("local-mount", relay_conf_t, local_mount),
+    STR("username", relay_conf_t, username),
+    STR("password", relay_conf_t, password),
+    BOOL("relay-shoutcast-metadata", relay_conf_t, relay_shoutcast_metadata),
+    BOOL("on-demand", relay_conf_t, on_demand),
+    PATH("bind", relay_conf_t, bind),
+    END,
+};
+static const section_t relay_sec = {"relay", relay_dirs};
+
+static int fn_relay(parse_t *p, xmlNodePtr n, void *obj)
+{
+    relay_conf_t *r = new_item(p, n, sizeof(*r));
+    char buf[48];
+
+    if (!r)
+        return -1;
+    r->port = 8000;
+    r->relay_shoutcast_metadata = 1;
+    r->on_demand = -1; /* relays-on-demand, which may come later in the file */
+    APPEND(((config_t *)obj)->relays, r);
+    if (config_walk(p, n, &relay_sec, r))
+        return -1;
+    if (!r->server && !(r->server = strdup("127.0.0.1")))
+        return config_err(p, n, "out of memory");
+    if (!r->mount && !(r->mount = strdup("/")))
+        return config_err(p, n, "out of memory");
+    if (!r->local_mount) {
+        if (r->mount[0] != '/')
+            return config_err(p, n, "<relay> of \"%s\" needs a <local-mount> starting with '/'",
+                              config_shown(r->mount, buf, sizeof(buf)));
+        if (!(r->local_mount = strdup(r->mount)))
+            return config_err(p, n, "out of memory");
+    }
+    return 0;
+}
+
+/* Legacy <directory><server><host/><touch-interval/></server>: checked, then dropped. */
+typedef struct legacy_server {
+    char *host;
+    int touch_interval;
+} legacy_server_t;
+
+static const directive_t legacy_server_dirs[] = {
+    PATH("host", legacy_server_t, host),
+    INT("touch-interval", legacy_server_t, touch_interval, 0, INT_MAX),
+    END,
+};
+static const section_t legacy_server_sec = {"server", legacy_server_dirs};
+
+static int fn_legacy_server(parse_t *p, xmlNodePtr n, void *obj)
+{
+    legacy_server_t s = {NULL, 0};
+    int rc = config_walk(p, n, &legacy_server_sec, &s);
+
+    (void)obj;
+    free(s.host);
+    return rc;
+}
+
+static const directive_t directory_dirs[] = {
+    PATH("yp-url", directory_conf_t, yp_url),
+    INT("yp-url-timeout", directory_conf_t, yp_url_timeout, 1, 3600),
+    INT("touch-interval", directory_conf_t, touch_interval, 1, 86400),
+    OLD_FN("server", fn_legacy_server, "ignored, use <yp-url>"),
+    END,
+};
+static const section_t directory_sec = {"directory", directory_dirs};
+
+static int fn_directory(parse_t *p, xmlNodePtr n, void *obj)
+{
+    directory_conf_t *d = new_item(p, n, sizeof(*d));
+
+    if (!d)
+        return -1;
+    d->yp_url_timeout = 15;
+    d->touch_interval = 600;
+    APPEND(((config_t *)obj)->directories, d);
+    if (config_walk(p, n, &directory_sec, d))
+        return -1;
+    if (!d->yp_url)
+        config_warn_at(p, NULL, config_line(n), "<directory> without <yp-url>, not used");
+    return 0;
+}
+
+static int fn_no_yp(parse_t *p, xmlNodePtr n, void *obj)
+{
+    static const directive_t d = {.name = "no-yp", .type = D_BOOL, .max = 1,
+                                  .words = config_bool_words};
+    int no_yp = 0;
+
+    if (config_set_value(p, n, &d, &no_yp))
+        return -1;
+    ((mount_conf_t *)obj)->public = !no_yp;
+    return 0;
+}
+
+static const directive_t mount_dirs[] = {
+    MOUNT("mount-name", mount_conf_t, mount_name),
+    STR("username", mount_conf_t, username),
+    STR("password", mount_conf_t, password),
+    INT("max-listeners", mount_conf_t, max_listeners, -1, INT_MAX),
+    INT("max-listener-duration", mount_conf_t, max_listener_duration, 0, INT_MAX),
+    SIZE("burst-size", mount_conf_t, burst_size, -1, SIZE_MAX_BYTES),
+    SIZE("queue-size", mount_conf_t, queue_size, -1, SIZE_MAX_BYTES),
+    INT("source-timeout", mount_conf_t, source_timeout, -1, 86400),
+    INT("mp3-metadata-interval", mount_conf_t, mp3_metadata_interval, -1, 1 << 24),
+    INT("icy-metadata-interval", mount_conf_t, mp3_metadata_interval, -1, 1 << 24), /* 2.5 */
+    PATH("dump-file", mount_conf_t, dump_file),
+    PATH("intro", mount_conf_t, intro),
+    PATH("fallback-mount", mount_conf_t, fallback_mount),
+    BOOL("fallback-override", mount_conf_t, fallback_override),
+    BOOL("fallback-when-full", mount_conf_t, fallback_when_full),
+    PATH("charset", mount_conf_t, charset),
+    TRI("public", mount_conf_t, public),
+    OLD_FN("no-yp", fn_no_yp, "use <public>"),
+    BOOL("hidden", mount_conf_t, hidden),
+    BOOL("no-mount", mount_conf_t, no_mount),
+    TEXT("stream-name", mount_conf_t, stream_name),
+    TEXT("stream-description", mount_conf_t, stream_description),
+    TEXT("stream-url", mount_conf_t, stream_url),
+    TEXT("genre", mount_conf_t, genre),
+    PATH("bitrate", mount_conf_t, bitrate),
+    PATH("type", mount_conf_t, type),
+    PATH("subtype", mount_conf_t, subtype),
+    STR("cluster-password", mount_conf_t, cluster_password),
+    PATH("on-connect", mount_conf_t, on_connect),
+    PATH("on-disconnect", mount_conf_t, on_disconnect),
+    FN("authentication", fn_mount_auth),
+    FN("http-headers", fn_mount_headers),
+    END,
+};
+static const section_t mount_sec = {"mount", mount_dirs};
+
+static void mount_init(mount_conf_t *m)
+{
+    m->max_listeners = -1;
+    m->burst_size = -1;
+    m->queue_size = -1;
+    m->source_timeout = -1;
+    m->mp3_metadata_interval = -1;
+    m->public = -1;
+}
+
+static int fn_mount(parse_t *p, xmlNodePtr n, void *obj)
+{
+    config_t *c = obj;
+    mount_conf_t *m = new_item(p, n, sizeof(*m));
+    char *type = NULL, buf[48];
+    const char *shown;
+
+    if (!m)
+        return -1;
+    mount_init(m);
+    APPEND(c->mounts, m);
+    if (config_attr(p, n, "type", &type))
+        return -1;
+    if (type && strcmp(type, "default") == 0) {
+        m->is_default = 1;
+    } else if (type && *type && strcmp(type, "normal") != 0) {
+        config_err(p, n, "unknown mount type \"%s\" (expected \"normal\" or \"default\")",
+                   config_shown(type, buf, sizeof(buf)));
+        free(type);
+        return -1;
+    }
+    free(type);
+    if (config_walk(p, n, &mount_sec, m))
+        return -1;
+    if (!m->is_default && !m->mount_name)
+        return config_err(p, n, "<mount> without <mount-name>");
+    shown = config_shown(m->mount_name ? m->mount_name : "type=\"default\"", buf, sizeof(buf));
+    if (!m->fallback_mount && (m->fallback_override || m->fallback_when_full))
+        config_warn_at(p, NULL, config_line(n),
+                       "<mount> %s has fallback options but no <fallback-mount>", shown);
+    for (const mount_conf_t *o = c->mounts; o != m && m->mount_name; o = o->next)
+        if (!o->is_default && !m->is_default && o->mount_name &&
+            strcmp(o->mount_name, m->mount_name) == 0)
+            config_warn_at(p, NULL, config_line(n),
+                           "<mount> %s defined twice, the first one is used", shown);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- root */
+
+static int fn_root_port(parse_t *p, xmlNodePtr n, void *obj)
+{
+    static const directive_t d = INT("port", parse_t, root_port, 1, PORT_MAX);
+
+    (void)obj;
+    p->root_port_line = config_line(n);
+    return config_set_value(p, n, &d, p);
+}
+
+static int fn_root_bind(parse_t *p, xmlNodePtr n, void *obj)
+{
+    static const directive_t d = PATH("bind-address", parse_t, root_bind);
+
+    (void)obj;
+    return config_set_value(p, n, &d, p);
+}
+
+static const directive_t root_dirs[] = {
+    TEXT("location", config_t, location),
+    TEXT("admin", config_t, admin),
+    PATH("hostname", config_t, hostname),
+    TEXT("server-id", config_t, server_id),
+    BOOL("fileserve", config_t, fileserve),
+    PATH("mime-types", config_t, mime_types),
+    BOOL("icelogin", config_t, icelogin),
+    MOUNT("shoutcast-mount", config_t, shoutcast_mount),
+    BOOL("relays-on-demand", config_t, relays_on_demand),
+    PATH("master-server", config_t, master_server),
+    INT("master-server-port", config_t, master_server_port, 1, PORT_MAX),
+    INT("master-update-interval", config_t, master_update_interval, 1, 86400),
+    STR("master-username", config_t, master_username),
+    STR("master-password", config_t, master_password),
+    FN("port", fn_root_port),
+    FN("bind-address", fn_root_bind),
+    OLD_FN("source-password", fn_source_password, "use <authentication><source-password>"),
+    SECTION("limits", limits_sec),
+    SECTION("authentication", auth_sec),
+    SECTION("paths", paths_sec),
+    SECTION("logging", logging_sec),
+    SECTION("security", security_sec),
+    FN("listen-socket", fn_listen),
+    FN("relay", fn_relay),
+    FN("mount", fn_mount),
+    FN("directory", fn_directory),
+    FN("http-headers", fn_root_headers),
+    END,
+};
+static const section_t root_sec = {"icecast", root_dirs};
+
+/* ---------------------------------------------------------------- completion */
+
+static int legacy_listen(parse_t *p, xmlNodePtr root)
+{
+    config_t *c = p->c;
+    listen_conf_t *l;
+
+    if (c->listen) {
+        if (p->root_port || p->root_bind)
+            config_warn_at(p, NULL, p->root_port_line ? p->root_port_line : config_line(root),
+                           "root-level <port>/<bind-address> ignored: <listen-socket> is defined");
+        return 0;
+    }
+    if (p->root_port)
+        config_warn_at(p, NULL, p->root_port_line,
+                       "root-level <port> is deprecated: use <listen-socket>");
+    if (!(l = new_item(p, root, sizeof(*l))))
+        return -1;
+    l->port = p->root_port ? p->root_port : 8000;
+    l->bind_address = p->root_bind;
+    p->root_bind = NULL;
+    c->listen = l;
+    return 0;
+}
+
+/* Icecast 2.4: a normal mount takes every setting it leaves unset from its default block. */
+static int merge_mount(parse_t *p, xmlNodePtr n, mount_conf_t *m, const mount_conf_t *def)
+{
+    mount_conf_t unset;
+    http_header_conf_t **tail = &m->http_headers;
+
+    memset(&unset, 0, sizeof(unset));
+    mount_init(&unset);
+    for (const directive_t *d = mount_dirs; d->name; d++) {
+        char *to = (char *)m + d->off, *none = (char *)&unset + d->off;
+        const char *from = (const char *)def + d->off;
+        if (d->type == D_STR || d->type == D_PATH) {
+            if (!*(char **)to && *(char *const *)from &&
+                !(*(char **)to = strdup(*(char *const *)from)))
+                return config_err(p, n, "out of memory");
+        } else if (d->type == D_LONG) {
+            if (*(long *)to == *(long *)none)
+                *(long *)to = *(const long *)from;
+        } else if (d->type == D_INT || d->type == D_BOOL) {
+            if (*(int *)to == *(int *)none)
+                *(int *)to = *(const int *)from;
+        }
+    }
+    while (*tail)
+        tail = &(*tail)->next;
+    for (const http_header_conf_t *h = def->http_headers; h; h = h->next) {
+        if (!(*tail = calloc(1, sizeof(**tail))))
+            return config_err(p, n, "out of memory");
+        (*tail)->status = h->status;
+        if (!((*tail)->name = strdup(h->name)) || !((*tail)->value = strdup(h->value)))
+            return config_err(p, n, "out of memory");
+        tail = &(*tail)->next;
+    }
+    return 0;
+}
+
+/* The line of the last <a> child of n, else of its last <b> child, else of n. */
+static long child_line(xmlNodePtr n, const char *a, const char *b)
+{
+    long la = 0, lb = 0;
+
+    for (xmlNodePtr ch = n->children; ch; ch = ch->next) {
+        if (ch->type != XML_ELEMENT_NODE)
+            continue;
+        if (strcmp((const char *)ch->name, a) == 0)
+            la = config_line(ch);
+        else if (strcmp((const char *)ch->name, b) == 0)
+            lb = config_line(ch);
+    }
+    return la ? la : lb ? lb : config_line(n);
+}
+
+static xmlNodePtr next_element(xmlNodePtr n, const char *name)
+{
+    while (n && !(n->type == XML_ELEMENT_NODE && strcmp((const char *)n->name, name) == 0))
+        n = n->next;
+    return n;
+}
+
+static int size_error(parse_t *p, xmlNodePtr n, long burst, long queue, const char *where)
+{
+    snprintf(p->err, p->errlen, "%s:%ld: <burst-size> %ld is larger than <queue-size> %ld%s",
+             p->name, child_line(n, "burst-size", "queue-size"), burst, queue, where);
+    return -1;
+}
+
+/* Burst must fit in the queue, globally and per mount (with inherited values). */
+static int check_sizes(parse_t *p, xmlNodePtr root)
+{
+    config_t *c = p->c;
+    xmlNodePtr mn = next_element(root->children, "mount"), lim = NULL;
+    char where[300];
+
+    if (c->burst_size > c->queue_size) {
+        for (xmlNodePtr l = next_element(root->children, "limits"); l;
+             l = next_element(l->next, "limits"))
+            lim = l;
+        return size_error(p, lim ? lim : root, c->burst_size, c->queue_size, "");
+    }
+    for (mount_conf_t *m = c->mounts; m && mn; m = m->next, mn = next_element(mn->next, "mount")) {
+        long burst = m->burst_size >= 0 ? m->burst_size : c->burst_size;
+        long queue = m->queue_size >= 0 ? m->queue_size : c->queue_size;
+        if (burst > queue) {
+            snprintf(where, sizeof(where), " in <mount> %.200s",
+                     m->mount_name ? m->mount_name : "type=\"default\"");
+            return size_error(p, mn, burst, queue, where);
+        }
+    }
+    return 0;
+}
+
+static int complete(parse_t *p, xmlNodePtr root)
+{
+    config_t *c = p->c;
+    xmlNodePtr mn = next_element(root->children, "mount");
+
+    if (legacy_listen(p, root))
+        return -1;
+    for (relay_conf_t *r = c->relays; r; r = r->next)
+        if (r->on_demand < 0)
+            r->on_demand = c->relays_on_demand;
+    for (mount_conf_t *m = c->mounts; m && mn; m = m->next, mn = next_element(mn->next, "mount")) {
+        const mount_conf_t *def =
+            m->is_default ? NULL : config_find_default_mount(c, m->mount_name);
+        if (def && merge_mount(p, mn, m, def))
+            return -1;
+    }
+    for (mount_conf_t *m = c->mounts; m; m = m->next)
+        if (!m->username && !(m->username = strdup("source")))
+            return config_err(p, root, "out of memory");
+    return check_sizes(p, root);
+}
+
+int directives_apply(parse_t *p, xmlNodePtr root)
+{
+    if (config_walk(p, root, &root_sec, p->c))
+        return -1;
+    return complete(p, root);
+}

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * directives: internal to src/conf. The interface between the engine in config.c (reading
+ * element text, typed setters, the table walker, "file:line:" messages) and the vocabulary in
+ * directives.c (one table of directives per icecast.xml section, block handlers, completion).
+ * Nothing outside src/conf includes this.
+ */
+#ifndef RIMECAST_CONF_DIRECTIVES_H
+#define RIMECAST_CONF_DIRECTIVES_H
+
+#include <libxml/tree.h>
+#include <stddef.h>
+
+#include "conf/config.h"
+
+typedef enum {
+    D_STR,     /* text kept as written; empty is an error unless F_EMPTY_OK */
+    D_PATH,    /* text, surrounding blanks trimmed, never empty */
+    D_MOUNT,   /* like D_PATH and must start with '/' */
+    D_INT,     /* int within [min, max]; words (if any) are accepted too */
+    D_LONG,    /* long within [min, max] (byte sizes) */
+    D_BOOL,    /* int with the boolean words; [min, max] is 0..1 (-1..1 for tri-state) */
+    D_SECTION, /* nested block walked with `sub` on the same object */
+    D_FN,      /* handler */
+    D_IGNORE,  /* accepted and dropped */
+} dtype_t;
+
+#define F_EMPTY_OK 1u   /* free text that may be empty */
+#define F_DEPRECATED 2u /* warn once with `note` */
+
+typedef struct parse parse_t;
+typedef struct section section_t;
+typedef int (*dir_fn)(parse_t *p, xmlNodePtr n, void *obj);
+
+typedef struct word {
+    const char *text;
+    int value;
+} word_t;
+
+typedef struct directive {
+    const char *name;
+    dtype_t type;
+    size_t off;         /* offsetof the field in the section's object */
+    long min, max;      /* numeric bounds */
+    const word_t *words; /* named values of a number, NULL-terminated */
+    const section_t *sub;
+    dir_fn fn;
+    unsigned flags;
+    const char *note;   /* deprecation advice */
+} directive_t;
+
+struct section {
+    const char *name;          /* in messages: "unknown element <x> in <name>" */
+    const directive_t *dirs;   /* ends with a row whose name is NULL */
+};
+
+typedef struct warned warned_t;
+
+struct parse {
+    config_t *c;
+    const char *name;   /* file name in messages */
+    char *err;
+    size_t errlen;
+    config_warn_fn warn;
+    warned_t *warned;   /* keys already warned about */
+    int root_port;      /* legacy <port> at root level, 0 = none */
+    long root_port_line;
+    char *root_bind;    /* legacy <bind-address> at root level */
+};
+
+extern const word_t config_bool_words[];
+
+/* Engine (config.c). Every function returning int returns 0 or -1 with p->err set. */
+long config_line(xmlNodePtr n);
+int config_err(parse_t *p, xmlNodePtr n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Warns through the callback, at most once per key (NULL key: every time). */
+void config_warn_at(parse_t *p, const char *key, long line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* A value made safe to quote in a message (<= 40 bytes, control bytes as '?'). */
+const char *config_shown(const char *v, char *buf, size_t len);
+/* Attribute value, trimmed and malloc'd; *out NULL when absent. */
+int config_attr(parse_t *p, xmlNodePtr n, const char *name, char **out);
+/* Same, and an absent or empty attribute is an error. */
+int config_attr_required(parse_t *p, xmlNodePtr n, const char *name, char **out);
+/* Parses v as d's number (words, then decimal within bounds). */
+int config_number(parse_t *p, xmlNodePtr n, const directive_t *d, const char *v, long *out);
+/* Stores the text of n into obj + d->off according to d->type. */
+int config_set_value(parse_t *p, xmlNodePtr n, const directive_t *d, void *obj);
+/* Applies every child element of parent through the table of sec. */
+int config_walk(parse_t *p, xmlNodePtr parent, const section_t *sec, void *obj);
+
+/* Vocabulary (directives.c): applies the children of <icecast> to p->c (holding defaults),
+ * then completes it: legacy root <port>, relay defaults, default-mount merging, burst/queue. */
+int directives_apply(parse_t *p, xmlNodePtr root);
+
+#endif

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * block: immutable, refcounted chunks of stream data shared by every listener.
+ *
+ * A block is filled once by its producer (a source's format handler), then published and never
+ * written again. Blocks of one mount form a singly linked chain in stream order; each block holds
+ * one reference on its successor, so a cursor (one reference on one block) keeps everything after
+ * it alive. Freeing walks the chain iteratively. The only cross-thread operations are the
+ * refcount and the `next` link (release on publish, acquire on read).
+ * ICY metadata hangs off blocks as a refcounted icy_meta_t; blocks do not parse anything.
+ */
+#ifndef RIMECAST_BLOCK_H
+#define RIMECAST_BLOCK_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum {
+    BLOCK_SYNC = 1u << 0,   /* a listener may start at the first byte of this block */
+    BLOCK_HEADER = 1u << 1, /* codec header data (Ogg BOS/comment/setup pages) */
+};
+
+/* Pre-encoded ICY metadata: data[0] is the length byte L, then L*16 bytes, NUL padded. */
+typedef struct icy_meta {
+    atomic_int refcount;
+    uint32_t len; /* 1 + L*16 */
+    char *title;  /* plain UTF-8 title (for stats); may be NULL */
+    char *url;    /* StreamUrl; may be NULL */
+    unsigned char data[];
+} icy_meta_t;
+
+typedef struct block block_t;
+struct block {
+    atomic_int refcount;
+    uint32_t flags;
+    uint32_t len;                /* bytes used in data[] */
+    uint32_t cap;                /* bytes allocated for data[] */
+    uint64_t offset;             /* absolute stream offset of data[0] */
+    _Atomic(block_t *) next;     /* successor, NULL at the live edge; owns one reference */
+    icy_meta_t *meta;            /* metadata current at this block (owned reference) or NULL */
+    unsigned char data[];
+};
+
+/* Allocates a block with room for cap bytes, refcount 1, len 0. NULL on ENOMEM. */
+block_t *block_new(size_t cap);
+/* Allocates a block holding a copy of len bytes. */
+block_t *block_new_copy(const void *data, size_t len);
+
+static inline block_t *block_ref(block_t *b)
+{
+    atomic_fetch_add_explicit(&b->refcount, 1, memory_order_relaxed);
+    return b;
+}
+
+/* Drops one reference; frees the block (and, iteratively, successors that drop to 0). */
+void block_unref(block_t *b);
+
+static inline block_t *block_next(const block_t *b)
+{
+    return atomic_load_explicit(&((block_t *)b)->next, memory_order_acquire);
+}
+
+static inline uint64_t block_end(const block_t *b) { return b->offset + b->len; }
+
+/* Links `b` after `tail` (tail->next must be NULL) and publishes it to readers.
+ * Consumes the caller's reference on b (it becomes tail's link reference). */
+void block_link(block_t *tail, block_t *b);
+
+/* ICY metadata. icy_meta_new builds "StreamTitle='title';[StreamUrl='url';]" padded; title/url
+ * may be NULL. Text longer than the ICY maximum (4080 bytes) is truncated on a UTF-8 boundary.
+ * A single quote inside the title is kept as is (players read up to "';"). */
+icy_meta_t *icy_meta_new(const char *title, const char *url);
+static inline icy_meta_t *icy_meta_ref(icy_meta_t *m)
+{
+    if (m)
+        atomic_fetch_add_explicit(&m->refcount, 1, memory_order_relaxed);
+    return m;
+}
+void icy_meta_unref(icy_meta_t *m);
+
+#endif

@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * log: error and access logs (see log.h). One write() per line; reopen swaps fds with dup2 so
+ * other threads never see a closed descriptor.
+ */
+#include "core/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/str.h"
+
+static int error_fd = 2, access_fd = 2;
+static atomic_int log_level = LOG_INFO;
+
+static int open_log(const char *path)
+{
+    if (!path || strcmp(path, "-") == 0)
+        return dup(2);
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    return fd < 0 ? -errno : fd;
+}
+
+int log_open(const char *error_path, const char *access_path, int level)
+{
+    int efd = open_log(error_path);
+    if (efd < 0)
+        return efd;
+    int afd = open_log(access_path);
+    if (afd < 0) {
+        close(efd);
+        return afd;
+    }
+    error_fd = efd;
+    access_fd = afd;
+    log_set_level(level);
+    return 0;
+}
+
+static int reopen_one(int *fd, const char *path)
+{
+    int nfd = open_log(path);
+    if (nfd < 0)
+        return nfd;
+    if (*fd > 2) {
+        dup2(nfd, *fd);
+        close(nfd);
+    } else {
+        *fd = nfd;
+    }
+    return 0;
+}
+
+int log_reopen(const char *error_path, const char *access_path, int level)
+{
+    int r1 = reopen_one(&error_fd, error_path);
+    int r2 = reopen_one(&access_fd, access_path);
+    log_set_level(level);
+    return r1 < 0 ? r1 : r2;
+}
+
+void log_set_level(int level)
+{
+    if (level < LOG_ERROR)
+        level = LOG_ERROR;
+    if (level > LOG_DEBUG)
+        level = LOG_DEBUG;
+    atomic_store(&log_level, level);
+}
+
+void log_close(void)
+{
+    if (error_fd > 2)
+        close(error_fd);
+    if (access_fd > 2 && access_fd != error_fd)
+        close(access_fd);
+    error_fd = access_fd = 2;
+}
+
+static void write_all(int fd, const char *buf, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, buf, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return;
+        buf += n;
+        len -= (size_t)n;
+    }
+}
+
+void log_msg(int level, const char *func, const char *fmt, ...)
+{
+    static const char *const names[] = {"", "EROR", "WARN", "INFO", "DBUG"};
+    if (level > atomic_load_explicit(&log_level, memory_order_relaxed))
+        return;
+    char line[2048];
+    time_t now = time(NULL);
+    struct tm tm;
+    localtime_r(&now, &tm);
+    size_t n = strftime(line, sizeof(line), "[%Y-%m-%d  %H:%M:%S] ", &tm);
+    n += (size_t)snprintf(line + n, sizeof(line) - n, "%s %s ", names[level], func);
+    va_list ap;
+    va_start(ap, fmt);
+    int m = vsnprintf(line + n, sizeof(line) - n - 1, fmt, ap);
+    va_end(ap);
+    n = (m < 0) ? n : n + (size_t)m;
+    if (n > sizeof(line) - 2)
+        n = sizeof(line) - 2;
+    /* A message must stay one line even if a caller forgot to escape something. */
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)line[i] < 0x20)
+            line[i] = '?';
+    line[n++] = '\n';
+    write_all(error_fd, line, n);
+}
+
+void log_access(const log_access_entry_t *e)
+{
+    char ip[64], user[256], method[64], uri[2048], proto[32], referer[1024], agent[1024];
+    char date[64], line[8192];
+    struct tm tm;
+    time_t now = time(NULL);
+    localtime_r(&e->start, &tm);
+    strftime(date, sizeof(date), "%d/%b/%Y:%H:%M:%S %z", &tm);
+    str_escape_log(ip, sizeof(ip), e->ip ? e->ip : "-", strlen(e->ip ? e->ip : "-"));
+    str_escape_log(user, sizeof(user), e->user ? e->user : "-", strlen(e->user ? e->user : "-"));
+    str_escape_log(method, sizeof(method), e->method ? e->method : "-",
+                   strlen(e->method ? e->method : "-"));
+    str_escape_log(uri, sizeof(uri), e->uri ? e->uri : "-", strlen(e->uri ? e->uri : "-"));
+    str_escape_log(proto, sizeof(proto), e->protocol ? e->protocol : "-",
+                   strlen(e->protocol ? e->protocol : "-"));
+    str_escape_log(referer, sizeof(referer), e->referer ? e->referer : "-",
+                   strlen(e->referer ? e->referer : "-"));
+    str_escape_log(agent, sizeof(agent), e->agent ? e->agent : "-",
+                   strlen(e->agent ? e->agent : "-"));
+    int n = snprintf(line, sizeof(line), "%s - %s [%s] \"%s %s %s\" %d %llu \"%s\" \"%s\" %lld\n",
+                     ip, user, date, method, uri, proto, e->status, (unsigned long long)e->bytes,
+                     referer, agent, (long long)(now - e->start));
+    if (n < 0)
+        return;
+    if ((size_t)n >= sizeof(line)) {
+        n = sizeof(line) - 1;
+        line[n - 1] = '\n';
+    }
+    write_all(access_fd, line, (size_t)n);
+}

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * log: the error log (levels, timestamps) and the access log (combined format + duration).
+ *
+ * Both logs are plain files opened in append mode (or stderr for "-"); a line is formatted in a
+ * stack buffer and written with one write(), so threads never interleave within a line.
+ * log_reopen() swaps the file descriptors in place (dup2), which is how SIGHUP rotates logs.
+ * Every string that came from a client must go through str_escape_log() (log_access does it).
+ */
+#ifndef RIMECAST_LOG_H
+#define RIMECAST_LOG_H
+
+#include <stdint.h>
+#include <time.h>
+
+enum { LOG_ERROR = 1, LOG_WARN = 2, LOG_INFO = 3, LOG_DEBUG = 4 };
+
+/* Opens the logs; path "-" or NULL means stderr. 0 or -errno. */
+int log_open(const char *error_path, const char *access_path, int level);
+/* Reopens both files at their paths (after rotation); on failure the old fd stays. */
+int log_reopen(const char *error_path, const char *access_path, int level);
+void log_set_level(int level);
+void log_close(void);
+
+/* printf-style error log line: "[YYYY-MM-DD  HH:MM:SS] LEVEL subsystem/func message".
+ * Arguments that carry client text must already be escaped (str_escape_log). */
+void log_msg(int level, const char *func, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#define log_error(...) log_msg(LOG_ERROR, __func__, __VA_ARGS__)
+#define log_warn(...) log_msg(LOG_WARN, __func__, __VA_ARGS__)
+#define log_info(...) log_msg(LOG_INFO, __func__, __VA_ARGS__)
+#define log_debug(...) log_msg(LOG_DEBUG, __func__, __VA_ARGS__)
+
+typedef struct log_access_entry {
+    const char *ip;
+    const char *user;      /* NULL -> "-" */
+    time_t start;          /* connection start (for the timestamp and the duration) */
+    const char *method;    /* raw client text, escaped here */
+    const char *uri;       /* raw client text, escaped here */
+    const char *protocol;  /* e.g. "HTTP/1.1" */
+    int status;
+    uint64_t bytes;
+    const char *referer;   /* raw, may be NULL */
+    const char *agent;     /* raw, may be NULL */
+} log_access_entry_t;
+
+/* Combined log format plus the connection's duration in seconds, written when it closes:
+ * ip - user [date] "METHOD uri PROTO" status bytes "referer" "agent" duration */
+void log_access(const log_access_entry_t *e);
+
+#endif

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * format: the vtable a source's bytes go through before they become blocks.
+ *
+ * A format handler is created per source connection from the Content-Type. It receives the raw
+ * bytes read from the source (any split), and reports through its sink: finished blocks (in
+ * stream order, with flags), the codec header data new listeners need first, stream tags
+ * (title, artist, audio_info keys) and log lines. It never touches sockets, mounts or listeners.
+ * Handlers: generic (pass-through, every block a sync point; MP3/AAC with inbound ICY stripping),
+ * ogg (page sync via libogg, codecs behind ogg_codec_ops_t in one file each).
+ */
+#ifndef RIMECAST_FORMAT_H
+#define RIMECAST_FORMAT_H
+
+#include <stddef.h>
+
+#include "core/block.h"
+
+typedef struct format_sink {
+    void *ctx;
+    /* A finished block in stream order; the sink takes the reference. b->offset is set by the
+     * sink, the handler only fills data/len/flags. */
+    void (*emit)(void *ctx, block_t *b);
+    /* New codec headers for listeners joining from now on (NULL: none). The sink takes the
+     * reference. A block chain is allowed (b->next linked with block_link). */
+    void (*set_headers)(void *ctx, block_t *headers);
+    /* A stream tag such as "title", "artist", "audio_channels", "audio_samplerate",
+     * "audio_bitrate"; value NULL removes it. Strings are UTF-8, copied by the sink. */
+    void (*set_tag)(void *ctx, const char *key, const char *value);
+    /* Called once after a batch of tags changed (e.g. a new comment header): the sink may
+     * rebuild ICY metadata / stats from the tags. */
+    void (*tags_done)(void *ctx);
+    /* level: LOG_ERROR..LOG_DEBUG (see core/log.h). Text is plain, the sink escapes it. */
+    void (*log)(void *ctx, int level, const char *msg);
+} format_sink_t;
+
+typedef struct format format_t;
+
+typedef struct format_ops {
+    const char *name; /* "generic", "ogg" */
+    /* Allocates handler state in f->state. 0 or -errno. */
+    int (*init)(format_t *f);
+    /* Consumes len bytes of source data. Returns 0, or -errno if the source must be dropped
+     * (only for unrecoverable conditions: broken pages are skipped, not fatal). */
+    int (*ingest)(format_t *f, const unsigned char *data, size_t len);
+    /* Source finished: flush anything pending. May be NULL. */
+    void (*flush)(format_t *f);
+    void (*destroy)(format_t *f);
+} format_ops_t;
+
+struct format {
+    const format_ops_t *ops;
+    format_sink_t sink;
+    void *state;
+    int icy_metaint;        /* generic only: inbound ICY interval the source declared, 0 = none */
+    const char *charset;    /* generic only: charset of inbound ICY titles (NULL = ISO-8859-1) */
+};
+
+/* Picks the handler for a Content-Type (case-insensitive, parameters ignored):
+ * application/ogg, audio/ogg, video/ogg, application/x-ogg, audio/opus, audio/flac+ogg -> ogg;
+ * everything else -> generic. */
+const format_ops_t *format_for_content_type(const char *content_type);
+
+/* Creates a handler; NULL on failure. sink is copied. */
+format_t *format_new(const format_ops_t *ops, const format_sink_t *sink);
+void format_free(format_t *f);
+
+extern const format_ops_t format_generic_ops;
+extern const format_ops_t format_ogg_ops;
+
+#endif

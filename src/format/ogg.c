@@ -1,0 +1,522 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * ogg: the Ogg format handler. Finds pages with libogg (capture pattern, CRC), tracks the
+ * logical streams of the current group of BOS pages by serial number, asks each stream's codec
+ * (ogg_codec.h) which pages carry headers, hands the header pages to the sink as one block once
+ * every stream's headers are complete, then emits one block per page, flagged where a listener
+ * may start. A BOS page after data starts a new group (a chained stream): its header pages are
+ * also emitted inline so that listeners already playing continue. Garbage and corrupt pages are
+ * skipped with one log line per incident. Owns its libogg state; never decodes audio.
+ */
+#include "format/format.h"
+#include "format/ogg_codec.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+
+#define OGG_FEED_CHUNK 16384          /* bytes handed to libogg at a time: bounds its buffer */
+#define OGG_HEADERS_MAX (4u << 20)    /* header pages of one group (cover art included) */
+#define OGG_STREAMS_MAX 16            /* logical streams in one group */
+#define OGG_GARBAGE_LOG_AFTER 65536   /* log a long garbage run without waiting for its end */
+#define OGG_GROUP_TAGS_MAX 32
+
+typedef struct ogg_lstream {
+    uint32_t serial;
+    int hdr_done;       /* every header packet of this stream has been seen */
+    int os_live;        /* os is initialised (only while headers are being read) */
+    ogg_stream_state os;
+    ogg_codec_stream_t codec;
+} ogg_lstream_t;
+
+typedef struct ogg_state {
+    format_t *f;
+    ogg_sync_state sync;
+    ogg_lstream_t streams[OGG_STREAMS_MAX];
+    int nstreams;
+    int group_open;     /* only BOS pages seen so far in this group */
+    int headers_sent;   /* set_headers() done for this group */
+    int has_video;      /* a stream with keyframes decides the sync points */
+    int emitted_data;   /* a data page went out: later groups start mid-flight */
+    int failed;         /* sticky fatal error */
+    unsigned char *hdr; /* header pages of this group, concatenated */
+    size_t hdr_len, hdr_cap;
+    const char *tags[OGG_GROUP_TAGS_MAX]; /* keys reported for this group */
+    int ntags;
+    uint64_t offset;    /* source bytes consumed by page sync, for log lines */
+    int in_garbage, garbage_logged, garbage_corrupt, orphan_logged, overflow_logged;
+    uint64_t garbage_start, garbage_bytes;
+} ogg_state_t;
+
+static void ogg_logf(ogg_state_t *st, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void ogg_logf(ogg_state_t *st, int level, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (st->f->sink.log)
+        st->f->sink.log(st->f->sink.ctx, level, msg);
+}
+
+void ogg_codec_log(ogg_codec_stream_t *s, int level, const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    ogg_logf(s->owner, level, "Ogg %s: %s", s->ops ? s->ops->name : "stream", msg);
+}
+
+void ogg_codec_tag(ogg_codec_stream_t *s, const char *key, const char *value)
+{
+    ogg_state_t *st = s->owner;
+    for (int i = 0; i < st->ntags; i++)
+        if (strcmp(st->tags[i], key) == 0)
+            return;
+    if (st->ntags == OGG_GROUP_TAGS_MAX)
+        return;
+    st->tags[st->ntags++] = key;
+    if (st->f->sink.set_tag)
+        st->f->sink.set_tag(st->f->sink.ctx, key, value);
+}
+
+/* Skeleton (all packets up to its EOS are headers) and Kate (header count in its BOS) are
+ * recognised so that their header pages are kept; neither reports tags. */
+static int skeleton_bos_matches(const unsigned char *p, size_t len)
+{
+    return len >= 8 && memcmp(p, "fishead\0", 8) == 0 ? OGG_BOS_YES : OGG_BOS_NO;
+}
+
+static int skeleton_header_packet(ogg_codec_stream_t *s, const unsigned char *p, size_t len)
+{
+    if (s->packets == 0 || (len >= 8 && memcmp(p, "fisbone\0", 8) == 0) ||
+        (len >= 6 && memcmp(p, "index\0", 6) == 0))
+        return OGG_HDR_MORE;
+    return len == 0 ? OGG_HDR_DONE : OGG_HDR_NOT;
+}
+
+static int kate_bos_matches(const unsigned char *p, size_t len)
+{
+    if (len < 8 || memcmp(p, "\x80kate\0\0\0", 8) != 0)
+        return OGG_BOS_NO;
+    return len < 64 ? OGG_BOS_MALFORMED : OGG_BOS_YES;
+}
+
+static int kate_header_packet(ogg_codec_stream_t *s, const unsigned char *p, size_t len)
+{
+    if (s->packets == 0) {
+        s->needed = p[11] ? p[11] : 1;
+        return s->needed == 1 ? OGG_HDR_DONE : OGG_HDR_MORE;
+    }
+    if (len == 0 || !(p[0] & 0x80))
+        return OGG_HDR_NOT;
+    return s->packets + 1 >= s->needed ? OGG_HDR_DONE : OGG_HDR_MORE;
+}
+
+static const ogg_codec_ops_t ogg_skeleton_ops = {"Skeleton", skeleton_bos_matches,
+                                                 skeleton_header_packet, NULL};
+static const ogg_codec_ops_t ogg_kate_ops = {"Kate", kate_bos_matches, kate_header_packet, NULL};
+
+static const ogg_codec_ops_t *const ogg_codecs[] = {
+    &ogg_vorbis_ops, &ogg_opus_ops, &ogg_flac_ops,     &ogg_theora_ops,
+    &ogg_speex_ops,  &ogg_kate_ops, &ogg_skeleton_ops,
+};
+
+/* ---- logical streams and groups ---- */
+
+static ogg_lstream_t *ogg_find(ogg_state_t *st, uint32_t serial)
+{
+    for (int i = 0; i < st->nstreams; i++)
+        if (st->streams[i].serial == serial)
+            return &st->streams[i];
+    return NULL;
+}
+
+static void ogg_lstream_headers_done(ogg_lstream_t *ls)
+{
+    ls->hdr_done = 1;
+    if (ls->os_live)
+        ogg_stream_clear(&ls->os);
+    ls->os_live = 0;
+}
+
+static int ogg_all_headers_done(const ogg_state_t *st)
+{
+    if (st->nstreams == 0)
+        return 0;
+    for (int i = 0; i < st->nstreams; i++)
+        if (!st->streams[i].hdr_done)
+            return 0;
+    return 1;
+}
+
+/* Forgets the current group: a new BOS page starts another one. Tags of the old group are
+ * withdrawn; the new group's tags_done() follows when its headers are complete. */
+static void ogg_group_start(ogg_state_t *st)
+{
+    if (st->nstreams > 0)
+        ogg_logf(st, LOG_INFO, "Ogg: new logical stream group at byte %llu (chained stream)",
+                 (unsigned long long)st->offset);
+    for (int i = 0; i < st->nstreams; i++)
+        ogg_lstream_headers_done(&st->streams[i]);
+    st->nstreams = 0;
+    for (int i = 0; i < st->ntags; i++)
+        if (st->f->sink.set_tag)
+            st->f->sink.set_tag(st->f->sink.ctx, st->tags[i], NULL);
+    st->ntags = 0;
+    st->hdr_len = 0;
+    st->group_open = 1;
+    st->headers_sent = 0;
+    st->has_video = 0;
+    st->overflow_logged = 0;
+}
+
+/* Keeps a page of the header phase; a chain link starting mid-flight also emits it inline. */
+static int ogg_keep_header_page(ogg_state_t *st, const ogg_page *pg)
+{
+    size_t n = (size_t)pg->header_len + (size_t)pg->body_len;
+    if (st->hdr_len + n > OGG_HEADERS_MAX) {
+        ogg_logf(st, LOG_ERROR, "Ogg: codec headers exceed %u bytes, dropping the source",
+                 OGG_HEADERS_MAX);
+        return -EMSGSIZE;
+    }
+    if (st->hdr_len + n > st->hdr_cap) {
+        size_t cap = st->hdr_cap ? st->hdr_cap : 16384;
+        while (cap < st->hdr_len + n)
+            cap *= 2;
+        unsigned char *p = realloc(st->hdr, cap);
+        if (!p)
+            return -ENOMEM;
+        st->hdr = p;
+        st->hdr_cap = cap;
+    }
+    memcpy(st->hdr + st->hdr_len, pg->header, (size_t)pg->header_len);
+    memcpy(st->hdr + st->hdr_len + pg->header_len, pg->body, (size_t)pg->body_len);
+    if (st->emitted_data) {
+        block_t *b = block_new_copy(st->hdr + st->hdr_len, n);
+        if (!b)
+            return -ENOMEM;
+        b->flags = BLOCK_HEADER;
+        st->f->sink.emit(st->f->sink.ctx, b);
+    }
+    st->hdr_len += n;
+    return 0;
+}
+
+static int ogg_send_headers(ogg_state_t *st)
+{
+    char names[256];
+    size_t pos = 0;
+    names[0] = '\0';
+    for (int i = 0; i < st->nstreams && pos < sizeof(names); i++) {
+        const ogg_codec_ops_t *ops = st->streams[i].codec.ops;
+        pos += (size_t)snprintf(names + pos, sizeof(names) - pos, "%s%s", i ? "+" : "",
+                                ops ? ops->name : "unknown");
+    }
+    block_t *b = block_new_copy(st->hdr, st->hdr_len);
+    if (!b)
+        return -ENOMEM;
+    b->flags = BLOCK_HEADER;
+    st->headers_sent = 1;
+    ogg_logf(st, LOG_INFO, "Ogg: headers complete (%s, %zu bytes)", names, st->hdr_len);
+    st->f->sink.set_headers(st->f->sink.ctx, b);
+    if (st->f->sink.tags_done)
+        st->f->sink.tags_done(st->f->sink.ctx);
+    free(st->hdr);
+    st->hdr = NULL;
+    st->hdr_len = st->hdr_cap = 0;
+    return 0;
+}
+
+/* ---- pages ---- */
+
+/* Names an unknown codec by the printable start of its BOS packet. */
+static void ogg_unknown_codec(ogg_state_t *st, const ogg_lstream_t *ls, const ogg_packet *op)
+{
+    char name[17];
+    size_t n = 0;
+    for (long i = 0; i < op->bytes && n < sizeof(name) - 1; i++) {
+        unsigned char c = op->packet[i];
+        if (c >= 0x20 && c < 0x7f)
+            name[n++] = (char)c;
+        else if (n > 0)
+            break;
+    }
+    name[n] = '\0';
+    ogg_logf(st, LOG_WARN, "Ogg: unknown codec \"%s\" in stream %u, passed through", name,
+             ls->serial);
+}
+
+static void ogg_identify(ogg_state_t *st, ogg_lstream_t *ls, const ogg_packet *op)
+{
+    size_t len = (size_t)op->bytes;
+    for (size_t i = 0; i < sizeof(ogg_codecs) / sizeof(ogg_codecs[0]); i++) {
+        int m = ogg_codecs[i]->bos_matches(op->packet, len);
+        if (m == OGG_BOS_MALFORMED) {
+            ogg_logf(st, LOG_WARN,
+                     "Ogg: %s BOS header of stream %u malformed (%zu bytes), passed through "
+                     "as an unknown codec", ogg_codecs[i]->name, ls->serial, len);
+            return;
+        }
+        if (m == OGG_BOS_YES) {
+            ls->codec.ops = ogg_codecs[i];
+            return;
+        }
+    }
+    ogg_unknown_codec(st, ls, op);
+}
+
+static int ogg_bos_page(ogg_state_t *st, ogg_page *pg)
+{
+    uint32_t serial = (uint32_t)ogg_page_serialno(pg);
+    if (!st->group_open || ogg_find(st, serial))
+        ogg_group_start(st);
+    if (st->nstreams == OGG_STREAMS_MAX) {
+        if (!st->overflow_logged)
+            ogg_logf(st, LOG_WARN, "Ogg: more than %d logical streams, extra ones dropped",
+                     OGG_STREAMS_MAX);
+        st->overflow_logged = 1;
+        return 0;
+    }
+    ogg_lstream_t *ls = &st->streams[st->nstreams++];
+    memset(ls, 0, sizeof(*ls));
+    ls->serial = serial;
+    ls->codec.owner = st;
+    if (ogg_stream_init(&ls->os, (int)serial) != 0)
+        return -ENOMEM;
+    ls->os_live = 1;
+    ogg_packet op;
+    if (ogg_stream_pagein(&ls->os, pg) != 0 || ogg_stream_packetout(&ls->os, &op) != 1) {
+        ogg_logf(st, LOG_WARN, "Ogg: BOS page of stream %u holds no complete packet", serial);
+    } else {
+        ogg_identify(st, ls, &op);
+        if (ls->codec.ops) {
+            int r = ls->codec.ops->header_packet(&ls->codec, op.packet, (size_t)op.bytes);
+            ls->codec.packets = 1;
+            if (r != OGG_HDR_MORE)
+                ogg_lstream_headers_done(ls);
+            if (ls->codec.ops->page_is_sync)
+                st->has_video = 1;
+        }
+    }
+    if (!ls->codec.ops)
+        ogg_lstream_headers_done(ls);
+    return ogg_keep_header_page(st, pg);
+}
+
+/* Feeds a page of a stream still in its headers to the codec. Returns 1 if the page belongs to
+ * the headers: its first packet completed on it is a header, or no packet completes on it (the
+ * middle of a long header packet). The stream's EOS ends its headers too. */
+static int ogg_feed_headers(ogg_lstream_t *ls, ogg_page *pg)
+{
+    int header = 1, first = 1;
+    ogg_packet op;
+    ogg_stream_pagein(&ls->os, pg);
+    while (!ls->hdr_done) {
+        int r = ogg_stream_packetout(&ls->os, &op);
+        if (r == 0)
+            break;
+        if (r < 0)
+            continue; /* a hole: pages were lost */
+        int h = ls->codec.ops->header_packet(&ls->codec, op.packet, (size_t)op.bytes);
+        if (h == OGG_HDR_NOT) {
+            header = !first;
+            ogg_lstream_headers_done(ls);
+            break;
+        }
+        first = 0;
+        ls->codec.packets++;
+        if (h == OGG_HDR_DONE)
+            ogg_lstream_headers_done(ls);
+    }
+    if (ogg_page_eos(pg))
+        ogg_lstream_headers_done(ls);
+    return header;
+}
+
+static int ogg_emit_data(ogg_state_t *st, ogg_lstream_t *ls, const ogg_page *pg)
+{
+    size_t n = (size_t)pg->header_len + (size_t)pg->body_len;
+    block_t *b = block_new(n);
+    if (!b)
+        return -ENOMEM;
+    memcpy(b->data, pg->header, (size_t)pg->header_len);
+    memcpy(b->data + pg->header_len, pg->body, (size_t)pg->body_len);
+    b->len = (uint32_t)n;
+    int sync;
+    if (st->has_video)
+        sync = ls->codec.ops && ls->codec.ops->page_is_sync &&
+               ls->codec.ops->page_is_sync(&ls->codec, pg);
+    else
+        sync = !ogg_page_continued(pg) && pg->header[26] > 0;
+    b->flags = sync ? BLOCK_SYNC : 0;
+    st->emitted_data = 1;
+    st->f->sink.emit(st->f->sink.ctx, b);
+    return 0;
+}
+
+/* A page while the group's headers are incomplete: header pages (and, in a badly ordered
+ * multiplex, early data pages of streams already done) are kept for new listeners. */
+static int ogg_header_phase_page(ogg_state_t *st, ogg_lstream_t *ls, ogg_page *pg)
+{
+    int header = ls->hdr_done ? 0 : ogg_feed_headers(ls, pg);
+    int done = ogg_all_headers_done(st);
+    int rc;
+    if (header || !done) {
+        rc = ogg_keep_header_page(st, pg);
+        if (rc == 0 && done)
+            rc = ogg_send_headers(st);
+        return rc;
+    }
+    rc = ogg_send_headers(st);
+    return rc < 0 ? rc : ogg_emit_data(st, ls, pg);
+}
+
+static int ogg_page_in(ogg_state_t *st, ogg_page *pg)
+{
+    if (ogg_page_bos(pg))
+        return ogg_bos_page(st, pg);
+    uint32_t serial = (uint32_t)ogg_page_serialno(pg);
+    ogg_lstream_t *ls = ogg_find(st, serial);
+    if (!ls) {
+        if (!st->orphan_logged)
+            ogg_logf(st, LOG_WARN, "Ogg: skipping pages of stream %u at byte %llu: no BOS page "
+                     "seen for it", serial, (unsigned long long)st->offset);
+        st->orphan_logged = 1;
+        return 0;
+    }
+    st->orphan_logged = 0;
+    st->group_open = 0;
+    if (!st->headers_sent)
+        return ogg_header_phase_page(st, ls, pg);
+    return ogg_emit_data(st, ls, pg);
+}
+
+/* ---- sync and garbage ---- */
+
+static void ogg_garbage(ogg_state_t *st, uint64_t n, int corrupt)
+{
+    if (!st->in_garbage) {
+        st->in_garbage = 1;
+        st->garbage_logged = 0;
+        st->garbage_corrupt = corrupt;
+        st->garbage_start = st->offset;
+        st->garbage_bytes = 0;
+    }
+    st->garbage_bytes += n;
+    st->offset += n;
+    if (!st->garbage_logged && st->garbage_bytes >= OGG_GARBAGE_LOG_AFTER) {
+        ogg_logf(st, LOG_WARN, "Ogg: no valid page in %llu bytes from byte %llu, searching",
+                 (unsigned long long)st->garbage_bytes, (unsigned long long)st->garbage_start);
+        st->garbage_logged = 1;
+    }
+}
+
+static void ogg_garbage_end(ogg_state_t *st, const char *why)
+{
+    if (st->in_garbage && !st->garbage_logged)
+        ogg_logf(st, LOG_WARN, "Ogg: skipped %llu bytes at byte %llu (%s)%s",
+                 (unsigned long long)st->garbage_bytes, (unsigned long long)st->garbage_start,
+                 st->garbage_corrupt ? "corrupt page or bad CRC" : "not an Ogg page", why);
+    st->in_garbage = 0;
+}
+
+static int ogg_drain(ogg_state_t *st)
+{
+    for (;;) {
+        ogg_page pg;
+        const unsigned char *at = st->sync.data + st->sync.returned;
+        int oggs = st->sync.fill - st->sync.returned >= 4 && memcmp(at, "OggS", 4) == 0;
+        long n = ogg_sync_pageseek(&st->sync, &pg);
+        if (n == 0)
+            return 0;
+        if (n < 0) {
+            ogg_garbage(st, (uint64_t)-n, oggs);
+            continue;
+        }
+        if (ogg_page_version(&pg) != 0) {
+            ogg_garbage(st, (uint64_t)n, 1);
+            continue;
+        }
+        ogg_garbage_end(st, "");
+        st->offset += (uint64_t)n;
+        int rc = ogg_page_in(st, &pg);
+        if (rc < 0)
+            return rc;
+    }
+}
+
+static int ogg_ingest(format_t *f, const unsigned char *data, size_t len)
+{
+    ogg_state_t *st = f->state;
+    while (len > 0 && !st->failed) {
+        size_t n = len < OGG_FEED_CHUNK ? len : OGG_FEED_CHUNK;
+        char *buf = ogg_sync_buffer(&st->sync, (long)n);
+        if (!buf)
+            return -ENOMEM;
+        memcpy(buf, data, n);
+        ogg_sync_wrote(&st->sync, (long)n);
+        data += n;
+        len -= n;
+        st->failed = ogg_drain(st);
+    }
+    return st->failed;
+}
+
+static void ogg_flush(format_t *f)
+{
+    ogg_state_t *st = f->state;
+    long left = st->sync.fill - st->sync.returned;
+    if (st->in_garbage && !st->garbage_logged) {
+        st->garbage_bytes += (uint64_t)left;
+        ogg_garbage_end(st, " at end of stream");
+    } else if (left > 0) {
+        ogg_logf(st, LOG_WARN, "Ogg: %ld bytes of an incomplete page at end of stream dropped",
+                 left);
+    }
+    if (st->nstreams > 0 && !st->headers_sent)
+        ogg_logf(st, LOG_WARN, "Ogg: stream ended before its codec headers were complete");
+    ogg_sync_reset(&st->sync);
+}
+
+static int ogg_init(format_t *f)
+{
+    ogg_state_t *st = calloc(1, sizeof(*st));
+    if (!st)
+        return -ENOMEM;
+    st->f = f;
+    st->group_open = 1;
+    ogg_sync_init(&st->sync);
+    f->state = st;
+    return 0;
+}
+
+static void ogg_destroy(format_t *f)
+{
+    ogg_state_t *st = f->state;
+    if (!st)
+        return;
+    for (int i = 0; i < st->nstreams; i++)
+        ogg_lstream_headers_done(&st->streams[i]);
+    ogg_sync_clear(&st->sync);
+    free(st->hdr);
+    free(st);
+    f->state = NULL;
+}
+
+const format_ops_t format_ogg_ops = {
+    .name = "ogg",
+    .init = ogg_init,
+    .ingest = ogg_ingest,
+    .flush = ogg_flush,
+    .destroy = ogg_destroy,
+};

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * response: response heads and error pages (see response.h).
+ */
+#include "http/response.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "conf/config.h"
+#include "core/str.h"
+#include "http/parser.h"
+#include "server.h"
+#include "stream/mount.h"
+
+typedef struct out {
+    char *buf;
+    size_t cap, len;
+    int overflow;
+} out_t;
+
+static void out_printf(out_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void out_printf(out_t *o, const char *fmt, ...)
+{
+    if (o->overflow)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(o->buf + o->len, o->cap - o->len, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= o->cap - o->len)
+        o->overflow = 1;
+    else
+        o->len += (size_t)n;
+}
+
+static void common_headers(out_t *o, int status)
+{
+    char date[64];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    out_printf(o, "HTTP/1.0 %d %s\r\nServer: %s\r\nDate: %s\r\nConnection: Close\r\n", status,
+               http_status_text(status), server_ident(), date);
+    for (const http_header_conf_t *h = server_config()->http_headers; h; h = h->next)
+        if (h->status == 0 || h->status == status)
+            out_printf(o, "%s: %s\r\n", h->name, h->value ? h->value : "");
+}
+
+size_t response_head(char *buf, size_t cap, int status, const char *content_type,
+                     long long content_length, const char *extra)
+{
+    out_t o = {buf, cap, 0, 0};
+    common_headers(&o, status);
+    if (content_type)
+        out_printf(&o, "Content-Type: %s\r\n", content_type);
+    if (content_length >= 0)
+        out_printf(&o, "Content-Length: %lld\r\n", content_length);
+    if (extra)
+        out_printf(&o, "%s", extra);
+    out_printf(&o, "\r\n");
+    return o.overflow ? 0 : o.len;
+}
+
+static void icy_header(out_t *o, const char *name, const char *value)
+{
+    if (value && *value)
+        out_printf(o, "%s: %s\r\n", name, value);
+}
+
+size_t response_stream_head(char *buf, size_t cap, mount_t *m, int metaint)
+{
+    out_t o = {buf, cap, 0, 0};
+    const mount_info_t *i = &m->info;
+    common_headers(&o, 200);
+    out_printf(&o, "Content-Type: %s\r\n", i->content_type ? i->content_type : "audio/mpeg");
+    out_printf(&o, "Cache-Control: no-cache, no-store\r\nExpires: Mon, 26 Jul 1997 05:00:00 GMT\r\n"
+                   "Pragma: no-cache\r\n");
+    out_printf(&o, "Access-Control-Allow-Origin: *\r\nAccess-Control-Allow-Headers: Origin, "
+                   "Accept, X-Requested-With, Content-Type, Icy-MetaData\r\n"
+                   "Access-Control-Expose-Headers: icy-metaint, icy-name, icy-description, "
+                   "icy-genre, icy-url, icy-br, icy-pub\r\n");
+    icy_header(&o, "icy-br", i->bitrate);
+    icy_header(&o, "icy-description", i->description);
+    icy_header(&o, "icy-genre", i->genre);
+    icy_header(&o, "icy-name", i->name);
+    if (i->public >= 0)
+        out_printf(&o, "icy-pub: %d\r\n", i->public);
+    icy_header(&o, "icy-url", i->url);
+    icy_header(&o, "ice-audio-info", i->audio_info);
+    const mount_conf_t *mc = config_find_mount(server_config(), m->name);
+    if (mc)
+        for (const http_header_conf_t *h = mc->http_headers; h; h = h->next)
+            out_printf(&o, "%s: %s\r\n", h->name, h->value ? h->value : "");
+    if (metaint > 0)
+        out_printf(&o, "icy-metaint: %d\r\n", metaint);
+    out_printf(&o, "\r\n");
+    return o.overflow ? 0 : o.len;
+}
+
+char *response_error(int status, const char *message, size_t *len)
+{
+    char *esc = str_escape_xml(message, strlen(message));
+    char body[2048];
+    int blen = snprintf(body, sizeof(body),
+                        "<html><head><title>Error %d</title></head><body><b>%d - %s</b></body>"
+                        "</html>\r\n",
+                        status, status, esc ? esc : "");
+    free(esc);
+    if (blen < 0 || (size_t)blen >= sizeof(body))
+        blen = 0;
+    char head[2048];
+    const char *extra = status == 401 ? "WWW-Authenticate: Basic realm=\"Icecast2 Server\"\r\n"
+                                      : NULL;
+    size_t hlen = response_head(head, sizeof(head), status, "text/html; charset=utf-8", blen,
+                                extra);
+    char *out = malloc(hlen + (size_t)blen + 1);
+    if (!out || hlen == 0) {
+        free(out);
+        return NULL;
+    }
+    memcpy(out, head, hlen);
+    memcpy(out + hlen, body, (size_t)blen);
+    *len = hlen + (size_t)blen;
+    return out;
+}

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * response: builds HTTP response heads into caller buffers: the common headers every answer
+ * carries (Server, Date, Connection, the config's <http-headers>), error pages, and the head a
+ * listener gets before the stream. Values that came from clients are sanitized where stored
+ * (no CR/LF can reach a header) and HTML-escaped in pages.
+ */
+#ifndef RIMECAST_RESPONSE_H
+#define RIMECAST_RESPONSE_H
+
+#include <stddef.h>
+
+typedef struct mount mount_t;
+
+/* "HTTP/1.0 <status> <text>\r\n" + Server, Date, Connection: Close, the configured extra
+ * headers for this status, Content-Type (if not NULL), Content-Length (if >= 0) and `extra`
+ * (complete header lines, may be NULL). Ends with the blank line unless `open` is set.
+ * Returns the length, or 0 if it did not fit. */
+size_t response_head(char *buf, size_t cap, int status, const char *content_type,
+                     long long content_length, const char *extra);
+
+/* The listener's head: 200, source content type, icy-* headers, no-cache headers,
+ * icy-metaint when metaint > 0, CORS headers. Returns the length or 0. */
+size_t response_stream_head(char *buf, size_t cap, mount_t *m, int metaint);
+
+/* Complete error response with a small HTML body (message is escaped). Returns malloc'd bytes
+ * and their length in *len, or NULL. */
+char *response_error(int status, const char *message, size_t *len);
+
+#endif

@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * main: start-up (config, logs, limits, listen sockets, privileges, workers), the signal loop
+ * (SIGHUP reloads the config and reopens the logs; SIGTERM/SIGINT shut down) and shutdown.
+ * Everything that serves clients runs in the workers.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <libxml/parser.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "conf/config.h"
+#include "config.h"
+#include "core/log.h"
+#include "net/worker.h"
+#include "server.h"
+#include "stream/mount.h"
+
+typedef struct options {
+    const char *config_file;
+    int background;
+} options_t;
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: rimecast -c CONFIG [-b] [-v]\n"
+                 "  -c CONFIG  read the icecast.xml-style config file CONFIG\n"
+                 "  -b         run in the background\n"
+                 "  -v         print the version and exit\n");
+}
+
+static int parse_args(int argc, char **argv, options_t *o)
+{
+    int opt;
+    while ((opt = getopt(argc, argv, "c:bvh")) != -1) {
+        switch (opt) {
+        case 'c':
+            o->config_file = optarg;
+            break;
+        case 'b':
+            o->background = 1;
+            break;
+        case 'v':
+            printf("%s %s\n", SERVER_NAME, PACKAGE_VERSION);
+            exit(0);
+        case 'h':
+            usage(stdout);
+            exit(0);
+        default:
+            usage(stderr);
+            return -1;
+        }
+    }
+    if (!o->config_file) {
+        usage(stderr);
+        return -1;
+    }
+    return 0;
+}
+
+static void config_warning(const char *msg)
+{
+    log_warn("%s", msg);
+}
+
+static void early_warning(const char *msg)
+{
+    fprintf(stderr, "warning: %s\n", msg);
+}
+
+static int open_logs(const config_t *cfg, int reopen)
+{
+    char *err = config_path(cfg->logdir, cfg->errorlog);
+    char *acc = config_path(cfg->logdir, cfg->accesslog);
+    int rc = reopen ? log_reopen(err, acc, cfg->loglevel) : log_open(err, acc, cfg->loglevel);
+    if (rc < 0)
+        fprintf(stderr, "%s: cannot open logs (%s, %s): %s\n", reopen ? "reload" : "start-up",
+                err, acc, strerror(-rc));
+    free(err);
+    free(acc);
+    return rc;
+}
+
+static void raise_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+static int drop_privileges(const config_t *cfg)
+{
+    struct passwd *pw = NULL;
+    struct group *gr = NULL;
+    if (cfg->user && !(pw = getpwnam(cfg->user))) {
+        log_error("changeowner: unknown user %s", cfg->user);
+        return -1;
+    }
+    if (cfg->group && !(gr = getgrnam(cfg->group))) {
+        log_error("changeowner: unknown group %s", cfg->group);
+        return -1;
+    }
+    if (cfg->chroot) {
+        if (chroot(cfg->basedir) < 0 || chdir("/") < 0) {
+            log_error("chroot to %s failed: %s", cfg->basedir, strerror(errno));
+            return -1;
+        }
+    }
+    if (!pw)
+        return 0;
+    gid_t gid = gr ? gr->gr_gid : pw->pw_gid;
+    if (setgroups(0, NULL) < 0 || setgid(gid) < 0 || setuid(pw->pw_uid) < 0) {
+        log_error("changeowner to %s failed: %s", cfg->user, strerror(errno));
+        return -1;
+    }
+    log_info("running as user %s", cfg->user);
+    return 0;
+}
+
+static void write_pidfile(const config_t *cfg)
+{
+    if (!cfg->pidfile)
+        return;
+    FILE *f = fopen(cfg->pidfile, "w");
+    if (!f) {
+        log_warn("cannot write pidfile %s: %s", cfg->pidfile, strerror(errno));
+        return;
+    }
+    fprintf(f, "%d\n", (int)getpid());
+    fclose(f);
+}
+
+static int daemonize(void)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid > 0)
+        _exit(0);
+    setsid();
+    int fd = open("/dev/null", O_RDWR);
+    if (fd >= 0) {
+        dup2(fd, 0);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        if (fd > 2)
+            close(fd);
+    }
+    return 0;
+}
+
+static int same_listeners(const config_t *a, const config_t *b)
+{
+    const listen_conf_t *x = a->listen, *y = b->listen;
+    for (; x && y; x = x->next, y = y->next) {
+        if (x->port != y->port || (!x->bind_address != !y->bind_address) ||
+            (x->bind_address && strcmp(x->bind_address, y->bind_address) != 0))
+            return 0;
+    }
+    return !x && !y;
+}
+
+static void apply_mount_config(mount_t *m, void *arg)
+{
+    mount_apply_config(m);
+}
+
+static void reload(const char *path)
+{
+    config_t *cfg = NULL;
+    char err[1024];
+    log_info("SIGHUP: reloading %s", path);
+    if (config_load(path, &cfg, err, sizeof(err), config_warning) < 0) {
+        log_error("reload failed, keeping the running config: %s", err);
+        return;
+    }
+    const config_t *old = server_config();
+    if (!same_listeners(old, cfg))
+        log_warn("listen-socket changes take effect after a restart");
+    if (cfg->workers != old->workers || cfg->write_window_ms != old->write_window_ms)
+        log_warn("workers and write-window changes take effect after a restart");
+    server_set_config(cfg);
+    open_logs(cfg, 1);
+    mount_foreach(apply_mount_config, NULL);
+    log_info("config reloaded");
+}
+
+static int start_workers(const config_t *cfg)
+{
+    int n = cfg->workers > 0 ? cfg->workers : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1)
+        n = 1;
+    if (n > SERVER_MAX_WORKERS)
+        n = SERVER_MAX_WORKERS;
+    for (int i = 0; i < n; i++) {
+        if (!worker_new(i))
+            return -1;
+        server.nworkers = i + 1;
+    }
+    return n;
+}
+
+static void stop_workers(void)
+{
+    for (int i = 0; i < server.nworkers; i++)
+        if (server.workers[i])
+            worker_stop(server.workers[i]);
+    for (int i = 0; i < server.nworkers; i++)
+        if (server.workers[i])
+            worker_free(server.workers[i]);
+}
+
+static void signal_loop(int sfd, const char *config_file)
+{
+    for (;;) {
+        struct signalfd_siginfo si;
+        ssize_t n = read(sfd, &si, sizeof(si));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n != sizeof(si))
+            return;
+        if (si.ssi_signo == SIGHUP) {
+            reload(config_file);
+        } else {
+            log_info("signal %d: shutting down", (int)si.ssi_signo);
+            return;
+        }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    options_t opt = {0};
+    char err[1024];
+    config_t *cfg = NULL;
+    if (parse_args(argc, argv, &opt) < 0)
+        return 2;
+    if (config_load(opt.config_file, &cfg, err, sizeof(err), early_warning) < 0) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    if (geteuid() == 0 && !cfg->user) {
+        fprintf(stderr, "rimecast: refusing to run as root; set <security><changeowner><user>"
+                        "(and <group>) in %s so that it drops privileges after start-up\n",
+                opt.config_file);
+        config_free(cfg);
+        return 1;
+    }
+    raise_fd_limit();
+    if (open_logs(cfg, 0) < 0) {
+        config_free(cfg);
+        return 1;
+    }
+    server_set_config(cfg);
+    server.start_time = time(NULL);
+    if (opt.background && daemonize() < 0) {
+        fprintf(stderr, "rimecast: cannot daemonize: %s\n", strerror(errno));
+        return 1;
+    }
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+    int rc = 1;
+    if (sfd < 0 || start_workers(cfg) < 0) {
+        fprintf(stderr, "rimecast: start-up failed, see the error log\n");
+        goto out;
+    }
+    write_pidfile(cfg);
+    if (drop_privileges(cfg) < 0) {
+        fprintf(stderr, "rimecast: cannot drop privileges, see the error log\n");
+        goto out;
+    }
+    for (int i = 0; i < server.nworkers; i++)
+        worker_start(server.workers[i]);
+    atomic_store(&server.running, 1);
+    log_info("%s started with %d workers", server_ident(), server.nworkers);
+    signal_loop(sfd, opt.config_file);
+    rc = 0;
+out:
+    if (atomic_load(&server.running))
+        stop_workers();
+    else
+        for (int i = 0; i < server.nworkers; i++)
+            if (server.workers[i])
+                worker_free(server.workers[i]);
+    if (server_config() && server_config()->pidfile && rc == 0)
+        unlink(server_config()->pidfile);
+    if (sfd >= 0)
+        close(sfd);
+    log_info("shutdown complete");
+    log_close();
+    server_free_configs();
+    xmlCleanupParser();
+    return rc;
+}

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * server: the process-wide state and config snapshot retirement (see server.h).
+ */
+#include "server.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "config.h"
+
+server_t server;
+
+typedef struct retired {
+    config_t *config;
+    struct retired *next;
+} retired_t;
+
+static retired_t *retired_configs;
+
+void server_set_config(config_t *c)
+{
+    config_t *old = atomic_exchange_explicit(&server.config, c, memory_order_acq_rel);
+    if (c->server_id)
+        snprintf(server.server_id, sizeof(server.server_id), "%s", c->server_id);
+    else
+        snprintf(server.server_id, sizeof(server.server_id), "%s %s", SERVER_NAME,
+                 PACKAGE_VERSION);
+    if (old) {
+        retired_t *r = malloc(sizeof(*r));
+        if (r) {
+            r->config = old;
+            r->next = retired_configs;
+            retired_configs = r;
+        }
+    }
+}
+
+void server_free_configs(void)
+{
+    while (retired_configs) {
+        retired_t *r = retired_configs;
+        retired_configs = r->next;
+        config_free(r->config);
+        free(r);
+    }
+    config_t *c = atomic_exchange(&server.config, NULL);
+    if (c)
+        config_free(c);
+}
+
+const char *server_ident(void)
+{
+    return server.server_id;
+}

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * server: process-wide state: the current config snapshot, the workers, global gauges and
+ * counters. The config is swapped atomically on reload; old snapshots are retired (kept until
+ * exit) because any thread may still be reading one. Nothing here is on the listener hot path.
+ */
+#ifndef RIMECAST_SERVER_H
+#define RIMECAST_SERVER_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "conf/config.h"
+
+#define SERVER_MAX_WORKERS 64
+#define SERVER_NAME "Rimecast"
+
+typedef struct worker worker_t;
+
+typedef struct server_stats {
+    atomic_int clients;            /* open client connections of every kind */
+    atomic_int sources;            /* connected sources */
+    atomic_int listeners;          /* streaming listeners */
+    atomic_ullong connections;     /* accepted connections */
+    atomic_ullong client_connections;
+    atomic_ullong listener_connections;
+    atomic_ullong source_client_connections;
+    atomic_ullong source_total_connections;
+    atomic_ullong file_connections;
+    atomic_ullong stats_connections;
+} server_stats_t;
+
+typedef struct server {
+    _Atomic(config_t *) config;
+    int nworkers;
+    worker_t *workers[SERVER_MAX_WORKERS];
+    time_t start_time;
+    atomic_int running;
+    server_stats_t stats;
+    char server_id[128]; /* "Rimecast 0.1.0" or <server-id> */
+} server_t;
+
+extern server_t server;
+
+/* The config snapshot in force. Valid until process exit (snapshots are retired, not freed). */
+static inline const config_t *server_config(void)
+{
+    return atomic_load_explicit(&server.config, memory_order_acquire);
+}
+
+/* Installs a new snapshot; the old one is retired. Main thread only. */
+void server_set_config(config_t *c);
+/* Frees every snapshot (at exit, after the workers stopped). */
+void server_free_configs(void);
+/* The Server: header value. */
+const char *server_ident(void);
+
+#endif

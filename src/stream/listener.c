@@ -1,0 +1,388 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * listener: streaming a mount to one client (see listener.h).
+ *
+ * listener_flush() plans one writev as a list of segments (pending response head, codec header
+ * blocks, stream block ranges, ICY metadata) without touching the cursor, writes, then commits
+ * exactly the bytes the kernel took. Cursor moves take a reference on the new block before
+ * dropping the old one; nothing is allocated or copied per block.
+ */
+#include "stream/listener.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "conf/config.h"
+#include "core/log.h"
+#include "core/str.h"
+#include "http/response.h"
+#include "net/conn.h"
+#include "net/worker.h"
+#include "server.h"
+#include "stream/mount.h"
+
+#define LISTENER_IOV 64
+#define LISTENER_MAX_WRITE (256 * 1024)
+
+enum { SEG_WBUF, SEG_HDR, SEG_DATA, SEG_META };
+
+typedef struct seg {
+    int kind;
+    block_t *blk;      /* SEG_HDR, SEG_DATA */
+    uint32_t pos;      /* start within blk */
+    icy_meta_t *meta;  /* SEG_META: NULL = the single zero byte */
+    uint32_t total;    /* SEG_META: full length of that metadata */
+} seg_t;
+
+static const unsigned char icy_zero_byte = 0;
+
+static icy_meta_t *meta_at(block_t *b, uint32_t pos)
+{
+    if (pos >= b->len) {
+        block_t *n = block_next(b);
+        if (n)
+            return n->meta;
+    }
+    return b->meta;
+}
+
+/* Plans up to LISTENER_IOV segments; returns the count. */
+static int plan(listener_t *l, struct iovec *iov, seg_t *seg)
+{
+    int n = 0;
+    size_t bytes = 0;
+    conn_t *c = l->conn;
+    if (c->woff < c->wlen) {
+        iov[n] = (struct iovec){c->wbuf + c->woff, c->wlen - c->woff};
+        seg[n++] = (seg_t){.kind = SEG_WBUF};
+        bytes += c->wlen - c->woff;
+    }
+    if (l->head_only)
+        return n;
+    uint32_t hp = l->hdr_pos;
+    for (block_t *h = l->hdr; h && n < LISTENER_IOV; h = block_next(h), hp = 0) {
+        if (h->len > hp) {
+            iov[n] = (struct iovec){h->data + hp, h->len - hp};
+            seg[n++] = (seg_t){.kind = SEG_HDR, .blk = h, .pos = hp};
+            bytes += h->len - hp;
+        }
+    }
+    if (l->need_sync)
+        return n;
+    block_t *b = l->blk;
+    uint32_t p = l->pos, since = l->since_meta;
+    icy_meta_t *last = l->last_meta;
+    int first = 1;
+    while (n < LISTENER_IOV && bytes < LISTENER_MAX_WRITE) {
+        if (l->metaint && since >= l->metaint) {
+            icy_meta_t *m;
+            uint32_t off = 0;
+            if (first && (l->meta_cur || l->meta_zero)) {
+                m = l->meta_cur;
+                off = l->meta_off;
+            } else {
+                m = meta_at(b, p);
+                if (m == last)
+                    m = NULL;
+            }
+            uint32_t total = m ? m->len : 1;
+            iov[n] = (struct iovec){m ? m->data + off : (void *)&icy_zero_byte, total - off};
+            seg[n++] = (seg_t){.kind = SEG_META, .meta = m, .total = total};
+            bytes += total - off;
+            since = 0;
+            if (m)
+                last = m;
+            first = 0;
+            continue;
+        }
+        first = 0;
+        if (p >= b->len) {
+            block_t *nb = block_next(b);
+            if (!nb)
+                break;
+            b = nb;
+            p = 0;
+            continue;
+        }
+        uint32_t take = b->len - p;
+        if (l->metaint && take > l->metaint - since)
+            take = l->metaint - since;
+        iov[n] = (struct iovec){b->data + p, take};
+        seg[n++] = (seg_t){.kind = SEG_DATA, .blk = b, .pos = p};
+        bytes += take;
+        p += take;
+        since += take;
+    }
+    return n;
+}
+
+static void move_cursor(listener_t *l, block_t *b, uint32_t pos)
+{
+    if (b != l->blk) {
+        block_ref(b);
+        block_unref(l->blk);
+        l->blk = b;
+    }
+    l->pos = pos;
+}
+
+static void commit_meta(listener_t *l, const seg_t *s, size_t take)
+{
+    if (!l->meta_cur && !l->meta_zero) {
+        if (s->meta)
+            l->meta_cur = icy_meta_ref(s->meta);
+        else
+            l->meta_zero = 1;
+        l->meta_off = 0;
+    }
+    l->meta_off += (uint32_t)take;
+    if (l->meta_off >= s->total) {
+        if (l->meta_cur) {
+            icy_meta_unref(l->last_meta);
+            l->last_meta = l->meta_cur;
+        }
+        l->meta_cur = NULL;
+        l->meta_zero = 0;
+        l->meta_off = 0;
+        l->since_meta = 0;
+    }
+}
+
+static void commit_hdr(listener_t *l, const seg_t *s, size_t take, size_t len)
+{
+    if (take < len) {
+        if (s->blk != l->hdr) {
+            block_ref(s->blk);
+            block_unref(l->hdr);
+            l->hdr = s->blk;
+        }
+        l->hdr_pos = s->pos + (uint32_t)take;
+        return;
+    }
+    block_t *next = block_next(s->blk);
+    if (next)
+        block_ref(next);
+    block_unref(l->hdr);
+    l->hdr = next;
+    l->hdr_pos = 0;
+}
+
+/* Applies the first `done` bytes of the planned segments to the listener's state. */
+static void commit(listener_t *l, const struct iovec *iov, const seg_t *seg, int n, size_t done)
+{
+    for (int i = 0; i < n && done > 0; i++) {
+        size_t take = done < iov[i].iov_len ? done : iov[i].iov_len;
+        done -= take;
+        switch (seg[i].kind) {
+        case SEG_WBUF:
+            l->conn->woff += take;
+            break;
+        case SEG_HDR:
+            commit_hdr(l, &seg[i], take, iov[i].iov_len);
+            break;
+        case SEG_DATA:
+            move_cursor(l, seg[i].blk, seg[i].pos + (uint32_t)take);
+            l->since_meta += (uint32_t)take;
+            break;
+        case SEG_META:
+            commit_meta(l, &seg[i], take);
+            break;
+        }
+    }
+}
+
+/* Skips to the next sync block (a listener that joined at the live edge of an Ogg stream). */
+static void skip_to_sync(listener_t *l)
+{
+    for (;;) {
+        if (l->pos < l->blk->len && l->pos == 0 && (l->blk->flags & BLOCK_SYNC)) {
+            l->need_sync = 0;
+            return;
+        }
+        block_t *nb = block_next(l->blk);
+        if (!nb)
+            return;
+        move_cursor(l, nb, 0);
+    }
+}
+
+int listener_check_lag(listener_t *l)
+{
+    uint64_t head = mount_head_end(l->mount);
+    uint64_t at = l->blk->offset + l->pos;
+    uint64_t lag = head > at ? head - at : 0;
+    long limit = atomic_load_explicit(&l->mount->queue_size, memory_order_relaxed);
+    if (lag <= (uint64_t)limit)
+        return 0;
+    atomic_fetch_add_explicit(&l->mount->slow_listeners, 1, memory_order_relaxed);
+    log_info("listener %llu on %s is %llu bytes behind (queue-size %ld), disconnecting",
+             (unsigned long long)l->conn->id, l->mount->name, (unsigned long long)lag, limit);
+    conn_close(l->conn);
+    return -1;
+}
+
+static int stream_finished(listener_t *l)
+{
+    if (l->head_only)
+        return l->conn->woff >= l->conn->wlen;
+    return atomic_load_explicit(&l->mount->ended, memory_order_acquire) &&
+           l->conn->woff >= l->conn->wlen && !l->hdr && l->pos >= l->blk->len &&
+           !block_next(l->blk) && !l->meta_cur && !l->meta_zero;
+}
+
+int listener_flush(listener_t *l)
+{
+    struct iovec iov[LISTENER_IOV];
+    seg_t seg[LISTENER_IOV];
+    conn_t *c = l->conn;
+    if (c->closing)
+        return -1;
+    if (listener_check_lag(l) < 0)
+        return -1;
+    for (;;) {
+        if (l->need_sync)
+            skip_to_sync(l);
+        int n = plan(l, iov, seg);
+        if (n == 0)
+            break;
+        size_t want = 0;
+        for (int i = 0; i < n; i++)
+            want += iov[i].iov_len;
+        ssize_t w = writev(c->fd, iov, n);
+        if (w < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                l->blocked = 1;
+                return 0;
+            }
+            if (errno == EINTR)
+                continue;
+            conn_close(c);
+            return -1;
+        }
+        commit(l, iov, seg, n, (size_t)w);
+        c->bytes_sent += (uint64_t)w;
+        l->sub->bytes_pending += (uint64_t)w;
+        if ((size_t)w < want) {
+            l->blocked = 1;
+            return 0;
+        }
+    }
+    if (stream_finished(l)) {
+        conn_linger_close(c);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- connection role ---- */
+
+static void listener_on_readable(conn_t *c)
+{
+    char scratch[512];
+    for (;;) {
+        ssize_t n = read(c->fd, scratch, sizeof(scratch));
+        if (n > 0)
+            continue;
+        if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+            conn_close(c);
+        return;
+    }
+}
+
+static void listener_on_writable(conn_t *c)
+{
+    listener_t *l = c->data;
+    if (l->blocked) {
+        l->blocked = 0;
+        listener_flush(l);
+    }
+}
+
+static void listener_release(conn_t *c)
+{
+    listener_t *l = c->data;
+    if (!l)
+        return;
+    mount_t *m = l->mount;
+    worker_sub_remove_listener(c->worker, l->sub, l);
+    block_unref(l->blk);
+    if (l->hdr)
+        block_unref(l->hdr);
+    icy_meta_unref(l->last_meta);
+    icy_meta_unref(l->meta_cur);
+    atomic_fetch_sub(&m->listeners, 1);
+    atomic_fetch_sub(&server.stats.listeners, 1);
+    mount_unref(m);
+    free(l);
+    c->data = NULL;
+}
+
+static const conn_ops_t listener_ops = {
+    .name = "listener",
+    .on_readable = listener_on_readable,
+    .on_writable = listener_on_writable,
+    .on_hangup = NULL,
+    .release = listener_release,
+};
+
+static int wants_icy(const http_request_t *req)
+{
+    const http_header_t *h = http_find_header(req, "icy-metadata");
+    return h && h->value_len > 0 && h->value[0] == '1';
+}
+
+static int reserve_slot(mount_t *m)
+{
+    int max = atomic_load(&m->max_listeners);
+    int now = atomic_fetch_add(&m->listeners, 1) + 1;
+    if (max >= 0 && now > max) {
+        atomic_fetch_sub(&m->listeners, 1);
+        return -1;
+    }
+    int peak = atomic_load(&m->listener_peak);
+    while (now > peak && !atomic_compare_exchange_weak(&m->listener_peak, &peak, now))
+        ;
+    return 0;
+}
+
+void listener_start(conn_t *c, const http_request_t *req, mount_t *m)
+{
+    if (reserve_slot(m) < 0) {
+        mount_unref(m);
+        conn_send_error(c, 403, "Forbidden: max listeners reached");
+        return;
+    }
+    listener_t *l = calloc(1, sizeof(*l));
+    char head[4096];
+    int metaint = wants_icy(req) ? atomic_load(&m->metaint) : 0;
+    size_t hlen = response_stream_head(head, sizeof(head), m, metaint);
+    if (!l || hlen == 0) {
+        free(l);
+        atomic_fetch_sub(&m->listeners, 1);
+        mount_unref(m);
+        conn_send_error(c, 500, "Internal Server Error");
+        return;
+    }
+    atomic_fetch_add(&server.stats.listeners, 1);
+    atomic_fetch_add(&server.stats.listener_connections, 1);
+    c->kind = CONN_KIND_LISTENER;
+    c->status = 200;
+    l->conn = c;
+    l->mount = m; /* the caller's reference becomes ours */
+    l->metaint = (uint32_t)metaint;
+    l->head_only = req->method == HTTP_METHOD_HEAD;
+    l->blk = mount_attach(m, &l->pos, &l->hdr);
+    l->need_sync = l->pos >= l->blk->len;
+    c->data = l;
+    c->ops = c->role = &listener_ops;
+    conn_queue(c, head, hlen); /* written by the flush below */
+    l->sub = worker_sub_get(c->worker, m);
+    worker_sub_add_listener(c->worker, l->sub, l);
+    listener_flush(l);
+}

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * listener: a connection that streams a mount: a cursor (block, offset) into the mount's
+ * shared queue, an optional header-chain cursor (Ogg codec headers) and ICY metadata state.
+ *
+ * The hot path is listener_flush(): one writev over the pending response head, headers and as
+ * many queued blocks as fit, with ICY metadata spliced in as extra iovecs; no allocation, no
+ * copy, no lock. A listener whose lag exceeds queue-size is closed and logged once.
+ */
+#ifndef RIMECAST_LISTENER_H
+#define RIMECAST_LISTENER_H
+
+#include <stdint.h>
+
+#include "core/block.h"
+
+typedef struct conn conn_t;
+typedef struct mount mount_t;
+typedef struct worker_sub worker_sub_t;
+typedef struct http_request http_request_t;
+
+typedef struct listener listener_t;
+struct listener {
+    conn_t *conn;
+    mount_t *mount;         /* the subscription holds the mount reference */
+    worker_sub_t *sub;
+    block_t *blk;           /* cursor: owned reference */
+    uint32_t pos;
+    block_t *hdr;           /* header chain cursor: owned reference, NULL when done */
+    uint32_t hdr_pos;
+    int need_sync;          /* skip to the next sync block before sending stream data */
+    int blocked;            /* socket buffer full: wait for EPOLLOUT */
+    int head_only;          /* HEAD request */
+
+    uint32_t metaint;       /* 0 = no ICY metadata */
+    uint32_t since_meta;    /* audio bytes since the last metadata point */
+    icy_meta_t *last_meta;  /* last metadata sent in full (owned reference) */
+    icy_meta_t *meta_cur;   /* metadata being sent now (owned reference) or NULL */
+    uint32_t meta_off;
+    int meta_zero;          /* sending the single zero byte */
+
+    listener_t *prev, *next; /* in the worker subscription */
+};
+
+/* Starts streaming mount m to c after a GET/HEAD (checks limits, sends the head). */
+void listener_start(conn_t *c, const http_request_t *req, mount_t *m);
+
+/* Writes as much pending data as the socket takes. Returns 0, or -1 if the listener was
+ * closed. Worker thread only. */
+int listener_flush(listener_t *l);
+/* Checks lag against queue-size for a blocked listener; closes it if too far behind. */
+int listener_check_lag(listener_t *l);
+
+#endif

@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * mount: the registry of live mounts and each mount's block queue (see mount.h).
+ *
+ * Queue references: the queue owns one reference on `oldest` and one on `newest`; every block
+ * owns one on its successor. Publishing links the new block after `newest`; trimming moves
+ * `oldest` forward while it lies wholly outside the burst window. A listener cursor on an old
+ * block keeps that block and all later ones alive until it moves or is closed for lagging.
+ */
+#include "stream/mount.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conf/config.h"
+#include "core/log.h"
+#include "core/str.h"
+#include "net/worker.h"
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static mount_t *registry;
+
+void mount_info_free(mount_info_t *i)
+{
+    free(i->content_type);
+    free(i->name);
+    free(i->description);
+    free(i->genre);
+    free(i->url);
+    free(i->bitrate);
+    free(i->audio_info);
+    free(i->subtype);
+    free(i->source_ip);
+    free(i->user_agent);
+    memset(i, 0, sizeof(*i));
+}
+
+static mount_t *registry_find_locked(const char *name)
+{
+    for (mount_t *m = registry; m; m = m->reg_next)
+        if (strcmp(m->name, name) == 0)
+            return m;
+    return NULL;
+}
+
+void mount_apply_config(mount_t *m)
+{
+    const config_t *cfg = server_config();
+    const mount_conf_t *mc = config_find_mount(cfg, m->name);
+    long burst = cfg->burst_size, queue = cfg->queue_size;
+    int maxl = -1, metaint = 16000, hidden = 0;
+    if (mc) {
+        if (mc->burst_size >= 0)
+            burst = mc->burst_size;
+        if (mc->queue_size >= 0)
+            queue = mc->queue_size;
+        maxl = mc->max_listeners;
+        if (mc->mp3_metadata_interval >= 0)
+            metaint = mc->mp3_metadata_interval;
+        hidden = mc->hidden;
+    }
+    if (burst > queue)
+        burst = queue;
+    atomic_store(&m->burst_size, burst);
+    atomic_store(&m->queue_size, queue);
+    atomic_store(&m->max_listeners, maxl);
+    atomic_store(&m->metaint, m->is_ogg ? 0 : metaint);
+    atomic_store(&m->hidden, hidden);
+}
+
+mount_t *mount_create(const char *name, mount_info_t *info, int *err)
+{
+    mount_t *m = calloc(1, sizeof(*m));
+    block_t *sentinel = block_new(0);
+    if (!m || !sentinel || !(m->name = strdup(name))) {
+        free(m ? m->name : NULL);
+        free(m);
+        if (sentinel)
+            block_unref(sentinel);
+        mount_info_free(info);
+        *err = -ENOMEM;
+        return NULL;
+    }
+    atomic_init(&m->refcount, 2); /* registry + caller */
+    pthread_mutex_init(&m->lock, NULL);
+    sentinel->flags = BLOCK_SYNC;
+    m->oldest = sentinel;
+    m->newest = block_ref(sentinel);
+    m->info = *info;
+    memset(info, 0, sizeof(*info));
+    m->start = time(NULL);
+    m->meta = icy_meta_new("", NULL);
+    mount_apply_config(m);
+
+    pthread_mutex_lock(&registry_lock);
+    if (registry_find_locked(name)) {
+        pthread_mutex_unlock(&registry_lock);
+        atomic_store(&m->refcount, 1);
+        mount_unref(m);
+        *err = -EEXIST;
+        return NULL;
+    }
+    m->reg_next = registry;
+    registry = m;
+    pthread_mutex_unlock(&registry_lock);
+    return m;
+}
+
+mount_t *mount_find(const char *name)
+{
+    pthread_mutex_lock(&registry_lock);
+    mount_t *m = registry_find_locked(name);
+    if (m)
+        mount_ref(m);
+    pthread_mutex_unlock(&registry_lock);
+    return m;
+}
+
+int mount_count(void)
+{
+    int n = 0;
+    pthread_mutex_lock(&registry_lock);
+    for (mount_t *m = registry; m; m = m->reg_next)
+        n++;
+    pthread_mutex_unlock(&registry_lock);
+    return n;
+}
+
+void mount_foreach(void (*fn)(mount_t *m, void *arg), void *arg)
+{
+    pthread_mutex_lock(&registry_lock);
+    for (mount_t *m = registry; m; m = m->reg_next)
+        fn(m, arg);
+    pthread_mutex_unlock(&registry_lock);
+}
+
+mount_t *mount_ref(mount_t *m)
+{
+    atomic_fetch_add_explicit(&m->refcount, 1, memory_order_relaxed);
+    return m;
+}
+
+static void tags_free(mount_tag_t *t)
+{
+    while (t) {
+        mount_tag_t *n = t->next;
+        free(t->key);
+        free(t->value);
+        free(t);
+        t = n;
+    }
+}
+
+void mount_unref(mount_t *m)
+{
+    if (!m || atomic_fetch_sub_explicit(&m->refcount, 1, memory_order_acq_rel) != 1)
+        return;
+    block_unref(m->oldest);
+    block_unref(m->newest);
+    if (m->headers)
+        block_unref(m->headers);
+    icy_meta_unref(m->meta);
+    tags_free(m->tags);
+    mount_info_free(&m->info);
+    pthread_mutex_destroy(&m->lock);
+    free(m->name);
+    free(m);
+}
+
+static void wake_workers(mount_t *m)
+{
+    for (int i = 0; i < server.nworkers; i++)
+        if (atomic_load_explicit(&m->worker_listeners[i], memory_order_relaxed) > 0 &&
+            server.workers[i])
+            worker_wake(server.workers[i]);
+}
+
+void mount_end(mount_t *m)
+{
+    pthread_mutex_lock(&registry_lock);
+    for (mount_t **pp = &registry; *pp; pp = &(*pp)->reg_next) {
+        if (*pp == m) {
+            *pp = m->reg_next;
+            m->reg_next = NULL;
+            atomic_store(&m->ended, 1);
+            pthread_mutex_unlock(&registry_lock);
+            wake_workers(m);
+            mount_unref(m); /* the registry's reference */
+            return;
+        }
+    }
+    pthread_mutex_unlock(&registry_lock);
+}
+
+static void trim_locked(mount_t *m, uint64_t head_end)
+{
+    long burst = atomic_load_explicit(&m->burst_size, memory_order_relaxed);
+    while (m->oldest != m->newest) {
+        block_t *next = block_next(m->oldest);
+        /* Keep the oldest block while the burst point still lies inside or after it. */
+        if (head_end - next->offset < (uint64_t)burst)
+            break;
+        block_ref(next);
+        block_unref(m->oldest);
+        m->oldest = next;
+    }
+}
+
+void mount_publish(mount_t *m, block_t *b)
+{
+    pthread_mutex_lock(&m->lock);
+    b->offset = m->next_offset;
+    m->next_offset += b->len;
+    b->meta = icy_meta_ref(m->meta);
+    block_t *prev = m->newest;
+    m->newest = block_ref(b);
+    block_link(prev, b);  /* prev now owns b's first reference */
+    block_unref(prev);    /* the queue's old newest reference */
+    atomic_store_explicit(&m->head_end, m->next_offset, memory_order_release);
+    trim_locked(m, m->next_offset);
+    pthread_mutex_unlock(&m->lock);
+    atomic_fetch_add_explicit(&m->bytes_read, b->len, memory_order_relaxed);
+    if (server_config()->write_window_ms == 0)
+        wake_workers(m);
+}
+
+void mount_set_headers(mount_t *m, block_t *headers)
+{
+    pthread_mutex_lock(&m->lock);
+    block_t *old = m->headers;
+    m->headers = headers;
+    pthread_mutex_unlock(&m->lock);
+    if (old)
+        block_unref(old);
+}
+
+void mount_set_tag(mount_t *m, const char *key, const char *value)
+{
+    pthread_mutex_lock(&m->lock);
+    mount_tag_t **pp = &m->tags;
+    while (*pp && strcmp((*pp)->key, key) != 0)
+        pp = &(*pp)->next;
+    if (*pp && !value) {
+        mount_tag_t *t = *pp;
+        *pp = t->next;
+        free(t->key);
+        free(t->value);
+        free(t);
+    } else if (*pp) {
+        char *v = strdup(value);
+        if (v) {
+            free((*pp)->value);
+            (*pp)->value = v;
+        }
+    } else if (value) {
+        mount_tag_t *t = calloc(1, sizeof(*t));
+        if (t && (t->key = strdup(key)) && (t->value = strdup(value))) {
+            *pp = t;
+        } else if (t) {
+            free(t->key);
+            free(t);
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
+}
+
+static const char *tag_locked(mount_t *m, const char *key)
+{
+    for (mount_tag_t *t = m->tags; t; t = t->next)
+        if (strcmp(t->key, key) == 0)
+            return t->value;
+    return NULL;
+}
+
+char *mount_get_tag(mount_t *m, const char *key)
+{
+    pthread_mutex_lock(&m->lock);
+    const char *v = tag_locked(m, key);
+    char *copy = v ? strdup(v) : NULL;
+    pthread_mutex_unlock(&m->lock);
+    return copy;
+}
+
+void mount_update_meta(mount_t *m)
+{
+    pthread_mutex_lock(&m->lock);
+    const char *title = tag_locked(m, "title");
+    const char *artist = tag_locked(m, "artist");
+    const char *url = tag_locked(m, "url");
+    char buf[4096];
+    if (artist && *artist && title && *title)
+        snprintf(buf, sizeof(buf), "%s - %s", artist, title);
+    else
+        snprintf(buf, sizeof(buf), "%s", title ? title : (artist ? artist : ""));
+    icy_meta_t *nm = icy_meta_new(buf, url);
+    if (nm) {
+        icy_meta_unref(m->meta);
+        m->meta = nm;
+    }
+    pthread_mutex_unlock(&m->lock);
+}
+
+block_t *mount_attach(mount_t *m, uint32_t *pos, block_t **headers)
+{
+    long burst = atomic_load_explicit(&m->burst_size, memory_order_relaxed);
+    pthread_mutex_lock(&m->lock);
+    uint64_t head = m->next_offset;
+    uint64_t target = head > (uint64_t)burst ? head - (uint64_t)burst : 0;
+    block_t *start = NULL;
+    for (block_t *b = m->oldest; b; b = block_next(b)) {
+        if (b->len > 0 && (b->flags & BLOCK_SYNC) && b->offset >= target) {
+            start = b;
+            break;
+        }
+    }
+    if (start) {
+        *pos = 0;
+    } else {
+        start = m->newest; /* live edge: wait for the next block */
+        *pos = start->len;
+    }
+    block_ref(start);
+    *headers = m->headers ? block_ref(m->headers) : NULL;
+    pthread_mutex_unlock(&m->lock);
+    return start;
+}

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * mount: a live mountpoint: its block queue (the source's worker is the only producer), codec
+ * headers, stream info, tags, current ICY metadata and counters; plus the registry of mounts.
+ *
+ * Lifecycle: mount_create() registers a mount for a new source (fails if the name is live);
+ * mount_end() marks it ended and unregisters it; the object lives on while references remain
+ * (the source's, and one per worker subscription), so listeners drain what was queued.
+ * Readers (listeners on any worker) follow block->next without locks and read head_end
+ * atomically. The mount lock covers only cold-path state: attaching a listener, publishing
+ * and trimming the queue, headers, tags and metadata.
+ */
+#ifndef RIMECAST_MOUNT_H
+#define RIMECAST_MOUNT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "core/block.h"
+#include "server.h"
+
+typedef struct mount_tag {
+    char *key;
+    char *value;
+    struct mount_tag *next;
+} mount_tag_t;
+
+/* Stream description from the source's headers (ice-*) merged with the <mount> settings.
+ * Strings are sanitized (no control characters). Immutable after mount_create. */
+typedef struct mount_info {
+    char *content_type;
+    char *name, *description, *genre, *url, *bitrate, *audio_info;
+    int public; /* -1 unknown */
+    char *subtype;
+    char *source_ip;
+    char *user_agent;
+} mount_info_t;
+
+typedef struct mount mount_t;
+struct mount {
+    atomic_int refcount;
+    char *name;
+    pthread_mutex_t lock;
+
+    /* queue (producer: source worker) */
+    block_t *oldest;               /* queue's reference; retained for the burst */
+    block_t *newest;               /* queue's reference; the live edge */
+    _Atomic uint64_t head_end;     /* stream offset after the newest byte */
+    uint64_t next_offset;          /* producer only */
+    atomic_int ended;
+
+    /* settings (updated on reload) */
+    atomic_long burst_size;
+    atomic_long queue_size;
+    atomic_int max_listeners;      /* -1 unlimited */
+    atomic_int metaint;            /* ICY interval for listeners, 0 = none */
+    atomic_int hidden;
+
+    /* under lock */
+    block_t *headers;              /* codec headers for new listeners */
+    icy_meta_t *meta;              /* current ICY metadata */
+    mount_tag_t *tags;
+
+    mount_info_t info;
+    int is_ogg;
+    time_t start;
+
+    /* counters */
+    atomic_int listeners;
+    atomic_int listener_peak;
+    atomic_ullong slow_listeners;
+    atomic_ullong bytes_read;
+    atomic_ullong bytes_sent;
+    atomic_int worker_listeners[SERVER_MAX_WORKERS];
+
+    mount_t *reg_next;
+};
+
+/* Creates and registers a mount. Takes ownership of info's strings. Returns a reference for the
+ * caller, or NULL with *err = -EEXIST (name live) / -ENOMEM. */
+mount_t *mount_create(const char *name, mount_info_t *info, int *err);
+/* Looks up a live mount; returns a new reference or NULL. */
+mount_t *mount_find(const char *name);
+mount_t *mount_ref(mount_t *m);
+void mount_unref(mount_t *m);
+/* Marks the mount ended, unregisters it and wakes its listeners' workers. */
+void mount_end(mount_t *m);
+/* Number of live mounts. */
+int mount_count(void);
+/* Calls fn for every live mount under the registry lock (fn must not call mount_* that lock the
+ * registry). */
+void mount_foreach(void (*fn)(mount_t *m, void *arg), void *arg);
+/* Re-reads per-mount settings from the current config (after a reload). */
+void mount_apply_config(mount_t *m);
+
+/* Producer side (source worker). Publishes b (takes the reference), trims the queue to the
+ * burst window and wakes workers in low-latency mode. */
+void mount_publish(mount_t *m, block_t *b);
+void mount_set_headers(mount_t *m, block_t *headers);
+void mount_set_tag(mount_t *m, const char *key, const char *value);
+/* Rebuilds the ICY metadata from the "title"/"artist"/"url" tags. */
+void mount_update_meta(mount_t *m);
+/* Copies a tag value (malloc'd) or NULL. */
+char *mount_get_tag(mount_t *m, const char *key);
+
+/* Listener side. Finds the start for a new listener: a sync block at or after the burst point.
+ * Returns a reference on the block and the offset within it in *pos, and a reference on the
+ * codec headers in *headers (or NULL). */
+block_t *mount_attach(mount_t *m, uint32_t *pos, block_t **headers);
+
+static inline uint64_t mount_head_end(mount_t *m)
+{
+    return atomic_load_explicit(&m->head_end, memory_order_acquire);
+}
+
+void mount_info_free(mount_info_t *info);
+
+#endif

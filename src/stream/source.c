@@ -1,0 +1,508 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * source: source clients (see source.h): authentication, mount creation, the read loop that
+ * feeds the format handler, source-timeout, and the Shoutcast v1 login.
+ *
+ * A source belongs to the worker that accepted it; each worker keeps its own list of sources
+ * for the timeout check. Reads go through a per-thread scratch buffer: the format handler copies
+ * what it keeps into blocks.
+ */
+#include "stream/source.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "conf/config.h"
+#include "core/log.h"
+#include "core/str.h"
+#include "format/format.h"
+#include "http/parser.h"
+#include "http/response.h"
+#include "net/conn.h"
+#include "net/worker.h"
+#include "server.h"
+#include "stream/mount.h"
+
+#define SOURCE_READ_BUF 65536
+#define SOURCE_INFO_MAX 1024
+
+typedef struct source source_t;
+struct source {
+    conn_t *conn;
+    mount_t *mount;
+    format_t *fmt;
+    uint64_t last_read_ms;
+    int counted; /* holds a slot in the sources limit */
+    int linked;  /* in worker_sources */
+    source_t *prev, *next;
+};
+
+static source_t *worker_sources[SERVER_MAX_WORKERS];
+static __thread unsigned char read_buf[SOURCE_READ_BUF];
+
+/* ---- format sink ---- */
+
+static void sink_emit(void *ctx, block_t *b)
+{
+    source_t *s = ctx;
+    mount_publish(s->mount, b);
+}
+
+static void sink_set_headers(void *ctx, block_t *headers)
+{
+    source_t *s = ctx;
+    mount_set_headers(s->mount, headers);
+}
+
+static void sink_set_tag(void *ctx, const char *key, const char *value)
+{
+    source_t *s = ctx;
+    mount_set_tag(s->mount, key, value);
+}
+
+static void sink_tags_done(void *ctx)
+{
+    source_t *s = ctx;
+    mount_update_meta(s->mount);
+}
+
+static void sink_log(void *ctx, int level, const char *msg)
+{
+    source_t *s = ctx;
+    char esc[1024];
+    str_escape_log(esc, sizeof(esc), msg, strlen(msg));
+    log_msg(level, "format", "%s: %s", s->mount->name, esc);
+}
+
+/* ---- stream info from headers ---- */
+
+/* A header value made safe to store and repeat in responses: control characters dropped,
+ * length capped. */
+static char *clean_value(const char *v, size_t len)
+{
+    if (!v)
+        return NULL;
+    if (len > SOURCE_INFO_MAX)
+        len = SOURCE_INFO_MAX;
+    char *out = malloc(len + 1);
+    if (!out)
+        return NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)v[i] >= 0x20 && v[i] != 0x7f)
+            out[n++] = v[i];
+    out[n] = '\0';
+    return out;
+}
+
+static char *header_clean(const http_request_t *req, const char *a, const char *b)
+{
+    const http_header_t *h = http_find_header(req, a);
+    if (!h && b)
+        h = http_find_header(req, b);
+    return h ? clean_value(h->value, h->value_len) : NULL;
+}
+
+static void override(char **field, const char *conf)
+{
+    if (conf) {
+        free(*field);
+        *field = clean_value(conf, strlen(conf));
+    }
+}
+
+static void build_info(mount_info_t *i, conn_t *c, const http_request_t *req,
+                       const mount_conf_t *mc)
+{
+    i->content_type = header_clean(req, "content-type", NULL);
+    if (!i->content_type)
+        i->content_type = strdup("audio/mpeg");
+    i->name = header_clean(req, "ice-name", "icy-name");
+    i->description = header_clean(req, "ice-description", "icy-description");
+    i->genre = header_clean(req, "ice-genre", "icy-genre");
+    i->url = header_clean(req, "ice-url", "icy-url");
+    i->bitrate = header_clean(req, "ice-bitrate", "icy-br");
+    i->audio_info = header_clean(req, "ice-audio-info", NULL);
+    i->user_agent = header_clean(req, "user-agent", NULL);
+    i->source_ip = strdup(c->ip);
+    char *pub = header_clean(req, "ice-public", "icy-pub");
+    i->public = pub ? atoi(pub) != 0 : -1;
+    free(pub);
+    if (!mc)
+        return;
+    override(&i->name, mc->stream_name);
+    override(&i->description, mc->stream_description);
+    override(&i->genre, mc->genre);
+    override(&i->url, mc->stream_url);
+    override(&i->bitrate, mc->bitrate);
+    override(&i->content_type, mc->type);
+    override(&i->subtype, mc->subtype);
+    if (mc->public >= 0)
+        i->public = mc->public;
+}
+
+/* ---- authentication ---- */
+
+static int check_password(const config_t *cfg, const mount_conf_t *mc, const char *user,
+                          const char *pass)
+{
+    if (mc && mc->password) {
+        const char *want_user = mc->username ? mc->username : "source";
+        return strcmp(user, want_user) == 0 && strcmp(pass, mc->password) == 0;
+    }
+    if (!cfg->source_password)
+        return 0;
+    return strcmp(user, "source") == 0 && strcmp(pass, cfg->source_password) == 0;
+}
+
+static int authenticate(conn_t *c, const http_request_t *req, const config_t *cfg,
+                        const mount_conf_t *mc)
+{
+    char *user = NULL, *pass = NULL;
+    int ok = 0;
+    if (http_parse_basic_auth(req, &user, &pass) == 0) {
+        ok = check_password(cfg, mc, user, pass);
+        free(c->log_user);
+        c->log_user = str_dup(user);
+    } else if (cfg->icelogin) {
+        char *p = http_header_dup(req, "ice-password");
+        ok = p && check_password(cfg, mc, "source", p);
+        free(p);
+    }
+    free(user);
+    free(pass);
+    return ok;
+}
+
+/* ---- connection role ---- */
+
+static void source_end(conn_t *c, const char *why)
+{
+    source_t *s = c->data;
+    log_info("source %s on %s %s", c->ip, s->mount->name, why);
+    conn_close(c);
+}
+
+static void source_on_readable(conn_t *c)
+{
+    source_t *s = c->data;
+    for (;;) {
+        ssize_t n = read(c->fd, read_buf, sizeof(read_buf));
+        if (n > 0) {
+            s->last_read_ms = loop_now_ms();
+            if (s->fmt->ops->ingest(s->fmt, read_buf, (size_t)n) < 0) {
+                source_end(c, "dropped: format error");
+                return;
+            }
+            continue;
+        }
+        if (n == 0) {
+            source_end(c, "disconnected");
+            return;
+        }
+        if (errno == EINTR)
+            continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            source_end(c, "disconnected (read error)");
+        return;
+    }
+}
+
+static void source_on_writable(conn_t *c)
+{
+    if (c->woff < c->wlen)
+        conn_flush_wbuf(c);
+}
+
+static void source_release(conn_t *c)
+{
+    source_t *s = c->data;
+    if (!s)
+        return;
+    worker_t *w = c->worker;
+    if (s->linked) {
+        if (s->prev)
+            s->prev->next = s->next;
+        else
+            worker_sources[w->id] = s->next;
+        if (s->next)
+            s->next->prev = s->prev;
+    }
+    if (s->fmt) {
+        if (s->fmt->ops->flush)
+            s->fmt->ops->flush(s->fmt);
+        format_free(s->fmt);
+    }
+    if (s->mount) {
+        mount_end(s->mount);
+        mount_unref(s->mount);
+    }
+    if (s->counted)
+        atomic_fetch_sub(&server.stats.sources, 1);
+    free(s);
+    c->data = NULL;
+}
+
+static const conn_ops_t source_ops = {
+    .name = "source",
+    .on_readable = source_on_readable,
+    .on_writable = source_on_writable,
+    .on_hangup = NULL,
+    .release = source_release,
+};
+
+void source_check_timeouts(worker_t *w, uint64_t now_ms)
+{
+    const config_t *cfg = server_config();
+    for (source_t *s = worker_sources[w->id]; s; s = s->next) {
+        if (s->conn->closing)
+            continue;
+        const mount_conf_t *mc = config_find_mount(cfg, s->mount->name);
+        int timeout = mc && mc->source_timeout >= 0 ? mc->source_timeout : cfg->source_timeout;
+        if (timeout > 0 && now_ms - s->last_read_ms > (uint64_t)timeout * 1000u)
+            source_end(s->conn, "timed out (no data within source-timeout)");
+    }
+}
+
+/* Creates the mount and switches c to the source role. `status` is the response to send
+ * (NULL for none); leftover bytes after the head are ingested. 0, or an HTTP status to fail
+ * with. */
+static int become_source(conn_t *c, const http_request_t *req, const char *mount_name,
+                         const char *response, const char *leftover, size_t leftover_len)
+{
+    const config_t *cfg = server_config();
+    const mount_conf_t *mc = config_find_mount(cfg, mount_name);
+    if (atomic_fetch_add(&server.stats.sources, 1) >= cfg->sources) {
+        atomic_fetch_sub(&server.stats.sources, 1);
+        log_warn("source %s on %s refused: too many sources connected", c->ip, mount_name);
+        return 403;
+    }
+    source_t *s = calloc(1, sizeof(*s));
+    if (!s) {
+        atomic_fetch_sub(&server.stats.sources, 1);
+        return 500;
+    }
+    s->counted = 1;
+    s->conn = c;
+    c->data = s;
+    c->ops = c->role = &source_ops;
+    c->kind = CONN_KIND_SOURCE;
+    mount_info_t info = {0};
+    build_info(&info, c, req, mc);
+    const format_ops_t *fops = format_for_content_type(info.content_type);
+    int err = 0;
+    s->mount = mount_create(mount_name, &info, &err);
+    if (!s->mount) {
+        log_warn("source %s on %s refused: %s", c->ip, mount_name,
+                 err == -EEXIST ? "mountpoint in use" : strerror(-err));
+        return err == -EEXIST ? 409 : 500;
+    }
+    s->mount->is_ogg = fops == &format_ogg_ops;
+    mount_apply_config(s->mount);
+    format_sink_t sink = {s, sink_emit, sink_set_headers, sink_set_tag, sink_tags_done, sink_log};
+    s->fmt = format_new(fops, &sink);
+    if (!s->fmt)
+        return 500;
+    s->last_read_ms = loop_now_ms();
+    s->next = worker_sources[c->worker->id];
+    if (s->next)
+        s->next->prev = s;
+    worker_sources[c->worker->id] = s;
+    s->linked = 1;
+    atomic_fetch_add(&server.stats.source_client_connections, 1);
+    atomic_fetch_add(&server.stats.source_total_connections, 1);
+    log_info("source %s connected to %s (%s, %s)", c->ip, mount_name, s->fmt->ops->name,
+             s->mount->info.content_type);
+    c->status = 200;
+    if (response)
+        conn_send(c, response, strlen(response), NULL);
+    if (leftover_len && !c->closing && s->fmt->ops->ingest(s->fmt, (const unsigned char *)leftover, leftover_len) < 0)
+        source_end(c, "dropped: format error");
+    return 0;
+}
+
+static char *mount_from_path(const http_request_t *req)
+{
+    size_t len;
+    char *dec = str_url_decode(req->path, req->path_len, 0, &len);
+    if (!dec)
+        return NULL;
+    char *norm = dec[0] == '/' ? str_normalize_path(dec, len) : NULL;
+    free(dec);
+    return norm;
+}
+
+void source_start(conn_t *c, const http_request_t *req, size_t head_len)
+{
+    const config_t *cfg = server_config();
+    char *mount = mount_from_path(req);
+    if (!mount || strcmp(mount, "/") == 0) {
+        free(mount);
+        conn_send_error(c, 400, "Bad Request: invalid mountpoint");
+        return;
+    }
+    const mount_conf_t *mc = config_find_mount(cfg, mount);
+    if (!authenticate(c, req, cfg, mc)) {
+        log_info("source %s on %s: authentication failed", c->ip, mount);
+        free(mount);
+        conn_send_error(c, 401, "Authentication Required");
+        return;
+    }
+    if (req->method == HTTP_METHOD_PUT && !http_find_header(req, "content-type")) {
+        free(mount);
+        conn_send_error(c, 403, "Forbidden: No Content-type given");
+        return;
+    }
+    const http_header_t *expect = http_find_header(req, "expect");
+    char resp[512];
+    int n = 0;
+    if (expect && str_ieq(expect->value, expect->value_len, "100-continue"))
+        n = snprintf(resp, sizeof(resp), "HTTP/1.1 100 Continue\r\n\r\n");
+    snprintf(resp + n, sizeof(resp) - (size_t)n, "HTTP/1.0 200 OK\r\nServer: %s\r\n\r\n",
+             server_ident());
+    char *rbuf = c->rbuf;
+    size_t rlen = c->rlen;
+    c->rbuf = NULL; /* the head buffer is no longer needed once the leftover is ingested */
+    int status = become_source(c, req, mount, resp, rbuf + head_len, rlen - head_len);
+    free(rbuf);
+    free(c->req);
+    c->req = NULL;
+    if (status) {
+        source_release(c);
+        c->ops = c->role = NULL;
+        conn_send_error(c, status == 409 ? 403 : status,
+                        status == 409 ? "Forbidden: Mountpoint in use"
+                        : status == 403 ? "Forbidden: too many sources connected"
+                                        : "Internal Server Error");
+    }
+    free(mount);
+}
+
+/* ---- Shoutcast v1: "password\r\n", "OK2", ICY headers, then data ---- */
+
+#define SHOUTCAST_MAX_HEAD 16384
+
+static int shoutcast_fill(conn_t *c)
+{
+    if (!c->rbuf && !(c->rbuf = malloc(SHOUTCAST_MAX_HEAD)))
+        return -ENOMEM;
+    c->rcap = SHOUTCAST_MAX_HEAD;
+    for (;;) {
+        if (c->rlen >= c->rcap)
+            return -E2BIG;
+        ssize_t n = read(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen);
+        if (n > 0) {
+            c->rlen += (size_t)n;
+            continue;
+        }
+        if (n == 0)
+            return -EPIPE;
+        if (errno == EINTR)
+            continue;
+        return (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -errno;
+    }
+}
+
+static const char *find_blank_line(const char *p, size_t len)
+{
+    for (size_t i = 0; i + 1 < len; i++) {
+        if (p[i] == '\n' && p[i + 1] == '\n')
+            return p + i + 2;
+        if (i + 3 < len && memcmp(p + i, "\r\n\r\n", 4) == 0)
+            return p + i + 4;
+    }
+    return NULL;
+}
+
+static void shoutcast_headers(conn_t *c)
+{
+    char *start = c->rbuf + c->parsed_len;
+    size_t avail = c->rlen - c->parsed_len;
+    const char *end = find_blank_line(start, avail);
+    if (!end)
+        return;
+    size_t hlen = (size_t)(end - start);
+    const char *mount = c->shoutcast_mount;
+    size_t mlen = strlen(mount);
+    char *fake = malloc(mlen + 32 + hlen);
+    http_request_t *req = malloc(sizeof(*req));
+    if (!fake || !req) {
+        free(fake);
+        free(req);
+        conn_close(c);
+        return;
+    }
+    int flen = snprintf(fake, mlen + 32, "SOURCE %s HTTP/1.0\r\n", mount);
+    memcpy(fake + flen, start, hlen);
+    if (http_parse_request(fake, (size_t)flen + hlen, 0, req) <= 0) {
+        log_info("shoutcast source %s: malformed headers", c->ip);
+        free(fake);
+        free(req);
+        conn_close(c);
+        return;
+    }
+    conn_capture_request(c, req);
+    char *rbuf = c->rbuf;
+    size_t rlen = c->rlen, used = c->parsed_len + hlen;
+    c->rbuf = NULL;
+    int status = become_source(c, req, mount, NULL, rbuf + used, rlen - used);
+    free(rbuf);
+    free(fake);
+    free(req);
+    if (status) {
+        source_release(c);
+        c->ops = c->role = NULL;
+        conn_close(c);
+    }
+}
+
+static void shoutcast_on_readable(conn_t *c)
+{
+    int r = shoutcast_fill(c);
+    if (r < 0) {
+        conn_close(c);
+        return;
+    }
+    if (c->parsed_len == 0) {
+        char *nl = memchr(c->rbuf, '\n', c->rlen);
+        if (!nl)
+            return;
+        size_t plen = (size_t)(nl - c->rbuf);
+        if (plen > 0 && c->rbuf[plen - 1] == '\r')
+            plen--;
+        char *pass = str_ndup(c->rbuf, plen);
+        const config_t *cfg = server_config();
+        const mount_conf_t *mc = config_find_mount(cfg, c->shoutcast_mount);
+        const char *user = mc && mc->password && mc->username ? mc->username : "source";
+        int ok = pass && check_password(cfg, mc, user, pass);
+        free(pass);
+        if (!ok) {
+            log_info("shoutcast source %s on %s: wrong password", c->ip, c->shoutcast_mount);
+            conn_close(c);
+            return;
+        }
+        c->parsed_len = (size_t)(nl - c->rbuf) + 1;
+        worker_timeout_remove(c->worker, c);
+        static const char ok2[] = "OK2\r\nicy-caps:11\r\n\r\n";
+        conn_send(c, ok2, sizeof(ok2) - 1, NULL);
+        if (c->closing)
+            return;
+    }
+    shoutcast_headers(c);
+}
+
+static const conn_ops_t shoutcast_login_ops = {
+    .name = "shoutcast-login",
+    .on_readable = shoutcast_on_readable,
+    .on_writable = source_on_writable,
+};
+
+void source_start_shoutcast(conn_t *c)
+{
+    c->ops = &shoutcast_login_ops;
+    shoutcast_on_readable(c);
+}

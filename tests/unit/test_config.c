@@ -1,0 +1,688 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * test_config: icecast.xml loading. Defaults, every section, repeatable blocks, mount lookup
+ * and merging, Shoutcast implied sockets, each fatal error with its "file:line:" prefix, the
+ * warn-once rule, and the real configs shipped by Icecast (Debian) and by Rimecast.
+ * Run from the source or build directory; RIMECAST_SRCDIR points at the sources.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "conf/config.h"
+#include "testlib.h"
+
+static char warnings[16][512];
+static int nwarnings;
+
+static void on_warn(const char *msg)
+{
+    if (nwarnings < 16)
+        snprintf(warnings[nwarnings], sizeof(warnings[0]), "%s", msg);
+    nwarnings++;
+}
+
+static char err[512];
+
+/* Loads xml as "t.xml"; returns the config or NULL (then err holds the message). */
+static config_t *load(const char *xml)
+{
+    config_t *c = NULL;
+
+    nwarnings = 0;
+    err[0] = '\0';
+    if (config_load_buffer(xml, strlen(xml), "t.xml", &c, err, sizeof(err), on_warn) != 0)
+        return NULL;
+    return c;
+}
+
+static int starts_with(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static int warned(const char *needle)
+{
+    for (int i = 0; i < nwarnings && i < 16; i++)
+        if (strstr(warnings[i], needle))
+            return 1;
+    return 0;
+}
+
+static void test_defaults(void)
+{
+    config_t *c = load("<icecast/>");
+
+    CHECK(c != NULL);
+    if (!c)
+        return;
+    CHECK_STR(c->filename, "t.xml");
+    CHECK_STR(c->location, "Earth");
+    CHECK_STR(c->admin, "icemaster@localhost");
+    CHECK_STR(c->hostname, "localhost");
+    CHECK(c->server_id == NULL);
+    CHECK(c->fileserve == 1);
+    CHECK_STR(c->mime_types, "/etc/mime.types");
+    CHECK(c->icelogin == 0);
+    CHECK_STR(c->shoutcast_mount, "/stream");
+    CHECK(c->relays_on_demand == 0);
+    CHECK(c->master_server == NULL);
+    CHECK(c->master_update_interval == 120);
+    CHECK_STR(c->master_username, "relay");
+    CHECK(c->clients == 256 && c->sources == 16);
+    CHECK(c->queue_size == 524288 && c->burst_size == 65536);
+    CHECK(c->client_timeout == 30 && c->header_timeout == 15 && c->source_timeout == 10);
+    CHECK(c->workers == 0 && c->write_window_ms == 100);
+    CHECK(c->source_password == NULL && c->admin_password == NULL);
+    CHECK_STR(c->relay_user, "relay");
+    CHECK_STR(c->admin_user, "admin");
+    CHECK(c->listen && c->listen->port == 8000 && !c->listen->next);
+    CHECK(c->listen && c->listen->bind_address == NULL && !c->listen->shoutcast_compat);
+    CHECK(!c->relays && !c->mounts && !c->directories && !c->http_headers && !c->aliases);
+    CHECK_STR(c->accesslog, "access.log");
+    CHECK_STR(c->errorlog, "error.log");
+    CHECK(c->playlistlog == NULL && c->pidfile == NULL);
+    CHECK(c->loglevel == 3 && c->logarchive == 0);
+    CHECK(c->webroot && c->adminroot && c->logdir && c->basedir);
+    CHECK(c->chroot == 0 && c->user == NULL && c->group == NULL);
+    CHECK(nwarnings == 0);
+    config_free(c);
+}
+
+static void test_root_and_sections(void)
+{
+    config_t *c = load(
+        "<icecast>\n"
+        " <location>Mars</location><admin>me@x</admin><hostname>radio.example</hostname>\n"
+        " <server-id>Station 1</server-id><fileserve>0</fileserve><icelogin>yes</icelogin>\n"
+        " <mime-types>/etc/m.types</mime-types><shoutcast-mount>/live.nsv</shoutcast-mount>\n"
+        " <relays-on-demand>on</relays-on-demand><master-server>10.0.0.1</master-server>\n"
+        " <master-server-port>8001</master-server-port>\n"
+        " <master-update-interval>60</master-update-interval>\n"
+        " <master-username>u</master-username><master-password>mp</master-password>\n"
+        " <limits><clients>100</clients><sources>2</sources><queue-size>102400</queue-size>\n"
+        "  <client-timeout>31</client-timeout><header-timeout>16</header-timeout>\n"
+        "  <source-timeout>11</source-timeout><burst-size>4096</burst-size>\n"
+        "  <workers>4</workers><write-window>0</write-window></limits>\n"
+        " <authentication><source-password>sp</source-password><relay-user>ru</relay-user>\n"
+        "  <relay-password>rp</relay-password><admin-user>au</admin-user>\n"
+        "  <admin-password>ap</admin-password></authentication>\n"
+        " <paths><basedir>/b</basedir><logdir>logs</logdir><pidfile>/run/x.pid</pidfile>\n"
+        "  <webroot> /w </webroot><adminroot>/a</adminroot><allow-ip>/allow</allow-ip>\n"
+        "  <deny-ip>/deny</deny-ip><ssl-certificate>/c.pem</ssl-certificate>\n"
+        "  <ssl-allowed-ciphers>HIGH:!aNULL</ssl-allowed-ciphers>\n"
+        "  <alias source=\"/\" destination=\"/status.xsl\"/>\n"
+        "  <alias source=\"/foo\" dest=\"/bar\" port=\"8080\" bind-address=\"127.0.0.1\"/>\n"
+        " </paths>\n"
+        " <logging><accesslog>-</accesslog><errorlog>err.log</errorlog>\n"
+        "  <playlistlog>pl.log</playlistlog><loglevel>debug</loglevel><logsize>10000</logsize>\n"
+        "  <logarchive>1</logarchive></logging>\n"
+        " <security><chroot>1</chroot>\n"
+        "  <changeowner><user>nobody</user><group>nogroup</group></changeowner></security>\n"
+        "</icecast>\n");
+
+    CHECK(c != NULL);
+    if (!c) {
+        fprintf(stderr, "%s\n", err);
+        return;
+    }
+    CHECK_STR(c->location, "Mars");
+    CHECK_STR(c->admin, "me@x");
+    CHECK_STR(c->hostname, "radio.example");
+    CHECK_STR(c->server_id, "Station 1");
+    CHECK(c->fileserve == 0 && c->icelogin == 1 && c->relays_on_demand == 1);
+    CHECK_STR(c->mime_types, "/etc/m.types");
+    CHECK_STR(c->shoutcast_mount, "/live.nsv");
+    CHECK_STR(c->master_server, "10.0.0.1");
+    CHECK(c->master_server_port == 8001 && c->master_update_interval == 60);
+    CHECK_STR(c->master_username, "u");
+    CHECK_STR(c->master_password, "mp");
+    CHECK(c->clients == 100 && c->sources == 2 && c->queue_size == 102400);
+    CHECK(c->client_timeout == 31 && c->header_timeout == 16 && c->source_timeout == 11);
+    CHECK(c->burst_size == 4096 && c->workers == 4 && c->write_window_ms == 0);
+    CHECK_STR(c->source_password, "sp");
+    CHECK_STR(c->relay_user, "ru");
+    CHECK_STR(c->relay_password, "rp");
+    CHECK_STR(c->admin_user, "au");
+    CHECK_STR(c->admin_password, "ap");
+    CHECK_STR(c->basedir, "/b");
+    CHECK_STR(c->logdir, "logs");
+    CHECK_STR(c->pidfile, "/run/x.pid");
+    CHECK_STR(c->webroot, "/w");
+    CHECK_STR(c->adminroot, "/a");
+    CHECK_STR(c->allow_ip, "/allow");
+    CHECK_STR(c->deny_ip, "/deny");
+    CHECK_STR(c->ssl_certificate, "/c.pem");
+    CHECK_STR(c->ssl_allowed_ciphers, "HIGH:!aNULL");
+    CHECK(c->aliases && c->aliases->next && !c->aliases->next->next);
+    if (c->aliases && c->aliases->next) {
+        CHECK_STR(c->aliases->source, "/");
+        CHECK_STR(c->aliases->destination, "/status.xsl");
+        CHECK(c->aliases->port == -1 && c->aliases->bind_address == NULL);
+        CHECK_STR(c->aliases->next->destination, "/bar");
+        CHECK(c->aliases->next->port == 8080);
+        CHECK_STR(c->aliases->next->bind_address, "127.0.0.1");
+    }
+    CHECK_STR(c->accesslog, "-");
+    CHECK_STR(c->errorlog, "err.log");
+    CHECK_STR(c->playlistlog, "pl.log");
+    CHECK(c->loglevel == 4 && c->logsize == 10000 && c->logarchive == 1);
+    CHECK(c->chroot == 1);
+    CHECK_STR(c->user, "nobody");
+    CHECK_STR(c->group, "nogroup");
+    CHECK(nwarnings == 0);
+    config_free(c);
+}
+
+static void test_listen_sockets_and_shoutcast(void)
+{
+    config_t *c = load("<icecast>\n"
+                       "<listen-socket><port>8000</port><bind-address>127.0.0.1</bind-address>\n"
+                       "  <shoutcast-mount>/live.mp3</shoutcast-mount></listen-socket>\n"
+                       "<listen-socket><port>8443</port><ssl>1</ssl>\n"
+                       "  <so-sndbuf>65536</so-sndbuf></listen-socket>\n"
+                       "<listen-socket><port>9000</port><tls>true</tls></listen-socket>\n"
+                       "<listen-socket><port>9100</port><shoutcast-mount>/a</shoutcast-mount>\n"
+                       "</listen-socket>\n"
+                       "<listen-socket><port>9101</port><shoutcast-compat>1</shoutcast-compat>\n"
+                       "</listen-socket>\n"
+                       "</icecast>");
+    listen_conf_t *l;
+
+    CHECK(c != NULL);
+    if (!c)
+        return;
+    l = c->listen;
+    CHECK(l && l->port == 8000 && !l->shoutcast_compat);
+    CHECK_STR(l->bind_address, "127.0.0.1");
+    CHECK_STR(l->shoutcast_mount, "/live.mp3");
+    l = l->next; /* implied by shoutcast-mount */
+    CHECK(l && l->port == 8001 && l->shoutcast_compat == 1 && l->ssl == 0);
+    CHECK_STR(l->bind_address, "127.0.0.1");
+    CHECK_STR(l->shoutcast_mount, "/live.mp3");
+    l = l->next;
+    CHECK(l && l->port == 8443 && l->ssl == 1 && l->so_sndbuf == 65536);
+    l = l->next;
+    CHECK(l && l->port == 9000 && l->ssl == 1);
+    l = l->next;
+    CHECK(l && l->port == 9100 && !l->shoutcast_compat);
+    l = l->next; /* already defined explicitly: not doubled */
+    CHECK(l && l->port == 9101 && l->shoutcast_compat == 1 && l->shoutcast_mount == NULL);
+    CHECK(l && l->next == NULL);
+    config_free(c);
+
+    /* legacy root <port>: used when there is no <listen-socket> */
+    c = load("<icecast>\n<port>8100</port>\n<bind-address>::1</bind-address>\n</icecast>");
+    CHECK(c && c->listen && c->listen->port == 8100 && !c->listen->next);
+    CHECK(c && c->listen && c->listen->bind_address && !strcmp(c->listen->bind_address, "::1"));
+    CHECK(nwarnings == 1 && warned("t.xml:2: root-level <port> is deprecated"));
+    config_free(c);
+    c = load("<icecast>\n<port>8100</port>\n<listen-socket><port>8200</port></listen-socket>\n"
+             "</icecast>");
+    CHECK(c && c->listen && c->listen->port == 8200 && !c->listen->next);
+    CHECK(nwarnings == 1 && warned("t.xml:2: root-level <port>/<bind-address> ignored"));
+    config_free(c);
+}
+
+static void test_mounts(void)
+{
+    config_t *c = load(
+        "<icecast>\n"
+        "<limits><burst-size>1000</burst-size></limits>\n"
+        "<mount type=\"default\">\n"
+        "  <public>0</public><max-listener-duration>3600</max-listener-duration>\n"
+        "  <charset>UTF-8</charset>\n"
+        "  <http-headers><header name=\"X-Def\" value=\"d\"/></http-headers>\n"
+        "</mount>\n"
+        "<mount type=\"normal\">\n"
+        "  <mount-name>/live.ogg</mount-name><username>othersource</username>\n"
+        "  <password>pw</password><max-listeners>10</max-listeners>\n"
+        "  <dump-file>/tmp/d.ogg</dump-file><intro>/intro.ogg</intro>\n"
+        "  <fallback-mount>/fb.ogg</fallback-mount><fallback-override>1</fallback-override>\n"
+        "  <fallback-when-full>true</fallback-when-full><public>1</public><hidden>1</hidden>\n"
+        "  <no-mount>0</no-mount><stream-name>Name</stream-name>\n"
+        "  <stream-description>Desc</stream-description><stream-url>http://x</stream-url>\n"
+        "  <genre>rock</genre><bitrate>128</bitrate><type>application/ogg</type>\n"
+        "  <subtype>vorbis</subtype><burst-size>2000</burst-size><queue-size>100000</queue-size>\n"
+        "  <source-timeout>5</source-timeout><mp3-metadata-interval>8192</mp3-metadata-interval>\n"
+        "  <cluster-password>cp</cluster-password>\n"
+        "  <on-connect>/bin/start</on-connect><on-disconnect>/bin/stop</on-disconnect>\n"
+        "  <authentication type=\"htpasswd\">\n"
+        "    <option name=\"filename\" value=\"myauth\"/>\n"
+        "    <option name=\"allow_duplicate_users\" value=\"0\"/>\n"
+        "  </authentication>\n"
+        "  <http-headers><header name=\"X-A\" value=\"1\"/>\n"
+        "    <header name=\"X-B\" value=\"2\" status=\"404\"/></http-headers>\n"
+        "</mount>\n"
+        "<mount><mount-name>/icy</mount-name><icy-metadata-interval>0</icy-metadata-interval>\n"
+        "  <no-yp>1</no-yp></mount>\n"
+        "<mount><mount-name>/live*</mount-name><hidden>1</hidden></mount>\n"
+        "</icecast>");
+    const mount_conf_t *m, *d;
+
+    CHECK(c != NULL);
+    if (!c) {
+        fprintf(stderr, "%s\n", err);
+        return;
+    }
+    d = c->mounts;
+    CHECK(d && d->is_default && d->mount_name == NULL && d->public == 0);
+    CHECK_STR(d->username, "source");
+    m = config_find_mount(c, "/live.ogg");
+    CHECK(m && m == config_find_mount_exact(c, "/live.ogg") && !m->is_default);
+    if (!m)
+        goto out;
+    CHECK_STR(m->mount_name, "/live.ogg");
+    CHECK_STR(m->username, "othersource");
+    CHECK_STR(m->password, "pw");
+    CHECK(m->max_listeners == 10 && m->public == 1 && m->hidden == 1 && m->no_mount == 0);
+    CHECK_STR(m->dump_file, "/tmp/d.ogg");
+    CHECK_STR(m->intro, "/intro.ogg");
+    CHECK_STR(m->fallback_mount, "/fb.ogg");
+    CHECK(m->fallback_override == 1 && m->fallback_when_full == 1);
+    CHECK_STR(m->stream_name, "Name");
+    CHECK_STR(m->stream_description, "Desc");
+    CHECK_STR(m->stream_url, "http://x");
+    CHECK_STR(m->genre, "rock");
+    CHECK_STR(m->bitrate, "128");
+    CHECK_STR(m->type, "application/ogg");
+    CHECK_STR(m->subtype, "vorbis");
+    CHECK(m->burst_size == 2000 && m->queue_size == 100000 && m->source_timeout == 5);
+    CHECK(m->mp3_metadata_interval == 8192);
+    CHECK_STR(m->cluster_password, "cp");
+    CHECK_STR(m->on_connect, "/bin/start");
+    CHECK_STR(m->on_disconnect, "/bin/stop");
+    /* merged from the default block (Icecast 2.4) */
+    CHECK(m->max_listener_duration == 3600);
+    CHECK_STR(m->charset, "UTF-8");
+    CHECK(m->auth && m->auth->options && m->auth->options->next);
+    if (m->auth && m->auth->options && m->auth->options->next) {
+        CHECK_STR(m->auth->type, "htpasswd");
+        CHECK_STR(m->auth->options->name, "filename");
+        CHECK_STR(m->auth->options->value, "myauth");
+        CHECK_STR(m->auth->options->next->name, "allow_duplicate_users");
+        CHECK(m->auth->options->next->next == NULL);
+    }
+    CHECK(m->http_headers && m->http_headers->next && m->http_headers->next->next);
+    if (m->http_headers && m->http_headers->next && m->http_headers->next->next) {
+        CHECK_STR(m->http_headers->name, "X-A");
+        CHECK(m->http_headers->status == 0);
+        CHECK(m->http_headers->next->status == 404);
+        CHECK_STR(m->http_headers->next->next->name, "X-Def");
+        CHECK(m->http_headers->next->next->next == NULL);
+    }
+    m = config_find_mount(c, "/icy");
+    CHECK(m && m->mp3_metadata_interval == 0 && m->public == 0 && m->burst_size == -1);
+    CHECK(m && m->queue_size == -1 && m->max_listeners == -1 && m->source_timeout == -1);
+    CHECK(m && m->auth == NULL);
+    m = config_find_mount(c, "/live2");
+    CHECK(m && m->mount_name && strcmp(m->mount_name, "/live*") == 0);
+    CHECK(config_find_mount_exact(c, "/live2") == NULL);
+    CHECK(config_find_mount(c, "/other") == d);
+    CHECK(config_find_mount_exact(c, "/other") == NULL);
+    CHECK(config_find_default_mount(c, "/other") == d);
+    CHECK(warned("deprecated"));
+out:
+    config_free(c);
+
+    c = load("<icecast><mount><mount-name>/a</mount-name></mount>"
+             "<mount type=\"default\"><mount-name>/b*</mount-name><hidden>1</hidden></mount>"
+             "</icecast>");
+    CHECK(c && config_find_mount(c, "/zzz") == NULL);
+    CHECK(c && config_find_mount(c, "/bar") && config_find_mount(c, "/bar")->is_default);
+    CHECK(c && config_find_mount(c, "/a") && config_find_mount(c, "/a")->hidden == 0);
+    config_free(c);
+}
+
+static void test_relays_directories_headers(void)
+{
+    config_t *c = load(
+        "<icecast>\n"
+        "<relay><server>10.1.1.1</server><port>8001</port><mount>/a.ogg</mount>\n"
+        "  <local-mount>/b.ogg</local-mount><username>joe</username><password>soap</password>\n"
+        "  <relay-shoutcast-metadata>0</relay-shoutcast-metadata><on-demand>0</on-demand>\n"
+        "  <bind>10.0.0.2</bind></relay>\n"
+        "<relay><mount>/c.ogg</mount></relay>\n"
+        "<relays-on-demand>1</relays-on-demand>\n"
+        "<directory><yp-url-timeout>20</yp-url-timeout><yp-url>http://yp/cgi</yp-url>\n"
+        "  <touch-interval>300</touch-interval></directory>\n"
+        "<directory><yp-url>http://yp2</yp-url>\n"
+        "  <server><host>old.example</host><touch-interval>15</touch-interval></server>\n"
+        "</directory>\n"
+        "<http-headers><header name=\"Access-Control-Allow-Origin\" value=\"*\" />\n"
+        "  <!-- a comment does not stop the list -->\n"
+        "  <header name=\"Nelson\" value=\"Ha-Ha!\" status=\"404\" type=\"static\"/>\n"
+        "  <header name=\"Empty\" value=\"\"/></http-headers>\n"
+        "</icecast>");
+    relay_conf_t *r;
+
+    CHECK(c != NULL);
+    if (!c) {
+        fprintf(stderr, "%s\n", err);
+        return;
+    }
+    r = c->relays;
+    CHECK(r && r->next && !r->next->next);
+    if (r && r->next) {
+        CHECK_STR(r->server, "10.1.1.1");
+        CHECK(r->port == 8001 && r->relay_shoutcast_metadata == 0 && r->on_demand == 0);
+        CHECK_STR(r->mount, "/a.ogg");
+        CHECK_STR(r->local_mount, "/b.ogg");
+        CHECK_STR(r->username, "joe");
+        CHECK_STR(r->password, "soap");
+        CHECK_STR(r->bind, "10.0.0.2");
+        r = r->next;
+        CHECK_STR(r->server, "127.0.0.1");
+        CHECK(r->port == 8000 && r->relay_shoutcast_metadata == 1);
+        CHECK(r->on_demand == 1); /* relays-on-demand, given after the relay */
+        CHECK_STR(r->local_mount, "/c.ogg");
+        CHECK(r->username == NULL && r->bind == NULL);
+    }
+    CHECK(c->directories && c->directories->next);
+    if (c->directories && c->directories->next) {
+        CHECK_STR(c->directories->yp_url, "http://yp/cgi");
+        CHECK(c->directories->yp_url_timeout == 20 && c->directories->touch_interval == 300);
+        CHECK_STR(c->directories->next->yp_url, "http://yp2");
+        CHECK(c->directories->next->yp_url_timeout == 15);
+        CHECK(c->directories->next->touch_interval == 600);
+    }
+    CHECK(warned("t.xml:11: <server> in <directory> is deprecated"));
+    CHECK(c->http_headers && c->http_headers->next && c->http_headers->next->next);
+    if (c->http_headers && c->http_headers->next && c->http_headers->next->next) {
+        CHECK_STR(c->http_headers->name, "Access-Control-Allow-Origin");
+        CHECK_STR(c->http_headers->value, "*");
+        CHECK_STR(c->http_headers->next->name, "Nelson");
+        CHECK(c->http_headers->next->status == 404);
+        CHECK_STR(c->http_headers->next->next->value, "");
+    }
+    config_free(c);
+}
+
+static void test_booleans_and_deprecated(void)
+{
+    config_t *c = load("<icecast>\n"
+                       "<limits>\n"
+                       "  <burst-size>1000</burst-size>\n"
+                       "  <burst-on-connect>0</burst-on-connect>\n"
+                       "  <threadpool>5</threadpool>\n"
+                       "</limits>\n"
+                       "<source-password>old</source-password>\n"
+                       "<fileserve>Off</fileserve><icelogin>TRUE</icelogin>\n"
+                       "<security><chroot>no</chroot></security>\n"
+                       "<logging><loglevel>warn</loglevel></logging>\n"
+                       "</icecast>");
+
+    CHECK(c != NULL);
+    if (!c)
+        return;
+    CHECK(c->burst_size == 0 && c->fileserve == 0 && c->icelogin == 1 && c->chroot == 0);
+    CHECK(c->loglevel == 2);
+    CHECK_STR(c->source_password, "old");
+    CHECK(nwarnings == 3);
+    CHECK(warned("t.xml:4: <burst-on-connect> in <limits> is deprecated"));
+    CHECK(warned("t.xml:5: <threadpool> in <limits> is deprecated"));
+    CHECK(warned("t.xml:7: <source-password> in <icecast> is deprecated"));
+    config_free(c);
+    /* burst-on-connect 1 keeps the burst size (Debian's shipped config) */
+    c = load("<icecast><limits><burst-on-connect>1</burst-on-connect></limits></icecast>");
+    CHECK(c && c->burst_size == 65536);
+    config_free(c);
+}
+
+static void test_unknown_warned_once(void)
+{
+    config_t *c = load("<icecast>\n"
+                       "<foo>1</foo>\n"
+                       "<foo>2</foo>\n"
+                       "<limits><foo/><bar/></limits>\n"
+                       "<mount><mount-name>/x</mount-name><foo/></mount>\n"
+                       "<mount><mount-name>/y</mount-name><foo/></mount>\n"
+                       "</icecast>");
+
+    CHECK(c != NULL);
+    CHECK(nwarnings == 4);
+    CHECK_STR(warnings[0], "t.xml:2: unknown element <foo> in <icecast>, ignored");
+    CHECK_STR(warnings[1], "t.xml:4: unknown element <foo> in <limits>, ignored");
+    CHECK_STR(warnings[2], "t.xml:4: unknown element <bar> in <limits>, ignored");
+    CHECK_STR(warnings[3], "t.xml:5: unknown element <foo> in <mount>, ignored");
+    config_free(c);
+    /* no callback: no crash */
+    c = NULL;
+    CHECK(config_load_buffer("<icecast><foo/></icecast>", 25, "n", &c, err, sizeof(err), NULL)
+          == 0);
+    config_free(c);
+}
+
+static const struct {
+    const char *xml;
+    const char *prefix; /* "t.xml:LINE: " and the start of the message */
+} error_cases[] = {
+    {"<icecast>\n<limits>\n</icecast>\n", "t.xml:3: Opening and ending tag mismatch"},
+    {"<icecast>\n<hostname>a</hostname>\n", "t.xml:3: "},
+    {"", "t.xml:1: empty file"},
+    {"<?xml version=\"1.0\"?>\n<icestats/>", "t.xml:2: root element is <icestats>"},
+    {"<icecast>\n<listen-socket>\n<port>abc</port>\n</listen-socket></icecast>",
+     "t.xml:3: <port> value \"abc\" is not a number"},
+    {"<icecast>\n<listen-socket>\n\n<port>0</port></listen-socket></icecast>",
+     "t.xml:4: <port> value 0 is out of range (1..65535)"},
+    {"<icecast><listen-socket><port>70000</port></listen-socket></icecast>",
+     "t.xml:1: <port> value 70000 is out of range"},
+    {"<icecast>\n<listen-socket>\n<port/>\n</listen-socket></icecast>", "t.xml:3: <port> is empty"},
+    {"<icecast>\n<limits><clients>-5</clients></limits></icecast>",
+     "t.xml:2: <clients> value -5 is out of range"},
+    {"<icecast>\n<limits><queue-size>99999999999999999999</queue-size></limits></icecast>",
+     "t.xml:2: <queue-size> value 99999999999999999999 is out of range"},
+    {"<icecast>\n<limits>\n<queue-size>1000</queue-size>\n<burst-size>2000</burst-size>\n"
+     "</limits></icecast>",
+     "t.xml:4: <burst-size> 2000 is larger than <queue-size> 1000"},
+    {"<icecast>\n<mount>\n<mount-name>/a</mount-name>\n<burst-size>600000</burst-size>\n"
+     "</mount></icecast>",
+     "t.xml:4: <burst-size> 600000 is larger than <queue-size> 524288 in <mount> /a"},
+    {"<icecast>\n<mount type=\"normal\">\n<public>1</public>\n</mount></icecast>",
+     "t.xml:2: <mount> without <mount-name>"},
+    {"<icecast>\n<mount>\n<mount-name>live</mount-name>\n</mount></icecast>",
+     "t.xml:3: <mount-name> \"live\" must start with '/'"},
+    {"<icecast>\n\n<mount type=\"special\"><mount-name>/a</mount-name></mount></icecast>",
+     "t.xml:3: unknown mount type \"special\""},
+    {"<icecast>\n<authentication>\n<source-password mount=\"/a\">x</source-password>\n"
+     "</authentication></icecast>",
+     "t.xml:3: <source-password mount=...> is not supported"},
+    {"<icecast>\n<hostname></hostname></icecast>", "t.xml:2: <hostname> is empty"},
+    {"<icecast>\n<paths>\n<logdir>  </logdir></paths></icecast>", "t.xml:3: <logdir> is empty"},
+    {"<icecast>\n<fileserve>maybe</fileserve></icecast>",
+     "t.xml:2: <fileserve> value \"maybe\" is not a boolean"},
+    {"<icecast>\n<fileserve>2</fileserve></icecast>",
+     "t.xml:2: <fileserve> value 2 is out of range (0..1)"},
+    {"<icecast>\n<limits><workers>65</workers></limits></icecast>",
+     "t.xml:2: <workers> value 65 is out of range (0..64)"},
+    {"<icecast>\n<limits><write-window>1001</write-window></limits></icecast>",
+     "t.xml:2: <write-window> value 1001 is out of range (0..1000)"},
+    {"<icecast>\n<logging><loglevel>loud</loglevel></logging></icecast>",
+     "t.xml:2: <loglevel> value \"loud\" is not a number"},
+    {"<icecast>\n<http-headers>\n<header value=\"x\"/></http-headers></icecast>",
+     "t.xml:3: <header> needs a non-empty name=\"...\" attribute"},
+    {"<icecast>\n<http-headers>\n<header name=\"x\" value=\"y\" status=\"abc\"/>"
+     "</http-headers></icecast>",
+     "t.xml:3: <status> value \"abc\" is not a number"},
+    {"<icecast>\n<http-headers>\n<header name=\"X\" value=\"a&#10;Set-Cookie: x\"/>"
+     "</http-headers></icecast>",
+     "t.xml:3: <header> name or value contains characters not allowed in HTTP"},
+    {"<icecast>\n<http-headers>\n<header name=\"X Y\" value=\"1\"/></http-headers></icecast>",
+     "t.xml:3: <header> name or value contains"},
+    {"<icecast>\n<paths>\n<alias source=\"/a\"/></paths></icecast>",
+     "t.xml:3: <alias> needs a destination"},
+    {"<icecast>\n<mount><mount-name>/a</mount-name>\n<authentication>\n"
+     "<option name=\"a\" value=\"b\"/></authentication></mount></icecast>",
+     "t.xml:3: <authentication> needs a non-empty type=\"...\" attribute"},
+    {"<icecast>\n<mount><mount-name>/a</mount-name>\n<authentication type=\"url\">\n"
+     "<option value=\"b\"/></authentication></mount></icecast>",
+     "t.xml:4: <option> needs a non-empty name"},
+    {"<icecast>\n<relay><mount>http://x/y</mount>\n</relay></icecast>",
+     "t.xml:2: <relay> of \"http://x/y\" needs a <local-mount>"},
+    {"<icecast>\n<listen-socket><port>65535</port>\n<shoutcast-mount>/s</shoutcast-mount>"
+     "</listen-socket></icecast>",
+     "t.xml:2: <shoutcast-mount> needs port + 1"},
+    {"<icecast>\n<hostname>a<b/></hostname></icecast>", "t.xml:2: unexpected element <b>"},
+    {"<!DOCTYPE icecast [<!ENTITY x SYSTEM \"file:///etc/passwd\">]>\n<icecast>\n"
+     "<location>&x;</location></icecast>",
+     "t.xml:3: entity reference &x; in <location> is not supported"},
+    {"<!DOCTYPE icecast [<!ENTITY x \"abc\">]>\n<icecast>\n<location>&x;</location></icecast>",
+     "t.xml:3: entity reference &x;"},
+};
+
+static void test_errors(void)
+{
+    for (size_t i = 0; i < sizeof(error_cases) / sizeof(error_cases[0]); i++) {
+        config_t *c = load(error_cases[i].xml);
+        int ok = c == NULL && starts_with(err, error_cases[i].prefix);
+        CHECK(ok);
+        if (!ok)
+            fprintf(stderr, "  case %zu: got \"%s\", want \"%s...\"\n", i, err,
+                    error_cases[i].prefix);
+        config_free(c);
+    }
+    /* predefined entities and CDATA are fine */
+    config_t *c = load("<icecast><location>A &amp; B<![CDATA[ <c>]]></location></icecast>");
+    CHECK(c && strcmp(c->location, "A & B <c>") == 0);
+    config_free(c);
+    /* file errors */
+    CHECK(config_load("/nonexistent/icecast.xml", &c, err, sizeof(err), on_warn) == -1);
+    CHECK(c == NULL && starts_with(err, "/nonexistent/icecast.xml:0: cannot read"));
+}
+
+static void test_path(void)
+{
+    char *s;
+
+    s = config_path("/var/log", "access.log");
+    CHECK_STR(s, "/var/log/access.log");
+    free(s);
+    s = config_path("/var/log/", "./access.log");
+    CHECK_STR(s, "/var/log/access.log");
+    free(s);
+    s = config_path("/var/log", "/abs.log");
+    CHECK_STR(s, "/abs.log");
+    free(s);
+    s = config_path("/var/log", "-");
+    CHECK_STR(s, "-");
+    free(s);
+    s = config_path("/", "x");
+    CHECK_STR(s, "/x");
+    free(s);
+    s = config_path(NULL, "rel");
+    CHECK_STR(s, "rel");
+    free(s);
+    CHECK(config_path("/x", NULL) == NULL);
+}
+
+/* Loads a real file; returns the config or NULL if the file is absent (skip). */
+static config_t *load_file(const char *path, int *present)
+{
+    config_t *c = NULL;
+
+    *present = access(path, R_OK) == 0;
+    if (!*present) {
+        fprintf(stderr, "  skip: %s absent\n", path);
+        return NULL;
+    }
+    nwarnings = 0;
+    if (config_load(path, &c, err, sizeof(err), on_warn) != 0)
+        fprintf(stderr, "  %s\n", err);
+    CHECK(c != NULL);
+    return c;
+}
+
+static void test_icecast_shipped_configs(void)
+{
+    const char *gz = "/usr/share/doc/icecast2/icecast.xml.dist.gz";
+    char tmp[] = "/tmp/test_config_XXXXXX", cmd[256];
+    config_t *c;
+    int present, fd;
+
+    c = load_file("/etc/icecast2/icecast.xml", &present);
+    if (c) {
+        CHECK(c->clients == 100 && c->sources == 2 && c->burst_size == 65535);
+        CHECK(c->listen && c->listen->port == 8000 && !c->listen->next);
+        CHECK(c->http_headers && !strcmp(c->http_headers->name, "Access-Control-Allow-Origin"));
+        CHECK(c->aliases && !strcmp(c->aliases->destination, "/status.xsl"));
+        CHECK(c->logsize == 10000);
+        CHECK(nwarnings == 1 && warned("<burst-on-connect> in <limits> is deprecated"));
+    }
+    config_free(c);
+    c = load_file("/usr/share/doc/icecast2/icecast_minimal.xml.dist", &present);
+    config_free(c);
+    c = load_file("/usr/share/doc/icecast2/icecast_shoutcast_compat.xml.dist", &present);
+    CHECK(!present || (c && c->listen && c->listen->next && c->listen->next->port == 8001 &&
+                       c->listen->next->shoutcast_compat == 1 && c->directories));
+    config_free(c);
+    c = load_file("/usr/share/doc/icecast2/icecast_urlauth.xml.dist", &present);
+    CHECK(!present || (c && c->mounts && c->mounts->auth &&
+                       !strcmp(c->mounts->auth->type, "url")));
+    config_free(c);
+
+    if (access(gz, R_OK) != 0 || (fd = mkstemp(tmp)) < 0) {
+        fprintf(stderr, "  skip: %s absent\n", gz);
+        return;
+    }
+    close(fd);
+    snprintf(cmd, sizeof(cmd), "gzip -dc %s > %s", gz, tmp);
+    if (system(cmd) == 0) {
+        c = load_file(tmp, &present);
+        CHECK(c && c->listen && c->listen->port == 8000 && c->http_headers);
+        config_free(c);
+    } else {
+        fprintf(stderr, "  skip: gzip failed\n");
+    }
+    unlink(tmp);
+}
+
+static void test_rimecast_default_config(void)
+{
+    const char *srcdir = getenv("RIMECAST_SRCDIR");
+    const char *candidates[] = {"conf/rimecast.xml", "../../conf/rimecast.xml"};
+    char path[1024];
+    config_t *c = NULL;
+    int present = 0;
+
+    for (size_t i = 0; i < 2 && !present; i++) {
+        snprintf(path, sizeof(path), "%s/%s", srcdir ? srcdir : ".", candidates[i]);
+        present = access(path, R_OK) == 0;
+    }
+    CHECK(present);
+    if (!present)
+        return;
+    c = load_file(path, &present);
+    CHECK(nwarnings == 0);
+    if (!c)
+        return;
+    CHECK(c->listen && c->listen->port == 8000 && !c->listen->next);
+    CHECK_STR(c->source_password, "hackme");
+    CHECK_STR(c->relay_password, "hackme");
+    CHECK_STR(c->admin_user, "admin");
+    CHECK_STR(c->admin_password, "hackme");
+    CHECK_STR(c->hostname, "localhost");
+    CHECK(c->clients == 1000 && c->sources == 16);
+    CHECK(c->burst_size == 65536 && c->queue_size == 524288);
+    CHECK(c->loglevel == 3 && c->mounts == NULL);
+    CHECK_STR(c->webroot, "/usr/local/share/rimecast/web");
+    CHECK_STR(c->adminroot, "/usr/local/share/rimecast/admin");
+    CHECK_STR(c->logdir, "/usr/local/var/log/rimecast");
+    config_free(c);
+}
+
+int main(void)
+{
+    RUN(test_defaults);
+    RUN(test_root_and_sections);
+    RUN(test_listen_sockets_and_shoutcast);
+    RUN(test_mounts);
+    RUN(test_relays_directories_headers);
+    RUN(test_booleans_and_deprecated);
+    RUN(test_unknown_warned_once);
+    RUN(test_errors);
+    RUN(test_path);
+    RUN(test_icecast_shipped_configs);
+    RUN(test_rimecast_default_config);
+    return testlib_done();
+}

@@ -1,0 +1,388 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * test_parser: pins down what the request-head parser accepts (real source and listener
+ * clients, split delivery, odd spacing) and how early and with which code it refuses the rest.
+ */
+#include "http/parser.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/str.h"
+#include "testlib.h"
+
+static http_request_t req;
+
+static int parse(const char *s)
+{
+    return http_parse_request(s, strlen(s), 0, &req);
+}
+
+static int span_is(const char *p, size_t n, const char *want)
+{
+    return p && n == strlen(want) && memcmp(p, want, n) == 0;
+}
+
+static int header_is(const char *name, const char *want)
+{
+    const http_header_t *h = http_find_header(&req, name);
+    return h && span_is(h->value, h->value_len, want);
+}
+
+static void simple_get_is_parsed_in_place(void)
+{
+    const char *s = "GET /stream.ogg HTTP/1.1\r\nHost: example.org\r\nIcy-MetaData: 1\r\n\r\n";
+    CHECK(parse(s) == (int)strlen(s));
+    CHECK(req.method == HTTP_METHOD_GET);
+    CHECK(span_is(req.method_str, req.method_len, "GET"));
+    CHECK(span_is(req.uri, req.uri_len, "/stream.ogg"));
+    CHECK(span_is(req.path, req.path_len, "/stream.ogg"));
+    CHECK(req.query == NULL);
+    CHECK(req.version_major == 1 && req.version_minor == 1 && !req.is_ice);
+    CHECK(req.num_headers == 2);
+    CHECK(req.headers[0].name == s + 26); /* zero-copy */
+    CHECK(header_is("host", "example.org"));
+    CHECK(header_is("ICY-METADATA", "1"));
+    CHECK(http_find_header(&req, "Host2") == NULL);
+    char *dup = http_header_dup(&req, "Host");
+    CHECK_STR(dup, "example.org");
+    free(dup);
+    CHECK(http_header_dup(&req, "Missing") == NULL);
+}
+
+static void body_bytes_after_head_are_not_parsed(void)
+{
+    const char s[] = "PUT /live HTTP/1.1\r\nContent-Type: audio/ogg\r\n\r\nOggS\0\0\r\n\r\n";
+    CHECK(http_parse_request(s, sizeof(s) - 1, 0, &req) == 47);
+    CHECK(req.method == HTTP_METHOD_PUT);
+}
+
+static void http10_and_ice_source(void)
+{
+    CHECK(parse("GET / HTTP/1.0\r\n\r\n") == 18);
+    CHECK(req.version_minor == 0 && req.num_headers == 0);
+
+    const char *ice = "SOURCE /live.mp3 ICE/1.0\r\nice-password: hackme\r\n"
+                      "content-type: audio/mpeg\r\nice-name: My Radio\r\n\r\n";
+    CHECK(parse(ice) == (int)strlen(ice));
+    CHECK(req.method == HTTP_METHOD_SOURCE && req.is_ice);
+    CHECK(req.version_major == 1 && req.version_minor == 0);
+    CHECK(header_is("Ice-Password", "hackme"));
+    CHECK(header_is("ice-name", "My Radio"));
+
+    CHECK(parse("SOURCE /live HTTP/1.0\r\nAuthorization: Basic c291cmNlOmhhY2ttZQ==\r\n\r\n") > 0);
+    CHECK(req.method == HTTP_METHOD_SOURCE && !req.is_ice);
+}
+
+static void put_with_expect_continue(void)
+{
+    const char *s = "PUT /live.ogg HTTP/1.1\r\nHost: localhost:8000\r\n"
+                    "Authorization: Basic c291cmNlOmhhY2ttZQ==\r\nUser-Agent: libshout/2.4.6\r\n"
+                    "Content-Type: application/ogg\r\nIce-Public: 0\r\nExpect: 100-continue\r\n\r\n";
+    CHECK(parse(s) == (int)strlen(s));
+    CHECK(req.method == HTTP_METHOD_PUT);
+    CHECK(req.num_headers == 6);
+    CHECK(header_is("expect", "100-continue"));
+}
+
+static void methods_are_case_sensitive(void)
+{
+    CHECK(parse("HEAD / HTTP/1.1\r\n\r\n") > 0 && req.method == HTTP_METHOD_HEAD);
+    CHECK(parse("POST /admin/metadata HTTP/1.1\r\n\r\n") > 0 && req.method == HTTP_METHOD_POST);
+    CHECK(parse("STATS / HTTP/1.0\r\n\r\n") > 0 && req.method == HTTP_METHOD_STATS);
+    CHECK(parse("get / HTTP/1.1\r\n\r\n") > 0 && req.method == HTTP_METHOD_OTHER);
+    CHECK(parse("DELETE /x HTTP/1.1\r\n\r\n") > 0 && req.method == HTTP_METHOD_OTHER);
+    CHECK(span_is(req.method_str, req.method_len, "DELETE"));
+}
+
+static void odd_spacing_is_trimmed(void)
+{
+    const char *s = "GET  /a  HTTP/1.1\r\nHost:nospace\r\nX-Tabs:\t \tv a l\t \r\n"
+                    "X-Empty:\r\nX-Spaces:    \r\n\r\n";
+    CHECK(parse(s) == (int)strlen(s));
+    CHECK(span_is(req.uri, req.uri_len, "/a"));
+    CHECK(header_is("Host", "nospace"));
+    CHECK(header_is("X-Tabs", "v a l"));
+    CHECK(header_is("X-Empty", ""));
+    CHECK(header_is("X-Spaces", ""));
+    CHECK(parse("GET / HTTP/1.1\r\nHost : x\r\n\r\n") == HTTP_PARSE_ERROR); /* space before ':' */
+}
+
+static void lf_only_and_cr_cr_lf_line_ends(void)
+{
+    const char *lf = "GET /x HTTP/1.0\nHost: a\nUser-Agent: b\n\n";
+    CHECK(parse(lf) == (int)strlen(lf));
+    CHECK(header_is("User-Agent", "b") && req.num_headers == 2);
+    const char *nsv = "SOURCE /nsv ICE/1.0\r\r\ncontent-type: video/nsv\r\r\n\r\r\n";
+    CHECK(parse(nsv) == (int)strlen(nsv));
+    CHECK(header_is("content-type", "video/nsv"));
+    const char *mixed = "GET / HTTP/1.1\r\nA: 1\nB: 2\r\r\n\n";
+    CHECK(parse(mixed) == (int)strlen(mixed));
+    CHECK(header_is("B", "2"));
+    const char *lead = "\r\nGET / HTTP/1.1\r\n\r\n";
+    CHECK(parse(lead) == (int)strlen(lead) && req.method == HTTP_METHOD_GET);
+}
+
+static void split_delivery_byte_by_byte(void)
+{
+    const char *s = "PUT /live.ogg?x=1 HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\n\r\n";
+    size_t total = strlen(s), prev = 0;
+    int partial_ok = 1;
+
+    for (size_t n = 1; n < total; n++) {
+        if (http_parse_request(s, n, prev, &req) != HTTP_PARSE_PARTIAL)
+            partial_ok = 0;
+        prev = n;
+    }
+    CHECK(partial_ok);
+    CHECK(http_parse_request(s, total, prev, &req) == (int)total);
+    CHECK(header_is("Expect", "100-continue"));
+    CHECK(span_is(req.query, req.query_len, "x=1"));
+
+    const char *lf = "GET / HTTP/1.0\n\n";
+    CHECK(http_parse_request(lf, 15, 14, &req) == HTTP_PARSE_PARTIAL);
+    CHECK(http_parse_request(lf, 16, 15, &req) == 16);
+    CHECK(http_parse_request("", 0, 0, &req) == HTTP_PARSE_PARTIAL);
+}
+
+static void absolute_uri_options_and_query(void)
+{
+    CHECK(parse("GET http://example.org:8000/live?a=1&b=2 HTTP/1.1\r\n\r\n") > 0);
+    CHECK(span_is(req.path, req.path_len, "/live"));
+    CHECK(span_is(req.query, req.query_len, "a=1&b=2"));
+    CHECK(span_is(req.uri, req.uri_len, "http://example.org:8000/live?a=1&b=2"));
+    CHECK(parse("GET HTTP://host HTTP/1.1\r\n\r\n") > 0);
+    CHECK(span_is(req.path, req.path_len, "/") && req.query == NULL);
+    CHECK(parse("GET http:///x HTTP/1.1\r\n\r\n") == HTTP_PARSE_ERROR);
+    CHECK(parse("GET ftp://h/x HTTP/1.1\r\n\r\n") == HTTP_PARSE_ERROR);
+
+    CHECK(parse("OPTIONS * HTTP/1.1\r\n\r\n") > 0);
+    CHECK(req.method == HTTP_METHOD_OPTIONS && span_is(req.path, req.path_len, "*"));
+    CHECK(parse("GET * HTTP/1.1\r\n\r\n") == HTTP_PARSE_ERROR);
+
+    CHECK(parse("GET /admin/metadata?mount=/x&mode=updinfo&song=a+b HTTP/1.0\r\n\r\n") > 0);
+    CHECK(span_is(req.path, req.path_len, "/admin/metadata"));
+    CHECK(span_is(req.query, req.query_len, "mount=/x&mode=updinfo&song=a+b"));
+    CHECK(parse("GET /x? HTTP/1.0\r\n\r\n") > 0);
+    CHECK(req.query != NULL && req.query_len == 0 && span_is(req.path, req.path_len, "/x"));
+    CHECK(parse("GET x HTTP/1.0\r\n\r\n") == HTTP_PARSE_ERROR);
+}
+
+static void malformed_request_lines(void)
+{
+    CHECK(parse("garbage\r\n\r\n") == HTTP_PARSE_ERROR);
+    CHECK(parse(" GET / HTTP/1.1\r\n\r\n") == HTTP_PARSE_ERROR);   /* empty method */
+    CHECK(parse("GET HTTP/1.1\r\n\r\n") == HTTP_PARSE_ERROR);      /* missing URI */
+    CHECK(parse("GET /\r\n\r\n") == HTTP_PARSE_ERROR);             /* HTTP/0.9 */
+    CHECK(parse("GET / HTTP/1.1 \r\n\r\n") == HTTP_PARSE_ERROR);
+    CHECK(parse("GET / HTTP1.1\r\n\r\n") == HTTP_PARSE_ERROR);
+    CHECK(parse("GET / HTTP/1.\r\n\r\n") == HTTP_PARSE_ERROR);
+    CHECK(parse("G(T / HTTP/1.1\r\n\r\n") == HTTP_PARSE_ERROR);
+    CHECK(parse("GET /a\tb HTTP/1.1\r\n\r\n") == HTTP_PARSE_ERROR);
+    CHECK(parse("GET /a\rb HTTP/1.1\r\n\r\n") == HTTP_PARSE_ERROR);
+    CHECK(parse("GET /\x7f HTTP/1.1\r\n\r\n") == HTTP_PARSE_ERROR);
+    CHECK(parse("\x16\x03\x01\x02\x00") == HTTP_PARSE_ERROR); /* TLS hello, no LF yet */
+    CHECK(parse("GET /caf\xc3\xa9 HTTP/1.1\r\n\r\n") > 0);    /* raw UTF-8 is tolerated */
+}
+
+static void bad_versions(void)
+{
+    CHECK(parse("GET / HTTP/2.0\r\n\r\n") == HTTP_PARSE_BAD_VERSION);
+    CHECK(parse("GET / FOO/1.0\r\n\r\n") == HTTP_PARSE_BAD_VERSION);
+    CHECK(parse("GET / HTTP/0.9\r\n\r\n") == HTTP_PARSE_BAD_VERSION);
+    CHECK(parse("GET / http/1.1\r\n\r\n") == HTTP_PARSE_BAD_VERSION);
+    CHECK(parse("GET / HTTP/1.10\r\n\r\n") == HTTP_PARSE_BAD_VERSION);
+    CHECK(parse("GET / ICE/2.0\r\n\r\n") == HTTP_PARSE_BAD_VERSION);
+}
+
+static void control_chars_nul_and_obs_fold(void)
+{
+    const char nul[] = "GET / HTTP/1.1\r\nX: a\0b\r\n\r\n";
+    CHECK(http_parse_request(nul, sizeof(nul) - 1, 0, &req) == HTTP_PARSE_ERROR);
+    const char nul_partial[] = "GET /\0";
+    CHECK(http_parse_request(nul_partial, sizeof(nul_partial) - 1, 0, &req) == HTTP_PARSE_ERROR);
+    CHECK(parse("GET / HTTP/1.1\r\nX: a\x01z\r\n\r\n") == HTTP_PARSE_ERROR);
+    CHECK(parse("GET / HTTP/1.1\r\nX: a\rz\r\n\r\n") == HTTP_PARSE_ERROR);
+    CHECK(parse("GET / HTTP/1.1\r\nX: a\x7f\r\n\r\n") == HTTP_PARSE_ERROR);
+    CHECK(parse("GET / HTTP/1.1\r\nX: a\tz\r\n\r\n") > 0 && header_is("X", "a\tz"));
+    CHECK(parse("GET / HTTP/1.1\r\nX: \xe2\x82\xac\r\n\r\n") > 0); /* obs-text */
+    CHECK(parse("GET / HTTP/1.1\r\nX: a\r\n b\r\n\r\n") == HTTP_PARSE_ERROR);
+    CHECK(parse("GET / HTTP/1.1\r\nX: a\r\n\tb\r\n\r\n") == HTTP_PARSE_ERROR);
+    CHECK(parse("GET / HTTP/1.1\r\n Host: a\r\n\r\n") == HTTP_PARSE_ERROR);
+    CHECK(parse("GET / HTTP/1.1\r\nBad Name: a\r\n\r\n") == HTTP_PARSE_ERROR);
+    CHECK(parse("GET / HTTP/1.1\r\n: a\r\n\r\n") == HTTP_PARSE_ERROR);
+    CHECK(parse("GET / HTTP/1.1\r\nNoColon\r\n\r\n") == HTTP_PARSE_ERROR);
+    CHECK(parse("GET / HTTP/1.1\r\nX(: a\r\n\r\n") == HTTP_PARSE_ERROR);
+    CHECK(parse("GET / HTTP/1.1\r\nX: a\r\n\r\r\r\n\r\n") == HTTP_PARSE_ERROR);
+    /* a bad header line is refused before the head is complete */
+    CHECK(parse("GET / HTTP/1.1\r\nX: a\x01\r\nMore: ") == HTTP_PARSE_ERROR);
+}
+
+static char *repeat_headers(size_t lines, int finish)
+{
+    size_t cap = 32 + lines * 16;
+    char *s = malloc(cap), *o = s;
+    o += sprintf(o, "GET / HTTP/1.1\r\n");
+    for (size_t i = 0; i < lines; i++)
+        o += sprintf(o, "X-%zu: v\r\n", i);
+    if (finish)
+        o += sprintf(o, "\r\n");
+    return s;
+}
+
+static void header_count_limit(void)
+{
+    char *s = repeat_headers(HTTP_MAX_HEADERS, 1);
+    CHECK(parse(s) == (int)strlen(s) && req.num_headers == HTTP_MAX_HEADERS);
+    free(s);
+    s = repeat_headers(HTTP_MAX_HEADERS + 1, 1);
+    CHECK(parse(s) == HTTP_PARSE_TOO_MANY_HEADERS);
+    free(s);
+    s = repeat_headers(1000, 0); /* partial head, refused early */
+    CHECK(parse(s) == HTTP_PARSE_TOO_MANY_HEADERS);
+    free(s);
+    s = repeat_headers(HTTP_MAX_HEADERS, 0);
+    CHECK(parse(s) == HTTP_PARSE_PARTIAL);
+    free(s);
+}
+
+static void head_size_limit(void)
+{
+    size_t big = 100 * 1024;
+    char *s = malloc(big + 1);
+    memcpy(s, "GET / HTTP/1.1\r\nX-Big: ", 23);
+    memset(s + 23, 'a', big - 23);
+    s[big] = '\0';
+    CHECK(parse(s) == HTTP_PARSE_TOO_LARGE);
+    CHECK(http_parse_request(s, HTTP_MAX_HEAD_BYTES, 0, &req) == HTTP_PARSE_PARTIAL);
+    CHECK(http_parse_request(s, HTTP_MAX_HEAD_BYTES + 1, HTTP_MAX_HEAD_BYTES, &req) ==
+          HTTP_PARSE_TOO_LARGE);
+    /* a head ending exactly at the limit is fine */
+    memcpy(s + HTTP_MAX_HEAD_BYTES - 4, "\r\n\r\n", 4);
+    CHECK(http_parse_request(s, big, 0, &req) == HTTP_MAX_HEAD_BYTES);
+    s[HTTP_MAX_HEAD_BYTES - 4] = 'a';
+    memcpy(s + HTTP_MAX_HEAD_BYTES - 3, "\r\n\r\n", 4);
+    CHECK(http_parse_request(s, big, 0, &req) == HTTP_PARSE_TOO_LARGE);
+    free(s);
+}
+
+static void uri_length_limit(void)
+{
+    size_t n = HTTP_MAX_URI + 64;
+    char *s = malloc(n + 32);
+    memcpy(s, "GET /", 5);
+    memset(s + 5, 'u', HTTP_MAX_URI);
+    strcpy(s + 4 + HTTP_MAX_URI, " HTTP/1.1\r\n\r\n");
+    CHECK(parse(s) > 0 && req.uri_len == HTTP_MAX_URI);
+    memset(s + 5, 'u', HTTP_MAX_URI);
+    strcpy(s + 5 + HTTP_MAX_URI, " HTTP/1.1\r\n\r\n");
+    CHECK(parse(s) == HTTP_PARSE_URI_TOO_LONG);
+    s[5 + HTTP_MAX_URI] = '\0'; /* still on the request line */
+    CHECK(parse(s) == HTTP_PARSE_URI_TOO_LONG);
+    free(s);
+}
+
+static void basic_auth(void)
+{
+    char *u, *p;
+    CHECK(parse("GET / HTTP/1.0\r\nAuthorization: Basic c291cmNlOmhhY2ttZQ==\r\n\r\n") > 0);
+    CHECK(http_parse_basic_auth(&req, &u, &p) == 0);
+    CHECK_STR(u, "source");
+    CHECK_STR(p, "hackme");
+    free(u);
+    free(p);
+    /* "user:pa:ss" -> password keeps its colons; scheme is case-insensitive */
+    CHECK(parse("GET / HTTP/1.0\r\nAuthorization: basic  dXNlcjpwYTpzcw==\r\n\r\n") > 0);
+    CHECK(http_parse_basic_auth(&req, &u, &p) == 0);
+    CHECK_STR(u, "user");
+    CHECK_STR(p, "pa:ss");
+    free(u);
+    free(p);
+    CHECK(parse("GET / HTTP/1.0\r\nAuthorization: Basic OnB3\r\n\r\n") > 0); /* ":pw" */
+    CHECK(http_parse_basic_auth(&req, &u, &p) == 0);
+    CHECK_STR(u, "");
+    CHECK_STR(p, "pw");
+    free(u);
+    free(p);
+
+    const char *bad[] = {
+        "GET / HTTP/1.0\r\n\r\n",
+        "GET / HTTP/1.0\r\nAuthorization: Digest abc\r\n\r\n",
+        "GET / HTTP/1.0\r\nAuthorization: Basic\r\n\r\n",
+        "GET / HTTP/1.0\r\nAuthorization: Basicc291cmNlOmhhY2ttZQ==\r\n\r\n",
+        "GET / HTTP/1.0\r\nAuthorization: Basic c291cmNl\r\n\r\n",         /* no colon */
+        "GET / HTTP/1.0\r\nAuthorization: Basic c291cmNlOmhhY2ttZQ\r\n\r\n", /* no padding */
+        "GET / HTTP/1.0\r\nAuthorization: Basic !!!!\r\n\r\n",
+        "GET / HTTP/1.0\r\nAuthorization: Basic c29 1cmNl\r\n\r\n",
+        "GET / HTTP/1.0\r\nAuthorization: Basic YQBiOmM=\r\n\r\n", /* "a\0b:c" */
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        u = p = (char *)1;
+        CHECK(parse(bad[i]) > 0);
+        CHECK(http_parse_basic_auth(&req, &u, &p) == -1 && u == NULL && p == NULL);
+    }
+
+    char *head = malloc(4096), *o = head;
+    o += sprintf(o, "GET / HTTP/1.0\r\nAuthorization: Basic ");
+    for (int i = 0; i < 1400 / 4; i++) /* "aaa" x 350 = 1050 decoded bytes */
+        o += sprintf(o, "YWFh");
+    sprintf(o, "OnA=\r\n\r\n");
+    CHECK(parse(head) > 0);
+    CHECK(http_parse_basic_auth(&req, &u, &p) == -1);
+    free(head);
+
+    /* 1024 decoded bytes are accepted, 1025 are not */
+    for (size_t n = 1024; n <= 1025; n++) {
+        unsigned char creds[1025];
+        memset(creds, 'a', n);
+        creds[0] = ':';
+        char *b64 = str_base64_encode(creds, n);
+        char *line = malloc(strlen(b64) + 64);
+        sprintf(line, "GET / HTTP/1.0\r\nAuthorization: Basic %s\r\n\r\n", b64);
+        CHECK(parse(line) > 0);
+        int rc = http_parse_basic_auth(&req, &u, &p);
+        CHECK(n == 1024 ? rc == 0 && strlen(p) == 1023 : rc == -1);
+        if (rc == 0) {
+            free(u);
+            free(p);
+        }
+        free(line);
+        free(b64);
+    }
+}
+
+static void status_texts(void)
+{
+    const int codes[] = {100, 101, 200, 204, 206, 301, 302, 304, 400, 401, 403, 404, 405,
+                         408, 411, 413, 414, 416, 431, 500, 501, 503, 505};
+    for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
+        const char *t = http_status_text(codes[i]);
+        CHECK(t && *t && strcmp(t, "Unknown") != 0);
+    }
+    CHECK_STR(http_status_text(200), "OK");
+    CHECK_STR(http_status_text(404), "File Not Found");
+    CHECK_STR(http_status_text(431), "Request Header Fields Too Large");
+    CHECK_STR(http_status_text(999), "Unknown");
+}
+
+int main(void)
+{
+    RUN(simple_get_is_parsed_in_place);
+    RUN(body_bytes_after_head_are_not_parsed);
+    RUN(http10_and_ice_source);
+    RUN(put_with_expect_continue);
+    RUN(methods_are_case_sensitive);
+    RUN(odd_spacing_is_trimmed);
+    RUN(lf_only_and_cr_cr_lf_line_ends);
+    RUN(split_delivery_byte_by_byte);
+    RUN(absolute_uri_options_and_query);
+    RUN(malformed_request_lines);
+    RUN(bad_versions);
+    RUN(control_chars_nul_and_obs_fold);
+    RUN(header_count_limit);
+    RUN(head_size_limit);
+    RUN(uri_length_limit);
+    RUN(basic_auth);
+    RUN(status_texts);
+    return testlib_done();
+}

@@ -1,0 +1,371 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""pytest fixtures for the wire tests: start the real daemon.
+
+Owns: choosing the binary (env RIMECAST_BIN; /usr/bin/icecast2 works too),
+writing an icecast.xml into a private directory, starting the daemon on a
+free 127.0.0.1 port, waiting until it accepts, and a clean SIGTERM shutdown
+check at teardown. Does not speak the stream protocols (see wirelib.py).
+"""
+
+import os
+import pwd
+import resource
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from xml.sax.saxutils import escape
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import wirelib  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+
+
+def _default_bin():
+    env = os.environ.get("RIMECAST_BIN")
+    if env:
+        return env
+    builddir = os.environ.get("RIMECAST_BUILDDIR")
+    if builddir:
+        return os.path.join(builddir, "rimecast")
+    return os.path.join(REPO, "rimecast")
+
+
+BINARY = _default_bin()
+IS_ICECAST = "icecast" in os.path.basename(BINARY)
+SRCDIR = os.environ.get("RIMECAST_SRCDIR", REPO)
+
+SOURCE_PASSWORD = "hackme"
+ADMIN_USER = "admin"
+ADMIN_PASSWORD = "adminpw"
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "rimecast_only: behaviour where Rimecast intentionally "
+                            "differs from Icecast 2.4; skipped when the binary is icecast2")
+    config.addinivalue_line("markers", "slow: takes more than a few seconds")
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def pytest_collection_modifyitems(config, items):
+    if not IS_ICECAST:
+        return
+    skip = pytest.mark.skip(reason="rimecast_only: icecast2 behaves differently")
+    for item in items:
+        if "rimecast_only" in item.keywords:
+            item.add_marker(skip)
+
+
+def pytest_report_header(config):
+    return "server binary: %s (%s)" % (BINARY, "icecast2 reference" if IS_ICECAST else "rimecast")
+
+
+# ---------------------------------------------------------------- config
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def web_dirs():
+    if IS_ICECAST:
+        return "/usr/share/icecast2/web", "/usr/share/icecast2/admin"
+    return os.path.join(SRCDIR, "web"), os.path.join(SRCDIR, "admin")
+
+
+LIMIT_KEYS = ("clients", "sources", "queue_size", "burst_size", "header_timeout",
+              "source_timeout", "client_timeout")
+MOUNT_KEYS = ("mount_name", "username", "password", "max_listeners", "burst_size",
+              "queue_size", "source_timeout", "stream_name", "stream_description",
+              "genre", "bitrate", "public", "hidden", "fallback_mount")
+
+
+def render_config(cfg):
+    """Build icecast.xml text from a dict of settings (see Server.DEFAULTS)."""
+    def el(name, value):
+        return "<%s>%s</%s>" % (name, escape(str(value)), name)
+
+    limits = "\n    ".join(el(k.replace("_", "-"), cfg[k]) for k in LIMIT_KEYS if cfg.get(k) is not None)
+    mounts = []
+    for m in cfg.get("mounts") or []:
+        body = "\n    ".join(el(k.replace("_", "-"), m[k]) for k in MOUNT_KEYS if m.get(k) is not None)
+        mounts.append('<mount type="normal">\n    %s\n  </mount>' % body)
+    change = ""
+    if cfg.get("changeowner", True):
+        change = ("<security><chroot>0</chroot><changeowner><user>nobody</user>"
+                  "<group>nogroup</group></changeowner></security>")
+    d = cfg["dir"]
+    return """<?xml version="1.0"?>
+<icecast>
+  <location>{location}</location>
+  <admin>wire@localhost</admin>
+  <hostname>127.0.0.1</hostname>
+  <limits>
+    {limits}
+  </limits>
+  <authentication>
+    <source-password>{spw}</source-password>
+    <relay-password>{spw}</relay-password>
+    <admin-user>{auser}</admin-user>
+    <admin-password>{apw}</admin-password>
+  </authentication>
+  <listen-socket>
+    <port>{port}</port>
+    <bind-address>127.0.0.1</bind-address>
+  </listen-socket>
+  {mounts}
+  <fileserve>1</fileserve>
+  <paths>
+    <basedir>{d}</basedir>
+    <logdir>{d}/log</logdir>
+    <pidfile>{d}/server.pid</pidfile>
+    <webroot>{web}</webroot>
+    <adminroot>{admin}</adminroot>
+  </paths>
+  <logging>
+    <accesslog>access.log</accesslog>
+    <errorlog>error.log</errorlog>
+    <loglevel>{loglevel}</loglevel>
+  </logging>
+  {change}
+  {extra}
+</icecast>
+""".format(location=escape(cfg["location"]), limits=limits, spw=escape(cfg["source_password"]),
+           auser=ADMIN_USER, apw=ADMIN_PASSWORD, port=cfg["port"], mounts="\n  ".join(mounts),
+           d=d, web=cfg["webroot"], admin=cfg["adminroot"], loglevel=cfg["loglevel"],
+           change=change, extra=cfg.get("extra_xml", ""))
+
+
+# ---------------------------------------------------------------- server
+
+class Server:
+    DEFAULTS = dict(clients=200, sources=8, queue_size=524288, burst_size=65536,
+                    header_timeout=5, source_timeout=10, client_timeout=30,
+                    location="Wire Test Lab", loglevel=4, source_password=SOURCE_PASSWORD,
+                    mounts=None, changeowner=True, extra_xml="")
+
+    def __init__(self, **cfg):
+        self.dir = tempfile.mkdtemp(prefix="wire-")
+        os.chmod(self.dir, 0o755)
+        self.logdir = os.path.join(self.dir, "log")
+        os.mkdir(self.logdir)
+        os.chmod(self.logdir, 0o777)
+        try:
+            nobody = pwd.getpwnam("nobody")
+            os.chown(self.logdir, nobody.pw_uid, nobody.pw_gid)
+        except (KeyError, PermissionError):
+            pass
+        self.cfg = dict(self.DEFAULTS)
+        self.cfg.update(cfg)
+        self.cfg["dir"] = self.dir
+        self.cfg.setdefault("port", None)
+        web, admin = web_dirs()
+        self.cfg.setdefault("webroot", web)
+        self.cfg.setdefault("adminroot", admin)
+        self.host = "127.0.0.1"
+        self.config_path = os.path.join(self.dir, "icecast.xml")
+        self.proc = None
+        self.stdout_path = os.path.join(self.dir, "stdout.txt")
+        self.stderr_path = os.path.join(self.dir, "stderr.txt")
+        self.stopped = False
+
+    # -- config
+    @property
+    def port(self):
+        return self.cfg["port"]
+
+    def write_config(self, text=None, **changes):
+        self.cfg.update(changes)
+        if text is None:
+            text = render_config(self.cfg)
+        tmp = self.config_path + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)
+        os.rename(tmp, self.config_path)
+
+    # -- process
+    def start(self, timeout=10.0):
+        for attempt in range(3):
+            if self.cfg["port"] is None or attempt > 0:
+                self.cfg["port"] = free_port()
+            self.write_config()
+            if self._spawn(timeout):
+                return self
+        raise AssertionError("server did not start\n" + self.diagnostics())
+
+    def _spawn(self, timeout):
+        out = open(self.stdout_path, "ab")
+        err = open(self.stderr_path, "ab")
+        self.proc = subprocess.Popen([BINARY, "-c", self.config_path], stdout=out, stderr=err,
+                                    stdin=subprocess.DEVNULL, cwd=self.dir)
+        out.close()
+        err.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                return False        # maybe the port was taken; caller retries
+            try:
+                with socket.create_connection((self.host, self.port), timeout=0.5):
+                    return True
+            except OSError:
+                time.sleep(0.02)
+        return False
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def is_alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def send_signal(self, sig):
+        self.proc.send_signal(sig)
+
+    def stop(self, timeout=10.0):
+        """SIGTERM; returns the exit code (None if it had to be killed)."""
+        if self.stopped:
+            return self.proc.returncode
+        self.stopped = True
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+                return None
+        return self.proc.returncode
+
+    # -- urls and logs
+    def url(self, path="/"):
+        return "http://%s:%d%s" % (self.host, self.port, path)
+
+    @property
+    def error_log_path(self):
+        return os.path.join(self.logdir, "error.log")
+
+    @property
+    def access_log_path(self):
+        return os.path.join(self.logdir, "access.log")
+
+    @staticmethod
+    def _read(path):
+        try:
+            with open(path, "rb") as f:
+                return f.read().decode("utf-8", "replace")
+        except FileNotFoundError:
+            return ""
+
+    def error_log(self):
+        return self._read(self.error_log_path)
+
+    def access_log(self):
+        return self._read(self.access_log_path)
+
+    def access_log_bytes(self):
+        try:
+            with open(self.access_log_path, "rb") as f:
+                return f.read()
+        except FileNotFoundError:
+            return b""
+
+    def stderr(self):
+        return self._read(self.stderr_path)
+
+    def wait_log(self, needle, timeout=5.0, log="error"):
+        reader = self.error_log if log == "error" else self.access_log
+        return wirelib.wait_until(lambda: needle in reader(), timeout,
+                                  "%r in %s log" % (needle, log))
+
+    def diagnostics(self, tail=60):
+        parts = ["--- config %s" % self.config_path]
+        try:
+            parts.append(open(self.config_path).read())
+        except OSError:
+            pass
+        for name, text in (("stderr", self.stderr()), ("error.log", self.error_log())):
+            lines = text.splitlines()[-tail:]
+            parts.append("--- %s (last %d lines)" % (name, len(lines)))
+            parts.extend(lines)
+        return "\n".join(parts)
+
+    # -- convenience
+    def source(self, mount, data=b"", **kw):
+        kw.setdefault("password", SOURCE_PASSWORD)
+        return wirelib.SourceClient(self.host, self.port, mount, data, **kw)
+
+    def listener(self, mount, **kw):
+        return wirelib.Listener(self.host, self.port, mount, **kw)
+
+
+@pytest.fixture
+def server():
+    """Factory: server(**config) -> started Server. Stopped and checked at teardown."""
+    started = []
+
+    def factory(start=True, **cfg):
+        srv = Server(**cfg)
+        started.append(srv)
+        if start:
+            srv.start()
+        return srv
+
+    yield factory
+    problems = []
+    for srv in started:
+        if srv.proc is None or srv.stopped:
+            continue
+        alive = srv.is_alive()
+        code = srv.stop()
+        if not alive:
+            problems.append("server died during the test (exit %s)" % srv.proc.returncode)
+        elif code != 0:
+            problems.append("server exit code after SIGTERM: %r" % code)
+        if problems:
+            print(srv.diagnostics())
+    for srv in started:
+        if not problems:
+            shutil.rmtree(srv.dir, ignore_errors=True)
+    if problems:
+        pytest.fail("; ".join(problems))
+
+
+@pytest.fixture
+def data():
+    """8 MiB of deterministic random bytes."""
+    return wirelib.make_data(8 << 20, seed=1234)
+
+
+@pytest.fixture
+def streaming(server, data):
+    """A server with /live.mp3 streaming at 32 KB/s and one reading listener."""
+    srv = server(header_timeout=2)
+    src = srv.source("/live.mp3", data, rate=32 * 1024, loop=True)
+    assert src.connect().status == 200
+    src.start()
+    src.wait_sent(8192, 5)
+    lis = srv.listener("/live.mp3", keep=1 << 20)
+    assert lis.open().status == 200
+    yield srv, src, lis
+    lis.close()
+    src.stop()
+
+
+def assert_server_healthy(srv, listener, more=8192, timeout=5.0):
+    """The process is alive and a live listener keeps receiving data."""
+    assert srv.is_alive(), "server died\n" + srv.diagnostics()
+    assert not listener.closed, "live listener was closed: %s" % listener.close_reason
+    before = listener.received
+    listener.wait_bytes(before + more, timeout)
+    assert srv.is_alive()

@@ -1,0 +1,40 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Runs the black-box wire tests (pytest) against the daemon in $RIMECAST_BIN.
+# Used by `make check` (RIMECAST_BIN, RIMECAST_SRCDIR, RIMECAST_BUILDDIR set) and by hand:
+#   tests/wire/run.sh [pytest args...]      e.g. -k burst, -x, -v
+# RIMECAST_BIN=/usr/bin/icecast2 runs the shared tests against the reference server.
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+: "${RIMECAST_SRCDIR:=$top}"
+if [ -z "$RIMECAST_BIN" ]; then
+	if [ -n "$RIMECAST_BUILDDIR" ]; then
+		RIMECAST_BIN=$RIMECAST_BUILDDIR/rimecast
+	else
+		RIMECAST_BIN=$top/rimecast
+	fi
+fi
+export RIMECAST_BIN RIMECAST_SRCDIR
+if [ ! -x "$RIMECAST_BIN" ]; then
+	echo "run.sh: server binary $RIMECAST_BIN not found or not executable" >&2
+	exit 1
+fi
+
+if /usr/bin/python3 -c 'import pytest' >/dev/null 2>&1; then
+	py=/usr/bin/python3
+elif python3 -c 'import pytest' >/dev/null 2>&1; then
+	py=python3
+else
+	echo "run.sh: no python3 with pytest found" >&2
+	exit 1
+fi
+
+# Keep pytest's cache out of the source tree (it may be read-only in distcheck).
+cd "$here" || exit 1
+"$py" -m pytest -q -ra -p no:cacheprovider -c "$here/pytest.ini" --rootdir "$here" "$@"
+rc=$?
+if [ "$rc" -eq 5 ]; then
+	echo "run.sh: no tests were collected" >&2
+	exit 1
+fi
+exit "$rc"
