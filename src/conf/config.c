@@ -535,13 +535,17 @@ int config_load_buffer(const char *buf, size_t len, const char *name, config_t *
                        size_t errlen, config_warn_fn warn)
 {
     parse_t p = {.name = name, .err = err, .errlen = errlen, .warn = warn};
+    char spare[8];
     xmlDocPtr doc = NULL;
     xmlNodePtr root;
     int rc = -1;
 
     *out = NULL;
-    if (errlen)
-        err[0] = '\0';
+    if (!err || !errlen) {
+        p.err = err = spare;
+        p.errlen = errlen = sizeof(spare);
+    }
+    err[0] = '\0';
     if (!(doc = parse_xml(buf, len, name, err, errlen)))
         return -1;
     if (!(p.c = config_new(name))) {
@@ -585,7 +589,7 @@ static char *read_file(const char *path, size_t *len, char *err, size_t errlen)
     if (fd < 0 || fstat(fd, &st) != 0)
         goto fail;
     if (!S_ISREG(st.st_mode) || st.st_size > CONFIG_MAX_FILE) {
-        errno = S_ISREG(st.st_mode) ? EFBIG : EINVAL;
+        errno = S_ISREG(st.st_mode) ? EFBIG : S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
         goto fail;
     }
     if (!(buf = malloc((size_t)st.st_size + 1)))

@@ -389,17 +389,22 @@ static const section_t directory_sec = {"directory", directory_dirs};
 static int fn_directory(parse_t *p, xmlNodePtr n, void *obj)
 {
     directory_conf_t *d = new_item(p, n, sizeof(*d));
+    int rc;
 
     if (!d)
         return -1;
     d->yp_url_timeout = 15;
     d->touch_interval = 600;
-    APPEND(((config_t *)obj)->directories, d);
-    if (config_walk(p, n, &directory_sec, d))
-        return -1;
-    if (!d->yp_url)
-        config_warn_at(p, NULL, config_line(n), "<directory> without <yp-url>, not used");
-    return 0;
+    rc = config_walk(p, n, &directory_sec, d);
+    if (rc == 0 && d->yp_url) {
+        APPEND(((config_t *)obj)->directories, d);
+        return 0;
+    }
+    if (rc == 0)
+        config_warn_at(p, NULL, config_line(n), "<directory> without <yp-url> ignored");
+    free(d->yp_url);
+    free(d);
+    return rc;
 }
 
 static int fn_no_yp(parse_t *p, xmlNodePtr n, void *obj)
@@ -410,7 +415,7 @@ static int fn_no_yp(parse_t *p, xmlNodePtr n, void *obj)
 
     if (config_set_value(p, n, &d, &no_yp))
         return -1;
-    ((mount_conf_t *)obj)->public = !no_yp;
+    ((mount_conf_t *)obj)->public = no_yp ? 0 : -1; /* as Icecast 2.4 */
     return 0;
 }
 
@@ -685,6 +690,13 @@ static int complete(parse_t *p, xmlNodePtr root)
     for (mount_conf_t *m = c->mounts; m; m = m->next)
         if (!m->username && !(m->username = strdup("source")))
             return config_err(p, root, "out of memory");
+    /* as Icecast: directories without a trailing slash */
+    char *dirs[] = {c->basedir, c->logdir, c->webroot, c->adminroot};
+    for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+        size_t len = dirs[i] ? strlen(dirs[i]) : 0;
+        while (len > 1 && dirs[i][len - 1] == '/')
+            dirs[i][--len] = '\0';
+    }
     return check_sizes(p, root);
 }
 

@@ -70,7 +70,7 @@ static size_t icy_append(unsigned char *out, size_t pos, size_t room, const char
     size_t klen = strlen(key), vlen = strlen(value);
     if (pos + klen + 4 > room)
         return pos;
-    vlen = utf8_cut(value, vlen, room - pos - klen - 3);
+    vlen = utf8_cut(value, vlen, room - pos - klen - 4); /* key='value'; */
     memcpy(out + pos, key, klen);
     pos += klen;
     out[pos++] = '=';

@@ -24,6 +24,7 @@
 #define OGG_STREAMS_MAX 16            /* logical streams in one group */
 #define OGG_GARBAGE_LOG_AFTER 65536   /* log a long garbage run without waiting for its end */
 #define OGG_GROUP_TAGS_MAX 32
+#define OGG_FLUSH_RESCANS 16          /* false capture patterns looked past at end of stream */
 
 typedef struct ogg_lstream {
     uint32_t serial;
@@ -472,11 +473,51 @@ static int ogg_ingest(format_t *f, const unsigned char *data, size_t len)
     return st->failed;
 }
 
+static const unsigned char *ogg_find_capture(const unsigned char *p, size_t len)
+{
+    for (const unsigned char *end = p + len; len >= 4 && (p = memchr(p, 'O', len)); p++) {
+        len = (size_t)(end - p);
+        if (len < 4)
+            return NULL;
+        if (memcmp(p, "OggS", 4) == 0)
+            return p;
+    }
+    return NULL;
+}
+
+/* At the end of the stream, data held back behind a capture pattern whose page never completed
+ * (garbage that happened to contain "OggS") may still hide real pages: look past it. */
+static void ogg_rescan_tail(ogg_state_t *st)
+{
+    for (int tries = 0; tries < OGG_FLUSH_RESCANS && !st->failed; tries++) {
+        size_t left = (size_t)(st->sync.fill - st->sync.returned);
+        const unsigned char *at = st->sync.data + st->sync.returned;
+        const unsigned char *next = ogg_find_capture(at + 1, left > 0 ? left - 1 : 0);
+        if (!next)
+            return;
+        size_t skip = (size_t)(next - at), rest = left - skip;
+        unsigned char *copy = malloc(rest);
+        if (!copy)
+            return;
+        memcpy(copy, next, rest);
+        ogg_garbage(st, skip, 1);
+        ogg_sync_reset(&st->sync);
+        char *buf = ogg_sync_buffer(&st->sync, (long)rest);
+        if (buf) {
+            memcpy(buf, copy, rest);
+            ogg_sync_wrote(&st->sync, (long)rest);
+            st->failed = ogg_drain(st);
+        }
+        free(copy);
+    }
+}
+
 static void ogg_flush(format_t *f)
 {
     ogg_state_t *st = f->state;
+    ogg_rescan_tail(st);
     long left = st->sync.fill - st->sync.returned;
-    if (st->in_garbage && !st->garbage_logged) {
+    if (st->in_garbage) {
         st->garbage_bytes += (uint64_t)left;
         ogg_garbage_end(st, " at end of stream");
     } else if (left > 0) {

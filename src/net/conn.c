@@ -244,6 +244,25 @@ void conn_capture_request(conn_t *c, const http_request_t *req)
 
 /* ---- reading the request head ---- */
 
+/* For the access log of a request that did not parse: the raw words of its first line. */
+static void capture_raw_request_line(conn_t *c)
+{
+    size_t len = 0, max = c->rlen < 2048 ? c->rlen : 2048;
+    while (len < max && c->rbuf[len] != '\r' && c->rbuf[len] != '\n')
+        len++;
+    const char *p = c->rbuf, *end = c->rbuf + len;
+    char **fields[] = {&c->log_method, &c->log_uri, &c->log_protocol};
+    for (size_t i = 0; i < 3; i++) {
+        while (p < end && *p == ' ')
+            p++;
+        const char *w = p;
+        while (p < end && (*p != ' ' || i == 2))
+            p++;
+        free(*fields[i]);
+        *fields[i] = p > w ? str_ndup(w, (size_t)(p - w)) : strdup("-");
+    }
+}
+
 static void reject_parse_error(conn_t *c, int err)
 {
     static const struct {
@@ -263,7 +282,7 @@ static void reject_parse_error(conn_t *c, int err)
             msg = map[i].msg;
         }
     log_info("client %s: malformed request (%s), answering %d", c->ip, msg, status);
-    c->log_method = strdup("-");
+    capture_raw_request_line(c);
     conn_send_error(c, status, msg);
 }
 

@@ -12,6 +12,7 @@
 #include "core/str.h"
 #include "http/parser.h"
 #include "http/response.h"
+#include "http/router.h"
 #include "net/conn.h"
 #include "stream/listener.h"
 #include "stream/mount.h"
@@ -43,14 +44,14 @@ static void handle_get(conn_t *c, const http_request_t *req)
         conn_send_error(c, 400, "Bad Request");
         return;
     }
-    mount_t *m = mount_find(path);
+    mount_t *m = req->method != HTTP_METHOD_POST ? mount_find(path) : NULL;
     if (m) {
         free(path);
         listener_start(c, req, m); /* takes the reference */
         return;
     }
+    router_handle(c, req, path);
     free(path);
-    conn_send_error(c, 404, "The file you requested could not be found");
 }
 
 void dispatch_request(conn_t *c, http_request_t *req, size_t head_len)
@@ -63,6 +64,7 @@ void dispatch_request(conn_t *c, http_request_t *req, size_t head_len)
         return;
     case HTTP_METHOD_GET:
     case HTTP_METHOD_HEAD:
+    case HTTP_METHOD_POST:
         handle_get(c, req);
         return;
     case HTTP_METHOD_OPTIONS:

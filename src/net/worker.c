@@ -145,15 +145,22 @@ void worker_sub_remove_listener(worker_t *w, worker_sub_t *s, listener_t *l)
     free(s);
 }
 
+/* Listeners may move to another mount (fallback) during a flush, which can free their
+ * subscription: every `next` is read before the call that might do that. */
 static void sub_pass(worker_t *w)
 {
-    for (worker_sub_t *s = w->subs; s; s = s->next) {
+    worker_sub_t *next_sub;
+    for (worker_sub_t *s = w->subs; s; s = next_sub) {
+        next_sub = s->next;
         uint64_t end = mount_head_end(s->mount);
         int ended = atomic_load_explicit(&s->mount->ended, memory_order_acquire);
         if (end == s->seen_end && !ended)
             continue;
         s->seen_end = end;
-        for (listener_t *l = s->listeners; l; l = l->next) {
+        sub_flush_counters(s);
+        listener_t *next;
+        for (listener_t *l = s->listeners; l; l = next) {
+            next = l->next;
             if (l->conn->closing)
                 continue;
             if (l->blocked)
@@ -161,7 +168,6 @@ static void sub_pass(worker_t *w)
             else
                 listener_flush(l);
         }
-        sub_flush_counters(s);
     }
 }
 
@@ -181,6 +187,60 @@ int worker_post(worker_t *w, void (*fn)(worker_t *, void *), void *arg)
     uint64_t one = 1;
     if (write(w->evfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
         return -errno;
+    return 0;
+}
+
+typedef struct broadcast {
+    void (*fn)(worker_t *w, void *arg);
+    void (*done)(worker_t *self, void *arg);
+    void *arg;
+    worker_t *self;
+    atomic_int pending;
+} broadcast_t;
+
+static void broadcast_done(worker_t *w, void *arg)
+{
+    broadcast_t *b = arg;
+    b->done(w, b->arg);
+    free(b);
+}
+
+static void broadcast_run(worker_t *w, void *arg)
+{
+    broadcast_t *b = arg;
+    b->fn(w, b->arg);
+    if (atomic_fetch_sub(&b->pending, 1) == 1 && worker_post(b->self, broadcast_done, b) < 0) {
+        /* out of memory: run the completion here rather than leak the request */
+        broadcast_done(w, b);
+    }
+}
+
+int worker_broadcast(worker_t *self, void (*fn)(worker_t *w, void *arg),
+                     void (*done)(worker_t *self, void *arg), void *arg)
+{
+    broadcast_t *b = calloc(1, sizeof(*b));
+    if (!b)
+        return -ENOMEM;
+    *b = (broadcast_t){fn, done, arg, self, 0};
+    int n = 0;
+    for (int i = 0; i < server.nworkers; i++)
+        if (server.workers[i])
+            n++;
+    atomic_store(&b->pending, n);
+    for (int i = 0; i < server.nworkers; i++)
+        if (server.workers[i] && worker_post(server.workers[i], broadcast_run, b) < 0)
+            broadcast_run(server.workers[i], b); /* keeps the count right; rare */
+    return 0;
+}
+
+int worker_close_conn(worker_t *w, uint64_t id)
+{
+    for (conn_t *c = w->conns; c; c = c->next) {
+        if (c->id == id) {
+            conn_close(c);
+            return 1;
+        }
+    }
     return 0;
 }
 

@@ -85,6 +85,14 @@ void worker_free(worker_t *w);
 
 /* Runs fn(w, arg) on worker w's thread soon. Thread-safe. 0 or -errno. */
 int worker_post(worker_t *w, void (*fn)(worker_t *, void *), void *arg);
+/* Runs fn(w, arg) on every worker, each on its own thread; when all have run, runs
+ * done(self, arg) on worker `self`. For admin commands that touch listeners everywhere (cold
+ * path). fn must synchronise its writes to arg (several workers run it in parallel).
+ * 0 or -errno (then nothing runs). */
+int worker_broadcast(worker_t *self, void (*fn)(worker_t *w, void *arg),
+                     void (*done)(worker_t *self, void *arg), void *arg);
+/* Closes connection `id` if this worker owns it. Worker thread only. 1 if found. */
+int worker_close_conn(worker_t *w, uint64_t id);
 /* Tells w that some mount it follows has new data (coalesced). Thread-safe. */
 void worker_wake(worker_t *w);
 

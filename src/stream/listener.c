@@ -25,6 +25,7 @@
 #include "net/conn.h"
 #include "net/worker.h"
 #include "server.h"
+#include "stats/events.h"
 #include "stream/mount.h"
 
 #define LISTENER_IOV 64
@@ -243,13 +244,12 @@ int listener_flush(listener_t *l)
     conn_t *c = l->conn;
     if (c->closing)
         return -1;
-    if (listener_check_lag(l) < 0)
-        return -1;
+    /* Lag only counts once the socket refuses more: until then the listener catches up here. */
     for (;;) {
         if (l->need_sync)
             skip_to_sync(l);
         int n = plan(l, iov, seg);
-        if (n == 0)
+        if (n <= 0)
             break;
         size_t want = 0;
         for (int i = 0; i < n; i++)
@@ -258,7 +258,7 @@ int listener_flush(listener_t *l)
         if (w < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
                 l->blocked = 1;
-                return 0;
+                return listener_check_lag(l);
             }
             if (errno == EINTR)
                 continue;
@@ -270,14 +270,45 @@ int listener_flush(listener_t *l)
         l->sub->bytes_pending += (uint64_t)w;
         if ((size_t)w < want) {
             l->blocked = 1;
-            return 0;
+            return listener_check_lag(l);
         }
     }
     if (stream_finished(l)) {
+        mount_t *fb = l->head_only ? NULL : atomic_load(&l->mount->fallback);
+        if (fb && !atomic_load(&fb->ended)) {
+            log_info("listener %llu moves from %s to fallback %s", (unsigned long long)c->id,
+                     l->mount->name, fb->name);
+            listener_move(l, fb);
+            return 0;
+        }
         conn_linger_close(c);
         return -1;
     }
     return 0;
+}
+
+void listener_move(listener_t *l, mount_t *dest)
+{
+    worker_t *w = l->conn->worker;
+    mount_t *old = l->mount;
+    worker_sub_remove_listener(w, l->sub, l);
+    atomic_fetch_sub(&old->listeners, 1);
+    block_unref(l->blk);
+    if (l->hdr)
+        block_unref(l->hdr);
+    l->hdr = NULL;
+    l->mount = mount_ref(dest);
+    mount_unref(old);
+    int now = atomic_fetch_add(&dest->listeners, 1) + 1;
+    int peak = atomic_load(&dest->listener_peak);
+    while (now > peak && !atomic_compare_exchange_weak(&dest->listener_peak, &peak, now))
+        ;
+    l->blk = mount_attach(dest, &l->pos, &l->hdr);
+    l->need_sync = l->pos >= l->blk->len;
+    l->sub = worker_sub_get(w, dest);
+    worker_sub_add_listener(w, l->sub, l);
+    if (!l->blocked)
+        listener_flush(l);
 }
 
 /* ---- connection role ---- */
@@ -310,6 +341,7 @@ static void listener_release(conn_t *c)
     if (!l)
         return;
     mount_t *m = l->mount;
+    events_emit(EVENT_LISTENER_LEAVE, m->name, c->id, c->ip);
     worker_sub_remove_listener(c->worker, l->sub, l);
     block_unref(l->blk);
     if (l->hdr)
@@ -384,5 +416,6 @@ void listener_start(conn_t *c, const http_request_t *req, mount_t *m)
     conn_queue(c, head, hlen); /* written by the flush below */
     l->sub = worker_sub_get(c->worker, m);
     worker_sub_add_listener(c->worker, l->sub, l);
+    events_emit(EVENT_LISTENER_JOIN, m->name, c->id, c->ip);
     listener_flush(l);
 }

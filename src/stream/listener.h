@@ -48,6 +48,10 @@ void listener_start(conn_t *c, const http_request_t *req, mount_t *m);
 /* Writes as much pending data as the socket takes. Returns 0, or -1 if the listener was
  * closed. Worker thread only. */
 int listener_flush(listener_t *l);
+/* Moves l to mount dest (worker thread only): the old cursor is dropped, l starts at dest's
+ * burst point after dest's codec headers; the connection and its ICY state are kept. */
+void listener_move(listener_t *l, mount_t *dest);
+
 /* Checks lag against queue-size for a blocked listener; closes it if too far behind. */
 int listener_check_lag(listener_t *l);
 

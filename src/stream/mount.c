@@ -163,6 +163,9 @@ void mount_unref(mount_t *m)
         block_unref(m->headers);
     icy_meta_unref(m->meta);
     tags_free(m->tags);
+    mount_t *fb = atomic_load(&m->fallback);
+    if (fb)
+        mount_unref(fb);
     mount_info_free(&m->info);
     pthread_mutex_destroy(&m->lock);
     free(m->name);
@@ -192,6 +195,34 @@ void mount_end(mount_t *m)
         }
     }
     pthread_mutex_unlock(&registry_lock);
+}
+
+void mount_set_fallback(mount_t *m, mount_t *fallback)
+{
+    if (fallback == m)
+        return;
+    mount_t *old = atomic_exchange(&m->fallback, fallback ? mount_ref(fallback) : NULL);
+    if (old)
+        mount_unref(old);
+}
+
+static void kill_source_msg(worker_t *w, void *arg)
+{
+    uint64_t *id = arg;
+    worker_close_conn(w, *id);
+    free(id);
+}
+
+void mount_kill_source(mount_t *m)
+{
+    uint64_t *id = malloc(sizeof(*id));
+    if (!id || !m->source_worker) {
+        free(id);
+        return;
+    }
+    *id = m->source_conn_id;
+    if (worker_post(m->source_worker, kill_source_msg, id) < 0)
+        free(id);
 }
 
 static void trim_locked(mount_t *m, uint64_t head_end)

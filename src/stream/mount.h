@@ -65,6 +65,11 @@ struct mount {
 
     mount_info_t info;
     int is_ogg;
+    /* where listeners go when this mount ends (owned reference, set before mount_end) */
+    _Atomic(mount_t *) fallback;
+    /* the source feeding this mount, for killsource (cold path) */
+    struct worker *source_worker;
+    uint64_t source_conn_id;
     time_t start;
 
     /* counters */
@@ -85,8 +90,13 @@ mount_t *mount_create(const char *name, mount_info_t *info, int *err);
 mount_t *mount_find(const char *name);
 mount_t *mount_ref(mount_t *m);
 void mount_unref(mount_t *m);
-/* Marks the mount ended, unregisters it and wakes its listeners' workers. */
+/* Marks the mount ended, unregisters it and wakes its listeners' workers. Listeners drain what
+ * was queued, then move to m->fallback if set, else close. */
 void mount_end(mount_t *m);
+/* Sets (or clears, with NULL) the mount listeners move to when m ends; takes a new reference. */
+void mount_set_fallback(mount_t *m, mount_t *fallback);
+/* Asks the source of m to disconnect (its worker closes it). Thread-safe. */
+void mount_kill_source(mount_t *m);
 /* Number of live mounts. */
 int mount_count(void);
 /* Calls fn for every live mount under the registry lock (fn must not call mount_* that lock the

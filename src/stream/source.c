@@ -25,6 +25,7 @@
 #include "net/conn.h"
 #include "net/worker.h"
 #include "server.h"
+#include "stats/events.h"
 #include "stream/mount.h"
 
 #define SOURCE_READ_BUF 65536
@@ -68,6 +69,9 @@ static void sink_tags_done(void *ctx)
 {
     source_t *s = ctx;
     mount_update_meta(s->mount);
+    char *title = mount_get_tag(s->mount, "title");
+    events_emit(EVENT_METADATA, s->mount->name, s->conn->id, title);
+    free(title);
 }
 
 static void sink_log(void *ctx, int level, const char *msg)
@@ -218,6 +222,19 @@ static void source_on_writable(conn_t *c)
         conn_flush_wbuf(c);
 }
 
+/* A live <fallback-mount> takes this mount's listeners when it ends (unless one is set). */
+static void set_configured_fallback(mount_t *m)
+{
+    const mount_conf_t *mc = config_find_mount(server_config(), m->name);
+    if (!mc || !mc->fallback_mount || atomic_load(&m->fallback))
+        return;
+    mount_t *fb = mount_find(mc->fallback_mount);
+    if (fb) {
+        mount_set_fallback(m, fb);
+        mount_unref(fb);
+    }
+}
+
 static void source_release(conn_t *c)
 {
     source_t *s = c->data;
@@ -238,6 +255,9 @@ static void source_release(conn_t *c)
         format_free(s->fmt);
     }
     if (s->mount) {
+        if (s->linked)
+            events_emit(EVENT_SOURCE_DISCONNECT, s->mount->name, c->id, c->ip);
+        set_configured_fallback(s->mount);
         mount_end(s->mount);
         mount_unref(s->mount);
     }
@@ -302,6 +322,8 @@ static int become_source(conn_t *c, const http_request_t *req, const char *mount
         return err == -EEXIST ? 409 : 500;
     }
     s->mount->is_ogg = fops == &format_ogg_ops;
+    s->mount->source_worker = c->worker;
+    s->mount->source_conn_id = c->id;
     mount_apply_config(s->mount);
     format_sink_t sink = {s, sink_emit, sink_set_headers, sink_set_tag, sink_tags_done, sink_log};
     s->fmt = format_new(fops, &sink);
@@ -315,6 +337,7 @@ static int become_source(conn_t *c, const http_request_t *req, const char *mount
     s->linked = 1;
     atomic_fetch_add(&server.stats.source_client_connections, 1);
     atomic_fetch_add(&server.stats.source_total_connections, 1);
+    events_emit(EVENT_SOURCE_CONNECT, mount_name, c->id, c->ip);
     log_info("source %s connected to %s (%s, %s)", c->ip, mount_name, s->fmt->ops->name,
              s->mount->info.content_type);
     c->status = 200;

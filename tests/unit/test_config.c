@@ -109,7 +109,7 @@ static void test_root_and_sections(void)
         "  <relay-password>rp</relay-password><admin-user>au</admin-user>\n"
         "  <admin-password>ap</admin-password></authentication>\n"
         " <paths><basedir>/b</basedir><logdir>logs</logdir><pidfile>/run/x.pid</pidfile>\n"
-        "  <webroot> /w </webroot><adminroot>/a</adminroot><allow-ip>/allow</allow-ip>\n"
+        "  <webroot> /w/ </webroot><adminroot>/a</adminroot><allow-ip>/allow</allow-ip>\n"
         "  <deny-ip>/deny</deny-ip><ssl-certificate>/c.pem</ssl-certificate>\n"
         "  <ssl-allowed-ciphers>HIGH:!aNULL</ssl-allowed-ciphers>\n"
         "  <alias source=\"/\" destination=\"/status.xsl\"/>\n"
@@ -354,6 +354,7 @@ static void test_relays_directories_headers(void)
         "  <!-- a comment does not stop the list -->\n"
         "  <header name=\"Nelson\" value=\"Ha-Ha!\" status=\"404\" type=\"static\"/>\n"
         "  <header name=\"Empty\" value=\"\"/></http-headers>\n"
+        "<directory><touch-interval>5</touch-interval></directory>\n"
         "</icecast>");
     relay_conf_t *r;
 
@@ -388,6 +389,8 @@ static void test_relays_directories_headers(void)
         CHECK(c->directories->next->touch_interval == 600);
     }
     CHECK(warned("t.xml:11: <server> in <directory> is deprecated"));
+    CHECK(warned("t.xml:17: <directory> without <yp-url> ignored"));
+    CHECK(c->directories && c->directories->next && !c->directories->next->next);
     CHECK(c->http_headers && c->http_headers->next && c->http_headers->next->next);
     if (c->http_headers && c->http_headers->next && c->http_headers->next->next) {
         CHECK_STR(c->http_headers->name, "Access-Control-Allow-Origin");

@@ -1,0 +1,191 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# compare.sh: the same benchmark against each server (rimecast, icecast2, and the bare writev
+# floor), one after the other on this machine with one generated config, then report.md with both
+# sets of figures and their ratios (report.py) and the graphs (plot.py). Phases per server:
+#   sources   - a paced source ramp (swarm libshout sources, or ezstream with --source-tool)
+#   listeners - one 128 kbit/s mount plus the latency probe, listeners ramped in steps
+#   flash     - a flash crowd: N listeners connecting at once
+# It owns --out DIR and the processes it starts; it does not install or build anything.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+rimecast=${RIMECAST_BIN:-$top/rimecast}; icecast=/usr/bin/icecast2
+swarm=${SWARM_BIN:-$here/swarm}; floor=${FLOOR_BIN:-$here/writev_floor}
+out=""; port=18000; servers="rimecast icecast2 floor"; source_tool=swarm
+sources=1000; source_step=50; source_hold=5
+listeners=15000; listener_step=1000; hold=20; rate=500; probe_n=10; flash=10000; bitrate=128
+workers=0; python=python3
+usage() {
+    cat >&2 <<USAGE
+usage: compare.sh [--quick] [--out DIR] [--servers "rimecast icecast2 floor"]
+  [--rimecast BIN] [--icecast BIN] [--port 18000] [--workers N]
+  [--sources 1000] [--source-step 50] [--source-hold 5] [--source-tool swarm|ezstream]
+  [--listeners 15000] [--listener-step 1000] [--hold 20] [--connect-rate 500]
+  [--probe-listeners 10] [--flash 10000] [--bitrate 128]
+--quick: 100 sources, 2000 listeners in steps of 500 held 8 s, a flash crowd of 2000.
+Phases can be skipped with --sources 0, --listeners 0, --flash 0.
+USAGE
+    exit 2
+}
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --quick) sources=100; source_step=50; source_hold=5; listeners=2000; listener_step=500
+                 hold=8; flash=2000; shift ;;
+        --out) out=$2; shift 2 ;;
+        --servers) servers=$2; shift 2 ;;
+        --rimecast) rimecast=$2; shift 2 ;;
+        --icecast) icecast=$2; shift 2 ;;
+        --port) port=$2; shift 2 ;;
+        --workers) workers=$2; shift 2 ;;
+        --sources) sources=$2; shift 2 ;;
+        --source-step) source_step=$2; shift 2 ;;
+        --source-hold) source_hold=$2; shift 2 ;;
+        --source-tool) source_tool=$2; shift 2 ;;
+        --listeners) listeners=$2; shift 2 ;;
+        --listener-step) listener_step=$2; shift 2 ;;
+        --hold) hold=$2; shift 2 ;;
+        --connect-rate) rate=$2; shift 2 ;;
+        --probe-listeners) probe_n=$2; shift 2 ;;
+        --flash) flash=$2; shift 2 ;;
+        --bitrate) bitrate=$2; shift 2 ;;
+        *) usage ;;
+    esac
+done
+out=${out:-$top/loadtest-out/$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$out"; chmod 755 "$out"
+out=$(cd "$out" && pwd)
+[ -x "$swarm" ] || { echo "compare.sh: $swarm missing (make loadtest/swarm)" >&2; exit 1; }
+"$here/gen-config.sh" --dir "$out/run" --port "$port" --workers "$workers" >/dev/null || exit 1
+log() { echo "[compare $(date +%T)] $*" >&2; }
+
+server_pid=""
+bin_of() {
+    case "$1" in rimecast) echo "$rimecast" ;; icecast2) echo "$icecast" ;; floor) echo "$floor" ;; esac
+}
+start_server() {   # $1 = name; sets server_pid
+    local bin; bin=$(bin_of "$1")
+    [ -x "$bin" ] || { log "$1: no binary at $bin, skipped"; return 1; }
+    rm -f "$out/run/log/"*.log
+    if [ "$1" = floor ]; then
+        "$bin" --port "$port" --bitrate "$bitrate" > "$out/$1-floor.status" 2>&1 &
+    else
+        "$bin" -c "$out/run/server.xml" > "$out/$1-server.out" 2>&1 &
+    fi
+    server_pid=$!
+    for _ in $(seq 100); do
+        if [ "$1" = floor ]; then
+            (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
+        else
+            curl -sf -u admin:hackme "http://127.0.0.1:$port/admin/stats" >/dev/null && return 0
+        fi
+        sleep 0.1
+    done
+    log "$1 did not come up"; stop_server "$1"; return 1
+}
+stop_server() {    # $1 = name; keeps the logs of the phase
+    [ -n "$server_pid" ] || return 0
+    kill "$server_pid" 2>/dev/null; wait "$server_pid" 2>/dev/null
+    server_pid=""
+    sleep 1
+}
+keep_logs() { cp "$out/run/log/access.log" "$out/$1.access.log" 2>/dev/null; cp "$out/run/log/error.log" "$out/$1.error.log" 2>/dev/null; true; }
+
+sample_start() {   # $1 = csv, $2 = swarm status list, $3 = gen pid file; sets sampler
+    "$python" "$here/sample.py" --pid "$server_pid" --out "$1" --swarm-status "$2" \
+        --gen-pid-file "$3" &
+    sampler=$!
+}
+sample_stop() { kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null; }
+
+phase_sources() {  # $1 = server name
+    [ "$sources" -gt 0 ] && [ "$1" != floor ] || return 0
+    local d=$out/$1-sources; mkdir -p "$d"
+    start_server "$1" || return 0
+    local top_hold=$((source_hold * 3))
+    local dur=$(( (sources + source_step - 1) / source_step * source_hold + top_hold ))
+    log "$1: source ramp to $sources ($source_step every ${source_hold}s, $source_tool), ${dur}s"
+    if [ "$source_tool" = ezstream ]; then
+        "$here/ramp-sources.sh" --dir "$d" --port "$port" --count "$sources" --step "$source_step" \
+            --delay "$source_hold" --hold "$top_hold" 2>"$d/ramp.err" &
+        local ramp=$!
+        sleep 0.5
+        "$python" "$here/sample.py" --pid "$server_pid" --out "$out/$1-sources.csv" \
+            --sources-file "$d/sources.count" --gen-pid-file "$d/sources.pids" &
+        sampler=$!
+        wait "$ramp"
+    else
+        "$swarm" --port "$port" --sources "$sources" --source-mounts "/load%d:1-$sources" \
+            --source-step "$source_step" --source-hold "$source_hold" --bitrate "$bitrate" \
+            --duration "$dur" --drain 2 --status "$d/swarm.status" 2>"$d/swarm.err" &
+        local sw=$!; echo $sw > "$d/swarm.pids"
+        sample_start "$out/$1-sources.csv" "$d/swarm.status" "$d/swarm.pids"
+        wait "$sw"
+    fi
+    sample_stop; stop_server "$1"; keep_logs "$1-sources"
+}
+
+phase_listeners() {
+    [ "$listeners" -gt 0 ] || return 0
+    local d=$out/$1-listeners; mkdir -p "$d"
+    start_server "$1" || return 0
+    local steps=$(( (listeners + listener_step - 1) / listener_step ))
+    local dur=$(( steps * hold + hold ))
+    local list="" gen="$d/gen.pids"
+    : > "$gen"
+    if [ "$1" != floor ]; then
+        # the stream and the latency probe come from their own swarm, so the ramp's clock starts at once
+        "$swarm" --port "$port" --sources 1 --source-mounts /live --bitrate "$bitrate" \
+            --probe-mount /probe --probe-listeners "$probe_n" --duration $((dur + 5)) --drain 5 \
+            --status "$d/source.status" 2>"$d/source.err" &
+        local src=$!; echo $src >> "$gen"; list="$d/source.status,"
+        sleep 2
+    fi
+    log "$1: listener ramp to $listeners on /live ($listener_step every ${hold}s), ${dur}s"
+    "$here/ramp-listeners.sh" --dir "$d" --port "$port" --listeners "$listeners" --mounts /live \
+        --step "$listener_step" --hold "$hold" --connect-rate "$rate" --bitrate "$bitrate" \
+        --duration "$dur" --swarm "$swarm" 2>"$d/ramp.err" &
+    local ramp=$!
+    for _ in $(seq 50); do [ -s "$d/status.list" ] && break; sleep 0.1; done
+    cat "$d/swarm.pids" >> "$gen"
+    sample_start "$out/$1-listeners.csv" "$list$(cat "$d/status.list")" "$gen"
+    wait "$ramp"
+    [ "$1" != floor ] && wait "$src"
+    sample_stop; stop_server "$1"; keep_logs "$1-listeners"
+}
+
+phase_flash() {
+    [ "$flash" -gt 0 ] && [ "$1" != floor ] || return 0
+    local d=$out/$1-flash; mkdir -p "$d"
+    start_server "$1" || return 0
+    "$swarm" --port "$port" --sources 1 --source-mounts /live --bitrate "$bitrate" --duration 40 \
+        --drain 2 --status "$d/source.status" 2>"$d/source.err" &
+    local src=$!
+    sleep 2
+    log "$1: flash crowd of $flash listeners"
+    "$swarm" --port "$port" --listeners "$flash" --mounts /live --bitrate "$bitrate" --duration 30 \
+        --drain 5 --connect-timeout 25 --status "$d/swarm.status" 2>"$d/swarm.err"
+    kill "$src" 2>/dev/null; wait "$src" 2>/dev/null
+    stop_server "$1"; keep_logs "$1-flash"
+}
+
+trap 'sample_stop; stop_server x; exit 1' INT TERM
+for s in $servers; do
+    phase_sources "$s"
+    phase_listeners "$s"
+    phase_flash "$s"
+done
+
+csvs=()
+for s in $servers; do
+    [ -s "$out/$s-listeners.csv" ] && csvs+=("$out/$s-listeners.csv=$s")
+done
+[ ${#csvs[@]} -gt 0 ] && "$python" "$here/plot.py" --out "$out" --prefix listeners- "${csvs[@]}" >/dev/null
+csvs=()
+for s in $servers; do
+    [ -s "$out/$s-sources.csv" ] && csvs+=("$out/$s-sources.csv=$s")
+done
+[ ${#csvs[@]} -gt 0 ] && "$python" "$here/plot.py" --out "$out" --prefix sources- "${csvs[@]}" >/dev/null
+"$python" "$here/report.py" --dir "$out" --servers "$servers" --bitrate "$bitrate" \
+    --sources "$sources" --flash "$flash" > "$out/report.md"
+log "report: $out/report.md"

@@ -1,0 +1,243 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""report.py: turns one compare.sh output directory into report.md (stdout).
+
+Reads SERVER-sources.csv, SERVER-listeners.csv (sample.py) and SERVER-flash/swarm.status for each
+server and computes the headline figures: KB per source (RSS, VSZ; slope of memory over the
+source count), server CPU % per 1000 listeners (slope over the ramp's plateaus), the largest
+listener count held with no starving listener and what ran out first, latency p50/p99 near 1000
+listeners and at the top, bytes sent per CPU-second, and flash-crowd admission. Then a ratio
+table rimecast/icecast2 (and rimecast/floor). It reads only; it writes nothing but stdout.
+"""
+import argparse
+import csv
+import datetime
+import os
+import platform
+import statistics
+import subprocess
+
+
+def load(path):
+    if not os.path.exists(path):
+        return []
+    rows = []
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            rows.append({k: (float(v) if v not in ("", None) else None) for k, v in r.items()})
+    return rows
+
+
+def slope(xs, ys):
+    """Least-squares slope of y over x, or None with fewer than 2 distinct x."""
+    pts = [(x, y) for x, y in zip(xs, ys) if x is not None and y is not None]
+    if len({x for x, _ in pts}) < 2:
+        return None
+    mx = statistics.fmean(x for x, _ in pts)
+    my = statistics.fmean(y for _, y in pts)
+    sxx = sum((x - mx) ** 2 for x, _ in pts)
+    return sum((x - mx) * (y - my) for x, y in pts) / sxx
+
+
+def sources_figures(rows):
+    def count(r):
+        for k in ("srv_sources", "sw_sources_up", "ramp_sources"):
+            if r.get(k):
+                return r[k]
+        return None
+    rows = [r for r in rows if r.get("alive") and r.get("rss_kb")]
+    xs = [count(r) for r in rows]
+    if not rows or not any(xs):
+        return {}
+    return {"kb_rss_per_source": slope(xs, [r["rss_kb"] for r in rows]),
+            "kb_vsz_per_source": slope(xs, [r["vsz_kb"] for r in rows]),
+            "sources_max": max(x for x in xs if x is not None),
+            "src_err": max((r.get("sw_src_err") or 0) for r in rows),
+            "threads_max": max(r["threads"] for r in rows if r.get("threads"))}
+
+
+def plateaus(rows, settle=3):
+    """Groups rows by the number of listeners launched; drops the first `settle` rows of each."""
+    groups, cur, key = [], [], None
+    for r in rows:
+        k = r.get("sw_listeners")
+        if k is None:
+            continue
+        if k != key:
+            if cur:
+                groups.append(cur)
+            cur, key = [], k
+        cur.append(r)
+    if cur:
+        groups.append(cur)
+    out = []
+    for g in groups:
+        steady = [r for r in g[settle:] if not r.get("sw_pending") and r.get("cpu_pct") is not None]
+        if len(steady) < 2:
+            continue
+        med = lambda k: statistics.median([r[k] for r in steady if r.get(k) is not None] or [float("nan")])
+        out.append({"connected": statistics.fmean(r["sw_connected"] for r in steady),
+                    "cpu": statistics.fmean(r["cpu_pct"] for r in steady),
+                    "starving": max((r.get("sw_starving") or 0) for r in steady),
+                    "closed": (steady[-1].get("sw_server_closed") or 0) - (g[0].get("sw_server_closed") or 0),
+                    "lat_p50": med("sw_lat_p50_ms"), "lat_p99": med("sw_lat_p99_ms"),
+                    "swarm_cpu": max((r.get("sw_swarm_cpu_pct") or 0) for r in steady),
+                    "idle": statistics.fmean(r["id"] for r in steady if r.get("id") is not None),
+                    "tx_pps": statistics.fmean(r["tx_pps"] for r in steady if r.get("tx_pps") is not None)})
+    return out
+
+
+def who_ran_out(p, procs):
+    if p["idle"] < 5:
+        return f"the machine (idle {p['idle']:.0f} %, server {p['cpu']:.0f} %, swarm {p['swarm_cpu']:.0f} %)"
+    if p["swarm_cpu"] >= 90 * procs:
+        return f"the load generator (swarm {p['swarm_cpu']:.0f} % of a core)"
+    return f"the server (server {p['cpu']:.0f} % of a core, swarm {p['swarm_cpu']:.0f} %)"
+
+
+def listener_figures(rows):
+    ps = [p for p in plateaus(rows) if p["connected"] > 0]
+    if not ps:
+        return {}
+    f = {"plateaus": ps}
+    s = slope([p["connected"] for p in ps], [p["cpu"] for p in ps])
+    f["cpu_per_1000"] = s * 1000 if s is not None else None
+    ok = [p for p in ps if p["starving"] == 0 and p["closed"] == 0]
+    f["held_no_starving"] = max((p["connected"] for p in ok), default=0)
+    bad = [p for p in ps if p["starving"] > 0 or p["closed"] > 0]
+    f["first_starving"] = bad[0]["connected"] if bad else None
+    f["ran_out"] = who_ran_out(bad[0], 1) if bad else "nothing (no starving listener)"
+    near = min(ps, key=lambda p: abs(p["connected"] - 1000))
+    f["lat_1000"] = (near["connected"], near["lat_p50"], near["lat_p99"])
+    f["lat_top"] = (ps[-1]["connected"], ps[-1]["lat_p50"], ps[-1]["lat_p99"])
+    f["cpu_top"] = (ps[-1]["connected"], ps[-1]["cpu"])
+    alive = [r for r in rows if r.get("cpu_s") is not None and r.get("sw_bytes") is not None]
+    if len(alive) > 1 and alive[-1]["cpu_s"] > alive[0]["cpu_s"]:
+        f["mb_per_cpu_s"] = (alive[-1]["sw_bytes"] - alive[0]["sw_bytes"]) / 1e6 / \
+            (alive[-1]["cpu_s"] - alive[0]["cpu_s"])
+    return f
+
+
+def flash_figures(path):
+    if not os.path.exists(path):
+        return {}
+    lines = [dict(kv.split("=", 1) for kv in l.split()[1 if l.startswith("final") else 0:])
+             for l in open(path) if l.startswith(("t=", "final"))]
+    final = next((l for l in lines if "all_connected_s" in l), None)
+    at2 = [l for l in lines if "connected" in l and float(l["t"]) <= 2.05]
+    f = {"admitted_2s": int(at2[-1]["connected"]) if at2 else 0}
+    if final:
+        f["all_s"] = float(final["all_connected_s"])
+        f["n"] = int(final["listeners"])
+        f["errors"] = int(final["conn_err"]) + int(final["rejected"])
+    f["max_connected"] = max((int(l["connected"]) for l in lines if "connected" in l), default=0)
+    return f
+
+
+def fmt(v, spec="{:.1f}"):
+    return "n/a" if v is None or v != v else spec.format(v)
+
+
+def ratio(a, b):
+    return "n/a" if a is None or b is None or b == 0 or a != a or b != b else f"{a / b:.2f}"
+
+
+def machine():
+    model = "unknown CPU"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return f"{os.cpu_count()} x {model}, {mem:.0f} GiB, Linux {platform.release()}"
+
+
+def commit(d):
+    try:
+        return subprocess.run(["git", "-C", d, "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, timeout=5).stdout.strip() or "uncommitted"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dir", required=True)
+    ap.add_argument("--servers", default="rimecast icecast2 floor")
+    ap.add_argument("--bitrate", type=float, default=128)
+    ap.add_argument("--sources", type=int, default=0)
+    ap.add_argument("--flash", type=int, default=0)
+    a = ap.parse_args()
+    names = a.servers.split()
+    S = {n: sources_figures(load(f"{a.dir}/{n}-sources.csv")) for n in names}
+    L = {n: listener_figures(load(f"{a.dir}/{n}-listeners.csv")) for n in names}
+    F = {n: flash_figures(f"{a.dir}/{n}-flash/swarm.status") for n in names}
+    here = os.path.dirname(os.path.abspath(__file__))
+    print(f"# Load-test report\n\n- date: {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}")
+    print(f"- commit: {commit(here)}\n- machine: {machine()} (server and load generator share it)")
+    print(f"- stream: {a.bitrate:g} kbit/s; servers: {', '.join(names)}; output: `{a.dir}`\n")
+    print("## Figures\n")
+    print("| figure | " + " | ".join(names) + " |")
+    print("|---|" + "---|" * len(names))
+    rows = [
+        ("RSS per source (KB)", lambda n: fmt(S[n].get("kb_rss_per_source"))),
+        ("VSZ per source (KB)", lambda n: fmt(S[n].get("kb_vsz_per_source"))),
+        ("sources held (max)", lambda n: fmt(S[n].get("sources_max"), "{:.0f}")),
+        ("server threads (max, source ramp)", lambda n: fmt(S[n].get("threads_max"), "{:.0f}")),
+        ("server CPU % of a core per 1000 listeners", lambda n: fmt(L[n].get("cpu_per_1000"), "{:.2f}")),
+        ("server CPU % at the top (listeners)", lambda n: "n/a" if "cpu_top" not in L[n] else
+         f"{L[n]['cpu_top'][1]:.1f} ({L[n]['cpu_top'][0]:.0f})"),
+        ("largest count with no starving listener", lambda n: fmt(L[n].get("held_no_starving"), "{:.0f}")),
+        ("first count with a starving listener", lambda n: fmt(L[n].get("first_starving"), "{:.0f}")),
+        ("what ran out first", lambda n: L[n].get("ran_out", "n/a")),
+        ("latency p50 / p99 ms near 1000 listeners", lambda n: "n/a" if "lat_1000" not in L[n] else
+         f"{fmt(L[n]['lat_1000'][1], '{:.2f}')} / {fmt(L[n]['lat_1000'][2], '{:.2f}')} "
+         f"({L[n]['lat_1000'][0]:.0f})"),
+        ("latency p50 / p99 ms at the top", lambda n: "n/a" if "lat_top" not in L[n] else
+         f"{fmt(L[n]['lat_top'][1], '{:.2f}')} / {fmt(L[n]['lat_top'][2], '{:.2f}')} "
+         f"({L[n]['lat_top'][0]:.0f})"),
+        ("MB sent per server CPU-second", lambda n: fmt(L[n].get("mb_per_cpu_s"))),
+        (f"flash crowd: admitted within 2 s (of {a.flash})", lambda n: fmt(F[n].get("admitted_2s"), "{:.0f}")),
+        ("flash crowd: time until all admitted (s)", lambda n: "n/a" if not F[n] else
+         (fmt(F[n].get("all_s"), "{:.2f}") if F[n].get("all_s", -1) >= 0 else
+          f"never ({F[n].get('max_connected', 0)} max)")),
+    ]
+    for label, get in rows:
+        print(f"| {label} | " + " | ".join(get(n) for n in names) + " |")
+    if "rimecast" in names and "icecast2" in names:
+        r, i = "rimecast", "icecast2"
+        print("\n## Ratios (rimecast / icecast2)\n\n| figure | ratio | target |\n|---|---|---|")
+        print(f"| RSS per source | {ratio(S[r].get('kb_rss_per_source'), S[i].get('kb_rss_per_source'))} | burst-size + 8 KB |")
+        print(f"| VSZ per source | {ratio(S[r].get('kb_vsz_per_source'), S[i].get('kb_vsz_per_source'))} | <= 0.20 |")
+        print(f"| CPU per listener | {ratio(L[r].get('cpu_per_1000'), L[i].get('cpu_per_1000'))} | <= 0.25 |")
+        if "floor" in names:
+            print(f"| CPU per listener vs writev floor (rimecast / floor) | "
+                  f"{ratio(L[r].get('cpu_per_1000'), L['floor'].get('cpu_per_1000'))} | <= 1.5 |")
+        print(f"| listeners held with no starving | {ratio(L[r].get('held_no_starving'), L[i].get('held_no_starving'))} | >= 1 |")
+        l1, l2 = L[r].get("lat_1000"), L[i].get("lat_1000")
+        print(f"| latency p99 near 1000 listeners | {ratio(l1 and l1[2], l2 and l2[2])} | <= 1 |")
+        print(f"| bytes per CPU-second | {ratio(L[r].get('mb_per_cpu_s'), L[i].get('mb_per_cpu_s'))} | >= 4 |")
+    print("\n## Listener ramp plateaus\n")
+    for n in names:
+        if not L[n].get("plateaus"):
+            continue
+        print(f"**{n}**\n\n| listeners | server CPU % | starving | closed by server | p50 ms | p99 ms | swarm CPU % | idle % | tx pkt/s |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for p in L[n]["plateaus"]:
+            print(f"| {p['connected']:.0f} | {p['cpu']:.1f} | {p['starving']:.0f} | {p['closed']:.0f} | "
+                  f"{fmt(p['lat_p50'], '{:.2f}')} | {fmt(p['lat_p99'], '{:.2f}')} | {p['swarm_cpu']:.1f} | "
+                  f"{p['idle']:.0f} | {p['tx_pps']:.0f} |")
+        print()
+    pngs = sorted(f for f in os.listdir(a.dir) if f.endswith(".png"))
+    if pngs:
+        print("## Graphs\n")
+        for p in pngs:
+            print(f"![{p}]({p})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Unit tests for blocks, ICY metadata blocks and a mount's block queue, including one producer
+ * and several consumer threads following the queue concurrently while it is trimmed.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conf/config.h"
+#include "core/block.h"
+#include "server.h"
+#include "stream/mount.h"
+#include "testlib.h"
+
+static unsigned char pattern(uint64_t offset)
+{
+    return (unsigned char)((offset * 2654435761u) >> 13);
+}
+
+static void test_long_chain_release(void)
+{
+    /* a million linked blocks released by one unref must not recurse */
+    block_t *head = block_new(1), *tail = head;
+    for (int i = 0; i < 1000000; i++) {
+        block_t *b = block_new(1);
+        block_link(tail, b);
+        tail = b;
+    }
+    CHECK(block_next(head) != NULL);
+    block_unref(head);
+    CHECK(1);
+}
+
+static void test_icy_meta(void)
+{
+    icy_meta_t *m = icy_meta_new("Artist - Song", NULL);
+    const char *want = "StreamTitle='Artist - Song';";
+    CHECK(m->data[0] == (strlen(want) + 15) / 16);
+    CHECK(m->len == 1u + m->data[0] * 16u);
+    CHECK(memcmp(m->data + 1, want, strlen(want)) == 0);
+    for (uint32_t i = 1 + (uint32_t)strlen(want); i < m->len; i++)
+        CHECK(m->data[i] == 0);
+    icy_meta_unref(m);
+
+    m = icy_meta_new("t", "http://x/");
+    CHECK(memcmp(m->data + 1, "StreamTitle='t';StreamUrl='http://x/';", 38) == 0);
+    icy_meta_unref(m);
+
+    /* overlong text: capped at 255*16 bytes, cut on a UTF-8 boundary, still terminated */
+    size_t n = 10000;
+    char *big = malloc(n + 1);
+    for (size_t i = 0; i < n; i += 2)
+        memcpy(big + i, "\xc3\xa9", 2);
+    big[n] = 0;
+    m = icy_meta_new(big, NULL);
+    CHECK(m->data[0] == 255);
+    const char *body = (const char *)m->data + 1;
+    size_t blen = strnlen(body, 255 * 16);
+    CHECK(blen <= 255 * 16);
+    CHECK(memcmp(body + blen - 2, "';", 2) == 0);
+    CHECK((blen - 2 - strlen("StreamTitle='")) % 2 == 0); /* whole two-byte characters */
+    icy_meta_unref(m);
+    free(big);
+
+    m = icy_meta_new(NULL, NULL);
+    CHECK(memcmp(m->data + 1, "StreamTitle='';", 15) == 0);
+    icy_meta_unref(m);
+}
+
+#define PRODUCE_BYTES (8u << 20)
+#define CONSUMERS 4
+
+typedef struct consumer {
+    mount_t *mount;
+    uint64_t received;
+    int errors;
+    int slow;
+} consumer_t;
+
+static void *consume(void *arg)
+{
+    consumer_t *c = arg;
+    uint32_t pos;
+    block_t *hdr;
+    block_t *b = mount_attach(c->mount, &pos, &hdr);
+    uint64_t expect = b->offset + pos;
+    unsigned spin = 0;
+    for (;;) {
+        for (; pos < b->len; pos++, expect++, c->received++)
+            if (b->data[pos] != pattern(expect))
+                c->errors++;
+        block_t *n = block_next(b);
+        if (!n) {
+            if (atomic_load(&c->mount->ended) && !block_next(b))
+                break;
+            if (++spin % 64 == 0)
+                sched_yield();
+            continue;
+        }
+        if (n->offset != expect)
+            c->errors++;
+        block_ref(n);
+        block_unref(b);
+        b = n;
+        pos = 0;
+        if (c->slow)
+            sched_yield();
+    }
+    block_unref(b);
+    return NULL;
+}
+
+static void test_queue_concurrent(void)
+{
+    mount_info_t info = {0};
+    int err = 0;
+    mount_t *m = mount_create("/q", &info, &err);
+    CHECK(m != NULL);
+    CHECK(mount_find("/q") == m);
+    mount_unref(m);
+    mount_info_t info2 = {0};
+    CHECK(mount_create("/q", &info2, &err) == NULL && err == -EEXIST);
+
+    pthread_t th[CONSUMERS];
+    consumer_t cons[CONSUMERS];
+    for (int i = 0; i < CONSUMERS; i++) {
+        cons[i] = (consumer_t){.mount = m, .slow = i % 2};
+        pthread_create(&th[i], NULL, consume, &cons[i]);
+    }
+    uint64_t off = 0;
+    unsigned seed = 1;
+    while (off < PRODUCE_BYTES) {
+        size_t len = 1 + (size_t)(rand_r(&seed) % 6000);
+        block_t *b = block_new(len);
+        for (size_t i = 0; i < len; i++)
+            b->data[i] = pattern(off + i);
+        b->len = (uint32_t)len;
+        b->flags = BLOCK_SYNC;
+        mount_publish(m, b);
+        off += len;
+    }
+    CHECK(mount_head_end(m) == off);
+    mount_end(m);
+    for (int i = 0; i < CONSUMERS; i++) {
+        pthread_join(th[i], NULL);
+        CHECK(cons[i].errors == 0);
+        CHECK(cons[i].received > 0);
+    }
+    CHECK(mount_find("/q") == NULL);
+    /* retained memory is bounded by the burst window */
+    uint64_t retained = 0;
+    for (block_t *b = m->oldest; b; b = block_next(b))
+        retained += b->len;
+    CHECK(retained <= 65536 + 6000);
+    mount_unref(m);
+}
+
+static void test_burst_start(void)
+{
+    mount_info_t info = {0};
+    int err;
+    mount_t *m = mount_create("/b", &info, &err);
+    for (int i = 0; i < 100; i++) {
+        block_t *b = block_new(1000);
+        memset(b->data, i, 1000);
+        b->len = 1000;
+        b->flags = (i % 10 == 0) ? BLOCK_SYNC : 0; /* sync every 10 blocks */
+        mount_publish(m, b);
+    }
+    uint32_t pos;
+    block_t *hdr;
+    block_t *b = mount_attach(m, &pos, &hdr);
+    /* burst 65536 from head 100000: the first sync block at or after offset 34464 is 40000 */
+    CHECK(b->offset == 40000 && pos == 0 && (b->flags & BLOCK_SYNC));
+    block_unref(b);
+    atomic_store(&m->burst_size, 0);
+    b = mount_attach(m, &pos, &hdr);
+    CHECK(b->offset == 99000 && pos == 1000); /* live edge */
+    block_unref(b);
+    mount_end(m);
+    mount_unref(m);
+}
+
+int main(void)
+{
+    static const char xml[] = "<icecast><limits><burst-size>65536</burst-size>"
+                              "<write-window>100</write-window></limits></icecast>";
+    config_t *cfg;
+    char err[512];
+    if (config_load_buffer(xml, sizeof(xml) - 1, "test", &cfg, err, sizeof(err), NULL) < 0) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    server_set_config(cfg);
+    RUN(test_long_chain_release);
+    RUN(test_icy_meta);
+    RUN(test_queue_concurrent);
+    RUN(test_burst_start);
+    server_free_configs();
+    return testlib_done();
+}
