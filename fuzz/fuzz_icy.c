@@ -17,20 +17,29 @@ static size_t audio_bytes;
 
 static void sink_emit(void *ctx, block_t *b)
 {
+    (void)ctx;
     audio_bytes += b->len;
     block_unref(b);
 }
 
-static void sink_set_headers(void *ctx, block_t *h) { block_unref(h); }
+static void sink_set_headers(void *ctx, block_t *h)
+{
+    (void)ctx;
+    block_unref(h);
+}
 
 static void sink_set_tag(void *ctx, const char *key, const char *value)
 {
+    (void)ctx, (void)key;
     if (value && !icy_utf8_valid(value, strlen(value)))
         abort();
 }
 
-static void sink_tags_done(void *ctx) {}
-static void sink_log(void *ctx, int level, const char *msg) {}
+static void sink_tags_done(void *ctx) { (void)ctx; }
+static void sink_log(void *ctx, int level, const char *msg)
+{
+    (void)ctx, (void)level, (void)msg;
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -38,12 +38,14 @@ static void check_pages(const unsigned char *p, size_t len)
 
 static void sink_emit(void *ctx, block_t *b)
 {
+    (void)ctx;
     check_pages(b->data, b->len);
     block_unref(b);
 }
 
 static void sink_set_headers(void *ctx, block_t *h)
 {
+    (void)ctx;
     for (block_t *b = h; b; b = block_next(b))
         check_pages(b->data, b->len);
     block_unref(h);
@@ -51,12 +53,16 @@ static void sink_set_headers(void *ctx, block_t *h)
 
 static void sink_set_tag(void *ctx, const char *key, const char *value)
 {
+    (void)ctx;
     if (!key || (value && strlen(value) > 4096))
         abort();
 }
 
-static void sink_tags_done(void *ctx) {}
-static void sink_log(void *ctx, int level, const char *msg) {}
+static void sink_tags_done(void *ctx) { (void)ctx; }
+static void sink_log(void *ctx, int level, const char *msg)
+{
+    (void)ctx, (void)level, (void)msg;
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

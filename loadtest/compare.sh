@@ -6,23 +6,25 @@
 #   sources   - a paced source ramp (swarm libshout sources, or ezstream with --source-tool)
 #   listeners - one 128 kbit/s mount plus the latency probe, listeners ramped in steps
 #   flash     - a flash crowd: N listeners connecting at once
+# The listener ramp is closed-loop (each step is held --hold s once all of it is connected), so a
+# server that admits slowly takes longer rather than getting smaller plateaus.
 # It owns --out DIR and the processes it starts; it does not install or build anything.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 rimecast=${RIMECAST_BIN:-$top/rimecast}; icecast=/usr/bin/icecast2
 swarm=${SWARM_BIN:-$here/swarm}; floor=${FLOOR_BIN:-$here/writev_floor}
-out=""; port=18000; servers="rimecast icecast2 floor"; source_tool=swarm
+out=""; port=""; servers="rimecast icecast2 floor"; source_tool=swarm
 sources=1000; source_step=50; source_hold=5
 listeners=15000; listener_step=1000; hold=20; rate=500; probe_n=10; flash=10000; bitrate=128
-workers=0; python=python3
+workers=0; python=python3; max_time=3600
 usage() {
     cat >&2 <<USAGE
 usage: compare.sh [--quick] [--out DIR] [--servers "rimecast icecast2 floor"]
-  [--rimecast BIN] [--icecast BIN] [--port 18000] [--workers N]
+  [--rimecast BIN] [--icecast BIN] [--port P (default: a free one)] [--workers N]
   [--sources 1000] [--source-step 50] [--source-hold 5] [--source-tool swarm|ezstream]
   [--listeners 15000] [--listener-step 1000] [--hold 20] [--connect-rate 500]
-  [--probe-listeners 10] [--flash 10000] [--bitrate 128]
+  [--probe-listeners 10] [--flash 10000] [--bitrate 128] [--max-time 3600 (listener ramp cap, s)]
 --quick: 100 sources, 2000 listeners in steps of 500 held 8 s, a flash crowd of 2000.
 Phases can be skipped with --sources 0, --listeners 0, --flash 0.
 USAGE
@@ -49,6 +51,7 @@ while [ $# -gt 0 ]; do
         --probe-listeners) probe_n=$2; shift 2 ;;
         --flash) flash=$2; shift 2 ;;
         --bitrate) bitrate=$2; shift 2 ;;
+        --max-time) max_time=$2; shift 2 ;;
         *) usage ;;
     esac
 done
@@ -56,7 +59,9 @@ out=${out:-$top/loadtest-out/$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out"; chmod 755 "$out"
 out=$(cd "$out" && pwd)
 [ -x "$swarm" ] || { echo "compare.sh: $swarm missing (make loadtest/swarm)" >&2; exit 1; }
-"$here/gen-config.sh" --dir "$out/run" --port "$port" --workers "$workers" >/dev/null || exit 1
+[ -n "$port" ] || port=$("$python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+token="loadtest-$$-$RANDOM"
+"$here/gen-config.sh" --dir "$out/run" --port "$port" --workers "$workers" --location "$token" >/dev/null || exit 1
 log() { echo "[compare $(date +%T)] $*" >&2; }
 
 server_pid=""
@@ -73,13 +78,15 @@ start_server() {   # $1 = name; sets server_pid
         "$bin" -c "$out/run/server.xml" > "$out/$1-server.out" 2>&1 &
     fi
     server_pid=$!
+    # the answer must come from the process just started (the port may be someone else's)
     for _ in $(seq 100); do
-        if [ "$1" = floor ]; then
-            (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
-        else
-            curl -sf -u admin:hackme "http://127.0.0.1:$port/admin/stats" >/dev/null && return 0
-        fi
         sleep 0.1
+        kill -0 "$server_pid" 2>/dev/null || break
+        if [ "$1" = floor ]; then
+            grep -q '^t=' "$out/$1-floor.status" 2>/dev/null && return 0
+        else
+            curl -sf -u admin:hackme "http://127.0.0.1:$port/admin/stats" | grep -q "$token" && return 0
+        fi
     done
     log "$1 did not come up"; stop_server "$1"; return 1
 }
@@ -102,24 +109,26 @@ phase_sources() {  # $1 = server name
     [ "$sources" -gt 0 ] && [ "$1" != floor ] || return 0
     local d=$out/$1-sources; mkdir -p "$d"
     start_server "$1" || return 0
-    local top_hold=$((source_hold * 3))
+    local top_hold=$((source_hold * 3)); [ $top_hold -lt 15 ] && top_hold=15
     local dur=$(( (sources + source_step - 1) / source_step * source_hold + top_hold ))
     log "$1: source ramp to $sources ($source_step every ${source_hold}s, $source_tool), ${dur}s"
+    # three samples of the idle server first: the baseline of the per-source figures
+    : > "$d/gen.pids"
+    "$python" "$here/sample.py" --pid "$server_pid" --out "$out/$1-sources.csv" \
+        --sources-file "$d/sources.count" --swarm-status "$d/swarm.status" --gen-pid-file "$d/gen.pids" &
+    sampler=$!
+    sleep 3.5
     if [ "$source_tool" = ezstream ]; then
         "$here/ramp-sources.sh" --dir "$d" --port "$port" --count "$sources" --step "$source_step" \
             --delay "$source_hold" --hold "$top_hold" 2>"$d/ramp.err" &
         local ramp=$!
-        sleep 0.5
-        "$python" "$here/sample.py" --pid "$server_pid" --out "$out/$1-sources.csv" \
-            --sources-file "$d/sources.count" --gen-pid-file "$d/sources.pids" &
-        sampler=$!
+        sleep 0.5; cp "$d/sources.pids" "$d/gen.pids"
         wait "$ramp"
     else
         "$swarm" --port "$port" --sources "$sources" --source-mounts "/load%d:1-$sources" \
             --source-step "$source_step" --source-hold "$source_hold" --bitrate "$bitrate" \
             --duration "$dur" --drain 2 --status "$d/swarm.status" 2>"$d/swarm.err" &
-        local sw=$!; echo $sw > "$d/swarm.pids"
-        sample_start "$out/$1-sources.csv" "$d/swarm.status" "$d/swarm.pids"
+        local sw=$!; echo $sw > "$d/gen.pids"
         wait "$sw"
     fi
     sample_stop; stop_server "$1"; keep_logs "$1-sources"
@@ -129,28 +138,26 @@ phase_listeners() {
     [ "$listeners" -gt 0 ] || return 0
     local d=$out/$1-listeners; mkdir -p "$d"
     start_server "$1" || return 0
-    local steps=$(( (listeners + listener_step - 1) / listener_step ))
-    local dur=$(( steps * hold + hold ))
-    local list="" gen="$d/gen.pids"
+    local list="" gen="$d/gen.pids" src=""
     : > "$gen"
     if [ "$1" != floor ]; then
         # the stream and the latency probe come from their own swarm, so the ramp's clock starts at once
         "$swarm" --port "$port" --sources 1 --source-mounts /live --bitrate "$bitrate" \
-            --probe-mount /probe --probe-listeners "$probe_n" --duration $((dur + 5)) --drain 5 \
+            --probe-mount /probe --probe-listeners "$probe_n" --drain 5 \
             --status "$d/source.status" 2>"$d/source.err" &
-        local src=$!; echo $src >> "$gen"; list="$d/source.status,"
+        src=$!; echo $src >> "$gen"; list="$d/source.status,"
         sleep 2
     fi
-    log "$1: listener ramp to $listeners on /live ($listener_step every ${hold}s), ${dur}s"
+    log "$1: listener ramp to $listeners on /live ($listener_step more ${hold}s after each step is in)"
     "$here/ramp-listeners.sh" --dir "$d" --port "$port" --listeners "$listeners" --mounts /live \
         --step "$listener_step" --hold "$hold" --connect-rate "$rate" --bitrate "$bitrate" \
-        --duration "$dur" --swarm "$swarm" 2>"$d/ramp.err" &
+        --duration "$max_time" --swarm "$swarm" 2>"$d/ramp.err" &
     local ramp=$!
     for _ in $(seq 50); do [ -s "$d/status.list" ] && break; sleep 0.1; done
     cat "$d/swarm.pids" >> "$gen"
     sample_start "$out/$1-listeners.csv" "$list$(cat "$d/status.list")" "$gen"
     wait "$ramp"
-    [ "$1" != floor ] && wait "$src"
+    [ -n "$src" ] && { kill "$src"; wait "$src" 2>/dev/null; }
     sample_stop; stop_server "$1"; keep_logs "$1-listeners"
 }
 

@@ -5,10 +5,11 @@
 # DIR/server.xml and DIR/log/ (world-writable, the server drops to nobody). It does not start
 # anything. Usage: gen-config.sh --dir DIR [--port 18000] [--password hackme] [--clients 100000]
 #   [--sources 12000] [--burst-size 65536] [--queue-size 524288] [--workers 0]
-#   [--webroot DIR] [--adminroot DIR] [--loglevel 2]
+#   [--webroot DIR] [--adminroot DIR] [--loglevel 2] [--location TOKEN]
+# The <location> token lets a script check that the server answering is the one it started.
 set -eu
 
-dir=""; port=18000; password=hackme; clients=100000; sources=12000
+dir=""; port=18000; location="loadtest-$$"; password=hackme; clients=100000; sources=12000
 burst=65536; queue=524288; workers=0; loglevel=2
 webroot=/usr/share/icecast2/web; adminroot=/usr/share/icecast2/admin
 while [ $# -gt 0 ]; do
@@ -24,6 +25,7 @@ while [ $# -gt 0 ]; do
         --webroot) webroot=$2; shift 2 ;;
         --adminroot) adminroot=$2; shift 2 ;;
         --loglevel) loglevel=$2; shift 2 ;;
+        --location) location=$2; shift 2 ;;
         *) echo "gen-config.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -38,7 +40,7 @@ workers_xml=""
 
 cat > "$dir/server.xml" <<XML
 <icecast>
-    <location>loadtest</location>
+    <location>$location</location>
     <admin>loadtest@localhost</admin>
     <hostname>127.0.0.1</hostname>
     <limits>

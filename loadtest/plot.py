@@ -89,6 +89,26 @@ def plot_xy(runs, spec, path, written):
     save(fig, ax, path, written)
 
 
+def plot_memory(runs, path, written):
+    """VSZ and RSS in two panels: on one axis the RSS of a thread-per-source server looks flat."""
+    fig, axes = plt.subplots(2, 1, figsize=(8, 6.5), dpi=100, sharex=True)
+    for label, c in runs:
+        for ax, col in ((axes[0], "vsz_kb"), (axes[1], "rss_kb")):
+            xs, ys = pairs(sources_axis(c), c.get(col, []), 1 / 1024)
+            if xs:
+                ax.plot(xs, ys, ".", markersize=3, label=label)
+    for ax, name in ((axes[0], "VSZ MB"), (axes[1], "RSS MB")):
+        ax.set_ylabel(name)
+        ax.grid(True, alpha=0.3)
+    axes[0].legend(loc="best", fontsize=8)
+    axes[1].set_xlabel("sources")
+    fig.suptitle("memory vs sources")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    written.append(path)
+
+
 def plot_timeline(runs, path, written):
     fig, axes = plt.subplots(3, 1, figsize=(9, 8), dpi=100, sharex=True)
     for label, c in runs:
@@ -111,8 +131,6 @@ def plot_timeline(runs, path, written):
 
 
 GRAPHS = [
-    ("sources_mem", sources_axis, ("memory vs sources", "sources", "MB", sources_axis,
-                                   [("vsz_kb", "VSZ", 1 / 1024), ("rss_kb", "RSS", 1 / 1024)])),
     ("sources_cpu", sources_axis, ("server CPU vs sources", "sources", "% of one core",
                                    sources_axis, [("cpu_pct", "", 1)])),
     ("listeners_cpu", listeners_axis, ("CPU vs listeners", "listeners", "%", listeners_axis,
@@ -143,6 +161,8 @@ def main():
         path, _, label = spec.partition("=")
         runs.append((label or os.path.splitext(os.path.basename(path))[0], load(path)))
     written = []
+    if args.all or moves(runs, sources_axis):
+        plot_memory(runs, os.path.join(args.out, f"{args.prefix}sources_mem.png"), written)
     for name, axis, spec in GRAPHS:
         if args.all or moves(runs, axis):
             plot_xy(runs, spec, os.path.join(args.out, f"{args.prefix}{name}.png"), written)

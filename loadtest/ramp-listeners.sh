@@ -1,20 +1,22 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# ramp-listeners.sh: ramps listeners spread over mounts in steps (STEP more every HOLD seconds,
-# connecting at most RATE a second) with one or more swarm processes: each process holds at most
-# --per-proc listeners (the fd limit) and, when there are several, binds its own 127.0.0.x source
-# address so loopback ports do not run out. It owns DIR/swarm.K.status, DIR/swarm.pids and
+# ramp-listeners.sh: ramps listeners spread over mounts in steps (STEP more, HOLD seconds after the
+# previous step is all connected; at most RATE connects a second and MAX_PENDING connects in flight,
+# failed connects retried) with one or more swarm processes; after the last step's hold they stop.
+# Each holds at most --per-proc listeners (the fd limit) and, when there are several, binds its
+# own 127.0.0.x source address so loopback ports do not run out. It owns DIR/swarm.K.status, DIR/swarm.pids and
 # DIR/status.list (comma list for sample.py --swarm-status); it waits for the swarms and passes
 # SIGTERM/SIGINT on to them (they then drain and print their final line). It judges nothing.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 swarm=${SWARM_BIN:-$here/swarm}
 host=127.0.0.1; port=8000; listeners=1000; mounts=/load1; step=0; hold=0; rate=0
-per_proc=18000; bitrate=128; duration=0; dir=""; probe=""; probe_n=10; extra=()
+per_proc=18000; max_pending=64; bitrate=128; duration=0; dir=""; probe=""; probe_n=10; extra=()
 usage() {
     echo "usage: ramp-listeners.sh --dir DIR [--host H] [--port P] [--listeners N] [--mounts SPEC]" >&2
     echo "       [--step S --hold SEC] [--connect-rate R] [--bitrate KBPS] [--duration SEC]" >&2
-    echo "       [--probe-mount M [--probe-listeners P]] [--per-proc 18000] [--swarm BIN] [-- swarm args]" >&2
+    echo "       [--probe-mount M [--probe-listeners P]] [--per-proc 18000] [--max-pending 64]" >&2
+    echo "       [--swarm BIN] [-- swarm args]" >&2
     exit 2
 }
 while [ $# -gt 0 ]; do
@@ -27,6 +29,7 @@ while [ $# -gt 0 ]; do
         --hold) hold=$2; shift 2 ;;
         --connect-rate) rate=$2; shift 2 ;;
         --per-proc) per_proc=$2; shift 2 ;;
+        --max-pending) max_pending=$2; shift 2 ;;
         --bitrate) bitrate=$2; shift 2 ;;
         --duration) duration=$2; shift 2 ;;
         --probe-mount) probe=$2; shift 2 ;;
@@ -48,7 +51,8 @@ for ((k = 0; k < procs; k++)); do
     n=$(( listeners / procs + (k < listeners % procs ? 1 : 0) ))
     args=(--host "$host" --port "$port" --listeners "$n" --mounts "$mounts" --random
           --bitrate "$bitrate" --seed $((k + 1)) --status "$dir/swarm.$k.status"
-          --per-mount "$dir/swarm.$k.mounts")
+          --per-mount "$dir/swarm.$k.mounts" --retry
+          --max-pending $(( (max_pending + procs - 1) / procs )))
     [ "$step" -gt 0 ] && args+=(--step $(( (step + procs - 1) / procs )) --hold "$hold")
     [ "$rate" != 0 ] && args+=(--connect-rate "$(awk -v r="$rate" -v p="$procs" 'BEGIN{print r/p}')")
     [ "$duration" != 0 ] && args+=(--duration "$duration")

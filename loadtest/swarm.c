@@ -74,14 +74,15 @@ static struct {
     unsigned listeners, step, probe_listeners, sources, source_step;
     double hold, source_hold, connect_rate, source_rate, duration, drain, window;
     double connect_timeout, bitrate_kbps, source_tick, probe_tick;
-    int random_choice, rcvlowat, rcvbuf;
+    int random_choice, rcvlowat, rcvbuf, retry, slack;
+    unsigned max_pending;
     unsigned seed;
     mountlist_t mounts, source_mounts;
     const char *probe_mount;
 } opt = {
     .host = "127.0.0.1", .password = "hackme", .user = "source", .content_type = "audio/mpeg",
-    .port = 8000, .hold = 0, .source_hold = 0, .duration = 0, .drain = 10, .window = 2,
-    .connect_timeout = 20, .bitrate_kbps = 128, .source_tick = 0.1, .probe_tick = 0.02, .seed = 1,
+    .port = 8000, .hold = 0, .source_hold = 0, .duration = 0, .drain = 10, .window = 4, .slack = 8192, .rcvlowat = -1,
+    .max_pending = 1000000, .connect_timeout = 20, .bitrate_kbps = 128, .source_tick = 0.1, .probe_tick = 0.026, .seed = 1,
 };
 
 static struct {
@@ -89,6 +90,7 @@ static struct {
     FILE *status;
     listener_t *l;
     unsigned nl, launched, connected, pending, starving;
+    unsigned *retry, nretry; /* listeners whose connect failed, to start again (--retry) */
     uint64_t server_closed, conn_err, rejected, closed_by_us;
     uint64_t total_bytes, total_hdr_bytes, closed_body_bytes;
     source_t *s;
@@ -106,6 +108,8 @@ static struct {
     double cpu_prev, cpu_pct;
     unsigned rr_next;
     double t_listen0; /* listeners ramp from here: once this process's own sources are up */
+    unsigned step_target;
+    double step_full_at, launch_credit, credit_at;
     struct sockaddr_in addr;
     struct {
         int fd;
@@ -117,6 +121,8 @@ static struct {
 } g;
 
 static volatile sig_atomic_t stop_signals;
+
+static void begin_stop(double t);
 
 static double now_s(void)
 {
@@ -191,6 +197,12 @@ static void listener_close(listener_t *l, enum close_why why)
     close(l->fd);
     l->fd = -1;
     l->state = L_CLOSED;
+    if (why == BY_SERVER && opt.retry && g.stop_at <= 0 && !l->t_stream && !l->probe) {
+        l->state = L_IDLE; /* a failed connect, not a dropped stream: try again later */
+        l->hdr_match = l->status_len = 0;
+        l->hdr_bytes = 0;
+        g.retry[g.nretry++] = (unsigned)(l - g.l);
+    }
 }
 
 static int listener_start(unsigned idx)
@@ -213,7 +225,7 @@ static int listener_start(unsigned idx)
     }
     if (connect(l->fd, (struct sockaddr *)&g.addr, sizeof(g.addr)) < 0 && errno != EINPROGRESS)
         goto fail;
-    struct epoll_event ev = { .events = EPOLLOUT | EPOLLIN | EPOLLET, .data.u64 = idx };
+    struct epoll_event ev = { .events = EPOLLOUT | EPOLLIN | EPOLLRDHUP | EPOLLET, .data.u64 = idx };
     if (epoll_ctl(g.ep, EPOLL_CTL_ADD, l->fd, &ev) < 0)
         goto fail;
     l->state = L_CONNECTING;
@@ -246,7 +258,7 @@ static void listener_send_request(unsigned idx)
         listener_close(l, BY_SERVER);
         return;
     }
-    struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u64 = idx };
+    struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP | EPOLLET, .data.u64 = idx };
     epoll_ctl(g.ep, EPOLL_CTL_MOD, l->fd, &ev);
     l->state = L_HEADER;
 }
@@ -345,15 +357,18 @@ static void listener_data(listener_t *l, const unsigned char *p, size_t n)
         probe_scan(l, p, n);
 }
 
-static void listener_readable(unsigned idx)
+/* A short read drained the socket and the next arrival fires a new edge, so one read usually
+ * suffices; but once the peer's FIN is queued (EPOLLRDHUP) nothing new will arrive: read to EOF. */
+static void listener_readable(unsigned idx, uint32_t events)
 {
     listener_t *l = &g.l[idx];
+    int to_eof = (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0;
     for (;;) {
         ssize_t n = read(l->fd, g.rbuf, READ_BUF_SIZE);
         if (n > 0) {
             listener_data(l, g.rbuf, (size_t)n);
-            if (l->state == L_CLOSED || n < READ_BUF_SIZE)
-                return; /* a short read drained the socket; edge-triggered epoll fires again */
+            if (l->state == L_CLOSED || (n < READ_BUF_SIZE && !to_eof))
+                return;
             continue;
         }
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
@@ -374,43 +389,77 @@ static void listener_event(unsigned idx, uint32_t events)
             return;
     }
     if (l->state == L_HEADER || l->state == L_STREAM)
-        listener_readable(idx);
+        listener_readable(idx, events);
 }
 
 /* How many listeners should have been started by now: step ramp capped by the connect rate. */
-static unsigned listeners_due(double t)
+/*
+ * The step ramp is closed-loop: the next step starts --hold seconds after every listener of the
+ * current one is streaming or has finally failed, so a server that admits slowly still gets
+ * plateaus of the intended size. After the last step's hold the run ends (unless --duration).
+ */
+static void ramp_advance(double t)
 {
-    unsigned due = opt.listeners;
-    if (opt.step && opt.hold > 0) {
-        double steps = 1 + (double)(unsigned)(t / opt.hold);
-        due = steps * opt.step < opt.listeners ? (unsigned)(steps * opt.step) : opt.listeners;
+    if (!opt.step || g.launched < g.step_target || g.pending || g.nretry)
+        return;
+    if (g.step_full_at < 0)
+        g.step_full_at = t;
+    if (t - g.step_full_at < opt.hold)
+        return;
+    if (g.step_target >= opt.listeners) {
+        if (g.stop_at <= 0)
+            begin_stop(t);
+        return;
     }
-    if (opt.connect_rate > 0 && t * opt.connect_rate + 1 < due)
-        due = (unsigned)(t * opt.connect_rate + 1);
-    return due;
+    g.step_target = g.step_target + opt.step < opt.listeners ? g.step_target + opt.step : opt.listeners;
+    g.step_full_at = -1;
+}
+
+/* Connect-rate limiter: a token bucket holding at most one second of connects. */
+static int launch_allowed(double t)
+{
+    if (opt.connect_rate <= 0)
+        return 1;
+    g.launch_credit += (t - g.credit_at) * opt.connect_rate;
+    if (g.launch_credit > opt.connect_rate)
+        g.launch_credit = opt.connect_rate;
+    g.credit_at = t;
+    if (g.launch_credit < 1)
+        return 0;
+    g.launch_credit -= 1;
+    return 1;
+}
+
+static int launching(void)
+{
+    return g.stop_at <= 0 && (g.t_listen0 < 0 || g.nretry || g.launched < g.step_target);
 }
 
 static void listeners_launch(double t)
 {
-    unsigned due, batch = 0;
+    unsigned batch = 0;
     if (g.stop_at > 0)
         return;
     if (g.t_listen0 < 0) {
         if (g.sources_up < opt.sources && t < 10)
             return; /* give our own sources a head start, so listeners do not meet a 404 */
-        g.t_listen0 = t;
+        g.t_listen0 = g.credit_at = t;
+        g.step_target = opt.step ? (opt.step < opt.listeners ? opt.step : opt.listeners) : opt.listeners;
     }
-    due = listeners_due(t - g.t_listen0);
     /* probe listeners go first */
     for (unsigned i = opt.listeners; i < g.nl; i++)
         if (g.l[i].state == L_IDLE && g.probe.fd >= 0)
             listener_start(i);
-    while (g.launched < due && batch++ < 2000) {
+    while (g.nretry && g.pending < opt.max_pending && batch++ < 2000 && launch_allowed(t))
+        listener_start(g.retry[--g.nretry]);
+    while (g.launched < g.step_target && g.pending < opt.max_pending && batch++ < 2000 &&
+           launch_allowed(t)) {
         listener_t *l = &g.l[g.launched];
         l->mount = opt.random_choice ? (uint32_t)(rand_r(&opt.seed) % opt.mounts.n)
                                      : g.rr_next++ % opt.mounts.n;
         listener_start(g.launched++);
     }
+    ramp_advance(t);
 }
 
 /* ---- sources (libshout) ---- */
@@ -633,7 +682,9 @@ static double listener_window_rate(listener_t *l, unsigned w, unsigned slot, dou
 static void status_tick(double t)
 {
     unsigned w = (unsigned)opt.window, slot = g.tick % (w + 1), nr = 0;
-    double expect = 0.9 * opt.bitrate_kbps * 1000 / 8;
+    /* starving: under 90 % of the stream over the window, less --slack bytes so that a server
+     * writing in coarse chunks (e.g. 4 KB every 256 ms) is not judged by where the window cuts */
+    double expect = (0.9 * opt.bitrate_kbps * 1000 / 8 * w - opt.slack) / w;
     g.tick_time[slot] = t;
     g.starving = 0;
     for (unsigned i = 0; i < g.nl; i++) {
@@ -641,8 +692,8 @@ static void status_tick(double t)
         if ((l->state == L_CONNECTING || l->state == L_HEADER) &&
             t + g.t0 - l->t_start > opt.connect_timeout)
             listener_close(l, BY_SERVER);
-        if (l->state != L_STREAM)
-            continue;
+        if (l->state != L_STREAM || g.stop_at > 0)
+            continue; /* while stopping, windows are cut short: no verdicts */
         double r = listener_window_rate(l, w, slot, t);
         if (r < 0)
             continue;
@@ -747,7 +798,7 @@ static int next_timeout_ms(double t)
         next = g.next_src_tick;
     if (opt.probe_mount && g.next_probe_tick < next)
         next = g.next_probe_tick;
-    if (g.stop_at <= 0 && (g.t_listen0 < 0 || g.launched < listeners_due(t - g.t_listen0)))
+    if (launching())
         next = t + 0.002;
     int ms = (int)((next - t) * 1000) + 1;
     return ms < 0 ? 0 : ms;
@@ -827,7 +878,8 @@ static void parse_args(int argc, char **argv)
         {"password", 1, 0, 'P'}, {"probe-mount", 1, 0, 'q'}, {"probe-listeners", 1, 0, 'Q'},
         {"probe-tick", 1, 0, 'K'}, {"bitrate", 1, 0, 'b'}, {"duration", 1, 0, 'd'},
         {"drain", 1, 0, 'x'}, {"status", 1, 0, 's'}, {"per-mount", 1, 0, 'F'},
-        {"connect-timeout", 1, 0, 'C'}, {"seed", 1, 0, 'e'}, {0, 0, 0, 0}};
+        {"connect-timeout", 1, 0, 'C'}, {"seed", 1, 0, 'e'}, {"max-pending", 1, 0, 'X'},
+        {"retry", 0, 0, 'y'}, {"slack", 1, 0, 'Y'}, {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
         switch (c) {
@@ -862,6 +914,9 @@ static void parse_args(int argc, char **argv)
         case 'F': opt.per_mount_path = optarg; break;
         case 'C': opt.connect_timeout = atof(optarg); break;
         case 'e': opt.seed = (unsigned)atoi(optarg); break;
+        case 'X': opt.max_pending = (unsigned)atoi(optarg); break;
+        case 'y': opt.retry = 1; break;
+        case 'Y': opt.slack = atoi(optarg); break;
         default: usage();
         }
     }
@@ -871,6 +926,10 @@ static void parse_args(int argc, char **argv)
         usage();
     if (opt.probe_mount && !opt.probe_listeners)
         opt.probe_listeners = 10;
+    /* wake a listener for half a second of stream at a time, not for every server write: halves
+     * the generator's CPU; probe listeners always wake at once */
+    if (opt.rcvlowat < 0)
+        opt.rcvlowat = (int)(opt.bitrate_kbps * 1000 / 8 / 2);
 }
 
 static int load_source_data(void)
@@ -914,12 +973,13 @@ static int setup(void)
     g.ns = opt.sources;
     g.l = calloc(g.nl + 1, sizeof(*g.l));
     g.rates = calloc(g.nl + 1, sizeof(*g.rates));
+    g.retry = calloc(g.nl + 1, sizeof(*g.retry));
     g.s = calloc(g.ns + 1, sizeof(*g.s));
     g.rbuf = malloc(READ_BUF_SIZE);
     g.lat_win = calloc(LAT_BUCKETS, sizeof(*g.lat_win));
     g.lat_all = calloc(LAT_BUCKETS, sizeof(*g.lat_all));
     g.ep = epoll_create1(EPOLL_CLOEXEC);
-    if (!g.l || !g.rates || !g.s || !g.rbuf || !g.lat_win || !g.lat_all || g.ep < 0)
+    if (!g.l || !g.rates || !g.retry || !g.s || !g.rbuf || !g.lat_win || !g.lat_all || g.ep < 0)
         return -ENOMEM;
     for (unsigned i = 0; i < g.nl; i++) {
         g.l[i].fd = -1;
@@ -929,6 +989,7 @@ static int setup(void)
         g.s[i].mount = opt.source_mounts.v[i];
     g.probe.fd = -1;
     g.t_listen0 = -1;
+    g.step_full_at = -1;
     if (opt.probe_mount && probe_src_open() < 0)
         return -EIO;
     g.status = opt.status_path ? fopen(opt.status_path, "w") : stdout;

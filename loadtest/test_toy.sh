@@ -52,16 +52,17 @@ if [ -z "$swarm" ] || [ ! -x "$swarm" ]; then
 fi
 python=python3
 port=$($python -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$here/gen-config.sh" --dir "$work" --port "$port" >/dev/null || { bad "gen-config"; finish; }
+token="loadtest-toy-$$-$RANDOM"
+"$here/gen-config.sh" --dir "$work" --port "$port" --location "$token" >/dev/null || { bad "gen-config"; finish; }
 
 "$server" -c "$work/server.xml" >"$work/server.out" 2>&1 &
 server_pid=$!; pids+=($server_pid)
 up=0
 for _ in $(seq 50); do
-    curl -sf -u admin:hackme "http://127.0.0.1:$port/admin/stats" >/dev/null && { up=1; break; }
+    curl -sf -u admin:hackme "http://127.0.0.1:$port/admin/stats" | grep -q "$token" && { up=1; break; }
     sleep 0.2
 done
-check "server answers /admin/stats" [ $up -eq 1 ]
+check "the server started here answers /admin/stats" [ $up -eq 1 ]
 [ $up -eq 1 ] || finish
 
 ezmounts=""

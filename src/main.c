@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "admin/xslt.h"
 #include "conf/config.h"
 #include "config.h"
 #include "core/log.h"
@@ -103,6 +104,11 @@ static int drop_privileges(const config_t *cfg)
 {
     struct passwd *pw = NULL;
     struct group *gr = NULL;
+    if (geteuid() != 0) {
+        if (cfg->user || cfg->chroot)
+            log_info("not started as root: <changeowner> and <chroot> do not apply");
+        return 0;
+    }
     if (cfg->user && !(pw = getpwnam(cfg->user))) {
         log_error("changeowner: unknown user %s", cfg->user);
         return -1;
@@ -306,6 +312,7 @@ out:
     log_info("shutdown complete");
     log_close();
     server_free_configs();
+    xslt_cleanup();
     xmlCleanupParser();
     return rc;
 }

@@ -320,7 +320,7 @@ static config_t *config_new(const char *name)
     c->header_timeout = 15;
     c->source_timeout = 10;
     c->burst_size = 65536;
-    c->write_window_ms = 100;
+    c->write_window_ms = 500;
     c->loglevel = 3;
     if (!(c->filename = strdup(name)))
         goto fail;

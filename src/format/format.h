@@ -19,10 +19,15 @@
 typedef struct format_sink {
     void *ctx;
     /* A finished block in stream order; the sink takes the reference. b->offset is set by the
-     * sink, the handler only fills data/len/flags. */
+     * sink, the handler only fills data/len/flags. A block flagged BLOCK_HEADER (without
+     * BLOCK_SYNC) carries the header pages of a chained Ogg stream inline: listeners already
+     * playing need it, it is never a start point. */
     void (*emit)(void *ctx, block_t *b);
     /* New codec headers for listeners joining from now on (NULL: none). The sink takes the
-     * reference. A block chain is allowed (b->next linked with block_link). */
+     * reference. A block chain is allowed (b->next linked with block_link). The headers belong
+     * to the blocks emitted after this call: a listener starting at an earlier block (a burst
+     * point from before a chained stream's switch) needs the previous headers, so the sink
+     * either keeps those for it or starts it at the first SYNC block emitted after this call. */
     void (*set_headers)(void *ctx, block_t *headers);
     /* A stream tag such as "title", "artist", "audio_channels", "audio_samplerate",
      * "audio_bitrate"; value NULL removes it. Strings are UTF-8, copied by the sink. */

@@ -490,9 +490,11 @@ static const unsigned char *ogg_find_capture(const unsigned char *p, size_t len)
 static void ogg_rescan_tail(ogg_state_t *st)
 {
     for (int tries = 0; tries < OGG_FLUSH_RESCANS && !st->failed; tries++) {
+        if (!st->sync.data || st->sync.fill - st->sync.returned < 5)
+            return;
         size_t left = (size_t)(st->sync.fill - st->sync.returned);
         const unsigned char *at = st->sync.data + st->sync.returned;
-        const unsigned char *next = ogg_find_capture(at + 1, left > 0 ? left - 1 : 0);
+        const unsigned char *next = ogg_find_capture(at + 1, left - 1);
         if (!next)
             return;
         size_t skip = (size_t)(next - at), rest = left - skip;

@@ -50,6 +50,7 @@ struct conn {
     time_t start;
     uint64_t deadline_ms;        /* for the worker's timeout list, 0 = none */
     int closing;
+    unsigned requests;           /* requests dispatched on this connection (keep-alive) */
 
     /* request head being read */
     char *rbuf;

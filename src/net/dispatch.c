@@ -44,7 +44,8 @@ static void handle_get(conn_t *c, const http_request_t *req)
         conn_send_error(c, 400, "Bad Request");
         return;
     }
-    mount_t *m = req->method != HTTP_METHOD_POST ? mount_find(path) : NULL;
+    const char *alias = router_alias(c, path);
+    mount_t *m = req->method != HTTP_METHOD_POST ? mount_find(alias ? alias : path) : NULL;
     if (m) {
         free(path);
         listener_start(c, req, m); /* takes the reference */
@@ -57,6 +58,7 @@ static void handle_get(conn_t *c, const http_request_t *req)
 void dispatch_request(conn_t *c, http_request_t *req, size_t head_len)
 {
     conn_capture_request(c, req);
+    c->requests++;
     switch (req->method) {
     case HTTP_METHOD_SOURCE:
     case HTTP_METHOD_PUT:

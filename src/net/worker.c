@@ -76,7 +76,9 @@ static void expire_timeouts(worker_t *w, uint64_t now)
     while (w->timeouts_head && w->timeouts_head->deadline_ms <= now) {
         conn_t *c = w->timeouts_head;
         worker_timeout_remove(w, c);
-        if (c->ops == &conn_reading_ops) {
+        if (c->ops == &conn_reading_ops && c->rlen == 0 && c->requests > 0) {
+            conn_close(c); /* an idle keep-alive connection: nothing to answer */
+        } else if (c->ops == &conn_reading_ops) {
             log_info("client %s: request head not complete within header-timeout", c->ip);
             c->log_method = strdup("-");
             conn_send_error(c, 408, "Request Timeout");
@@ -156,6 +158,7 @@ static void sub_pass(worker_t *w)
         int ended = atomic_load_explicit(&s->mount->ended, memory_order_acquire);
         if (end == s->seen_end && !ended)
             continue;
+        uint64_t offered = s->seen_end;
         s->seen_end = end;
         sub_flush_counters(s);
         listener_t *next;
@@ -164,7 +167,7 @@ static void sub_pass(worker_t *w)
             if (l->conn->closing)
                 continue;
             if (l->blocked)
-                listener_check_lag(l);
+                listener_check_lag(l, offered);
             else
                 listener_flush(l);
         }

@@ -1,13 +1,280 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * events: placeholder sink until the server-sent events stream exists; drops every event.
+ * events: a mutex-protected ring of the last EVENTS_RING events with sequence numbers, and
+ * the server-sent event streams that read it (see events.h).
+ *
+ * events_emit() copies the event into the ring (only while some stream is open) and posts one
+ * coalesced "pump" message to each worker that owns streams; the pump, on that worker's
+ * thread, sends each of its streams what it has not seen yet. A stream is owned by its worker
+ * like any connection and keeps a 15 s timerfd in that worker's epoll for keepalive comments.
+ * The listener hot path is untouched: emitting happens on joins and leaves only.
  */
 #include "stats/events.h"
 
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/str.h"
+#include "http/response.h"
+#include "net/conn.h"
+#include "net/worker.h"
+#include "server.h"
+
+#define EVENTS_RING 256
+#define EVENTS_BATCH 32
+#define EVENTS_KEEPALIVE_MS 15000
+#define SEND_LIT(c, lit) conn_send((c), (lit), sizeof(lit) - 1, NULL)
+#define EVENTS_MAX_PENDING (256 * 1024) /* unsent bytes before a stream is dropped */
+
+typedef struct event {
+    uint64_t seq;
+    event_type_t type;
+    uint64_t conn_id;
+    time_t time;
+    char mount[256];
+    char detail[512];
+} event_t;
+
+static pthread_mutex_t ring_lock = PTHREAD_MUTEX_INITIALIZER;
+static event_t ring[EVENTS_RING];
+static uint64_t ring_next = 1; /* sequence number of the next event */
+
+typedef struct stream stream_t;
+struct stream {
+    conn_t *conn;
+    uint64_t next_seq;
+    int timer_fd;
+    loop_handler_t timer;
+    stream_t *prev, *next;
+};
+
+/* per worker, touched only by that worker's thread */
+static stream_t *streams[SERVER_MAX_WORKERS];
+static atomic_int stream_count[SERVER_MAX_WORKERS];
+static atomic_int pump_pending[SERVER_MAX_WORKERS];
+static atomic_int streams_total;
+
+const char *events_type_name(event_type_t type)
+{
+    static const char *const names[] = {"listener_join", "listener_leave", "source_connect",
+                                        "source_disconnect", "metadata"};
+    return (unsigned)type < sizeof(names) / sizeof(names[0]) ? names[type] : "unknown";
+}
+
+/* ---- delivery (worker thread) ---- */
+
+static size_t format_event(char *out, size_t cap, const event_t *e)
+{
+    char *mount = str_escape_json(e->mount, strlen(e->mount));
+    char *detail = str_escape_json(e->detail, strlen(e->detail));
+    const char *name = events_type_name(e->type);
+    int n = snprintf(out, cap,
+                     "id: %llu\nevent: %s\ndata: {\"seq\":%llu,\"type\":\"%s\",\"mount\":\"%s\","
+                     "\"id\":%llu,\"time\":%lld,\"%s\":\"%s\"}\n\n",
+                     (unsigned long long)e->seq, name, (unsigned long long)e->seq, name,
+                     mount ? mount : "", (unsigned long long)e->conn_id, (long long)e->time,
+                     e->type == EVENT_METADATA ? "title" : "ip", detail ? detail : "");
+    free(mount);
+    free(detail);
+    return n < 0 || (size_t)n >= cap ? 0 : (size_t)n;
+}
+
+/* Copies up to EVENTS_BATCH events from *next on; returns how many. */
+static int take_events(uint64_t *next, event_t *out, int *lost)
+{
+    int n = 0;
+    pthread_mutex_lock(&ring_lock);
+    if (*next == 0 || *next > ring_next)
+        *next = ring_next;
+    if (ring_next - *next > EVENTS_RING) {
+        *next = ring_next - EVENTS_RING;
+        *lost = 1;
+    }
+    while (*next < ring_next && n < EVENTS_BATCH)
+        out[n++] = ring[(*next)++ % EVENTS_RING];
+    pthread_mutex_unlock(&ring_lock);
+    return n;
+}
+
+static void stream_deliver(stream_t *s)
+{
+    conn_t *c = s->conn;
+    event_t batch[EVENTS_BATCH];
+    char buf[2048];
+    for (;;) {
+        int lost = 0;
+        int n = take_events(&s->next_seq, batch, &lost);
+        if (lost)
+            SEND_LIT(c, ": events were dropped\n\n");
+        for (int i = 0; i < n && !c->closing; i++) {
+            size_t len = format_event(buf, sizeof(buf), &batch[i]);
+            if (len)
+                conn_send(c, buf, len, NULL);
+        }
+        if (c->closing)
+            return;
+        if (c->wlen - c->woff > EVENTS_MAX_PENDING) {
+            conn_close(c); /* a dashboard that does not read */
+            return;
+        }
+        if (n < EVENTS_BATCH)
+            return;
+    }
+}
+
+static void pump(worker_t *w, void *arg)
+{
+    (void)arg;
+    atomic_store(&pump_pending[w->id], 0);
+    stream_t *next;
+    for (stream_t *s = streams[w->id]; s; s = next) {
+        next = s->next;
+        if (!s->conn->closing)
+            stream_deliver(s);
+    }
+}
+
+/* ---- emitting (any thread) ---- */
+
+static void copy_field(char *dst, size_t cap, const char *src)
+{
+    snprintf(dst, cap, "%s", src ? src : "");
+}
+
 void events_emit(event_type_t type, const char *mount, uint64_t conn_id, const char *detail)
 {
-    (void)type;
-    (void)mount;
-    (void)conn_id;
-    (void)detail;
+    if (atomic_load_explicit(&streams_total, memory_order_relaxed) == 0)
+        return;
+    pthread_mutex_lock(&ring_lock);
+    event_t *e = &ring[ring_next % EVENTS_RING];
+    e->seq = ring_next++;
+    e->type = type;
+    e->conn_id = conn_id;
+    e->time = time(NULL);
+    copy_field(e->mount, sizeof(e->mount), mount);
+    copy_field(e->detail, sizeof(e->detail), detail);
+    pthread_mutex_unlock(&ring_lock);
+    for (int i = 0; i < server.nworkers; i++) {
+        if (atomic_load(&stream_count[i]) == 0 || !server.workers[i])
+            continue;
+        if (!atomic_exchange(&pump_pending[i], 1) && worker_post(server.workers[i], pump, NULL) < 0)
+            atomic_store(&pump_pending[i], 0);
+    }
+}
+
+/* ---- the stream connection ---- */
+
+static void stream_on_readable(conn_t *c)
+{
+    char scratch[512];
+    for (;;) {
+        ssize_t n = read(c->fd, scratch, sizeof(scratch));
+        if (n > 0)
+            continue;
+        if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+            conn_close(c);
+        return;
+    }
+}
+
+static void stream_on_writable(conn_t *c)
+{
+    if (c->woff < c->wlen)
+        conn_flush_wbuf(c);
+}
+
+static void stream_release(conn_t *c)
+{
+    stream_t *s = c->data;
+    if (!s)
+        return;
+    worker_t *w = c->worker;
+    if (s->timer_fd >= 0) {
+        loop_del(w->epfd, s->timer_fd);
+        close(s->timer_fd);
+    }
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        streams[w->id] = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    atomic_fetch_sub(&stream_count[w->id], 1);
+    atomic_fetch_sub(&streams_total, 1);
+    free(s);
+    c->data = NULL;
+}
+
+static const conn_ops_t stream_ops = {
+    .name = "events",
+    .on_readable = stream_on_readable,
+    .on_writable = stream_on_writable,
+    .on_hangup = NULL,
+    .release = stream_release,
+};
+
+static void on_keepalive(loop_handler_t *h, uint32_t events)
+{
+    (void)events;
+    stream_t *s = (stream_t *)((char *)h - offsetof(stream_t, timer));
+    uint64_t v;
+    if (read(s->timer_fd, &v, sizeof(v)) < 0 || s->conn->closing)
+        return;
+    SEND_LIT(s->conn, ": keepalive\n\n");
+    if (!s->conn->closing)
+        stream_deliver(s);
+}
+
+static void stream_register(conn_t *c, stream_t *s)
+{
+    worker_t *w = c->worker;
+    s->next = streams[w->id];
+    if (s->next)
+        s->next->prev = s;
+    streams[w->id] = s;
+    atomic_fetch_add(&stream_count[w->id], 1);
+    atomic_fetch_add(&streams_total, 1);
+}
+
+void events_stream_start(conn_t *c, uint64_t last_id, int head_only)
+{
+    static const char extra[] = "Cache-Control: no-cache\r\nX-Accel-Buffering: no\r\n";
+    char head[2048];
+    size_t hlen = response_head(head, sizeof(head), 200, "text/event-stream; charset=utf-8",
+                                -1, extra);
+    stream_t *s = head_only ? NULL : calloc(1, sizeof(*s));
+    c->status = 200;
+    if (!s || hlen == 0) {
+        if (!head_only || hlen == 0) {
+            conn_send_error(c, 500, "Internal Server Error");
+            return;
+        }
+        c->ops = &stream_ops;
+        conn_send(c, head, hlen, conn_linger_close);
+        return;
+    }
+    s->conn = c;
+    s->timer_fd = loop_timerfd(EVENTS_KEEPALIVE_MS);
+    s->timer.on_event = on_keepalive;
+    if (s->timer_fd >= 0 && loop_add(c->worker->epfd, s->timer_fd, EPOLLIN, &s->timer) < 0) {
+        close(s->timer_fd);
+        s->timer_fd = -1;
+    }
+    pthread_mutex_lock(&ring_lock);
+    s->next_seq = last_id && last_id < ring_next ? last_id + 1 : ring_next;
+    pthread_mutex_unlock(&ring_lock);
+    c->data = s;
+    c->ops = c->role = &stream_ops;
+    stream_register(c, s);
+    conn_send(c, head, hlen, NULL);
+    if (!c->closing)
+        SEND_LIT(c, "retry: 3000\n: connected\n\n");
+    if (!c->closing)
+        stream_deliver(s); /* what a resuming client missed */
 }

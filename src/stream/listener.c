@@ -64,8 +64,6 @@ static int plan(listener_t *l, struct iovec *iov, seg_t *seg)
         seg[n++] = (seg_t){.kind = SEG_WBUF};
         bytes += c->wlen - c->woff;
     }
-    if (l->head_only)
-        return n;
     uint32_t hp = l->hdr_pos;
     for (block_t *h = l->hdr; h && n < LISTENER_IOV; h = block_next(h), hp = 0) {
         if (h->len > hp) {
@@ -213,9 +211,8 @@ static void skip_to_sync(listener_t *l)
     }
 }
 
-int listener_check_lag(listener_t *l)
+int listener_check_lag(listener_t *l, uint64_t head)
 {
-    uint64_t head = mount_head_end(l->mount);
     uint64_t at = l->blk->offset + l->pos;
     uint64_t lag = head > at ? head - at : 0;
     long limit = atomic_load_explicit(&l->mount->queue_size, memory_order_relaxed);
@@ -230,8 +227,6 @@ int listener_check_lag(listener_t *l)
 
 static int stream_finished(listener_t *l)
 {
-    if (l->head_only)
-        return l->conn->woff >= l->conn->wlen;
     return atomic_load_explicit(&l->mount->ended, memory_order_acquire) &&
            l->conn->woff >= l->conn->wlen && !l->hdr && l->pos >= l->blk->len &&
            !block_next(l->blk) && !l->meta_cur && !l->meta_zero;
@@ -244,7 +239,8 @@ int listener_flush(listener_t *l)
     conn_t *c = l->conn;
     if (c->closing)
         return -1;
-    /* Lag only counts once the socket refuses more: until then the listener catches up here. */
+    /* Lag is judged by the worker on later passes (listener_check_lag), against data this
+     * listener has already had a whole write window to take. */
     for (;;) {
         if (l->need_sync)
             skip_to_sync(l);
@@ -258,7 +254,7 @@ int listener_flush(listener_t *l)
         if (w < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
                 l->blocked = 1;
-                return listener_check_lag(l);
+                return 0;
             }
             if (errno == EINTR)
                 continue;
@@ -270,11 +266,11 @@ int listener_flush(listener_t *l)
         l->sub->bytes_pending += (uint64_t)w;
         if ((size_t)w < want) {
             l->blocked = 1;
-            return listener_check_lag(l);
+            return 0;
         }
     }
     if (stream_finished(l)) {
-        mount_t *fb = l->head_only ? NULL : atomic_load(&l->mount->fallback);
+        mount_t *fb = atomic_load(&l->mount->fallback);
         if (fb && !atomic_load(&fb->ended)) {
             log_info("listener %llu moves from %s to fallback %s", (unsigned long long)c->id,
                      l->mount->name, fb->name);
@@ -383,8 +379,29 @@ static int reserve_slot(mount_t *m)
     return 0;
 }
 
+/* HEAD: the same status and headers a GET would get, without joining the mount. */
+static void answer_head(conn_t *c, const http_request_t *req, mount_t *m)
+{
+    int max = atomic_load(&m->max_listeners);
+    if (max >= 0 && atomic_load(&m->listeners) >= max) {
+        mount_unref(m);
+        conn_send_error(c, 403, "Forbidden: max listeners reached");
+        return;
+    }
+    char head[4096];
+    int metaint = wants_icy(req) ? atomic_load(&m->metaint) : 0;
+    size_t hlen = response_stream_head(head, sizeof(head), m, metaint);
+    mount_unref(m);
+    c->status = 200;
+    conn_send(c, head, hlen, conn_linger_close);
+}
+
 void listener_start(conn_t *c, const http_request_t *req, mount_t *m)
 {
+    if (req->method == HTTP_METHOD_HEAD) {
+        answer_head(c, req, m);
+        return;
+    }
     if (reserve_slot(m) < 0) {
         mount_unref(m);
         conn_send_error(c, 403, "Forbidden: max listeners reached");
@@ -403,12 +420,12 @@ void listener_start(conn_t *c, const http_request_t *req, mount_t *m)
     }
     atomic_fetch_add(&server.stats.listeners, 1);
     atomic_fetch_add(&server.stats.listener_connections, 1);
+    atomic_fetch_add(&server.stats.client_connections, 1);
     c->kind = CONN_KIND_LISTENER;
     c->status = 200;
     l->conn = c;
     l->mount = m; /* the caller's reference becomes ours */
     l->metaint = (uint32_t)metaint;
-    l->head_only = req->method == HTTP_METHOD_HEAD;
     l->blk = mount_attach(m, &l->pos, &l->hdr);
     l->need_sync = l->pos >= l->blk->len;
     c->data = l;

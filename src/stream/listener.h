@@ -30,7 +30,6 @@ struct listener {
     uint32_t hdr_pos;
     int need_sync;          /* skip to the next sync block before sending stream data */
     int blocked;            /* socket buffer full: wait for EPOLLOUT */
-    int head_only;          /* HEAD request */
 
     uint32_t metaint;       /* 0 = no ICY metadata */
     uint32_t since_meta;    /* audio bytes since the last metadata point */
@@ -42,7 +41,8 @@ struct listener {
     listener_t *prev, *next; /* in the worker subscription */
 };
 
-/* Starts streaming mount m to c after a GET/HEAD (checks limits, sends the head). */
+/* Starts streaming mount m to c after a GET (checks limits, sends the head); for HEAD only
+ * answers the head. Takes the caller's reference on m. */
 void listener_start(conn_t *c, const http_request_t *req, mount_t *m);
 
 /* Writes as much pending data as the socket takes. Returns 0, or -1 if the listener was
@@ -52,7 +52,8 @@ int listener_flush(listener_t *l);
  * burst point after dest's codec headers; the connection and its ICY state are kept. */
 void listener_move(listener_t *l, mount_t *dest);
 
-/* Checks lag against queue-size for a blocked listener; closes it if too far behind. */
-int listener_check_lag(listener_t *l);
+/* Closes a blocked listener that lags more than queue-size behind `head`, the mount's head at
+ * the previous pass (data it has had a whole write window to take). -1 if closed. */
+int listener_check_lag(listener_t *l, uint64_t head);
 
 #endif

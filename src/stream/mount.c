@@ -19,8 +19,19 @@
 #include "core/str.h"
 #include "net/worker.h"
 
+#define REGISTRY_BUCKETS 4096 /* chained hash: stations with 10 000 mounts stay O(1) */
+
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static mount_t *registry;
+static mount_t *registry[REGISTRY_BUCKETS];
+static int registry_count;
+
+static mount_t **bucket(const char *name)
+{
+    uint32_t h = 2166136261u;
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        h = (h ^ *p) * 16777619u;
+    return &registry[h % REGISTRY_BUCKETS];
+}
 
 void mount_info_free(mount_info_t *i)
 {
@@ -39,7 +50,7 @@ void mount_info_free(mount_info_t *i)
 
 static mount_t *registry_find_locked(const char *name)
 {
-    for (mount_t *m = registry; m; m = m->reg_next)
+    for (mount_t *m = *bucket(name); m; m = m->reg_next)
         if (strcmp(m->name, name) == 0)
             return m;
     return NULL;
@@ -102,8 +113,10 @@ mount_t *mount_create(const char *name, mount_info_t *info, int *err)
         *err = -EEXIST;
         return NULL;
     }
-    m->reg_next = registry;
-    registry = m;
+    mount_t **b = bucket(name);
+    m->reg_next = *b;
+    *b = m;
+    registry_count++;
     pthread_mutex_unlock(&registry_lock);
     return m;
 }
@@ -120,20 +133,34 @@ mount_t *mount_find(const char *name)
 
 int mount_count(void)
 {
-    int n = 0;
     pthread_mutex_lock(&registry_lock);
-    for (mount_t *m = registry; m; m = m->reg_next)
-        n++;
+    int n = registry_count;
     pthread_mutex_unlock(&registry_lock);
     return n;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp((*(mount_t *const *)a)->name, (*(mount_t *const *)b)->name);
 }
 
 void mount_foreach(void (*fn)(mount_t *m, void *arg), void *arg)
 {
     pthread_mutex_lock(&registry_lock);
-    for (mount_t *m = registry; m; m = m->reg_next)
-        fn(m, arg);
+    mount_t **all = malloc(sizeof(*all) * (size_t)(registry_count ? registry_count : 1));
+    int n = 0;
+    for (int i = 0; all && i < REGISTRY_BUCKETS; i++)
+        for (mount_t *m = registry[i]; m; m = m->reg_next)
+            all[n++] = mount_ref(m);
     pthread_mutex_unlock(&registry_lock);
+    if (!all)
+        return;
+    qsort(all, (size_t)n, sizeof(*all), by_name);
+    for (int i = 0; i < n; i++) {
+        fn(all[i], arg);
+        mount_unref(all[i]);
+    }
+    free(all);
 }
 
 mount_t *mount_ref(mount_t *m)
@@ -183,10 +210,11 @@ static void wake_workers(mount_t *m)
 void mount_end(mount_t *m)
 {
     pthread_mutex_lock(&registry_lock);
-    for (mount_t **pp = &registry; *pp; pp = &(*pp)->reg_next) {
+    for (mount_t **pp = bucket(m->name); *pp; pp = &(*pp)->reg_next) {
         if (*pp == m) {
             *pp = m->reg_next;
             m->reg_next = NULL;
+            registry_count--;
             atomic_store(&m->ended, 1);
             pthread_mutex_unlock(&registry_lock);
             wake_workers(m);
@@ -262,6 +290,7 @@ void mount_set_headers(mount_t *m, block_t *headers)
     pthread_mutex_lock(&m->lock);
     block_t *old = m->headers;
     m->headers = headers;
+    m->headers_offset = m->next_offset; /* earlier blocks belong to the previous headers */
     pthread_mutex_unlock(&m->lock);
     if (old)
         block_unref(old);
@@ -339,6 +368,8 @@ block_t *mount_attach(mount_t *m, uint32_t *pos, block_t **headers)
     pthread_mutex_lock(&m->lock);
     uint64_t head = m->next_offset;
     uint64_t target = head > (uint64_t)burst ? head - (uint64_t)burst : 0;
+    if (target < m->headers_offset)
+        target = m->headers_offset; /* never start before a chained stream's new headers */
     block_t *start = NULL;
     for (block_t *b = m->oldest; b; b = block_next(b)) {
         if (b->len > 0 && (b->flags & BLOCK_SYNC) && b->offset >= target) {

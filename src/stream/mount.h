@@ -60,6 +60,7 @@ struct mount {
 
     /* under lock */
     block_t *headers;              /* codec headers for new listeners */
+    uint64_t headers_offset;       /* stream offset from which `headers` apply */
     icy_meta_t *meta;              /* current ICY metadata */
     mount_tag_t *tags;
 
@@ -99,8 +100,8 @@ void mount_set_fallback(mount_t *m, mount_t *fallback);
 void mount_kill_source(mount_t *m);
 /* Number of live mounts. */
 int mount_count(void);
-/* Calls fn for every live mount under the registry lock (fn must not call mount_* that lock the
- * registry). */
+/* Calls fn for every live mount in name order. The registry lock is not held during the calls
+ * (each mount is referenced meanwhile), so fn may call any mount_* function. */
 void mount_foreach(void (*fn)(mount_t *m, void *arg), void *arg);
 /* Re-reads per-mount settings from the current config (after a reload). */
 void mount_apply_config(mount_t *m);

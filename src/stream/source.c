@@ -329,6 +329,12 @@ static int become_source(conn_t *c, const http_request_t *req, const char *mount
     s->fmt = format_new(fops, &sink);
     if (!s->fmt)
         return 500;
+    const http_header_t *mi = http_find_header(req, "icy-metaint");
+    if (mi && mi->value_len > 0 && mi->value_len < 8)
+        s->fmt->icy_metaint = atoi(mi->value);
+    if (s->fmt->icy_metaint < 0)
+        s->fmt->icy_metaint = 0;
+    s->fmt->charset = mc ? mc->charset : NULL;
     s->last_read_ms = loop_now_ms();
     s->next = worker_sources[c->worker->id];
     if (s->next)

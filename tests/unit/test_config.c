@@ -73,7 +73,7 @@ static void test_defaults(void)
     CHECK(c->clients == 256 && c->sources == 16);
     CHECK(c->queue_size == 524288 && c->burst_size == 65536);
     CHECK(c->client_timeout == 30 && c->header_timeout == 15 && c->source_timeout == 10);
-    CHECK(c->workers == 0 && c->write_window_ms == 100);
+    CHECK(c->workers == 0 && c->write_window_ms == 500);
     CHECK(c->source_password == NULL && c->admin_password == NULL);
     CHECK_STR(c->relay_user, "relay");
     CHECK_STR(c->admin_user, "admin");

@@ -31,7 +31,11 @@ static void rec_emit(void *ctx, block_t *b)
     block_unref(b);
 }
 
-static void rec_set_headers(void *ctx, block_t *h) { block_unref(h); }
+static void rec_set_headers(void *ctx, block_t *h)
+{
+    (void)ctx;
+    block_unref(h);
+}
 
 static void rec_set_tag(void *ctx, const char *key, const char *value)
 {
@@ -47,7 +51,10 @@ static void rec_tags_done(void *ctx)
     snprintf(r->events + n, sizeof(r->events) - n, "done|");
 }
 
-static void rec_log(void *ctx, int level, const char *msg) {}
+static void rec_log(void *ctx, int level, const char *msg)
+{
+    (void)ctx, (void)level, (void)msg;
+}
 
 static format_t *open_generic(rec_t *r, int metaint, const char *charset)
 {

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from xml.sax.saxutils import escape
 
 import pytest
@@ -42,6 +43,10 @@ BINARY = _default_bin()
 IS_ICECAST = "icecast" in os.path.basename(BINARY)
 SRCDIR = os.environ.get("RIMECAST_SRCDIR", REPO)
 
+# Icecast listens with a backlog of 5: more connects in flight than that cost
+# SYN retries (1 s, 3 s, 7 s ...), so the many-listener harness paces itself.
+CONNECT_PENDING = 8 if IS_ICECAST else 64
+
 SOURCE_PASSWORD = "hackme"
 ADMIN_USER = "admin"
 ADMIN_PASSWORD = "adminpw"
@@ -63,6 +68,22 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "rimecast_only" in item.keywords:
             item.add_marker(skip)
+
+
+NOTES = []
+
+
+def note(text):
+    """Record a measurement; printed in the terminal summary even when output is captured."""
+    print(text)
+    NOTES.append(text)
+
+
+def pytest_terminal_summary(terminalreporter):
+    if NOTES:
+        terminalreporter.section("measurements")
+        for text in NOTES:
+            terminalreporter.write_line(text)
 
 
 def pytest_report_header(config):
@@ -331,7 +352,12 @@ def server():
         if not alive:
             problems.append("server died during the test (exit %s)" % srv.proc.returncode)
         elif code != 0:
-            problems.append("server exit code after SIGTERM: %r" % code)
+            if IS_ICECAST:
+                # Icecast 2.4.4 occasionally crashes or hangs when SIGTERM races a
+                # source thread that is still exiting; that is not what we test.
+                warnings.warn("icecast2 exit code after SIGTERM: %r" % code)
+            else:
+                problems.append("server exit code after SIGTERM: %r (None = hung, killed)" % code)
         if problems:
             print(srv.diagnostics())
     for srv in started:
@@ -345,21 +371,6 @@ def server():
 def data():
     """8 MiB of deterministic random bytes."""
     return wirelib.make_data(8 << 20, seed=1234)
-
-
-@pytest.fixture
-def streaming(server, data):
-    """A server with /live.mp3 streaming at 32 KB/s and one reading listener."""
-    srv = server(header_timeout=2)
-    src = srv.source("/live.mp3", data, rate=32 * 1024, loop=True)
-    assert src.connect().status == 200
-    src.start()
-    src.wait_sent(8192, 5)
-    lis = srv.listener("/live.mp3", keep=1 << 20)
-    assert lis.open().status == 200
-    yield srv, src, lis
-    lis.close()
-    src.stop()
 
 
 def assert_server_healthy(srv, listener, more=8192, timeout=5.0):

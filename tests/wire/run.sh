@@ -15,6 +15,9 @@ if [ -z "$RIMECAST_BIN" ]; then
 	fi
 fi
 export RIMECAST_BIN RIMECAST_SRCDIR
+# The source tree may be read-only (make distcheck): no bytecode, no cache.
+PYTHONDONTWRITEBYTECODE=1
+export PYTHONDONTWRITEBYTECODE
 if [ ! -x "$RIMECAST_BIN" ]; then
 	echo "run.sh: server binary $RIMECAST_BIN not found or not executable" >&2
 	exit 1
@@ -29,7 +32,6 @@ else
 	exit 1
 fi
 
-# Keep pytest's cache out of the source tree (it may be read-only in distcheck).
 cd "$here" || exit 1
 "$py" -m pytest -q -ra -p no:cacheprovider -c "$here/pytest.ini" --rootdir "$here" "$@"
 rc=$?

@@ -194,7 +194,10 @@ def test_500_connections_aborted_mid_request(env):
     fresh.close()
 
 
-CLF = re.compile(rb'^\S+ \S+ \S+ \[[^\]]+\] "[^"]*" \d{3} \d+ "[^"]*" "[^"]*" \d+$')
+# Common log format + "referer" "agent" seconds; quoted fields may carry \" escapes.
+QUOTED = rb'"(?:[^"\\]|\\.)*"'
+CLF = re.compile(rb'^\S+ \S+ \S+ \[[^\]]+\] ' + QUOTED + rb' \d{3} \d+ ' + QUOTED + rb' ' +
+                 QUOTED + rb' \d+$')
 
 
 def test_log_lines_escape_control_bytes_and_quotes(env):

@@ -119,7 +119,7 @@ EZ_CONFIG = """<?xml version="1.0" encoding="UTF-8"?>
 
 @needs_ezstream
 def test_ezstream_source_loops_a_playlist(server, workdir):
-    srv = server()
+    srv = server(burst_size=0)
     mp3 = os.path.join(workdir, "tone.mp3")
     subprocess.run([FFMPEG, "-hide_banner", "-v", "error", "-f", "lavfi", "-i",
                     "sine=frequency=660:sample_rate=44100:duration=2", "-c:a", "libmp3lame",
@@ -131,7 +131,7 @@ def test_ezstream_source_loops_a_playlist(server, workdir):
     with open(cfg, "w") as f:
         f.write(EZ_CONFIG.format(host=srv.host, port=srv.port, password=SOURCE_PASSWORD,
                                  playlist=playlist))
-    os.chmod(cfg, 0o600)          # ezstream refuses group/world-readable configs
+    os.chmod(cfg, 0o600)          # the config holds a password
     ez = subprocess.Popen([EZSTREAM, "-c", cfg], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         wait_for_mount(srv, "/ez.mp3", ez)
@@ -139,8 +139,10 @@ def test_ezstream_source_loops_a_playlist(server, workdir):
         resp = lis.open()
         assert resp.status == 200
         assert resp.header("Content-Type") == "audio/mpeg"
-        # more than one pass over the 2 s file (~32 KB): the playlist loops
-        lis.wait_bytes(64 * 1024, 15)
+        # no burst: 48 KB is more than one pass over the 2 s file (~32 KB),
+        # so the playlist looped
+        lis.wait_bytes(48 * 1024, 15)
+        assert ez.poll() is None, "ezstream exited"
         lis.close()
         path = os.path.join(workdir, "got.mp3")
         with open(path, "wb") as f:

@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 import wirelib
-from conftest import BINARY, IS_ICECAST, Server, free_port, render_config
+from conftest import BINARY, CONNECT_PENDING, IS_ICECAST, Server, free_port, render_config
 
 
 def test_sighup_reload_keeps_100_listeners_flowing(server, data):
@@ -17,7 +17,8 @@ def test_sighup_reload_keeps_100_listeners_flowing(server, data):
     assert src.connect().status == 200
     src.start()
     src.wait_sent(16384, 5)
-    many = wirelib.MultiListener(srv.host, srv.port, "/hup.mp3", 100, keep=0).start()
+    many = wirelib.MultiListener(srv.host, srv.port, "/hup.mp3", 100, keep=0,
+                                  pending=CONNECT_PENDING).start()
     try:
         many.wait_all_received(16384, 30)
 

@@ -8,7 +8,7 @@ import time
 import pytest
 
 import wirelib
-from conftest import IS_ICECAST
+from conftest import CONNECT_PENDING, IS_ICECAST, note
 
 
 RATE = 64 * 1024
@@ -25,15 +25,24 @@ def test_every_listener_gets_one_contiguous_slice(server, data, count):
 
     cpu0 = wirelib.proc_cpu_seconds(srv.pid)
     t0 = time.monotonic()
-    many = wirelib.MultiListener(srv.host, srv.port, "/exact.mp3", count, keep=need).start()
+    many = wirelib.MultiListener(srv.host, srv.port, "/exact.mp3", count, keep=need,
+                                  pending=CONNECT_PENDING).start()
     try:
         many.wait_all_received(need, 60)
         elapsed = time.monotonic() - t0
         cpu = wirelib.proc_cpu_seconds(srv.pid) - cpu0
         rss = wirelib.proc_rss_kb(srv.pid)
-        print("\n%d listeners: all had %d KB after %.2fs; server CPU %.2fs (%.0f%% of one core), "
+        note("%d listeners: all had %d KB after %.2fs; server CPU %.2fs (%.0f%% of one core), "
               "VmRSS %d KB" % (count, need // 1024, elapsed, cpu, 100.0 * cpu / elapsed, rss))
         assert not many.closed_peers()
+        if count >= 1000:
+            # steady state: ~2 s of stream to every listener
+            cpu1, t1 = wirelib.proc_cpu_seconds(srv.pid), time.monotonic()
+            many.wait_all_more(many.received_totals(), 2 * RATE, 30)
+            cpu, dt = wirelib.proc_cpu_seconds(srv.pid) - cpu1, time.monotonic() - t1
+            note("%d listeners steady at %d KB/s: server CPU %.2fs in %.2fs (%.1f%% of one core), "
+                 "VmRSS %d KB" % (count, RATE // 1024, cpu, dt, 100.0 * cpu / dt,
+                                  wirelib.proc_rss_kb(srv.pid)))
     finally:
         many.stop()
         src.stop()
@@ -88,15 +97,15 @@ def test_slow_listener_is_dropped_fast_one_keeps_flowing(server):
     rate = 1 << 20
     data = wirelib.make_data(24 << 20, seed=99)
     srv = server(queue_size=queue, burst_size=0)
-    src = srv.source("/slow.mp3", data, rate=rate, chunk=16384)
+    src = srv.source("/q.mp3", data, rate=rate, chunk=16384)
     assert src.connect().status == 200
     src.start()
     src.wait_sent(16384, 5)
 
-    fast = srv.listener("/slow.mp3", keep=2 << 20)
+    fast = srv.listener("/q.mp3", keep=2 << 20)
     assert fast.open().status == 200
     slow = wirelib.connect(srv.host, srv.port, rcvbuf=4096)
-    slow.sendall(b"GET /slow.mp3 HTTP/1.0\r\n\r\n")
+    slow.sendall(b"GET /q.mp3 HTTP/1.0\r\n\r\n")
     resp, _ = wirelib.read_head(slow)
     assert resp.status == 200
     slow_port = slow.getsockname()[1]

@@ -1,0 +1,165 @@
+<?xml version="1.0" encoding="UTF-8"?>
+<!-- SPDX-License-Identifier: GPL-2.0-or-later -->
+<!--
+  stats.xsl: the admin overview (/admin/stats.xsl, also /admin/). Server totals,
+  then one card per mount (hidden ones included): listeners, peak, now playing,
+  source address, uptime, content type, bitrate, traffic, and the actions (list
+  clients, move listeners, update metadata, kill source). With ?mount= only that
+  mount is in the document. admin.js keeps the numbers live (server-sent events).
+-->
+<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
+<xsl:import href="layout.xsl"/>
+
+<xsl:template match="icestats">
+  <xsl:call-template name="page">
+    <xsl:with-param name="title">
+      <xsl:choose>
+        <xsl:when test="count(source) = 1 and not(server_id)">Mount <xsl:value-of select="source/@mount"/></xsl:when>
+        <xsl:otherwise>Overview</xsl:otherwise>
+      </xsl:choose>
+    </xsl:with-param>
+    <xsl:with-param name="active" select="'stats'"/>
+    <xsl:with-param name="body">
+      <xsl:if test="server_id">
+        <section aria-label="Server totals" class="totals" data-live="stats">
+          <xsl:call-template name="total">
+            <xsl:with-param name="field" select="'listeners'"/>
+            <xsl:with-param name="label" select="'Listeners'"/>
+          </xsl:call-template>
+          <xsl:call-template name="total">
+            <xsl:with-param name="field" select="'sources'"/>
+            <xsl:with-param name="label" select="'Sources'"/>
+          </xsl:call-template>
+          <xsl:call-template name="total">
+            <xsl:with-param name="field" select="'clients'"/>
+            <xsl:with-param name="label" select="'Clients'"/>
+          </xsl:call-template>
+          <xsl:call-template name="total">
+            <xsl:with-param name="field" select="'connections'"/>
+            <xsl:with-param name="label" select="'Connections so far'"/>
+          </xsl:call-template>
+          <xsl:call-template name="total">
+            <xsl:with-param name="field" select="'listener_connections'"/>
+            <xsl:with-param name="label" select="'Listener connections'"/>
+          </xsl:call-template>
+        </section>
+      </xsl:if>
+      <div class="section-head">
+        <h2>Mounts</h2>
+        <xsl:if test="server_id">
+          <span class="muted">
+            <xsl:value-of select="server_id"/>
+            <xsl:text> · </xsl:text>
+            <span data-since="{server_start_iso8601}" data-prefix="up " title="{server_start}">
+              <xsl:text>running since </xsl:text><xsl:value-of select="server_start"/></span>
+          </span>
+        </xsl:if>
+      </div>
+      <xsl:choose>
+        <xsl:when test="source">
+          <ul class="admin-mounts" data-live="mounts">
+            <xsl:apply-templates select="source"/>
+          </ul>
+        </xsl:when>
+        <xsl:otherwise>
+          <p class="empty" data-live="mounts">No source is connected.</p>
+        </xsl:otherwise>
+      </xsl:choose>
+      <xsl:if test="server_id">
+        <section class="card panel" aria-labelledby="server-h" style="margin-top: 22px">
+          <h2 id="server-h">Server</h2>
+          <table class="kv">
+            <tbody>
+              <tr><th scope="row">Server</th><td><xsl:value-of select="server_id"/></td></tr>
+              <tr><th scope="row">Host</th><td><xsl:value-of select="host"/></td></tr>
+              <tr><th scope="row">Location</th><td><xsl:value-of select="location"/></td></tr>
+              <tr><th scope="row">Contact</th><td><xsl:value-of select="admin"/></td></tr>
+              <tr><th scope="row">Started</th><td><xsl:value-of select="server_start"/></td></tr>
+              <tr><th scope="row">Source connections</th>
+                <td><span data-field="source_total_connections"><xsl:value-of select="source_total_connections"/></span></td></tr>
+              <tr><th scope="row">File connections</th>
+                <td><span data-field="file_connections"><xsl:value-of select="file_connections"/></span></td></tr>
+            </tbody>
+          </table>
+        </section>
+      </xsl:if>
+    </xsl:with-param>
+  </xsl:call-template>
+</xsl:template>
+
+<xsl:template name="total">
+  <xsl:param name="field"/>
+  <xsl:param name="label"/>
+  <div class="card stat">
+    <span class="num" data-field="{$field}"><xsl:value-of select="*[name() = $field]"/></span>
+    <span class="what"><xsl:value-of select="$label"/></span>
+  </div>
+</xsl:template>
+
+<xsl:template match="source">
+  <xsl:variable name="id" select="concat('mount-', position())"/>
+  <li class="card" data-mount="{@mount}">
+    <article aria-labelledby="{$id}">
+      <header class="mount-head">
+        <div class="mount-title">
+          <h3 id="{$id}">
+            <xsl:choose>
+              <xsl:when test="normalize-space(server_name)"><xsl:value-of select="server_name"/></xsl:when>
+              <xsl:otherwise><xsl:value-of select="@mount"/></xsl:otherwise>
+            </xsl:choose>
+          </h3>
+          <p class="mount-path"><span class="onair" aria-hidden="true"></span><code><xsl:value-of select="@mount"/></code>
+            <xsl:if test="public = '0'"><span class="muted"> · not listed</span></xsl:if></p>
+        </div>
+        <p class="listeners">
+          <span class="big" data-field="listeners"><xsl:value-of select="listeners"/></span>
+          <span class="unit"> listening</span>
+          <span class="peak"> · peak <span data-field="listener_peak"><xsl:value-of select="listener_peak"/></span>
+            <xsl:if test="normalize-space(max_listeners) and max_listeners != 'unlimited'">
+              <xsl:text> · max </xsl:text><xsl:value-of select="max_listeners"/>
+            </xsl:if>
+          </span>
+        </p>
+      </header>
+      <div class="nowplaying">
+        <span class="label">Now playing</span>
+        <xsl:text> </xsl:text>
+        <span class="np" data-field="title"><xsl:call-template name="now-playing"/></span>
+      </div>
+      <dl class="facts">
+        <div><dt>Source</dt><dd data-field="source_ip"><xsl:value-of select="source_ip"/></dd></div>
+        <div><dt>Uptime</dt><dd><span data-since="{stream_start_iso8601}" title="{stream_start}">
+          <xsl:text>since </xsl:text><xsl:value-of select="stream_start"/></span></dd></div>
+        <div><dt>Content type</dt><dd><xsl:value-of select="server_type"/>
+          <xsl:if test="normalize-space(subtype)"> (<xsl:value-of select="subtype"/>)</xsl:if></dd></div>
+        <div><dt>Bitrate</dt><dd><xsl:call-template name="bitrate"/></dd></div>
+        <div><dt>Sent</dt><dd data-field="total_bytes_sent" data-format="bytes">
+          <xsl:call-template name="bytes"><xsl:with-param name="n" select="total_bytes_sent"/></xsl:call-template></dd></div>
+        <div><dt>Received</dt><dd data-field="total_bytes_read" data-format="bytes">
+          <xsl:call-template name="bytes"><xsl:with-param name="n" select="total_bytes_read"/></xsl:call-template></dd></div>
+        <div><dt>Slow listeners</dt><dd data-field="slow_listeners"><xsl:value-of select="slow_listeners"/></dd></div>
+        <xsl:if test="normalize-space(genre)">
+          <div><dt>Genre</dt><dd><xsl:value-of select="genre"/></dd></div>
+        </xsl:if>
+        <div class="wide"><dt>Source client</dt><dd><xsl:value-of select="user_agent"/></dd></div>
+      </dl>
+      <xsl:call-template name="mount-tabs">
+        <xsl:with-param name="mount" select="@mount"/>
+        <xsl:with-param name="active" select="'none'"/>
+      </xsl:call-template>
+    </article>
+  </li>
+</xsl:template>
+
+<xsl:template name="bitrate">
+  <xsl:choose>
+    <xsl:when test="normalize-space(bitrate)"><xsl:value-of select="bitrate"/>
+      <xsl:if test="number(bitrate) = number(bitrate)"> kbit/s</xsl:if></xsl:when>
+    <xsl:when test="normalize-space(ice-bitrate)"><xsl:value-of select="ice-bitrate"/>
+      <xsl:if test="number(ice-bitrate) = number(ice-bitrate)"> kbit/s</xsl:if></xsl:when>
+    <xsl:when test="number(audio_bitrate) &gt; 0"><xsl:value-of select="round(audio_bitrate div 1000)"/> kbit/s</xsl:when>
+    <xsl:otherwise>—</xsl:otherwise>
+  </xsl:choose>
+</xsl:template>
+
+</xsl:stylesheet>

@@ -1,0 +1,306 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * admin: request parsing, authentication and views for the admin commands (see admin.h).
+ * Checks run in Icecast's order: unknown command (400), credentials (401), missing mount
+ * (400 Missing parameter), mount not live (400 Source does not exist), then the handler.
+ */
+#include "admin/admin.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "admin/xslt.h"
+#include "conf/config.h"
+#include "core/str.h"
+#include "http/parser.h"
+#include "http/router.h"
+#include "net/conn.h"
+#include "net/worker.h"
+#include "server.h"
+#include "stream/mount.h"
+
+#define ADMIN_NAME_MAX 64
+
+/* ---- authentication ---- */
+
+static int creds_match(const http_request_t *req, const char *want_user, const char *want_pass)
+{
+    char *user = NULL, *pass = NULL;
+    int ok = 0;
+    if (want_pass && http_parse_basic_auth(req, &user, &pass) == 0)
+        ok = strcmp(user, want_user ? want_user : "") == 0 && strcmp(pass, want_pass) == 0;
+    free(user);
+    free(pass);
+    return ok;
+}
+
+int admin_auth_admin(const http_request_t *req)
+{
+    const config_t *cfg = server_config();
+    return creds_match(req, cfg->admin_user ? cfg->admin_user : "admin", cfg->admin_password);
+}
+
+int admin_auth_source(const char *mount, const char *user, const char *pass)
+{
+    const config_t *cfg = server_config();
+    const mount_conf_t *mc = mount ? config_find_mount(cfg, mount) : NULL;
+    if (mc && mc->password)
+        return strcmp(user, mc->username ? mc->username : "source") == 0 &&
+               strcmp(pass, mc->password) == 0;
+    return cfg->source_password && strcmp(user, "source") == 0 &&
+           strcmp(pass, cfg->source_password) == 0;
+}
+
+static int auth_ok(admin_req_t *a, const http_request_t *req)
+{
+    const config_t *cfg = server_config();
+    a->admin = admin_auth_admin(req);
+    if (a->admin || a->cmd->auth == ADMIN_AUTH_NONE)
+        return 1;
+    if (a->cmd->auth == ADMIN_AUTH_RELAY)
+        return creds_match(req, cfg->relay_user ? cfg->relay_user : "relay", cfg->relay_password);
+    if (a->cmd->auth != ADMIN_AUTH_MOUNT)
+        return 0;
+    char *user = NULL, *pass = NULL;
+    int ok = 0;
+    if (http_parse_basic_auth(req, &user, &pass) == 0)
+        ok = admin_auth_source(a->mount_name, user, pass);
+    free(user);
+    free(pass);
+    return ok;
+}
+
+/* ---- request life ---- */
+
+char *admin_param(const admin_req_t *a, const char *name)
+{
+    return a->query ? str_query_param(a->query, a->query_len, name) : NULL;
+}
+
+void admin_req_free(admin_req_t *a)
+{
+    if (a->data && a->free_data)
+        a->free_data(a->data);
+    if (a->mount)
+        mount_unref(a->mount);
+    free(a->query);
+    free(a->mount_name);
+    free(a);
+}
+
+static const conn_ops_t parked_ops = {
+    .name = "admin-wait",
+    .on_readable = NULL,
+    .on_writable = NULL,
+};
+
+void admin_park(admin_req_t *a)
+{
+    a->conn->ops = &parked_ops;
+    a->conn = NULL;
+}
+
+conn_t *admin_conn(admin_req_t *a)
+{
+    if (a->conn)
+        return a->conn;
+    for (conn_t *c = a->worker->conns; c; c = c->next)
+        if (c->id == a->conn_id)
+            return !c->closing && c->ops == &parked_ops ? c : NULL;
+    return NULL;
+}
+
+void admin_send_raw(admin_req_t *a, const char *ctype, const char *body, size_t len,
+                    const char *extra)
+{
+    conn_t *c = admin_conn(a);
+    admin_req_free(a);
+    if (c)
+        router_reply(c, c->req, 200, ctype, body, len, extra);
+}
+
+void admin_send_error(admin_req_t *a, int status, const char *message)
+{
+    conn_t *c = admin_conn(a);
+    admin_req_free(a);
+    if (c)
+        conn_send_error(c, status, message);
+}
+
+/* adminroot/<cmd>.xsl; an <iceresponse> without its own stylesheet uses response.xsl, as
+ * Icecast does for every command answer. */
+static int apply_admin_xsl(admin_req_t *a, xmlDocPtr doc, char **out, size_t *len, char *ctype,
+                           size_t cap)
+{
+    xmlNodePtr root = xmlDocGetRootElement(doc);
+    int response = root && xmlStrcmp(root->name, BAD_CAST "iceresponse") == 0;
+    char name[ADMIN_NAME_MAX + 8];
+    int rc = -ENOENT;
+    for (int pass = 0; pass < 2 && rc == -ENOENT; pass++) {
+        if (pass == 1 && !response)
+            break;
+        snprintf(name, sizeof(name), "%s.xsl", pass == 0 ? a->cmd->name : "response");
+        char *path = config_path(server_config()->adminroot, name);
+        rc = path ? xslt_apply(path, doc, out, len, ctype, cap) : -ENOMEM;
+        free(path);
+    }
+    return rc;
+}
+
+static void send_xsl(admin_req_t *a, xmlDocPtr doc)
+{
+    char ctype[128];
+    char *out = NULL;
+    size_t len = 0;
+    int rc = apply_admin_xsl(a, doc, &out, &len, ctype, sizeof(ctype));
+    xmlFreeDoc(doc);
+    if (rc == -ENOENT)
+        admin_send_error(a, 404, "The file you requested could not be found");
+    else if (rc < 0)
+        admin_send_error(a, 500, "Internal Server Error: stylesheet failed");
+    else
+        admin_send_raw(a, ctype, out, len, ROUTER_NO_CACHE);
+    free(out);
+}
+
+void admin_send_doc(admin_req_t *a, xmlDocPtr doc)
+{
+    if (!doc) {
+        admin_send_error(a, 500, "Internal Server Error");
+        return;
+    }
+    if (a->view == ADMIN_VIEW_XSL) {
+        send_xsl(a, doc);
+        return;
+    }
+    char *out = NULL;
+    size_t len = 0;
+    const char *ctype = "application/json; charset=utf-8";
+    if (a->view == ADMIN_VIEW_JSON) {
+        out = xslt_json(doc, &len);
+    } else {
+        xmlChar *buf = NULL;
+        int blen = 0;
+        xmlDocDumpMemoryEnc(doc, &buf, &blen, "UTF-8");
+        out = buf ? str_ndup((const char *)buf, (size_t)blen) : NULL;
+        len = (size_t)blen;
+        xmlFree(buf);
+        ctype = "text/xml; charset=utf-8";
+    }
+    xmlFreeDoc(doc);
+    if (!out)
+        admin_send_error(a, 500, "Internal Server Error");
+    else
+        admin_send_raw(a, ctype, out, len, ROUTER_NO_CACHE);
+    free(out);
+}
+
+void admin_send_response(admin_req_t *a, const char *message, int ret)
+{
+    xmlDocPtr doc = xmlNewDoc(BAD_CAST "1.0");
+    xmlNodePtr root = doc ? xmlNewDocNode(doc, NULL, BAD_CAST "iceresponse", NULL) : NULL;
+    if (!root) {
+        if (doc)
+            xmlFreeDoc(doc);
+        admin_send_error(a, 500, "Internal Server Error");
+        return;
+    }
+    xmlDocSetRootElement(doc, root);
+    xmlNewTextChild(root, NULL, BAD_CAST "message", BAD_CAST message);
+    xmlNewTextChild(root, NULL, BAD_CAST "return", BAD_CAST(ret ? "1" : "0"));
+    admin_send_doc(a, doc);
+}
+
+/* ---- parsing the command path ---- */
+
+static const struct {
+    const char *suffix;
+    int view;
+} view_suffixes[] = {
+    {".xsl", ADMIN_VIEW_XSL},
+    {".json", ADMIN_VIEW_JSON},
+    {".txt", ADMIN_VIEW_TXT},
+    {".xml", ADMIN_VIEW_XML},
+};
+
+/* "/admin/listclients.xsl" -> name "listclients", view XSL. 0 or -1 if not a command path. */
+static int parse_command(const char *path, char *name, size_t cap, int *view)
+{
+    *view = ADMIN_VIEW_XML;
+    if (strcmp(path, "/admin.cgi") == 0) {
+        snprintf(name, cap, "admin.cgi");
+        return 0;
+    }
+    if (strcmp(path, "/admin") == 0 || strcmp(path, "/admin/") == 0) {
+        snprintf(name, cap, "stats");
+        *view = ADMIN_VIEW_XSL;
+        return 0;
+    }
+    const char *cmd = path + strlen("/admin/");
+    size_t len = strlen(cmd);
+    if (len == 0 || len >= cap || strchr(cmd, '/'))
+        return -1;
+    for (size_t i = 0; i < sizeof(view_suffixes) / sizeof(view_suffixes[0]); i++) {
+        size_t sl = strlen(view_suffixes[i].suffix);
+        if (len > sl && strcmp(cmd + len - sl, view_suffixes[i].suffix) == 0) {
+            len -= sl;
+            *view = view_suffixes[i].view;
+            break;
+        }
+    }
+    snprintf(name, cap, "%.*s", (int)len, cmd);
+    return 0;
+}
+
+static admin_req_t *req_new(conn_t *c, const http_request_t *req, const admin_cmd_t *cmd,
+                            int view)
+{
+    admin_req_t *a = calloc(1, sizeof(*a));
+    if (!a)
+        return NULL;
+    a->conn = c;
+    a->conn_id = c->id;
+    a->worker = c->worker;
+    a->cmd = cmd;
+    a->view = view;
+    if (req->query && !(a->query = str_ndup(req->query, req->query_len))) {
+        free(a);
+        return NULL;
+    }
+    a->query_len = req->query ? req->query_len : 0;
+    a->mount_name = admin_param(a, "mount");
+    return a;
+}
+
+void admin_handle(conn_t *c, const http_request_t *req, const char *path)
+{
+    char name[ADMIN_NAME_MAX];
+    int view;
+    const admin_cmd_t *cmd = NULL;
+    if (parse_command(path, name, sizeof(name), &view) == 0)
+        cmd = admin_find_command(name);
+    if (!cmd || !(cmd->views & view)) {
+        conn_send_error(c, 400, "Unrecognised command");
+        return;
+    }
+    admin_req_t *a = req_new(c, req, cmd, view);
+    if (!a) {
+        conn_send_error(c, 500, "Internal Server Error");
+        return;
+    }
+    if (!auth_ok(a, req)) {
+        admin_send_error(a, 401, "You need to authenticate");
+        return;
+    }
+    if (cmd->needs_mount && !a->mount_name) {
+        admin_send_error(a, 400, "Missing parameter");
+        return;
+    }
+    if (cmd->needs_mount && !(a->mount = mount_find(a->mount_name))) {
+        admin_send_error(a, 400, "Source does not exist");
+        return;
+    }
+    cmd->handler(a);
+}

@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * clients: admin commands on listeners, which live on every worker: listclients, moveclients
+ * and killclient. Each parks its connection, runs a function on every worker through
+ * worker_broadcast (each worker only touches its own listeners), and answers from the
+ * completion, on the admin connection's worker.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "admin/commands.h"
+#include "core/log.h"
+#include "net/conn.h"
+#include "net/worker.h"
+#include "stats/stats.h"
+#include "stream/listener.h"
+#include "stream/mount.h"
+
+/* Shared state of a broadcast: written by several workers at once under lock. */
+typedef struct entry {
+    uint64_t id;
+    char ip[64];
+    char *agent;
+    long long connected;
+} entry_t;
+
+typedef struct job {
+    pthread_mutex_t lock;
+    mount_t *dest;       /* moveclients: referenced */
+    uint64_t target_id;  /* killclient */
+    atomic_int hits;
+    entry_t *entries;    /* listclients */
+    int n, cap;
+} job_t;
+
+static void job_free(void *p)
+{
+    job_t *j = p;
+    for (int i = 0; i < j->n; i++)
+        free(j->entries[i].agent);
+    free(j->entries);
+    if (j->dest)
+        mount_unref(j->dest);
+    pthread_mutex_destroy(&j->lock);
+    free(j);
+}
+
+static job_t *job_new(admin_req_t *a)
+{
+    job_t *j = calloc(1, sizeof(*j));
+    if (!j)
+        return NULL;
+    pthread_mutex_init(&j->lock, NULL);
+    a->data = j;
+    a->free_data = job_free;
+    return j;
+}
+
+static worker_sub_t *sub_of(worker_t *w, mount_t *m)
+{
+    for (worker_sub_t *s = w->subs; s; s = s->next)
+        if (s->mount == m)
+            return s;
+    return NULL;
+}
+
+/* Parks the connection and broadcasts; answers 500 itself when that fails. */
+static void run(admin_req_t *a, void (*fn)(worker_t *, void *), void (*done)(worker_t *, void *))
+{
+    worker_t *self = a->worker;
+    conn_t *c = a->conn;
+    admin_park(a);
+    if (worker_broadcast(self, fn, done, a) < 0) {
+        a->conn = c;
+        admin_send_error(a, 500, "Internal Server Error");
+    }
+}
+
+/* ---- listclients ---- */
+
+static void list_fn(worker_t *w, void *arg)
+{
+    admin_req_t *a = arg;
+    job_t *j = a->data;
+    worker_sub_t *s = sub_of(w, a->mount);
+    time_t now = time(NULL);
+    pthread_mutex_lock(&j->lock);
+    for (listener_t *l = s ? s->listeners : NULL; l; l = l->next) {
+        if (l->conn->closing)
+            continue;
+        if (j->n == j->cap) {
+            int ncap = j->cap ? j->cap * 2 : 64;
+            entry_t *ne = realloc(j->entries, (size_t)ncap * sizeof(*ne));
+            if (!ne)
+                break;
+            j->entries = ne;
+            j->cap = ncap;
+        }
+        entry_t *e = &j->entries[j->n++];
+        e->id = l->conn->id;
+        snprintf(e->ip, sizeof(e->ip), "%s", l->conn->ip);
+        e->agent = l->conn->log_agent ? strdup(l->conn->log_agent) : NULL;
+        e->connected = (long long)(now - l->conn->start);
+    }
+    pthread_mutex_unlock(&j->lock);
+}
+
+static int by_id(const void *x, const void *y)
+{
+    const entry_t *a = x, *b = y;
+    return a->id < b->id ? -1 : a->id > b->id;
+}
+
+static void list_done(worker_t *self, void *arg)
+{
+    (void)self;
+    admin_req_t *a = arg;
+    job_t *j = a->data;
+    xmlDocPtr doc = stats_new_doc("icestats");
+    if (!doc) {
+        admin_send_error(a, 500, "Internal Server Error");
+        return;
+    }
+    qsort(j->entries, (size_t)j->n, sizeof(entry_t), by_id);
+    xmlNodePtr src = xmlNewChild(xmlDocGetRootElement(doc), NULL, BAD_CAST "source", NULL);
+    char *name = stats_clean_text(a->mount->name);
+    xmlNewProp(src, BAD_CAST "mount", BAD_CAST(name ? name : ""));
+    free(name);
+    stats_add_number(src, "Listeners", j->n);
+    for (int i = 0; i < j->n; i++) {
+        xmlNodePtr l = xmlNewChild(src, NULL, BAD_CAST "listener", NULL);
+        stats_add_text(l, "IP", j->entries[i].ip);
+        stats_add_text(l, "UserAgent", j->entries[i].agent ? j->entries[i].agent : "");
+        stats_add_number(l, "Connected", j->entries[i].connected);
+        stats_add_number(l, "ID", (long long)j->entries[i].id);
+    }
+    admin_send_doc(a, doc);
+}
+
+void admin_cmd_listclients(admin_req_t *a)
+{
+    if (!job_new(a)) {
+        admin_send_error(a, 500, "Internal Server Error");
+        return;
+    }
+    run(a, list_fn, list_done);
+}
+
+/* ---- moveclients ---- */
+
+static void move_fn(worker_t *w, void *arg)
+{
+    admin_req_t *a = arg;
+    job_t *j = a->data;
+    worker_sub_t *s = sub_of(w, a->mount);
+    if (!s)
+        return;
+    /* moving the last listener frees the subscription: take the list first */
+    int n = s->count, k = 0;
+    listener_t **v = malloc((size_t)(n > 0 ? n : 1) * sizeof(*v));
+    if (!v)
+        return;
+    for (listener_t *l = s->listeners; l && k < n; l = l->next)
+        if (!l->conn->closing)
+            v[k++] = l;
+    for (int i = 0; i < k; i++)
+        listener_move(v[i], j->dest);
+    atomic_fetch_add(&j->hits, k);
+    free(v);
+}
+
+static void move_done(worker_t *self, void *arg)
+{
+    (void)self;
+    admin_req_t *a = arg;
+    job_t *j = a->data;
+    char msg[1200];
+    log_info("admin: moved %d listeners from %s to %s", atomic_load(&j->hits), a->mount->name,
+             j->dest->name);
+    snprintf(msg, sizeof(msg), "Clients moved from %s to %s", a->mount->name, j->dest->name);
+    admin_send_response(a, msg, 1);
+}
+
+void admin_cmd_moveclients(admin_req_t *a)
+{
+    char *dest = admin_param(a, "destination");
+    if (!dest) {
+        admin_send_doc(a, stats_listmounts_document(a->mount->name));
+        return;
+    }
+    mount_t *d = mount_find(dest);
+    free(dest);
+    if (!d) {
+        admin_send_error(a, 400, "No such destination");
+        return;
+    }
+    if (d == a->mount) {
+        mount_unref(d);
+        admin_send_error(a, 400, "supplied mountpoints are identical");
+        return;
+    }
+    job_t *j = job_new(a);
+    if (!j) {
+        mount_unref(d);
+        admin_send_error(a, 500, "Internal Server Error");
+        return;
+    }
+    j->dest = d;
+    run(a, move_fn, move_done);
+}
+
+/* ---- killclient ---- */
+
+static void kill_fn(worker_t *w, void *arg)
+{
+    admin_req_t *a = arg;
+    job_t *j = a->data;
+    worker_sub_t *s = sub_of(w, a->mount);
+    for (listener_t *l = s ? s->listeners : NULL; l; l = l->next) {
+        if (l->conn->id == j->target_id && !l->conn->closing) {
+            conn_close(l->conn);
+            atomic_fetch_add(&j->hits, 1);
+            return;
+        }
+    }
+}
+
+static void kill_done(worker_t *self, void *arg)
+{
+    (void)self;
+    admin_req_t *a = arg;
+    job_t *j = a->data;
+    char msg[64];
+    int found = atomic_load(&j->hits) > 0;
+    snprintf(msg, sizeof(msg), "Client %llu %s", (unsigned long long)j->target_id,
+             found ? "removed" : "not found");
+    admin_send_response(a, msg, found);
+}
+
+void admin_cmd_killclient(admin_req_t *a)
+{
+    char *id = admin_param(a, "id");
+    char *end = NULL;
+    unsigned long long v = id ? strtoull(id, &end, 10) : 0;
+    int valid = id && *id && end && *end == '\0' && id[0] != '-';
+    free(id);
+    if (!valid) {
+        admin_send_error(a, 400, "Missing parameter");
+        return;
+    }
+    job_t *j = job_new(a);
+    if (!j) {
+        admin_send_error(a, 500, "Internal Server Error");
+        return;
+    }
+    j->target_id = v;
+    run(a, kill_fn, kill_done);
+}

@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * commands: the admin route table and the commands that need no other worker: stats,
+ * listmounts, streamlist, killsource, metadata (and Shoutcast's /admin.cgi), fallbacks,
+ * updatemetadata, buildm3u and the event stream. Listener commands (listclients,
+ * moveclients, killclient) are in clients.c.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "admin/admin.h"
+#include "admin/commands.h"
+#include "conf/config.h"
+#include "core/log.h"
+#include "core/str.h"
+#include "http/parser.h"
+#include "net/conn.h"
+#include "server.h"
+#include "stats/events.h"
+#include "stats/stats.h"
+#include "stream/mount.h"
+
+#define META_MAX 1024 /* bytes of a title or artist from an admin request */
+
+/* ---- documents ---- */
+
+static void cmd_stats(admin_req_t *a)
+{
+    int found = 1;
+    xmlDocPtr doc = stats_document(1, a->mount_name, &found);
+    if (doc && !found) {
+        xmlFreeDoc(doc);
+        admin_send_error(a, 400, "Source does not exist");
+        return;
+    }
+    admin_send_doc(a, doc);
+}
+
+static void cmd_listmounts(admin_req_t *a)
+{
+    admin_send_doc(a, stats_listmounts_document(NULL));
+}
+
+static void cmd_streamlist(admin_req_t *a)
+{
+    if (a->view != ADMIN_VIEW_TXT) {
+        cmd_listmounts(a);
+        return;
+    }
+    size_t len = 0;
+    char *list = stats_streamlist(&len);
+    if (!list) {
+        admin_send_error(a, 500, "Internal Server Error");
+        return;
+    }
+    admin_send_raw(a, "text/plain; charset=utf-8", list, len, NULL);
+    free(list);
+}
+
+static void cmd_updatemetadata(admin_req_t *a)
+{
+    xmlDocPtr doc = stats_new_doc("icestats");
+    if (doc) {
+        xmlNodePtr src = xmlNewChild(xmlDocGetRootElement(doc), NULL, BAD_CAST "source", NULL);
+        char *name = stats_clean_text(a->mount->name);
+        xmlNewProp(src, BAD_CAST "mount", BAD_CAST(name ? name : ""));
+        free(name);
+    }
+    admin_send_doc(a, doc);
+}
+
+static void cmd_killsource(admin_req_t *a)
+{
+    log_info("admin: killing the source of %s", a->mount->name);
+    mount_kill_source(a->mount);
+    admin_send_response(a, "Source Removed", 1);
+}
+
+static void send_html_success(admin_req_t *a, const char *message)
+{
+    char body[512];
+    int n = snprintf(body, sizeof(body),
+                     "<html><head><title>Admin request successful</title></head>"
+                     "<body><p>%s</p></body></html>", message);
+    admin_send_raw(a, "text/html; charset=utf-8", body, (size_t)n, NULL);
+}
+
+static void cmd_fallbacks(admin_req_t *a)
+{
+    char *name = admin_param(a, "fallback");
+    mount_t *fb = name ? mount_find(name) : NULL;
+    if (!name)
+        admin_send_error(a, 400, "Missing parameter");
+    else if (!fb)
+        admin_send_error(a, 400, "Source does not exist");
+    else {
+        mount_set_fallback(a->mount, fb);
+        if (a->view == ADMIN_VIEW_XML)
+            send_html_success(a, "Fallback configured"); /* Icecast's answer */
+        else
+            admin_send_response(a, "Fallback configured", 1);
+    }
+    if (fb)
+        mount_unref(fb);
+    free(name);
+}
+
+/* ---- metadata ---- */
+
+/* A title from a request as clean UTF-8: from `charset` when given, else as is when it is
+ * UTF-8, else from the mount's <charset> (ISO-8859-1 by default). NULL if it cannot be. */
+static char *meta_text(const char *v, const char *charset, const char *mount)
+{
+    size_t len = strlen(v);
+    char *utf8;
+    if (charset)
+        utf8 = str_to_utf8(v, len, charset);
+    else if (str_utf8_valid(v, len))
+        utf8 = str_ndup(v, len);
+    else {
+        const mount_conf_t *mc = config_find_mount(server_config(), mount);
+        utf8 = str_to_utf8(v, len, mc && mc->charset ? mc->charset : "ISO-8859-1");
+    }
+    char *clean = utf8 ? stats_clean_text(utf8) : NULL;
+    free(utf8);
+    return clean;
+}
+
+/* Sets title/artist of m from song, or artist and title; NULL means not given.
+ * 0, or -1 if a value is not valid in its charset. */
+static int apply_metadata(mount_t *m, const char *song, const char *artist, const char *title,
+                          const char *charset)
+{
+    const char *in[3] = {song, artist, title};
+    char *out[3] = {NULL, NULL, NULL};
+    int rc = 0;
+    for (int i = 0; i < 3; i++)
+        if (in[i] && !(out[i] = meta_text(in[i], charset, m->name)))
+            rc = -1;
+    if (rc == 0 && (song || artist || title)) {
+        mount_set_tag(m, "title", song ? out[0] : out[2]);
+        mount_set_tag(m, "artist", song ? NULL : out[1]);
+        mount_update_meta(m);
+        char shown[2 * META_MAX + 8], esc[512];
+        if (!song && out[1] && out[2])
+            snprintf(shown, sizeof(shown), "%s - %s", out[1], out[2]);
+        else
+            snprintf(shown, sizeof(shown), "%s", song ? out[0] : (out[2] ? out[2] : out[1]));
+        log_info("metadata of %s set to \"%s\"", m->name,
+                 str_escape_log(esc, sizeof(esc), shown, strlen(shown)));
+        events_emit(EVENT_METADATA, m->name, 0, shown);
+    }
+    for (int i = 0; i < 3; i++)
+        free(out[i]);
+    return rc;
+}
+
+typedef struct meta_params {
+    char *mode, *song, *artist, *title, *charset;
+} meta_params_t;
+
+static void meta_params_free(meta_params_t *p)
+{
+    free(p->mode);
+    free(p->song);
+    free(p->artist);
+    free(p->title);
+    free(p->charset);
+}
+
+/* Validates the common metadata parameters; on error answers and returns -1. */
+static int meta_params_get(admin_req_t *a, meta_params_t *p)
+{
+    p->mode = admin_param(a, "mode");
+    p->song = admin_param(a, "song");
+    p->artist = admin_param(a, "artist");
+    p->title = admin_param(a, "title");
+    p->charset = admin_param(a, "charset");
+    const char *status = NULL;
+    if (!p->mode)
+        status = "Missing parameter";
+    else if (strcmp(p->mode, "updinfo") != 0)
+        status = "No such action";
+    else if ((p->song && strlen(p->song) > META_MAX) ||
+             (p->artist && strlen(p->artist) > META_MAX) ||
+             (p->title && strlen(p->title) > META_MAX) || (p->charset && strlen(p->charset) > 64))
+        status = "Metadata too long";
+    if (!status)
+        return 0;
+    admin_send_error(a, 400, status);
+    meta_params_free(p);
+    return -1;
+}
+
+static void cmd_metadata(admin_req_t *a)
+{
+    meta_params_t p = {0};
+    if (meta_params_get(a, &p) < 0)
+        return;
+    /* Ogg mounts accept updates too (Icecast refuses them): the stats title changes. */
+    if (apply_metadata(a->mount, p.song, p.artist, p.title, p.charset) < 0)
+        admin_send_error(a, 400, "Invalid charset or text");
+    else
+        admin_send_response(a, "Metadata update successful", 1);
+    meta_params_free(&p);
+}
+
+/* Shoutcast DSP: /admin.cgi?pass=<source password>&mode=updinfo&song=...[&mount=] */
+static void cmd_admin_cgi(admin_req_t *a)
+{
+    const config_t *cfg = server_config();
+    const char *mount = a->mount_name ? a->mount_name : cfg->shoutcast_mount;
+    char *pass = admin_param(a, "pass");
+    const mount_conf_t *mc = mount ? config_find_mount(cfg, mount) : NULL;
+    const char *user = mc && mc->password && mc->username ? mc->username : "source";
+    int ok = a->admin || (pass && mount && admin_auth_source(mount, user, pass)) ||
+             (pass && cfg->admin_password && strcmp(pass, cfg->admin_password) == 0);
+    free(pass);
+    if (!ok) {
+        admin_send_error(a, 401, "You need to authenticate");
+        return;
+    }
+    meta_params_t p = {0};
+    if (meta_params_get(a, &p) < 0)
+        return;
+    mount_t *m = mount ? mount_find(mount) : NULL;
+    if (!m)
+        admin_send_error(a, 400, "Source does not exist");
+    else if (apply_metadata(m, p.song ? p.song : "", NULL, NULL, p.charset) < 0)
+        admin_send_error(a, 400, "Invalid charset or text");
+    else
+        send_html_success(a, "Metadata update successful");
+    if (m)
+        mount_unref(m);
+    meta_params_free(&p);
+}
+
+/* ---- buildm3u and events ---- */
+
+static void cmd_buildm3u(admin_req_t *a)
+{
+    char *user = admin_param(a, "username"), *pass = admin_param(a, "password");
+    char *eu = user ? str_url_encode(user, strlen(user)) : NULL;
+    char *ep = pass ? str_url_encode(pass, strlen(pass)) : NULL;
+    char *em = a->mount_name ? str_url_encode(a->mount_name, strlen(a->mount_name)) : NULL;
+    if (!a->mount_name) {
+        admin_send_error(a, 400, "Missing parameter");
+    } else if (!em || (user && !eu) || (pass && !ep)) {
+        admin_send_error(a, 500, "Internal Server Error");
+    } else {
+        const config_t *cfg = server_config();
+        char body[4096];
+        int n = snprintf(body, sizeof(body), "http://%s%s%s%s%s:%d%s\n", eu ? eu : "",
+                         ep ? ":" : "", ep ? ep : "", eu ? "@" : "",
+                         cfg->hostname ? cfg->hostname : "localhost",
+                         cfg->listen ? cfg->listen->port : 8000, em);
+        if (n < 0 || (size_t)n >= sizeof(body))
+            admin_send_error(a, 400, "Parameter too long");
+        else
+            admin_send_raw(a, "audio/x-mpegurl", body, (size_t)n,
+                           "Content-Disposition: attachment; filename=\"listen.m3u\"\r\n");
+    }
+    free(user);
+    free(pass);
+    free(eu);
+    free(ep);
+    free(em);
+}
+
+static void cmd_events(admin_req_t *a)
+{
+    conn_t *c = a->conn;
+    const http_request_t *req = c->req;
+    char *last = http_header_dup(req, "last-event-id");
+    uint64_t last_id = last ? strtoull(last, NULL, 10) : 0;
+    free(last);
+    admin_req_free(a);
+    events_stream_start(c, last_id, req->method == HTTP_METHOD_HEAD);
+}
+
+/* ---- the route table ---- */
+
+#define XML_VIEWS (ADMIN_VIEW_XML | ADMIN_VIEW_XSL | ADMIN_VIEW_JSON)
+
+static const admin_cmd_t commands[] = {
+    /* name            mount  credentials        handler             views */
+    {"stats",          0, ADMIN_AUTH_GLOBAL, cmd_stats,          XML_VIEWS},
+    {"listmounts",     0, ADMIN_AUTH_GLOBAL, cmd_listmounts,     XML_VIEWS},
+    {"streamlist",     0, ADMIN_AUTH_RELAY,  cmd_streamlist,     XML_VIEWS | ADMIN_VIEW_TXT},
+    {"listclients",    1, ADMIN_AUTH_MOUNT,  admin_cmd_listclients, XML_VIEWS},
+    {"moveclients",    1, ADMIN_AUTH_MOUNT,  admin_cmd_moveclients, XML_VIEWS},
+    {"killclient",     1, ADMIN_AUTH_MOUNT,  admin_cmd_killclient,  XML_VIEWS},
+    {"killsource",     1, ADMIN_AUTH_MOUNT,  cmd_killsource,     XML_VIEWS},
+    {"metadata",       1, ADMIN_AUTH_MOUNT,  cmd_metadata,       XML_VIEWS},
+    {"fallbacks",      1, ADMIN_AUTH_MOUNT,  cmd_fallbacks,      XML_VIEWS},
+    {"updatemetadata", 1, ADMIN_AUTH_MOUNT,  cmd_updatemetadata, XML_VIEWS},
+    {"buildm3u",       0, ADMIN_AUTH_NONE,   cmd_buildm3u,       ADMIN_VIEW_XML},
+    {"events",         0, ADMIN_AUTH_GLOBAL, cmd_events,         ADMIN_VIEW_XML},
+    {"admin.cgi",      0, ADMIN_AUTH_NONE,   cmd_admin_cgi,      ADMIN_VIEW_XML},
+};
+
+const admin_cmd_t *admin_find_command(const char *name)
+{
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
+}

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * commands: admin handlers shared between commands.c (the route table) and clients.c (the
+ * commands that touch listeners on every worker). Internal to src/admin.
+ */
+#ifndef RIMECAST_COMMANDS_H
+#define RIMECAST_COMMANDS_H
+
+#include "admin/admin.h"
+
+/* listclients?mount=: <icestats><source mount><Listeners/><listener><IP/><UserAgent/>
+ * <Connected/><ID/></listener>...</source></icestats> */
+void admin_cmd_listclients(admin_req_t *a);
+/* moveclients?mount=&destination=: moves every listener (they keep playing); without
+ * destination, the list of other mounts to choose from. */
+void admin_cmd_moveclients(admin_req_t *a);
+/* killclient?mount=&id=: disconnects that listener of that mount. */
+void admin_cmd_killclient(admin_req_t *a);
+
+#endif

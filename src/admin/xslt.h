@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * xslt: the views of an XML document: through a stylesheet (libxslt; compiled stylesheets are
+ * cached by path and reloaded when the file's mtime or size changes), or as JSON.
+ * The cache is shared by all workers under a mutex; a stylesheet in use is never freed under
+ * its user (reference counted). Transforms may not write files or use the network.
+ * This file does not choose which document or stylesheet a URL gets (see admin/, router).
+ */
+#ifndef RIMECAST_XSLT_H
+#define RIMECAST_XSLT_H
+
+#include <stddef.h>
+#include <libxml/tree.h>
+
+/* Applies the stylesheet file at path to doc. Returns 0 with *out (malloc'd, *len bytes) and
+ * the Content-Type in ctype (from xsl:output media-type, else the output method: html ->
+ * text/html, text -> text/plain, xml -> text/xml, or text/html when the result is an <html>
+ * document; plus "; charset=<encoding>"). -ENOENT if there is no such regular file, -EINVAL
+ * if it does not compile or the transform fails, -ENOMEM. */
+int xslt_apply(const char *path, xmlDocPtr doc, char **out, size_t *len, char *ctype,
+               size_t ctype_cap);
+
+/* JSON of doc: {"<root>": {...}}. Attributes and child elements become keys; an element with
+ * neither is a string, or a number when its text is a plain decimal number; an empty element
+ * is "". Repeated elements, and <source>, <listener> and <User> always, are arrays; <icestats>
+ * always has "source" (maybe []), a <source> with <Listeners> always has "listener".
+ * Returns malloc'd text (*len set) or NULL on ENOMEM. */
+char *xslt_json(xmlDocPtr doc, size_t *len);
+
+/* /status-json.xsl without a stylesheet: the public document with Icecast's status-json keys
+ * (counters, source_ip, user_agent and the like removed, attributes omitted), "source" always
+ * an array. malloc'd or NULL. */
+char *xslt_status_json(xmlDocPtr doc, size_t *len);
+
+/* Drops every cached stylesheet (at exit). */
+void xslt_cleanup(void);
+
+#endif

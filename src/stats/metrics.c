@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * metrics: Prometheus text exposition of server_t and mount_t counters (see metrics.h).
+ * Metric families are rows of a table: name, type, help, and how to read the value.
+ */
+#include "stats/metrics.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server.h"
+#include "stats/stats.h"
+#include "stream/mount.h"
+
+typedef struct out {
+    char *p;
+    size_t len, cap;
+    int failed;
+} out_t;
+
+static void out_printf(out_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void out_printf(out_t *o, const char *fmt, ...)
+{
+    for (int attempt = 0; attempt < 2 && !o->failed; attempt++) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(o->p ? o->p + o->len : NULL, o->p ? o->cap - o->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            o->failed = 1;
+            return;
+        }
+        if (o->p && (size_t)n < o->cap - o->len) {
+            o->len += (size_t)n;
+            return;
+        }
+        size_t ncap = o->cap ? o->cap : 4096;
+        while (ncap < o->len + (size_t)n + 1)
+            ncap *= 2;
+        char *np = realloc(o->p, ncap);
+        if (!np) {
+            o->failed = 1;
+            return;
+        }
+        o->p = np;
+        o->cap = ncap;
+    }
+}
+
+/* Label value: \ " and newline escaped; the text is made valid UTF-8 first. */
+static void out_label(out_t *o, const char *value)
+{
+    char *clean = stats_clean_text(value);
+    const char *s = clean ? clean : "";
+    for (; *s; s++) {
+        if (*s == '\\')
+            out_printf(o, "\\\\");
+        else if (*s == '"')
+            out_printf(o, "\\\"");
+        else if (*s == '\n')
+            out_printf(o, "\\n");
+        else
+            out_printf(o, "%c", *s);
+    }
+    free(clean);
+}
+
+static void family(out_t *o, const char *name, const char *type, const char *help)
+{
+    out_printf(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* ---- server-wide ---- */
+
+typedef struct server_metric {
+    const char *name, *type, *help;
+    long long (*read)(void);
+} server_metric_t;
+
+#define READ_FN(fn, field) \
+    static long long fn(void) { return (long long)atomic_load(&server.stats.field); }
+READ_FN(read_clients, clients)
+READ_FN(read_sources, sources)
+READ_FN(read_listeners, listeners)
+READ_FN(read_connections, connections)
+READ_FN(read_client_conns, client_connections)
+READ_FN(read_listener_conns, listener_connections)
+READ_FN(read_source_conns, source_total_connections)
+READ_FN(read_file_conns, file_connections)
+READ_FN(read_stats_conns, stats_connections)
+static long long read_start(void) { return (long long)server.start_time; }
+static long long read_mounts(void) { return mount_count(); }
+
+static const server_metric_t server_metrics[] = {
+    {"rimecast_start_time_seconds", "gauge", "Start time of the server (Unix time).", read_start},
+    {"rimecast_clients", "gauge", "Open client connections of every kind.", read_clients},
+    {"rimecast_sources", "gauge", "Connected sources.", read_sources},
+    {"rimecast_mounts", "gauge", "Live mountpoints.", read_mounts},
+    {"rimecast_server_listeners", "gauge", "Listeners on all mounts.", read_listeners},
+    {"rimecast_connections_total", "counter", "Accepted connections.", read_connections},
+    {"rimecast_client_connections_total", "counter", "Client connections.", read_client_conns},
+    {"rimecast_listener_connections_total", "counter", "Listener connections.",
+     read_listener_conns},
+    {"rimecast_source_connections_total", "counter", "Source connections.", read_source_conns},
+    {"rimecast_file_connections_total", "counter", "File requests.", read_file_conns},
+    {"rimecast_stats_connections_total", "counter", "Stats connections.", read_stats_conns},
+};
+
+/* ---- per mount ---- */
+
+typedef struct mount_metric {
+    const char *name, *type, *help;
+    long long (*read)(mount_t *m);
+} mount_metric_t;
+
+static long long m_listeners(mount_t *m) { return atomic_load(&m->listeners); }
+static long long m_peak(mount_t *m) { return atomic_load(&m->listener_peak); }
+static long long m_slow(mount_t *m) { return (long long)atomic_load(&m->slow_listeners); }
+static long long m_read(mount_t *m) { return (long long)atomic_load(&m->bytes_read); }
+static long long m_sent(mount_t *m) { return (long long)atomic_load(&m->bytes_sent); }
+static long long m_start(mount_t *m) { return (long long)m->start; }
+
+static const mount_metric_t mount_metrics[] = {
+    {"rimecast_listeners", "gauge", "Listeners connected to the mount.", m_listeners},
+    {"rimecast_listener_peak", "gauge", "Most listeners at once since the source connected.",
+     m_peak},
+    {"rimecast_slow_listeners_total", "counter", "Listeners dropped for lagging.", m_slow},
+    {"rimecast_bytes_read_total", "counter", "Bytes received from the source.", m_read},
+    {"rimecast_bytes_sent_total", "counter", "Bytes sent to listeners.", m_sent},
+    {"rimecast_source_start_time_seconds", "gauge", "When the source connected (Unix time).",
+     m_start},
+};
+
+char *metrics_render(size_t *len)
+{
+    out_t o = {0};
+    out_printf(&o, "# HELP rimecast_info Server identity.\n# TYPE rimecast_info gauge\n"
+                   "rimecast_info{server_id=\"");
+    out_label(&o, server_ident());
+    out_printf(&o, "\"} 1\n");
+    for (size_t i = 0; i < sizeof(server_metrics) / sizeof(server_metrics[0]); i++) {
+        const server_metric_t *sm = &server_metrics[i];
+        family(&o, sm->name, sm->type, sm->help);
+        out_printf(&o, "%s %lld\n", sm->name, sm->read());
+    }
+    mount_t **v = NULL;
+    int n = stats_mounts(&v, 1);
+    for (size_t i = 0; n >= 0 && i < sizeof(mount_metrics) / sizeof(mount_metrics[0]); i++) {
+        const mount_metric_t *mm = &mount_metrics[i];
+        family(&o, mm->name, mm->type, mm->help);
+        for (int k = 0; k < n; k++) {
+            out_printf(&o, "%s{mount=\"", mm->name);
+            out_label(&o, v[k]->name);
+            out_printf(&o, "\"} %lld\n", mm->read(v[k]));
+        }
+    }
+    if (n > 0)
+        stats_mounts_free(v, n);
+    if (o.failed || n < 0) {
+        free(o.p);
+        return NULL;
+    }
+    *len = o.len;
+    return o.p;
+}

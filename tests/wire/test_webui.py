@@ -1,0 +1,475 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Web UI tests in a real headless Chromium: the public status page (web/status.xsl,
+web/app.js), its JSON twin (web/status-json.xsl) and the admin pages (admin/*.xsl,
+web/admin.js), with and without JavaScript, against a live server with real MP3
+sources.
+
+Covers: the page renders each mount (name, title, listeners), the <audio> player
+points at the stream and loads it, titles and listener counts update live (JS) and
+after a reload (no JS), kicking a listener from the UI closes its socket, moving
+listeners and killing a source from the UI, updating metadata through the form,
+and hostile strings shown as text, never run. Needs chromium, chromedriver and
+python3-selenium; skipped without them. Set WEBUI_SHOTS=dir to keep screenshots.
+"""
+
+import json
+import os
+import re
+import time
+import urllib.parse
+
+import pytest
+try:
+    from selenium.common.exceptions import StaleElementReferenceException
+except ImportError:                     # the tests skip themselves (see pytestmark)
+    StaleElementReferenceException = Exception
+
+import conftest
+import webuilib
+from conftest import ADMIN_PASSWORD, ADMIN_USER, SRCDIR
+
+_missing = webuilib.missing_requirements()
+pytestmark = pytest.mark.skipif(_missing is not None, reason=_missing or "")
+
+WEB = os.path.join(SRCDIR, "web")
+ADMIN = os.path.join(SRCDIR, "admin")
+AUTH = (ADMIN_USER, ADMIN_PASSWORD)
+RATE = 8000                       # 64 kbit/s MP3
+HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2"> \'q\' "dq" & \\'
+
+_MP3 = {}
+
+
+def mp3(freq=440):
+    if freq not in _MP3:
+        _MP3[freq] = webuilib.make_mp3(seconds=6, bitrate_k=64, freq=freq)
+    if _MP3[freq] is None:
+        pytest.skip("ffmpeg is needed to make real audio")
+    return _MP3[freq]
+
+
+@pytest.fixture
+def browsers():
+    """Factory: browsers(js=True, dark=False, auth=None) -> webuilib.Browser; all closed at teardown."""
+    made = []
+
+    def factory(**kw):
+        b = webuilib.Browser(**kw)
+        made.append(b)
+        return b
+
+    yield factory
+    for b in made:
+        b.close()
+
+
+class Station:
+    """A server with our web/ and admin/ and MP3 sources on the given mounts."""
+
+    def __init__(self, server, mounts, **cfg):
+        self.srv = server(webroot=WEB, adminroot=ADMIN, **cfg)
+        self.sources = {}
+        self.listeners = []
+        for i, (mount, headers) in enumerate(mounts.items()):
+            hdr = {"ice-bitrate": "64", "ice-public": "1"}
+            hdr.update(headers or {})
+            src = self.srv.source(mount, mp3(440 + 110 * i), rate=RATE, loop=True, headers=hdr)
+            resp = src.connect()
+            assert resp.status == 200, resp
+            src.start()
+            self.sources[mount] = src
+        for src in self.sources.values():
+            src.wait_sent(8192, 5)
+
+    def url(self, path):
+        return self.srv.url(path)
+
+    def listen(self, mount, **kw):
+        kw.setdefault("keep", 4096)
+        lis = webuilib.Listener(self.srv.host, self.srv.port, mount, **kw)
+        assert lis.open().status == 200
+        self.listeners.append(lis)
+        return lis
+
+    def admin(self, path):
+        return webuilib.admin_get(self.srv, path)
+
+    def set_title(self, mount, song):
+        status, body = self.admin("/admin/metadata?mode=updinfo&mount=%s&song=%s"
+                                  % (q(mount), q(song)))
+        assert status == 200 and b"<return>1</return>" in body, body
+
+    def stats_listeners(self, mount):
+        status, body = self.admin("/admin/stats?mount=" + q(mount))
+        assert status == 200, body
+        m = re.search(rb"<listeners>(\d+)</listeners>", body.split(b"<source", 1)[-1])
+        return int(m.group(1)) if m else None
+
+    def close(self):
+        for lis in self.listeners:
+            lis.close()
+        for src in self.sources.values():
+            src.stop()
+
+
+def q(s):
+    return urllib.parse.quote(s, safe="")
+
+
+@pytest.fixture
+def station(server):
+    made = []
+
+    def factory(mounts, **cfg):
+        st = Station(server, mounts, **cfg)
+        made.append(st)
+        return st
+
+    yield factory
+    for st in made:
+        st.close()
+
+
+def shot(browser, name):
+    """Keeps a screenshot when WEBUI_SHOTS names a directory."""
+    d = os.environ.get("WEBUI_SHOTS")
+    if d:
+        os.makedirs(d, exist_ok=True)
+        browser.screenshot(os.path.join(d, name + ".png"))
+
+
+def card(browser, mount):
+    found = [e for e in browser.find("li[data-mount]") if e.get_attribute("data-mount") == mount]
+    assert found, "no card for %s in %s" % (mount, browser.html[:2000])
+    return found[0]
+
+
+def field(el, name):
+    from selenium.webdriver.common.by import By
+    return el.find_element(By.CSS_SELECTOR, '[data-field="%s"]' % name).text.strip()
+
+
+def reload_until_title(browser, url, mount, title, timeout=5.0):
+    """Reloads a no-JS page until the mount's card shows title (stats settle quickly)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        browser.get(url)
+        shown = field(card(browser, mount), "title")
+        if shown == title or time.monotonic() > deadline:
+            assert shown == title
+            return
+        time.sleep(0.2)
+
+
+def wait_notice(browser, kind="ok", timeout=10.0):
+    """Waits for the result page of an admin action (.notice.ok or .notice.bad)."""
+    browser.wait(lambda: browser.find(".notice." + kind), timeout,
+                 "a .notice.%s result page" % kind)
+
+
+def settle(browser, timeout=10.0):
+    """With JavaScript on, waits for the page script's first live refresh."""
+    if browser.js:
+        browser.wait(lambda: browser.js_run(
+            "return document.documentElement.hasAttribute('data-updated')"), timeout,
+            "the first live refresh")
+
+
+def not_pwned(browser):
+    assert browser.js_run("return typeof window.__pwned") == "undefined", "injected script ran"
+
+
+# ---------------------------------------------------------------- public page
+
+def test_status_page_without_js_shows_mount_title_and_listeners(station, browsers):
+    st = station({"/live.mp3": {"ice-name": "Wire FM", "ice-description": "Tones all day",
+                                "ice-genre": "Test", "ice-url": "https://example.org/fm"}})
+    st.listen("/live.mp3")
+    st.set_title("/live.mp3", "Sine Band - Four Forty")
+    webuilib.wait_listeners(st.srv, "/live.mp3", 1)
+    b = browsers(js=False)
+    b.get(st.url("/status.xsl"))
+    c = card(b, "/live.mp3")
+    assert c.find_element("css selector", "h2").text == "Wire FM"
+    assert "Tones all day" in c.text and "Test" in c.text and "64 kbit/s" in c.text
+    assert field(c, "title") == "Sine Band - Four Forty"
+    assert field(c, "listeners") == "1"
+    audio = c.find_element("css selector", "audio")
+    assert audio.get_attribute("preload") == "none"
+    assert audio.get_attribute("controls") is not None
+    assert audio.get_attribute("src") == st.url("/live.mp3")
+    hrefs = [a.get_attribute("href") for a in c.find_elements("css selector", "a")]
+    assert st.url("/live.mp3.m3u") in hrefs and st.url("/live.mp3") in hrefs
+    assert "https://example.org/fm" in hrefs
+    # a title change shows after a reload, without any script
+    st.set_title("/live.mp3", "Second Song")
+    reload_until_title(b, st.url("/status.xsl"), "/live.mp3", "Second Song")
+    shot(b, "status-nojs")
+
+
+def test_status_page_empty_and_server_version(station, server, browsers):
+    srv = server(webroot=WEB, adminroot=ADMIN)
+    b = browsers(js=False)
+    b.get(srv.url("/status.xsl"))
+    assert b.find(".empty") and not b.find("li[data-mount]")
+    b.get(srv.url("/server_version.xsl"))
+    assert b.text('[data-field="server_id"]').strip()
+
+
+def test_status_json_is_valid_with_source_always_an_array(station):
+    st = station({"/one.mp3": {"ice-name": HOSTILE}})
+    st.set_title("/one.mp3", 'tab\there "quoted" \\ back <b>')
+    doc = None
+
+    def titled():
+        nonlocal doc
+        status, body = webuilib.admin_get(st.srv, "/status-json.xsl")
+        assert status == 200
+        doc = json.loads(body.decode("utf-8"))
+        return all("title" in s for s in doc["icestats"]["source"])
+    webuilib.wirelib.wait_until(titled, 5, "the title in status-json", interval=0.1)
+    stats = doc["icestats"]
+    for key in ("admin", "host", "location", "server_id", "server_start", "server_start_iso8601"):
+        assert isinstance(stats[key], str), key
+    assert isinstance(stats["source"], list) and len(stats["source"]) == 1
+    src = stats["source"][0]
+    assert src["server_name"] == HOSTILE
+    assert src["title"] == 'tab\there "quoted" \\ back <b>'
+    assert isinstance(src["listeners"], int) and isinstance(src["listener_peak"], int)
+    assert src["listenurl"].endswith("/one.mp3")
+    for hidden in ("source_ip", "user_agent", "public", "max_listeners", "total_bytes_read"):
+        assert hidden not in src
+
+
+def test_status_json_with_no_and_many_mounts(server, station):
+    srv = server(webroot=WEB, adminroot=ADMIN)
+    status, body = webuilib.admin_get(srv, "/status-json.xsl")
+    assert status == 200 and json.loads(body)["icestats"]["source"] == []
+    st = station({"/a.mp3": {}, "/b.mp3": {}})
+    status, body = webuilib.admin_get(st.srv, "/status-json.xsl")
+    mounts = sorted(s["listenurl"].rsplit("/", 1)[-1] for s in json.loads(body)["icestats"]["source"])
+    assert mounts == ["a.mp3", "b.mp3"]
+
+
+def test_player_loads_the_stream(station, browsers):
+    st = station({"/live.mp3": {"ice-name": "Player Test"}})
+    b = browsers(js=True)
+    b.get(st.url("/status.xsl"))
+    audio = card(b, "/live.mp3").find_element("css selector", "audio")
+    assert b.js_run("return arguments[0].readyState", audio) == 0      # preload="none"
+    b.js_run("arguments[0].muted = true; arguments[0].play().catch(function (e) {"
+             " window.__playError = String(e); });", audio)
+    b.wait(lambda: b.js_run("return arguments[0].readyState", audio) >= 2, 15,
+           "the player to have decoded data")
+    b.wait(lambda: b.js_run("return arguments[0].currentTime", audio) > 0.2, 15,
+           "the player to advance")
+    assert b.js_run("return arguments[0].error", audio) is None
+    assert b.js_run("return arguments[0].networkState", audio) in (1, 2)   # IDLE or LOADING
+    assert b.js_run("return window.__playError || null") is None
+    assert b.js_run("return arguments[0].currentSrc", audio) == st.url("/live.mp3")
+    webuilib.wait_listeners(st.srv, "/live.mp3", 1)                      # the browser is a listener
+    b.js_run("arguments[0].pause(); arguments[0].removeAttribute('src'); arguments[0].load();", audio)
+    webuilib.wait_listeners(st.srv, "/live.mp3", 0)
+
+
+def test_status_page_updates_title_and_listeners_live(station, browsers):
+    st = station({"/live.mp3": {"ice-name": "Live Wire"}})
+    st.set_title("/live.mp3", "First")
+    b = browsers(js=True)
+    b.get(st.url("/status.xsl"))
+    c = card(b, "/live.mp3")
+    assert field(c, "title") == "First" and field(c, "listeners") == "0"
+    st.set_title("/live.mp3", "Artist - Brand New Title")
+    b.wait_text('li[data-mount] [data-field="title"]', "Artist - Brand New Title", timeout=10)
+    st.listen("/live.mp3")
+    st.listen("/live.mp3")
+    b.wait_text('li[data-mount] [data-field="listeners"]', "2", timeout=10)
+    assert not b.console_errors(), b.console_errors()
+    shot(b, "status-live")
+
+
+def test_hostile_strings_are_text_on_the_status_page(station, browsers):
+    st = station({"/evil.mp3": {"ice-name": HOSTILE, "ice-description": HOSTILE, "ice-genre": HOSTILE,
+                                "ice-url": "javascript:window.__pwned=3"}})
+    st.set_title("/evil.mp3", HOSTILE)
+    b = browsers(js=True)
+    reload_until_title(b, st.url("/status.xsl"), "/evil.mp3", HOSTILE.strip())
+    c = card(b, "/evil.mp3")
+    assert c.find_element("css selector", "h2").text == HOSTILE.strip()
+    assert field(c, "title") == HOSTILE.strip()
+    assert not b.find("img[src='x']")
+    assert all(not (a.get_attribute("href") or "").startswith("javascript:") for a in b.find("a"))
+    time.sleep(0.5)
+    not_pwned(b)
+
+
+@pytest.mark.rimecast_only
+def test_hostile_strings_are_text_on_admin_pages(station, browsers):
+    st = station({"/evil.mp3": {"ice-name": HOSTILE, "ice-description": HOSTILE, "ice-genre": HOSTILE}})
+    st.set_title("/evil.mp3", HOSTILE)
+    st.listen("/evil.mp3", headers={"User-Agent": HOSTILE})
+    b = browsers(js=True, auth=AUTH)
+    for page in ("/admin/stats.xsl", "/admin/listclients.xsl?mount=/evil.mp3",
+                 "/admin/listmounts.xsl", "/admin/killclient.xsl?mount=/evil.mp3&id=999999"):
+        b.get(st.url(page))
+        assert not b.find("img[src='x']"), page
+        time.sleep(0.3)
+        not_pwned(b)
+    b.get(st.url("/admin/listclients.xsl?mount=/evil.mp3"))
+    assert HOSTILE.strip() in [e.text for e in b.find("td.ua")]
+    b.get(st.url("/admin/stats.xsl"))
+    c = card(b, "/evil.mp3")
+    assert c.find_element("css selector", "h3").text == HOSTILE.strip()
+    assert field(c, "title") == HOSTILE.strip()
+
+
+# ---------------------------------------------------------------- admin pages
+
+@pytest.mark.rimecast_only
+def test_admin_overview_renders_with_credentials(station, browsers):
+    st = station({"/live.mp3": {"ice-name": "Overview FM"}, "/other.mp3": {}})
+    st.listen("/live.mp3")
+    st.set_title("/live.mp3", "Shown In Admin")
+    webuilib.wait_listeners(st.srv, "/live.mp3", 1)
+    anon = browsers(js=False)
+    anon.get(st.url("/admin/stats.xsl"))
+    assert not anon.find("li[data-mount]")               # 401: no data without credentials
+    b = browsers(js=False, auth=AUTH)
+    b.get(st.url("/admin/stats.xsl"))
+    c = card(b, "/live.mp3")
+    assert "Overview FM" in c.text
+    assert field(c, "listeners") == "1"
+    assert field(c, "title") == "Shown In Admin"
+    assert field(c, "source_ip") == "127.0.0.1"
+    assert "audio/mpeg" in c.text and "64 kbit/s" in c.text
+    links = [a.get_attribute("href") for a in c.find_elements("css selector", "a")]
+    assert st.url("/admin/listclients.xsl?mount=/live.mp3") in links
+    assert st.url("/admin/updatemetadata.xsl?mount=/live.mp3") in links
+    assert b.text('[data-live="stats"] [data-field="sources"]') == "2"
+    card(b, "/other.mp3")
+    b.get(st.url("/admin/listmounts.xsl"))
+    assert {r.get_attribute("data-mount") for r in b.find("tr[data-mount]")} == {"/live.mp3", "/other.mp3"}
+
+
+@pytest.mark.rimecast_only
+def test_admin_overview_updates_live_from_events(station, browsers):
+    st = station({"/live.mp3": {"ice-name": "Events FM"}})
+    b = browsers(js=True, auth=AUTH)
+    b.get(st.url("/admin/stats.xsl"))
+    b.wait(lambda: b.one(".conn").get_attribute("data-state") == "live", 10, "the event stream to open")
+    c = card(b, "/live.mp3")
+    assert field(c, "listeners") == "0"
+    st.listen("/live.mp3")
+    b.wait_text('li[data-mount] [data-field="listeners"]', "1", timeout=5)
+    b.wait_text('[data-live="stats"] [data-field="listeners"]', "1", timeout=5)
+    st.set_title("/live.mp3", "Pushed By Events")
+    b.wait_text('li[data-mount] [data-field="title"]', "Pushed By Events", timeout=5)
+    assert not b.console_errors(), b.console_errors()
+    shot(b, "admin-live")
+
+
+def _kick_test(st, b):
+    keep = st.listen("/live.mp3", headers={"User-Agent": "keeper/1"})
+    victim = st.listen("/live.mp3", headers={"User-Agent": "victim/1"})
+    webuilib.wait_listeners(st.srv, "/live.mp3", 2)
+    b.get(st.url("/admin/listclients.xsl?mount=/live.mp3"))
+    settle(b)
+    for attempt in range(3):            # admin.js may rebuild the rows under us
+        try:
+            rows = [r for r in b.find("tr[data-id]") if "victim/1" in r.text]
+            assert len(rows) == 1 and len(b.find("tr[data-id]")) == 2
+            rows[0].find_element("css selector", "form.kick button").click()
+            break
+        except StaleElementReferenceException:
+            time.sleep(0.2)
+    victim.wait_closed(5)
+    assert victim.close_reason == "eof"
+    webuilib.wait_listeners(st.srv, "/live.mp3", 1)
+    assert not keep.closed
+    return keep
+
+
+@pytest.mark.rimecast_only
+def test_admin_kick_listener_without_js(station, browsers):
+    st = station({"/live.mp3": {}})
+    b = browsers(js=False, auth=AUTH)
+    _kick_test(st, b)
+    wait_notice(b)
+    assert "removed" in b.text("#response-message")
+
+
+@pytest.mark.rimecast_only
+def test_admin_kick_listener_with_js_updates_the_table(station, browsers):
+    st = station({"/live.mp3": {}})
+    b = browsers(js=True, auth=AUTH)
+    _kick_test(st, b)
+    assert b.driver.current_url.endswith("/admin/listclients.xsl?mount=/live.mp3")   # stayed
+    b.wait_text('[data-field="client-count"]', "1", timeout=5)
+    b.wait(lambda: len(b.find("tr[data-id]")) == 1, 5, "the kicked row to go")
+    st.listen("/live.mp3", headers={"User-Agent": "newcomer/1"})
+    b.wait(lambda: any("newcomer/1" in r.text for r in b.find("tr[data-id]")), 5, "the new listener's row")
+    shot(b, "admin-listclients")
+
+
+@pytest.mark.rimecast_only
+def test_admin_metadata_form_sets_the_title(station, browsers):
+    st = station({"/live.mp3": {}})
+    b = browsers(js=False, auth=AUTH)
+    b.get(st.url("/admin/updatemetadata.xsl?mount=/live.mp3"))
+    b.one("#song").send_keys("Form Artist - Form <Title> & \"more\"")
+    b.one("#metadata-form button").click()
+    wait_notice(b)
+    reload_until_title(b, st.url("/status.xsl"), "/live.mp3", 'Form Artist - Form <Title> & "more"')
+
+
+@pytest.mark.rimecast_only
+def test_admin_move_listeners_keeps_them_connected(station, browsers):
+    st = station({"/a.mp3": {}, "/b.mp3": {}})
+    lis = st.listen("/a.mp3")
+    webuilib.wait_listeners(st.srv, "/a.mp3", 1)
+    b = browsers(js=False, auth=AUTH)
+    b.get(st.url("/admin/moveclients.xsl?mount=/a.mp3"))
+    rows = [r for r in b.find("tr[data-mount]") if r.get_attribute("data-mount") == "/b.mp3"]
+    assert len(rows) == 1 and not [r for r in b.find("tr[data-mount]")
+                                   if r.get_attribute("data-mount") == "/a.mp3"]
+    rows[0].find_element("css selector", "button").click()
+    wait_notice(b)
+    webuilib.wait_listeners(st.srv, "/b.mp3", 1)
+    assert st.stats_listeners("/a.mp3") == 0
+    before = lis.received
+    lis.wait_bytes(before + 4000, 5)
+    assert not lis.closed
+
+
+@pytest.mark.rimecast_only
+def test_admin_kill_source_asks_first(station, browsers):
+    st = station({"/doomed.mp3": {}})
+    b = browsers(js=False, auth=AUTH)
+    b.get(st.url("/admin/stats.xsl"))
+    c = card(b, "/doomed.mp3")
+    button = c.find_element("css selector", "form.kill-source button")
+    assert not b.js_run("return arguments[0].checkVisibility()", button)   # behind <details>
+    c.find_element("css selector", "details.danger summary").click()
+    button.click()
+    wait_notice(b)
+    src = st.sources["/doomed.mp3"]
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and st.admin("/admin/stats?mount=/doomed.mp3")[0] == 200:
+        time.sleep(0.1)
+    assert st.admin("/admin/stats?mount=/doomed.mp3")[0] == 400
+    src.stop()
+
+
+@pytest.mark.rimecast_only
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+def test_pages_render_in_both_colour_schemes(station, browsers, dark):
+    st = station({"/live.mp3": {"ice-name": "Scheme FM"}})
+    b = browsers(js=True, dark=dark, auth=AUTH)
+    for page in ("/status.xsl", "/admin/stats.xsl"):
+        b.get(st.url(page))
+        bg = b.js_run("return getComputedStyle(document.body).backgroundColor")
+        rgb = [int(x) for x in re.findall(r"\d+", bg)[:3]]
+        assert (sum(rgb) / 3 < 80) == dark, (page, bg)
+        assert not b.console_errors(), b.console_errors()
+        shot(b, "%s-%s" % (page.strip("/").replace("/", "-").replace(".xsl", ""),
+                           "dark" if dark else "light"))

@@ -1,0 +1,366 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * admin.js: live admin pages. Listens to the server-sent events at /admin/events
+ * (listener_join, listener_leave, source_connect, source_disconnect, metadata; JSON
+ * data) and, on any event, refetches /admin/stats (and /admin/listclients on a
+ * listener page) to refresh the numbers, titles and listener rows in place. Falls
+ * back to polling when the event stream is unavailable. Kick buttons act in place.
+ * Shows uptimes relative to now. Text is set with textContent only; every page
+ * works without this script (plain links and GET forms).
+ */
+(function () {
+  "use strict";
+
+  var POLL_MS = 5000;
+  var EVENT_TYPES = ["message", "listener_join", "listener_leave", "source_connect",
+                     "source_disconnect", "metadata", "title"];
+  var refreshTimer = null;
+  var pollTimer = null;
+  var source = null;
+
+  function $all(sel, root) {
+    return Array.prototype.slice.call((root || document).querySelectorAll(sel));
+  }
+
+  function byAttr(attr, value, root) {
+    return $all("[" + attr + "]", root).filter(function (el) {
+      return el.getAttribute(attr) === value;
+    });
+  }
+
+  function childText(el, name) {
+    for (var c = el && el.firstElementChild; c; c = c.nextElementSibling) {
+      if (c.nodeName === name) return c.textContent;
+    }
+    return null;
+  }
+
+  // ------------------------------------------------------------ formatting
+
+  function bytes(n) {
+    var v = Number(n);
+    if (!isFinite(v)) return String(n);
+    var units = [[1073741824, " GiB"], [1048576, " MiB"], [1024, " KiB"]];
+    for (var i = 0; i < units.length; i++) {
+      if (v >= units[i][0]) return (v / units[i][0]).toFixed(1) + units[i][1];
+    }
+    return v + " B";
+  }
+
+  function pad(n) { return n < 10 ? "0" + n : String(n); }
+
+  function duration(s) {
+    s = Math.max(0, Math.floor(s));
+    if (s >= 86400) return Math.floor(s / 86400) + " d " + Math.floor((s % 86400) / 3600) + " h";
+    if (s >= 3600) return Math.floor(s / 3600) + " h " + pad(Math.floor((s % 3600) / 60)) + " min";
+    if (s >= 60) return Math.floor(s / 60) + " min " + pad(s % 60) + " s";
+    return s + " s";
+  }
+
+  // "2026-11-22T12:04:52+0000" (Icecast's form) -> Date
+  function parseIso(text) {
+    if (!text) return null;
+    var t = Date.parse(String(text).replace(/([+-]\d\d)(\d\d)$/, "$1:$2"));
+    return isNaN(t) ? null : new Date(t);
+  }
+
+  function tickUptimes() {
+    $all("[data-since]").forEach(function (el) {
+      var d = parseIso(el.getAttribute("data-since"));
+      if (d) el.textContent = (el.getAttribute("data-prefix") || "") + duration((Date.now() - d.getTime()) / 1000);
+    });
+  }
+
+  // Listener rows: "Connected" counts on from the value the server gave.
+  function tickConnected() {
+    $all("[data-seconds]").forEach(function (el) {
+      var secs = Number(el.getAttribute("data-seconds"));
+      if (el.getAttribute("data-seconds") === "" || !isFinite(secs)) return;
+      if (!el.rimecastT0) el.rimecastT0 = Date.now();
+      el.textContent = duration(secs + (Date.now() - el.rimecastT0) / 1000);
+    });
+  }
+
+  function nowPlaying(artist, title) {
+    artist = (artist || "").trim();
+    title = (title || "").trim();
+    if (artist && title) return artist + " - " + title;
+    return title || artist || "\u2014";
+  }
+
+  function setField(root, field, value, format) {
+    if (value == null) return;
+    $all('[data-field="' + field + '"]', root).forEach(function (el) {
+      var text = (format || el.getAttribute("data-format")) === "bytes" ? bytes(value) : String(value);
+      if (el.textContent === text) return;
+      el.textContent = text;
+      if (field === "title") {
+        el.classList.remove("flash");
+        void el.offsetWidth;
+        el.classList.add("flash");
+      }
+    });
+  }
+
+  // ------------------------------------------------------------ notes
+
+  function note(text, withReload) {
+    var el = document.querySelector(".live-note");
+    if (!el) return;
+    el.textContent = text ? text + " " : "";
+    if (text && withReload) {
+      var a = document.createElement("a");
+      a.href = location.href;
+      a.textContent = "Reload";
+      el.appendChild(a);
+    }
+    el.hidden = !text;
+  }
+
+  function setConn(state) {
+    var el = document.querySelector(".conn");
+    if (!el) return;
+    el.hidden = false;
+    el.setAttribute("data-state", state);
+    el.textContent = state === "live" ? "Live" : state === "poll" ? "Refreshing every 5 s" : "Offline";
+  }
+
+  function busyEditing() {
+    var a = document.activeElement;
+    return (a && /^(INPUT|SELECT|TEXTAREA)$/.test(a.nodeName)) || !!document.querySelector("details[open]");
+  }
+
+  function mayReload() {
+    try {
+      var last = Number(sessionStorage.getItem("rimecast-admin-reload") || 0);
+      if (Date.now() - last < 30000) return false;
+      sessionStorage.setItem("rimecast-admin-reload", String(Date.now()));
+      return true;
+    } catch (e) {
+      return false;
+    }
+  }
+
+  // ------------------------------------------------------------ stats refresh
+
+  function fetchXml(url) {
+    return fetch(url, { credentials: "same-origin", cache: "no-store" }).then(function (r) {
+      if (!r.ok) throw new Error("HTTP " + r.status);
+      return r.text();
+    }).then(function (text) {
+      var doc = new DOMParser().parseFromString(text, "application/xml");
+      if (doc.getElementsByTagName("parsererror").length) throw new Error("bad XML");
+      return doc;
+    });
+  }
+
+  function applyStats(doc) {
+    var root = doc.documentElement;
+    var totals = document.querySelector('[data-live="stats"]');
+    if (totals) {
+      ["listeners", "sources", "clients", "connections", "listener_connections"].forEach(function (f) {
+        setField(totals, f, childText(root, f));
+      });
+    }
+    ["source_total_connections", "file_connections"].forEach(function (f) {
+      setField(document, f, childText(root, f));
+    });
+    var live = {};
+    $all("source", root).forEach(function (src) { live[src.getAttribute("mount")] = src; });
+    var cards = $all("[data-mount]").filter(function (el) { return !el.closest("form"); });
+    var changed = false;
+    cards.forEach(function (card) {
+      var src = live[card.getAttribute("data-mount")];
+      if (!src) { changed = true; return; }
+      ["listeners", "listener_peak", "source_ip", "slow_listeners",
+       "total_bytes_sent", "total_bytes_read"].forEach(function (f) {
+        setField(card, f, childText(src, f));
+      });
+      setField(card, "title", nowPlaying(childText(src, "artist"), childText(src, "title")));
+    });
+    var list = document.querySelector('[data-live="mounts"]');
+    if (list && !document.querySelector("[data-clients-mount]")) {
+      var shown = {};
+      cards.forEach(function (c) { shown[c.getAttribute("data-mount")] = true; });
+      Object.keys(live).forEach(function (m) { if (!shown[m]) changed = true; });
+    }
+    if (changed) {
+      if (!busyEditing() && mayReload()) { location.reload(); return; }
+      note("Mounts have changed.", true);
+    }
+  }
+
+  function listenerRow(mount, l) {
+    var tr = document.createElement("tr");
+    var id = childText(l, "ID") || "";
+    tr.setAttribute("data-id", id);
+    function cell(text, cls) {
+      var td = document.createElement("td");
+      if (cls) td.className = cls;
+      td.textContent = text;
+      tr.appendChild(td);
+      return td;
+    }
+    cell(id, "num mono");
+    cell(childText(l, "IP") || "", "mono");
+    cell(childText(l, "UserAgent") || "", "ua");
+    var secs = childText(l, "Connected");
+    var c = cell(secs != null && isFinite(Number(secs)) ? duration(Number(secs)) : (secs || ""), "num");
+    c.setAttribute("data-seconds", secs || "");
+    if (document.querySelector("[data-clients-mount] thead th:nth-child(6)")) cell(childText(l, "username") || "");
+    var td = document.createElement("td");
+    var form = document.createElement("form");
+    form.action = "/admin/killclient.xsl";
+    form.method = "get";
+    form.className = "kick";
+    [["mount", mount], ["id", id]].forEach(function (p) {
+      var input = document.createElement("input");
+      input.type = "hidden";
+      input.name = p[0];
+      input.value = p[1];
+      form.appendChild(input);
+    });
+    var button = document.createElement("button");
+    button.type = "submit";
+    button.className = "danger small";
+    button.textContent = "Kick";
+    var sr = document.createElement("span");
+    sr.className = "sr-only";
+    sr.textContent = " listener " + id;
+    button.appendChild(sr);
+    form.appendChild(button);
+    td.appendChild(form);
+    tr.appendChild(td);
+    return tr;
+  }
+
+  function applyClients(table, doc) {
+    var mount = table.getAttribute("data-clients-mount");
+    var src = $all("source", doc.documentElement).filter(function (s) {
+      return s.getAttribute("mount") === mount;
+    })[0];
+    var tbody = table.tBodies[0];
+    var listeners = src ? $all("listener", src) : [];
+    var rows = document.createDocumentFragment();
+    listeners.forEach(function (l) { rows.appendChild(listenerRow(mount, l)); });
+    if (!listeners.length) {
+      var tr = document.createElement("tr");
+      var td = document.createElement("td");
+      td.colSpan = 6;
+      td.className = "empty-row";
+      td.textContent = src ? "Nobody is listening." : "This mount is not live any more.";
+      tr.appendChild(td);
+      rows.appendChild(tr);
+    }
+    tbody.textContent = "";
+    tbody.appendChild(rows);
+    setField(document, "client-count", String(listeners.length));
+  }
+
+  function refresh() {
+    refreshTimer = null;
+    var jobs = [];
+    if (document.querySelector("[data-mount], [data-live]")) {
+      jobs.push(fetchXml("/admin/stats").then(applyStats));
+    }
+    $all("[data-clients-mount]").forEach(function (table) {
+      var m = table.getAttribute("data-clients-mount");
+      jobs.push(fetchXml("/admin/listclients?mount=" + encodeURIComponent(m)).then(function (doc) {
+        applyClients(table, doc);
+      }));
+    });
+    return Promise.all(jobs).then(function () {
+      document.documentElement.setAttribute("data-updated", String(Date.now()));
+    }, function () { /* keep what is shown; the next event or poll retries */ });
+  }
+
+  function scheduleRefresh(delay) {
+    if (refreshTimer) return;
+    refreshTimer = setTimeout(refresh, delay == null ? 150 : delay);
+  }
+
+  // ------------------------------------------------------------ events
+
+  function onEvent(ev) {
+    var data = null;
+    try { data = JSON.parse(ev.data); } catch (e) { data = null; }
+    if (data && data.type === "metadata" && typeof data.title === "string" && data.mount != null) {
+      byAttr("data-mount", String(data.mount)).forEach(function (card) {
+        setField(card, "title", data.title || "\u2014");
+      });
+    }
+    scheduleRefresh();
+  }
+
+  function startPolling() {
+    setConn("poll");
+    if (!pollTimer) pollTimer = setInterval(function () { scheduleRefresh(0); }, POLL_MS);
+  }
+
+  function stopPolling() {
+    if (pollTimer) clearInterval(pollTimer);
+    pollTimer = null;
+  }
+
+  function connect() {
+    if (!window.EventSource) { startPolling(); return; }
+    source = new EventSource("/admin/events");
+    EVENT_TYPES.forEach(function (t) { source.addEventListener(t, onEvent); });
+    source.onopen = function () { stopPolling(); setConn("live"); scheduleRefresh(); };
+    source.onerror = function () {
+      if (source.readyState === EventSource.CLOSED) {
+        startPolling();
+        setTimeout(connect, 15000);      // try the stream again later
+      } else {
+        setConn("poll");
+      }
+    };
+  }
+
+  // ------------------------------------------------------------ kick in place
+
+  function onSubmit(ev) {
+    var form = ev.target;
+    if (!form.classList || !form.classList.contains("kick") || !window.fetch) return;
+    ev.preventDefault();
+    var params = new URLSearchParams(new FormData(form));
+    var row = form.closest("tr");
+    var button = form.querySelector("button");
+    if (button) button.disabled = true;
+    fetchXml("/admin/killclient?" + params.toString()).then(function (doc) {
+      var msg = childText(doc.documentElement, "message") || "";
+      var ok = (childText(doc.documentElement, "return") || "").trim() === "1";
+      note(msg);
+      if (ok && row) row.remove();
+      scheduleRefresh(0);
+    }).catch(function () {
+      form.submit();                     // let the plain page do it
+    });
+  }
+
+  // ------------------------------------------------------------ start
+
+  function backLinks() {
+    var ref = document.referrer;
+    if (!ref) return;
+    try {
+      var u = new URL(ref);
+      if (u.origin !== location.origin || u.pathname.indexOf("/admin/") !== 0 || u.href === location.href) return;
+      if (/\/(killclient|killsource|metadata|fallbacks)\b/.test(u.pathname)) return;
+      if (/\/moveclients\b/.test(u.pathname) && u.search.indexOf("destination=") >= 0) return;
+      $all("a[data-back]").forEach(function (a) { a.href = u.pathname + u.search; });
+    } catch (e) { /* no URL support: keep the default link */ }
+  }
+
+  function start() {
+    backLinks();
+    tickUptimes();
+    setInterval(function () { tickUptimes(); tickConnected(); }, 1000);
+    document.addEventListener("submit", onSubmit);
+    if (window.fetch && document.querySelector("[data-mount], [data-live], [data-clients-mount]")) connect();
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
+  window.rimecastAdmin = { refresh: refresh };
+})();
