@@ -125,7 +125,8 @@ static void list_done(worker_t *self, void *arg)
         admin_send_error(a, 500, "Internal Server Error");
         return;
     }
-    qsort(j->entries, (size_t)j->n, sizeof(entry_t), by_id);
+    if (j->n > 1)
+        qsort(j->entries, (size_t)j->n, sizeof(entry_t), by_id);
     xmlNodePtr src = xmlNewChild(xmlDocGetRootElement(doc), NULL, BAD_CAST "source", NULL);
     char *name = stats_clean_text(a->mount->name);
     xmlNewProp(src, BAD_CAST "mount", BAD_CAST(name ? name : ""));

@@ -192,7 +192,8 @@ static int kv_cmp(const void *a, const void *b)
 
 static void kv_emit(kvset_t *s, xmlNodePtr parent)
 {
-    qsort(s->items, (size_t)s->n, sizeof(kv_t), kv_cmp);
+    if (s->n > 1)
+        qsort(s->items, (size_t)s->n, sizeof(kv_t), kv_cmp);
     for (int i = 0; i < s->n; i++) {
         stats_add_text(parent, s->items[i].key, s->items[i].val);
         free(s->items[i].val);

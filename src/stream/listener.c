@@ -64,6 +64,8 @@ static int plan(listener_t *l, struct iovec *iov, seg_t *seg)
         seg[n++] = (seg_t){.kind = SEG_WBUF};
         bytes += c->wlen - c->woff;
     }
+    if (l->need_sync)
+        return n; /* its headers are chosen with its start block (skip_to_sync) */
     uint32_t hp = l->hdr_pos;
     for (block_t *h = l->hdr; h && n < LISTENER_IOV; h = block_next(h), hp = 0) {
         if (h->len > hp) {
@@ -72,8 +74,6 @@ static int plan(listener_t *l, struct iovec *iov, seg_t *seg)
             bytes += h->len - hp;
         }
     }
-    if (l->need_sync)
-        return n;
     block_t *b = l->blk;
     uint32_t p = l->pos, since = l->since_meta;
     icy_meta_t *last = l->last_meta;
@@ -86,6 +86,10 @@ static int plan(listener_t *l, struct iovec *iov, seg_t *seg)
                 m = l->meta_cur;
                 off = l->meta_off;
             } else {
+                /* At the live edge, wait for the next block: the metadata sent at this
+                 * point is that of the audio after it, which may carry a newer title. */
+                if (p >= b->len && !block_next(b))
+                    break;
                 m = meta_at(b, p);
                 if (m == last)
                     m = NULL;
@@ -196,11 +200,35 @@ static void commit(listener_t *l, const struct iovec *iov, const seg_t *seg, int
     }
 }
 
-/* Skips to the next sync block (a listener that joined at the live edge of an Ogg stream). */
+/* The codec headers that apply at the sync block the cursor is on, taken as the listener's
+ * header chain; -1 if the block predates the mount's current headers (a chained stream
+ * switched since): keep looking for a later sync block. */
+static int take_headers(listener_t *l)
+{
+    mount_t *m = l->mount;
+    block_t *h = NULL;
+    pthread_mutex_lock(&m->lock);
+    int ok = l->blk->offset >= m->headers_offset;
+    if (ok && m->headers)
+        h = block_ref(m->headers);
+    pthread_mutex_unlock(&m->lock);
+    if (!ok)
+        return -1;
+    if (l->hdr)
+        block_unref(l->hdr);
+    l->hdr = h;
+    l->hdr_pos = 0;
+    return 0;
+}
+
+/* Skips to the next sync block (a listener that joined at the live edge). Its codec headers
+ * are chosen only then: those current when it attached may not be the ones of the block it
+ * starts at (an Ogg source whose headers were still incomplete, or a chain switch). */
 static void skip_to_sync(listener_t *l)
 {
     for (;;) {
-        if (l->pos < l->blk->len && l->pos == 0 && (l->blk->flags & BLOCK_SYNC)) {
+        if (l->pos < l->blk->len && l->pos == 0 && (l->blk->flags & BLOCK_SYNC) &&
+            take_headers(l) == 0) {
             l->need_sync = 0;
             return;
         }
