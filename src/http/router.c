@@ -72,21 +72,10 @@ size_t router_head(char *buf, size_t cap, int keep, int status, const char *ctyp
     return n + grow;
 }
 
-static void sending_on_writable(conn_t *c)
-{
-    if (c->woff < c->wlen && conn_flush_wbuf(c) != 1)
-        return;
-    if (c->after_write) {
-        void (*fn)(conn_t *) = c->after_write;
-        c->after_write = NULL;
-        fn(c);
-    }
-}
-
 const conn_ops_t router_sending_ops = {
     .name = "responding",
     .on_readable = NULL, /* a pipelined request stays in the socket until we read it */
-    .on_writable = sending_on_writable,
+    .on_writable = conn_write_pending,
 };
 
 static void log_request_done(conn_t *c)

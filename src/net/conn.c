@@ -23,12 +23,11 @@
 #define CONN_LINGER_MS 2000
 
 static void reading_on_readable(conn_t *c);
-static void default_on_writable(conn_t *c);
 
 const conn_ops_t conn_reading_ops = {
     .name = "reading",
     .on_readable = reading_on_readable,
-    .on_writable = default_on_writable,
+    .on_writable = conn_write_pending,
 };
 
 conn_t *conn_new(worker_t *w, int fd, const char *ip, int local_port, const char *sc_mount)
@@ -137,7 +136,7 @@ int conn_queue(conn_t *c, const char *data, size_t len)
     return 0;
 }
 
-static void default_on_writable(conn_t *c)
+void conn_write_pending(conn_t *c)
 {
     if (c->woff >= c->wlen)
         return;
@@ -155,12 +154,12 @@ void conn_send(conn_t *c, const char *data, size_t len, void (*after_write)(conn
         return;
     }
     c->after_write = after_write;
-    default_on_writable(c);
+    conn_write_pending(c);
 }
 
 /* ---- graceful close: half-close, drain, then close ---- */
 
-static void linger_on_readable(conn_t *c)
+void conn_discard_input(conn_t *c)
 {
     char scratch[4096];
     for (;;) {
@@ -178,15 +177,15 @@ static void linger_on_readable(conn_t *c)
 
 static const conn_ops_t linger_ops = {
     .name = "linger",
-    .on_readable = linger_on_readable,
+    .on_readable = conn_discard_input,
     .on_writable = NULL,
 };
 
 /* Writing a final response: input is drained and ignored. */
 static const conn_ops_t writing_ops = {
     .name = "writing",
-    .on_readable = linger_on_readable,
-    .on_writable = default_on_writable,
+    .on_readable = conn_discard_input,
+    .on_writable = conn_write_pending,
 };
 
 static void start_linger(conn_t *c)
@@ -197,7 +196,7 @@ static void start_linger(conn_t *c)
     c->ops = &linger_ops;
     worker_timeout_remove(c->worker, c);
     worker_timeout_add(c->worker, c, loop_now_ms() + CONN_LINGER_MS);
-    linger_on_readable(c);
+    conn_discard_input(c);
 }
 
 void conn_linger_close(conn_t *c)

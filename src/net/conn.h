@@ -93,6 +93,11 @@ void conn_linger_close(conn_t *c);
 /* Tries to write the pending wbuf; returns 1 when empty, 0 if blocked, -1 on error (closed). */
 int conn_flush_wbuf(conn_t *c);
 
+/* Ready-made ops members: read and drop whatever the peer sends (closing on EOF or error), and
+ * write the pending response then run after_write. */
+void conn_discard_input(conn_t *c);
+void conn_write_pending(conn_t *c);
+
 /* Records access-log fields from the parsed request (copies). */
 void conn_capture_request(conn_t *c, const http_request_t *req);
 

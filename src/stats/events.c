@@ -170,25 +170,6 @@ void events_emit(event_type_t type, const char *mount, uint64_t conn_id, const c
 
 /* ---- the stream connection ---- */
 
-static void stream_on_readable(conn_t *c)
-{
-    char scratch[512];
-    for (;;) {
-        ssize_t n = read(c->fd, scratch, sizeof(scratch));
-        if (n > 0)
-            continue;
-        if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
-            conn_close(c);
-        return;
-    }
-}
-
-static void stream_on_writable(conn_t *c)
-{
-    if (c->woff < c->wlen)
-        conn_flush_wbuf(c);
-}
-
 static void stream_release(conn_t *c)
 {
     stream_t *s = c->data;
@@ -213,8 +194,8 @@ static void stream_release(conn_t *c)
 
 static const conn_ops_t stream_ops = {
     .name = "events",
-    .on_readable = stream_on_readable,
-    .on_writable = stream_on_writable,
+    .on_readable = conn_discard_input,
+    .on_writable = conn_write_pending,
     .on_hangup = NULL,
     .release = stream_release,
 };

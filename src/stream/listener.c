@@ -337,19 +337,6 @@ void listener_move(listener_t *l, mount_t *dest)
 
 /* ---- connection role ---- */
 
-static void listener_on_readable(conn_t *c)
-{
-    char scratch[512];
-    for (;;) {
-        ssize_t n = read(c->fd, scratch, sizeof(scratch));
-        if (n > 0)
-            continue;
-        if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
-            conn_close(c);
-        return;
-    }
-}
-
 static void listener_on_writable(conn_t *c)
 {
     listener_t *l = c->data;
@@ -381,7 +368,7 @@ static void listener_release(conn_t *c)
 
 static const conn_ops_t listener_ops = {
     .name = "listener",
-    .on_readable = listener_on_readable,
+    .on_readable = conn_discard_input,
     .on_writable = listener_on_writable,
     .on_hangup = NULL,
     .release = listener_release,

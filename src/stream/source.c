@@ -216,12 +216,6 @@ static void source_on_readable(conn_t *c)
     }
 }
 
-static void source_on_writable(conn_t *c)
-{
-    if (c->woff < c->wlen)
-        conn_flush_wbuf(c);
-}
-
 /* A live <fallback-mount> takes this mount's listeners when it ends (unless one is set). */
 static void set_configured_fallback(mount_t *m)
 {
@@ -270,7 +264,7 @@ static void source_release(conn_t *c)
 static const conn_ops_t source_ops = {
     .name = "source",
     .on_readable = source_on_readable,
-    .on_writable = source_on_writable,
+    .on_writable = conn_write_pending,
     .on_hangup = NULL,
     .release = source_release,
 };
@@ -527,7 +521,7 @@ static void shoutcast_on_readable(conn_t *c)
 static const conn_ops_t shoutcast_login_ops = {
     .name = "shoutcast-login",
     .on_readable = shoutcast_on_readable,
-    .on_writable = source_on_writable,
+    .on_writable = conn_write_pending,
 };
 
 void source_start_shoutcast(conn_t *c)
