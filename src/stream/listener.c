@@ -290,6 +290,11 @@ int listener_flush(listener_t *l)
             return -1;
         }
         commit(l, iov, seg, n, (size_t)w);
+        if (c->wbuf && c->woff >= c->wlen) { /* response head sent: drop its buffer */
+            free(c->wbuf);
+            c->wbuf = NULL;
+            c->woff = c->wlen = 0;
+        }
         c->bytes_sent += (uint64_t)w;
         l->sub->bytes_pending += (uint64_t)w;
         if ((size_t)w < want) {
@@ -449,5 +454,11 @@ void listener_start(conn_t *c, const http_request_t *req, mount_t *m)
     l->sub = worker_sub_get(c->worker, m);
     worker_sub_add_listener(c->worker, l->sub, l);
     events_emit(EVENT_LISTENER_JOIN, m->name, c->id, c->ip);
+    /* a streaming listener keeps no request buffer (req points into it: not used after this) */
+    free(c->rbuf);
+    free(c->req);
+    c->rbuf = NULL;
+    c->req = NULL;
+    c->rlen = c->rcap = c->parsed_len = 0;
     listener_flush(l);
 }
