@@ -86,10 +86,6 @@ static int plan(listener_t *l, struct iovec *iov, seg_t *seg)
                 m = l->meta_cur;
                 off = l->meta_off;
             } else {
-                /* At the live edge, wait for the next block: the metadata sent at this
-                 * point is that of the audio after it, which may carry a newer title. */
-                if (p >= b->len && !block_next(b))
-                    break;
                 m = meta_at(b, p);
                 if (m == last)
                     m = NULL;
@@ -205,14 +201,8 @@ static void commit(listener_t *l, const struct iovec *iov, const seg_t *seg, int
  * switched since): keep looking for a later sync block. */
 static int take_headers(listener_t *l)
 {
-    mount_t *m = l->mount;
     block_t *h = NULL;
-    pthread_mutex_lock(&m->lock);
-    int ok = l->blk->offset >= m->headers_offset;
-    if (ok && m->headers)
-        h = block_ref(m->headers);
-    pthread_mutex_unlock(&m->lock);
-    if (!ok)
+    if (mount_headers_at(l->mount, l->blk->offset, &h) < 0)
         return -1;
     if (l->hdr)
         block_unref(l->hdr);

@@ -362,6 +362,15 @@ void mount_update_meta(mount_t *m)
     pthread_mutex_unlock(&m->lock);
 }
 
+int mount_headers_at(mount_t *m, uint64_t offset, block_t **headers)
+{
+    pthread_mutex_lock(&m->lock);
+    int ok = offset >= m->headers_offset;
+    *headers = ok && m->headers ? block_ref(m->headers) : NULL;
+    pthread_mutex_unlock(&m->lock);
+    return ok ? 0 : -1;
+}
+
 block_t *mount_attach(mount_t *m, uint32_t *pos, block_t **headers)
 {
     long burst = atomic_load_explicit(&m->burst_size, memory_order_relaxed);

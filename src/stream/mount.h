@@ -121,6 +121,10 @@ char *mount_get_tag(mount_t *m, const char *key);
  * codec headers in *headers (or NULL). */
 block_t *mount_attach(mount_t *m, uint32_t *pos, block_t **headers);
 
+/* The current codec headers (a new reference, or NULL) if they apply to data at `offset`;
+ * -1 if that data predates them (a chained stream switched headers after it). */
+int mount_headers_at(mount_t *m, uint64_t offset, block_t **headers);
+
 static inline uint64_t mount_head_end(mount_t *m)
 {
     return atomic_load_explicit(&m->head_end, memory_order_acquire);

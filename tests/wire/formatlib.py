@@ -185,6 +185,7 @@ class OggCheck:
         self.groups = []
         self.tags = []
         self.first_audio_page = []
+        self.first_data = []     # per group: {serial: first packet after the headers}
         self._check()
 
     def _check(self):
@@ -200,6 +201,7 @@ class OggCheck:
                     self.groups.append({})
                     self.tags.append({})
                     self.first_audio_page.append(None)
+                    self.first_data.append({})
                 in_bos_run = True
                 pk = page_packets(page)
                 assert len(pk) == 1 and pk[0][1], "BOS page %r must hold exactly one packet" % page
@@ -250,6 +252,7 @@ class OggCheck:
                 "the first audio packet of stream %d shares %r with header data" % (
                     s["serial"], page)
             s["done"] = True
+            self.first_data[g][s["serial"]] = piece
             if self.first_audio_page[g] is None:
                 self.first_audio_page[g] = page
 
@@ -279,6 +282,73 @@ def vorbis_comments(codec, packet):
     except struct.error:
         pass
     return out
+
+
+# ---------------------------------------------------------------- MP3 and ADTS frames
+
+MP3_BITRATES = {  # kbit/s by (MPEG-1?, index), Layer III
+    True: [0, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320],
+    False: [0, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160],
+}
+MP3_RATES = {3: [44100, 48000, 32000], 2: [22050, 24000, 16000], 0: [11025, 12000, 8000]}
+
+
+def mp3_frame_len(data, pos):
+    """Length of the MPEG audio Layer III frame at pos, or 0 if there is none."""
+    if len(data) - pos < 4 or data[pos] != 0xFF or (data[pos + 1] & 0xE0) != 0xE0:
+        return 0
+    version = (data[pos + 1] >> 3) & 3
+    layer = (data[pos + 1] >> 1) & 3
+    br_idx = data[pos + 2] >> 4
+    sr_idx = (data[pos + 2] >> 2) & 3
+    if version == 1 or layer != 1 or br_idx in (0, 15) or sr_idx == 3:
+        return 0
+    mpeg1 = version == 3
+    br = MP3_BITRATES[mpeg1][br_idx] * 1000
+    sr = MP3_RATES[version][sr_idx]
+    pad = (data[pos + 2] >> 1) & 1
+    return (144 if mpeg1 else 72) * br // sr + pad
+
+
+def adts_frame_len(data, pos):
+    """Length of the ADTS frame at pos, or 0 if there is none."""
+    if len(data) - pos < 7 or data[pos] != 0xFF or (data[pos + 1] & 0xF6) != 0xF0:
+        return 0
+    n = ((data[pos + 3] & 3) << 11) | (data[pos + 4] << 3) | (data[pos + 5] >> 5)
+    return n if n >= 7 else 0
+
+
+def whole_frames(data, frame_len):
+    """data up to the end of its last complete frame: the frames are followed from the first
+    run of three back-to-back frames (a listener may join mid-frame), the tail a capture was
+    cut in is dropped."""
+    for start in range(min(len(data), 1 << 16)):
+        pos, run = start, 0
+        while run < 3:
+            n = frame_len(data, pos)
+            if not n:
+                break
+            pos += n
+            run += 1
+        if run == 3:
+            break
+    else:
+        raise AssertionError("no three consecutive frames in %d bytes" % len(data))
+    pos = start
+    while True:
+        n = frame_len(data, pos)
+        if not n or pos + n > len(data):
+            return data[:pos]
+        pos += n
+
+
+def trim_capture(codec, data):
+    """What a listener got, without the incomplete end where the capture was cut."""
+    if codec == "mp3":
+        return whole_frames(data, mp3_frame_len)
+    if codec == "aac":
+        return whole_frames(data, adts_frame_len)
+    return data[:ogg_pages(data)[1]]
 
 
 # ---------------------------------------------------------------- ICY
@@ -366,7 +436,11 @@ ENCODERS = {
     "flac": (["-c:a", "flac", "-ar", "16000"], "audio/ogg", "ogg"),
     "mp3": (["-c:a", "libmp3lame", "-b:a", "64k"], "audio/mpeg", "mp3"),
     "aac": (["-c:a", "aac", "-b:a", "64k"], "audio/aac", "adts"),
+    "speex": (["-c:a", "libspeex", "-ar", "16000"], "audio/ogg", "ogg"),
+    "theora": (["-c:v", "libtheora", "-g", "10", "-q:v", "3", "-c:a", "libvorbis", "-q:a", "0"],
+               "video/ogg", "ogg"),
 }
+VIDEO_INPUT = ["-f", "lavfi", "-i", "testsrc=size=160x120:rate=10"]
 
 
 def ffmpeg_source(srv, mount, codec, title=None, freq=440, duration=None):
@@ -377,6 +451,8 @@ def ffmpeg_source(srv, mount, codec, title=None, freq=440, duration=None):
     if duration:
         src += ":duration=%g" % duration
     cmd = [FFMPEG, "-hide_banner", "-nostdin", "-v", "error", "-re", "-f", "lavfi", "-i", src]
+    if codec == "theora":
+        cmd += ["-re"] + VIDEO_INPUT
     cmd += args
     if title is not None:
         cmd += ["-metadata", "title=" + title]
