@@ -5,12 +5,13 @@
 # DIR/server.xml and DIR/log/ (world-writable, the server drops to nobody). It does not start
 # anything. Usage: gen-config.sh --dir DIR [--port 18000] [--password hackme] [--clients 100000]
 #   [--sources 12000] [--burst-size 65536] [--queue-size 524288] [--workers 0]
-#   [--webroot DIR] [--adminroot DIR] [--loglevel 2] [--location TOKEN]
+#   [--write-window MS] [--webroot DIR] [--adminroot DIR] [--loglevel 2] [--location TOKEN]
+#   [--name FILE (default server.xml)]
 # The <location> token lets a script check that the server answering is the one it started.
 set -eu
 
 dir=""; port=18000; location="loadtest-$$"; password=hackme; clients=100000; sources=12000
-burst=65536; queue=524288; workers=0; loglevel=2
+burst=65536; queue=524288; workers=0; loglevel=2; window=""; name=server.xml
 webroot=/usr/share/icecast2/web; adminroot=/usr/share/icecast2/admin
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -22,6 +23,8 @@ while [ $# -gt 0 ]; do
         --burst-size) burst=$2; shift 2 ;;
         --queue-size) queue=$2; shift 2 ;;
         --workers) workers=$2; shift 2 ;;
+        --write-window) window=$2; shift 2 ;;
+        --name) name=$2; shift 2 ;;
         --webroot) webroot=$2; shift 2 ;;
         --adminroot) adminroot=$2; shift 2 ;;
         --loglevel) loglevel=$2; shift 2 ;;
@@ -34,11 +37,13 @@ mkdir -p "$dir/log"
 chmod 777 "$dir/log"
 chmod a+rx "$dir"
 
-# <workers> is a Rimecast setting; Icecast 2.4 ignores unknown elements. 0 = one per CPU.
+# <workers> and <write-window> are Rimecast settings; Icecast 2.4 ignores unknown elements.
+# workers 0 = one per CPU; no --write-window = the server's default (500 ms); 0 = low latency.
 workers_xml=""
 [ "$workers" -gt 0 ] && workers_xml="<workers>$workers</workers>"
+[ -n "$window" ] && workers_xml="$workers_xml<write-window>$window</write-window>"
 
-cat > "$dir/server.xml" <<XML
+cat > "$dir/$name" <<XML
 <icecast>
     <location>$location</location>
     <admin>loadtest@localhost</admin>
@@ -84,5 +89,5 @@ cat > "$dir/server.xml" <<XML
     </security>
 </icecast>
 XML
-chmod a+r "$dir/server.xml"
-echo "$dir/server.xml"
+chmod a+r "$dir/$name"
+echo "$dir/$name"

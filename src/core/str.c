@@ -52,6 +52,12 @@ static size_t utf8_seq(const unsigned char *s, size_t len, uint32_t *cp)
     return n;
 }
 
+size_t str_utf8_char_len(const char *s, size_t len)
+{
+    uint32_t cp;
+    return len ? utf8_seq((const unsigned char *)s, len, &cp) : 0;
+}
+
 int str_utf8_valid(const char *s, size_t len)
 {
     const unsigned char *p = (const unsigned char *)s;
@@ -449,6 +455,36 @@ fail:
     free(out);
     iconv_close(cd);
     return NULL;
+}
+
+static char *latin1_to_utf8(const char *s, size_t len)
+{
+    char *out = malloc(len * 2 + 1), *o = out;
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x80) {
+            *o++ = (char)c;
+        } else {
+            *o++ = (char)(0xc0 | c >> 6);
+            *o++ = (char)(0x80 | (c & 0x3f));
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+char *str_text_to_utf8(const char *s, size_t len, const char *charset)
+{
+    if (charset && *charset) {
+        char *out = str_to_utf8(s, len, charset);
+        if (out)
+            return out;
+    }
+    if (str_utf8_valid(s, len))
+        return str_ndup(s, len);
+    return latin1_to_utf8(s, len);
 }
 
 /* Decides what one segment does: 0 keep, 1 skip ("" and "."), 2 pop (".."), -1 reject. */

@@ -54,6 +54,11 @@ char *str_normalize_path(const char *path, size_t len);
 /* 1 if s[0..len) is well-formed UTF-8 (no overlong forms, surrogates or code points above
  * U+10FFFF), else 0. */
 int str_utf8_valid(const char *s, size_t len);
+/* Length (1-4) of the valid UTF-8 character at s[0..len), or 0 if invalid or truncated. */
+size_t str_utf8_char_len(const char *s, size_t len);
+/* Best-effort text conversion for metadata: from charset when given and the text is valid in
+ * it, else as UTF-8 when it is valid UTF-8, else as ISO-8859-1. malloc'd; NULL only on ENOMEM. */
+char *str_text_to_utf8(const char *s, size_t len, const char *charset);
 
 /* strdup that accepts NULL. */
 char *str_dup(const char *s);

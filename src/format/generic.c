@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/str.h"
 #include "format/icy.h"
 
 #define GENERIC_META_MAX (255 * 16)
@@ -44,7 +45,7 @@ static void generic_destroy(format_t *f)
 
 static int generic_report(format_t *f, const char *tag, const char *raw)
 {
-    char *v = icy_to_utf8(raw, strlen(raw), f->charset);
+    char *v = str_text_to_utf8(raw, strlen(raw), f->charset);
     if (!v)
         return -ENOMEM;
     if (f->sink.set_tag)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * icy: reading ICY (Shoutcast) metadata text: the StreamTitle/StreamUrl fields of a metadata
- * block a source sends inline, and the conversion of its text to UTF-8.
+ * block a source sends inline (str_text_to_utf8 converts the text).
  * Building outbound metadata blocks is not here (see icy_meta_new in core/block.h).
  */
 #ifndef RIMECAST_ICY_H
@@ -17,12 +17,5 @@
  * Returns 0, or -ENOMEM (then both are NULL). */
 int icy_parse(const char *meta, size_t len, char **title, char **url);
 
-/* 1 if s[0..len) is valid UTF-8 (no overlongs, no surrogates). */
-int icy_utf8_valid(const char *s, size_t len);
-
-/* Converts s[0..len) from charset to UTF-8 (malloc'd, NUL-terminated). charset NULL means
- * UTF-8 if the text is valid UTF-8, else ISO-8859-1. An unknown charset or text invalid in it
- * falls back to that same rule. Returns NULL only on ENOMEM. */
-char *icy_to_utf8(const char *s, size_t len, const char *charset);
 
 #endif

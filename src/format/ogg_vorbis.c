@@ -13,6 +13,7 @@
 #include <strings.h>
 
 #include "core/log.h"
+#include "core/str.h"
 
 #define VORBIS_TAG_MAX 4080 /* longest value kept: what fits an ICY metadata block */
 
@@ -33,42 +34,13 @@ static const char *vorbis_known_key(const unsigned char *k, size_t len)
     return NULL;
 }
 
-/* Length of the valid UTF-8 sequence at p (1-4), or 0 if invalid or truncated. */
-static size_t utf8_seq_len(const unsigned char *p, size_t len)
-{
-    unsigned char c = p[0];
-    size_t n;
-    uint32_t cp;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xC2 && c <= 0xDF)
-        n = 2, cp = c & 0x1F;
-    else if (c >= 0xE0 && c <= 0xEF)
-        n = 3, cp = c & 0x0F;
-    else if (c >= 0xF0 && c <= 0xF4)
-        n = 4, cp = c & 0x07;
-    else
-        return 0;
-    if (n > len)
-        return 0;
-    for (size_t i = 1; i < n; i++) {
-        if ((p[i] & 0xC0) != 0x80)
-            return 0;
-        cp = cp << 6 | (p[i] & 0x3F);
-    }
-    if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-        (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    return n;
-}
-
 /* Copies value as UTF-8 (ISO-8859-1 if it is not valid UTF-8), at most VORBIS_TAG_MAX bytes,
  * never cutting a character, stopping at a NUL. malloc'd, NULL on ENOMEM. */
 static char *vorbis_tag_value(const unsigned char *v, size_t len)
 {
     int utf8 = 1;
     for (size_t i = 0; i < len;) {
-        size_t n = utf8_seq_len(v + i, len - i);
+        size_t n = str_utf8_char_len((const char *)v + i, len - i);
         if (n == 0) {
             utf8 = 0;
             break;
@@ -80,7 +52,7 @@ static char *vorbis_tag_value(const unsigned char *v, size_t len)
         return NULL;
     size_t o = 0;
     for (size_t i = 0; i < len && v[i] != '\0';) {
-        size_t n = utf8 ? utf8_seq_len(v + i, len - i) : (v[i] < 0x80 ? 1 : 2);
+        size_t n = utf8 ? str_utf8_char_len((const char *)v + i, len - i) : (v[i] < 0x80 ? 1 : 2);
         if (o + n > VORBIS_TAG_MAX)
             break;
         if (utf8) {
