@@ -1,8 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# compare.sh: the same benchmark against each server (rimecast, icecast2, and the bare writev
-# floor), one after the other on this machine with one generated config, then report.md with both
-# sets of figures and their ratios (report.py) and the graphs (plot.py). Phases per server:
+# compare.sh: the same benchmark against each server (rimecast, rimecast-ll, icecast2, and the
+# bare writev floor), one after the other on this machine with one generated config, then report.md
+# with all sets of figures and their ratios (report.py) and the graphs (plot.py). rimecast-ll is the
+# same binary with a second config that differs only in <write-window>0</write-window> (low
+# latency); it runs the listener and flash phases (its source costs are rimecast's). Phases:
 #   sources   - a paced source ramp (swarm libshout sources, or ezstream with --source-tool)
 #   listeners - one 128 kbit/s mount plus the latency probe, listeners ramped in steps
 #   flash     - a flash crowd: N listeners connecting at once
@@ -12,19 +14,22 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
-rimecast=${RIMECAST_BIN:-$top/rimecast}; icecast=/usr/bin/icecast2
-swarm=${SWARM_BIN:-$here/swarm}; floor=${FLOOR_BIN:-$here/writev_floor}
-out=""; port=""; servers="rimecast icecast2 floor"; source_tool=swarm
+first_x() { for f in "$@"; do [ -x "$f" ] && { echo "$f"; return; }; done; echo "$1"; }
+rimecast=${RIMECAST_BIN:-$(first_x "$top/rimecast" "$top/build/rimecast")}; icecast=/usr/bin/icecast2
+swarm=${SWARM_BIN:-$(first_x "$here/swarm" "$top/build/loadtest/swarm")}
+floor=${FLOOR_BIN:-$(first_x "$here/writev_floor" "$top/build/loadtest/writev_floor")}
+out=""; port=""; servers="rimecast rimecast-ll icecast2 floor"; source_tool=swarm; per_proc=18000
 sources=1000; source_step=50; source_hold=5
 listeners=15000; listener_step=1000; hold=20; rate=500; probe_n=10; flash=10000; bitrate=128
 workers=0; python=python3; max_time=3600
 usage() {
     cat >&2 <<USAGE
-usage: compare.sh [--quick] [--out DIR] [--servers "rimecast icecast2 floor"]
+usage: compare.sh [--quick] [--out DIR] [--servers "rimecast rimecast-ll icecast2 floor"]
   [--rimecast BIN] [--icecast BIN] [--port P (default: a free one)] [--workers N]
   [--sources 1000] [--source-step 50] [--source-hold 5] [--source-tool swarm|ezstream]
   [--listeners 15000] [--listener-step 1000] [--hold 20] [--connect-rate 500]
   [--probe-listeners 10] [--flash 10000] [--bitrate 128] [--max-time 3600 (listener ramp cap, s)]
+  [--per-proc 18000 (listeners per swarm process)]
 --quick: 100 sources, 2000 listeners in steps of 500 held 8 s, a flash crowd of 2000.
 Phases can be skipped with --sources 0, --listeners 0, --flash 0.
 USAGE
@@ -52,6 +57,7 @@ while [ $# -gt 0 ]; do
         --flash) flash=$2; shift 2 ;;
         --bitrate) bitrate=$2; shift 2 ;;
         --max-time) max_time=$2; shift 2 ;;
+        --per-proc) per_proc=$2; shift 2 ;;
         *) usage ;;
     esac
 done
@@ -62,12 +68,15 @@ out=$(cd "$out" && pwd)
 [ -n "$port" ] || port=$("$python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 token="loadtest-$$-$RANDOM"
 "$here/gen-config.sh" --dir "$out/run" --port "$port" --workers "$workers" --location "$token" >/dev/null || exit 1
+"$here/gen-config.sh" --dir "$out/run" --port "$port" --workers "$workers" --location "$token" \
+    --write-window 0 --name server-ll.xml >/dev/null || exit 1
 log() { echo "[compare $(date +%T)] $*" >&2; }
 
 server_pid=""
 bin_of() {
-    case "$1" in rimecast) echo "$rimecast" ;; icecast2) echo "$icecast" ;; floor) echo "$floor" ;; esac
+    case "$1" in rimecast|rimecast-ll) echo "$rimecast" ;; icecast2) echo "$icecast" ;; floor) echo "$floor" ;; esac
 }
+conf_of() { [ "$1" = rimecast-ll ] && echo "$out/run/server-ll.xml" || echo "$out/run/server.xml"; }
 start_server() {   # $1 = name; sets server_pid
     local bin; bin=$(bin_of "$1")
     [ -x "$bin" ] || { log "$1: no binary at $bin, skipped"; return 1; }
@@ -75,7 +84,7 @@ start_server() {   # $1 = name; sets server_pid
     if [ "$1" = floor ]; then
         "$bin" --port "$port" --bitrate "$bitrate" > "$out/$1-floor.status" 2>&1 &
     else
-        "$bin" -c "$out/run/server.xml" > "$out/$1-server.out" 2>&1 &
+        "$bin" -c "$(conf_of "$1")" > "$out/$1-server.out" 2>&1 &
     fi
     server_pid=$!
     # the answer must come from the process just started (the port may be someone else's)
@@ -106,7 +115,7 @@ sample_start() {   # $1 = csv, $2 = swarm status list, $3 = gen pid file; sets s
 sample_stop() { kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null; }
 
 phase_sources() {  # $1 = server name
-    [ "$sources" -gt 0 ] && [ "$1" != floor ] || return 0
+    [ "$sources" -gt 0 ] && [ "$1" != floor ] && [ "$1" != rimecast-ll ] || return 0
     local d=$out/$1-sources; mkdir -p "$d"
     start_server "$1" || return 0
     local top_hold=$((source_hold * 3)); [ $top_hold -lt 15 ] && top_hold=15
@@ -151,7 +160,7 @@ phase_listeners() {
     log "$1: listener ramp to $listeners on /live ($listener_step more ${hold}s after each step is in)"
     "$here/ramp-listeners.sh" --dir "$d" --port "$port" --listeners "$listeners" --mounts /live \
         --step "$listener_step" --hold "$hold" --connect-rate "$rate" --bitrate "$bitrate" \
-        --duration "$max_time" --swarm "$swarm" 2>"$d/ramp.err" &
+        --duration "$max_time" --per-proc "$per_proc" --swarm "$swarm" 2>"$d/ramp.err" &
     local ramp=$!
     for _ in $(seq 50); do [ -s "$d/status.list" ] && break; sleep 0.1; done
     cat "$d/swarm.pids" >> "$gen"
@@ -194,5 +203,5 @@ for s in $servers; do
 done
 [ ${#csvs[@]} -gt 0 ] && "$python" "$here/plot.py" --out "$out" --prefix sources- "${csvs[@]}" >/dev/null
 "$python" "$here/report.py" --dir "$out" --servers "$servers" --bitrate "$bitrate" \
-    --sources "$sources" --flash "$flash" > "$out/report.md"
+    --sources "$sources" --flash "$flash" --burst-kb 64 > "$out/report.md"
 log "report: $out/report.md"

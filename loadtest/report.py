@@ -6,8 +6,10 @@ Reads SERVER-sources.csv, SERVER-listeners.csv (sample.py) and SERVER-flash/swar
 server and computes the headline figures: KB per source (RSS, VSZ; slope of memory over the
 source count), server CPU % per 1000 listeners (slope over the ramp's plateaus), the largest
 listener count held with no starving listener and what ran out first, latency p50/p99 near 1000
-listeners and at the top, bytes sent per CPU-second, and flash-crowd admission. Then a ratio
-table rimecast/icecast2 (and rimecast/floor). It reads only; it writes nothing but stdout.
+listeners, near 10000 and at the top, bytes sent per CPU-second, and flash-crowd admission. Then
+a ratio table for each Rimecast variant (rimecast: the default write window; rimecast-ll: window 0)
+against icecast2 and the floor, and the issue's targets with a verdict each. It reads only; it
+writes nothing but stdout.
 """
 import argparse
 import csv
@@ -95,17 +97,26 @@ def plateaus(rows, settle=3):
                     "closed": (steady[-1].get("sw_server_closed") or 0) - (g[0].get("sw_server_closed") or 0),
                     "lat_p50": med("sw_lat_p50_ms"), "lat_p99": med("sw_lat_p99_ms"),
                     "swarm_cpu": max((r.get("sw_swarm_cpu_pct") or 0) for r in steady),
+                    "swarm_cpu_max": max((r.get("sw_swarm_cpu_max") or r.get("sw_swarm_cpu_pct") or 0)
+                                         for r in steady),
+                    "fds": max((r.get("fds") or 0) for r in steady),
                     "idle": statistics.fmean(r["id"] for r in steady if r.get("id") is not None),
                     "tx_pps": statistics.fmean(r["tx_pps"] for r in steady if r.get("tx_pps") is not None)})
     return out
 
 
-def who_ran_out(p, procs):
+def who_ran_out(p):
     if p["idle"] < 5:
         return f"the machine (idle {p['idle']:.0f} %, server {p['cpu']:.0f} %, swarm {p['swarm_cpu']:.0f} %)"
-    if p["swarm_cpu"] >= 90 * procs:
-        return f"the load generator (swarm {p['swarm_cpu']:.0f} % of a core)"
+    if p["swarm_cpu_max"] >= 90:
+        return f"the load generator (busiest swarm {p['swarm_cpu_max']:.0f} % of a core)"
     return f"the server (server {p['cpu']:.0f} % of a core, swarm {p['swarm_cpu']:.0f} %)"
+
+
+def near(ps, n, tol=0.2):
+    """The plateau nearest n listeners, or None if none is within tol * n."""
+    p = min(ps, key=lambda p: abs(p["connected"] - n))
+    return p if abs(p["connected"] - n) <= tol * n else None
 
 
 def listener_figures(rows):
@@ -119,9 +130,12 @@ def listener_figures(rows):
     f["held_no_starving"] = max((p["connected"] for p in ok), default=0)
     bad = [p for p in ps if p["starving"] > 0 or p["closed"] > 0]
     f["first_starving"] = bad[0]["connected"] if bad else None
-    f["ran_out"] = who_ran_out(bad[0], 1) if bad else "nothing (no starving listener)"
-    near = min(ps, key=lambda p: abs(p["connected"] - 1000))
-    f["lat_1000"] = (near["connected"], near["lat_p50"], near["lat_p99"])
+    f["ran_out"] = who_ran_out(bad[0]) if bad else "nothing (no starving listener)"
+    for n in (1000, 5000, 10000, 15000):
+        p = near(ps, n)
+        if p:
+            f[f"lat_{n}"] = (p["connected"], p["lat_p50"], p["lat_p99"])
+            f[f"cpu_{n}"] = (p["connected"], p["cpu"], p["starving"] + p["closed"])
     f["lat_top"] = (ps[-1]["connected"], ps[-1]["lat_p50"], ps[-1]["lat_p99"])
     f["cpu_top"] = (ps[-1]["connected"], ps[-1]["cpu"])
     alive = [r for r in rows if r.get("cpu_s") is not None and r.get("sw_bytes") is not None]

@@ -26,10 +26,13 @@ SWARM_MIN = ["rate_min_kbps"]
 SWARM_MAX = ["lat_p50_ms", "lat_p99_ms"]  # several probes: report the worst
 SWARM_CPU = ["swarm_cpu_pct"]
 SWARM_COLS = SWARM_SUM + SWARM_MIN + SWARM_MAX + SWARM_CPU
+# the busiest single swarm process: a generator runs out when one of them nears a whole core
+EXTRA_COLS = ["sw_swarm_cpu_max"]
 
 COLUMNS = (["time", "t", "alive", "vsz_kb", "rss_kb", "cpu_s", "cpu_pct", "threads", "fds",
             "us", "sy", "wa", "id", "rx_pps", "tx_pps", "rx_Bps", "tx_Bps", "gen_cpu_pct",
-            "ramp_sources", "srv_sources", "srv_listeners"] + ["sw_" + c for c in SWARM_COLS])
+            "ramp_sources", "srv_sources", "srv_listeners"] + ["sw_" + c for c in SWARM_COLS] +
+           EXTRA_COLS)
 
 
 def proc_stat(pid):
@@ -107,6 +110,7 @@ def swarm_columns(paths):
     for k in SWARM_MAX:
         vals = [s[k] for s in lines if s.get(k, -1) >= 0]
         row["sw_" + k] = max(vals) if vals else ""
+    row["sw_swarm_cpu_max"] = max(s.get("swarm_cpu_pct", 0) for s in lines)
     return row
 
 

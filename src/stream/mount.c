@@ -280,7 +280,6 @@ void mount_publish(mount_t *m, block_t *b)
     atomic_store_explicit(&m->head_end, m->next_offset, memory_order_release);
     trim_locked(m, m->next_offset);
     pthread_mutex_unlock(&m->lock);
-    atomic_fetch_add_explicit(&m->bytes_read, b->len, memory_order_relaxed);
     if (server_config()->write_window_ms == 0)
         wake_workers(m);
 }

@@ -198,6 +198,7 @@ static void source_on_readable(conn_t *c)
         ssize_t n = read(c->fd, read_buf, sizeof(read_buf));
         if (n > 0) {
             s->last_read_ms = loop_now_ms();
+            atomic_fetch_add_explicit(&s->mount->bytes_read, (uint64_t)n, memory_order_relaxed);
             if (s->fmt->ops->ingest(s->fmt, read_buf, (size_t)n) < 0) {
                 source_end(c, "dropped: format error");
                 return;
@@ -343,7 +344,9 @@ static int become_source(conn_t *c, const http_request_t *req, const char *mount
     c->status = 200;
     if (response)
         conn_send(c, response, strlen(response), NULL);
-    if (leftover_len && !c->closing && s->fmt->ops->ingest(s->fmt, (const unsigned char *)leftover, leftover_len) < 0)
+    atomic_fetch_add(&s->mount->bytes_read, leftover_len);
+    if (leftover_len && !c->closing &&
+        s->fmt->ops->ingest(s->fmt, (const unsigned char *)leftover, leftover_len) < 0)
         source_end(c, "dropped: format error");
     return 0;
 }

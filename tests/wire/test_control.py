@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Process control: SIGHUP reload, SIGTERM, command line, config errors."""
 
+import os
 import re
 import signal
 import subprocess
@@ -127,3 +128,41 @@ def test_unknown_element_warns_and_starts(server):
     assert resp is not None and resp.status == 404
     wirelib.wait_until(lambda: "frobnicate" in srv.stderr() + srv.error_log(), 5,
                        "a warning naming the unknown element")
+
+
+@pytest.mark.rimecast_only
+def test_background_flag_daemonizes_and_writes_the_pidfile():
+    srv, text = _base_config()
+    srv.write_config(text=text)
+    pidfile = os.path.join(srv.dir, "server.pid")
+    p = subprocess.run([BINARY, "-b", "-c", srv.config_path], capture_output=True, timeout=10,
+                       text=True, cwd=srv.dir)
+    assert p.returncode == 0, p.stdout + p.stderr
+    wirelib.wait_until(lambda: os.path.exists(pidfile) and open(pidfile).read().strip(), 5,
+                       "the daemon's pidfile")
+    pid = int(open(pidfile).read())
+    try:
+        # the daemon serves on its port although the command that started it has returned
+        wirelib.wait_until(lambda: _answers(srv.cfg["port"]), 5, "the daemon to answer")
+        assert os.getsid(pid) == pid, "the daemon did not start its own session"
+    finally:
+        os.kill(pid, signal.SIGTERM)
+    wirelib.wait_until(lambda: _gone(pid), 10, "the daemon to exit")
+
+
+def _gone(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"  # exited, not yet reaped
+    except OSError:
+        return True
+
+
+def _answers(port):
+    import socket
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+            s.sendall(b"GET /nothing-here HTTP/1.0\r\n\r\n")
+            return s.recv(64).startswith(b"HTTP/1.0 404")
+    except OSError:
+        return False
