@@ -59,6 +59,8 @@ struct format {
     void *state;
     int icy_metaint;        /* generic only: inbound ICY interval the source declared, 0 = none */
     const char *charset;    /* generic only: charset of inbound ICY titles (NULL = ISO-8859-1) */
+    int coalesce_ms;        /* generic only: how long small reads may be gathered into one block
+                             * (0 = every read becomes a block at once) */
 };
 
 /* Picks the handler for a Content-Type (case-insensitive, parameters ignored):

@@ -267,8 +267,43 @@ static void test_charsets(void)
     free(audio.p);
 }
 
+/* Small reads are gathered into blocks of GENERIC_BLOCK (4096) bytes while coalescing is on;
+ * the remainder comes out on flush; bytes and order are unchanged. */
+static void test_small_reads_are_gathered(void)
+{
+    rec_t r;
+    format_t *f = open_generic(&r, 0, NULL);
+    f->coalesce_ms = 60000; /* far longer than the test: only the size rule applies */
+    unsigned char chunk[417];
+    size_t total = 0;
+    for (int i = 0; i < 25; i++) {
+        for (size_t k = 0; k < sizeof(chunk); k++)
+            chunk[k] = (unsigned char)((total + k) * 13);
+        CHECK(f->ops->ingest(f, chunk, sizeof(chunk)) == 0);
+        total += sizeof(chunk);
+    }
+    CHECK(r.blocks == (int)(total / 4096));
+    f->ops->flush(f);
+    CHECK(r.blocks == (int)(total / 4096) + 1);
+    CHECK(r.len == total && r.nonsync == 0);
+    int same = 1;
+    for (size_t k = 0; k < r.len; k++)
+        same &= r.audio[k] == (unsigned char)(k * 13);
+    CHECK(same);
+    format_free(f);
+    free(r.audio);
+
+    f = open_generic(&r, 0, NULL); /* coalescing off: one block per read */
+    CHECK(f->ops->ingest(f, chunk, sizeof(chunk)) == 0);
+    CHECK(f->ops->ingest(f, chunk, sizeof(chunk)) == 0);
+    CHECK(r.blocks == 2 && r.len == 2 * sizeof(chunk));
+    format_free(f);
+    free(r.audio);
+}
+
 int main(void)
 {
+    RUN(test_small_reads_are_gathered);
     RUN(test_strip_at_every_split);
     RUN(test_metaint_boundaries);
     RUN(test_no_metaint_passes_through);
