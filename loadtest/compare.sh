@@ -4,7 +4,9 @@
 # bare writev floor), one after the other on this machine with one generated config, then report.md
 # with all sets of figures and their ratios (report.py) and the graphs (plot.py). rimecast-ll is the
 # same binary with a second config that differs only in <write-window>0</write-window> (low
-# latency); it runs the listener and flash phases (its source costs are rimecast's). Phases:
+# latency); it runs the listener and flash phases (its source costs are rimecast's). floor-ll is
+# the floor writing one source block (100 ms of stream, the swarm source's write) per writev, the
+# write pattern of rimecast-ll; plain floor writes 4096-byte chunks. Phases:
 #   sources   - a paced source ramp (swarm libshout sources, or ezstream with --source-tool)
 #   listeners - one 128 kbit/s mount plus the latency probe, listeners ramped in steps
 #   flash     - a flash crowd: N listeners connecting at once
@@ -24,7 +26,7 @@ listeners=15000; listener_step=1000; hold=20; rate=500; probe_n=10; flash=10000;
 workers=0; python=python3; max_time=3600
 usage() {
     cat >&2 <<USAGE
-usage: compare.sh [--quick] [--out DIR] [--servers "rimecast rimecast-ll icecast2 floor"]
+usage: compare.sh [--quick] [--out DIR] [--servers "rimecast rimecast-ll icecast2 floor" (+ floor-ll)]
   [--rimecast BIN] [--icecast BIN] [--port P (default: a free one)] [--workers N]
   [--sources 1000] [--source-step 50] [--source-hold 5] [--source-tool swarm|ezstream]
   [--listeners 15000] [--listener-step 1000] [--hold 20] [--connect-rate 500]
@@ -71,18 +73,21 @@ token="loadtest-$$-$RANDOM"
 "$here/gen-config.sh" --dir "$out/run" --port "$port" --workers "$workers" --location "$token" \
     --write-window 0 --name server-ll.xml >/dev/null || exit 1
 log() { echo "[compare $(date +%T)] $*" >&2; }
+git -C "$top" rev-parse --short HEAD > "$out/commit" 2>/dev/null || rm -f "$out/commit"
 
 server_pid=""
 bin_of() {
-    case "$1" in rimecast|rimecast-ll) echo "$rimecast" ;; icecast2) echo "$icecast" ;; floor) echo "$floor" ;; esac
+    case "$1" in rimecast|rimecast-ll) echo "$rimecast" ;; icecast2) echo "$icecast" ;; floor|floor-ll) echo "$floor" ;; esac
 }
 conf_of() { [ "$1" = rimecast-ll ] && echo "$out/run/server-ll.xml" || echo "$out/run/server.xml"; }
 start_server() {   # $1 = name; sets server_pid
     local bin; bin=$(bin_of "$1")
     [ -x "$bin" ] || { log "$1: no binary at $bin, skipped"; return 1; }
     rm -f "$out/run/log/"*.log
-    if [ "$1" = floor ]; then
-        "$bin" --port "$port" --bitrate "$bitrate" > "$out/$1-floor.status" 2>&1 &
+    if [ "$1" = floor ] || [ "$1" = floor-ll ]; then
+        local chunk=4096   # floor-ll: one 100 ms source block per write, as rimecast-ll writes
+        [ "$1" = floor-ll ] && chunk=$(( bitrate * 1000 / 8 / 10 ))
+        "$bin" --port "$port" --bitrate "$bitrate" --chunk "$chunk" > "$out/$1-floor.status" 2>&1 &
     else
         "$bin" -c "$(conf_of "$1")" > "$out/$1-server.out" 2>&1 &
     fi
@@ -91,7 +96,7 @@ start_server() {   # $1 = name; sets server_pid
     for _ in $(seq 100); do
         sleep 0.1
         kill -0 "$server_pid" 2>/dev/null || break
-        if [ "$1" = floor ]; then
+        if [ "${1%-ll}" = floor ]; then
             grep -q '^t=' "$out/$1-floor.status" 2>/dev/null && return 0
         else
             curl -sf -u admin:hackme "http://127.0.0.1:$port/admin/stats" | grep -q "$token" && return 0
@@ -115,16 +120,20 @@ sample_start() {   # $1 = csv, $2 = swarm status list, $3 = gen pid file; sets s
 sample_stop() { kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null; }
 
 phase_sources() {  # $1 = server name
-    [ "$sources" -gt 0 ] && [ "$1" != floor ] && [ "$1" != rimecast-ll ] || return 0
+    [ "$sources" -gt 0 ] && [ "${1%-ll}" != floor ] && [ "$1" != rimecast-ll ] || return 0
     local d=$out/$1-sources; mkdir -p "$d"
     start_server "$1" || return 0
     local top_hold=$((source_hold * 3)); [ $top_hold -lt 15 ] && top_hold=15
     local dur=$(( (sources + source_step - 1) / source_step * source_hold + top_hold ))
     log "$1: source ramp to $sources ($source_step every ${source_hold}s, $source_tool), ${dur}s"
+    # libshout waits on its socket with select(): a swarm process keeps its fds under FD_SETSIZE
+    # (1024), so sources are spread over processes of at most 1000, each ramping its share
+    local procs=$(( (sources + 999) / 1000 )) k list=""
+    for ((k = 0; k < procs; k++)); do list="$list${list:+,}$d/swarm.$k.status"; done
     # three samples of the idle server first: the baseline of the per-source figures
     : > "$d/gen.pids"
     "$python" "$here/sample.py" --pid "$server_pid" --out "$out/$1-sources.csv" \
-        --sources-file "$d/sources.count" --swarm-status "$d/swarm.status" --gen-pid-file "$d/gen.pids" &
+        --sources-file "$d/sources.count" --swarm-status "$list" --gen-pid-file "$d/gen.pids" &
     sampler=$!
     sleep 3.5
     if [ "$source_tool" = ezstream ]; then
@@ -134,11 +143,16 @@ phase_sources() {  # $1 = server name
         sleep 0.5; cp "$d/sources.pids" "$d/gen.pids"
         wait "$ramp"
     else
-        "$swarm" --port "$port" --sources "$sources" --source-mounts "/load%d:1-$sources" \
-            --source-step "$source_step" --source-hold "$source_hold" --bitrate "$bitrate" \
-            --duration "$dur" --drain 2 --status "$d/swarm.status" 2>"$d/swarm.err" &
-        local sw=$!; echo $sw > "$d/gen.pids"
-        wait "$sw"
+        local sws=() first=1 n
+        for ((k = 0; k < procs; k++)); do
+            n=$(( sources / procs + (k < sources % procs ? 1 : 0) ))
+            "$swarm" --port "$port" --sources "$n" --source-mounts "/load%d:$first-$((first + n - 1))" \
+                --source-step $(( (source_step + procs - 1) / procs )) --source-hold "$source_hold" \
+                --bitrate "$bitrate" --duration "$dur" --drain 2 --status "$d/swarm.$k.status" \
+                2>"$d/swarm.$k.err" &
+            sws+=($!); echo $! >> "$d/gen.pids"; first=$((first + n))
+        done
+        wait "${sws[@]}"
     fi
     sample_stop; stop_server "$1"; keep_logs "$1-sources"
 }
@@ -149,7 +163,7 @@ phase_listeners() {
     start_server "$1" || return 0
     local list="" gen="$d/gen.pids" src=""
     : > "$gen"
-    if [ "$1" != floor ]; then
+    if [ "${1%-ll}" != floor ]; then
         # the stream and the latency probe come from their own swarm, so the ramp's clock starts at once
         "$swarm" --port "$port" --sources 1 --source-mounts /live --bitrate "$bitrate" \
             --probe-mount /probe --probe-listeners "$probe_n" --drain 5 \
@@ -171,7 +185,7 @@ phase_listeners() {
 }
 
 phase_flash() {
-    [ "$flash" -gt 0 ] && [ "$1" != floor ] || return 0
+    [ "$flash" -gt 0 ] && [ "${1%-ll}" != floor ] || return 0
     local d=$out/$1-flash; mkdir -p "$d"
     start_server "$1" || return 0
     "$swarm" --port "$port" --sources 1 --source-mounts /live --bitrate "$bitrate" --duration 40 \

@@ -4,9 +4,10 @@
 
 Usage: plot.py --out DIR [--prefix NAME] RUN.csv[=LABEL] [RUN2.csv[=LABEL] ...]
 Several runs (e.g. rimecast and icecast2) are drawn on the same axes. Graphs: VSZ and RSS vs
-sources, CPU vs sources, CPU vs listeners, packets vs listeners, starving listeners and latency
-vs listeners, and a timeline. A graph whose x axis never moves in any run is skipped unless
---all is given. It owns only the PNG files it writes; it computes no report figures.
+sources, CPU vs sources, server CPU vs listeners (alone, and with the machine's us/sy and the
+swarm), packets vs listeners, starving listeners, latency vs listeners (log scale), and a
+timeline. A graph whose x axis never moves in any run is skipped unless --all is given.
+It owns only the PNG files it writes; it computes no report figures.
 """
 import argparse
 import csv
@@ -78,9 +79,11 @@ def save(fig, ax, path, written):
 
 
 def plot_xy(runs, spec, path, written):
-    """spec: (title, xlabel, ylabel, axis function, [(column, label suffix, scale), ...])."""
-    title, xlabel, ylabel, axis, series = spec
+    """spec: (title, xlabel, ylabel, axis function, [(column, label suffix, scale), ...][, "log"])."""
+    title, xlabel, ylabel, axis, series = spec[:5]
     fig, ax = figure(title, xlabel, ylabel)
+    if len(spec) > 5 and spec[5] == "log":
+        ax.set_yscale("log")
     for label, c in runs:
         for col, suffix, scale in series:
             xs, ys = pairs(axis(c), c.get(col, []), scale)
@@ -133,6 +136,8 @@ def plot_timeline(runs, path, written):
 GRAPHS = [
     ("sources_cpu", sources_axis, ("server CPU vs sources", "sources", "% of one core",
                                    sources_axis, [("cpu_pct", "", 1)])),
+    ("listeners_server_cpu", listeners_axis, ("server CPU vs listeners", "listeners", "% of one core",
+                                              listeners_axis, [("cpu_pct", "", 1)])),
     ("listeners_cpu", listeners_axis, ("CPU vs listeners", "listeners", "%", listeners_axis,
                                        [("cpu_pct", "server (% of a core)", 1),
                                         ("us", "machine us", 1), ("sy", "machine sy", 1),
@@ -144,7 +149,7 @@ GRAPHS = [
                                             [("sw_starving", "", 1)])),
     ("listeners_latency", listeners_axis, ("source-to-listener latency", "listeners", "ms",
                                            listeners_axis, [("sw_lat_p50_ms", "p50", 1),
-                                                            ("sw_lat_p99_ms", "p99", 1)])),
+                                                            ("sw_lat_p99_ms", "p99", 1)], "log")),
 ]
 
 

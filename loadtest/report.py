@@ -99,7 +99,7 @@ def plateaus(rows, settle=3):
                     "swarm_cpu": max((r.get("sw_swarm_cpu_pct") or 0) for r in steady),
                     "swarm_cpu_max": max((r.get("sw_swarm_cpu_max") or r.get("sw_swarm_cpu_pct") or 0)
                                          for r in steady),
-                    "fds": max((r.get("fds") or 0) for r in steady),
+                    "fds": med("fds"),
                     "idle": statistics.fmean(r["id"] for r in steady if r.get("id") is not None),
                     "tx_pps": statistics.fmean(r["tx_pps"] for r in steady if r.get("tx_pps") is not None)})
     return out
@@ -182,7 +182,13 @@ def machine():
     return f"{os.cpu_count()} x {model}, {mem:.0f} GiB, Linux {platform.release()}"
 
 
-def commit(d):
+def commit(d, run_dir):
+    """The commit recorded when the run started (compare.sh writes it), else HEAD now."""
+    try:
+        with open(os.path.join(run_dir, "commit")) as f:
+            return f.read().strip()
+    except OSError:
+        pass
     try:
         return subprocess.run(["git", "-C", d, "rev-parse", "--short", "HEAD"], capture_output=True,
                               text=True, timeout=5).stdout.strip() or "uncommitted"
@@ -190,13 +196,181 @@ def commit(d):
         return "unknown"
 
 
+def lat_cell(f, key):
+    v = f.get(key)
+    if not v:
+        return "n/a"
+    return f"{fmt(v[1], '{:.2f}')} / {fmt(v[2], '{:.2f}')} ({v[0]:.0f})"
+
+
+def cpu_cell(f, key):
+    v = f.get(key)
+    return "n/a" if not v else f"{v[1]:.1f} ({v[0]:.0f})"
+
+
+def flash_cell(f):
+    if not f:
+        return "n/a"
+    if f.get("all_s", -1) >= 0:
+        return fmt(f.get("all_s"), "{:.2f}")
+    return f"never ({f.get('max_connected', 0)} max)"
+
+
+def figures_table(names, S, L, F, flash):
+    rows = [
+        ("RSS per source (KB, top after hold - idle)", lambda n: fmt(S[n].get("kb_rss_per_source"))),
+        ("VSZ per source (KB, slope over the ramp)", lambda n: fmt(S[n].get("kb_vsz_per_source"))),
+        ("sources held (max)", lambda n: fmt(S[n].get("sources_max"), "{:.0f}")),
+        ("server threads (max, source ramp)", lambda n: fmt(S[n].get("threads_max"), "{:.0f}")),
+        ("server CPU % of a core per 1000 listeners", lambda n: fmt(L[n].get("cpu_per_1000"), "{:.2f}")),
+        ("server CPU % near 1000 / 10000 / 15000 listeners", lambda n: " / ".join(
+            cpu_cell(L[n], f"cpu_{k}") for k in (1000, 10000, 15000))),
+        ("server CPU % at the top (listeners)", lambda n: "n/a" if "cpu_top" not in L[n] else
+         f"{L[n]['cpu_top'][1]:.1f} ({L[n]['cpu_top'][0]:.0f})"),
+        ("largest count with no starving listener", lambda n: fmt(L[n].get("held_no_starving"), "{:.0f}")),
+        ("first count with a starving listener", lambda n: fmt(L[n].get("first_starving"), "{:.0f}")),
+        ("what ran out first", lambda n: L[n].get("ran_out", "n/a")),
+        ("latency p50 / p99 ms near 1000 listeners", lambda n: lat_cell(L[n], "lat_1000")),
+        ("latency p50 / p99 ms near 10000 listeners", lambda n: lat_cell(L[n], "lat_10000")),
+        ("latency p50 / p99 ms at the top", lambda n: lat_cell(L[n], "lat_top")),
+        ("MB sent per server CPU-second", lambda n: fmt(L[n].get("mb_per_cpu_s"))),
+        (f"flash crowd: admitted within 2 s (of {flash})", lambda n: fmt(F[n].get("admitted_2s"), "{:.0f}")),
+        ("flash crowd: time until all admitted (s)", lambda n: flash_cell(F[n])),
+    ]
+    print("| figure | " + " | ".join(names) + " |")
+    print("|---|" + "---|" * len(names))
+    for label, get in rows:
+        print(f"| {label} | " + " | ".join(get(n) for n in names) + " |")
+
+
+def floor_of(r, names):
+    """The floor with rimecast's write pattern: floor-ll (one source block a write) for rimecast-ll."""
+    return "floor-ll" if r == "rimecast-ll" and "floor-ll" in names else "floor"
+
+
+def ratio_table(names, S, L, F):
+    """One column per Rimecast variant; memory figures are the binary's (from 'rimecast')."""
+    variants = [n for n in ("rimecast", "rimecast-ll") if n in names and L.get(n) is not None]
+    i = "icecast2" if "icecast2" in names else None
+    if not variants or not i:
+        return
+    mem = S.get("rimecast", {})
+    print("\n## Ratios (rimecast variant / icecast2 unless said)\n")
+    print("| figure | " + " | ".join(variants) + " | target |")
+    print("|---|" + "---|" * len(variants) + "---|")
+    rows = [
+        ("VSZ per source", lambda r: ratio(mem.get("kb_vsz_per_source"), S[i].get("kb_vsz_per_source")), "<= 0.20"),
+        ("RSS per source", lambda r: ratio(mem.get("kb_rss_per_source"), S[i].get("kb_rss_per_source")), ""),
+        ("CPU per listener", lambda r: ratio(L[r].get("cpu_per_1000"), L[i].get("cpu_per_1000")), "<= 0.25"),
+    ]
+    if "floor" in names:
+        rows.append(("CPU per listener / floor (4096-byte writes)", lambda r: ratio(
+            L[r].get("cpu_per_1000"), L["floor"].get("cpu_per_1000")), "<= 1.5"))
+    if "floor-ll" in names:
+        rows.append(("CPU per listener / floor-ll (one source block a write)", lambda r: ratio(
+            L[r].get("cpu_per_1000"), L["floor-ll"].get("cpu_per_1000")), ""))
+    rows += [
+        ("listeners held with no starving", lambda r: ratio(
+            L[r].get("held_no_starving"), L[i].get("held_no_starving")), ">= 1"),
+        ("latency p99 near 1000 listeners", lambda r: ratio(
+            (L[r].get("lat_1000") or [0, 0, None])[2], (L[i].get("lat_1000") or [0, 0, None])[2]), "<= 1"),
+        ("bytes per CPU-second", lambda r: ratio(L[r].get("mb_per_cpu_s"), L[i].get("mb_per_cpu_s")), ">= 4"),
+        ("flash crowd: time until all admitted", lambda r: ratio(
+            F[r].get("all_s") if F[r].get("all_s", -1) >= 0 else None,
+            F[i].get("all_s") if F[i].get("all_s", -1) >= 0 else None), ""),
+    ]
+    for label, get, target in rows:
+        print(f"| {label} | " + " | ".join(get(r) for r in variants) + f" | {target} |")
+
+
+def verdict(ok, judged=True):
+    v = "n/a" if ok is None else ("met" if ok else "**not met**")
+    return v if judged or ok is None else f"({'met' if ok else 'not met'}; for information)"
+
+
+def target_rows(names, S, L, F, burst_kb, flash, sources):
+    """(target, variant, figure, verdict): throughput targets are judged at the default window
+    (rimecast), latency targets in the low-latency mode (rimecast-ll); the other is shown too."""
+    i, fl = L.get("icecast2", {}), L.get("floor", {})
+    sr, si = S.get("rimecast", {}), S.get("icecast2", {})
+
+    def rel(a, b, op):
+        return None if a is None or b is None or b == 0 else op(a / b)
+    out = []
+    for name in ("rimecast", "rimecast-ll"):
+        f = L.get(name)
+        if not f:
+            continue
+        judged = name == "rimecast"
+        c = f.get("cpu_per_1000")
+        out.append(("CPU per listener <= 1/4 of icecast2", name, ratio(c, i.get("cpu_per_1000")),
+                    verdict(rel(c, i.get("cpu_per_1000"), lambda x: x <= 0.25), judged)))
+        out.append(("CPU per listener <= 1.5 x floor", name, ratio(c, fl.get("cpu_per_1000")),
+                    verdict(rel(c, fl.get("cpu_per_1000"), lambda x: x <= 1.5), judged)))
+        v = f.get("cpu_15000")
+        out.append(("15000 listeners: none starving, server < 25 % of a core", name,
+                    "n/a" if not v else f"{v[0]:.0f} listeners, {v[2]:.0f} starving/closed, {v[1]:.1f} %",
+                    verdict(None if not v else (v[2] == 0 and v[1] < 25), judged)))
+    rss, vsz = sr.get("kb_rss_per_source"), sr.get("kb_vsz_per_source")
+    out.append((f"RSS per source <= burst-size + 8 KB ({burst_kb + 8:.0f} KB)", "rimecast", fmt(rss) + " KB",
+                verdict(None if rss is None else rss <= burst_kb + 8)))
+    out.append(("VSZ per source <= 1/5 of icecast2", "rimecast", ratio(vsz, si.get("kb_vsz_per_source")),
+                verdict(rel(vsz, si.get("kb_vsz_per_source"), lambda x: x <= 0.2))))
+    n = sr.get("sources_max")
+    out.append(("10000 paced sources", "rimecast", f"{fmt(n, '{:.0f}')} held of {sources}",
+                verdict(None if n is None or sources < 10000 else n >= 10000)))
+    for name in ("rimecast", "rimecast-ll"):
+        f = F.get(name)
+        if f:
+            ok = f.get("all_s", -1) >= 0 and f["all_s"] < 2 and not f.get("errors")
+            out.append(("flash crowd of 10000 admitted in < 2 s", name, f"{flash_cell(f)} s for {flash}",
+                        verdict(ok if flash >= 10000 else None, name == "rimecast")))
+    for name in ("rimecast-ll", "rimecast"):
+        f = L.get(name)
+        if not f:
+            continue
+        judged = name == "rimecast-ll"
+        a, b = f.get("lat_1000"), i.get("lat_1000")
+        out.append(("latency p99 at 1000 <= icecast2's", name,
+                    f"{lat_cell(f, 'lat_1000')} vs {lat_cell(i, 'lat_1000')}",
+                    verdict(None if not a or not b else a[2] <= b[2], judged)))
+        a = f.get("lat_10000")
+        out.append(("latency p99 at 10000 < 20 ms", name, lat_cell(f, "lat_10000"),
+                    verdict(None if not a else a[2] < 20, judged)))
+    return out
+
+
+def targets_table(names, S, L, F, burst_kb, flash, sources):
+    print("\n## Targets\n\nThroughput targets are judged at the default write window (rimecast), "
+          "latency targets\nin the low-latency mode (rimecast-ll); the other mode is shown for information.\n")
+    print("| target | server | this run | verdict |\n|---|---|---|---|")
+    for t, name, v, ok in target_rows(names, S, L, F, burst_kb, flash, sources):
+        print(f"| {t} | {name} | {v} | {ok} |")
+
+
+def plateau_tables(names, L):
+    print("\n## Listener ramp plateaus\n")
+    for n in names:
+        if not L[n].get("plateaus"):
+            continue
+        print(f"**{n}**\n\n| listeners | server CPU % | starving | closed by server | p50 ms | p99 ms "
+              "| swarm CPU % | idle % | tx pkt/s | server fds |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        for p in L[n]["plateaus"]:
+            print(f"| {p['connected']:.0f} | {p['cpu']:.1f} | {p['starving']:.0f} | {p['closed']:.0f} | "
+                  f"{fmt(p['lat_p50'], '{:.2f}')} | {fmt(p['lat_p99'], '{:.2f}')} | {p['swarm_cpu']:.1f} | "
+                  f"{p['idle']:.0f} | {p['tx_pps']:.0f} | {p['fds']:.0f} |")
+        print()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", required=True)
-    ap.add_argument("--servers", default="rimecast icecast2 floor")
+    ap.add_argument("--servers", default="rimecast rimecast-ll icecast2 floor floor-ll")
     ap.add_argument("--bitrate", type=float, default=128)
     ap.add_argument("--sources", type=int, default=0)
     ap.add_argument("--flash", type=int, default=0)
+    ap.add_argument("--burst-kb", type=float, default=64, help="the config's burst-size, KB")
     a = ap.parse_args()
     names = a.servers.split()
     S = {n: sources_figures(load(f"{a.dir}/{n}-sources.csv")) for n in names}
@@ -204,60 +378,13 @@ def main():
     F = {n: flash_figures(f"{a.dir}/{n}-flash/swarm.status") for n in names}
     here = os.path.dirname(os.path.abspath(__file__))
     print(f"# Load-test report\n\n- date: {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}")
-    print(f"- commit: {commit(here)}\n- machine: {machine()} (server and load generator share it)")
+    print(f"- commit: {commit(here, a.dir)}\n- machine: {machine()} (server and load generator share it)")
     print(f"- stream: {a.bitrate:g} kbit/s; servers: {', '.join(names)}; output: `{a.dir}`\n")
     print("## Figures\n")
-    print("| figure | " + " | ".join(names) + " |")
-    print("|---|" + "---|" * len(names))
-    rows = [
-        ("RSS per source (KB, top after hold - idle)", lambda n: fmt(S[n].get("kb_rss_per_source"))),
-        ("VSZ per source (KB, slope over the ramp)", lambda n: fmt(S[n].get("kb_vsz_per_source"))),
-        ("sources held (max)", lambda n: fmt(S[n].get("sources_max"), "{:.0f}")),
-        ("server threads (max, source ramp)", lambda n: fmt(S[n].get("threads_max"), "{:.0f}")),
-        ("server CPU % of a core per 1000 listeners", lambda n: fmt(L[n].get("cpu_per_1000"), "{:.2f}")),
-        ("server CPU % at the top (listeners)", lambda n: "n/a" if "cpu_top" not in L[n] else
-         f"{L[n]['cpu_top'][1]:.1f} ({L[n]['cpu_top'][0]:.0f})"),
-        ("largest count with no starving listener", lambda n: fmt(L[n].get("held_no_starving"), "{:.0f}")),
-        ("first count with a starving listener", lambda n: fmt(L[n].get("first_starving"), "{:.0f}")),
-        ("what ran out first", lambda n: L[n].get("ran_out", "n/a")),
-        ("latency p50 / p99 ms near 1000 listeners", lambda n: "n/a" if "lat_1000" not in L[n] else
-         f"{fmt(L[n]['lat_1000'][1], '{:.2f}')} / {fmt(L[n]['lat_1000'][2], '{:.2f}')} "
-         f"({L[n]['lat_1000'][0]:.0f})"),
-        ("latency p50 / p99 ms at the top", lambda n: "n/a" if "lat_top" not in L[n] else
-         f"{fmt(L[n]['lat_top'][1], '{:.2f}')} / {fmt(L[n]['lat_top'][2], '{:.2f}')} "
-         f"({L[n]['lat_top'][0]:.0f})"),
-        ("MB sent per server CPU-second", lambda n: fmt(L[n].get("mb_per_cpu_s"))),
-        (f"flash crowd: admitted within 2 s (of {a.flash})", lambda n: fmt(F[n].get("admitted_2s"), "{:.0f}")),
-        ("flash crowd: time until all admitted (s)", lambda n: "n/a" if not F[n] else
-         (fmt(F[n].get("all_s"), "{:.2f}") if F[n].get("all_s", -1) >= 0 else
-          f"never ({F[n].get('max_connected', 0)} max)")),
-    ]
-    for label, get in rows:
-        print(f"| {label} | " + " | ".join(get(n) for n in names) + " |")
-    if "rimecast" in names and "icecast2" in names:
-        r, i = "rimecast", "icecast2"
-        print("\n## Ratios (rimecast / icecast2)\n\n| figure | ratio | target |\n|---|---|---|")
-        print(f"| RSS per source | {ratio(S[r].get('kb_rss_per_source'), S[i].get('kb_rss_per_source'))} | burst-size + 8 KB |")
-        print(f"| VSZ per source | {ratio(S[r].get('kb_vsz_per_source'), S[i].get('kb_vsz_per_source'))} | <= 0.20 |")
-        print(f"| CPU per listener | {ratio(L[r].get('cpu_per_1000'), L[i].get('cpu_per_1000'))} | <= 0.25 |")
-        if "floor" in names:
-            print(f"| CPU per listener vs writev floor (rimecast / floor) | "
-                  f"{ratio(L[r].get('cpu_per_1000'), L['floor'].get('cpu_per_1000'))} | <= 1.5 |")
-        print(f"| listeners held with no starving | {ratio(L[r].get('held_no_starving'), L[i].get('held_no_starving'))} | >= 1 |")
-        l1, l2 = L[r].get("lat_1000"), L[i].get("lat_1000")
-        print(f"| latency p99 near 1000 listeners | {ratio(l1 and l1[2], l2 and l2[2])} | <= 1 |")
-        print(f"| bytes per CPU-second | {ratio(L[r].get('mb_per_cpu_s'), L[i].get('mb_per_cpu_s'))} | >= 4 |")
-    print("\n## Listener ramp plateaus\n")
-    for n in names:
-        if not L[n].get("plateaus"):
-            continue
-        print(f"**{n}**\n\n| listeners | server CPU % | starving | closed by server | p50 ms | p99 ms | swarm CPU % | idle % | tx pkt/s |")
-        print("|---|---|---|---|---|---|---|---|---|")
-        for p in L[n]["plateaus"]:
-            print(f"| {p['connected']:.0f} | {p['cpu']:.1f} | {p['starving']:.0f} | {p['closed']:.0f} | "
-                  f"{fmt(p['lat_p50'], '{:.2f}')} | {fmt(p['lat_p99'], '{:.2f}')} | {p['swarm_cpu']:.1f} | "
-                  f"{p['idle']:.0f} | {p['tx_pps']:.0f} |")
-        print()
+    figures_table(names, S, L, F, a.flash)
+    ratio_table(names, S, L, F)
+    targets_table(names, S, L, F, a.burst_kb, a.flash, a.sources)
+    plateau_tables(names, L)
     pngs = sorted(f for f in os.listdir(a.dir) if f.endswith(".png"))
     if pngs:
         print("## Graphs\n")

@@ -164,5 +164,5 @@ npng=0
 for f in $(grep '\.png$' "$work/plots.list"); do
     [ "$(head -c 8 "$f" | od -An -tx1 | tr -d ' ')" = 89504e470d0a1a0a ] && npng=$((npng + 1))
 done
-check "plot.py wrote 7 PNG files" [ $npng -eq 7 ]
+check "plot.py wrote 8 PNG files" [ $npng -eq 8 ]
 finish
