@@ -67,6 +67,13 @@ static void generic_emit_pending(format_t *f, generic_state_t *st)
         block_unref(b);
         return;
     }
+    if (b->len < b->cap) { /* flushed by age: give back the unused room */
+        block_t *fit = realloc(b, sizeof(*b) + b->len);
+        if (fit) {
+            b = fit;
+            b->cap = b->len;
+        }
+    }
     b->flags = BLOCK_SYNC;
     f->sink.emit(f->sink.ctx, b);
 }

@@ -147,6 +147,45 @@ void worker_sub_remove_listener(worker_t *w, worker_sub_t *s, listener_t *l)
     free(s);
 }
 
+#define SUB_SLICE 256 /* listeners of one mount written before small mounts get a turn */
+
+static void sub_serve(worker_t *w, worker_sub_t *s);
+
+/* Between slices of a big mount's pass, mounts with few listeners and new data are served, so
+ * their latency does not grow with another mount's audience. Ended mounts wait for the main
+ * pass: only there may listeners move (fallback), which changes the subscription list. */
+static void serve_small(worker_t *w, worker_sub_t *busy)
+{
+    for (worker_sub_t *t = w->subs; t; t = t->next) {
+        if (t == busy || t->count > SUB_SLICE || atomic_load(&t->mount->ended) ||
+            mount_head_end(t->mount) == t->seen_end)
+            continue;
+        sub_serve(w, t);
+    }
+}
+
+static void sub_serve(worker_t *w, worker_sub_t *s)
+{
+    uint64_t offered = s->seen_end;
+    s->seen_end = mount_head_end(s->mount);
+    sub_flush_counters(s);
+    listener_t *next;
+    int n = 0;
+    /* read now: when listeners move away (ended mount), s itself may be freed in the loop */
+    int sliced = s->count > SUB_SLICE && !atomic_load(&s->mount->ended);
+    for (listener_t *l = s->listeners; l; l = next) {
+        next = l->next;
+        if (l->conn->closing)
+            continue;
+        if (l->blocked)
+            listener_check_lag(l, offered);
+        else
+            listener_flush(l);
+        if (sliced && ++n % SUB_SLICE == 0)
+            serve_small(w, s);
+    }
+}
+
 /* Listeners may move to another mount (fallback) during a flush, which can free their
  * subscription: every `next` is read before the call that might do that. */
 static void sub_pass(worker_t *w)
@@ -154,23 +193,10 @@ static void sub_pass(worker_t *w)
     worker_sub_t *next_sub;
     for (worker_sub_t *s = w->subs; s; s = next_sub) {
         next_sub = s->next;
-        uint64_t end = mount_head_end(s->mount);
         int ended = atomic_load_explicit(&s->mount->ended, memory_order_acquire);
-        if (end == s->seen_end && !ended)
+        if (mount_head_end(s->mount) == s->seen_end && !ended)
             continue;
-        uint64_t offered = s->seen_end;
-        s->seen_end = end;
-        sub_flush_counters(s);
-        listener_t *next;
-        for (listener_t *l = s->listeners; l; l = next) {
-            next = l->next;
-            if (l->conn->closing)
-                continue;
-            if (l->blocked)
-                listener_check_lag(l, offered);
-            else
-                listener_flush(l);
-        }
+        sub_serve(w, s);
     }
 }
 
