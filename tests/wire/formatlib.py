@@ -475,7 +475,7 @@ def encode_file(path, codec, seconds, title=None, freq=440):
         return f.read()
 
 
-EZSTREAM_OGG = """<?xml version="1.0" encoding="UTF-8"?>
+EZSTREAM_CONFIG = """<?xml version="1.0" encoding="UTF-8"?>
 <ezstream>
   <servers>
     <server>
@@ -491,8 +491,8 @@ EZSTREAM_OGG = """<?xml version="1.0" encoding="UTF-8"?>
   <streams>
     <stream>
       <mountpoint>{mount}</mountpoint>
-      <format>Ogg</format>
-      <stream_name>Chain</stream_name>
+      <format>{fmt}</format>
+      <stream_name>{name}</stream_name>
     </stream>
   </streams>
   <intakes>
@@ -506,14 +506,15 @@ EZSTREAM_OGG = """<?xml version="1.0" encoding="UTF-8"?>
 """
 
 
-def ezstream_source(srv, mount, files, workdir):
-    playlist = os.path.join(workdir, "chain.m3u")
+def ezstream_source(srv, mount, files, workdir, fmt="Ogg", name="Chain"):
+    """Starts ezstream looping a playlist of `files` to `mount` (fmt: Ogg or MP3)."""
+    playlist = os.path.join(workdir, "ezstream.m3u")
     with open(playlist, "w") as f:
         f.write("\n".join(files) + "\n")
     cfg = os.path.join(workdir, "ezstream.xml")
     with open(cfg, "w") as f:
-        f.write(EZSTREAM_OGG.format(host=srv.host, port=srv.port, password=SOURCE_PASSWORD,
-                                    mount=mount, playlist=playlist))
+        f.write(EZSTREAM_CONFIG.format(host=srv.host, port=srv.port, password=SOURCE_PASSWORD,
+                                       mount=mount, fmt=fmt, name=name, playlist=playlist))
     os.chmod(cfg, 0o600)        # ezstream refuses a config others can read (it has a password)
     return subprocess.Popen([EZSTREAM, "-c", cfg], stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)

@@ -8,6 +8,7 @@ import tempfile
 
 import pytest
 
+import formatlib
 import wirelib
 from conftest import SOURCE_PASSWORD
 
@@ -85,38 +86,6 @@ def test_ffmpeg_source_and_decodable_listener_stream(server, workdir):
     assert ff.returncode in (0, 255, -15), ff.stderr.read()
 
 
-EZ_CONFIG = """<?xml version="1.0" encoding="UTF-8"?>
-<ezstream>
-  <servers>
-    <server>
-      <protocol>HTTP</protocol>
-      <hostname>{host}</hostname>
-      <port>{port}</port>
-      <user>source</user>
-      <password>{password}</password>
-      <tls>None</tls>
-      <reconnect_attempts>1</reconnect_attempts>
-    </server>
-  </servers>
-  <streams>
-    <stream>
-      <mountpoint>/ez.mp3</mountpoint>
-      <format>MP3</format>
-      <stream_name>EZ Wire</stream_name>
-      <stream_genre>Test</stream_genre>
-    </stream>
-  </streams>
-  <intakes>
-    <intake>
-      <type>playlist</type>
-      <filename>{playlist}</filename>
-      <stream_once>No</stream_once>
-    </intake>
-  </intakes>
-</ezstream>
-"""
-
-
 @needs_ezstream
 def test_ezstream_source_loops_a_playlist(server, workdir):
     srv = server(burst_size=0)
@@ -124,15 +93,7 @@ def test_ezstream_source_loops_a_playlist(server, workdir):
     subprocess.run([FFMPEG, "-hide_banner", "-v", "error", "-f", "lavfi", "-i",
                     "sine=frequency=660:sample_rate=44100:duration=2", "-c:a", "libmp3lame",
                     "-b:a", "128k", mp3], check=True, timeout=60)
-    playlist = os.path.join(workdir, "list.m3u")
-    with open(playlist, "w") as f:
-        f.write(mp3 + "\n")
-    cfg = os.path.join(workdir, "ezstream.xml")
-    with open(cfg, "w") as f:
-        f.write(EZ_CONFIG.format(host=srv.host, port=srv.port, password=SOURCE_PASSWORD,
-                                 playlist=playlist))
-    os.chmod(cfg, 0o600)          # the config holds a password
-    ez = subprocess.Popen([EZSTREAM, "-c", cfg], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    ez = formatlib.ezstream_source(srv, "/ez.mp3", [mp3], workdir, fmt="MP3", name="EZ Wire")
     try:
         wait_for_mount(srv, "/ez.mp3", ez)
         lis = srv.listener("/ez.mp3")
