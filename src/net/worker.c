@@ -5,7 +5,8 @@
  * The loop's phases: wait for events; run each event's handler (accept, connection I/O,
  * messages and wake-ups, timers); release connections closed during this iteration.
  * Listener fan-out happens in sub_pass(): per subscription, if the mount's head moved, every
- * listener not blocked on a full socket gets one flush; blocked ones only get a lag check.
+ * listener not blocked on a full socket gets one flush; blocked ones only get a lag check. A pass
+ * runs in slices, with the event loop turning in between.
  */
 #include "net/worker.h"
 
@@ -126,6 +127,8 @@ static void sub_flush_counters(worker_sub_t *s)
 
 void worker_sub_remove_listener(worker_t *w, worker_sub_t *s, listener_t *l)
 {
+    if (s->resume == l)
+        s->resume = l->next;
     if (l->prev)
         l->prev->next = l->next;
     else
@@ -134,70 +137,69 @@ void worker_sub_remove_listener(worker_t *w, worker_sub_t *s, listener_t *l)
         l->next->prev = l->prev;
     s->count--;
     atomic_fetch_sub(&s->mount->worker_listeners[w->id], 1);
-    if (s->count > 0)
-        return;
-    for (worker_sub_t **pp = &w->subs; *pp; pp = &(*pp)->next) {
-        if (*pp == s) {
-            *pp = s->next;
-            break;
-        }
-    }
-    sub_flush_counters(s);
-    mount_unref(s->mount);
-    free(s);
+    /* an empty subscription is freed by the next pass (sub_gc), never under a running one */
 }
 
-#define SUB_SLICE 256 /* listeners of one mount written before small mounts get a turn */
-
-static void sub_serve(worker_t *w, worker_sub_t *s);
-
-/* Between slices of a big mount's pass, mounts with few listeners and new data are served, so
- * their latency does not grow with another mount's audience. Ended mounts wait for the main
- * pass: only there may listeners move (fallback), which changes the subscription list. */
-static void serve_small(worker_t *w, worker_sub_t *busy)
+/* Frees subscriptions that lost their last listener. */
+static void sub_gc(worker_t *w)
 {
-    for (worker_sub_t *t = w->subs; t; t = t->next) {
-        if (t == busy || t->count > SUB_SLICE || atomic_load(&t->mount->ended) ||
-            mount_head_end(t->mount) == t->seen_end)
+    for (worker_sub_t **pp = &w->subs; *pp;) {
+        worker_sub_t *s = *pp;
+        if (s->count > 0) {
+            pp = &s->next;
             continue;
-        sub_serve(w, t);
+        }
+        *pp = s->next;
+        sub_flush_counters(s);
+        mount_unref(s->mount);
+        free(s);
     }
 }
 
-static void sub_serve(worker_t *w, worker_sub_t *s)
+#define SUB_SLICE 256 /* listener writes per mount before the loop gets a turn */
+
+/* Writes to up to SUB_SLICE listeners of s, starting or continuing a pass over them.
+ * Returns 1 if the pass is not finished. */
+static int sub_slice(worker_t *w, worker_sub_t *s)
 {
-    uint64_t offered = s->seen_end;
-    s->seen_end = mount_head_end(s->mount);
-    sub_flush_counters(s);
-    listener_t *next;
-    int n = 0;
-    /* read now: when listeners move away (ended mount), s itself may be freed in the loop */
-    int sliced = s->count > SUB_SLICE && !atomic_load(&s->mount->ended);
-    for (listener_t *l = s->listeners; l; l = next) {
-        next = l->next;
+    if (!s->in_pass) {
+        int ended = atomic_load_explicit(&s->mount->ended, memory_order_acquire);
+        uint64_t head = mount_head_end(s->mount);
+        if (head == s->seen_end && !ended)
+            return 0;
+        s->offered = s->seen_end;
+        s->seen_end = head;
+        s->resume = s->listeners;
+        s->in_pass = 1;
+    }
+    for (int n = 0; s->resume && n < SUB_SLICE; n++) {
+        listener_t *l = s->resume;
+        s->resume = l->next; /* kept valid by worker_sub_remove_listener if l leaves */
         if (l->conn->closing)
             continue;
         if (l->blocked)
-            listener_check_lag(l, offered);
+            listener_check_lag(l, s->offered);
         else
             listener_flush(l);
-        if (sliced && ++n % SUB_SLICE == 0)
-            serve_small(w, s);
     }
+    if (s->resume)
+        return 1;
+    s->in_pass = 0;
+    sub_flush_counters(s);
+    return 0;
 }
 
-/* Listeners may move to another mount (fallback) during a flush, which can free their
- * subscription: every `next` is read before the call that might do that. */
+/* One round over every subscription: a slice of each mount's pass. A pass over a big audience
+ * spans several loop iterations, so sources are read and small mounts served in between and
+ * their latency does not grow with another mount's audience. Listeners that move (fallback)
+ * join another subscription, which this round may or may not reach: either is fine. */
 static void sub_pass(worker_t *w)
 {
-    worker_sub_t *next_sub;
-    for (worker_sub_t *s = w->subs; s; s = next_sub) {
-        next_sub = s->next;
-        int ended = atomic_load_explicit(&s->mount->ended, memory_order_acquire);
-        if (mount_head_end(s->mount) == s->seen_end && !ended)
-            continue;
-        sub_serve(w, s);
-    }
+    sub_gc(w);
+    int more = 0;
+    for (worker_sub_t *s = w->subs; s; s = s->next)
+        more |= sub_slice(w, s);
+    w->pass_pending = more;
 }
 
 /* ---- messages and wake-ups ---- */
@@ -412,7 +414,7 @@ static void *worker_main(void *arg)
     worker_t *w = arg;
     struct epoll_event ev[WORKER_EVENTS];
     while (!w->stopping) {
-        int n = epoll_wait(w->epfd, ev, WORKER_EVENTS, -1);
+        int n = epoll_wait(w->epfd, ev, WORKER_EVENTS, w->pass_pending ? 0 : -1);
         if (n < 0 && errno != EINTR) {
             log_error("epoll_wait: %s", strerror(errno));
             break;
@@ -421,6 +423,8 @@ static void *worker_main(void *arg)
             loop_handler_t *h = ev[i].data.ptr;
             h->on_event(h, ev[i].events);
         }
+        if (w->pass_pending)
+            sub_pass(w);
         release_closed(w);
     }
     return NULL;
@@ -532,6 +536,7 @@ void worker_free(worker_t *w)
         conn_close(w->conns);
     release_closed(w);
     run_messages(w);
+    sub_gc(w);
     server.workers[w->id] = NULL;
     close_fds(w);
     free(w);

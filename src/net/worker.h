@@ -43,7 +43,10 @@ typedef struct worker_sub {
     mount_t *mount;         /* owned reference */
     listener_t *listeners;  /* doubly linked via listener->prev/next */
     int count;
-    uint64_t seen_end;      /* mount head offset at the last pass */
+    uint64_t seen_end;      /* mount head offset when the current/last pass started */
+    uint64_t offered;       /* head at the pass before: what blocked listeners had a window for */
+    listener_t *resume;     /* next listener of a pass in progress, NULL when none */
+    int in_pass;
     uint64_t bytes_pending; /* bytes sent since the last flush into the mount's counter */
     struct worker_sub *next;
 } worker_sub_t;
@@ -71,6 +74,7 @@ typedef struct worker {
     conn_t *closed;           /* closed, to release after this iteration */
     worker_sub_t *subs;
     uint64_t next_conn_id;
+    int pass_pending;         /* a write pass yielded to the loop and continues next iteration */
     int stopping;
 } worker_t;
 
