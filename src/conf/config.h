@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * config: icecast.xml (Icecast 2.4 syntax) parsed into an immutable snapshot.
+ *
+ * config_load() parses a file with libxml2 through tables of directives (name, type, offset,
+ * bounds) and returns a config_t that nobody modifies afterwards; SIGHUP loads a new one and
+ * swaps the pointer. Errors are reported as "file:line: what is wrong". Unknown elements are
+ * warned about once (through the warn callback) and ignored. Sections for later features
+ * (relays, authentication, directories, TLS) are parsed and kept here for them.
+ * Numbers: -1 in a per-mount field means "inherit the global value".
+ */
+#ifndef RIMECAST_CONFIG_H
+#define RIMECAST_CONFIG_H
+
+#include <stddef.h>
+
+typedef struct kv_conf {
+    char *name;
+    char *value;
+    struct kv_conf *next;
+} kv_conf_t;
+
+typedef struct http_header_conf {
+    char *name;
+    char *value;
+    int status; /* 0 = any status */
+    struct http_header_conf *next;
+} http_header_conf_t;
+
+typedef struct listen_conf {
+    int port;
+    char *bind_address;    /* NULL = all addresses */
+    char *shoutcast_mount; /* NULL unless set on this socket */
+    int shoutcast_compat;
+    int ssl;
+    int so_sndbuf;         /* 0 = system default */
+    struct listen_conf *next;
+} listen_conf_t;
+
+typedef struct auth_conf {
+    char *type;         /* "htpasswd", "url", ... */
+    kv_conf_t *options; /* <option name= value=/> in order */
+} auth_conf_t;
+
+typedef struct mount_conf {
+    char *mount_name;   /* NULL for type="default", unless it carries a pattern ("/live*") */
+    int is_default;     /* <mount type="default"> */
+    char *username;     /* source user, default "source" */
+    char *password;     /* mount source password or NULL */
+    int max_listeners;  /* -1 unlimited */
+    int max_listener_duration; /* 0 = none */
+    long burst_size;    /* -1 = global */
+    long queue_size;    /* -1 = global */
+    int source_timeout; /* -1 = global */
+    int mp3_metadata_interval; /* -1 = default (source's or 16000); 0 disables */
+    char *dump_file;
+    char *intro;
+    char *fallback_mount;
+    int fallback_override;
+    int fallback_when_full;
+    char *charset;
+    int public;         /* -1 = source decides */
+    int hidden;
+    int no_mount;
+    char *stream_name;
+    char *stream_description;
+    char *stream_url;
+    char *genre;
+    char *bitrate;
+    char *type;         /* content type override */
+    char *subtype;
+    char *cluster_password;
+    char *on_connect;
+    char *on_disconnect;
+    auth_conf_t *auth;
+    http_header_conf_t *http_headers;
+    struct mount_conf *next;
+} mount_conf_t;
+
+typedef struct relay_conf {
+    char *server;       /* default 127.0.0.1 */
+    int port;           /* default 8000 */
+    char *mount;        /* default "/" */
+    char *local_mount;  /* default = mount */
+    char *username;
+    char *password;
+    int relay_shoutcast_metadata; /* default 1 */
+    int on_demand;      /* default = relays-on-demand */
+    char *bind;
+    struct relay_conf *next;
+} relay_conf_t;
+
+typedef struct directory_conf {
+    char *yp_url;
+    int yp_url_timeout; /* default 15 */
+    int touch_interval; /* default 600 */
+    struct directory_conf *next;
+} directory_conf_t;
+
+typedef struct alias_conf {
+    char *source;
+    char *destination;
+    int port;           /* -1 any */
+    char *bind_address; /* NULL any */
+    struct alias_conf *next;
+} alias_conf_t;
+
+typedef struct config {
+    char *filename;
+
+    /* root level */
+    char *location;     /* "Earth" */
+    char *admin;        /* "icemaster@localhost" */
+    char *hostname;     /* "localhost" */
+    char *server_id;    /* NULL = "Rimecast <version>" */
+    int fileserve;      /* 1 */
+    char *mime_types;   /* "/etc/mime.types" */
+    int icelogin;       /* 0 */
+    char *shoutcast_mount; /* "/stream" */
+    int relays_on_demand;
+    char *master_server;
+    int master_server_port;
+    int master_update_interval; /* 120 */
+    char *master_username;      /* "relay" */
+    char *master_password;
+
+    /* <limits> */
+    int clients;        /* 256 */
+    int sources;        /* 16 */
+    long queue_size;    /* 524288 */
+    int client_timeout; /* 30 */
+    int header_timeout; /* 15 */
+    int source_timeout; /* 10 */
+    long burst_size;    /* 65536; burst-on-connect 0 -> 0 */
+    int workers;        /* 0 = number of online CPUs (Rimecast extension) */
+    int write_window_ms; /* listener write coalescing window, ms; 0 = write every block (Rimecast);
+                          * default 500 */
+
+    /* <authentication> */
+    char *source_password;
+    char *relay_user;   /* "relay" */
+    char *relay_password;
+    char *admin_user;   /* "admin" */
+    char *admin_password;
+
+    listen_conf_t *listen;      /* at least one after load (root <port> or 8000) */
+    relay_conf_t *relays;
+    mount_conf_t *mounts;       /* normal and default mounts in file order */
+    directory_conf_t *directories;
+    http_header_conf_t *http_headers;
+
+    /* <paths> */
+    char *basedir;      /* PKGDATADIR (/usr/local/share/rimecast) */
+    char *logdir;       /* LOCALSTATEDIR/log/rimecast */
+    char *webroot;      /* PKGDATADIR/web */
+    char *adminroot;    /* PKGDATADIR/admin */
+    char *pidfile;
+    char *allow_ip;
+    char *deny_ip;
+    char *ssl_certificate;
+    char *ssl_allowed_ciphers;
+    alias_conf_t *aliases;
+
+    /* <logging> */
+    char *accesslog;    /* "access.log", relative to logdir; "-" = stderr */
+    char *errorlog;     /* "error.log" */
+    char *playlistlog;
+    int loglevel;       /* 3 */
+    int logsize;
+    int logarchive;
+
+    /* <security> */
+    int chroot;
+    char *user;         /* changeowner; NULL = none */
+    char *group;
+} config_t;
+
+/* Called for non-fatal problems (unknown element, deprecated form): "file:line: message". */
+typedef void (*config_warn_fn)(const char *msg);
+
+/* Loads and validates a config file. Returns 0 and *out, or -1 with "file:line: message" in err.
+ * warn may be NULL. */
+int config_load(const char *path, config_t **out, char *err, size_t errlen, config_warn_fn warn);
+/* Same from a memory buffer (tests, fuzzing); name is used in messages. */
+int config_load_buffer(const char *buf, size_t len, const char *name, config_t **out, char *err,
+                       size_t errlen, config_warn_fn warn);
+void config_free(config_t *c);
+
+/* The <mount> block for this mount name, else the type="default" block, else NULL.
+ * Normal blocks are merged with their default block at load time (unset fields and headers
+ * taken from it, as Icecast 2.4 does); a normal mount-name with * ? [ also matches as a
+ * pattern after exact names. */
+const mount_conf_t *config_find_mount(const config_t *c, const char *mount);
+/* Only a normal block with exactly this name, else NULL. */
+const mount_conf_t *config_find_mount_exact(const config_t *c, const char *mount);
+/* The first type="default" block without mount-name or whose mount-name pattern (fnmatch,
+ * FNM_PATHNAME) matches mount, else NULL. */
+const mount_conf_t *config_find_default_mount(const config_t *c, const char *mount);
+
+/* Resolves a path relative to a base directory into a malloc'd string; absolute paths and "-"
+ * are copied as is. NULL path -> NULL. */
+char *config_path(const char *base, const char *path);
+
+#endif
