@@ -28,16 +28,6 @@ def workdir():
     shutil.rmtree(d, ignore_errors=True)
 
 
-def stop_process(p):
-    if p.poll() is None:
-        p.terminate()
-        try:
-            p.wait(5)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait(5)
-
-
 def decode_errors(path):
     """Decode a file with ffmpeg; return its error output ('' = clean)."""
     p = subprocess.run([FFMPEG, "-hide_banner", "-v", "error", "-i", path, "-f", "null", "-"],
@@ -76,14 +66,19 @@ def test_ffmpeg_source_and_decodable_listener_stream(server, workdir):
         assert resp.header("icy-name") == "FF Sine"
         lis.wait_bytes(48 * 1024, 15)          # ~3 s of 128 kbit/s
         lis.close()
-        path = os.path.join(workdir, "got.mp3")
-        with open(path, "wb") as f:
-            f.write(lis.snapshot())
-        errors = decode_errors(path)
-        assert errors == "", errors
+        assert_decodes(lis, workdir)
     finally:
-        stop_process(ff)
+        formatlib.stop_process(ff)
     assert ff.returncode in (0, 255, -15), ff.stderr.read()
+
+
+def assert_decodes(lis, workdir):
+    """What the listener received decodes as MP3 without an error."""
+    path = os.path.join(workdir, "got.mp3")
+    with open(path, "wb") as f:
+        f.write(lis.snapshot())
+    errors = decode_errors(path)
+    assert errors == "", errors
 
 
 @needs_ezstream
@@ -105,10 +100,6 @@ def test_ezstream_source_loops_a_playlist(server, workdir):
         lis.wait_bytes(48 * 1024, 15)
         assert ez.poll() is None, "ezstream exited"
         lis.close()
-        path = os.path.join(workdir, "got.mp3")
-        with open(path, "wb") as f:
-            f.write(lis.snapshot())
-        errors = decode_errors(path)
-        assert errors == "", errors
+        assert_decodes(lis, workdir)
     finally:
-        stop_process(ez)
+        formatlib.stop_process(ez)
