@@ -23,7 +23,8 @@
 #include "config.h"
 #include "core/log.h"
 #include "net/worker.h"
-#include "server.h"
+#include "net/server.h"
+#include "router/dispatch.h"
 #include "stream/mount.h"
 
 typedef struct options {
@@ -209,6 +210,7 @@ static int start_workers(const config_t *cfg)
         n = 1;
     if (n > SERVER_MAX_WORKERS)
         n = SERVER_MAX_WORKERS;
+    dispatch_init();
     for (int i = 0; i < n; i++) {
         if (!worker_new(i))
             return -1;

@@ -15,10 +15,11 @@
 #include "conf/config.h"
 #include "core/str.h"
 #include "http/parser.h"
-#include "http/router.h"
+#include "http/client.h"
+#include "http/reply.h"
 #include "net/conn.h"
 #include "net/worker.h"
-#include "server.h"
+#include "net/server.h"
 #include "stream/mount.h"
 
 #define ADMIN_NAME_MAX 64
@@ -106,10 +107,8 @@ conn_t *admin_conn(admin_req_t *a)
 {
     if (a->conn)
         return a->conn;
-    for (conn_t *c = a->worker->conns; c; c = c->next)
-        if (c->id == a->conn_id)
-            return !c->closing && c->ops == &parked_ops ? c : NULL;
-    return NULL;
+    conn_t *c = worker_find_conn(a->worker, a->conn_id);
+    return c && !c->closing && c->ops == &parked_ops ? c : NULL;
 }
 
 void admin_send_raw(admin_req_t *a, const char *ctype, const char *body, size_t len,
@@ -118,7 +117,7 @@ void admin_send_raw(admin_req_t *a, const char *ctype, const char *body, size_t 
     conn_t *c = admin_conn(a);
     admin_req_free(a);
     if (c)
-        router_reply(c, c->req, 200, ctype, body, len, extra);
+        reply_send(c, client_of(c)->req, 200, ctype, body, len, extra);
 }
 
 void admin_send_error(admin_req_t *a, int status, const char *message)
@@ -126,7 +125,7 @@ void admin_send_error(admin_req_t *a, int status, const char *message)
     conn_t *c = admin_conn(a);
     admin_req_free(a);
     if (c)
-        conn_send_error(c, status, message);
+        client_send_error(c, status, message);
 }
 
 /* adminroot/<cmd>.xsl; an <iceresponse> without its own stylesheet uses response.xsl, as
@@ -161,7 +160,7 @@ static void send_xsl(admin_req_t *a, xmlDocPtr doc)
     else if (rc < 0)
         admin_send_error(a, 500, "Internal Server Error: stylesheet failed");
     else
-        admin_send_raw(a, ctype, out, len, ROUTER_NO_CACHE);
+        admin_send_raw(a, ctype, out, len, REPLY_NO_CACHE);
     free(out);
 }
 
@@ -193,7 +192,7 @@ void admin_send_doc(admin_req_t *a, xmlDocPtr doc)
     if (!out)
         admin_send_error(a, 500, "Internal Server Error");
     else
-        admin_send_raw(a, ctype, out, len, ROUTER_NO_CACHE);
+        admin_send_raw(a, ctype, out, len, REPLY_NO_CACHE);
     free(out);
 }
 
@@ -282,12 +281,12 @@ void admin_handle(conn_t *c, const http_request_t *req, const char *path)
     if (parse_command(path, name, sizeof(name), &view) == 0)
         cmd = admin_find_command(name);
     if (!cmd || !(cmd->views & view)) {
-        conn_send_error(c, 400, "Unrecognised command");
+        client_send_error(c, 400, "Unrecognised command");
         return;
     }
     admin_req_t *a = req_new(c, req, cmd, view);
     if (!a) {
-        conn_send_error(c, 500, "Internal Server Error");
+        client_send_error(c, 500, "Internal Server Error");
         return;
     }
     if (!auth_ok(a, req)) {

@@ -14,9 +14,11 @@
 
 #include "admin/commands.h"
 #include "core/log.h"
+#include "http/client.h"
 #include "net/conn.h"
 #include "net/worker.h"
 #include "stats/stats.h"
+#include "stream/fanout.h"
 #include "stream/listener.h"
 #include "stream/mount.h"
 
@@ -60,13 +62,6 @@ static job_t *job_new(admin_req_t *a)
     return j;
 }
 
-static worker_sub_t *sub_of(worker_t *w, mount_t *m)
-{
-    for (worker_sub_t *s = w->subs; s; s = s->next)
-        if (s->mount == m)
-            return s;
-    return NULL;
-}
 
 /* Parks the connection and broadcasts; answers 500 itself when that fails. */
 static void run(admin_req_t *a, void (*fn)(worker_t *, void *), void (*done)(worker_t *, void *))
@@ -86,7 +81,7 @@ static void list_fn(worker_t *w, void *arg)
 {
     admin_req_t *a = arg;
     job_t *j = a->data;
-    worker_sub_t *s = sub_of(w, a->mount);
+    fanout_sub_t *s = fanout_sub_find(w, a->mount);
     time_t now = time(NULL);
     pthread_mutex_lock(&j->lock);
     for (listener_t *l = s ? s->listeners : NULL; l; l = l->next) {
@@ -103,7 +98,8 @@ static void list_fn(worker_t *w, void *arg)
         entry_t *e = &j->entries[j->n++];
         e->id = l->conn->id;
         snprintf(e->ip, sizeof(e->ip), "%s", l->conn->ip);
-        e->agent = l->conn->log_agent ? strdup(l->conn->log_agent) : NULL;
+        const char *agent = client_of(l->conn)->log_agent;
+        e->agent = agent ? strdup(agent) : NULL;
         e->connected = (long long)(now - l->conn->start);
     }
     pthread_mutex_unlock(&j->lock);
@@ -157,7 +153,7 @@ static void move_fn(worker_t *w, void *arg)
 {
     admin_req_t *a = arg;
     job_t *j = a->data;
-    worker_sub_t *s = sub_of(w, a->mount);
+    fanout_sub_t *s = fanout_sub_find(w, a->mount);
     if (!s)
         return;
     /* moving the last listener frees the subscription: take the list first */
@@ -220,7 +216,7 @@ static void kill_fn(worker_t *w, void *arg)
 {
     admin_req_t *a = arg;
     job_t *j = a->data;
-    worker_sub_t *s = sub_of(w, a->mount);
+    fanout_sub_t *s = fanout_sub_find(w, a->mount);
     for (listener_t *l = s ? s->listeners : NULL; l; l = l->next) {
         if (l->conn->id == j->target_id && !l->conn->closing) {
             conn_close(l->conn);

@@ -11,14 +11,16 @@
 
 #include "admin/admin.h"
 #include "admin/commands.h"
+#include "admin/events_feed.h"
 #include "conf/config.h"
 #include "core/log.h"
 #include "core/str.h"
+#include "http/client.h"
 #include "http/parser.h"
 #include "net/conn.h"
-#include "server.h"
-#include "stats/events.h"
+#include "net/server.h"
 #include "stats/stats.h"
+#include "stream/events.h"
 #include "stream/mount.h"
 
 #define META_MAX 1024 /* bytes of a title or artist from an admin request */
@@ -271,12 +273,12 @@ static void cmd_buildm3u(admin_req_t *a)
 static void cmd_events(admin_req_t *a)
 {
     conn_t *c = a->conn;
-    const http_request_t *req = c->req;
+    const http_request_t *req = client_of(c)->req;
     char *last = http_header_dup(req, "last-event-id");
     uint64_t last_id = last ? strtoull(last, NULL, 10) : 0;
     free(last);
     admin_req_free(a);
-    events_stream_start(c, last_id, req->method == HTTP_METHOD_HEAD);
+    events_feed_start(c, last_id, req->method == HTTP_METHOD_HEAD);
 }
 
 /* ---- the route table ---- */

@@ -23,9 +23,10 @@
 
 #include "conf/config.h"
 #include "http/parser.h"
-#include "http/router.h"
+#include "http/client.h"
+#include "http/reply.h"
 #include "net/conn.h"
-#include "server.h"
+#include "net/server.h"
 
 #define FILES_CHUNK 65536
 
@@ -233,7 +234,7 @@ static void fsend_release(conn_t *c)
 
 static const conn_ops_t file_role = {
     .name = "file",
-    .release = fsend_release,
+    .on_close = fsend_release,
 };
 
 static __thread char chunk[FILES_CHUNK];
@@ -247,7 +248,7 @@ static void file_next(conn_t *c)
             fsend_release(c);
             c->role = NULL;
             if (keep)
-                router_next_request(c);
+                reply_next_request(c);
             else
                 conn_linger_close(c);
             return;
@@ -287,7 +288,7 @@ static size_t file_head(char *head, size_t cap, int keep, int status, const char
     char ctype[160];
     snprintf(ctype, sizeof(ctype), "%s%s", type,
              strncmp(type, "text/", 5) == 0 ? "; charset=utf-8" : "");
-    return router_head(head, cap, keep, status, status == 304 ? NULL : ctype,
+    return reply_head(head, cap, keep, status, status == 304 ? NULL : ctype,
                        status == 304 ? -1 : (long long)(end - start), extra);
 }
 
@@ -299,7 +300,7 @@ void files_serve(conn_t *c, const http_request_t *req, const char *real)
     if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
         if (fd >= 0)
             close(fd);
-        conn_send_error(c, 404, "The file you requested could not be found");
+        client_send_error(c, 404, "The file you requested could not be found");
         return;
     }
     off_t start = 0, end = st.st_size;
@@ -310,27 +311,27 @@ void files_serve(conn_t *c, const http_request_t *req, const char *real)
         char extra[96];
         snprintf(extra, sizeof(extra), "Content-Range: bytes */%lld\r\n", (long long)st.st_size);
         static const char msg[] = "Request Range Not Satisfiable";
-        router_reply(c, req, 416, "text/plain; charset=utf-8", msg, sizeof(msg) - 1, extra);
+        reply_send(c, req, 416, "text/plain; charset=utf-8", msg, sizeof(msg) - 1, extra);
         return;
     }
     if (range > 0)
         status = 206;
-    int keep = router_keepalive_wanted(req);
+    int keep = reply_keepalive_wanted(req);
     char head[4096];
     size_t hlen = file_head(head, sizeof(head), keep, status, real, &st, start, end);
     fsend_t *f = calloc(1, sizeof(*f));
     if (!f || hlen == 0) {
         free(f);
         close(fd);
-        conn_send_error(c, 500, "Internal Server Error");
+        client_send_error(c, 500, "Internal Server Error");
         return;
     }
     *f = (fsend_t){fd, start, end, keep};
     if (status == 304 || req->method == HTTP_METHOD_HEAD)
         f->end = f->pos; /* head only */
-    c->status = status;
+    client_of(c)->status = status;
     c->data = f;
     c->role = &file_role;
-    c->ops = &router_sending_ops;
+    c->ops = &reply_sending_ops;
     conn_send(c, head, hlen, file_next);
 }

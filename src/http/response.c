@@ -13,8 +13,7 @@
 #include "conf/config.h"
 #include "core/str.h"
 #include "http/parser.h"
-#include "server.h"
-#include "stream/mount.h"
+#include "net/server.h"
 
 typedef struct out {
     char *buf;
@@ -72,10 +71,9 @@ static void icy_header(out_t *o, const char *name, const char *value)
         out_printf(o, "%s: %s\r\n", name, value);
 }
 
-size_t response_stream_head(char *buf, size_t cap, mount_t *m, int metaint)
+size_t response_stream_head(char *buf, size_t cap, const response_stream_t *i, int metaint)
 {
     out_t o = {buf, cap, 0, 0};
-    const mount_info_t *i = &m->info;
     common_headers(&o, 200);
     out_printf(&o, "Content-Type: %s\r\n", i->content_type ? i->content_type : "audio/mpeg");
     out_printf(&o, "Cache-Control: no-cache, no-store\r\nExpires: Mon, 26 Jul 1997 05:00:00 GMT\r\n"
@@ -92,10 +90,8 @@ size_t response_stream_head(char *buf, size_t cap, mount_t *m, int metaint)
         out_printf(&o, "icy-pub: %d\r\n", i->public);
     icy_header(&o, "icy-url", i->url);
     icy_header(&o, "ice-audio-info", i->audio_info);
-    const mount_conf_t *mc = config_find_mount(server_config(), m->name);
-    if (mc)
-        for (const http_header_conf_t *h = mc->http_headers; h; h = h->next)
-            out_printf(&o, "%s: %s\r\n", h->name, h->value ? h->value : "");
+    for (const http_header_conf_t *h = i->headers; h; h = h->next)
+        out_printf(&o, "%s: %s\r\n", h->name, h->value ? h->value : "");
     if (metaint > 0)
         out_printf(&o, "icy-metaint: %d\r\n", metaint);
     out_printf(&o, "\r\n");

@@ -10,7 +10,14 @@
 
 #include <stddef.h>
 
-typedef struct mount mount_t;
+typedef struct http_header_conf http_header_conf_t;
+
+/* What a listener's head says about the stream (strings already free of control characters). */
+typedef struct response_stream {
+    const char *content_type, *bitrate, *description, *genre, *name, *url, *audio_info;
+    int public;                        /* -1 unknown */
+    const http_header_conf_t *headers; /* the mount's <http-headers>, or NULL */
+} response_stream_t;
 
 /* "HTTP/1.0 <status> <text>\r\n" + Server, Date, Connection: Close, the configured extra
  * headers for this status, Content-Type (if not NULL), Content-Length (if >= 0) and `extra`
@@ -21,7 +28,7 @@ size_t response_head(char *buf, size_t cap, int status, const char *content_type
 
 /* The listener's head: 200, source content type, icy-* headers, no-cache headers,
  * icy-metaint when metaint > 0, CORS headers. Returns the length or 0. */
-size_t response_stream_head(char *buf, size_t cap, mount_t *m, int metaint);
+size_t response_stream_head(char *buf, size_t cap, const response_stream_t *s, int metaint);
 
 /* Complete error response with a small HTML body (message is escaped). Returns malloc'd bytes
  * and their length in *len, or NULL. */

@@ -1,107 +1,136 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * conn: one client connection, owned by one worker for its whole life.
+ * conn: one connection, owned by one worker for its whole life; inbound (accepted) or
+ * outbound (net/connect.h). It knows bytes, not protocols: a transport moves them, an ops
+ * table says what the connection is doing now (reading a request, streaming, ...).
  *
- * A connection's behaviour is the ops table it points to: reading the request head, writing a
- * short response, lingering before close, then (after dispatch) source or listener ops. The
- * read buffer exists only while a head is being read. conn_close() never frees at once: the
- * worker releases closed connections at the end of its loop iteration, so a callback can close
- * its own connection safely. Access-log fields are captured at dispatch and logged on release.
+ * Memory: the layer that creates a connection allocates it (usually embedded first in a larger
+ * struct of its own), calls conn_init(), and frees it in its destroy callback. conn_close()
+ * never frees at once: the worker destroys closed connections at the end of its loop
+ * iteration, so a callback can close its own connection safely. Before destroy, the role's
+ * on_close (c->role) releases role data (c->data).
  */
 #ifndef RIMECAST_CONN_H
 #define RIMECAST_CONN_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <sys/uio.h>
 #include <time.h>
 
 #include "core/loop.h"
-#include "http/parser.h"
 
 typedef struct worker worker_t;
 typedef struct conn conn_t;
 typedef struct listen_conf listen_conf_t;
 
+/* How bytes move on a connection: plain socket today, TLS later. Return values follow the
+ * system calls: bytes, 0 at end of input (read), or -1 with errno (EAGAIN when it would block). */
+typedef struct transport {
+    const char *name;
+    ssize_t (*read)(conn_t *c, void *buf, size_t len);
+    ssize_t (*writev)(conn_t *c, const struct iovec *iov, int iovcnt);
+    /* Ends our side of the stream (half-close); reading may go on. */
+    void (*shutdown)(conn_t *c);
+    /* Frees per-connection transport state; the fd itself is closed by conn_close(). */
+    void (*release)(conn_t *c);
+} transport_t;
+
+/* The plain-socket transport. */
+extern const transport_t transport_plain;
+
 typedef struct conn_ops {
     const char *name;
     void (*on_readable)(conn_t *c);
     void (*on_writable)(conn_t *c);
-    /* Peer hung up (EPOLLRDHUP/HUP/ERR); default: close. */
+    /* Peer hung up (EPOLLHUP/ERR); default: close. */
     void (*on_hangup)(conn_t *c);
+    /* The deadline (conn_set_deadline) passed; default: close. */
+    void (*on_timeout)(conn_t *c);
     /* Frees role data (c->data); called once, from the worker, after close. Taken from
      * c->role, the ops the role installed, since a closing connection swaps its ops. */
-    void (*release)(conn_t *c);
+    void (*on_close)(conn_t *c);
 } conn_ops_t;
-
-typedef enum { CONN_KIND_CLIENT, CONN_KIND_LISTENER, CONN_KIND_SOURCE } conn_kind_t;
 
 struct conn {
     loop_handler_t handler;
     const conn_ops_t *ops;
-    const conn_ops_t *role; /* listener/source ops whose release frees c->data */
+    const conn_ops_t *role; /* ops whose on_close frees c->data */
+    const transport_t *transport;
+    void *transport_data;
     worker_t *worker;
     int fd;
     uint64_t id;
-    conn_kind_t kind;
     char ip[64];
     int local_port;
-    const char *shoutcast_mount; /* set for a shoutcast-compat socket (points into config) */
+    const listen_conf_t *listen; /* the listen socket it came in on (config), NULL if outbound */
     time_t start;
-    uint64_t deadline_ms;        /* for the worker's timeout list, 0 = none */
+    uint64_t deadline_ms; /* for the worker's timeout list, 0 = none */
     int closing;
-    unsigned requests;           /* requests dispatched on this connection (keep-alive) */
+    int counted;          /* holds a slot in server.stats.clients */
 
-    /* request head being read */
+    /* input buffer (a request head being read); NULL when not needed */
     char *rbuf;
-    size_t rlen, rcap, parsed_len;
-    http_request_t *req;
+    size_t rlen, rcap;
 
-    /* pending small response (head or error page) */
+    /* pending small output (a response head or page) */
     char *wbuf;
     size_t wlen, woff;
     void (*after_write)(conn_t *c);
-
-    /* access log */
-    char *log_method, *log_uri, *log_protocol, *log_agent, *log_referer, *log_user;
-    int status;
     uint64_t bytes_sent;
 
-    void *data; /* role state: source_t *, listener_t * */
+    void *data; /* role state */
+    void (*connect_done)(conn_t *c, int err); /* outbound, while connecting (net/connect.h) */
+    void (*destroy)(conn_t *c); /* frees the connection's memory (its creator's) */
 
     conn_t *prev, *next;   /* worker's list of all connections */
     conn_t *tprev, *tnext; /* worker's timeout list (ordered by deadline) */
 };
 
-/* Creates a connection for an accepted fd and starts reading the request head. */
-conn_t *conn_new(worker_t *w, int fd, const char *ip, int local_port,
-                 const char *shoutcast_mount);
+/* Initialises c (zeroed by the caller) for fd on worker w with the plain transport, and adds it
+ * to the worker's connections. destroy frees c after close. Does not register with epoll. */
+void conn_init(conn_t *c, worker_t *w, int fd, const char *ip, int local_port,
+               void (*destroy)(conn_t *c));
+/* Registers c's fd with its worker's epoll (edge-triggered, in and out). 0 or -errno. */
+int conn_watch(conn_t *c);
 /* Marks closed, removes from epoll and closes the fd; release happens later in the worker. */
 void conn_close(conn_t *c);
-/* Frees everything (worker only, after close). Writes the access-log line. */
+/* Runs the role's on_close, the transport release and destroy (worker only, after close). */
 void conn_release(conn_t *c);
 
+/* Deadline: c->ops->on_timeout runs when it passes. ms from now; 0 clears it. */
+void conn_set_deadline(conn_t *c, uint64_t ms);
+
+/* Reads into buf through the transport (see transport_t). */
+static inline ssize_t conn_read(conn_t *c, void *buf, size_t len)
+{
+    return c->transport->read(c, buf, len);
+}
+static inline ssize_t conn_writev(conn_t *c, const struct iovec *iov, int iovcnt)
+{
+    return c->transport->writev(c, iov, iovcnt);
+}
+
 /* Queues bytes to send (copied) and tries to write them now. When all is written,
- * after_write (if set) runs; NULL after_write means keep the connection as it is. */
+ * after_write (if set) runs; NULL after_write means keep the connection as it is. On
+ * allocation failure the connection is closed. */
 void conn_send(conn_t *c, const char *data, size_t len, void (*after_write)(conn_t *c));
-/* Appends bytes (copied) to the pending response without writing. 0 or -ENOMEM. */
+/* Appends bytes (copied) to the pending output without writing. 0 or -ENOMEM. */
 int conn_queue(conn_t *c, const char *data, size_t len);
-/* Sends a complete response with a short text/html body for an error, then closes gracefully. */
-void conn_send_error(conn_t *c, int status, const char *message);
-/* Half-closes and drains input briefly before closing, so the peer reads our response. */
+/* Half-closes and drains input briefly before closing, so the peer reads our last bytes. */
 void conn_linger_close(conn_t *c);
 /* Tries to write the pending wbuf; returns 1 when empty, 0 if blocked, -1 on error (closed). */
 int conn_flush_wbuf(conn_t *c);
+/* Frees the output buffer once it is fully written (a streaming role keeps none). */
+void conn_drop_wbuf(conn_t *c);
 
 /* Ready-made ops members: read and drop whatever the peer sends (closing on EOF or error), and
- * write the pending response then run after_write. */
+ * write the pending output then run after_write. */
 void conn_discard_input(conn_t *c);
 void conn_write_pending(conn_t *c);
 
-/* Records access-log fields from the parsed request (copies). */
-void conn_capture_request(conn_t *c, const http_request_t *req);
-
-/* The ops of a connection reading its request head (exported for the shoutcast login). */
-extern const conn_ops_t conn_reading_ops;
+/* Ops of a connection writing its last bytes: input drained, pending output written. */
+extern const conn_ops_t conn_writing_ops;
 
 #endif

@@ -1,12 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * worker: one thread, one epoll loop (see worker.h).
- *
- * The loop's phases: wait for events; run each event's handler (accept, connection I/O,
- * messages and wake-ups, timers); release connections closed during this iteration.
- * Listener fan-out happens in sub_pass(): per subscription, if the mount's head moved, every
- * listener not blocked on a full socket gets one flush; blocked ones only get a lag check. A pass
- * runs in slices, with the event loop turning in between.
+ * worker: one thread, one epoll loop (see worker.h): accepting, connection events, deadlines,
+ * timers, messages, and the registered modules' pass hooks.
  */
 #include "net/worker.h"
 
@@ -21,10 +16,7 @@
 #include "core/log.h"
 #include "net/conn.h"
 #include "net/listen.h"
-#include "server.h"
-#include "stream/listener.h"
-#include "stream/mount.h"
-#include "stream/source.h"
+#include "net/server.h"
 
 #define WORKER_EVENTS 256
 
@@ -77,129 +69,93 @@ static void expire_timeouts(worker_t *w, uint64_t now)
     while (w->timeouts_head && w->timeouts_head->deadline_ms <= now) {
         conn_t *c = w->timeouts_head;
         worker_timeout_remove(w, c);
-        if (c->ops == &conn_reading_ops && c->rlen == 0 && c->requests > 0) {
-            conn_close(c); /* an idle keep-alive connection: nothing to answer */
-        } else if (c->ops == &conn_reading_ops) {
-            log_info("client %s: request head not complete within header-timeout", c->ip);
-            c->log_method = strdup("-");
-            conn_send_error(c, 408, "Request Timeout");
-        } else {
-            conn_close(c);
-        }
-    }
-}
-
-/* ---- subscriptions ---- */
-
-worker_sub_t *worker_sub_get(worker_t *w, mount_t *m)
-{
-    for (worker_sub_t *s = w->subs; s; s = s->next)
-        if (s->mount == m)
-            return s;
-    worker_sub_t *s = calloc(1, sizeof(*s));
-    if (!s)
-        abort(); /* a few bytes per mount per worker; nothing sensible to do without them */
-    s->mount = mount_ref(m);
-    s->seen_end = mount_head_end(m);
-    s->next = w->subs;
-    w->subs = s;
-    return s;
-}
-
-void worker_sub_add_listener(worker_t *w, worker_sub_t *s, listener_t *l)
-{
-    l->prev = NULL;
-    l->next = s->listeners;
-    if (s->listeners)
-        s->listeners->prev = l;
-    s->listeners = l;
-    s->count++;
-    atomic_fetch_add(&s->mount->worker_listeners[w->id], 1);
-}
-
-static void sub_flush_counters(worker_sub_t *s)
-{
-    if (s->bytes_pending) {
-        atomic_fetch_add_explicit(&s->mount->bytes_sent, s->bytes_pending, memory_order_relaxed);
-        s->bytes_pending = 0;
-    }
-}
-
-void worker_sub_remove_listener(worker_t *w, worker_sub_t *s, listener_t *l)
-{
-    if (s->resume == l)
-        s->resume = l->next;
-    if (l->prev)
-        l->prev->next = l->next;
-    else
-        s->listeners = l->next;
-    if (l->next)
-        l->next->prev = l->prev;
-    s->count--;
-    atomic_fetch_sub(&s->mount->worker_listeners[w->id], 1);
-    /* an empty subscription is freed by the next pass (sub_gc), never under a running one */
-}
-
-/* Frees subscriptions that lost their last listener. */
-static void sub_gc(worker_t *w)
-{
-    for (worker_sub_t **pp = &w->subs; *pp;) {
-        worker_sub_t *s = *pp;
-        if (s->count > 0) {
-            pp = &s->next;
-            continue;
-        }
-        *pp = s->next;
-        sub_flush_counters(s);
-        mount_unref(s->mount);
-        free(s);
-    }
-}
-
-#define SUB_SLICE 256 /* listener writes per mount before the loop gets a turn */
-
-/* Writes to up to SUB_SLICE listeners of s, starting or continuing a pass over them.
- * Returns 1 if the pass is not finished. */
-static int sub_slice(worker_t *w, worker_sub_t *s)
-{
-    if (!s->in_pass) {
-        int ended = atomic_load_explicit(&s->mount->ended, memory_order_acquire);
-        uint64_t head = mount_head_end(s->mount);
-        if (head == s->seen_end && !ended)
-            return 0;
-        s->offered = s->seen_end;
-        s->seen_end = head;
-        s->resume = s->listeners;
-        s->in_pass = 1;
-    }
-    for (int n = 0; s->resume && n < SUB_SLICE; n++) {
-        listener_t *l = s->resume;
-        s->resume = l->next; /* kept valid by worker_sub_remove_listener if l leaves */
-        if (l->conn->closing)
-            continue;
-        if (l->blocked)
-            listener_check_lag(l, s->offered);
+        if (c->ops->on_timeout)
+            c->ops->on_timeout(c);
         else
-            listener_flush(l);
+            conn_close(c);
     }
-    if (s->resume)
-        return 1;
-    s->in_pass = 0;
-    sub_flush_counters(s);
+}
+
+/* ---- modules ---- */
+
+#define WORKER_MAX_MODULES 8
+
+static const worker_module_t *modules[WORKER_MAX_MODULES];
+static int nmodules;
+static worker_accept_fn accept_hook;
+
+void worker_register(const worker_module_t *m)
+{
+    for (int i = 0; i < nmodules; i++)
+        if (modules[i] == m)
+            return;
+    if (nmodules == WORKER_MAX_MODULES)
+        abort(); /* a programming error: raise WORKER_MAX_MODULES */
+    modules[nmodules++] = m;
+}
+
+void worker_set_accept(worker_accept_fn fn)
+{
+    accept_hook = fn;
+}
+
+void worker_request_pass(worker_t *w)
+{
+    w->pass_requested = 1;
+}
+
+static void run_pass(worker_t *w)
+{
+    w->pass_requested = 0;
+    for (int i = 0; i < nmodules; i++)
+        if (modules[i]->pass)
+            modules[i]->pass(w);
+}
+
+/* ---- timers ---- */
+
+static void on_timer(loop_handler_t *h, uint32_t events)
+{
+    worker_timer_t *t = (worker_timer_t *)h;
+    uint64_t v;
+    if (read(t->fd, &v, sizeof(v)) < 0)
+        return;
+    t->fn(t->worker, t->arg);
+}
+
+static int timer_open(worker_t *w, worker_timer_t *t, unsigned period_ms)
+{
+    t->worker = w;
+    t->handler.on_event = on_timer;
+    t->fd = loop_timerfd(period_ms);
+    if (t->fd < 0)
+        return t->fd;
+    return loop_add(w->epfd, t->fd, EPOLLIN, &t->handler);
+}
+
+int worker_timer_add(worker_t *w, unsigned period_ms, void (*fn)(worker_t *w, void *arg),
+                     void *arg)
+{
+    worker_timer_t *t = calloc(1, sizeof(*t));
+    if (!t)
+        return -ENOMEM;
+    t->fn = fn;
+    t->arg = arg;
+    int rc = timer_open(w, t, period_ms);
+    if (rc < 0) {
+        if (t->fd >= 0)
+            close(t->fd);
+        free(t);
+        return rc;
+    }
+    t->next = w->timers;
+    w->timers = t;
     return 0;
 }
 
-/* One round over every subscription: a slice of each mount's pass. A pass over a big audience
- * spans several loop iterations, so sources are read and small mounts served in between and
- * their latency does not grow with another mount's audience. Listeners that move (fallback)
- * join another subscription, which this round may or may not reach: either is fine. */
-static void sub_pass(worker_t *w)
+static void check_deadlines(worker_t *w, void *arg)
 {
-    sub_gc(w);
-    int more = 0;
-    for (worker_sub_t *s = w->subs; s; s = s->next)
-        more |= sub_slice(w, s);
-    w->pass_pending = more;
+    expire_timeouts(w, loop_now_ms());
 }
 
 /* ---- messages and wake-ups ---- */
@@ -264,15 +220,20 @@ int worker_broadcast(worker_t *self, void (*fn)(worker_t *w, void *arg),
     return 0;
 }
 
+conn_t *worker_find_conn(worker_t *w, uint64_t id)
+{
+    for (conn_t *c = w->conns; c; c = c->next)
+        if (c->id == id)
+            return c;
+    return NULL;
+}
+
 int worker_close_conn(worker_t *w, uint64_t id)
 {
-    for (conn_t *c = w->conns; c; c = c->next) {
-        if (c->id == id) {
-            conn_close(c);
-            return 1;
-        }
-    }
-    return 0;
+    conn_t *c = worker_find_conn(w, id);
+    if (c)
+        conn_close(c);
+    return c != NULL;
 }
 
 void worker_wake(worker_t *w)
@@ -315,54 +276,10 @@ static void on_eventfd(loop_handler_t *h, uint32_t events)
         log_warn("eventfd read: %s", strerror(errno));
     atomic_store_explicit(&w->wake_pending, 0, memory_order_release);
     run_messages(w);
-    sub_pass(w);
-}
-
-static void on_tick(loop_handler_t *h, uint32_t events)
-{
-    worker_t *w = (worker_t *)((char *)h - offsetof(worker_t, tick_handler));
-    uint64_t v;
-    if (read(w->tick_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-        return;
-    sub_pass(w);
-}
-
-static void on_housekeeping(loop_handler_t *h, uint32_t events)
-{
-    worker_t *w = (worker_t *)((char *)h - offsetof(worker_t, housekeeping_handler));
-    uint64_t v;
-    if (read(w->housekeeping_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-        return;
-    uint64_t now = loop_now_ms();
-    expire_timeouts(w, now);
-    source_check_timeouts(w, now);
+    w->pass_requested = 1;
 }
 
 /* ---- connections ---- */
-
-static void on_conn_event(loop_handler_t *h, uint32_t events)
-{
-    conn_t *c = (conn_t *)h;
-    if (c->closing)
-        return;
-    if (events & (EPOLLIN | EPOLLRDHUP)) {
-        if (c->ops->on_readable)
-            c->ops->on_readable(c);
-        if (c->closing)
-            return;
-    }
-    if ((events & EPOLLOUT) && c->ops->on_writable) {
-        c->ops->on_writable(c);
-        if (c->closing)
-            return;
-    }
-    if (events & (EPOLLERR | EPOLLHUP)) {
-        if (c->ops->on_hangup)
-            c->ops->on_hangup(c);
-        else
-            conn_close(c);
-    }
-}
 
 static void on_accept(loop_handler_t *h, uint32_t events)
 {
@@ -382,21 +299,10 @@ static void on_accept(loop_handler_t *h, uint32_t events)
         }
         char ip[64];
         listen_format_addr(&ss, ip, sizeof(ip));
-        conn_t *c = conn_new(w, fd, ip, ls->port, ls->shoutcast_mount);
-        if (!c) {
+        if (accept_hook)
+            accept_hook(w, fd, ip, ls->conf);
+        else
             close(fd);
-            continue;
-        }
-        c->handler.on_event = on_conn_event;
-        if (loop_add(w->epfd, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, &c->handler) < 0) {
-            conn_close(c);
-            continue;
-        }
-        int limit = server_config()->clients;
-        if (atomic_load(&server.stats.clients) > limit) {
-            c->log_method = strdup("-");
-            conn_send_error(c, 403, "Forbidden: connection limit reached");
-        }
     }
 }
 
@@ -414,7 +320,7 @@ static void *worker_main(void *arg)
     worker_t *w = arg;
     struct epoll_event ev[WORKER_EVENTS];
     while (!w->stopping) {
-        int n = epoll_wait(w->epfd, ev, WORKER_EVENTS, w->pass_pending ? 0 : -1);
+        int n = epoll_wait(w->epfd, ev, WORKER_EVENTS, w->pass_requested ? 0 : -1);
         if (n < 0 && errno != EINTR) {
             log_error("epoll_wait: %s", strerror(errno));
             break;
@@ -423,8 +329,8 @@ static void *worker_main(void *arg)
             loop_handler_t *h = ev[i].data.ptr;
             h->on_event(h, ev[i].events);
         }
-        if (w->pass_pending)
-            sub_pass(w);
+        if (w->pass_requested)
+            run_pass(w);
         release_closed(w);
     }
     return NULL;
@@ -447,10 +353,7 @@ static int open_listeners(worker_t *w, const config_t *cfg)
         worker_listen_t *ls = &w->listens[w->nlisten++];
         ls->fd = fd;
         ls->worker = w;
-        ls->port = lc->port;
-        ls->shoutcast_mount =
-            lc->shoutcast_compat ? (lc->shoutcast_mount ? lc->shoutcast_mount : cfg->shoutcast_mount)
-                                 : NULL;
+        ls->conf = lc;
         ls->handler.on_event = on_accept;
         if (loop_add(w->epfd, fd, EPOLLIN, &ls->handler) < 0)
             return -errno;
@@ -463,15 +366,26 @@ static void close_fds(worker_t *w)
     for (int i = 0; i < w->nlisten; i++)
         close(w->listens[i].fd);
     free(w->listens);
+    while (w->timers) {
+        worker_timer_t *t = w->timers;
+        w->timers = t->next;
+        close(t->fd);
+        free(t);
+    }
+    if (w->deadline_timer.fd >= 0)
+        close(w->deadline_timer.fd);
     if (w->epfd >= 0)
         close(w->epfd);
     if (w->evfd >= 0)
         close(w->evfd);
-    if (w->tick_fd >= 0)
-        close(w->tick_fd);
-    if (w->housekeeping_fd >= 0)
-        close(w->housekeeping_fd);
     pthread_mutex_destroy(&w->msg_lock);
+}
+
+static void modules_fini(worker_t *w)
+{
+    for (int i = nmodules - 1; i >= 0; i--)
+        if (modules[i]->fini)
+            modules[i]->fini(w);
 }
 
 worker_t *worker_new(int id)
@@ -481,7 +395,7 @@ worker_t *worker_new(int id)
     if (!w)
         return NULL;
     w->id = id;
-    w->tick_fd = w->housekeeping_fd = w->evfd = -1;
+    w->evfd = w->deadline_timer.fd = -1;
     pthread_mutex_init(&w->msg_lock, NULL);
     w->epfd = epoll_create1(EPOLL_CLOEXEC);
     w->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -493,18 +407,18 @@ worker_t *worker_new(int id)
     w->ev_handler.on_event = on_eventfd;
     if (loop_add(w->epfd, w->evfd, EPOLLIN, &w->ev_handler) < 0)
         goto fail;
-    w->housekeeping_fd = loop_timerfd(1000);
-    w->housekeeping_handler.on_event = on_housekeeping;
-    if (w->housekeeping_fd < 0 ||
-        loop_add(w->epfd, w->housekeeping_fd, EPOLLIN, &w->housekeeping_handler) < 0)
+    w->deadline_timer.fn = check_deadlines;
+    if (timer_open(w, &w->deadline_timer, 1000) < 0)
         goto fail;
-    if (cfg->write_window_ms > 0) {
-        w->tick_fd = loop_timerfd((unsigned)cfg->write_window_ms);
-        w->tick_handler.on_event = on_tick;
-        if (w->tick_fd < 0 || loop_add(w->epfd, w->tick_fd, EPOLLIN, &w->tick_handler) < 0)
-            goto fail;
+    for (int i = 0; i < nmodules; i++) {
+        if (modules[i]->init && modules[i]->init(w) < 0) {
+            log_error("worker %d: %s failed to start", id, modules[i]->name);
+            goto fail_modules;
+        }
     }
     return w;
+fail_modules:
+    modules_fini(w);
 fail:
     log_error("worker %d: start-up failed", id);
     server.workers[id] = NULL;
@@ -536,7 +450,7 @@ void worker_free(worker_t *w)
         conn_close(w->conns);
     release_closed(w);
     run_messages(w);
-    sub_gc(w);
+    modules_fini(w);
     server.workers[w->id] = NULL;
     close_fds(w);
     free(w);

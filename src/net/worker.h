@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * worker: a thread with its own epoll loop, listen sockets (SO_REUSEPORT), connections,
- * timers and listener subscriptions.
+ * deadlines and timers. It knows connections, not protocols: what an accepted socket becomes
+ * is the accept hook's business, and roles above add per-worker work through modules.
  *
- * Every connection belongs to the worker that accepted it. Other threads talk to a worker only
- * through worker_post() (a mutex-protected message list plus an eventfd: cold path) and
- * worker_wake() (a coalesced eventfd write telling it that mounts have new data).
- * Listener fan-out: the worker keeps one subscription per mount with the list of its listeners
- * on it; each flush tick (write window) or wake it writes new data to them.
+ * Every connection belongs to the worker that accepted (or opened) it. Other threads talk to a
+ * worker only through worker_post() (a mutex-protected message list plus an eventfd: cold
+ * path) and worker_wake() (a coalesced eventfd write that requests a pass).
+ * The loop's phases: wait for events; run each event's handler (accept, connection I/O,
+ * messages, timers, deadlines); run the modules' pass hooks if a pass was requested; destroy
+ * the connections closed during this iteration.
  */
 #ifndef RIMECAST_WORKER_H
 #define RIMECAST_WORKER_H
@@ -19,9 +21,8 @@
 #include "core/loop.h"
 
 typedef struct conn conn_t;
-typedef struct mount mount_t;
+typedef struct listen_conf listen_conf_t;
 struct worker;
-typedef struct listener listener_t;
 
 typedef struct worker_msg {
     void (*fn)(struct worker *w, void *arg);
@@ -34,22 +35,18 @@ typedef struct worker_listen {
     loop_handler_t handler;
     struct worker *worker;
     int fd;
-    int port;
-    const char *shoutcast_mount; /* shoutcast-compat socket: its mount (config string) */
+    const listen_conf_t *conf;
 } worker_listen_t;
 
-/* All listeners of one worker on one mount. */
-typedef struct worker_sub {
-    mount_t *mount;         /* owned reference */
-    listener_t *listeners;  /* doubly linked via listener->prev/next */
-    int count;
-    uint64_t seen_end;      /* mount head offset when the current/last pass started */
-    uint64_t offered;       /* head at the pass before: what blocked listeners had a window for */
-    listener_t *resume;     /* next listener of a pass in progress, NULL when none */
-    int in_pass;
-    uint64_t bytes_pending; /* bytes sent since the last flush into the mount's counter */
-    struct worker_sub *next;
-} worker_sub_t;
+/* A periodic timer on a worker's loop (timerfd). */
+typedef struct worker_timer {
+    loop_handler_t handler;
+    struct worker *worker;
+    int fd;
+    void (*fn)(struct worker *w, void *arg);
+    void *arg;
+    struct worker_timer *next;
+} worker_timer_t;
 
 typedef struct worker {
     int id;
@@ -64,19 +61,35 @@ typedef struct worker {
     pthread_mutex_t msg_lock;
     worker_msg_t *msgs;
 
-    int tick_fd;              /* write-window flush timer, -1 in low-latency mode */
-    loop_handler_t tick_handler;
-    int housekeeping_fd;      /* 1 s: timeouts */
-    loop_handler_t housekeeping_handler;
+    worker_timer_t *timers;
+    worker_timer_t deadline_timer; /* 1 s: connection deadlines */
 
     conn_t *conns;            /* all connections */
     conn_t *timeouts_head, *timeouts_tail;
     conn_t *closed;           /* closed, to release after this iteration */
-    worker_sub_t *subs;
-    uint64_t next_conn_id;
-    int pass_pending;         /* a write pass yielded to the loop and continues next iteration */
+    int pass_requested;       /* run the pass hooks before sleeping again */
     int stopping;
 } worker_t;
+
+/* What a module (a role above net, e.g. the listener fan-out) adds to every worker. All hooks
+ * run on the worker's thread; any may be NULL. */
+typedef struct worker_module {
+    const char *name;
+    /* When the worker is created (before its thread starts): set up per-worker state and
+     * timers. 0 or -errno (the worker then fails to start). */
+    int (*init)(worker_t *w);
+    /* A pass was requested (worker_wake, worker_request_pass). */
+    void (*pass)(worker_t *w);
+    /* After the worker stopped and its connections were closed and released. */
+    void (*fini)(worker_t *w);
+} worker_module_t;
+
+/* Registers a module for every worker created afterwards (at start-up, before workers). */
+void worker_register(const worker_module_t *m);
+
+/* What an accepted socket becomes: the hook owns fd from here (it closes it on failure). */
+typedef void (*worker_accept_fn)(worker_t *w, int fd, const char *ip, const listen_conf_t *lc);
+void worker_set_accept(worker_accept_fn fn);
 
 /* Creates worker id with its listen sockets (bound now, before privileges are dropped).
  * Returns NULL with a logged error. */
@@ -87,27 +100,32 @@ void worker_stop(worker_t *w);
 /* Closes everything the stopped worker owns and frees it. */
 void worker_free(worker_t *w);
 
+/* Adds a periodic timer: fn(w, arg) every period_ms on w's thread until the worker is freed.
+ * At start-up (module init) or on the worker's thread. 0 or -errno. */
+int worker_timer_add(worker_t *w, unsigned period_ms, void (*fn)(worker_t *w, void *arg),
+                     void *arg);
+
 /* Runs fn(w, arg) on worker w's thread soon. Thread-safe. 0 or -errno. */
 int worker_post(worker_t *w, void (*fn)(worker_t *, void *), void *arg);
 /* Runs fn(w, arg) on every worker, each on its own thread; when all have run, runs
- * done(self, arg) on worker `self`. For admin commands that touch listeners everywhere (cold
+ * done(self, arg) on worker `self`. For admin commands that touch connections everywhere (cold
  * path). fn must synchronise its writes to arg (several workers run it in parallel).
  * 0 or -errno (then nothing runs). */
 int worker_broadcast(worker_t *self, void (*fn)(worker_t *w, void *arg),
                      void (*done)(worker_t *self, void *arg), void *arg);
 /* Closes connection `id` if this worker owns it. Worker thread only. 1 if found. */
 int worker_close_conn(worker_t *w, uint64_t id);
-/* Tells w that some mount it follows has new data (coalesced). Thread-safe. */
+/* Finds a live connection of this worker by id (worker thread only), or NULL. */
+conn_t *worker_find_conn(worker_t *w, uint64_t id);
+/* Requests a pass on w from any thread (coalesced). */
 void worker_wake(worker_t *w);
+/* Requests a pass at the end of this loop iteration (worker thread only); the loop does not
+ * sleep until it ran. */
+void worker_request_pass(worker_t *w);
 
-/* Timeout list: conns ordered by deadline (callers append with monotonic deadlines). */
+/* Timeout list: conns ordered by deadline (use conn_set_deadline). */
 void worker_timeout_add(worker_t *w, conn_t *c, uint64_t deadline_ms);
 void worker_timeout_remove(worker_t *w, conn_t *c);
-
-/* Subscriptions (worker thread only). */
-worker_sub_t *worker_sub_get(worker_t *w, mount_t *m);
-void worker_sub_add_listener(worker_t *w, worker_sub_t *s, listener_t *l);
-void worker_sub_remove_listener(worker_t *w, worker_sub_t *s, listener_t *l);
 
 /* Global connection ids (unique across workers). */
 uint64_t worker_next_conn_id(void);

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server.h"
+#include "net/server.h"
 #include "stats/stats.h"
 #include "stream/mount.h"
 

@@ -18,7 +18,7 @@
 
 #include "conf/config.h"
 #include "core/str.h"
-#include "server.h"
+#include "net/server.h"
 #include "stream/mount.h"
 
 #define STATS_KEY_MAX 64

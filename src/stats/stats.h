@@ -5,7 +5,7 @@
  * writes them), the listmounts document and the plain streamlist. Counters are read from the
  * typed atomics of server_t and mount_t; nothing is stored as text. Every string that came
  * from a client goes through stats_add_text(), which makes it valid UTF-8 XML text (libxml2
- * escapes it on output). This file does not answer requests (see admin/ and http/router.c).
+ * escapes it on output). This file does not answer requests (see admin/ and router/router.c).
  */
 #ifndef RIMECAST_STATS_H
 #define RIMECAST_STATS_H

@@ -21,11 +21,13 @@
 #include "conf/config.h"
 #include "core/log.h"
 #include "core/str.h"
+#include "http/client.h"
 #include "http/response.h"
 #include "net/conn.h"
 #include "net/worker.h"
-#include "server.h"
-#include "stats/events.h"
+#include "net/server.h"
+#include "stream/events.h"
+#include "stream/fanout.h"
 #include "stream/mount.h"
 
 #define LISTENER_IOV 64
@@ -268,7 +270,7 @@ int listener_flush(listener_t *l)
         size_t want = 0;
         for (int i = 0; i < n; i++)
             want += iov[i].iov_len;
-        ssize_t w = writev(c->fd, iov, n);
+        ssize_t w = conn_writev(c, iov, n);
         if (w < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
                 l->blocked = 1;
@@ -280,11 +282,7 @@ int listener_flush(listener_t *l)
             return -1;
         }
         commit(l, iov, seg, n, (size_t)w);
-        if (c->wbuf && c->woff >= c->wlen) { /* response head sent: drop its buffer */
-            free(c->wbuf);
-            c->wbuf = NULL;
-            c->woff = c->wlen = 0;
-        }
+        conn_drop_wbuf(c); /* once the response head is sent */
         c->bytes_sent += (uint64_t)w;
         l->sub->bytes_pending += (uint64_t)w;
         if ((size_t)w < want) {
@@ -310,7 +308,7 @@ void listener_move(listener_t *l, mount_t *dest)
 {
     worker_t *w = l->conn->worker;
     mount_t *old = l->mount;
-    worker_sub_remove_listener(w, l->sub, l);
+    fanout_remove_listener(w, l->sub, l);
     atomic_fetch_sub(&old->listeners, 1);
     block_unref(l->blk);
     if (l->hdr)
@@ -324,8 +322,8 @@ void listener_move(listener_t *l, mount_t *dest)
         ;
     l->blk = mount_attach(dest, &l->pos, &l->hdr);
     l->need_sync = l->pos >= l->blk->len;
-    l->sub = worker_sub_get(w, dest);
-    worker_sub_add_listener(w, l->sub, l);
+    l->sub = fanout_sub_get(w, dest);
+    fanout_add_listener(w, l->sub, l);
     if (!l->blocked)
         listener_flush(l);
 }
@@ -348,7 +346,7 @@ static void listener_release(conn_t *c)
         return;
     mount_t *m = l->mount;
     events_emit(EVENT_LISTENER_LEAVE, m->name, c->id, c->ip);
-    worker_sub_remove_listener(c->worker, l->sub, l);
+    fanout_remove_listener(c->worker, l->sub, l);
     block_unref(l->blk);
     if (l->hdr)
         block_unref(l->hdr);
@@ -366,7 +364,7 @@ static const conn_ops_t listener_ops = {
     .on_readable = conn_discard_input,
     .on_writable = listener_on_writable,
     .on_hangup = NULL,
-    .release = listener_release,
+    .on_close = listener_release,
 };
 
 static int wants_icy(const http_request_t *req)
@@ -389,20 +387,33 @@ static int reserve_slot(mount_t *m)
     return 0;
 }
 
+/* The response head a listener of m gets. */
+static size_t stream_head(char *buf, size_t cap, mount_t *m, int metaint)
+{
+    const mount_info_t *i = &m->info;
+    const mount_conf_t *mc = config_find_mount(server_config(), m->name);
+    response_stream_t rs = {
+        .content_type = i->content_type, .bitrate = i->bitrate, .description = i->description,
+        .genre = i->genre, .name = i->name, .url = i->url, .audio_info = i->audio_info,
+        .public = i->public, .headers = mc ? mc->http_headers : NULL,
+    };
+    return response_stream_head(buf, cap, &rs, metaint);
+}
+
 /* HEAD: the same status and headers a GET would get, without joining the mount. */
 static void answer_head(conn_t *c, const http_request_t *req, mount_t *m)
 {
     int max = atomic_load(&m->max_listeners);
     if (max >= 0 && atomic_load(&m->listeners) >= max) {
         mount_unref(m);
-        conn_send_error(c, 403, "Forbidden: max listeners reached");
+        client_send_error(c, 403, "Forbidden: max listeners reached");
         return;
     }
     char head[4096];
     int metaint = wants_icy(req) ? atomic_load(&m->metaint) : 0;
-    size_t hlen = response_stream_head(head, sizeof(head), m, metaint);
+    size_t hlen = stream_head(head, sizeof(head), m, metaint);
     mount_unref(m);
-    c->status = 200;
+    client_of(c)->status = 200;
     conn_send(c, head, hlen, conn_linger_close);
 }
 
@@ -414,25 +425,25 @@ void listener_start(conn_t *c, const http_request_t *req, mount_t *m)
     }
     if (reserve_slot(m) < 0) {
         mount_unref(m);
-        conn_send_error(c, 403, "Forbidden: max listeners reached");
+        client_send_error(c, 403, "Forbidden: max listeners reached");
         return;
     }
     listener_t *l = calloc(1, sizeof(*l));
     char head[4096];
     int metaint = wants_icy(req) ? atomic_load(&m->metaint) : 0;
-    size_t hlen = response_stream_head(head, sizeof(head), m, metaint);
-    if (!l || hlen == 0) {
+    size_t hlen = stream_head(head, sizeof(head), m, metaint);
+    /* the head is queued first: without it the stream must not start */
+    if (!l || hlen == 0 || conn_queue(c, head, hlen) < 0) {
         free(l);
         atomic_fetch_sub(&m->listeners, 1);
         mount_unref(m);
-        conn_send_error(c, 500, "Internal Server Error");
+        client_send_error(c, 500, "Internal Server Error");
         return;
     }
     atomic_fetch_add(&server.stats.listeners, 1);
     atomic_fetch_add(&server.stats.listener_connections, 1);
     atomic_fetch_add(&server.stats.client_connections, 1);
-    c->kind = CONN_KIND_LISTENER;
-    c->status = 200;
+    client_of(c)->status = 200;
     l->conn = c;
     l->mount = m; /* the caller's reference becomes ours */
     l->metaint = (uint32_t)metaint;
@@ -440,15 +451,10 @@ void listener_start(conn_t *c, const http_request_t *req, mount_t *m)
     l->need_sync = l->pos >= l->blk->len;
     c->data = l;
     c->ops = c->role = &listener_ops;
-    conn_queue(c, head, hlen); /* written by the flush below */
-    l->sub = worker_sub_get(c->worker, m);
-    worker_sub_add_listener(c->worker, l->sub, l);
+    l->sub = fanout_sub_get(c->worker, m);
+    fanout_add_listener(c->worker, l->sub, l);
     events_emit(EVENT_LISTENER_JOIN, m->name, c->id, c->ip);
     /* a streaming listener keeps no request buffer (req points into it: not used after this) */
-    free(c->rbuf);
-    free(c->req);
-    c->rbuf = NULL;
-    c->req = NULL;
-    c->rlen = c->rcap = c->parsed_len = 0;
+    client_drop_request(c);
     listener_flush(l);
 }

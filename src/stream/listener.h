@@ -16,14 +16,14 @@
 
 typedef struct conn conn_t;
 typedef struct mount mount_t;
-typedef struct worker_sub worker_sub_t;
+typedef struct fanout_sub fanout_sub_t;
 typedef struct http_request http_request_t;
 
 typedef struct listener listener_t;
 struct listener {
     conn_t *conn;
     mount_t *mount;         /* the subscription holds the mount reference */
-    worker_sub_t *sub;
+    fanout_sub_t *sub;
     block_t *blk;           /* cursor: owned reference */
     uint32_t pos;
     block_t *hdr;           /* header chain cursor: owned reference, NULL when done */

@@ -19,7 +19,7 @@
 #include <time.h>
 
 #include "core/block.h"
-#include "server.h"
+#include "net/server.h"
 
 typedef struct mount_tag {
     char *key;

@@ -20,12 +20,13 @@
 #include "core/log.h"
 #include "core/str.h"
 #include "format/format.h"
+#include "http/client.h"
 #include "http/parser.h"
 #include "http/response.h"
 #include "net/conn.h"
 #include "net/worker.h"
-#include "server.h"
-#include "stats/events.h"
+#include "net/server.h"
+#include "stream/events.h"
 #include "stream/mount.h"
 
 #define SOURCE_READ_BUF 65536
@@ -151,7 +152,7 @@ static void build_info(mount_info_t *i, conn_t *c, const http_request_t *req,
 
 /* ---- authentication ---- */
 
-static int check_password(const config_t *cfg, const mount_conf_t *mc, const char *user,
+int source_check_password(const config_t *cfg, const mount_conf_t *mc, const char *user,
                           const char *pass)
 {
     if (mc && mc->password) {
@@ -169,12 +170,12 @@ static int authenticate(conn_t *c, const http_request_t *req, const config_t *cf
     char *user = NULL, *pass = NULL;
     int ok = 0;
     if (http_parse_basic_auth(req, &user, &pass) == 0) {
-        ok = check_password(cfg, mc, user, pass);
-        free(c->log_user);
-        c->log_user = str_dup(user);
+        ok = source_check_password(cfg, mc, user, pass);
+        free(client_of(c)->log_user);
+        client_of(c)->log_user = str_dup(user);
     } else if (cfg->icelogin) {
         char *p = http_header_dup(req, "ice-password");
-        ok = p && check_password(cfg, mc, "source", p);
+        ok = p && source_check_password(cfg, mc, "source", p);
         free(p);
     }
     free(user);
@@ -195,7 +196,7 @@ static void source_on_readable(conn_t *c)
 {
     source_t *s = c->data;
     for (;;) {
-        ssize_t n = read(c->fd, read_buf, sizeof(read_buf));
+        ssize_t n = conn_read(c, read_buf, sizeof(read_buf));
         if (n > 0) {
             s->last_read_ms = loop_now_ms();
             atomic_fetch_add_explicit(&s->mount->bytes_read, (uint64_t)n, memory_order_relaxed);
@@ -267,11 +268,13 @@ static const conn_ops_t source_ops = {
     .on_readable = source_on_readable,
     .on_writable = conn_write_pending,
     .on_hangup = NULL,
-    .release = source_release,
+    .on_close = source_release,
 };
 
-void source_check_timeouts(worker_t *w, uint64_t now_ms)
+/* Drops sources idle for longer than their source-timeout (a 1 s timer on every worker). */
+static void check_timeouts(worker_t *w, void *arg)
 {
+    uint64_t now_ms = loop_now_ms();
     const config_t *cfg = server_config();
     for (source_t *s = worker_sources[w->id]; s; s = s->next) {
         if (s->conn->closing)
@@ -286,7 +289,7 @@ void source_check_timeouts(worker_t *w, uint64_t now_ms)
 /* Creates the mount and switches c to the source role. `status` is the response to send
  * (NULL for none); leftover bytes after the head are ingested. 0, or an HTTP status to fail
  * with. */
-static int become_source(conn_t *c, const http_request_t *req, const char *mount_name,
+int source_become(conn_t *c, const http_request_t *req, const char *mount_name,
                          const char *response, const char *leftover, size_t leftover_len)
 {
     const config_t *cfg = server_config();
@@ -305,7 +308,6 @@ static int become_source(conn_t *c, const http_request_t *req, const char *mount
     s->conn = c;
     c->data = s;
     c->ops = c->role = &source_ops;
-    c->kind = CONN_KIND_SOURCE;
     mount_info_t info = {0};
     build_info(&info, c, req, mc);
     const format_ops_t *fops = format_for_content_type(info.content_type);
@@ -344,7 +346,7 @@ static int become_source(conn_t *c, const http_request_t *req, const char *mount
     events_emit(EVENT_SOURCE_CONNECT, mount_name, c->id, c->ip);
     log_info("source %s connected to %s (%s, %s)", c->ip, mount_name, s->fmt->ops->name,
              s->mount->info.content_type);
-    c->status = 200;
+    client_of(c)->status = 200;
     if (response)
         conn_send(c, response, strlen(response), NULL);
     atomic_fetch_add(&s->mount->bytes_read, leftover_len);
@@ -371,19 +373,19 @@ void source_start(conn_t *c, const http_request_t *req, size_t head_len)
     char *mount = mount_from_path(req);
     if (!mount || strcmp(mount, "/") == 0) {
         free(mount);
-        conn_send_error(c, 400, "Bad Request: invalid mountpoint");
+        client_send_error(c, 400, "Bad Request: invalid mountpoint");
         return;
     }
     const mount_conf_t *mc = config_find_mount(cfg, mount);
     if (!authenticate(c, req, cfg, mc)) {
         log_info("source %s on %s: authentication failed", c->ip, mount);
         free(mount);
-        conn_send_error(c, 401, "Authentication Required");
+        client_send_error(c, 401, "Authentication Required");
         return;
     }
     if (req->method == HTTP_METHOD_PUT && !http_find_header(req, "content-type")) {
         free(mount);
-        conn_send_error(c, 403, "Forbidden: No Content-type given");
+        client_send_error(c, 403, "Forbidden: No Content-type given");
         return;
     }
     const http_header_t *expect = http_find_header(req, "expect");
@@ -396,14 +398,12 @@ void source_start(conn_t *c, const http_request_t *req, size_t head_len)
     char *rbuf = c->rbuf;
     size_t rlen = c->rlen;
     c->rbuf = NULL; /* the head buffer is no longer needed once the leftover is ingested */
-    int status = become_source(c, req, mount, resp, rbuf + head_len, rlen - head_len);
+    int status = source_become(c, req, mount, resp, rbuf + head_len, rlen - head_len);
     free(rbuf);
-    free(c->req);
-    c->req = NULL;
+    client_drop_request(c);
     if (status) {
-        source_release(c);
-        c->ops = c->role = NULL;
-        conn_send_error(c, status == 409 ? 403 : status,
+        source_abort(c);
+        client_send_error(c, status == 409 ? 403 : status,
                         status == 409 ? "Forbidden: Mountpoint in use"
                         : status == 403 ? "Forbidden: too many sources connected"
                                         : "Internal Server Error");
@@ -411,127 +411,24 @@ void source_start(conn_t *c, const http_request_t *req, size_t head_len)
     free(mount);
 }
 
-/* ---- Shoutcast v1: "password\r\n", "OK2", ICY headers, then data ---- */
-
-#define SHOUTCAST_MAX_HEAD 16384
-
-static int shoutcast_fill(conn_t *c)
+void source_abort(conn_t *c)
 {
-    if (!c->rbuf && !(c->rbuf = malloc(SHOUTCAST_MAX_HEAD)))
-        return -ENOMEM;
-    c->rcap = SHOUTCAST_MAX_HEAD;
-    for (;;) {
-        if (c->rlen >= c->rcap)
-            return -E2BIG;
-        ssize_t n = read(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen);
-        if (n > 0) {
-            c->rlen += (size_t)n;
-            continue;
-        }
-        if (n == 0)
-            return -EPIPE;
-        if (errno == EINTR)
-            continue;
-        return (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -errno;
-    }
+    source_release(c);
+    c->ops = c->role = NULL;
 }
 
-static const char *find_blank_line(const char *p, size_t len)
+static int source_module_init(worker_t *w)
 {
-    for (size_t i = 0; i + 1 < len; i++) {
-        if (p[i] == '\n' && p[i + 1] == '\n')
-            return p + i + 2;
-        if (i + 3 < len && memcmp(p + i, "\r\n\r\n", 4) == 0)
-            return p + i + 4;
-    }
-    return NULL;
+    worker_sources[w->id] = NULL;
+    return worker_timer_add(w, 1000, check_timeouts, NULL);
 }
 
-static void shoutcast_headers(conn_t *c)
-{
-    char *start = c->rbuf + c->parsed_len;
-    size_t avail = c->rlen - c->parsed_len;
-    const char *end = find_blank_line(start, avail);
-    if (!end)
-        return;
-    size_t hlen = (size_t)(end - start);
-    const char *mount = c->shoutcast_mount;
-    size_t mlen = strlen(mount);
-    char *fake = malloc(mlen + 32 + hlen);
-    http_request_t *req = malloc(sizeof(*req));
-    if (!fake || !req) {
-        free(fake);
-        free(req);
-        conn_close(c);
-        return;
-    }
-    int flen = snprintf(fake, mlen + 32, "SOURCE %s HTTP/1.0\r\n", mount);
-    memcpy(fake + flen, start, hlen);
-    if (http_parse_request(fake, (size_t)flen + hlen, 0, req) <= 0) {
-        log_info("shoutcast source %s: malformed headers", c->ip);
-        free(fake);
-        free(req);
-        conn_close(c);
-        return;
-    }
-    conn_capture_request(c, req);
-    char *rbuf = c->rbuf;
-    size_t rlen = c->rlen, used = c->parsed_len + hlen;
-    c->rbuf = NULL;
-    int status = become_source(c, req, mount, NULL, rbuf + used, rlen - used);
-    free(rbuf);
-    free(fake);
-    free(req);
-    if (status) {
-        source_release(c);
-        c->ops = c->role = NULL;
-        conn_close(c);
-    }
-}
-
-static void shoutcast_on_readable(conn_t *c)
-{
-    int r = shoutcast_fill(c);
-    if (r < 0) {
-        conn_close(c);
-        return;
-    }
-    if (c->parsed_len == 0) {
-        char *nl = memchr(c->rbuf, '\n', c->rlen);
-        if (!nl)
-            return;
-        size_t plen = (size_t)(nl - c->rbuf);
-        if (plen > 0 && c->rbuf[plen - 1] == '\r')
-            plen--;
-        char *pass = str_ndup(c->rbuf, plen);
-        const config_t *cfg = server_config();
-        const mount_conf_t *mc = config_find_mount(cfg, c->shoutcast_mount);
-        const char *user = mc && mc->password && mc->username ? mc->username : "source";
-        int ok = pass && check_password(cfg, mc, user, pass);
-        free(pass);
-        if (!ok) {
-            log_info("shoutcast source %s on %s: wrong password", c->ip, c->shoutcast_mount);
-            conn_close(c);
-            return;
-        }
-        c->parsed_len = (size_t)(nl - c->rbuf) + 1;
-        worker_timeout_remove(c->worker, c);
-        static const char ok2[] = "OK2\r\nicy-caps:11\r\n\r\n";
-        conn_send(c, ok2, sizeof(ok2) - 1, NULL);
-        if (c->closing)
-            return;
-    }
-    shoutcast_headers(c);
-}
-
-static const conn_ops_t shoutcast_login_ops = {
-    .name = "shoutcast-login",
-    .on_readable = shoutcast_on_readable,
-    .on_writable = conn_write_pending,
+static const worker_module_t source_module = {
+    .name = "source-timeouts",
+    .init = source_module_init,
 };
 
-void source_start_shoutcast(conn_t *c)
+void source_register(void)
 {
-    c->ops = &shoutcast_login_ops;
-    shoutcast_on_readable(c);
+    worker_register(&source_module);
 }

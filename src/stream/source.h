@@ -17,9 +17,21 @@ typedef struct worker worker_t;
 /* Handles a PUT/SOURCE request on c for the mount in the request path; head_len is the length
  * of the request head in c->rbuf (bytes after it are stream data). */
 void source_start(conn_t *c, const http_request_t *req, size_t head_len);
-/* Handles a Shoutcast v1 login on a shoutcast-compat socket (password line, then headers). */
-void source_start_shoutcast(conn_t *c);
-/* Drops sources idle for longer than their source-timeout (worker housekeeping). */
-void source_check_timeouts(worker_t *w, uint64_t now_ms);
+/* Registers the per-worker source-timeout timer (start-up, before workers are created). */
+void source_register(void);
+
+/* For the other source logins (stream/shoutcast.c): */
+typedef struct config config_t;
+typedef struct mount_conf mount_conf_t;
+/* 1 if user/pass are the source credentials of the mount (mc may be NULL: global ones). */
+int source_check_password(const config_t *cfg, const mount_conf_t *mc, const char *user,
+                          const char *pass);
+/* Creates the mount and switches c to the source role; `response` is sent first (NULL for
+ * none) and leftover bytes after the head are ingested. 0, or an HTTP status to fail with
+ * (then call source_abort before answering). */
+int source_become(conn_t *c, const http_request_t *req, const char *mount_name,
+                  const char *response, const char *leftover, size_t leftover_len);
+/* Undoes a failed source_become (the connection is left to answer or close). */
+void source_abort(conn_t *c);
 
 #endif

@@ -1,49 +1,33 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * events: a mutex-protected ring of the last EVENTS_RING events with sequence numbers, and
- * the server-sent event streams that read it (see events.h).
+ * events_feed: the server-sent events streams that read the event ring (see events_feed.h).
  *
- * events_emit() copies the event into the ring (only while some stream is open) and posts one
- * coalesced "pump" message to each worker that owns streams; the pump, on that worker's
- * thread, sends each of its streams what it has not seen yet. A stream is owned by its worker
- * like any connection and keeps a 15 s timerfd in that worker's epoll for keepalive comments.
- * The listener hot path is untouched: emitting happens on joins and leaves only.
+ * Each recorded event posts one coalesced "pump" message to each worker that owns feeds; the
+ * pump, on that worker's thread, sends each of its feeds what it has not seen yet. A feed is
+ * owned by its worker like any connection and keeps a 15 s timerfd in that worker's epoll for
+ * keepalive comments. The listener hot path is untouched: events happen on joins and leaves.
  */
-#include "stats/events.h"
+#include "admin/events_feed.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "core/str.h"
+#include "http/client.h"
 #include "http/response.h"
 #include "net/conn.h"
+#include "net/server.h"
 #include "net/worker.h"
-#include "server.h"
+#include "stream/events.h"
 
-#define EVENTS_RING 256
 #define EVENTS_BATCH 32
 #define EVENTS_KEEPALIVE_MS 15000
 #define SEND_LIT(c, lit) conn_send((c), (lit), sizeof(lit) - 1, NULL)
 #define EVENTS_MAX_PENDING (256 * 1024) /* unsent bytes before a stream is dropped */
-
-typedef struct event {
-    uint64_t seq;
-    event_type_t type;
-    uint64_t conn_id;
-    time_t time;
-    char mount[256];
-    char detail[512];
-} event_t;
-
-static pthread_mutex_t ring_lock = PTHREAD_MUTEX_INITIALIZER;
-static event_t ring[EVENTS_RING];
-static uint64_t ring_next = 1; /* sequence number of the next event */
 
 typedef struct stream stream_t;
 struct stream {
@@ -58,14 +42,6 @@ struct stream {
 static stream_t *streams[SERVER_MAX_WORKERS];
 static atomic_int stream_count[SERVER_MAX_WORKERS];
 static atomic_int pump_pending[SERVER_MAX_WORKERS];
-static atomic_int streams_total;
-
-const char *events_type_name(event_type_t type)
-{
-    static const char *const names[] = {"listener_join", "listener_leave", "source_connect",
-                                        "source_disconnect", "metadata"};
-    return (unsigned)type < sizeof(names) / sizeof(names[0]) ? names[type] : "unknown";
-}
 
 /* ---- delivery (worker thread) ---- */
 
@@ -85,23 +61,6 @@ static size_t format_event(char *out, size_t cap, const event_t *e)
     return n < 0 || (size_t)n >= cap ? 0 : (size_t)n;
 }
 
-/* Copies up to EVENTS_BATCH events from *next on; returns how many. */
-static int take_events(uint64_t *next, event_t *out, int *lost)
-{
-    int n = 0;
-    pthread_mutex_lock(&ring_lock);
-    if (*next == 0 || *next > ring_next)
-        *next = ring_next;
-    if (ring_next - *next > EVENTS_RING) {
-        *next = ring_next - EVENTS_RING;
-        *lost = 1;
-    }
-    while (*next < ring_next && n < EVENTS_BATCH)
-        out[n++] = ring[(*next)++ % EVENTS_RING];
-    pthread_mutex_unlock(&ring_lock);
-    return n;
-}
-
 static void stream_deliver(stream_t *s)
 {
     conn_t *c = s->conn;
@@ -109,7 +68,7 @@ static void stream_deliver(stream_t *s)
     char buf[2048];
     for (;;) {
         int lost = 0;
-        int n = take_events(&s->next_seq, batch, &lost);
+        int n = events_take(&s->next_seq, batch, EVENTS_BATCH, &lost);
         if (lost)
             SEND_LIT(c, ": events were dropped\n\n");
         for (int i = 0; i < n && !c->closing; i++) {
@@ -140,26 +99,10 @@ static void pump(worker_t *w, void *arg)
     }
 }
 
-/* ---- emitting (any thread) ---- */
+/* ---- waking the workers that own feeds (any thread) ---- */
 
-static void copy_field(char *dst, size_t cap, const char *src)
+static void notify_workers(void)
 {
-    snprintf(dst, cap, "%s", src ? src : "");
-}
-
-void events_emit(event_type_t type, const char *mount, uint64_t conn_id, const char *detail)
-{
-    if (atomic_load_explicit(&streams_total, memory_order_relaxed) == 0)
-        return;
-    pthread_mutex_lock(&ring_lock);
-    event_t *e = &ring[ring_next % EVENTS_RING];
-    e->seq = ring_next++;
-    e->type = type;
-    e->conn_id = conn_id;
-    e->time = time(NULL);
-    copy_field(e->mount, sizeof(e->mount), mount);
-    copy_field(e->detail, sizeof(e->detail), detail);
-    pthread_mutex_unlock(&ring_lock);
     for (int i = 0; i < server.nworkers; i++) {
         if (atomic_load(&stream_count[i]) == 0 || !server.workers[i])
             continue;
@@ -187,7 +130,7 @@ static void stream_release(conn_t *c)
     if (s->next)
         s->next->prev = s->prev;
     atomic_fetch_sub(&stream_count[w->id], 1);
-    atomic_fetch_sub(&streams_total, 1);
+    events_watch(-1);
     free(s);
     c->data = NULL;
 }
@@ -197,7 +140,7 @@ static const conn_ops_t stream_ops = {
     .on_readable = conn_discard_input,
     .on_writable = conn_write_pending,
     .on_hangup = NULL,
-    .release = stream_release,
+    .on_close = stream_release,
 };
 
 static void on_keepalive(loop_handler_t *h, uint32_t events)
@@ -220,20 +163,21 @@ static void stream_register(conn_t *c, stream_t *s)
         s->next->prev = s;
     streams[w->id] = s;
     atomic_fetch_add(&stream_count[w->id], 1);
-    atomic_fetch_add(&streams_total, 1);
+    events_set_notify(notify_workers);
+    events_watch(1);
 }
 
-void events_stream_start(conn_t *c, uint64_t last_id, int head_only)
+void events_feed_start(conn_t *c, uint64_t last_id, int head_only)
 {
     static const char extra[] = "Cache-Control: no-cache\r\nX-Accel-Buffering: no\r\n";
     char head[2048];
     size_t hlen = response_head(head, sizeof(head), 200, "text/event-stream; charset=utf-8",
                                 -1, extra);
     stream_t *s = head_only ? NULL : calloc(1, sizeof(*s));
-    c->status = 200;
+    client_of(c)->status = 200;
     if (!s || hlen == 0) {
         if (!head_only || hlen == 0) {
-            conn_send_error(c, 500, "Internal Server Error");
+            client_send_error(c, 500, "Internal Server Error");
             return;
         }
         c->ops = &stream_ops;
@@ -247,9 +191,7 @@ void events_stream_start(conn_t *c, uint64_t last_id, int head_only)
         close(s->timer_fd);
         s->timer_fd = -1;
     }
-    pthread_mutex_lock(&ring_lock);
-    s->next_seq = last_id && last_id < ring_next ? last_id + 1 : ring_next;
-    pthread_mutex_unlock(&ring_lock);
+    s->next_seq = events_resume_point(last_id);
     c->data = s;
     c->ops = c->role = &stream_ops;
     stream_register(c, s);

@@ -3,7 +3,7 @@
  * playlist: .m3u, .pls and .xspf playlists generated for live mounts (see playlist.h).
  * The kinds are rows of a table: suffix, Content-Type, renderer.
  */
-#include "http/playlist.h"
+#include "router/playlist.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,9 +15,10 @@
 #include "conf/config.h"
 #include "core/str.h"
 #include "http/parser.h"
-#include "http/router.h"
+#include "http/client.h"
+#include "http/reply.h"
 #include "net/conn.h"
-#include "server.h"
+#include "net/server.h"
 #include "stats/stats.h"
 #include "stream/mount.h"
 
@@ -153,9 +154,9 @@ int playlist_try(conn_t *c, const http_request_t *req, const char *path)
         mount_unref(m);
         free(url);
         if (rc < 0)
-            conn_send_error(c, 500, "Internal Server Error");
+            client_send_error(c, 500, "Internal Server Error");
         else
-            router_reply(c, req, 200, kinds[i].ctype, out.p, out.len, ROUTER_NO_CACHE);
+            reply_send(c, req, 200, kinds[i].ctype, out.p, out.len, REPLY_NO_CACHE);
         free(out.p);
         return 1;
     }

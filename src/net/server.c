@@ -2,7 +2,7 @@
 /*
  * server: the process-wide state and config snapshot retirement (see server.h).
  */
-#include "server.h"
+#include "net/server.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * client: accepting HTTP clients, reading request heads, error answers, keep-alive and the
+ * access log (see client.h).
+ */
+#include "http/client.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "conf/config.h"
+#include "core/log.h"
+#include "core/str.h"
+#include "http/response.h"
+#include "net/server.h"
+#include "net/worker.h"
+
+#define CLIENT_READ_CHUNK 4096
+#define CLIENT_MAX_PIPELINE_DEPTH 16
+
+static client_handlers_t handlers;
+
+void client_set_handlers(const client_handlers_t *h)
+{
+    handlers = *h;
+}
+
+static void reading_on_readable(conn_t *c);
+static void reading_on_timeout(conn_t *c);
+
+static const conn_ops_t reading_ops = {
+    .name = "reading",
+    .on_readable = reading_on_readable,
+    .on_writable = conn_write_pending,
+    .on_timeout = reading_on_timeout,
+};
+
+/* ---- lifecycle ---- */
+
+static void clear_log_fields(client_t *cl)
+{
+    char **fields[] = {&cl->log_method, &cl->log_uri, &cl->log_protocol,
+                       &cl->log_agent,  &cl->log_referer, &cl->log_user};
+    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+        free(*fields[i]);
+        *fields[i] = NULL;
+    }
+}
+
+void client_log_request(conn_t *c)
+{
+    client_t *cl = client_of(c);
+    if (!cl->log_method)
+        return;
+    log_access_entry_t e = {
+        .ip = c->ip, .user = cl->log_user, .start = c->start, .method = cl->log_method,
+        .uri = cl->log_uri, .protocol = cl->log_protocol, .status = cl->status,
+        .bytes = c->bytes_sent, .referer = cl->log_referer, .agent = cl->log_agent,
+    };
+    log_access(&e);
+    clear_log_fields(cl);
+}
+
+static void client_destroy(conn_t *c)
+{
+    client_t *cl = client_of(c);
+    client_log_request(c);
+    free(cl->req);
+    free(cl);
+}
+
+void client_drop_request(conn_t *c)
+{
+    client_t *cl = client_of(c);
+    free(c->rbuf);
+    free(cl->req);
+    c->rbuf = NULL;
+    cl->req = NULL;
+    c->rlen = c->rcap = cl->parsed_len = 0;
+}
+
+void client_accept(worker_t *w, int fd, const char *ip, const listen_conf_t *lc)
+{
+    const config_t *cfg = server_config();
+    client_t *cl = calloc(1, sizeof(*cl));
+    if (!cl) {
+        close(fd);
+        return;
+    }
+    conn_t *c = &cl->conn;
+    conn_init(c, w, fd, ip, lc->port, client_destroy);
+    c->listen = lc;
+    if (lc->shoutcast_compat)
+        cl->shoutcast_mount = lc->shoutcast_mount ? lc->shoutcast_mount : cfg->shoutcast_mount;
+    c->ops = &reading_ops;
+    atomic_fetch_add(&server.stats.connections, 1);
+    if (conn_watch(c) < 0) {
+        conn_close(c);
+        return;
+    }
+    conn_set_deadline(c, (uint64_t)cfg->header_timeout * 1000u);
+    if (atomic_load(&server.stats.clients) > cfg->clients) {
+        cl->log_method = strdup("-");
+        client_send_error(c, 403, "Forbidden: connection limit reached");
+    }
+}
+
+/* ---- answers ---- */
+
+void client_send_error(conn_t *c, int status, const char *message)
+{
+    size_t len;
+    char *resp = response_error(status, message, &len);
+    client_of(c)->status = status;
+    if (!resp) {
+        conn_close(c);
+        return;
+    }
+    c->ops = &conn_writing_ops;
+    conn_send(c, resp, len, conn_linger_close);
+    free(resp);
+}
+
+void client_capture_request(conn_t *c, const http_request_t *req)
+{
+    client_t *cl = client_of(c);
+    free(cl->log_method);
+    free(cl->log_uri);
+    free(cl->log_protocol);
+    free(cl->log_agent);
+    free(cl->log_referer);
+    cl->log_method = str_ndup(req->method_str, req->method_len);
+    cl->log_uri = str_ndup(req->uri, req->uri_len);
+    char proto[32];
+    snprintf(proto, sizeof(proto), "%s/%d.%d", req->is_ice ? "ICE" : "HTTP", req->version_major,
+             req->version_minor);
+    cl->log_protocol = strdup(proto);
+    cl->log_agent = http_header_dup(req, "user-agent");
+    cl->log_referer = http_header_dup(req, "referer");
+}
+
+/* ---- reading the request head ---- */
+
+/* For the access log of a request that did not parse: the raw words of its first line. */
+static void capture_raw_request_line(conn_t *c)
+{
+    client_t *cl = client_of(c);
+    size_t len = 0, max = c->rlen < 2048 ? c->rlen : 2048;
+    while (len < max && c->rbuf[len] != '\r' && c->rbuf[len] != '\n')
+        len++;
+    const char *p = c->rbuf, *end = c->rbuf + len;
+    char **fields[] = {&cl->log_method, &cl->log_uri, &cl->log_protocol};
+    for (size_t i = 0; i < 3; i++) {
+        while (p < end && *p == ' ')
+            p++;
+        const char *w = p;
+        while (p < end && (*p != ' ' || i == 2))
+            p++;
+        free(*fields[i]);
+        *fields[i] = p > w ? str_ndup(w, (size_t)(p - w)) : strdup("-");
+    }
+}
+
+static void reject_parse_error(conn_t *c, int err)
+{
+    static const struct {
+        int err, status;
+        const char *msg;
+    } map[] = {
+        {HTTP_PARSE_TOO_LARGE, 431, "Request Header Fields Too Large"},
+        {HTTP_PARSE_TOO_MANY_HEADERS, 431, "Too Many Request Header Fields"},
+        {HTTP_PARSE_URI_TOO_LONG, 414, "URI Too Long"},
+        {HTTP_PARSE_BAD_VERSION, 505, "HTTP Version Not Supported"},
+    };
+    int status = 400;
+    const char *msg = "Bad Request";
+    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+        if (map[i].err == err) {
+            status = map[i].status;
+            msg = map[i].msg;
+        }
+    log_info("client %s: malformed request (%s), answering %d", c->ip, msg, status);
+    capture_raw_request_line(c);
+    client_send_error(c, status, msg);
+}
+
+static void reading_on_timeout(conn_t *c)
+{
+    client_t *cl = client_of(c);
+    if (c->rlen == 0 && cl->requests > 0) {
+        conn_close(c); /* an idle keep-alive connection: nothing to answer */
+        return;
+    }
+    log_info("client %s: request head not complete within header-timeout", c->ip);
+    free(cl->log_method);
+    cl->log_method = strdup("-");
+    client_send_error(c, 408, "Request Timeout");
+}
+
+static int read_more(conn_t *c)
+{
+    if (c->rcap - c->rlen < CLIENT_READ_CHUNK) {
+        size_t ncap = c->rcap ? c->rcap * 2 : CLIENT_READ_CHUNK;
+        if (ncap > HTTP_MAX_HEAD_BYTES + CLIENT_READ_CHUNK)
+            ncap = HTTP_MAX_HEAD_BYTES + CLIENT_READ_CHUNK;
+        if (ncap <= c->rlen)
+            return -E2BIG;
+        char *nb = realloc(c->rbuf, ncap);
+        if (!nb)
+            return -ENOMEM;
+        c->rbuf = nb;
+        c->rcap = ncap;
+    }
+    ssize_t n = conn_read(c, c->rbuf + c->rlen, c->rcap - c->rlen);
+    if (n > 0) {
+        c->rlen += (size_t)n;
+        return 1;
+    }
+    if (n == 0)
+        return -EPIPE;
+    if (errno == EAGAIN || errno == EWOULDBLOCK)
+        return 0;
+    return errno == EINTR ? 1 : -errno;
+}
+
+static void reading_on_readable(conn_t *c)
+{
+    client_t *cl = client_of(c);
+    if (cl->shoutcast_mount) {
+        handlers.shoutcast(c);
+        return;
+    }
+    for (;;) {
+        int r = read_more(c);
+        if (r == -E2BIG) {
+            reject_parse_error(c, HTTP_PARSE_TOO_LARGE);
+            return;
+        }
+        if (r < 0) {
+            conn_close(c);
+            return;
+        }
+        if (!cl->req && !(cl->req = malloc(sizeof(*cl->req)))) {
+            conn_close(c);
+            return;
+        }
+        int p = http_parse_request(c->rbuf, c->rlen, cl->parsed_len, cl->req);
+        cl->parsed_len = c->rlen;
+        if (p < 0) {
+            reject_parse_error(c, p);
+            return;
+        }
+        if (p > 0) {
+            conn_set_deadline(c, 0);
+            client_capture_request(c, cl->req);
+            cl->requests++;
+            handlers.request(c, cl->req, (size_t)p);
+            return;
+        }
+        if (r == 0)
+            return; /* partial: wait for more */
+    }
+}
+
+void client_read_next(conn_t *c)
+{
+    static __thread int depth;
+    client_t *cl = client_of(c);
+    if (c->closing)
+        return;
+    http_request_t *scratch = malloc(sizeof(*scratch));
+    int head = scratch && c->rbuf ? http_parse_request(c->rbuf, c->rlen, 0, scratch) : -1;
+    free(scratch);
+    if (head <= 0 || depth >= CLIENT_MAX_PIPELINE_DEPTH) {
+        conn_linger_close(c);
+        return;
+    }
+    client_log_request(c);
+    c->rlen -= (size_t)head;
+    memmove(c->rbuf, c->rbuf + head, c->rlen);
+    cl->parsed_len = 0;
+    cl->status = 0;
+    c->bytes_sent = 0;
+    c->start = time(NULL);
+    c->ops = &reading_ops;
+    conn_set_deadline(c, (uint64_t)server_config()->header_timeout * 1000u);
+    /* edge-triggered epoll: what arrived meanwhile is read now, not on a future event */
+    depth++;
+    reading_on_readable(c);
+    depth--;
+}

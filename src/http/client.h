@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * client: an inbound HTTP connection: what an accepted socket becomes. It reads the request
+ * head (header-timeout as its deadline), answers malformed heads and timeouts itself, and
+ * hands a parsed request to the dispatcher the layer above registered. It also owns the
+ * access-log fields and writes the access-log line when the connection ends.
+ *
+ * A client_t embeds its conn_t first; every accepted connection is a client, so roles above
+ * (listener, source, admin, files) reach the HTTP state with client_of(c).
+ */
+#ifndef RIMECAST_HTTP_CLIENT_H
+#define RIMECAST_HTTP_CLIENT_H
+
+#include <stddef.h>
+
+#include "http/parser.h"
+#include "net/conn.h"
+
+typedef struct client {
+    conn_t conn;
+    http_request_t *req;       /* the request being read or handled; points into conn.rbuf */
+    size_t parsed_len;         /* bytes of conn.rbuf the parser has seen */
+    unsigned requests;         /* requests dispatched on this connection (keep-alive) */
+    const char *shoutcast_mount; /* shoutcast-compat socket: its mount (config string) */
+    /* access log */
+    char *log_method, *log_uri, *log_protocol, *log_agent, *log_referer, *log_user;
+    int status;
+} client_t;
+
+static inline client_t *client_of(conn_t *c)
+{
+    return (client_t *)c; /* conn is the first member */
+}
+
+/* What a parsed request becomes (registered once at start-up by the router): req points into
+ * c->rbuf, head_len is the head's length there. shoutcast handles a connection on a
+ * shoutcast-compat socket (its first bytes are a password line, not HTTP). */
+typedef struct client_handlers {
+    void (*request)(conn_t *c, http_request_t *req, size_t head_len);
+    void (*shoutcast)(conn_t *c);
+} client_handlers_t;
+void client_set_handlers(const client_handlers_t *h);
+
+/* The worker accept hook (see worker_set_accept). */
+void client_accept(worker_t *w, int fd, const char *ip, const listen_conf_t *lc);
+
+/* Sends a complete error response with a small HTML body (message escaped), then closes
+ * gracefully. */
+void client_send_error(conn_t *c, int status, const char *message);
+
+/* Records access-log fields from the parsed request (copies). */
+void client_capture_request(conn_t *c, const http_request_t *req);
+/* Writes the access-log line for the request just answered and clears its fields. */
+void client_log_request(conn_t *c);
+
+/* Starts reading the next request on a kept-alive connection (bytes already buffered are
+ * parsed at once). */
+void client_read_next(conn_t *c);
+
+/* Frees the request buffer and parsed request (a role that no longer needs them). */
+void client_drop_request(conn_t *c);
+
+#endif

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * reply: one complete answer to a request (see reply.h).
+ */
+#include "http/reply.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "http/client.h"
+#include "http/parser.h"
+#include "http/response.h"
+#include "net/conn.h"
+
+static int value_has_token(const http_header_t *h, const char *token)
+{
+    size_t k = strlen(token);
+    for (size_t i = 0; h && i + k <= h->value_len; i++)
+        if (strncasecmp(h->value + i, token, k) == 0)
+            return 1;
+    return 0;
+}
+
+int reply_keepalive_wanted(const http_request_t *req)
+{
+    if (http_find_header(req, "content-length") || http_find_header(req, "transfer-encoding"))
+        return 0; /* we never read request bodies */
+    if (req->is_ice || req->version_major != 1)
+        return 0;
+    const http_header_t *h = http_find_header(req, "connection");
+    if (req->version_minor >= 1)
+        return !value_has_token(h, "close");
+    return value_has_token(h, "keep-alive");
+}
+
+size_t reply_head(char *buf, size_t cap, int keep, int status, const char *ctype,
+                   long long content_length, const char *extra)
+{
+    size_t n = response_head(buf, cap, status, ctype, content_length, extra);
+    static const char close_hdr[] = "\r\nConnection: Close\r\n";
+    static const char keep_hdr[] = "\r\nConnection: keep-alive\r\n";
+    char *at = n && keep ? strstr(buf, close_hdr) : NULL;
+    if (!at)
+        return n;
+    size_t grow = sizeof(keep_hdr) - sizeof(close_hdr);
+    if (n + grow + 1 > cap)
+        return 0;
+    size_t tail = n - (size_t)(at - buf) - (sizeof(close_hdr) - 1);
+    memmove(at + sizeof(keep_hdr) - 1, at + sizeof(close_hdr) - 1, tail + 1);
+    memcpy(at, keep_hdr, sizeof(keep_hdr) - 1);
+    return n + grow;
+}
+
+const conn_ops_t reply_sending_ops = {
+    .name = "responding",
+    .on_readable = NULL, /* a pipelined request stays in the socket until we read it */
+    .on_writable = conn_write_pending,
+};
+
+void reply_next_request(conn_t *c)
+{
+    client_read_next(c);
+}
+
+void reply_send(conn_t *c, const http_request_t *req, int status, const char *ctype,
+                  const char *body, size_t len, const char *extra)
+{
+    int keep = reply_keepalive_wanted(req);
+    int head_only = req->method == HTTP_METHOD_HEAD;
+    char head[4096];
+    size_t hlen = reply_head(head, sizeof(head), keep, status, ctype, (long long)len, extra);
+    if (hlen == 0) {
+        client_send_error(c, 500, "Internal Server Error");
+        return;
+    }
+    client_of(c)->status = status;
+    c->ops = &reply_sending_ops;
+    void (*done)(conn_t *) = keep ? reply_next_request : conn_linger_close;
+    if (head_only || len == 0) {
+        conn_send(c, head, hlen, done);
+        return;
+    }
+    if (conn_queue(c, head, hlen) < 0) {
+        conn_close(c);
+        return;
+    }
+    conn_send(c, body, len, done);
+}
+

@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * router: routes a non-stream request (see router.h): <alias> rewrites, then by rule order
+ * /admin and /admin.cgi (admin commands), /metrics, *.xsl (public stats through a webroot
+ * stylesheet; /status-json.xsl built in when the file is absent), static files, generated
+ * playlists of live mounts; "/" without an alias is webroot/index.html, else /status.xsl.
+ * Also the reply and keep-alive helpers every answer uses.
+ */
+#include "router/router.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "admin/admin.h"
+#include "admin/xslt.h"
+#include "conf/config.h"
+#include "core/log.h"
+#include "core/str.h"
+#include "http/client.h"
+#include "http/files.h"
+#include "http/parser.h"
+#include "http/reply.h"
+#include "router/playlist.h"
+#include "http/response.h"
+#include "net/conn.h"
+#include "net/server.h"
+#include "stats/metrics.h"
+#include "stats/stats.h"
+
+/* ---- names the server answers itself ---- */
+
+static int has_suffix(const char *s, const char *suffix);
+
+static int is_admin_path(const char *path)
+{
+    return strcmp(path, "/admin.cgi") == 0 || strcmp(path, "/admin") == 0 ||
+           strncmp(path, "/admin/", 7) == 0;
+}
+
+int router_owns(const char *path)
+{
+    return is_admin_path(path) || has_suffix(path, ".xsl") || strcmp(path, "/metrics") == 0 ||
+           strcmp(path, "/") == 0;
+}
+
+const char *router_refuses_mount(const char *name)
+{
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            return "holds control characters";
+    if (router_owns(name))
+        return "is a URL the server answers itself";
+    if (has_suffix(name, ".xsl"))
+        return "ends in .xsl";
+    char *real = NULL;
+    int rc = files_resolve(name, &real);
+    free(real);
+    if (rc == 0 || rc == -EACCES)
+        return "names a file in the webroot";
+    return NULL;
+}
+
+/* ---- routes ---- */
+
+const char *router_alias(const conn_t *c, const char *path)
+{
+    for (const alias_conf_t *a = server_config()->aliases; a; a = a->next)
+        if (a->source && strcmp(a->source, path) == 0 && (a->port < 0 || a->port == c->local_port))
+            return a->destination;
+    return NULL;
+}
+
+static int has_suffix(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcasecmp(s + n - k, suffix) == 0;
+}
+
+static void serve_metrics(conn_t *c, const http_request_t *req)
+{
+    if (!admin_auth_admin(req)) {
+        client_send_error(c, 401, "You need to authenticate");
+        return;
+    }
+    size_t len = 0;
+    char *text = metrics_render(&len);
+    if (!text) {
+        client_send_error(c, 500, "Internal Server Error");
+        return;
+    }
+    reply_send(c, req, 200, "text/plain; version=0.0.4; charset=utf-8", text, len,
+                 REPLY_NO_CACHE);
+    free(text);
+}
+
+static void serve_public_xsl(conn_t *c, const http_request_t *req, const char *path)
+{
+    char *real = NULL;
+    int rc = files_resolve(path, &real);
+    int native_json = rc == -ENOENT && strcmp(path, "/status-json.xsl") == 0;
+    if (rc < 0 && !native_json) {
+        client_send_error(c, 404, "The file you requested could not be found");
+        return;
+    }
+    atomic_fetch_add(&server.stats.file_connections, 1);
+    char *mount = req->query ? str_query_param(req->query, req->query_len, "mount") : NULL;
+    xmlDocPtr doc = stats_document(0, mount, NULL);
+    free(mount);
+    char *out = NULL, ctype[128] = "application/json; charset=utf-8";
+    size_t len = 0;
+    if (doc && native_json)
+        out = xslt_status_json(doc, &len);
+    else if (doc)
+        rc = xslt_apply(real, doc, &out, &len, ctype, sizeof(ctype));
+    free(real);
+    if (doc)
+        xmlFreeDoc(doc);
+    if (!out) {
+        client_send_error(c, 500, "Internal Server Error");
+        return;
+    }
+    reply_send(c, req, 200, ctype, out, len,
+                 REPLY_NO_CACHE "Access-Control-Allow-Origin: *\r\n");
+    free(out);
+}
+
+static void serve_path(conn_t *c, const http_request_t *req, const char *path)
+{
+    if (strcmp(path, "/metrics") == 0) {
+        serve_metrics(c, req);
+        return;
+    }
+    if (has_suffix(path, ".xsl")) {
+        serve_public_xsl(c, req, path);
+        return;
+    }
+    if (!server_config()->fileserve) {
+        if (!playlist_try(c, req, path))
+            client_send_error(c, 404, "The file you requested could not be found");
+        return;
+    }
+    char *real = NULL;
+    int rc = files_resolve(path, &real);
+    if (rc == 0) {
+        files_serve(c, req, real);
+        free(real);
+        return;
+    }
+    if (rc == -EACCES) {
+        char esc[512];
+        log_info("client %s: refused %s (a symlink or outside the webroot)", c->ip,
+                 str_escape_log(esc, sizeof(esc), path, strlen(path)));
+    }
+    if (!playlist_try(c, req, path))
+        client_send_error(c, 404, "The file you requested could not be found");
+}
+
+void router_handle(conn_t *c, const http_request_t *req, const char *path)
+{
+    atomic_fetch_add(&server.stats.client_connections, 1);
+    const char *alias = router_alias(c, path);
+    if (alias)
+        path = alias;
+    if (is_admin_path(path)) {
+        admin_handle(c, req, path);
+        return;
+    }
+    if (!alias && strcmp(path, "/") == 0) {
+        char *real = NULL;
+        if (server_config()->fileserve && files_resolve("/index.html", &real) == 0) {
+            files_serve(c, req, real);
+            free(real);
+            return;
+        }
+        path = "/status.xsl";
+    }
+    serve_path(c, req, path);
+}
