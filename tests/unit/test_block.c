@@ -11,7 +11,7 @@
 
 #include "conf/config.h"
 #include "core/block.h"
-#include "server.h"
+#include "net/server.h"
 #include "stream/mount.h"
 #include "testlib.h"
 
