@@ -109,8 +109,8 @@ static void test_root_and_sections(void)
         "  <relay-password>rp</relay-password><admin-user>au</admin-user>\n"
         "  <admin-password>ap</admin-password></authentication>\n"
         " <paths><basedir>/b</basedir><logdir>logs</logdir><pidfile>/run/x.pid</pidfile>\n"
-        "  <webroot> /w/ </webroot><adminroot>/a</adminroot><allow-ip>/allow</allow-ip>\n"
-        "  <deny-ip>/deny</deny-ip><ssl-certificate>/c.pem</ssl-certificate>\n"
+        "  <webroot> /w/ </webroot><adminroot>/a</adminroot>\n"
+        "  <ssl-certificate>/c.pem</ssl-certificate>\n"
         "  <ssl-allowed-ciphers>HIGH:!aNULL</ssl-allowed-ciphers>\n"
         "  <alias source=\"/\" destination=\"/status.xsl\"/>\n"
         "  <alias source=\"/foo\" dest=\"/bar\" port=\"8080\" bind-address=\"127.0.0.1\"/>\n"
@@ -151,8 +151,7 @@ static void test_root_and_sections(void)
     CHECK_STR(c->pidfile, "/run/x.pid");
     CHECK_STR(c->webroot, "/w");
     CHECK_STR(c->adminroot, "/a");
-    CHECK_STR(c->allow_ip, "/allow");
-    CHECK_STR(c->deny_ip, "/deny");
+    CHECK(c->allow_ip == NULL && c->deny_ip == NULL); /* refused, see test_policy_refused */
     CHECK_STR(c->ssl_certificate, "/c.pem");
     CHECK_STR(c->ssl_allowed_ciphers, "HIGH:!aNULL");
     CHECK(c->aliases && c->aliases->next && !c->aliases->next->next);
@@ -171,7 +170,11 @@ static void test_root_and_sections(void)
     CHECK(c->chroot == 1);
     CHECK_STR(c->user, "nobody");
     CHECK_STR(c->group, "nogroup");
-    CHECK(nwarnings == 0);
+    /* kept for later work, warned about now (test_policy_warned covers each one) */
+    CHECK(nwarnings == 13);
+    CHECK(warned("t.xml:5: <relays-on-demand> in <icecast> is not supported yet, ignored"));
+    CHECK(warned("t.xml:21: bind-address=\"...\" on <alias> in <paths> is not supported yet"));
+    CHECK(warned("t.xml:25: <logarchive> in <logging> is not supported yet"));
     config_free(c);
 }
 
@@ -180,9 +183,9 @@ static void test_listen_sockets_and_shoutcast(void)
     config_t *c = load("<icecast>\n"
                        "<listen-socket><port>8000</port><bind-address>127.0.0.1</bind-address>\n"
                        "  <shoutcast-mount>/live.mp3</shoutcast-mount></listen-socket>\n"
-                       "<listen-socket><port>8443</port><ssl>1</ssl>\n"
+                       "<listen-socket><port>8443</port><ssl>0</ssl>\n"
                        "  <so-sndbuf>65536</so-sndbuf></listen-socket>\n"
-                       "<listen-socket><port>9000</port><tls>true</tls></listen-socket>\n"
+                       "<listen-socket><port>9000</port><tls>false</tls></listen-socket>\n"
                        "<listen-socket><port>9100</port><shoutcast-mount>/a</shoutcast-mount>\n"
                        "</listen-socket>\n"
                        "<listen-socket><port>9101</port><shoutcast-compat>1</shoutcast-compat>\n"
@@ -202,9 +205,10 @@ static void test_listen_sockets_and_shoutcast(void)
     CHECK_STR(l->bind_address, "127.0.0.1");
     CHECK_STR(l->shoutcast_mount, "/live.mp3");
     l = l->next;
-    CHECK(l && l->port == 8443 && l->ssl == 1 && l->so_sndbuf == 65536);
+    CHECK(l && l->port == 8443 && l->ssl == 0 && l->so_sndbuf == 65536);
     l = l->next;
-    CHECK(l && l->port == 9000 && l->ssl == 1);
+    CHECK(l && l->port == 9000 && l->ssl == 0);
+    CHECK(nwarnings == 0);
     l = l->next;
     CHECK(l && l->port == 9100 && !l->shoutcast_compat);
     l = l->next; /* already defined explicitly: not doubled */
@@ -231,7 +235,7 @@ static void test_mounts(void)
         "<icecast>\n"
         "<limits><burst-size>1000</burst-size></limits>\n"
         "<mount type=\"default\">\n"
-        "  <public>0</public><max-listener-duration>3600</max-listener-duration>\n"
+        "  <public>0</public><max-listener-duration>0</max-listener-duration>\n"
         "  <charset>UTF-8</charset>\n"
         "  <http-headers><header name=\"X-Def\" value=\"d\"/></http-headers>\n"
         "</mount>\n"
@@ -248,10 +252,6 @@ static void test_mounts(void)
         "  <source-timeout>5</source-timeout><mp3-metadata-interval>8192</mp3-metadata-interval>\n"
         "  <cluster-password>cp</cluster-password>\n"
         "  <on-connect>/bin/start</on-connect><on-disconnect>/bin/stop</on-disconnect>\n"
-        "  <authentication type=\"htpasswd\">\n"
-        "    <option name=\"filename\" value=\"myauth\"/>\n"
-        "    <option name=\"allow_duplicate_users\" value=\"0\"/>\n"
-        "  </authentication>\n"
         "  <http-headers><header name=\"X-A\" value=\"1\"/>\n"
         "    <header name=\"X-B\" value=\"2\" status=\"404\"/></http-headers>\n"
         "</mount>\n"
@@ -294,16 +294,8 @@ static void test_mounts(void)
     CHECK_STR(m->on_connect, "/bin/start");
     CHECK_STR(m->on_disconnect, "/bin/stop");
     /* merged from the default block (Icecast 2.4) */
-    CHECK(m->max_listener_duration == 3600);
+    CHECK(m->max_listener_duration == 0 && m->auth == NULL);
     CHECK_STR(m->charset, "UTF-8");
-    CHECK(m->auth && m->auth->options && m->auth->options->next);
-    if (m->auth && m->auth->options && m->auth->options->next) {
-        CHECK_STR(m->auth->type, "htpasswd");
-        CHECK_STR(m->auth->options->name, "filename");
-        CHECK_STR(m->auth->options->value, "myauth");
-        CHECK_STR(m->auth->options->next->name, "allow_duplicate_users");
-        CHECK(m->auth->options->next->next == NULL);
-    }
     CHECK(m->http_headers && m->http_headers->next && m->http_headers->next->next);
     if (m->http_headers && m->http_headers->next && m->http_headers->next->next) {
         CHECK_STR(m->http_headers->name, "X-A");
@@ -610,7 +602,9 @@ static void test_icecast_shipped_configs(void)
         CHECK(c->http_headers && !strcmp(c->http_headers->name, "Access-Control-Allow-Origin"));
         CHECK(c->aliases && !strcmp(c->aliases->destination, "/status.xsl"));
         CHECK(c->logsize == 10000);
-        CHECK(nwarnings == 1 && warned("<burst-on-connect> in <limits> is deprecated"));
+        CHECK(nwarnings == 3 && warned("<burst-on-connect> in <limits> is deprecated"));
+        CHECK(warned("icecast.xml:19: <client-timeout> in <limits> is not supported yet"));
+        CHECK(warned("icecast.xml:226: <logsize> in <logging> is not supported yet"));
     }
     config_free(c);
     c = load_file("/usr/share/doc/icecast2/icecast_minimal.xml.dist", &present);
@@ -619,10 +613,15 @@ static void test_icecast_shipped_configs(void)
     CHECK(!present || (c && c->listen && c->listen->next && c->listen->next->port == 8001 &&
                        c->listen->next->shoutcast_compat == 1 && c->directories));
     config_free(c);
-    c = load_file("/usr/share/doc/icecast2/icecast_urlauth.xml.dist", &present);
-    CHECK(!present || (c && c->mounts && c->mounts->auth &&
-                       !strcmp(c->mounts->auth->type, "url")));
-    config_free(c);
+    /* a mount with authentication is refused until authentication is implemented */
+    present = access("/usr/share/doc/icecast2/icecast_urlauth.xml.dist", R_OK) == 0;
+    if (present) {
+        c = NULL;
+        CHECK(config_load("/usr/share/doc/icecast2/icecast_urlauth.xml.dist", &c, err,
+                          sizeof(err), NULL) == -1 && c == NULL);
+        CHECK(strstr(err, "icecast_urlauth.xml.dist:24: <authentication> in <mount> is not "
+                          "supported yet") != NULL);
+    }
 
     if (access(gz, R_OK) != 0 || (fd = mkstemp(tmp)) < 0) {
         fprintf(stderr, "  skip: %s absent\n", gz);
