@@ -5,7 +5,8 @@
   then one card per mount (hidden ones included): listeners, peak, now playing,
   source address, uptime, content type, bitrate, traffic, and the actions (list
   clients, move listeners, update metadata, kill source). With ?mount= only that
-  mount is in the document. admin.js keeps the numbers live (server-sent events).
+  mount is in the document. Settings of the config file that the server does not
+  implement (config-warnings) are listed first, as a notice. admin.js keeps the numbers live (server-sent events).
 -->
 <xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
 <xsl:import href="layout.xsl"/>
@@ -20,6 +21,7 @@
     </xsl:with-param>
     <xsl:with-param name="active" select="'stats'"/>
     <xsl:with-param name="body">
+      <xsl:apply-templates select="config-warnings"/>
       <xsl:if test="server_id">
         <section aria-label="Server totals" class="totals" data-live="stats">
           <xsl:call-template name="total">
@@ -85,6 +87,29 @@
       </xsl:if>
     </xsl:with-param>
   </xsl:call-template>
+</xsl:template>
+
+<xsl:template match="config-warnings">
+  <section class="notice bad config-warnings" role="status" aria-labelledby="config-warnings-h"
+           style="margin-bottom: 22px">
+    <h2 id="config-warnings-h" class="msg">Configuration file: <xsl:value-of select="count(warning)"/>
+      <xsl:choose>
+        <xsl:when test="count(warning) = 1"> warning</xsl:when>
+        <xsl:otherwise> warnings</xsl:otherwise>
+      </xsl:choose></h2>
+    <p>These settings have no effect (see conf/README.md); the server runs without them.</p>
+    <ul>
+      <xsl:for-each select="warning">
+        <li data-setting="{setting}">
+          <code><xsl:value-of select="file"/>:<xsl:value-of select="line"/></code>
+          <xsl:text> </xsl:text>
+          <strong><xsl:value-of select="setting"/></strong>
+          <xsl:text>: </xsl:text>
+          <xsl:value-of select="message"/>
+        </li>
+      </xsl:for-each>
+    </ul>
+  </section>
 </xsl:template>
 
 <xsl:template name="total">

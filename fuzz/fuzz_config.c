@@ -1,10 +1,11 @@
-// fuzz-sources: src/conf/config.c src/conf/directives.c
+// fuzz-sources: src/conf/config.c src/conf/directives.c src/conf/policy.c
 // fuzz-pkgs: libxml-2.0
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fuzz_config: libFuzzer driver for the icecast.xml loader. Feeds arbitrary bytes to
  * config_load_buffer, then exercises the lookups and frees the result; any crash, leak or
- * sanitizer report is a bug. Warnings go to a callback that only checks they are strings.
+ * sanitizer report is a bug. Warnings go to a callback that only checks they are strings, and
+ * the copies kept in the config are read back.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -33,6 +34,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (const mount_conf_t *m = c->mounts; m; m = m->next)
             if (m->mount_name)
                 config_find_mount(c, m->mount_name);
+        for (const config_warning_t *w = c->warnings; w; w = w->next)
+            warning_bytes += strlen(w->setting) + strlen(w->text) + (size_t)(w->line > 0);
         config_free(c);
     } else if (strlen(err) == 0) {
         __builtin_trap(); /* a failure always says why */

@@ -69,14 +69,15 @@ static int parse_args(int argc, char **argv, options_t *o)
     return 0;
 }
 
-static void config_warning(const char *msg)
+/* The config's warnings, once each, to the error log (or to stderr before it is open). */
+static void report_config_warnings(const config_t *cfg, int to_stderr)
 {
-    log_warn("%s", msg);
-}
-
-static void early_warning(const char *msg)
-{
-    fprintf(stderr, "warning: %s\n", msg);
+    for (const config_warning_t *w = cfg->warnings; w; w = w->next) {
+        if (to_stderr)
+            fprintf(stderr, "warning: %s:%ld: %s\n", cfg->filename, w->line, w->text);
+        else
+            log_warn("%s:%ld: %s", cfg->filename, w->line, w->text);
+    }
 }
 
 static int open_logs(const config_t *cfg, int reopen)
@@ -188,7 +189,7 @@ static void reload(const char *path)
     config_t *cfg = NULL;
     char err[1024];
     log_info("SIGHUP: reloading %s", path);
-    if (config_load(path, &cfg, err, sizeof(err), config_warning) < 0) {
+    if (config_load(path, &cfg, err, sizeof(err), NULL) < 0) {
         log_error("reload failed, keeping the running config: %s", err);
         return;
     }
@@ -199,6 +200,7 @@ static void reload(const char *path)
         log_warn("workers and write-window changes take effect after a restart");
     server_set_config(cfg);
     open_logs(cfg, 1);
+    report_config_warnings(cfg, 0);
     mount_foreach(apply_mount_config, NULL);
     log_info("config reloaded");
 }
@@ -254,7 +256,7 @@ int main(int argc, char **argv)
     config_t *cfg = NULL;
     if (parse_args(argc, argv, &opt) < 0)
         return 2;
-    if (config_load(opt.config_file, &cfg, err, sizeof(err), early_warning) < 0) {
+    if (config_load(opt.config_file, &cfg, err, sizeof(err), NULL) < 0) {
         fprintf(stderr, "%s\n", err);
         return 1;
     }
@@ -267,9 +269,11 @@ int main(int argc, char **argv)
     }
     raise_fd_limit();
     if (open_logs(cfg, 0) < 0) {
+        report_config_warnings(cfg, 1);
         config_free(cfg);
         return 1;
     }
+    report_config_warnings(cfg, 0);
     server_set_config(cfg);
     server.start_time = time(NULL);
     if (opt.background && daemonize() < 0) {

@@ -293,7 +293,7 @@ typedef struct json_opts {
 static int always_array(const xmlChar *name)
 {
     return xmlStrcmp(name, BAD_CAST "source") == 0 || xmlStrcmp(name, BAD_CAST "listener") == 0 ||
-           xmlStrcmp(name, BAD_CAST "User") == 0;
+           xmlStrcmp(name, BAD_CAST "User") == 0 || xmlStrcmp(name, BAD_CAST "warning") == 0;
 }
 
 static int has_structure(const xmlNode *n, const json_opts_t *o)

@@ -62,15 +62,36 @@ int config_err(parse_t *p, xmlNodePtr n, const char *fmt, ...)
     return -1;
 }
 
-/* Warns through the callback, at most once per key (NULL key: always). */
-void config_warn_at(parse_t *p, const char *key, long line, const char *fmt, ...)
+/* Keeps a warning in the config being built; a failed allocation only loses the copy. */
+static void keep_warning(parse_t *p, const char *setting, long line, const char *text)
+{
+    config_warning_t *w = calloc(1, sizeof(*w)), **tail;
+
+    if (!w || !p->c)
+        goto fail;
+    w->line = line;
+    if (!(w->setting = strdup(setting ? setting : "")) || !(w->text = strdup(text)))
+        goto fail;
+    for (tail = &p->c->warnings; *tail; tail = &(*tail)->next)
+        ;
+    *tail = w;
+    return;
+fail:
+    if (w) {
+        free(w->setting);
+        free(w->text);
+    }
+    free(w);
+}
+
+/* Warns through the callback and keeps the warning, at most once per key (NULL key: always). */
+void config_warn_at(parse_t *p, const char *setting, const char *key, long line,
+                    const char *fmt, ...)
 {
     char msg[512];
     va_list ap;
     int k;
 
-    if (!p->warn)
-        return;
     if (key) {
         for (warned_t *w = p->warned; w; w = w->next)
             if (strcmp(w->key, key) == 0)
@@ -88,7 +109,9 @@ void config_warn_at(parse_t *p, const char *key, long line, const char *fmt, ...
     va_start(ap, fmt);
     vsnprintf(msg + k, sizeof(msg) - k, fmt, ap);
     va_end(ap);
-    p->warn(msg);
+    keep_warning(p, setting, line, msg + k);
+    if (p->warn)
+        p->warn(msg);
 }
 
 /* "unknown element" and "deprecated" warnings: once per (kind, section, element). */
@@ -98,7 +121,7 @@ static void warn_once(parse_t *p, xmlNodePtr n, const char *section, const char 
     char key[256];
 
     snprintf(key, sizeof(key), "%s/%s/%s", kind, section, (const char *)n->name);
-    config_warn_at(p, key, config_line(n), "%s<%s> in <%s>%s",
+    config_warn_at(p, (const char *)n->name, key, config_line(n), "%s<%s> in <%s>%s",
                    kind[0] == 'u' ? "unknown element " : "", (const char *)n->name, section, tail);
 }
 
@@ -252,6 +275,22 @@ int config_set_value(parse_t *p, xmlNodePtr n, const directive_t *d, void *obj)
     return 0;
 }
 
+/* Whether the value just stored asks for the feature: a non-zero number, any text. */
+static int value_enabled(const directive_t *d, const void *obj)
+{
+    const char *field = (const char *)obj + d->off;
+
+    switch (d->type) {
+    case D_INT:
+    case D_BOOL: return *(const int *)field != 0;
+    case D_LONG: return *(const long *)field != 0;
+    case D_STR:
+    case D_PATH:
+    case D_MOUNT: return *(char *const *)field != NULL;
+    default: return 1;
+    }
+}
+
 int config_walk(parse_t *p, xmlNodePtr parent, const section_t *sec, void *obj)
 {
     for (xmlNodePtr n = parent->children; n; n = n->next) {
@@ -277,7 +316,7 @@ int config_walk(parse_t *p, xmlNodePtr parent, const section_t *sec, void *obj)
         case D_IGNORE: break;
         default: rc = config_set_value(p, n, d, obj); break;
         }
-        if (rc)
+        if (rc || config_policy_apply(p, n, sec->name, NULL, value_enabled(d, obj)))
             return -1;
     }
     return 0;
@@ -402,6 +441,12 @@ static void free_lists(config_t *c)
         free(a);
     }
     free_headers(c->http_headers);
+    for (config_warning_t *w = c->warnings, *next; w; w = next) {
+        next = w->next;
+        free(w->setting);
+        free(w->text);
+        free(w);
+    }
 }
 
 void config_free(config_t *c)

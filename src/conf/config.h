@@ -5,8 +5,11 @@
  * config_load() parses a file with libxml2 through tables of directives (name, type, offset,
  * bounds) and returns a config_t that nobody modifies afterwards; SIGHUP loads a new one and
  * swaps the pointer. Errors are reported as "file:line: what is wrong". Unknown elements are
- * warned about once (through the warn callback) and ignored. Sections for later features
- * (relays, authentication, directories, TLS) are parsed and kept here for them.
+ * warned about once and ignored. Settings the server does not implement yet are never dropped
+ * silently: the policy table (policy.c) refuses those whose absence would open access and
+ * warns once about the others. Every warning is kept in the snapshot (config_t.warnings) for
+ * the error log and the admin pages. Sections for later features (relays, authentication,
+ * directories, TLS) are parsed and kept here for them.
  * Numbers: -1 in a per-mount field means "inherit the global value".
  */
 #ifndef RIMECAST_CONFIG_H
@@ -105,8 +108,18 @@ typedef struct alias_conf {
     struct alias_conf *next;
 } alias_conf_t;
 
+/* One start-up warning: the setting it is about (element name, e.g. "relay"), where, and
+ * the message without the "file:line: " prefix. */
+typedef struct config_warning {
+    char *setting;
+    long line;
+    char *text;
+    struct config_warning *next;
+} config_warning_t;
+
 typedef struct config {
     char *filename;
+    config_warning_t *warnings; /* in file order; NULL when the file loaded cleanly */
 
     /* root level */
     char *location;     /* "Earth" */
@@ -175,7 +188,8 @@ typedef struct config {
     char *group;
 } config_t;
 
-/* Called for non-fatal problems (unknown element, deprecated form): "file:line: message". */
+/* Called for non-fatal problems (unknown element, deprecated form, unimplemented setting):
+ * "file:line: message". The same warnings are kept in config_t.warnings. */
 typedef void (*config_warn_fn)(const char *msg);
 
 /* Loads and validates a config file. Returns 0 and *out, or -1 with "file:line: message" in err.

@@ -80,7 +80,8 @@ static int fn_header(parse_t *p, xmlNodePtr n, void *obj)
         goto done;
     if (type && strcasecmp(type, "static") != 0) {
         char buf[48];
-        config_warn_at(p, NULL, config_line(n), "<header> type \"%s\" is not supported, ignored",
+        config_warn_at(p, "header", NULL, config_line(n),
+                       "<header> type \"%s\" is not supported, ignored",
                        config_shown(type, buf, sizeof(buf)));
         rc = 0;
         goto done;
@@ -180,6 +181,7 @@ static int fn_alias(parse_t *p, xmlNodePtr n, void *obj)
     if (!a->destination || !*a->destination)
         return config_err(p, n, "<alias> needs a destination=\"...\" attribute");
     if (config_attr(p, n, "bind-address", &a->bind_address) ||
+        (a->bind_address && config_policy_apply(p, n, "paths", "bind-address", 1)) ||
         config_attr(p, n, "port", &port_text))
         return -1;
     if (port_text) {
@@ -401,7 +403,8 @@ static int fn_directory(parse_t *p, xmlNodePtr n, void *obj)
         return 0;
     }
     if (rc == 0)
-        config_warn_at(p, NULL, config_line(n), "<directory> without <yp-url> ignored");
+        config_warn_at(p, "directory", NULL, config_line(n),
+                       "<directory> without <yp-url> ignored");
     free(d->yp_url);
     free(d);
     return rc;
@@ -494,12 +497,12 @@ static int fn_mount(parse_t *p, xmlNodePtr n, void *obj)
         return config_err(p, n, "<mount> without <mount-name>");
     shown = config_shown(m->mount_name ? m->mount_name : "type=\"default\"", buf, sizeof(buf));
     if (!m->fallback_mount && (m->fallback_override || m->fallback_when_full))
-        config_warn_at(p, NULL, config_line(n),
+        config_warn_at(p, "fallback-mount", NULL, config_line(n),
                        "<mount> %s has fallback options but no <fallback-mount>", shown);
     for (const mount_conf_t *o = c->mounts; o != m && m->mount_name; o = o->next)
         if (!o->is_default && !m->is_default && o->mount_name &&
             strcmp(o->mount_name, m->mount_name) == 0)
-            config_warn_at(p, NULL, config_line(n),
+            config_warn_at(p, "mount-name", NULL, config_line(n),
                            "<mount> %s defined twice, the first one is used", shown);
     return 0;
 }
@@ -564,12 +567,13 @@ static int legacy_listen(parse_t *p, xmlNodePtr root)
 
     if (c->listen) {
         if (p->root_port || p->root_bind)
-            config_warn_at(p, NULL, p->root_port_line ? p->root_port_line : config_line(root),
+            config_warn_at(p, "port", NULL,
+                           p->root_port_line ? p->root_port_line : config_line(root),
                            "root-level <port>/<bind-address> ignored: <listen-socket> is defined");
         return 0;
     }
     if (p->root_port)
-        config_warn_at(p, NULL, p->root_port_line,
+        config_warn_at(p, "port", NULL, p->root_port_line,
                        "root-level <port> is deprecated: use <listen-socket>");
     if (!(l = new_item(p, root, sizeof(*l))))
         return -1;

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * directives: internal to src/conf. The interface between the engine in config.c (reading
- * element text, typed setters, the table walker, "file:line:" messages) and the vocabulary in
- * directives.c (one table of directives per icecast.xml section, block handlers, completion).
- * Nothing outside src/conf includes this.
+ * element text, typed setters, the table walker, "file:line:" messages), the vocabulary in
+ * directives.c (one table of directives per icecast.xml section, block handlers, completion)
+ * and the policy for settings not implemented yet in policy.c (refuse or warn).
+ * Nothing outside src/conf includes this, except the unit tests.
  */
 #ifndef RIMECAST_CONF_DIRECTIVES_H
 #define RIMECAST_CONF_DIRECTIVES_H
@@ -74,9 +75,10 @@ extern const word_t config_bool_words[];
 long config_line(xmlNodePtr n);
 int config_err(parse_t *p, xmlNodePtr n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* Warns through the callback, at most once per key (NULL key: every time). */
-void config_warn_at(parse_t *p, const char *key, long line, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+/* Warns about setting (an element name) through the callback and keeps the warning in the
+ * config's list, at most once per key (NULL key: every time). */
+void config_warn_at(parse_t *p, const char *setting, const char *key, long line,
+                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* A value made safe to quote in a message (<= 40 bytes, control bytes as '?'). */
 const char *config_shown(const char *v, char *buf, size_t len);
 /* Attribute value, trimmed and malloc'd; *out NULL when absent. */
@@ -89,6 +91,38 @@ int config_number(parse_t *p, xmlNodePtr n, const directive_t *d, const char *v,
 int config_set_value(parse_t *p, xmlNodePtr n, const directive_t *d, void *obj);
 /* Applies every child element of parent through the table of sec. */
 int config_walk(parse_t *p, xmlNodePtr parent, const section_t *sec, void *obj);
+
+/* Policy (policy.c): what happens to a setting the server does not implement yet. */
+typedef enum {
+    POLICY_REFUSE = 1, /* ignoring it would open access: the file is refused */
+    POLICY_WARN,       /* ignoring it changes no access rule: one warning at start-up */
+} policy_action_t;
+
+typedef enum {
+    POLICY_PRESENT, /* whatever the value */
+    POLICY_ENABLED, /* only when the value is not 0 (the default, which is what happens) */
+} policy_when_t;
+
+typedef struct policy {
+    const char *section;   /* the enclosing element, as in section_t.name ("mount") */
+    const char *element;   /* "authentication" */
+    const char *attribute; /* NULL, or an attribute of element that is not implemented */
+    policy_action_t action;
+    policy_when_t when;
+    const char *why;       /* what the server does instead, for the message */
+} policy_t;
+
+/* The table; ends with a row whose element is NULL. Implementing a setting = deleting its row. */
+extern const policy_t config_policies[];
+
+/* The row for this element (attribute NULL) or attribute in section, else NULL. */
+const policy_t *config_policy_find(const char *section, const char *element,
+                                   const char *attribute);
+/* Applies the row for element/attribute of node n in section, if any: enabled says whether the
+ * value asks for the feature (non-zero number, any text). Returns -1 with p->err set when the
+ * setting is refused, else 0 (after warning once when the row says so). */
+int config_policy_apply(parse_t *p, xmlNodePtr n, const char *section, const char *attribute,
+                        int enabled);
 
 /* Vocabulary (directives.c): applies the children of <icecast> to p->c (holding defaults),
  * then completes it: legacy root <port>, relay defaults, default-mount merging, burst/queue. */

@@ -320,6 +320,31 @@ static void add_globals(kvset_t *s)
 
 /* ---- documents ---- */
 
+/* <config-warnings><warning><setting/><file/><line/><message/></warning>...</config-warnings>:
+ * what the running config asked for and the server does not do (admin documents only; absent
+ * when there is nothing to say). Child elements rather than attributes so that the JSON view
+ * keeps every field. */
+static int add_config_warnings(xmlNodePtr root)
+{
+    const config_t *cfg = server_config();
+
+    if (!cfg->warnings)
+        return 0;
+    xmlNodePtr list = xmlNewChild(root, NULL, BAD_CAST "config-warnings", NULL);
+    if (!list)
+        return -1;
+    for (const config_warning_t *w = cfg->warnings; w; w = w->next) {
+        xmlNodePtr e = xmlNewChild(list, NULL, BAD_CAST "warning", NULL);
+        if (!e)
+            return -1;
+        stats_add_text(e, "setting", w->setting);
+        stats_add_text(e, "file", cfg->filename);
+        stats_add_number(e, "line", w->line);
+        stats_add_text(e, "message", w->text);
+    }
+    return 0;
+}
+
 xmlDocPtr stats_document(int admin, const char *mount, int *found)
 {
     xmlDocPtr doc = stats_new_doc("icestats");
@@ -331,6 +356,8 @@ xmlDocPtr stats_document(int admin, const char *mount, int *found)
     xmlNodePtr root = xmlDocGetRootElement(doc);
     add_globals(s);
     kv_emit(s, root);
+    if (admin && !mount && add_config_warnings(root) < 0)
+        goto fail;
     int hit = 0;
     for (int k = 0; k < n; k++) {
         if (mount && strcmp(mount, v[k]->name) != 0)

@@ -20,9 +20,11 @@ typedef struct mount mount_t;
 int stats_mounts(mount_t ***out, int include_hidden);
 void stats_mounts_free(mount_t **v, int n);
 
-/* The <icestats> document. admin: include hidden mounts. mount: NULL for all, else only that
- * mount; *found (may be NULL) is set to 0 when it names no live (visible) mount, and the
- * document then has no <source>. NULL on ENOMEM. Caller frees with xmlFreeDoc. */
+/* The <icestats> document. admin: include hidden mounts and, for the whole document (mount
+ * NULL), the running config's start-up warnings as <config-warnings>. mount: NULL for all,
+ * else only that mount; *found (may be NULL) is set to 0 when it names no live (visible)
+ * mount, and the document then has no <source>. NULL on ENOMEM. Caller frees with
+ * xmlFreeDoc. */
 xmlDocPtr stats_document(int admin, const char *mount, int *found);
 
 /* listmounts: <icestats><source mount><fallback/><listeners/><Connected/><content-type/>...

@@ -171,7 +171,7 @@ def render_config(cfg):
 
 class Server:
     DEFAULTS = dict(clients=200, sources=8, queue_size=524288, burst_size=65536,
-                    header_timeout=5, source_timeout=10, client_timeout=30,
+                    header_timeout=5, source_timeout=10, client_timeout=None,
                     location="Wire Test Lab", loglevel=4, source_password=SOURCE_PASSWORD,
                     mounts=None, changeowner=True, extra_xml="")
 

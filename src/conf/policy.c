@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * policy: the one list of icecast.xml settings that are parsed but not implemented yet, and
+ * what happens to each: refused at start-up (and on reload) when ignoring it would open
+ * access, else warned about once. Work that implements a setting deletes its row here; the
+ * refusal or warning goes away with it. conf/README.md lists the same settings (a unit test
+ * checks that every row is mentioned there). Applied by config_walk() in config.c.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "conf/directives.h"
+
+#define REFUSE(sec, el, when, why) {sec, el, NULL, POLICY_REFUSE, when, why}
+#define WARN(sec, el, when, why) {sec, el, NULL, POLICY_WARN, when, why}
+
+#define NO_RELAY "this server does not relay another one"
+#define NO_TLS "no port serves TLS"
+
+const policy_t config_policies[] = {
+    /* refused: ignoring them would let in someone the file keeps out */
+    REFUSE("mount", "authentication", POLICY_PRESENT,
+           "the mount would be served to every listener without authentication"),
+    REFUSE("mount", "max-listener-duration", POLICY_ENABLED,
+           "listeners would stay connected without a time limit"),
+    REFUSE("mount", "no-mount", POLICY_ENABLED,
+           "listeners could still connect to the mount directly"),
+    REFUSE("listen-socket", "ssl", POLICY_ENABLED,
+           "the port would serve plain HTTP, passwords included"),
+    REFUSE("listen-socket", "tls", POLICY_ENABLED,
+           "the port would serve plain HTTP, passwords included"),
+    REFUSE("paths", "allow-ip", POLICY_PRESENT, "connections from every address would be accepted"),
+    REFUSE("paths", "deny-ip", POLICY_PRESENT, "connections from every address would be accepted"),
+
+    /* warned once: the server works, without the feature */
+    WARN("icecast", "relay", POLICY_PRESENT, "no relay is started"),
+    WARN("icecast", "relays-on-demand", POLICY_ENABLED, NO_RELAY),
+    WARN("icecast", "master-server", POLICY_PRESENT, NO_RELAY),
+    WARN("icecast", "master-server-port", POLICY_PRESENT, NO_RELAY),
+    WARN("icecast", "master-update-interval", POLICY_PRESENT, NO_RELAY),
+    WARN("icecast", "master-username", POLICY_PRESENT, NO_RELAY),
+    WARN("icecast", "master-password", POLICY_PRESENT, NO_RELAY),
+    WARN("icecast", "directory", POLICY_PRESENT, "streams are not listed in any YP directory"),
+    WARN("limits", "client-timeout", POLICY_PRESENT,
+         "it has no effect (nor in Icecast 2.4); <header-timeout> and <source-timeout> apply"),
+    WARN("paths", "ssl-certificate", POLICY_PRESENT, NO_TLS),
+    WARN("paths", "ssl-allowed-ciphers", POLICY_PRESENT, NO_TLS),
+    {"paths", "alias", "bind-address", POLICY_WARN, POLICY_PRESENT,
+     "the alias applies on every address (port= is honoured)"},
+    WARN("logging", "playlistlog", POLICY_PRESENT, "no playlist log is written"),
+    WARN("logging", "logsize", POLICY_ENABLED,
+         "logs are not rotated by size: rotate them externally and send SIGHUP"),
+    WARN("logging", "logarchive", POLICY_ENABLED,
+         "logs are not rotated by size: rotate them externally and send SIGHUP"),
+    WARN("mount", "dump-file", POLICY_PRESENT, "the stream is not recorded"),
+    WARN("mount", "intro", POLICY_PRESENT, "listeners get the live stream without an intro"),
+    WARN("mount", "on-connect", POLICY_PRESENT, "no command is run"),
+    WARN("mount", "on-disconnect", POLICY_PRESENT, "no command is run"),
+    WARN("mount", "cluster-password", POLICY_PRESENT, "streams are not listed in any YP directory"),
+    WARN("mount", "fallback-override", POLICY_ENABLED,
+         "listeners stay on the fallback when the source comes back"),
+    WARN("mount", "fallback-when-full", POLICY_ENABLED,
+         "listeners over <max-listeners> are refused instead of moved to the fallback"),
+    {NULL, NULL, NULL, 0, 0, NULL},
+};
+
+const policy_t *config_policy_find(const char *section, const char *element,
+                                   const char *attribute)
+{
+    for (const policy_t *r = config_policies; r->element; r++)
+        if (strcmp(r->section, section) == 0 && strcmp(r->element, element) == 0 &&
+            ((!r->attribute && !attribute) ||
+             (r->attribute && attribute && strcmp(r->attribute, attribute) == 0)))
+            return r;
+    return NULL;
+}
+
+int config_policy_apply(parse_t *p, xmlNodePtr n, const char *section, const char *attribute,
+                        int enabled)
+{
+    const char *element = (const char *)n->name;
+    const policy_t *r = config_policy_find(section, element, attribute);
+    char what[160], setting[100], key[200];
+
+    if (!r || (r->when == POLICY_ENABLED && !enabled))
+        return 0;
+    if (attribute) {
+        snprintf(what, sizeof(what), "%s=\"...\" on <%s> in <%s>", attribute, element, section);
+        snprintf(setting, sizeof(setting), "%s %s", element, attribute);
+    } else {
+        snprintf(what, sizeof(what), "<%s> in <%s>", element, section);
+        snprintf(setting, sizeof(setting), "%s", element);
+    }
+    if (r->action == POLICY_REFUSE)
+        return config_err(p, n, "%s is not supported yet: %s; remove it", what, r->why);
+    snprintf(key, sizeof(key), "policy/%s/%s", section, setting);
+    config_warn_at(p, setting, key, config_line(n), "%s is not supported yet, ignored: %s", what,
+                   r->why);
+    return 0;
+}

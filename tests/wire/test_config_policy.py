@@ -1,0 +1,173 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""No config setting is silently ignored.
+
+A setting the server does not implement yet either stops the start (when
+ignoring it would open access: mount authentication, TLS sockets, allow-ip /
+deny-ip, max-listener-duration, no-mount), also on SIGHUP reload, or is warned
+about once in the error log and listed on the admin pages (/admin/stats,
+/admin/stats.json, /admin/stats.xsl).
+"""
+
+import json
+import re
+import signal
+import subprocess
+
+import pytest
+
+import adminlib
+import wirelib
+from conftest import BINARY, Server, free_port
+
+pytestmark = pytest.mark.rimecast_only
+
+RELAY = ("<relay><server>127.0.0.1</server><port>9</port><mount>/up</mount>"
+         "<local-mount>/relayed</local-mount></relay>")
+
+
+def _run(extra_xml, timeout=3):
+    """Start the binary on the test config plus extra_xml; (exit code or None, output, srv)."""
+    srv = Server(extra_xml=extra_xml)
+    srv.cfg["port"] = free_port()
+    srv.write_config()
+    p = subprocess.Popen([BINARY, "-c", srv.config_path], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, cwd=srv.dir)
+    try:
+        out, err = p.communicate(timeout=timeout)
+        return p.returncode, out + err, srv
+    except subprocess.TimeoutExpired:
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=10)
+        return None, out + err, srv
+
+
+def _line_of(srv, needle):
+    """The line of the last occurrence (the extra XML comes after the generated part)."""
+    text = open(srv.config_path).read()
+    return [i + 1 for i, ln in enumerate(text.splitlines()) if needle in ln][-1]
+
+
+REFUSED = [
+    ("authentication",
+     '<mount type="normal"><mount-name>/secret</mount-name>\n'
+     '<authentication type="htpasswd"><option name="filename" value="users"/>'
+     '</authentication></mount>'),
+    ("authentication",
+     '<mount type="normal"><mount-name>/secret</mount-name>\n'
+     '<authentication type="url"><option name="listener_add" value="http://127.0.0.1:9/"/>'
+     '</authentication></mount>'),
+    ("authentication",
+     '<mount type="default">\n<authentication type="htpasswd"/></mount>'),
+    ("ssl", "<listen-socket><port>%d</port>\n<ssl>1</ssl></listen-socket>"),
+    ("tls", "<listen-socket><port>%d</port>\n<tls>true</tls></listen-socket>"),
+    ("allow-ip", "<paths>\n<allow-ip>/etc/rimecast/allow</allow-ip></paths>"),
+    ("deny-ip", "<paths>\n<deny-ip>/etc/rimecast/deny</deny-ip></paths>"),
+    ("max-listener-duration",
+     "<mount><mount-name>/timed</mount-name>\n"
+     "<max-listener-duration>3600</max-listener-duration></mount>"),
+    ("no-mount", "<mount><mount-name>/inner</mount-name>\n<no-mount>1</no-mount></mount>"),
+]
+
+
+@pytest.mark.parametrize("setting,xml", REFUSED,
+                         ids=["htpasswd", "url-auth", "default-mount-auth", "ssl", "tls",
+                              "allow-ip", "deny-ip", "max-listener-duration", "no-mount"])
+def test_setting_that_would_open_access_is_refused_at_start(setting, xml):
+    if "%d" in xml:
+        xml = xml % free_port()
+    code, out, srv = _run(xml)
+    assert code not in (None, 0), "started with <%s>\n%s" % (setting, out)
+    line = _line_of(srv, "<%s" % setting)
+    want = "%s:%d: <%s> in <" % (srv.config_path, line, setting)
+    assert want in out, "want %r in: %s" % (want, out)
+    assert "not supported yet" in out, out
+
+
+def test_disabled_values_of_refused_settings_start(server):
+    srv = server(extra_xml="<listen-socket><port>%d</port><ssl>0</ssl></listen-socket>"
+                 "<mount><mount-name>/m</mount-name><no-mount>0</no-mount>"
+                 "<max-listener-duration>0</max-listener-duration></mount>" % free_port())
+    r = adminlib.admin(srv, "/admin/stats")
+    assert r.status == 200
+    assert r.xml().find("config-warnings") is None
+    assert "not supported yet" not in srv.error_log()
+
+
+def test_relay_warns_once_and_the_admin_pages_show_it(server):
+    # two relays, one warning; a mount name with markup checks the escaping on every page
+    srv = server(extra_xml=RELAY + "\n" + RELAY.replace("/relayed", "/relayed2") + "\n"
+                 "<mount><mount-name>/x&lt;y&amp;z</mount-name></mount>\n"
+                 "<mount><mount-name>/x&lt;y&amp;z</mount-name></mount>")
+    line = [i + 1 for i, ln in enumerate(open(srv.config_path).read().splitlines())
+            if "<relay>" in ln][0]
+    wirelib.wait_until(lambda: "<relay> in <icecast> is not supported yet" in srv.error_log(),
+                       5, "the relay warning in the error log")
+    log = srv.error_log()
+    assert log.count("<relay> in <icecast> is not supported yet") == 1, log
+    assert "%s:%d: <relay>" % (srv.config_path, line) in log, log
+
+    r = adminlib.admin(srv, "/admin/stats")
+    assert r.status == 200
+    warnings = r.xml().findall("config-warnings/warning")
+    relay = [w for w in warnings if w.findtext("setting") == "relay"]
+    assert len(relay) == 1, r.body
+    assert relay[0].findtext("line") == str(line)
+    assert relay[0].findtext("file") == srv.config_path
+    assert "not supported yet" in relay[0].findtext("message")
+    twice = [w for w in warnings if w.findtext("setting") == "mount-name"]
+    assert len(twice) == 1 and "/x<y&z" in twice[0].findtext("message"), r.body
+
+    j = adminlib.admin(srv, "/admin/stats.json")
+    assert j.status == 200
+    doc = json.loads(j.body.decode("utf-8"))
+    listed = doc["icestats"]["config-warnings"]["warning"]
+    assert isinstance(listed, list) and len(listed) == len(warnings)
+    assert {"setting": "relay", "file": srv.config_path, "line": line,
+            "message": relay[0].findtext("message")} in listed
+
+    page = adminlib.admin(srv, "/admin/stats.xsl")
+    assert page.status == 200
+    html = page.body.decode("utf-8")
+    assert 'class="notice bad config-warnings"' in html, html
+    assert re.search(r'data-setting="relay"', html), html
+    assert "&lt;relay&gt; in &lt;icecast&gt; is not supported yet" in html
+    assert "/x<y&z" not in html and "/x&lt;y&amp;z" in html
+
+
+def test_one_warning_is_still_a_list_in_json(server):
+    srv = server(extra_xml=RELAY)
+    doc = adminlib.admin(srv, "/admin/stats.json").json()
+    listed = doc["icestats"]["config-warnings"]["warning"]
+    assert isinstance(listed, list) and len(listed) == 1
+    assert listed[0]["setting"] == "relay"
+
+
+def test_clean_config_has_no_warning(server):
+    srv = server()
+    r = adminlib.admin(srv, "/admin/stats")
+    assert r.xml().find("config-warnings") is None, r.body
+    assert "config-warnings" not in adminlib.admin(srv, "/admin/stats.json").json()["icestats"]
+    assert "config-warnings" not in adminlib.admin(srv, "/admin/stats.xsl").body.decode()
+    assert "not supported yet" not in srv.error_log()
+    # the public status document never carries them
+    srv2 = server(extra_xml=RELAY)
+    pub = adminlib.request(srv2, "/status-json.xsl")
+    assert pub.status == 200 and b"config-warnings" not in pub.body
+
+
+def test_reload_with_a_refused_setting_keeps_the_running_config(server):
+    srv = server(extra_xml=RELAY)
+    srv.write_config(extra_xml='<mount type="normal"><mount-name>/secret</mount-name>\n'
+                     '<authentication type="htpasswd"/></mount>')
+    srv.send_signal(signal.SIGHUP)
+    srv.wait_log("reload failed")
+    assert "<authentication> in <mount> is not supported yet" in srv.error_log()
+    assert srv.is_alive()
+    # still the old config: its relay warning is what the admin page lists
+    r = adminlib.admin(srv, "/admin/stats")
+    assert [w.findtext("setting") for w in r.xml().findall("config-warnings/warning")] == ["relay"]
+    # a reload to an accepted config replaces the list
+    srv.write_config(extra_xml="")
+    srv.send_signal(signal.SIGHUP)
+    wirelib.wait_until(lambda: adminlib.admin(srv, "/admin/stats").xml()
+                       .find("config-warnings") is None, 5, "the warnings to go")
