@@ -14,6 +14,7 @@
 #include "admin/xslt.h"
 #include "conf/config.h"
 #include "core/str.h"
+#include "core/url.h"
 #include "http/parser.h"
 #include "http/router.h"
 #include "net/conn.h"
@@ -76,7 +77,7 @@ static int auth_ok(admin_req_t *a, const http_request_t *req)
 
 char *admin_param(const admin_req_t *a, const char *name)
 {
-    return a->query ? str_query_param(a->query, a->query_len, name) : NULL;
+    return a->query ? url_query_param(a->query, a->query_len, name) : NULL;
 }
 
 void admin_req_free(admin_req_t *a)

@@ -19,7 +19,7 @@
 #include <libxslt/xsltutils.h>
 
 #include "core/log.h"
-#include "core/str.h"
+#include "core/escape.h"
 
 /* ---- stylesheet cache ---- */
 
@@ -48,7 +48,7 @@ static void xslt_quiet(void *ctx, const char *fmt, ...)
     while (n && msg[n - 1] == '\n')
         msg[--n] = '\0';
     if (n)
-        log_debug("xslt: %s", str_escape_log(esc, sizeof(esc), msg, n));
+        log_debug("xslt: %s", escape_log(esc, sizeof(esc), msg, n));
 }
 
 static void init_once_fn(void)
@@ -250,7 +250,7 @@ static void sb_str(sbuf_t *b, const char *s)
 
 static void sb_json_string(sbuf_t *b, const char *s)
 {
-    char *esc = str_escape_json(s, strlen(s));
+    char *esc = escape_json(s, strlen(s));
     if (!esc) {
         b->failed = 1;
         return;

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "core/log.h"
-#include "core/str.h"
+#include "core/url.h"
 #include "http/parser.h"
 #include "http/response.h"
 #include "http/router.h"
@@ -37,8 +37,8 @@ static void answer_options(conn_t *c)
 static void handle_get(conn_t *c, const http_request_t *req)
 {
     size_t dlen;
-    char *dec = str_url_decode(req->path, req->path_len, 0, &dlen);
-    char *path = dec ? str_normalize_path(dec, dlen) : NULL;
+    char *dec = url_decode(req->path, req->path_len, 0, &dlen);
+    char *path = dec ? url_normalize_path(dec, dlen) : NULL;
     free(dec);
     if (!path) {
         conn_send_error(c, 400, "Bad Request");

@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/str.h"
+#include "core/escape.h"
 #include "http/response.h"
 #include "net/conn.h"
 #include "net/worker.h"
@@ -71,8 +71,8 @@ const char *events_type_name(event_type_t type)
 
 static size_t format_event(char *out, size_t cap, const event_t *e)
 {
-    char *mount = str_escape_json(e->mount, strlen(e->mount));
-    char *detail = str_escape_json(e->detail, strlen(e->detail));
+    char *mount = escape_json(e->mount, strlen(e->mount));
+    char *detail = escape_json(e->detail, strlen(e->detail));
     const char *name = events_type_name(e->type);
     int n = snprintf(out, cap,
                      "id: %llu\nevent: %s\ndata: {\"seq\":%llu,\"type\":\"%s\",\"mount\":\"%s\","
