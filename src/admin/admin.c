@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admin/json.h"
 #include "admin/xslt.h"
 #include "conf/config.h"
 #include "core/str.h"
@@ -180,7 +181,7 @@ void admin_send_doc(admin_req_t *a, xmlDocPtr doc)
     size_t len = 0;
     const char *ctype = "application/json; charset=utf-8";
     if (a->view == ADMIN_VIEW_JSON) {
-        out = xslt_json(doc, &len);
+        out = json_render(doc, &len);
     } else {
         xmlChar *buf = NULL;
         int blen = 0;

@@ -15,6 +15,7 @@
 #include <strings.h>
 
 #include "admin/admin.h"
+#include "admin/json.h"
 #include "admin/xslt.h"
 #include "conf/config.h"
 #include "core/escape.h"
@@ -200,7 +201,7 @@ static void serve_public_xsl(conn_t *c, const http_request_t *req, const char *p
     char *out = NULL, ctype[128] = "application/json; charset=utf-8";
     size_t len = 0;
     if (doc && native_json)
-        out = xslt_status_json(doc, &len);
+        out = json_render_status(doc, &len);
     else if (doc)
         rc = xslt_apply(real, doc, &out, &len, ctype, sizeof(ctype));
     free(real);
