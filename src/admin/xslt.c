@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * xslt: the stylesheet cache and transforms (see xslt.h). The JSON view of documents is
- * admin/json.c.
+ * xslt: the stylesheet cache and transforms (see xslt.h). The cache is a list of compiled
+ * sheets under one mutex; the JSON view of documents is admin/json.c.
  */
 #include "admin/xslt.h"
 
@@ -20,6 +20,7 @@
 #include <libxslt/xsltutils.h>
 
 #include "core/escape.h"
+#include "core/list.h"
 #include "core/log.h"
 
 typedef struct sheet {
@@ -27,12 +28,12 @@ typedef struct sheet {
     struct timespec mtime;
     off_t size;
     xsltStylesheetPtr style;
-    int refs;  /* users + 1 while cached */
-    struct sheet *next;
+    int refs;     /* users + 1 while cached */
+    list_t link;  /* in cache while cached, else unlinked */
 } sheet_t;
 
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
-static sheet_t *cache;
+static list_t cache = LIST_INIT(cache);
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
 static void xslt_quiet(void *ctx, const char *fmt, ...)
@@ -84,11 +85,13 @@ static sheet_t *sheet_get(const char *path, int *err)
         return NULL;
     }
     pthread_mutex_lock(&cache_lock);
-    sheet_t **pp = &cache;
-    for (; *pp; pp = &(*pp)->next)
-        if (strcmp((*pp)->path, path) == 0)
+    sheet_t *s = NULL, *it;
+    list_foreach(it, &cache, sheet_t, link) {
+        if (strcmp(it->path, path) == 0) {
+            s = it;
             break;
-    sheet_t *s = *pp;
+        }
+    }
     if (s && s->size == st.st_size && s->mtime.tv_sec == st.st_mtim.tv_sec &&
         s->mtime.tv_nsec == st.st_mtim.tv_nsec) {
         s->refs++;
@@ -96,7 +99,7 @@ static sheet_t *sheet_get(const char *path, int *err)
         return s;
     }
     if (s) { /* changed on disk: uncache, free when its last user is done */
-        *pp = s->next;
+        list_remove(&s->link);
         sheet_release_locked(s);
     }
     sheet_t *n = calloc(1, sizeof(*n));
@@ -114,8 +117,7 @@ static sheet_t *sheet_get(const char *path, int *err)
     n->mtime = st.st_mtim;
     n->size = st.st_size;
     n->refs = 2;
-    n->next = cache;
-    cache = n;
+    list_insert_head(&cache, &n->link);
     pthread_mutex_unlock(&cache_lock);
     return n;
 }
@@ -130,9 +132,9 @@ static void sheet_put(sheet_t *s)
 void xslt_cleanup(void)
 {
     pthread_mutex_lock(&cache_lock);
-    while (cache) {
-        sheet_t *s = cache;
-        cache = s->next;
+    sheet_t *s, *tmp;
+    list_foreach_safe(s, tmp, &cache, sheet_t, link) {
+        list_remove(&s->link);
         sheet_release_locked(s);
     }
     pthread_mutex_unlock(&cache_lock);
