@@ -2,16 +2,16 @@
 /*
  * fuzz_icy: inbound ICY metadata. The input's first bytes choose the metadata interval, the
  * charset and the piece size; the rest goes through the generic handler, and the whole input
- * through icy_parse and str_text_to_utf8. Tags must come out as valid UTF-8, audio never grows.
+ * through icy_parse and utf8_from_text. Tags must come out as valid UTF-8, audio never grows.
  */
-// fuzz-sources: src/format/format.c src/format/generic.c src/format/icy.c src/format/ogg.c src/format/ogg_vorbis.c src/format/ogg_opus.c src/format/ogg_flac.c src/format/ogg_theora.c src/format/ogg_speex.c src/core/block.c src/core/str.c src/core/loop.c
+// fuzz-sources: src/format/format.c src/format/generic.c src/format/icy.c src/format/ogg.c src/format/ogg_vorbis.c src/format/ogg_opus.c src/format/ogg_flac.c src/format/ogg_theora.c src/format/ogg_speex.c src/core/block.c src/core/str.c src/core/utf8.c src/core/loop.c
 // fuzz-pkgs: ogg
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/utf8.h"
 #include "format/format.h"
-#include "core/str.h"
 #include "format/icy.h"
 
 static size_t audio_bytes;
@@ -32,7 +32,7 @@ static void sink_set_headers(void *ctx, block_t *h)
 static void sink_set_tag(void *ctx, const char *key, const char *value)
 {
     (void)ctx, (void)key;
-    if (value && !str_utf8_valid(value, strlen(value)))
+    if (value && !utf8_valid(value, strlen(value)))
         abort();
 }
 
@@ -69,8 +69,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char *title, *url;
     if (icy_parse((const char *)p, len, &title, &url) == 0) {
         if (title) {
-            char *u = str_text_to_utf8(title, strlen(title), charsets[data[1] % 5]);
-            if (u && !str_utf8_valid(u, strlen(u)))
+            char *u = utf8_from_text(title, strlen(title), charsets[data[1] % 5]);
+            if (u && !utf8_valid(u, strlen(u)))
                 abort();
             free(u);
         }

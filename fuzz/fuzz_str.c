@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * fuzz_str: libFuzzer driver for the escapers and decoders in core/str.
+ * fuzz_str: libFuzzer driver for the escapers and decoders in core/ (str, escape, utf8, url).
  *
  * Each escaper's output is checked against its output language (XML through libxml2, JSON by
  * a small string-grammar check, log lines byte by byte and by unescaping back); decoders must
  * round-trip with their encoders; normalised paths must be fixed points without dot segments.
  */
-// fuzz-sources: src/core/str.c
+// fuzz-sources: src/core/str.c src/core/escape.c src/core/utf8.c src/core/url.c src/core/buf.c
 // fuzz-pkgs: libxml-2.0
 #include <stdint.h>
 #include <stdlib.h>
@@ -15,7 +15,11 @@
 
 #include <libxml/parser.h>
 
+#include "core/buf.h"
+#include "core/escape.h"
 #include "core/str.h"
+#include "core/url.h"
+#include "core/utf8.h"
 
 #define REQUIRE(cond)                                                                          \
     do {                                                                                       \
@@ -55,10 +59,10 @@ static void parses_as_xml(const char *pre, const char *text, const char *post)
 
 static void check_xml(const char *s, size_t len)
 {
-    char *x = str_escape_xml(s, len);
+    char *x = escape_xml(s, len);
     REQUIRE(x);
     size_t n = strlen(x);
-    REQUIRE(str_utf8_valid(x, n));
+    REQUIRE(utf8_valid(x, n));
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)x[i];
         REQUIRE(c != '<' && c != '>' && c != '"' && c != '\'');
@@ -75,10 +79,10 @@ static void check_xml(const char *s, size_t len)
 
 static void check_json(const char *s, size_t len)
 {
-    char *j = str_escape_json(s, len);
+    char *j = escape_json(s, len);
     REQUIRE(j);
     size_t n = strlen(j);
-    REQUIRE(str_utf8_valid(j, n));
+    REQUIRE(utf8_valid(j, n));
     REQUIRE(!strstr(j, "</"));
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)j[i];
@@ -94,6 +98,11 @@ static void check_json(const char *s, size_t len)
             REQUIRE(c && strchr("\"\\/bfnrt", c));
         }
     }
+    buf_t b = BUF_INIT;
+    REQUIRE(escape_json_buf(&b, s, len, 1) == 0);
+    REQUIRE(b.len == n + 2 && b.data[0] == '"' && memcmp(b.data + 1, j, n) == 0 &&
+            b.data[n + 1] == '"');
+    buf_free(&b);
     free(j);
 }
 
@@ -106,7 +115,7 @@ static void check_log(const char *s, size_t len, size_t small)
     unsigned char *starts = calloc(cap + 1, 1);
     size_t o = 0, i;
     REQUIRE(out && back && cut && starts);
-    REQUIRE(str_escape_log(out, cap, s, len) == out);
+    REQUIRE(escape_log(out, cap, s, len) == out);
     for (i = 0; out[i]; i++) {
         unsigned char c = (unsigned char)out[i];
         starts[i] = 1;
@@ -126,7 +135,7 @@ static void check_log(const char *s, size_t len, size_t small)
     starts[i] = 1;
     REQUIRE(o == len && memcmp(back, s, len) == 0);
     if (small) {
-        str_escape_log(cut, small, s, len);
+        escape_log(cut, small, s, len);
         size_t m = strlen(cut);
         REQUIRE(m < small && strncmp(cut, out, m) == 0 && starts[m]);
         if (out[m]) { /* the next escape did not fit */
@@ -167,15 +176,15 @@ static void check_url(const char *s, size_t len)
 {
     size_t n;
     for (int plus = 0; plus <= 1; plus++) {
-        char *d = str_url_decode(s, len, plus, &n);
+        char *d = url_decode(s, len, plus, &n);
         if (d)
             REQUIRE(n <= len && strlen(d) == n);
         free(d);
     }
-    char *e = str_url_encode(s, len);
+    char *e = url_encode(s, len);
     REQUIRE(e && strspn(e, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~/%") ==
                      strlen(e));
-    char *d = str_url_decode(e, strlen(e), 0, &n);
+    char *d = url_decode(e, strlen(e), 0, &n);
     if (memchr(s, '\0', len))
         REQUIRE(d == NULL);
     else
@@ -184,12 +193,12 @@ static void check_url(const char *s, size_t len)
     free(e);
     static const char *const names[] = {"mount", "a", "", "song"};
     for (size_t i = 0; i < 4; i++)
-        free(str_query_param(s, len, names[i]));
+        free(url_query_param(s, len, names[i]));
 }
 
 static void check_path(const char *s, size_t len)
 {
-    char *p = str_normalize_path(s, len);
+    char *p = url_normalize_path(s, len);
     if (!p)
         return;
     size_t n = strlen(p);
@@ -199,7 +208,7 @@ static void check_path(const char *s, size_t len)
         REQUIRE(sl > 0 && seg[sl - 1] != '.');
         seg += sl + (seg[sl] == '/');
     }
-    char *again = str_normalize_path(p, n);
+    char *again = url_normalize_path(p, n);
     REQUIRE(again && strcmp(again, p) == 0);
     free(again);
     free(p);
@@ -207,15 +216,15 @@ static void check_path(const char *s, size_t len)
 
 static void check_charsets(const char *s, size_t len)
 {
-    char *u = str_to_utf8(s, len, "ISO-8859-1");
-    REQUIRE(u && str_utf8_valid(u, strlen(u)));
+    char *u = utf8_from_charset(s, len, "ISO-8859-1");
+    REQUIRE(u && utf8_valid(u, strlen(u)));
     free(u);
-    u = str_to_utf8(s, len, "UTF-8");
-    REQUIRE((u != NULL) == str_utf8_valid(s, len));
+    u = utf8_from_charset(s, len, "UTF-8");
+    REQUIRE((u != NULL) == utf8_valid(s, len));
     free(u);
-    u = str_to_utf8(s, len, "CP1252");
+    u = utf8_from_charset(s, len, "CP1252");
     if (u)
-        REQUIRE(str_utf8_valid(u, strlen(u)));
+        REQUIRE(utf8_valid(u, strlen(u)));
     free(u);
     char *lit = str_ndup(s, len);
     REQUIRE(lit);

@@ -11,9 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admin/json.h"
 #include "admin/xslt.h"
 #include "conf/config.h"
 #include "core/str.h"
+#include "core/url.h"
 #include "http/parser.h"
 #include "http/client.h"
 #include "http/reply.h"
@@ -77,7 +79,7 @@ static int auth_ok(admin_req_t *a, const http_request_t *req)
 
 char *admin_param(const admin_req_t *a, const char *name)
 {
-    return a->query ? str_query_param(a->query, a->query_len, name) : NULL;
+    return a->query ? url_query_param(a->query, a->query_len, name) : NULL;
 }
 
 void admin_req_free(admin_req_t *a)
@@ -178,7 +180,7 @@ void admin_send_doc(admin_req_t *a, xmlDocPtr doc)
     size_t len = 0;
     const char *ctype = "application/json; charset=utf-8";
     if (a->view == ADMIN_VIEW_JSON) {
-        out = xslt_json(doc, &len);
+        out = json_render(doc, &len);
     } else {
         xmlChar *buf = NULL;
         int blen = 0;

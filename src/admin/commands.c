@@ -13,8 +13,11 @@
 #include "admin/commands.h"
 #include "admin/events_feed.h"
 #include "conf/config.h"
+#include "core/escape.h"
 #include "core/log.h"
 #include "core/str.h"
+#include "core/url.h"
+#include "core/utf8.h"
 #include "http/client.h"
 #include "http/parser.h"
 #include "net/conn.h"
@@ -117,12 +120,12 @@ static char *meta_text(const char *v, const char *charset, const char *mount)
     size_t len = strlen(v);
     char *utf8;
     if (charset)
-        utf8 = str_to_utf8(v, len, charset);
-    else if (str_utf8_valid(v, len))
+        utf8 = utf8_from_charset(v, len, charset);
+    else if (utf8_valid(v, len))
         utf8 = str_ndup(v, len);
     else {
         const mount_conf_t *mc = config_find_mount(server_config(), mount);
-        utf8 = str_to_utf8(v, len, mc && mc->charset ? mc->charset : "ISO-8859-1");
+        utf8 = utf8_from_charset(v, len, mc && mc->charset ? mc->charset : "ISO-8859-1");
     }
     char *clean = utf8 ? stats_clean_text(utf8) : NULL;
     free(utf8);
@@ -150,7 +153,7 @@ static int apply_metadata(mount_t *m, const char *song, const char *artist, cons
         else
             snprintf(shown, sizeof(shown), "%s", song ? out[0] : (out[2] ? out[2] : out[1]));
         log_info("metadata of %s set to \"%s\"", m->name,
-                 str_escape_log(esc, sizeof(esc), shown, strlen(shown)));
+                 escape_log(esc, sizeof(esc), shown, strlen(shown)));
         events_emit(EVENT_METADATA, m->name, 0, shown);
     }
     for (int i = 0; i < 3; i++)
@@ -243,9 +246,9 @@ static void cmd_admin_cgi(admin_req_t *a)
 static void cmd_buildm3u(admin_req_t *a)
 {
     char *user = admin_param(a, "username"), *pass = admin_param(a, "password");
-    char *eu = user ? str_url_encode(user, strlen(user)) : NULL;
-    char *ep = pass ? str_url_encode(pass, strlen(pass)) : NULL;
-    char *em = a->mount_name ? str_url_encode(a->mount_name, strlen(a->mount_name)) : NULL;
+    char *eu = user ? url_encode(user, strlen(user)) : NULL;
+    char *ep = pass ? url_encode(pass, strlen(pass)) : NULL;
+    char *em = a->mount_name ? url_encode(a->mount_name, strlen(a->mount_name)) : NULL;
     if (!a->mount_name) {
         admin_send_error(a, 400, "Missing parameter");
     } else if (!em || (user && !eu) || (pass && !ep)) {

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/str.h"
+#include "core/escape.h"
 #include "http/client.h"
 #include "http/response.h"
 #include "net/conn.h"
@@ -47,8 +47,8 @@ static atomic_int pump_pending[SERVER_MAX_WORKERS];
 
 static size_t format_event(char *out, size_t cap, const event_t *e)
 {
-    char *mount = str_escape_json(e->mount, strlen(e->mount));
-    char *detail = str_escape_json(e->detail, strlen(e->detail));
+    char *mount = escape_json(e->mount, strlen(e->mount));
+    char *detail = escape_json(e->detail, strlen(e->detail));
     const char *name = events_type_name(e->type);
     int n = snprintf(out, cap,
                      "id: %llu\nevent: %s\ndata: {\"seq\":%llu,\"type\":\"%s\",\"mount\":\"%s\","

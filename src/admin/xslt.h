@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * xslt: the views of an XML document: through a stylesheet (libxslt; compiled stylesheets are
- * cached by path and reloaded when the file's mtime or size changes), or as JSON.
+ * xslt: the stylesheet view of an XML document (libxslt; compiled stylesheets are cached by
+ * path and reloaded when the file's mtime or size changes). The JSON view is admin/json.h.
  * The cache is shared by all workers under a mutex; a stylesheet in use is never freed under
  * its user (reference counted). Transforms may not write files or use the network.
  * This file does not choose which document or stylesheet a URL gets (see admin/, router).
@@ -19,18 +19,6 @@
  * if it does not compile or the transform fails, -ENOMEM. */
 int xslt_apply(const char *path, xmlDocPtr doc, char **out, size_t *len, char *ctype,
                size_t ctype_cap);
-
-/* JSON of doc: {"<root>": {...}}. Attributes and child elements become keys; an element with
- * neither is a string, or a number when its text is a plain decimal number; an empty element
- * is "". Repeated elements, and <source>, <listener> and <User> always, are arrays; <icestats>
- * always has "source" (maybe []), a <source> with <Listeners> always has "listener".
- * Returns malloc'd text (*len set) or NULL on ENOMEM. */
-char *xslt_json(xmlDocPtr doc, size_t *len);
-
-/* /status-json.xsl without a stylesheet: the public document with Icecast's status-json keys
- * (counters, source_ip, user_agent and the like removed, attributes omitted), "source" always
- * an array. malloc'd or NULL. */
-char *xslt_status_json(xmlDocPtr doc, size_t *len);
 
 /* Drops every cached stylesheet (at exit). */
 void xslt_cleanup(void);

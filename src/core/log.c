@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/str.h"
+#include "core/escape.h"
 
 static int error_fd = 2, access_fd = 2;
 static atomic_int log_level = LOG_INFO;
@@ -129,17 +129,17 @@ void log_access(const log_access_entry_t *e)
     time_t now = time(NULL);
     localtime_r(&e->start, &tm);
     strftime(date, sizeof(date), "%d/%b/%Y:%H:%M:%S %z", &tm);
-    str_escape_log(ip, sizeof(ip), e->ip ? e->ip : "-", strlen(e->ip ? e->ip : "-"));
-    str_escape_log(user, sizeof(user), e->user ? e->user : "-", strlen(e->user ? e->user : "-"));
-    str_escape_log(method, sizeof(method), e->method ? e->method : "-",
-                   strlen(e->method ? e->method : "-"));
-    str_escape_log(uri, sizeof(uri), e->uri ? e->uri : "-", strlen(e->uri ? e->uri : "-"));
-    str_escape_log(proto, sizeof(proto), e->protocol ? e->protocol : "-",
-                   strlen(e->protocol ? e->protocol : "-"));
-    str_escape_log(referer, sizeof(referer), e->referer ? e->referer : "-",
-                   strlen(e->referer ? e->referer : "-"));
-    str_escape_log(agent, sizeof(agent), e->agent ? e->agent : "-",
-                   strlen(e->agent ? e->agent : "-"));
+    escape_log(ip, sizeof(ip), e->ip ? e->ip : "-", strlen(e->ip ? e->ip : "-"));
+    escape_log(user, sizeof(user), e->user ? e->user : "-", strlen(e->user ? e->user : "-"));
+    escape_log(method, sizeof(method), e->method ? e->method : "-",
+               strlen(e->method ? e->method : "-"));
+    escape_log(uri, sizeof(uri), e->uri ? e->uri : "-", strlen(e->uri ? e->uri : "-"));
+    escape_log(proto, sizeof(proto), e->protocol ? e->protocol : "-",
+               strlen(e->protocol ? e->protocol : "-"));
+    escape_log(referer, sizeof(referer), e->referer ? e->referer : "-",
+               strlen(e->referer ? e->referer : "-"));
+    escape_log(agent, sizeof(agent), e->agent ? e->agent : "-",
+               strlen(e->agent ? e->agent : "-"));
     int n = snprintf(line, sizeof(line), "%s - %s [%s] \"%s %s %s\" %d %llu \"%s\" \"%s\" %lld\n",
                      ip, user, date, method, uri, proto, e->status, (unsigned long long)e->bytes,
                      referer, agent, (long long)(now - e->start));

@@ -5,7 +5,7 @@
  * Both logs are plain files opened in append mode (or stderr for "-"); a line is formatted in a
  * stack buffer and written with one write(), so threads never interleave within a line.
  * log_reopen() swaps the file descriptors in place (dup2), which is how SIGHUP rotates logs.
- * Every string that came from a client must go through str_escape_log() (log_access does it).
+ * Every string that came from a client must go through escape_log() (log_access does it).
  */
 #ifndef RIMECAST_LOG_H
 #define RIMECAST_LOG_H
@@ -23,7 +23,7 @@ void log_set_level(int level);
 void log_close(void);
 
 /* printf-style error log line: "[YYYY-MM-DD  HH:MM:SS] LEVEL subsystem/func message".
- * Arguments that carry client text must already be escaped (str_escape_log). */
+ * Arguments that carry client text must already be escaped (escape_log). */
 void log_msg(int level, const char *func, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "core/loop.h"
-#include "core/str.h"
+#include "core/utf8.h"
 #include "format/icy.h"
 
 #define GENERIC_META_MAX (255 * 16)
@@ -85,7 +85,7 @@ static void generic_flush(format_t *f)
 
 static int generic_report(format_t *f, const char *tag, const char *raw)
 {
-    char *v = str_text_to_utf8(raw, strlen(raw), f->charset);
+    char *v = utf8_from_text(raw, strlen(raw), f->charset);
     if (!v)
         return -ENOMEM;
     if (f->sink.set_tag)

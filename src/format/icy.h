@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * icy: reading ICY (Shoutcast) metadata text: the StreamTitle/StreamUrl fields of a metadata
- * block a source sends inline (str_text_to_utf8 converts the text).
+ * block a source sends inline (utf8_from_text converts the text).
  * Building outbound metadata blocks is not here (see icy_meta_new in core/block.h).
  */
 #ifndef RIMECAST_ICY_H

@@ -13,7 +13,7 @@
 #include <strings.h>
 
 #include "core/log.h"
-#include "core/str.h"
+#include "core/utf8.h"
 
 #define VORBIS_TAG_MAX 4080 /* longest value kept: what fits an ICY metadata block */
 
@@ -40,7 +40,7 @@ static char *vorbis_tag_value(const unsigned char *v, size_t len)
 {
     int utf8 = 1;
     for (size_t i = 0; i < len;) {
-        size_t n = str_utf8_char_len((const char *)v + i, len - i);
+        size_t n = utf8_char_len((const char *)v + i, len - i);
         if (n == 0) {
             utf8 = 0;
             break;
@@ -52,7 +52,7 @@ static char *vorbis_tag_value(const unsigned char *v, size_t len)
         return NULL;
     size_t o = 0;
     for (size_t i = 0; i < len && v[i] != '\0';) {
-        size_t n = utf8 ? str_utf8_char_len((const char *)v + i, len - i) : (v[i] < 0x80 ? 1 : 2);
+        size_t n = utf8 ? utf8_char_len((const char *)v + i, len - i) : (v[i] < 0x80 ? 1 : 2);
         if (o + n > VORBIS_TAG_MAX)
             break;
         if (utf8) {

@@ -5,7 +5,7 @@
  * regular files), Content-Type from the <mime-types> file with built-in fallbacks,
  * Last-Modified / If-Modified-Since (304), one byte range (206, 416), HEAD, keep-alive.
  * Bodies are read in 64 KB chunks and written as the socket takes them, so a large file
- * never holds the worker. Path normalisation itself happens before (str_normalize_path).
+ * never holds the worker. Path normalisation itself happens before (url_normalize_path).
  */
 #ifndef RIMECAST_FILES_H
 #define RIMECAST_FILES_H

@@ -11,7 +11,7 @@
 #include <time.h>
 
 #include "conf/config.h"
-#include "core/str.h"
+#include "core/escape.h"
 #include "http/parser.h"
 #include "net/server.h"
 
@@ -100,7 +100,7 @@ size_t response_stream_head(char *buf, size_t cap, const response_stream_t *i, i
 
 char *response_error(int status, const char *message, size_t *len)
 {
-    char *esc = str_escape_xml(message, strlen(message));
+    char *esc = escape_xml(message, strlen(message));
     char body[2048];
     int blen = snprintf(body, sizeof(body),
                         "<html><head><title>Error %d</title></head><body><b>%d - %s</b></body>"

@@ -13,7 +13,8 @@
 #include <string.h>
 
 #include "core/log.h"
-#include "core/str.h"
+#include "core/escape.h"
+#include "core/url.h"
 #include "http/client.h"
 #include "http/parser.h"
 #include "http/response.h"
@@ -46,8 +47,8 @@ static void answer_options(conn_t *c)
 static char *request_path(const http_request_t *req)
 {
     size_t dlen;
-    char *dec = str_url_decode(req->path, req->path_len, 0, &dlen);
-    char *path = dec && dec[0] == '/' ? str_normalize_path(dec, dlen) : NULL;
+    char *dec = url_decode(req->path, req->path_len, 0, &dlen);
+    char *path = dec && dec[0] == '/' ? url_normalize_path(dec, dlen) : NULL;
     free(dec);
     return path;
 }
@@ -80,7 +81,7 @@ static void handle_source(conn_t *c, http_request_t *req, size_t head_len)
     if (why) {
         char esc[512];
         log_warn("source %s refused: mountpoint %s %s", c->ip,
-                 str_escape_log(esc, sizeof(esc), path, strlen(path)), why);
+                 escape_log(esc, sizeof(esc), path, strlen(path)), why);
         free(path);
         client_send_error(c, 403, "Forbidden: mountpoint name not allowed");
         return;

@@ -14,6 +14,7 @@
 
 #include "conf/config.h"
 #include "core/str.h"
+#include "core/url.h"
 #include "http/parser.h"
 #include "http/client.h"
 #include "http/reply.h"
@@ -51,7 +52,7 @@ static char *stream_url(const http_request_t *req, const char *mount)
     else
         snprintf(host, sizeof(host), "%s:%d", cfg->hostname ? cfg->hostname : "localhost",
                  cfg->listen ? cfg->listen->port : 8000);
-    char *em = str_url_encode(mount, strlen(mount));
+    char *em = url_encode(mount, strlen(mount));
     if (!em)
         return NULL;
     size_t n = strlen(host) + strlen(em) + 16;

@@ -15,10 +15,12 @@
 #include <strings.h>
 
 #include "admin/admin.h"
+#include "admin/json.h"
 #include "admin/xslt.h"
 #include "conf/config.h"
 #include "core/log.h"
-#include "core/str.h"
+#include "core/escape.h"
+#include "core/url.h"
 #include "http/client.h"
 #include "http/files.h"
 #include "http/parser.h"
@@ -106,13 +108,13 @@ static void serve_public_xsl(conn_t *c, const http_request_t *req, const char *p
         return;
     }
     atomic_fetch_add(&server.stats.file_connections, 1);
-    char *mount = req->query ? str_query_param(req->query, req->query_len, "mount") : NULL;
+    char *mount = req->query ? url_query_param(req->query, req->query_len, "mount") : NULL;
     xmlDocPtr doc = stats_document(0, mount, NULL);
     free(mount);
     char *out = NULL, ctype[128] = "application/json; charset=utf-8";
     size_t len = 0;
     if (doc && native_json)
-        out = xslt_status_json(doc, &len);
+        out = json_render_status(doc, &len);
     else if (doc)
         rc = xslt_apply(real, doc, &out, &len, ctype, sizeof(ctype));
     free(real);
@@ -152,7 +154,7 @@ static void serve_path(conn_t *c, const http_request_t *req, const char *path)
     if (rc == -EACCES) {
         char esc[512];
         log_info("client %s: refused %s (a symlink or outside the webroot)", c->ip,
-                 str_escape_log(esc, sizeof(esc), path, strlen(path)));
+                 escape_log(esc, sizeof(esc), path, strlen(path)));
     }
     if (!playlist_try(c, req, path))
         client_send_error(c, 404, "The file you requested could not be found");

@@ -5,71 +5,36 @@
  */
 #include "stats/metrics.h"
 
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/buf.h"
 #include "net/server.h"
 #include "stats/stats.h"
 #include "stream/mount.h"
 
-typedef struct out {
-    char *p;
-    size_t len, cap;
-    int failed;
-} out_t;
-
-static void out_printf(out_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void out_printf(out_t *o, const char *fmt, ...)
-{
-    for (int attempt = 0; attempt < 2 && !o->failed; attempt++) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(o->p ? o->p + o->len : NULL, o->p ? o->cap - o->len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            o->failed = 1;
-            return;
-        }
-        if (o->p && (size_t)n < o->cap - o->len) {
-            o->len += (size_t)n;
-            return;
-        }
-        size_t ncap = o->cap ? o->cap : 4096;
-        while (ncap < o->len + (size_t)n + 1)
-            ncap *= 2;
-        char *np = realloc(o->p, ncap);
-        if (!np) {
-            o->failed = 1;
-            return;
-        }
-        o->p = np;
-        o->cap = ncap;
-    }
-}
-
-/* Label value: \ " and newline escaped; the text is made valid UTF-8 first. */
-static void out_label(out_t *o, const char *value)
+/* Label value: \ " and newline escaped, as the exposition format asks (its own rules, not
+ * one of the escape_* languages); the text is made valid UTF-8 first. */
+static void label_value(buf_t *o, const char *value)
 {
     char *clean = stats_clean_text(value);
     const char *s = clean ? clean : "";
     for (; *s; s++) {
         if (*s == '\\')
-            out_printf(o, "\\\\");
+            buf_append_str(o, "\\\\");
         else if (*s == '"')
-            out_printf(o, "\\\"");
+            buf_append_str(o, "\\\"");
         else if (*s == '\n')
-            out_printf(o, "\\n");
+            buf_append_str(o, "\\n");
         else
-            out_printf(o, "%c", *s);
+            buf_append_char(o, *s);
     }
     free(clean);
 }
 
-static void family(out_t *o, const char *name, const char *type, const char *help)
+static void family(buf_t *o, const char *name, const char *type, const char *help)
 {
-    out_printf(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+    buf_appendf(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
 /* ---- server-wide ---- */
@@ -135,15 +100,15 @@ static const mount_metric_t mount_metrics[] = {
 
 char *metrics_render(size_t *len)
 {
-    out_t o = {0};
-    out_printf(&o, "# HELP rimecast_info Server identity.\n# TYPE rimecast_info gauge\n"
-                   "rimecast_info{server_id=\"");
-    out_label(&o, server_ident());
-    out_printf(&o, "\"} 1\n");
+    buf_t o = BUF_INIT;
+    buf_append_str(&o, "# HELP rimecast_info Server identity.\n# TYPE rimecast_info gauge\n"
+                       "rimecast_info{server_id=\"");
+    label_value(&o, server_ident());
+    buf_append_str(&o, "\"} 1\n");
     for (size_t i = 0; i < sizeof(server_metrics) / sizeof(server_metrics[0]); i++) {
         const server_metric_t *sm = &server_metrics[i];
         family(&o, sm->name, sm->type, sm->help);
-        out_printf(&o, "%s %lld\n", sm->name, sm->read());
+        buf_appendf(&o, "%s %lld\n", sm->name, sm->read());
     }
     mount_t **v = NULL;
     int n = stats_mounts(&v, 1);
@@ -151,17 +116,16 @@ char *metrics_render(size_t *len)
         const mount_metric_t *mm = &mount_metrics[i];
         family(&o, mm->name, mm->type, mm->help);
         for (int k = 0; k < n; k++) {
-            out_printf(&o, "%s{mount=\"", mm->name);
-            out_label(&o, v[k]->name);
-            out_printf(&o, "\"} %lld\n", mm->read(v[k]));
+            buf_appendf(&o, "%s{mount=\"", mm->name);
+            label_value(&o, v[k]->name);
+            buf_appendf(&o, "\"} %lld\n", mm->read(v[k]));
         }
     }
     if (n > 0)
         stats_mounts_free(v, n);
-    if (o.failed || n < 0) {
-        free(o.p);
+    if (n < 0) {
+        buf_free(&o);
         return NULL;
     }
-    *len = o.len;
-    return o.p;
+    return buf_take(&o, len);
 }

@@ -18,6 +18,8 @@
 
 #include "conf/config.h"
 #include "core/str.h"
+#include "core/url.h"
+#include "core/utf8.h"
 #include "net/server.h"
 #include "stream/mount.h"
 
@@ -29,8 +31,8 @@
 char *stats_clean_text(const char *value)
 {
     size_t len = strlen(value);
-    char *utf8 = str_utf8_valid(value, len) ? str_ndup(value, len)
-                                            : str_to_utf8(value, len, "ISO-8859-1");
+    char *utf8 = utf8_valid(value, len) ? str_ndup(value, len)
+                                        : utf8_from_charset(value, len, "ISO-8859-1");
     if (!utf8)
         return NULL;
     size_t o = 0;
@@ -231,7 +233,7 @@ static void add_audio_info_keys(kvset_t *s, const char *info)
             snprintf(key, sizeof(key), "%.*s", (int)(eq - p), p);
             char *raw = str_ndup(eq + 1, n - (size_t)(eq - p) - 1);
             size_t dlen;
-            char *val = raw ? str_url_decode(raw, strlen(raw), 1, &dlen) : NULL;
+            char *val = raw ? url_decode(raw, strlen(raw), 1, &dlen) : NULL;
             kv_add(s, key, val ? val : raw);
             free(val);
             free(raw);

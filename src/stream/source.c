@@ -17,8 +17,10 @@
 #include <unistd.h>
 
 #include "conf/config.h"
+#include "core/escape.h"
 #include "core/log.h"
 #include "core/str.h"
+#include "core/url.h"
 #include "format/format.h"
 #include "http/client.h"
 #include "http/parser.h"
@@ -79,7 +81,7 @@ static void sink_log(void *ctx, int level, const char *msg)
 {
     source_t *s = ctx;
     char esc[1024];
-    str_escape_log(esc, sizeof(esc), msg, strlen(msg));
+    escape_log(esc, sizeof(esc), msg, strlen(msg));
     log_msg(level, "format", "%s: %s", s->mount->name, esc);
 }
 
@@ -359,10 +361,10 @@ int source_become(conn_t *c, const http_request_t *req, const char *mount_name,
 static char *mount_from_path(const http_request_t *req)
 {
     size_t len;
-    char *dec = str_url_decode(req->path, req->path_len, 0, &len);
+    char *dec = url_decode(req->path, req->path_len, 0, &len);
     if (!dec)
         return NULL;
-    char *norm = dec[0] == '/' ? str_normalize_path(dec, len) : NULL;
+    char *norm = dec[0] == '/' ? url_normalize_path(dec, len) : NULL;
     free(dec);
     return norm;
 }

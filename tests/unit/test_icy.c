@@ -3,8 +3,8 @@
  * test_icy: inbound ICY metadata in the generic handler (stripping at every split of the input,
  * titles reported once per change) and the icy helpers (StreamTitle parsing, charsets).
  */
+#include "core/utf8.h"
 #include "format/format.h"
-#include "core/str.h"
 #include "format/icy.h"
 
 #include <stdint.h>
@@ -228,30 +228,30 @@ static void test_title_parsing(void)
 
 static void test_charsets(void)
 {
-    char *s = str_text_to_utf8("Caf\xe9", 4, NULL);
+    char *s = utf8_from_text("Caf\xe9", 4, NULL);
     CHECK_STR(s, "Caf\xc3\xa9");
     free(s);
-    s = str_text_to_utf8("Caf\xc3\xa9", 5, NULL);
+    s = utf8_from_text("Caf\xc3\xa9", 5, NULL);
     CHECK_STR(s, "Caf\xc3\xa9");
     free(s);
-    s = str_text_to_utf8("\x80", 1, "cp1252");
+    s = utf8_from_text("\x80", 1, "cp1252");
     CHECK_STR(s, "\xe2\x82\xac");
     free(s);
-    s = str_text_to_utf8("Caf\xc3\xa9", 5, "ISO-8859-1");
+    s = utf8_from_text("Caf\xc3\xa9", 5, "ISO-8859-1");
     CHECK_STR(s, "Caf\xc3\x83\xc2\xa9");
     free(s);
-    s = str_text_to_utf8("Caf\xe9", 4, "UTF-8");
+    s = utf8_from_text("Caf\xe9", 4, "UTF-8");
     CHECK_STR(s, "Caf\xc3\xa9");
     free(s);
-    s = str_text_to_utf8("Caf\xe9", 4, "no-such-charset");
+    s = utf8_from_text("Caf\xe9", 4, "no-such-charset");
     CHECK_STR(s, "Caf\xc3\xa9");
     free(s);
-    s = str_text_to_utf8("\xed\xa0\x80", 3, NULL); /* a surrogate is not UTF-8 */
+    s = utf8_from_text("\xed\xa0\x80", 3, NULL); /* a surrogate is not UTF-8 */
     CHECK_STR(s, "\xc3\xad\xc2\xa0\xc2\x80");
     free(s);
-    CHECK(str_utf8_valid("\xf0\x9f\x8e\xb5", 4));
-    CHECK(!str_utf8_valid("\xc0\xaf", 2));
-    CHECK(!str_utf8_valid("\xe2\x82", 2));
+    CHECK(utf8_valid("\xf0\x9f\x8e\xb5", 4));
+    CHECK(!utf8_valid("\xc0\xaf", 2));
+    CHECK(!utf8_valid("\xe2\x82", 2));
 
     /* through the handler with a mount charset */
     buf_t wire = {0}, audio = {0};

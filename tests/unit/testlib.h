@@ -7,6 +7,7 @@
 #define RIMECAST_TESTLIB_H
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int testlib_passed, testlib_failed;
@@ -31,6 +32,21 @@ static int testlib_passed, testlib_failed;
             fprintf(stderr, "%s:%d: CHECK_STR failed: \"%s\" != \"%s\"\n", __FILE__, __LINE__, \
                     ca_ ? ca_ : "(null)", cb_ ? cb_ : "(null)");                                \
         }                                                                                      \
+    } while (0)
+
+/* Compares a malloc'd result with the expected string and frees it. */
+#define CHECK_OWNED(expr, want)                                                                \
+    do {                                                                                       \
+        char *got_ = (expr);                                                                   \
+        CHECK_STR(got_, want);                                                                 \
+        free(got_);                                                                            \
+    } while (0)
+
+#define CHECK_NULL(expr)                                                                       \
+    do {                                                                                       \
+        char *got_ = (expr);                                                                   \
+        CHECK(got_ == NULL);                                                                   \
+        free(got_);                                                                            \
     } while (0)
 
 #define RUN(fn)                                                                                \

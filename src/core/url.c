@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * url: percent-coding, query parameters and request-path normalisation (see url.h).
+ */
+#include "core/url.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/str.h"
+
+static const char hex_upper[] = "0123456789ABCDEF";
+
+static int hex_value(unsigned char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Room for `factor` output bytes per input byte plus the NUL, or NULL if that overflows. */
+static char *alloc_expanded(size_t len, size_t factor)
+{
+    if (len > (SIZE_MAX - 1) / factor)
+        return NULL;
+    return malloc(len * factor + 1);
+}
+
+char *url_decode(const char *s, size_t len, int plus_is_space, size_t *outlen)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    char *out;
+    size_t o = 0;
+
+    if (!s && len)
+        return NULL;
+    out = alloc_expanded(len, 1);
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < len; i++) {
+        int c = p[i];
+        if (c == '%') {
+            if (len - i < 3 || hex_value(p[i + 1]) < 0 || hex_value(p[i + 2]) < 0)
+                goto fail;
+            c = hex_value(p[i + 1]) << 4 | hex_value(p[i + 2]);
+            i += 2;
+        } else if (c == '+' && plus_is_space) {
+            c = ' ';
+        }
+        if (c == 0)
+            goto fail;
+        out[o++] = (char)c;
+    }
+    out[o] = '\0';
+    if (outlen)
+        *outlen = o;
+    return out;
+fail:
+    free(out);
+    return NULL;
+}
+
+char *url_encode(const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    char *out = alloc_expanded(len, 3), *o = out;
+
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = p[i];
+        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+            c == '-' || c == '.' || c == '_' || c == '~' || c == '/') {
+            *o++ = (char)c;
+        } else {
+            *o++ = '%';
+            *o++ = hex_upper[c >> 4];
+            *o++ = hex_upper[c & 0xf];
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+char *url_query_param(const char *query, size_t len, const char *name)
+{
+    size_t pos = 0;
+
+    if (!query || !name)
+        return NULL;
+    while (pos < len) {
+        const char *pair = query + pos;
+        const char *amp = memchr(pair, '&', len - pos);
+        size_t pair_len = amp ? (size_t)(amp - pair) : len - pos;
+        const char *eq = memchr(pair, '=', pair_len);
+        size_t key_len = eq ? (size_t)(eq - pair) : pair_len;
+        size_t dec_len;
+        char *key = url_decode(pair, key_len, 1, &dec_len);
+        int match = key && strcmp(key, name) == 0;
+
+        free(key);
+        if (match) {
+            if (!eq)
+                return str_dup("");
+            return url_decode(eq + 1, pair_len - key_len - 1, 1, &dec_len);
+        }
+        pos += pair_len + 1;
+    }
+    return NULL;
+}
+
+/* Decides what one segment does: 0 keep, 1 skip ("" and "."), 2 pop (".."), -1 reject. */
+static int path_segment_kind(const char *seg, size_t n)
+{
+    if (n == 0 || (n == 1 && seg[0] == '.'))
+        return 1;
+    if (n == 2 && seg[0] == '.' && seg[1] == '.')
+        return 2;
+    if (seg[n - 1] == '.')
+        return -1; /* "status.xsl." would be served as "status.xsl" by some filesystems */
+    return 0;
+}
+
+/* Like RFC 3986 remove_dot_segments, but ".." above the root is an error, not ignored. A
+ * trailing '/', "." or ".." leaves the result ending in '/'. */
+char *url_normalize_path(const char *path, size_t len)
+{
+    char *out;
+    size_t o = 0, pos = 1;
+    int ends_dir = 0;
+
+    if (!path || len == 0 || path[0] != '/' || memchr(path, '\0', len) || memchr(path, '\\', len))
+        return NULL;
+    out = alloc_expanded(len, 1);
+    if (!out)
+        return NULL;
+    while (pos <= len) {
+        const char *seg = path + pos;
+        const char *slash = memchr(seg, '/', len - pos);
+        size_t n = slash ? (size_t)(slash - seg) : len - pos;
+        int kind = path_segment_kind(seg, n);
+
+        if (kind < 0)
+            goto fail;
+        if (kind == 2) {
+            if (o == 0)
+                goto fail;
+            while (out[--o] != '/')
+                ;
+        } else if (kind == 0) {
+            out[o++] = '/';
+            memcpy(out + o, seg, n);
+            o += n;
+        }
+        ends_dir = kind != 0;
+        pos += n + 1;
+    }
+    if (o == 0 || ends_dir)
+        out[o++] = '/';
+    out[o] = '\0';
+    return out;
+fail:
+    free(out);
+    return NULL;
+}

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * url: the pieces of a request URL: percent-decoding and -encoding, query parameters, and
+ * normalisation of a request path. Input is (pointer, length) and never read past; results are
+ * malloc'd and owned by the caller. Stateless, safe from any thread. Parsing the request line
+ * itself is the HTTP parser's job (http/parser.h).
+ */
+#ifndef RIMECAST_URL_H
+#define RIMECAST_URL_H
+
+#include <stddef.h>
+
+/* Percent-decoding of a URL component: %XX decoded, '+' -> ' ' when plus_is_space.
+ * Returns malloc'd string and *outlen (if outlen is not NULL), or NULL for a malformed escape,
+ * %00 or a raw NUL (the result is used as a C string), or ENOMEM. */
+char *url_decode(const char *s, size_t len, int plus_is_space, size_t *outlen);
+
+/* Percent-encodes everything but unreserved characters and '/'. malloc'd, NULL on ENOMEM. */
+char *url_encode(const char *s, size_t len);
+
+/* Finds parameter `name` in a query string "a=1&b=2" (no leading '?') and returns its decoded
+ * value (malloc'd; "" for "name" without '='), or NULL if absent or malformed. Names are
+ * compared after decoding; the first match wins. */
+char *url_query_param(const char *query, size_t len, const char *name);
+
+/* Normalises a request path (already percent-decoded): collapses "//", resolves "." and "..".
+ * Returns malloc'd path starting with '/', or NULL if it would leave the root, does not start
+ * with '/', contains NUL, backslash, or a segment ending in '.' other than "." and "..". */
+char *url_normalize_path(const char *path, size_t len);
+
+#endif

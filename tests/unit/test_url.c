@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * test_url: percent-decoding on malformed input and NUL, percent-encoding, query parameters,
+ * and request-path normalisation (dot segments, escaping the root).
+ */
+#include "core/url.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "testlib.h"
+
+static void url_decode_rejects_malformed_and_nul(void)
+{
+    size_t n = 99;
+    CHECK_OWNED(url_decode("a%20b+c%2F", 10, 1, &n), "a b c/");
+    CHECK(n == 6);
+    CHECK_OWNED(url_decode("a+b", 3, 0, &n), "a+b");
+    CHECK_OWNED(url_decode("%c3%A9", 6, 0, &n), "\xc3\xa9");
+    CHECK_OWNED(url_decode("", 0, 0, &n), "");
+    CHECK(n == 0);
+    CHECK_NULL(url_decode("%zz", 3, 0, &n));
+    CHECK_NULL(url_decode("abc%", 4, 0, &n));
+    CHECK_NULL(url_decode("abc%4", 5, 0, &n));
+    CHECK_NULL(url_decode("a%00b", 5, 0, &n));
+    CHECK_NULL(url_decode("a\0b", 3, 0, &n));
+    CHECK_OWNED(url_decode("%41%4", 3, 0, &n), "A"); /* stops at len */
+    CHECK_OWNED(url_encode("/a b/\xc3\xa9?&=~", 11), "/a%20b/%C3%A9%3F%26%3D~");
+}
+
+static void query_params(void)
+{
+    const char *q = "mount=%2Flive&mode=updinfo&song=Artist+-+T%C3%ADtle&empty=&flag&x=%zz";
+    size_t n = strlen(q);
+    CHECK_OWNED(url_query_param(q, n, "mount"), "/live");
+    CHECK_OWNED(url_query_param(q, n, "mode"), "updinfo");
+    CHECK_OWNED(url_query_param(q, n, "song"), "Artist - T\xc3\xadtle");
+    CHECK_OWNED(url_query_param(q, n, "empty"), "");
+    CHECK_OWNED(url_query_param(q, n, "flag"), "");
+    CHECK_NULL(url_query_param(q, n, "x"));
+    CHECK_NULL(url_query_param(q, n, "missing"));
+    CHECK_NULL(url_query_param(q, n, "mou"));
+    CHECK_OWNED(url_query_param("a=1&a=2", 7, "a"), "1");
+    CHECK_OWNED(url_query_param("mo%75nt=/x", 10, "mount"), "/x");
+    CHECK_OWNED(url_query_param("a=1&b=2", 5, "b"), "");  /* "a=1&b" */
+    CHECK_NULL(url_query_param("", 0, "a"));
+}
+
+static char *norm(const char *s)
+{
+    return url_normalize_path(s, strlen(s));
+}
+
+static void path_normalisation(void)
+{
+    CHECK_OWNED(norm("/"), "/");
+    CHECK_OWNED(norm("/live.ogg"), "/live.ogg");
+    CHECK_OWNED(norm("//"), "/");
+    CHECK_OWNED(norm("//a///b"), "/a/b");
+    CHECK_OWNED(norm("/x/./y"), "/x/y");
+    CHECK_OWNED(norm("/a/b/../c"), "/a/c");
+    CHECK_OWNED(norm("/a/b/.."), "/a/");
+    CHECK_OWNED(norm("/a/"), "/a/");
+    CHECK_OWNED(norm("/a/."), "/a/");
+    CHECK_OWNED(norm("/a/.."), "/");
+    CHECK_OWNED(norm("/.hidden/x.y"), "/.hidden/x.y");
+    CHECK_OWNED(norm("/a..b"), "/a..b");
+    CHECK_NULL(norm("/a/../.."));
+    CHECK_NULL(norm("/.."));
+    CHECK_NULL(norm("/../etc/passwd"));
+    CHECK_NULL(norm("/status.xsl."));
+    CHECK_NULL(norm("/a./b"));
+    CHECK_NULL(norm("/..."));
+    CHECK_NULL(norm("/a\\..\\b"));
+    CHECK_NULL(url_normalize_path("/a\0b", 4));
+    CHECK_NULL(norm("relative"));
+    CHECK_NULL(norm(""));
+    /* callers decode first: "%2e%2e" becomes ".." and is then resolved */
+    size_t n;
+    char *dec = url_decode("/a/%2e%2e/%2E%2e/etc", 20, 0, &n);
+    CHECK_STR(dec, "/a/../../etc");
+    CHECK_NULL(url_normalize_path(dec, n));
+    free(dec);
+    dec = url_decode("/x/%2e%2e/y", 11, 0, &n);
+    CHECK_OWNED(url_normalize_path(dec, n), "/y");
+    free(dec);
+}
+
+int main(void)
+{
+    RUN(url_decode_rejects_malformed_and_nul);
+    RUN(query_params);
+    RUN(path_normalisation);
+    return testlib_done();
+}
