@@ -31,7 +31,7 @@ tally() {
 }
 
 [ -n "$server" ] && [ -x "$server" ] || { echo "usage: test_toy.sh SERVER_BINARY" >&2; bad "server binary"; finish; }
-work=$(mktemp -d /tmp/loadtest-toy.XXXXXX)
+work=$(mktemp -d "${TMPDIR:-/tmp}/loadtest-toy.XXXXXX")
 chmod 755 "$work"
 pids=()
 cleanup() {
