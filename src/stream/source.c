@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/epoll.h>
 #include <unistd.h>
 
 #include "conf/config.h"
@@ -29,6 +30,7 @@
 #include "stream/mount.h"
 
 #define SOURCE_READ_BUF 65536
+#define SOURCE_READ_BUDGET (256 * 1024) /* per readable event: see source_on_readable */
 #define SOURCE_INFO_MAX 1024
 
 typedef struct source source_t;
@@ -191,12 +193,28 @@ static void source_end(conn_t *c, const char *why)
     conn_close(c);
 }
 
+/* Reads at most SOURCE_READ_BUDGET bytes per readable event, so a source that sends faster
+ * than we read cannot hold its worker (other connections, timers, listener passes). Since
+ * epoll is edge-triggered, data left in the socket would raise no new event: re-arming the fd
+ * with EPOLL_CTL_MOD makes the kernel poll it again and queue it on the ready list if it is
+ * still readable, so the rest is read on the next loop iteration, after the other events. */
+static void source_rearm(conn_t *c)
+{
+    /* the same mask the worker registers connections with */
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
+                             .data.ptr = &c->handler};
+    if (epoll_ctl(c->worker->epfd, EPOLL_CTL_MOD, c->fd, &ev) < 0)
+        source_end(c, "dropped (epoll re-arm failed)");
+}
+
 static void source_on_readable(conn_t *c)
 {
     source_t *s = c->data;
-    for (;;) {
-        ssize_t n = read(c->fd, read_buf, sizeof(read_buf));
+    size_t budget = SOURCE_READ_BUDGET;
+    while (budget > 0) {
+        ssize_t n = read(c->fd, read_buf, budget < sizeof(read_buf) ? budget : sizeof(read_buf));
         if (n > 0) {
+            budget -= (size_t)n;
             s->last_read_ms = loop_now_ms();
             atomic_fetch_add_explicit(&s->mount->bytes_read, (uint64_t)n, memory_order_relaxed);
             if (s->fmt->ops->ingest(s->fmt, read_buf, (size_t)n) < 0) {
@@ -215,6 +233,7 @@ static void source_on_readable(conn_t *c)
             source_end(c, "disconnected (read error)");
         return;
     }
+    source_rearm(c);
 }
 
 /* A live <fallback-mount> takes this mount's listeners when it ends (unless one is set). */
