@@ -421,7 +421,11 @@ void listener_start(conn_t *c, const http_request_t *req, mount_t *m)
     char head[4096];
     int metaint = wants_icy(req) ? atomic_load(&m->metaint) : 0;
     size_t hlen = response_stream_head(head, sizeof(head), m, metaint);
-    if (!l || hlen == 0) {
+    /* The head is queued before anything else changes: if copying it fails (ENOMEM), the
+     * listener must not start (it would get audio with no HTTP head), and nothing has been
+     * set up yet but the slot. conn_queue leaves the connection's buffer as it was on failure;
+     * the 500 then needs memory too, and conn_send_error closes the connection without it. */
+    if (!l || hlen == 0 || conn_queue(c, head, hlen) < 0) {
         free(l);
         atomic_fetch_sub(&m->listeners, 1);
         mount_unref(m);
@@ -440,7 +444,6 @@ void listener_start(conn_t *c, const http_request_t *req, mount_t *m)
     l->need_sync = l->pos >= l->blk->len;
     c->data = l;
     c->ops = c->role = &listener_ops;
-    conn_queue(c, head, hlen); /* written by the flush below */
     l->sub = worker_sub_get(c->worker, m);
     worker_sub_add_listener(c->worker, l->sub, l);
     events_emit(EVENT_LISTENER_JOIN, m->name, c->id, c->ip);
