@@ -35,6 +35,7 @@ typedef struct job {
     mount_t *dest;       /* moveclients: referenced */
     uint64_t target_id;  /* killclient */
     atomic_int hits;
+    atomic_int refused;  /* moveclients: listeners left where they were (destination full) */
     entry_t *entries;    /* listclients */
     int n, cap;
 } job_t;
@@ -164,9 +165,12 @@ static void move_fn(worker_t *w, void *arg)
     for (listener_t *l = s->listeners; l && k < n; l = l->next)
         if (!l->conn->closing)
             v[k++] = l;
+    int moved = 0;
     for (int i = 0; i < k; i++)
-        listener_move(v[i], j->dest);
-    atomic_fetch_add(&j->hits, k);
+        if (listener_move(v[i], j->dest) == 0)
+            moved++;
+    atomic_fetch_add(&j->hits, moved);
+    atomic_fetch_add(&j->refused, k - moved);
     free(v);
 }
 
@@ -176,10 +180,20 @@ static void move_done(worker_t *self, void *arg)
     admin_req_t *a = arg;
     job_t *j = a->data;
     char msg[1200];
-    log_info("admin: moved %d listeners from %s to %s", atomic_load(&j->hits), a->mount->name,
-             j->dest->name);
-    snprintf(msg, sizeof(msg), "Clients moved from %s to %s", a->mount->name, j->dest->name);
-    admin_send_response(a, msg, 1);
+    int moved = atomic_load(&j->hits), refused = atomic_load(&j->refused);
+    if (refused == 0) {
+        log_info("admin: moved %d listeners from %s to %s", moved, a->mount->name,
+                 j->dest->name);
+        snprintf(msg, sizeof(msg), "Clients moved from %s to %s", a->mount->name, j->dest->name);
+        admin_send_response(a, msg, 1);
+        return;
+    }
+    /* those that did not fit stay on their mount, still playing */
+    log_info("admin: moved %d listeners from %s to %s; %d stay (destination full)", moved,
+             a->mount->name, j->dest->name, refused);
+    snprintf(msg, sizeof(msg), "Clients moved from %s to %s: %d moved, %d not moved (destination "
+             "full)", a->mount->name, j->dest->name, moved, refused);
+    admin_send_response(a, msg, moved > 0);
 }
 
 void admin_cmd_moveclients(admin_req_t *a)
@@ -198,6 +212,14 @@ void admin_cmd_moveclients(admin_req_t *a)
     if (d == a->mount) {
         mount_unref(d);
         admin_send_error(a, 400, "supplied mountpoints are identical");
+        return;
+    }
+    /* a listener's framing (ICY or Ogg pages) is fixed by its response head: see
+     * listener_move. Icecast 2.4 ignores such a move silently; we say why. */
+    if (d->is_ogg != a->mount->is_ogg) {
+        mount_unref(d);
+        admin_send_error(a, 400, "Destination has a different stream format (Ogg and non-Ogg "
+                         "listeners cannot be moved between each other)");
         return;
     }
     job_t *j = job_new(a);

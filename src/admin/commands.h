@@ -11,8 +11,10 @@
 /* listclients?mount=: <icestats><source mount><Listeners/><listener><IP/><UserAgent/>
  * <Connected/><ID/></listener>...</source></icestats> */
 void admin_cmd_listclients(admin_req_t *a);
-/* moveclients?mount=&destination=: moves every listener (they keep playing); without
- * destination, the list of other mounts to choose from. */
+/* moveclients?mount=&destination=: moves every listener (they keep playing) as far as the
+ * destination's max-listeners allows (the message says how many stayed); 400 if the
+ * destination is of the other family (Ogg / non-Ogg); without destination, the list of other
+ * mounts to choose from. */
 void admin_cmd_moveclients(admin_req_t *a);
 /* killclient?mount=&id=: disconnects that listener of that mount. */
 void admin_cmd_killclient(admin_req_t *a);

@@ -16,6 +16,7 @@
 #include "net/worker.h"
 
 #define CONN_LINGER_MS 2000
+#define CONN_EVENTS (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
 
 /* ---- the plain transport ---- */
 
@@ -90,7 +91,15 @@ static void conn_on_event(loop_handler_t *h, uint32_t events)
 int conn_watch(conn_t *c)
 {
     c->handler.on_event = conn_on_event;
-    return loop_add(c->worker->epfd, c->fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, &c->handler);
+    return loop_add(c->worker->epfd, c->fd, CONN_EVENTS, &c->handler);
+}
+
+int conn_rearm(conn_t *c)
+{
+    /* EPOLL_CTL_MOD makes the kernel poll the fd again and queue it on the ready list if it is
+     * still readable or writable: with edge triggering, data left unread raises no new edge */
+    struct epoll_event ev = {.events = CONN_EVENTS, .data.ptr = &c->handler};
+    return epoll_ctl(c->worker->epfd, EPOLL_CTL_MOD, c->fd, &ev) < 0 ? -errno : 0;
 }
 
 void conn_set_deadline(conn_t *c, uint64_t ms)

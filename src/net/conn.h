@@ -94,6 +94,10 @@ void conn_init(conn_t *c, worker_t *w, int fd, const char *ip, int local_port,
                void (*destroy)(conn_t *c));
 /* Registers c's fd with its worker's epoll (edge-triggered, in and out). 0 or -errno. */
 int conn_watch(conn_t *c);
+/* Asks the loop to report c again on its next iteration if it is still readable (a role that
+ * stopped reading before EAGAIN, to let others run). 0 or -errno. A transport that buffers
+ * input of its own (TLS) must report that itself. */
+int conn_rearm(conn_t *c);
 /* Marks closed, removes from epoll and closes the fd; release happens later in the worker. */
 void conn_close(conn_t *c);
 /* Runs the role's on_close, the transport release and destroy (worker only, after close). */

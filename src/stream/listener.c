@@ -245,6 +245,31 @@ int listener_check_lag(listener_t *l, uint64_t head)
     return -1;
 }
 
+/* Takes a listener slot on m (max-listeners), as a new listener or one moving in. */
+static int reserve_slot(mount_t *m)
+{
+    int max = atomic_load(&m->max_listeners);
+    int now = atomic_fetch_add(&m->listeners, 1) + 1;
+    if (max >= 0 && now > max) {
+        atomic_fetch_sub(&m->listeners, 1);
+        return -1;
+    }
+    int peak = atomic_load(&m->listener_peak);
+    while (now > peak && !atomic_compare_exchange_weak(&m->listener_peak, &peak, now))
+        ;
+    return 0;
+}
+
+/* A listener that cannot follow its ended mount to the fallback is closed; the mount logs it
+ * once, not once per listener. */
+static void fallback_refused(listener_t *l, mount_t *fb, int err)
+{
+    if (atomic_fetch_add(&l->mount->fallback_refused, 1) == 0)
+        log_warn("listeners of %s cannot move to fallback %s (%s): closing them", l->mount->name,
+                 fb->name, err == -ENOSPC ? "max-listeners reached"
+                                          : "different format: Ogg and non-Ogg do not mix");
+}
+
 static int stream_finished(listener_t *l)
 {
     return atomic_load_explicit(&l->mount->ended, memory_order_acquire) &&
@@ -293,10 +318,14 @@ int listener_flush(listener_t *l)
     if (stream_finished(l)) {
         mount_t *fb = atomic_load(&l->mount->fallback);
         if (fb && !atomic_load(&fb->ended)) {
-            log_info("listener %llu moves from %s to fallback %s", (unsigned long long)c->id,
-                     l->mount->name, fb->name);
-            listener_move(l, fb);
-            return 0;
+            mount_t *from = l->mount;
+            int err = listener_move(l, fb); /* from stays referenced by our subscription */
+            if (err == 0) {
+                log_info("listener %llu moved from %s to fallback %s",
+                         (unsigned long long)c->id, from->name, fb->name);
+                return 0;
+            }
+            fallback_refused(l, fb, err);
         }
         conn_linger_close(c);
         return -1;
@@ -304,28 +333,38 @@ int listener_flush(listener_t *l)
     return 0;
 }
 
-void listener_move(listener_t *l, mount_t *dest)
+/* A listener's framing was promised in its response head and cannot change mid-connection:
+ * ICY metadata (icy-metaint) is only ever spliced into non-Ogg streams, and an Ogg client
+ * expects bare pages. So a listener moves only between mounts of the same family (Ogg to Ogg,
+ * non-Ogg to non-Ogg) and keeps its own ICY interval there, whatever the destination's
+ * setting. Icecast 2.4 likewise ignores moves between streams of different types. */
+int listener_move(listener_t *l, mount_t *dest)
 {
     worker_t *w = l->conn->worker;
     mount_t *old = l->mount;
+    if (dest->is_ogg != old->is_ogg)
+        return -EPROTO;
+    if (reserve_slot(dest) < 0)
+        return -ENOSPC;
     fanout_remove_listener(w, l->sub, l);
     atomic_fetch_sub(&old->listeners, 1);
     block_unref(l->blk);
     if (l->hdr)
         block_unref(l->hdr);
     l->hdr = NULL;
+    /* the destination's title goes out at the next metadata point, even if the listener
+     * already had that metadata object (a move back); a block being sent is finished first */
+    icy_meta_unref(l->last_meta);
+    l->last_meta = NULL;
     l->mount = mount_ref(dest);
     mount_unref(old);
-    int now = atomic_fetch_add(&dest->listeners, 1) + 1;
-    int peak = atomic_load(&dest->listener_peak);
-    while (now > peak && !atomic_compare_exchange_weak(&dest->listener_peak, &peak, now))
-        ;
     l->blk = mount_attach(dest, &l->pos, &l->hdr);
     l->need_sync = l->pos >= l->blk->len;
     l->sub = fanout_sub_get(w, dest);
     fanout_add_listener(w, l->sub, l);
     if (!l->blocked)
         listener_flush(l);
+    return 0;
 }
 
 /* ---- connection role ---- */
@@ -373,20 +412,6 @@ static int wants_icy(const http_request_t *req)
     return h && h->value_len > 0 && h->value[0] == '1';
 }
 
-static int reserve_slot(mount_t *m)
-{
-    int max = atomic_load(&m->max_listeners);
-    int now = atomic_fetch_add(&m->listeners, 1) + 1;
-    if (max >= 0 && now > max) {
-        atomic_fetch_sub(&m->listeners, 1);
-        return -1;
-    }
-    int peak = atomic_load(&m->listener_peak);
-    while (now > peak && !atomic_compare_exchange_weak(&m->listener_peak, &peak, now))
-        ;
-    return 0;
-}
-
 /* The response head a listener of m gets. */
 static size_t stream_head(char *buf, size_t cap, mount_t *m, int metaint)
 {
@@ -432,7 +457,10 @@ void listener_start(conn_t *c, const http_request_t *req, mount_t *m)
     char head[4096];
     int metaint = wants_icy(req) ? atomic_load(&m->metaint) : 0;
     size_t hlen = stream_head(head, sizeof(head), m, metaint);
-    /* the head is queued first: without it the stream must not start */
+    /* The head is queued before anything else changes: if copying it fails (ENOMEM), the
+     * listener must not start (it would get audio with no HTTP head), and nothing has been
+     * set up yet but the slot. conn_queue leaves the connection's buffer as it was on failure;
+     * the 500 then needs memory too, and client_send_error closes the connection without it. */
     if (!l || hlen == 0 || conn_queue(c, head, hlen) < 0) {
         free(l);
         atomic_fetch_sub(&m->listeners, 1);

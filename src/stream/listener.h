@@ -48,9 +48,12 @@ void listener_start(conn_t *c, const http_request_t *req, mount_t *m);
 /* Writes as much pending data as the socket takes. Returns 0, or -1 if the listener was
  * closed. Worker thread only. */
 int listener_flush(listener_t *l);
-/* Moves l to mount dest (worker thread only): the old cursor is dropped, l starts at dest's
- * burst point after dest's codec headers; the connection and its ICY state are kept. */
-void listener_move(listener_t *l, mount_t *dest);
+/* Moves l to mount dest (worker thread only) like a new listener: it takes a slot on dest and
+ * starts at dest's burst point after dest's codec headers; the connection and its ICY interval
+ * are kept (the framing promised in the response head), and dest's title is sent at the next
+ * metadata point. Returns 0; -EPROTO if dest is not of l's family (Ogg / non-Ogg), -ENOSPC if
+ * dest has max-listeners listeners: then nothing changed and l stays where it was. */
+int listener_move(listener_t *l, mount_t *dest);
 
 /* Closes a blocked listener that lags more than queue-size behind `head`, the mount's head at
  * the previous pass (data it has had a whole write window to take). -1 if closed. */

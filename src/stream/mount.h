@@ -68,6 +68,8 @@ struct mount {
     int is_ogg;
     /* where listeners go when this mount ends (owned reference, set before mount_end) */
     _Atomic(mount_t *) fallback;
+    /* listeners that could not follow it there (full, other format): logged on the first */
+    atomic_int fallback_refused;
     /* the source feeding this mount, for killsource (cold path) */
     struct worker *source_worker;
     uint64_t source_conn_id;

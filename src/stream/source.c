@@ -32,6 +32,7 @@
 #include "stream/mount.h"
 
 #define SOURCE_READ_BUF 65536
+#define SOURCE_READ_BUDGET (256 * 1024) /* per readable event: see source_on_readable */
 #define SOURCE_INFO_MAX 1024
 
 typedef struct source source_t;
@@ -194,12 +195,17 @@ static void source_end(conn_t *c, const char *why)
     conn_close(c);
 }
 
+/* Reads at most SOURCE_READ_BUDGET bytes per readable event, so a source that sends faster
+ * than we read cannot hold its worker (other connections, timers, listener passes); what is
+ * left is read on the next loop iteration, after the other events (conn_rearm). */
 static void source_on_readable(conn_t *c)
 {
     source_t *s = c->data;
-    for (;;) {
-        ssize_t n = conn_read(c, read_buf, sizeof(read_buf));
+    size_t budget = SOURCE_READ_BUDGET;
+    while (budget > 0) {
+        ssize_t n = conn_read(c, read_buf, budget < sizeof(read_buf) ? budget : sizeof(read_buf));
         if (n > 0) {
+            budget -= (size_t)n;
             s->last_read_ms = loop_now_ms();
             atomic_fetch_add_explicit(&s->mount->bytes_read, (uint64_t)n, memory_order_relaxed);
             if (s->fmt->ops->ingest(s->fmt, read_buf, (size_t)n) < 0) {
@@ -218,6 +224,8 @@ static void source_on_readable(conn_t *c)
             source_end(c, "disconnected (read error)");
         return;
     }
+    if (conn_rearm(c) < 0)
+        source_end(c, "dropped (epoll re-arm failed)");
 }
 
 /* A live <fallback-mount> takes this mount's listeners when it ends (unless one is set). */

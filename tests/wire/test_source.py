@@ -1,10 +1,14 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Source protocol: PUT / SOURCE login, auth, limits, timeouts, header mapping."""
 
+import os
 import socket
+import threading
+import time
 
 import pytest
 
+import adminlib
 import wirelib
 from conftest import IS_ICECAST
 
@@ -159,3 +163,80 @@ def test_source_disconnect_frees_the_mount(server):
     a.close()
     wirelib.wait_until(lambda: srv.source("/f.mp3").connect().status == 200, 5,
                        "mount to be free after source left")
+
+
+class Flood:
+    """A source that pours a file into its socket with sendfile() as fast as the socket takes
+    it: cheaper for the sender than for the server, which copies and parses every byte."""
+
+    def __init__(self, srv, mount, path, size):
+        self.src = srv.source(mount)
+        assert self.src.connect().status == 200, self.src.response
+        self.path, self.size = path, size
+        self.sent = 0
+        self.error = None
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        sock = self.src.sock
+        sock.setblocking(True)
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            while not self.stop.is_set():
+                off = 0
+                while off < self.size and not self.stop.is_set():
+                    n = os.sendfile(sock.fileno(), fd, off, self.size - off)
+                    off += n
+                    self.sent += n
+        except OSError as e:
+            if not self.stop.is_set():
+                self.error = e
+        finally:
+            os.close(fd)
+
+    def close(self):
+        self.stop.set()
+        self.src.sock.shutdown(socket.SHUT_RDWR)   # wakes the sender if it is blocked
+        self.thread.join(10)
+        self.src.sock.close()
+
+
+@pytest.mark.rimecast_only
+def test_flooding_sources_do_not_hold_their_worker(server, data, tmp_path):
+    """Sources sending as fast as their sockets allow are read in bounded slices: on a single
+    worker, another mount's listener still gets its data on time and admin still answers."""
+    srv = server(workers=1)
+    paced = srv.source("/paced.mp3", data, rate=32 * 1024, chunk=1024, loop=True)
+    assert paced.connect().status == 200
+    paced.start()
+    lis = srv.listener("/paced.mp3")
+    assert lis.open().status == 200
+    lis.wait_bytes(8192, 5)
+
+    path = str(tmp_path / "flood.bin")
+    with open(path, "wb") as f:
+        f.write(data)
+    floods = [Flood(srv, "/flood%d.mp3" % i, path, len(data)) for i in range(4)]
+    try:
+        wirelib.wait_until(lambda: all(f.sent >= 4 * len(data) or f.error for f in floods), 20,
+                           "every flood to be under way")
+        # a second of the paced mount, with a second to spare; admin within a quarter of a second
+        start = lis.received
+        lis.wait_bytes(start + 32 * 1024, 2)
+        for _ in range(20):
+            t0 = time.monotonic()
+            r = adminlib.admin(srv, "/admin/stats", timeout=10)
+            took = time.monotonic() - t0
+            assert r.status == 200
+            assert took < 0.25, "admin answered after %.2fs" % took
+        poured = [f.sent for f in floods]
+        wirelib.wait_until(lambda: all(f.sent > p for f, p in zip(floods, poured)), 5,
+                           "the floods to be read on")
+        assert all(f.error is None for f in floods) and not lis.closed
+    finally:
+        for f in floods:
+            f.close()
+        lis.close()
+        paced.stop()
