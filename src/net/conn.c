@@ -104,9 +104,10 @@ int conn_rearm(conn_t *c)
 
 void conn_set_deadline(conn_t *c, uint64_t ms)
 {
-    worker_timeout_remove(c->worker, c);
-    if (ms)
-        worker_timeout_add(c->worker, c, loop_now_ms() + ms);
+    if (!ms)
+        worker_timeout_remove(c->worker, c);
+    else if (worker_timeout_add(c->worker, c, loop_now_ms() + ms) < 0)
+        conn_close(c);
 }
 
 void conn_close(conn_t *c)

@@ -66,7 +66,8 @@ struct conn {
     int local_port;
     const listen_conf_t *listen; /* the listen socket it came in on (config), NULL if outbound */
     time_t start;
-    uint64_t deadline_ms; /* for the worker's timeout list, 0 = none */
+    uint64_t deadline_ms; /* 0 = none */
+    size_t heap_pos;      /* slot in the worker's deadline heap, 0 = none */
     int closing;
     int counted;          /* holds a slot in server.stats.clients */
 
@@ -85,7 +86,6 @@ struct conn {
     void (*destroy)(conn_t *c); /* frees the connection's memory (its creator's) */
 
     conn_t *prev, *next;   /* worker's list of all connections */
-    conn_t *tprev, *tnext; /* worker's timeout list (ordered by deadline) */
 };
 
 /* Initialises c (zeroed by the caller) for fd on worker w with the plain transport, and adds it
@@ -103,7 +103,8 @@ void conn_close(conn_t *c);
 /* Runs the role's on_close, the transport release and destroy (worker only, after close). */
 void conn_release(conn_t *c);
 
-/* Deadline: c->ops->on_timeout runs when it passes. ms from now; 0 clears it. */
+/* Deadline: c->ops->on_timeout runs when it passes. ms from now; 0 clears it. A connection
+ * that cannot get a deadline (out of memory) is closed. */
 void conn_set_deadline(conn_t *c, uint64_t ms);
 
 /* Reads into buf through the transport (see transport_t). */

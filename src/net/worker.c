@@ -27,47 +27,86 @@ uint64_t worker_next_conn_id(void)
     return atomic_fetch_add_explicit(&conn_ids, 1, memory_order_relaxed);
 }
 
-/* ---- timeouts ---- */
+/* ---- deadlines: a binary min-heap of connections by deadline ----
+ * Deadlines of very different lengths coexist (a 2 s linger, a 15 s header timeout, an hour of
+ * listening), so an ordered list would cost O(n) per insert; the heap costs O(log n). Each
+ * connection knows its slot (heap_pos, 1-based; 0 = not in the heap). */
 
-void worker_timeout_add(worker_t *w, conn_t *c, uint64_t deadline_ms)
+static int deadline_before(const conn_t *a, const conn_t *b)
 {
+    return a->deadline_ms < b->deadline_ms;
+}
+
+static void heap_place(worker_t *w, size_t pos, conn_t *c)
+{
+    w->heap[pos - 1] = c;
+    c->heap_pos = pos;
+}
+
+static void heap_up(worker_t *w, size_t pos)
+{
+    conn_t *c = w->heap[pos - 1];
+    while (pos > 1 && deadline_before(c, w->heap[pos / 2 - 1])) {
+        heap_place(w, pos, w->heap[pos / 2 - 1]);
+        pos /= 2;
+    }
+    heap_place(w, pos, c);
+}
+
+static void heap_down(worker_t *w, size_t pos)
+{
+    conn_t *c = w->heap[pos - 1];
+    for (;;) {
+        size_t child = pos * 2;
+        if (child > w->heap_len)
+            break;
+        if (child < w->heap_len && deadline_before(w->heap[child], w->heap[child - 1]))
+            child++;
+        if (!deadline_before(w->heap[child - 1], c))
+            break;
+        heap_place(w, pos, w->heap[child - 1]);
+        pos = child;
+    }
+    heap_place(w, pos, c);
+}
+
+int worker_timeout_add(worker_t *w, conn_t *c, uint64_t deadline_ms)
+{
+    worker_timeout_remove(w, c);
+    if (w->heap_len == w->heap_cap) {
+        size_t ncap = w->heap_cap ? w->heap_cap * 2 : 256;
+        conn_t **nh = realloc(w->heap, ncap * sizeof(*nh));
+        if (!nh)
+            return -ENOMEM;
+        w->heap = nh;
+        w->heap_cap = ncap;
+    }
     c->deadline_ms = deadline_ms;
-    /* deadlines of one kind grow monotonically; insert from the tail to keep the order */
-    conn_t *at = w->timeouts_tail;
-    while (at && at->deadline_ms > deadline_ms)
-        at = at->tprev;
-    c->tprev = at;
-    c->tnext = at ? at->tnext : w->timeouts_head;
-    if (c->tnext)
-        c->tnext->tprev = c;
-    else
-        w->timeouts_tail = c;
-    if (at)
-        at->tnext = c;
-    else
-        w->timeouts_head = c;
+    w->heap[w->heap_len++] = c;
+    c->heap_pos = w->heap_len;
+    heap_up(w, w->heap_len);
+    return 0;
 }
 
 void worker_timeout_remove(worker_t *w, conn_t *c)
 {
-    if (!c->deadline_ms)
+    size_t pos = c->heap_pos;
+    if (!pos)
         return;
-    if (c->tprev)
-        c->tprev->tnext = c->tnext;
-    else
-        w->timeouts_head = c->tnext;
-    if (c->tnext)
-        c->tnext->tprev = c->tprev;
-    else
-        w->timeouts_tail = c->tprev;
-    c->tprev = c->tnext = NULL;
+    c->heap_pos = 0;
     c->deadline_ms = 0;
+    conn_t *last = w->heap[--w->heap_len];
+    if (pos > w->heap_len)
+        return; /* it was the last one */
+    heap_place(w, pos, last);
+    heap_up(w, pos);
+    heap_down(w, last->heap_pos);
 }
 
 static void expire_timeouts(worker_t *w, uint64_t now)
 {
-    while (w->timeouts_head && w->timeouts_head->deadline_ms <= now) {
-        conn_t *c = w->timeouts_head;
+    while (w->heap_len && w->heap[0]->deadline_ms <= now) {
+        conn_t *c = w->heap[0];
         worker_timeout_remove(w, c);
         if (c->ops->on_timeout)
             c->ops->on_timeout(c);
@@ -453,5 +492,6 @@ void worker_free(worker_t *w)
     modules_fini(w);
     server.workers[w->id] = NULL;
     close_fds(w);
+    free(w->heap);
     free(w);
 }

@@ -65,7 +65,8 @@ typedef struct worker {
     worker_timer_t deadline_timer; /* 1 s: connection deadlines */
 
     conn_t *conns;            /* all connections */
-    conn_t *timeouts_head, *timeouts_tail;
+    conn_t **heap;            /* deadlines: min-heap by conn->deadline_ms */
+    size_t heap_len, heap_cap;
     conn_t *closed;           /* closed, to release after this iteration */
     int pass_requested;       /* run the pass hooks before sleeping again */
     int stopping;
@@ -123,8 +124,8 @@ void worker_wake(worker_t *w);
  * sleep until it ran. */
 void worker_request_pass(worker_t *w);
 
-/* Timeout list: conns ordered by deadline (use conn_set_deadline). */
-void worker_timeout_add(worker_t *w, conn_t *c, uint64_t deadline_ms);
+/* Deadlines (use conn_set_deadline): sets or moves c's deadline. 0 or -ENOMEM. */
+int worker_timeout_add(worker_t *w, conn_t *c, uint64_t deadline_ms);
 void worker_timeout_remove(worker_t *w, conn_t *c);
 
 /* Global connection ids (unique across workers). */
