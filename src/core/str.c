@@ -211,6 +211,42 @@ char *str_escape_log(char *out, size_t outlen, const char *s, size_t len)
     return out;
 }
 
+/* Like str_escape_log, but a valid UTF-8 character from U+00A0 up and '"' are kept as is (titles
+ * in the playlist log stay readable); C1 controls and invalid sequences become \xHH per byte. */
+char *str_escape_log_utf8(char *out, size_t outlen, const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t o = 0;
+
+    if (!out || outlen == 0)
+        return out;
+    for (size_t i = 0; i < len;) {
+        uint32_t cp = 0;
+        size_t n = p[i] >= 0x80 ? utf8_seq(p + i, len - i, &cp) : 0;
+        if (n > 1 && cp >= 0xA0) {
+            if (n > outlen - 1 - o)
+                break;
+            memcpy(out + o, p + i, n);
+            o += n;
+            i += n;
+            continue;
+        }
+        char esc[8];
+        if (p[i] == '"') /* a separate field format: quotes need no escape */
+            esc[0] = '"', esc[1] = '\0';
+        else
+            str_escape_log(esc, sizeof(esc), (const char *)p + i, 1);
+        n = strlen(esc);
+        if (n > outlen - 1 - o)
+            break;
+        memcpy(out + o, esc, n);
+        o += n;
+        i++;
+    }
+    out[o] = '\0';
+    return out;
+}
+
 static const char b64_alphabet[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 

@@ -23,6 +23,10 @@ char *str_escape_json(const char *s, size_t len);
  * NUL into out, never splitting an escape; returns out. */
 char *str_escape_log(char *out, size_t outlen, const char *s, size_t len);
 
+/* Same, but valid UTF-8 characters from U+00A0 up and '"' are kept (for the playlist log, whose
+ * fields are separated by '|'). */
+char *str_escape_log_utf8(char *out, size_t outlen, const char *s, size_t len);
+
 /* Base64 (RFC 4648, padding required, no whitespace) into out (outlen >= len*3/4+1, NUL added).
  * Returns decoded length or -1 on any invalid input. */
 long str_base64_decode(const char *in, size_t len, unsigned char *out, size_t outlen);
