@@ -292,6 +292,8 @@ def test_playlist_log_lines_for_admin_metadata_updates(server, data):
         lis = srv.listener("/pl.mp3")
         assert lis.open().status == 200
         assert fl.set_metadata(srv, "/pl.mp3", song="First Song").status == 200
+        # Icecast applies an update when the next audio block passes: one at a time
+        wirelib.wait_until(lambda: playlist_lines(srv), 5, "first playlist line")
         assert fl.set_metadata(srv, "/pl.mp3", artist="Art", title="T\u00eftle").status == 200
         wirelib.wait_until(lambda: len(playlist_lines(srv)) >= 2, 5, "two playlist lines")
         lines = playlist_lines(srv)
