@@ -26,6 +26,7 @@
 #include "net/server.h"
 #include "router/dispatch.h"
 #include "stream/mount.h"
+#include "stream/station.h"
 
 typedef struct options {
     const char *config_file;
@@ -90,6 +91,13 @@ static int open_logs(const config_t *cfg, int reopen)
                 err, acc, strerror(-rc));
     free(err);
     free(acc);
+    if (rc < 0 && !reopen)
+        return rc;
+    char *pl = cfg->playlistlog ? config_path(cfg->logdir, cfg->playlistlog) : NULL;
+    int prc = log_playlist_open(pl);
+    if (prc < 0)
+        log_error("cannot open the playlist log %s: %s", pl, strerror(-prc));
+    free(pl);
     return rc;
 }
 
@@ -311,6 +319,7 @@ out:
         for (int i = 0; i < server.nworkers; i++)
             if (server.workers[i])
                 worker_free(server.workers[i]);
+    station_shutdown(); /* after the sources ended: recordings closed, scripts run */
     if (server_config() && server_config()->pidfile && rc == 0)
         unlink(server_config()->pidfile);
     if (sfd >= 0)

@@ -360,6 +360,7 @@ static config_t *config_new(const char *name)
     c->source_timeout = 10;
     c->burst_size = 65536;
     c->write_window_ms = 500;
+    c->script_timeout = 60;
     c->loglevel = 3;
     if (!(c->filename = strdup(name)))
         goto fail;

@@ -148,6 +148,7 @@ typedef struct config {
     int workers;        /* 0 = number of online CPUs (Rimecast extension) */
     int write_window_ms; /* listener write coalescing window, ms; 0 = write every block (Rimecast);
                           * default 500 */
+    int script_timeout; /* s before an on-connect/on-disconnect script is killed (Rimecast); 60 */
 
     /* <authentication> */
     char *source_password;

@@ -231,6 +231,7 @@ static const directive_t limits_dirs[] = {
     OLD_IGNORE("threadpool", "ignored"),
     INT("workers", config_t, workers, 0, 64),
     INT("write-window", config_t, write_window_ms, 0, 1000),
+    INT("script-timeout", config_t, script_timeout, 1, 86400),
     END,
 };
 static const section_t limits_sec = {"limits", limits_dirs};

@@ -32,6 +32,7 @@ typedef size_t (*escape_rule_fn)(uint32_t cp, unsigned char prev, char *out);
 typedef struct escape_lang {
     int bytewise;        /* 1: every byte is a character; 0: decode UTF-8 */
     escape_rule_fn rule;
+    escape_rule_fn invalid; /* a byte of invalid UTF-8 goes through this rule; NULL: U+FFFD */
 } escape_lang_t;
 
 static size_t put(char *out, const char *lit)
@@ -56,7 +57,9 @@ static size_t escape_walk(const escape_lang_t *lang, const char *s, size_t len, 
         size_t in = lang->bytewise ? 1 : utf8_decode(s + i, len - i, &cp);
         size_t n;
 
-        if (in == 0) {
+        if (in == 0 && lang->invalid) {
+            n = lang->invalid(p[i], 0, tmp), in = 1;
+        } else if (in == 0) {
             emit = replacement, n = sizeof(replacement) - 1, in = 1;
         } else {
             n = lang->rule(cp, i ? p[i - 1] : 0, tmp);
@@ -124,9 +127,22 @@ static size_t log_rule(uint32_t c, unsigned char prev, char *out)
     return 4;
 }
 
-static const escape_lang_t lang_xml = {0, xml_rule};
-static const escape_lang_t lang_json = {0, json_rule};
-static const escape_lang_t lang_log = {1, log_rule};
+/* The playlist log: readable titles. Characters from U+00A0 up and '"' are kept; C1 controls
+ * (U+0080-U+009F) are escaped byte by byte like every other control. */
+static size_t log_utf8_rule(uint32_t c, unsigned char prev, char *out)
+{
+    if (c == '"' || c >= 0xa0)
+        return ESCAPE_COPY;
+    if (c < 0x80)
+        return log_rule(c, prev, out);
+    size_t n = log_rule(0xc2, prev, out);
+    return n + log_rule(c, prev, out + n);
+}
+
+static const escape_lang_t lang_xml = {0, xml_rule, NULL};
+static const escape_lang_t lang_json = {0, json_rule, NULL};
+static const escape_lang_t lang_log = {1, log_rule, NULL};
+static const escape_lang_t lang_log_utf8 = {0, log_utf8_rule, log_rule};
 
 /* The allocating escapers size for the worst case, so the walker never truncates. */
 static char *escape_alloc(const escape_lang_t *lang, const char *s, size_t len)
@@ -171,5 +187,13 @@ char *escape_log(char *out, size_t outlen, const char *s, size_t len)
     if (!out || outlen == 0)
         return out;
     escape_walk(&lang_log, s, len, out, outlen);
+    return out;
+}
+
+char *escape_log_utf8(char *out, size_t outlen, const char *s, size_t len)
+{
+    if (!out || outlen == 0)
+        return out;
+    escape_walk(&lang_log_utf8, s, len, out, outlen);
     return out;
 }

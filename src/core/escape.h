@@ -31,4 +31,8 @@ int escape_json_buf(buf_t *b, const char *s, size_t len, int quoted);
  * NUL into out, never splitting an escape; returns out (untouched when outlen is 0). */
 char *escape_log(char *out, size_t outlen, const char *s, size_t len);
 
+/* The same for text that should stay readable (the playlist log, whose fields are separated by
+ * '|'): valid UTF-8 characters from U+00A0 up and '"' are kept; invalid bytes become \xHH. */
+char *escape_log_utf8(char *out, size_t outlen, const char *s, size_t len);
+
 #endif

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -16,6 +17,11 @@
 #include "core/escape.h"
 
 static int error_fd = 2, access_fd = 2;
+/* -1 until a playlist log is configured; once opened the fd is never closed while running (a
+ * reload without <playlistlog> only turns `playlist_on` off), so a writer never races a close. */
+static int playlist_fd = -1;
+static atomic_int playlist_on;
+static pthread_mutex_t playlist_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int log_level = LOG_INFO;
 
 static int open_log(const char *path)
@@ -80,6 +86,31 @@ void log_close(void)
     if (access_fd > 2 && access_fd != error_fd)
         close(access_fd);
     error_fd = access_fd = 2;
+    atomic_store(&playlist_on, 0);
+    if (playlist_fd > 2)
+        close(playlist_fd);
+    playlist_fd = -1;
+}
+
+int log_playlist_open(const char *path)
+{
+    int rc = 0;
+    pthread_mutex_lock(&playlist_lock);
+    if (!path) {
+        atomic_store(&playlist_on, 0);
+    } else if (playlist_fd < 0) {
+        int fd = open_log(path);
+        if (fd < 0)
+            rc = fd;
+        else
+            playlist_fd = fd;
+    } else {
+        rc = reopen_one(&playlist_fd, path);
+    }
+    if (path && rc == 0)
+        atomic_store(&playlist_on, 1);
+    pthread_mutex_unlock(&playlist_lock);
+    return rc;
 }
 
 static void write_all(int fd, const char *buf, size_t len)
@@ -150,4 +181,30 @@ void log_access(const log_access_entry_t *e)
         line[n - 1] = '\n';
     }
     write_all(access_fd, line, (size_t)n);
+}
+
+void log_playlist(const char *mount, int listeners, const char *title)
+{
+    if (!atomic_load_explicit(&playlist_on, memory_order_acquire))
+        return;
+    char date[64], m[1024], t[4096], line[5200];
+    time_t now = time(NULL);
+    struct tm tm;
+    localtime_r(&now, &tm);
+    strftime(date, sizeof(date), "%d/%b/%Y:%H:%M:%S %z", &tm);
+    escape_log_utf8(m, sizeof(m), mount, strlen(mount));
+    escape_log_utf8(t, sizeof(t), title, strlen(title));
+    int n = snprintf(line, sizeof(line), "%s|", date);
+    for (const char *p = m; *p && n < (int)sizeof(line) - 8; p++) {
+        if (*p == '|')
+            n += snprintf(line + n, sizeof(line) - (size_t)n, "\\x7C");
+        else
+            line[n++] = *p;
+    }
+    n += snprintf(line + n, sizeof(line) - (size_t)n, "|%d|%s\n", listeners, t);
+    if ((size_t)n >= sizeof(line)) {
+        n = sizeof(line) - 1;
+        line[n - 1] = '\n';
+    }
+    write_all(playlist_fd, line, (size_t)n);
 }

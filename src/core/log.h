@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * log: the error log (levels, timestamps) and the access log (combined format + duration).
+ * log: the error log (levels, timestamps), the access log (combined format + duration) and the
+ * optional playlist log (one line per title change, Icecast's "time|mount|listeners|title").
  *
  * Both logs are plain files opened in append mode (or stderr for "-"); a line is formatted in a
  * stack buffer and written with one write(), so threads never interleave within a line.
@@ -48,5 +49,13 @@ typedef struct log_access_entry {
 /* Combined log format plus the connection's duration in seconds, written when it closes:
  * ip - user [date] "METHOD uri PROTO" status bytes "referer" "agent" duration */
 void log_access(const log_access_entry_t *e);
+
+/* Opens (or, when already open, reopens in place) the playlist log; NULL means none: lines are
+ * dropped from then on. "-" is stderr. 0 or -errno (then the previous state stays). */
+int log_playlist_open(const char *path);
+/* One playlist line: "dd/Mon/yyyy:HH:MM:SS +zzzz|mount|listeners|title" (the access log's time
+ * format, as Icecast writes it). mount and title are raw client text, escaped here (control
+ * characters and invalid UTF-8 as \xHH; '|' in the mount too, the title is the last field). */
+void log_playlist(const char *mount, int listeners, const char *title);
 
 #endif

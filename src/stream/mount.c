@@ -359,6 +359,17 @@ void mount_update_meta(mount_t *m)
         m->meta = nm;
     }
     pthread_mutex_unlock(&m->lock);
+    /* Every title change (admin update, Ogg comments, inbound ICY) passes here. */
+    if (buf[0])
+        log_playlist(m->name, atomic_load(&m->listeners), buf);
+}
+
+block_t *mount_live_edge(mount_t *m)
+{
+    pthread_mutex_lock(&m->lock);
+    block_t *b = block_ref(m->newest);
+    pthread_mutex_unlock(&m->lock);
+    return b;
 }
 
 int mount_headers_at(mount_t *m, uint64_t offset, block_t **headers)

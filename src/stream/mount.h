@@ -113,8 +113,12 @@ void mount_apply_config(mount_t *m);
 void mount_publish(mount_t *m, block_t *b);
 void mount_set_headers(mount_t *m, block_t *headers);
 void mount_set_tag(mount_t *m, const char *key, const char *value);
-/* Rebuilds the ICY metadata from the "title"/"artist"/"url" tags. */
+/* Rebuilds the ICY metadata from the "title"/"artist"/"url" tags and writes the resulting title
+ * ("artist - title") to the playlist log when it is not empty. */
 void mount_update_meta(mount_t *m);
+/* A reference on the newest block (the live edge): a reader that starts there and follows
+ * block->next sees every byte published from now on. */
+block_t *mount_live_edge(mount_t *m);
 /* Copies a tag value (malloc'd) or NULL. */
 char *mount_get_tag(mount_t *m, const char *key);
 

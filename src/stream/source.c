@@ -30,6 +30,7 @@
 #include "net/server.h"
 #include "stream/events.h"
 #include "stream/mount.h"
+#include "stream/station.h"
 
 #define SOURCE_READ_BUF 65536
 #define SOURCE_READ_BUDGET (256 * 1024) /* per readable event: see source_on_readable */
@@ -40,6 +41,7 @@ struct source {
     conn_t *conn;
     mount_t *mount;
     format_t *fmt;
+    struct dump *dump; /* <dump-file> recording, or NULL */
     uint64_t last_read_ms;
     int counted; /* holds a slot in the sources limit */
     int linked;  /* in worker_sources */
@@ -265,6 +267,8 @@ static void source_release(conn_t *c)
             events_emit(EVENT_SOURCE_DISCONNECT, s->mount->name, c->id, c->ip);
         set_configured_fallback(s->mount);
         mount_end(s->mount);
+        if (s->linked)
+            station_source_ended(s->mount, s->dump);
         mount_unref(s->mount);
     }
     if (s->counted)
@@ -354,6 +358,7 @@ int source_become(conn_t *c, const http_request_t *req, const char *mount_name,
     atomic_fetch_add(&server.stats.source_client_connections, 1);
     atomic_fetch_add(&server.stats.source_total_connections, 1);
     events_emit(EVENT_SOURCE_CONNECT, mount_name, c->id, c->ip);
+    s->dump = station_source_started(s->mount);
     log_info("source %s connected to %s (%s, %s)", c->ip, mount_name, s->fmt->ops->name,
              s->mount->info.content_type);
     client_of(c)->status = 200;

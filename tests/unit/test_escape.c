@@ -65,6 +65,12 @@ static void log_escape_never_emits_controls(void)
     CHECK_STR(escape_log(out, 3, "a\"b", 3), "a");
     CHECK_STR(escape_log(out, 1, "abc", 3), "");
     CHECK(escape_log(out, 0, "abc", 3) == out);
+    /* the readable variant for the playlist log */
+    CHECK_STR(escape_log_utf8(out, sizeof(out), "T\xc3\xaftle|\n\\", 9),
+              "T\xc3\xaftle|\\x0A\\\\");
+    CHECK_STR(escape_log_utf8(out, sizeof(out), "\xc2\x85\xff\xc3", 4), "\\xC2\\x85\\xFF\\xC3");
+    CHECK_STR(escape_log_utf8(out, 3, "\xc3\xaf\xc3\xaf", 4), "\xc3\xaf");
+    CHECK_STR(escape_log_utf8(out, sizeof(out), "\"q\"\r", 4), "\"q\"\\x0D");
 }
 
 static void json_buf_appends_the_same_escape(void)
