@@ -1,0 +1,74 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# ab.sh: two server binaries side by side under the same listener load at the same time, so
+# whatever else the machine does falls on both alike; prints each one's CPU per 1 000 listeners.
+# For before/after measurements of a change (compare.sh compares servers one after the other).
+# Usage: ab.sh BIN_A BIN_B [--listeners 2000] [--seconds 30] [--window MS] [--rounds 3]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+a=$1 b=$2; shift 2
+listeners=2000 seconds=30 window=500 rounds=3
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --listeners) listeners=$2; shift 2 ;;
+        --seconds) seconds=$2; shift 2 ;;
+        --window) window=$2; shift 2 ;;
+        --rounds) rounds=$2; shift 2 ;;
+        *) echo "ab.sh: unknown option $1" >&2; exit 2 ;;
+    esac
+done
+swarm=${SWARM_BIN:-$here/swarm}
+[ -x "$swarm" ] || swarm=$here/../build/loadtest/swarm
+out=$(mktemp -d "${TMPDIR:-/tmp}/ab.XXXXXX")
+chmod 755 "$out"
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$out"; }
+trap cleanup EXIT
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+run_round() {
+    local i=0 port pid
+    local ports=() spids=()
+    for bin in "$a" "$b"; do
+        port=$((19100 + i * 10))
+        mkdir -p "$out/$i"
+        "$here/gen-config.sh" --dir "$out/$i" --port "$port" --write-window "$window" >/dev/null
+        "$bin" -c "$out/$i/server.xml" >"$out/$i/server.out" 2>&1 &
+        pid=$!; pids+=("$pid"); spids+=("$pid"); ports+=("$port")
+        i=$((i + 1))
+    done
+    for port in "${ports[@]}"; do
+        for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/status-json.xsl" >/dev/null && break; sleep 0.1; done
+        "$swarm" --port "$port" --sources 1 --source-mounts /live --bitrate 128 \
+            --duration $((seconds + 30)) >/dev/null 2>&1 &
+        pids+=("$!")
+    done
+    sleep 2
+    for port in "${ports[@]}"; do
+        "$swarm" --port "$port" --listeners "$listeners" --mounts /live --bitrate 128 \
+            --connect-rate 1000 --duration $((seconds + 20)) >/dev/null 2>&1 &
+        pids+=("$!")
+    done
+    sleep 12 # all connected and past the burst
+    local t0=() t1=()
+    for pid in "${spids[@]}"; do t0+=("$(cpu_ticks "$pid")"); done
+    sleep "$seconds"
+    for pid in "${spids[@]}"; do t1+=("$(cpu_ticks "$pid")"); done
+    local hz; hz=$(getconf CLK_TCK)
+    for k in 0 1; do
+        awk -v d=$((t1[k] - t0[k])) -v hz="$hz" -v s="$seconds" -v n="$listeners" -v k="$k" \
+            'BEGIN { printf "%s %.2f\n", (k == 0 ? "A" : "B"), d / hz / s * 100 * 1000 / n }'
+    done
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    pids=()
+}
+
+echo "A = $a"
+echo "B = $b"
+echo "CPU % of one core per 1000 listeners (window ${window} ms, $listeners listeners each, ${seconds} s):"
+for r in $(seq "$rounds"); do
+    run_round | tr '\n' ' '
+    echo
+done
