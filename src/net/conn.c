@@ -16,6 +16,9 @@
 #include "net/worker.h"
 
 #define CONN_LINGER_MS 2000
+/* a connection refused on arrival gives its descriptor back quickly: the peer has our answer
+ * and our FIN by then, or never reads them anyway */
+#define CONN_REFUSE_LINGER_MS 200
 
 /* ---- the plain transport ---- */
 
@@ -233,14 +236,24 @@ const conn_ops_t conn_writing_ops = {
     .on_writable = conn_write_pending,
 };
 
-static void start_linger(conn_t *c)
+static void linger_for(conn_t *c, uint64_t ms)
 {
     if (c->closing)
         return;
     c->transport->shutdown(c);
     c->ops = &linger_ops;
-    conn_set_deadline(c, CONN_LINGER_MS);
+    conn_set_deadline(c, ms);
     conn_discard_input(c);
+}
+
+static void start_linger(conn_t *c)
+{
+    linger_for(c, CONN_LINGER_MS);
+}
+
+static void start_short_linger(conn_t *c)
+{
+    linger_for(c, CONN_REFUSE_LINGER_MS);
 }
 
 void conn_linger_close(conn_t *c)
@@ -252,4 +265,15 @@ void conn_linger_close(conn_t *c)
         return;
     }
     start_linger(c);
+}
+
+void conn_refuse_close(conn_t *c)
+{
+    if (c->closing)
+        return;
+    if (c->woff < c->wlen) {
+        c->after_write = start_short_linger;
+        return;
+    }
+    start_short_linger(c);
 }

@@ -120,6 +120,9 @@ void conn_send(conn_t *c, const char *data, size_t len, void (*after_write)(conn
 int conn_queue(conn_t *c, const char *data, size_t len);
 /* Half-closes and drains input briefly before closing, so the peer reads our last bytes. */
 void conn_linger_close(conn_t *c);
+/* The same with a short linger (a fraction of a second), for connections refused on arrival:
+ * many of them must not hold descriptors for long. */
+void conn_refuse_close(conn_t *c);
 /* Tries to write the pending wbuf; returns 1 when empty, 0 if blocked, -1 on error (closed). */
 int conn_flush_wbuf(conn_t *c);
 /* Frees the output buffer once it is fully written (a streaming role keeps none). */

@@ -6,6 +6,7 @@
 #include "net/worker.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -281,11 +282,91 @@ static void on_eventfd(loop_handler_t *h, uint32_t events)
 
 /* ---- connections ---- */
 
+/* ---- accepting, and running out of descriptors ---- */
+
+#define ACCEPT_PAUSE_MS 200
+#define ACCEPT_REFUSE_BATCH 64
+#define ACCEPT_LOG_INTERVAL_MS 10000
+
+static log_ratelimit_t accept_limit_log;
+
+static void watch_listeners(worker_t *w, uint32_t events)
+{
+    for (int i = 0; i < w->nlisten; i++) {
+        struct epoll_event ev = {.events = events, .data.ptr = &w->listens[i].handler};
+        epoll_ctl(w->epfd, EPOLL_CTL_MOD, w->listens[i].fd, &ev);
+    }
+}
+
+static void open_reserve(worker_t *w)
+{
+    if (w->reserve_fd < 0)
+        w->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+/* accept() failed with EMFILE/ENFILE. Waiting clients would hang in the backlog and the
+ * listen socket would stay readable, so: close the reserve descriptor to accept-and-close
+ * them (they see a prompt close), stop watching the listen sockets for a moment (the loop
+ * re-arms them, see worker_main), count the refusals and log once in a while. */
+static void accept_exhausted(worker_t *w, worker_listen_t *ls, int err)
+{
+    unsigned refused = 0;
+    while (w->reserve_fd >= 0 && refused < ACCEPT_REFUSE_BATCH) {
+        close(w->reserve_fd);
+        w->reserve_fd = -1;
+        int fd = accept4(ls->fd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd >= 0) {
+            close(fd);
+            refused++;
+        }
+        open_reserve(w);
+        if (fd < 0)
+            break;
+    }
+    atomic_fetch_add(&server.stats.connections_refused, refused);
+    log_warn_limited(&accept_limit_log, ACCEPT_LOG_INTERVAL_MS,
+                     "accept: %s (open-file limit reached): %u waiting clients refused, "
+                     "not accepting for %d ms", strerror(err), refused, ACCEPT_PAUSE_MS);
+    if (!w->accept_resume_ms)
+        watch_listeners(w, 0);
+    w->accept_resume_ms = loop_now_ms() + ACCEPT_PAUSE_MS;
+}
+
+/* epoll_wait timeout: until the next connection deadline or the end of an accept pause, so
+ * that short deadlines (a refused client's linger) are kept to the millisecond rather than to
+ * the next tick of the 1 s deadline timer. A worker with neither reads no clock. */
+static int loop_wait_ms(worker_t *w)
+{
+    if (w->pass_requested)
+        return 0;
+    uint64_t next = w->accept_resume_ms;
+    if (w->timeouts_head && (!next || w->timeouts_head->deadline_ms < next))
+        next = w->timeouts_head->deadline_ms;
+    if (!next)
+        return -1;
+    uint64_t now = loop_now_ms();
+    if (now >= next)
+        return 0;
+    return next - now > 60000 ? 60000 : (int)(next - now);
+}
+
+static void run_deadlines(worker_t *w)
+{
+    if (!w->timeouts_head && !w->accept_resume_ms)
+        return;
+    uint64_t now = loop_now_ms();
+    expire_timeouts(w, now);
+    if (w->accept_resume_ms && now >= w->accept_resume_ms) {
+        w->accept_resume_ms = 0;
+        watch_listeners(w, EPOLLIN);
+    }
+}
+
 static void on_accept(loop_handler_t *h, uint32_t events)
 {
     worker_listen_t *ls = (worker_listen_t *)h;
     worker_t *w = ls->worker;
-    for (;;) {
+    while (!w->accept_resume_ms) {
         struct sockaddr_storage ss;
         socklen_t sl = sizeof(ss);
         int fd = accept4(ls->fd, (struct sockaddr *)&ss, &sl,
@@ -294,7 +375,7 @@ static void on_accept(loop_handler_t *h, uint32_t events)
             if (errno == EINTR || errno == ECONNABORTED)
                 continue;
             if (errno == EMFILE || errno == ENFILE)
-                log_warn("accept: %s (open-file limit reached)", strerror(errno));
+                accept_exhausted(w, ls, errno);
             return;
         }
         char ip[64];
@@ -320,7 +401,7 @@ static void *worker_main(void *arg)
     worker_t *w = arg;
     struct epoll_event ev[WORKER_EVENTS];
     while (!w->stopping) {
-        int n = epoll_wait(w->epfd, ev, WORKER_EVENTS, w->pass_requested ? 0 : -1);
+        int n = epoll_wait(w->epfd, ev, WORKER_EVENTS, loop_wait_ms(w));
         if (n < 0 && errno != EINTR) {
             log_error("epoll_wait: %s", strerror(errno));
             break;
@@ -329,6 +410,7 @@ static void *worker_main(void *arg)
             loop_handler_t *h = ev[i].data.ptr;
             h->on_event(h, ev[i].events);
         }
+        run_deadlines(w);
         if (w->pass_requested)
             run_pass(w);
         release_closed(w);
@@ -378,6 +460,8 @@ static void close_fds(worker_t *w)
         close(w->epfd);
     if (w->evfd >= 0)
         close(w->evfd);
+    if (w->reserve_fd >= 0)
+        close(w->reserve_fd);
     pthread_mutex_destroy(&w->msg_lock);
 }
 
@@ -395,7 +479,7 @@ worker_t *worker_new(int id)
     if (!w)
         return NULL;
     w->id = id;
-    w->evfd = w->deadline_timer.fd = -1;
+    w->evfd = w->deadline_timer.fd = w->reserve_fd = -1;
     pthread_mutex_init(&w->msg_lock, NULL);
     w->epfd = epoll_create1(EPOLL_CLOEXEC);
     w->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -407,6 +491,7 @@ worker_t *worker_new(int id)
     w->ev_handler.on_event = on_eventfd;
     if (loop_add(w->epfd, w->evfd, EPOLLIN, &w->ev_handler) < 0)
         goto fail;
+    open_reserve(w);
     w->deadline_timer.fn = check_deadlines;
     if (timer_open(w, &w->deadline_timer, 1000) < 0)
         goto fail;

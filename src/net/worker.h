@@ -68,6 +68,10 @@ typedef struct worker {
     conn_t *timeouts_head, *timeouts_tail;
     conn_t *closed;           /* closed, to release after this iteration */
     int pass_requested;       /* run the pass hooks before sleeping again */
+    /* Out of descriptors: the listen sockets are unwatched until accept_resume_ms (0 when
+     * accepting), and reserve_fd is given up to take waiting clients off the backlog. */
+    uint64_t accept_resume_ms;
+    int reserve_fd;
     int stopping;
 } worker_t;
 
