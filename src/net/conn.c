@@ -9,9 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/log.h"
 #include "net/server.h"
 #include "net/worker.h"
 
@@ -98,6 +101,7 @@ int conn_watch(conn_t *c)
 
 void conn_set_deadline(conn_t *c, uint64_t ms)
 {
+    c->send_mark = 0;
     worker_timeout_remove(c->worker, c);
     if (ms)
         worker_timeout_add(c->worker, c, loop_now_ms() + ms);
@@ -144,6 +148,39 @@ void conn_release(conn_t *c)
 
 /* ---- pending output ---- */
 
+/* The pending output would block: a response must make progress within client-timeout. Only
+ * here, when the socket is full, so a response written at once costs nothing. */
+static void arm_send_deadline(conn_t *c)
+{
+    if (!c->ops->send_deadline || c->send_mark == c->bytes_sent + 1)
+        return; /* not a response, or no progress since the deadline was armed */
+    int timeout = server_config()->client_timeout;
+    if (timeout <= 0)
+        return;
+    conn_set_deadline(c, (uint64_t)timeout * 1000u);
+    c->send_mark = c->bytes_sent + 1;
+    if (ioctl(c->fd, SIOCOUTQ, &c->send_outq) < 0)
+        c->send_outq = 0;
+}
+
+void conn_send_timeout(conn_t *c)
+{
+    static log_ratelimit_t limit;
+    /* A peer that reads slowly may not free enough of a large send buffer to wake us within
+     * the timeout: what left the socket's queue counts as progress too. */
+    int queued;
+    if (c->send_mark && ioctl(c->fd, SIOCOUTQ, &queued) == 0 && queued < c->send_outq) {
+        uint64_t mark = c->send_mark;
+        conn_set_deadline(c, (uint64_t)server_config()->client_timeout * 1000u);
+        c->send_mark = mark;
+        c->send_outq = queued;
+        return;
+    }
+    log_info_limited(&limit, 10000, "client %s: no write progress within client-timeout "
+                     "(%d s), closing", c->ip, server_config()->client_timeout);
+    conn_close(c);
+}
+
 int conn_flush_wbuf(conn_t *c)
 {
     while (c->woff < c->wlen) {
@@ -152,8 +189,10 @@ int conn_flush_wbuf(conn_t *c)
         if (n < 0) {
             if (errno == EINTR)
                 continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK)
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                arm_send_deadline(c);
                 return 0;
+            }
             conn_close(c);
             return -1;
         }
@@ -234,6 +273,8 @@ const conn_ops_t conn_writing_ops = {
     .name = "writing",
     .on_readable = conn_discard_input,
     .on_writable = conn_write_pending,
+    .on_timeout = conn_send_timeout,
+    .send_deadline = 1,
 };
 
 static void linger_for(conn_t *c, uint64_t ms)

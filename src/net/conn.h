@@ -51,6 +51,10 @@ typedef struct conn_ops {
     /* Frees role data (c->data); called once, from the worker, after close. Taken from
      * c->role, the ops the role installed, since a closing connection swaps its ops. */
     void (*on_close)(conn_t *c);
+    /* Writing a response: when a write of the pending output would block, the deadline is
+     * (re)armed to client-timeout if bytes went out since it was last armed, so a peer that
+     * stops reading is closed (on_timeout, e.g. conn_send_timeout). */
+    int send_deadline;
 } conn_ops_t;
 
 struct conn {
@@ -67,6 +71,8 @@ struct conn {
     const listen_conf_t *listen; /* the listen socket it came in on (config), NULL if outbound */
     time_t start;
     uint64_t deadline_ms; /* for the worker's timeout list, 0 = none */
+    uint64_t send_mark;   /* bytes_sent + 1 when the send deadline was armed, else 0 */
+    int send_outq;        /* bytes in the socket's send queue then (SIOCOUTQ) */
     int closing;
     int counted;          /* holds a slot in server.stats.clients */
 
@@ -132,6 +138,10 @@ void conn_drop_wbuf(conn_t *c);
  * write the pending output then run after_write. */
 void conn_discard_input(conn_t *c);
 void conn_write_pending(conn_t *c);
+
+/* on_timeout of a connection writing a response that made no progress for client-timeout:
+ * logs (rate-limited) and closes. */
+void conn_send_timeout(conn_t *c);
 
 /* Ops of a connection writing its last bytes: input drained, pending output written. */
 extern const conn_ops_t conn_writing_ops;
