@@ -144,17 +144,78 @@ static int drop_privileges(const config_t *cfg)
     return 0;
 }
 
+/* The pidfile we wrote: kept open so that it can be emptied when it cannot be removed (the
+ * directory is not writable once privileges are dropped), and its path as seen after chroot. */
+static struct {
+    int fd;
+    char *path;
+    dev_t dev;
+    ino_t ino;
+} pidfile = {-1, NULL, 0, 0};
+
+/* Written as root before privileges are dropped, so it never follows a symlink and refuses
+ * anything but a plain file with one link: a pidfile path in a directory the service user can
+ * write must not let it overwrite another file. A refusal is logged and start-up goes on
+ * without a pidfile. */
 static void write_pidfile(const config_t *cfg)
 {
     if (!cfg->pidfile)
         return;
-    FILE *f = fopen(cfg->pidfile, "w");
-    if (!f) {
-        log_warn("cannot write pidfile %s: %s", cfg->pidfile, strerror(errno));
+    int fd = open(cfg->pidfile, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0644);
+    if (fd < 0) {
+        log_warn("not writing pidfile %s: %s", cfg->pidfile,
+                 errno == ELOOP ? "it is a symbolic link" : strerror(errno));
         return;
     }
-    fprintf(f, "%d\n", (int)getpid());
-    fclose(f);
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
+        log_warn("not writing pidfile %s: not a plain file with a single link", cfg->pidfile);
+        close(fd);
+        return;
+    }
+    char line[32];
+    int n = snprintf(line, sizeof(line), "%d\n", (int)getpid());
+    if (ftruncate(fd, 0) < 0 || write(fd, line, (size_t)n) != n) {
+        log_warn("cannot write pidfile %s: %s", cfg->pidfile, strerror(errno));
+        close(fd);
+        return;
+    }
+    pidfile.fd = fd;
+    pidfile.dev = st.st_dev;
+    pidfile.ino = st.st_ino;
+    /* after chroot the file is reachable only when it lies under the new root */
+    const char *path = cfg->pidfile;
+    size_t blen = cfg->basedir ? strlen(cfg->basedir) : 0;
+    while (blen > 1 && cfg->basedir[blen - 1] == '/')
+        blen--;
+    if (cfg->chroot && geteuid() == 0) {
+        if (cfg->pidfile[0] == '/' && blen && strncmp(path, cfg->basedir, blen) == 0 &&
+            path[blen] == '/')
+            path += blen;
+        else
+            path = NULL;
+    }
+    pidfile.path = path ? strdup(path) : NULL;
+}
+
+/* Removes the pidfile if it is still ours; empties it when it cannot be removed. */
+static void remove_pidfile(void)
+{
+    if (pidfile.fd < 0)
+        return;
+    struct stat st;
+    int ours = pidfile.path && lstat(pidfile.path, &st) == 0 && st.st_dev == pidfile.dev &&
+               st.st_ino == pidfile.ino;
+    if (!ours || unlink(pidfile.path) < 0) {
+        const char *why = ours ? strerror(errno) : "not reachable or replaced";
+        if (ftruncate(pidfile.fd, 0) == 0)
+            log_info("pidfile %s not removed (%s); emptied it instead",
+                     pidfile.path ? pidfile.path : "(outside the chroot)", why);
+    }
+    close(pidfile.fd);
+    free(pidfile.path);
+    pidfile.fd = -1;
+    pidfile.path = NULL;
 }
 
 static int daemonize(void)
@@ -320,8 +381,7 @@ out:
             if (server.workers[i])
                 worker_free(server.workers[i]);
     station_shutdown(); /* after the sources ended: recordings closed, scripts run */
-    if (server_config() && server_config()->pidfile && rc == 0)
-        unlink(server_config()->pidfile);
+    remove_pidfile();
     if (sfd >= 0)
         close(sfd);
     log_info("shutdown complete");

@@ -41,8 +41,6 @@ const policy_t config_policies[] = {
     WARN("icecast", "master-username", POLICY_PRESENT, NO_RELAY),
     WARN("icecast", "master-password", POLICY_PRESENT, NO_RELAY),
     WARN("icecast", "directory", POLICY_PRESENT, "streams are not listed in any YP directory"),
-    WARN("limits", "client-timeout", POLICY_PRESENT,
-         "it has no effect (nor in Icecast 2.4); <header-timeout> and <source-timeout> apply"),
     WARN("paths", "ssl-certificate", POLICY_PRESENT, NO_TLS),
     WARN("paths", "ssl-allowed-ciphers", POLICY_PRESENT, NO_TLS),
     {"paths", "alias", "bind-address", POLICY_WARN, POLICY_PRESENT,

@@ -152,6 +152,35 @@ void log_msg(int level, const char *func, const char *fmt, ...)
     write_all(error_fd, line, n);
 }
 
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+int log_msg_limited(log_ratelimit_t *rl, unsigned interval_ms, int level, const char *func,
+                    const char *fmt, ...)
+{
+    uint64_t now = now_ms();
+    unsigned long long next = atomic_load_explicit(&rl->next_ms, memory_order_relaxed);
+    if (now < next || !atomic_compare_exchange_strong(&rl->next_ms, &next, now + interval_ms)) {
+        atomic_fetch_add_explicit(&rl->suppressed, 1, memory_order_relaxed);
+        return 0;
+    }
+    unsigned long long skipped = atomic_exchange(&rl->suppressed, 0);
+    char msg[1536];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (skipped)
+        log_msg(level, func, "%s (%llu similar lines suppressed)", msg, skipped);
+    else
+        log_msg(level, func, "%s", msg);
+    return 1;
+}
+
 void log_access(const log_access_entry_t *e)
 {
     char ip[64], user[256], method[64], uri[2048], proto[32], referer[1024], agent[1024];

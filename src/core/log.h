@@ -11,6 +11,7 @@
 #ifndef RIMECAST_LOG_H
 #define RIMECAST_LOG_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -32,6 +33,22 @@ void log_msg(int level, const char *func, const char *fmt, ...)
 #define log_warn(...) log_msg(LOG_WARN, __func__, __VA_ARGS__)
 #define log_info(...) log_msg(LOG_INFO, __func__, __VA_ARGS__)
 #define log_debug(...) log_msg(LOG_DEBUG, __func__, __VA_ARGS__)
+
+/* A rate limit for one kind of error-log line (e.g. "accept: Too many open files"): at most
+ * one line per interval; the lines in between are only counted, and the next line that goes
+ * out says how many were suppressed. Static storage, zero-initialised; thread-safe. */
+typedef struct log_ratelimit {
+    atomic_ullong next_ms;   /* monotonic time before which lines are suppressed */
+    atomic_ullong suppressed;
+} log_ratelimit_t;
+
+/* log_msg through rl: logs unless a line went out through rl less than interval_ms ago.
+ * Returns 1 if the line was written (or filtered by level), 0 if suppressed. */
+int log_msg_limited(log_ratelimit_t *rl, unsigned interval_ms, int level, const char *func,
+                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+#define log_warn_limited(rl, ms, ...) log_msg_limited(rl, ms, LOG_WARN, __func__, __VA_ARGS__)
+#define log_info_limited(rl, ms, ...) log_msg_limited(rl, ms, LOG_INFO, __func__, __VA_ARGS__)
 
 typedef struct log_access_entry {
     const char *ip;

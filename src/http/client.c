@@ -82,6 +82,29 @@ void client_drop_request(conn_t *c)
     c->rlen = c->rcap = cl->parsed_len = 0;
 }
 
+/* Over <clients>: the connection counts (it holds a descriptor) until it is closed, so it is
+ * answered and closed at once rather than after the usual linger. */
+static void refuse(conn_t *c)
+{
+    static log_ratelimit_t refuse_log;
+    size_t len;
+    char *resp = response_error(403, "Forbidden: connection limit reached", &len);
+    client_t *cl = client_of(c);
+    cl->log_method = strdup("-");
+    cl->status = 403;
+    atomic_fetch_add(&server.stats.connections_refused, 1);
+    log_info_limited(&refuse_log, 10000, "client %s refused: <clients> limit (%d) reached",
+                     c->ip, server_config()->clients);
+    conn_set_deadline(c, 0);
+    if (!resp) {
+        conn_close(c);
+        return;
+    }
+    c->ops = &conn_writing_ops;
+    conn_send(c, resp, len, conn_refuse_close);
+    free(resp);
+}
+
 void client_accept(worker_t *w, int fd, const char *ip, const listen_conf_t *lc)
 {
     const config_t *cfg = server_config();
@@ -102,10 +125,8 @@ void client_accept(worker_t *w, int fd, const char *ip, const listen_conf_t *lc)
         return;
     }
     conn_set_deadline(c, (uint64_t)cfg->header_timeout * 1000u);
-    if (atomic_load(&server.stats.clients) > cfg->clients) {
-        cl->log_method = strdup("-");
-        client_send_error(c, 403, "Forbidden: connection limit reached");
-    }
+    if (atomic_load(&server.stats.clients) > cfg->clients)
+        refuse(c);
 }
 
 /* ---- answers ---- */

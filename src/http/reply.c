@@ -57,6 +57,8 @@ const conn_ops_t reply_sending_ops = {
     .name = "responding",
     .on_readable = NULL, /* a pipelined request stays in the socket until we read it */
     .on_writable = conn_write_pending,
+    .on_timeout = conn_send_timeout,
+    .send_deadline = 1,
 };
 
 void reply_next_request(conn_t *c)

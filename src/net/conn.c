@@ -9,14 +9,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/log.h"
 #include "net/server.h"
 #include "net/worker.h"
 
 #define CONN_LINGER_MS 2000
 #define CONN_EVENTS (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
+/* a connection refused on arrival gives its descriptor back quickly: the peer has our answer
+ * and our FIN by then, or never reads them anyway */
+#define CONN_REFUSE_LINGER_MS 200
 
 /* ---- the plain transport ---- */
 
@@ -104,6 +110,7 @@ int conn_rearm(conn_t *c)
 
 void conn_set_deadline(conn_t *c, uint64_t ms)
 {
+    c->send_mark = 0;
     if (!ms)
         worker_timeout_remove(c->worker, c);
     else if (worker_timeout_add(c->worker, c, loop_now_ms() + ms) < 0)
@@ -151,6 +158,39 @@ void conn_release(conn_t *c)
 
 /* ---- pending output ---- */
 
+/* The pending output would block: a response must make progress within client-timeout. Only
+ * here, when the socket is full, so a response written at once costs nothing. */
+static void arm_send_deadline(conn_t *c)
+{
+    if (!c->ops->send_deadline || c->send_mark == c->bytes_sent + 1)
+        return; /* not a response, or no progress since the deadline was armed */
+    int timeout = server_config()->client_timeout;
+    if (timeout <= 0)
+        return;
+    conn_set_deadline(c, (uint64_t)timeout * 1000u);
+    c->send_mark = c->bytes_sent + 1;
+    if (ioctl(c->fd, SIOCOUTQ, &c->send_outq) < 0)
+        c->send_outq = 0;
+}
+
+void conn_send_timeout(conn_t *c)
+{
+    static log_ratelimit_t limit;
+    /* A peer that reads slowly may not free enough of a large send buffer to wake us within
+     * the timeout: what left the socket's queue counts as progress too. */
+    int queued;
+    if (c->send_mark && ioctl(c->fd, SIOCOUTQ, &queued) == 0 && queued < c->send_outq) {
+        uint64_t mark = c->send_mark;
+        conn_set_deadline(c, (uint64_t)server_config()->client_timeout * 1000u);
+        c->send_mark = mark;
+        c->send_outq = queued;
+        return;
+    }
+    log_info_limited(&limit, 10000, "client %s: no write progress within client-timeout "
+                     "(%d s), closing", c->ip, server_config()->client_timeout);
+    conn_close(c);
+}
+
 int conn_flush_wbuf(conn_t *c)
 {
     while (c->woff < c->wlen) {
@@ -159,8 +199,10 @@ int conn_flush_wbuf(conn_t *c)
         if (n < 0) {
             if (errno == EINTR)
                 continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK)
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                arm_send_deadline(c);
                 return 0;
+            }
             conn_close(c);
             return -1;
         }
@@ -241,16 +283,28 @@ const conn_ops_t conn_writing_ops = {
     .name = "writing",
     .on_readable = conn_discard_input,
     .on_writable = conn_write_pending,
+    .on_timeout = conn_send_timeout,
+    .send_deadline = 1,
 };
 
-static void start_linger(conn_t *c)
+static void linger_for(conn_t *c, uint64_t ms)
 {
     if (c->closing)
         return;
     c->transport->shutdown(c);
     c->ops = &linger_ops;
-    conn_set_deadline(c, CONN_LINGER_MS);
+    conn_set_deadline(c, ms);
     conn_discard_input(c);
+}
+
+static void start_linger(conn_t *c)
+{
+    linger_for(c, CONN_LINGER_MS);
+}
+
+static void start_short_linger(conn_t *c)
+{
+    linger_for(c, CONN_REFUSE_LINGER_MS);
 }
 
 void conn_linger_close(conn_t *c)
@@ -262,4 +316,15 @@ void conn_linger_close(conn_t *c)
         return;
     }
     start_linger(c);
+}
+
+void conn_refuse_close(conn_t *c)
+{
+    if (c->closing)
+        return;
+    if (c->woff < c->wlen) {
+        c->after_write = start_short_linger;
+        return;
+    }
+    start_short_linger(c);
 }

@@ -51,6 +51,10 @@ typedef struct conn_ops {
     /* Frees role data (c->data); called once, from the worker, after close. Taken from
      * c->role, the ops the role installed, since a closing connection swaps its ops. */
     void (*on_close)(conn_t *c);
+    /* Writing a response: when a write of the pending output would block, the deadline is
+     * (re)armed to client-timeout if bytes went out since it was last armed, so a peer that
+     * stops reading is closed (on_timeout, e.g. conn_send_timeout). */
+    int send_deadline;
 } conn_ops_t;
 
 struct conn {
@@ -68,6 +72,8 @@ struct conn {
     time_t start;
     uint64_t deadline_ms; /* 0 = none */
     size_t heap_pos;      /* slot in the worker's deadline heap, 0 = none */
+    uint64_t send_mark;   /* bytes_sent + 1 when the send deadline was armed, else 0 */
+    int send_outq;        /* bytes in the socket's send queue then (SIOCOUTQ) */
     int closing;
     int counted;          /* holds a slot in server.stats.clients */
 
@@ -125,6 +131,9 @@ void conn_send(conn_t *c, const char *data, size_t len, void (*after_write)(conn
 int conn_queue(conn_t *c, const char *data, size_t len);
 /* Half-closes and drains input briefly before closing, so the peer reads our last bytes. */
 void conn_linger_close(conn_t *c);
+/* The same with a short linger (a fraction of a second), for connections refused on arrival:
+ * many of them must not hold descriptors for long. */
+void conn_refuse_close(conn_t *c);
 /* Tries to write the pending wbuf; returns 1 when empty, 0 if blocked, -1 on error (closed). */
 int conn_flush_wbuf(conn_t *c);
 /* Frees the output buffer once it is fully written (a streaming role keeps none). */
@@ -134,6 +143,10 @@ void conn_drop_wbuf(conn_t *c);
  * write the pending output then run after_write. */
 void conn_discard_input(conn_t *c);
 void conn_write_pending(conn_t *c);
+
+/* on_timeout of a connection writing a response that made no progress for client-timeout:
+ * logs (rate-limited) and closes. */
+void conn_send_timeout(conn_t *c);
 
 /* Ops of a connection writing its last bytes: input drained, pending output written. */
 extern const conn_ops_t conn_writing_ops;

@@ -23,6 +23,7 @@ typedef struct server_stats {
     atomic_int sources;            /* connected sources */
     atomic_int listeners;          /* streaming listeners */
     atomic_ullong connections;     /* accepted connections */
+    atomic_ullong connections_refused; /* closed on arrival: out of descriptors, <clients> */
     atomic_ullong client_connections;
     atomic_ullong listener_connections;
     atomic_ullong source_client_connections;

@@ -6,6 +6,7 @@
 #include "net/worker.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -192,11 +193,6 @@ int worker_timer_add(worker_t *w, unsigned period_ms, void (*fn)(worker_t *w, vo
     return 0;
 }
 
-static void check_deadlines(worker_t *w, void *arg)
-{
-    expire_timeouts(w, loop_now_ms());
-}
-
 /* ---- messages and wake-ups ---- */
 
 int worker_post(worker_t *w, void (*fn)(worker_t *, void *), void *arg)
@@ -320,11 +316,90 @@ static void on_eventfd(loop_handler_t *h, uint32_t events)
 
 /* ---- connections ---- */
 
+/* ---- accepting, and running out of descriptors ---- */
+
+#define ACCEPT_PAUSE_MS 200
+#define ACCEPT_REFUSE_BATCH 64
+#define ACCEPT_LOG_INTERVAL_MS 10000
+
+static log_ratelimit_t accept_limit_log;
+
+static void watch_listeners(worker_t *w, uint32_t events)
+{
+    for (int i = 0; i < w->nlisten; i++) {
+        struct epoll_event ev = {.events = events, .data.ptr = &w->listens[i].handler};
+        epoll_ctl(w->epfd, EPOLL_CTL_MOD, w->listens[i].fd, &ev);
+    }
+}
+
+static void open_reserve(worker_t *w)
+{
+    if (w->reserve_fd < 0)
+        w->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+/* accept() failed with EMFILE/ENFILE. Waiting clients would hang in the backlog and the
+ * listen socket would stay readable, so: close the reserve descriptor to accept-and-close
+ * them (they see a prompt close), stop watching the listen sockets for a moment (the loop
+ * re-arms them, see worker_main), count the refusals and log once in a while. */
+static void accept_exhausted(worker_t *w, worker_listen_t *ls, int err)
+{
+    unsigned refused = 0;
+    while (w->reserve_fd >= 0 && refused < ACCEPT_REFUSE_BATCH) {
+        close(w->reserve_fd);
+        w->reserve_fd = -1;
+        int fd = accept4(ls->fd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd >= 0) {
+            close(fd);
+            refused++;
+        }
+        open_reserve(w);
+        if (fd < 0)
+            break;
+    }
+    atomic_fetch_add(&server.stats.connections_refused, refused);
+    log_warn_limited(&accept_limit_log, ACCEPT_LOG_INTERVAL_MS,
+                     "accept: %s (open-file limit reached): %u waiting clients refused, "
+                     "not accepting for %d ms", strerror(err), refused, ACCEPT_PAUSE_MS);
+    if (!w->accept_resume_ms)
+        watch_listeners(w, 0);
+    w->accept_resume_ms = loop_now_ms() + ACCEPT_PAUSE_MS;
+}
+
+/* epoll_wait timeout: until the next connection deadline or the end of an accept pause, so
+ * deadlines are kept to the millisecond. A worker with neither reads no clock. */
+static int loop_wait_ms(worker_t *w)
+{
+    if (w->pass_requested)
+        return 0;
+    uint64_t next = w->accept_resume_ms;
+    if (w->heap_len && (!next || w->heap[0]->deadline_ms < next))
+        next = w->heap[0]->deadline_ms;
+    if (!next)
+        return -1;
+    uint64_t now = loop_now_ms();
+    if (now >= next)
+        return 0;
+    return next - now > 60000 ? 60000 : (int)(next - now);
+}
+
+static void run_deadlines(worker_t *w)
+{
+    if (!w->heap_len && !w->accept_resume_ms)
+        return;
+    uint64_t now = loop_now_ms();
+    expire_timeouts(w, now);
+    if (w->accept_resume_ms && now >= w->accept_resume_ms) {
+        w->accept_resume_ms = 0;
+        watch_listeners(w, EPOLLIN);
+    }
+}
+
 static void on_accept(loop_handler_t *h, uint32_t events)
 {
     worker_listen_t *ls = (worker_listen_t *)h;
     worker_t *w = ls->worker;
-    for (;;) {
+    while (!w->accept_resume_ms) {
         struct sockaddr_storage ss;
         socklen_t sl = sizeof(ss);
         int fd = accept4(ls->fd, (struct sockaddr *)&ss, &sl,
@@ -333,7 +408,7 @@ static void on_accept(loop_handler_t *h, uint32_t events)
             if (errno == EINTR || errno == ECONNABORTED)
                 continue;
             if (errno == EMFILE || errno == ENFILE)
-                log_warn("accept: %s (open-file limit reached)", strerror(errno));
+                accept_exhausted(w, ls, errno);
             return;
         }
         char ip[64];
@@ -359,7 +434,7 @@ static void *worker_main(void *arg)
     worker_t *w = arg;
     struct epoll_event ev[WORKER_EVENTS];
     while (!w->stopping) {
-        int n = epoll_wait(w->epfd, ev, WORKER_EVENTS, w->pass_requested ? 0 : -1);
+        int n = epoll_wait(w->epfd, ev, WORKER_EVENTS, loop_wait_ms(w));
         if (n < 0 && errno != EINTR) {
             log_error("epoll_wait: %s", strerror(errno));
             break;
@@ -368,6 +443,7 @@ static void *worker_main(void *arg)
             loop_handler_t *h = ev[i].data.ptr;
             h->on_event(h, ev[i].events);
         }
+        run_deadlines(w);
         if (w->pass_requested)
             run_pass(w);
         release_closed(w);
@@ -411,12 +487,12 @@ static void close_fds(worker_t *w)
         close(t->fd);
         free(t);
     }
-    if (w->deadline_timer.fd >= 0)
-        close(w->deadline_timer.fd);
     if (w->epfd >= 0)
         close(w->epfd);
     if (w->evfd >= 0)
         close(w->evfd);
+    if (w->reserve_fd >= 0)
+        close(w->reserve_fd);
     pthread_mutex_destroy(&w->msg_lock);
 }
 
@@ -434,7 +510,7 @@ worker_t *worker_new(int id)
     if (!w)
         return NULL;
     w->id = id;
-    w->evfd = w->deadline_timer.fd = -1;
+    w->evfd = w->reserve_fd = -1;
     pthread_mutex_init(&w->msg_lock, NULL);
     w->epfd = epoll_create1(EPOLL_CLOEXEC);
     w->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -446,9 +522,7 @@ worker_t *worker_new(int id)
     w->ev_handler.on_event = on_eventfd;
     if (loop_add(w->epfd, w->evfd, EPOLLIN, &w->ev_handler) < 0)
         goto fail;
-    w->deadline_timer.fn = check_deadlines;
-    if (timer_open(w, &w->deadline_timer, 1000) < 0)
-        goto fail;
+    open_reserve(w);
     for (int i = 0; i < nmodules; i++) {
         if (modules[i]->init && modules[i]->init(w) < 0) {
             log_error("worker %d: %s failed to start", id, modules[i]->name);

@@ -62,13 +62,16 @@ typedef struct worker {
     worker_msg_t *msgs;
 
     worker_timer_t *timers;
-    worker_timer_t deadline_timer; /* 1 s: connection deadlines */
 
     conn_t *conns;            /* all connections */
     conn_t **heap;            /* deadlines: min-heap by conn->deadline_ms */
     size_t heap_len, heap_cap;
     conn_t *closed;           /* closed, to release after this iteration */
     int pass_requested;       /* run the pass hooks before sleeping again */
+    /* Out of descriptors: the listen sockets are unwatched until accept_resume_ms (0 when
+     * accepting), and reserve_fd is given up to take waiting clients off the backlog. */
+    uint64_t accept_resume_ms;
+    int reserve_fd;
     int stopping;
 } worker_t;
 

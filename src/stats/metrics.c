@@ -50,6 +50,7 @@ READ_FN(read_clients, clients)
 READ_FN(read_sources, sources)
 READ_FN(read_listeners, listeners)
 READ_FN(read_connections, connections)
+READ_FN(read_refused, connections_refused)
 READ_FN(read_client_conns, client_connections)
 READ_FN(read_listener_conns, listener_connections)
 READ_FN(read_source_conns, source_total_connections)
@@ -65,6 +66,8 @@ static const server_metric_t server_metrics[] = {
     {"rimecast_mounts", "gauge", "Live mountpoints.", read_mounts},
     {"rimecast_server_listeners", "gauge", "Listeners on all mounts.", read_listeners},
     {"rimecast_connections_total", "counter", "Accepted connections.", read_connections},
+    {"rimecast_connections_refused_total", "counter",
+     "Connections closed on arrival (out of descriptors, or over <clients>).", read_refused},
     {"rimecast_client_connections_total", "counter", "Client connections.", read_client_conns},
     {"rimecast_listener_connections_total", "counter", "Listener connections.",
      read_listener_conns},

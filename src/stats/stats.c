@@ -308,6 +308,7 @@ static void add_globals(kvset_t *s)
     kv_addf(s, "sources", "%lld", atomic_load(&st->sources));
     kv_add(s, "stats", "0");
     kv_addf(s, "connections", "%lld", (long long)atomic_load(&st->connections));
+    kv_addf(s, "connections_refused", "%lld", (long long)atomic_load(&st->connections_refused));
     kv_addf(s, "client_connections", "%lld", (long long)atomic_load(&st->client_connections));
     kv_addf(s, "listener_connections", "%lld",
             (long long)atomic_load(&st->listener_connections));

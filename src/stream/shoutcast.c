@@ -87,6 +87,7 @@ static void shoutcast_headers(conn_t *c)
     char *rbuf = c->rbuf;
     size_t rlen = c->rlen, used = cl->parsed_len + hlen;
     c->rbuf = NULL;
+    conn_set_deadline(c, 0); /* a source: source-timeout applies from here */
     int status = source_become(c, req, mount, NULL, rbuf + used, rlen - used);
     free(rbuf);
     free(fake);
@@ -123,8 +124,8 @@ static void shoutcast_on_readable(conn_t *c)
             conn_close(c);
             return;
         }
+        /* header-timeout keeps running until the headers are complete */
         cl->parsed_len = (size_t)(nl - c->rbuf) + 1;
-        conn_set_deadline(c, 0);
         static const char ok2[] = "OK2\r\nicy-caps:11\r\n\r\n";
         conn_send(c, ok2, sizeof(ok2) - 1, NULL);
         if (c->closing)
@@ -133,10 +134,17 @@ static void shoutcast_on_readable(conn_t *c)
     shoutcast_headers(c);
 }
 
+static void shoutcast_on_timeout(conn_t *c)
+{
+    log_info("shoutcast source %s: login not complete within header-timeout", c->ip);
+    conn_close(c);
+}
+
 static const conn_ops_t shoutcast_login_ops = {
     .name = "shoutcast-login",
     .on_readable = shoutcast_on_readable,
     .on_writable = conn_write_pending,
+    .on_timeout = shoutcast_on_timeout,
 };
 
 void shoutcast_start(conn_t *c)

@@ -22,6 +22,7 @@
 #include "core/str.h"
 #include "core/url.h"
 #include "format/format.h"
+#include "http/chunked.h"
 #include "http/client.h"
 #include "http/parser.h"
 #include "http/response.h"
@@ -45,6 +46,8 @@ struct source {
     uint64_t last_read_ms;
     int counted; /* holds a slot in the sources limit */
     int linked;  /* in worker_sources */
+    int chunked; /* the body is chunked (PUT with Transfer-Encoding: chunked) */
+    chunked_t body;
     source_t *prev, *next;
 };
 
@@ -197,6 +200,30 @@ static void source_end(conn_t *c, const char *why)
     conn_close(c);
 }
 
+/* The stream bytes in buf[0..n) as the format handler must see them: a chunked body is
+ * decoded in place. Returns their number (0 when buf held only framing), or -1 when the source
+ * was ended: bad framing, or the end of the body (its last bytes ingested first). */
+static ssize_t source_decode_body(conn_t *c, unsigned char *buf, ssize_t n)
+{
+    source_t *s = c->data;
+    if (!s->chunked)
+        return n;
+    ssize_t r = chunked_decode(&s->body, buf, (size_t)n, NULL);
+    if (r < 0) {
+        char why[96];
+        snprintf(why, sizeof(why), "dropped: %s", chunked_strerror((int)r));
+        source_end(c, why);
+        return -1;
+    }
+    if (!chunked_done(&s->body))
+        return r;
+    if (r > 0 && s->fmt->ops->ingest(s->fmt, buf, (size_t)r) < 0)
+        source_end(c, "dropped: format error");
+    else
+        source_end(c, "ended its chunked body");
+    return -1;
+}
+
 /* Reads at most SOURCE_READ_BUDGET bytes per readable event, so a source that sends faster
  * than we read cannot hold its worker (other connections, timers, listener passes); what is
  * left is read on the next loop iteration, after the other events (conn_rearm). */
@@ -210,6 +237,8 @@ static void source_on_readable(conn_t *c)
             budget -= (size_t)n;
             s->last_read_ms = loop_now_ms();
             atomic_fetch_add_explicit(&s->mount->bytes_read, (uint64_t)n, memory_order_relaxed);
+            if ((n = source_decode_body(c, read_buf, n)) < 0)
+                return;
             if (s->fmt->ops->ingest(s->fmt, read_buf, (size_t)n) < 0) {
                 source_end(c, "dropped: format error");
                 return;
@@ -382,6 +411,32 @@ static char *mount_from_path(const http_request_t *req)
     return norm;
 }
 
+/* How the request body is framed: NULL with *chunked set, or why the request is refused
+ * (one Transfer-Encoding, "chunked", without Content-Length is all we take). */
+static const char *body_framing(const http_request_t *req, int *chunked)
+{
+    int seen = 0;
+    *chunked = 0;
+    for (size_t i = 0; i < req->num_headers; i++) {
+        const http_header_t *h = &req->headers[i];
+        if (!str_ieq(h->name, h->name_len, "transfer-encoding"))
+            continue;
+        if (seen++ || !str_ieq(h->value, h->value_len, "chunked"))
+            return "Bad Request: unsupported Transfer-Encoding";
+        *chunked = 1;
+    }
+    if (*chunked && http_find_header(req, "content-length"))
+        return "Bad Request: both Content-Length and Transfer-Encoding";
+    return NULL;
+}
+
+static void refuse_framing(conn_t *c, const char *mount, const char *why)
+{
+    static log_ratelimit_t limit;
+    log_info_limited(&limit, 10000, "source %s on %s refused: %s", c->ip, mount, why);
+    client_send_error(c, 400, why);
+}
+
 void source_start(conn_t *c, const http_request_t *req, size_t head_len)
 {
     const config_t *cfg = server_config();
@@ -403,6 +458,22 @@ void source_start(conn_t *c, const http_request_t *req, size_t head_len)
         client_send_error(c, 403, "Forbidden: No Content-type given");
         return;
     }
+    int chunked;
+    chunked_t body;
+    size_t leftover = c->rlen - head_len;
+    const char *framing = body_framing(req, &chunked);
+    if (chunked) {
+        chunked_init(&body);
+        ssize_t r = chunked_decode(&body, (unsigned char *)c->rbuf + head_len, leftover, NULL);
+        if (r < 0)
+            framing = "Bad Request: bad chunked framing";
+        leftover = r < 0 ? 0 : (size_t)r;
+    }
+    if (framing) {
+        refuse_framing(c, mount, framing);
+        free(mount);
+        return;
+    }
     const http_header_t *expect = http_find_header(req, "expect");
     char resp[512];
     int n = 0;
@@ -411,11 +482,17 @@ void source_start(conn_t *c, const http_request_t *req, size_t head_len)
     snprintf(resp + n, sizeof(resp) - (size_t)n, "HTTP/1.0 200 OK\r\nServer: %s\r\n\r\n",
              server_ident());
     char *rbuf = c->rbuf;
-    size_t rlen = c->rlen;
     c->rbuf = NULL; /* the head buffer is no longer needed once the leftover is ingested */
-    int status = source_become(c, req, mount, resp, rbuf + head_len, rlen - head_len);
+    int status = source_become(c, req, mount, resp, rbuf + head_len, leftover);
     free(rbuf);
     client_drop_request(c);
+    if (!status && chunked && !c->closing) {
+        source_t *s = c->data;
+        s->chunked = 1;
+        s->body = body;
+        if (chunked_done(&body))
+            source_end(c, "ended its chunked body");
+    }
     if (status) {
         source_abort(c);
         client_send_error(c, status == 409 ? 403 : status,

@@ -199,6 +199,7 @@ class Server:
         self.stdout_path = os.path.join(self.dir, "stdout.txt")
         self.stderr_path = os.path.join(self.dir, "stderr.txt")
         self.stopped = False
+        self.preexec_fn = None      # run in the child before exec (e.g. to set rlimits)
 
     # -- config
     @property
@@ -229,7 +230,8 @@ class Server:
         out = open(self.stdout_path, "ab")
         err = open(self.stderr_path, "ab")
         self.proc = subprocess.Popen([BINARY, "-c", self.config_path], stdout=out, stderr=err,
-                                    stdin=subprocess.DEVNULL, cwd=self.dir)
+                                    stdin=subprocess.DEVNULL, cwd=self.dir,
+                                     preexec_fn=self.preexec_fn)
         out.close()
         err.close()
         deadline = time.monotonic() + timeout

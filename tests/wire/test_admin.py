@@ -13,7 +13,8 @@ from conftest import ADMIN_PASSWORD, ADMIN_USER, SOURCE_PASSWORD
 
 pytestmark = pytest.mark.rimecast_only
 
-GLOBAL_KEYS = ["admin", "client_connections", "clients", "connections", "file_connections",
+GLOBAL_KEYS = ["admin", "client_connections", "clients", "connections", "connections_refused",
+               "file_connections",
                "host", "listener_connections", "listeners", "location", "server_id",
                "server_start", "server_start_iso8601", "source_client_connections",
                "source_relay_connections", "source_total_connections", "sources", "stats",
