@@ -306,7 +306,10 @@ void admin_handle(conn_t *c, const http_request_t *req, const char *path)
             http_parse_basic_auth(req, &user, &pass);
             char what[ADMIN_NAME_MAX + 16];
             snprintf(what, sizeof(what), "admin %s", cmd->name);
-            guard_failed(c->ip, what, user);
+            /* right source credentials on a command they do not open are refused, but are no
+             * failed login: only wrong passwords count towards the back-off */
+            if (!user || !pass || !admin_auth_source(a->mount_name, user, pass))
+                guard_failed(c->ip, what, user);
             free(user);
             free(pass);
         }

@@ -414,10 +414,10 @@ static int write_file(const char *path, const user_t *users, size_t n, file_id_t
     int fd = -1, rc = -ENOMEM;
     FILE *f = NULL;
     struct stat st;
-    if (!dirc || asprintf(&tmp, "%s.tmpXXXXXX", path) < 0) {
-        tmp = NULL;
+    size_t tlen = strlen(path) + sizeof(".tmpXXXXXX");
+    if (!dirc || !(tmp = malloc(tlen)))
         goto done;
-    }
+    snprintf(tmp, tlen, "%s.tmpXXXXXX", path);
     if ((fd = mkstemp(tmp)) < 0) {
         rc = -errno;
         goto done;

@@ -93,9 +93,10 @@ def test_listener_without_or_with_wrong_credentials_gets_401(station):
     assert resp.status == 200
     lst.wait_bytes(16 * 1024, 5)
     lst.close()
-    head, resp = get(srv, "alice", "wonderland", method="HEAD")
-    assert resp.status == 200
-    head.close()
+    if not IS_ICECAST:  # Icecast 2.4 answers HEAD with 400
+        head, resp = get(srv, "alice", "wonderland", method="HEAD")
+        assert resp.status == 200
+        head.close()
     src.stop()
 
 
