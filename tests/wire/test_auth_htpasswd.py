@@ -249,3 +249,53 @@ def test_repeated_failures_back_off_and_expire(station):
     assert ok[1].status == 200
     ok[0].close()
     src.stop()
+
+
+# ---------------------------------------------------------------- Icecast's own files
+
+ICECAST = "/usr/bin/icecast2"
+
+
+@pytest.mark.rimecast_only
+@pytest.mark.skipif(not os.path.exists(ICECAST), reason="Debian's icecast2 is not installed")
+def test_a_file_written_by_icecast_manageauth_is_read(station):
+    import conftest
+    d = user_dir()
+    path = os.path.join(d, "users")
+    write_users(path, "")
+    ice = conftest.Server(mounts=[auth_mount(path)], webroot="/usr/share/icecast2/web",
+                          adminroot="/usr/share/icecast2/admin")
+    ice.cfg["port"] = conftest.free_port()
+    ice.write_config()
+    proc = subprocess.Popen([ICECAST, "-c", ice.config_path], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, cwd=ice.dir)
+    try:
+        wirelib.wait_until(lambda: _port_open(ice.port), 10, "icecast2 to listen")
+        src = ice.source(MOUNT, DATA, headers={"Content-Type": "audio/mpeg"})
+        assert src.connect().status == 200   # Icecast manages users of live mounts only
+        src.start()
+        r = adminlib.admin(ice, "/admin/manageauth?mount=%s&action=add&username=iceuser"
+                           "&password=icepass" % MOUNT)
+        assert r.status == 200
+        src.stop()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        shutil.rmtree(ice.dir, ignore_errors=True)
+    assert open(path).read().strip() == md5_line("iceuser", "icepass").strip()
+    srv, _, src = station(open(path).read())
+    ok = get(srv, "iceuser", "icepass")
+    assert ok[1].status == 200
+    ok[0].close()
+    assert get(srv, "iceuser", "wrong")[1].status == 401
+    src.stop()
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def _port_open(port):
+    import socket
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+        return True
+    except OSError:
+        return False
