@@ -126,6 +126,9 @@
       <li><a href="/admin/updatemetadata.xsl?mount={$q}">
         <xsl:if test="$active = 'metadata'"><xsl:attribute name="aria-current">page</xsl:attribute></xsl:if>
         <xsl:text>Update metadata</xsl:text></a></li>
+      <li><a href="/admin/manageauth.xsl?mount={$q}">
+        <xsl:if test="$active = 'users'"><xsl:attribute name="aria-current">page</xsl:attribute></xsl:if>
+        <xsl:text>Users</xsl:text></a></li>
       <li>
         <xsl:call-template name="kill-source"><xsl:with-param name="mount" select="$mount"/></xsl:call-template>
       </li>

@@ -13,6 +13,8 @@
 
 #include "admin/json.h"
 #include "admin/xslt.h"
+#include "auth/auth.h"
+#include "auth/guard.h"
 #include "conf/config.h"
 #include "core/str.h"
 #include "core/url.h"
@@ -33,7 +35,7 @@ static int creds_match(const http_request_t *req, const char *want_user, const c
     char *user = NULL, *pass = NULL;
     int ok = 0;
     if (want_pass && http_parse_basic_auth(req, &user, &pass) == 0)
-        ok = strcmp(user, want_user ? want_user : "") == 0 && strcmp(pass, want_pass) == 0;
+        ok = str_equal_ct(user, want_user ? want_user : "") & str_equal_ct(pass, want_pass);
     free(user);
     free(pass);
     return ok;
@@ -50,10 +52,10 @@ int admin_auth_source(const char *mount, const char *user, const char *pass)
     const config_t *cfg = server_config();
     const mount_conf_t *mc = mount ? config_find_mount(cfg, mount) : NULL;
     if (mc && mc->password)
-        return strcmp(user, mc->username ? mc->username : "source") == 0 &&
-               strcmp(pass, mc->password) == 0;
-    return cfg->source_password && strcmp(user, "source") == 0 &&
-           strcmp(pass, cfg->source_password) == 0;
+        return str_equal_ct(user, mc->username ? mc->username : "source") &
+               str_equal_ct(pass, mc->password);
+    return cfg->source_password && str_equal_ct(user, "source") &
+           str_equal_ct(pass, cfg->source_password);
 }
 
 static int auth_ok(admin_req_t *a, const http_request_t *req)
@@ -64,7 +66,7 @@ static int auth_ok(admin_req_t *a, const http_request_t *req)
         return 1;
     if (a->cmd->auth == ADMIN_AUTH_RELAY)
         return creds_match(req, cfg->relay_user ? cfg->relay_user : "relay", cfg->relay_password);
-    if (a->cmd->auth != ADMIN_AUTH_MOUNT)
+    if (a->cmd->auth != ADMIN_AUTH_SOURCE)
         return 0;
     char *user = NULL, *pass = NULL;
     int ok = 0;
@@ -291,10 +293,31 @@ void admin_handle(conn_t *c, const http_request_t *req, const char *path)
         client_send_error(c, 500, "Internal Server Error");
         return;
     }
+    int has_creds = http_find_header(req, "authorization") != NULL;
+    unsigned blocked = has_creds ? guard_blocked(c->ip) : 0;
+    if (blocked) {
+        admin_req_free(a);
+        auth_send_refusal(c, AUTH_BLOCKED, blocked);
+        return;
+    }
     if (!auth_ok(a, req)) {
+        if (has_creds) {
+            char *user = NULL, *pass = NULL;
+            http_parse_basic_auth(req, &user, &pass);
+            char what[ADMIN_NAME_MAX + 16];
+            snprintf(what, sizeof(what), "admin %s", cmd->name);
+            /* right source credentials on a command they do not open are refused, but are no
+             * failed login: only wrong passwords count towards the back-off */
+            if (!user || !pass || !admin_auth_source(a->mount_name, user, pass))
+                guard_failed(c->ip, what, user);
+            free(user);
+            free(pass);
+        }
         admin_send_error(a, 401, "You need to authenticate");
         return;
     }
+    if (has_creds)
+        guard_succeeded(c->ip);
     if (cmd->needs_mount && !a->mount_name) {
         admin_send_error(a, 400, "Missing parameter");
         return;

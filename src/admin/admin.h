@@ -2,8 +2,9 @@
 /*
  * admin: Icecast's /admin/<command> API as a route table (name, mount needed, credentials
  * scope, handler, views) and what every command shares: Basic authentication (admin
- * credentials; mount commands also take that mount's source credentials; streamlist takes
- * relay credentials), parameter access, and the views of a handler's XML document: raw XML
+ * credentials; the metadata commands also take that mount's source credentials; streamlist
+ * takes relay credentials; failures feed the per-address back-off of auth/guard.h, a blocked
+ * address gets 429), passwords compared in constant time, parameter access, and the views of a handler's XML document: raw XML
  * (/admin/cmd), HTML through adminroot/<cmd>.xsl (/admin/cmd.xsl; an <iceresponse> document
  * without its own <cmd>.xsl uses response.xsl, as Icecast does) or JSON (/admin/cmd.json).
  * Handlers live in commands.c and clients.c.
@@ -27,7 +28,8 @@ typedef struct http_request http_request_t;
 typedef enum {
     ADMIN_AUTH_NONE,   /* anyone (buildm3u) */
     ADMIN_AUTH_GLOBAL, /* admin credentials */
-    ADMIN_AUTH_MOUNT,  /* admin, or the mount's source credentials */
+    ADMIN_AUTH_SOURCE, /* admin, or the source credentials of the mount= named (metadata
+                        * only: a source user may do nothing else, as in Icecast) */
     ADMIN_AUTH_RELAY,  /* admin, or the relay credentials */
 } admin_auth_t;
 

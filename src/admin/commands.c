@@ -12,6 +12,7 @@
 #include "admin/admin.h"
 #include "admin/commands.h"
 #include "admin/events_feed.h"
+#include "auth/guard.h"
 #include "conf/config.h"
 #include "core/escape.h"
 #include "core/log.h"
@@ -220,9 +221,10 @@ static void cmd_admin_cgi(admin_req_t *a)
     const mount_conf_t *mc = mount ? config_find_mount(cfg, mount) : NULL;
     const char *user = mc && mc->password && mc->username ? mc->username : "source";
     int ok = a->admin || (pass && mount && admin_auth_source(mount, user, pass)) ||
-             (pass && cfg->admin_password && strcmp(pass, cfg->admin_password) == 0);
+             (pass && str_equal_ct(pass, cfg->admin_password));
     free(pass);
     if (!ok) {
+        guard_failed(admin_conn(a) ? admin_conn(a)->ip : "-", "/admin.cgi", NULL);
         admin_send_error(a, 401, "You need to authenticate");
         return;
     }
@@ -293,16 +295,17 @@ static const admin_cmd_t commands[] = {
     {"stats",          0, ADMIN_AUTH_GLOBAL, cmd_stats,          XML_VIEWS},
     {"listmounts",     0, ADMIN_AUTH_GLOBAL, cmd_listmounts,     XML_VIEWS},
     {"streamlist",     0, ADMIN_AUTH_RELAY,  cmd_streamlist,     XML_VIEWS | ADMIN_VIEW_TXT},
-    {"listclients",    1, ADMIN_AUTH_MOUNT,  admin_cmd_listclients, XML_VIEWS},
-    {"moveclients",    1, ADMIN_AUTH_MOUNT,  admin_cmd_moveclients, XML_VIEWS},
-    {"killclient",     1, ADMIN_AUTH_MOUNT,  admin_cmd_killclient,  XML_VIEWS},
-    {"killsource",     1, ADMIN_AUTH_MOUNT,  cmd_killsource,     XML_VIEWS},
-    {"metadata",       1, ADMIN_AUTH_MOUNT,  cmd_metadata,       XML_VIEWS},
-    {"fallbacks",      1, ADMIN_AUTH_MOUNT,  cmd_fallbacks,      XML_VIEWS},
-    {"updatemetadata", 1, ADMIN_AUTH_MOUNT,  cmd_updatemetadata, XML_VIEWS},
+    {"listclients",    1, ADMIN_AUTH_GLOBAL, admin_cmd_listclients, XML_VIEWS},
+    {"moveclients",    1, ADMIN_AUTH_GLOBAL, admin_cmd_moveclients, XML_VIEWS},
+    {"killclient",     1, ADMIN_AUTH_GLOBAL, admin_cmd_killclient,  XML_VIEWS},
+    {"killsource",     1, ADMIN_AUTH_GLOBAL, cmd_killsource,     XML_VIEWS},
+    {"metadata",       1, ADMIN_AUTH_SOURCE, cmd_metadata,       XML_VIEWS},
+    {"fallbacks",      1, ADMIN_AUTH_GLOBAL, cmd_fallbacks,      XML_VIEWS},
+    {"updatemetadata", 1, ADMIN_AUTH_SOURCE, cmd_updatemetadata, XML_VIEWS},
     {"buildm3u",       0, ADMIN_AUTH_NONE,   cmd_buildm3u,       ADMIN_VIEW_XML},
     {"events",         0, ADMIN_AUTH_GLOBAL, cmd_events,         ADMIN_VIEW_XML},
     {"admin.cgi",      0, ADMIN_AUTH_NONE,   cmd_admin_cgi,      ADMIN_VIEW_XML},
+    {"manageauth",     0, ADMIN_AUTH_GLOBAL, admin_cmd_manageauth, XML_VIEWS},
 };
 
 const admin_cmd_t *admin_find_command(const char *name)

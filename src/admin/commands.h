@@ -19,4 +19,8 @@ void admin_cmd_moveclients(admin_req_t *a);
 /* killclient?mount=&id=: disconnects that listener of that mount. */
 void admin_cmd_killclient(admin_req_t *a);
 
+/* manageauth?mount=&action=list|add|delete: the users of the mount's htpasswd file
+ * (manageauth.c). */
+void admin_cmd_manageauth(admin_req_t *a);
+
 #endif

@@ -169,8 +169,10 @@ typedef struct config {
     char *webroot;      /* PKGDATADIR/web */
     char *adminroot;    /* PKGDATADIR/admin */
     char *pidfile;
-    char *allow_ip;
+    char *allow_ip;     /* files of addresses and CIDR ranges, one a line (auth/access.h) */
     char *deny_ip;
+    char *deny_agents;  /* file of User-Agent patterns, one a line (Rimecast, as Icecast-KH) */
+    char *trusted_proxies; /* file of proxy addresses whose X-Forwarded-For is believed */
     char *ssl_certificate;
     char *ssl_allowed_ciphers;
     alias_conf_t *aliases;

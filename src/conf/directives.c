@@ -157,7 +157,22 @@ static int fn_mount_auth(parse_t *p, xmlNodePtr n, void *obj)
         return -1;
     if (config_attr_required(p, n, "type", &m->auth->type))
         return -1;
-    return config_walk(p, n, &auth_opt_sec, m->auth);
+    if (config_walk(p, n, &auth_opt_sec, m->auth))
+        return -1;
+    if (strcmp(m->auth->type, "htpasswd") == 0) {
+        for (const kv_conf_t *kv = m->auth->options; kv; kv = kv->next)
+            if (strcmp(kv->name, "filename") == 0 && kv->value[0])
+                return 0;
+        return config_err(p, n, "<authentication type=\"htpasswd\"> needs <option "
+                          "name=\"filename\" value=\"...\"/>");
+    }
+    /* the one type not implemented yet; refused as policy.c refuses settings */
+    if (strcmp(m->auth->type, "url") == 0)
+        return config_err(p, n, "<authentication> in <mount> is not supported yet for "
+                          "type=\"url\": the mount would be served to every listener "
+                          "without authentication; remove it");
+    return config_err(p, n, "<authentication> has an unknown type=\"%s\" (htpasswd or url)",
+                      m->auth->type);
 }
 
 /* <paths><alias source= destination=|dest= [port=] [bind-address=]/> */
@@ -254,6 +269,8 @@ static const directive_t paths_dirs[] = {
     PATH("adminroot", config_t, adminroot),
     PATH("allow-ip", config_t, allow_ip),
     PATH("deny-ip", config_t, deny_ip),
+    PATH("deny-agents", config_t, deny_agents),
+    PATH("trusted-proxies", config_t, trusted_proxies),
     PATH("ssl-certificate", config_t, ssl_certificate),
     PATH("ssl-allowed-ciphers", config_t, ssl_allowed_ciphers),
     FN("alias", fn_alias),

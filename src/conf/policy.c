@@ -19,8 +19,6 @@
 
 const policy_t config_policies[] = {
     /* refused: ignoring them would let in someone the file keeps out */
-    REFUSE("mount", "authentication", POLICY_PRESENT,
-           "the mount would be served to every listener without authentication"),
     REFUSE("mount", "max-listener-duration", POLICY_ENABLED,
            "listeners would stay connected without a time limit"),
     REFUSE("mount", "no-mount", POLICY_ENABLED,
@@ -29,8 +27,6 @@ const policy_t config_policies[] = {
            "the port would serve plain HTTP, passwords included"),
     REFUSE("listen-socket", "tls", POLICY_ENABLED,
            "the port would serve plain HTTP, passwords included"),
-    REFUSE("paths", "allow-ip", POLICY_PRESENT, "connections from every address would be accepted"),
-    REFUSE("paths", "deny-ip", POLICY_PRESENT, "connections from every address would be accepted"),
 
     /* warned once: the server works, without the feature */
     WARN("icecast", "relay", POLICY_PRESENT, "no relay is started"),

@@ -125,3 +125,19 @@ char *str_ndup(const char *s, size_t len)
     d[len] = '\0';
     return d;
 }
+
+int str_equal_ct(const char *a, const char *b)
+{
+    if (!a || !b)
+        return 0;
+    size_t la = strlen(a), lb = strlen(b);
+    /* walk the longer length so a short guess costs as long as a full one */
+    size_t n = la > lb ? la : lb;
+    volatile unsigned char diff = (unsigned char)(la != lb);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char x = i < la ? (unsigned char)a[i] : 0;
+        unsigned char y = i < lb ? (unsigned char)b[i] : 0;
+        diff |= (unsigned char)(x ^ y);
+    }
+    return diff == 0;
+}

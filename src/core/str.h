@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * str: generic string helpers: duplication, case-insensitive comparison, base64.
+ * str: generic string helpers: duplication, case-insensitive and constant-time comparison,
+ * base64.
  * Results are malloc'd and owned by the caller; decoders never read past their input length.
  * Escaping for output languages lives in core/escape.h, UTF-8 and charsets in core/utf8.h,
  * percent-coding, query strings and paths in core/url.h.
@@ -18,6 +19,10 @@ char *str_base64_encode(const unsigned char *in, size_t len);
 
 /* Case-insensitive comparison of a (ptr,len) string with a NUL-terminated one. 1 if equal. */
 int str_ieq(const char *s, size_t len, const char *lit);
+
+/* 1 if a and b are equal, in a time that depends only on their lengths, not on where they
+ * differ (passwords, hashes). NULL equals nothing. */
+int str_equal_ct(const char *a, const char *b);
 
 /* strdup that accepts NULL (and returns NULL for it). */
 char *str_dup(const char *s);

@@ -68,6 +68,8 @@ static void client_destroy(conn_t *c)
 {
     client_t *cl = client_of(c);
     client_log_request(c);
+    if (cl->on_end)
+        cl->on_end(cl->on_end_arg);
     free(cl->req);
     free(cl);
 }
@@ -125,8 +127,12 @@ void client_accept(worker_t *w, int fd, const char *ip, const listen_conf_t *lc)
         return;
     }
     conn_set_deadline(c, (uint64_t)cfg->header_timeout * 1000u);
-    if (atomic_load(&server.stats.clients) > cfg->clients)
+    if (handlers.admit && !handlers.admit(c)) {
+        cl->log_method = strdup("-");
+        client_send_error(c, 403, "Forbidden");
+    } else if (atomic_load(&server.stats.clients) > cfg->clients) {
         refuse(c);
+    }
 }
 
 /* ---- answers ---- */

@@ -25,6 +25,10 @@ typedef struct client {
     /* access log */
     char *log_method, *log_uri, *log_protocol, *log_agent, *log_referer, *log_user;
     int status;
+    char peer[64];             /* the socket's address when ip was replaced by a forwarded one */
+    /* called once when the connection ends (a role above: e.g. an authenticated session) */
+    void (*on_end)(void *arg);
+    void *on_end_arg;
 } client_t;
 
 static inline client_t *client_of(conn_t *c)
@@ -38,6 +42,8 @@ static inline client_t *client_of(conn_t *c)
 typedef struct client_handlers {
     void (*request)(conn_t *c, http_request_t *req, size_t head_len);
     void (*shoutcast)(conn_t *c);
+    /* may be NULL: 0 refuses a just-accepted connection (403) before its request is read */
+    int (*admit)(conn_t *c);
 } client_handlers_t;
 void client_set_handlers(const client_handlers_t *h);
 

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth/access.h"
+#include "auth/auth.h"
 #include "core/log.h"
 #include "core/escape.h"
 #include "core/url.h"
@@ -53,6 +55,35 @@ static char *request_path(const http_request_t *req)
     return path;
 }
 
+static void end_session(void *arg)
+{
+    auth_session_end(arg);
+}
+
+/* Mount authentication (once per join, on this worker). 1 to go on; else the refusal is sent
+ * and the mount reference dropped. */
+static int listener_admitted(conn_t *c, const http_request_t *req, mount_t *m)
+{
+    auth_outcome_t out;
+    auth_result_t r = auth_listener_check(m->name, req, c->ip, req->method == HTTP_METHOD_HEAD,
+                                          &out);
+    if (r != AUTH_OK) {
+        mount_unref(m);
+        auth_send_refusal(c, r, out.retry_after);
+        return 0;
+    }
+    client_t *cl = client_of(c);
+    if (out.user) {
+        free(cl->log_user);
+        cl->log_user = out.user; /* the access log's user field */
+    }
+    if (out.session) {
+        cl->on_end = end_session;
+        cl->on_end_arg = out.session;
+    }
+    return 1;
+}
+
 static void handle_get(conn_t *c, const http_request_t *req)
 {
     char *path = request_path(req);
@@ -67,7 +98,8 @@ static void handle_get(conn_t *c, const http_request_t *req)
                      : NULL;
     if (m) {
         free(path);
-        listener_start(c, req, m); /* takes the reference */
+        if (listener_admitted(c, req, m))
+            listener_start(c, req, m); /* takes the reference */
         return;
     }
     router_handle(c, req, path);
@@ -90,8 +122,52 @@ static void handle_source(conn_t *c, http_request_t *req, size_t head_len)
     source_start(c, req, head_len);
 }
 
+static int admit_connection(conn_t *c)
+{
+    if (access_ip_allowed(c->ip))
+        return 1;
+    log_info("access: %s refused (allow-ip / deny-ip)", c->ip);
+    return 0;
+}
+
+/* Access rules that need the request: the address behind a trusted proxy (it replaces c->ip
+ * for logs, stats, listclients, auth and the IP rules; the socket's stays in peer), then the
+ * IP rules again for it, then the agent. 1 to go on, else 403 sent. */
+static int admit_request(conn_t *c, const http_request_t *req)
+{
+    client_t *cl = client_of(c);
+    const char *peer = cl->peer[0] ? cl->peer : c->ip;
+    char real[64];
+    if (access_proxy_trusted(peer) && access_forwarded_for(req, real, sizeof(real))) {
+        if (!cl->peer[0])
+            snprintf(cl->peer, sizeof(cl->peer), "%s", c->ip);
+        if (strcmp(real, c->ip) != 0)
+            log_debug("access: %s forwards for %s", cl->peer, real);
+        snprintf(c->ip, sizeof(c->ip), "%s", real);
+        if (!access_ip_allowed(c->ip)) {
+            log_info("access: %s (through proxy %s) refused (allow-ip / deny-ip)", c->ip,
+                     cl->peer);
+            client_send_error(c, 403, "Forbidden");
+            return 0;
+        }
+    } else if (cl->peer[0]) {
+        snprintf(c->ip, sizeof(c->ip), "%s", cl->peer); /* this request names no one else */
+    }
+    const http_header_t *ua = http_find_header(req, "user-agent");
+    if (!access_agent_allowed(ua ? ua->value : NULL, ua ? ua->value_len : 0)) {
+        char esc[512];
+        log_info("access: %s refused: user agent %s is denied", c->ip,
+                 ua ? escape_log(esc, sizeof(esc), ua->value, ua->value_len) : "(none)");
+        client_send_error(c, 403, "Forbidden");
+        return 0;
+    }
+    return 1;
+}
+
 static void dispatch_request(conn_t *c, http_request_t *req, size_t head_len)
 {
+    if (!admit_request(c, req))
+        return;
     switch (req->method) {
     case HTTP_METHOD_SOURCE:
     case HTTP_METHOD_PUT:
@@ -116,6 +192,7 @@ void dispatch_init(void)
     static const client_handlers_t handlers = {
         .request = dispatch_request,
         .shoutcast = shoutcast_start,
+        .admit = admit_connection,
     };
     client_set_handlers(&handlers);
     worker_set_accept(client_accept);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth/guard.h"
 #include "conf/config.h"
 #include "core/log.h"
 #include "core/str.h"
@@ -117,13 +118,16 @@ static void shoutcast_on_readable(conn_t *c)
         const config_t *cfg = server_config();
         const mount_conf_t *mc = config_find_mount(cfg, cl->shoutcast_mount);
         const char *user = mc && mc->password && mc->username ? mc->username : "source";
-        int ok = pass && source_check_password(cfg, mc, user, pass);
+        int ok = !guard_blocked(c->ip) && pass && source_check_password(cfg, mc, user, pass);
         free(pass);
         if (!ok) {
-            log_info("shoutcast source %s on %s: wrong password", c->ip, cl->shoutcast_mount);
+            char what[600];
+            snprintf(what, sizeof(what), "shoutcast source %s (wrong password)", cl->shoutcast_mount);
+            guard_failed(c->ip, what, NULL);
             conn_close(c);
             return;
         }
+        guard_succeeded(c->ip);
         /* header-timeout keeps running until the headers are complete */
         cl->parsed_len = (size_t)(nl - c->rbuf) + 1;
         static const char ok2[] = "OK2\r\nicy-caps:11\r\n\r\n";

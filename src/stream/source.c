@@ -16,6 +16,8 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "auth/auth.h"
+#include "auth/guard.h"
 #include "conf/config.h"
 #include "core/escape.h"
 #include "core/log.h"
@@ -165,11 +167,11 @@ int source_check_password(const config_t *cfg, const mount_conf_t *mc, const cha
 {
     if (mc && mc->password) {
         const char *want_user = mc->username ? mc->username : "source";
-        return strcmp(user, want_user) == 0 && strcmp(pass, mc->password) == 0;
+        return str_equal_ct(user, want_user) & str_equal_ct(pass, mc->password);
     }
     if (!cfg->source_password)
         return 0;
-    return strcmp(user, "source") == 0 && strcmp(pass, cfg->source_password) == 0;
+    return str_equal_ct(user, "source") & str_equal_ct(pass, cfg->source_password);
 }
 
 static int authenticate(conn_t *c, const http_request_t *req, const config_t *cfg,
@@ -447,12 +449,21 @@ void source_start(conn_t *c, const http_request_t *req, size_t head_len)
         return;
     }
     const mount_conf_t *mc = config_find_mount(cfg, mount);
+    unsigned blocked = guard_blocked(c->ip);
+    if (blocked) {
+        free(mount);
+        auth_send_refusal(c, AUTH_BLOCKED, blocked);
+        return;
+    }
     if (!authenticate(c, req, cfg, mc)) {
-        log_info("source %s on %s: authentication failed", c->ip, mount);
+        char what[600];
+        snprintf(what, sizeof(what), "source %s", mount);
+        guard_failed(c->ip, what, client_of(c)->log_user); /* logs, escaped */
         free(mount);
         client_send_error(c, 401, "Authentication Required");
         return;
     }
+    guard_succeeded(c->ip);
     if (req->method == HTTP_METHOD_PUT && !http_find_header(req, "content-type")) {
         free(mount);
         client_send_error(c, 403, "Forbidden: No Content-type given");

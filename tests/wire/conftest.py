@@ -120,6 +120,12 @@ def render_config(cfg):
     mounts = []
     for m in cfg.get("mounts") or []:
         body = "\n    ".join(el(k.replace("_", "-"), m[k]) for k in MOUNT_KEYS if m.get(k) is not None)
+        if m.get("auth"):
+            # {"type": "htpasswd", "options": {"filename": ..., ...}}
+            opts = "".join('<option name="%s" value="%s"/>' % (escape(k), escape(str(v)))
+                           for k, v in m["auth"].get("options", {}).items())
+            body += '\n    <authentication type="%s">%s</authentication>' % (
+                escape(m["auth"]["type"]), opts)
         mounts.append('<mount type="normal">\n    %s\n  </mount>' % body)
     change = ""
     if cfg.get("changeowner", True):

@@ -2,8 +2,8 @@
 """No config setting is silently ignored.
 
 A setting the server does not implement yet either stops the start (when
-ignoring it would open access: mount authentication, TLS sockets, allow-ip /
-deny-ip, max-listener-duration, no-mount), also on SIGHUP reload, or is warned
+ignoring it would open access: URL authentication of a mount, TLS sockets,
+max-listener-duration, no-mount), also on SIGHUP reload, or is warned
 about once in the error log and listed on the admin pages (/admin/stats,
 /admin/stats.json, /admin/stats.xsl).
 """
@@ -50,18 +50,13 @@ def _line_of(srv, needle):
 REFUSED = [
     ("authentication",
      '<mount type="normal"><mount-name>/secret</mount-name>\n'
-     '<authentication type="htpasswd"><option name="filename" value="users"/>'
-     '</authentication></mount>'),
-    ("authentication",
-     '<mount type="normal"><mount-name>/secret</mount-name>\n'
      '<authentication type="url"><option name="listener_add" value="http://127.0.0.1:9/"/>'
      '</authentication></mount>'),
     ("authentication",
-     '<mount type="default">\n<authentication type="htpasswd"/></mount>'),
+     '<mount type="default">\n<authentication type="url">'
+     '<option name="listener_add" value="http://127.0.0.1:9/"/></authentication></mount>'),
     ("ssl", "<listen-socket><port>%d</port>\n<ssl>1</ssl></listen-socket>"),
     ("tls", "<listen-socket><port>%d</port>\n<tls>true</tls></listen-socket>"),
-    ("allow-ip", "<paths>\n<allow-ip>/etc/rimecast/allow</allow-ip></paths>"),
-    ("deny-ip", "<paths>\n<deny-ip>/etc/rimecast/deny</deny-ip></paths>"),
     ("max-listener-duration",
      "<mount><mount-name>/timed</mount-name>\n"
      "<max-listener-duration>3600</max-listener-duration></mount>"),
@@ -70,8 +65,8 @@ REFUSED = [
 
 
 @pytest.mark.parametrize("setting,xml", REFUSED,
-                         ids=["htpasswd", "url-auth", "default-mount-auth", "ssl", "tls",
-                              "allow-ip", "deny-ip", "max-listener-duration", "no-mount"])
+                         ids=["url-auth", "default-mount-url-auth", "ssl", "tls",
+                              "max-listener-duration", "no-mount"])
 def test_setting_that_would_open_access_is_refused_at_start(setting, xml):
     if "%d" in xml:
         xml = xml % free_port()
@@ -158,7 +153,7 @@ def test_clean_config_has_no_warning(server):
 def test_reload_with_a_refused_setting_keeps_the_running_config(server):
     srv = server(extra_xml=RELAY)
     srv.write_config(extra_xml='<mount type="normal"><mount-name>/secret</mount-name>\n'
-                     '<authentication type="htpasswd"/></mount>')
+                     '<authentication type="url"/></mount>')
     srv.send_signal(signal.SIGHUP)
     srv.wait_log("reload failed")
     assert "<authentication> in <mount> is not supported yet" in srv.error_log()

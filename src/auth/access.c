@@ -1,0 +1,372 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * access: allow-ip, deny-ip, deny-agents and trusted-proxies files as lock-free snapshots, and
+ * the forwarded-address rules (see access.h). Checked once per connection (IP) or request
+ * (agent, forwarded address): one stat per file per check, never on the listener hot path.
+ */
+#include "auth/access.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "auth/cidr.h"
+#include "conf/config.h"
+#include "core/escape.h"
+#include "core/log.h"
+#include "core/str.h"
+#include "http/parser.h"
+#include "net/server.h"
+
+#define RETIRE_SECONDS 60
+#define AGENT_MAX 1024
+
+typedef struct snap {
+    int exists;
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime;
+    cidr_list_t ranges;  /* address files */
+    char **patterns;     /* agent file */
+    size_t npatterns;
+    time_t retired;
+    struct snap *next_retired;
+} snap_t;
+
+typedef struct watched {
+    char *path;
+    int agents; /* 1: patterns, 0: ranges */
+    _Atomic(snap_t *) cur;
+    pthread_mutex_t lock;
+    snap_t *retired;
+    int load_errno;
+    struct watched *next;
+} watched_t;
+
+static _Atomic(watched_t *) registry;
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void snap_free(snap_t *s)
+{
+    if (!s)
+        return;
+    cidr_list_free(&s->ranges);
+    for (size_t i = 0; i < s->npatterns; i++)
+        free(s->patterns[i]);
+    free(s->patterns);
+    free(s);
+}
+
+static int same_file(const snap_t *s, const struct stat *st, int exists)
+{
+    if (s->exists != exists)
+        return 0;
+    return !exists || (s->dev == st->st_dev && s->ino == st->st_ino && s->size == st->st_size &&
+                       s->mtime.tv_sec == st->st_mtim.tv_sec &&
+                       s->mtime.tv_nsec == st->st_mtim.tv_nsec);
+}
+
+static int parse_patterns(snap_t *s, const char *text, size_t len)
+{
+    size_t cap = 0;
+    for (size_t pos = 0; pos < len;) {
+        const char *line = text + pos, *nl = memchr(line, '\n', len - pos);
+        size_t llen = nl ? (size_t)(nl - line) : len - pos;
+        pos += llen + 1;
+        while (llen && (line[llen - 1] == '\r' || line[llen - 1] == ' ' || line[llen - 1] == '\t'))
+            llen--;
+        while (llen && (*line == ' ' || *line == '\t')) {
+            line++;
+            llen--;
+        }
+        if (llen == 0 || line[0] == '#')
+            continue;
+        if (s->npatterns == cap) {
+            size_t ncap = cap ? cap * 2 : 16;
+            char **np = realloc(s->patterns, ncap * sizeof(*np));
+            if (!np)
+                return -1;
+            s->patterns = np;
+            cap = ncap;
+        }
+        if (!(s->patterns[s->npatterns] = str_ndup(line, llen)))
+            return -1;
+        s->npatterns++;
+    }
+    return 0;
+}
+
+/* Under w->lock: a snapshot of the file as it is now. */
+static snap_t *load_locked(watched_t *w)
+{
+    char esc[512];
+    snap_t *s = calloc(1, sizeof(*s));
+    int fd = open(w->path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    char *text = NULL;
+    if (!s)
+        goto fail_fd;
+    if (fd < 0 || fstat(fd, &st) < 0) {
+        int err = errno;
+        if (err != w->load_errno)
+            log_error("access file %s: %s (read as empty)",
+                      escape_log(esc, sizeof(esc), w->path, strlen(w->path)), strerror(err));
+        w->load_errno = err;
+        goto done; /* exists = 0: empty */
+    }
+    s->exists = 1;
+    s->dev = st.st_dev;
+    s->ino = st.st_ino;
+    s->size = st.st_size;
+    s->mtime = st.st_mtim;
+    size_t len = 0, cap = (size_t)st.st_size + 1;
+    ssize_t r = 0;
+    if (!(text = malloc(cap)))
+        goto fail_fd;
+    while ((r = read(fd, text + len, cap - len)) > 0 && (len += (size_t)r) < cap)
+        ;
+    long bad = 0;
+    if (w->agents ? parse_patterns(s, text, len) < 0
+                  : cidr_list_parse(text, len, &s->ranges, &bad) < 0)
+        goto fail_fd;
+    if (bad)
+        log_warn("access file %s: %ld line(s) that are not an address or range skipped",
+                 escape_log(esc, sizeof(esc), w->path, strlen(w->path)), bad);
+    w->load_errno = 0;
+done:
+    if (fd >= 0)
+        close(fd);
+    free(text);
+    return s;
+fail_fd:
+    if (fd >= 0)
+        close(fd);
+    free(text);
+    snap_free(s);
+    return NULL;
+}
+
+static watched_t *watched_get(const char *path, int agents)
+{
+    for (watched_t *w = atomic_load(&registry); w; w = w->next)
+        if (w->agents == agents && strcmp(w->path, path) == 0)
+            return w;
+    pthread_mutex_lock(&registry_lock);
+    watched_t *w;
+    for (w = atomic_load(&registry); w; w = w->next)
+        if (w->agents == agents && strcmp(w->path, path) == 0)
+            break;
+    if (!w && (w = calloc(1, sizeof(*w)))) {
+        if (!(w->path = strdup(path))) {
+            free(w);
+            w = NULL;
+        } else {
+            w->agents = agents;
+            pthread_mutex_init(&w->lock, NULL);
+            w->next = atomic_load(&registry);
+            atomic_store(&registry, w);
+        }
+    }
+    pthread_mutex_unlock(&registry_lock);
+    return w;
+}
+
+/* The snapshot of a file (NULL path: none), re-read if it changed; never waits for another
+ * thread's reload. */
+static const snap_t *snapshot(const char *path, int agents)
+{
+    if (!path)
+        return NULL;
+    watched_t *w = watched_get(path, agents);
+    if (!w)
+        return NULL;
+    snap_t *cur = atomic_load_explicit(&w->cur, memory_order_acquire);
+    struct stat st;
+    int exists = stat(path, &st) == 0;
+    if (cur && same_file(cur, &st, exists))
+        return cur;
+    if (pthread_mutex_trylock(&w->lock) != 0)
+        return cur;
+    snap_t *s = load_locked(w);
+    if (s) {
+        time_t now = time(NULL);
+        snap_t *old = atomic_exchange_explicit(&w->cur, s, memory_order_acq_rel);
+        for (snap_t **pp = &w->retired; *pp;) {
+            if (now - (*pp)->retired > RETIRE_SECONDS) {
+                snap_t *dead = *pp;
+                *pp = dead->next_retired;
+                snap_free(dead);
+            } else {
+                pp = &(*pp)->next_retired;
+            }
+        }
+        if (old) {
+            old->retired = now;
+            old->next_retired = w->retired;
+            w->retired = old;
+        }
+        cur = s;
+    }
+    pthread_mutex_unlock(&w->lock);
+    return cur;
+}
+
+int access_ip_allowed(const char *ip)
+{
+    const config_t *cfg = server_config();
+    unsigned char addr[16];
+    if (!cfg->allow_ip && !cfg->deny_ip)
+        return 1;
+    if (cidr_addr_parse(ip, strlen(ip), addr) < 0)
+        return 0;
+    const snap_t *deny = snapshot(cfg->deny_ip, 0);
+    if (deny && cidr_list_match(&deny->ranges, addr))
+        return 0;
+    if (!cfg->allow_ip)
+        return 1;
+    const snap_t *allow = snapshot(cfg->allow_ip, 0);
+    return allow && cidr_list_match(&allow->ranges, addr);
+}
+
+int access_agent_allowed(const char *agent, size_t len)
+{
+    const config_t *cfg = server_config();
+    char buf[AGENT_MAX + 1];
+    if (!cfg->deny_agents)
+        return 1;
+    const snap_t *s = snapshot(cfg->deny_agents, 1);
+    if (!s || s->npatterns == 0)
+        return 1;
+    if (len > AGENT_MAX)
+        len = AGENT_MAX;
+    memcpy(buf, agent ? agent : "", agent ? len : 0);
+    buf[agent ? len : 0] = '\0';
+    for (size_t i = 0; i < s->npatterns; i++)
+        if (fnmatch(s->patterns[i], buf, FNM_CASEFOLD) == 0)
+            return 0;
+    return 1;
+}
+
+static int trusted_addr(const unsigned char addr[16])
+{
+    const snap_t *s = snapshot(server_config()->trusted_proxies, 0);
+    return s && cidr_list_match(&s->ranges, addr);
+}
+
+int access_proxy_trusted(const char *peer)
+{
+    unsigned char addr[16];
+    if (!server_config()->trusted_proxies || cidr_addr_parse(peer, strlen(peer), addr) < 0)
+        return 0;
+    return trusted_addr(addr);
+}
+
+/* ---- forwarded addresses ---- */
+
+static void format_addr(const unsigned char a[16], char *out, size_t cap)
+{
+    static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    if (memcmp(a, mapped, 12) == 0)
+        inet_ntop(AF_INET, a + 12, out, (socklen_t)cap);
+    else
+        inet_ntop(AF_INET6, a, out, (socklen_t)cap);
+}
+
+/* One element's address: "1.2.3.4", "1.2.3.4:80", "[v6]", "[v6]:80", "v6", quoted or not. */
+static int element_addr(const char *s, size_t len, unsigned char out[16])
+{
+    while (len && (*s == ' ' || *s == '\t')) {
+        s++;
+        len--;
+    }
+    while (len && (s[len - 1] == ' ' || s[len - 1] == '\t'))
+        len--;
+    if (len >= 2 && s[0] == '"' && s[len - 1] == '"') {
+        s++;
+        len -= 2;
+    }
+    if (len && s[0] == '[') {
+        const char *close = memchr(s, ']', len);
+        if (!close)
+            return -1;
+        size_t after = len - (size_t)(close - s) - 1;
+        if (after && close[1] != ':')
+            return -1;
+        return cidr_addr_parse(s + 1, (size_t)(close - s) - 1, out);
+    }
+    const char *colon = memchr(s, ':', len);
+    if (colon && !memchr(colon + 1, ':', len - (size_t)(colon - s) - 1))
+        len = (size_t)(colon - s); /* IPv4 with a port */
+    return cidr_addr_parse(s, len, out);
+}
+
+/* The for= value of one Forwarded element ("for=1.2.3.4;proto=http"). */
+static int forwarded_for(const char *s, size_t len, unsigned char out[16])
+{
+    for (size_t pos = 0; pos < len;) {
+        const char *pair = s + pos, *semi = memchr(pair, ';', len - pos);
+        size_t plen = semi ? (size_t)(semi - pair) : len - pos;
+        pos += plen + 1;
+        while (plen && (*pair == ' ' || *pair == '\t')) {
+            pair++;
+            plen--;
+        }
+        if (plen > 4 && str_ieq(pair, 4, "for="))
+            return element_addr(pair + 4, plen - 4, out);
+    }
+    return -1;
+}
+
+int access_pick_forwarded(const char *value, size_t len, int forwarded_syntax,
+                          int (*trusted)(const unsigned char addr[16]), char *out, size_t cap)
+{
+    unsigned char addr[16], leftmost[16];
+    int have = 0;
+    size_t end = len;
+    /* right to left over the comma-separated elements */
+    while (end > 0) {
+        size_t start = end;
+        while (start > 0 && value[start - 1] != ',')
+            start--;
+        int rc = forwarded_syntax ? forwarded_for(value + start, end - start, addr)
+                                  : element_addr(value + start, end - start, addr);
+        if (rc < 0)
+            break; /* what is left of garbage cannot be trusted */
+        memcpy(leftmost, addr, 16);
+        have = 1;
+        if (!trusted || !trusted(addr)) {
+            format_addr(addr, out, cap);
+            return 1;
+        }
+        if (start == 0)
+            break;
+        end = start - 1;
+    }
+    if (!have)
+        return 0;
+    format_addr(leftmost, out, cap); /* every hop is a trusted proxy */
+    return 1;
+}
+
+int access_forwarded_for(const http_request_t *req, char *out, size_t cap)
+{
+    const http_header_t *h = http_find_header(req, "x-forwarded-for");
+    int forwarded = 0;
+    if (!h) {
+        h = http_find_header(req, "forwarded");
+        forwarded = 1;
+    }
+    if (!h)
+        return 0;
+    return access_pick_forwarded(h->value, h->value_len, forwarded, trusted_addr, out, cap);
+}

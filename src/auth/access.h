@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * access: who may talk to the server at all, from four files named in <paths>:
+ *   allow-ip         addresses / CIDR ranges (IPv4, IPv6); when set, only those get in
+ *   deny-ip          addresses / CIDR ranges refused
+ *   deny-agents      User-Agent patterns refused (fnmatch wildcards, case-insensitive,
+ *                    matched against the whole header; "*bot*" refuses any agent with "bot")
+ *   trusted-proxies  addresses / CIDR ranges of reverse proxies whose X-Forwarded-For or
+ *                    Forwarded: for= header names the real client
+ * One entry a line, '#' starts a comment. Each file is re-read when it changes on disk
+ * (mtime to the nanosecond, size, inode), into an immutable snapshot that readers use without
+ * a lock; a file that cannot be read counts as empty (and is logged once): an unreadable
+ * allow-ip file lets nobody in.
+ *
+ * Denied clients get 403: IP rules at accept, before the request is read, and again on the
+ * forwarded address once a trusted proxy's request is parsed; the agent after parsing.
+ */
+#ifndef RIMECAST_ACCESS_H
+#define RIMECAST_ACCESS_H
+
+#include <stddef.h>
+
+typedef struct http_request http_request_t;
+
+/* 1 if ip may connect (allow-ip / deny-ip of the running config). */
+int access_ip_allowed(const char *ip);
+/* 1 if the agent (may be NULL: no header) is not refused by deny-agents. */
+int access_agent_allowed(const char *agent, size_t len);
+/* 1 if peer is listed in trusted-proxies. */
+int access_proxy_trusted(const char *peer);
+
+/* The client behind a trusted proxy: from X-Forwarded-For, the rightmost address that is not
+ * itself a trusted proxy (else the leftmost), or from Forwarded: for= (same rule). Writes the
+ * address, normalised, into out and returns 1; 0 when the request names none (or none valid). */
+int access_forwarded_for(const http_request_t *req, char *out, size_t cap);
+
+/* Parses X-Forwarded-For-like text (comma-separated addresses, optional spaces, IPv6 in
+ * brackets or not, an optional :port on IPv4 / bracketed IPv6) and picks as above, with the
+ * given trust test. For tests and fuzzing. */
+int access_pick_forwarded(const char *value, size_t len, int forwarded_syntax,
+                          int (*trusted)(const unsigned char addr[16]), char *out, size_t cap);
+
+#endif

@@ -1,0 +1,554 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * htpasswd: parsing, snapshots, reload on change and atomic rewrite of htpasswd files (see
+ * htpasswd.h). Cold path only: a listener's check runs once per join.
+ */
+#include "auth/htpasswd.h"
+
+#include <crypt.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "auth/md5.h"
+#include "core/escape.h"
+#include "core/log.h"
+#include "core/str.h"
+
+#define RETIRE_SECONDS 60 /* a replaced snapshot outlives any reader by far */
+
+typedef struct {
+    char *name;
+    char *hash;
+} user_t;
+
+/* What identifies one version of the file on disk. */
+typedef struct {
+    int exists;
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime;
+} file_id_t;
+
+typedef struct snapshot {
+    user_t *users; /* sorted by name */
+    size_t n;
+    file_id_t id;
+    time_t retired; /* when it was replaced */
+    struct snapshot *next_retired;
+} snapshot_t;
+
+struct htpasswd {
+    char *path;
+    _Atomic(snapshot_t *) cur;
+    pthread_mutex_t lock;   /* reload and write; readers never take it */
+    snapshot_t *retired;    /* under lock */
+    int load_errno;         /* last read error logged (under lock), to log each once */
+    struct htpasswd *next;  /* registry */
+};
+
+static _Atomic(htpasswd_t *) registry;
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* ---- parsing ---- */
+
+int htpasswd_parse_line(const char *line, size_t len, const char **user, size_t *ulen,
+                        const char **hash, size_t *hlen)
+{
+    if (len > 0 && line[len - 1] == '\r')
+        len--;
+    if (len == 0 || line[0] == '#')
+        return 0;
+    const char *colon = memchr(line, ':', len);
+    if (!colon)
+        return -1;
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)line[i] < 0x20 || line[i] == 0x7f)
+            return -1;
+    *user = line;
+    *ulen = (size_t)(colon - line);
+    *hash = colon + 1;
+    *hlen = len - *ulen - 1;
+    if (*ulen == 0 || *ulen > HTPASSWD_USER_MAX || *hlen == 0 || *hlen > HTPASSWD_HASH_MAX)
+        return -1;
+    return 1;
+}
+
+int htpasswd_user_valid(const char *name)
+{
+    size_t len = name ? strlen(name) : 0;
+    if (len == 0 || len > HTPASSWD_USER_MAX)
+        return 0;
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)name[i] < 0x20 || name[i] == 0x7f || name[i] == ':')
+            return 0;
+    return 1;
+}
+
+static int is_md5_hex(const char *hash)
+{
+    size_t i;
+    for (i = 0; hash[i]; i++)
+        if (!((hash[i] >= '0' && hash[i] <= '9') || (hash[i] >= 'a' && hash[i] <= 'f') ||
+              (hash[i] >= 'A' && hash[i] <= 'F')))
+            return 0;
+    return i == 32;
+}
+
+int htpasswd_hash_verify(const char *hash, const char *pass)
+{
+    if (!hash || !pass)
+        return 0;
+    if (is_md5_hex(hash)) {
+        char hex[33], want[33];
+        md5_hex(pass, strlen(pass), hex);
+        for (int i = 0; i < 33; i++)
+            want[i] = (char)(hash[i] >= 'A' && hash[i] <= 'F' ? hash[i] + 32 : hash[i]);
+        return str_equal_ct(hex, want);
+    }
+    if (strncmp(hash, "$6$", 3) != 0 && strncmp(hash, "$5$", 3) != 0 &&
+        strncmp(hash, "$y$", 3) != 0)
+        return 0;
+    struct crypt_data *cd = calloc(1, sizeof(*cd));
+    if (!cd)
+        return 0;
+    const char *out = crypt_r(pass, hash, cd);
+    int ok = out && out[0] == '$' && str_equal_ct(out, hash);
+    free(cd);
+    return ok;
+}
+
+int htpasswd_hash_new(const char *pass, char *out, size_t cap)
+{
+    static const char alphabet[] =
+        "./0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    unsigned char rnd[16];
+    char salt[3 + 16 + 1];
+    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+        return -EIO;
+    memcpy(salt, "$6$", 3);
+    for (int i = 0; i < 16; i++)
+        salt[3 + i] = alphabet[rnd[i] & 63];
+    salt[19] = '\0';
+    struct crypt_data *cd = calloc(1, sizeof(*cd));
+    if (!cd)
+        return -ENOMEM;
+    const char *h = crypt_r(pass, salt, cd);
+    int rc = h && strncmp(h, "$6$", 3) == 0 && strlen(h) < cap ? 0 : -EIO;
+    if (rc == 0)
+        memcpy(out, h, strlen(h) + 1);
+    free(cd);
+    return rc;
+}
+
+/* ---- snapshots ---- */
+
+static void snapshot_free(snapshot_t *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->n; i++) {
+        free(s->users[i].name);
+        free(s->users[i].hash);
+    }
+    free(s->users);
+    free(s);
+}
+
+static int user_cmp(const void *a, const void *b)
+{
+    return strcmp(((const user_t *)a)->name, ((const user_t *)b)->name);
+}
+
+/* Parses a file's text; a later line for the same user wins, as in Icecast. */
+static snapshot_t *snapshot_parse(const char *text, size_t len, long *malformed)
+{
+    snapshot_t *s = calloc(1, sizeof(*s));
+    size_t cap = 0;
+    long bad = 0;
+    if (!s)
+        return NULL;
+    for (size_t pos = 0; pos < len;) {
+        const char *nl = memchr(text + pos, '\n', len - pos);
+        size_t llen = nl ? (size_t)(nl - (text + pos)) : len - pos;
+        const char *u, *h;
+        size_t ul, hl;
+        int rc = llen > HTPASSWD_LINE_MAX ? -1 : htpasswd_parse_line(text + pos, llen, &u, &ul, &h, &hl);
+        pos += llen + 1;
+        if (rc < 0)
+            bad++;
+        if (rc <= 0)
+            continue;
+        if (s->n == cap) {
+            size_t ncap = cap ? cap * 2 : 16;
+            user_t *nu = realloc(s->users, ncap * sizeof(*nu));
+            if (!nu)
+                goto fail;
+            s->users = nu;
+            cap = ncap;
+        }
+        user_t *e = &s->users[s->n];
+        e->name = str_ndup(u, ul);
+        e->hash = str_ndup(h, hl);
+        if (!e->name || !e->hash) {
+            free(e->name);
+            free(e->hash);
+            goto fail;
+        }
+        s->n++;
+    }
+    /* stable order by name, then keep the last line of each name */
+    for (size_t i = 1; i < s->n; i++)
+        for (size_t j = i; j > 0 && strcmp(s->users[j - 1].name, s->users[j].name) > 0; j--) {
+            user_t t = s->users[j];
+            s->users[j] = s->users[j - 1];
+            s->users[j - 1] = t;
+        }
+    size_t w = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        if (w > 0 && strcmp(s->users[w - 1].name, s->users[i].name) == 0) {
+            free(s->users[w - 1].name);
+            free(s->users[w - 1].hash);
+            s->users[w - 1] = s->users[i];
+            continue;
+        }
+        s->users[w++] = s->users[i];
+    }
+    s->n = w;
+    if (malformed)
+        *malformed = bad;
+    return s;
+fail:
+    snapshot_free(s);
+    return NULL;
+}
+
+long htpasswd_count(const char *text, size_t len, long *malformed)
+{
+    snapshot_t *s = snapshot_parse(text, len, malformed);
+    long n = s ? (long)s->n : -1;
+    snapshot_free(s);
+    return n;
+}
+
+static const user_t *snapshot_find(const snapshot_t *s, const char *name)
+{
+    user_t key = {.name = (char *)name};
+    return s && s->n ? bsearch(&key, s->users, s->n, sizeof(user_t), user_cmp) : NULL;
+}
+
+/* ---- files ---- */
+
+static void id_of(const struct stat *st, file_id_t *id)
+{
+    id->exists = 1;
+    id->dev = st->st_dev;
+    id->ino = st->st_ino;
+    id->size = st->st_size;
+    id->mtime = st->st_mtim;
+}
+
+static int id_equal(const file_id_t *a, const file_id_t *b)
+{
+    if (a->exists != b->exists)
+        return 0;
+    return !a->exists || (a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+                          a->mtime.tv_sec == b->mtime.tv_sec &&
+                          a->mtime.tv_nsec == b->mtime.tv_nsec);
+}
+
+/* Under h->lock: replaces the current snapshot; the old one is freed RETIRE_SECONDS later. */
+static void swap_in(htpasswd_t *h, snapshot_t *s)
+{
+    time_t now = time(NULL);
+    snapshot_t *old = atomic_exchange_explicit(&h->cur, s, memory_order_acq_rel);
+    snapshot_t **pp = &h->retired;
+    while (*pp) {
+        if (now - (*pp)->retired > RETIRE_SECONDS) {
+            snapshot_t *dead = *pp;
+            *pp = dead->next_retired;
+            snapshot_free(dead);
+        } else {
+            pp = &(*pp)->next_retired;
+        }
+    }
+    if (old) {
+        old->retired = now;
+        old->next_retired = h->retired;
+        h->retired = old;
+    }
+}
+
+/* Under h->lock: reads the file if it is not the version of the current snapshot. */
+static int reload_locked(htpasswd_t *h)
+{
+    snapshot_t *cur = atomic_load_explicit(&h->cur, memory_order_acquire);
+    char esc[512];
+    int fd = open(h->path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0) {
+        int err = errno;
+        if (fd >= 0)
+            close(fd);
+        if (err != h->load_errno)
+            log_error("htpasswd %s: %s", escape_log(esc, sizeof(esc), h->path, strlen(h->path)),
+                      strerror(err));
+        h->load_errno = err;
+        if (err == ENOENT) { /* a missing file is a file without users */
+            snapshot_t *s = calloc(1, sizeof(*s));
+            if (!s)
+                return -ENOMEM;
+            swap_in(h, s);
+            return 0;
+        }
+        return -err;
+    }
+    file_id_t id;
+    id_of(&st, &id);
+    if (cur && id_equal(&cur->id, &id)) {
+        close(fd);
+        return 0;
+    }
+    size_t cap = (size_t)st.st_size + 1, len = 0;
+    char *text = malloc(cap);
+    ssize_t r = 0;
+    while (text && (r = read(fd, text + len, cap - len)) > 0) {
+        len += (size_t)r;
+        if (len == cap) {
+            char *t = realloc(text, cap *= 2);
+            if (!t)
+                break;
+            text = t;
+        }
+    }
+    int err = r < 0 ? errno : 0;
+    close(fd);
+    if (!text || err) {
+        free(text);
+        return err ? -err : -ENOMEM;
+    }
+    long bad = 0;
+    snapshot_t *s = snapshot_parse(text, len, &bad);
+    free(text);
+    if (!s)
+        return -ENOMEM;
+    s->id = id;
+    if (bad)
+        log_warn("htpasswd %s: %ld malformed line(s) skipped",
+                 escape_log(esc, sizeof(esc), h->path, strlen(h->path)), bad);
+    log_info("htpasswd %s: %zu user(s) loaded",
+             escape_log(esc, sizeof(esc), h->path, strlen(h->path)), s->n);
+    h->load_errno = 0;
+    swap_in(h, s);
+    return 0;
+}
+
+/* The current snapshot, re-read first if the file changed (one stat). Never blocks: when
+ * another thread is reloading, the current snapshot is used. */
+static snapshot_t *fresh_snapshot(htpasswd_t *h)
+{
+    snapshot_t *cur = atomic_load_explicit(&h->cur, memory_order_acquire);
+    struct stat st;
+    file_id_t id = {0};
+    if (stat(h->path, &st) == 0)
+        id_of(&st, &id);
+    if (cur && id_equal(&cur->id, &id))
+        return cur;
+    if (pthread_mutex_trylock(&h->lock) == 0) {
+        reload_locked(h);
+        pthread_mutex_unlock(&h->lock);
+    }
+    return atomic_load_explicit(&h->cur, memory_order_acquire);
+}
+
+htpasswd_t *htpasswd_get(const char *path)
+{
+    for (htpasswd_t *h = atomic_load(&registry); h; h = h->next)
+        if (strcmp(h->path, path) == 0)
+            return h;
+    pthread_mutex_lock(&registry_lock);
+    htpasswd_t *h;
+    for (h = atomic_load(&registry); h; h = h->next)
+        if (strcmp(h->path, path) == 0)
+            break;
+    if (!h && (h = calloc(1, sizeof(*h))) && (h->path = strdup(path))) {
+        pthread_mutex_init(&h->lock, NULL);
+        h->next = atomic_load(&registry);
+        atomic_store(&registry, h);
+    } else if (h && !h->path) {
+        free(h);
+        h = NULL;
+    }
+    pthread_mutex_unlock(&registry_lock);
+    return h;
+}
+
+int htpasswd_check(htpasswd_t *h, const char *user, const char *pass)
+{
+    char hash[HTPASSWD_HASH_MAX + 1];
+    snapshot_t *s = fresh_snapshot(h);
+    if (!s)
+        return -EIO;
+    const user_t *u = snapshot_find(s, user);
+    if (!u) /* spend the time a check would, so names cannot be told from timing */
+        return htpasswd_hash_verify("$6$rimecastnouser$", pass), HTPASSWD_NO_USER;
+    snprintf(hash, sizeof(hash), "%s", u->hash); /* the snapshot may be replaced meanwhile */
+    return htpasswd_hash_verify(hash, pass) ? HTPASSWD_OK : HTPASSWD_BAD_PASSWORD;
+}
+
+/* Writes users as the file's new contents: temporary file in the same directory, fsync,
+ * rename, fsync of the directory. On success *id is the new file's identity. */
+static int write_file(const char *path, const user_t *users, size_t n, file_id_t *id)
+{
+    char *dirc = strdup(path), *tmp = NULL;
+    int fd = -1, rc = -ENOMEM;
+    FILE *f = NULL;
+    struct stat st;
+    size_t tlen = strlen(path) + sizeof(".tmpXXXXXX");
+    if (!dirc || !(tmp = malloc(tlen)))
+        goto done;
+    snprintf(tmp, tlen, "%s.tmpXXXXXX", path);
+    if ((fd = mkstemp(tmp)) < 0) {
+        rc = -errno;
+        goto done;
+    }
+    mode_t mode = stat(path, &st) == 0 ? st.st_mode & 0777 : 0600;
+    if (fchmod(fd, mode) < 0 || !(f = fdopen(fd, "w"))) {
+        rc = -errno;
+        goto fail;
+    }
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "%s:%s\n", users[i].name, users[i].hash);
+    if (fflush(f) != 0 || fsync(fd) < 0 || fstat(fd, &st) < 0) {
+        rc = -errno;
+        goto fail;
+    }
+    id_of(&st, id);
+    if (fclose(f) != 0) {
+        f = NULL;
+        fd = -1;
+        rc = -errno;
+        goto fail;
+    }
+    f = NULL;
+    fd = -1;
+    if (rename(tmp, path) < 0) {
+        rc = -errno;
+        goto fail;
+    }
+    int dfd = open(dirname(dirc), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
+    }
+    rc = 0;
+    goto done;
+fail:
+    if (f)
+        fclose(f);
+    else if (fd >= 0)
+        close(fd);
+    unlink(tmp);
+done:
+    free(tmp);
+    free(dirc);
+    return rc;
+}
+
+/* Under h->lock: the current users with one added (hash != NULL) or removed, written out and
+ * swapped in. */
+static int change_locked(htpasswd_t *h, const char *user, const char *hash)
+{
+    int rc = reload_locked(h);
+    snapshot_t *cur = atomic_load_explicit(&h->cur, memory_order_acquire);
+    if (rc < 0)
+        return rc;
+    const user_t *found = snapshot_find(cur, user);
+    if (hash && found)
+        return -EEXIST;
+    if (!hash && !found)
+        return -ENOENT;
+    snapshot_t *s = calloc(1, sizeof(*s));
+    if (!s || !(s->users = calloc(cur->n + 1, sizeof(user_t)))) {
+        free(s);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < cur->n; i++) {
+        if (&cur->users[i] == found)
+            continue;
+        user_t *e = &s->users[s->n++];
+        e->name = strdup(cur->users[i].name);
+        e->hash = strdup(cur->users[i].hash);
+        if (!e->name || !e->hash)
+            goto nomem;
+    }
+    if (hash) {
+        user_t *e = &s->users[s->n++];
+        if (!(e->name = strdup(user)) || !(e->hash = strdup(hash)))
+            goto nomem;
+        qsort(s->users, s->n, sizeof(user_t), user_cmp);
+    }
+    if ((rc = write_file(h->path, s->users, s->n, &s->id)) < 0) {
+        snapshot_free(s);
+        return rc;
+    }
+    swap_in(h, s);
+    return 0;
+nomem:
+    snapshot_free(s);
+    return -ENOMEM;
+}
+
+int htpasswd_add(htpasswd_t *h, const char *user, const char *pass)
+{
+    char hash[HTPASSWD_HASH_MAX + 1];
+    if (!htpasswd_user_valid(user) || !pass)
+        return -EINVAL;
+    int rc = htpasswd_hash_new(pass, hash, sizeof(hash));
+    if (rc < 0)
+        return rc;
+    pthread_mutex_lock(&h->lock);
+    rc = change_locked(h, user, hash);
+    pthread_mutex_unlock(&h->lock);
+    return rc;
+}
+
+int htpasswd_delete(htpasswd_t *h, const char *user)
+{
+    if (!user)
+        return -EINVAL;
+    pthread_mutex_lock(&h->lock);
+    int rc = change_locked(h, user, NULL);
+    pthread_mutex_unlock(&h->lock);
+    return rc;
+}
+
+long htpasswd_list(htpasswd_t *h, char ***names)
+{
+    snapshot_t *s = fresh_snapshot(h);
+    *names = NULL;
+    if (!s)
+        return -EIO;
+    char **v = calloc(s->n + 1, sizeof(char *));
+    if (!v)
+        return -ENOMEM;
+    for (size_t i = 0; i < s->n; i++)
+        if (!(v[i] = strdup(s->users[i].name))) {
+            for (size_t j = 0; j < i; j++)
+                free(v[j]);
+            free(v);
+            return -ENOMEM;
+        }
+    *names = v;
+    return (long)s->n;
+}

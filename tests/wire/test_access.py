@@ -1,0 +1,155 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Who may do what: source credentials on every admin command, allow-ip /
+deny-ip files with CIDR ranges, the deny-agents file, and X-Forwarded-For
+believed from trusted proxies only.
+"""
+
+import os
+import shutil
+import socket
+import tempfile
+
+import pytest
+
+import adminlib
+import wirelib
+from conftest import IS_ICECAST, SOURCE_PASSWORD
+
+DATA = wirelib.make_data(128 * 1024)
+
+# every route of src/admin/commands.c with what a source user of /live gets
+SOURCE_ALLOWED = {"metadata", "updatemetadata"}
+ROUTES = ["stats", "listmounts", "streamlist", "listclients", "moveclients", "killclient",
+          "killsource", "metadata", "fallbacks", "updatemetadata", "events", "manageauth"]
+
+
+def start_source(srv, mount="/live"):
+    src = srv.source(mount, DATA, headers={"Content-Type": "audio/mpeg"})
+    assert src.connect().status == 200
+    src.start()
+    return src
+
+
+@pytest.mark.rimecast_only
+def test_source_credentials_reach_only_the_metadata_of_their_own_mount(server):
+    # Icecast 2.4.4 lets a source user with mount= also run stats, listclients, killclient,
+    # killsource and fallbacks on the mount; Rimecast keeps source users to metadata.
+    srv = server(mounts=[{"mount_name": "/own", "password": "ownpw"}])
+    live = start_source(srv)
+    own = srv.source("/own", DATA, password="ownpw", headers={"Content-Type": "audio/mpeg"})
+    assert own.connect().status == 200
+    own.start()
+    creds = ("source", SOURCE_PASSWORD)
+    query = "?mount=/live&mode=updinfo&song=x&id=1&destination=/own&fallback=/own&action=list"
+    for cmd in ROUTES:
+        r = adminlib.request(srv, "/admin/%s%s" % (cmd, query), auth=creds)
+        if cmd in SOURCE_ALLOWED:
+            assert r.status == 200, (cmd, r.status)
+        else:
+            assert r.status == 401, (cmd, r.status)
+    # the global source password is not a key to a mount with its own password
+    r = adminlib.request(srv, "/admin/metadata?mount=/own&mode=updinfo&song=x", auth=creds)
+    assert r.status == 401
+    r = adminlib.request(srv, "/admin/metadata?mount=/own&mode=updinfo&song=x",
+                         auth=("source", "ownpw"))
+    assert r.status == 200
+    # and a mount's own password is no key to another mount
+    r = adminlib.request(srv, "/admin/metadata?mount=/live&mode=updinfo&song=x",
+                         auth=("source", "ownpw"))
+    assert r.status == 401
+    live.stop()
+    own.stop()
+
+
+# ---------------------------------------------------------------- addresses
+
+def status_from(srv, bind_ip, path="/status-json.xsl", headers=""):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.settimeout(5)
+    s.bind((bind_ip, 0))
+    s.connect((srv.host, srv.port))
+    s.sendall(("GET %s HTTP/1.0\r\nHost: x\r\n%s\r\n" % (path, headers)).encode())
+    head, _ = wirelib.read_head(s, 5)
+    s.close()
+    return head.status if head else None
+
+
+@pytest.fixture
+def files():
+    d = tempfile.mkdtemp(prefix="wire-access-")
+    os.chmod(d, 0o755)
+
+    def write(name, text):
+        p = os.path.join(d, name)
+        with open(p, "w") as f:
+            f.write(text)
+        os.chmod(p, 0o644)
+        return p
+
+    yield write
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.mark.rimecast_only
+def test_deny_ip_with_an_address_and_allow_ip_with_a_range(server, files):
+    deny = files("deny", "# the second local address\n127.0.0.2\n")
+    allow = files("allow", "127.0.0.0/8   # loopback\n::1\n")
+    srv = server(extra_xml="<paths><allow-ip>%s</allow-ip><deny-ip>%s</deny-ip></paths>"
+                 % (allow, deny))
+    assert status_from(srv, "127.0.0.1") == 200
+    assert status_from(srv, "127.0.0.2") == 403
+    # the files are re-read when they change
+    files("deny", "")
+    assert status_from(srv, "127.0.0.2") == 200
+    files("allow", "127.0.0.1/32\n")
+    assert status_from(srv, "127.0.0.3") == 403
+    assert status_from(srv, "127.0.0.1") == 200
+
+
+@pytest.mark.rimecast_only
+def test_denied_user_agent_gets_403(server, files):
+    agents = files("agents", "# scrapers\n*BadBot*\ncurl/*\n")
+    srv = server(extra_xml="<paths><deny-agents>%s</deny-agents></paths>" % agents)
+    assert status_from(srv, "127.0.0.1", headers="User-Agent: nice player\r\n") == 200
+    assert status_from(srv, "127.0.0.1", headers="User-Agent: a badbot 2.0\r\n") == 403
+    assert status_from(srv, "127.0.0.1", headers="User-Agent: curl/8.0\r\n") == 403
+    assert "user agent a badbot 2.0 is denied" in srv.error_log()
+
+
+@pytest.mark.rimecast_only
+def test_forwarded_for_is_believed_from_trusted_proxies_only(server, files):
+    proxies = files("proxies", "127.0.0.2\n10.0.0.0/8\n")
+    deny = files("deny", "192.0.2.66\n")
+    srv = server(extra_xml="<paths><trusted-proxies>%s</trusted-proxies><deny-ip>%s</deny-ip>"
+                 "</paths>" % (proxies, deny))
+    src = start_source(srv)
+    # from the trusted proxy: the rightmost untrusted hop is the listener
+    s = socket.socket()
+    s.bind(("127.0.0.2", 0))
+    s.settimeout(5)
+    s.connect((srv.host, srv.port))
+    s.sendall(b"GET /live HTTP/1.0\r\nUser-Agent: proxied\r\n"
+              b"X-Forwarded-For: 6.6.6.6, 198.51.100.7, 10.1.2.3\r\n\r\n")
+    head, _ = wirelib.read_head(s, 5)
+    assert head.status == 200
+    doc = adminlib.admin(srv, "/admin/listclients?mount=/live").xml()
+    ips = [l.findtext("IP") for l in doc.iter("listener")]
+    assert ips == ["198.51.100.7"], ips
+    s.close()
+    srv.wait_log('198.51.100.7 - - [', log="access")
+    # a forwarded address is checked against deny-ip too
+    assert status_from(srv, "127.0.0.2", headers="Forwarded: for=192.0.2.66;proto=http\r\n") == 403
+    # from anyone else the header is ignored
+    assert status_from(srv, "127.0.0.1", headers="X-Forwarded-For: 192.0.2.66\r\n") == 200
+    s = socket.socket()
+    s.bind(("127.0.0.3", 0))
+    s.settimeout(5)
+    s.connect((srv.host, srv.port))
+    s.sendall(b"GET /live HTTP/1.0\r\nX-Forwarded-For: 203.0.113.9\r\n\r\n")
+    head, _ = wirelib.read_head(s, 5)
+    assert head.status == 200
+    doc = adminlib.admin(srv, "/admin/listclients?mount=/live").xml()
+    assert [l.findtext("IP") for l in doc.iter("listener")] == ["127.0.0.3"]
+    s.close()
+    assert "203.0.113.9" not in srv.access_log()
+    src.stop()

@@ -1,0 +1,301 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Listener authentication with <authentication type="htpasswd"> on a mount.
+
+HTTP Basic on GET/HEAD of the mount (401 with Icecast's challenge), Icecast's
+"user:<md5 hex>" files, duplicate logins, the file re-read when it changes
+(twice within one second too), /admin/manageauth (XML, JSON, HTML) writing the
+file atomically, and the per-address back-off after repeated failures.
+"""
+
+import hashlib
+import json
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+import adminlib
+import formatlib
+import wirelib
+from conftest import IS_ICECAST, SOURCE_PASSWORD
+
+MOUNT = "/secret"
+DATA = wirelib.make_data(256 * 1024)
+
+
+def md5_line(user, password):
+    return "%s:%s\n" % (user, hashlib.md5(password.encode()).hexdigest())
+
+
+def user_dir():
+    """A directory the server (which drops to nobody) may write its temporary file in."""
+    d = tempfile.mkdtemp(prefix="wire-users-")
+    os.chmod(d, 0o777)
+    return d
+
+
+def write_users(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, 0o666)
+
+
+def auth_mount(path, **options):
+    opts = {"filename": path}
+    opts.update(options)
+    return {"mount_name": MOUNT, "auth": {"type": "htpasswd", "options": opts}}
+
+
+@pytest.fixture
+def station(server):
+    made = []
+
+    def start(users="", mount_opts=None, live=True, **cfg):
+        d = user_dir()
+        made.append(d)
+        path = os.path.join(d, "users")
+        write_users(path, users)
+        srv = server(mounts=[auth_mount(path, **(mount_opts or {}))], **cfg)
+        src = None
+        if live:
+            src = srv.source(MOUNT, DATA, headers={"Content-Type": "audio/mpeg"})
+            assert src.connect().status == 200
+            src.start()
+            wirelib.wait_until(lambda: src.sent > 32 * 1024, 5, "source data")
+        return srv, path, src
+
+    yield start
+    for d in made:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def get(srv, user=None, password=None, method="GET", mount=MOUNT):
+    headers = {}
+    if user is not None:
+        headers["Authorization"] = wirelib.basic_auth(user, password)
+    lst = srv.listener(mount, method=method, headers=headers)
+    resp = lst.open()
+    return lst, resp
+
+
+def test_listener_without_or_with_wrong_credentials_gets_401(station):
+    srv, path, src = station(md5_line("alice", "wonderland"))
+    for creds in ((None, None), ("alice", "wrong"), ("nobody", "wonderland")):
+        lst, resp = get(srv, *creds)
+        assert resp.status == 401, resp
+        assert resp.header("WWW-Authenticate") == 'Basic realm="Icecast2 Server"'
+        lst.close()
+    lst, resp = get(srv, "alice", "wonderland")
+    assert resp.status == 200
+    lst.wait_bytes(16 * 1024, 5)
+    lst.close()
+    if not IS_ICECAST:  # Icecast 2.4 answers HEAD with 400
+        head, resp = get(srv, "alice", "wonderland", method="HEAD")
+        assert resp.status == 200
+        head.close()
+    src.stop()
+
+
+def test_curl_and_ffmpeg_listen_with_credentials_in_the_url(station):
+    srv, path, _ = station(md5_line("bob", "s3cret"), live=False)
+    enc = formatlib.ffmpeg_source(srv, MOUNT, "mp3")
+    try:
+        wirelib.wait_until(lambda: adminlib.admin(srv, "/admin/listmounts").body.count(
+            MOUNT.encode()) > 0, 10, "the encoder on the mount")
+        time.sleep(1)
+        url = "http://bob:s3cret@127.0.0.1:%d%s" % (srv.port, MOUNT)
+        bad = url.replace("s3cret", "nope")
+        for u, want in ((url, "200"), (bad, "401")):
+            out = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}",
+                                  "--max-time", "1", u], capture_output=True, text=True)
+            assert out.stdout == want
+        ff = subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-t", "0.5", "-i", url,
+                             "-f", "null", "-"], capture_output=True, text=True, timeout=20)
+        assert ff.returncode == 0, ff.stderr
+        ff = subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-t", "0.5", "-i", bad,
+                             "-f", "null", "-"], capture_output=True, text=True, timeout=20)
+        assert ff.returncode != 0 and "401" in ff.stderr, ff.stderr
+    finally:
+        formatlib.stop_process(enc)
+
+
+def test_a_user_already_listening_is_refused_a_second_login(station):
+    srv, path, src = station(md5_line("carol", "pw"))
+    first, resp = get(srv, "carol", "pw")
+    assert resp.status == 200
+    second, resp2 = get(srv, "carol", "pw")
+    assert resp2.status == 401
+    second.close()
+    first.close()
+    # once the first connection is gone, the user may log in again
+    wirelib.wait_until(lambda: get(srv, "carol", "pw")[1].status == 200, 5, "login after leave")
+    src.stop()
+
+
+def test_allow_duplicate_users_lets_the_same_user_in_twice(station):
+    srv, path, src = station(md5_line("dave", "pw"), {"allow_duplicate_users": "1"})
+    a, r1 = get(srv, "dave", "pw")
+    b, r2 = get(srv, "dave", "pw")
+    assert (r1.status, r2.status) == (200, 200)
+    a.close()
+    b.close()
+    src.stop()
+
+
+@pytest.mark.rimecast_only
+def test_file_changed_twice_within_a_second_is_picked_up(station):
+    srv, path, src = station(md5_line("erin", "one"))
+    lst, resp = get(srv, "erin", "one")
+    assert resp.status == 200
+    lst.close()
+    # two rewrites in place, same size, same second: Icecast misses the second one
+    write_users(path, md5_line("erin", "two"))
+    r = get(srv, "erin", "two")
+    r[0].close()
+    write_users(path, md5_line("erin", "six"))
+    assert os.stat(path).st_size == len(md5_line("erin", "two"))
+    assert get(srv, "erin", "two")[1].status == 401
+    ok = get(srv, "erin", "six")
+    assert ok[1].status == 200
+    ok[0].close()
+    src.stop()
+
+
+@pytest.mark.rimecast_only
+def test_unknown_lines_and_comments_are_skipped(station):
+    srv, path, src = station("# a comment\n\nbroken line\n" + md5_line("fay", "pw") +
+                             "gil:$6$saltsalt$" + "x" * 86 + "\n")
+    ok = get(srv, "fay", "pw")
+    assert ok[1].status == 200
+    ok[0].close()
+    assert get(srv, "gil", "pw")[1].status == 401
+    src.stop()
+
+
+# ---------------------------------------------------------------- manageauth
+
+def manage(srv, query, view=""):
+    return adminlib.admin(srv, "/admin/manageauth%s?mount=%s&%s" % (view, MOUNT, query))
+
+
+@pytest.mark.rimecast_only
+def test_manageauth_adds_lists_and_deletes_users_atomically(station):
+    srv, path, src = station(md5_line("old", "pw"))
+    r = manage(srv, "action=add&username=newbie&password=pa%26ss")
+    assert r.status == 200
+    assert r.xml().findtext("iceresponse/message") or "added" in r.body.decode()
+    text = open(path).read()
+    assert text.startswith("newbie:$6$") and md5_line("old", "pw") in text
+    # written through a temporary file renamed over the old one: none left, mode kept
+    assert sorted(os.listdir(os.path.dirname(path))) == ["users"]
+    assert os.stat(path).st_mode & 0o777 == 0o666
+    ok = get(srv, "newbie", "pa&ss")
+    assert ok[1].status == 200
+    ok[0].close()
+    # the list: XML as Icecast's, JSON, and the HTML page
+    doc = manage(srv, "action=list").xml()
+    users = [u.findtext("username") for u in doc.findall("source/User")]
+    assert users == ["newbie", "old"], r.body
+    j = manage(srv, "action=list", ".json").json()
+    assert json.dumps(j).count("newbie") == 1
+    html = manage(srv, "action=list", ".xsl").body.decode()
+    assert "newbie" in html and "stay connected" in html
+    # a duplicate add is refused, a delete takes effect at once
+    assert b"already" in manage(srv, "action=add&username=newbie&password=x").body
+    assert manage(srv, "action=delete&username=newbie").status == 200
+    assert get(srv, "newbie", "pa&ss")[1].status == 401
+    assert "newbie" not in open(path).read()
+    src.stop()
+
+
+@pytest.mark.rimecast_only
+def test_manageauth_works_without_a_live_source(station):
+    srv, path, src = station("", live=False)
+    assert manage(srv, "action=add&username=early&password=bird").status == 200
+    doc = manage(srv, "action=list").xml()
+    assert [u.findtext("username") for u in doc.findall("source/User")] == ["early"]
+
+
+@pytest.mark.rimecast_only
+def test_manageauth_on_a_mount_without_htpasswd_is_refused(server):
+    srv = server(mounts=[{"mount_name": "/plain"}])
+    r = adminlib.admin(srv, "/admin/manageauth?mount=/plain&action=list")
+    assert r.status == 400
+
+
+# ---------------------------------------------------------------- back-off
+
+@pytest.mark.rimecast_only
+def test_repeated_failures_back_off_and_expire(station):
+    srv, path, src = station(md5_line("hal", "right"))
+    for _ in range(5):
+        lst, resp = get(srv, "hal", "wrong")
+        assert resp.status == 401
+        lst.close()
+    lst, resp = get(srv, "hal", "right")
+    assert resp.status == 429 and int(resp.header("Retry-After")) >= 1
+    lst.close()
+    # listeners without credentials and other requests are not affected
+    assert get(srv)[1].status == 401
+    assert adminlib.request(srv, "/status-json.xsl").status == 200
+    log = srv.error_log()
+    assert log.count("failed login from 127.0.0.1") == 5, log
+    time.sleep(2.2)
+    ok = get(srv, "hal", "right")
+    assert ok[1].status == 200
+    ok[0].close()
+    src.stop()
+
+
+# ---------------------------------------------------------------- Icecast's own files
+
+ICECAST = "/usr/bin/icecast2"
+
+
+@pytest.mark.rimecast_only
+@pytest.mark.skipif(not os.path.exists(ICECAST), reason="Debian's icecast2 is not installed")
+def test_a_file_written_by_icecast_manageauth_is_read(station):
+    import conftest
+    d = user_dir()
+    path = os.path.join(d, "users")
+    write_users(path, "")
+    ice = conftest.Server(mounts=[auth_mount(path)], webroot="/usr/share/icecast2/web",
+                          adminroot="/usr/share/icecast2/admin")
+    ice.cfg["port"] = conftest.free_port()
+    ice.write_config()
+    proc = subprocess.Popen([ICECAST, "-c", ice.config_path], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, cwd=ice.dir)
+    try:
+        wirelib.wait_until(lambda: _port_open(ice.port), 10, "icecast2 to listen")
+        src = ice.source(MOUNT, DATA, headers={"Content-Type": "audio/mpeg"})
+        assert src.connect().status == 200   # Icecast manages users of live mounts only
+        src.start()
+        r = adminlib.admin(ice, "/admin/manageauth?mount=%s&action=add&username=iceuser"
+                           "&password=icepass" % MOUNT)
+        assert r.status == 200
+        src.stop()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        shutil.rmtree(ice.dir, ignore_errors=True)
+    assert open(path).read().strip() == md5_line("iceuser", "icepass").strip()
+    srv, _, src = station(open(path).read())
+    ok = get(srv, "iceuser", "icepass")
+    assert ok[1].status == 200
+    ok[0].close()
+    assert get(srv, "iceuser", "wrong")[1].status == 401
+    src.stop()
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def _port_open(port):
+    import socket
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+        return True
+    except OSError:
+        return False
