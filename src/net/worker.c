@@ -359,7 +359,8 @@ static void *worker_main(void *arg)
     worker_t *w = arg;
     struct epoll_event ev[WORKER_EVENTS];
     while (!w->stopping) {
-        int n = epoll_wait(w->epfd, ev, WORKER_EVENTS, w->pass_requested ? 0 : -1);
+        int n = epoll_wait(w->epfd, ev, WORKER_EVENTS,
+                           w->pass_requested || w->read_again ? 0 : -1);
         if (n < 0 && errno != EINTR) {
             log_error("epoll_wait: %s", strerror(errno));
             break;
@@ -368,6 +369,8 @@ static void *worker_main(void *arg)
             loop_handler_t *h = ev[i].data.ptr;
             h->on_event(h, ev[i].events);
         }
+        if (w->read_again)
+            conn_run_read_again(w);
         if (w->pass_requested)
             run_pass(w);
         release_closed(w);
