@@ -459,7 +459,8 @@ void config_free(config_t *c)
                        c->master_username, c->master_password, c->source_password,
                        c->relay_user, c->relay_password, c->admin_user, c->admin_password,
                        c->basedir, c->logdir, c->webroot, c->adminroot, c->pidfile,
-                       c->allow_ip, c->deny_ip, c->ssl_certificate, c->ssl_allowed_ciphers,
+                       c->allow_ip, c->deny_ip, c->ssl_certificate, c->ssl_private_key,
+                       c->ssl_allowed_ciphers,
                        c->accesslog, c->errorlog, c->playlistlog, c->user, c->group};
 
     for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++)

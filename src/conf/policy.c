@@ -15,7 +15,6 @@
 #define WARN(sec, el, when, why) {sec, el, NULL, POLICY_WARN, when, why}
 
 #define NO_RELAY "this server does not relay another one"
-#define NO_TLS "no port serves TLS"
 
 const policy_t config_policies[] = {
     /* refused: ignoring them would let in someone the file keeps out */
@@ -25,10 +24,6 @@ const policy_t config_policies[] = {
            "listeners would stay connected without a time limit"),
     REFUSE("mount", "no-mount", POLICY_ENABLED,
            "listeners could still connect to the mount directly"),
-    REFUSE("listen-socket", "ssl", POLICY_ENABLED,
-           "the port would serve plain HTTP, passwords included"),
-    REFUSE("listen-socket", "tls", POLICY_ENABLED,
-           "the port would serve plain HTTP, passwords included"),
     REFUSE("paths", "allow-ip", POLICY_PRESENT, "connections from every address would be accepted"),
     REFUSE("paths", "deny-ip", POLICY_PRESENT, "connections from every address would be accepted"),
 
@@ -43,8 +38,6 @@ const policy_t config_policies[] = {
     WARN("icecast", "directory", POLICY_PRESENT, "streams are not listed in any YP directory"),
     WARN("limits", "client-timeout", POLICY_PRESENT,
          "it has no effect (nor in Icecast 2.4); <header-timeout> and <source-timeout> apply"),
-    WARN("paths", "ssl-certificate", POLICY_PRESENT, NO_TLS),
-    WARN("paths", "ssl-allowed-ciphers", POLICY_PRESENT, NO_TLS),
     {"paths", "alias", "bind-address", POLICY_WARN, POLICY_PRESENT,
      "the alias applies on every address (port= is honoured)"},
     WARN("logging", "logsize", POLICY_ENABLED,

@@ -58,8 +58,6 @@ REFUSED = [
      '</authentication></mount>'),
     ("authentication",
      '<mount type="default">\n<authentication type="htpasswd"/></mount>'),
-    ("ssl", "<listen-socket><port>%d</port>\n<ssl>1</ssl></listen-socket>"),
-    ("tls", "<listen-socket><port>%d</port>\n<tls>true</tls></listen-socket>"),
     ("allow-ip", "<paths>\n<allow-ip>/etc/rimecast/allow</allow-ip></paths>"),
     ("deny-ip", "<paths>\n<deny-ip>/etc/rimecast/deny</deny-ip></paths>"),
     ("max-listener-duration",
@@ -70,7 +68,7 @@ REFUSED = [
 
 
 @pytest.mark.parametrize("setting,xml", REFUSED,
-                         ids=["htpasswd", "url-auth", "default-mount-auth", "ssl", "tls",
+                         ids=["htpasswd", "url-auth", "default-mount-auth",
                               "allow-ip", "deny-ip", "max-listener-duration", "no-mount"])
 def test_setting_that_would_open_access_is_refused_at_start(setting, xml):
     if "%d" in xml:
