@@ -389,3 +389,21 @@ def test_session_resumption_works(server):
     with pytest.raises(ssl.SSLError):
         with old.wrap_socket(wirelib.connect(srv.host, srv.tls_port)):
             pass
+
+
+def test_input_openssl_holds_back_is_read_without_new_socket_data(server, data):
+    """A source's head and body in one TLS record: the request reader takes 4 KB, OpenSSL keeps
+    the rest decrypted; edge-triggered epoll never signals it again, yet it must be read."""
+    srv, _, _ = tls_server(server)
+    body = data[:12000]
+    head = ("PUT /onerecord HTTP/1.1\r\nHost: x\r\nContent-Type: audio/mpeg\r\n"
+            "Authorization: %s\r\n\r\n" % wirelib.basic_auth("source", SOURCE_PASSWORD))
+    s = tls_connect(srv)
+    try:
+        s.sendall(head.encode() + body)   # one SSL_write: one record
+        def all_read():
+            src = fl.stats_source(srv, "/onerecord")
+            return src is not None and int(src.findtext("total_bytes_read") or 0) >= len(body)
+        wirelib.wait_until(all_read, 5, "the whole body to be read (nothing more arrives)")
+    finally:
+        s.close()
