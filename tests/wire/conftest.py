@@ -131,9 +131,11 @@ def render_config(cfg):
     tls_socket = tls_paths = ""
     if cfg.get("tls_mode"):
         mode = str(cfg["tls_mode"])
-        tls_socket = ("<listen-socket><port>%d</port><bind-address>127.0.0.1</bind-address>%s"
+        tls_socket = ("<listen-socket><port>%d</port><bind-address>127.0.0.1</bind-address>%s%s"
                       "</listen-socket>" % (cfg["tls_port"], el("ssl", 1) if mode == "1"
-                                            else el("tls", mode)))
+                                            else el("tls", mode),
+                                            el("so-sndbuf", cfg["tls_sndbuf"])
+                                            if cfg.get("tls_sndbuf") else ""))
     if cfg.get("ssl_certificate"):
         tls_paths = el("ssl-certificate", cfg["ssl_certificate"])
     if cfg.get("ssl_private_key"):

@@ -407,3 +407,21 @@ def test_input_openssl_holds_back_is_read_without_new_socket_data(server, data):
         wirelib.wait_until(all_read, 5, "the whole body to be read (nothing more arrives)")
     finally:
         s.close()
+
+
+def test_listener_that_stops_reading_gets_every_byte_once_when_it_reads_again(server, data):
+    """A full socket makes SSL_write stop with a record encrypted but unsent: it counts as
+    written and goes out first on the next write, so the stream stays one exact slice."""
+    srv, _, _ = tls_server(server, tls_sndbuf=4096)
+    src = stream_source(srv, "/slow", data, rate=128 * 1024)
+    try:
+        src.wait_sent(64 * 1024, 5)
+        lis = TlsListener(srv, "/slow", rcvbuf=4096)
+        assert lis.open(start=False).status == 200
+        time.sleep(2.5)                      # the server's writes block meanwhile
+        lis.start()
+        lis.wait_bytes(400 * 1024, 15)
+        assert wirelib.locate_slice(data, lis.snapshot()) is not None
+        lis.close()
+    finally:
+        src.close()
