@@ -24,6 +24,7 @@
 #include "core/log.h"
 #include "net/worker.h"
 #include "net/server.h"
+#include "net/tls.h"
 #include "router/dispatch.h"
 #include "stream/mount.h"
 #include "stream/station.h"
@@ -270,6 +271,7 @@ static void reload(const char *path)
     server_set_config(cfg);
     open_logs(cfg, 1);
     report_config_warnings(cfg, 0);
+    tls_reload(cfg); /* a broken certificate is refused there: the one in use stays */
     mount_foreach(apply_mount_config, NULL);
     log_info("config reloaded");
 }
@@ -345,6 +347,13 @@ int main(int argc, char **argv)
     report_config_warnings(cfg, 0);
     server_set_config(cfg);
     server.start_time = time(NULL);
+    if (tls_setup(cfg, err, sizeof(err)) < 0) {
+        log_error("start-up refused: %s", err);
+        fprintf(stderr, "rimecast: %s\n", err);
+        log_close();
+        server_free_configs();
+        return 1;
+    }
     if (opt.background && daemonize() < 0) {
         fprintf(stderr, "rimecast: cannot daemonize: %s\n", strerror(errno));
         return 1;
@@ -387,6 +396,7 @@ out:
     log_info("shutdown complete");
     log_close();
     server_free_configs();
+    tls_cleanup();
     xslt_cleanup();
     xmlCleanupParser();
     return rc;

@@ -34,7 +34,7 @@
 static void cmd_stats(admin_req_t *a)
 {
     int found = 1;
-    xmlDocPtr doc = stats_document(1, a->mount_name, &found);
+    xmlDocPtr doc = stats_document(1, a->mount_name, &found, a->conn);
     if (doc && !found) {
         xmlFreeDoc(doc);
         admin_send_error(a, 400, "Source does not exist");

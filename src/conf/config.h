@@ -30,12 +30,17 @@ typedef struct http_header_conf {
     struct http_header_conf *next;
 } http_header_conf_t;
 
+/* What a listen socket serves: plain HTTP, TLS only (Icecast 2.5 "rfc2818", <ssl>1</ssl>), or
+ * either, told apart by the first byte a client sends ("auto"). */
+enum { LISTEN_TLS_OFF = 0, LISTEN_TLS_ON = 1, LISTEN_TLS_AUTO = 2,
+       LISTEN_TLS_AUTO_NO_PLAIN = 3, LISTEN_TLS_RFC2817 = 4 }; /* the last two are refused */
+
 typedef struct listen_conf {
     int port;
     char *bind_address;    /* NULL = all addresses */
     char *shoutcast_mount; /* NULL unless set on this socket */
     int shoutcast_compat;
-    int ssl;
+    int tls;               /* LISTEN_TLS_*: <ssl> 0/1 or <tls> (Icecast 2.5 words) */
     int so_sndbuf;         /* 0 = system default */
     struct listen_conf *next;
 } listen_conf_t;
@@ -173,8 +178,9 @@ typedef struct config {
     char *deny_ip;
     char *deny_agents;  /* file of User-Agent patterns, one a line (Rimecast, as Icecast-KH) */
     char *trusted_proxies; /* file of proxy addresses whose X-Forwarded-For is believed */
-    char *ssl_certificate;
-    char *ssl_allowed_ciphers;
+    char *ssl_certificate;      /* PEM: certificate chain, and the key unless ssl_private_key */
+    char *ssl_private_key;      /* PEM key (Icecast-KH), NULL = in ssl_certificate */
+    char *ssl_allowed_ciphers;  /* TLS 1.2 cipher list; NULL = the built-in default */
     alias_conf_t *aliases;
 
     /* <logging> */

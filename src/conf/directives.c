@@ -272,7 +272,8 @@ static const directive_t paths_dirs[] = {
     PATH("deny-agents", config_t, deny_agents),
     PATH("trusted-proxies", config_t, trusted_proxies),
     PATH("ssl-certificate", config_t, ssl_certificate),
-    PATH("ssl-allowed-ciphers", config_t, ssl_allowed_ciphers),
+    PATH("ssl-private-key", config_t, ssl_private_key), /* Icecast-KH */
+    STR("ssl-allowed-ciphers", config_t, ssl_allowed_ciphers),
     FN("alias", fn_alias),
     END,
 };
@@ -296,22 +297,39 @@ static const directive_t owner_dirs[] = {
 };
 static const section_t owner_sec = {"changeowner", owner_dirs};
 
+/* Icecast 2.5: <security><tls-context>, the same settings as the <paths> ones */
+static const directive_t tls_context_dirs[] = {
+    PATH("tls-certificate", config_t, ssl_certificate),
+    PATH("tls-key", config_t, ssl_private_key),
+    STR("tls-allowed-ciphers", config_t, ssl_allowed_ciphers),
+    END,
+};
+static const section_t tls_context_sec = {"tls-context", tls_context_dirs};
+
 static const directive_t security_dirs[] = {
     BOOL("chroot", config_t, chroot),
     SECTION("changeowner", owner_sec),
+    SECTION("tls-context", tls_context_sec),
     END,
 };
 static const section_t security_sec = {"security", security_dirs};
 
 /* ---------------------------------------------------------------- repeatable blocks */
 
+/* Icecast 2.5's <tls> values; 0/1 and the boolean words mean disabled/rfc2818 */
+static const word_t tls_words[] = {
+    {"disabled", LISTEN_TLS_OFF}, {"rfc2818", LISTEN_TLS_ON}, {"auto", LISTEN_TLS_AUTO},
+    {"auto_no_plain", LISTEN_TLS_AUTO_NO_PLAIN}, {"rfc2817", LISTEN_TLS_RFC2817},
+    {"true", 1}, {"false", 0}, {"yes", 1}, {"no", 0}, {"on", 1}, {"off", 0}, {NULL, 0},
+};
+
 static const directive_t listen_dirs[] = {
     INT("port", listen_conf_t, port, 1, PORT_MAX),
     PATH("bind-address", listen_conf_t, bind_address),
     MOUNT("shoutcast-mount", listen_conf_t, shoutcast_mount),
     BOOL("shoutcast-compat", listen_conf_t, shoutcast_compat),
-    BOOL("ssl", listen_conf_t, ssl),
-    BOOL("tls", listen_conf_t, ssl), /* Icecast 2.5 name */
+    BOOL("ssl", listen_conf_t, tls),
+    ROW("tls", D_BOOL, listen_conf_t, tls, .min = 0, .max = 1, .words = tls_words), /* 2.5 */
     INT("so-sndbuf", listen_conf_t, so_sndbuf, 0, INT_MAX),
     END,
 };
@@ -330,6 +348,13 @@ static int fn_listen(parse_t *p, xmlNodePtr n, void *obj)
     if (l->shoutcast_mount && !l->shoutcast_compat && l->port == PORT_MAX)
         return config_err(p, n, "<shoutcast-mount> needs port + 1 for Shoutcast sources, but port "
                           "is 65535");
+    if (l->tls == LISTEN_TLS_AUTO_NO_PLAIN || l->tls == LISTEN_TLS_RFC2817)
+        return config_err(p, n, "<tls>%s</tls> (upgrading plain HTTP to TLS, RFC 2817) is not "
+                          "supported: use rfc2818 (TLS only) or auto (TLS or plain HTTP)",
+                          l->tls == LISTEN_TLS_RFC2817 ? "rfc2817" : "auto_no_plain");
+    if (l->tls && l->shoutcast_compat)
+        return config_err(p, n, "<shoutcast-compat> sources speak no TLS: remove <ssl>/<tls> "
+                          "from this <listen-socket>");
     return 0;
 }
 
@@ -719,6 +744,12 @@ static int complete(parse_t *p, xmlNodePtr root)
         while (len > 1 && dirs[i][len - 1] == '/')
             dirs[i][--len] = '\0';
     }
+    for (const listen_conf_t *l = c->listen; l; l = l->next)
+        if (l->tls && !c->ssl_certificate)
+            return config_err(p, next_element(root->children, "listen-socket"),
+                              "the <listen-socket> on port %d serves TLS but no certificate is "
+                              "set: add <ssl-certificate> (a PEM file with the certificate chain "
+                              "and the key) to <paths>", l->port);
     return check_sizes(p, root);
 }
 

@@ -15,7 +15,6 @@
 #define WARN(sec, el, when, why) {sec, el, NULL, POLICY_WARN, when, why}
 
 #define NO_RELAY "this server does not relay another one"
-#define NO_TLS "no port serves TLS"
 
 const policy_t config_policies[] = {
     /* refused: ignoring them would let in someone the file keeps out */
@@ -23,10 +22,6 @@ const policy_t config_policies[] = {
            "listeners would stay connected without a time limit"),
     REFUSE("mount", "no-mount", POLICY_ENABLED,
            "listeners could still connect to the mount directly"),
-    REFUSE("listen-socket", "ssl", POLICY_ENABLED,
-           "the port would serve plain HTTP, passwords included"),
-    REFUSE("listen-socket", "tls", POLICY_ENABLED,
-           "the port would serve plain HTTP, passwords included"),
 
     /* warned once: the server works, without the feature */
     WARN("icecast", "relay", POLICY_PRESENT, "no relay is started"),
@@ -37,8 +32,6 @@ const policy_t config_policies[] = {
     WARN("icecast", "master-username", POLICY_PRESENT, NO_RELAY),
     WARN("icecast", "master-password", POLICY_PRESENT, NO_RELAY),
     WARN("icecast", "directory", POLICY_PRESENT, "streams are not listed in any YP directory"),
-    WARN("paths", "ssl-certificate", POLICY_PRESENT, NO_TLS),
-    WARN("paths", "ssl-allowed-ciphers", POLICY_PRESENT, NO_TLS),
     {"paths", "alias", "bind-address", POLICY_WARN, POLICY_PRESENT,
      "the alias applies on every address (port= is honoured)"},
     WARN("logging", "logsize", POLICY_ENABLED,

@@ -16,6 +16,7 @@
 #include "core/str.h"
 #include "http/response.h"
 #include "net/server.h"
+#include "net/tls.h"
 #include "net/worker.h"
 
 #define CLIENT_READ_CHUNK 4096
@@ -122,15 +123,24 @@ void client_accept(worker_t *w, int fd, const char *ip, const listen_conf_t *lc)
         cl->shoutcast_mount = lc->shoutcast_mount ? lc->shoutcast_mount : cfg->shoutcast_mount;
     c->ops = &reading_ops;
     atomic_fetch_add(&server.stats.connections, 1);
-    if (conn_watch(c) < 0) {
+    int over_limit = atomic_load(&server.stats.clients) > cfg->clients;
+    int denied = handlers.admit && !handlers.admit(c);
+    if (lc->tls && (over_limit || denied)) {
+        if (over_limit)
+            atomic_fetch_add(&server.stats.connections_refused, 1);
+        conn_close(c); /* no handshake spent on a client that would get a 403 */
+        return;
+    }
+    /* TLS: the handshake runs first, then the reading ops take over */
+    if ((lc->tls && tls_accept(c, lc->tls == LISTEN_TLS_AUTO) < 0) || conn_watch(c) < 0) {
         conn_close(c);
         return;
     }
     conn_set_deadline(c, (uint64_t)cfg->header_timeout * 1000u);
-    if (handlers.admit && !handlers.admit(c)) {
+    if (denied) {
         cl->log_method = strdup("-");
         client_send_error(c, 403, "Forbidden");
-    } else if (atomic_load(&server.stats.clients) > cfg->clients) {
+    } else if (over_limit) {
         refuse(c);
     }
 }

@@ -108,6 +108,40 @@ int conn_rearm(conn_t *c)
     return epoll_ctl(c->worker->epfd, EPOLL_CTL_MOD, c->fd, &ev) < 0 ? -errno : 0;
 }
 
+void conn_read_again(conn_t *c)
+{
+    if (c->read_again || c->closing)
+        return;
+    c->read_again = 1;
+    c->again_next = c->worker->read_again;
+    c->worker->read_again = c;
+}
+
+void conn_run_read_again(worker_t *w)
+{
+    conn_t *list = w->read_again;
+    w->read_again = NULL;
+    while (list) {
+        conn_t *c = list;
+        list = c->again_next;
+        c->again_next = NULL;
+        c->read_again = 0;
+        if (!c->closing && c->ops->on_readable)
+            c->ops->on_readable(c);
+    }
+}
+
+static void read_again_remove(conn_t *c)
+{
+    conn_t **p = &c->worker->read_again;
+    while (*p && *p != c)
+        p = &(*p)->again_next;
+    if (*p)
+        *p = c->again_next;
+    c->again_next = NULL;
+    c->read_again = 0;
+}
+
 void conn_set_deadline(conn_t *c, uint64_t ms)
 {
     c->send_mark = 0;
@@ -124,6 +158,8 @@ void conn_close(conn_t *c)
     c->closing = 1;
     worker_t *w = c->worker;
     worker_timeout_remove(w, c);
+    if (c->read_again)
+        read_again_remove(c);
     if (c->fd >= 0) {
         loop_del(w->epfd, c->fd);
         close(c->fd);

@@ -25,8 +25,10 @@ typedef struct worker worker_t;
 typedef struct conn conn_t;
 typedef struct listen_conf listen_conf_t;
 
-/* How bytes move on a connection: plain socket today, TLS later. Return values follow the
- * system calls: bytes, 0 at end of input (read), or -1 with errno (EAGAIN when it would block). */
+/* How bytes move on a connection: the plain socket, or TLS (net/tls.h). Return values follow the
+ * system calls: bytes, 0 at end of input (read), or -1 with errno (EAGAIN when it would block).
+ * A transport that keeps input of its own (decrypted bytes the caller had no room for) queues
+ * the connection with conn_read_again() so that it is reported readable again. */
 typedef struct transport {
     const char *name;
     ssize_t (*read)(conn_t *c, void *buf, size_t len);
@@ -76,6 +78,9 @@ struct conn {
     int send_outq;        /* bytes in the socket's send queue then (SIOCOUTQ) */
     int closing;
     int counted;          /* holds a slot in server.stats.clients */
+    int tls;              /* bytes travel over TLS (net/tls.h): links given to it say https */
+    int read_again;       /* queued on the worker's read-again list */
+    conn_t *again_next;
 
     /* input buffer (a request head being read); NULL when not needed */
     char *rbuf;
@@ -102,12 +107,18 @@ void conn_init(conn_t *c, worker_t *w, int fd, const char *ip, int local_port,
 int conn_watch(conn_t *c);
 /* Asks the loop to report c again on its next iteration if it is still readable (a role that
  * stopped reading before EAGAIN, to let others run). 0 or -errno. A transport that buffers
- * input of its own (TLS) must report that itself. */
+ * input of its own (TLS) reports that itself (conn_read_again). */
 int conn_rearm(conn_t *c);
+/* Queues c to be reported readable at the end of this loop iteration (a transport that holds
+ * input the fd will not signal again). Idempotent; dropped when c closes. */
+void conn_read_again(conn_t *c);
 /* Marks closed, removes from epoll and closes the fd; release happens later in the worker. */
 void conn_close(conn_t *c);
 /* Runs the role's on_close, the transport release and destroy (worker only, after close). */
 void conn_release(conn_t *c);
+/* Runs on_readable of the connections queued by conn_read_again (worker only, once per
+ * iteration after the events). */
+void conn_run_read_again(worker_t *w);
 
 /* Deadline: c->ops->on_timeout runs when it passes. ms from now; 0 clears it. A connection
  * that cannot get a deadline (out of memory) is closed. */

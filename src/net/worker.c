@@ -370,7 +370,7 @@ static void accept_exhausted(worker_t *w, worker_listen_t *ls, int err)
  * deadlines are kept to the millisecond. A worker with neither reads no clock. */
 static int loop_wait_ms(worker_t *w)
 {
-    if (w->pass_requested)
+    if (w->pass_requested || w->read_again)
         return 0;
     uint64_t next = w->accept_resume_ms;
     if (w->heap_len && (!next || w->heap[0]->deadline_ms < next))
@@ -443,6 +443,8 @@ static void *worker_main(void *arg)
             loop_handler_t *h = ev[i].data.ptr;
             h->on_event(h, ev[i].events);
         }
+        if (w->read_again)
+            conn_run_read_again(w);
         run_deadlines(w);
         if (w->pass_requested)
             run_pass(w);

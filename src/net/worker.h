@@ -67,6 +67,7 @@ typedef struct worker {
     conn_t **heap;            /* deadlines: min-heap by conn->deadline_ms */
     size_t heap_len, heap_cap;
     conn_t *closed;           /* closed, to release after this iteration */
+    conn_t *read_again;       /* to report readable again after the events (conn_read_again) */
     int pass_requested;       /* run the pass hooks before sleeping again */
     /* Out of descriptors: the listen sockets are unwatched until accept_resume_ms (0 when
      * accepting), and reserve_fd is given up to take waiting clients off the backlog. */

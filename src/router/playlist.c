@@ -42,7 +42,8 @@ static int plain_host(const char *h, size_t len)
     return 1;
 }
 
-static char *stream_url(const http_request_t *req, const char *mount)
+/* The stream's URL as this client reached the server: https when it came over TLS. */
+static char *stream_url(const conn_t *c, const http_request_t *req, const char *mount)
 {
     const http_header_t *h = http_find_header(req, "host");
     const config_t *cfg = server_config();
@@ -51,14 +52,14 @@ static char *stream_url(const http_request_t *req, const char *mount)
         snprintf(host, sizeof(host), "%.*s", (int)h->value_len, h->value);
     else
         snprintf(host, sizeof(host), "%s:%d", cfg->hostname ? cfg->hostname : "localhost",
-                 cfg->listen ? cfg->listen->port : 8000);
+                 c->tls ? c->local_port : cfg->listen ? cfg->listen->port : 8000);
     char *em = url_encode(mount, strlen(mount));
     if (!em)
         return NULL;
     size_t n = strlen(host) + strlen(em) + 16;
     char *url = malloc(n);
     if (url)
-        snprintf(url, n, "http://%s%s", host, em);
+        snprintf(url, n, "%s://%s%s", c->tls ? "https" : "http", host, em);
     free(em);
     return url;
 }
@@ -149,7 +150,7 @@ int playlist_try(conn_t *c, const http_request_t *req, const char *path)
         if (!m)
             return 0;
         atomic_fetch_add(&server.stats.file_connections, 1);
-        char *url = stream_url(req, m->name);
+        char *url = stream_url(c, req, m->name);
         pl_buf_t out = {0};
         int rc = url ? kinds[i].render(m, url, &out) : -1;
         mount_unref(m);

@@ -2,7 +2,7 @@
 /*
  * playlist: generated playlists for live mounts: /<mount>.m3u, /<mount>.pls and
  * /<mount>.xspf, pointing at http://<Host header><mount> (or <hostname>:<port> when the Host
- * header is absent or not a plain host[:port]). Static files of the same name win: the router
+ * header is absent or not a plain host[:port]); https:// for a client that came over TLS. Static files of the same name win: the router
  * asks here only when there is none. Text from sources is cleaned (no line breaks in .pls,
  * escaped in .xspf).
  */

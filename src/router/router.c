@@ -109,7 +109,7 @@ static void serve_public_xsl(conn_t *c, const http_request_t *req, const char *p
     }
     atomic_fetch_add(&server.stats.file_connections, 1);
     char *mount = req->query ? url_query_param(req->query, req->query_len, "mount") : NULL;
-    xmlDocPtr doc = stats_document(0, mount, NULL);
+    xmlDocPtr doc = stats_document(0, mount, NULL, c);
     free(mount);
     char *out = NULL, ctype[128] = "application/json; charset=utf-8";
     size_t len = 0;

@@ -20,6 +20,7 @@
 #include "core/str.h"
 #include "core/url.h"
 #include "core/utf8.h"
+#include "net/conn.h"
 #include "net/server.h"
 #include "stream/mount.h"
 
@@ -80,12 +81,13 @@ xmlDocPtr stats_new_doc(const char *root)
     return doc;
 }
 
-void stats_listenurl(char *buf, size_t cap, const char *mount)
+void stats_listenurl(char *buf, size_t cap, const char *mount, const conn_t *via)
 {
     const config_t *cfg = server_config();
-    int port = cfg->listen ? cfg->listen->port : 8000;
-    snprintf(buf, cap, "http://%s:%d%s", cfg->hostname ? cfg->hostname : "localhost", port,
-             mount);
+    int tls = via && via->tls;
+    int port = tls ? via->local_port : cfg->listen ? cfg->listen->port : 8000;
+    snprintf(buf, cap, "%s://%s:%d%s", tls ? "https" : "http",
+             cfg->hostname ? cfg->hostname : "localhost", port, mount);
 }
 
 static void format_time(char *buf, size_t cap, time_t t, int iso)
@@ -253,7 +255,7 @@ static void add_tags(kvset_t *s, mount_t *m)
     pthread_mutex_unlock(&m->lock);
 }
 
-static void add_source_fields(kvset_t *s, mount_t *m)
+static void add_source_fields(kvset_t *s, mount_t *m, const conn_t *via)
 {
     const mount_info_t *i = &m->info;
     char buf[512];
@@ -265,7 +267,7 @@ static void add_source_fields(kvset_t *s, mount_t *m)
         kv_add(s, "max_listeners", "unlimited");
     else
         kv_addf(s, "max_listeners", "%lld", maxl);
-    stats_listenurl(buf, sizeof(buf), m->name);
+    stats_listenurl(buf, sizeof(buf), m->name, via);
     kv_add(s, "listenurl", buf);
     kv_add(s, "server_name", i->name ? i->name : "Unspecified name");
     kv_add(s, "server_description", i->description ? i->description : "Unspecified description");
@@ -348,7 +350,7 @@ static int add_config_warnings(xmlNodePtr root)
     return 0;
 }
 
-xmlDocPtr stats_document(int admin, const char *mount, int *found)
+xmlDocPtr stats_document(int admin, const char *mount, int *found, const conn_t *via)
 {
     xmlDocPtr doc = stats_new_doc("icestats");
     kvset_t *s = calloc(1, sizeof(*s));
@@ -372,7 +374,7 @@ xmlDocPtr stats_document(int admin, const char *mount, int *found)
         char *name = stats_clean_text(v[k]->name);
         xmlNewProp(src, BAD_CAST "mount", BAD_CAST(name ? name : ""));
         free(name);
-        add_source_fields(s, v[k]);
+        add_source_fields(s, v[k], via);
         kv_emit(s, src);
     }
     if (found)

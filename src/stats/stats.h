@@ -14,6 +14,7 @@
 #include <libxml/tree.h>
 
 typedef struct mount mount_t;
+typedef struct conn conn_t;
 
 /* Live mounts, referenced and sorted by name. include_hidden: 0 leaves out <hidden> mounts.
  * Returns the count (0 with *out NULL when none) or -ENOMEM; free with stats_mounts_free. */
@@ -23,9 +24,10 @@ void stats_mounts_free(mount_t **v, int n);
 /* The <icestats> document. admin: include hidden mounts and, for the whole document (mount
  * NULL), the running config's start-up warnings as <config-warnings>. mount: NULL for all,
  * else only that mount; *found (may be NULL) is set to 0 when it names no live (visible)
- * mount, and the document then has no <source>. NULL on ENOMEM. Caller frees with
+ * mount, and the document then has no <source>. via: the connection that asked (NULL = none):
+ * one that came over TLS gets https listen URLs. NULL on ENOMEM. Caller frees with
  * xmlFreeDoc. */
-xmlDocPtr stats_document(int admin, const char *mount, int *found);
+xmlDocPtr stats_document(int admin, const char *mount, int *found, const conn_t *via);
 
 /* listmounts: <icestats><source mount><fallback/><listeners/><Connected/><content-type/>...
  * exclude (may be NULL): leave this mount out and add <current_source> (moveclients form). */
@@ -42,8 +44,9 @@ xmlNodePtr stats_add_number(xmlNodePtr parent, const char *name, long long value
 /* Valid UTF-8 without XML-invalid control characters (malloc'd), for any client string. */
 char *stats_clean_text(const char *value);
 
-/* "http://<hostname>:<first port><mount>" into buf. */
-void stats_listenurl(char *buf, size_t cap, const char *mount);
+/* "http://<hostname>:<first port><mount>" into buf; for a connection that came over TLS
+ * (via->tls), "https://<hostname>:<the port it came to><mount>". via may be NULL. */
+void stats_listenurl(char *buf, size_t cap, const char *mount, const conn_t *via);
 
 /* A fresh document with an empty root element of this name. */
 xmlDocPtr stats_new_doc(const char *root);

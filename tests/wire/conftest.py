@@ -132,6 +132,22 @@ def render_config(cfg):
         change = ("<security><chroot>0</chroot><changeowner><user>nobody</user>"
                   "<group>nogroup</group></changeowner></security>")
     d = cfg["dir"]
+    # TLS: a second listen socket (tls_port) in mode tls_mode ("1" = <ssl>1</ssl>, else a <tls>
+    # word), certificate (and key) in <paths>
+    tls_socket = tls_paths = ""
+    if cfg.get("tls_mode"):
+        mode = str(cfg["tls_mode"])
+        tls_socket = ("<listen-socket><port>%d</port><bind-address>127.0.0.1</bind-address>%s%s"
+                      "</listen-socket>" % (cfg["tls_port"], el("ssl", 1) if mode == "1"
+                                            else el("tls", mode),
+                                            el("so-sndbuf", cfg["tls_sndbuf"])
+                                            if cfg.get("tls_sndbuf") else ""))
+    if cfg.get("ssl_certificate"):
+        tls_paths = el("ssl-certificate", cfg["ssl_certificate"])
+    if cfg.get("ssl_private_key"):
+        tls_paths += el("ssl-private-key", cfg["ssl_private_key"])
+    if cfg.get("ssl_allowed_ciphers"):
+        tls_paths += el("ssl-allowed-ciphers", cfg["ssl_allowed_ciphers"])
     return """<?xml version="1.0"?>
 <icecast>
   <location>{location}</location>
@@ -150,6 +166,7 @@ def render_config(cfg):
     <port>{port}</port>
     <bind-address>127.0.0.1</bind-address>
   </listen-socket>
+  {tls_socket}
   {mounts}
   <fileserve>1</fileserve>
   <paths>
@@ -158,6 +175,7 @@ def render_config(cfg):
     <pidfile>{d}/server.pid</pidfile>
     <webroot>{web}</webroot>
     <adminroot>{admin}</adminroot>
+    {tls_paths}
   </paths>
   <logging>
     <accesslog>access.log</accesslog>
@@ -170,7 +188,8 @@ def render_config(cfg):
 """.format(location=escape(cfg["location"]), limits=limits, spw=escape(cfg["source_password"]),
            auser=ADMIN_USER, apw=ADMIN_PASSWORD, port=cfg["port"], mounts="\n  ".join(mounts),
            d=d, web=cfg["webroot"], admin=cfg["adminroot"], loglevel=cfg["loglevel"],
-           change=change, extra=cfg.get("extra_xml", ""))
+           change=change, extra=cfg.get("extra_xml", ""), tls_socket=tls_socket,
+           tls_paths=tls_paths)
 
 
 # ---------------------------------------------------------------- server
@@ -212,6 +231,10 @@ class Server:
     def port(self):
         return self.cfg["port"]
 
+    @property
+    def tls_port(self):
+        return self.cfg.get("tls_port")
+
     def write_config(self, text=None, **changes):
         self.cfg.update(changes)
         if text is None:
@@ -227,6 +250,8 @@ class Server:
         for attempt in range(3):
             if self.cfg["port"] is None or attempt > 0:
                 self.cfg["port"] = free_port()
+            if self.cfg.get("tls_mode") and (self.cfg.get("tls_port") is None or attempt > 0):
+                self.cfg["tls_port"] = free_port()
             self.write_config()
             if self._spawn(timeout):
                 return self

@@ -55,8 +55,6 @@ REFUSED = [
     ("authentication",
      '<mount type="default">\n<authentication type="url">'
      '<option name="listener_add" value="http://127.0.0.1:9/"/></authentication></mount>'),
-    ("ssl", "<listen-socket><port>%d</port>\n<ssl>1</ssl></listen-socket>"),
-    ("tls", "<listen-socket><port>%d</port>\n<tls>true</tls></listen-socket>"),
     ("max-listener-duration",
      "<mount><mount-name>/timed</mount-name>\n"
      "<max-listener-duration>3600</max-listener-duration></mount>"),
@@ -65,7 +63,7 @@ REFUSED = [
 
 
 @pytest.mark.parametrize("setting,xml", REFUSED,
-                         ids=["url-auth", "default-mount-url-auth", "ssl", "tls",
+                         ids=["url-auth", "default-mount-url-auth",
                               "max-listener-duration", "no-mount"])
 def test_setting_that_would_open_access_is_refused_at_start(setting, xml):
     if "%d" in xml:

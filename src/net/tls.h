@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * tls: TLS on inbound connections, with OpenSSL: the server context (certificate chain, key,
+ * TLS 1.2 ciphers, session cache and tickets), its re-reading on SIGHUP, and the TLS transport
+ * of a connection with its non-blocking handshake and its kernel-TLS variant.
+ *
+ * The context is built by the main thread (start-up, reload) and swapped under a short lock
+ * that only the accept of a TLS connection takes; each connection's SSL holds a reference to
+ * the context it was made with, so a reload changes new handshakes only. Knows bytes, not
+ * HTTP: the accept path says which ops take over once the handshake is done.
+ */
+#ifndef RIMECAST_TLS_H
+#define RIMECAST_TLS_H
+
+#include <stddef.h>
+
+#include "conf/config.h"
+#include "net/conn.h"
+
+/* Start-up: builds the context when a listen socket of cfg serves TLS (else does nothing) and
+ * logs whether kernel TLS can be used. 0, or -1 with a message in err. Main thread, before the
+ * workers start and before privileges are dropped. */
+int tls_setup(const config_t *cfg, char *err, size_t errlen);
+
+/* SIGHUP: re-reads the certificate, key and ciphers named by cfg; new handshakes use them,
+ * connections keep theirs. On failure (unreadable or broken files) logs why and keeps the
+ * context in use. 0 or -1. Does nothing when no context was set up at start. Main thread. */
+int tls_reload(const config_t *cfg);
+
+/* Frees the context (at exit, after the workers stopped). */
+void tls_cleanup(void);
+
+/* Accept path: c is an accepted connection whose ops are what it does once it speaks plainly
+ * (reading a request). The handshake runs first, on c's readable and writable events; then
+ * those ops take over and their on_readable runs at once. detect: plain HTTP is served too,
+ * told apart by the first byte (a TLS handshake record starts with 0x16). A handshake that
+ * fails or meets plain HTTP on a TLS-only port ends in a close (logged, rate-limited); the
+ * deadline set on c (the header timeout) covers a stalled handshake. Sets c->tls.
+ * 0 or -errno (nothing changed: the caller closes c). */
+int tls_accept(conn_t *c, int detect);
+
+#endif
