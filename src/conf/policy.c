@@ -14,7 +14,6 @@
 #define REFUSE(sec, el, when, why) {sec, el, NULL, POLICY_REFUSE, when, why}
 #define WARN(sec, el, when, why) {sec, el, NULL, POLICY_WARN, when, why}
 
-#define NO_RELAY "this server does not relay another one"
 #define NO_TLS "no port serves TLS"
 
 const policy_t config_policies[] = {
@@ -33,13 +32,6 @@ const policy_t config_policies[] = {
     REFUSE("paths", "deny-ip", POLICY_PRESENT, "connections from every address would be accepted"),
 
     /* warned once: the server works, without the feature */
-    WARN("icecast", "relay", POLICY_PRESENT, "no relay is started"),
-    WARN("icecast", "relays-on-demand", POLICY_ENABLED, NO_RELAY),
-    WARN("icecast", "master-server", POLICY_PRESENT, NO_RELAY),
-    WARN("icecast", "master-server-port", POLICY_PRESENT, NO_RELAY),
-    WARN("icecast", "master-update-interval", POLICY_PRESENT, NO_RELAY),
-    WARN("icecast", "master-username", POLICY_PRESENT, NO_RELAY),
-    WARN("icecast", "master-password", POLICY_PRESENT, NO_RELAY),
     WARN("icecast", "directory", POLICY_PRESENT, "streams are not listed in any YP directory"),
     WARN("limits", "client-timeout", POLICY_PRESENT,
          "it has no effect (nor in Icecast 2.4); <header-timeout> and <source-timeout> apply"),

@@ -314,7 +314,8 @@ static void add_globals(kvset_t *s)
     kv_addf(s, "file_connections", "%lld", (long long)atomic_load(&st->file_connections));
     kv_addf(s, "source_client_connections", "%lld",
             (long long)atomic_load(&st->source_client_connections));
-    kv_add(s, "source_relay_connections", "0");
+    kv_addf(s, "source_relay_connections", "%lld",
+            (long long)atomic_load(&st->source_relay_connections));
     kv_addf(s, "source_total_connections", "%lld",
             (long long)atomic_load(&st->source_total_connections));
     kv_addf(s, "stats_connections", "%lld", (long long)atomic_load(&st->stats_connections));
