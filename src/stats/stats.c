@@ -22,6 +22,7 @@
 #include "core/utf8.h"
 #include "net/server.h"
 #include "stream/mount.h"
+#include "stream/relay.h"
 
 #define STATS_KEY_MAX 64
 #define STATS_MAX_KEYS 128
@@ -348,6 +349,39 @@ static int add_config_warnings(xmlNodePtr root)
     return 0;
 }
 
+/* An on-demand relay's mount before it connects: listed with 0 listeners, as Icecast does. */
+typedef struct idle_ctx {
+    xmlNodePtr root;
+    const char *only;
+    mount_t **live;
+    int nlive;
+    int hit;
+} idle_ctx_t;
+
+static void add_idle_relay(const char *name, void *arg)
+{
+    idle_ctx_t *x = arg;
+    if (x->only && strcmp(x->only, name) != 0)
+        return;
+    for (int k = 0; k < x->nlive; k++)
+        if (strcmp(x->live[k]->name, name) == 0)
+            return;
+    xmlNodePtr src = xmlNewChild(x->root, NULL, BAD_CAST "source", NULL);
+    char *clean = stats_clean_text(name);
+    if (!src || !clean) {
+        free(clean);
+        return;
+    }
+    x->hit = 1;
+    xmlNewProp(src, BAD_CAST "mount", BAD_CAST clean);
+    free(clean);
+    char url[1024];
+    stats_listenurl(url, sizeof(url), name);
+    xmlNewTextChild(src, NULL, BAD_CAST "listeners", BAD_CAST "0");
+    xmlNewTextChild(src, NULL, BAD_CAST "listenurl", BAD_CAST url);
+    xmlNewTextChild(src, NULL, BAD_CAST "on_demand", BAD_CAST "1");
+}
+
 xmlDocPtr stats_document(int admin, const char *mount, int *found)
 {
     xmlDocPtr doc = stats_new_doc("icestats");
@@ -375,6 +409,9 @@ xmlDocPtr stats_document(int admin, const char *mount, int *found)
         add_source_fields(s, v[k]);
         kv_emit(s, src);
     }
+    idle_ctx_t idle = {root, mount, v, n, 0};
+    relay_foreach_idle(add_idle_relay, &idle);
+    hit |= idle.hit;
     if (found)
         *found = mount ? hit : 1;
     stats_mounts_free(v, n);
