@@ -4,7 +4,8 @@
  *
  * Checks that results point inside the input and respect the limits, that feeding the same
  * bytes in two pieces (with prev_len) gives the same answer as one piece, and that the input
- * used as an Authorization value never breaks the credential decoder.
+ * used as an Authorization value never breaks the credential decoder. The same input is also
+ * read as an upstream server's response head (relays).
  */
 // fuzz-sources: src/http/parser.c src/core/str.c
 // fuzz-args: -max_len=20000
@@ -125,6 +126,29 @@ static void fuzz_auth_value(const uint8_t *data, size_t size)
     free(buf);
 }
 
+static void fuzz_response(const char *buf, size_t size)
+{
+    static http_response_t resp;
+
+    int rc = http_parse_response(buf, size, &resp);
+    REQUIRE(rc >= HTTP_PARSE_BAD_VERSION);
+    REQUIRE(size <= HTTP_MAX_HEAD_BYTES || rc != HTTP_PARSE_PARTIAL);
+    if (rc <= 0)
+        return;
+    size_t head = (size_t)rc;
+    REQUIRE(head <= size && head <= HTTP_MAX_HEAD_BYTES && resp.num_headers <= HTTP_MAX_HEADERS);
+    REQUIRE(buf[head - 1] == '\n' && !memchr(buf, '\0', head));
+    REQUIRE(resp.status >= 100 && resp.status <= 999);
+    REQUIRE(inside(resp.reason, resp.reason_len, buf, head));
+    for (size_t i = 0; i < resp.num_headers; i++) {
+        check_header(&resp.headers[i], buf, head);
+        REQUIRE(http_response_header(&resp, "x") == NULL || resp.num_headers > 0);
+    }
+    /* a complete head parses the same with more bytes after it */
+    if (size > 1 && head < size)
+        REQUIRE(http_parse_response(buf, head, &resp) == rc);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static http_request_t req;
@@ -144,5 +168,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (size <= 2048)
         fuzz_auth_value(data, size);
+    fuzz_response(buf, size);
     return 0;
 }

@@ -23,6 +23,7 @@
 #include "config.h"
 #include "core/log.h"
 #include "net/worker.h"
+#include "stream/relay.h"
 #include "net/server.h"
 #include "net/tls.h"
 #include "router/dispatch.h"
@@ -380,9 +381,11 @@ int main(int argc, char **argv)
         worker_start(server.workers[i]);
     atomic_store(&server.running, 1);
     log_info("%s started with %d workers", server_ident(), server.nworkers);
+    relay_start_all();
     signal_loop(sfd, opt.config_file);
     rc = 0;
 out:
+    relay_shutdown(); /* no name lookup answers a worker that stopped */
     if (atomic_load(&server.running))
         stop_workers();
     else

@@ -61,11 +61,12 @@ int admin_auth_source(const char *mount, const char *user, const char *pass)
 static int auth_ok(admin_req_t *a, const http_request_t *req)
 {
     const config_t *cfg = server_config();
+    /* the stream list answers the relay user only, as Icecast's does (admin gets 401) */
+    if (a->cmd->auth == ADMIN_AUTH_RELAY)
+        return creds_match(req, cfg->relay_user ? cfg->relay_user : "relay", cfg->relay_password);
     a->admin = admin_auth_admin(req);
     if (a->admin || a->cmd->auth == ADMIN_AUTH_NONE)
         return 1;
-    if (a->cmd->auth == ADMIN_AUTH_RELAY)
-        return creds_match(req, cfg->relay_user ? cfg->relay_user : "relay", cfg->relay_password);
     if (a->cmd->auth != ADMIN_AUTH_SOURCE)
         return 0;
     char *user = NULL, *pass = NULL;

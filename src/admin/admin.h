@@ -30,7 +30,7 @@ typedef enum {
     ADMIN_AUTH_GLOBAL, /* admin credentials */
     ADMIN_AUTH_SOURCE, /* admin, or the source credentials of the mount= named (metadata
                         * only: a source user may do nothing else, as in Icecast) */
-    ADMIN_AUTH_RELAY,  /* admin, or the relay credentials */
+    ADMIN_AUTH_RELAY,  /* the relay credentials only (as Icecast: admin gets 401) */
 } admin_auth_t;
 
 enum {

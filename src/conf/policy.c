@@ -14,7 +14,6 @@
 #define REFUSE(sec, el, when, why) {sec, el, NULL, POLICY_REFUSE, when, why}
 #define WARN(sec, el, when, why) {sec, el, NULL, POLICY_WARN, when, why}
 
-#define NO_RELAY "this server does not relay another one"
 
 const policy_t config_policies[] = {
     /* refused: ignoring them would let in someone the file keeps out */
@@ -24,13 +23,6 @@ const policy_t config_policies[] = {
            "listeners could still connect to the mount directly"),
 
     /* warned once: the server works, without the feature */
-    WARN("icecast", "relay", POLICY_PRESENT, "no relay is started"),
-    WARN("icecast", "relays-on-demand", POLICY_ENABLED, NO_RELAY),
-    WARN("icecast", "master-server", POLICY_PRESENT, NO_RELAY),
-    WARN("icecast", "master-server-port", POLICY_PRESENT, NO_RELAY),
-    WARN("icecast", "master-update-interval", POLICY_PRESENT, NO_RELAY),
-    WARN("icecast", "master-username", POLICY_PRESENT, NO_RELAY),
-    WARN("icecast", "master-password", POLICY_PRESENT, NO_RELAY),
     WARN("icecast", "directory", POLICY_PRESENT, "streams are not listed in any YP directory"),
     {"paths", "alias", "bind-address", POLICY_WARN, POLICY_PRESENT,
      "the alias applies on every address (port= is honoured)"},

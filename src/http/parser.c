@@ -298,6 +298,84 @@ int http_parse_request(const char *buf, size_t len, size_t prev_len, http_reques
     return HTTP_PARSE_PARTIAL;
 }
 
+/* ---- response heads (relays) ---- */
+
+/* "HTTP/1.x SSS reason" or "ICY SSS reason"; the reason may be empty. */
+static int parse_status_line(const char *line, size_t n, http_response_t *resp)
+{
+    size_t i;
+
+    if (n >= 4 && memcmp(line, "ICY ", 4) == 0) {
+        resp->is_icy = 1;
+        i = 4;
+    } else if (n >= 9 && memcmp(line, "HTTP/1.", 7) == 0 && line[7] >= '0' && line[7] <= '9' &&
+               line[8] == ' ') {
+        resp->version_minor = line[7] - '0';
+        i = 9;
+    } else if (n >= 5 && memcmp(line, "HTTP/", 5) == 0) {
+        return HTTP_PARSE_BAD_VERSION;
+    } else {
+        return HTTP_PARSE_ERROR;
+    }
+    while (i < n && line[i] == ' ')
+        i++;
+    if (n - i < 3 || line[i] < '1' || line[i] > '9' || line[i + 1] < '0' || line[i + 1] > '9' ||
+        line[i + 2] < '0' || line[i + 2] > '9')
+        return HTTP_PARSE_ERROR;
+    resp->status = (line[i] - '0') * 100 + (line[i + 1] - '0') * 10 + (line[i + 2] - '0');
+    i += 3;
+    if (i < n && line[i] != ' ')
+        return HTTP_PARSE_ERROR;
+    while (i < n && line[i] == ' ')
+        i++;
+    for (size_t k = i; k < n; k++)
+        if (is_ctl((unsigned char)line[k]) && line[k] != '\t')
+            return HTTP_PARSE_ERROR;
+    resp->reason = line + i;
+    resp->reason_len = n - i;
+    return 0;
+}
+
+int http_parse_response(const char *buf, size_t len, http_response_t *resp)
+{
+    memset(resp, 0, offsetof(http_response_t, headers));
+    resp->num_headers = 0;
+    size_t skip = skip_leading_blank(buf, len);
+    if (len <= skip)
+        return len > HTTP_MAX_HEAD_BYTES ? HTTP_PARSE_TOO_LARGE : HTTP_PARSE_PARTIAL;
+    size_t end = find_head_end(buf, len, skip + 1);
+    if (!end)
+        return len > HTTP_MAX_HEAD_BYTES ? HTTP_PARSE_TOO_LARGE : HTTP_PARSE_PARTIAL;
+    if (memchr(buf, '\0', end))
+        return HTTP_PARSE_ERROR;
+    const char *lf = memchr(buf + skip, '\n', end - skip);
+    int rc = parse_status_line(buf + skip, strip_cr(buf + skip, (size_t)(lf - buf) - skip), resp);
+    if (rc)
+        return rc;
+    for (size_t pos = (size_t)(lf - buf) + 1; pos < end; pos = (size_t)(lf - buf) + 1) {
+        lf = memchr(buf + pos, '\n', end - pos);
+        size_t n = strip_cr(buf + pos, (size_t)(lf - buf) - pos);
+        if (n == 0)
+            return (int)end;
+        if (resp->num_headers == HTTP_MAX_HEADERS)
+            return HTTP_PARSE_TOO_MANY_HEADERS;
+        rc = parse_header_line(buf + pos, n, &resp->headers[resp->num_headers]);
+        if (rc)
+            return rc;
+        resp->num_headers++;
+    }
+    return HTTP_PARSE_ERROR; /* not reached: the head ends with its blank line */
+}
+
+const http_header_t *http_response_header(const http_response_t *resp, const char *name)
+{
+    for (size_t i = 0; i < resp->num_headers; i++) {
+        if (str_ieq(resp->headers[i].name, resp->headers[i].name_len, name))
+            return &resp->headers[i];
+    }
+    return NULL;
+}
+
 const http_header_t *http_find_header(const http_request_t *req, const char *name)
 {
     for (size_t i = 0; i < req->num_headers; i++) {

@@ -8,7 +8,8 @@
  * clients send: methods GET HEAD PUT POST SOURCE OPTIONS STATS (others parse and are reported
  * as HTTP_METHOD_OTHER), protocols "HTTP/x.y" and "ICE/x.y", CRLF or bare LF line ends, and
  * "\r\r\n" (NSV encoders). Header names are tokens; obsolete line folding is rejected.
- * It does not decode percent-escapes or read bodies.
+ * It does not decode percent-escapes or read bodies. http_parse_response() reads the status
+ * line and headers of an upstream server's answer (relays) with the same limits.
  */
 #ifndef RIMECAST_HTTP_PARSER_H
 #define RIMECAST_HTTP_PARSER_H
@@ -67,6 +68,26 @@ typedef struct http_request {
  * buffer (0 first). Returns the head length in bytes (> 0, including the blank line) when
  * complete, HTTP_PARSE_PARTIAL when more is needed, or a negative HTTP_PARSE_* error. */
 int http_parse_request(const char *buf, size_t len, size_t prev_len, http_request_t *req);
+
+/* A response head as relays read it from an upstream server: "HTTP/1.x SSS reason" or
+ * Shoutcast's "ICY SSS reason", then header lines as in a request. */
+typedef struct http_response {
+    int status;        /* 100..999 */
+    int is_icy;        /* status line was "ICY ..." */
+    int version_minor; /* HTTP/1.x; 0 for ICY */
+    const char *reason;
+    size_t reason_len;
+    http_header_t headers[HTTP_MAX_HEADERS];
+    size_t num_headers;
+} http_response_t;
+
+/* Parses the response head in buf[0..len) (the whole buffer again on each call). Returns the
+ * head length (> 0, including the blank line), HTTP_PARSE_PARTIAL, or a negative
+ * HTTP_PARSE_* error (HTTP_PARSE_BAD_VERSION for a protocol other than HTTP/1.x and ICY). */
+int http_parse_response(const char *buf, size_t len, http_response_t *resp);
+
+/* First header of a response with this name (case-insensitive) or NULL. */
+const http_header_t *http_response_header(const http_response_t *resp, const char *name);
 
 /* First header with this name (case-insensitive) or NULL. */
 const http_header_t *http_find_header(const http_request_t *req, const char *name);

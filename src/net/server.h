@@ -27,6 +27,7 @@ typedef struct server_stats {
     atomic_ullong client_connections;
     atomic_ullong listener_connections;
     atomic_ullong source_client_connections;
+    atomic_ullong source_relay_connections;
     atomic_ullong source_total_connections;
     atomic_ullong file_connections;
     atomic_ullong stats_connections;

@@ -26,6 +26,7 @@
 #include "stream/fanout.h"
 #include "stream/listener.h"
 #include "stream/mount.h"
+#include "stream/relay.h"
 #include "stream/shoutcast.h"
 #include "stream/source.h"
 
@@ -100,6 +101,12 @@ static void handle_get(conn_t *c, const http_request_t *req)
         free(path);
         if (listener_admitted(c, req, m))
             listener_start(c, req, m); /* takes the reference */
+        return;
+    }
+    /* an on-demand relay's mount is not live until a listener asks for it */
+    if (req->method != HTTP_METHOD_POST && !router_owns(target) &&
+        relay_park_listener(c, req, target)) {
+        free(path);
         return;
     }
     router_handle(c, req, path);
@@ -198,4 +205,5 @@ void dispatch_init(void)
     worker_set_accept(client_accept);
     fanout_register();
     source_register();
+    relay_register();
 }

@@ -23,6 +23,7 @@
 #include "net/conn.h"
 #include "net/server.h"
 #include "stream/mount.h"
+#include "stream/relay.h"
 
 #define STATS_KEY_MAX 64
 #define STATS_MAX_KEYS 128
@@ -317,7 +318,8 @@ static void add_globals(kvset_t *s)
     kv_addf(s, "file_connections", "%lld", (long long)atomic_load(&st->file_connections));
     kv_addf(s, "source_client_connections", "%lld",
             (long long)atomic_load(&st->source_client_connections));
-    kv_add(s, "source_relay_connections", "0");
+    kv_addf(s, "source_relay_connections", "%lld",
+            (long long)atomic_load(&st->source_relay_connections));
     kv_addf(s, "source_total_connections", "%lld",
             (long long)atomic_load(&st->source_total_connections));
     kv_addf(s, "stats_connections", "%lld", (long long)atomic_load(&st->stats_connections));
@@ -350,6 +352,40 @@ static int add_config_warnings(xmlNodePtr root)
     return 0;
 }
 
+/* An on-demand relay's mount before it connects: listed with 0 listeners, as Icecast does. */
+typedef struct idle_ctx {
+    xmlNodePtr root;
+    const char *only;
+    mount_t **live;
+    int nlive;
+    int hit;
+    const conn_t *via;
+} idle_ctx_t;
+
+static void add_idle_relay(const char *name, void *arg)
+{
+    idle_ctx_t *x = arg;
+    if (x->only && strcmp(x->only, name) != 0)
+        return;
+    for (int k = 0; k < x->nlive; k++)
+        if (strcmp(x->live[k]->name, name) == 0)
+            return;
+    xmlNodePtr src = xmlNewChild(x->root, NULL, BAD_CAST "source", NULL);
+    char *clean = stats_clean_text(name);
+    if (!src || !clean) {
+        free(clean);
+        return;
+    }
+    x->hit = 1;
+    xmlNewProp(src, BAD_CAST "mount", BAD_CAST clean);
+    free(clean);
+    char url[1024];
+    stats_listenurl(url, sizeof(url), name, x->via);
+    xmlNewTextChild(src, NULL, BAD_CAST "listeners", BAD_CAST "0");
+    xmlNewTextChild(src, NULL, BAD_CAST "listenurl", BAD_CAST url);
+    xmlNewTextChild(src, NULL, BAD_CAST "on_demand", BAD_CAST "1");
+}
+
 xmlDocPtr stats_document(int admin, const char *mount, int *found, const conn_t *via)
 {
     xmlDocPtr doc = stats_new_doc("icestats");
@@ -377,6 +413,9 @@ xmlDocPtr stats_document(int admin, const char *mount, int *found, const conn_t 
         add_source_fields(s, v[k], via);
         kv_emit(s, src);
     }
+    idle_ctx_t idle = {root, mount, v, n, 0, via};
+    relay_foreach_idle(add_idle_relay, &idle);
+    hit |= idle.hit;
     if (found)
         *found = mount ? hit : 1;
     stats_mounts_free(v, n);

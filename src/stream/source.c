@@ -50,6 +50,7 @@ struct source {
     int linked;  /* in worker_sources */
     int chunked; /* the body is chunked (PUT with Transfer-Encoding: chunked) */
     chunked_t body;
+    int relayed; /* a relay's connection: the mount is the relay's and outlives it */
     source_t *prev, *next;
 };
 
@@ -274,6 +275,12 @@ static void set_configured_fallback(mount_t *m)
     }
 }
 
+void source_end_mount(mount_t *m)
+{
+    set_configured_fallback(m);
+    mount_end(m);
+}
+
 static void source_release(conn_t *c)
 {
     source_t *s = c->data;
@@ -296,8 +303,8 @@ static void source_release(conn_t *c)
     if (s->mount) {
         if (s->linked)
             events_emit(EVENT_SOURCE_DISCONNECT, s->mount->name, c->id, c->ip);
-        set_configured_fallback(s->mount);
-        mount_end(s->mount);
+        if (!s->relayed)
+            source_end_mount(s->mount);
         if (s->linked)
             station_source_ended(s->mount, s->dump);
         mount_unref(s->mount);
@@ -331,11 +338,12 @@ static void check_timeouts(worker_t *w, void *arg)
     }
 }
 
-/* Creates the mount and switches c to the source role. `status` is the response to send
- * (NULL for none); leftover bytes after the head are ingested. 0, or an HTTP status to fail
- * with. */
-int source_become(conn_t *c, const http_request_t *req, const char *mount_name,
-                         const char *response, const char *leftover, size_t leftover_len)
+/* Creates the mount (or, for a relay, takes *relay_mount when it is set) and switches c to the
+ * source role. `response` is sent first (NULL for none); leftover bytes after the head are
+ * ingested. 0, or an HTTP status to fail with. */
+static int become(conn_t *c, const http_request_t *req, const char *mount_name,
+                  mount_t **relay_mount, const char *response, const char *leftover,
+                  size_t leftover_len)
 {
     const config_t *cfg = server_config();
     const mount_conf_t *mc = config_find_mount(cfg, mount_name);
@@ -351,17 +359,26 @@ int source_become(conn_t *c, const http_request_t *req, const char *mount_name,
     }
     s->counted = 1;
     s->conn = c;
+    s->relayed = relay_mount != NULL;
     c->data = s;
     c->ops = c->role = &source_ops;
-    mount_info_t info = {0};
-    build_info(&info, c, req, mc);
-    const format_ops_t *fops = format_for_content_type(info.content_type);
-    int err = 0;
-    s->mount = mount_create(mount_name, &info, &err);
-    if (!s->mount) {
-        log_warn("source %s on %s refused: %s", c->ip, mount_name,
-                 err == -EEXIST ? "mountpoint in use" : strerror(-err));
-        return err == -EEXIST ? 409 : 500;
+    const format_ops_t *fops;
+    if (relay_mount && *relay_mount) {
+        s->mount = mount_ref(*relay_mount);
+        fops = format_for_content_type(s->mount->info.content_type);
+    } else {
+        mount_info_t info = {0};
+        build_info(&info, c, req, mc);
+        fops = format_for_content_type(info.content_type);
+        int err = 0;
+        s->mount = mount_create(mount_name, &info, &err);
+        if (!s->mount) {
+            log_warn("source %s on %s refused: %s", c->ip, mount_name,
+                     err == -EEXIST ? "mountpoint in use" : strerror(-err));
+            return err == -EEXIST ? 409 : 500;
+        }
+        if (relay_mount)
+            *relay_mount = mount_ref(s->mount);
     }
     s->mount->is_ogg = fops == &format_ogg_ops;
     s->mount->source_worker = c->worker;
@@ -386,12 +403,13 @@ int source_become(conn_t *c, const http_request_t *req, const char *mount_name,
         s->next->prev = s;
     worker_sources[c->worker->id] = s;
     s->linked = 1;
-    atomic_fetch_add(&server.stats.source_client_connections, 1);
+    atomic_fetch_add(relay_mount ? &server.stats.source_relay_connections
+                                 : &server.stats.source_client_connections, 1);
     atomic_fetch_add(&server.stats.source_total_connections, 1);
     events_emit(EVENT_SOURCE_CONNECT, mount_name, c->id, c->ip);
     s->dump = station_source_started(s->mount);
-    log_info("source %s connected to %s (%s, %s)", c->ip, mount_name, s->fmt->ops->name,
-             s->mount->info.content_type);
+    log_info("%s %s connected to %s (%s, %s)", relay_mount ? "relay from" : "source", c->ip,
+             mount_name, s->fmt->ops->name, s->mount->info.content_type);
     client_of(c)->status = 200;
     if (response)
         conn_send(c, response, strlen(response), NULL);
@@ -400,6 +418,18 @@ int source_become(conn_t *c, const http_request_t *req, const char *mount_name,
         s->fmt->ops->ingest(s->fmt, (const unsigned char *)leftover, leftover_len) < 0)
         source_end(c, "dropped: format error");
     return 0;
+}
+
+int source_become(conn_t *c, const http_request_t *req, const char *mount_name,
+                  const char *response, const char *leftover, size_t leftover_len)
+{
+    return become(c, req, mount_name, NULL, response, leftover, leftover_len);
+}
+
+int source_become_relay(conn_t *c, const http_request_t *req, const char *mount_name,
+                        mount_t **mount, const char *leftover, size_t leftover_len)
+{
+    return become(c, req, mount_name, mount, NULL, leftover, leftover_len);
 }
 
 static char *mount_from_path(const http_request_t *req)

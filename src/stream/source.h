@@ -31,6 +31,18 @@ int source_check_password(const config_t *cfg, const mount_conf_t *mc, const cha
  * (then call source_abort before answering). */
 int source_become(conn_t *c, const http_request_t *req, const char *mount_name,
                   const char *response, const char *leftover, size_t leftover_len);
+/* For relays (stream/relay.c): like source_become with no response, but the mount belongs to
+ * the relay and outlives the connection, so listeners stay through a reconnect. When *mount is
+ * NULL the mount is created from the upstream's headers in req and a new reference is stored
+ * in *mount for the caller; else the connection feeds *mount (whose stream info stays that of
+ * the first connection). The source never ends the mount: the relay does, with
+ * source_end_mount(). 0, or an HTTP status (then source_abort). */
+typedef struct mount mount_t;
+int source_become_relay(conn_t *c, const http_request_t *req, const char *mount_name,
+                        mount_t **mount, const char *leftover, size_t leftover_len);
+/* Ends a mount as a leaving source does: its configured <fallback-mount> (if live) takes the
+ * listeners, then mount_end(). The caller keeps its reference. */
+void source_end_mount(mount_t *m);
 /* Undoes a failed source_become (the connection is left to answer or close). */
 void source_abort(conn_t *c);
 

@@ -365,6 +365,66 @@ static void status_texts(void)
     CHECK_STR(http_status_text(999), "Unknown");
 }
 
+static http_response_t resp;
+
+static int parse_resp(const char *s)
+{
+    return http_parse_response(s, strlen(s), &resp);
+}
+
+static void response_heads_of_icecast_and_shoutcast(void)
+{
+    const char *ice = "HTTP/1.0 200 OK\r\nContent-Type: audio/mpeg\r\nicy-metaint: 16000\r\n"
+                      "icy-name:  Radio \r\n\r\nAUDIO";
+    CHECK(parse_resp(ice) == (int)strlen(ice) - 5);
+    CHECK(resp.status == 200 && !resp.is_icy && resp.version_minor == 0);
+    CHECK(span_is(resp.reason, resp.reason_len, "OK"));
+    CHECK(resp.num_headers == 3);
+    const http_header_t *h = http_response_header(&resp, "ICY-METAINT");
+    CHECK(h && span_is(h->value, h->value_len, "16000"));
+    h = http_response_header(&resp, "icy-name");
+    CHECK(h && span_is(h->value, h->value_len, "Radio"));
+    CHECK(http_response_header(&resp, "location") == NULL);
+
+    const char *sc = "ICY 200 OK\r\nicy-notice1:<BR>This stream requires Winamp<BR>\r\n"
+                     "content-type:audio/aacp\r\n\r\n";
+    CHECK(parse_resp(sc) == (int)strlen(sc));
+    CHECK(resp.status == 200 && resp.is_icy);
+
+    const char *redir = "HTTP/1.1 302 Found\nLocation: http://10.0.0.2:8000/live\n\n";
+    CHECK(parse_resp(redir) == (int)strlen(redir));
+    CHECK(resp.status == 302 && resp.version_minor == 1);
+    h = http_response_header(&resp, "location");
+    CHECK(h && span_is(h->value, h->value_len, "http://10.0.0.2:8000/live"));
+
+    CHECK(parse_resp("HTTP/1.0 404\r\n\r\n") > 0 && resp.status == 404 && resp.reason_len == 0);
+}
+
+static void response_heads_partial_and_malformed(void)
+{
+    const char *full = "HTTP/1.0 200 OK\r\nContent-Type: audio/ogg\r\n\r\n";
+    for (size_t n = 0; n < strlen(full); n++)
+        CHECK(http_parse_response(full, n, &resp) == HTTP_PARSE_PARTIAL);
+    CHECK(parse_resp("HTTP/2.0 200 OK\r\n\r\n") == HTTP_PARSE_BAD_VERSION);
+    CHECK(parse_resp("HTTP/1.0 2000 OK\r\n\r\n") == HTTP_PARSE_ERROR);
+    CHECK(parse_resp("HTTP/1.0 20 OK\r\n\r\n") == HTTP_PARSE_ERROR);
+    CHECK(parse_resp("HTTP/1.0 099 OK\r\n\r\n") == HTTP_PARSE_ERROR);
+    CHECK(parse_resp("SOURCE 200 OK\r\n\r\n") == HTTP_PARSE_ERROR);
+    CHECK(parse_resp("HTTP/1.0 200 O\x01K\r\n\r\n") == HTTP_PARSE_ERROR);
+    CHECK(parse_resp("HTTP/1.0 200 OK\r\nBad Header\r\n\r\n") == HTTP_PARSE_ERROR);
+    CHECK(parse_resp("HTTP/1.0 200 OK\r\n folded: x\r\n\r\n") == HTTP_PARSE_ERROR);
+    char big[HTTP_MAX_HEAD_BYTES + 64];
+    memset(big, 'a', sizeof(big));
+    memcpy(big, "HTTP/1.0 200 OK\r\nX: ", 21);
+    CHECK(http_parse_response(big, sizeof(big), &resp) == HTTP_PARSE_TOO_LARGE);
+    char many[HTTP_MAX_HEADERS * 8 + 64];
+    size_t o = (size_t)sprintf(many, "HTTP/1.0 200 OK\r\n");
+    for (int i = 0; i <= HTTP_MAX_HEADERS; i++)
+        o += (size_t)sprintf(many + o, "X: %d\r\n", i % 10);
+    sprintf(many + o, "\r\n");
+    CHECK(parse_resp(many) == HTTP_PARSE_TOO_MANY_HEADERS);
+}
+
 int main(void)
 {
     RUN(simple_get_is_parsed_in_place);
@@ -384,5 +444,7 @@ int main(void)
     RUN(uri_length_limit);
     RUN(basic_auth);
     RUN(status_texts);
+    RUN(response_heads_of_icecast_and_shoutcast);
+    RUN(response_heads_partial_and_malformed);
     return testlib_done();
 }

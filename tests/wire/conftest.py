@@ -98,8 +98,8 @@ def free_port():
         return s.getsockname()[1]
 
 
-def web_dirs():
-    if IS_ICECAST:
+def web_dirs(binary=BINARY):
+    if "icecast" in os.path.basename(binary):
         return "/usr/share/icecast2/web", "/usr/share/icecast2/admin"
     return os.path.join(SRCDIR, "web"), os.path.join(SRCDIR, "admin")
 
@@ -200,7 +200,10 @@ class Server:
                     location="Wire Test Lab", loglevel=4, source_password=SOURCE_PASSWORD,
                     mounts=None, changeowner=True, extra_xml="")
 
-    def __init__(self, **cfg):
+    def __init__(self, binary=None, **cfg):
+        # binary: another server than the one under test (relay tests run both at once)
+        self.binary = binary or BINARY
+        self.is_icecast = "icecast" in os.path.basename(self.binary)
         self.dir = tempfile.mkdtemp(prefix="wire-")
         os.chmod(self.dir, 0o755)
         self.logdir = os.path.join(self.dir, "log")
@@ -215,7 +218,7 @@ class Server:
         self.cfg.update(cfg)
         self.cfg["dir"] = self.dir
         self.cfg.setdefault("port", None)
-        web, admin = web_dirs()
+        web, admin = web_dirs(self.binary)
         self.cfg.setdefault("webroot", web)
         self.cfg.setdefault("adminroot", admin)
         self.host = "127.0.0.1"
@@ -260,8 +263,8 @@ class Server:
     def _spawn(self, timeout):
         out = open(self.stdout_path, "ab")
         err = open(self.stderr_path, "ab")
-        self.proc = subprocess.Popen([BINARY, "-c", self.config_path], stdout=out, stderr=err,
-                                    stdin=subprocess.DEVNULL, cwd=self.dir,
+        self.proc = subprocess.Popen([self.binary, "-c", self.config_path], stdout=out, stderr=err,
+                                     stdin=subprocess.DEVNULL, cwd=self.dir,
                                      preexec_fn=self.preexec_fn)
         out.close()
         err.close()
@@ -385,7 +388,7 @@ def server():
         if not alive:
             problems.append("server died during the test (exit %s)" % srv.proc.returncode)
         elif code != 0:
-            if IS_ICECAST:
+            if srv.is_icecast:
                 # Icecast 2.4.4 occasionally crashes or hangs when SIGTERM races a
                 # source thread that is still exiting; that is not what we test.
                 warnings.warn("icecast2 exit code after SIGTERM: %r" % code)

@@ -21,8 +21,8 @@ from conftest import BINARY, Server, free_port
 
 pytestmark = pytest.mark.rimecast_only
 
-RELAY = ("<relay><server>127.0.0.1</server><port>9</port><mount>/up</mount>"
-         "<local-mount>/relayed</local-mount></relay>")
+# a setting warned about for good (it does nothing in Icecast 2.4 either)
+WARNED = "<limits><client-timeout>30</client-timeout></limits>"
 
 
 def _run(extra_xml, timeout=3):
@@ -86,27 +86,27 @@ def test_disabled_values_of_refused_settings_start(server):
     assert "not supported yet" not in srv.error_log()
 
 
-def test_relay_warns_once_and_the_admin_pages_show_it(server):
-    # two relays, one warning; a mount name with markup checks the escaping on every page
-    srv = server(extra_xml=RELAY + "\n" + RELAY.replace("/relayed", "/relayed2") + "\n"
+def test_a_warned_setting_warns_once_and_the_admin_pages_show_it(server):
+    # the setting twice, one warning; a mount name with markup checks the escaping on every page
+    srv = server(extra_xml=WARNED + "\n" + WARNED.replace("30", "31") + "\n"
                  "<mount><mount-name>/x&lt;y&amp;z</mount-name></mount>\n"
                  "<mount><mount-name>/x&lt;y&amp;z</mount-name></mount>")
     line = [i + 1 for i, ln in enumerate(open(srv.config_path).read().splitlines())
-            if "<relay>" in ln][0]
-    wirelib.wait_until(lambda: "<relay> in <icecast> is not supported yet" in srv.error_log(),
-                       5, "the relay warning in the error log")
+            if "<client-timeout>" in ln][0]
+    wirelib.wait_until(lambda: "<client-timeout> in <limits> is not supported yet" in srv.error_log(),
+                       5, "the warning in the error log")
     log = srv.error_log()
-    assert log.count("<relay> in <icecast> is not supported yet") == 1, log
-    assert "%s:%d: <relay>" % (srv.config_path, line) in log, log
+    assert log.count("<client-timeout> in <limits> is not supported yet") == 1, log
+    assert "%s:%d: <client-timeout>" % (srv.config_path, line) in log, log
 
     r = adminlib.admin(srv, "/admin/stats")
     assert r.status == 200
     warnings = r.xml().findall("config-warnings/warning")
-    relay = [w for w in warnings if w.findtext("setting") == "relay"]
-    assert len(relay) == 1, r.body
-    assert relay[0].findtext("line") == str(line)
-    assert relay[0].findtext("file") == srv.config_path
-    assert "not supported yet" in relay[0].findtext("message")
+    found = [w for w in warnings if w.findtext("setting") == "client-timeout"]
+    assert len(found) == 1, r.body
+    assert found[0].findtext("line") == str(line)
+    assert found[0].findtext("file") == srv.config_path
+    assert "not supported yet" in found[0].findtext("message")
     twice = [w for w in warnings if w.findtext("setting") == "mount-name"]
     assert len(twice) == 1 and "/x<y&z" in twice[0].findtext("message"), r.body
 
@@ -115,24 +115,24 @@ def test_relay_warns_once_and_the_admin_pages_show_it(server):
     doc = json.loads(j.body.decode("utf-8"))
     listed = doc["icestats"]["config-warnings"]["warning"]
     assert isinstance(listed, list) and len(listed) == len(warnings)
-    assert {"setting": "relay", "file": srv.config_path, "line": line,
-            "message": relay[0].findtext("message")} in listed
+    assert {"setting": "client-timeout", "file": srv.config_path, "line": line,
+            "message": found[0].findtext("message")} in listed
 
     page = adminlib.admin(srv, "/admin/stats.xsl")
     assert page.status == 200
     html = page.body.decode("utf-8")
     assert 'class="notice bad config-warnings"' in html, html
-    assert re.search(r'data-setting="relay"', html), html
-    assert "&lt;relay&gt; in &lt;icecast&gt; is not supported yet" in html
+    assert re.search(r'data-setting="client-timeout"', html), html
+    assert "&lt;client-timeout&gt; in &lt;limits&gt; is not supported yet" in html
     assert "/x<y&z" not in html and "/x&lt;y&amp;z" in html
 
 
 def test_one_warning_is_still_a_list_in_json(server):
-    srv = server(extra_xml=RELAY)
+    srv = server(extra_xml=WARNED)
     doc = adminlib.admin(srv, "/admin/stats.json").json()
     listed = doc["icestats"]["config-warnings"]["warning"]
     assert isinstance(listed, list) and len(listed) == 1
-    assert listed[0]["setting"] == "relay"
+    assert listed[0]["setting"] == "client-timeout"
 
 
 def test_clean_config_has_no_warning(server):
@@ -143,22 +143,22 @@ def test_clean_config_has_no_warning(server):
     assert "config-warnings" not in adminlib.admin(srv, "/admin/stats.xsl").body.decode()
     assert "not supported yet" not in srv.error_log()
     # the public status document never carries them
-    srv2 = server(extra_xml=RELAY)
+    srv2 = server(extra_xml=WARNED)
     pub = adminlib.request(srv2, "/status-json.xsl")
     assert pub.status == 200 and b"config-warnings" not in pub.body
 
 
 def test_reload_with_a_refused_setting_keeps_the_running_config(server):
-    srv = server(extra_xml=RELAY)
+    srv = server(extra_xml=WARNED)
     srv.write_config(extra_xml='<mount type="normal"><mount-name>/secret</mount-name>\n'
                      '<authentication type="url"/></mount>')
     srv.send_signal(signal.SIGHUP)
     srv.wait_log("reload failed")
     assert "<authentication> in <mount> is not supported yet" in srv.error_log()
     assert srv.is_alive()
-    # still the old config: its relay warning is what the admin page lists
+    # still the old config: its warning is what the admin page lists
     r = adminlib.admin(srv, "/admin/stats")
-    assert [w.findtext("setting") for w in r.xml().findall("config-warnings/warning")] == ["relay"]
+    assert [w.findtext("setting") for w in r.xml().findall("config-warnings/warning")] == ["client-timeout"]
     # a reload to an accepted config replaces the list
     srv.write_config(extra_xml="")
     srv.send_signal(signal.SIGHUP)

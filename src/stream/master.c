@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * master: fetching a master server's stream list and keeping one relay per listed mount (see
+ * master.h). The list is untrusted: each line must be a clean mount path (or an http:// URL of
+ * one) or it is skipped, and at most MASTER_MAX_MOUNTS are relayed.
+ */
+#include "stream/master.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conf/config.h"
+#include "core/escape.h"
+#include "core/log.h"
+#include "core/str.h"
+#include "core/url.h"
+#include "http/client.h"
+#include "http/parser.h"
+#include "net/conn.h"
+#include "net/connect.h"
+#include "net/resolve.h"
+#include "net/server.h"
+#include "net/worker.h"
+#include "stream/relay.h"
+
+#define MASTER_TIMEOUT_MS 10000
+#define MASTER_MAX_BYTES (1 << 20)
+#define MASTER_MAX_MOUNTS 1000
+#define MASTER_MAX_NAME 512
+
+typedef struct relayed {
+    char *name;
+    int seen;
+    struct relayed *next;
+} relayed_t;
+
+static relayed_t *relayed;      /* mounts we relay from the master */
+static uint64_t next_fetch_ms;
+static int busy;                /* a fetch (lookup or connection) is under way */
+
+
+typedef struct master_conn {
+    client_t client;
+} master_conn_t;
+
+/* A line of the list as a mount path to relay: "/name" or "http://host:port/name". */
+static char *clean_name(const char *line, size_t len)
+{
+    const char *p = line;
+    size_t n = len;
+    if (n > 7 && strncasecmp(p, "http://", 7) == 0) {
+        const char *slash = memchr(p + 7, '/', n - 7);
+        if (!slash)
+            return NULL;
+        n -= (size_t)(slash - p);
+        p = slash;
+    }
+    if (n == 0 || n > MASTER_MAX_NAME || p[0] != '/' || (n == 1))
+        return NULL;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)p[i] <= 0x20 || p[i] == 0x7f)
+            return NULL;
+    char *norm = url_normalize_path(p, n);
+    if (!norm || strlen(norm) != n || memcmp(norm, p, n) != 0) {
+        free(norm);
+        return NULL;
+    }
+    return norm;
+}
+
+static relayed_t *find(const char *name)
+{
+    for (relayed_t *r = relayed; r; r = r->next)
+        if (strcmp(r->name, name) == 0)
+            return r;
+    return NULL;
+}
+
+static void apply_list(const char *body, size_t len)
+{
+    const config_t *cfg = server_config();
+    for (relayed_t *r = relayed; r; r = r->next)
+        r->seen = 0;
+    int count = 0;
+    for (size_t pos = 0; pos < len;) {
+        const char *eol = memchr(body + pos, '\n', len - pos);
+        size_t end = eol ? (size_t)(eol - body) : len;
+        size_t n = end - pos;
+        while (n > 0 && (body[pos + n - 1] == '\r' || body[pos + n - 1] == ' '))
+            n--;
+        const char *line = body + pos;
+        pos = end + 1;
+        if (n == 0)
+            continue;
+        char *local = clean_name(line, n);
+        if (!local) {
+            char esc[256];
+            log_warn("master %s: skipping list entry %s", cfg->master_server,
+                     escape_log(esc, sizeof(esc), line, n));
+            continue;
+        }
+        char *mount = str_ndup(line, n);
+        relayed_t *r = find(local);
+        if (r) {
+            r->seen = 1;
+        } else if (mount && count < MASTER_MAX_MOUNTS && !relay_configured(local) &&
+                   (r = calloc(1, sizeof(*r)))) {
+            r->name = local;
+            local = NULL;
+            r->seen = 1;
+            if (relay_start_master(cfg->master_server, cfg->master_server_port, mount, r->name,
+                                   cfg->master_username, cfg->master_password,
+                                   cfg->relays_on_demand) < 0) {
+                free(r->name);
+                free(r);
+            } else {
+                r->next = relayed;
+                relayed = r;
+            }
+        }
+        count++;
+        free(mount);
+        free(local);
+    }
+    for (relayed_t **pp = &relayed; *pp;) {
+        relayed_t *r = *pp;
+        if (r->seen) {
+            pp = &r->next;
+            continue;
+        }
+        char esc[256];
+        log_info("master %s: %s is no longer listed, stopping its relay", cfg->master_server,
+                 escape_log(esc, sizeof(esc), r->name, strlen(r->name)));
+        relay_stop_master(r->name);
+        *pp = r->next;
+        free(r->name);
+        free(r);
+    }
+}
+
+/* The whole answer is in c->rbuf (the master closes after it). */
+static void fetched(conn_t *c)
+{
+    const config_t *cfg = server_config();
+    http_response_t resp;
+    int head = c->rbuf ? http_parse_response(c->rbuf, c->rlen, &resp) : HTTP_PARSE_PARTIAL;
+    if (head <= 0) {
+        log_warn("master %s:%d: no valid answer to the stream list request", cfg->master_server,
+                 cfg->master_server_port);
+        return;
+    }
+    if (resp.status != 200) {
+        log_warn("master %s:%d: stream list request answered %d%s", cfg->master_server,
+                 cfg->master_server_port, resp.status,
+                 resp.status == 401 ? " (check master-username and master-password)" : "");
+        return;
+    }
+    apply_list(c->rbuf + head, c->rlen - (size_t)head);
+}
+
+static void list_on_readable(conn_t *c)
+{
+    for (;;) {
+        if (c->rlen == c->rcap) {
+            size_t cap = c->rcap ? c->rcap * 2 : 16384;
+            char *nb = cap <= MASTER_MAX_BYTES ? realloc(c->rbuf, cap) : NULL;
+            if (!nb) {
+                log_warn("master: stream list too large");
+                conn_close(c);
+                return;
+            }
+            c->rbuf = nb;
+            c->rcap = cap;
+        }
+        ssize_t n = conn_read(c, c->rbuf + c->rlen, c->rcap - c->rlen);
+        if (n > 0) {
+            c->rlen += (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (n == 0)
+            fetched(c);
+        conn_close(c);
+        return;
+    }
+}
+
+static void list_on_timeout(conn_t *c)
+{
+    log_warn("master %s: stream list request timed out", server_config()->master_server);
+    conn_close(c);
+}
+
+static const conn_ops_t list_ops = {
+    .name = "master-list",
+    .on_readable = list_on_readable,
+    .on_writable = conn_write_pending,
+    .on_timeout = list_on_timeout,
+};
+
+static void list_destroy(conn_t *c)
+{
+    master_conn_t *mc = (master_conn_t *)c;
+    free(mc->client.req);
+    free(mc);
+    busy = 0;
+}
+
+static void list_connected(conn_t *c, int err)
+{
+    const config_t *cfg = server_config();
+    if (err) {
+        log_warn("master %s:%d: cannot connect: %s", cfg->master_server,
+                 cfg->master_server_port, strerror(-err));
+        return;
+    }
+    char req[1536];
+    char creds[600];
+    snprintf(creds, sizeof(creds), "%s:%s", cfg->master_username ? cfg->master_username : "relay",
+             cfg->master_password ? cfg->master_password : "");
+    char *b64 = str_base64_encode((const unsigned char *)creds, strlen(creds));
+    int n = snprintf(req, sizeof(req),
+                     "GET /admin/streamlist.txt HTTP/1.0\r\nHost: %s:%d\r\nUser-Agent: %s\r\n"
+                     "Authorization: Basic %s\r\n\r\n",
+                     cfg->master_server, cfg->master_server_port, server_ident(),
+                     b64 ? b64 : "");
+    free(b64);
+    if (n <= 0 || (size_t)n >= sizeof(req)) {
+        conn_close(c);
+        return;
+    }
+    c->ops = &list_ops;
+    conn_set_deadline(c, MASTER_TIMEOUT_MS);
+    conn_send(c, req, (size_t)n, NULL);
+}
+
+static void fetch_from(worker_t *w, const char *ip)
+{
+    master_conn_t *mc = calloc(1, sizeof(*mc));
+    if (!mc)
+        return;
+    busy = 1;
+    int err = connect_start(&mc->client.conn, w, ip, server_config()->master_server_port,
+                            MASTER_TIMEOUT_MS, list_connected, list_destroy);
+    if (err < 0) {
+        busy = 0;
+        free(mc);
+        log_warn("master %s: cannot connect: %s", server_config()->master_server, strerror(-err));
+    }
+}
+
+static void resolved(worker_t *w, void *arg, const char *ip)
+{
+    (void)arg;
+    busy = 0;
+    if (!ip) {
+        log_warn("master %s: cannot resolve", server_config()->master_server);
+        return;
+    }
+    fetch_from(w, ip);
+}
+
+void master_tick(worker_t *w, uint64_t now_ms)
+{
+    const config_t *cfg = server_config();
+    if (!cfg->master_server || busy || now_ms < next_fetch_ms)
+        return;
+    int interval = cfg->master_update_interval > 0 ? cfg->master_update_interval : 120;
+    next_fetch_ms = now_ms + (uint64_t)interval * 1000u;
+    if (cfg->master_server_port <= 0) {
+        log_warn("master %s: no <master-server-port>", cfg->master_server);
+        return;
+    }
+    if (resolve_numeric(cfg->master_server)) {
+        fetch_from(w, cfg->master_server);
+    } else if (resolve_start(w, cfg->master_server, resolved, NULL) == 0) {
+        busy = 1;
+    }
+}
+
+void master_fini(void)
+{
+    while (relayed) {
+        relayed_t *r = relayed;
+        relayed = r->next;
+        free(r->name);
+        free(r);
+    }
+}

@@ -1,0 +1,792 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * relay: pulling a mount from another server (see relay.h): the relay objects, their
+ * connections (connect, request, response head, then the source role), reconnect backoff,
+ * on-demand starts and stops, and parked listeners.
+ *
+ * A relay_t belongs to one worker and is touched only on its thread: created anywhere, it is
+ * handed over by worker_post; other threads reach it by its mount name through messages. Its
+ * connection is a relay_conn_t (an HTTP client struct, so the source role finds the fields it
+ * expects); when the connection is released, the relay hears of it in the destroy callback.
+ */
+#include "stream/relay.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "conf/config.h"
+#include "core/escape.h"
+#include "core/log.h"
+#include "core/str.h"
+#include "core/url.h"
+#include "http/client.h"
+#include "http/parser.h"
+#include "net/conn.h"
+#include "net/connect.h"
+#include "net/resolve.h"
+#include "net/server.h"
+#include "net/worker.h"
+#include "stream/listener.h"
+#include "stream/master.h"
+#include "stream/mount.h"
+#include "stream/source.h"
+
+#define RELAY_TICK_MS 200
+#define RELAY_CONNECT_MS 10000
+#define RELAY_HEAD_MS 10000
+#define RELAY_BACKOFF_MIN_MS 1000
+#define RELAY_BACKOFF_MAX_MS 60000
+#define RELAY_GRACE_MS 30000 /* the mount waits this long for the upstream to come back */
+#define RELAY_IDLE_MS 10000  /* on-demand: stay connected after the last listener left */
+#define RELAY_PARK_MS 10000  /* a listener waits this long for an on-demand upstream */
+#define RELAY_PARK_POLL_MS 100
+#define RELAY_MAX_REDIRECTS 5
+#define RELAY_HEAD_CAP (HTTP_MAX_HEAD_BYTES + 4096)
+
+typedef struct relay relay_t;
+
+typedef struct relay_conn {
+    client_t client; /* first: the source role uses client_of() */
+    relay_t *relay;  /* NULL once the relay let go of it */
+} relay_conn_t;
+
+struct relay {
+    /* what to pull */
+    char *upstream, *upath, *local, *user, *pass; /* upstream host and mount path */
+    int port, icy, on_demand, from_master;
+    /* where the current attempt goes (the configured place, or a redirect's) */
+    char *host, *path;
+    int tport, redirects, redirect_pending;
+
+    worker_t *worker;
+    relay_conn_t *rc;     /* connecting, reading the head, or streaming */
+    int resolving;        /* a lookup is under way (it holds a pointer to us) */
+    int stopping;         /* free when the lookup answers */
+    int streaming;        /* rc is a source now */
+    mount_t *mount;       /* ours, kept across reconnects */
+    uint64_t next_try_ms, lost_ms, wanted_ms;
+    unsigned backoff_ms;
+    uint32_t rnd;
+    char logname[160];    /* local mount, escaped for the log */
+    relay_t *next;
+};
+
+static relay_t *worker_relays[SERVER_MAX_WORKERS];
+
+/* On-demand relays by local mount (read by the workers' dispatch): cold path, one lock. */
+typedef struct demand {
+    char *name;
+    worker_t *worker;
+    int live;
+    struct demand *next;
+} demand_t;
+static pthread_mutex_t demand_lock = PTHREAD_MUTEX_INITIALIZER;
+static demand_t *demands;
+static atomic_int next_worker;
+
+static void relay_try(relay_t *r);
+
+/* ---- small helpers ---- */
+
+static uint32_t relay_random(relay_t *r)
+{
+    r->rnd ^= r->rnd << 13;
+    r->rnd ^= r->rnd >> 17;
+    r->rnd ^= r->rnd << 5;
+    return r->rnd;
+}
+
+/* ms +- 20 % */
+static uint64_t jitter(relay_t *r, unsigned ms)
+{
+    return ms * 4 / 5 + relay_random(r) % (ms * 2 / 5 + 1);
+}
+
+static void demand_set(const char *name, worker_t *w, int add)
+{
+    pthread_mutex_lock(&demand_lock);
+    demand_t **pp = &demands;
+    while (*pp && strcmp((*pp)->name, name) != 0)
+        pp = &(*pp)->next;
+    if (add && !*pp) {
+        demand_t *d = calloc(1, sizeof(*d));
+        if (d && (d->name = str_dup(name))) {
+            d->worker = w;
+            *pp = d;
+        } else {
+            free(d);
+        }
+    } else if (!add && *pp) {
+        demand_t *d = *pp;
+        *pp = d->next;
+        free(d->name);
+        free(d);
+    }
+    pthread_mutex_unlock(&demand_lock);
+}
+
+static void demand_live(const char *name, int live)
+{
+    pthread_mutex_lock(&demand_lock);
+    for (demand_t *d = demands; d; d = d->next)
+        if (strcmp(d->name, name) == 0)
+            d->live = live;
+    pthread_mutex_unlock(&demand_lock);
+}
+
+void relay_foreach_idle(void (*fn)(const char *mount, void *arg), void *arg)
+{
+    pthread_mutex_lock(&demand_lock);
+    for (demand_t *d = demands; d; d = d->next)
+        if (!d->live)
+            fn(d->name, arg);
+    pthread_mutex_unlock(&demand_lock);
+}
+
+/* Splits "http://host[:port]/path" (untrusted: a Location header, a master's list). The host
+ * is a name or address of safe characters; the path has no spaces or controls. 0 or -1. */
+static int parse_url(const char *url, size_t len, char **host, int *port, char **path)
+{
+    if (len < 8 || !str_ieq(url, 7, "http://"))
+        return -1;
+    size_t i = 7, h = i;
+    while (i < len && url[i] != '/' && url[i] != ':')
+        i++;
+    size_t hlen = i - h;
+    if (hlen == 0 || hlen > 253)
+        return -1;
+    for (size_t k = h; k < i; k++)
+        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-", url[k]))
+            return -1;
+    int p = 80;
+    if (i < len && url[i] == ':') {
+        p = 0;
+        for (i++; i < len && url[i] >= '0' && url[i] <= '9' && p <= 65535; i++)
+            p = p * 10 + (url[i] - '0');
+        if (p <= 0 || p > 65535)
+            return -1;
+    }
+    if (i >= len || url[i] != '/' || len - i > 1024)
+        return -1;
+    for (size_t k = i; k < len; k++)
+        if ((unsigned char)url[k] <= 0x20 || url[k] == 0x7f)
+            return -1;
+    *host = str_ndup(url + h, hlen);
+    *path = str_ndup(url + i, len - i);
+    *port = p;
+    if (!*host || !*path) {
+        free(*host);
+        free(*path);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- the relay's mount ---- */
+
+static void end_mount(relay_t *r, const char *why)
+{
+    if (!r->mount)
+        return;
+    log_info("relay %s: mount ended (%s)", r->logname, why);
+    source_end_mount(r->mount);
+    mount_unref(r->mount);
+    r->mount = NULL;
+    if (r->on_demand)
+        demand_live(r->local, 0);
+}
+
+/* Drops the connection without hearing back from it. */
+static void detach_conn(relay_t *r)
+{
+    if (!r->rc)
+        return;
+    r->rc->relay = NULL;
+    conn_close(&r->rc->client.conn);
+    r->rc = NULL;
+    r->streaming = 0;
+}
+
+static void relay_free(relay_t *r)
+{
+    end_mount(r, "relay stopped");
+    free(r->upstream);
+    free(r->upath);
+    free(r->local);
+    free(r->user);
+    free(r->pass);
+    free(r->host);
+    free(r->path);
+    free(r);
+}
+
+static void unlink_relay(relay_t *r)
+{
+    relay_t **pp = &worker_relays[r->worker->id];
+    while (*pp && *pp != r)
+        pp = &(*pp)->next;
+    if (*pp)
+        *pp = r->next;
+}
+
+/* Stops r (its worker's thread): no connection, mount ended, freed now or when its lookup
+ * answers. */
+static void relay_stop(relay_t *r)
+{
+    unlink_relay(r);
+    if (r->on_demand)
+        demand_set(r->local, NULL, 0);
+    detach_conn(r);
+    end_mount(r, "relay stopped");
+    if (r->resolving)
+        r->stopping = 1;
+    else
+        relay_free(r);
+}
+
+/* ---- connection ---- */
+
+/* The connection ended (released by the worker): plan the next attempt. */
+static void relay_conn_ended(relay_t *r)
+{
+    uint64_t now = loop_now_ms();
+    r->rc = NULL;
+    if (r->redirect_pending) {
+        r->next_try_ms = now;
+        return;
+    }
+    if (r->streaming) {
+        r->streaming = 0;
+        r->backoff_ms = RELAY_BACKOFF_MIN_MS;
+        r->lost_ms = now;
+        log_info("relay %s: upstream lost, reconnecting", r->logname);
+    } else {
+        r->backoff_ms = r->backoff_ms ? r->backoff_ms * 2 : RELAY_BACKOFF_MIN_MS;
+        if (r->backoff_ms > RELAY_BACKOFF_MAX_MS)
+            r->backoff_ms = RELAY_BACKOFF_MAX_MS;
+    }
+    r->next_try_ms = now + jitter(r, r->backoff_ms);
+    free(r->path);
+    r->path = NULL; /* the next attempt starts from the configured upstream */
+}
+
+static void relay_conn_destroy(conn_t *c)
+{
+    relay_conn_t *rc = (relay_conn_t *)c;
+    relay_t *r = rc->relay;
+    free(rc->client.req);
+    free(rc->client.log_user);
+    free(rc);
+    if (r)
+        relay_conn_ended(r);
+}
+
+static void fail(conn_t *c, relay_t *r, const char *what, const char *detail)
+{
+    char esc[256];
+    log_warn("relay %s from %s:%d%s: %s%s%s", r->logname, r->host, r->tport,
+             escape_log(esc, sizeof(esc), r->path, strlen(r->path)), what, detail ? ": " : "",
+             detail ? detail : "");
+    conn_close(c);
+}
+
+static void follow_redirect(conn_t *c, relay_t *r, const http_response_t *resp)
+{
+    const http_header_t *loc = http_response_header(resp, "location");
+    char *host = NULL, *path = NULL;
+    int port = 0;
+    if (!loc || r->redirects >= RELAY_MAX_REDIRECTS ||
+        parse_url(loc->value, loc->value_len, &host, &port, &path) < 0) {
+        char esc[256];
+        fail(c, r, "redirect not followed",
+             loc ? escape_log(esc, sizeof(esc), loc->value, loc->value_len) : "no Location");
+        return;
+    }
+    free(r->host);
+    free(r->path);
+    r->host = host;
+    r->path = path;
+    r->tport = port;
+    r->redirects++;
+    r->redirect_pending = 1;
+    log_info("relay %s: redirected to %s:%d", r->logname, host, port);
+    conn_close(c);
+}
+
+static void become_source(conn_t *c, relay_t *r, const http_response_t *resp, size_t head_len)
+{
+    http_request_t *req = calloc(1, sizeof(*req));
+    if (!req) {
+        conn_close(c);
+        return;
+    }
+    req->method = HTTP_METHOD_GET;
+    req->num_headers = resp->num_headers;
+    memcpy(req->headers, resp->headers, resp->num_headers * sizeof(resp->headers[0]));
+    const http_header_t *ct = http_find_header(req, "content-type");
+    if (r->mount && ct && !str_ieq(ct->value, ct->value_len, r->mount->info.content_type))
+        end_mount(r, "the upstream changed its content type");
+    char *rbuf = c->rbuf;
+    size_t rlen = c->rlen;
+    c->rbuf = NULL;
+    c->rlen = c->rcap = 0;
+    int status = source_become_relay(c, req, r->local, &r->mount, rbuf + head_len,
+                                     rlen - head_len);
+    free(req);
+    free(rbuf);
+    if (status) {
+        source_abort(c);
+        fail(c, r, status == 409 ? "local mount in use" : "cannot start the mount", NULL);
+        return;
+    }
+    r->streaming = 1;
+    r->lost_ms = 0;
+    r->redirects = 0;
+    if (r->on_demand)
+        demand_live(r->local, 1);
+    conn_set_deadline(c, 0);
+    if (!c->closing)
+        conn_rearm(c); /* bytes may wait in the socket (edge-triggered) */
+}
+
+static void head_on_readable(conn_t *c)
+{
+    relay_t *r = ((relay_conn_t *)c)->relay;
+    if (!r) {
+        conn_close(c);
+        return;
+    }
+    for (;;) {
+        if (!c->rbuf && !(c->rbuf = malloc(RELAY_HEAD_CAP))) {
+            conn_close(c);
+            return;
+        }
+        c->rcap = RELAY_HEAD_CAP;
+        if (c->rlen == c->rcap) {
+            fail(c, r, "response head too large", NULL);
+            return;
+        }
+        ssize_t n = conn_read(c, c->rbuf + c->rlen, c->rcap - c->rlen);
+        if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)) {
+            fail(c, r, "closed before a response", NULL);
+            return;
+        }
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return;
+        }
+        c->rlen += (size_t)n;
+        http_response_t resp;
+        int head = http_parse_response(c->rbuf, c->rlen, &resp);
+        if (head == HTTP_PARSE_PARTIAL)
+            continue;
+        if (head < 0) {
+            fail(c, r, "malformed response", NULL);
+            return;
+        }
+        if (resp.status == 200) {
+            become_source(c, r, &resp, (size_t)head);
+        } else if (resp.status == 301 || resp.status == 302 || resp.status == 303 ||
+                   resp.status == 307 || resp.status == 308) {
+            follow_redirect(c, r, &resp);
+        } else {
+            char esc[160], st[16];
+            snprintf(st, sizeof(st), "%d ", resp.status);
+            escape_log(esc, sizeof(esc), resp.reason, resp.reason_len);
+            char detail[200];
+            snprintf(detail, sizeof(detail), "%s%s", st, esc);
+            fail(c, r, "upstream answered", detail);
+        }
+        return;
+    }
+}
+
+static void head_on_timeout(conn_t *c)
+{
+    relay_t *r = ((relay_conn_t *)c)->relay;
+    if (r)
+        fail(c, r, "no response in time", NULL);
+    else
+        conn_close(c);
+}
+
+static const conn_ops_t head_ops = {
+    .name = "relay-head",
+    .on_readable = head_on_readable,
+    .on_writable = conn_write_pending,
+    .on_timeout = head_on_timeout,
+};
+
+static void relay_connected(conn_t *c, int err)
+{
+    relay_t *r = ((relay_conn_t *)c)->relay;
+    if (!r) {
+        if (!err)
+            conn_close(c);
+        return;
+    }
+    if (err) {
+        fail(c, r, "cannot connect", strerror(-err));
+        return;
+    }
+    char req[2048];
+    int n = snprintf(req, sizeof(req),
+                     "GET %s HTTP/1.0\r\nHost: %s:%d\r\nUser-Agent: %s\r\n%s", r->path,
+                     r->host, r->tport, server_ident(),
+                     r->icy ? "Icy-MetaData: 1\r\n" : "");
+    if (r->user && r->pass && n > 0 && (size_t)n < sizeof(req)) {
+        char creds[600];
+        snprintf(creds, sizeof(creds), "%s:%s", r->user, r->pass);
+        char *b64 = str_base64_encode((const unsigned char *)creds, strlen(creds));
+        if (b64)
+            n += snprintf(req + n, sizeof(req) - (size_t)n, "Authorization: Basic %s\r\n", b64);
+        free(b64);
+    }
+    if (n <= 0 || (size_t)n + 2 >= sizeof(req)) {
+        fail(c, r, "request too long", NULL);
+        return;
+    }
+    memcpy(req + n, "\r\n", 3);
+    c->ops = &head_ops;
+    conn_set_deadline(c, RELAY_HEAD_MS);
+    conn_send(c, req, (size_t)n + 2, NULL);
+}
+
+static void relay_connect(relay_t *r, const char *ip)
+{
+    relay_conn_t *rc = calloc(1, sizeof(*rc));
+    if (!rc) {
+        relay_conn_ended(r);
+        return;
+    }
+    rc->relay = r;
+    r->rc = rc;
+    int err = connect_start(&rc->client.conn, r->worker, ip, r->tport, RELAY_CONNECT_MS,
+                            relay_connected, relay_conn_destroy);
+    if (err < 0) {
+        free(rc);
+        log_warn("relay %s: cannot connect to %s:%d: %s", r->logname, r->host, r->tport,
+                 strerror(-err));
+        relay_conn_ended(r);
+    }
+}
+
+static void relay_resolved(worker_t *w, void *arg, const char *ip)
+{
+    (void)w;
+    relay_t *r = arg;
+    r->resolving = 0;
+    if (r->stopping) {
+        relay_free(r);
+        return;
+    }
+    if (!ip) {
+        log_warn("relay %s: cannot resolve %s", r->logname, r->host);
+        relay_conn_ended(r);
+        return;
+    }
+    relay_connect(r, ip);
+}
+
+static void relay_try(relay_t *r)
+{
+    if (r->redirect_pending) {
+        r->redirect_pending = 0;
+    } else {
+        free(r->host);
+        free(r->path);
+        r->host = str_dup(r->upstream);
+        r->path = str_dup(r->upath);
+        r->tport = r->port;
+        r->redirects = 0;
+        if (!r->host || !r->path) {
+            r->next_try_ms = loop_now_ms() + RELAY_BACKOFF_MAX_MS;
+            return;
+        }
+    }
+    if (resolve_numeric(r->host)) {
+        relay_connect(r, r->host);
+        return;
+    }
+    if (resolve_start(r->worker, r->host, relay_resolved, r) < 0) {
+        relay_conn_ended(r);
+        return;
+    }
+    r->resolving = 1;
+}
+
+/* ---- the per-worker tick ---- */
+
+static void relay_check(relay_t *r, uint64_t now)
+{
+    if (r->mount && atomic_load(&r->mount->listeners) > 0)
+        r->wanted_ms = now;
+    int wanted = !r->on_demand || (r->wanted_ms && now - r->wanted_ms < RELAY_IDLE_MS);
+    if (!wanted) {
+        if (r->rc || r->mount) {
+            log_info("relay %s: no listeners, disconnecting (on-demand)", r->logname);
+            detach_conn(r);
+            end_mount(r, "on-demand relay idle");
+            r->backoff_ms = 0;
+            r->next_try_ms = 0;
+        }
+        return;
+    }
+    if (!r->rc && !r->resolving && now >= r->next_try_ms)
+        relay_try(r);
+    if (r->mount && !r->streaming && r->lost_ms && now - r->lost_ms > RELAY_GRACE_MS)
+        end_mount(r, "upstream gone for longer than the grace period");
+}
+
+static void relay_tick(worker_t *w, void *arg)
+{
+    (void)arg;
+    uint64_t now = loop_now_ms();
+    for (relay_t *r = worker_relays[w->id], *next; r; r = next) {
+        next = r->next;
+        relay_check(r, now);
+    }
+    if (w->id == 0)
+        master_tick(w, now);
+}
+
+static int relay_module_init(worker_t *w)
+{
+    worker_relays[w->id] = NULL;
+    return worker_timer_add(w, RELAY_TICK_MS, relay_tick, NULL);
+}
+
+static void relay_module_fini(worker_t *w)
+{
+    while (worker_relays[w->id]) {
+        relay_t *r = worker_relays[w->id];
+        r->resolving = 0; /* the resolver stopped before the workers */
+        relay_stop(r);
+    }
+    if (w->id == 0)
+        master_fini();
+}
+
+static const worker_module_t relay_module = {
+    .name = "relays",
+    .init = relay_module_init,
+    .fini = relay_module_fini,
+};
+
+void relay_register(void)
+{
+    worker_register(&relay_module);
+}
+
+/* ---- creating and stopping relays ---- */
+
+static relay_t *relay_new(const char *host, int port, const char *path, const char *local,
+                          const char *user, const char *pass, int icy, int on_demand)
+{
+    relay_t *r = calloc(1, sizeof(*r));
+    if (!r)
+        return NULL;
+    r->upstream = str_dup(host ? host : "127.0.0.1");
+    r->upath = str_dup(path ? path : "/");
+    r->local = str_dup(local ? local : r->upath ? r->upath : "/");
+    r->user = user ? str_dup(user) : NULL;
+    r->pass = pass ? str_dup(pass) : NULL;
+    if (!r->upstream || !r->upath || !r->local || (user && !r->user) || (pass && !r->pass)) {
+        relay_free(r);
+        return NULL;
+    }
+    r->port = port > 0 ? port : 8000;
+    r->icy = icy;
+    r->on_demand = on_demand > 0;
+    r->rnd = (uint32_t)time(NULL) ^ (uint32_t)(uintptr_t)r ^ 0x9e3779b9u;
+    if (!r->rnd)
+        r->rnd = 1;
+    escape_log(r->logname, sizeof(r->logname), r->local, strlen(r->local));
+    return r;
+}
+
+static void relay_add_msg(worker_t *w, void *arg)
+{
+    relay_t *r = arg;
+    r->worker = w;
+    r->next = worker_relays[w->id];
+    worker_relays[w->id] = r;
+    log_info("relay %s: pulling %s:%d%s%s", r->logname, r->upstream, r->port, r->upath,
+             r->on_demand ? " (on demand)" : "");
+}
+
+static int relay_hand_over(relay_t *r)
+{
+    if (server.nworkers <= 0) {
+        relay_free(r);
+        return -EINVAL;
+    }
+    worker_t *w = server.workers[(unsigned)atomic_fetch_add(&next_worker, 1) %
+                                 (unsigned)server.nworkers];
+    if (r->on_demand)
+        demand_set(r->local, w, 1);
+    int rc = worker_post(w, relay_add_msg, r);
+    if (rc < 0) {
+        if (r->on_demand)
+            demand_set(r->local, NULL, 0);
+        relay_free(r);
+    }
+    return rc;
+}
+
+void relay_start_all(void)
+{
+    const config_t *cfg = server_config();
+    for (const relay_conf_t *rc = cfg->relays; rc; rc = rc->next) {
+        relay_t *r = relay_new(rc->server, rc->port, rc->mount, rc->local_mount, rc->username,
+                               rc->password, rc->relay_shoutcast_metadata, rc->on_demand);
+        if (!r || relay_hand_over(r) < 0)
+            log_error("relay of %s: cannot start", rc->local_mount ? rc->local_mount : "/");
+    }
+}
+
+void relay_shutdown(void)
+{
+    resolve_shutdown();
+}
+
+int relay_configured(const char *local)
+{
+    for (const relay_conf_t *rc = server_config()->relays; rc; rc = rc->next) {
+        const char *l = rc->local_mount ? rc->local_mount : rc->mount ? rc->mount : "/";
+        if (strcmp(l, local) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+int relay_start_master(const char *host, int port, const char *mount, const char *local,
+                       const char *user, const char *pass, int on_demand)
+{
+    char *uhost = NULL, *upath = NULL;
+    int uport = port;
+    if (strncasecmp(mount, "http://", 7) == 0 &&
+        parse_url(mount, strlen(mount), &uhost, &uport, &upath) < 0)
+        return -EINVAL;
+    relay_t *r = relay_new(uhost ? uhost : host, uport, upath ? upath : mount, local, user, pass,
+                           1, on_demand);
+    free(uhost);
+    free(upath);
+    if (!r)
+        return -ENOMEM;
+    r->from_master = 1;
+    return relay_hand_over(r);
+}
+
+static void stop_master_msg(worker_t *w, void *arg)
+{
+    char *name = arg;
+    for (relay_t *r = worker_relays[w->id]; r; r = r->next) {
+        if (r->from_master && strcmp(r->local, name) == 0) {
+            relay_stop(r);
+            break;
+        }
+    }
+    free(name);
+}
+
+void relay_stop_master(const char *local)
+{
+    for (int i = 0; i < server.nworkers; i++) {
+        char *name = str_dup(local);
+        if (name && worker_post(server.workers[i], stop_master_msg, name) < 0)
+            free(name);
+    }
+}
+
+/* ---- parked listeners (on-demand) ---- */
+
+typedef struct park {
+    char *name;
+    uint64_t until_ms;
+} park_t;
+
+static void park_release(conn_t *c)
+{
+    park_t *p = c->data;
+    if (p) {
+        free(p->name);
+        free(p);
+        c->data = NULL;
+    }
+}
+
+static void park_check(conn_t *c);
+
+static const conn_ops_t park_ops = {
+    .name = "relay-wait",
+    .on_readable = conn_discard_input,
+    .on_writable = conn_write_pending,
+    .on_timeout = park_check,
+    .on_close = park_release,
+};
+
+static void park_check(conn_t *c)
+{
+    park_t *p = c->data;
+    mount_t *m = mount_find(p->name);
+    if (!m && loop_now_ms() < p->until_ms) {
+        conn_set_deadline(c, RELAY_PARK_POLL_MS);
+        return;
+    }
+    park_release(c);
+    c->role = NULL;
+    if (m) {
+        listener_start(c, client_of(c)->req, m); /* the request was kept while parked */
+        return;
+    }
+    client_send_error(c, 404, "The file you requested could not be found");
+}
+
+static void kick_msg(worker_t *w, void *arg)
+{
+    char *name = arg;
+    uint64_t now = loop_now_ms();
+    for (relay_t *r = worker_relays[w->id]; r; r = r->next) {
+        if (r->on_demand && strcmp(r->local, name) == 0) {
+            r->wanted_ms = now;
+            if (!r->rc && !r->resolving && now >= r->next_try_ms)
+                relay_try(r);
+            break;
+        }
+    }
+    free(name);
+}
+
+int relay_park_listener(conn_t *c, const http_request_t *req, const char *name)
+{
+    (void)req;
+    worker_t *w = NULL;
+    pthread_mutex_lock(&demand_lock);
+    for (demand_t *d = demands; d; d = d->next)
+        if (strcmp(d->name, name) == 0)
+            w = d->worker;
+    pthread_mutex_unlock(&demand_lock);
+    if (!w)
+        return 0;
+    park_t *p = calloc(1, sizeof(*p));
+    char *kick = str_dup(name);
+    if (!p || !kick || !(p->name = str_dup(name)) || worker_post(w, kick_msg, kick) < 0) {
+        free(kick);
+        if (p)
+            free(p->name);
+        free(p);
+        return 0;
+    }
+    p->until_ms = loop_now_ms() + RELAY_PARK_MS;
+    c->data = p;
+    c->ops = c->role = &park_ops;
+    conn_set_deadline(c, RELAY_PARK_POLL_MS);
+    return 1;
+}

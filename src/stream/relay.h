@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * relay: mounts pulled from another server (<relay>, and every mount a <master-server>
+ * lists). A relay is a client connection on one worker's loop (no thread per relay) that sends
+ * `GET <mount>`, reads the upstream's response head and then becomes an ordinary source of its
+ * local mount (source_become_relay): relayed audio enters the same block path as a local
+ * source's.
+ *
+ * Lifecycle: relay_register() at start-up adds the per-worker module (a 200 ms tick that
+ * starts, retries and stops relays); relay_start_all() after the workers started hands each
+ * configured relay to a worker, round-robin. A relay whose upstream drops reconnects with
+ * backoff (1 s doubling to 60 s, +-20 %); its mount stays live for a grace period meanwhile,
+ * so listeners wait and go on when data returns; after it, the mount ends (fallbacks apply).
+ * An on-demand relay connects when a listener asks for its mount (the listener is parked until
+ * the mount is live, at most 10 s) and disconnects 10 s after the last listener left.
+ * Not here: reloading relay settings on SIGHUP (a restart applies them).
+ */
+#ifndef RIMECAST_RELAY_H
+#define RIMECAST_RELAY_H
+
+typedef struct conn conn_t;
+typedef struct http_request http_request_t;
+typedef struct relay_conf relay_conf_t;
+typedef struct worker worker_t;
+
+/* Registers the per-worker relay module (start-up, before workers are created). */
+void relay_register(void);
+/* Starts the configured relays and the master-server poller (main thread, after the workers
+ * started). */
+void relay_start_all(void);
+/* Stops name lookups (main thread, before the workers stop); relays end with their workers. */
+void relay_shutdown(void);
+
+/* A listener asked for `name`, which is not live: if it is an on-demand relay's mount, the
+ * relay is asked to connect, c waits (its request kept) and 1 is returned; then c becomes a
+ * listener when the mount is live, or gets 404 after 10 s. 0 if name is no on-demand relay. */
+int relay_park_listener(conn_t *c, const http_request_t *req, const char *name);
+
+/* Visits the on-demand relays' mounts that are not connected (stats list them with 0
+ * listeners, as Icecast does). Thread-safe; fn must not call back into relay_*. */
+void relay_foreach_idle(void (*fn)(const char *mount, void *arg), void *arg);
+
+/* For stream/master.c (worker thread of the caller): starts a relay of `mount` (a path on
+ * host:port, or an absolute http:// URL) as local mount `local`, on a worker chosen
+ * round-robin. 0 or -errno. */
+int relay_start_master(const char *host, int port, const char *mount, const char *local,
+                       const char *user, const char *pass, int on_demand);
+/* Stops the master relay of local mount `local` (its mount ends). Thread-safe. */
+void relay_stop_master(const char *local);
+/* 1 if a configured <relay> feeds local mount `local` (a master's mount of that name is then
+ * not relayed). */
+int relay_configured(const char *local);
+
+#endif
