@@ -57,10 +57,6 @@ const policy_t config_policies[] = {
     WARN("mount", "on-connect", POLICY_PRESENT, "no command is run"),
     WARN("mount", "on-disconnect", POLICY_PRESENT, "no command is run"),
     WARN("mount", "cluster-password", POLICY_PRESENT, "streams are not listed in any YP directory"),
-    WARN("mount", "fallback-override", POLICY_ENABLED,
-         "listeners stay on the fallback when the source comes back"),
-    WARN("mount", "fallback-when-full", POLICY_ENABLED,
-         "listeners over <max-listeners> are refused instead of moved to the fallback"),
     {NULL, NULL, NULL, 0, 0, NULL},
 };
 

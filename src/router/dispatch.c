@@ -21,6 +21,7 @@
 #include "net/conn.h"
 #include "net/worker.h"
 #include "router/router.h"
+#include "stream/fallback.h"
 #include "stream/fanout.h"
 #include "stream/listener.h"
 #include "stream/mount.h"
@@ -68,6 +69,13 @@ static void handle_get(conn_t *c, const http_request_t *req)
     if (m) {
         free(path);
         listener_start(c, req, m); /* takes the reference */
+        return;
+    }
+    /* a mount with no source whose <mount> names a live fallback serves that fallback */
+    if (req->method != HTTP_METHOD_POST && !router_owns(target) &&
+        (m = fallback_resolve(target, NULL))) {
+        listener_start_for(c, req, m, target);
+        free(path);
         return;
     }
     router_handle(c, req, path);

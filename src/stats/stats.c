@@ -21,6 +21,7 @@
 #include "core/url.h"
 #include "core/utf8.h"
 #include "net/server.h"
+#include "stream/fallback.h"
 #include "stream/mount.h"
 
 #define STATS_KEY_MAX 64
@@ -410,8 +411,9 @@ xmlDocPtr stats_listmounts_document(const char *exclude)
         char *name = stats_clean_text(m->name);
         xmlNewProp(src, BAD_CAST "mount", BAD_CAST(name ? name : ""));
         free(name);
-        mount_t *fb = atomic_load(&m->fallback);
-        stats_add_text(src, "fallback", fb ? fb->name : "");
+        char *fb = fallback_name(m);
+        stats_add_text(src, "fallback", fb ? fb : "");
+        free(fb);
         stats_add_number(src, "listeners", atomic_load(&m->listeners));
         stats_add_number(src, "Connected", (long long)(now - m->start));
         stats_add_text(src, "content-type", m->info.content_type);

@@ -27,6 +27,7 @@
 #include "net/worker.h"
 #include "net/server.h"
 #include "stream/events.h"
+#include "stream/fallback.h"
 #include "stream/fanout.h"
 #include "stream/mount.h"
 
@@ -270,6 +271,35 @@ static void fallback_refused(listener_t *l, mount_t *fb, int err)
                                           : "different format: Ogg and non-Ogg do not mix");
 }
 
+/* The mount ended and l has had all of it: on to the fallback, resolved by name now, or close.
+ * l keeps the name of the mount it asked for (home) for fallback-override. */
+static int follow_fallback(listener_t *l)
+{
+    conn_t *c = l->conn;
+    mount_t *from = l->mount; /* stays referenced by our subscription */
+    mount_t *fb = fallback_target(from);
+    if (fb) {
+        int own_home = !l->home;
+        if (own_home)
+            l->home = strdup(from->name);
+        int err = listener_move(l, fb);
+        if (err == 0) {
+            log_info("listener %llu moved from %s to fallback %s", (unsigned long long)c->id,
+                     from->name, fb->name);
+            mount_unref(fb);
+            return 0;
+        }
+        if (own_home) {
+            free(l->home);
+            l->home = NULL;
+        }
+        fallback_refused(l, fb, err);
+        mount_unref(fb);
+    }
+    conn_linger_close(c);
+    return -1;
+}
+
 static int stream_finished(listener_t *l)
 {
     return atomic_load_explicit(&l->mount->ended, memory_order_acquire) &&
@@ -315,21 +345,8 @@ int listener_flush(listener_t *l)
             return 0;
         }
     }
-    if (stream_finished(l)) {
-        mount_t *fb = atomic_load(&l->mount->fallback);
-        if (fb && !atomic_load(&fb->ended)) {
-            mount_t *from = l->mount;
-            int err = listener_move(l, fb); /* from stays referenced by our subscription */
-            if (err == 0) {
-                log_info("listener %llu moved from %s to fallback %s",
-                         (unsigned long long)c->id, from->name, fb->name);
-                return 0;
-            }
-            fallback_refused(l, fb, err);
-        }
-        conn_linger_close(c);
-        return -1;
-    }
+    if (stream_finished(l))
+        return follow_fallback(l);
     return 0;
 }
 
@@ -369,6 +386,9 @@ int listener_move(listener_t *l, mount_t *dest)
 
 /* ---- connection role ---- */
 
+static void start_listener(conn_t *c, const http_request_t *req, mount_t *m, const char *home,
+                           int depth);
+
 static void listener_on_writable(conn_t *c)
 {
     listener_t *l = c->data;
@@ -391,6 +411,7 @@ static void listener_release(conn_t *c)
         block_unref(l->hdr);
     icy_meta_unref(l->last_meta);
     icy_meta_unref(l->meta_cur);
+    free(l->home);
     atomic_fetch_sub(&m->listeners, 1);
     atomic_fetch_sub(&server.stats.listeners, 1);
     mount_unref(m);
@@ -430,9 +451,13 @@ static void answer_head(conn_t *c, const http_request_t *req, mount_t *m)
 {
     int max = atomic_load(&m->max_listeners);
     if (max >= 0 && atomic_load(&m->listeners) >= max) {
+        mount_t *alt = fallback_when_full(m);
         mount_unref(m);
-        client_send_error(c, 403, "Forbidden: max listeners reached");
-        return;
+        if (!alt) {
+            client_send_error(c, 403, "Forbidden: max listeners reached");
+            return;
+        }
+        m = alt;
     }
     char head[4096];
     int metaint = wants_icy(req) ? atomic_load(&m->metaint) : 0;
@@ -444,11 +469,40 @@ static void answer_head(conn_t *c, const http_request_t *req, mount_t *m)
 
 void listener_start(conn_t *c, const http_request_t *req, mount_t *m)
 {
+    listener_start_for(c, req, m, NULL);
+}
+
+/* A full mount with <fallback-when-full> serves its fallback instead (bounded: a mount that
+ * fills between the check and the reservation sends the listener one step further). */
+static int start_when_full(conn_t *c, const http_request_t *req, mount_t *m, const char *home,
+                           int depth)
+{
+    mount_t *alt = depth < FALLBACK_MAX_DEPTH ? fallback_when_full(m) : NULL;
+    if (!alt)
+        return -1;
+    log_debug("listener %llu: %s is full, serving its fallback %s", (unsigned long long)c->id,
+              m->name, alt->name);
+    start_listener(c, req, alt, home ? home : m->name, depth + 1);
+    return 0;
+}
+
+void listener_start_for(conn_t *c, const http_request_t *req, mount_t *m, const char *home)
+{
+    start_listener(c, req, m, home, 0);
+}
+
+static void start_listener(conn_t *c, const http_request_t *req, mount_t *m, const char *home,
+                           int depth)
+{
     if (req->method == HTTP_METHOD_HEAD) {
         answer_head(c, req, m);
         return;
     }
     if (reserve_slot(m) < 0) {
+        if (start_when_full(c, req, m, home, depth) == 0) {
+            mount_unref(m);
+            return;
+        }
         mount_unref(m);
         client_send_error(c, 403, "Forbidden: max listeners reached");
         return;
@@ -475,6 +529,7 @@ void listener_start(conn_t *c, const http_request_t *req, mount_t *m)
     l->conn = c;
     l->mount = m; /* the caller's reference becomes ours */
     l->metaint = (uint32_t)metaint;
+    l->home = home ? strdup(home) : NULL; /* without memory: no way back with an override */
     l->blk = mount_attach(m, &l->pos, &l->hdr);
     l->need_sync = l->pos >= l->blk->len;
     c->data = l;

@@ -38,12 +38,19 @@ struct listener {
     uint32_t meta_off;
     int meta_zero;          /* sending the single zero byte */
 
+    char *home;             /* the mount it asked for while it is on a fallback, else NULL */
+
     listener_t *prev, *next; /* in the worker subscription */
 };
 
 /* Starts streaming mount m to c after a GET (checks limits, sends the head); for HEAD only
  * answers the head. Takes the caller's reference on m. */
 void listener_start(conn_t *c, const http_request_t *req, mount_t *m);
+
+/* Like listener_start for a listener that asked for mount `home` and is served m instead (its
+ * fallback: home has no source); it goes back to home with <fallback-override>. home may be
+ * NULL (then it is listener_start). */
+void listener_start_for(conn_t *c, const http_request_t *req, mount_t *m, const char *home);
 
 /* Writes as much pending data as the socket takes. Returns 0, or -1 if the listener was
  * closed. Worker thread only. */

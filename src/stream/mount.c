@@ -190,9 +190,7 @@ void mount_unref(mount_t *m)
         block_unref(m->headers);
     icy_meta_unref(m->meta);
     tags_free(m->tags);
-    mount_t *fb = atomic_load(&m->fallback);
-    if (fb)
-        mount_unref(fb);
+    free(m->fallback_name);
     mount_info_free(&m->info);
     pthread_mutex_destroy(&m->lock);
     free(m->name);
@@ -225,13 +223,25 @@ void mount_end(mount_t *m)
     pthread_mutex_unlock(&registry_lock);
 }
 
-void mount_set_fallback(mount_t *m, mount_t *fallback)
+int mount_set_fallback(mount_t *m, const char *name)
 {
-    if (fallback == m)
-        return;
-    mount_t *old = atomic_exchange(&m->fallback, fallback ? mount_ref(fallback) : NULL);
-    if (old)
-        mount_unref(old);
+    char *copy = NULL;
+    if (name && !(copy = strdup(name)))
+        return -ENOMEM;
+    pthread_mutex_lock(&m->lock);
+    char *old = m->fallback_name;
+    m->fallback_name = copy;
+    pthread_mutex_unlock(&m->lock);
+    free(old);
+    return 0;
+}
+
+char *mount_get_fallback(mount_t *m)
+{
+    pthread_mutex_lock(&m->lock);
+    char *copy = m->fallback_name ? strdup(m->fallback_name) : NULL;
+    pthread_mutex_unlock(&m->lock);
+    return copy;
 }
 
 static void kill_source_msg(worker_t *w, void *arg)

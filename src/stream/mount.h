@@ -66,8 +66,9 @@ struct mount {
 
     mount_info_t info;
     int is_ogg;
-    /* where listeners go when this mount ends (owned reference, set before mount_end) */
-    _Atomic(mount_t *) fallback;
+    /* fallback set at runtime (/admin/fallbacks), by name, under lock; NULL = the config's.
+     * Resolved only when listeners move (stream/fallback.h), so it never pins a mount. */
+    char *fallback_name;
     /* listeners that could not follow it there (full, other format): logged on the first */
     atomic_int fallback_refused;
     /* the source feeding this mount, for killsource (cold path) */
@@ -96,8 +97,11 @@ void mount_unref(mount_t *m);
 /* Marks the mount ended, unregisters it and wakes its listeners' workers. Listeners drain what
  * was queued, then move to m->fallback if set, else close. */
 void mount_end(mount_t *m);
-/* Sets (or clears, with NULL) the mount listeners move to when m ends; takes a new reference. */
-void mount_set_fallback(mount_t *m, mount_t *fallback);
+/* Sets (or clears, with NULL) the name of the mount listeners of m move to when it ends,
+ * overriding <fallback-mount> for the life of this source. 0 or -ENOMEM. */
+int mount_set_fallback(mount_t *m, const char *name);
+/* The runtime fallback name (malloc'd copy) or NULL when none was set. */
+char *mount_get_fallback(mount_t *m);
 /* Asks the source of m to disconnect (its worker closes it). Thread-safe. */
 void mount_kill_source(mount_t *m);
 /* Number of live mounts. */

@@ -29,6 +29,7 @@
 #include "net/worker.h"
 #include "net/server.h"
 #include "stream/events.h"
+#include "stream/fallback.h"
 #include "stream/mount.h"
 
 #define SOURCE_READ_BUF 65536
@@ -228,19 +229,6 @@ static void source_on_readable(conn_t *c)
         source_end(c, "dropped (epoll re-arm failed)");
 }
 
-/* A live <fallback-mount> takes this mount's listeners when it ends (unless one is set). */
-static void set_configured_fallback(mount_t *m)
-{
-    const mount_conf_t *mc = config_find_mount(server_config(), m->name);
-    if (!mc || !mc->fallback_mount || atomic_load(&m->fallback))
-        return;
-    mount_t *fb = mount_find(mc->fallback_mount);
-    if (fb) {
-        mount_set_fallback(m, fb);
-        mount_unref(fb);
-    }
-}
-
 static void source_release(conn_t *c)
 {
     source_t *s = c->data;
@@ -263,7 +251,6 @@ static void source_release(conn_t *c)
     if (s->mount) {
         if (s->linked)
             events_emit(EVENT_SOURCE_DISCONNECT, s->mount->name, c->id, c->ip);
-        set_configured_fallback(s->mount);
         mount_end(s->mount);
         mount_unref(s->mount);
     }
@@ -354,6 +341,7 @@ int source_become(conn_t *c, const http_request_t *req, const char *mount_name,
     atomic_fetch_add(&server.stats.source_client_connections, 1);
     atomic_fetch_add(&server.stats.source_total_connections, 1);
     events_emit(EVENT_SOURCE_CONNECT, mount_name, c->id, c->ip);
+    fallback_source_started(c->worker, s->mount);
     log_info("source %s connected to %s (%s, %s)", c->ip, mount_name, s->fmt->ops->name,
              s->mount->info.content_type);
     client_of(c)->status = 200;

@@ -802,7 +802,7 @@ static void test_policy_warned(void)
                     kept, nwarnings ? warnings[0] : "");
         config_free(c);
     }
-    CHECK(rows >= 20);
+    CHECK(rows > 0); /* rows go as their settings get implemented */
     /* disabled values of the "when enabled" settings say nothing */
     config_t *c = load("<icecast><relays-on-demand>0</relays-on-demand>\n"
                        "<logging><logsize>0</logsize><logarchive>0</logarchive></logging>\n"
