@@ -23,6 +23,7 @@
 #include "router/router.h"
 #include "stream/fallback.h"
 #include "stream/fanout.h"
+#include "stream/filemount.h"
 #include "stream/listener.h"
 #include "stream/mount.h"
 #include "stream/shoutcast.h"
@@ -73,7 +74,7 @@ static void handle_get(conn_t *c, const http_request_t *req)
     }
     /* a mount with no source whose <mount> names a live fallback serves that fallback */
     if (req->method != HTTP_METHOD_POST && !router_owns(target) &&
-        (m = fallback_resolve(target, NULL))) {
+        (m = fallback_for_sourceless(target))) {
         listener_start_for(c, req, m, target);
         free(path);
         return;
@@ -129,4 +130,5 @@ void dispatch_init(void)
     worker_set_accept(client_accept);
     fanout_register();
     source_register();
+    filemount_register();
 }

@@ -20,6 +20,7 @@
 #include "net/server.h"
 #include "net/worker.h"
 #include "stream/fanout.h"
+#include "stream/filemount.h"
 #include "stream/listener.h"
 #include "stream/mount.h"
 
@@ -39,7 +40,16 @@ static void log_stop(const char *why, const char *name)
              strlen(name)), why);
 }
 
-mount_t *fallback_resolve(const char *name, const mount_t *skip)
+/* The bitrate (bits/s) a file fallback plays at when its frames do not say: that of the mount
+ * its listeners come from. */
+static long bitrate_of(const mount_t *m)
+{
+    long kbps = m && m->info.bitrate ? atol(m->info.bitrate) : 0;
+    return kbps > 0 && kbps < 100000 ? kbps * 1000 : 0;
+}
+
+/* files: a name that is no mount may be a webroot file, played as a file mount. */
+static mount_t *resolve(const char *name, const mount_t *skip, int files)
 {
     const config_t *cfg = server_config();
     const char *seen[FALLBACK_MAX_DEPTH];
@@ -62,12 +72,27 @@ mount_t *fallback_resolve(const char *name, const mount_t *skip)
             mount_unref(m);
             return NULL; /* back at the mount being left: a cycle through live mounts */
         }
+        if (files && (m = filemount_get(name, bitrate_of(skip))))
+            return m;
         /* a mount with no source falls back only through its own <mount> block: a default
          * one would turn every unknown path into its fallback */
         const mount_conf_t *mc = config_find_mount(cfg, name);
         name = mc && !mc->is_default ? mc->fallback_mount : NULL;
     }
     return NULL;
+}
+
+mount_t *fallback_resolve(const char *name, const mount_t *skip)
+{
+    return resolve(name, skip, 1);
+}
+
+mount_t *fallback_for_sourceless(const char *name)
+{
+    const mount_conf_t *mc = config_find_mount(server_config(), name);
+    if (!mc || mc->is_default || !mc->fallback_mount)
+        return NULL;
+    return resolve(mc->fallback_mount, NULL, 1);
 }
 
 mount_t *fallback_target(mount_t *m)
@@ -128,7 +153,7 @@ static void override_sub(fanout_sub_t *s, override_job_t *j)
         if (!last_home || strcmp(last_home, l->home) != 0) {
             if (last)
                 mount_unref(last);
-            last = fallback_resolve(l->home, NULL);
+            last = resolve(l->home, NULL, 0);
             last_home = l->home;
         }
         if (last != j->mount)

@@ -23,10 +23,15 @@ typedef struct worker worker_t;
  * <fallback-mount> of m's config. malloc'd, or NULL when there is none. */
 char *fallback_name(mount_t *m);
 
-/* The live mount that serves a listener asking for `name`: name itself if it has a source,
- * else, for a name with no source, what its <fallback-mount> resolves to, and so on. `skip`
- * (may be NULL) is never returned (the mount being left). A new reference, or NULL. */
+/* The mount that serves a listener sent to `name`: name itself if it has a source, else a
+ * webroot file of that name (a paced file mount, stream/filemount.h), else, for a mount with
+ * no source, what its <fallback-mount> resolves to, and so on. `skip` (may be NULL) is never
+ * returned (the mount being left; its bitrate paces a file). A new reference, or NULL. */
 mount_t *fallback_resolve(const char *name, const mount_t *skip);
+
+/* What serves a listener asking for `name`, a mount with no source: the fallback its normal
+ * <mount> block names, resolved as above (a file in the webroot too). New reference or NULL. */
+mount_t *fallback_for_sourceless(const char *name);
 
 /* Where the listeners of m go now that m ends: fallback_resolve(fallback_name(m)).
  * A new reference, or NULL. */

@@ -81,7 +81,7 @@ void mount_apply_config(mount_t *m)
     atomic_store(&m->hidden, hidden);
 }
 
-mount_t *mount_create(const char *name, mount_info_t *info, int *err)
+static mount_t *mount_alloc(const char *name, mount_info_t *info, int *err)
 {
     mount_t *m = calloc(1, sizeof(*m));
     block_t *sentinel = block_new(0);
@@ -104,7 +104,23 @@ mount_t *mount_create(const char *name, mount_info_t *info, int *err)
     m->start = time(NULL);
     m->meta = icy_meta_new("", NULL);
     mount_apply_config(m);
+    return m;
+}
 
+mount_t *mount_create_detached(const char *name, mount_info_t *info)
+{
+    int err;
+    mount_t *m = mount_alloc(name, info, &err);
+    if (m)
+        atomic_store(&m->refcount, 1);
+    return m;
+}
+
+mount_t *mount_create(const char *name, mount_info_t *info, int *err)
+{
+    mount_t *m = mount_alloc(name, info, err);
+    if (!m)
+        return NULL;
     pthread_mutex_lock(&registry_lock);
     if (registry_find_locked(name)) {
         pthread_mutex_unlock(&registry_lock);
@@ -221,6 +237,8 @@ void mount_end(mount_t *m)
         }
     }
     pthread_mutex_unlock(&registry_lock);
+    if (!atomic_exchange(&m->ended, 1)) /* a detached mount (file mount) */
+        wake_workers(m);
 }
 
 int mount_set_fallback(mount_t *m, const char *name)

@@ -90,6 +90,9 @@ struct mount {
 /* Creates and registers a mount. Takes ownership of info's strings. Returns a reference for the
  * caller, or NULL with *err = -EEXIST (name live) / -ENOMEM. */
 mount_t *mount_create(const char *name, mount_info_t *info, int *err);
+/* Creates a mount outside the registry (a file mount): never found by name nor listed.
+ * Takes ownership of info's strings. A reference for the caller, or NULL. */
+mount_t *mount_create_detached(const char *name, mount_info_t *info);
 /* Looks up a live mount; returns a new reference or NULL. */
 mount_t *mount_find(const char *name);
 mount_t *mount_ref(mount_t *m);

@@ -7,6 +7,8 @@ fallbacks (/admin/fallbacks) follow the fallback's reconnecting source, and cycl
 loop nor leak."""
 
 import os
+import shutil
+import tempfile
 import time
 
 import pytest
@@ -141,11 +143,13 @@ def test_override_brings_moved_listeners_back_and_leaves_the_fallbacks_own(serve
         wait_listeners(srv, "/b.mp3", 2)
         keeps_receiving(moved, 16384)
         pa = source(srv, "/a.mp3", freq=440)
-        wait_listeners(srv, "/a.mp3", 1)
-        keeps_receiving(moved, 16384)
-        if not IS_ICECAST:  # Icecast 2.4 moves every listener of the fallback, its own too
+        if IS_ICECAST:      # Icecast 2.4 moves every listener of the fallback, its own too
+            wait_listeners(srv, "/a.mp3", 2)
+        else:
+            wait_listeners(srv, "/a.mp3", 1)
             assert listeners_on(srv, "/b.mp3") == 1
             keeps_receiving(own, 16384)
+        keeps_receiving(moved, 16384)
     finally:
         stop_all(moved, own, pa, pb)
     decodes(tmp_path, moved, "mp3", "override.mp3")
@@ -220,6 +224,24 @@ def test_runtime_fallback_follows_the_fallbacks_reconnected_source(server, tmp_p
     decodes(tmp_path, lis, "mp3", "runtime.mp3")
 
 
+def test_runtime_fallback_lasts_as_long_as_the_source(server):
+    """As in Icecast: a reconnecting source starts again from its config (no fallback here)."""
+    srv = start(server)
+    pb = source(srv, "/b.mp3", freq=660)
+    pa = source(srv, "/a.mp3", freq=440)
+    set_fallback(srv, "/a.mp3", "/b.mp3")
+    fl.stop_process(pa)
+    wirelib.wait_until(lambda: listeners_on(srv, "/a.mp3") is None, 10, "A to go")
+    pa = source(srv, "/a.mp3", freq=440)
+    lis = listener(srv, "/a.mp3")
+    try:
+        fl.stop_process(pa)
+        lis.wait_closed(10)
+        assert listeners_on(srv, "/b.mp3") == 0
+    finally:
+        stop_all(lis, pa, pb)
+
+
 def raw_source(srv, mount, data):
     """A source that sends 128 KB at once: its mount keeps a burst's worth (64 KB) queued."""
     s = srv.source(mount, b"", rate=1 << 20)
@@ -268,3 +290,75 @@ def test_fallback_cycle_in_config_does_not_loop(server):
         r.close()
     finally:
         stop_all(lis, pa)
+
+
+# ---------------------------------------------------------------- file fallbacks
+
+FILE_SECONDS = 3
+FILE_RATE = 64000       # the "mp3" encoder's bitrate
+
+
+@pytest.fixture
+def webdir():
+    """A webroot the server can read after dropping privileges (pytest's tmp_path is 0700)."""
+    web = tempfile.mkdtemp(prefix="wire-web-")
+    os.chmod(web, 0o755)
+    yield web
+    shutil.rmtree(web, ignore_errors=True)
+
+
+def webroot_with(web, name, codec="mp3", seconds=FILE_SECONDS, freq=330):
+    data = fl.encode_file(os.path.join(web, name), codec, seconds, freq=freq)
+    return web, data
+
+
+def rate_over(lis, seconds):
+    before, t0 = lis.received, time.monotonic()
+    time.sleep(seconds)
+    return (lis.received - before) * 8 / (time.monotonic() - t0)
+
+
+@pytest.mark.rimecast_only      # Icecast 2.4 sends fallback files as fast as the socket takes
+def test_file_fallback_is_paced_looped_and_left_on_override(server, tmp_path, webdir):
+    web, data = webroot_with(webdir, "silence.mp3")
+    srv = start(server, mount_xml("/a.mp3", fallback_mount="/silence.mp3", fallback_override=1),
+                webroot=web)
+    pa = source(srv, "/a.mp3", freq=440)
+    lis = listener(srv, "/a.mp3")
+    try:
+        keeps_receiving(lis, 16384)
+        fl.stop_process(pa)
+        srv.wait_log("moved from /a.mp3 to fallback /silence.mp3", 10)
+        time.sleep(1.5)                               # what was queued and the file's prefill
+        rate = rate_over(lis, 2 * FILE_SECONDS)
+        assert 0.8 * FILE_RATE < rate < 1.2 * FILE_RATE, rate
+        on_file = lis.snapshot()
+        pa = source(srv, "/a.mp3", freq=440)          # override: back to the live mount
+        wait_listeners(srv, "/a.mp3", 1)
+        keeps_receiving(lis, 16384)
+    finally:
+        stop_all(lis, pa)
+    at = data.index(b"\xff\xfb", 10)                  # the first frame, after the ID3 tag
+    at += fl.mp3_frame_len(data, at)
+    first = data[at:at + 64]                          # the second frame: real audio
+    assert on_file.count(first) >= 2, "the file was not looped"
+    decodes(tmp_path, lis, "mp3", "file-fallback.mp3")
+
+
+@pytest.mark.rimecast_only
+def test_mount_without_source_serves_its_file_fallback(server, tmp_path, webdir):
+    web, _ = webroot_with(webdir, "silence.mp3")
+    srv = start(server, mount_xml("/a.mp3", fallback_mount="/silence.mp3"), webroot=web)
+    lis = listener(srv, "/a.mp3", min_bytes=1024)
+    try:
+        assert lis.response.header("content-type") == "audio/mpeg"
+        time.sleep(1.5)
+        rate = rate_over(lis, 3)
+        assert 0.8 * FILE_RATE < rate < 1.2 * FILE_RATE, rate
+        r = srv.listener("/silence.mp3")              # the file itself is still a file
+        assert r.open(start=False).status == 200
+        r.close()
+    finally:
+        stop_all(lis)
+    decodes(tmp_path, lis, "mp3", "file-sourceless.mp3")
+
