@@ -53,7 +53,6 @@ const policy_t config_policies[] = {
     WARN("logging", "logarchive", POLICY_ENABLED,
          "logs are not rotated by size: rotate them externally and send SIGHUP"),
     WARN("mount", "dump-file", POLICY_PRESENT, "the stream is not recorded"),
-    WARN("mount", "intro", POLICY_PRESENT, "listeners get the live stream without an intro"),
     WARN("mount", "on-connect", POLICY_PRESENT, "no command is run"),
     WARN("mount", "on-disconnect", POLICY_PRESENT, "no command is run"),
     WARN("mount", "cluster-password", POLICY_PRESENT, "streams are not listed in any YP directory"),

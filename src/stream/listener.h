@@ -28,6 +28,8 @@ struct listener {
     uint32_t pos;
     block_t *hdr;           /* header chain cursor: owned reference, NULL when done */
     uint32_t hdr_pos;
+    block_t *intro;         /* <intro> cursor (shared blocks, owned reference), NULL when done */
+    uint32_t intro_pos;
     int need_sync;          /* skip to the next sync block before sending stream data */
     int blocked;            /* socket buffer full: wait for EPOLLOUT */
 

@@ -362,3 +362,36 @@ def test_mount_without_source_serves_its_file_fallback(server, tmp_path, webdir)
         stop_all(lis)
     decodes(tmp_path, lis, "mp3", "file-sourceless.mp3")
 
+
+# ---------------------------------------------------------------- intro
+
+def test_intro_comes_first_then_live_mp3_that_decodes(server, tmp_path, webdir):
+    _, intro = webroot_with(webdir, "intro.mp3", seconds=1, freq=1000)
+    srv = start(server, mount_xml("/a.mp3", intro="/intro.mp3"), webroot=webdir)
+    pa = source(srv, "/a.mp3", freq=440)
+    lis = listener(srv, "/a.mp3", min_bytes=len(intro) + 16384)
+    icy = srv.listener("/a.mp3", headers={"Icy-MetaData": "1"})
+    assert icy.open().status == 200
+    try:
+        icy.wait_bytes(len(intro) + 32768, 10)
+    finally:
+        stop_all(lis, icy, pa)
+    body = lis.snapshot()
+    assert body[:len(intro)] == intro
+    path = fl.save(str(tmp_path), "live.mp3", fl.trim_capture("mp3", body[len(intro):]))
+    assert fl.ffmpeg_decode_errors(path) == ""
+    audio, _ = fl.icy_demux(icy.snapshot(), int(icy.response.header("icy-metaint")))
+    assert audio[:len(intro)] == intro
+
+
+def test_intro_comes_first_then_live_ogg_that_decodes(server, tmp_path, webdir):
+    _, intro = webroot_with(webdir, "intro.ogg", codec="vorbis", seconds=1, freq=1000)
+    srv = start(server, mount_xml("/a.ogg", intro="/intro.ogg"), webroot=webdir)
+    pa = source(srv, "/a.ogg", "vorbis", freq=440)
+    lis = listener(srv, "/a.ogg", min_bytes=len(intro) + 4096)
+    try:
+        keeps_receiving(lis, 4096)
+    finally:
+        stop_all(lis, pa)
+    assert lis.snapshot()[:len(intro)] == intro
+    decodes(tmp_path, lis, "vorbis", "intro.ogg")
