@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * listener: a connection that streams a mount: a cursor (block, offset) into the mount's
- * shared queue, an optional header-chain cursor (Ogg codec headers) and ICY metadata state.
+ * shared queue, an optional header-chain cursor (Ogg codec headers), an optional intro cursor
+ * (the mount's <intro> file, shared blocks, sent first) and ICY metadata state.
  *
  * The hot path is listener_flush(): one writev over the pending response head, headers and as
  * many queued blocks as fit, with ICY metadata spliced in as extra iovecs; no allocation, no
