@@ -109,8 +109,9 @@ mount_t *filemount_get(const char *path, long bitrate_hint)
     return m;
 }
 
-/* Publishes the bytes due by now; a block never spans the loop point, so each pass over the
- * file starts a block (a sync point) at its first frame. */
+/* Publishes the bytes due by now. A block never spans the loop point, and for MP3 it holds
+ * whole frames: every block is a sync point where a listener (joining, or moved here) starts
+ * on a frame. */
 static void pace(filemount_t *fm, uint64_t now)
 {
     uint64_t due = (uint64_t)fm->byte_rate * (now - fm->start_ms + FILEMOUNT_PREFILL_MS) / 1000;
@@ -118,7 +119,9 @@ static void pace(filemount_t *fm, uint64_t now)
     while (fm->published < due) {
         size_t n = f->audio_end - fm->pos;
         if (n > due - fm->published)
-            n = (size_t)(due - fm->published);
+            n = f->bitrate ? webfile_mp3_frames(f->data, fm->pos, f->audio_end,
+                                                (size_t)(due - fm->published))
+                           : (size_t)(due - fm->published);
         block_t *b = block_new_copy(f->data + fm->pos, n);
         if (!b)
             return;
@@ -164,9 +167,28 @@ static int filemount_init(worker_t *w)
     return w->id == 0 ? worker_timer_add(w, FILEMOUNT_TICK_MS, on_tick, NULL) : 0;
 }
 
+/* At shutdown (worker 0 stopped, its connections released): drop every file mount and the
+ * cached files. */
+static void filemount_fini(worker_t *w)
+{
+    if (w->id != 0)
+        return;
+    pthread_mutex_lock(&list_lock);
+    filemount_t *fm = list;
+    list = NULL;
+    pthread_mutex_unlock(&list_lock);
+    while (fm) {
+        filemount_t *next = fm->next;
+        filemount_free(fm);
+        fm = next;
+    }
+    webfile_cache_clear();
+}
+
 static const worker_module_t filemount_module = {
     .name = "filemount",
     .init = filemount_init,
+    .fini = filemount_fini,
 };
 
 void filemount_register(void)

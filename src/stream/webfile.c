@@ -41,6 +41,19 @@ void webfile_unref(webfile_t *f)
     free(f);
 }
 
+void webfile_cache_clear(void)
+{
+    pthread_mutex_lock(&cache_lock);
+    webfile_t *f = cache;
+    cache = NULL;
+    pthread_mutex_unlock(&cache_lock);
+    while (f) {
+        webfile_t *next = f->next;
+        webfile_unref(f);
+        f = next;
+    }
+}
+
 /* ---- MP3 frames ---- */
 
 static const short mp3_kbps[2][16] = {
@@ -88,6 +101,16 @@ long webfile_mp3_bitrate(const unsigned char *data, size_t *start, size_t *end)
         }
     }
     return 0;
+}
+
+size_t webfile_mp3_frames(const unsigned char *data, size_t pos, size_t end, size_t want)
+{
+    size_t p = pos, len;
+    int samples, hz;
+    while (p - pos < want && (len = mp3_frame(data + p, end - p, &samples, &hz)) &&
+           p + len <= end)
+        p += len;
+    return p > pos ? p - pos : (want < end - pos ? want : end - pos);
 }
 
 /* ---- loading ---- */

@@ -38,9 +38,15 @@ struct webfile {
 webfile_t *webfile_get(const char *path);
 webfile_t *webfile_ref(webfile_t *f);
 void webfile_unref(webfile_t *f);
+/* Drops the cache's references (at shutdown); files still held live on until released. */
+void webfile_cache_clear(void);
 
 /* Average bitrate (bits/s) of the MP3 frames in data[start, end), with start and end moved to the
  * first frame and the end of the last whole one; 0 if fewer than 4 frames follow each other. */
 long webfile_mp3_bitrate(const unsigned char *data, size_t *start, size_t *end);
+
+/* Bytes from pos (a frame start) through whole MP3 frames until at least `want` bytes, never
+ * past end. Where there is no frame at pos, just want (capped at end). */
+size_t webfile_mp3_frames(const unsigned char *data, size_t pos, size_t end, size_t want);
 
 #endif
