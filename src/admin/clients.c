@@ -166,9 +166,13 @@ static void move_fn(worker_t *w, void *arg)
         if (!l->conn->closing)
             v[k++] = l;
     int moved = 0;
-    for (int i = 0; i < k; i++)
-        if (listener_move(v[i], j->dest) == 0)
+    for (int i = 0; i < k; i++) {
+        if (listener_move(v[i], j->dest) == 0) {
             moved++;
+            free(v[i]->home); /* the admin chose its mount: no fallback-override pulls it back */
+            v[i]->home = NULL;
+        }
+    }
     atomic_fetch_add(&j->hits, moved);
     atomic_fetch_add(&j->refused, k - moved);
     free(v);

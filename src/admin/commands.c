@@ -92,6 +92,9 @@ static void send_html_success(admin_req_t *a, const char *message)
     admin_send_raw(a, "text/html; charset=utf-8", body, (size_t)n, NULL);
 }
 
+/* Sets the mount's fallback by name, for the life of its source (as Icecast: a reconnecting
+ * source starts again from <fallback-mount>). The name is resolved when listeners move, so
+ * the fallback's own source may come and go meanwhile. */
 static void cmd_fallbacks(admin_req_t *a)
 {
     char *name = admin_param(a, "fallback");
@@ -100,13 +103,12 @@ static void cmd_fallbacks(admin_req_t *a)
         admin_send_error(a, 400, "Missing parameter");
     else if (!fb)
         admin_send_error(a, 400, "Source does not exist");
-    else {
-        mount_set_fallback(a->mount, fb);
-        if (a->view == ADMIN_VIEW_XML)
-            send_html_success(a, "Fallback configured"); /* Icecast's answer */
-        else
-            admin_send_response(a, "Fallback configured", 1);
-    }
+    else if (mount_set_fallback(a->mount, fb->name) < 0)
+        admin_send_error(a, 500, "Internal Server Error");
+    else if (a->view == ADMIN_VIEW_XML)
+        send_html_success(a, "Fallback configured"); /* Icecast's answer */
+    else
+        admin_send_response(a, "Fallback configured", 1);
     if (fb)
         mount_unref(fb);
     free(name);

@@ -30,12 +30,7 @@ const policy_t config_policies[] = {
          "logs are not rotated by size: rotate them externally and send SIGHUP"),
     WARN("logging", "logarchive", POLICY_ENABLED,
          "logs are not rotated by size: rotate them externally and send SIGHUP"),
-    WARN("mount", "intro", POLICY_PRESENT, "listeners get the live stream without an intro"),
     WARN("mount", "cluster-password", POLICY_PRESENT, "streams are not listed in any YP directory"),
-    WARN("mount", "fallback-override", POLICY_ENABLED,
-         "listeners stay on the fallback when the source comes back"),
-    WARN("mount", "fallback-when-full", POLICY_ENABLED,
-         "listeners over <max-listeners> are refused instead of moved to the fallback"),
     {NULL, NULL, NULL, 0, 0, NULL},
 };
 

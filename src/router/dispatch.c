@@ -23,7 +23,9 @@
 #include "net/conn.h"
 #include "net/worker.h"
 #include "router/router.h"
+#include "stream/fallback.h"
 #include "stream/fanout.h"
+#include "stream/filemount.h"
 #include "stream/listener.h"
 #include "stream/mount.h"
 #include "stream/relay.h"
@@ -63,13 +65,15 @@ static void end_session(void *arg)
 
 /* Mount authentication (once per join, on this worker). 1 to go on; else the refusal is sent
  * and the mount reference dropped. */
-static int listener_admitted(conn_t *c, const http_request_t *req, mount_t *m)
+/* The authentication of the mount the listener asked for (name), whatever ends up serving it
+ * (the mount itself, an on-demand relay once it connects, a fallback of a mount with no
+ * source). 0 when refused (answered). */
+static int listener_admitted(conn_t *c, const http_request_t *req, const char *name)
 {
     auth_outcome_t out;
-    auth_result_t r = auth_listener_check(m->name, req, c->ip, req->method == HTTP_METHOD_HEAD,
+    auth_result_t r = auth_listener_check(name, req, c->ip, req->method == HTTP_METHOD_HEAD,
                                           &out);
     if (r != AUTH_OK) {
-        mount_unref(m);
         auth_send_refusal(c, r, out.retry_after);
         return 0;
     }
@@ -99,13 +103,26 @@ static void handle_get(conn_t *c, const http_request_t *req)
                      : NULL;
     if (m) {
         free(path);
-        if (listener_admitted(c, req, m))
+        if (listener_admitted(c, req, m->name))
             listener_start(c, req, m); /* takes the reference */
+        else
+            mount_unref(m);
         return;
     }
     /* an on-demand relay's mount is not live until a listener asks for it */
+    if (req->method != HTTP_METHOD_POST && !router_owns(target) && relay_is_on_demand(target)) {
+        if (listener_admitted(c, req, target) && !relay_park_listener(c, req, target))
+            client_send_error(c, 404, "The file you requested could not be found");
+        free(path);
+        return;
+    }
+    /* a mount with no source whose <mount> names a live fallback serves that fallback */
     if (req->method != HTTP_METHOD_POST && !router_owns(target) &&
-        relay_park_listener(c, req, target)) {
+        (m = fallback_for_sourceless(target))) {
+        if (listener_admitted(c, req, target))
+            listener_start_for(c, req, m, target);
+        else
+            mount_unref(m);
         free(path);
         return;
     }
@@ -206,4 +223,5 @@ void dispatch_init(void)
     fanout_register();
     source_register();
     relay_register();
+    filemount_register();
 }

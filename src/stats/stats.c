@@ -22,6 +22,7 @@
 #include "core/utf8.h"
 #include "net/conn.h"
 #include "net/server.h"
+#include "stream/fallback.h"
 #include "stream/mount.h"
 #include "stream/relay.h"
 
@@ -452,8 +453,9 @@ xmlDocPtr stats_listmounts_document(const char *exclude)
         char *name = stats_clean_text(m->name);
         xmlNewProp(src, BAD_CAST "mount", BAD_CAST(name ? name : ""));
         free(name);
-        mount_t *fb = atomic_load(&m->fallback);
-        stats_add_text(src, "fallback", fb ? fb->name : "");
+        char *fb = fallback_name(m);
+        stats_add_text(src, "fallback", fb ? fb : "");
+        free(fb);
         stats_add_number(src, "listeners", atomic_load(&m->listeners));
         stats_add_number(src, "Connected", (long long)(now - m->start));
         stats_add_text(src, "content-type", m->info.content_type);

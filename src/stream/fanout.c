@@ -19,6 +19,11 @@
 
 static fanout_sub_t *subs[SERVER_MAX_WORKERS];
 
+fanout_sub_t *fanout_subs(worker_t *w)
+{
+    return subs[w->id];
+}
+
 fanout_sub_t *fanout_sub_find(worker_t *w, mount_t *m)
 {
     for (fanout_sub_t *s = subs[w->id]; s; s = s->next)

@@ -32,6 +32,9 @@ typedef struct fanout_sub {
 /* Registers the fan-out as a worker module (pass hook, write-window timer). */
 void fanout_register(void);
 
+/* The first of w's subscriptions (follow ->next), for walks over all of a worker's
+ * listeners (fallback-override). Subscriptions created meanwhile are put at the front. */
+fanout_sub_t *fanout_subs(worker_t *w);
 /* The subscription of w to m, or NULL (admin commands walking a worker's listeners). */
 fanout_sub_t *fanout_sub_find(worker_t *w, mount_t *m);
 /* The subscription of w to m, created on first use. */

@@ -27,17 +27,19 @@
 #include "net/worker.h"
 #include "net/server.h"
 #include "stream/events.h"
+#include "stream/fallback.h"
 #include "stream/fanout.h"
 #include "stream/mount.h"
+#include "stream/webfile.h"
 
 #define LISTENER_IOV 64
 #define LISTENER_MAX_WRITE (256 * 1024)
 
-enum { SEG_WBUF, SEG_HDR, SEG_DATA, SEG_META };
+enum { SEG_WBUF, SEG_HDR, SEG_DATA, SEG_META, SEG_INTRO };
 
 typedef struct seg {
     int kind;
-    block_t *blk;      /* SEG_HDR, SEG_DATA */
+    block_t *blk;      /* SEG_HDR, SEG_DATA, SEG_INTRO */
     uint32_t pos;      /* start within blk */
     icy_meta_t *meta;  /* SEG_META: NULL = the single zero byte */
     uint32_t total;    /* SEG_META: full length of that metadata */
@@ -55,29 +57,12 @@ static icy_meta_t *meta_at(block_t *b, uint32_t pos)
     return b->meta;
 }
 
-/* Plans up to LISTENER_IOV segments; returns the count. */
-static int plan(listener_t *l, struct iovec *iov, seg_t *seg)
+/* Plans audio from block b at p (the stream, or the intro: kind) with ICY metadata spliced
+ * in every metaint bytes, after n segments of `bytes`; returns the new count. */
+static inline int plan_audio(listener_t *l, struct iovec *iov, seg_t *seg, int n, size_t bytes,
+                             block_t *b, uint32_t p, int kind)
 {
-    int n = 0;
-    size_t bytes = 0;
-    conn_t *c = l->conn;
-    if (c->woff < c->wlen) {
-        iov[n] = (struct iovec){c->wbuf + c->woff, c->wlen - c->woff};
-        seg[n++] = (seg_t){.kind = SEG_WBUF};
-        bytes += c->wlen - c->woff;
-    }
-    if (l->need_sync)
-        return n; /* its headers are chosen with its start block (skip_to_sync) */
-    uint32_t hp = l->hdr_pos;
-    for (block_t *h = l->hdr; h && n < LISTENER_IOV; h = block_next(h), hp = 0) {
-        if (h->len > hp) {
-            iov[n] = (struct iovec){h->data + hp, h->len - hp};
-            seg[n++] = (seg_t){.kind = SEG_HDR, .blk = h, .pos = hp};
-            bytes += h->len - hp;
-        }
-    }
-    block_t *b = l->blk;
-    uint32_t p = l->pos, since = l->since_meta;
+    uint32_t since = l->since_meta;
     icy_meta_t *last = l->last_meta;
     int first = 1;
     while (n < LISTENER_IOV && bytes < LISTENER_MAX_WRITE) {
@@ -115,12 +100,38 @@ static int plan(listener_t *l, struct iovec *iov, seg_t *seg)
         if (l->metaint && take > l->metaint - since)
             take = l->metaint - since;
         iov[n] = (struct iovec){b->data + p, take};
-        seg[n++] = (seg_t){.kind = SEG_DATA, .blk = b, .pos = p};
+        seg[n++] = (seg_t){.kind = kind, .blk = b, .pos = p};
         bytes += take;
         p += take;
         since += take;
     }
     return n;
+}
+
+/* Plans up to LISTENER_IOV segments; returns the count. */
+static int plan(listener_t *l, struct iovec *iov, seg_t *seg)
+{
+    int n = 0;
+    size_t bytes = 0;
+    conn_t *c = l->conn;
+    if (c->woff < c->wlen) {
+        iov[n] = (struct iovec){c->wbuf + c->woff, c->wlen - c->woff};
+        seg[n++] = (seg_t){.kind = SEG_WBUF};
+        bytes += c->wlen - c->woff;
+    }
+    if (l->intro) /* the stream follows on the next plan, once the intro is all sent */
+        return plan_audio(l, iov, seg, n, bytes, l->intro, l->intro_pos, SEG_INTRO);
+    if (l->need_sync)
+        return n; /* its headers are chosen with its start block (skip_to_sync) */
+    uint32_t hp = l->hdr_pos;
+    for (block_t *h = l->hdr; h && n < LISTENER_IOV; h = block_next(h), hp = 0) {
+        if (h->len > hp) {
+            iov[n] = (struct iovec){h->data + hp, h->len - hp};
+            seg[n++] = (seg_t){.kind = SEG_HDR, .blk = h, .pos = hp};
+            bytes += h->len - hp;
+        }
+    }
+    return plan_audio(l, iov, seg, n, bytes, l->blk, l->pos, SEG_DATA);
 }
 
 static void move_cursor(listener_t *l, block_t *b, uint32_t pos)
@@ -131,6 +142,24 @@ static void move_cursor(listener_t *l, block_t *b, uint32_t pos)
         l->blk = b;
     }
     l->pos = pos;
+}
+
+/* The intro is dropped once its last byte is sent. */
+static void commit_intro(listener_t *l, const seg_t *s, size_t take)
+{
+    uint32_t pos = s->pos + (uint32_t)take;
+    if (pos >= s->blk->len && !block_next(s->blk)) {
+        block_unref(l->intro);
+        l->intro = NULL;
+        l->intro_pos = 0;
+        return;
+    }
+    if (s->blk != l->intro) {
+        block_ref(s->blk);
+        block_unref(l->intro);
+        l->intro = s->blk;
+    }
+    l->intro_pos = pos;
 }
 
 static void commit_meta(listener_t *l, const seg_t *s, size_t take)
@@ -193,6 +222,10 @@ static void commit(listener_t *l, const struct iovec *iov, const seg_t *seg, int
             break;
         case SEG_META:
             commit_meta(l, &seg[i], take);
+            break;
+        case SEG_INTRO:
+            commit_intro(l, &seg[i], take);
+            l->since_meta += (uint32_t)take;
             break;
         }
     }
@@ -270,10 +303,39 @@ static void fallback_refused(listener_t *l, mount_t *fb, int err)
                                           : "different format: Ogg and non-Ogg do not mix");
 }
 
+/* The mount ended and l has had all of it: on to the fallback, resolved by name now, or close.
+ * l keeps the name of the mount it asked for (home) for fallback-override. */
+static int follow_fallback(listener_t *l)
+{
+    conn_t *c = l->conn;
+    mount_t *from = l->mount; /* stays referenced by our subscription */
+    mount_t *fb = fallback_target(from);
+    if (fb) {
+        int own_home = !l->home;
+        if (own_home)
+            l->home = strdup(from->name);
+        int err = listener_move(l, fb);
+        if (err == 0) {
+            log_info("listener %llu moved from %s to fallback %s", (unsigned long long)c->id,
+                     from->name, fb->name);
+            mount_unref(fb);
+            return 0;
+        }
+        if (own_home) {
+            free(l->home);
+            l->home = NULL;
+        }
+        fallback_refused(l, fb, err);
+        mount_unref(fb);
+    }
+    conn_linger_close(c);
+    return -1;
+}
+
 static int stream_finished(listener_t *l)
 {
     return atomic_load_explicit(&l->mount->ended, memory_order_acquire) &&
-           l->conn->woff >= l->conn->wlen && !l->hdr && l->pos >= l->blk->len &&
+           l->conn->woff >= l->conn->wlen && !l->hdr && !l->intro && l->pos >= l->blk->len &&
            !block_next(l->blk) && !l->meta_cur && !l->meta_zero;
 }
 
@@ -315,21 +377,8 @@ int listener_flush(listener_t *l)
             return 0;
         }
     }
-    if (stream_finished(l)) {
-        mount_t *fb = atomic_load(&l->mount->fallback);
-        if (fb && !atomic_load(&fb->ended)) {
-            mount_t *from = l->mount;
-            int err = listener_move(l, fb); /* from stays referenced by our subscription */
-            if (err == 0) {
-                log_info("listener %llu moved from %s to fallback %s",
-                         (unsigned long long)c->id, from->name, fb->name);
-                return 0;
-            }
-            fallback_refused(l, fb, err);
-        }
-        conn_linger_close(c);
-        return -1;
-    }
+    if (stream_finished(l))
+        return follow_fallback(l);
     return 0;
 }
 
@@ -367,7 +416,25 @@ int listener_move(listener_t *l, mount_t *dest)
     return 0;
 }
 
+/* The <intro> of m's config as a chain of shared blocks (a new reference), or NULL. The file
+ * is read once and cached by mtime (stream/webfile.h); each listener only holds a cursor. */
+static block_t *intro_of(mount_t *m)
+{
+    const mount_conf_t *mc = config_find_mount(server_config(), m->name);
+    if (!mc || !mc->intro || !*mc->intro)
+        return NULL;
+    char path[1024];
+    snprintf(path, sizeof(path), "%s%s", mc->intro[0] == '/' ? "" : "/", mc->intro);
+    webfile_t *f = webfile_get(path);
+    block_t *b = f && f->blocks ? block_ref(f->blocks) : NULL;
+    webfile_unref(f);
+    return b;
+}
+
 /* ---- connection role ---- */
+
+static void start_listener(conn_t *c, const http_request_t *req, mount_t *m, const char *home,
+                           int depth);
 
 static void listener_on_writable(conn_t *c)
 {
@@ -391,6 +458,9 @@ static void listener_release(conn_t *c)
         block_unref(l->hdr);
     icy_meta_unref(l->last_meta);
     icy_meta_unref(l->meta_cur);
+    if (l->intro)
+        block_unref(l->intro);
+    free(l->home);
     atomic_fetch_sub(&m->listeners, 1);
     atomic_fetch_sub(&server.stats.listeners, 1);
     mount_unref(m);
@@ -430,9 +500,13 @@ static void answer_head(conn_t *c, const http_request_t *req, mount_t *m)
 {
     int max = atomic_load(&m->max_listeners);
     if (max >= 0 && atomic_load(&m->listeners) >= max) {
+        mount_t *alt = fallback_when_full(m);
         mount_unref(m);
-        client_send_error(c, 403, "Forbidden: max listeners reached");
-        return;
+        if (!alt) {
+            client_send_error(c, 403, "Forbidden: max listeners reached");
+            return;
+        }
+        m = alt;
     }
     char head[4096];
     int metaint = wants_icy(req) ? atomic_load(&m->metaint) : 0;
@@ -444,11 +518,40 @@ static void answer_head(conn_t *c, const http_request_t *req, mount_t *m)
 
 void listener_start(conn_t *c, const http_request_t *req, mount_t *m)
 {
+    listener_start_for(c, req, m, NULL);
+}
+
+/* A full mount with <fallback-when-full> serves its fallback instead (bounded: a mount that
+ * fills between the check and the reservation sends the listener one step further). */
+static int start_when_full(conn_t *c, const http_request_t *req, mount_t *m, const char *home,
+                           int depth)
+{
+    mount_t *alt = depth < FALLBACK_MAX_DEPTH ? fallback_when_full(m) : NULL;
+    if (!alt)
+        return -1;
+    log_debug("listener %llu: %s is full, serving its fallback %s", (unsigned long long)c->id,
+              m->name, alt->name);
+    start_listener(c, req, alt, home ? home : m->name, depth + 1);
+    return 0;
+}
+
+void listener_start_for(conn_t *c, const http_request_t *req, mount_t *m, const char *home)
+{
+    start_listener(c, req, m, home, 0);
+}
+
+static void start_listener(conn_t *c, const http_request_t *req, mount_t *m, const char *home,
+                           int depth)
+{
     if (req->method == HTTP_METHOD_HEAD) {
         answer_head(c, req, m);
         return;
     }
     if (reserve_slot(m) < 0) {
+        if (start_when_full(c, req, m, home, depth) == 0) {
+            mount_unref(m);
+            return;
+        }
         mount_unref(m);
         client_send_error(c, 403, "Forbidden: max listeners reached");
         return;
@@ -475,6 +578,8 @@ void listener_start(conn_t *c, const http_request_t *req, mount_t *m)
     l->conn = c;
     l->mount = m; /* the caller's reference becomes ours */
     l->metaint = (uint32_t)metaint;
+    l->home = home ? strdup(home) : NULL; /* without memory: no way back with an override */
+    l->intro = intro_of(m);
     l->blk = mount_attach(m, &l->pos, &l->hdr);
     l->need_sync = l->pos >= l->blk->len;
     c->data = l;

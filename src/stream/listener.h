@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * listener: a connection that streams a mount: a cursor (block, offset) into the mount's
- * shared queue, an optional header-chain cursor (Ogg codec headers) and ICY metadata state.
+ * shared queue, an optional header-chain cursor (Ogg codec headers), an optional intro cursor
+ * (the mount's <intro> file, shared blocks, sent first) and ICY metadata state.
  *
  * The hot path is listener_flush(): one writev over the pending response head, headers and as
  * many queued blocks as fit, with ICY metadata spliced in as extra iovecs; no allocation, no
@@ -28,6 +29,8 @@ struct listener {
     uint32_t pos;
     block_t *hdr;           /* header chain cursor: owned reference, NULL when done */
     uint32_t hdr_pos;
+    block_t *intro;         /* <intro> cursor (shared blocks, owned reference), NULL when done */
+    uint32_t intro_pos;
     int need_sync;          /* skip to the next sync block before sending stream data */
     int blocked;            /* socket buffer full: wait for EPOLLOUT */
 
@@ -38,12 +41,19 @@ struct listener {
     uint32_t meta_off;
     int meta_zero;          /* sending the single zero byte */
 
+    char *home;             /* the mount it asked for while it is on a fallback, else NULL */
+
     listener_t *prev, *next; /* in the worker subscription */
 };
 
 /* Starts streaming mount m to c after a GET (checks limits, sends the head); for HEAD only
  * answers the head. Takes the caller's reference on m. */
 void listener_start(conn_t *c, const http_request_t *req, mount_t *m);
+
+/* Like listener_start for a listener that asked for mount `home` and is served m instead (its
+ * fallback: home has no source); it goes back to home with <fallback-override>. home may be
+ * NULL (then it is listener_start). */
+void listener_start_for(conn_t *c, const http_request_t *req, mount_t *m, const char *home);
 
 /* Writes as much pending data as the socket takes. Returns 0, or -1 if the listener was
  * closed. Worker thread only. */

@@ -81,7 +81,7 @@ void mount_apply_config(mount_t *m)
     atomic_store(&m->hidden, hidden);
 }
 
-mount_t *mount_create(const char *name, mount_info_t *info, int *err)
+static mount_t *mount_alloc(const char *name, mount_info_t *info, int *err)
 {
     mount_t *m = calloc(1, sizeof(*m));
     block_t *sentinel = block_new(0);
@@ -104,7 +104,23 @@ mount_t *mount_create(const char *name, mount_info_t *info, int *err)
     m->start = time(NULL);
     m->meta = icy_meta_new("", NULL);
     mount_apply_config(m);
+    return m;
+}
 
+mount_t *mount_create_detached(const char *name, mount_info_t *info)
+{
+    int err;
+    mount_t *m = mount_alloc(name, info, &err);
+    if (m)
+        atomic_store(&m->refcount, 1);
+    return m;
+}
+
+mount_t *mount_create(const char *name, mount_info_t *info, int *err)
+{
+    mount_t *m = mount_alloc(name, info, err);
+    if (!m)
+        return NULL;
     pthread_mutex_lock(&registry_lock);
     if (registry_find_locked(name)) {
         pthread_mutex_unlock(&registry_lock);
@@ -190,9 +206,7 @@ void mount_unref(mount_t *m)
         block_unref(m->headers);
     icy_meta_unref(m->meta);
     tags_free(m->tags);
-    mount_t *fb = atomic_load(&m->fallback);
-    if (fb)
-        mount_unref(fb);
+    free(m->fallback_name);
     mount_info_free(&m->info);
     pthread_mutex_destroy(&m->lock);
     free(m->name);
@@ -223,15 +237,29 @@ void mount_end(mount_t *m)
         }
     }
     pthread_mutex_unlock(&registry_lock);
+    if (!atomic_exchange(&m->ended, 1)) /* a detached mount (file mount) */
+        wake_workers(m);
 }
 
-void mount_set_fallback(mount_t *m, mount_t *fallback)
+int mount_set_fallback(mount_t *m, const char *name)
 {
-    if (fallback == m)
-        return;
-    mount_t *old = atomic_exchange(&m->fallback, fallback ? mount_ref(fallback) : NULL);
-    if (old)
-        mount_unref(old);
+    char *copy = NULL;
+    if (name && !(copy = strdup(name)))
+        return -ENOMEM;
+    pthread_mutex_lock(&m->lock);
+    char *old = m->fallback_name;
+    m->fallback_name = copy;
+    pthread_mutex_unlock(&m->lock);
+    free(old);
+    return 0;
+}
+
+char *mount_get_fallback(mount_t *m)
+{
+    pthread_mutex_lock(&m->lock);
+    char *copy = m->fallback_name ? strdup(m->fallback_name) : NULL;
+    pthread_mutex_unlock(&m->lock);
+    return copy;
 }
 
 static void kill_source_msg(worker_t *w, void *arg)

@@ -66,8 +66,9 @@ struct mount {
 
     mount_info_t info;
     int is_ogg;
-    /* where listeners go when this mount ends (owned reference, set before mount_end) */
-    _Atomic(mount_t *) fallback;
+    /* fallback set at runtime (/admin/fallbacks), by name, under lock; NULL = the config's.
+     * Resolved only when listeners move (stream/fallback.h), so it never pins a mount. */
+    char *fallback_name;
     /* listeners that could not follow it there (full, other format): logged on the first */
     atomic_int fallback_refused;
     /* the source feeding this mount, for killsource (cold path) */
@@ -89,6 +90,9 @@ struct mount {
 /* Creates and registers a mount. Takes ownership of info's strings. Returns a reference for the
  * caller, or NULL with *err = -EEXIST (name live) / -ENOMEM. */
 mount_t *mount_create(const char *name, mount_info_t *info, int *err);
+/* Creates a mount outside the registry (a file mount): never found by name nor listed.
+ * Takes ownership of info's strings. A reference for the caller, or NULL. */
+mount_t *mount_create_detached(const char *name, mount_info_t *info);
 /* Looks up a live mount; returns a new reference or NULL. */
 mount_t *mount_find(const char *name);
 mount_t *mount_ref(mount_t *m);
@@ -96,8 +100,11 @@ void mount_unref(mount_t *m);
 /* Marks the mount ended, unregisters it and wakes its listeners' workers. Listeners drain what
  * was queued, then move to m->fallback if set, else close. */
 void mount_end(mount_t *m);
-/* Sets (or clears, with NULL) the mount listeners move to when m ends; takes a new reference. */
-void mount_set_fallback(mount_t *m, mount_t *fallback);
+/* Sets (or clears, with NULL) the name of the mount listeners of m move to when it ends,
+ * overriding <fallback-mount> for the life of this source. 0 or -ENOMEM. */
+int mount_set_fallback(mount_t *m, const char *name);
+/* The runtime fallback name (malloc'd copy) or NULL when none was set. */
+char *mount_get_fallback(mount_t *m);
 /* Asks the source of m to disconnect (its worker closes it). Thread-safe. */
 void mount_kill_source(mount_t *m);
 /* Number of live mounts. */

@@ -764,6 +764,16 @@ static void kick_msg(worker_t *w, void *arg)
     free(name);
 }
 
+int relay_is_on_demand(const char *name)
+{
+    int found = 0;
+    pthread_mutex_lock(&demand_lock);
+    for (demand_t *d = demands; d && !found; d = d->next)
+        found = strcmp(d->name, name) == 0;
+    pthread_mutex_unlock(&demand_lock);
+    return found;
+}
+
 int relay_park_listener(conn_t *c, const http_request_t *req, const char *name)
 {
     (void)req;

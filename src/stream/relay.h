@@ -35,6 +35,8 @@ void relay_shutdown(void);
  * relay is asked to connect, c waits (its request kept) and 1 is returned; then c becomes a
  * listener when the mount is live, or gets 404 after 10 s. 0 if name is no on-demand relay. */
 int relay_park_listener(conn_t *c, const http_request_t *req, const char *name);
+/* 1 if name is the local mount of an on-demand relay (connected or not). Any thread. */
+int relay_is_on_demand(const char *name);
 
 /* Visits the on-demand relays' mounts that are not connected (stats list them with 0
  * listeners, as Icecast does). Thread-safe; fn must not call back into relay_*. */

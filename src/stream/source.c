@@ -32,6 +32,7 @@
 #include "net/worker.h"
 #include "net/server.h"
 #include "stream/events.h"
+#include "stream/fallback.h"
 #include "stream/mount.h"
 #include "stream/station.h"
 
@@ -262,23 +263,9 @@ static void source_on_readable(conn_t *c)
         source_end(c, "dropped (epoll re-arm failed)");
 }
 
-/* A live <fallback-mount> takes this mount's listeners when it ends (unless one is set). */
-static void set_configured_fallback(mount_t *m)
-{
-    const mount_conf_t *mc = config_find_mount(server_config(), m->name);
-    if (!mc || !mc->fallback_mount || atomic_load(&m->fallback))
-        return;
-    mount_t *fb = mount_find(mc->fallback_mount);
-    if (fb) {
-        mount_set_fallback(m, fb);
-        mount_unref(fb);
-    }
-}
-
 void source_end_mount(mount_t *m)
 {
-    set_configured_fallback(m);
-    mount_end(m);
+    mount_end(m); /* listeners then follow the fallbacks, resolved by name (stream/fallback.c) */
 }
 
 static void source_release(conn_t *c)
@@ -408,6 +395,7 @@ static int become(conn_t *c, const http_request_t *req, const char *mount_name,
     atomic_fetch_add(&server.stats.source_total_connections, 1);
     events_emit(EVENT_SOURCE_CONNECT, mount_name, c->id, c->ip);
     s->dump = station_source_started(s->mount);
+    fallback_source_started(c->worker, s->mount);
     log_info("%s %s connected to %s (%s, %s)", relay_mount ? "relay from" : "source", c->ip,
              mount_name, s->fmt->ops->name, s->mount->info.content_type);
     client_of(c)->status = 200;

@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * fallback: resolving fallbacks by name and fallback-override (see fallback.h).
+ *
+ * Everything here is cold path: a resolution takes the registry lock once per step and reads
+ * the config snapshot (never freed, so its strings stay valid). The override runs on every
+ * worker through worker_broadcast: each worker walks its own subscriptions and moves only its
+ * own listeners, with listener_move, like /admin/moveclients.
+ */
+#include "stream/fallback.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conf/config.h"
+#include "core/escape.h"
+#include "core/log.h"
+#include "net/conn.h"
+#include "net/server.h"
+#include "net/worker.h"
+#include "stream/fanout.h"
+#include "stream/filemount.h"
+#include "stream/listener.h"
+#include "stream/mount.h"
+
+char *fallback_name(mount_t *m)
+{
+    char *name = mount_get_fallback(m);
+    if (name)
+        return name;
+    const mount_conf_t *mc = config_find_mount(server_config(), m->name);
+    return mc && mc->fallback_mount ? strdup(mc->fallback_mount) : NULL;
+}
+
+static void log_stop(const char *why, const char *name)
+{
+    char esc[512];
+    log_warn("fallback chain at %s %s: no fallback", escape_log(esc, sizeof(esc), name,
+             strlen(name)), why);
+}
+
+/* The bitrate (bits/s) a file fallback plays at when its frames do not say: that of the mount
+ * its listeners come from. */
+static long bitrate_of(const mount_t *m)
+{
+    long kbps = m && m->info.bitrate ? atol(m->info.bitrate) : 0;
+    return kbps > 0 && kbps < 100000 ? kbps * 1000 : 0;
+}
+
+/* files: a name that is no mount may be a webroot file, played as a file mount. */
+static mount_t *resolve(const char *name, const mount_t *skip, int files)
+{
+    const config_t *cfg = server_config();
+    const char *seen[FALLBACK_MAX_DEPTH];
+    for (int depth = 0; name; depth++) {
+        if (depth == FALLBACK_MAX_DEPTH) {
+            log_stop("is too long (more than 10 mounts)", name);
+            return NULL;
+        }
+        for (int i = 0; i < depth; i++) {
+            if (strcmp(seen[i], name) == 0) {
+                log_stop("loops back", name);
+                return NULL;
+            }
+        }
+        seen[depth] = name;
+        mount_t *m = mount_find(name);
+        if (m) {
+            if (m != skip && !atomic_load(&m->ended))
+                return m;
+            mount_unref(m);
+            return NULL; /* back at the mount being left: a cycle through live mounts */
+        }
+        if (files && (m = filemount_get(name, bitrate_of(skip))))
+            return m;
+        /* a mount with no source falls back only through its own <mount> block: a default
+         * one would turn every unknown path into its fallback */
+        const mount_conf_t *mc = config_find_mount(cfg, name);
+        name = mc && !mc->is_default ? mc->fallback_mount : NULL;
+    }
+    return NULL;
+}
+
+mount_t *fallback_resolve(const char *name, const mount_t *skip)
+{
+    return resolve(name, skip, 1);
+}
+
+mount_t *fallback_for_sourceless(const char *name)
+{
+    const mount_conf_t *mc = config_find_mount(server_config(), name);
+    if (!mc || mc->is_default || !mc->fallback_mount)
+        return NULL;
+    return resolve(mc->fallback_mount, NULL, 1);
+}
+
+mount_t *fallback_target(mount_t *m)
+{
+    char *name = fallback_name(m);
+    mount_t *t = name ? fallback_resolve(name, m) : NULL;
+    free(name);
+    return t;
+}
+
+static int has_room(mount_t *m)
+{
+    int max = atomic_load(&m->max_listeners);
+    return max < 0 || atomic_load(&m->listeners) < max;
+}
+
+mount_t *fallback_when_full(mount_t *m)
+{
+    mount_t *cur = mount_ref(m);
+    for (int depth = 0; depth < FALLBACK_MAX_DEPTH; depth++) {
+        const mount_conf_t *mc = config_find_mount(server_config(), cur->name);
+        mount_t *next = mc && mc->fallback_when_full ? fallback_target(cur) : NULL;
+        mount_unref(cur);
+        if (!next || next == m) {
+            if (next)
+                mount_unref(next);
+            return NULL;
+        }
+        if (has_room(next))
+            return next;
+        cur = next;
+    }
+    mount_unref(cur);
+    return NULL;
+}
+
+/* ---- fallback-override ---- */
+
+typedef struct override_job {
+    mount_t *mount; /* referenced */
+    atomic_int moved;
+} override_job_t;
+
+/* Moves back those listeners of subscription s whose own mount now resolves to job->mount. */
+static void override_sub(fanout_sub_t *s, override_job_t *j)
+{
+    int n = s->count, k = 0;
+    listener_t **v = malloc((size_t)(n > 0 ? n : 1) * sizeof(*v));
+    if (!v)
+        return;
+    for (listener_t *l = s->listeners; l && k < n; l = l->next)
+        if (l->home && !l->conn->closing)
+            v[k++] = l;
+    const char *last_home = NULL;
+    mount_t *last = NULL; /* listeners from one mount share a resolution */
+    for (int i = 0; i < k; i++) {
+        listener_t *l = v[i];
+        if (!last_home || strcmp(last_home, l->home) != 0) {
+            if (last)
+                mount_unref(last);
+            last = resolve(l->home, NULL, 0);
+            last_home = l->home;
+        }
+        if (last != j->mount)
+            continue;
+        char *home = l->home;
+        l->home = NULL; /* it is home: the same string must outlive the comparison above */
+        if (listener_move(l, j->mount) == 0) {
+            atomic_fetch_add(&j->moved, 1);
+            if (last_home == home)
+                last_home = NULL;
+            free(home);
+        } else {
+            l->home = home;
+        }
+    }
+    if (last)
+        mount_unref(last);
+    free(v);
+}
+
+static void override_fn(worker_t *w, void *arg)
+{
+    override_job_t *j = arg;
+    for (fanout_sub_t *s = fanout_subs(w); s; s = s->next)
+        if (s->mount != j->mount && s->count > 0)
+            override_sub(s, j);
+}
+
+static void override_done(worker_t *w, void *arg)
+{
+    (void)w;
+    override_job_t *j = arg;
+    int moved = atomic_load(&j->moved);
+    if (moved)
+        log_info("fallback-override: %d listeners back on %s", moved, j->mount->name);
+    mount_unref(j->mount);
+    free(j);
+}
+
+void fallback_source_started(worker_t *w, mount_t *m)
+{
+    const mount_conf_t *mc = config_find_mount(server_config(), m->name);
+    if (!mc || !mc->fallback_override)
+        return;
+    override_job_t *j = calloc(1, sizeof(*j));
+    if (!j)
+        return;
+    j->mount = mount_ref(m);
+    if (worker_broadcast(w, override_fn, override_done, j) < 0) {
+        mount_unref(j->mount);
+        free(j);
+    }
+}
