@@ -299,3 +299,31 @@ def _port_open(port):
         return True
     except OSError:
         return False
+
+
+
+@pytest.mark.rimecast_only  # sourceless mounts serving a fallback: see test_fallback.py
+def test_a_protected_mount_without_source_guards_its_fallback(server):
+    """A listener asking for a protected mount that serves its fallback (no source of its
+    own) is authenticated against the mount it asked for, as if its source were there."""
+    d = user_dir()
+    try:
+        path = os.path.join(d, "users")
+        write_users(path, md5_line("dave", "pw"))
+        mount = auth_mount(path)
+        mount["fallback_mount"] = "/open"
+        srv = server(mounts=[mount])
+        src = srv.source("/open", DATA)
+        assert src.connect().status == 200
+        src.start()
+        wirelib.wait_until(lambda: src.sent > 32 * 1024, 5, "source data")
+        lst, resp = get(srv)
+        assert resp.status == 401, resp
+        lst.close()
+        lst, resp = get(srv, "dave", "pw")
+        assert resp.status == 200, resp
+        lst.wait_bytes(16 * 1024, 5)
+        lst.close()
+        src.stop()
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
