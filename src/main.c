@@ -4,6 +4,7 @@
  * (SIGHUP reloads the config and reopens the logs; SIGTERM/SIGINT shut down) and shutdown.
  * Everything that serves clients runs in the workers.
  */
+#include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -22,6 +23,7 @@
 #include "conf/config.h"
 #include "config.h"
 #include "core/log.h"
+#include "net/fetch.h"
 #include "net/worker.h"
 #include "net/server.h"
 #include "router/dispatch.h"
@@ -358,13 +360,18 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     int sfd = signalfd(-1, &set, SFD_CLOEXEC);
     int rc = 1;
-    if (sfd < 0 || start_workers(cfg) < 0) {
+    int curl_ready = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
+    if (sfd < 0 || !curl_ready || start_workers(cfg) < 0) {
         fprintf(stderr, "rimecast: start-up failed, see the error log\n");
         goto out;
     }
     write_pidfile(cfg);
     if (drop_privileges(cfg) < 0) {
         fprintf(stderr, "rimecast: cannot drop privileges, see the error log\n");
+        goto out;
+    }
+    if (fetch_start() < 0) {
+        fprintf(stderr, "rimecast: cannot start the HTTP client thread\n");
         goto out;
     }
     for (int i = 0; i < server.nworkers; i++)
@@ -374,6 +381,8 @@ int main(int argc, char **argv)
     signal_loop(sfd, opt.config_file);
     rc = 0;
 out:
+    /* before the workers: what it cancels is answered on them (parked clients refused) */
+    fetch_stop();
     if (atomic_load(&server.running))
         stop_workers();
     else
@@ -389,5 +398,7 @@ out:
     server_free_configs();
     xslt_cleanup();
     xmlCleanupParser();
+    if (curl_ready)
+        curl_global_cleanup();
     return rc;
 }
