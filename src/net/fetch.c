@@ -92,9 +92,9 @@ static void complete(fetch_job_t *j, int error)
         return;
     }
     if (worker_post(j->reply_to, deliver, j) < 0) {
-        /* the requester's own deadline answers it */
-        log_error("fetch: cannot hand the answer of %s back (out of memory)", j->url);
-        job_free(j);
+        /* done frees its argument only; the requester's own deadline answers the client */
+        log_error("fetch: cannot hand an answer back to its worker (out of memory)");
+        deliver(NULL, j);
     }
 }
 

@@ -33,7 +33,8 @@ typedef struct fetch_result {
 
 /* Runs once per request, on worker `reply_to` (through worker_post), or on the fetch thread
  * when reply_to is NULL (then it must be quick and must not block). The result is only valid
- * during the call. */
+ * during the call. If the answer cannot be posted to the worker (out of memory), done runs on
+ * the fetch thread with w NULL: it must then only free arg. */
 typedef void (*fetch_done_fn)(worker_t *w, const fetch_result_t *r, void *arg);
 
 typedef struct fetch_request {
