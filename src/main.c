@@ -29,6 +29,7 @@
 #include "router/dispatch.h"
 #include "stream/mount.h"
 #include "stream/station.h"
+#include "yp/yp.h"
 
 typedef struct options {
     const char *config_file;
@@ -377,10 +378,13 @@ int main(int argc, char **argv)
     for (int i = 0; i < server.nworkers; i++)
         worker_start(server.workers[i]);
     atomic_store(&server.running, 1);
+    if (yp_start() < 0)
+        log_error("cannot start the YP directory thread: streams are not listed");
     log_info("%s started with %d workers", server_ident(), server.nworkers);
     signal_loop(sfd, opt.config_file);
     rc = 0;
 out:
+    yp_stop();
     /* before the workers: what it cancels is answered on them (parked clients refused) */
     fetch_stop();
     if (atomic_load(&server.running))

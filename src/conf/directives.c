@@ -436,6 +436,7 @@ static const directive_t directory_dirs[] = {
     PATH("yp-url", directory_conf_t, yp_url),
     INT("yp-url-timeout", directory_conf_t, yp_url_timeout, 1, 3600),
     INT("touch-interval", directory_conf_t, touch_interval, 1, 86400),
+    INT("add-delay", directory_conf_t, add_delay, 0, 86400),
     OLD_FN("server", fn_legacy_server, "ignored, use <yp-url>"),
     END,
 };
@@ -450,6 +451,7 @@ static int fn_directory(parse_t *p, xmlNodePtr n, void *obj)
         return -1;
     d->yp_url_timeout = 15;
     d->touch_interval = 600;
+    d->add_delay = 30;
     rc = config_walk(p, n, &directory_sec, d);
     if (rc == 0 && d->yp_url) {
         APPEND(((config_t *)obj)->directories, d);

@@ -827,7 +827,7 @@ static void test_policy_warned(void)
                     kept, nwarnings ? warnings[0] : "");
         config_free(c);
     }
-    CHECK(rows >= 16);
+    CHECK(rows >= 14);
     /* disabled values of the "when enabled" settings say nothing */
     config_t *c = load("<icecast><relays-on-demand>0</relays-on-demand>\n"
                        "<logging><logsize>0</logsize><logarchive>0</logarchive></logging>\n"

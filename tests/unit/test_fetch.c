@@ -46,18 +46,22 @@ static void *serve_one(void *arg)
         ;
     ssize_t n = recv(fd, buf, sizeof(buf) - 1, 0);
     (void)n;
-    if (srv_hang) {
+    int hang = srv_hang;
+    if (hang) {
         while (recv(fd, buf, sizeof(buf), 0) > 0)
             ;
     } else {
         usleep((useconds_t)srv_delay_ms * 1000);
+        /* counted out before answering: the client may start its next request at once */
+        atomic_fetch_sub(&srv_open, 1);
         static const char ans[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
                                   "Icecast-Auth-User: 1\r\nX-Note:  spaced value  \r\n"
                                   "Connection: close\r\n\r\nok";
         if (send(fd, ans, sizeof(ans) - 1, MSG_NOSIGNAL) < 0)
             perror("send");
     }
-    atomic_fetch_sub(&srv_open, 1);
+    if (hang)
+        atomic_fetch_sub(&srv_open, 1);
     atomic_fetch_add(&srv_total, 1);
     close(fd);
     return NULL;
