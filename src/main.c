@@ -4,6 +4,7 @@
  * (SIGHUP reloads the config and reopens the logs; SIGTERM/SIGINT shut down) and shutdown.
  * Everything that serves clients runs in the workers.
  */
+#include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -22,6 +23,7 @@
 #include "conf/config.h"
 #include "config.h"
 #include "core/log.h"
+#include "net/fetch.h"
 #include "net/worker.h"
 #include "stream/relay.h"
 #include "net/server.h"
@@ -29,6 +31,7 @@
 #include "router/dispatch.h"
 #include "stream/mount.h"
 #include "stream/station.h"
+#include "yp/yp.h"
 
 typedef struct options {
     const char *config_file;
@@ -368,7 +371,8 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     int sfd = signalfd(-1, &set, SFD_CLOEXEC);
     int rc = 1;
-    if (sfd < 0 || start_workers(cfg) < 0) {
+    int curl_ready = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
+    if (sfd < 0 || !curl_ready || start_workers(cfg) < 0) {
         fprintf(stderr, "rimecast: start-up failed, see the error log\n");
         goto out;
     }
@@ -377,14 +381,23 @@ int main(int argc, char **argv)
         fprintf(stderr, "rimecast: cannot drop privileges, see the error log\n");
         goto out;
     }
+    if (fetch_start() < 0) {
+        fprintf(stderr, "rimecast: cannot start the HTTP client thread\n");
+        goto out;
+    }
     for (int i = 0; i < server.nworkers; i++)
         worker_start(server.workers[i]);
     atomic_store(&server.running, 1);
+    if (yp_start() < 0)
+        log_error("cannot start the YP directory thread: streams are not listed");
     log_info("%s started with %d workers", server_ident(), server.nworkers);
     relay_start_all();
     signal_loop(sfd, opt.config_file);
     rc = 0;
 out:
+    yp_stop();
+    /* before the workers: what it cancels is answered on them (parked clients refused) */
+    fetch_stop();
     relay_shutdown(); /* no name lookup answers a worker that stopped */
     if (atomic_load(&server.running))
         stop_workers();
@@ -402,5 +415,7 @@ out:
     tls_cleanup();
     xslt_cleanup();
     xmlCleanupParser();
+    if (curl_ready)
+        curl_global_cleanup();
     return rc;
 }

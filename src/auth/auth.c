@@ -99,8 +99,10 @@ void auth_session_end(auth_session_t *s)
 
 /* ---- mount configuration ---- */
 
-static const char *option(const mount_conf_t *mc, const char *name)
+const char *auth_mount_option(const mount_conf_t *mc, const char *name)
 {
+    if (!mc || !mc->auth)
+        return NULL;
     for (const kv_conf_t *kv = mc->auth->options; kv; kv = kv->next)
         if (kv->name && strcmp(kv->name, name) == 0)
             return kv->value;
@@ -111,7 +113,7 @@ htpasswd_t *auth_mount_htpasswd(const mount_conf_t *mc)
 {
     if (!mc || !mc->auth || !mc->auth->type || strcmp(mc->auth->type, "htpasswd") != 0)
         return NULL;
-    const char *file = option(mc, "filename");
+    const char *file = auth_mount_option(mc, "filename");
     if (!file)
         return NULL;
     char *path = config_path(server_config()->basedir, file);
@@ -122,7 +124,7 @@ htpasswd_t *auth_mount_htpasswd(const mount_conf_t *mc)
 
 static int allow_duplicates(const mount_conf_t *mc)
 {
-    const char *v = option(mc, "allow_duplicate_users");
+    const char *v = auth_mount_option(mc, "allow_duplicate_users");
     return v && (strcmp(v, "1") == 0 || strcmp(v, "true") == 0 || strcmp(v, "yes") == 0 ||
                  strcmp(v, "on") == 0);
 }

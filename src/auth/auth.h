@@ -9,7 +9,8 @@
  * user is already listening to the mount. A session (mount, user) is counted from a
  * successful GET until the connection ends (auth_session_end). A user deleted from the file
  * is refused from then on; listeners already connected under that name stay, as in Icecast.
- * URL authentication is not implemented: the config loader refuses it.
+ * URL authentication (auth_url.h) is asynchronous: the router asks it before calling
+ * auth_listener_check, which only knows htpasswd.
  */
 #ifndef RIMECAST_AUTH_H
 #define RIMECAST_AUTH_H
@@ -32,6 +33,9 @@ typedef struct {
     char *user;              /* malloc'd user name when authenticated, else NULL */
     unsigned retry_after;
 } auth_outcome_t;
+
+/* The value of <option name=name> of mc's <authentication>, or NULL. */
+const char *auth_mount_option(const mount_conf_t *mc, const char *name);
 
 /* The htpasswd file of a mount block (its filename option resolved against basedir), or NULL
  * when the block has no htpasswd authentication. */

@@ -102,6 +102,7 @@ typedef struct directory_conf {
     char *yp_url;
     int yp_url_timeout; /* default 15 */
     int touch_interval; /* default 600 */
+    int add_delay;      /* seconds a source streams before it is listed; default 30 */
     struct directory_conf *next;
 } directory_conf_t;
 

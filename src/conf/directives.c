@@ -147,6 +147,44 @@ static int fn_option(parse_t *p, xmlNodePtr n, void *obj)
 static const directive_t auth_opt_dirs[] = {FN("option", fn_option), END};
 static const section_t auth_opt_sec = {"authentication", auth_opt_dirs};
 
+/* <authentication type="url">: an option misspelt (or Icecast 2.5's names) would silently
+ * let every listener in, so unknown options are refused, as are URLs that are not http(s). */
+static int check_url_auth(parse_t *p, xmlNodePtr n, const auth_conf_t *a)
+{
+    static const char *const urls[] = {"listener_add", "listener_remove", "mount_add",
+                                       "mount_remove", "stream_auth", NULL};
+    static const char *const others[] = {"username", "password", "auth_header",
+                                         "timelimit_header", "headers", "header_prefix",
+                                         "timeout", NULL};
+    for (const kv_conf_t *kv = a->options; kv; kv = kv->next) {
+        int known = 0;
+        for (int i = 0; urls[i] && !known; i++)
+            if (strcmp(kv->name, urls[i]) == 0) {
+                if (strncmp(kv->value, "http://", 7) != 0 &&
+                    strncmp(kv->value, "https://", 8) != 0)
+                    return config_err(p, n, "<option name=\"%s\"> of <authentication "
+                                      "type=\"url\"> needs an http:// or https:// URL",
+                                      kv->name);
+                known = 1;
+            }
+        for (int i = 0; others[i] && !known; i++)
+            known = strcmp(kv->name, others[i]) == 0;
+        if (!known)
+            return config_err(p, n, "<authentication type=\"url\"> has an unknown option "
+                              "\"%s\" (listener_add, listener_remove, mount_add, mount_remove, "
+                              "stream_auth, username, password, auth_header, timelimit_header, "
+                              "headers, header_prefix, timeout)", kv->name);
+        if (strcmp(kv->name, "timeout") == 0) {
+            char *end;
+            long t = strtol(kv->value, &end, 10);
+            if (!kv->value[0] || *end || t < 1 || t > 3600)
+                return config_err(p, n, "<option name=\"timeout\"> of <authentication "
+                                  "type=\"url\"> must be 1 to 3600 seconds");
+        }
+    }
+    return 0;
+}
+
 static int fn_mount_auth(parse_t *p, xmlNodePtr n, void *obj)
 {
     mount_conf_t *m = obj;
@@ -166,11 +204,8 @@ static int fn_mount_auth(parse_t *p, xmlNodePtr n, void *obj)
         return config_err(p, n, "<authentication type=\"htpasswd\"> needs <option "
                           "name=\"filename\" value=\"...\"/>");
     }
-    /* the one type not implemented yet; refused as policy.c refuses settings */
     if (strcmp(m->auth->type, "url") == 0)
-        return config_err(p, n, "<authentication> in <mount> is not supported yet for "
-                          "type=\"url\": the mount would be served to every listener "
-                          "without authentication; remove it");
+        return check_url_auth(p, n, m->auth);
     return config_err(p, n, "<authentication> has an unknown type=\"%s\" (htpasswd or url)",
                       m->auth->type);
 }
@@ -426,6 +461,7 @@ static const directive_t directory_dirs[] = {
     PATH("yp-url", directory_conf_t, yp_url),
     INT("yp-url-timeout", directory_conf_t, yp_url_timeout, 1, 3600),
     INT("touch-interval", directory_conf_t, touch_interval, 1, 86400),
+    INT("add-delay", directory_conf_t, add_delay, 0, 86400),
     OLD_FN("server", fn_legacy_server, "ignored, use <yp-url>"),
     END,
 };
@@ -440,6 +476,7 @@ static int fn_directory(parse_t *p, xmlNodePtr n, void *obj)
         return -1;
     d->yp_url_timeout = 15;
     d->touch_interval = 600;
+    d->add_delay = 30;
     rc = config_walk(p, n, &directory_sec, d);
     if (rc == 0 && d->yp_url) {
         APPEND(((config_t *)obj)->directories, d);

@@ -23,14 +23,12 @@ const policy_t config_policies[] = {
            "listeners could still connect to the mount directly"),
 
     /* warned once: the server works, without the feature */
-    WARN("icecast", "directory", POLICY_PRESENT, "streams are not listed in any YP directory"),
     {"paths", "alias", "bind-address", POLICY_WARN, POLICY_PRESENT,
      "the alias applies on every address (port= is honoured)"},
     WARN("logging", "logsize", POLICY_ENABLED,
          "logs are not rotated by size: rotate them externally and send SIGHUP"),
     WARN("logging", "logarchive", POLICY_ENABLED,
          "logs are not rotated by size: rotate them externally and send SIGHUP"),
-    WARN("mount", "cluster-password", POLICY_PRESENT, "streams are not listed in any YP directory"),
     {NULL, NULL, NULL, 0, 0, NULL},
 };
 

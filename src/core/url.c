@@ -4,10 +4,12 @@
  */
 #include "core/url.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/buf.h"
 #include "core/str.h"
 
 static const char hex_upper[] = "0123456789ABCDEF";
@@ -85,6 +87,22 @@ char *url_encode(const char *s, size_t len)
     }
     *o = '\0';
     return out;
+}
+
+int url_form_append(buf_t *b, const char *name, const char *value)
+{
+    static const char hex_lower[] = "0123456789abcdef";
+    if ((b->len && buf_append_char(b, '&') < 0) || buf_append_str(b, name) < 0 ||
+        buf_append_char(b, '=') < 0)
+        return -ENOMEM;
+    for (const unsigned char *p = (const unsigned char *)(value ? value : ""); *p; p++) {
+        char esc[3] = {'%', hex_lower[*p >> 4], hex_lower[*p & 0xf]};
+        int alnum = (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+                    (*p >= '0' && *p <= '9');
+        if ((alnum ? buf_append_char(b, (char)*p) : buf_append(b, esc, 3)) < 0)
+            return -ENOMEM;
+    }
+    return 0;
 }
 
 char *url_query_param(const char *query, size_t len, const char *name)

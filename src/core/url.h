@@ -18,6 +18,12 @@ char *url_decode(const char *s, size_t len, int plus_is_space, size_t *outlen);
 /* Percent-encodes everything but unreserved characters and '/'. malloc'd, NULL on ENOMEM. */
 char *url_encode(const char *s, size_t len);
 
+/* Appends "&name=value" (no '&' when b is empty) to a form body, the value escaped as Icecast
+ * escapes its POST fields: every byte but [A-Za-z0-9] as %xx with lowercase hex. NULL value is
+ * "". 0 or -ENOMEM. */
+typedef struct buf buf_t;
+int url_form_append(buf_t *b, const char *name, const char *value);
+
 /* Finds parameter `name` in a query string "a=1&b=2" (no leading '?') and returns its decoded
  * value (malloc'd; "" for "name" without '='), or NULL if absent or malformed. Names are
  * compared after decoding; the first match wins. */

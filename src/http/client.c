@@ -70,7 +70,7 @@ static void client_destroy(conn_t *c)
     client_t *cl = client_of(c);
     client_log_request(c);
     if (cl->on_end)
-        cl->on_end(cl->on_end_arg);
+        cl->on_end(c, cl->on_end_arg);
     free(cl->req);
     free(cl);
 }

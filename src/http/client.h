@@ -26,8 +26,9 @@ typedef struct client {
     char *log_method, *log_uri, *log_protocol, *log_agent, *log_referer, *log_user;
     int status;
     char peer[64];             /* the socket's address when ip was replaced by a forwarded one */
-    /* called once when the connection ends (a role above: e.g. an authenticated session) */
-    void (*on_end)(void *arg);
+    /* called once when the connection ends, before it is freed (a role above: e.g. an
+     * authenticated session; c->bytes_sent and c->start are still valid) */
+    void (*on_end)(conn_t *c, void *arg);
     void *on_end_arg;
 } client_t;
 

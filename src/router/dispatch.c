@@ -14,13 +14,17 @@
 
 #include "auth/access.h"
 #include "auth/auth.h"
+#include "auth/auth_url.h"
+#include "conf/config.h"
 #include "core/log.h"
 #include "core/escape.h"
+#include "core/str.h"
 #include "core/url.h"
 #include "http/client.h"
 #include "http/parser.h"
 #include "http/response.h"
 #include "net/conn.h"
+#include "net/server.h"
 #include "net/worker.h"
 #include "router/router.h"
 #include "stream/fallback.h"
@@ -58,9 +62,79 @@ static char *request_path(const http_request_t *req)
     return path;
 }
 
-static void end_session(void *arg)
+static void end_session(conn_t *c, void *arg)
 {
     auth_session_end(arg);
+}
+
+static void log_warn_limited_busy(conn_t *c)
+{
+    static log_ratelimit_t busy_log;
+    log_info_limited(&busy_log, 10000, "auth: listener %s refused: too many waiting for the "
+                     "auth server (%d)", c->ip, AUTH_URL_MAX_PENDING);
+}
+
+/* Joins an admitted listener (URL authentication accepted it, s is its session or NULL). */
+static void join(conn_t *c, mount_t *m, auth_url_session_t *s)
+{
+    client_t *cl = client_of(c);
+    int head = cl->req->method == HTTP_METHOD_HEAD;
+    if (s && s->user) {
+        free(cl->log_user);
+        cl->log_user = str_dup(s->user);
+    }
+    if (s && !head) {
+        cl->on_end = auth_url_session_end; /* listener_remove when it leaves */
+        cl->on_end_arg = s;
+    } else {
+        auth_url_session_free(s);
+        s = NULL;
+    }
+    unsigned limit = s ? s->timelimit : 0;
+    listener_start(c, cl->req, m); /* takes the reference */
+    listener_set_time_limit(c, limit);
+}
+
+/* The auth server answered for a parked listener (on its worker). */
+static void url_auth_resumed(conn_t *c, auth_url_session_t *s)
+{
+    if (!s->accepted) {
+        auth_url_send_refusal(c, s);
+        auth_url_session_free(s);
+        return;
+    }
+    mount_t *m = mount_find(s->mount_name);
+    if (!m) { /* the source left meanwhile */
+        auth_url_session_free(s);
+        client_send_error(c, 404, "The file you requested could not be found");
+        return;
+    }
+    join(c, m, s);
+}
+
+/* URL authentication: the listener waits for the auth server (parked) or is let in now. */
+static void url_auth_listener(conn_t *c, const http_request_t *req, mount_t *m,
+                              const mount_conf_t *mc)
+{
+    auth_url_session_t *s = NULL;
+    auth_url_start_t r = auth_url_listener_add(c, mc, m->name, req, url_auth_resumed, &s);
+    switch (r) {
+    case AUTH_URL_PARKED:
+        mount_unref(m); /* a waiting listener holds nothing but its connection */
+        return;
+    case AUTH_URL_ACCEPTED:
+        join(c, m, s);
+        return;
+    case AUTH_URL_BUSY:
+        mount_unref(m);
+        log_warn_limited_busy(c);
+        client_send_error(c, 403, "Forbidden: busy, please try again later");
+        return;
+    case AUTH_URL_FAILED:
+        mount_unref(m);
+        client_send_error(c, 500, "Internal Server Error");
+        return;
+    }
 }
 
 /* Mount authentication (once per join, on this worker). 1 to go on; else the refusal is sent
@@ -103,6 +177,11 @@ static void handle_get(conn_t *c, const http_request_t *req)
                      : NULL;
     if (m) {
         free(path);
+        const mount_conf_t *mc = config_find_mount(server_config(), m->name);
+        if (auth_url_enabled(mc)) {
+            url_auth_listener(c, req, m, mc);
+            return;
+        }
         if (listener_admitted(c, req, m->name))
             listener_start(c, req, m); /* takes the reference */
         else
@@ -111,7 +190,11 @@ static void handle_get(conn_t *c, const http_request_t *req)
     }
     /* an on-demand relay's mount is not live until a listener asks for it */
     if (req->method != HTTP_METHOD_POST && !router_owns(target) && relay_is_on_demand(target)) {
-        if (listener_admitted(c, req, target) && !relay_park_listener(c, req, target))
+        if (auth_url_enabled(config_find_mount(server_config(), target)))
+            /* URL authentication before the relay connects is not done yet: refuse rather
+             * than let anyone in */
+            client_send_error(c, 403, "Forbidden: mountpoint not available yet");
+        else if (listener_admitted(c, req, target) && !relay_park_listener(c, req, target))
             client_send_error(c, 404, "The file you requested could not be found");
         free(path);
         return;
@@ -119,6 +202,12 @@ static void handle_get(conn_t *c, const http_request_t *req)
     /* a mount with no source whose <mount> names a live fallback serves that fallback */
     if (req->method != HTTP_METHOD_POST && !router_owns(target) &&
         (m = fallback_for_sourceless(target))) {
+        const mount_conf_t *mc = config_find_mount(server_config(), target);
+        if (auth_url_enabled(mc)) {
+            url_auth_listener(c, req, m, mc); /* the auth server sees the mount that serves */
+            free(path);
+            return;
+        }
         if (listener_admitted(c, req, target))
             listener_start_for(c, req, m, target);
         else

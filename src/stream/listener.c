@@ -468,13 +468,28 @@ static void listener_release(conn_t *c)
     c->data = NULL;
 }
 
+static void listener_time_up(conn_t *c)
+{
+    listener_t *l = c->data;
+    log_info("listener %llu on %s reached its time limit, disconnecting",
+             (unsigned long long)c->id, l->mount->name);
+    conn_close(c);
+}
+
 static const conn_ops_t listener_ops = {
     .name = "listener",
     .on_readable = conn_discard_input,
     .on_writable = listener_on_writable,
     .on_hangup = NULL,
+    .on_timeout = listener_time_up,
     .on_close = listener_release,
 };
+
+void listener_set_time_limit(conn_t *c, unsigned seconds)
+{
+    if (seconds > 0 && !c->closing && c->ops == &listener_ops)
+        conn_set_deadline(c, (uint64_t)seconds * 1000u);
+}
 
 static int wants_icy(const http_request_t *req)
 {

@@ -65,6 +65,10 @@ int listener_flush(listener_t *l);
  * dest has max-listeners listeners: then nothing changed and l stays where it was. */
 int listener_move(listener_t *l, mount_t *dest);
 
+/* Ends c's session `seconds` from now if c is (still) a streaming listener: a time limit
+ * from its authentication. 0 = none. Worker thread only. */
+void listener_set_time_limit(conn_t *c, unsigned seconds);
+
 /* Closes a blocked listener that lags more than queue-size behind `head`, the mount's head at
  * the previous pass (data it has had a whole write window to take). -1 if closed. */
 int listener_check_lag(listener_t *l, uint64_t head);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "auth/auth.h"
+#include "auth/auth_url.h"
 #include "auth/guard.h"
 #include "conf/config.h"
 #include "core/escape.h"
@@ -292,8 +293,11 @@ static void source_release(conn_t *c)
             events_emit(EVENT_SOURCE_DISCONNECT, s->mount->name, c->id, c->ip);
         if (!s->relayed)
             source_end_mount(s->mount);
-        if (s->linked)
+        if (s->linked) {
             station_source_ended(s->mount, s->dump);
+            auth_url_mount_event(config_find_mount(server_config(), s->mount->name),
+                                 s->mount->name, 0);
+        }
         mount_unref(s->mount);
     }
     if (s->counted)
@@ -396,6 +400,7 @@ static int become(conn_t *c, const http_request_t *req, const char *mount_name,
     events_emit(EVENT_SOURCE_CONNECT, mount_name, c->id, c->ip);
     s->dump = station_source_started(s->mount);
     fallback_source_started(c->worker, s->mount);
+    auth_url_mount_event(mc, mount_name, 1);
     log_info("%s %s connected to %s (%s, %s)", relay_mount ? "relay from" : "source", c->ip,
              mount_name, s->fmt->ops->name, s->mount->info.content_type);
     client_of(c)->status = 200;
@@ -457,6 +462,51 @@ static void refuse_framing(conn_t *c, const char *mount, const char *why)
     client_send_error(c, 400, why);
 }
 
+static void source_accepted(conn_t *c, const http_request_t *req, size_t head_len,
+                            const char *mount);
+
+/* The auth server answered for a parked source (stream_auth), on its worker. */
+static void url_auth_resumed(conn_t *c, auth_url_session_t *s)
+{
+    client_t *cl = client_of(c);
+    if (s->user && !cl->log_user)
+        cl->log_user = str_dup(s->user);
+    if (!s->accepted) {
+        if (s->unavailable) {
+            auth_url_send_refusal(c, s);
+        } else {
+            char what[600];
+            snprintf(what, sizeof(what), "source %s", s->mount_name);
+            guard_failed(c->ip, what, cl->log_user);
+            client_send_error(c, 401, "Authentication Required");
+        }
+        auth_url_session_free(s);
+        return;
+    }
+    guard_succeeded(c->ip);
+    source_accepted(c, cl->req, (size_t)s->tag, s->mount_name);
+    auth_url_session_free(s);
+    if (!c->closing && c->role == &source_ops)
+        conn_rearm(c); /* what it sent while waiting: the socket will not report it again */
+}
+
+/* stream_auth: the auth server decides instead of the passwords. */
+static void ask_auth_server(conn_t *c, const http_request_t *req, size_t head_len,
+                            const config_t *cfg, const mount_conf_t *mc, const char *mount)
+{
+    char *user = NULL, *pass = NULL;
+    if (http_parse_basic_auth(req, &user, &pass) < 0 && cfg->icelogin)
+        pass = http_header_dup(req, "ice-password"); /* user stays unknown: sent empty */
+    auth_url_start_t r = auth_url_stream_auth(c, mc, mount, user, pass, 0, head_len,
+                                              url_auth_resumed);
+    free(user);
+    free(pass);
+    if (r == AUTH_URL_BUSY)
+        client_send_error(c, 403, "Forbidden: busy, please try again later");
+    else if (r == AUTH_URL_FAILED)
+        client_send_error(c, 500, "Internal Server Error");
+}
+
 void source_start(conn_t *c, const http_request_t *req, size_t head_len)
 {
     const config_t *cfg = server_config();
@@ -473,6 +523,11 @@ void source_start(conn_t *c, const http_request_t *req, size_t head_len)
         auth_send_refusal(c, AUTH_BLOCKED, blocked);
         return;
     }
+    if (auth_url_checks_sources(mc)) {
+        ask_auth_server(c, req, head_len, cfg, mc, mount);
+        free(mount);
+        return;
+    }
     if (!authenticate(c, req, cfg, mc)) {
         char what[600];
         snprintf(what, sizeof(what), "source %s", mount);
@@ -482,8 +537,15 @@ void source_start(conn_t *c, const http_request_t *req, size_t head_len)
         return;
     }
     guard_succeeded(c->ip);
+    source_accepted(c, req, head_len, mount);
+    free(mount);
+}
+
+/* An authenticated source request: checks its framing, answers and becomes the source. */
+static void source_accepted(conn_t *c, const http_request_t *req, size_t head_len,
+                            const char *mount)
+{
     if (req->method == HTTP_METHOD_PUT && !http_find_header(req, "content-type")) {
-        free(mount);
         client_send_error(c, 403, "Forbidden: No Content-type given");
         return;
     }
@@ -500,7 +562,6 @@ void source_start(conn_t *c, const http_request_t *req, size_t head_len)
     }
     if (framing) {
         refuse_framing(c, mount, framing);
-        free(mount);
         return;
     }
     const http_header_t *expect = http_find_header(req, "expect");
@@ -529,7 +590,6 @@ void source_start(conn_t *c, const http_request_t *req, size_t head_len)
                         : status == 403 ? "Forbidden: too many sources connected"
                                         : "Internal Server Error");
     }
-    free(mount);
 }
 
 void source_abort(conn_t *c)

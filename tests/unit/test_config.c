@@ -660,15 +660,12 @@ static void test_icecast_shipped_configs(void)
     CHECK(!present || (c && c->listen && c->listen->next && c->listen->next->port == 8001 &&
                        c->listen->next->shoutcast_compat == 1 && c->directories));
     config_free(c);
-    /* a mount with authentication is refused until authentication is implemented */
-    present = access("/usr/share/doc/icecast2/icecast_urlauth.xml.dist", R_OK) == 0;
-    if (present) {
-        c = NULL;
-        CHECK(config_load("/usr/share/doc/icecast2/icecast_urlauth.xml.dist", &c, err,
-                          sizeof(err), NULL) == -1 && c == NULL);
-        CHECK(strstr(err, "icecast_urlauth.xml.dist:24: <authentication> in <mount> is not "
-                          "supported yet") != NULL);
-    }
+    /* Icecast's URL authentication sample loads, its four URLs kept */
+    c = load_file("/usr/share/doc/icecast2/icecast_urlauth.xml.dist", &present);
+    CHECK(!present || (c && c->mounts && c->mounts->auth &&
+                       strcmp(c->mounts->auth->type, "url") == 0 && c->mounts->auth->options &&
+                       strcmp(c->mounts->auth->options->name, "mount_add") == 0));
+    config_free(c);
 
     if (access(gz, R_OK) != 0 || (fd = mkstemp(tmp)) < 0) {
         fprintf(stderr, "  skip: %s absent\n", gz);
@@ -790,12 +787,27 @@ static void test_policy_refused(void)
                        "<max-listener-duration>0</max-listener-duration></mount></icecast>");
     CHECK(c != NULL && nwarnings == 0 && c->warnings == NULL);
     config_free(c);
-    /* URL authentication is refused (in a default mount too); htpasswd needs its file */
+    /* URL authentication loads (in a default mount too); a misspelt option (or Icecast 2.5's
+     * names), a URL that is not http(s) or a bad timeout is refused; htpasswd needs its file */
     c = load("<icecast>\n<mount type=\"default\">\n<authentication type=\"url\">"
-             "<option name=\"listener_add\" value=\"http://a/\"/></authentication></mount>"
+             "<option name=\"listener_add\" value=\"http://a/\"/>"
+             "<option name=\"timeout\" value=\"5\"/></authentication></mount></icecast>");
+    CHECK(c != NULL && nwarnings == 0);
+    config_free(c);
+    c = load("<icecast>\n<mount type=\"default\">\n<authentication type=\"url\">"
+             "<option name=\"client_add\" value=\"http://a/\"/></authentication></mount>"
              "</icecast>");
-    CHECK(c == NULL && starts_with(err, "t.xml:3: <authentication> in <mount> is not supported "
-                                        "yet for type=\"url\": the mount would be served"));
+    CHECK(c == NULL && starts_with(err, "t.xml:3: <authentication type=\"url\"> has an unknown "
+                                        "option \"client_add\""));
+    config_free(c);
+    c = load("<icecast>\n<mount type=\"default\">\n<authentication type=\"url\">"
+             "<option name=\"stream_auth\" value=\"file:///etc/passwd\"/></authentication>"
+             "</mount></icecast>");
+    CHECK(c == NULL && strstr(err, "needs an http:// or https:// URL") != NULL);
+    config_free(c);
+    c = load("<icecast>\n<mount type=\"default\">\n<authentication type=\"url\">"
+             "<option name=\"timeout\" value=\"0\"/></authentication></mount></icecast>");
+    CHECK(c == NULL && strstr(err, "must be 1 to 3600 seconds") != NULL);
     config_free(c);
     c = load("<icecast>\n<mount type=\"default\">\n<authentication type=\"htpasswd\"/>"
              "</mount></icecast>");

@@ -4,6 +4,7 @@
  * and request-path normalisation (dot segments, escaping the root).
  */
 #include "core/url.h"
+#include "core/buf.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,19 @@ static void url_decode_rejects_malformed_and_nul(void)
     CHECK_NULL(url_decode("a\0b", 3, 0, &n));
     CHECK_OWNED(url_decode("%41%4", 3, 0, &n), "A"); /* stops at len */
     CHECK_OWNED(url_encode("/a b/\xc3\xa9?&=~", 11), "/a%20b/%C3%A9%3F%26%3D~");
+}
+
+/* Icecast 2.4 escapes every byte of a POST field but letters and digits, in lowercase hex. */
+static void form_fields_escaped_as_icecast(void)
+{
+    buf_t b = {0};
+    CHECK(url_form_append(&b, "sn", "A_b") == 0);
+    CHECK(url_form_append(&b, "mount", "/a.mp3?q=1&z=a_b") == 0);
+    CHECK(url_form_append(&b, "agent", "My Agent/1.0 (x~y) \xc3\xa9") == 0);
+    CHECK(url_form_append(&b, "user", NULL) == 0);
+    CHECK_STR(b.data, "sn=A%5fb&mount=%2fa%2emp3%3fq%3d1%26z%3da%5fb"
+                      "&agent=My%20Agent%2f1%2e0%20%28x%7ey%29%20%c3%a9&user=");
+    buf_free(&b);
 }
 
 static void query_params(void)
@@ -90,6 +104,7 @@ int main(void)
 {
     RUN(url_decode_rejects_malformed_and_nul);
     RUN(query_params);
+    RUN(form_fields_escaped_as_icecast);
     RUN(path_normalisation);
     return testlib_done();
 }

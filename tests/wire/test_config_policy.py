@@ -2,7 +2,7 @@
 """No config setting is silently ignored.
 
 A setting the server does not implement yet either stops the start (when
-ignoring it would open access: URL authentication of a mount, TLS sockets,
+ignoring it would open access: TLS sockets,
 max-listener-duration, no-mount), also on SIGHUP reload, or is warned
 about once in the error log and listed on the admin pages (/admin/stats,
 /admin/stats.json, /admin/stats.xsl).
@@ -48,13 +48,6 @@ def _line_of(srv, needle):
 
 
 REFUSED = [
-    ("authentication",
-     '<mount type="normal"><mount-name>/secret</mount-name>\n'
-     '<authentication type="url"><option name="listener_add" value="http://127.0.0.1:9/"/>'
-     '</authentication></mount>'),
-    ("authentication",
-     '<mount type="default">\n<authentication type="url">'
-     '<option name="listener_add" value="http://127.0.0.1:9/"/></authentication></mount>'),
     ("max-listener-duration",
      "<mount><mount-name>/timed</mount-name>\n"
      "<max-listener-duration>3600</max-listener-duration></mount>"),
@@ -63,8 +56,7 @@ REFUSED = [
 
 
 @pytest.mark.parametrize("setting,xml", REFUSED,
-                         ids=["url-auth", "default-mount-url-auth",
-                              "max-listener-duration", "no-mount"])
+                         ids=["max-listener-duration", "no-mount"])
 def test_setting_that_would_open_access_is_refused_at_start(setting, xml):
     if "%d" in xml:
         xml = xml % free_port()
@@ -151,10 +143,10 @@ def test_clean_config_has_no_warning(server):
 def test_reload_with_a_refused_setting_keeps_the_running_config(server):
     srv = server(extra_xml=WARNED)
     srv.write_config(extra_xml='<mount type="normal"><mount-name>/secret</mount-name>\n'
-                     '<authentication type="url"/></mount>')
+                     '<no-mount>1</no-mount></mount>')
     srv.send_signal(signal.SIGHUP)
     srv.wait_log("reload failed")
-    assert "<authentication> in <mount> is not supported yet" in srv.error_log()
+    assert "<no-mount> in <mount> is not supported yet" in srv.error_log()
     assert srv.is_alive()
     # still the old config: its warning is what the admin page lists
     r = adminlib.admin(srv, "/admin/stats")

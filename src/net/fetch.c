@@ -1,0 +1,443 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * fetch: outbound HTTP POSTs on one thread with libcurl's multi interface (see fetch.h).
+ *
+ * The queue (FIFO, bounded) is shared with the submitters under one mutex; the multi handle,
+ * the easy handles and the list of running jobs belong to the fetch thread alone. Submitting
+ * wakes the thread with curl_multi_wakeup(). A finished job is handed to its requester's
+ * worker with worker_post() and freed there after its callback ran.
+ */
+#include "net/fetch.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/log.h"
+#include "net/server.h"
+#include "net/worker.h"
+
+typedef struct fetch_job fetch_job_t;
+struct fetch_job {
+    char *url, *body, *userpwd;
+    unsigned timeout_ms;
+    worker_t *reply_to;
+    fetch_done_fn done;
+    void *arg;
+    CURL *easy;
+    char *hdr; /* header lines of the response being received */
+    size_t hdr_len;
+    fetch_result_t res;
+    char errbuf[CURL_ERROR_SIZE];
+    fetch_job_t *next;
+};
+
+static struct {
+    pthread_mutex_t lock;
+    pthread_t thread;
+    int running;  /* the thread exists */
+    int stopping; /* fetch_stop was called */
+    CURLM *multi;
+    fetch_job_t *head, *tail; /* queued (lock) */
+    unsigned queued;          /* (lock) */
+    fetch_job_t *active;      /* running (fetch thread only) */
+    unsigned nactive;         /* (lock for readers) */
+    unsigned max_active_seen;
+    unsigned long long done, failed, refused;
+} F = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void job_free(fetch_job_t *j)
+{
+    if (j->easy)
+        curl_easy_cleanup(j->easy);
+    free(j->url);
+    free(j->body);
+    if (j->userpwd) {
+        memset(j->userpwd, 0, strlen(j->userpwd));
+        free(j->userpwd);
+    }
+    free(j->hdr);
+    free(j);
+}
+
+/* ---- completion ---- */
+
+static void deliver(worker_t *w, void *arg)
+{
+    fetch_job_t *j = arg;
+    if (j->done)
+        j->done(w, &j->res, j->arg);
+    job_free(j);
+}
+
+static void complete(fetch_job_t *j, int error)
+{
+    j->res.error = error;
+    j->res.headers = j->hdr ? j->hdr : "";
+    j->res.headers_len = j->hdr_len;
+    if (!j->res.error_text)
+        j->res.error_text = error == -ECANCELED ? "shutting down" : j->errbuf[0] ? j->errbuf : "";
+    pthread_mutex_lock(&F.lock);
+    if (error)
+        F.failed++;
+    else
+        F.done++;
+    pthread_mutex_unlock(&F.lock);
+    if (!j->reply_to || !j->done) {
+        deliver(NULL, j);
+        return;
+    }
+    if (worker_post(j->reply_to, deliver, j) < 0) {
+        /* done frees its argument only; the requester's own deadline answers the client */
+        log_error("fetch: cannot hand an answer back to its worker (out of memory)");
+        deliver(NULL, j);
+    }
+}
+
+static int map_error(CURLcode rc)
+{
+    switch (rc) {
+    case CURLE_OK:
+        return 0;
+    case CURLE_OPERATION_TIMEDOUT:
+        return -ETIMEDOUT;
+    case CURLE_COULDNT_CONNECT:
+        return -ECONNREFUSED;
+    default:
+        return -EIO;
+    }
+}
+
+/* ---- one transfer ---- */
+
+static size_t on_header(char *data, size_t size, size_t n, void *arg)
+{
+    fetch_job_t *j = arg;
+    size_t len = size * n;
+    if (len >= 5 && strncmp(data, "HTTP/", 5) == 0)
+        j->hdr_len = 0; /* a new response (after 100 Continue or a redirect): start again */
+    if (j->hdr_len + len + 1 > FETCH_MAX_HEADER_BYTES)
+        return len; /* past the limit: dropped, the transfer goes on */
+    char *nh = realloc(j->hdr, j->hdr_len + len + 1);
+    if (!nh)
+        return 0;
+    j->hdr = nh;
+    memcpy(j->hdr + j->hdr_len, data, len);
+    j->hdr_len += len;
+    j->hdr[j->hdr_len] = '\0';
+    return len;
+}
+
+static size_t on_body(char *data, size_t size, size_t n, void *arg)
+{
+    return size * n; /* answers are in the headers; the body is read and dropped */
+}
+
+static int job_begin(fetch_job_t *j)
+{
+    CURL *e = j->easy = curl_easy_init();
+    if (!e)
+        return -ENOMEM;
+    curl_easy_setopt(e, CURLOPT_URL, j->url);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, j->body);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(j->body));
+    curl_easy_setopt(e, CURLOPT_USERAGENT, server_ident());
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)j->timeout_ms);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)j->timeout_ms);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, j);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, j->errbuf);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, j);
+    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+#if LIBCURL_VERSION_NUM >= 0x075500
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+#else
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+    if (j->userpwd) {
+        curl_easy_setopt(e, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+        curl_easy_setopt(e, CURLOPT_USERPWD, j->userpwd);
+    }
+    if (curl_multi_add_handle(F.multi, e) != CURLM_OK)
+        return -EIO;
+    j->next = F.active;
+    F.active = j;
+    return 0;
+}
+
+static void unlink_active(fetch_job_t *j)
+{
+    for (fetch_job_t **pp = &F.active; *pp; pp = &(*pp)->next)
+        if (*pp == j) {
+            *pp = j->next;
+            break;
+        }
+    curl_multi_remove_handle(F.multi, j->easy);
+    pthread_mutex_lock(&F.lock);
+    F.nactive--;
+    pthread_mutex_unlock(&F.lock);
+}
+
+/* Moves queued jobs into the multi handle while fewer than FETCH_MAX_ACTIVE run. */
+static void start_queued(void)
+{
+    for (;;) {
+        pthread_mutex_lock(&F.lock);
+        fetch_job_t *j = F.nactive < FETCH_MAX_ACTIVE ? F.head : NULL;
+        if (j) {
+            F.head = j->next;
+            if (!F.head)
+                F.tail = NULL;
+            F.queued--;
+            F.nactive++;
+            if (F.nactive > F.max_active_seen)
+                F.max_active_seen = F.nactive;
+        }
+        pthread_mutex_unlock(&F.lock);
+        if (!j)
+            return;
+        j->next = NULL;
+        if (job_begin(j) < 0) {
+            pthread_mutex_lock(&F.lock);
+            F.nactive--;
+            pthread_mutex_unlock(&F.lock);
+            j->res.error_text = "cannot start the request";
+            complete(j, -ENOMEM);
+        }
+    }
+}
+
+static void collect_finished(void)
+{
+    CURLMsg *msg;
+    int left;
+    while ((msg = curl_multi_info_read(F.multi, &left))) {
+        if (msg->msg != CURLMSG_DONE)
+            continue;
+        fetch_job_t *j = NULL;
+        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&j);
+        CURLcode rc = msg->data.result;
+        unlink_active(j);
+        curl_easy_getinfo(j->easy, CURLINFO_RESPONSE_CODE, &j->res.status);
+        if (rc != CURLE_OK && !j->errbuf[0])
+            snprintf(j->errbuf, sizeof(j->errbuf), "%s", curl_easy_strerror(rc));
+        complete(j, map_error(rc));
+    }
+}
+
+static void cancel_all(void)
+{
+    while (F.active) {
+        fetch_job_t *j = F.active;
+        unlink_active(j);
+        complete(j, -ECANCELED);
+    }
+    pthread_mutex_lock(&F.lock);
+    fetch_job_t *q = F.head;
+    F.head = F.tail = NULL;
+    F.queued = 0;
+    pthread_mutex_unlock(&F.lock);
+    while (q) {
+        fetch_job_t *n = q->next;
+        complete(q, -ECANCELED);
+        q = n;
+    }
+}
+
+static void *fetch_main(void *arg)
+{
+    for (;;) {
+        pthread_mutex_lock(&F.lock);
+        int stop = F.stopping;
+        pthread_mutex_unlock(&F.lock);
+        if (stop)
+            break;
+        start_queued();
+        int still;
+        curl_multi_perform(F.multi, &still);
+        collect_finished();
+        start_queued(); /* slots freed by finished jobs */
+        curl_multi_poll(F.multi, NULL, 0, 1000, NULL);
+    }
+    cancel_all();
+    return NULL;
+}
+
+/* ---- API ---- */
+
+int fetch_start(void)
+{
+    if (!(F.multi = curl_multi_init()))
+        return -ENOMEM;
+    int rc = pthread_create(&F.thread, NULL, fetch_main, NULL);
+    if (rc) {
+        curl_multi_cleanup(F.multi);
+        F.multi = NULL;
+        return -rc;
+    }
+    pthread_mutex_lock(&F.lock);
+    F.running = 1;
+    pthread_mutex_unlock(&F.lock);
+    return 0;
+}
+
+int fetch_submit(const fetch_request_t *req)
+{
+    fetch_job_t *j = calloc(1, sizeof(*j));
+    if (!j)
+        return -ENOMEM;
+    j->url = strdup(req->url);
+    j->body = strdup(req->body ? req->body : "");
+    j->userpwd = req->userpwd ? strdup(req->userpwd) : NULL;
+    j->timeout_ms = req->timeout_ms ? req->timeout_ms : 15000;
+    j->reply_to = req->reply_to;
+    j->done = req->done;
+    j->arg = req->arg;
+    if (!j->url || !j->body || (req->userpwd && !j->userpwd)) {
+        job_free(j);
+        return -ENOMEM;
+    }
+    int rc = 0;
+    pthread_mutex_lock(&F.lock);
+    if (!F.running || F.stopping)
+        rc = -ESHUTDOWN;
+    else if (F.queued >= FETCH_MAX_QUEUED)
+        rc = -EBUSY;
+    if (rc == 0) {
+        if (F.tail)
+            F.tail->next = j;
+        else
+            F.head = j;
+        F.tail = j;
+        F.queued++;
+    } else if (rc == -EBUSY) {
+        F.refused++;
+    }
+    pthread_mutex_unlock(&F.lock);
+    if (rc) {
+        job_free(j);
+        return rc;
+    }
+    curl_multi_wakeup(F.multi);
+    return 0;
+}
+
+void fetch_stop(void)
+{
+    pthread_mutex_lock(&F.lock);
+    int was = F.running;
+    F.stopping = 1;
+    pthread_mutex_unlock(&F.lock);
+    if (!was)
+        return;
+    curl_multi_wakeup(F.multi);
+    pthread_join(F.thread, NULL);
+    curl_multi_cleanup(F.multi);
+    F.multi = NULL;
+    pthread_mutex_lock(&F.lock);
+    F.running = 0;
+    pthread_mutex_unlock(&F.lock);
+}
+
+void fetch_get_counters(fetch_counters_t *out)
+{
+    pthread_mutex_lock(&F.lock);
+    *out = (fetch_counters_t){F.nactive, F.queued, F.max_active_seen, F.done, F.failed,
+                              F.refused};
+    pthread_mutex_unlock(&F.lock);
+}
+
+/* ---- reading answers ---- */
+
+static int is_blank(char ch)
+{
+    return ch == ' ' || ch == '\t';
+}
+
+/* Calls fn on each header line of r (name and value trimmed); stops when fn returns 1. */
+static int each_header(const fetch_result_t *r,
+                       int (*fn)(const char *name, size_t nlen, const char *value, size_t vlen,
+                                 void *arg),
+                       void *arg)
+{
+    const char *p = r->headers, *end = r->headers + r->headers_len;
+    while (p && p < end) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        const char *le = eol ? eol : end;
+        const char *colon = memchr(p, ':', (size_t)(le - p));
+        if (colon) {
+            const char *v = colon + 1, *ve = le;
+            while (v < ve && is_blank(*v))
+                v++;
+            while (ve > v && (is_blank(ve[-1]) || ve[-1] == '\r'))
+                ve--;
+            const char *ne = colon;
+            while (ne > p && is_blank(ne[-1]))
+                ne--;
+            if (fn(p, (size_t)(ne - p), v, (size_t)(ve - v), arg))
+                return 1;
+        }
+        p = eol ? eol + 1 : NULL;
+    }
+    return 0;
+}
+
+typedef struct {
+    const char *name;
+    size_t nlen;
+    const char *value;
+    size_t vlen;
+    int found;
+} header_query_t;
+
+static int match_value(const char *name, size_t nlen, const char *value, size_t vlen, void *arg)
+{
+    header_query_t *q = arg;
+    if (nlen == q->nlen && strncasecmp(name, q->name, nlen) == 0) {
+        q->value = value;
+        q->vlen = vlen;
+        q->found = 1;
+    }
+    return 0;
+}
+
+const char *fetch_header(const fetch_result_t *r, const char *name, char *buf, size_t len)
+{
+    header_query_t q = {name, strlen(name), NULL, 0, 0};
+    each_header(r, match_value, &q);
+    if (!q.found || len == 0)
+        return NULL;
+    size_t n = q.vlen < len - 1 ? q.vlen : len - 1;
+    memcpy(buf, q.value, n);
+    buf[n] = '\0';
+    return buf;
+}
+
+static int match_line(const char *name, size_t nlen, const char *value, size_t vlen, void *arg)
+{
+    header_query_t *q = arg;
+    return q->found = nlen == q->nlen && strncasecmp(name, q->name, nlen) == 0 &&
+                      vlen == q->vlen && memcmp(value, q->value, vlen) == 0;
+}
+
+int fetch_has_header_line(const fetch_result_t *r, const char *line)
+{
+    const char *colon = strchr(line, ':');
+    if (!colon)
+        return 0;
+    header_query_t q = {line, (size_t)(colon - line), colon + 1, 0, 0};
+    while (q.nlen > 0 && is_blank(line[q.nlen - 1]))
+        q.nlen--;
+    while (is_blank(*q.value))
+        q.value++;
+    q.vlen = strlen(q.value);
+    while (q.vlen > 0 && (is_blank(q.value[q.vlen - 1]) || q.value[q.vlen - 1] == '\r'))
+        q.vlen--;
+    return each_header(r, match_line, &q);
+}

@@ -1,0 +1,222 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""URL authentication (<authentication type="url">) against a recording auth server.
+
+listener_add decides who listens (icecast-auth-user: 1), icecast-auth-message
+says why not (403 body and error log), icecast-auth-timelimit ends the session
+on time; listener_remove reports duration and bytes; mount_add / mount_remove
+follow the source; stream_auth decides sources (with and without credentials,
+CVE-2015-3026). An auth server that is slow or down refuses in time while other
+mounts keep streaming, and many listeners at once never open more than the
+client pool's parallel requests.
+"""
+
+import socket
+import time
+
+import pytest
+
+import httprec
+import wirelib
+
+MOUNT = "/paid"
+OPEN = "/free"
+DATA = wirelib.make_data(256 * 1024)
+POOL = 16  # FETCH_MAX_ACTIVE
+
+pytestmark = pytest.mark.rimecast_only  # Icecast 2.4 answers 401 and has no timeout option
+
+
+def accept(req):
+    return 200, {"icecast-auth-user": "1"}
+
+
+@pytest.fixture
+def auth():
+    recs = []
+
+    def make(answer=accept):
+        r = httprec.Recorder(answer)
+        recs.append(r)
+        return r
+
+    yield make
+    for r in recs:
+        r.close()
+
+
+def url_mount(rec, name=MOUNT, **extra):
+    opts = {"listener_add": rec.url("/listener_add"), "listener_remove": rec.url("/remove"),
+            "mount_add": rec.url("/mount_add"), "mount_remove": rec.url("/mount_remove")}
+    opts.update(extra)
+    return {"mount_name": name, "auth": {"type": "url", "options": opts}}
+
+
+def live(srv, mount=MOUNT):
+    src = srv.source(mount, DATA, headers={"Content-Type": "audio/mpeg"}, loop=True)
+    assert src.connect().status == 200
+    src.start()
+    wirelib.wait_until(lambda: src.sent > 32 * 1024, 5, "source data")
+    return src
+
+
+def listen(srv, mount=MOUNT, **headers):
+    lst = srv.listener(mount, headers=headers)
+    resp = lst.open(timeout=10)
+    return lst, resp
+
+
+def test_accepted_listener_streams_and_its_fields_are_sent_escaped(server, auth):
+    rec = auth()
+    srv = server(mounts=[url_mount(rec, headers="x-token,x-absent", header_prefix="h.")])
+    src = live(srv)
+    ma = rec.wait("mount_add")[0]
+    assert ma.body == ("action=mount_add&mount=%%2fpaid&server=127%%2e0%%2e0%%2e1&port=%d"
+                       % srv.port).encode()
+    lst, resp = listen(srv, MOUNT + "?k=a_b", Authorization=wirelib.basic_auth("al.ice", "p@ss"),
+                       **{"X-Token": "a b&c/\u00e9".encode().decode("latin-1")})
+    assert resp.status == 200
+    lst.wait_bytes(16 * 1024, 5)
+    add = rec.wait("listener_add")[0]
+    f = add.form
+    assert (f["server"], f["port"], f["mount"], f["user"], f["pass"], f["ip"]) == (
+        "127.0.0.1", str(srv.port), "/paid?k=a_b", "al.ice", "p@ss", "127.0.0.1")
+    assert f["agent"] == "wiretest-listener/1.0" and f["client"].isdigit()
+    # Icecast's escaping: everything but letters and digits, lowercase hex
+    assert b"&mount=%2fpaid%3fk%3da%5fb&user=al%2eice&pass=p%40ss&" in add.body
+    assert add.body.endswith(b"&h.x-token=a%20b%26c%2f%c3%a9")
+    assert add.headers["Authorization"] == wirelib.basic_auth("al.ice", "p@ss")
+    assert add.headers["User-Agent"].startswith("Rimecast")
+    time.sleep(1.1)
+    lst.close()
+    rm = rec.wait("listener_remove")[0].form
+    assert rm["client"] == f["client"] and rm["mount"] == "/paid?k=a_b"
+    assert int(rm["duration"]) >= 1 and int(rm["sent"]) >= 16 * 1024
+    src.stop()
+    rec.wait("mount_remove")
+    assert "al.ice" in srv.access_log()
+
+
+def test_refused_listener_gets_403_with_the_message(server, auth):
+    rec = auth(lambda req: (200, {"icecast-auth-message": "no <ticket>\x01 here"}))
+    srv = server(mounts=[url_mount(rec)])
+    src = live(srv)
+    lst, resp = listen(srv)
+    assert resp.status == 403
+    lst.close()
+    resp, body = wirelib.simple_request(srv.host, srv.port,
+                                        ("GET %s HTTP/1.0\r\n\r\n" % MOUNT).encode())
+    assert resp.status == 403 and b"no &lt;ticket&gt; here" in body, body
+    srv.wait_log("refused by the auth server")
+    assert "no <ticket> here" in srv.error_log()
+    src.stop()
+
+
+def test_timelimit_ends_the_session_on_time(server, auth):
+    rec = auth(lambda req: (200, {"icecast-auth-user": "1", "icecast-auth-timelimit": "2"}))
+    srv = server(mounts=[url_mount(rec)])
+    src = live(srv)
+    lst, resp = listen(srv)
+    t0 = time.monotonic()
+    assert resp.status == 200
+    lst.wait_closed(5)
+    took = time.monotonic() - t0
+    assert 1.8 <= took <= 3.0, took
+    srv.wait_log("reached its time limit")
+    src.stop()
+
+
+def test_slow_auth_server_refuses_in_time_while_others_stream(server, auth):
+    rec = auth(lambda req: (time.sleep(4), accept(req))[1])
+    srv = server(mounts=[url_mount(rec, timeout="1")])
+    src = live(srv)
+    other = live(srv, OPEN)
+    free, resp = listen(srv, OPEN)
+    assert resp.status == 200
+    free.wait_bytes(8192, 5)
+    before = free.received
+    t0 = time.monotonic()
+    lst, resp = listen(srv)
+    took = time.monotonic() - t0
+    assert resp.status == 403 and 0.9 <= took <= 2.5, (resp, took)
+    assert free.received > before  # streamed meanwhile
+    srv.wait_log("gave no answer")
+    for x in (lst, free):
+        x.close()
+    src.stop()
+    other.stop()
+
+
+def test_dead_auth_server_refuses_quickly(server):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    dead = "http://127.0.0.1:%d/" % s.getsockname()[1]
+    s.close()
+    srv = server(mounts=[{"mount_name": MOUNT, "auth": {"type": "url", "options": {
+        "listener_add": dead, "mount_add": dead}}}])
+    src = live(srv)
+    t0 = time.monotonic()
+    lst, resp = listen(srv)
+    assert resp.status == 403 and time.monotonic() - t0 < 1.0
+    lst.close()
+    assert "authentication unavailable" in srv.error_log() or "gave no answer" in srv.error_log()
+    src.stop()
+
+
+def test_many_listeners_at_once_use_a_bounded_pool(server, auth):
+    rec = auth(lambda req: (time.sleep(0.05), accept(req))[1])
+    srv = server(mounts=[url_mount(rec, listener_remove=rec.url("/remove"))], clients=2000)
+    src = live(srv)
+    n = 500
+    socks = []
+    for i in range(n):
+        c = wirelib.connect(srv.host, srv.port, 10)
+        c.sendall(("GET %s HTTP/1.0\r\n\r\n" % MOUNT).encode())
+        socks.append(c)
+    statuses = []
+    for c in socks:
+        resp, _ = wirelib.read_head(c, 20)
+        statuses.append(resp.status if resp else None)
+    assert statuses.count(200) == n, {s: statuses.count(s) for s in set(statuses)}
+    assert len(rec.of("listener_add")) == n
+    assert 2 <= rec.max_active <= POOL, rec.max_active
+    for c in socks:
+        c.close()
+    rec.wait("listener_remove", n, 20)
+    src.stop()
+
+
+def test_stream_auth_decides_sources(server, auth):
+    def answer(req):
+        ok = req.action != "stream_auth" or (req.form.get("user"), req.form.get("pass")) == (
+            "dj", "spin")
+        return 200, ({"icecast-auth-user": "1"} if ok else {"icecast-auth-message": "bad dj"})
+    rec = auth(answer)
+    srv = server(mounts=[url_mount(rec, stream_auth=rec.url("/stream"))])
+    good = srv.source(MOUNT, DATA, user="dj", password="spin",
+                      headers={"Content-Type": "audio/mpeg"})
+    assert good.connect().status == 200
+    good.start()
+    sa = rec.wait("stream_auth")[0]
+    assert sa.body == ("action=stream_auth&mount=%%2fpaid&ip=127%%2e0%%2e0%%2e1&server=127%%2e0"
+                       "%%2e0%%2e1&port=%d&user=dj&pass=spin" % srv.port).encode()
+    lst, resp = listen(srv)
+    assert resp.status == 200
+    lst.wait_bytes(16 * 1024, 5)  # the bytes sent while the source waited were kept
+    lst.close()
+    good.stop()
+    rec.wait("mount_remove")
+    bad = srv.source(MOUNT, DATA, user="dj", password="wrong",
+                     headers={"Content-Type": "audio/mpeg"})
+    assert bad.connect().status == 401
+    bad.close()
+    # no credentials at all (CVE-2015-3026): asked with empty fields, refused, still running
+    anon = srv.source(MOUNT, DATA, auth=False, headers={"Content-Type": "audio/mpeg"})
+    assert anon.connect().status == 401
+    anon.close()
+    last = rec.wait("stream_auth", 3)[2].form
+    assert last["user"] == "" and last["pass"] == ""
+    assert srv.is_alive()
+    # the source password no longer opens the mount: the auth server decides
+    pw = srv.source(MOUNT, DATA, headers={"Content-Type": "audio/mpeg"})
+    assert pw.connect().status == 401
+    pw.close()
