@@ -239,6 +239,11 @@ static void start_linger(conn_t *c)
         return;
     c->transport->shutdown(c);
     c->ops = &linger_ops;
+    /* a connection that only drains before closing no longer holds a <clients> slot */
+    if (c->counted) {
+        c->counted = 0;
+        atomic_fetch_sub(&server.stats.clients, 1);
+    }
     conn_set_deadline(c, CONN_LINGER_MS);
     conn_discard_input(c);
 }

@@ -252,6 +252,19 @@ static int stream_finished(listener_t *l)
            !block_next(l->blk) && !l->meta_cur && !l->meta_zero;
 }
 
+static void listener_release(conn_t *c);
+
+/* The stream ended for this listener: its slots (mount, server) are given back now, not when
+ * the peer gets round to closing; the connection only drains and closes (lingering). */
+static void listener_finish(listener_t *l)
+{
+    conn_t *c = l->conn;
+    listener_release(c);
+    c->role = NULL;
+    c->ops = &conn_writing_ops;
+    conn_linger_close(c);
+}
+
 int listener_flush(listener_t *l)
 {
     struct iovec iov[LISTENER_IOV];
@@ -298,7 +311,7 @@ int listener_flush(listener_t *l)
             listener_move(l, fb);
             return 0;
         }
-        conn_linger_close(c);
+        listener_finish(l);
         return -1;
     }
     return 0;
