@@ -372,13 +372,30 @@ static void listener_release(conn_t *c)
     c->data = NULL;
 }
 
+/* The mount's <max-listener-duration> passed since it joined: the deadline set at start. */
+static void listener_on_timeout(conn_t *c)
+{
+    listener_t *l = c->data;
+    log_info("listener %llu on %s reached max-listener-duration, disconnecting",
+             (unsigned long long)c->id, l->mount->name);
+    conn_close(c);
+}
+
 static const conn_ops_t listener_ops = {
     .name = "listener",
     .on_readable = conn_discard_input,
     .on_writable = listener_on_writable,
     .on_hangup = NULL,
+    .on_timeout = listener_on_timeout,
     .on_close = listener_release,
 };
+
+/* The mount's <max-listener-duration> in seconds, 0 for none. */
+static int max_duration(const mount_t *m)
+{
+    const mount_conf_t *mc = config_find_mount(server_config(), m->name);
+    return mc ? mc->max_listener_duration : 0;
+}
 
 static int wants_icy(const http_request_t *req)
 {
@@ -464,6 +481,10 @@ void listener_start(conn_t *c, const http_request_t *req, mount_t *m)
     l->need_sync = l->pos >= l->blk->len;
     c->data = l;
     c->ops = c->role = &listener_ops;
+    /* the one deadline a streaming listener has (the head's was cleared): nothing else sets it */
+    int limit = max_duration(m);
+    if (limit > 0)
+        conn_set_deadline(c, (uint64_t)limit * 1000u);
     l->sub = fanout_sub_get(c->worker, m);
     fanout_add_listener(c->worker, l->sub, l);
     events_emit(EVENT_LISTENER_JOIN, m->name, c->id, c->ip);

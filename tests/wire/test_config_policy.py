@@ -3,7 +3,7 @@
 
 A setting the server does not implement yet either stops the start (when
 ignoring it would open access: mount authentication, TLS sockets, allow-ip /
-deny-ip, max-listener-duration, no-mount), also on SIGHUP reload, or is warned
+deny-ip, no-mount), also on SIGHUP reload, or is warned
 about once in the error log and listed on the admin pages (/admin/stats,
 /admin/stats.json, /admin/stats.xsl).
 """
@@ -62,16 +62,13 @@ REFUSED = [
     ("tls", "<listen-socket><port>%d</port>\n<tls>true</tls></listen-socket>"),
     ("allow-ip", "<paths>\n<allow-ip>/etc/rimecast/allow</allow-ip></paths>"),
     ("deny-ip", "<paths>\n<deny-ip>/etc/rimecast/deny</deny-ip></paths>"),
-    ("max-listener-duration",
-     "<mount><mount-name>/timed</mount-name>\n"
-     "<max-listener-duration>3600</max-listener-duration></mount>"),
     ("no-mount", "<mount><mount-name>/inner</mount-name>\n<no-mount>1</no-mount></mount>"),
 ]
 
 
 @pytest.mark.parametrize("setting,xml", REFUSED,
                          ids=["htpasswd", "url-auth", "default-mount-auth", "ssl", "tls",
-                              "allow-ip", "deny-ip", "max-listener-duration", "no-mount"])
+                              "allow-ip", "deny-ip", "no-mount"])
 def test_setting_that_would_open_access_is_refused_at_start(setting, xml):
     if "%d" in xml:
         xml = xml % free_port()

@@ -9,7 +9,7 @@ import pytest
 
 import adminlib
 import wirelib
-from conftest import ADMIN_PASSWORD, ADMIN_USER
+from conftest import ADMIN_PASSWORD, ADMIN_USER, IS_ICECAST
 
 MOUNT = "/slots.mp3"
 FULL = 3          # listeners that fill the server (or the mount)
@@ -197,5 +197,41 @@ def test_other_requests_give_their_slots_back(server, data, kind):
         lis.append(open_listener(srv))
         assert refused(srv)
     close_all(lis)
+    assert_stats_settle(srv)
+    src.stop()
+
+
+def test_max_listener_duration_closes_each_listener_when_its_time_is_up(server, data):
+    duration = 2
+    early = 1.0 if IS_ICECAST else 0.2     # icecast2 counts whole seconds from the accept
+    srv = server(burst_size=0, extra_xml="<mount><mount-name>%s</mount-name>"
+                 "<max-listener-duration>%d</max-listener-duration></mount>"
+                 % (MOUNT, duration))
+    src = start_source(srv, data)
+    other = srv.source("/free.mp3", data, rate=64 * 1024, loop=True)
+    assert other.connect().status == 200
+    other.start()
+    free = srv.listener("/free.mp3", keep=0)
+    assert free.open().status == 200
+    first = srv.listener(MOUNT, keep=0)
+    assert first.open().status == 200
+    t_first = time.monotonic()
+    time.sleep(1.0)
+    second = srv.listener(MOUNT, keep=0)
+    assert second.open().status == 200
+    t_second = time.monotonic()
+    first.wait_closed(duration + 3)
+    took = time.monotonic() - t_first
+    assert duration - early <= took <= duration + 1.5, took
+    assert not second.closed, "the deadline is per listener, not per mount"
+    second.wait_closed(duration + 3)
+    took = time.monotonic() - t_second
+    assert duration - early <= took <= duration + 1.5, took
+    assert first.received > 0 and second.received > 0
+    time.sleep(0.5)
+    assert not free.closed, "a mount without the setting keeps its listeners"
+    free.close()
+    wirelib.wait_until(lambda: global_stats(srv)["listeners"] == 0, 5, "listeners to be gone")
+    other.stop()
     assert_stats_settle(srv)
     src.stop()
