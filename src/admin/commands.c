@@ -135,8 +135,20 @@ static char *meta_text(const char *v, const char *charset, const char *mount)
     return clean;
 }
 
-/* Sets title/artist of m from song, or artist and title; NULL means not given.
- * 0, or -1 if a value is not valid in its charset. */
+/* The title shown for artist and title (either may be NULL or empty): "Artist - Title" as
+ * Icecast shows it, or the one that is given. */
+static void shown_title(char *buf, size_t cap, const char *artist, const char *title)
+{
+    if (artist && *artist && title && *title)
+        snprintf(buf, cap, "%s - %s", artist, title);
+    else
+        snprintf(buf, cap, "%s", title && *title ? title : (artist ? artist : ""));
+}
+
+/* Sets the metadata of m from song, or artist and title (what libshout clients send); NULL
+ * means not given. A stream without tags of its own (MP3, AAC: ICY) gets one title, "Artist -
+ * Title", in stats and StreamTitle as in Icecast; an Ogg stream keeps artist and title apart,
+ * as its comments do. 0, or -1 if a value is not valid in its charset. */
 static int apply_metadata(mount_t *m, const char *song, const char *artist, const char *title,
                           const char *charset)
 {
@@ -147,14 +159,19 @@ static int apply_metadata(mount_t *m, const char *song, const char *artist, cons
         if (in[i] && !(out[i] = meta_text(in[i], charset, m->name)))
             rc = -1;
     if (rc == 0 && (song || artist || title)) {
-        mount_set_tag(m, "title", song ? out[0] : out[2]);
-        mount_set_tag(m, "artist", song ? NULL : out[1]);
-        mount_update_meta(m);
         char shown[2 * META_MAX + 8], esc[512];
-        if (!song && out[1] && out[2])
-            snprintf(shown, sizeof(shown), "%s - %s", out[1], out[2]);
+        if (song)
+            snprintf(shown, sizeof(shown), "%s", out[0]);
         else
-            snprintf(shown, sizeof(shown), "%s", song ? out[0] : (out[2] ? out[2] : out[1]));
+            shown_title(shown, sizeof(shown), out[1], out[2]);
+        if (song || !m->is_ogg) {
+            mount_set_tag(m, "title", shown);
+            mount_set_tag(m, "artist", NULL);
+        } else {
+            mount_set_tag(m, "title", out[2]);
+            mount_set_tag(m, "artist", out[1]);
+        }
+        mount_update_meta(m);
         log_info("metadata of %s set to \"%s\"", m->name,
                  escape_log(esc, sizeof(esc), shown, strlen(shown)));
         events_emit(EVENT_METADATA, m->name, 0, shown);

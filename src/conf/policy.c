@@ -17,8 +17,6 @@
 
 const policy_t config_policies[] = {
     /* refused: ignoring them would let in someone the file keeps out */
-    REFUSE("mount", "max-listener-duration", POLICY_ENABLED,
-           "listeners would stay connected without a time limit"),
     REFUSE("mount", "no-mount", POLICY_ENABLED,
            "listeners could still connect to the mount directly"),
 

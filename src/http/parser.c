@@ -10,6 +10,7 @@
  */
 #include "http/parser.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -241,6 +242,31 @@ static int parse_header_line(const char *line, size_t n, http_header_t *h)
     return 0;
 }
 
+/* Checks every Content-Length header and keeps its value in req->content_length: only digits,
+ * no overflow, and repeated headers must agree. 0 or HTTP_PARSE_ERROR. */
+static int parse_content_length(http_request_t *req)
+{
+    req->content_length = -1;
+    for (size_t i = 0; i < req->num_headers; i++) {
+        const http_header_t *h = &req->headers[i];
+        if (!str_ieq(h->name, h->name_len, "content-length"))
+            continue;
+        if (h->value_len == 0)
+            return HTTP_PARSE_ERROR;
+        long long v = 0;
+        for (size_t k = 0; k < h->value_len; k++) {
+            unsigned char d = (unsigned char)h->value[k];
+            if (d < '0' || d > '9' || v > (LLONG_MAX - (d - '0')) / 10)
+                return HTTP_PARSE_ERROR;
+            v = v * 10 + (d - '0');
+        }
+        if (req->content_length >= 0 && req->content_length != v)
+            return HTTP_PARSE_ERROR;
+        req->content_length = v;
+    }
+    return 0;
+}
+
 /* Parses the lines in buf[0..len) up to the blank line and returns the head length; a partial
  * head has its complete lines checked, its request line as far as it goes, and gives PARTIAL. */
 static int parse_lines(const char *buf, size_t len, int partial, http_request_t *req)
@@ -259,8 +285,8 @@ static int parse_lines(const char *buf, size_t len, int partial, http_request_t 
         if (!lf)
             break;
         size_t n = strip_cr(buf + pos, (size_t)(lf - buf) - pos);
-        if (n == 0)
-            return (int)(lf - buf) + 1; /* the blank line: head length */
+        if (n == 0) /* the blank line: head length */
+            return parse_content_length(req) ? HTTP_PARSE_ERROR : (int)(lf - buf) + 1;
         if (req->num_headers == HTTP_MAX_HEADERS)
             return HTTP_PARSE_TOO_MANY_HEADERS;
         rc = parse_header_line(buf + pos, n, &req->headers[req->num_headers]);
@@ -276,6 +302,7 @@ int http_parse_request(const char *buf, size_t len, size_t prev_len, http_reques
     size_t skip, from, end;
 
     memset(req, 0, offsetof(http_request_t, headers));
+    req->content_length = -1;
     req->num_headers = 0;
     if (prev_len > len)
         prev_len = 0;

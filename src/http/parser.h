@@ -8,6 +8,8 @@
  * clients send: methods GET HEAD PUT POST SOURCE OPTIONS STATS (others parse and are reported
  * as HTTP_METHOD_OTHER), protocols "HTTP/x.y" and "ICE/x.y", CRLF or bare LF line ends, and
  * "\r\r\n" (NSV encoders). Header names are tokens; obsolete line folding is rejected.
+ * Content-Length must be decimal digits within a long long; repeated, it must repeat the same
+ * number (anything else is a malformed head: a body of unknown length).
  * It does not decode percent-escapes or read bodies. http_parse_response() reads the status
  * line and headers of an upstream server's answer (relays) with the same limits.
  */
@@ -60,6 +62,7 @@ typedef struct http_request {
     int is_ice;        /* protocol was ICE/1.0 */
     int version_major;
     int version_minor;
+    long long content_length; /* -1 without a Content-Length header */
     http_header_t headers[HTTP_MAX_HEADERS];
     size_t num_headers;
 } http_request_t;

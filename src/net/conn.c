@@ -329,6 +329,11 @@ static void linger_for(conn_t *c, uint64_t ms)
         return;
     c->transport->shutdown(c);
     c->ops = &linger_ops;
+    /* a connection that only drains before closing no longer holds a <clients> slot */
+    if (c->counted) {
+        c->counted = 0;
+        atomic_fetch_sub(&server.stats.clients, 1);
+    }
     conn_set_deadline(c, ms);
     conn_discard_input(c);
 }

@@ -305,6 +305,19 @@ static void fallback_refused(listener_t *l, mount_t *fb, int err)
 
 /* The mount ended and l has had all of it: on to the fallback, resolved by name now, or close.
  * l keeps the name of the mount it asked for (home) for fallback-override. */
+static void listener_release(conn_t *c);
+
+/* The stream ended for this listener: its slots (mount, server) are given back now, not when
+ * the peer gets round to closing; the connection only drains and closes (lingering). */
+static void listener_finish(listener_t *l)
+{
+    conn_t *c = l->conn;
+    listener_release(c);
+    c->role = NULL;
+    c->ops = &conn_writing_ops;
+    conn_linger_close(c);
+}
+
 static int follow_fallback(listener_t *l)
 {
     conn_t *c = l->conn;
@@ -328,7 +341,8 @@ static int follow_fallback(listener_t *l)
         fallback_refused(l, fb, err);
         mount_unref(fb);
     }
-    conn_linger_close(c);
+    if (!c->closing)
+        listener_finish(l);
     return -1;
 }
 
@@ -338,6 +352,7 @@ static int stream_finished(listener_t *l)
            l->conn->woff >= l->conn->wlen && !l->hdr && !l->intro && l->pos >= l->blk->len &&
            !block_next(l->blk) && !l->meta_cur && !l->meta_zero;
 }
+
 
 int listener_flush(listener_t *l)
 {
@@ -468,6 +483,8 @@ static void listener_release(conn_t *c)
     c->data = NULL;
 }
 
+/* The listener's time is up: <max-listener-duration> since it joined, or the time limit its
+ * URL authentication gave (whichever comes first: the deadline set last is the earlier). */
 static void listener_time_up(conn_t *c)
 {
     listener_t *l = c->data;
@@ -487,8 +504,18 @@ static const conn_ops_t listener_ops = {
 
 void listener_set_time_limit(conn_t *c, unsigned seconds)
 {
-    if (seconds > 0 && !c->closing && c->ops == &listener_ops)
+    if (seconds == 0 || c->closing || c->ops != &listener_ops)
+        return;
+    uint64_t at = loop_now_ms() + (uint64_t)seconds * 1000u;
+    if (!c->deadline_ms || at < c->deadline_ms) /* an earlier max-listener-duration stays */
         conn_set_deadline(c, (uint64_t)seconds * 1000u);
+}
+
+/* The mount's <max-listener-duration> in seconds, 0 for none. */
+static int max_duration(const mount_t *m)
+{
+    const mount_conf_t *mc = config_find_mount(server_config(), m->name);
+    return mc ? mc->max_listener_duration : 0;
 }
 
 static int wants_icy(const http_request_t *req)
@@ -599,6 +626,10 @@ static void start_listener(conn_t *c, const http_request_t *req, mount_t *m, con
     l->need_sync = l->pos >= l->blk->len;
     c->data = l;
     c->ops = c->role = &listener_ops;
+    /* the one deadline a streaming listener has (the head's was cleared): nothing else sets it */
+    int limit = max_duration(m);
+    if (limit > 0)
+        conn_set_deadline(c, (uint64_t)limit * 1000u);
     l->sub = fanout_sub_get(c->worker, m);
     fanout_add_listener(c->worker, l->sub, l);
     events_emit(EVENT_LISTENER_JOIN, m->name, c->id, c->ip);

@@ -5,6 +5,7 @@
  */
 #include "http/parser.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -351,6 +352,32 @@ static void basic_auth(void)
     }
 }
 
+static void content_length_must_be_one_plain_number(void)
+{
+    CHECK(parse("GET / HTTP/1.0\r\n\r\n") > 0 && req.content_length == -1);
+    CHECK(parse("PUT /a HTTP/1.1\r\nContent-Length: 0\r\n\r\n") > 0 && req.content_length == 0);
+    CHECK(parse("PUT /a HTTP/1.1\r\nContent-Length:  42 \r\n\r\n") > 0 &&
+          req.content_length == 42);
+    CHECK(parse("PUT /a HTTP/1.1\r\nContent-Length: 9223372036854775807\r\n\r\n") > 0 &&
+          req.content_length == 9223372036854775807LL);
+    CHECK(parse("PUT /a HTTP/1.1\r\nContent-Length: 5\r\ncontent-length: 5\r\n\r\n") > 0 &&
+          req.content_length == 5);
+    const char *bad[] = {
+        "Content-Length: -1", "Content-Length: +5", "Content-Length: abc",
+        "Content-Length: 1 2", "Content-Length: 5,5", "Content-Length: 0x10",
+        "Content-Length: ", "Content-Length: 9223372036854775808",
+        "Content-Length: 99999999999999999999999", "Content-Length: 5\r\nContent-Length: 6",
+        "Content-Length: 5\r\nContent-Length: 05x", "CONTENT-LENGTH: 1e3",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char head[256];
+        snprintf(head, sizeof(head), "PUT /live HTTP/1.1\r\nHost: x\r\n%s\r\n\r\n", bad[i]);
+        CHECK(parse(head) == HTTP_PARSE_ERROR);
+    }
+    /* a partial head is not judged before it is complete */
+    CHECK(parse("PUT /a HTTP/1.1\r\nContent-Length: -1\r\n") == HTTP_PARSE_PARTIAL);
+}
+
 static void status_texts(void)
 {
     const int codes[] = {100, 101, 200, 204, 206, 301, 302, 304, 400, 401, 403, 404, 405,
@@ -443,6 +470,7 @@ int main(void)
     RUN(head_size_limit);
     RUN(uri_length_limit);
     RUN(basic_auth);
+    RUN(content_length_must_be_one_plain_number);
     RUN(status_texts);
     RUN(response_heads_of_icecast_and_shoutcast);
     RUN(response_heads_partial_and_malformed);

@@ -14,7 +14,7 @@ import time
 import pytest
 
 import wirelib
-from conftest import IS_ICECAST, Server, assert_server_healthy
+from conftest import IS_ICECAST, SOURCE_PASSWORD, Server, assert_server_healthy
 
 HEADER_TIMEOUT = 2
 
@@ -135,6 +135,35 @@ def test_bad_base64_authorization_on_put(env):
             b"Authorization: Basic bm9jb2xvbg==\r\n\r\n")
     resp = send_and_answer(srv, raw2)
     assert resp is not None and resp.status in (400, 401), resp
+    assert_server_healthy(srv, lis)
+
+
+BAD_CONTENT_LENGTHS = ["-1", "abc", "99999999999999999999999", "5\r\nContent-Length: 6", "+5",
+                       "1 2", "5,5", "0x10", ""]
+
+
+@pytest.mark.skipif(IS_ICECAST, reason="icecast2 ignores Content-Length on PUT (answers 200)")
+@pytest.mark.parametrize("value", BAD_CONTENT_LENGTHS,
+                         ids=["negative", "not-a-number", "overflow", "conflicting", "plus",
+                              "two-numbers", "list", "hex", "empty"])
+def test_bad_content_length_is_400_and_creates_no_mount(env, value):
+    """A body of unknown length: 400 and a close, and the PUT never becomes a source."""
+    srv, lis = env
+    mount = "/cl-%d.mp3" % BAD_CONTENT_LENGTHS.index(value)
+    raw = ("PUT %s HTTP/1.1\r\nHost: x\r\nContent-Type: audio/mpeg\r\nAuthorization: %s\r\n"
+           "Content-Length: %s\r\n\r\n" % (mount, wirelib.basic_auth("source", SOURCE_PASSWORD),
+                                            value)).encode()
+    s = wirelib.connect(srv.host, srv.port)
+    try:
+        s.sendall(raw + b"\xff\xfb" * 2048)
+        resp, _ = wirelib.read_head(s)
+        assert resp is not None and resp.status == 400, resp
+        wirelib.read_until_closed(s, 5)
+    finally:
+        s.close()
+    probe, _ = wirelib.simple_request(srv.host, srv.port,
+                                      ("GET %s HTTP/1.0\r\n\r\n" % mount).encode())
+    assert probe is not None and probe.status == 404, probe
     assert_server_healthy(srv, lis)
 
 

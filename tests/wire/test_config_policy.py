@@ -2,8 +2,7 @@
 """No config setting is silently ignored.
 
 A setting the server does not implement yet either stops the start (when
-ignoring it would open access: TLS sockets,
-max-listener-duration, no-mount), also on SIGHUP reload, or is warned
+ignoring it would open access: no-mount), also on SIGHUP reload, or is warned
 about once in the error log and listed on the admin pages (/admin/stats,
 /admin/stats.json, /admin/stats.xsl).
 """
@@ -48,15 +47,12 @@ def _line_of(srv, needle):
 
 
 REFUSED = [
-    ("max-listener-duration",
-     "<mount><mount-name>/timed</mount-name>\n"
-     "<max-listener-duration>3600</max-listener-duration></mount>"),
     ("no-mount", "<mount><mount-name>/inner</mount-name>\n<no-mount>1</no-mount></mount>"),
 ]
 
 
 @pytest.mark.parametrize("setting,xml", REFUSED,
-                         ids=["max-listener-duration", "no-mount"])
+                         ids=["no-mount"])
 def test_setting_that_would_open_access_is_refused_at_start(setting, xml):
     if "%d" in xml:
         xml = xml % free_port()

@@ -8,6 +8,7 @@ that sends inline ICY metadata has it cut out of the audio and its titles shown.
 stay well-formed everywhere they are echoed."""
 
 import html.parser
+import json
 import urllib.parse
 
 import pytest
@@ -15,7 +16,7 @@ import pytest
 import adminlib
 import formatlib as fl
 import wirelib
-from conftest import SOURCE_PASSWORD
+from conftest import IS_ICECAST, SOURCE_PASSWORD
 
 SMALL = 3000          # the configured interval of /small.mp3
 RATE = 64 * 1024
@@ -157,9 +158,7 @@ def test_artist_and_title_and_latin1_charset(icy, data):
             srv, sources["/small.mp3"], data[4 << 20:], lis, SMALL,
             lambda: fl.set_metadata(srv, "/small.mp3", artist="The Band", title="The Song"),
             "The Band - The Song")
-        s = fl.stats_source(srv, "/small.mp3")
-        assert s.findtext("artist") == "The Band"
-        assert s.findtext("title") == "The Song"
+        fl.wait_title(srv, "/small.mp3", "The Band - The Song", timeout=2)
         # ISO-8859-1 bytes in the query, converted to UTF-8 for stats and listeners
         q = "mount=/small.mp3&mode=updinfo&charset=ISO-8859-1&song=" + \
             urllib.parse.quote("D\xe9j\xe0 vu \xbd".encode("latin-1"))
@@ -170,6 +169,50 @@ def test_artist_and_title_and_latin1_charset(icy, data):
         fl.wait_title(srv, "/small.mp3", "D\u00e9j\u00e0 vu \u00bd", timeout=2)
     finally:
         lis.close()
+
+
+LIBSHOUT_UPDATES = [
+    # what a libshout client sends -> the title in stats, JSON and StreamTitle (Icecast's
+    # strings, except that an empty artist or title is left out instead of giving " - T")
+    ("artist=The%20Band&title=The%20Song", "The Band - The Song"),
+    ("title=Only%20Title", "Only Title"),
+    ("artist=Only%20Artist", "Only Artist"),
+    ("song=A%20-%20B%20-%20C", "A - B - C"),
+    ("artist=Caf%E9&title=Na%EFve&charset=ISO-8859-1", "Caf\u00e9 - Na\u00efve"),
+    ("artist=Caf%C3%A9&title=%C2%BD", "Caf\u00e9 - \u00bd"),
+    ("artist=&title=No%20Artist", "No Artist"),
+]
+
+
+@pytest.mark.parametrize("query,want", LIBSHOUT_UPDATES,
+                         ids=["both", "title", "artist", "song", "latin1", "utf8", "empty-artist"])
+def test_libshout_artist_and_title_make_one_title(server, data, query, want):
+    if IS_ICECAST and query not in (LIBSHOUT_UPDATES[0][0], LIBSHOUT_UPDATES[3][0]):
+        # icecast2 ignores a lone artist or title, shows " - T" for an empty artist, reads
+        # unlabelled UTF-8 as Latin-1 and sends StreamTitle in the mount's charset
+        pytest.skip("icecast2 differs on purpose here")
+    srv = server()
+    src = srv.source("/shout.mp3", data, rate=64 * 1024, loop=True)
+    assert src.connect().status == 200
+    src.start()
+    lis = icy_listener(srv, "/shout.mp3")
+    try:
+        lis.wait_bytes(1000, 5)
+        r = adminlib.request(srv, "/admin/metadata?mount=/shout.mp3&mode=updinfo&" + query,
+                             auth=("source", SOURCE_PASSWORD))
+        assert r.status == 200
+        fl.wait_title(srv, "/shout.mp3", want, timeout=3)
+        s = fl.stats_source(srv, "/shout.mp3")
+        if not IS_ICECAST:
+            assert s.findtext("artist") is None
+        doc = json.loads(adminlib.request(srv, "/status-json.xsl").body)
+        js = doc["icestats"]["source"]
+        assert (js[0] if isinstance(js, list) else js)["title"] == want
+        stream_title = ("StreamTitle='%s';" % want).encode("utf-8")
+        wirelib.wait_until(lambda: stream_title in lis.snapshot(), 5, "StreamTitle %r" % want)
+    finally:
+        lis.close()
+        src.stop()
 
 
 # ---------------------------------------------------------------- inline ICY from a source
