@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <grp.h>
 #include <libxml/parser.h>
 #include <pwd.h>
@@ -35,16 +36,26 @@ typedef struct options {
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: rimecast -c CONFIG [-b] [-v]\n"
-                 "  -c CONFIG  read the icecast.xml-style config file CONFIG\n"
-                 "  -b         run in the background\n"
-                 "  -v         print the version and exit\n");
+    fprintf(out, "usage: rimecast -c CONFIG [-b]\n"
+                 "       rimecast -v | -h\n"
+                 "  -c, --config=CONFIG  read the icecast.xml-style config file CONFIG\n"
+                 "  -b, --background     run in the background\n"
+                 "  -v, --version        print the version and exit\n"
+                 "  -h, --help           print this help and exit\n"
+                 "SIGHUP reloads the config and reopens the logs; SIGTERM or SIGINT stop.\n");
 }
 
 static int parse_args(int argc, char **argv, options_t *o)
 {
+    static const struct option longopts[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"background", no_argument, NULL, 'b'},
+        {"version", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
     int opt;
-    while ((opt = getopt(argc, argv, "c:bvh")) != -1) {
+    while ((opt = getopt_long(argc, argv, "c:bvh", longopts, NULL)) != -1) {
         switch (opt) {
         case 'c':
             o->config_file = optarg;
