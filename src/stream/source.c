@@ -130,6 +130,18 @@ static void override(char **field, const char *conf)
     }
 }
 
+/* The bitrate named in ice-audio-info ("bitrate=128", or "ice-bitrate=128" as libshout writes
+ * it), as Icecast maps it to icy-br for listeners; NULL if there is none. */
+static char *audio_info_bitrate(const char *audio_info)
+{
+    const char *p = audio_info ? strstr(audio_info, "bitrate=") : NULL;
+    if (!p)
+        return NULL;
+    p += strlen("bitrate=");
+    size_t n = strspn(p, "0123456789");
+    return n > 0 && n < 10 ? strndup(p, n) : NULL;
+}
+
 static void build_info(mount_info_t *i, conn_t *c, const http_request_t *req,
                        const mount_conf_t *mc)
 {
@@ -142,6 +154,8 @@ static void build_info(mount_info_t *i, conn_t *c, const http_request_t *req,
     i->url = header_clean(req, "ice-url", "icy-url");
     i->bitrate = header_clean(req, "ice-bitrate", "icy-br");
     i->audio_info = header_clean(req, "ice-audio-info", NULL);
+    if (!i->bitrate)
+        i->bitrate = audio_info_bitrate(i->audio_info);
     i->user_agent = header_clean(req, "user-agent", NULL);
     i->source_ip = strdup(c->ip);
     char *pub = header_clean(req, "ice-public", "icy-pub");
