@@ -96,6 +96,7 @@ static int open_logs(const config_t *cfg, int reopen)
 {
     char *err = config_path(cfg->logdir, cfg->errorlog);
     char *acc = config_path(cfg->logdir, cfg->accesslog);
+    log_set_rotation((unsigned long long)cfg->logsize * 1024u, cfg->logarchive);
     int rc = reopen ? log_reopen(err, acc, cfg->loglevel) : log_open(err, acc, cfg->loglevel);
     if (rc < 0)
         fprintf(stderr, "%s: cannot open logs (%s, %s): %s\n", reopen ? "reload" : "start-up",
@@ -147,6 +148,10 @@ static int drop_privileges(const config_t *cfg)
     if (!pw)
         return 0;
     gid_t gid = gr ? gr->gr_gid : pw->pw_gid;
+    /* the logs were opened as root: the user must be able to reopen them on SIGHUP */
+    int lrc = log_chown(pw->pw_uid, gid);
+    if (lrc < 0)
+        log_warn("cannot give the log files to %s: %s", cfg->user, strerror(-lrc));
     if (setgroups(0, NULL) < 0 || setgid(gid) < 0 || setuid(pw->pw_uid) < 0) {
         log_error("changeowner to %s failed: %s", cfg->user, strerror(errno));
         return -1;

@@ -89,7 +89,7 @@ static void sink_log(void *ctx, int level, const char *msg)
 {
     source_t *s = ctx;
     char esc[1024];
-    escape_log(esc, sizeof(esc), msg, strlen(msg));
+    escape_log_utf8(esc, sizeof(esc), msg, strlen(msg));
     log_msg(level, "format", "%s: %s", s->mount->name, esc);
 }
 
