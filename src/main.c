@@ -253,15 +253,9 @@ static int daemonize(void)
     return 0;
 }
 
-static int same_listeners(const config_t *a, const config_t *b)
+static int same_text(const char *a, const char *b)
 {
-    const listen_conf_t *x = a->listen, *y = b->listen;
-    for (; x && y; x = x->next, y = y->next) {
-        if (x->port != y->port || (!x->bind_address != !y->bind_address) ||
-            (x->bind_address && strcmp(x->bind_address, y->bind_address) != 0))
-            return 0;
-    }
-    return !x && !y;
+    return (!a && !b) || (a && b && strcmp(a, b) == 0);
 }
 
 static void apply_mount_config(mount_t *m, void *arg)
@@ -279,14 +273,19 @@ static void reload(const char *path)
         return;
     }
     const config_t *old = server_config();
-    if (!same_listeners(old, cfg))
-        log_warn("listen-socket changes take effect after a restart");
-    if (cfg->workers != old->workers || cfg->write_window_ms != old->write_window_ms)
-        log_warn("workers and write-window changes take effect after a restart");
+    if (cfg->workers != old->workers)
+        log_warn("<workers> changes take effect after a restart (%d workers running)",
+                 server.nworkers);
+    if (cfg->chroot != old->chroot || !same_text(cfg->user, old->user) ||
+        !same_text(cfg->group, old->group) || !same_text(cfg->basedir, old->basedir) ||
+        !same_text(cfg->pidfile, old->pidfile))
+        log_warn("<chroot>, <changeowner>, <basedir> and <pidfile> changes take effect after "
+                 "a restart");
     server_set_config(cfg);
     open_logs(cfg, 1);
     report_config_warnings(cfg, 0);
     mount_foreach(apply_mount_config, NULL);
+    worker_reload_all(); /* listen sockets, write window, sources' settings */
     log_info("config reloaded");
 }
 

@@ -122,14 +122,6 @@ static char *header_clean(const http_request_t *req, const char *a, const char *
     return h ? clean_value(h->value, h->value_len) : NULL;
 }
 
-static void override(char **field, const char *conf)
-{
-    if (conf) {
-        free(*field);
-        *field = clean_value(conf, strlen(conf));
-    }
-}
-
 /* The bitrate named in ice-audio-info ("bitrate=128", or "ice-bitrate=128" as libshout writes
  * it), as Icecast maps it to icy-br for listeners; NULL if there is none. */
 static char *audio_info_bitrate(const char *audio_info)
@@ -142,8 +134,9 @@ static char *audio_info_bitrate(const char *audio_info)
     return n > 0 && n < 10 ? strndup(p, n) : NULL;
 }
 
-static void build_info(mount_info_t *i, conn_t *c, const http_request_t *req,
-                       const mount_conf_t *mc)
+/* What the source's headers say about the stream; the <mount> settings are merged over it by
+ * the mount (mount_apply_config), again on every reload. */
+static void build_info(mount_info_t *i, conn_t *c, const http_request_t *req)
 {
     i->content_type = header_clean(req, "content-type", NULL);
     if (!i->content_type)
@@ -161,17 +154,6 @@ static void build_info(mount_info_t *i, conn_t *c, const http_request_t *req,
     char *pub = header_clean(req, "ice-public", "icy-pub");
     i->public = pub ? atoi(pub) != 0 : -1;
     free(pub);
-    if (!mc)
-        return;
-    override(&i->name, mc->stream_name);
-    override(&i->description, mc->stream_description);
-    override(&i->genre, mc->genre);
-    override(&i->url, mc->stream_url);
-    override(&i->bitrate, mc->bitrate);
-    override(&i->content_type, mc->type);
-    override(&i->subtype, mc->subtype);
-    if (mc->public >= 0)
-        i->public = mc->public;
 }
 
 /* ---- authentication ---- */
@@ -368,8 +350,9 @@ int source_become(conn_t *c, const http_request_t *req, const char *mount_name,
     c->data = s;
     c->ops = c->role = &source_ops;
     mount_info_t info = {0};
-    build_info(&info, c, req, mc);
-    const format_ops_t *fops = format_for_content_type(info.content_type);
+    build_info(&info, c, req);
+    const format_ops_t *fops = format_for_content_type(mc && mc->type ? mc->type
+                                                                       : info.content_type);
     int err = 0;
     s->mount = mount_create(mount_name, &info, &err);
     if (!s->mount) {
@@ -405,7 +388,7 @@ int source_become(conn_t *c, const http_request_t *req, const char *mount_name,
     events_emit(EVENT_SOURCE_CONNECT, mount_name, c->id, c->ip);
     s->dump = station_source_started(s->mount);
     log_info("source %s connected to %s (%s, %s)", c->ip, mount_name, s->fmt->ops->name,
-             s->mount->info.content_type);
+             mount_info(s->mount)->content_type);
     client_of(c)->status = 200;
     if (response)
         conn_send(c, response, strlen(response), NULL);
@@ -540,9 +523,24 @@ static int source_module_init(worker_t *w)
     return worker_timer_add(w, 1000, check_timeouts, NULL);
 }
 
+/* A reload: this worker's sources gather reads for the new write window, and take the new
+ * <charset> of their mount. */
+static void source_module_reload(worker_t *w)
+{
+    const config_t *cfg = server_config();
+    for (source_t *s = worker_sources[w->id]; s; s = s->next) {
+        if (!s->fmt || !s->mount)
+            continue;
+        s->fmt->coalesce_ms = cfg->write_window_ms / 4;
+        const mount_conf_t *mc = config_find_mount(cfg, s->mount->name);
+        s->fmt->charset = mc ? mc->charset : NULL;
+    }
+}
+
 static const worker_module_t source_module = {
     .name = "source-timeouts",
     .init = source_module_init,
+    .reload = source_module_reload,
 };
 
 void source_register(void)
