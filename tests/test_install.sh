@@ -12,7 +12,7 @@ log=$work/make.log
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # the installed paths: ask the Makefile rather than guess the prefix
-sysconfdir=$(make -s -C "$builddir" --no-print-directory print-sysconfdir)
+sysconfdir=${RIMECAST_SYSCONFDIR:-$(env MAKEFLAGS= make -s --no-print-directory -C "$builddir" print-sysconfdir)}
 conf="$dest$sysconfdir/rimecast/rimecast.xml"
 
 make -s -C "$builddir" install DESTDIR="$dest" >"$log" 2>&1 || { cat "$log"; fail "first install"; }
