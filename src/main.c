@@ -7,6 +7,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <grp.h>
 #include <libxml/parser.h>
 #include <pwd.h>
@@ -40,16 +41,26 @@ typedef struct options {
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: rimecast -c CONFIG [-b] [-v]\n"
-                 "  -c CONFIG  read the icecast.xml-style config file CONFIG\n"
-                 "  -b         run in the background\n"
-                 "  -v         print the version and exit\n");
+    fprintf(out, "usage: rimecast -c CONFIG [-b]\n"
+                 "       rimecast -v | -h\n"
+                 "  -c, --config=CONFIG  read the icecast.xml-style config file CONFIG\n"
+                 "  -b, --background     run in the background\n"
+                 "  -v, --version        print the version and exit\n"
+                 "  -h, --help           print this help and exit\n"
+                 "SIGHUP reloads the config and reopens the logs; SIGTERM or SIGINT stop.\n");
 }
 
 static int parse_args(int argc, char **argv, options_t *o)
 {
+    static const struct option longopts[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"background", no_argument, NULL, 'b'},
+        {"version", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
     int opt;
-    while ((opt = getopt(argc, argv, "c:bvh")) != -1) {
+    while ((opt = getopt_long(argc, argv, "c:bvh", longopts, NULL)) != -1) {
         switch (opt) {
         case 'c':
             o->config_file = optarg;
@@ -90,6 +101,7 @@ static int open_logs(const config_t *cfg, int reopen)
 {
     char *err = config_path(cfg->logdir, cfg->errorlog);
     char *acc = config_path(cfg->logdir, cfg->accesslog);
+    log_set_rotation((unsigned long long)cfg->logsize * 1024u, cfg->logarchive);
     int rc = reopen ? log_reopen(err, acc, cfg->loglevel) : log_open(err, acc, cfg->loglevel);
     if (rc < 0)
         fprintf(stderr, "%s: cannot open logs (%s, %s): %s\n", reopen ? "reload" : "start-up",
@@ -141,6 +153,10 @@ static int drop_privileges(const config_t *cfg)
     if (!pw)
         return 0;
     gid_t gid = gr ? gr->gr_gid : pw->pw_gid;
+    /* the logs were opened as root: the user must be able to reopen them on SIGHUP */
+    int lrc = log_chown(pw->pw_uid, gid);
+    if (lrc < 0)
+        log_warn("cannot give the log files to %s: %s", cfg->user, strerror(-lrc));
     if (setgroups(0, NULL) < 0 || setgid(gid) < 0 || setuid(pw->pw_uid) < 0) {
         log_error("changeowner to %s failed: %s", cfg->user, strerror(errno));
         return -1;
@@ -242,15 +258,9 @@ static int daemonize(void)
     return 0;
 }
 
-static int same_listeners(const config_t *a, const config_t *b)
+static int same_text(const char *a, const char *b)
 {
-    const listen_conf_t *x = a->listen, *y = b->listen;
-    for (; x && y; x = x->next, y = y->next) {
-        if (x->port != y->port || (!x->bind_address != !y->bind_address) ||
-            (x->bind_address && strcmp(x->bind_address, y->bind_address) != 0))
-            return 0;
-    }
-    return !x && !y;
+    return (!a && !b) || (a && b && strcmp(a, b) == 0);
 }
 
 static void apply_mount_config(mount_t *m, void *arg)
@@ -268,15 +278,20 @@ static void reload(const char *path)
         return;
     }
     const config_t *old = server_config();
-    if (!same_listeners(old, cfg))
-        log_warn("listen-socket changes take effect after a restart");
-    if (cfg->workers != old->workers || cfg->write_window_ms != old->write_window_ms)
-        log_warn("workers and write-window changes take effect after a restart");
+    if (cfg->workers != old->workers)
+        log_warn("<workers> changes take effect after a restart (%d workers running)",
+                 server.nworkers);
+    if (cfg->chroot != old->chroot || !same_text(cfg->user, old->user) ||
+        !same_text(cfg->group, old->group) || !same_text(cfg->basedir, old->basedir) ||
+        !same_text(cfg->pidfile, old->pidfile))
+        log_warn("<chroot>, <changeowner>, <basedir> and <pidfile> changes take effect after "
+                 "a restart");
     server_set_config(cfg);
     open_logs(cfg, 1);
     report_config_warnings(cfg, 0);
     tls_reload(cfg); /* a broken certificate is refused there: the one in use stays */
     mount_foreach(apply_mount_config, NULL);
+    worker_reload_all(); /* listen sockets, write window, sources' settings */
     log_info("config reloaded");
 }
 

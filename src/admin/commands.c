@@ -173,7 +173,7 @@ static int apply_metadata(mount_t *m, const char *song, const char *artist, cons
         }
         mount_update_meta(m);
         log_info("metadata of %s set to \"%s\"", m->name,
-                 escape_log(esc, sizeof(esc), shown, strlen(shown)));
+                 escape_log_utf8(esc, sizeof(esc), shown, strlen(shown)));
         events_emit(EVENT_METADATA, m->name, 0, shown);
     }
     for (int i = 0; i < 3; i++)

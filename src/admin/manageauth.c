@@ -55,7 +55,7 @@ static const char *change(admin_req_t *a, htpasswd_t *h, const char *action, int
     if (msg && *ret) {
         char esc_user[600], esc_mount[600];
         log_info("admin: %s user \"%s\" on %s", action,
-                 escape_log(esc_user, sizeof(esc_user), user, strlen(user)),
+                 escape_log_utf8(esc_user, sizeof(esc_user), user, strlen(user)),
                  escape_log(esc_mount, sizeof(esc_mount), a->mount_name, strlen(a->mount_name)));
     }
     free(user);

@@ -143,7 +143,7 @@ auth_result_t auth_listener_check(const char *mount, const http_request_t *req, 
     snprintf(what, sizeof(what), "listener of %s", mount);
     if (!h) {
         log_error("auth: %s has authentication that cannot be used: listener refused",
-                  escape_log(esc, sizeof(esc), mount, strlen(mount)));
+                  escape_log_utf8(esc, sizeof(esc), mount, strlen(mount)));
         return AUTH_UNAVAILABLE;
     }
     char *user = NULL, *pass = NULL;
@@ -169,8 +169,8 @@ auth_result_t auth_listener_check(const char *mount, const http_request_t *req, 
         out->session = session_begin(mount, user, allow_duplicates(mc), &dup);
         if (dup) {
             log_info("auth: %s refused on %s: user \"%s\" is already listening",
-                     ip, escape_log(esc, sizeof(esc), mount, strlen(mount)),
-                     escape_log(what, sizeof(what), user, strlen(user)));
+                     ip, escape_log_utf8(esc, sizeof(esc), mount, strlen(mount)),
+                     escape_log_utf8(what, sizeof(what), user, strlen(user)));
             goto done;
         }
         if (!out->session)

@@ -108,7 +108,7 @@ unsigned guard_failed(const char *ip, const char *what, const char *user)
     escape_log(eip, sizeof(eip), ip, strlen(ip));
     escape_log(ewhat, sizeof(ewhat), what, strlen(what));
     if (user)
-        escape_log(euser, sizeof(euser), user, strlen(user));
+        escape_log_utf8(euser, sizeof(euser), user, strlen(user));
     log_warn("auth: failed login from %s for %s%s%s%s", eip, ewhat, user ? " as user \"" : "",
              user ? euser : "", user ? "\"" : "");
     if (block)

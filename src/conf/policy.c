@@ -23,10 +23,6 @@ const policy_t config_policies[] = {
     /* warned once: the server works, without the feature */
     {"paths", "alias", "bind-address", POLICY_WARN, POLICY_PRESENT,
      "the alias applies on every address (port= is honoured)"},
-    WARN("logging", "logsize", POLICY_ENABLED,
-         "logs are not rotated by size: rotate them externally and send SIGHUP"),
-    WARN("logging", "logarchive", POLICY_ENABLED,
-         "logs are not rotated by size: rotate them externally and send SIGHUP"),
     {NULL, NULL, NULL, 0, 0, NULL},
 };
 

@@ -11,18 +11,34 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/escape.h"
 
-static int error_fd = 2, access_fd = 2;
-/* -1 until a playlist log is configured; once opened the fd is never closed while running (a
- * reload without <playlistlog> only turns `playlist_on` off), so a writer never races a close. */
-static int playlist_fd = -1;
+/* One log file: its descriptor (never closed while running once > 2: reopening and rotating
+ * dup2 onto it, so a writer never races a close), the path it was opened at (NULL for stderr)
+ * and the bytes written since then, which is all rotation by size looks at. */
+typedef struct log_file {
+    int fd;
+    char *path;
+    atomic_ullong written;
+} log_file_t;
+
+static log_file_t error_log = {2, NULL, 0}, access_log = {2, NULL, 0};
+static log_file_t playlist_log = {-1, NULL, 0};
+/* -1 until a playlist log is configured; a reload without <playlistlog> only turns
+ * `playlist_on` off. */
 static atomic_int playlist_on;
 static pthread_mutex_t playlist_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int log_level = LOG_INFO;
+/* <logsize> in bytes (0: never rotate) and <logarchive>; paths and rotations under file_lock */
+static atomic_ullong rotate_bytes;
+static atomic_int rotate_archive;
+static pthread_mutex_t file_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int open_log(const char *path)
 {
@@ -30,6 +46,17 @@ static int open_log(const char *path)
         return dup(2);
     int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     return fd < 0 ? -errno : fd;
+}
+
+/* Records where lf now points and how much it already holds (rotation counts from there).
+ * Called with file_lock held. */
+static void set_path(log_file_t *lf, const char *path)
+{
+    free(lf->path);
+    lf->path = path && strcmp(path, "-") != 0 ? strdup(path) : NULL;
+    struct stat st;
+    atomic_store(&lf->written, lf->path && lf->fd >= 0 && fstat(lf->fd, &st) == 0
+                                   ? (unsigned long long)st.st_size : 0);
 }
 
 int log_open(const char *error_path, const char *access_path, int level)
@@ -42,75 +69,99 @@ int log_open(const char *error_path, const char *access_path, int level)
         close(efd);
         return afd;
     }
-    error_fd = efd;
-    access_fd = afd;
+    pthread_mutex_lock(&file_lock);
+    error_log.fd = efd;
+    access_log.fd = afd;
+    set_path(&error_log, error_path);
+    set_path(&access_log, access_path);
+    pthread_mutex_unlock(&file_lock);
     log_set_level(level);
     return 0;
 }
 
-static int reopen_one(int *fd, const char *path)
+static int reopen_one(log_file_t *lf, const char *path)
 {
     int nfd = open_log(path);
     if (nfd < 0)
         return nfd;
-    if (*fd > 2) {
-        dup2(nfd, *fd);
+    pthread_mutex_lock(&file_lock);
+    if (lf->fd > 2) {
+        dup2(nfd, lf->fd);
         close(nfd);
     } else {
-        *fd = nfd;
+        lf->fd = nfd;
     }
+    set_path(lf, path);
+    pthread_mutex_unlock(&file_lock);
     return 0;
 }
 
 int log_reopen(const char *error_path, const char *access_path, int level)
 {
-    int r1 = reopen_one(&error_fd, error_path);
-    int r2 = reopen_one(&access_fd, access_path);
+    int r1 = reopen_one(&error_log, error_path);
+    int r2 = reopen_one(&access_log, access_path);
     log_set_level(level);
     return r1 < 0 ? r1 : r2;
 }
 
-void log_set_level(int level)
+void log_set_rotation(unsigned long long max_bytes, int archive)
 {
-    if (level < LOG_ERROR)
-        level = LOG_ERROR;
-    if (level > LOG_DEBUG)
-        level = LOG_DEBUG;
-    atomic_store(&log_level, level);
+    atomic_store(&rotate_bytes, max_bytes);
+    atomic_store(&rotate_archive, archive != 0);
 }
 
-void log_close(void)
-{
-    if (error_fd > 2)
-        close(error_fd);
-    if (access_fd > 2 && access_fd != error_fd)
-        close(access_fd);
-    error_fd = access_fd = 2;
-    atomic_store(&playlist_on, 0);
-    if (playlist_fd > 2)
-        close(playlist_fd);
-    playlist_fd = -1;
-}
-
-int log_playlist_open(const char *path)
+int log_chown(uid_t uid, gid_t gid)
 {
     int rc = 0;
-    pthread_mutex_lock(&playlist_lock);
-    if (!path) {
-        atomic_store(&playlist_on, 0);
-    } else if (playlist_fd < 0) {
-        int fd = open_log(path);
-        if (fd < 0)
-            rc = fd;
-        else
-            playlist_fd = fd;
-    } else {
-        rc = reopen_one(&playlist_fd, path);
-    }
-    if (path && rc == 0)
-        atomic_store(&playlist_on, 1);
-    pthread_mutex_unlock(&playlist_lock);
+    log_file_t *files[] = {&error_log, &access_log, &playlist_log};
+    pthread_mutex_lock(&file_lock);
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
+        if (files[i]->path && files[i]->fd > 2 && fchown(files[i]->fd, uid, gid) < 0)
+            rc = -errno;
+    pthread_mutex_unlock(&file_lock);
     return rc;
+}
+
+/* The name a full log is renamed to: "<path>.old", or with <logarchive> "<path>.YYYYMMDD_HHMMSS"
+ * as Icecast names them (".1", ".2" ... added when that name is taken within the second). */
+static void archive_name(char *out, size_t cap, const char *path, int archive)
+{
+    if (!archive) {
+        snprintf(out, cap, "%s.old", path);
+        return;
+    }
+    char stamp[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    localtime_r(&now, &tm);
+    strftime(stamp, sizeof(stamp), "%Y%m%d_%H%M%S", &tm);
+    snprintf(out, cap, "%s.%s", path, stamp);
+    struct stat st;
+    for (int i = 1; i < 1000 && lstat(out, &st) == 0; i++)
+        snprintf(out, cap, "%s.%s.%d", path, stamp, i);
+}
+
+/* Renames a log that outgrew <logsize> and opens a new one at its path, in place of the old
+ * descriptor. Whoever writes the line that crosses the size does it; the others go on writing
+ * to the renamed file meanwhile (trylock: no writer ever waits). */
+static void rotate(log_file_t *lf, unsigned long long limit)
+{
+    if (pthread_mutex_trylock(&file_lock) != 0)
+        return;
+    if (lf->path && lf->fd > 2 && atomic_load(&lf->written) > limit) {
+        char old[4200];
+        archive_name(old, sizeof(old), lf->path, atomic_load(&rotate_archive));
+        int nfd = -1;
+        if (rename(lf->path, old) == 0)
+            nfd = open_log(lf->path);
+        if (nfd >= 0) {
+            dup2(nfd, lf->fd);
+            close(nfd);
+        }
+        /* on failure too: try again after another <logsize> rather than on every line */
+        atomic_store(&lf->written, 0);
+    }
+    pthread_mutex_unlock(&file_lock);
 }
 
 static void write_all(int fd, const char *buf, size_t len)
@@ -124,6 +175,67 @@ static void write_all(int fd, const char *buf, size_t len)
         buf += n;
         len -= (size_t)n;
     }
+}
+
+/* One line to lf; counts its bytes and rotates the file when it passed <logsize>. */
+static void write_line(log_file_t *lf, const char *buf, size_t len)
+{
+    write_all(lf->fd, buf, len);
+    unsigned long long limit = atomic_load_explicit(&rotate_bytes, memory_order_relaxed);
+    if (limit && atomic_fetch_add_explicit(&lf->written, len, memory_order_relaxed) + len > limit)
+        rotate(lf, limit);
+}
+
+void log_set_level(int level)
+{
+    if (level < LOG_ERROR)
+        level = LOG_ERROR;
+    if (level > LOG_DEBUG)
+        level = LOG_DEBUG;
+    atomic_store(&log_level, level);
+}
+
+void log_close(void)
+{
+    if (error_log.fd > 2)
+        close(error_log.fd);
+    if (access_log.fd > 2 && access_log.fd != error_log.fd)
+        close(access_log.fd);
+    error_log.fd = access_log.fd = 2;
+    atomic_store(&playlist_on, 0);
+    if (playlist_log.fd > 2)
+        close(playlist_log.fd);
+    playlist_log.fd = -1;
+    pthread_mutex_lock(&file_lock);
+    set_path(&error_log, NULL);
+    set_path(&access_log, NULL);
+    set_path(&playlist_log, NULL);
+    pthread_mutex_unlock(&file_lock);
+}
+
+int log_playlist_open(const char *path)
+{
+    int rc = 0;
+    pthread_mutex_lock(&playlist_lock);
+    if (!path) {
+        atomic_store(&playlist_on, 0);
+    } else if (playlist_log.fd < 0) {
+        int fd = open_log(path);
+        if (fd < 0) {
+            rc = fd;
+        } else {
+            pthread_mutex_lock(&file_lock);
+            playlist_log.fd = fd;
+            set_path(&playlist_log, path);
+            pthread_mutex_unlock(&file_lock);
+        }
+    } else {
+        rc = reopen_one(&playlist_log, path);
+    }
+    if (path && rc == 0)
+        atomic_store(&playlist_on, 1);
+    pthread_mutex_unlock(&playlist_lock);
+    return rc;
 }
 
 void log_msg(int level, const char *func, const char *fmt, ...)
@@ -149,7 +261,7 @@ void log_msg(int level, const char *func, const char *fmt, ...)
         if ((unsigned char)line[i] < 0x20)
             line[i] = '?';
     line[n++] = '\n';
-    write_all(error_fd, line, n);
+    write_line(&error_log, line, n);
 }
 
 static uint64_t now_ms(void)
@@ -181,6 +293,58 @@ int log_msg_limited(log_ratelimit_t *rl, unsigned interval_ms, int level, const 
     return 1;
 }
 
+/* Is the query parameter name (raw, percent-encoded) "pass" or "password", in any case? */
+static int secret_name(const char *name, size_t len)
+{
+    char dec[16];
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (n + 1 >= sizeof(dec))
+            return 0;
+        unsigned hi, lo;
+        if (name[i] == '%' && i + 2 < len &&
+            sscanf(name + i + 1, "%1x%1x", &hi, &lo) == 2) {
+            dec[n++] = (char)(hi << 4 | lo);
+            i += 2;
+        } else {
+            dec[n++] = name[i] == '+' ? ' ' : name[i];
+        }
+    }
+    dec[n] = '\0';
+    return strcasecmp(dec, "pass") == 0 || strcasecmp(dec, "password") == 0;
+}
+
+/* The request URI with the values of pass= and password= query parameters (Shoutcast's
+ * /admin.cgi?pass=..., credentials in URLs) replaced, so no password reaches the access log. */
+static void redact_uri(char *out, size_t cap, const char *uri)
+{
+    const char *q = strchr(uri, '?');
+    size_t n = q ? (size_t)(q - uri) + 1 : strlen(uri);
+    snprintf(out, cap, "%.*s", (int)n, uri);
+    if (!q)
+        return;
+    size_t len = strlen(out);
+    const char *p = q + 1;
+    while (*p && len + 1 < cap) {
+        size_t plen = strcspn(p, "&");
+        const char *eq = memchr(p, '=', plen);
+        int wrote;
+        if (eq && secret_name(p, (size_t)(eq - p)))
+            wrote = snprintf(out + len, cap - len, "%.*s=<redacted>", (int)(eq - p), p);
+        else
+            wrote = snprintf(out + len, cap - len, "%.*s", (int)plen, p);
+        if (wrote < 0 || (size_t)wrote >= cap - len)
+            break;
+        len += (size_t)wrote;
+        p += plen;
+        if (*p == '&' && len + 1 < cap) {
+            out[len++] = '&';
+            out[len] = '\0';
+            p++;
+        }
+    }
+}
+
 void log_access(const log_access_entry_t *e)
 {
     char ip[64], user[256], method[64], uri[2048], proto[32], referer[1024], agent[1024];
@@ -193,7 +357,9 @@ void log_access(const log_access_entry_t *e)
     escape_log(user, sizeof(user), e->user ? e->user : "-", strlen(e->user ? e->user : "-"));
     escape_log(method, sizeof(method), e->method ? e->method : "-",
                strlen(e->method ? e->method : "-"));
-    escape_log(uri, sizeof(uri), e->uri ? e->uri : "-", strlen(e->uri ? e->uri : "-"));
+    char plain_uri[2048];
+    redact_uri(plain_uri, sizeof(plain_uri), e->uri ? e->uri : "-");
+    escape_log(uri, sizeof(uri), plain_uri, strlen(plain_uri));
     escape_log(proto, sizeof(proto), e->protocol ? e->protocol : "-",
                strlen(e->protocol ? e->protocol : "-"));
     escape_log(referer, sizeof(referer), e->referer ? e->referer : "-",
@@ -209,7 +375,7 @@ void log_access(const log_access_entry_t *e)
         n = sizeof(line) - 1;
         line[n - 1] = '\n';
     }
-    write_all(access_fd, line, (size_t)n);
+    write_line(&access_log, line, (size_t)n);
 }
 
 void log_playlist(const char *mount, int listeners, const char *title)
@@ -235,5 +401,5 @@ void log_playlist(const char *mount, int listeners, const char *title)
         n = sizeof(line) - 1;
         line[n - 1] = '\n';
     }
-    write_all(playlist_fd, line, (size_t)n);
+    write_line(&playlist_log, line, (size_t)n);
 }

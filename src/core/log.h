@@ -5,14 +5,17 @@
  *
  * Both logs are plain files opened in append mode (or stderr for "-"); a line is formatted in a
  * stack buffer and written with one write(), so threads never interleave within a line.
- * log_reopen() swaps the file descriptors in place (dup2), which is how SIGHUP rotates logs.
- * Every string that came from a client must go through escape_log() (log_access does it).
+ * log_reopen() swaps the file descriptors in place (dup2), which is how SIGHUP rotates logs;
+ * rotation by size (log_set_rotation) renames a full file and swaps in a new one the same way.
+ * Every string that came from a client must go through escape_log() (log_access does it), or
+ * escape_log_utf8() for text people read (titles, names: UTF-8 kept, controls escaped).
  */
 #ifndef RIMECAST_LOG_H
 #define RIMECAST_LOG_H
 
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 enum { LOG_ERROR = 1, LOG_WARN = 2, LOG_INFO = 3, LOG_DEBUG = 4 };
@@ -22,10 +25,18 @@ int log_open(const char *error_path, const char *access_path, int level);
 /* Reopens both files at their paths (after rotation); on failure the old fd stays. */
 int log_reopen(const char *error_path, const char *access_path, int level);
 void log_set_level(int level);
+/* Rotation by size (<logsize>, <logarchive>): a log that grows past max_bytes (0: never) is
+ * renamed to "<file>.old" (replacing the previous one), or with archive to
+ * "<file>.YYYYMMDD_HHMMSS", and a new file is opened at its path. The size is counted from the
+ * bytes written (plus what the file held when opened), never asked of the filesystem. */
+void log_set_rotation(unsigned long long max_bytes, int archive);
+/* Gives the open log files to the user the server drops to, so that it can reopen them on
+ * SIGHUP. 0 or -errno of the last failure. */
+int log_chown(uid_t uid, gid_t gid);
 void log_close(void);
 
 /* printf-style error log line: "[YYYY-MM-DD  HH:MM:SS] LEVEL subsystem/func message".
- * Arguments that carry client text must already be escaped (escape_log). */
+ * Arguments that carry client text must already be escaped (escape_log, escape_log_utf8). */
 void log_msg(int level, const char *func, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

@@ -36,19 +36,24 @@ uint64_t loop_now_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+int loop_timerfd_set(int fd, unsigned period_ms)
+{
+    struct itimerspec its = {
+        .it_interval = {.tv_sec = period_ms / 1000, .tv_nsec = (long)(period_ms % 1000) * 1000000L},
+    };
+    its.it_value = its.it_interval;
+    return timerfd_settime(fd, 0, &its, NULL) < 0 ? -errno : 0;
+}
+
 int loop_timerfd(unsigned period_ms)
 {
     int fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     if (fd < 0)
         return -errno;
-    struct itimerspec its = {
-        .it_interval = {.tv_sec = period_ms / 1000, .tv_nsec = (long)(period_ms % 1000) * 1000000L},
-    };
-    its.it_value = its.it_interval;
-    if (timerfd_settime(fd, 0, &its, NULL) < 0) {
-        int e = errno;
+    int rc = loop_timerfd_set(fd, period_ms);
+    if (rc < 0) {
         close(fd);
-        return -e;
+        return rc;
     }
     return fd;
 }

@@ -22,7 +22,10 @@ int loop_del(int epfd, int fd);
 int loop_set_nonblock(int fd);
 /* Monotonic milliseconds. */
 uint64_t loop_now_ms(void);
-/* Creates a periodic non-blocking timerfd firing every period_ms; -errno on failure. */
+/* Creates a periodic non-blocking timerfd firing every period_ms (0: created stopped); -errno
+ * on failure. */
 int loop_timerfd(unsigned period_ms);
+/* Sets a timerfd's period (0 stops it). 0 or -errno. */
+int loop_timerfd_set(int fd, unsigned period_ms);
 
 #endif

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "conf/config.h"
@@ -36,7 +37,39 @@ static void out_printf(out_t *o, const char *fmt, ...)
         o->len += (size_t)n;
 }
 
-static void common_headers(out_t *o, int status)
+/* Is `name` (nlen bytes) one of the configured headers that apply to `status`? Names compare
+ * case-insensitively, as HTTP does. */
+static int header_listed(const http_header_conf_t *list, int status, const char *name,
+                         size_t nlen)
+{
+    for (const http_header_conf_t *h = list; h; h = h->next)
+        if ((h->status == 0 || h->status == status) && strlen(h->name) == nlen &&
+            strncasecmp(h->name, name, nlen) == 0)
+            return 1;
+    return 0;
+}
+
+/* Built-in header lines ("Name: value\r\n" each) minus those the config sets itself: a
+ * configured header replaces the built-in one of the same name, never duplicates it. */
+static void builtin_lines(out_t *o, int status, const http_header_conf_t *mount_headers,
+                          const char *lines)
+{
+    const char *p = lines;
+    while (p && *p) {
+        const char *eol = strstr(p, "\r\n");
+        size_t len = eol ? (size_t)(eol - p) + 2 : strlen(p);
+        const char *colon = memchr(p, ':', len);
+        size_t nlen = colon ? (size_t)(colon - p) : 0;
+        if (!colon || (!header_listed(server_config()->http_headers, status, p, nlen) &&
+                       !header_listed(mount_headers, 200, p, nlen)))
+            out_printf(o, "%.*s", (int)len, p);
+        p += len;
+    }
+}
+
+/* The status line, Server, Date, Connection, then the configured headers: the global ones
+ * for this status (unless the mount sets the same name) and the mount's own. */
+static void common_headers(out_t *o, int status, const http_header_conf_t *mount_headers)
 {
     char date[64];
     time_t now = time(NULL);
@@ -46,21 +79,23 @@ static void common_headers(out_t *o, int status)
     out_printf(o, "HTTP/1.0 %d %s\r\nServer: %s\r\nDate: %s\r\nConnection: Close\r\n", status,
                http_status_text(status), server_ident(), date);
     for (const http_header_conf_t *h = server_config()->http_headers; h; h = h->next)
-        if (h->status == 0 || h->status == status)
+        if ((h->status == 0 || h->status == status) &&
+            !header_listed(mount_headers, status, h->name, strlen(h->name)))
             out_printf(o, "%s: %s\r\n", h->name, h->value ? h->value : "");
+    for (const http_header_conf_t *h = mount_headers; h; h = h->next)
+        out_printf(o, "%s: %s\r\n", h->name, h->value ? h->value : "");
 }
 
 size_t response_head(char *buf, size_t cap, int status, const char *content_type,
                      long long content_length, const char *extra)
 {
     out_t o = {buf, cap, 0, 0};
-    common_headers(&o, status);
+    common_headers(&o, status, NULL);
     if (content_type)
         out_printf(&o, "Content-Type: %s\r\n", content_type);
     if (content_length >= 0)
         out_printf(&o, "Content-Length: %lld\r\n", content_length);
-    if (extra)
-        out_printf(&o, "%s", extra);
+    builtin_lines(&o, status, NULL, extra);
     out_printf(&o, "\r\n");
     return o.overflow ? 0 : o.len;
 }
@@ -74,14 +109,15 @@ static void icy_header(out_t *o, const char *name, const char *value)
 size_t response_stream_head(char *buf, size_t cap, const response_stream_t *i, int metaint)
 {
     out_t o = {buf, cap, 0, 0};
-    common_headers(&o, 200);
+    common_headers(&o, 200, i->headers);
     out_printf(&o, "Content-Type: %s\r\n", i->content_type ? i->content_type : "audio/mpeg");
-    out_printf(&o, "Cache-Control: no-cache, no-store\r\nExpires: Mon, 26 Jul 1997 05:00:00 GMT\r\n"
-                   "Pragma: no-cache\r\n");
-    out_printf(&o, "Access-Control-Allow-Origin: *\r\nAccess-Control-Allow-Headers: Origin, "
-                   "Accept, X-Requested-With, Content-Type, Icy-MetaData\r\n"
-                   "Access-Control-Expose-Headers: icy-metaint, icy-name, icy-description, "
-                   "icy-genre, icy-url, icy-br, icy-pub\r\n");
+    builtin_lines(&o, 200, i->headers,
+                  "Cache-Control: no-cache, no-store\r\nExpires: Mon, 26 Jul 1997 05:00:00 GMT\r\n"
+                  "Pragma: no-cache\r\n"
+                  "Access-Control-Allow-Origin: *\r\nAccess-Control-Allow-Headers: Origin, "
+                  "Accept, X-Requested-With, Content-Type, Icy-MetaData\r\n"
+                  "Access-Control-Expose-Headers: icy-metaint, icy-name, icy-description, "
+                  "icy-genre, icy-url, icy-br, icy-pub\r\n");
     icy_header(&o, "icy-br", i->bitrate);
     icy_header(&o, "icy-description", i->description);
     icy_header(&o, "icy-genre", i->genre);
@@ -90,8 +126,6 @@ size_t response_stream_head(char *buf, size_t cap, const response_stream_t *i, i
         out_printf(&o, "icy-pub: %d\r\n", i->public);
     icy_header(&o, "icy-url", i->url);
     icy_header(&o, "ice-audio-info", i->audio_info);
-    for (const http_header_conf_t *h = i->headers; h; h = h->next)
-        out_printf(&o, "%s: %s\r\n", h->name, h->value ? h->value : "");
     if (metaint > 0)
         out_printf(&o, "icy-metaint: %d\r\n", metaint);
     out_printf(&o, "\r\n");

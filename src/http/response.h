@@ -21,13 +21,15 @@ typedef struct response_stream {
 
 /* "HTTP/1.0 <status> <text>\r\n" + Server, Date, Connection: Close, the configured extra
  * headers for this status, Content-Type (if not NULL), Content-Length (if >= 0) and `extra`
- * (complete header lines, may be NULL). Ends with the blank line unless `open` is set.
+ * (complete header lines, may be NULL). A configured header replaces a line of `extra` with
+ * the same name (case-insensitive); it never appears twice. Ends with the blank line.
  * Returns the length, or 0 if it did not fit. */
 size_t response_head(char *buf, size_t cap, int status, const char *content_type,
                      long long content_length, const char *extra);
 
 /* The listener's head: 200, source content type, icy-* headers, no-cache headers,
- * icy-metaint when metaint > 0, CORS headers. Returns the length or 0. */
+ * icy-metaint when metaint > 0, CORS headers; the mount's headers replace global and built-in
+ * ones of the same name. Returns the length or 0. */
 size_t response_stream_head(char *buf, size_t cap, const response_stream_t *s, int metaint);
 
 /* Complete error response with a small HTML body (message is escaped). Returns malloc'd bytes

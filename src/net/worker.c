@@ -193,6 +193,14 @@ int worker_timer_add(worker_t *w, unsigned period_ms, void (*fn)(worker_t *w, vo
     return 0;
 }
 
+int worker_timer_period(worker_t *w, void (*fn)(worker_t *w, void *arg), unsigned period_ms)
+{
+    for (worker_timer_t *t = w->timers; t; t = t->next)
+        if (t->fn == fn)
+            return loop_timerfd_set(t->fd, period_ms);
+    return -ENOENT;
+}
+
 /* ---- messages and wake-ups ---- */
 
 int worker_post(worker_t *w, void (*fn)(worker_t *, void *), void *arg)
@@ -327,8 +335,8 @@ static log_ratelimit_t accept_limit_log;
 static void watch_listeners(worker_t *w, uint32_t events)
 {
     for (int i = 0; i < w->nlisten; i++) {
-        struct epoll_event ev = {.events = events, .data.ptr = &w->listens[i].handler};
-        epoll_ctl(w->epfd, EPOLL_CTL_MOD, w->listens[i].fd, &ev);
+        struct epoll_event ev = {.events = events, .data.ptr = &w->listens[i]->handler};
+        epoll_ctl(w->epfd, EPOLL_CTL_MOD, w->listens[i]->fd, &ev);
     }
 }
 
@@ -399,7 +407,7 @@ static void on_accept(loop_handler_t *h, uint32_t events)
 {
     worker_listen_t *ls = (worker_listen_t *)h;
     worker_t *w = ls->worker;
-    while (!w->accept_resume_ms) {
+    while (!w->accept_resume_ms && ls->fd >= 0) {
         struct sockaddr_storage ss;
         socklen_t sl = sizeof(ss);
         int fd = accept4(ls->fd, (struct sockaddr *)&ss, &sl,
@@ -455,34 +463,110 @@ static void *worker_main(void *arg)
 
 /* ---- lifecycle ---- */
 
-static int open_listeners(worker_t *w, const config_t *cfg)
+static int same_address(const listen_conf_t *a, const listen_conf_t *b)
 {
-    int n = 0;
+    return a->port == b->port && !a->bind_address == !b->bind_address &&
+           (!a->bind_address || strcmp(a->bind_address, b->bind_address) == 0);
+}
+
+static worker_listen_t *listen_add(worker_t *w, const listen_conf_t *lc)
+{
+    worker_listen_t *ls = calloc(1, sizeof(*ls));
+    if (!ls)
+        return NULL;
+    ls->fd = listen_open(lc);
+    ls->worker = w;
+    ls->conf = lc;
+    ls->handler.on_event = on_accept;
+    if (ls->fd < 0 || loop_add(w->epfd, ls->fd, w->accept_resume_ms ? 0 : EPOLLIN,
+                               &ls->handler) < 0) {
+        if (ls->fd >= 0)
+            close(ls->fd);
+        free(ls);
+        return NULL;
+    }
+    return ls;
+}
+
+/* Makes w's listen sockets those of cfg: a socket whose address is still configured is kept
+ * (with the new settings), others are closed, new addresses opened. A closed socket's memory
+ * stays until the worker is freed: an event for it may still be in this loop iteration. */
+static int sync_listeners(worker_t *w, const config_t *cfg, int at_start)
+{
+    int n = 0, rc = 0;
     for (const listen_conf_t *lc = cfg->listen; lc; lc = lc->next)
         n++;
-    w->listens = calloc((size_t)n, sizeof(*w->listens));
-    if (!w->listens)
+    worker_listen_t **next = calloc((size_t)n + 1, sizeof(*next));
+    if (!next)
         return -ENOMEM;
+    int kept = 0;
     for (const listen_conf_t *lc = cfg->listen; lc; lc = lc->next) {
-        int fd = listen_open(lc);
-        if (fd < 0)
-            return fd;
-        worker_listen_t *ls = &w->listens[w->nlisten++];
-        ls->fd = fd;
-        ls->worker = w;
-        ls->conf = lc;
-        ls->handler.on_event = on_accept;
-        if (loop_add(w->epfd, fd, EPOLLIN, &ls->handler) < 0)
-            return -errno;
+        worker_listen_t *ls = NULL;
+        for (int i = 0; i < w->nlisten && !ls; i++)
+            if (w->listens[i] && same_address(w->listens[i]->conf, lc)) {
+                ls = w->listens[i];
+                w->listens[i] = NULL;
+                ls->conf = lc;
+            }
+        if (!ls && !at_start && w->id == 0)
+            log_info("opening port %d on every worker", lc->port);
+        if (!ls && !(ls = listen_add(w, lc))) {
+            rc = -EADDRNOTAVAIL;
+            if (at_start)
+                break;
+            log_error("worker %d: port %d not opened (a port below 1024 needs a restart once "
+                      "privileges are dropped)", w->id, lc->port);
+            continue;
+        }
+        next[kept++] = ls;
     }
-    return 0;
+    for (int i = 0; i < w->nlisten; i++) {
+        worker_listen_t *ls = w->listens[i];
+        if (!ls)
+            continue;
+        if (!at_start && w->id == 0)
+            log_info("closing port %d on every worker (its connections stay)", ls->conf->port);
+        epoll_ctl(w->epfd, EPOLL_CTL_DEL, ls->fd, NULL);
+        close(ls->fd);
+        ls->fd = -1;
+        ls->next_closed = w->listens_closed;
+        w->listens_closed = ls;
+    }
+    free(w->listens);
+    w->listens = next;
+    w->nlisten = kept;
+    return rc;
+}
+
+/* ---- reload ---- */
+
+static void reload_msg(worker_t *w, void *arg)
+{
+    sync_listeners(w, server_config(), 0);
+    for (int i = 0; i < nmodules; i++)
+        if (modules[i]->reload)
+            modules[i]->reload(w);
+}
+
+void worker_reload_all(void)
+{
+    for (int i = 0; i < server.nworkers; i++)
+        if (server.workers[i])
+            worker_post(server.workers[i], reload_msg, NULL);
 }
 
 static void close_fds(worker_t *w)
 {
-    for (int i = 0; i < w->nlisten; i++)
-        close(w->listens[i].fd);
+    for (int i = 0; i < w->nlisten; i++) {
+        close(w->listens[i]->fd);
+        free(w->listens[i]);
+    }
     free(w->listens);
+    while (w->listens_closed) {
+        worker_listen_t *ls = w->listens_closed;
+        w->listens_closed = ls->next_closed;
+        free(ls);
+    }
     while (w->timers) {
         worker_timer_t *t = w->timers;
         w->timers = t->next;
@@ -519,7 +603,7 @@ worker_t *worker_new(int id)
     if (w->epfd < 0 || w->evfd < 0)
         goto fail;
     server.workers[id] = w; /* on_accept finds its worker through this table */
-    if (open_listeners(w, cfg) < 0)
+    if (sync_listeners(w, cfg, 1) < 0)
         goto fail;
     w->ev_handler.on_event = on_eventfd;
     if (loop_add(w->epfd, w->evfd, EPOLLIN, &w->ev_handler) < 0)

@@ -34,8 +34,9 @@ typedef struct worker_msg {
 typedef struct worker_listen {
     loop_handler_t handler;
     struct worker *worker;
-    int fd;
+    int fd;                       /* -1 once closed by a reload */
     const listen_conf_t *conf;
+    struct worker_listen *next_closed;
 } worker_listen_t;
 
 /* A periodic timer on a worker's loop (timerfd). */
@@ -53,7 +54,8 @@ typedef struct worker {
     pthread_t thread;
     int epfd;
     int nlisten;
-    struct worker_listen *listens;
+    struct worker_listen **listens;
+    struct worker_listen *listens_closed; /* closed on reload; freed with the worker */
 
     int evfd;
     loop_handler_t ev_handler;
@@ -87,6 +89,8 @@ typedef struct worker_module {
     void (*pass)(worker_t *w);
     /* After the worker stopped and its connections were closed and released. */
     void (*fini)(worker_t *w);
+    /* The config was reloaded (server_config() is the new one): on the worker's thread. */
+    void (*reload)(worker_t *w);
 } worker_module_t;
 
 /* Registers a module for every worker created afterwards (at start-up, before workers). */
@@ -109,6 +113,15 @@ void worker_free(worker_t *w);
  * At start-up (module init) or on the worker's thread. 0 or -errno. */
 int worker_timer_add(worker_t *w, unsigned period_ms, void (*fn)(worker_t *w, void *arg),
                      void *arg);
+
+/* Changes the period of w's timer that runs fn (0 stops it until set again). Worker thread
+ * only. 0, or -ENOENT when w has no such timer. */
+int worker_timer_period(worker_t *w, void (*fn)(worker_t *w, void *arg), unsigned period_ms);
+
+/* After a reload, on every worker: opens the listen sockets the new config adds, closes those
+ * it no longer has (connections accepted on them stay), keeps the others, then runs the
+ * modules' reload hooks. From the main thread; returns without waiting. */
+void worker_reload_all(void);
 
 /* Runs fn(w, arg) on worker w's thread soon. Thread-safe. 0 or -errno. */
 int worker_post(worker_t *w, void (*fn)(worker_t *, void *), void *arg);

@@ -226,7 +226,7 @@ static void handle_source(conn_t *c, http_request_t *req, size_t head_len)
     if (why) {
         char esc[512];
         log_warn("source %s refused: mountpoint %s %s", c->ip,
-                 escape_log(esc, sizeof(esc), path, strlen(path)), why);
+                 escape_log_utf8(esc, sizeof(esc), path, strlen(path)), why);
         free(path);
         client_send_error(c, 403, "Forbidden: mountpoint name not allowed");
         return;
@@ -270,7 +270,7 @@ static int admit_request(conn_t *c, const http_request_t *req)
     if (!access_agent_allowed(ua ? ua->value : NULL, ua ? ua->value_len : 0)) {
         char esc[512];
         log_info("access: %s refused: user agent %s is denied", c->ip,
-                 ua ? escape_log(esc, sizeof(esc), ua->value, ua->value_len) : "(none)");
+                 ua ? escape_log_utf8(esc, sizeof(esc), ua->value, ua->value_len) : "(none)");
         client_send_error(c, 403, "Forbidden");
         return 0;
     }

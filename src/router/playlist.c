@@ -86,7 +86,7 @@ static int render_m3u(mount_t *m, const char *url, pl_buf_t *out)
 
 static int render_pls(mount_t *m, const char *url, pl_buf_t *out)
 {
-    char *title = one_line(m->info.name ? m->info.name : m->name);
+    char *title = one_line(mount_info(m)->name ? mount_info(m)->name : m->name);
     size_t n = strlen(url) + (title ? strlen(title) : 0) + 128;
     if ((out->p = malloc(n)))
         out->len = (size_t)snprintf(out->p, n,
@@ -105,7 +105,7 @@ static int render_xspf(mount_t *m, const char *url, pl_buf_t *out)
     xmlNodePtr root = xmlDocGetRootElement(doc);
     xmlSetNs(root, xmlNewNs(root, BAD_CAST "http://xspf.org/ns/0/", NULL));
     xmlNewProp(root, BAD_CAST "version", BAD_CAST "1");
-    stats_add_text(root, "title", m->info.name ? m->info.name : m->name);
+    stats_add_text(root, "title", mount_info(m)->name ? mount_info(m)->name : m->name);
     xmlNodePtr list = xmlNewChild(root, NULL, BAD_CAST "trackList", NULL);
     xmlNodePtr track = xmlNewChild(list, NULL, BAD_CAST "track", NULL);
     stats_add_text(track, "location", url);
@@ -115,8 +115,8 @@ static int render_xspf(mount_t *m, const char *url, pl_buf_t *out)
     stats_add_text(track, "title", now);
     free(now);
     free(artist);
-    stats_add_text(track, "annotation", m->info.description);
-    stats_add_text(track, "info", m->info.url);
+    stats_add_text(track, "annotation", mount_info(m)->description);
+    stats_add_text(track, "info", mount_info(m)->url);
     xmlChar *buf = NULL;
     int blen = 0;
     xmlDocDumpFormatMemoryEnc(doc, &buf, &blen, "UTF-8", 1);

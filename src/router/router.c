@@ -154,7 +154,7 @@ static void serve_path(conn_t *c, const http_request_t *req, const char *path)
     if (rc == -EACCES) {
         char esc[512];
         log_info("client %s: refused %s (a symlink or outside the webroot)", c->ip,
-                 escape_log(esc, sizeof(esc), path, strlen(path)));
+                 escape_log_utf8(esc, sizeof(esc), path, strlen(path)));
     }
     if (!playlist_try(c, req, path))
         client_send_error(c, 404, "The file you requested could not be found");

@@ -259,7 +259,7 @@ static void add_tags(kvset_t *s, mount_t *m)
 
 static void add_source_fields(kvset_t *s, mount_t *m, const conn_t *via)
 {
-    const mount_info_t *i = &m->info;
+    const mount_info_t *i = mount_info(m);
     char buf[512];
     kv_addf(s, "listeners", "%lld", atomic_load(&m->listeners));
     kv_addf(s, "listener_peak", "%lld", atomic_load(&m->listener_peak));
@@ -458,7 +458,7 @@ xmlDocPtr stats_listmounts_document(const char *exclude)
         free(fb);
         stats_add_number(src, "listeners", atomic_load(&m->listeners));
         stats_add_number(src, "Connected", (long long)(now - m->start));
-        stats_add_text(src, "content-type", m->info.content_type);
+        stats_add_text(src, "content-type", mount_info(m)->content_type);
     }
     stats_mounts_free(v, n);
     return doc;

@@ -44,7 +44,8 @@ static void log_stop(const char *why, const char *name)
  * its listeners come from. */
 static long bitrate_of(const mount_t *m)
 {
-    long kbps = m && m->info.bitrate ? atol(m->info.bitrate) : 0;
+    const char *br = m ? mount_info(m)->bitrate : NULL;
+    long kbps = br ? atol(br) : 0;
     return kbps > 0 && kbps < 100000 ? kbps * 1000 : 0;
 }
 

@@ -149,11 +149,21 @@ static void on_tick(worker_t *w, void *arg)
     worker_request_pass(w);
 }
 
+/* The write-window timer exists on every worker, stopped at window 0 (then each publish wakes
+ * the workers, see mount_publish), so that a reload can change the window either way. */
 static int fanout_init(worker_t *w)
 {
     int window = server_config()->write_window_ms;
     subs[w->id] = NULL;
-    return window > 0 ? worker_timer_add(w, (unsigned)window, on_tick, NULL) : 0;
+    return worker_timer_add(w, window > 0 ? (unsigned)window : 0, on_tick, NULL);
+}
+
+static void fanout_reload(worker_t *w)
+{
+    int window = server_config()->write_window_ms;
+    worker_timer_period(w, on_tick, window > 0 ? (unsigned)window : 0);
+    if (window == 0)
+        worker_request_pass(w); /* what the timer would have written */
 }
 
 static void fanout_fini(worker_t *w)
@@ -166,6 +176,7 @@ static const worker_module_t fanout_module = {
     .init = fanout_init,
     .pass = sub_pass,
     .fini = fanout_fini,
+    .reload = fanout_reload,
 };
 
 void fanout_register(void)

@@ -527,7 +527,7 @@ static int wants_icy(const http_request_t *req)
 /* The response head a listener of m gets. */
 static size_t stream_head(char *buf, size_t cap, mount_t *m, int metaint)
 {
-    const mount_info_t *i = &m->info;
+    const mount_info_t *i = mount_info(m);
     const mount_conf_t *mc = config_find_mount(server_config(), m->name);
     response_stream_t rs = {
         .content_type = i->content_type, .bitrate = i->bitrate, .description = i->description,

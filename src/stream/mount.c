@@ -56,10 +56,76 @@ static mount_t *registry_find_locked(const char *name)
     return NULL;
 }
 
+static char *dup_or_null(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+/* A config value as a stream description field: control characters dropped. */
+static char *conf_value(const char *v)
+{
+    char *out = strdup(v);
+    if (!out)
+        return NULL;
+    size_t n = 0;
+    for (const char *p = v; *p; p++)
+        if ((unsigned char)*p >= 0x20 && *p != 0x7f)
+            out[n++] = *p;
+    out[n] = '\0';
+    return out;
+}
+
+static void pick(char **field, const char *from_source, const char *from_conf)
+{
+    *field = from_conf ? conf_value(from_conf) : dup_or_null(from_source);
+}
+
+/* The listeners' and stats' view: the <mount> settings override the source's headers. */
+static mount_info_t *info_merge(const mount_info_t *src, const mount_conf_t *mc)
+{
+    mount_info_t *i = calloc(1, sizeof(*i));
+    if (!i)
+        return NULL;
+    pick(&i->content_type, src->content_type, mc ? mc->type : NULL);
+    pick(&i->name, src->name, mc ? mc->stream_name : NULL);
+    pick(&i->description, src->description, mc ? mc->stream_description : NULL);
+    pick(&i->genre, src->genre, mc ? mc->genre : NULL);
+    pick(&i->url, src->url, mc ? mc->stream_url : NULL);
+    pick(&i->bitrate, src->bitrate, mc ? mc->bitrate : NULL);
+    pick(&i->subtype, src->subtype, mc ? mc->subtype : NULL);
+    i->audio_info = dup_or_null(src->audio_info);
+    i->source_ip = dup_or_null(src->source_ip);
+    i->user_agent = dup_or_null(src->user_agent);
+    i->public = mc && mc->public >= 0 ? mc->public : src->public;
+    if (!i->content_type)
+        i->content_type = strdup("audio/mpeg");
+    return i;
+}
+
+const mount_info_t *mount_info(const mount_t *m)
+{
+    return atomic_load_explicit(&m->info, memory_order_acquire);
+}
+
+static void update_info(mount_t *m, const mount_conf_t *mc)
+{
+    mount_info_t *next = info_merge(&m->source_info, mc);
+    if (!next)
+        return; /* out of memory: the current view stays */
+    pthread_mutex_lock(&m->lock);
+    mount_info_t *old = atomic_exchange_explicit(&m->info, next, memory_order_acq_rel);
+    if (old) {
+        old->retired_next = m->info_retired;
+        m->info_retired = old;
+    }
+    pthread_mutex_unlock(&m->lock);
+}
+
 void mount_apply_config(mount_t *m)
 {
     const config_t *cfg = server_config();
     const mount_conf_t *mc = config_find_mount(cfg, m->name);
+    update_info(m, mc);
     long burst = cfg->burst_size, queue = cfg->queue_size;
     int maxl = -1, metaint = 16000, hidden = 0;
     if (mc) {
@@ -99,7 +165,7 @@ static mount_t *mount_alloc(const char *name, mount_info_t *info, int *err)
     sentinel->flags = BLOCK_SYNC;
     m->oldest = sentinel;
     m->newest = block_ref(sentinel);
-    m->info = *info;
+    m->source_info = *info;
     memset(info, 0, sizeof(*info));
     m->start = time(NULL);
     m->meta = icy_meta_new("", NULL);
@@ -207,7 +273,17 @@ void mount_unref(mount_t *m)
     icy_meta_unref(m->meta);
     tags_free(m->tags);
     free(m->fallback_name);
-    mount_info_free(&m->info);
+    mount_info_t *cur = atomic_load(&m->info);
+    if (cur) {
+        mount_info_free(cur);
+        free(cur);
+    }
+    for (mount_info_t *r = m->info_retired, *next; r; r = next) {
+        next = r->retired_next;
+        mount_info_free(r);
+        free(r);
+    }
+    mount_info_free(&m->source_info);
     pthread_mutex_destroy(&m->lock);
     free(m->name);
     free(m);

@@ -27,8 +27,9 @@ typedef struct mount_tag {
     struct mount_tag *next;
 } mount_tag_t;
 
-/* Stream description from the source's headers (ice-*) merged with the <mount> settings.
- * Strings are sanitized (no control characters). Immutable after mount_create. */
+/* Stream description: what the source's headers (ice-*) said, and the view listeners and stats
+ * get, that merged with the <mount> settings (rebuilt on reload). Strings are sanitized (no
+ * control characters). A snapshot never changes once published. */
 typedef struct mount_info {
     char *content_type;
     char *name, *description, *genre, *url, *bitrate, *audio_info;
@@ -36,6 +37,7 @@ typedef struct mount_info {
     char *subtype;
     char *source_ip;
     char *user_agent;
+    struct mount_info *retired_next; /* replaced snapshots, freed with the mount */
 } mount_info_t;
 
 typedef struct mount mount_t;
@@ -64,7 +66,9 @@ struct mount {
     icy_meta_t *meta;              /* current ICY metadata */
     mount_tag_t *tags;
 
-    mount_info_t info;
+    mount_info_t source_info;           /* from the source's headers; immutable */
+    _Atomic(mount_info_t *) info;       /* merged view; see mount_info() */
+    mount_info_t *info_retired;         /* under lock */
     int is_ogg;
     /* fallback set at runtime (/admin/fallbacks), by name, under lock; NULL = the config's.
      * Resolved only when listeners move (stream/fallback.h), so it never pins a mount. */
@@ -87,7 +91,12 @@ struct mount {
     mount_t *reg_next;
 };
 
-/* Creates and registers a mount. Takes ownership of info's strings. Returns a reference for the
+/* The current description of m (source headers + <mount> settings). Valid while the caller
+ * holds a reference to m: replaced snapshots are kept until the mount is freed, so readers
+ * take no lock. */
+const mount_info_t *mount_info(const mount_t *m);
+
+/* Creates and registers a mount. Takes ownership of info's strings (the source's headers). Returns a reference for the
  * caller, or NULL with *err = -EEXIST (name live) / -ENOMEM. */
 mount_t *mount_create(const char *name, mount_info_t *info, int *err);
 /* Creates a mount outside the registry (a file mount): never found by name nor listed.
@@ -112,7 +121,8 @@ int mount_count(void);
 /* Calls fn for every live mount in name order. The registry lock is not held during the calls
  * (each mount is referenced meanwhile), so fn may call any mount_* function. */
 void mount_foreach(void (*fn)(mount_t *m, void *arg), void *arg);
-/* Re-reads per-mount settings from the current config (after a reload). */
+/* Re-reads per-mount settings from the current config (after a reload): limits, ICY interval,
+ * hidden, and the stream description (stream-name, genre ... over the source's headers). */
 void mount_apply_config(mount_t *m);
 
 /* Producer side (source worker). Publishes b (takes the reference), trims the queue to the

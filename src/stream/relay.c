@@ -329,7 +329,7 @@ static void become_source(conn_t *c, relay_t *r, const http_response_t *resp, si
     req->num_headers = resp->num_headers;
     memcpy(req->headers, resp->headers, resp->num_headers * sizeof(resp->headers[0]));
     const http_header_t *ct = http_find_header(req, "content-type");
-    if (r->mount && ct && !str_ieq(ct->value, ct->value_len, r->mount->info.content_type))
+    if (r->mount && ct && !str_ieq(ct->value, ct->value_len, mount_info(r->mount)->content_type))
         end_mount(r, "the upstream changed its content type");
     char *rbuf = c->rbuf;
     size_t rlen = c->rlen;

@@ -92,7 +92,7 @@ static void sink_log(void *ctx, int level, const char *msg)
 {
     source_t *s = ctx;
     char esc[1024];
-    escape_log(esc, sizeof(esc), msg, strlen(msg));
+    escape_log_utf8(esc, sizeof(esc), msg, strlen(msg));
     log_msg(level, "format", "%s: %s", s->mount->name, esc);
 }
 
@@ -125,16 +125,21 @@ static char *header_clean(const http_request_t *req, const char *a, const char *
     return h ? clean_value(h->value, h->value_len) : NULL;
 }
 
-static void override(char **field, const char *conf)
+/* The bitrate named in ice-audio-info ("bitrate=128", or "ice-bitrate=128" as libshout writes
+ * it), as Icecast maps it to icy-br for listeners; NULL if there is none. */
+static char *audio_info_bitrate(const char *audio_info)
 {
-    if (conf) {
-        free(*field);
-        *field = clean_value(conf, strlen(conf));
-    }
+    const char *p = audio_info ? strstr(audio_info, "bitrate=") : NULL;
+    if (!p)
+        return NULL;
+    p += strlen("bitrate=");
+    size_t n = strspn(p, "0123456789");
+    return n > 0 && n < 10 ? strndup(p, n) : NULL;
 }
 
-static void build_info(mount_info_t *i, conn_t *c, const http_request_t *req,
-                       const mount_conf_t *mc)
+/* What the source's headers say about the stream; the <mount> settings are merged over it by
+ * the mount (mount_apply_config), again on every reload. */
+static void build_info(mount_info_t *i, conn_t *c, const http_request_t *req)
 {
     i->content_type = header_clean(req, "content-type", NULL);
     if (!i->content_type)
@@ -145,22 +150,13 @@ static void build_info(mount_info_t *i, conn_t *c, const http_request_t *req,
     i->url = header_clean(req, "ice-url", "icy-url");
     i->bitrate = header_clean(req, "ice-bitrate", "icy-br");
     i->audio_info = header_clean(req, "ice-audio-info", NULL);
+    if (!i->bitrate)
+        i->bitrate = audio_info_bitrate(i->audio_info);
     i->user_agent = header_clean(req, "user-agent", NULL);
     i->source_ip = strdup(c->ip);
     char *pub = header_clean(req, "ice-public", "icy-pub");
     i->public = pub ? atoi(pub) != 0 : -1;
     free(pub);
-    if (!mc)
-        return;
-    override(&i->name, mc->stream_name);
-    override(&i->description, mc->stream_description);
-    override(&i->genre, mc->genre);
-    override(&i->url, mc->stream_url);
-    override(&i->bitrate, mc->bitrate);
-    override(&i->content_type, mc->type);
-    override(&i->subtype, mc->subtype);
-    if (mc->public >= 0)
-        i->public = mc->public;
 }
 
 /* ---- authentication ---- */
@@ -356,11 +352,11 @@ static int become(conn_t *c, const http_request_t *req, const char *mount_name,
     const format_ops_t *fops;
     if (relay_mount && *relay_mount) {
         s->mount = mount_ref(*relay_mount);
-        fops = format_for_content_type(s->mount->info.content_type);
+        fops = format_for_content_type(mount_info(s->mount)->content_type);
     } else {
         mount_info_t info = {0};
-        build_info(&info, c, req, mc);
-        fops = format_for_content_type(info.content_type);
+        build_info(&info, c, req);
+        fops = format_for_content_type(mc && mc->type ? mc->type : info.content_type);
         int err = 0;
         s->mount = mount_create(mount_name, &info, &err);
         if (!s->mount) {
@@ -402,7 +398,7 @@ static int become(conn_t *c, const http_request_t *req, const char *mount_name,
     fallback_source_started(c->worker, s->mount);
     auth_url_mount_event(mc, mount_name, 1);
     log_info("%s %s connected to %s (%s, %s)", relay_mount ? "relay from" : "source", c->ip,
-             mount_name, s->fmt->ops->name, s->mount->info.content_type);
+             mount_name, s->fmt->ops->name, mount_info(s->mount)->content_type);
     client_of(c)->status = 200;
     if (response)
         conn_send(c, response, strlen(response), NULL);
@@ -604,9 +600,24 @@ static int source_module_init(worker_t *w)
     return worker_timer_add(w, 1000, check_timeouts, NULL);
 }
 
+/* A reload: this worker's sources gather reads for the new write window, and take the new
+ * <charset> of their mount. */
+static void source_module_reload(worker_t *w)
+{
+    const config_t *cfg = server_config();
+    for (source_t *s = worker_sources[w->id]; s; s = s->next) {
+        if (!s->fmt || !s->mount)
+            continue;
+        s->fmt->coalesce_ms = cfg->write_window_ms / 4;
+        const mount_conf_t *mc = config_find_mount(cfg, s->mount->name);
+        s->fmt->charset = mc ? mc->charset : NULL;
+    }
+}
+
 static const worker_module_t source_module = {
     .name = "source-timeouts",
     .init = source_module_init,
+    .reload = source_module_reload,
 };
 
 void source_register(void)

@@ -223,7 +223,7 @@ static char *title_of(mount_t *m)
 
 static void send_add(yp_entry_t *e, mount_t *m, const directory_conf_t *d, const config_t *cfg)
 {
-    const mount_info_t *i = &m->info;
+    const mount_info_t *i = mount_info(m);
     const mount_conf_t *mc = config_find_mount(cfg, m->name);
     char listen[600];
     snprintf(listen, sizeof(listen), "http://%s:%d%s", cfg->hostname ? cfg->hostname : "localhost",
@@ -258,7 +258,7 @@ static void send_touch(yp_entry_t *e, mount_t *m, const directory_conf_t *d)
     url_form_append(&b, "listeners", num);
     snprintf(num, sizeof(num), "%d", max);
     url_form_append(&b, "max_listeners", max < 0 ? "unlimited" : num);
-    url_form_append(&b, "stype", m->info.subtype);
+    url_form_append(&b, "stype", mount_info(m)->subtype);
     submit(e, &b, d->yp_url_timeout, 1);
     buf_free(&b);
     free(title);
@@ -282,7 +282,7 @@ typedef struct {
 
 static int is_public(mount_t *m)
 {
-    return !atomic_load(&m->ended) && m->info.public == 1;
+    return !atomic_load(&m->ended) && mount_info(m)->public == 1;
 }
 
 static void visit_mount(mount_t *m, void *arg)

@@ -21,7 +21,9 @@ from conftest import BINARY, Server, free_port
 pytestmark = pytest.mark.rimecast_only
 
 # a setting warned about for good (it does nothing in Icecast 2.4 either)
-WARNED = "<limits><client-timeout>30</client-timeout></limits>"
+WARNED = '<paths><alias source="/a" destination="/b" bind-address="127.0.0.1"/></paths>'
+WARNED_MSG = 'bind-address="..." on <alias> in <paths> is not supported yet'
+WARNED_SETTING = "alias bind-address"
 
 
 def _run(extra_xml, timeout=3):
@@ -76,21 +78,20 @@ def test_disabled_values_of_refused_settings_start(server):
 
 def test_a_warned_setting_warns_once_and_the_admin_pages_show_it(server):
     # the setting twice, one warning; a mount name with markup checks the escaping on every page
-    srv = server(extra_xml=WARNED + "\n" + WARNED.replace("30", "31") + "\n"
+    srv = server(extra_xml=WARNED + "\n" + WARNED.replace("/a", "/c") + "\n"
                  "<mount><mount-name>/x&lt;y&amp;z</mount-name></mount>\n"
                  "<mount><mount-name>/x&lt;y&amp;z</mount-name></mount>")
     line = [i + 1 for i, ln in enumerate(open(srv.config_path).read().splitlines())
-            if "<client-timeout>" in ln][0]
-    wirelib.wait_until(lambda: "<client-timeout> in <limits> is not supported yet" in srv.error_log(),
-                       5, "the warning in the error log")
+            if 'bind-address="127.0.0.1"' in ln][0]
+    wirelib.wait_until(lambda: WARNED_MSG in srv.error_log(), 5, "the warning in the error log")
     log = srv.error_log()
-    assert log.count("<client-timeout> in <limits> is not supported yet") == 1, log
-    assert "%s:%d: <client-timeout>" % (srv.config_path, line) in log, log
+    assert log.count(WARNED_MSG) == 1, log
+    assert "%s:%d: %s" % (srv.config_path, line, WARNED_MSG) in log, log
 
     r = adminlib.admin(srv, "/admin/stats")
     assert r.status == 200
     warnings = r.xml().findall("config-warnings/warning")
-    found = [w for w in warnings if w.findtext("setting") == "client-timeout"]
+    found = [w for w in warnings if w.findtext("setting") == WARNED_SETTING]
     assert len(found) == 1, r.body
     assert found[0].findtext("line") == str(line)
     assert found[0].findtext("file") == srv.config_path
@@ -103,15 +104,15 @@ def test_a_warned_setting_warns_once_and_the_admin_pages_show_it(server):
     doc = json.loads(j.body.decode("utf-8"))
     listed = doc["icestats"]["config-warnings"]["warning"]
     assert isinstance(listed, list) and len(listed) == len(warnings)
-    assert {"setting": "client-timeout", "file": srv.config_path, "line": line,
+    assert {"setting": WARNED_SETTING, "file": srv.config_path, "line": line,
             "message": found[0].findtext("message")} in listed
 
     page = adminlib.admin(srv, "/admin/stats.xsl")
     assert page.status == 200
     html = page.body.decode("utf-8")
     assert 'class="notice bad config-warnings"' in html, html
-    assert re.search(r'data-setting="client-timeout"', html), html
-    assert "&lt;client-timeout&gt; in &lt;limits&gt; is not supported yet" in html
+    assert 'data-setting="%s"' % WARNED_SETTING in html, html
+    assert "on &lt;alias&gt; in &lt;paths&gt; is not supported yet" in html
     assert "/x<y&z" not in html and "/x&lt;y&amp;z" in html
 
 
@@ -120,7 +121,7 @@ def test_one_warning_is_still_a_list_in_json(server):
     doc = adminlib.admin(srv, "/admin/stats.json").json()
     listed = doc["icestats"]["config-warnings"]["warning"]
     assert isinstance(listed, list) and len(listed) == 1
-    assert listed[0]["setting"] == "client-timeout"
+    assert listed[0]["setting"] == WARNED_SETTING
 
 
 def test_clean_config_has_no_warning(server):
@@ -146,7 +147,7 @@ def test_reload_with_a_refused_setting_keeps_the_running_config(server):
     assert srv.is_alive()
     # still the old config: its warning is what the admin page lists
     r = adminlib.admin(srv, "/admin/stats")
-    assert [w.findtext("setting") for w in r.xml().findall("config-warnings/warning")] == ["client-timeout"]
+    assert [w.findtext("setting") for w in r.xml().findall("config-warnings/warning")] == [WARNED_SETTING]
     # a reload to an accepted config replaces the list
     srv.write_config(extra_xml="")
     srv.send_signal(signal.SIGHUP)
