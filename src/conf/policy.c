@@ -17,8 +17,6 @@
 
 const policy_t config_policies[] = {
     /* refused: ignoring them would let in someone the file keeps out */
-    REFUSE("mount", "no-mount", POLICY_ENABLED,
-           "listeners could still connect to the mount directly"),
 
     /* warned once: the server works, without the feature */
     {"paths", "alias", "bind-address", POLICY_WARN, POLICY_PRESENT,

@@ -172,6 +172,13 @@ static void handle_get(conn_t *c, const http_request_t *req)
     }
     const char *alias = router_alias(c, path);
     const char *target = alias ? alias : path;
+    /* <no-mount>: reachable as a fallback or a move's destination, never directly */
+    const mount_conf_t *nm = config_find_mount(server_config(), target);
+    if (nm && nm->no_mount && req->method != HTTP_METHOD_POST && !router_owns(target)) {
+        free(path);
+        client_send_error(c, 403, "Forbidden: mountpoint unavailable");
+        return;
+    }
     mount_t *m = req->method != HTTP_METHOD_POST && !router_owns(target)
                      ? mount_find(target)
                      : NULL;

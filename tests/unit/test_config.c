@@ -780,7 +780,7 @@ static void test_policy_refused(void)
             fprintf(stderr, "  <%s>: got \"%s\"\n", r->element, err);
         config_free(c);
     }
-    CHECK(rows >= 1); /* the loop ran; rows go away as settings are implemented */
+    (void)rows; /* no refused row is left at present: the loop checks any that comes */
     /* the same settings with the default value change nothing: loaded, no warning */
     config_t *c = load("<icecast><listen-socket><ssl>0</ssl><tls>off</tls></listen-socket>\n"
                        "<mount><mount-name>/a</mount-name><no-mount>0</no-mount>\n"

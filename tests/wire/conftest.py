@@ -108,7 +108,7 @@ LIMIT_KEYS = ("clients", "sources", "queue_size", "burst_size", "header_timeout"
               "source_timeout", "client_timeout", "workers", "write_window")
 MOUNT_KEYS = ("mount_name", "username", "password", "max_listeners", "burst_size",
               "queue_size", "source_timeout", "stream_name", "stream_description",
-              "genre", "bitrate", "public", "hidden", "fallback_mount")
+              "genre", "bitrate", "public", "hidden", "fallback_mount", "no_mount")
 
 
 def render_config(cfg):
