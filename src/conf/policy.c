@@ -19,8 +19,6 @@ const policy_t config_policies[] = {
     /* refused: ignoring them would let in someone the file keeps out */
 
     /* warned once: the server works, without the feature */
-    {"paths", "alias", "bind-address", POLICY_WARN, POLICY_PRESENT,
-     "the alias applies on every address (port= is honoured)"},
     {NULL, NULL, NULL, 0, 0, NULL},
 };
 

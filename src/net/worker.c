@@ -350,9 +350,17 @@ static void open_reserve(worker_t *w)
  * listen socket would stay readable, so: close the reserve descriptor to accept-and-close
  * them (they see a prompt close), stop watching the listen sockets for a moment (the loop
  * re-arms them, see worker_main), count the refusals and log once in a while. */
+/* Descriptors are process-wide: the slot a worker frees by closing its reserve could be taken
+ * by another worker's accept before its own accept-and-close runs, leaving it no reserve and
+ * its waiting clients hanging. So once any worker ran short, every worker accepts under one
+ * lock until an accept succeeds again (cold path: only while descriptors are short). */
+static pthread_mutex_t short_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int fds_short;
+
 static void accept_exhausted(worker_t *w, worker_listen_t *ls, int err)
 {
     unsigned refused = 0;
+    open_reserve(w); /* lost earlier (taken while we had none): try again */
     while (w->reserve_fd >= 0 && refused < ACCEPT_REFUSE_BATCH) {
         close(w->reserve_fd);
         w->reserve_fd = -1;
@@ -410,13 +418,27 @@ static void on_accept(loop_handler_t *h, uint32_t events)
     while (!w->accept_resume_ms && ls->fd >= 0) {
         struct sockaddr_storage ss;
         socklen_t sl = sizeof(ss);
+        int locked = atomic_load_explicit(&fds_short, memory_order_relaxed);
+        if (locked)
+            pthread_mutex_lock(&short_lock);
         int fd = accept4(ls->fd, (struct sockaddr *)&ss, &sl,
                          SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int err = errno;
+        if (fd < 0 && (err == EMFILE || err == ENFILE)) {
+            if (!locked)
+                pthread_mutex_lock(&short_lock);
+            atomic_store(&fds_short, 1);
+            accept_exhausted(w, ls, err);
+            pthread_mutex_unlock(&short_lock);
+            return;
+        }
+        if (fd >= 0 && locked)
+            atomic_store(&fds_short, 0); /* descriptors are free again */
+        if (locked)
+            pthread_mutex_unlock(&short_lock);
         if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED)
+            if (err == EINTR || err == ECONNABORTED)
                 continue;
-            if (errno == EMFILE || errno == ENFILE)
-                accept_exhausted(w, ls, errno);
             return;
         }
         char ip[64];

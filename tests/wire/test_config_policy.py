@@ -22,9 +22,10 @@ from conftest import BINARY, Server, free_port
 pytestmark = pytest.mark.rimecast_only
 
 # a setting warned about for good (it does nothing in Icecast 2.4 either)
-WARNED = '<paths><alias source="/a" destination="/b" bind-address="127.0.0.1"/></paths>'
-WARNED_MSG = 'bind-address="..." on <alias> in <paths> is not supported yet'
-WARNED_SETTING = "alias bind-address"
+# No setting is waiting for an implementation at present: a deprecated one warns the same way.
+WARNED = "<limits><threadpool>4</threadpool></limits>"
+WARNED_MSG = "<threadpool> in <limits> is deprecated"
+WARNED_SETTING = "threadpool"
 
 
 def _run(extra_xml, timeout=3):
@@ -61,11 +62,11 @@ def test_disabled_values_of_refused_settings_start(server):
 
 def test_a_warned_setting_warns_once_and_the_admin_pages_show_it(server):
     # the setting twice, one warning; a mount name with markup checks the escaping on every page
-    srv = server(extra_xml=WARNED + "\n" + WARNED.replace("/a", "/c") + "\n"
+    srv = server(extra_xml=WARNED + "\n" + WARNED.replace("4", "5") + "\n"
                  "<mount><mount-name>/x&lt;y&amp;z</mount-name></mount>\n"
                  "<mount><mount-name>/x&lt;y&amp;z</mount-name></mount>")
     line = [i + 1 for i, ln in enumerate(open(srv.config_path).read().splitlines())
-            if 'bind-address="127.0.0.1"' in ln][0]
+            if "<threadpool>" in ln][0]
     wirelib.wait_until(lambda: WARNED_MSG in srv.error_log(), 5, "the warning in the error log")
     log = srv.error_log()
     assert log.count(WARNED_MSG) == 1, log
@@ -78,7 +79,7 @@ def test_a_warned_setting_warns_once_and_the_admin_pages_show_it(server):
     assert len(found) == 1, r.body
     assert found[0].findtext("line") == str(line)
     assert found[0].findtext("file") == srv.config_path
-    assert "not supported yet" in found[0].findtext("message")
+    assert "deprecated" in found[0].findtext("message")
     twice = [w for w in warnings if w.findtext("setting") == "mount-name"]
     assert len(twice) == 1 and "/x<y&z" in twice[0].findtext("message"), r.body
 
@@ -95,7 +96,7 @@ def test_a_warned_setting_warns_once_and_the_admin_pages_show_it(server):
     html = page.body.decode("utf-8")
     assert 'class="notice bad config-warnings"' in html, html
     assert 'data-setting="%s"' % WARNED_SETTING in html, html
-    assert "on &lt;alias&gt; in &lt;paths&gt; is not supported yet" in html
+    assert "&lt;threadpool&gt; in &lt;limits&gt; is deprecated" in html
     assert "/x<y&z" not in html and "/x&lt;y&amp;z" in html
 
 

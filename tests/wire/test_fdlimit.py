@@ -49,9 +49,12 @@ def connect_idle(srv, n):
     return socks
 
 
-def test_out_of_descriptors_no_spin_and_recovers(server):
+@pytest.mark.parametrize("workers", [1, 2])
+def test_out_of_descriptors_no_spin_and_recovers(server, workers):
+    """With several workers a reserve descriptor freed by one must not be taken by another's
+    accept (every worker accepts under one lock while descriptors are short)."""
     data = wirelib.make_data(2 << 20, seed=11)
-    srv = server(start=False, header_timeout=60, clients=1000)
+    srv = server(start=False, header_timeout=60, clients=1000, workers=workers)
     srv.preexec_fn = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (FD_LIMIT, FD_LIMIT))
     srv.start()
     src = srv.source("/live.mp3", data, rate=32 * 1024, loop=True)
