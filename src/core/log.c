@@ -113,17 +113,84 @@ int log_playlist_open(const char *path)
     return rc;
 }
 
-static void write_all(int fd, const char *buf, size_t len)
+/* A log that cannot be written (disk full, quota, I/O error) must never stop or slow
+ * streaming: the line is dropped at once. The first failure is said once on stderr; when a
+ * write to that log succeeds again, one line in the error log says how many lines were lost. */
+enum { SINK_ERROR, SINK_ACCESS, SINK_PLAYLIST, SINK_COUNT };
+typedef struct sink_fault {
+    atomic_int failing;       /* 1 from the first failed write until one succeeds */
+    atomic_int torn;          /* the failed write left a partial line in the file */
+    atomic_int err;           /* errno of the first failure */
+    atomic_llong since;       /* time of the first failure */
+    atomic_ullong lost;       /* lines dropped since then */
+} sink_fault_t;
+static sink_fault_t faults[SINK_COUNT];
+static const char *const sink_names[SINK_COUNT] = {"error", "access", "playlist"};
+
+/* 0, or -errno with *written set to the bytes that did go out. */
+static int write_all(int fd, const char *buf, size_t len, size_t *written)
 {
+    *written = 0;
     while (len > 0) {
         ssize_t n = write(fd, buf, len);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
-            return;
+            return n < 0 ? -errno : -ENOSPC;
         buf += n;
         len -= (size_t)n;
+        *written += (size_t)n;
     }
+    return 0;
+}
+
+static void sink_failed(int sink, int fd, int err, size_t written)
+{
+    sink_fault_t *f = &faults[sink];
+    atomic_fetch_add(&f->lost, 1);
+    if (written)
+        atomic_store(&f->torn, 1);
+    if (atomic_exchange(&f->failing, 1))
+        return;
+    atomic_store(&f->err, err);
+    atomic_store(&f->since, (long long)time(NULL));
+    if (fd == 2)
+        return;
+    char msg[256];
+    int n = snprintf(msg, sizeof(msg), "rimecast: log write failed: the %s log cannot be written "
+                     "(%s); its lines are dropped until writes succeed again\n",
+                     sink_names[sink], strerror(err));
+    if (n > 0 && write(2, msg, (size_t)n) < 0) {
+        /* nowhere left to say it */
+    }
+}
+
+static void sink_recovered(int sink)
+{
+    sink_fault_t *f = &faults[sink];
+    if (!atomic_exchange(&f->failing, 0))
+        return;
+    char since[64];
+    time_t t = (time_t)atomic_load(&f->since);
+    struct tm tm;
+    localtime_r(&t, &tm);
+    strftime(since, sizeof(since), "%Y-%m-%d %H:%M:%S", &tm);
+    log_msg(LOG_WARN, "log_write", "log write failed: the %s log could not be written from %s "
+            "until now (%s), %llu lines lost", sink_names[sink], since,
+            strerror(atomic_load(&f->err)), (unsigned long long)atomic_exchange(&f->lost, 0));
+}
+
+static void write_line(int sink, int fd, const char *line, size_t len)
+{
+    size_t written;
+    sink_fault_t *f = &faults[sink];
+    if (atomic_load_explicit(&f->torn, memory_order_relaxed) && atomic_exchange(&f->torn, 0))
+        (void)write_all(fd, "\n", 1, &written); /* end the partial line the failure left */
+    int rc = write_all(fd, line, len, &written);
+    if (rc < 0)
+        sink_failed(sink, fd, -rc, written);
+    else if (atomic_load_explicit(&f->failing, memory_order_relaxed))
+        sink_recovered(sink);
 }
 
 void log_msg(int level, const char *func, const char *fmt, ...)
@@ -149,7 +216,7 @@ void log_msg(int level, const char *func, const char *fmt, ...)
         if ((unsigned char)line[i] < 0x20)
             line[i] = '?';
     line[n++] = '\n';
-    write_all(error_fd, line, n);
+    write_line(SINK_ERROR, error_fd, line, n);
 }
 
 static uint64_t now_ms(void)
@@ -209,7 +276,7 @@ void log_access(const log_access_entry_t *e)
         n = sizeof(line) - 1;
         line[n - 1] = '\n';
     }
-    write_all(access_fd, line, (size_t)n);
+    write_line(SINK_ACCESS, access_fd, line, (size_t)n);
 }
 
 void log_playlist(const char *mount, int listeners, const char *title)
@@ -235,5 +302,5 @@ void log_playlist(const char *mount, int listeners, const char *title)
         n = sizeof(line) - 1;
         line[n - 1] = '\n';
     }
-    write_all(playlist_fd, line, (size_t)n);
+    write_line(SINK_PLAYLIST, playlist_fd, line, (size_t)n);
 }

@@ -7,6 +7,9 @@
  * stack buffer and written with one write(), so threads never interleave within a line.
  * log_reopen() swaps the file descriptors in place (dup2), which is how SIGHUP rotates logs.
  * Every string that came from a client must go through escape_log() (log_access does it).
+ * A write that fails (disk full, I/O error) drops the line at once and never blocks: the first
+ * failure of each log is said once on stderr, and when a write to it succeeds again one line
+ * in the error log ("log write failed: ... N lines lost") says what was lost.
  */
 #ifndef RIMECAST_LOG_H
 #define RIMECAST_LOG_H
