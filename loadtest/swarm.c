@@ -91,7 +91,7 @@ static struct {
     listener_t *l;
     unsigned nl, launched, connected, pending, starving;
     unsigned *retry, nretry; /* listeners whose connect failed, to start again (--retry) */
-    uint64_t server_closed, conn_err, rejected, closed_by_us;
+    uint64_t server_closed, server_reset, conn_err, rejected, closed_by_us;
     uint64_t total_bytes, total_hdr_bytes, closed_body_bytes;
     source_t *s;
     unsigned ns, sources_started, sources_up, src_err;
@@ -373,6 +373,8 @@ static void listener_readable(unsigned idx, uint32_t events)
         }
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
             return;
+        if (n < 0 && errno == ECONNRESET && l->state == L_STREAM)
+            g.server_reset++; /* a reset rather than a clean end of stream */
         listener_close(l, BY_SERVER);
         return;
     }
@@ -714,12 +716,13 @@ static void status_tick(double t)
         g.cpu_prev = cpu;
     }
     fprintf(g.status, "t=%.3f listeners=%u connected=%u pending=%u bytes=%llu starving=%u eligible=%u "
-            "rate_min_kbps=%.1f rate_p50_kbps=%.1f server_closed=%llu conn_err=%llu rejected=%llu "
-            "sources=%u sources_up=%u src_err=%u src_bytes=%llu lat_n=%llu lat_p50_ms=%.2f "
+            "rate_min_kbps=%.1f rate_p50_kbps=%.1f server_closed=%llu server_reset=%llu conn_err=%llu "
+            "rejected=%llu sources=%u sources_up=%u src_err=%u src_bytes=%llu lat_n=%llu lat_p50_ms=%.2f "
             "lat_p99_ms=%.2f swarm_cpu_pct=%.1f\n",
             t, g.launched, g.connected, g.pending, (unsigned long long)g.total_bytes, g.starving, nr,
             g.rate_min, g.rate_p50, (unsigned long long)g.server_closed,
-            (unsigned long long)g.conn_err, (unsigned long long)g.rejected, g.sources_started,
+            (unsigned long long)g.server_reset, (unsigned long long)g.conn_err,
+            (unsigned long long)g.rejected, g.sources_started,
             g.sources_up + (g.probe.fd >= 0), g.src_err, (unsigned long long)g.src_bytes,
             (unsigned long long)g.lat_win_n, lat_percentile(g.lat_win, g.lat_win_n, 0.5),
             lat_percentile(g.lat_win, g.lat_win_n, 0.99), g.cpu_pct);
@@ -738,10 +741,11 @@ static void final_report(double t)
             hdr += g.l[i].hdr_bytes;
         }
     fprintf(g.status, "final t=%.3f listeners=%u body_bytes=%llu hdr_bytes=%llu server_closed=%llu "
-            "closed_by_us=%llu conn_err=%llu rejected=%llu sources=%u src_err=%u src_bytes=%llu "
+            "server_reset=%llu closed_by_us=%llu conn_err=%llu rejected=%llu sources=%u src_err=%u src_bytes=%llu "
             "all_connected_s=%.3f lat_n=%llu lat_p50_ms=%.2f lat_p99_ms=%.2f\n",
             t, g.launched + opt.probe_listeners, (unsigned long long)body, (unsigned long long)hdr,
-            (unsigned long long)g.server_closed, (unsigned long long)g.closed_by_us,
+            (unsigned long long)g.server_closed, (unsigned long long)g.server_reset,
+            (unsigned long long)g.closed_by_us,
             (unsigned long long)g.conn_err, (unsigned long long)g.rejected, g.sources_started,
             g.src_err, (unsigned long long)g.src_bytes, g.all_connected_at,
             (unsigned long long)g.lat_all_n, lat_percentile(g.lat_all, g.lat_all_n, 0.5),

@@ -16,6 +16,7 @@
 #include "conf/config.h"
 #include "core/escape.h"
 #include "core/log.h"
+#include "core/loop.h"
 #include "core/str.h"
 #include "core/url.h"
 #include "core/utf8.h"
@@ -28,6 +29,10 @@
 #include "stream/mount.h"
 
 #define META_MAX 1024 /* bytes of a title or artist from an admin request */
+/* Metadata updates per second and mount; more are answered 429. A title change rebuilds the
+ * ICY block every listener gets and writes the stats, playlist log and events feed: a client
+ * flooding /admin/metadata must not turn that into work for the whole server. */
+#define META_UPDATES_PER_SECOND 10
 
 /* ---- documents ---- */
 
@@ -181,6 +186,27 @@ static int apply_metadata(mount_t *m, const char *song, const char *artist, cons
     return rc;
 }
 
+/* 1 if m may take one more metadata update this second, else 0. The first refusal of a
+ * second on a mount is logged through a 10 s rate limit, which counts the lines it holds back. */
+static int meta_rate_ok(mount_t *m)
+{
+    unsigned long long sec = loop_now_ms() / 1000, cur = atomic_load(&m->meta_updates), next;
+    do {
+        unsigned long long count = (cur >> 16) == sec ? (cur & 0xffff) : 0;
+        if (count >= 0xffff)
+            return 0;
+        next = (sec << 16) | (count + 1);
+    } while (!atomic_compare_exchange_weak(&m->meta_updates, &cur, next));
+    unsigned count = (unsigned)(next & 0xffff);
+    if (count == META_UPDATES_PER_SECOND + 1) {
+        static log_ratelimit_t rl; /* a flood on many mounts still makes one line per 10 s */
+        char esc[512];
+        log_warn_limited(&rl, 10000, "metadata updates of %s over %d a second: the excess is answered 429",
+                 escape_log(esc, sizeof(esc), m->name, strlen(m->name)), META_UPDATES_PER_SECOND);
+    }
+    return count <= META_UPDATES_PER_SECOND;
+}
+
 typedef struct meta_params {
     char *mode, *song, *artist, *title, *charset;
 } meta_params_t;
@@ -224,7 +250,9 @@ static void cmd_metadata(admin_req_t *a)
     if (meta_params_get(a, &p) < 0)
         return;
     /* Ogg mounts accept updates too (Icecast refuses them): the stats title changes. */
-    if (apply_metadata(a->mount, p.song, p.artist, p.title, p.charset) < 0)
+    if (!meta_rate_ok(a->mount))
+        admin_send_error(a, 429, "Too many metadata updates");
+    else if (apply_metadata(a->mount, p.song, p.artist, p.title, p.charset) < 0)
         admin_send_error(a, 400, "Invalid charset or text");
     else
         admin_send_response(a, "Metadata update successful", 1);
@@ -253,6 +281,8 @@ static void cmd_admin_cgi(admin_req_t *a)
     mount_t *m = mount ? mount_find(mount) : NULL;
     if (!m)
         admin_send_error(a, 400, "Source does not exist");
+    else if (!meta_rate_ok(m))
+        admin_send_error(a, 429, "Too many metadata updates");
     else if (apply_metadata(m, p.song ? p.song : "", NULL, NULL, p.charset) < 0)
         admin_send_error(a, 400, "Invalid charset or text");
     else

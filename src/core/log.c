@@ -164,23 +164,103 @@ static void rotate(log_file_t *lf, unsigned long long limit)
     pthread_mutex_unlock(&file_lock);
 }
 
-static void write_all(int fd, const char *buf, size_t len)
+/* A log that cannot be written (disk full, quota, I/O error) must never stop or slow
+ * streaming: the line is dropped at once. The first failure is said once on stderr; when a
+ * write to that log succeeds again, one line in the error log says how many lines were lost. */
+typedef struct sink_fault {
+    atomic_int failing;       /* 1 from the first failed write until one succeeds */
+    atomic_int torn;          /* the failed write left a partial line in the file */
+    atomic_int err;           /* errno of the first failure */
+    atomic_llong since;       /* time of the first failure */
+    atomic_ullong lost;       /* lines dropped since then */
+} sink_fault_t;
+static sink_fault_t error_fault, access_fault, playlist_fault;
+
+static sink_fault_t *fault_of(const log_file_t *lf, const char **name)
 {
+    if (lf == &access_log) {
+        *name = "access";
+        return &access_fault;
+    }
+    if (lf == &playlist_log) {
+        *name = "playlist";
+        return &playlist_fault;
+    }
+    *name = "error";
+    return &error_fault;
+}
+
+/* 0, or -errno with *written set to the bytes that did go out. */
+static int write_all(int fd, const char *buf, size_t len, size_t *written)
+{
+    *written = 0;
     while (len > 0) {
         ssize_t n = write(fd, buf, len);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
-            return;
+            return n < 0 ? -errno : -ENOSPC;
         buf += n;
         len -= (size_t)n;
+        *written += (size_t)n;
+    }
+    return 0;
+}
+
+static void sink_failed(log_file_t *lf, int err, size_t written)
+{
+    const char *name;
+    sink_fault_t *f = fault_of(lf, &name);
+    atomic_fetch_add(&f->lost, 1);
+    if (written)
+        atomic_store(&f->torn, 1);
+    if (atomic_exchange(&f->failing, 1))
+        return;
+    atomic_store(&f->err, err);
+    atomic_store(&f->since, (long long)time(NULL));
+    if (lf->fd == 2)
+        return;
+    char msg[256];
+    int n = snprintf(msg, sizeof(msg), "rimecast: log write failed: the %s log cannot be written "
+                     "(%s); its lines are dropped until writes succeed again\n",
+                     name, strerror(err));
+    if (n > 0 && write(2, msg, (size_t)n) < 0) {
+        /* nowhere left to say it */
     }
 }
 
-/* One line to lf; counts its bytes and rotates the file when it passed <logsize>. */
-static void write_line(log_file_t *lf, const char *buf, size_t len)
+static void sink_recovered(log_file_t *lf)
 {
-    write_all(lf->fd, buf, len);
+    const char *name;
+    sink_fault_t *f = fault_of(lf, &name);
+    if (!atomic_exchange(&f->failing, 0))
+        return;
+    char since[64];
+    time_t t = (time_t)atomic_load(&f->since);
+    struct tm tm;
+    localtime_r(&t, &tm);
+    strftime(since, sizeof(since), "%Y-%m-%d %H:%M:%S", &tm);
+    log_msg(LOG_WARN, "log_write", "log write failed: the %s log could not be written from %s "
+            "until now (%s), %llu lines lost", name, since,
+            strerror(atomic_load(&f->err)), (unsigned long long)atomic_exchange(&f->lost, 0));
+}
+
+/* One line to lf: dropped at once if it cannot be written (see log.h); counts its bytes and
+ * rotates the file when it passed <logsize>. */
+static void write_line(log_file_t *lf, const char *line, size_t len)
+{
+    size_t written;
+    const char *name;
+    sink_fault_t *f = fault_of(lf, &name);
+    if (atomic_load_explicit(&f->torn, memory_order_relaxed) && atomic_exchange(&f->torn, 0))
+        (void)write_all(lf->fd, "\n", 1, &written); /* end the partial line the failure left */
+    int rc = write_all(lf->fd, line, len, &written);
+    if (rc < 0) {
+        sink_failed(lf, -rc, written);
+        return;
+    }
+    if (atomic_load_explicit(&f->failing, memory_order_relaxed))
+        sink_recovered(lf);
     unsigned long long limit = atomic_load_explicit(&rotate_bytes, memory_order_relaxed);
     if (limit && atomic_fetch_add_explicit(&lf->written, len, memory_order_relaxed) + len > limit)
         rotate(lf, limit);

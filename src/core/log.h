@@ -9,6 +9,9 @@
  * rotation by size (log_set_rotation) renames a full file and swaps in a new one the same way.
  * Every string that came from a client must go through escape_log() (log_access does it), or
  * escape_log_utf8() for text people read (titles, names: UTF-8 kept, controls escaped).
+ * A write that fails (disk full, I/O error) drops the line at once and never blocks: the first
+ * failure of each log is said once on stderr, and when a write to it succeeds again one line
+ * in the error log ("log write failed: ... N lines lost") says what was lost.
  */
 #ifndef RIMECAST_LOG_H
 #define RIMECAST_LOG_H

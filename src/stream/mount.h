@@ -87,6 +87,9 @@ struct mount {
     atomic_ullong bytes_read;
     atomic_ullong bytes_sent;
     atomic_int worker_listeners[SERVER_MAX_WORKERS];
+    /* admin metadata updates in the current second: (monotonic second << 16) | count; the
+     * admin layer refuses updates over its per-mount limit (admin/commands.c) */
+    atomic_ullong meta_updates;
 
     mount_t *reg_next;
 };

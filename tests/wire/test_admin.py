@@ -3,6 +3,7 @@
 credentials and errors, checked element by element against live sources."""
 
 import http.client
+import time
 import urllib.parse
 
 import pytest
@@ -224,6 +225,25 @@ def test_metadata_song_sets_the_title_escaped_everywhere(station):
     assert b"<script>" not in admin(station.srv, "/admin/stats").body
     page = admin(station.srv, "/admin/stats.xsl")
     assert b"<script>" not in page.body and b"&lt;script&gt;" in page.body
+
+
+def test_metadata_flood_is_limited_to_ten_a_second_per_mount(station):
+    statuses = []
+    t0 = time.monotonic()
+    for i in range(40):
+        statuses.append(admin(station.srv, "/admin/metadata?mount=/a.mp3&mode=updinfo&song=s%d" % i).status)
+    elapsed = time.monotonic() - t0
+    ok = statuses.count(200)
+    assert set(statuses) <= {200, 429}
+    assert 10 <= ok <= 10 * (int(elapsed) + 2), "%d updates taken in %.2f s" % (ok, elapsed)
+    assert statuses.count(429) > 0
+    # the limit is per mount: another mount still takes updates
+    assert admin(station.srv, "/admin/metadata?mount=/b.mp3&mode=updinfo&song=b").status == 200
+    time.sleep(1.1)
+    assert admin(station.srv, "/admin/metadata?mount=/a.mp3&mode=updinfo&song=after").status == 200
+    assert title_of(station.srv, "/a.mp3") == "after"
+    station.srv.wait_log("metadata updates of /a.mp3 over 10 a second")
+    assert station.srv.error_log().count("over 10 a second") <= 2
 
 
 def test_metadata_artist_title_and_charset(station):
