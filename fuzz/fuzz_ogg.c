@@ -5,7 +5,7 @@
  * Inputs whose first byte is even are read as packets for up to four logical streams and paged
  * with libogg first, so that valid CRCs reach the codec header parsers and the chaining logic.
  */
-// fuzz-sources: src/format/format.c src/format/generic.c src/format/icy.c src/format/ogg.c src/format/ogg_vorbis.c src/format/ogg_opus.c src/format/ogg_flac.c src/format/ogg_theora.c src/format/ogg_speex.c src/core/block.c src/core/str.c src/core/utf8.c src/core/loop.c
+// fuzz-sources: src/format/format.c src/format/generic.c src/format/mpeg.c src/format/icy.c src/format/ogg.c src/format/ogg_vorbis.c src/format/ogg_opus.c src/format/ogg_flac.c src/format/ogg_theora.c src/format/ogg_speex.c src/core/block.c src/core/str.c src/core/utf8.c src/core/loop.c
 // fuzz-pkgs: ogg
 // fuzz-args: -max_len=70000
 #include <stdint.h>

@@ -6,7 +6,8 @@
  * bytes read from the source (any split), and reports through its sink: finished blocks (in
  * stream order, with flags), the codec header data new listeners need first, stream tags
  * (title, artist, audio_info keys) and log lines. It never touches sockets, mounts or listeners.
- * Handlers: generic (pass-through, every block a sync point; MP3/AAC with inbound ICY stripping),
+ * Handlers: generic (pass-through; MPEG audio and ADTS followed frame by frame so that blocks
+ * start at frames, anything else every block a sync point; inbound ICY stripping),
  * ogg (page sync via libogg, codecs behind ogg_codec_ops_t in one file each).
  */
 #ifndef RIMECAST_FORMAT_H

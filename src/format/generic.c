@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * generic: pass-through handler for MP3, AAC and every type without a parser of its own.
- * Audio bytes are never altered; every block is a sync point. Small reads are gathered into one
- * block until it holds GENERIC_BLOCK bytes or its first byte waited f->coalesce_ms (0: every
- * read is a block at once), so a paced source sending 400-byte chunks costs one block header
- * per few KB and listeners fewer iovecs.
+ * Audio bytes are never altered. Small reads are gathered into one block until it holds
+ * GENERIC_BLOCK bytes or its first byte waited f->coalesce_ms (0: every read is a block at
+ * once), so a paced source sending 400-byte chunks costs one block header per few KB and
+ * listeners fewer iovecs. MPEG audio and ADTS streams are followed frame by frame (format/mpeg.h):
+ * a block is cut at the last frame start it holds (the rest, less than a frame, begins the next
+ * block) and only blocks that begin at a frame are sync points. Data not recognized as frames
+ * keeps every block a sync point.
  * When the source declared icy-metaint: N, the metadata blocks it interleaves every N bytes
  * are cut out of the stream (across any split of the input) and their StreamTitle/StreamUrl
- * reported as the "title"/"url" tags, converted to UTF-8. No frame parsing.
+ * reported as the "title"/"url" tags, converted to UTF-8, before the frames are followed.
  */
 #include "format/format.h"
 
@@ -18,6 +21,7 @@
 #include "core/loop.h"
 #include "core/utf8.h"
 #include "format/icy.h"
+#include "format/mpeg.h"
 
 #define GENERIC_META_MAX (255 * 16)
 #define GENERIC_BLOCK 4096
@@ -36,12 +40,19 @@ typedef struct generic_state {
     int url_set;
     block_t *pending;    /* audio gathered but not yet emitted */
     uint64_t pending_since_ms;
+    uint64_t pending_at;  /* audio offset of pending->data[0] */
+    int pending_probe;    /* pending began while frames were not followed: a sync point */
+    mpeg_sync_t sync;
 } generic_state_t;
 
 static int generic_init(format_t *f)
 {
-    f->state = calloc(1, sizeof(generic_state_t));
-    return f->state ? 0 : -ENOMEM;
+    generic_state_t *st = calloc(1, sizeof(generic_state_t));
+    if (!st)
+        return -ENOMEM;
+    mpeg_sync_init(&st->sync);
+    f->state = st;
+    return 0;
 }
 
 static void generic_destroy(format_t *f)
@@ -57,30 +68,62 @@ static void generic_destroy(format_t *f)
     f->state = NULL;
 }
 
-static void generic_emit_pending(format_t *f, generic_state_t *st)
+static int new_pending(generic_state_t *st)
+{
+    if (!(st->pending = block_new(GENERIC_BLOCK)))
+        return -ENOMEM;
+    st->pending_at = st->sync.pos;
+    st->pending_probe = st->sync.mode == MPEG_SYNC_START || st->sync.mode == MPEG_SYNC_PROBE;
+    mpeg_sync_mark(&st->sync, st->pending_at);
+    return 0;
+}
+
+/* Emits the pending block. With cut, a followed stream's block ends at the last frame start
+ * it holds and the bytes from there begin the next pending block (one copy of less than a
+ * frame, per source block). */
+static int generic_emit_pending(format_t *f, generic_state_t *st, int cut)
 {
     block_t *b = st->pending;
-    st->pending = NULL;
     if (!b)
-        return;
+        return 0;
+    uint64_t frame = st->sync.frame_start;
+    size_t keep = 0;
+    if (cut && st->sync.mode == MPEG_SYNC_LOCKED && frame > st->pending_at &&
+        frame < st->pending_at + b->len)
+        keep = (size_t)(st->pending_at + b->len - frame);
+    int sync = st->pending_probe || st->sync.mark_ok;
+    st->pending = NULL;
+    if (keep) {
+        if (new_pending(st) < 0) {
+            st->pending = b; /* nothing lost: emitted whole next time */
+            return -ENOMEM;
+        }
+        st->pending_at = frame;
+        mpeg_sync_mark(&st->sync, frame);
+        memcpy(st->pending->data, b->data + b->len - keep, keep);
+        st->pending->len = (uint32_t)keep;
+        st->pending_since_ms = f->coalesce_ms > 0 ? loop_now_ms() : 0;
+        b->len -= (uint32_t)keep;
+    }
     if (b->len == 0) {
         block_unref(b);
-        return;
+        return 0;
     }
-    if (b->len < b->cap) { /* flushed by age: give back the unused room */
+    if (b->len < b->cap) { /* cut or flushed by age: give back the unused room */
         block_t *fit = realloc(b, sizeof(*b) + b->len);
         if (fit) {
             b = fit;
             b->cap = b->len;
         }
     }
-    b->flags = BLOCK_SYNC;
+    b->flags = sync ? BLOCK_SYNC : 0;
     f->sink.emit(f->sink.ctx, b);
+    return 0;
 }
 
 static void generic_flush(format_t *f)
 {
-    generic_emit_pending(f, f->state);
+    (void)generic_emit_pending(f, f->state, 0);
 }
 
 static int generic_report(format_t *f, const char *tag, const char *raw)
@@ -119,13 +162,12 @@ static int generic_metadata(format_t *f, generic_state_t *st)
     return rc;
 }
 
-/* Copies audio into the pending block, emitting blocks as they fill up. */
+/* Copies audio into the pending block, following frames, emitting blocks as they fill up. */
 static int generic_audio(format_t *f, generic_state_t *st, const unsigned char *data, size_t len)
 {
     while (len > 0) {
         if (!st->pending) {
-            size_t cap = len > GENERIC_BLOCK ? len : GENERIC_BLOCK;
-            if (!(st->pending = block_new(f->coalesce_ms > 0 ? cap : len)))
+            if (new_pending(st) < 0)
                 return -ENOMEM;
             st->pending_since_ms = f->coalesce_ms > 0 ? loop_now_ms() : 0;
         }
@@ -133,10 +175,11 @@ static int generic_audio(format_t *f, generic_state_t *st, const unsigned char *
         size_t n = b->cap - b->len < len ? b->cap - b->len : len;
         memcpy(b->data + b->len, data, n);
         b->len += (uint32_t)n;
+        mpeg_sync_feed(&st->sync, data, n);
         data += n;
         len -= n;
-        if (b->len == b->cap)
-            generic_emit_pending(f, st);
+        if (b->len == b->cap && generic_emit_pending(f, st, 1) < 0)
+            return -ENOMEM;
     }
     return 0;
 }
@@ -198,7 +241,7 @@ static int generic_ingest(format_t *f, const unsigned char *data, size_t len)
         return rc;
     if (st->pending && (f->coalesce_ms == 0 ||
                         loop_now_ms() - st->pending_since_ms >= (uint64_t)f->coalesce_ms))
-        generic_emit_pending(f, st);
+        return generic_emit_pending(f, st, 1);
     return 0;
 }
 

@@ -4,7 +4,7 @@
  *
  * Queue references: the queue owns one reference on `oldest` and one on `newest`; every block
  * owns one on its successor. Publishing links the new block after `newest`; trimming moves
- * `oldest` forward while it lies wholly outside the burst window. A listener cursor on an old
+ * `oldest` forward to the burst start (the newest sync block at or before head - burst-size). A listener cursor on an old
  * block keeps that block and all later ones alive until it moves or is closed for lagging.
  */
 #include "stream/mount.h"
@@ -357,13 +357,40 @@ void mount_kill_source(mount_t *m)
         free(id);
 }
 
+/* The newest block a listener may start at for a burst point: the newest sync block at or
+ * before target that is not older than from (a chained stream's headers), else the first sync
+ * block after target; NULL when there is none yet. Walks only the queue (a few blocks). */
+static block_t *burst_start_locked(mount_t *m, uint64_t target, uint64_t from)
+{
+    block_t *start = NULL;
+    for (block_t *b = m->oldest; b; b = block_next(b)) {
+        if (b->len == 0 || !(b->flags & BLOCK_SYNC) || b->offset < from)
+            continue;
+        if (b->offset > target)
+            return start ? start : b;
+        start = b;
+    }
+    return start;
+}
+
+static uint64_t burst_point(uint64_t head, long burst)
+{
+    return head > (uint64_t)burst ? head - (uint64_t)burst : 0;
+}
+
+/* Drops the blocks no new listener can start at: those before the start of the burst (the
+ * newest sync block at or before head - burst-size). Without such a sync block, every block
+ * wholly before the burst point goes (listeners then start at the next sync block). */
 static void trim_locked(mount_t *m, uint64_t head_end)
 {
     long burst = atomic_load_explicit(&m->burst_size, memory_order_relaxed);
-    while (m->oldest != m->newest) {
+    uint64_t target = burst_point(head_end, burst);
+    block_t *keep = burst_start_locked(m, target, 0);
+    if (keep && keep->offset > target)
+        keep = NULL;
+    while (m->oldest != m->newest && m->oldest != keep) {
         block_t *next = block_next(m->oldest);
-        /* Keep the oldest block while the burst point still lies inside or after it. */
-        if (head_end - next->offset < (uint64_t)burst)
+        if (!keep && next->offset > target)
             break;
         block_ref(next);
         block_unref(m->oldest);
@@ -489,17 +516,12 @@ block_t *mount_attach(mount_t *m, uint32_t *pos, block_t **headers)
 {
     long burst = atomic_load_explicit(&m->burst_size, memory_order_relaxed);
     pthread_mutex_lock(&m->lock);
-    uint64_t head = m->next_offset;
-    uint64_t target = head > (uint64_t)burst ? head - (uint64_t)burst : 0;
+    uint64_t target = burst_point(m->next_offset, burst);
     if (target < m->headers_offset)
         target = m->headers_offset; /* never start before a chained stream's new headers */
-    block_t *start = NULL;
-    for (block_t *b = m->oldest; b; b = block_next(b)) {
-        if (b->len > 0 && (b->flags & BLOCK_SYNC) && b->offset >= target) {
-            start = b;
-            break;
-        }
-    }
+    /* At least burst-size bytes (the start block begins at or before the burst point), at
+     * most one block more; burst-size 0 starts at the live edge. */
+    block_t *start = burst > 0 ? burst_start_locked(m, target, m->headers_offset) : NULL;
     if (start) {
         *pos = 0;
     } else {

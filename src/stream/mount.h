@@ -142,7 +142,9 @@ block_t *mount_live_edge(mount_t *m);
 /* Copies a tag value (malloc'd) or NULL. */
 char *mount_get_tag(mount_t *m, const char *key);
 
-/* Listener side. Finds the start for a new listener: a sync block at or after the burst point.
+/* Listener side. Finds the start for a new listener: the newest sync block at or before the
+ * burst point (head - burst-size), so it gets at least burst-size bytes and at most one block
+ * more; the first sync block after it when there is none; the live edge for burst-size 0.
  * Returns a reference on the block and the offset within it in *pos, and a reference on the
  * codec headers in *headers (or NULL). */
 block_t *mount_attach(mount_t *m, uint32_t *pos, block_t **headers);

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * fuzz_mpeg: MPEG audio / ADTS frame sync. The first input byte chooses the piece size; the
+ * rest goes through the generic handler (which follows frames and cuts blocks) and through
+ * mpeg_frame_parse at every offset. The bytes must come out unchanged and in order, and a sync
+ * block emitted while the stream was followed must begin with a valid frame header.
+ */
+// fuzz-sources: src/format/format.c src/format/generic.c src/format/mpeg.c src/format/icy.c src/format/ogg.c src/format/ogg_vorbis.c src/format/ogg_opus.c src/format/ogg_flac.c src/format/ogg_theora.c src/format/ogg_speex.c src/core/block.c src/core/str.c src/core/utf8.c src/core/loop.c
+// fuzz-pkgs: ogg
+// fuzz-args: -max_len=65536
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "format/format.h"
+#include "format/mpeg.h"
+
+static const uint8_t *input;
+static size_t input_len, out_len;
+
+static void sink_emit(void *ctx, block_t *b)
+{
+    (void)ctx;
+    if (out_len + b->len > input_len || memcmp(input + out_len, b->data, b->len) != 0)
+        abort(); /* bytes changed, reordered or invented */
+    out_len += b->len;
+    block_unref(b);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 1)
+        return 0;
+    size_t piece = (size_t)data[0] * 37 + 1;
+    input = data + 1;
+    input_len = size - 1;
+    out_len = 0;
+    mpeg_frame_t fr;
+    for (size_t i = 0; i < input_len; i++) {
+        size_t n = input_len - i < MPEG_HEADER_MAX ? input_len - i : MPEG_HEADER_MAX;
+        int r = mpeg_frame_parse(input + i, n, &fr);
+        if (r == 1 && (fr.len < 4 || fr.len > 8191))
+            abort();
+    }
+    (void)mpeg_id3v2_len(input, input_len);
+    format_sink_t sink = {.emit = sink_emit};
+    format_t *f = format_new(&format_generic_ops, &sink);
+    if (!f)
+        return 0;
+    f->coalesce_ms = 0;
+    for (size_t i = 0; i < input_len; i += piece)
+        f->ops->ingest(f, input + i, input_len - i < piece ? input_len - i : piece);
+    f->ops->flush(f);
+    format_free(f);
+    if (out_len != input_len)
+        abort(); /* bytes lost */
+    return 0;
+}

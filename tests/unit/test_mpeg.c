@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * test_mpeg: MPEG audio and ADTS frame headers (hand-made for each version and layer, and
+ * real frames from ffmpeg), ID3v2 skipping, and the generic handler cutting blocks at frames:
+ * only blocks that begin at a frame are sync points, the bytes never change, and data that is
+ * not framed keeps every block a sync point.
+ */
+#include "format/format.h"
+#include "format/mpeg.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpeg_samples.h"
+#include "testlib.h"
+
+static uint32_t frame_len(unsigned char b1, unsigned char b2)
+{
+    unsigned char h[4] = {0xFF, b1, b2, 0x00};
+    mpeg_frame_t f;
+    return mpeg_frame_parse(h, sizeof(h), &f) == 1 ? f.len : 0;
+}
+
+static void test_headers_each_version_and_layer(void)
+{
+    /* b1 = 111VVLLP (P=1: no CRC); b2 = BBBBSSP0 */
+    CHECK(frame_len(0xFB, 0x90) == 417); /* MPEG-1 Layer III 128k 44.1 kHz */
+    CHECK(frame_len(0xFB, 0x92) == 418); /* ... padded */
+    CHECK(frame_len(0xFD, 0xA4) == 576); /* MPEG-1 Layer II 192k 48 kHz */
+    CHECK(frame_len(0xFF, 0xC0) == 416); /* MPEG-1 Layer I 384k 44.1 kHz: 104 slots of 4 */
+    CHECK(frame_len(0xFF, 0xC2) == 420); /* ... padded by one slot */
+    CHECK(frame_len(0xF3, 0x80) == 208); /* MPEG-2 Layer III 64k 22.05 kHz */
+    CHECK(frame_len(0xF5, 0xE4) == 960); /* MPEG-2 Layer II 160k 24 kHz */
+    CHECK(frame_len(0xF7, 0xE8) == 768); /* MPEG-2 Layer I 256k 16 kHz */
+    CHECK(frame_len(0xE3, 0x18) == 72);  /* MPEG-2.5 Layer III 8k 8 kHz */
+    CHECK(frame_len(0xE3, 0x10) == 72 * 8000 / 11025); /* MPEG-2.5 Layer III 8k 11.025 kHz */
+    /* not headers */
+    CHECK(frame_len(0xEB, 0x90) == 0); /* reserved version */
+    CHECK(frame_len(0xF9, 0x90) == 0); /* reserved layer */
+    CHECK(frame_len(0xFB, 0x00) == 0); /* free format */
+    CHECK(frame_len(0xFB, 0xF0) == 0); /* bad bitrate */
+    CHECK(frame_len(0xFB, 0x9C) == 0); /* reserved sample rate */
+    unsigned char emph[4] = {0xFF, 0xFB, 0x90, 0x02};
+    mpeg_frame_t f;
+    CHECK(mpeg_frame_parse(emph, 4, &f) == 0);
+    unsigned char partial[4] = {0xFF, 0xFB, 0x90, 0x00};
+    CHECK(mpeg_frame_parse(partial, 1, &f) == -EAGAIN);
+    CHECK(mpeg_frame_parse(partial, 3, &f) == -EAGAIN);
+    CHECK(mpeg_frame_parse((const unsigned char *)"\xFE\xFB", 2, &f) == 0);
+}
+
+static void test_adts_headers(void)
+{
+    /* AAC LC, 44.1 kHz, stereo, no CRC, frame of 371 bytes */
+    unsigned len = 371;
+    unsigned char h[7] = {0xFF, 0xF1, 0x50, (unsigned char)(0x80 | (len >> 11)),
+                          (unsigned char)(len >> 3), (unsigned char)((len & 7) << 5 | 0x1F), 0xFC};
+    mpeg_frame_t f;
+    CHECK(mpeg_frame_parse(h, 7, &f) == 1 && f.kind == MPEG_KIND_ADTS && f.len == 371 &&
+          f.samplerate == 44100);
+    CHECK(mpeg_frame_parse(h, 6, &f) == -EAGAIN);
+    unsigned char bad_rate[7];
+    memcpy(bad_rate, h, 7);
+    bad_rate[2] = 0x50 | (13 << 2);
+    CHECK(mpeg_frame_parse(bad_rate, 7, &f) == 0);
+    unsigned char short_frame[7];
+    memcpy(short_frame, h, 7);
+    short_frame[3] = 0x80;
+    short_frame[4] = 0;
+    short_frame[5] = 7 << 5; /* 7 bytes: a header and nothing else */
+    CHECK(mpeg_frame_parse(short_frame, 7, &f) == 0);
+}
+
+static void test_real_frames(void)
+{
+    long tag = mpeg_id3v2_len(sample_mp3, sizeof(sample_mp3));
+    CHECK(tag == 45);
+    mpeg_frame_t f;
+    size_t pos = (size_t)tag, frames = 0;
+    while (pos + 4 <= sizeof(sample_mp3) && mpeg_frame_parse(sample_mp3 + pos, 4, &f) == 1) {
+        CHECK(f.kind == MPEG_KIND_AUDIO && f.samplerate == 8000);
+        pos += f.len;
+        frames++;
+    }
+    CHECK(pos == sizeof(sample_mp3) && frames == 17);
+    pos = 0;
+    frames = 0;
+    while (pos + 7 <= sizeof(sample_adts) && mpeg_frame_parse(sample_adts + pos, 7, &f) == 1) {
+        CHECK(f.kind == MPEG_KIND_ADTS && f.samplerate == 8000);
+        pos += f.len;
+        frames++;
+    }
+    CHECK(pos == sizeof(sample_adts) && frames == 9);
+    CHECK(mpeg_id3v2_len((const unsigned char *)"ID", 2) == -EAGAIN);
+    CHECK(mpeg_id3v2_len((const unsigned char *)"IDX", 3) == 0);
+    CHECK(mpeg_id3v2_len(sample_adts, sizeof(sample_adts)) == 0);
+}
+
+/* ---- the generic handler ---- */
+
+typedef struct rec {
+    unsigned char out[1 << 16];
+    size_t len;
+    int blocks, sync, sync_not_at_frame;
+    const unsigned char *frames; /* the input, to judge sync block starts */
+    size_t first_frame;          /* offset of the first frame (after a tag) */
+} rec_t;
+
+static void rec_emit(void *ctx, block_t *b)
+{
+    rec_t *r = ctx;
+    mpeg_frame_t f;
+    if (b->flags & BLOCK_SYNC) {
+        r->sync++;
+        if (r->len >= r->first_frame && mpeg_frame_parse(b->data, b->len, &f) != 1)
+            r->sync_not_at_frame++;
+    }
+    memcpy(r->out + r->len, b->data, b->len);
+    r->len += b->len;
+    r->blocks++;
+    block_unref(b);
+}
+
+static void run_generic(rec_t *r, const unsigned char *data, size_t len, size_t piece)
+{
+    format_sink_t sink = {.ctx = r, .emit = rec_emit};
+    format_t *f = format_new(&format_generic_ops, &sink);
+    f->coalesce_ms = 0;
+    for (size_t i = 0; i < len; i += piece)
+        CHECK(f->ops->ingest(f, data + i, len - i < piece ? len - i : piece) == 0);
+    f->ops->flush(f);
+    format_free(f);
+}
+
+static void test_generic_cuts_at_frames(void)
+{
+    static const size_t pieces[] = {1, 3, 7, 100, 417, 1000, 5000};
+    for (size_t k = 0; k < sizeof(pieces) / sizeof(pieces[0]); k++) {
+        static rec_t r;
+        memset(&r, 0, sizeof(r));
+        /* locked at the third frame's header: after the tag, a 216-byte info frame, one of 72 */
+        r.first_frame = 45 + 216 + 72 + MPEG_HEADER_MAX;
+        run_generic(&r, sample_mp3, sizeof(sample_mp3), pieces[k]);
+        CHECK(r.len == sizeof(sample_mp3) && memcmp(r.out, sample_mp3, r.len) == 0);
+        CHECK(r.sync_not_at_frame == 0);
+        CHECK(pieces[k] < 100 || r.sync >= 2);
+        memset(&r, 0, sizeof(r));
+        r.first_frame = 246 + 232 + MPEG_HEADER_MAX; /* the third ADTS frame */
+        run_generic(&r, sample_adts, sizeof(sample_adts), pieces[k]);
+        CHECK(r.len == sizeof(sample_adts) && memcmp(r.out, sample_adts, r.len) == 0);
+        CHECK(r.sync_not_at_frame == 0);
+    }
+}
+
+static void test_generic_unframed_data_is_all_sync(void)
+{
+    static unsigned char junk[20000];
+    uint32_t x = 12345;
+    for (size_t i = 0; i < sizeof(junk); i++) {
+        x = x * 1103515245u + 12345u;
+        junk[i] = (unsigned char)(x >> 16);
+    }
+    static rec_t r;
+    memset(&r, 0, sizeof(r));
+    run_generic(&r, junk, sizeof(junk), 1000);
+    CHECK(r.len == sizeof(junk) && r.blocks == 20 && r.sync == 20);
+}
+
+static void test_generic_relocks_after_garbage(void)
+{
+    /* frames, 500 garbage bytes, frames again: sync points come back at frames */
+    static unsigned char mix[3 * sizeof(sample_mp3)];
+    size_t body = sizeof(sample_mp3) - 45, n = 0;
+    memcpy(mix, sample_mp3 + 45, body);
+    n = body;
+    for (int i = 0; i < 500; i++)
+        mix[n++] = (unsigned char)(i * 7);
+    memcpy(mix + n, sample_mp3 + 45, body);
+    n += body;
+    static rec_t r;
+    memset(&r, 0, sizeof(r));
+    r.first_frame = 216 + 72 + MPEG_HEADER_MAX;
+    run_generic(&r, mix, n, 144);
+    CHECK(r.len == n && memcmp(r.out, mix, n) == 0);
+    CHECK(r.sync_not_at_frame == 0);
+    CHECK(r.sync > 10);
+}
+
+int main(void)
+{
+    RUN(test_headers_each_version_and_layer);
+    RUN(test_adts_headers);
+    RUN(test_real_frames);
+    RUN(test_generic_cuts_at_frames);
+    RUN(test_generic_unframed_data_is_all_sync);
+    RUN(test_generic_relocks_after_garbage);
+    return testlib_done();
+}
