@@ -19,10 +19,6 @@ import time
 import urllib.parse
 
 import pytest
-try:
-    from selenium.common.exceptions import StaleElementReferenceException
-except ImportError:                     # the tests skip themselves (see pytestmark)
-    StaleElementReferenceException = Exception
 
 import conftest
 import webuilib
@@ -140,7 +136,8 @@ def shot(browser, name):
 
 def card(browser, mount):
     found = [e for e in browser.find("li[data-mount]") if e.get_attribute("data-mount") == mount]
-    assert found, "no card for %s in %s" % (mount, browser.html[:2000])
+    if not found:
+        raise webuilib.MissingElement("no card for %s in %s" % (mount, browser.html[:2000]))
     return found[0]
 
 
@@ -277,8 +274,8 @@ def test_status_page_updates_title_and_listeners_live(station, browsers):
     st.set_title("/live.mp3", "First")
     b = browsers(js=True)
     b.get(st.url("/status.xsl"))
-    c = card(b, "/live.mp3")
-    assert field(c, "title") == "First" and field(c, "listeners") == "0"
+    b.wait(lambda: (field(card(b, "/live.mp3"), "title"), field(card(b, "/live.mp3"), "listeners"))
+           == ("First", "0"), 5, "the first title and no listeners")
     st.set_title("/live.mp3", "Artist - Brand New Title")
     b.wait_text('li[data-mount] [data-field="title"]', "Artist - Brand New Title", timeout=10)
     st.listen("/live.mp3")
@@ -357,8 +354,7 @@ def test_admin_overview_updates_live_from_events(station, browsers):
     b = browsers(js=True, auth=AUTH)
     b.get(st.url("/admin/stats.xsl"))
     b.wait(lambda: b.one(".conn").get_attribute("data-state") == "live", 10, "the event stream to open")
-    c = card(b, "/live.mp3")
-    assert field(c, "listeners") == "0"
+    b.wait(lambda: field(card(b, "/live.mp3"), "listeners") == "0", 5, "no listeners")
     st.listen("/live.mp3")
     b.wait_text('li[data-mount] [data-field="listeners"]', "1", timeout=5)
     b.wait_text('[data-live="stats"] [data-field="listeners"]', "1", timeout=5)
@@ -368,20 +364,64 @@ def test_admin_overview_updates_live_from_events(station, browsers):
     shot(b, "admin-live")
 
 
+@pytest.mark.rimecast_only
+def test_admin_mount_details_page_stays_live_without_a_reload_note(station, browsers):
+    st = station({"/one.mp3": {"ice-name": "One"}, "/two.mp3": {"ice-name": "Two"}})
+    b = browsers(js=True, auth=AUTH)
+    b.get(st.url("/admin/stats.xsl?mount=/one.mp3"))
+    settle(b)
+    st.listen("/one.mp3")
+    b.wait_text('li[data-mount] [data-field="listeners"]', "1", timeout=5)
+    time.sleep(0.5)                                       # a refresh or two more
+    assert b.js_run("return document.querySelector('.live-note').hidden"), b.text(".live-note")
+    assert len(b.find("li[data-mount]")) == 1
+    assert not b.console_errors(), b.console_errors()
+
+
+def _with_userinfo(url):
+    return url.replace("http://", "http://%s:%s@" % (ADMIN_USER, ADMIN_PASSWORD), 1)
+
+
+@pytest.mark.rimecast_only
+def test_admin_page_opened_with_credentials_in_the_url_updates_live(station, browsers):
+    st = station({"/live.mp3": {"ice-name": "Userinfo FM"}})
+    b = browsers(js=True)                                 # no Authorization header: only the URL's
+    b.get(_with_userinfo(st.url("/admin/stats.xsl")))
+    settle(b)
+    b.wait(lambda: b.one(".conn").get_attribute("data-state") == "live", 10, "the event stream to open")
+    st.listen("/live.mp3")
+    b.wait_text('li[data-mount] [data-field="listeners"]', "1", timeout=5)
+    st.set_title("/live.mp3", "Seen Through Userinfo")
+    b.wait_text('li[data-mount] [data-field="title"]', "Seen Through Userinfo", timeout=5)
+    assert not b.console_errors(), b.console_errors()
+
+
+@pytest.mark.rimecast_only
+def test_admin_page_shows_why_live_updates_fail_and_recovers(station, browsers):
+    st = station({"/live.mp3": {}})
+    b = browsers(js=True, auth=AUTH)
+    b.get(st.url("/admin/stats.xsl"))
+    settle(b)
+    # The stats fetches start failing (as they would behind a proxy that lost the session).
+    b.js_run("""window.__realFetch = window.fetch;
+        window.fetch = function () { return Promise.reject(new TypeError('simulated outage')); };
+        window.rimecastAdmin.refresh();""")
+    b.wait(lambda: b.one(".conn").get_attribute("data-state") == "error", 5, "the error state")
+    assert "Live updates unavailable: simulated outage" in b.text(".conn")
+    b.js_run("window.fetch = window.__realFetch;")
+    st.listen("/live.mp3")                                # retried with backoff, no event needed
+    b.wait_text('li[data-mount] [data-field="listeners"]', "1", timeout=10)
+    b.wait(lambda: b.one(".conn").get_attribute("data-state") == "live", 10, "back to live")
+
+
 def _kick_test(st, b):
     keep = st.listen("/live.mp3", headers={"User-Agent": "keeper/1"})
     victim = st.listen("/live.mp3", headers={"User-Agent": "victim/1"})
     webuilib.wait_listeners(st.srv, "/live.mp3", 2)
     b.get(st.url("/admin/listclients.xsl?mount=/live.mp3"))
     settle(b)
-    for attempt in range(3):            # admin.js may rebuild the rows under us
-        try:
-            rows = [r for r in b.find("tr[data-id]") if "victim/1" in r.text]
-            assert len(rows) == 1 and len(b.find("tr[data-id]")) == 2
-            rows[0].find_element("css selector", "form.kick button").click()
-            break
-        except StaleElementReferenceException:
-            time.sleep(0.2)
+    b.wait_rows("tr[data-id]", 2)
+    b.wait_click("tr[data-id]", text="victim/1", inner="form.kick button")   # the rows may be rebuilt
     victim.wait_closed(5)
     assert victim.close_reason == "eof"
     webuilib.wait_listeners(st.srv, "/live.mp3", 1)
@@ -405,7 +445,7 @@ def test_admin_kick_listener_with_js_updates_the_table(station, browsers):
     _kick_test(st, b)
     assert b.driver.current_url.endswith("/admin/listclients.xsl?mount=/live.mp3")   # stayed
     b.wait_text('[data-field="client-count"]', "1", timeout=5)
-    b.wait(lambda: len(b.find("tr[data-id]")) == 1, 5, "the kicked row to go")
+    b.wait_rows("tr[data-id]", 1, timeout=5)                    # the kicked row went
     st.listen("/live.mp3", headers={"User-Agent": "newcomer/1"})
     b.wait(lambda: any("newcomer/1" in r.text for r in b.find("tr[data-id]")), 5, "the new listener's row")
     shot(b, "admin-listclients")
