@@ -408,6 +408,7 @@ def test_admin_page_shows_why_live_updates_fail_and_recovers(station, browsers):
         window.rimecastAdmin.refresh();""")
     b.wait(lambda: b.one(".conn").get_attribute("data-state") == "error", 5, "the error state")
     assert "Live updates unavailable: simulated outage" in b.text(".conn")
+    shot(b, "admin-live-error")
     b.js_run("window.fetch = window.__realFetch;")
     st.listen("/live.mp3")                                # retried with backoff, no event needed
     b.wait_text('li[data-mount] [data-field="listeners"]', "1", timeout=10)
