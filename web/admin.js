@@ -196,7 +196,7 @@
     });
     var live = {};
     $all("source", root).forEach(function (src) { live[src.getAttribute("mount")] = src; });
-    var cards = $all("[data-mount]").filter(function (el) { return !el.closest("form, [data-mount-table]"); });
+    var cards = $all("[data-mount]").filter(function (el) { return !el.closest("form"); });
     var changed = false;
     var gone = false;
     cards.forEach(function (card) {
@@ -215,12 +215,92 @@
       cards.forEach(function (c) { shown[c.getAttribute("data-mount")] = true; });
       Object.keys(live).forEach(function (m) { if (!shown[m]) changed = true; });
     }
+    sortMountTable();
     if (changed && !list && gone) {
       note("This mount is not live any more.", true);
     } else if (changed) {
       if (!busyEditing() && mayReload()) { location.reload(); return; }
       note("Mounts have changed.", true);
     }
+  }
+
+  // ------------------------------------------------------------ mount table
+
+  var mountSort = { key: "name", dir: 1 };
+
+  function sortKey(tr, key) {
+    if (key === "listeners") {
+      var cell = tr.querySelector('[data-field="listeners"]');
+      return Number(cell ? cell.textContent : 0) || 0;
+    }
+    if (key === "bitrate") return Number(tr.getAttribute("data-bitrate")) || 0;
+    if (key === "uptime") {
+      var d = parseIso(tr.getAttribute("data-start"));
+      return d ? -d.getTime() : -Infinity;  // earlier start: longer uptime
+    }
+    return (tr.getAttribute("data-name") || "").toLowerCase();
+  }
+
+  // Sorts the rows in place (moving only when the order changed), ties by name.
+  function sortMountTable() {
+    var table = document.querySelector("[data-mount-table]");
+    if (!table) return;
+    var tbody = table.tBodies[0];
+    var rows = $all("tr[data-mount]", tbody);
+    var keyed = rows.map(function (tr) {
+      return { tr: tr, k: sortKey(tr, mountSort.key), n: sortKey(tr, "name") };
+    });
+    keyed.sort(function (a, b) {
+      var c = a.k < b.k ? -1 : a.k > b.k ? 1 : 0;
+      return c * mountSort.dir || (a.n < b.n ? -1 : a.n > b.n ? 1 : 0);
+    });
+    var same = keyed.every(function (x, i) { return x.tr === rows[i]; });
+    if (!same) keyed.forEach(function (x) { tbody.appendChild(x.tr); });
+    $all("th[data-sort]", table).forEach(function (th) {
+      if (th.getAttribute("data-sort") === mountSort.key) {
+        th.setAttribute("aria-sort", mountSort.dir > 0 ? "ascending" : "descending");
+      } else {
+        th.removeAttribute("aria-sort");
+      }
+    });
+  }
+
+  function showMountView(view) {
+    document.documentElement.setAttribute("data-mount-view", view);
+    $all(".view-switch [data-view]").forEach(function (b) {
+      b.setAttribute("aria-pressed", String(b.getAttribute("data-view") === view));
+    });
+    try { localStorage.setItem("rimecast-admin-mount-view", view); } catch (e) { /* private mode */ }
+  }
+
+  function setupMountTable() {
+    var table = document.querySelector("[data-mount-table]");
+    var sw = document.querySelector(".view-switch");
+    if (!table || !sw) return;
+    $all("th[data-sort]", table).forEach(function (th) {
+      var b = document.createElement("button");
+      b.type = "button";
+      b.className = "sort";
+      b.textContent = th.textContent;
+      th.textContent = "";
+      th.appendChild(b);
+      b.addEventListener("click", function () {
+        var key = th.getAttribute("data-sort");
+        // A new column starts with the most useful end: names A-Z, numbers largest first.
+        if (mountSort.key === key) mountSort.dir = -mountSort.dir;
+        else mountSort = { key: key, dir: key === "name" ? 1 : -1 };
+        sortMountTable();
+      });
+    });
+    var saved = null;
+    try { saved = localStorage.getItem("rimecast-admin-mount-view"); } catch (e) { saved = null; }
+    var many = table.tBodies[0].rows.length > 12;
+    showMountView(saved === "cards" || saved === "table" ? saved : many ? "table" : "cards");
+    sw.hidden = false;
+    sw.addEventListener("click", function (ev) {
+      var b = ev.target.closest("[data-view]");
+      if (b) showMountView(b.getAttribute("data-view"));
+    });
   }
 
   function listenerRow(mount, l) {
@@ -403,6 +483,7 @@
 
   function start() {
     backLinks();
+    setupMountTable();
     tickUptimes();
     setInterval(function () { tickUptimes(); tickConnected(); }, 1000);
     document.addEventListener("submit", onSubmit);

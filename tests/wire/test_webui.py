@@ -15,6 +15,7 @@ python3-selenium; skipped without them. Set WEBUI_SHOTS=dir to keep screenshots.
 import json
 import os
 import re
+import socket
 import time
 import urllib.parse
 
@@ -413,6 +414,82 @@ def test_admin_page_shows_why_live_updates_fail_and_recovers(station, browsers):
     st.listen("/live.mp3")                                # retried with backoff, no event needed
     b.wait_text('li[data-mount] [data-field="listeners"]', "1", timeout=10)
     b.wait(lambda: b.one(".conn").get_attribute("data-state") == "live", 10, "back to live")
+
+
+def _raw_source(srv, mount, bitrate, name, data):
+    """A source over a plain socket: the request, the answer, a few KB; the socket stays open."""
+    sock = socket.create_connection((srv.host, srv.port), timeout=10)
+    sock.sendall(("SOURCE %s HTTP/1.0\r\nAuthorization: %s\r\nContent-Type: audio/mpeg\r\n"
+                  "ice-name: %s\r\nice-bitrate: %d\r\nice-public: 0\r\n\r\n"
+                  % (mount, webuilib.wirelib.basic_auth("source", conftest.SOURCE_PASSWORD),
+                     name, bitrate)).encode())
+    answer = b""
+    while b"\r\n\r\n" not in answer:
+        chunk = sock.recv(1024)
+        assert chunk, "source %s refused: %r" % (mount, answer)
+        answer += chunk
+    assert answer.split(b" ", 2)[1] == b"200", answer
+    sock.sendall(data)
+    return sock
+
+
+def _table_mounts(b):
+    return [r.get_attribute("data-mount") for r in b.find("table[data-mount-table] tbody tr")]
+
+
+@pytest.mark.rimecast_only
+def test_admin_mount_table_with_200_live_mounts_sorts_and_stays_live(server, browsers):
+    srv = server(webroot=WEB, adminroot=ADMIN, sources=210, clients=600, source_timeout=120)
+    audio = mp3()[:4096]
+    socks = []
+    try:
+        for i in range(200):
+            socks.append(_raw_source(srv, "/m%03d.mp3" % i, (32, 64, 128, 256)[i % 4], "Station %03d" % i, audio))
+        listeners = [webuilib.Listener(srv.host, srv.port, m, keep=1024) for m in
+                     ["/m150.mp3"] * 3 + ["/m010.mp3"] * 2]
+        for lis in listeners:
+            assert lis.open().status == 200
+        webuilib.wait_listeners(srv, "/m150.mp3", 3)
+        b = browsers(js=True, auth=AUTH)
+        t0 = time.monotonic()
+        b.get(srv.url("/admin/stats.xsl"))
+        settle(b, timeout=15)
+        load = time.monotonic() - t0
+        assert len(_table_mounts(b)) == 200
+        assert load < 10.0, "the overview with 200 mounts took %.1f s" % load
+        b.wait_click('.view-switch [data-view="table"]')
+        assert b.one("table[data-mount-table]").is_displayed()
+        assert not b.one("ul.admin-mounts").is_displayed()
+        assert _table_mounts(b)[:2] == ["/m000.mp3", "/m001.mp3"]          # by name
+        b.wait_click('th[data-sort="listeners"] button')
+        assert _table_mounts(b)[:2] == ["/m150.mp3", "/m010.mp3"]
+        assert b.one('th[data-sort="listeners"]').get_attribute("aria-sort") == "descending"
+        b.wait_click('th[data-sort="bitrate"] button')
+        top = b.find("table[data-mount-table] tbody tr")[:50]
+        assert all(r.get_attribute("data-bitrate") == "256" for r in top)
+        b.wait_click('th[data-sort="bitrate"] button')                      # reversed
+        assert b.find("table[data-mount-table] tbody tr")[0].get_attribute("data-bitrate") == "32"
+        b.wait_click('th[data-sort="name"] button')
+        assert _table_mounts(b)[0] == "/m000.mp3"
+        b.wait_click('th[data-sort="name"] button')
+        assert _table_mounts(b)[0] == "/m199.mp3"
+        b.wait_click('th[data-sort="uptime"] button')                       # longest first
+        assert _table_mounts(b)[0] == "/m000.mp3"
+        # Live: listeners arriving on another mount move it to the top of the listener sort.
+        b.wait_click('th[data-sort="listeners"] button')
+        more = [webuilib.Listener(srv.host, srv.port, "/m199.mp3", keep=1024) for _ in range(4)]
+        for lis in more:
+            assert lis.open().status == 200
+        listeners += more
+        b.wait(lambda: _table_mounts(b)[0] == "/m199.mp3", 10, "/m199.mp3 on top with 4 listeners")
+        row = b.find("table[data-mount-table] tbody tr")[0]
+        assert row.find_element("css selector", '[data-field="listeners"]').text == "4"
+        shot(b, "admin-mount-table")
+        for lis in listeners:
+            lis.close()
+    finally:
+        for sock in socks:
+            sock.close()
 
 
 def _kick_test(st, b):
