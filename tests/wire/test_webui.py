@@ -591,3 +591,28 @@ def test_pages_render_in_both_colour_schemes(station, browsers, dark):
         assert not b.console_errors(), b.console_errors()
         shot(b, "%s-%s" % (page.strip("/").replace("/", "-").replace(".xsl", ""),
                            "dark" if dark else "light"))
+
+
+@pytest.mark.rimecast_only
+def test_admin_history_command_has_the_listener_count_of_its_samples(station):
+    st = station({"/h.mp3": {}})
+    st.listen("/h.mp3")
+    st.listen("/h.mp3")
+    webuilib.wait_listeners(st.srv, "/h.mp3", 2)
+
+    def sampled():                     # the timer samples every 10 s
+        status, body = st.admin("/admin/history?mount=/h.mp3")
+        assert status == 200, body
+        return b"<listeners>2</listeners>" in body and body
+    body = webuilib.wirelib.wait_until(sampled, 25, "a history sample with 2 listeners", interval=0.5)
+    assert b'<history mount="/h.mp3">' in body
+    assert b'<range name="hour" step="10">' in body and b'<range name="day" step="300"' in body
+    status, body = st.admin("/admin/history.json?mount=/h.mp3")
+    assert status == 200
+    doc = json.loads(body)
+    hour = [r for r in doc["history"]["range"] if r["name"] == "hour"][0]
+    samples = hour["sample"] if isinstance(hour["sample"], list) else [hour["sample"]]
+    assert any(s["listeners"] == 2 for s in samples)
+    status, body = st.admin("/admin/history")                 # the server's series
+    assert status == 200 and b'<history mount="">' in body
+    assert re.search(rb"<listeners>[2-9]</listeners>", body), body
