@@ -5,7 +5,8 @@
   then one card per mount (hidden ones included): listeners, peak, now playing,
   source address, uptime, content type, bitrate, traffic, and the actions (list
   clients, move listeners, update metadata, kill source). With ?mount= only that
-  mount is in the document. Settings of the config file that the server does not
+  mount is in the document. Next to the cards, a compact table of every mount (name,
+  listeners, bitrate, uptime, now playing) that admin.js sorts and switches to. Settings of the config file that the server does not
   implement (config-warnings) are listed first, as a notice. admin.js keeps the numbers live (server-sent events).
 -->
 <xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
@@ -59,6 +60,29 @@
       </div>
       <xsl:choose>
         <xsl:when test="source">
+          <div class="view-switch" role="group" aria-label="Show the mounts as" hidden="hidden">
+            <button type="button" class="small" data-view="cards" aria-pressed="true">Cards</button>
+            <button type="button" class="small" data-view="table" aria-pressed="false">Table</button>
+          </div>
+          <div class="table-wrap mount-table-wrap">
+            <table class="data mount-table" data-mount-table="all">
+              <caption class="sr-only">Every mount</caption>
+              <thead>
+                <tr>
+                  <th scope="col" data-sort="name" aria-sort="ascending">Name</th>
+                  <th scope="col" class="num" data-sort="listeners">Listeners</th>
+                  <th scope="col" class="num" data-sort="bitrate">Bitrate</th>
+                  <th scope="col" class="num" data-sort="uptime">Uptime</th>
+                  <th scope="col">Now playing</th>
+                </tr>
+              </thead>
+              <tbody>
+                <xsl:apply-templates select="source" mode="row">
+                  <xsl:sort select="translate(concat(normalize-space(server_name), substring(@mount, 1, string-length(@mount) * not(normalize-space(server_name)))), 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')"/>
+                </xsl:apply-templates>
+              </tbody>
+            </table>
+          </div>
           <ul class="admin-mounts" data-live="mounts">
             <xsl:apply-templates select="source"/>
           </ul>
@@ -174,6 +198,36 @@
       </xsl:call-template>
     </article>
   </li>
+</xsl:template>
+
+<!-- One row of the mount table; data-* hold the sort keys (admin.js). -->
+<xsl:template match="source" mode="row">
+  <xsl:variable name="q">
+    <xsl:call-template name="uri-encode"><xsl:with-param name="s" select="@mount"/></xsl:call-template>
+  </xsl:variable>
+  <xsl:variable name="name">
+    <xsl:choose>
+      <xsl:when test="normalize-space(server_name)"><xsl:value-of select="server_name"/></xsl:when>
+      <xsl:otherwise><xsl:value-of select="@mount"/></xsl:otherwise>
+    </xsl:choose>
+  </xsl:variable>
+  <xsl:variable name="kbps">
+    <xsl:choose>
+      <xsl:when test="number(bitrate) = number(bitrate)"><xsl:value-of select="number(bitrate)"/></xsl:when>
+      <xsl:when test="number(ice-bitrate) = number(ice-bitrate)"><xsl:value-of select="number(ice-bitrate)"/></xsl:when>
+      <xsl:when test="number(audio_bitrate) &gt; 0"><xsl:value-of select="round(audio_bitrate div 1000)"/></xsl:when>
+      <xsl:otherwise>0</xsl:otherwise>
+    </xsl:choose>
+  </xsl:variable>
+  <tr data-mount="{@mount}" data-name="{$name}" data-bitrate="{$kbps}" data-start="{stream_start_iso8601}">
+    <td class="name"><a href="/admin/stats.xsl?mount={$q}"><xsl:value-of select="$name"/></a>
+      <xsl:text> </xsl:text><code class="muted"><xsl:value-of select="@mount"/></code></td>
+    <td class="num" data-field="listeners"><xsl:value-of select="listeners"/></td>
+    <td class="num"><xsl:call-template name="bitrate"/></td>
+    <td class="num"><span data-since="{stream_start_iso8601}" title="{stream_start}">
+      <xsl:value-of select="stream_start"/></span></td>
+    <td class="np" data-field="title"><xsl:call-template name="now-playing"/></td>
+  </tr>
 </xsl:template>
 
 <xsl:template name="bitrate">

@@ -4,7 +4,11 @@
  * (listener_join, listener_leave, source_connect, source_disconnect, metadata; JSON
  * data) and, on any event, refetches /admin/stats (and /admin/listclients on a
  * listener page) to refresh the numbers, titles and listener rows in place. Falls
- * back to polling when the event stream is unavailable. Kick buttons act in place.
+ * back to polling when the event stream is unavailable. A failing refresh is shown
+ * ("Live updates unavailable: <reason>") and retried with a growing delay. Requests go
+ * to location.origin + path: a page opened as http://user:pw@host/ has the credentials
+ * in its URL, and fetch refuses URLs that carry them (the browser still sends the
+ * page's own credentials to the origin). Kick buttons act in place.
  * Shows uptimes relative to now. Text is set with textContent only; every page
  * works without this script (plain links and GET forms).
  */
@@ -12,11 +16,21 @@
   "use strict";
 
   var POLL_MS = 5000;
+  var RETRY_MIN_MS = 1000;
+  var RETRY_MAX_MS = 60000;
   var EVENT_TYPES = ["message", "listener_join", "listener_leave", "source_connect",
                      "source_disconnect", "metadata", "title"];
   var refreshTimer = null;
   var pollTimer = null;
   var source = null;
+  var streamOpen = false;
+  var failures = 0;
+  var retryTimer = null;
+
+  // Absolute URL of a server path without the page's user:password@ (see the header).
+  function api(path) {
+    return location.origin + path;
+  }
 
   function $all(sel, root) {
     return Array.prototype.slice.call((root || document).querySelectorAll(sel));
@@ -117,12 +131,18 @@
     el.hidden = !text;
   }
 
-  function setConn(state) {
+  function setConn(state, reason) {
     var el = document.querySelector(".conn");
     if (!el) return;
     el.hidden = false;
     el.setAttribute("data-state", state);
-    el.textContent = state === "live" ? "Live" : state === "poll" ? "Refreshing every 5 s" : "Offline";
+    el.textContent = state === "live" ? "Live" : state === "poll" ? "Refreshing every 5 s" :
+      state === "error" ? "Live updates unavailable: " + (reason || "unknown error") : "Offline";
+  }
+
+  // The state to show when refreshes work: live with an open stream, else polling.
+  function connState() {
+    return streamOpen ? "live" : "poll";
   }
 
   function busyEditing() {
@@ -144,7 +164,7 @@
   // ------------------------------------------------------------ stats refresh
 
   function fetchXml(url) {
-    return fetch(url, { credentials: "same-origin", cache: "no-store" }).then(function (r) {
+    return fetch(api(url), { credentials: "same-origin", cache: "no-store" }).then(function (r) {
       if (!r.ok) throw new Error("HTTP " + r.status);
       return r.text();
     }).then(function (text) {
@@ -152,6 +172,15 @@
       if (doc.getElementsByTagName("parsererror").length) throw new Error("bad XML");
       return doc;
     });
+  }
+
+  // The mount of a one-mount page (/admin/stats.xsl?mount=...), else null.
+  function onePageMount() {
+    try {
+      return new URLSearchParams(location.search).get("mount");
+    } catch (e) {
+      return null;
+    }
   }
 
   function applyStats(doc) {
@@ -169,25 +198,109 @@
     $all("source", root).forEach(function (src) { live[src.getAttribute("mount")] = src; });
     var cards = $all("[data-mount]").filter(function (el) { return !el.closest("form"); });
     var changed = false;
+    var gone = false;
     cards.forEach(function (card) {
       var src = live[card.getAttribute("data-mount")];
-      if (!src) { changed = true; return; }
+      if (!src) { changed = true; gone = true; return; }
       ["listeners", "listener_peak", "source_ip", "slow_listeners",
        "total_bytes_sent", "total_bytes_read"].forEach(function (f) {
         setField(card, f, childText(src, f));
       });
       setField(card, "title", nowPlaying(childText(src, "artist"), childText(src, "title")));
     });
-    var list = document.querySelector('[data-live="mounts"]');
+    // Only the overview lists every mount; one mount's page (?mount=) ignores the others.
+    var list = onePageMount() == null ? document.querySelector('[data-live="mounts"]') : null;
     if (list && !document.querySelector("[data-clients-mount]")) {
       var shown = {};
       cards.forEach(function (c) { shown[c.getAttribute("data-mount")] = true; });
       Object.keys(live).forEach(function (m) { if (!shown[m]) changed = true; });
     }
-    if (changed) {
+    sortMountTable();
+    if (changed && !list && gone) {
+      note("This mount is not live any more.", true);
+    } else if (changed) {
       if (!busyEditing() && mayReload()) { location.reload(); return; }
       note("Mounts have changed.", true);
     }
+  }
+
+  // ------------------------------------------------------------ mount table
+
+  var mountSort = { key: "name", dir: 1 };
+
+  function sortKey(tr, key) {
+    if (key === "listeners") {
+      var cell = tr.querySelector('[data-field="listeners"]');
+      return Number(cell ? cell.textContent : 0) || 0;
+    }
+    if (key === "bitrate") return Number(tr.getAttribute("data-bitrate")) || 0;
+    if (key === "uptime") {
+      var d = parseIso(tr.getAttribute("data-start"));
+      return d ? -d.getTime() : -Infinity;  // earlier start: longer uptime
+    }
+    return (tr.getAttribute("data-name") || "").toLowerCase();
+  }
+
+  // Sorts the rows in place (moving only when the order changed), ties by name.
+  function sortMountTable() {
+    var table = document.querySelector("[data-mount-table]");
+    if (!table) return;
+    var tbody = table.tBodies[0];
+    var rows = $all("tr[data-mount]", tbody);
+    var keyed = rows.map(function (tr) {
+      return { tr: tr, k: sortKey(tr, mountSort.key), n: sortKey(tr, "name") };
+    });
+    keyed.sort(function (a, b) {
+      var c = a.k < b.k ? -1 : a.k > b.k ? 1 : 0;
+      return c * mountSort.dir || (a.n < b.n ? -1 : a.n > b.n ? 1 : 0);
+    });
+    var same = keyed.every(function (x, i) { return x.tr === rows[i]; });
+    if (!same) keyed.forEach(function (x) { tbody.appendChild(x.tr); });
+    $all("th[data-sort]", table).forEach(function (th) {
+      if (th.getAttribute("data-sort") === mountSort.key) {
+        th.setAttribute("aria-sort", mountSort.dir > 0 ? "ascending" : "descending");
+      } else {
+        th.removeAttribute("aria-sort");
+      }
+    });
+  }
+
+  function showMountView(view) {
+    document.documentElement.setAttribute("data-mount-view", view);
+    $all(".view-switch [data-view]").forEach(function (b) {
+      b.setAttribute("aria-pressed", String(b.getAttribute("data-view") === view));
+    });
+    try { localStorage.setItem("rimecast-admin-mount-view", view); } catch (e) { /* private mode */ }
+  }
+
+  function setupMountTable() {
+    var table = document.querySelector("[data-mount-table]");
+    var sw = document.querySelector(".view-switch");
+    if (!table || !sw) return;
+    $all("th[data-sort]", table).forEach(function (th) {
+      var b = document.createElement("button");
+      b.type = "button";
+      b.className = "sort";
+      b.textContent = th.textContent;
+      th.textContent = "";
+      th.appendChild(b);
+      b.addEventListener("click", function () {
+        var key = th.getAttribute("data-sort");
+        // A new column starts with the most useful end: names A-Z, numbers largest first.
+        if (mountSort.key === key) mountSort.dir = -mountSort.dir;
+        else mountSort = { key: key, dir: key === "name" ? 1 : -1 };
+        sortMountTable();
+      });
+    });
+    var saved = null;
+    try { saved = localStorage.getItem("rimecast-admin-mount-view"); } catch (e) { saved = null; }
+    var many = table.tBodies[0].rows.length > 12;
+    showMountView(saved === "cards" || saved === "table" ? saved : many ? "table" : "cards");
+    sw.hidden = false;
+    sw.addEventListener("click", function (ev) {
+      var b = ev.target.closest("[data-view]");
+      if (b) showMountView(b.getAttribute("data-view"));
+    });
   }
 
   function listenerRow(mount, l) {
@@ -270,8 +383,18 @@
       }));
     });
     return Promise.all(jobs).then(function () {
+      failures = 0;
+      if (retryTimer) { clearTimeout(retryTimer); retryTimer = null; }
+      setConn(connState());
       document.documentElement.setAttribute("data-updated", String(Date.now()));
-    }, function () { /* keep what is shown; the next event or poll retries */ });
+    }, function (err) {
+      // Keep what is shown, say why it is stale, and try again later (1 s, 2 s, 4 s ... 60 s).
+      failures++;
+      setConn("error", (err && err.message) || String(err));
+      var delay = Math.min(RETRY_MAX_MS, RETRY_MIN_MS * Math.pow(2, Math.min(failures - 1, 16)));
+      if (retryTimer) clearTimeout(retryTimer);
+      retryTimer = setTimeout(function () { retryTimer = null; scheduleRefresh(0); }, delay);
+    });
   }
 
   function scheduleRefresh(delay) {
@@ -293,7 +416,7 @@
   }
 
   function startPolling() {
-    setConn("poll");
+    if (!failures) setConn("poll");
     if (!pollTimer) pollTimer = setInterval(function () { scheduleRefresh(0); }, POLL_MS);
   }
 
@@ -304,14 +427,20 @@
 
   function connect() {
     if (!window.EventSource) { startPolling(); return; }
-    source = new EventSource("/admin/events");
+    source = new EventSource(api("/admin/events"));
     EVENT_TYPES.forEach(function (t) { source.addEventListener(t, onEvent); });
-    source.onopen = function () { stopPolling(); setConn("live"); scheduleRefresh(); };
+    source.onopen = function () {
+      streamOpen = true;
+      stopPolling();
+      if (!failures) setConn("live");
+      scheduleRefresh();
+    };
     source.onerror = function () {
+      streamOpen = false;
       if (source.readyState === EventSource.CLOSED) {
         startPolling();
         setTimeout(connect, 15000);      // try the stream again later
-      } else {
+      } else if (!failures) {
         setConn("poll");
       }
     };
@@ -354,6 +483,7 @@
 
   function start() {
     backLinks();
+    setupMountTable();
     tickUptimes();
     setInterval(function () { tickUptimes(); tickConnected(); }, 1000);
     document.addEventListener("submit", onSubmit);

@@ -102,7 +102,7 @@
   function poll() {
     if (busy || document.hidden) return;
     busy = true;
-    fetch("/status-json.xsl", { cache: "no-store", credentials: "omit" })
+    fetch(location.origin + "/status-json.xsl", { cache: "no-store", credentials: "omit" })
       .then(function (r) { if (!r.ok) throw new Error("HTTP " + r.status); return r.json(); })
       .then(apply)
       .catch(function () { /* keep the last values; try again next round */ })

@@ -26,6 +26,7 @@
 #include "net/server.h"
 #include "stats/stats.h"
 #include "stream/events.h"
+#include "stats/history.h"
 #include "stream/mount.h"
 
 #define META_MAX 1024 /* bytes of a title or artist from an admin request */
@@ -45,6 +46,51 @@ static void cmd_stats(admin_req_t *a)
         admin_send_error(a, 400, "Source does not exist");
         return;
     }
+    admin_send_doc(a, doc);
+}
+
+static void add_range(xmlNodePtr root, history_t *h, const char *series, int coarse,
+                      history_point_t *buf)
+{
+    xmlNodePtr r = xmlNewChild(root, NULL, BAD_CAST "range", NULL);
+    if (!r)
+        return;
+    xmlNewProp(r, BAD_CAST "name", BAD_CAST(coarse ? "day" : "hour"));
+    char num[32];
+    snprintf(num, sizeof(num), "%d", coarse ? HISTORY_COARSE_STEP : HISTORY_FINE_STEP);
+    xmlNewProp(r, BAD_CAST "step", BAD_CAST num);
+    int n = h ? history_get(h, series, coarse, buf, HISTORY_FINE_LEN) : 0;
+    for (int i = 0; i < n; i++) {
+        xmlNodePtr p = xmlNewChild(r, NULL, BAD_CAST "sample", NULL);
+        if (!p)
+            return;
+        stats_add_number(p, "time", (long long)buf[i].t);
+        stats_add_number(p, "listeners", (long long)buf[i].listeners);
+        stats_add_number(p, "bytes_per_s", (long long)buf[i].bytes_per_s);
+    }
+}
+
+/* /admin/history[?mount=]: the samples of a mount (or of the server), hour and day rings.
+ * A mount without samples (new, or unknown) has empty ranges. */
+static void cmd_history(admin_req_t *a)
+{
+    xmlDocPtr doc = stats_new_doc("history");
+    history_point_t *buf = malloc(HISTORY_FINE_LEN * sizeof(*buf));
+    if (!doc || !buf) {
+        free(buf);
+        if (doc)
+            xmlFreeDoc(doc);
+        admin_send_doc(a, NULL);
+        return;
+    }
+    const char *series = a->mount_name ? a->mount_name : "";
+    xmlNodePtr root = xmlDocGetRootElement(doc);
+    char *clean = stats_clean_text(series);
+    xmlNewProp(root, BAD_CAST "mount", BAD_CAST(clean ? clean : ""));
+    free(clean);
+    add_range(root, history_global(), series, 0, buf);
+    add_range(root, history_global(), series, 1, buf);
+    free(buf);
     admin_send_doc(a, doc);
 }
 
@@ -343,6 +389,7 @@ static const admin_cmd_t commands[] = {
     /* name            mount  credentials        handler             views */
     {"stats",          0, ADMIN_AUTH_GLOBAL, cmd_stats,          XML_VIEWS},
     {"listmounts",     0, ADMIN_AUTH_GLOBAL, cmd_listmounts,     XML_VIEWS},
+    {"history",        0, ADMIN_AUTH_GLOBAL, cmd_history,        XML_VIEWS},
     {"streamlist",     0, ADMIN_AUTH_RELAY,  cmd_streamlist,     XML_VIEWS | ADMIN_VIEW_TXT},
     {"listclients",    1, ADMIN_AUTH_GLOBAL, admin_cmd_listclients, XML_VIEWS},
     {"moveclients",    1, ADMIN_AUTH_GLOBAL, admin_cmd_moveclients, XML_VIEWS},

@@ -27,6 +27,7 @@
 #include "net/server.h"
 #include "net/worker.h"
 #include "router/router.h"
+#include "stats/history.h"
 #include "stream/fallback.h"
 #include "stream/fanout.h"
 #include "stream/filemount.h"
@@ -320,4 +321,5 @@ void dispatch_init(void)
     source_register();
     relay_register();
     filemount_register();
+    history_register();
 }

@@ -15,14 +15,11 @@ python3-selenium; skipped without them. Set WEBUI_SHOTS=dir to keep screenshots.
 import json
 import os
 import re
+import socket
 import time
 import urllib.parse
 
 import pytest
-try:
-    from selenium.common.exceptions import StaleElementReferenceException
-except ImportError:                     # the tests skip themselves (see pytestmark)
-    StaleElementReferenceException = Exception
 
 import conftest
 import webuilib
@@ -140,7 +137,8 @@ def shot(browser, name):
 
 def card(browser, mount):
     found = [e for e in browser.find("li[data-mount]") if e.get_attribute("data-mount") == mount]
-    assert found, "no card for %s in %s" % (mount, browser.html[:2000])
+    if not found:
+        raise webuilib.MissingElement("no card for %s in %s" % (mount, browser.html[:2000]))
     return found[0]
 
 
@@ -277,8 +275,8 @@ def test_status_page_updates_title_and_listeners_live(station, browsers):
     st.set_title("/live.mp3", "First")
     b = browsers(js=True)
     b.get(st.url("/status.xsl"))
-    c = card(b, "/live.mp3")
-    assert field(c, "title") == "First" and field(c, "listeners") == "0"
+    b.wait(lambda: (field(card(b, "/live.mp3"), "title"), field(card(b, "/live.mp3"), "listeners"))
+           == ("First", "0"), 5, "the first title and no listeners")
     st.set_title("/live.mp3", "Artist - Brand New Title")
     b.wait_text('li[data-mount] [data-field="title"]', "Artist - Brand New Title", timeout=10)
     st.listen("/live.mp3")
@@ -357,8 +355,7 @@ def test_admin_overview_updates_live_from_events(station, browsers):
     b = browsers(js=True, auth=AUTH)
     b.get(st.url("/admin/stats.xsl"))
     b.wait(lambda: b.one(".conn").get_attribute("data-state") == "live", 10, "the event stream to open")
-    c = card(b, "/live.mp3")
-    assert field(c, "listeners") == "0"
+    b.wait(lambda: field(card(b, "/live.mp3"), "listeners") == "0", 5, "no listeners")
     st.listen("/live.mp3")
     b.wait_text('li[data-mount] [data-field="listeners"]', "1", timeout=5)
     b.wait_text('[data-live="stats"] [data-field="listeners"]', "1", timeout=5)
@@ -368,20 +365,141 @@ def test_admin_overview_updates_live_from_events(station, browsers):
     shot(b, "admin-live")
 
 
+@pytest.mark.rimecast_only
+def test_admin_mount_details_page_stays_live_without_a_reload_note(station, browsers):
+    st = station({"/one.mp3": {"ice-name": "One"}, "/two.mp3": {"ice-name": "Two"}})
+    b = browsers(js=True, auth=AUTH)
+    b.get(st.url("/admin/stats.xsl?mount=/one.mp3"))
+    settle(b)
+    st.listen("/one.mp3")
+    b.wait_text('li[data-mount] [data-field="listeners"]', "1", timeout=5)
+    time.sleep(0.5)                                       # a refresh or two more
+    assert b.js_run("return document.querySelector('.live-note').hidden"), b.text(".live-note")
+    assert len(b.find("li[data-mount]")) == 1
+    assert not b.console_errors(), b.console_errors()
+
+
+def _with_userinfo(url):
+    return url.replace("http://", "http://%s:%s@" % (ADMIN_USER, ADMIN_PASSWORD), 1)
+
+
+@pytest.mark.rimecast_only
+def test_admin_page_opened_with_credentials_in_the_url_updates_live(station, browsers):
+    st = station({"/live.mp3": {"ice-name": "Userinfo FM"}})
+    b = browsers(js=True)                                 # no Authorization header: only the URL's
+    b.get(_with_userinfo(st.url("/admin/stats.xsl")))
+    settle(b)
+    b.wait(lambda: b.one(".conn").get_attribute("data-state") == "live", 10, "the event stream to open")
+    st.listen("/live.mp3")
+    b.wait_text('li[data-mount] [data-field="listeners"]', "1", timeout=5)
+    st.set_title("/live.mp3", "Seen Through Userinfo")
+    b.wait_text('li[data-mount] [data-field="title"]', "Seen Through Userinfo", timeout=5)
+    assert not b.console_errors(), b.console_errors()
+
+
+@pytest.mark.rimecast_only
+def test_admin_page_shows_why_live_updates_fail_and_recovers(station, browsers):
+    st = station({"/live.mp3": {}})
+    b = browsers(js=True, auth=AUTH)
+    b.get(st.url("/admin/stats.xsl"))
+    settle(b)
+    # The stats fetches start failing (as they would behind a proxy that lost the session).
+    b.js_run("""window.__realFetch = window.fetch;
+        window.fetch = function () { return Promise.reject(new TypeError('simulated outage')); };
+        window.rimecastAdmin.refresh();""")
+    b.wait(lambda: b.one(".conn").get_attribute("data-state") == "error", 5, "the error state")
+    assert "Live updates unavailable: simulated outage" in b.text(".conn")
+    shot(b, "admin-live-error")
+    b.js_run("window.fetch = window.__realFetch;")
+    st.listen("/live.mp3")                                # retried with backoff, no event needed
+    b.wait_text('li[data-mount] [data-field="listeners"]', "1", timeout=10)
+    b.wait(lambda: b.one(".conn").get_attribute("data-state") == "live", 10, "back to live")
+
+
+def _raw_source(srv, mount, bitrate, name, data):
+    """A source over a plain socket: the request, the answer, a few KB; the socket stays open."""
+    sock = socket.create_connection((srv.host, srv.port), timeout=10)
+    sock.sendall(("SOURCE %s HTTP/1.0\r\nAuthorization: %s\r\nContent-Type: audio/mpeg\r\n"
+                  "ice-name: %s\r\nice-bitrate: %d\r\nice-public: 0\r\n\r\n"
+                  % (mount, webuilib.wirelib.basic_auth("source", conftest.SOURCE_PASSWORD),
+                     name, bitrate)).encode())
+    answer = b""
+    while b"\r\n\r\n" not in answer:
+        chunk = sock.recv(1024)
+        assert chunk, "source %s refused: %r" % (mount, answer)
+        answer += chunk
+    assert answer.split(b" ", 2)[1] == b"200", answer
+    sock.sendall(data)
+    return sock
+
+
+def _table_mounts(b):
+    return [r.get_attribute("data-mount") for r in b.find("table[data-mount-table] tbody tr")]
+
+
+@pytest.mark.rimecast_only
+def test_admin_mount_table_with_200_live_mounts_sorts_and_stays_live(server, browsers):
+    srv = server(webroot=WEB, adminroot=ADMIN, sources=210, clients=600, source_timeout=120)
+    audio = mp3()[:4096]
+    socks = []
+    try:
+        for i in range(200):
+            socks.append(_raw_source(srv, "/m%03d.mp3" % i, (32, 64, 128, 256)[i % 4], "Station %03d" % i, audio))
+        listeners = [webuilib.Listener(srv.host, srv.port, m, keep=1024) for m in
+                     ["/m150.mp3"] * 3 + ["/m010.mp3"] * 2]
+        for lis in listeners:
+            assert lis.open().status == 200
+        webuilib.wait_listeners(srv, "/m150.mp3", 3)
+        b = browsers(js=True, auth=AUTH)
+        t0 = time.monotonic()
+        b.get(srv.url("/admin/stats.xsl"))
+        settle(b, timeout=15)
+        load = time.monotonic() - t0
+        assert len(_table_mounts(b)) == 200
+        assert load < 10.0, "the overview with 200 mounts took %.1f s" % load
+        b.wait_click('.view-switch [data-view="table"]')
+        assert b.one("table[data-mount-table]").is_displayed()
+        assert not b.one("ul.admin-mounts").is_displayed()
+        assert _table_mounts(b)[:2] == ["/m000.mp3", "/m001.mp3"]          # by name
+        b.wait_click('th[data-sort="listeners"] button')
+        assert _table_mounts(b)[:2] == ["/m150.mp3", "/m010.mp3"]
+        assert b.one('th[data-sort="listeners"]').get_attribute("aria-sort") == "descending"
+        b.wait_click('th[data-sort="bitrate"] button')
+        top = b.find("table[data-mount-table] tbody tr")[:50]
+        assert all(r.get_attribute("data-bitrate") == "256" for r in top)
+        b.wait_click('th[data-sort="bitrate"] button')                      # reversed
+        assert b.find("table[data-mount-table] tbody tr")[0].get_attribute("data-bitrate") == "32"
+        b.wait_click('th[data-sort="name"] button')
+        assert _table_mounts(b)[0] == "/m000.mp3"
+        b.wait_click('th[data-sort="name"] button')
+        assert _table_mounts(b)[0] == "/m199.mp3"
+        b.wait_click('th[data-sort="uptime"] button')                       # longest first
+        assert _table_mounts(b)[0] == "/m000.mp3"
+        # Live: listeners arriving on another mount move it to the top of the listener sort.
+        b.wait_click('th[data-sort="listeners"] button')
+        more = [webuilib.Listener(srv.host, srv.port, "/m199.mp3", keep=1024) for _ in range(4)]
+        for lis in more:
+            assert lis.open().status == 200
+        listeners += more
+        b.wait(lambda: _table_mounts(b)[0] == "/m199.mp3", 10, "/m199.mp3 on top with 4 listeners")
+        row = b.find("table[data-mount-table] tbody tr")[0]
+        assert row.find_element("css selector", '[data-field="listeners"]').text == "4"
+        shot(b, "admin-mount-table")
+        for lis in listeners:
+            lis.close()
+    finally:
+        for sock in socks:
+            sock.close()
+
+
 def _kick_test(st, b):
     keep = st.listen("/live.mp3", headers={"User-Agent": "keeper/1"})
     victim = st.listen("/live.mp3", headers={"User-Agent": "victim/1"})
     webuilib.wait_listeners(st.srv, "/live.mp3", 2)
     b.get(st.url("/admin/listclients.xsl?mount=/live.mp3"))
     settle(b)
-    for attempt in range(3):            # admin.js may rebuild the rows under us
-        try:
-            rows = [r for r in b.find("tr[data-id]") if "victim/1" in r.text]
-            assert len(rows) == 1 and len(b.find("tr[data-id]")) == 2
-            rows[0].find_element("css selector", "form.kick button").click()
-            break
-        except StaleElementReferenceException:
-            time.sleep(0.2)
+    b.wait_rows("tr[data-id]", 2)
+    b.wait_click("tr[data-id]", text="victim/1", inner="form.kick button")   # the rows may be rebuilt
     victim.wait_closed(5)
     assert victim.close_reason == "eof"
     webuilib.wait_listeners(st.srv, "/live.mp3", 1)
@@ -405,7 +523,7 @@ def test_admin_kick_listener_with_js_updates_the_table(station, browsers):
     _kick_test(st, b)
     assert b.driver.current_url.endswith("/admin/listclients.xsl?mount=/live.mp3")   # stayed
     b.wait_text('[data-field="client-count"]', "1", timeout=5)
-    b.wait(lambda: len(b.find("tr[data-id]")) == 1, 5, "the kicked row to go")
+    b.wait_rows("tr[data-id]", 1, timeout=5)                    # the kicked row went
     st.listen("/live.mp3", headers={"User-Agent": "newcomer/1"})
     b.wait(lambda: any("newcomer/1" in r.text for r in b.find("tr[data-id]")), 5, "the new listener's row")
     shot(b, "admin-listclients")
@@ -473,3 +591,28 @@ def test_pages_render_in_both_colour_schemes(station, browsers, dark):
         assert not b.console_errors(), b.console_errors()
         shot(b, "%s-%s" % (page.strip("/").replace("/", "-").replace(".xsl", ""),
                            "dark" if dark else "light"))
+
+
+@pytest.mark.rimecast_only
+def test_admin_history_command_has_the_listener_count_of_its_samples(station):
+    st = station({"/h.mp3": {}})
+    st.listen("/h.mp3")
+    st.listen("/h.mp3")
+    webuilib.wait_listeners(st.srv, "/h.mp3", 2)
+
+    def sampled():                     # the timer samples every 10 s
+        status, body = st.admin("/admin/history?mount=/h.mp3")
+        assert status == 200, body
+        return b"<listeners>2</listeners>" in body and body
+    body = webuilib.wirelib.wait_until(sampled, 25, "a history sample with 2 listeners", interval=0.5)
+    assert b'<history mount="/h.mp3">' in body
+    assert b'<range name="hour" step="10">' in body and b'<range name="day" step="300"' in body
+    status, body = st.admin("/admin/history.json?mount=/h.mp3")
+    assert status == 200
+    doc = json.loads(body)
+    hour = [r for r in doc["history"]["range"] if r["name"] == "hour"][0]
+    samples = hour["sample"] if isinstance(hour["sample"], list) else [hour["sample"]]
+    assert any(s["listeners"] == 2 for s in samples)
+    status, body = st.admin("/admin/history")                 # the server's series
+    assert status == 200 and b'<history mount="">' in body
+    assert re.search(rb"<listeners>[2-9]</listeners>", body), body

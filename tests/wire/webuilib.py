@@ -94,22 +94,42 @@ class Browser:
 
     def one(self, css):
         found = self.find(css)
-        assert found, "no element matches %r on %s" % (css, self.driver.current_url)
+        if not found:
+            raise MissingElement("no element matches %r on %s" % (css, self.driver.current_url))
         return found[0]
 
     def text(self, css):
         return self.one(css).text
 
     def wait(self, cond, timeout=10.0, what="page condition"):
-        return wirelib.wait_until(cond, timeout, what, interval=0.1)
+        """Polls cond() until it is truthy and returns its value. The page's scripts
+        re-render tables and cards at any time, so cond must query the page afresh on
+        each call (never hold elements found outside it); an element replaced while
+        cond reads it (stale) or not there yet counts as "not yet", not as a failure."""
+        return wirelib.wait_until(lambda: _tolerant(cond), timeout, what, interval=0.1)
 
     def wait_text(self, css, expected, timeout=10.0):
+        self.wait(lambda: any(expected in e.text for e in self.find(css)), timeout,
+                  "%r in %s" % (expected, css))
+
+    def wait_rows(self, css, count, timeout=10.0):
+        """Waits until exactly count elements match css; returns their texts."""
         def ok():
-            try:
-                return any(expected in e.text for e in self.find(css))
-            except Exception:           # element replaced while reading
-                return False
-        self.wait(ok, timeout, "%r in %s" % (expected, css))
+            texts = [e.text for e in self.find(css)]
+            return texts if len(texts) == count else None
+        return self.wait(ok, timeout, "%d elements matching %s" % (count, css))
+
+    def wait_click(self, css, text=None, inner=None, timeout=10.0):
+        """Clicks the first element matching css (whose text contains text, if given;
+        on its descendant matching inner, if given) once the page lets it, re-finding
+        it after each re-render."""
+        def attempt():
+            for e in self.find(css):
+                if text is None or text in e.text:
+                    (e.find_element("css selector", inner) if inner else e).click()
+                    return True
+            return False
+        self.wait(attempt, timeout, "a clickable %s%s" % (css, " with %r" % text if text else ""))
 
     @property
     def html(self):
@@ -139,6 +159,18 @@ class Browser:
             self.driver.quit()
         finally:
             shutil.rmtree(self.profile, ignore_errors=True)
+
+
+class MissingElement(AssertionError):
+    """No element matches a selector (an assertion failure outside waits, "not yet" inside)."""
+
+
+def _tolerant(cond):
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+    try:
+        return cond()
+    except (StaleElementReferenceException, NoSuchElementException, MissingElement):
+        return False
 
 
 def _service_takes_log_output():

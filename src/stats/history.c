@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * history: rings of listener and bandwidth samples per series (see history.h). A series is a
+ * name, an hour ring, a day ring and the accumulator that folds 30 hour samples into one day
+ * sample. Series live in a flat array searched by name (at most a few hundred, sampled every
+ * 10 s); the timer on worker 0 walks the mounts, never a listener.
+ */
+#include "stats/history.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/str.h"
+#include "net/server.h"
+#include "net/worker.h"
+#include "stats/stats.h"
+#include "stream/mount.h"
+
+typedef struct ring {
+    history_point_t *pts;
+    int cap, head, count;  /* head: next slot to write */
+} ring_t;
+
+typedef struct series {
+    char *name;
+    ring_t fine, coarse;
+    int64_t last_seen;
+    uint64_t last_bytes;
+    int have_bytes;
+    uint64_t acc_rate;     /* sum of the hour samples folded into the next day sample */
+    uint32_t acc_max;
+    int acc_n;
+} series_t;
+
+struct history {
+    pthread_mutex_t lock;
+    series_t *v;
+    int n, cap;
+};
+
+static void ring_push(ring_t *r, history_point_t p)
+{
+    r->pts[r->head] = p;
+    r->head = (r->head + 1) % r->cap;
+    if (r->count < r->cap)
+        r->count++;
+}
+
+static int ring_copy(const ring_t *r, history_point_t *out, int cap)
+{
+    int n = r->count < cap ? r->count : cap;
+    int first = (r->head - r->count + r->cap) % r->cap + (r->count - n);
+    for (int i = 0; i < n; i++)
+        out[i] = r->pts[(first + i) % r->cap];
+    return n;
+}
+
+static void series_free(series_t *s)
+{
+    free(s->name);
+    free(s->fine.pts);
+    free(s->coarse.pts);
+    memset(s, 0, sizeof(*s));
+}
+
+history_t *history_new(int max_series)
+{
+    history_t *h = calloc(1, sizeof(*h));
+    if (!h)
+        return NULL;
+    h->v = calloc((size_t)max_series, sizeof(*h->v));
+    if (!h->v) {
+        free(h);
+        return NULL;
+    }
+    h->cap = max_series;
+    pthread_mutex_init(&h->lock, NULL);
+    return h;
+}
+
+void history_free(history_t *h)
+{
+    if (!h)
+        return;
+    for (int i = 0; i < h->n; i++)
+        series_free(&h->v[i]);
+    free(h->v);
+    pthread_mutex_destroy(&h->lock);
+    free(h);
+}
+
+static series_t *find(history_t *h, const char *name)
+{
+    for (int i = 0; i < h->n; i++)
+        if (strcmp(h->v[i].name, name) == 0)
+            return &h->v[i];
+    return NULL;
+}
+
+static void drop(history_t *h, int i)
+{
+    series_free(&h->v[i]);
+    h->v[i] = h->v[--h->n];
+    memset(&h->v[h->n], 0, sizeof(h->v[h->n]));
+}
+
+/* A new series; when full, the one seen longest ago (not at now) makes room. */
+static series_t *add(history_t *h, const char *name, int64_t now, int *err)
+{
+    if (h->n == h->cap) {
+        int old = -1;
+        for (int i = 0; i < h->n; i++)
+            if (h->v[i].last_seen < now && (old < 0 || h->v[i].last_seen < h->v[old].last_seen))
+                old = i;
+        if (old < 0) {
+            *err = -ENOSPC;
+            return NULL;
+        }
+        drop(h, old);
+    }
+    series_t *s = &h->v[h->n];
+    s->name = str_dup(name);
+    s->fine.pts = calloc(HISTORY_FINE_LEN, sizeof(history_point_t));
+    s->coarse.pts = calloc(HISTORY_COARSE_LEN, sizeof(history_point_t));
+    if (!s->name || !s->fine.pts || !s->coarse.pts) {
+        series_free(s);
+        *err = -ENOMEM;
+        return NULL;
+    }
+    s->fine.cap = HISTORY_FINE_LEN;
+    s->coarse.cap = HISTORY_COARSE_LEN;
+    h->n++;
+    return s;
+}
+
+int history_sample(history_t *h, const char *name, int64_t now, long long listeners,
+                   uint64_t bytes_sent)
+{
+    int err = 0;
+    pthread_mutex_lock(&h->lock);
+    series_t *s = find(h, name);
+    if (!s)
+        s = add(h, name, now, &err);
+    if (s) {
+        history_point_t p = {.t = now, .listeners = listeners > 0 ? (uint32_t)listeners : 0};
+        int64_t dt = s->fine.count ? now - s->last_seen : 0;
+        if (s->have_bytes && dt > 0 && bytes_sent >= s->last_bytes)
+            p.bytes_per_s = (bytes_sent - s->last_bytes) / (uint64_t)dt;
+        s->last_bytes = bytes_sent;
+        s->have_bytes = 1;
+        s->last_seen = now;
+        ring_push(&s->fine, p);
+        s->acc_rate += p.bytes_per_s;
+        if (p.listeners > s->acc_max)
+            s->acc_max = p.listeners;
+        if (++s->acc_n == HISTORY_COARSE_STEP / HISTORY_FINE_STEP) {
+            history_point_t c = {.t = now, .listeners = s->acc_max,
+                                 .bytes_per_s = s->acc_rate / (uint64_t)s->acc_n};
+            ring_push(&s->coarse, c);
+            s->acc_rate = 0;
+            s->acc_max = 0;
+            s->acc_n = 0;
+        }
+    }
+    pthread_mutex_unlock(&h->lock);
+    return err;
+}
+
+void history_sweep(history_t *h, int64_t now)
+{
+    pthread_mutex_lock(&h->lock);
+    for (int i = h->n - 1; i >= 0; i--)
+        if (now - h->v[i].last_seen > (int64_t)HISTORY_COARSE_LEN * HISTORY_COARSE_STEP)
+            drop(h, i);
+    pthread_mutex_unlock(&h->lock);
+}
+
+int history_count(history_t *h)
+{
+    pthread_mutex_lock(&h->lock);
+    int n = h->n;
+    pthread_mutex_unlock(&h->lock);
+    return n;
+}
+
+int history_get(history_t *h, const char *name, int coarse, history_point_t *out, int cap)
+{
+    pthread_mutex_lock(&h->lock);
+    series_t *s = find(h, name);
+    int n = s ? ring_copy(coarse ? &s->coarse : &s->fine, out, cap) : -ENOENT;
+    pthread_mutex_unlock(&h->lock);
+    return n;
+}
+
+/* ---- the server's history, sampled on worker 0 ---- */
+
+static history_t *global;
+
+history_t *history_global(void)
+{
+    return global;
+}
+
+static void on_tick(worker_t *w, void *arg)
+{
+    (void)w;
+    (void)arg;
+    mount_t **v = NULL;
+    int n = stats_mounts(&v, 1);
+    if (n < 0 || !global)
+        return;
+    int64_t now = (int64_t)time(NULL);
+    uint64_t total = 0;
+    for (int i = 0; i < n; i++) {
+        uint64_t sent = (uint64_t)atomic_load(&v[i]->bytes_sent);
+        total += sent;
+        history_sample(global, v[i]->name, now, atomic_load(&v[i]->listeners), sent);
+    }
+    stats_mounts_free(v, n);
+    /* The server's total counts only live mounts: a mount going away makes it drop, and
+     * history_sample then reports no rate for that interval rather than a negative one. */
+    history_sample(global, "", now, atomic_load(&server.stats.listeners), total);
+    history_sweep(global, now);
+}
+
+static int history_module_init(worker_t *w)
+{
+    if (w->id != 0)
+        return 0;
+    if (!global && !(global = history_new(HISTORY_MAX_SERIES)))
+        return -ENOMEM;
+    return worker_timer_add(w, HISTORY_FINE_STEP * 1000, on_tick, NULL);
+}
+
+static void history_module_fini(worker_t *w)
+{
+    if (w->id != 0)
+        return;
+    history_free(global);
+    global = NULL;
+}
+
+static const worker_module_t history_module = {
+    .name = "history",
+    .init = history_module_init,
+    .fini = history_module_fini,
+};
+
+void history_register(void)
+{
+    worker_register(&history_module);
+}
