@@ -54,7 +54,7 @@ field() { tr ' ' '\n' <"$1" | awk -F= -v k="$2" '$1 == k { v = $2 } END { print 
 hold_phase() { # pid, port, extra swarm args...
     local pid=$1 p=$2; shift 2
     "$swarm" --port "$p" --listeners "$listeners" --mounts /live --bitrate 128 --connect-rate 1000 \
-        --duration $((seconds + 14)) --status "$out/phase.txt" "$@" >/dev/null 2>&1 &
+        --duration $((seconds + 14)) --drain 1 --status "$out/phase.txt" "$@" >/dev/null 2>&1 &
     local sp=$!
     pids+=("$sp")
     sleep 12
