@@ -6,13 +6,14 @@
 # anything. Usage: gen-config.sh --dir DIR [--port 18000] [--password hackme] [--clients 100000]
 #   [--sources 12000] [--burst-size 65536] [--queue-size 524288] [--workers 0]
 #   [--write-window MS] [--webroot DIR] [--adminroot DIR] [--loglevel 2] [--location TOKEN]
-#   [--name FILE (default server.xml)]
+#   [--name FILE (default server.xml)] [--extra XML (inserted at the top level: relays, ...)]
+#   [--tls-port P --ssl-cert PEM (a second socket with <ssl>1, the combined certificate + key)]
 # The <location> token lets a script check that the server answering is the one it started.
 set -eu
 
 dir=""; port=18000; location="loadtest-$$"; password=hackme; clients=100000; sources=12000
 burst=65536; queue=524288; workers=0; loglevel=2; window=""; name=server.xml
-webroot=/usr/share/icecast2/web; adminroot=/usr/share/icecast2/admin
+webroot=/usr/share/icecast2/web; adminroot=/usr/share/icecast2/admin; extra=""; tls_port=""; ssl_cert=
 while [ $# -gt 0 ]; do
     case "$1" in
         --dir) dir=$2; shift 2 ;;
@@ -29,6 +30,9 @@ while [ $# -gt 0 ]; do
         --adminroot) adminroot=$2; shift 2 ;;
         --loglevel) loglevel=$2; shift 2 ;;
         --location) location=$2; shift 2 ;;
+        --extra) extra=$2; shift 2 ;;
+        --tls-port) tls_port=$2; shift 2 ;;
+        --ssl-cert) ssl_cert=$2; shift 2 ;;
         *) echo "gen-config.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -42,6 +46,12 @@ chmod a+rx "$dir"
 workers_xml=""
 [ "$workers" -gt 0 ] && workers_xml="<workers>$workers</workers>"
 [ -n "$window" ] && workers_xml="$workers_xml<write-window>$window</write-window>"
+
+tls_socket=""; tls_paths=""
+if [ -n "$tls_port" ]; then
+    tls_socket="<listen-socket><port>$tls_port</port><bind-address>127.0.0.1</bind-address><ssl>1</ssl></listen-socket>"
+    tls_paths="<ssl-certificate>$ssl_cert</ssl-certificate>"
+fi
 
 cat > "$dir/$name" <<XML
 <icecast>
@@ -67,6 +77,7 @@ cat > "$dir/$name" <<XML
         <port>$port</port>
         <bind-address>127.0.0.1</bind-address>
     </listen-socket>
+    $tls_socket
     <fileserve>1</fileserve>
     <paths>
         <basedir>$dir</basedir>
@@ -74,6 +85,7 @@ cat > "$dir/$name" <<XML
         <pidfile>$dir/log/server.pid</pidfile>
         <webroot>$webroot</webroot>
         <adminroot>$adminroot</adminroot>
+        $tls_paths
     </paths>
     <logging>
         <accesslog>access.log</accesslog>
@@ -87,6 +99,7 @@ cat > "$dir/$name" <<XML
             <group>nogroup</group>
         </changeowner>
     </security>
+    $extra
 </icecast>
 XML
 chmod a+r "$dir/$name"

@@ -7,6 +7,8 @@
  * P listeners scanning for them). Once a second it prints one "key=value" status line.
  * It owns every socket it opens; it does not decode audio, reconnect, or judge the server:
  * sample.py and plot.py turn its lines into figures. See loadtest/README.md for the fields.
+ * With --tls the listeners (the probe's included) speak TLS through OpenSSL: no certificate
+ * check, one client session kept and offered again (resumption) unless --tls-no-resume.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -27,6 +29,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <shout/shout.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 
 #define READ_BUF_SIZE (256 * 1024)
 #define WINDOW_MAX 8
@@ -35,7 +39,7 @@
 #define PROBE_MAGIC "\xa5RCLAT\x5a\xc3"
 #define MARKER_LEN 16
 
-enum lstate { L_IDLE, L_CONNECTING, L_HEADER, L_STREAM, L_CLOSED };
+enum lstate { L_IDLE, L_CONNECTING, L_HANDSHAKE, L_HEADER, L_STREAM, L_CLOSED };
 enum sstate { S_IDLE, S_CONNECTING, S_UP, S_FAILED, S_CLOSED };
 
 typedef struct {
@@ -52,6 +56,7 @@ typedef struct {
     uint32_t first_tick;
     uint8_t carry_len;
     uint8_t carry[MARKER_LEN - 1];
+    SSL *ssl; /* --tls */
 } listener_t;
 
 typedef struct {
@@ -75,6 +80,9 @@ static struct {
     double hold, source_hold, connect_rate, source_rate, duration, drain, window;
     double connect_timeout, bitrate_kbps, source_tick, probe_tick;
     int random_choice, rcvlowat, rcvbuf, retry, slack;
+    int tls, tls_no_resume;
+    int probe_listen_only; /* probe listeners without the probe source (another process sends
+                            * the markers, e.g. to a relay tree's origin) */
     unsigned max_pending;
     unsigned seed;
     mountlist_t mounts, source_mounts;
@@ -92,6 +100,7 @@ static struct {
     unsigned nl, launched, connected, pending, starving;
     unsigned *retry, nretry; /* listeners whose connect failed, to start again (--retry) */
     uint64_t server_closed, server_reset, conn_err, rejected, closed_by_us;
+    uint64_t tls_full, tls_resumed, tls_err; /* handshakes done (new session, resumed), failed */
     uint64_t total_bytes, total_hdr_bytes, closed_body_bytes;
     source_t *s;
     unsigned ns, sources_started, sources_up, src_err;
@@ -194,6 +203,10 @@ static void listener_close(listener_t *l, enum close_why why)
         else
             g.conn_err++;
     }
+    if (l->ssl) {
+        SSL_free(l->ssl);
+        l->ssl = NULL;
+    }
     close(l->fd);
     l->fd = -1;
     l->state = L_CLOSED;
@@ -214,7 +227,7 @@ static int listener_start(unsigned idx)
         goto fail;
     if (opt.rcvbuf)
         setsockopt(l->fd, SOL_SOCKET, SO_RCVBUF, &opt.rcvbuf, sizeof(opt.rcvbuf));
-    if (opt.rcvlowat && !l->probe)
+    if (opt.rcvlowat && !l->probe && !opt.tls) /* TLS: once the handshake's small records passed */
         setsockopt(l->fd, SOL_SOCKET, SO_RCVLOWAT, &opt.rcvlowat, sizeof(opt.rcvlowat));
     if (opt.src_ip) {
         struct sockaddr_in local = { .sin_family = AF_INET };
@@ -244,17 +257,11 @@ fail:
 static void listener_send_request(unsigned idx)
 {
     listener_t *l = &g.l[idx];
-    int err = 0;
-    socklen_t len = sizeof(err);
     char req[512];
-    if (getsockopt(l->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err) {
-        listener_close(l, BY_SERVER);
-        return;
-    }
     const char *mount = l->probe ? opt.probe_mount : opt.mounts.v[l->mount];
     int n = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: %s:%d\r\nUser-Agent: swarm/1\r\n"
                      "Accept: */*\r\n\r\n", mount, opt.host, opt.port);
-    if (write(l->fd, req, (size_t)n) != n) {
+    if (l->ssl ? SSL_write(l->ssl, req, n) != n : write(l->fd, req, (size_t)n) != n) {
         listener_close(l, BY_SERVER);
         return;
     }
@@ -357,12 +364,102 @@ static void listener_data(listener_t *l, const unsigned char *p, size_t n)
         probe_scan(l, p, n);
 }
 
+/* ---- TLS listeners (--tls) ---- */
+
+static SSL_CTX *tls_ctx;
+static SSL_SESSION *tls_session; /* the newest session the server gave us, offered again */
+
+static int tls_new_session(SSL *ssl, SSL_SESSION *sess)
+{
+    (void)ssl;
+    if (opt.tls_no_resume)
+        return 0;
+    if (tls_session)
+        SSL_SESSION_free(tls_session);
+    tls_session = sess;
+    return 1; /* we keep the reference */
+}
+
+static int tls_setup(void)
+{
+    tls_ctx = SSL_CTX_new(TLS_client_method());
+    if (!tls_ctx)
+        return -1;
+    SSL_CTX_set_verify(tls_ctx, SSL_VERIFY_NONE, NULL);
+    SSL_CTX_set_session_cache_mode(tls_ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+    SSL_CTX_sess_set_new_cb(tls_ctx, tls_new_session);
+    SSL_CTX_set_mode(tls_ctx, SSL_MODE_RELEASE_BUFFERS);
+    return 0;
+}
+
+static void tls_handshake(listener_t *l)
+{
+    int rc = SSL_do_handshake(l->ssl);
+    if (rc == 1) {
+        if (SSL_session_reused(l->ssl))
+            g.tls_resumed++;
+        else
+            g.tls_full++;
+        if (opt.rcvlowat && !l->probe)
+            setsockopt(l->fd, SOL_SOCKET, SO_RCVLOWAT, &opt.rcvlowat, sizeof(opt.rcvlowat));
+        listener_send_request((unsigned)(l - g.l));
+        return;
+    }
+    int e = SSL_get_error(l->ssl, rc);
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+        return; /* the socket's next edge brings us back */
+    ERR_clear_error();
+    g.tls_err++;
+    listener_close(l, BY_SERVER);
+}
+
+/* The TCP connect completed: start the handshake. -1 when l was closed. */
+static int tls_begin(listener_t *l)
+{
+    l->ssl = SSL_new(tls_ctx);
+    if (!l->ssl || !SSL_set_fd(l->ssl, l->fd)) {
+        listener_close(l, BY_SERVER);
+        return -1;
+    }
+    SSL_set_connect_state(l->ssl);
+    if (tls_session && !opt.tls_no_resume)
+        SSL_set_session(l->ssl, tls_session);
+    l->state = L_HANDSHAKE;
+    tls_handshake(l);
+    return l->state == L_CLOSED ? -1 : 0;
+}
+
+/* Reads until OpenSSL wants more from the socket (it may hold decrypted bytes we must drain
+ * now: edge-triggered epoll would not tell us again). */
+static void tls_readable(listener_t *l)
+{
+    for (;;) {
+        int n = SSL_read(l->ssl, g.rbuf, READ_BUF_SIZE);
+        if (n > 0) {
+            listener_data(l, g.rbuf, (size_t)n);
+            if (l->state == L_CLOSED)
+                return;
+            continue;
+        }
+        int e = SSL_get_error(l->ssl, n);
+        if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+            return;
+        ERR_clear_error();
+        listener_close(l, BY_SERVER);
+        return;
+    }
+}
+
 /* A short read drained the socket and the next arrival fires a new edge, so one read usually
  * suffices; but once the peer's FIN is queued (EPOLLRDHUP) nothing new will arrive: read to EOF. */
 static void listener_readable(unsigned idx, uint32_t events)
 {
     listener_t *l = &g.l[idx];
     int to_eof = (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0;
+    if (l->ssl) {
+        tls_readable(l);
+        return;
+    }
     for (;;) {
         ssize_t n = read(l->fd, g.rbuf, READ_BUF_SIZE);
         if (n > 0) {
@@ -386,7 +483,23 @@ static void listener_event(unsigned idx, uint32_t events)
     if (l->state == L_CONNECTING) {
         if (!(events & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
             return;
-        listener_send_request(idx);
+        int err = 0;
+        socklen_t len = sizeof(err);
+        if (getsockopt(l->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err) {
+            listener_close(l, BY_SERVER);
+            return;
+        }
+        if (opt.tls) {
+            if (tls_begin(l) < 0)
+                return;
+        } else {
+            listener_send_request(idx);
+        }
+        if (l->state != L_HEADER)
+            return;
+    }
+    if (l->state == L_HANDSHAKE) {
+        tls_handshake(l);
         if (l->state != L_HEADER)
             return;
     }
@@ -450,7 +563,7 @@ static void listeners_launch(double t)
     }
     /* probe listeners go first */
     for (unsigned i = opt.listeners; i < g.nl; i++)
-        if (g.l[i].state == L_IDLE && g.probe.fd >= 0)
+        if (g.l[i].state == L_IDLE && (g.probe.fd >= 0 || opt.probe_listen_only))
             listener_start(i);
     while (g.nretry && g.pending < opt.max_pending && batch++ < 2000 && launch_allowed(t))
         listener_start(g.retry[--g.nretry]);
@@ -741,15 +854,17 @@ static void final_report(double t)
             hdr += g.l[i].hdr_bytes;
         }
     fprintf(g.status, "final t=%.3f listeners=%u body_bytes=%llu hdr_bytes=%llu server_closed=%llu "
-            "server_reset=%llu closed_by_us=%llu conn_err=%llu rejected=%llu sources=%u src_err=%u src_bytes=%llu "
-            "all_connected_s=%.3f lat_n=%llu lat_p50_ms=%.2f lat_p99_ms=%.2f\n",
+            "server_reset=%llu closed_by_us=%llu conn_err=%llu rejected=%llu sources=%u src_err=%u "
+            "src_bytes=%llu all_connected_s=%.3f lat_n=%llu lat_p50_ms=%.2f lat_p99_ms=%.2f "
+            "tls_full=%llu tls_resumed=%llu tls_err=%llu\n",
             t, g.launched + opt.probe_listeners, (unsigned long long)body, (unsigned long long)hdr,
             (unsigned long long)g.server_closed, (unsigned long long)g.server_reset,
             (unsigned long long)g.closed_by_us,
             (unsigned long long)g.conn_err, (unsigned long long)g.rejected, g.sources_started,
             g.src_err, (unsigned long long)g.src_bytes, g.all_connected_at,
             (unsigned long long)g.lat_all_n, lat_percentile(g.lat_all, g.lat_all_n, 0.5),
-            lat_percentile(g.lat_all, g.lat_all_n, 0.99));
+            lat_percentile(g.lat_all, g.lat_all_n, 0.99), (unsigned long long)g.tls_full,
+            (unsigned long long)g.tls_resumed, (unsigned long long)g.tls_err);
     fflush(g.status);
 }
 
@@ -800,7 +915,7 @@ static int next_timeout_ms(double t)
     double next = g.next_status;
     if (g.ns && g.next_src_tick < next)
         next = g.next_src_tick;
-    if (opt.probe_mount && g.next_probe_tick < next)
+    if (opt.probe_mount && !opt.probe_listen_only && g.next_probe_tick < next)
         next = g.next_probe_tick;
     if (launching())
         next = t + 0.002;
@@ -816,7 +931,7 @@ static void timers_run(double t)
         if (g.next_src_tick < t)
             g.next_src_tick = t + opt.source_tick;
     }
-    if (opt.probe_mount && t >= g.next_probe_tick) {
+    if (opt.probe_mount && !opt.probe_listen_only && t >= g.next_probe_tick) {
         probe_src_tick(now_s());
         g.next_probe_tick += opt.probe_tick;
         if (g.next_probe_tick < t)
@@ -863,7 +978,8 @@ static void usage(void)
           "  sources:   --sources M --source-mounts SPEC [--source-rate R/s]\n"
           "             [--source-step K --source-hold SEC] [--source-file F] [--source-tick SEC]\n"
           "             [--user U] [--password P]\n"
-          "  probe:     --probe-mount M [--probe-listeners P] [--probe-tick SEC]\n"
+          "  probe:     --probe-mount M [--probe-listeners P] [--probe-tick SEC] [--probe-listen-only]\n"
+          "  tls:       [--tls] [--tls-no-resume]   (listeners and probe listeners)\n"
           "  common:    [--bitrate KBPS] [--duration SEC] [--drain SEC] [--status FILE]\n"
           "             [--per-mount FILE] [--connect-timeout SEC] [--seed N]\n"
           "SPEC: comma list of mounts; an item /name%d:A-B expands to /nameA../nameB\n", stderr);
@@ -880,7 +996,8 @@ static void parse_args(int argc, char **argv)
         {"source-rate", 1, 0, 'R'}, {"source-step", 1, 0, 'k'}, {"source-hold", 1, 0, 'D'},
         {"source-file", 1, 0, 'f'}, {"source-tick", 1, 0, 'T'}, {"user", 1, 0, 'u'},
         {"password", 1, 0, 'P'}, {"probe-mount", 1, 0, 'q'}, {"probe-listeners", 1, 0, 'Q'},
-        {"probe-tick", 1, 0, 'K'}, {"bitrate", 1, 0, 'b'}, {"duration", 1, 0, 'd'},
+        {"probe-tick", 1, 0, 'K'}, {"probe-listen-only", 0, 0, 'O'},
+        {"tls", 0, 0, '1'}, {"tls-no-resume", 0, 0, '2'}, {"bitrate", 1, 0, 'b'}, {"duration", 1, 0, 'd'},
         {"drain", 1, 0, 'x'}, {"status", 1, 0, 's'}, {"per-mount", 1, 0, 'F'},
         {"connect-timeout", 1, 0, 'C'}, {"seed", 1, 0, 'e'}, {"max-pending", 1, 0, 'X'},
         {"retry", 0, 0, 'y'}, {"slack", 1, 0, 'Y'}, {0, 0, 0, 0}};
@@ -911,6 +1028,9 @@ static void parse_args(int argc, char **argv)
         case 'q': opt.probe_mount = optarg; break;
         case 'Q': opt.probe_listeners = (unsigned)atoi(optarg); break;
         case 'K': opt.probe_tick = atof(optarg); break;
+        case 'O': opt.probe_listen_only = 1; break;
+        case '1': opt.tls = 1; break;
+        case '2': opt.tls_no_resume = 1; break;
         case 'b': opt.bitrate_kbps = atof(optarg); break;
         case 'd': opt.duration = atof(optarg); break;
         case 'x': opt.drain = atof(optarg); break;
@@ -983,6 +1103,8 @@ static int setup(void)
     g.lat_win = calloc(LAT_BUCKETS, sizeof(*g.lat_win));
     g.lat_all = calloc(LAT_BUCKETS, sizeof(*g.lat_all));
     g.ep = epoll_create1(EPOLL_CLOEXEC);
+    if (opt.tls && tls_setup() < 0)
+        return -ENOMEM;
     if (!g.l || !g.rates || !g.retry || !g.s || !g.rbuf || !g.lat_win || !g.lat_all || g.ep < 0)
         return -ENOMEM;
     for (unsigned i = 0; i < g.nl; i++) {
@@ -994,7 +1116,7 @@ static int setup(void)
     g.probe.fd = -1;
     g.t_listen0 = -1;
     g.step_full_at = -1;
-    if (opt.probe_mount && probe_src_open() < 0)
+    if (opt.probe_mount && !opt.probe_listen_only && probe_src_open() < 0)
         return -EIO;
     g.status = opt.status_path ? fopen(opt.status_path, "w") : stdout;
     if (!g.status)

@@ -352,6 +352,7 @@ static config_t *config_new(const char *name)
         return NULL;
     c->fileserve = 1;
     c->master_update_interval = 120;
+    c->sibling_poll_interval = 5;
     c->clients = 256;
     c->sources = 16;
     c->queue_size = 524288;
@@ -433,6 +434,11 @@ static void free_lists(config_t *c)
         next = d->next;
         free(d->yp_url);
         free(d);
+    }
+    for (sibling_conf_t *s = c->siblings, *next; s; s = next) {
+        next = s->next;
+        free(s->url);
+        free(s);
     }
     for (alias_conf_t *a = c->aliases, *next; a; a = next) {
         next = a->next;

@@ -106,6 +106,13 @@ typedef struct directory_conf {
     struct directory_conf *next;
 } directory_conf_t;
 
+/* A sibling server new listeners are sent to (302) when this one is full (Rimecast):
+ * "http://host:port" or "https://host:port", checked at load time. */
+typedef struct sibling_conf {
+    char *url;
+    struct sibling_conf *next;
+} sibling_conf_t;
+
 typedef struct alias_conf {
     char *source;
     char *destination;
@@ -142,6 +149,8 @@ typedef struct config {
     int master_update_interval; /* 120 */
     char *master_username;      /* "relay" */
     char *master_password;
+    sibling_conf_t *siblings;   /* <redirect-siblings><sibling> (Rimecast) */
+    int sibling_poll_interval;  /* <redirect-siblings><poll-interval>, seconds; 5 */
 
     /* <limits> */
     int clients;        /* 256 */

@@ -598,6 +598,36 @@ static int fn_root_port(parse_t *p, xmlNodePtr n, void *obj)
     return config_set_value(p, n, &d, p);
 }
 
+/* <redirect-siblings><sibling>http[s]://host[:port]</sibling>: the base URL of a server that
+ * takes this one's listeners when it is full. No path, query or credentials. */
+static int fn_sibling(parse_t *p, xmlNodePtr n, void *obj)
+{
+    static const directive_t d = PATH("sibling", sibling_conf_t, url);
+    sibling_conf_t *s = new_item(p, n, sizeof(*s));
+
+    if (!s)
+        return -1;
+    APPEND(((config_t *)obj)->siblings, s);
+    if (config_set_value(p, n, &d, s))
+        return -1;
+    size_t len = strlen(s->url);
+    while (len > 0 && s->url[len - 1] == '/')
+        s->url[--len] = '\0';
+    const char *host = strncmp(s->url, "http://", 7) == 0    ? s->url + 7
+                       : strncmp(s->url, "https://", 8) == 0 ? s->url + 8
+                                                              : NULL;
+    if (!host || !*host || strpbrk(host, "/?#@ \t\r\n\\\"<>"))
+        return config_err(p, n, "<sibling> must be http://host:port or https://host:port");
+    return 0;
+}
+
+static const directive_t siblings_dirs[] = {
+    INT("poll-interval", config_t, sibling_poll_interval, 1, 3600),
+    FN("sibling", fn_sibling),
+    END,
+};
+static const section_t siblings_sec = {"redirect-siblings", siblings_dirs};
+
 static int fn_root_bind(parse_t *p, xmlNodePtr n, void *obj)
 {
     static const directive_t d = PATH("bind-address", parse_t, root_bind);
@@ -623,6 +653,7 @@ static const directive_t root_dirs[] = {
     STR("master-password", config_t, master_password),
     FN("port", fn_root_port),
     FN("bind-address", fn_root_bind),
+    SECTION("redirect-siblings", siblings_sec),
     OLD_FN("source-password", fn_source_password, "use <authentication><source-password>"),
     SECTION("limits", limits_sec),
     SECTION("authentication", auth_sec),

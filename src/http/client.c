@@ -125,6 +125,10 @@ void client_accept(worker_t *w, int fd, const char *ip, const listen_conf_t *lc)
     atomic_fetch_add(&server.stats.connections, 1);
     int over_limit = atomic_load(&server.stats.clients) > cfg->clients;
     int denied = handlers.admit && !handlers.admit(c);
+    if (over_limit && !denied && cfg->siblings) {
+        cl->over_limit = 1; /* its request says which mount a sibling should serve */
+        over_limit = 0;
+    }
     if (lc->tls && (over_limit || denied)) {
         if (over_limit)
             atomic_fetch_add(&server.stats.connections_refused, 1);

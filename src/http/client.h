@@ -25,6 +25,8 @@ typedef struct client {
     /* access log */
     char *log_method, *log_uri, *log_protocol, *log_agent, *log_referer, *log_user;
     int status;
+    int over_limit;            /* came past <clients> with siblings configured: its request is
+                                * read only to send it to a sibling (302), else 403 */
     char peer[64];             /* the socket's address when ip was replaced by a forwarded one */
     /* called once when the connection ends, before it is freed (a role above: e.g. an
      * authenticated session; c->bytes_sent and c->start are still valid) */

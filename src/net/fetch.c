@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * fetch: outbound HTTP POSTs on one thread with libcurl's multi interface (see fetch.h).
+ * fetch: outbound HTTP POSTs (and small GETs) on one thread with libcurl's multi interface (see fetch.h).
  *
  * The queue (FIFO, bounded) is shared with the submitters under one mutex; the multi handle,
  * the easy handles and the list of running jobs belong to the fetch thread alone. Submitting
@@ -31,6 +31,9 @@ struct fetch_job {
     CURL *easy;
     char *hdr; /* header lines of the response being received */
     size_t hdr_len;
+    size_t max_body; /* a GET keeping up to this much of the body */
+    char *resp;      /* that body */
+    size_t resp_len;
     fetch_result_t res;
     char errbuf[CURL_ERROR_SIZE];
     fetch_job_t *next;
@@ -61,6 +64,7 @@ static void job_free(fetch_job_t *j)
         free(j->userpwd);
     }
     free(j->hdr);
+    free(j->resp);
     free(j);
 }
 
@@ -79,6 +83,8 @@ static void complete(fetch_job_t *j, int error)
     j->res.error = error;
     j->res.headers = j->hdr ? j->hdr : "";
     j->res.headers_len = j->hdr_len;
+    j->res.body = j->resp ? j->resp : "";
+    j->res.body_len = j->resp_len;
     if (!j->res.error_text)
         j->res.error_text = error == -ECANCELED ? "shutting down" : j->errbuf[0] ? j->errbuf : "";
     pthread_mutex_lock(&F.lock);
@@ -134,7 +140,19 @@ static size_t on_header(char *data, size_t size, size_t n, void *arg)
 
 static size_t on_body(char *data, size_t size, size_t n, void *arg)
 {
-    return size * n; /* answers are in the headers; the body is read and dropped */
+    fetch_job_t *j = arg;
+    size_t len = size * n; /* a POST's answer is in its headers: its body is dropped */
+    if (j->max_body == 0 || j->resp_len >= j->max_body)
+        return len;
+    size_t take = len < j->max_body - j->resp_len ? len : j->max_body - j->resp_len;
+    char *nb = realloc(j->resp, j->resp_len + take + 1);
+    if (!nb)
+        return 0;
+    j->resp = nb;
+    memcpy(j->resp + j->resp_len, data, take);
+    j->resp_len += take;
+    j->resp[j->resp_len] = '\0';
+    return len;
 }
 
 static int job_begin(fetch_job_t *j)
@@ -143,8 +161,12 @@ static int job_begin(fetch_job_t *j)
     if (!e)
         return -ENOMEM;
     curl_easy_setopt(e, CURLOPT_URL, j->url);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDS, j->body);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(j->body));
+    if (j->max_body) {
+        curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+    } else {
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, j->body);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(j->body));
+    }
     curl_easy_setopt(e, CURLOPT_USERAGENT, server_ident());
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)j->timeout_ms);
@@ -152,6 +174,7 @@ static int job_begin(fetch_job_t *j)
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, j);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, j);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, j->errbuf);
     curl_easy_setopt(e, CURLOPT_PRIVATE, j);
     curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
@@ -296,6 +319,7 @@ int fetch_submit(const fetch_request_t *req)
     j->body = strdup(req->body ? req->body : "");
     j->userpwd = req->userpwd ? strdup(req->userpwd) : NULL;
     j->timeout_ms = req->timeout_ms ? req->timeout_ms : 15000;
+    j->max_body = req->max_body;
     j->reply_to = req->reply_to;
     j->done = req->done;
     j->arg = req->arg;

@@ -2,7 +2,7 @@
 /*
  * fetch: the one outbound HTTP client of the process (URL authentication, YP directories):
  * libcurl's multi interface on a thread of its own, so no worker ever waits for a remote
- * server. Requests are form POSTs; at most FETCH_MAX_ACTIVE run at once, up to
+ * server. Requests are form POSTs (or GETs whose body is kept, for small documents); at most FETCH_MAX_ACTIVE run at once, up to
  * FETCH_MAX_QUEUED more wait in a queue, and beyond that fetch_submit() refuses (-EBUSY).
  *
  * Lifecycle: fetch_start() once at start-up (after curl_global_init), fetch_submit() from any
@@ -29,6 +29,8 @@ typedef struct fetch_result {
     const char *headers; /* the final response's header lines, "\r\n"-separated, NUL-ended */
     size_t headers_len;
     const char *error_text; /* for logs (not escaped; from libcurl) */
+    const char *body;       /* a GET's response body (NUL-ended, cut at max_body), else "" */
+    size_t body_len;
 } fetch_result_t;
 
 /* Runs once per request, on worker `reply_to` (through worker_post), or on the fetch thread
@@ -39,7 +41,8 @@ typedef void (*fetch_done_fn)(worker_t *w, const fetch_result_t *r, void *arg);
 
 typedef struct fetch_request {
     const char *url;
-    const char *body;      /* application/x-www-form-urlencoded, copied */
+    const char *body;      /* application/x-www-form-urlencoded, copied; NULL with max_body: GET */
+    size_t max_body;       /* 0: a POST whose body is dropped; else a GET keeping this much */
     const char *userpwd;   /* "user:password" for HTTP Basic, or NULL; copied */
     unsigned timeout_ms;   /* the whole exchange, connect included */
     worker_t *reply_to;    /* NULL: done runs on the fetch thread */

@@ -33,6 +33,7 @@
 #include "stream/filemount.h"
 #include "stream/listener.h"
 #include "stream/mount.h"
+#include "stream/redirect.h"
 #include "stream/relay.h"
 #include "stream/shoutcast.h"
 #include "stream/source.h"
@@ -285,10 +286,28 @@ static int admit_request(conn_t *c, const http_request_t *req)
     return 1;
 }
 
+/* A connection past <clients> (kept only because siblings are configured): a listener of a
+ * mount a sibling has room for is sent there, anyone else refused. */
+static void refuse_over_limit(conn_t *c, const http_request_t *req)
+{
+    char *path = req->method == HTTP_METHOD_GET ? request_path(req) : NULL;
+    const char *alias = path ? router_alias(c, path) : NULL;
+    int sent = path && redirect_listener(c, req, alias ? alias : path);
+    free(path);
+    if (sent)
+        return;
+    atomic_fetch_add(&server.stats.connections_refused, 1);
+    client_send_error(c, 403, "Forbidden: connection limit reached");
+}
+
 static void dispatch_request(conn_t *c, http_request_t *req, size_t head_len)
 {
     if (!admit_request(c, req))
         return;
+    if (client_of(c)->over_limit) {
+        refuse_over_limit(c, req);
+        return;
+    }
     switch (req->method) {
     case HTTP_METHOD_SOURCE:
     case HTTP_METHOD_PUT:
@@ -320,6 +339,7 @@ void dispatch_init(void)
     fanout_register();
     source_register();
     relay_register();
+    redirect_register();
     filemount_register();
     history_register();
 }

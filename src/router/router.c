@@ -33,6 +33,7 @@
 #include "net/server.h"
 #include "stats/metrics.h"
 #include "stats/stats.h"
+#include "stream/redirect.h"
 
 /* ---- names the server answers itself ---- */
 
@@ -47,6 +48,7 @@ static int is_admin_path(const char *path)
 int router_owns(const char *path)
 {
     return is_admin_path(path) || has_suffix(path, ".xsl") || strcmp(path, "/metrics") == 0 ||
+           strcmp(path, "/room.txt") == 0 ||
            strcmp(path, "/") == 0;
 }
 
@@ -145,6 +147,19 @@ static void serve_public_xsl(conn_t *c, const http_request_t *req, const char *p
     free(out);
 }
 
+/* The room document siblings poll before sending this server their listeners. */
+static void serve_room(conn_t *c, const http_request_t *req)
+{
+    size_t len = 0;
+    char *text = redirect_room_text(&len);
+    if (!text) {
+        client_send_error(c, 500, "Internal Server Error");
+        return;
+    }
+    reply_send(c, req, 200, "text/plain; charset=utf-8", text, len, REPLY_NO_CACHE);
+    free(text);
+}
+
 static void serve_path(conn_t *c, const http_request_t *req, const char *path)
 {
     if (strcmp(path, "/metrics") == 0) {
@@ -153,6 +168,10 @@ static void serve_path(conn_t *c, const http_request_t *req, const char *path)
     }
     if (has_suffix(path, ".xsl")) {
         serve_public_xsl(c, req, path);
+        return;
+    }
+    if (strcmp(path, "/room.txt") == 0) {
+        serve_room(c, req);
         return;
     }
     if (!server_config()->fileserve) {

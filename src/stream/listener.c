@@ -30,6 +30,7 @@
 #include "stream/fallback.h"
 #include "stream/fanout.h"
 #include "stream/mount.h"
+#include "stream/redirect.h"
 #include "stream/webfile.h"
 
 #define LISTENER_IOV 64
@@ -594,8 +595,10 @@ static void start_listener(conn_t *c, const http_request_t *req, mount_t *m, con
             mount_unref(m);
             return;
         }
+        int sent = redirect_listener(c, req, home ? home : m->name);
         mount_unref(m);
-        client_send_error(c, 403, "Forbidden: max listeners reached");
+        if (!sent)
+            client_send_error(c, 403, "Forbidden: max listeners reached");
         return;
     }
     listener_t *l = calloc(1, sizeof(*l));

@@ -441,6 +441,35 @@ static void test_relays_directories_headers(void)
     config_free(c);
 }
 
+static void test_redirect_siblings(void)
+{
+    config_t *c = load("<icecast><redirect-siblings><poll-interval>3</poll-interval>"
+                       "<sibling>http://edge2.example.org:8000/</sibling>"
+                       "<sibling>https://[::1]:8443</sibling></redirect-siblings></icecast>");
+    CHECK(c != NULL);
+    if (!c)
+        return;
+    CHECK(c->sibling_poll_interval == 3);
+    CHECK(c->siblings && strcmp(c->siblings->url, "http://edge2.example.org:8000") == 0);
+    CHECK(c->siblings && c->siblings->next &&
+          strcmp(c->siblings->next->url, "https://[::1]:8443") == 0);
+    config_free(c);
+    c = load("<icecast></icecast>");
+    CHECK(c && c->siblings == NULL && c->sibling_poll_interval == 5);
+    config_free(c);
+    static const char *bad[] = {
+        "<icecast><redirect-siblings><sibling>edge2:8000</sibling></redirect-siblings></icecast>",
+        "<icecast><redirect-siblings><sibling>http://a/b</sibling></redirect-siblings></icecast>",
+        "<icecast><redirect-siblings><sibling>http://u:p@a</sibling></redirect-siblings></icecast>",
+        "<icecast><redirect-siblings><sibling>ftp://a</sibling></redirect-siblings></icecast>",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        c = load(bad[i]);
+        CHECK(c == NULL && strstr(err, "<sibling> must be"));
+        config_free(c);
+    }
+}
+
 static void test_booleans_and_deprecated(void)
 {
     config_t *c = load("<icecast>\n"
@@ -947,6 +976,7 @@ int main(void)
     RUN(test_tls_listen_sockets);
     RUN(test_mounts);
     RUN(test_relays_directories_headers);
+    RUN(test_redirect_siblings);
     RUN(test_booleans_and_deprecated);
     RUN(test_unknown_warned_once);
     RUN(test_policy_refused);
