@@ -86,16 +86,39 @@ static int parse_addr(const char *host, int port, struct sockaddr_storage *ss, s
 int connect_start(conn_t *c, worker_t *w, const char *host, int port, unsigned timeout_ms,
                   void (*done)(conn_t *c, int err), void (*destroy)(conn_t *c))
 {
-    struct sockaddr_storage ss;
-    socklen_t slen;
+    return connect_start_from(c, w, NULL, host, port, timeout_ms, done, destroy);
+}
+
+int connect_start_from(conn_t *c, worker_t *w, const char *local, const char *host, int port,
+                       unsigned timeout_ms, void (*done)(conn_t *c, int err),
+                       void (*destroy)(conn_t *c))
+{
+    struct sockaddr_storage ss, ls;
+    socklen_t slen, llen;
     int rc = parse_addr(host, port, &ss, &slen);
     if (rc < 0)
         return rc;
+    /* the local side: port 1 only to pass parse_addr's check, then 0 (any port) */
+    if (local && (rc = parse_addr(local, 1, &ls, &llen)) < 0)
+        return rc;
+    if (local && ls.ss_family != ss.ss_family)
+        return -EAFNOSUPPORT;
     int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -errno;
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (local) {
+        if (ls.ss_family == AF_INET)
+            ((struct sockaddr_in *)&ls)->sin_port = 0;
+        else
+            ((struct sockaddr_in6 *)&ls)->sin6_port = 0;
+        if (bind(fd, (struct sockaddr *)&ls, llen) < 0) {
+            rc = -errno;
+            close(fd);
+            return rc;
+        }
+    }
     if (connect(fd, (struct sockaddr *)&ss, slen) < 0 && errno != EINPROGRESS) {
         rc = -errno;
         close(fd);

@@ -24,4 +24,9 @@ typedef struct worker worker_t;
 int connect_start(conn_t *c, worker_t *w, const char *host, int port, unsigned timeout_ms,
                   void (*done)(conn_t *c, int err), void (*destroy)(conn_t *c));
 
+/* The same from a given local address (numeric, same family as host; NULL = any). */
+int connect_start_from(conn_t *c, worker_t *w, const char *local, const char *host, int port,
+                       unsigned timeout_ms, void (*done)(conn_t *c, int err),
+                       void (*destroy)(conn_t *c));
+
 #endif

@@ -56,6 +56,7 @@ typedef struct relay_conn {
 } relay_conn_t;
 
 struct relay {
+    char *bind;         /* <bind>: local address to connect from, NULL = any */
     /* what to pull */
     char *upstream, *upath, *local, *user, *pass; /* upstream host and mount path */
     int port, icy, on_demand, from_master;
@@ -215,6 +216,7 @@ static void detach_conn(relay_t *r)
 static void relay_free(relay_t *r)
 {
     end_mount(r, "relay stopped");
+    free(r->bind);
     free(r->upstream);
     free(r->upath);
     free(r->local);
@@ -467,8 +469,8 @@ static void relay_connect(relay_t *r, const char *ip)
     }
     rc->relay = r;
     r->rc = rc;
-    int err = connect_start(&rc->client.conn, r->worker, ip, r->tport, RELAY_CONNECT_MS,
-                            relay_connected, relay_conn_destroy);
+    int err = connect_start_from(&rc->client.conn, r->worker, r->bind, ip, r->tport,
+                                 RELAY_CONNECT_MS, relay_connected, relay_conn_destroy);
     if (err < 0) {
         free(rc);
         log_warn("relay %s: cannot connect to %s:%d: %s", r->logname, r->host, r->tport,
@@ -646,6 +648,10 @@ void relay_start_all(void)
     for (const relay_conf_t *rc = cfg->relays; rc; rc = rc->next) {
         relay_t *r = relay_new(rc->server, rc->port, rc->mount, rc->local_mount, rc->username,
                                rc->password, rc->relay_shoutcast_metadata, rc->on_demand);
+        if (r && rc->bind && !(r->bind = strdup(rc->bind))) {
+            relay_free(r);
+            r = NULL;
+        }
         if (!r || relay_hand_over(r) < 0)
             log_error("relay of %s: cannot start", rc->local_mount ? rc->local_mount : "/");
     }

@@ -224,3 +224,20 @@ def test_streamlist_answers_the_relay_user_only(server, data, binary):
     assert adminlib.admin(srv, "/admin/streamlist.txt").status == 401
     assert adminlib.request(srv, "/admin/streamlist.txt").status == 401
     src.close()
+
+
+def test_relay_connects_from_its_bind_address(server, data):
+    """<bind> in <relay>: the upstream sees the relay coming from that local address."""
+    origin, src = start_origin(server, None, "/live.mp3", data)
+    extra = relay_xml(origin, "/live.mp3", "/edge.mp3").replace(
+        "</relay>", "<bind>127.0.0.2</bind></relay>")
+    edge = server(extra_xml=extra)
+    formatlib.wait_mount(edge, "/edge.mp3")
+    lis = edge.listener("/edge.mp3")
+    assert lis.open().status == 200
+    lis.wait_bytes(8192, 5)
+    wirelib.wait_until(lambda: "127.0.0.2" in origin.access_log() or
+                       b"127.0.0.2" in adminlib.admin(origin, "/admin/listclients?mount=/live.mp3").body,
+                       5, "the origin to see the relay from 127.0.0.2")
+    lis.close()
+    src.stop()
