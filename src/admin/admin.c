@@ -14,6 +14,7 @@
 #include "admin/json.h"
 #include "admin/xslt.h"
 #include "auth/auth.h"
+#include "auth/auth_url.h"
 #include "auth/guard.h"
 #include "conf/config.h"
 #include "core/str.h"
@@ -58,24 +59,37 @@ int admin_auth_source(const char *mount, const char *user, const char *pass)
            str_equal_ct(pass, cfg->source_password);
 }
 
+/* What auth_ok found: refused, passed, or handed to the auth server (a is parked or
+ * answered and must not be touched). */
+enum { AUTH_REFUSED, AUTH_PASSED, AUTH_ASKED };
+
 static int auth_ok(admin_req_t *a, const http_request_t *req)
 {
     const config_t *cfg = server_config();
     /* the stream list answers the relay user only, as Icecast's does (admin gets 401) */
     if (a->cmd->auth == ADMIN_AUTH_RELAY)
-        return creds_match(req, cfg->relay_user ? cfg->relay_user : "relay", cfg->relay_password);
+        return creds_match(req, cfg->relay_user ? cfg->relay_user : "relay", cfg->relay_password)
+                   ? AUTH_PASSED
+                   : AUTH_REFUSED;
     a->admin = admin_auth_admin(req);
     if (a->admin || a->cmd->auth == ADMIN_AUTH_NONE)
-        return 1;
+        return AUTH_PASSED;
     if (a->cmd->auth != ADMIN_AUTH_SOURCE)
-        return 0;
+        return AUTH_REFUSED;
     char *user = NULL, *pass = NULL;
-    int ok = 0;
-    if (http_parse_basic_auth(req, &user, &pass) == 0)
-        ok = admin_auth_source(a->mount_name, user, pass);
+    int r = AUTH_REFUSED;
+    if (http_parse_basic_auth(req, &user, &pass) == 0) {
+        if (admin_ask_auth_server(a, a->mount_name, user, pass))
+            r = AUTH_ASKED;
+        else if (admin_auth_source(a->mount_name, user, pass))
+            r = AUTH_PASSED;
+    }
     free(user);
-    free(pass);
-    return ok;
+    if (pass) {
+        memset(pass, 0, strlen(pass));
+        free(pass);
+    }
+    return r;
 }
 
 /* ---- request life ---- */
@@ -217,6 +231,62 @@ void admin_send_response(admin_req_t *a, const char *message, int ret)
     admin_send_doc(a, doc);
 }
 
+/* ---- source credentials decided by the auth server (stream_auth, admin=1) ---- */
+
+static void admin_proceed(admin_req_t *a);
+
+static void free_parked_req(void *arg)
+{
+    admin_req_free(arg); /* the client left before the auth server answered */
+}
+
+static void stream_auth_resumed(conn_t *c, auth_url_session_t *s)
+{
+    admin_req_t *a = s->arg;
+    s->arg = NULL; /* ours again */
+    a->conn = c;
+    if (s->accepted) {
+        auth_url_session_free(s);
+        guard_succeeded(c->ip);
+        a->source_checked = 1;
+        admin_proceed(a);
+        return;
+    }
+    if (s->unavailable) {
+        admin_req_free(a);
+        auth_url_send_refusal(c, s); /* 403: nobody could say, not a wrong password */
+    } else {
+        char what[ADMIN_NAME_MAX + 16];
+        snprintf(what, sizeof(what), "admin %s", a->cmd->name);
+        guard_failed(c->ip, what, s->user);
+        admin_send_error(a, 401, "You need to authenticate");
+    }
+    auth_url_session_free(s);
+}
+
+int admin_ask_auth_server(admin_req_t *a, const char *mount, const char *user, const char *pass)
+{
+    const mount_conf_t *mc = mount ? config_find_mount(server_config(), mount) : NULL;
+    if (!auth_url_checks_sources(mc))
+        return 0;
+    auth_url_start_t r = auth_url_stream_auth(a->conn, mc, mount, user, pass, 1, 0, a,
+                                              free_parked_req, stream_auth_resumed);
+    if (r == AUTH_URL_PARKED)
+        a->conn = NULL; /* stream_auth_resumed gives it back */
+    else if (r == AUTH_URL_BUSY)
+        admin_send_error(a, 403, "Forbidden: busy, please try again later");
+    else
+        admin_send_error(a, 500, "Internal Server Error");
+    return 1;
+}
+
+int admin_from_source_address(admin_req_t *a, const mount_t *m)
+{
+    conn_t *c = admin_conn(a);
+    const char *ip = m->source_info.source_ip; /* immutable while m is referenced */
+    return c && (!ip || strcmp(ip, c->ip) == 0); /* no source address (relay, file): anyone */
+}
+
 /* ---- parsing the command path ---- */
 
 static const struct {
@@ -301,7 +371,10 @@ void admin_handle(conn_t *c, const http_request_t *req, const char *path)
         auth_send_refusal(c, AUTH_BLOCKED, blocked);
         return;
     }
-    if (!auth_ok(a, req)) {
+    int verdict = auth_ok(a, req);
+    if (verdict == AUTH_ASKED)
+        return;
+    if (verdict == AUTH_REFUSED) {
         if (has_creds) {
             char *user = NULL, *pass = NULL;
             http_parse_basic_auth(req, &user, &pass);
@@ -319,13 +392,19 @@ void admin_handle(conn_t *c, const http_request_t *req, const char *path)
     }
     if (has_creds)
         guard_succeeded(c->ip);
-    if (cmd->needs_mount && !a->mount_name) {
+    admin_proceed(a);
+}
+
+/* An authenticated request: the mount checks, then the handler. */
+static void admin_proceed(admin_req_t *a)
+{
+    if (a->cmd->needs_mount && !a->mount_name) {
         admin_send_error(a, 400, "Missing parameter");
         return;
     }
-    if (cmd->needs_mount && !(a->mount = mount_find(a->mount_name))) {
+    if (a->cmd->needs_mount && !(a->mount = mount_find(a->mount_name))) {
         admin_send_error(a, 400, "Source does not exist");
         return;
     }
-    cmd->handler(a);
+    a->cmd->handler(a);
 }

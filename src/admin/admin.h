@@ -61,6 +61,7 @@ struct admin_req {
     char *mount_name;        /* mount= (decoded) or NULL */
     mount_t *mount;          /* referenced when needs_mount */
     int admin;               /* authenticated with admin credentials */
+    int source_checked;      /* the auth server accepted its source credentials (stream_auth) */
     void *data;              /* handler state for async commands */
     void (*free_data)(void *data);
 };
@@ -73,6 +74,16 @@ int admin_auth_admin(const http_request_t *req);
 /* 1 if user/pass are the source credentials of mount (its <mount> password and username,
  * else "source" and the global source password). */
 int admin_auth_source(const char *mount, const char *user, const char *pass);
+
+/* Source credentials for mount on a mount whose URL authentication has a stream_auth URL: the
+ * auth server decides (stream_auth with admin=1) instead of the passwords. Returns 0 if mount
+ * has none (a is untouched: check the passwords), else 1: a was parked, and once the server
+ * accepts, a->source_checked is set and the request goes on (mount checks, handler), or it is
+ * answered (401 refused, 403 no answer or busy); either way the caller must not touch a. */
+int admin_ask_auth_server(admin_req_t *a, const char *mount, const char *user, const char *pass);
+/* 1 if a comes from the address of m's source (a forwarded address when it came through a
+ * trusted proxy, as the source's), or m's source has no address; 0 otherwise. */
+int admin_from_source_address(admin_req_t *a, const mount_t *m);
 
 /* A query parameter of the request (decoded, malloc'd) or NULL. */
 char *admin_param(const admin_req_t *a, const char *name);

@@ -313,8 +313,13 @@ static void cmd_admin_cgi(admin_req_t *a)
     char *pass = admin_param(a, "pass");
     const mount_conf_t *mc = mount ? config_find_mount(cfg, mount) : NULL;
     const char *user = mc && mc->password && mc->username ? mc->username : "source";
-    int ok = a->admin || (pass && mount && admin_auth_source(mount, user, pass)) ||
-             (pass && str_equal_ct(pass, cfg->admin_password));
+    int ok = a->admin || a->source_checked || (pass && str_equal_ct(pass, cfg->admin_password));
+    /* a stream_auth mount: the auth server decides (this runs again once it accepts) */
+    if (!ok && pass && mount && admin_ask_auth_server(a, mount, user, pass)) {
+        free(pass);
+        return;
+    }
+    ok = ok || (pass && mount && admin_auth_source(mount, user, pass));
     free(pass);
     if (!ok) {
         guard_failed(admin_conn(a) ? admin_conn(a)->ip : "-", "/admin.cgi", NULL);

@@ -50,6 +50,8 @@ void auth_url_session_free(auth_url_session_t *s)
 {
     if (!s)
         return;
+    if (s->arg && s->arg_free)
+        s->arg_free(s->arg);
     char *fields[] = {s->mount_name, s->user, s->remove_url, s->uri, s->ip, s->agent,
                       s->server, s->auth_header, s->timelimit_header};
     for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
@@ -373,7 +375,8 @@ void auth_url_session_end(conn_t *c, void *arg)
 
 auth_url_start_t auth_url_stream_auth(conn_t *c, const mount_conf_t *mc, const char *mount,
                                       const char *user, const char *pass, int admin,
-                                      uintptr_t tag, auth_url_resume_fn resume)
+                                      uintptr_t tag, void *arg, void (*arg_free)(void *arg),
+                                      auth_url_resume_fn resume)
 {
     char num[32];
     const char *url = auth_mount_option(mc, "stream_auth");
@@ -398,10 +401,14 @@ auth_url_start_t auth_url_stream_auth(conn_t *c, const mount_conf_t *mc, const c
         auth_url_session_free(s);
         return AUTH_URL_FAILED;
     }
+    s->arg = arg;
+    s->arg_free = arg_free;
     auth_url_start_t r = park(c, s, url, buf_take(&b, NULL), &parked_source_ops,
                               source_answered);
-    if (r != AUTH_URL_PARKED)
+    if (r != AUTH_URL_PARKED) {
+        s->arg = NULL; /* the caller's still */
         auth_url_session_free(s);
+    }
     return r;
 }
 

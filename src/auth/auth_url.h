@@ -31,6 +31,9 @@ typedef struct auth_url_session {
     uint64_t conn_id;
     void (*resume)(conn_t *c, struct auth_url_session *s);
     uintptr_t tag;       /* the caller's (e.g. a source's request head length) */
+    void *arg;           /* the caller's state, freed with arg_free if the client leaves
+                          * first; a resume function that keeps it sets arg to NULL */
+    void (*arg_free)(void *arg);
     char *mount_name;    /* the mount (no query) */
     char *user;          /* credentials the client gave, or NULL */
     /* outcome, set before resume runs */
@@ -64,10 +67,13 @@ auth_url_start_t auth_url_listener_add(conn_t *c, const mount_conf_t *mc, const 
                                        const http_request_t *req, auth_url_resume_fn resume,
                                        auth_url_session_t **out);
 /* A source asks to feed mount with user/pass (either may be NULL: sent empty). admin is 1 for
- * a metadata update (sent as admin=1). Same results as above, never ACCEPTED. */
+ * a metadata update (sent as admin=1). arg (with arg_free, may be NULL) goes with the session:
+ * owned by it only once PARKED is returned; on any other result the caller keeps it. Same
+ * results as above, never ACCEPTED. */
 auth_url_start_t auth_url_stream_auth(conn_t *c, const mount_conf_t *mc, const char *mount,
                                       const char *user, const char *pass, int admin,
-                                      uintptr_t tag, auth_url_resume_fn resume);
+                                      uintptr_t tag, void *arg, void (*arg_free)(void *arg),
+                                      auth_url_resume_fn resume);
 
 /* The accepted listener's connection ended: sends listener_remove (duration, bytes sent) if
  * configured, and frees s. For client_t.on_end. */

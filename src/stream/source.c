@@ -493,8 +493,8 @@ static void ask_auth_server(conn_t *c, const http_request_t *req, size_t head_le
     char *user = NULL, *pass = NULL;
     if (http_parse_basic_auth(req, &user, &pass) < 0 && cfg->icelogin)
         pass = http_header_dup(req, "ice-password"); /* user stays unknown: sent empty */
-    auth_url_start_t r = auth_url_stream_auth(c, mc, mount, user, pass, 0, head_len,
-                                              url_auth_resumed);
+    auth_url_start_t r = auth_url_stream_auth(c, mc, mount, user, pass, 0, head_len, NULL,
+                                              NULL, url_auth_resumed);
     free(user);
     free(pass);
     if (r == AUTH_URL_BUSY)

@@ -15,8 +15,10 @@ import time
 
 import pytest
 
+import adminlib
 import httprec
 import wirelib
+from conftest import SOURCE_PASSWORD
 
 MOUNT = "/paid"
 OPEN = "/free"
@@ -183,6 +185,67 @@ def test_many_listeners_at_once_use_a_bounded_pool(server, auth):
         c.close()
     rec.wait("listener_remove", n, 20)
     src.stop()
+
+
+def dj_only(req):
+    """stream_auth accepts dj/spin (and user source with pass spin, as admin.cgi sends it)."""
+    if req.action != "stream_auth":
+        return accept(req)
+    if req.form.get("pass") == "spin" and req.form.get("user") in ("dj", "source"):
+        return accept(req)
+    return 200, {"icecast-auth-message": "bad dj"}
+
+
+def meta_title(srv, mount=MOUNT):
+    doc = adminlib.admin(srv, "/admin/stats").xml()
+    return [s.findtext("title") for s in doc.iter("source") if s.get("mount") == mount][0]
+
+
+def test_metadata_with_source_credentials_is_decided_by_stream_auth(server, auth):
+    rec = auth(dj_only)
+    srv = server(mounts=[url_mount(rec, stream_auth=rec.url("/stream"))])
+    src = srv.source(MOUNT, DATA, user="dj", password="spin",
+                     headers={"Content-Type": "audio/mpeg"}, loop=True)
+    assert src.connect().status == 200
+    src.start()
+    rec.wait("stream_auth")
+    path = "/admin/metadata?mount=/paid&mode=updinfo&song="
+    r = adminlib.request(srv, path + "one", auth=("dj", "spin"))
+    assert r.status == 200 and b"Metadata update successful" in r.body
+    sa = rec.wait("stream_auth", 2)[1]
+    assert sa.body == ("action=stream_auth&mount=%%2fpaid&ip=127%%2e0%%2e0%%2e1&server=127%%2e0"
+                       "%%2e0%%2e1&port=%d&user=dj&pass=spin&admin=1" % srv.port).encode()
+    assert meta_title(srv) == "one"
+    # refused by the auth server: 401, the title stays
+    assert adminlib.request(srv, path + "two", auth=("dj", "wrong")).status == 401
+    assert rec.wait("stream_auth", 3)[2].form["admin"] == "1"
+    # the local source password no longer opens it: the auth server decides
+    assert adminlib.request(srv, path + "two", auth=("source", SOURCE_PASSWORD)).status == 401
+    assert meta_title(srv) == "one"
+    # the form page takes the same credentials
+    assert adminlib.request(srv, "/admin/updatemetadata?mount=/paid",
+                            auth=("dj", "spin")).status == 200
+    # Shoutcast style: user source, pass= as password
+    r = adminlib.request(srv, "/admin.cgi?pass=spin&mode=updinfo&song=three&mount=/paid")
+    assert r.status == 200 and b"Metadata update successful" in r.body
+    cgi = rec.of("stream_auth")[-1].form
+    assert (cgi["user"], cgi["pass"], cgi["admin"]) == ("source", "spin", "1")
+    assert meta_title(srv) == "three"
+    # admin credentials are checked here, the auth server is not asked
+    asked = len(rec.of("stream_auth"))
+    assert adminlib.admin(srv, path + "four").status == 200
+    assert meta_title(srv) == "four" and len(rec.of("stream_auth")) == asked
+    # the auth server down: refused (403), admin still works
+    rec.close()
+    t0 = time.monotonic()
+    r = adminlib.request(srv, path + "five", auth=("dj", "spin"))
+    assert r.status == 403 and b"authentication unavailable" in r.body
+    assert time.monotonic() - t0 < 5
+    assert adminlib.admin(srv, path + "six").status == 200
+    assert meta_title(srv) == "six"
+    srv.wait_log("stream_auth for 127.0.0.1 on /paid: the auth server gave no answer")
+    src.stop()
+    assert srv.is_alive()
 
 
 def test_stream_auth_decides_sources(server, auth):
