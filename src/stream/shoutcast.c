@@ -3,6 +3,8 @@
  * shoutcast: the Shoutcast v1 source login on a shoutcast-compat socket (see shoutcast.h):
  * "password\r\n", our "OK2", then ICY headers and the stream. The headers are parsed by
  * wrapping them in a fake "SOURCE <mount>" request, then the connection becomes a source.
+ * On a mount whose URL authentication has stream_auth, the auth server decides the password
+ * (user "source") while the login is parked; its answer resumes it on its worker.
  */
 #include "stream/shoutcast.h"
 
@@ -11,8 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth/auth_url.h"
 #include "auth/guard.h"
 #include "conf/config.h"
+#include "core/escape.h"
 #include "core/log.h"
 #include "core/str.h"
 #include "http/client.h"
@@ -99,6 +103,64 @@ static void shoutcast_headers(conn_t *c)
     }
 }
 
+/* The password was right: "OK2", then the headers (header-timeout keeps running until they
+ * are complete). line_len: the password line with its newline. */
+static void shoutcast_logged_in(conn_t *c, size_t line_len)
+{
+    client_t *cl = client_of(c);
+    guard_succeeded(c->ip);
+    cl->parsed_len = line_len;
+    static const char ok2[] = "OK2\r\nicy-caps:11\r\n\r\n";
+    conn_send(c, ok2, sizeof(ok2) - 1, NULL);
+    if (!c->closing)
+        shoutcast_headers(c);
+}
+
+static void shoutcast_refused(conn_t *c, const char *why)
+{
+    char what[600];
+    snprintf(what, sizeof(what), "shoutcast source %s (%s)", client_of(c)->shoutcast_mount, why);
+    guard_failed(c->ip, what, NULL); /* logs, escaped */
+    conn_close(c); /* as Shoutcast and Icecast: no answer */
+}
+
+static const conn_ops_t shoutcast_login_ops;
+
+/* The auth server answered for a parked login (stream_auth), on its worker. */
+static void shoutcast_url_resumed(conn_t *c, auth_url_session_t *s)
+{
+    size_t line_len = (size_t)s->tag;
+    int accepted = s->accepted, unavailable = s->unavailable;
+    auth_url_session_free(s);
+    if (!accepted) {
+        if (unavailable)
+            conn_close(c); /* logged by auth_url; no answer is no wrong password */
+        else
+            shoutcast_refused(c, "refused by the auth server");
+        return;
+    }
+    c->ops = &shoutcast_login_ops;
+    conn_set_deadline(c, (uint64_t)server_config()->header_timeout * 1000u);
+    shoutcast_logged_in(c, line_len);
+    if (!c->closing)
+        conn_rearm(c); /* what it sent while waiting: the socket will not report it again */
+}
+
+/* stream_auth: the auth server decides (user "source", the line as password). */
+static void ask_auth_server(conn_t *c, const mount_conf_t *mc, const char *pass, size_t line_len)
+{
+    const char *mount = client_of(c)->shoutcast_mount;
+    auth_url_start_t r = auth_url_stream_auth(c, mc, mount, "source", pass, 0, line_len, NULL,
+                                              NULL, shoutcast_url_resumed);
+    if (r != AUTH_URL_PARKED) {
+        char esc[512];
+        log_info("shoutcast source %s on %s refused: %s", c->ip,
+                 escape_log(esc, sizeof(esc), mount, strlen(mount)),
+                 r == AUTH_URL_BUSY ? "too many waiting for the auth server" : "out of memory");
+        conn_close(c);
+    }
+}
+
 static void shoutcast_on_readable(conn_t *c)
 {
     client_t *cl = client_of(c);
@@ -107,35 +169,35 @@ static void shoutcast_on_readable(conn_t *c)
         conn_close(c);
         return;
     }
-    if (cl->parsed_len == 0) {
-        char *nl = memchr(c->rbuf, '\n', c->rlen);
-        if (!nl)
-            return;
-        size_t plen = (size_t)(nl - c->rbuf);
-        if (plen > 0 && c->rbuf[plen - 1] == '\r')
-            plen--;
-        char *pass = str_ndup(c->rbuf, plen);
-        const config_t *cfg = server_config();
-        const mount_conf_t *mc = config_find_mount(cfg, cl->shoutcast_mount);
-        const char *user = mc && mc->password && mc->username ? mc->username : "source";
-        int ok = !guard_blocked(c->ip) && pass && source_check_password(cfg, mc, user, pass);
-        free(pass);
-        if (!ok) {
-            char what[600];
-            snprintf(what, sizeof(what), "shoutcast source %s (wrong password)", cl->shoutcast_mount);
-            guard_failed(c->ip, what, NULL);
-            conn_close(c);
-            return;
-        }
-        guard_succeeded(c->ip);
-        /* header-timeout keeps running until the headers are complete */
-        cl->parsed_len = (size_t)(nl - c->rbuf) + 1;
-        static const char ok2[] = "OK2\r\nicy-caps:11\r\n\r\n";
-        conn_send(c, ok2, sizeof(ok2) - 1, NULL);
-        if (c->closing)
-            return;
+    if (cl->parsed_len > 0) {
+        shoutcast_headers(c);
+        return;
     }
-    shoutcast_headers(c);
+    char *nl = memchr(c->rbuf, '\n', c->rlen);
+    if (!nl)
+        return;
+    size_t plen = (size_t)(nl - c->rbuf), line_len = plen + 1;
+    if (plen > 0 && c->rbuf[plen - 1] == '\r')
+        plen--;
+    char *pass = str_ndup(c->rbuf, plen);
+    const config_t *cfg = server_config();
+    const mount_conf_t *mc = config_find_mount(cfg, cl->shoutcast_mount);
+    const char *user = mc && mc->password && mc->username ? mc->username : "source";
+    int blocked = guard_blocked(c->ip) != 0;
+    if (!blocked && pass && auth_url_checks_sources(mc)) {
+        ask_auth_server(c, mc, pass, line_len);
+        memset(pass, 0, plen);
+        free(pass);
+        return;
+    }
+    int ok = !blocked && pass && source_check_password(cfg, mc, user, pass);
+    if (pass)
+        memset(pass, 0, plen);
+    free(pass);
+    if (!ok)
+        shoutcast_refused(c, "wrong password");
+    else
+        shoutcast_logged_in(c, line_len);
 }
 
 static void shoutcast_on_timeout(conn_t *c)

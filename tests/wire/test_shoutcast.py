@@ -15,6 +15,7 @@ import pytest
 
 import adminlib
 import formatlib as fl
+import httprec
 import wirelib
 from conftest import IS_ICECAST, SOURCE_PASSWORD, free_port
 
@@ -162,3 +163,51 @@ def test_wrong_password_closes_and_is_logged(sc, data):
     r, body = wirelib.simple_request(srv.host, port + 1, b"GET / HTTP/1.0\r\n\r\n")
     assert r is None and b"OK2" not in body
     assert srv.is_alive()
+
+
+@pytest.mark.rimecast_only
+@pytest.mark.parametrize("eager", [False, True], ids=["waits-for-OK2", "eager"])
+def test_stream_auth_decides_the_shoutcast_password(server, data, eager):
+    def answer(req):
+        ok = (req.form.get("user"), req.form.get("pass")) == ("source", "dj-line")
+        return 200, ({"icecast-auth-user": "1"} if ok else {"icecast-auth-message": "no"})
+    rec = httprec.Recorder(answer)
+    try:
+        port = port_pair()
+        extra = """<listen-socket><port>%d</port><bind-address>127.0.0.1</bind-address>
+    <shoutcast-mount>%s</shoutcast-mount></listen-socket>""" % (port, MOUNT)
+        srv = server(extra_xml=extra, mounts=[{"mount_name": MOUNT, "auth": {
+            "type": "url", "options": {"stream_auth": rec.url("/stream")}}}])
+        # the local source password is not asked: the auth server refuses it
+        bad = ShoutcastSource(srv.host, port + 1, data)
+        assert bad.connect() is None and OK2 not in bad.greeting
+        bad.sock.close()
+        assert rec.wait("stream_auth")[0].form["pass"] == SOURCE_PASSWORD
+        srv.wait_log("refused by the auth server")
+        src = ShoutcastSource(srv.host, port + 1, data, password="dj-line", eager=eager,
+                              rate=64 * 1024, chunk=2048)
+        assert src.connect() == OK2, src.greeting
+        sa = rec.wait("stream_auth", 2)[1]
+        assert sa.body == ("action=stream_auth&mount=%%2flive%%2emp3&ip=127%%2e0%%2e0%%2e1"
+                           "&server=127%%2e0%%2e0%%2e1&port=%d&user=source&pass=dj%%2dline"
+                           % (port + 1)).encode()
+        src.start()
+        try:
+            fl.wait_mount(srv, MOUNT, timeout=5)
+            lis = srv.listener(MOUNT)
+            assert lis.open().status == 200
+            assert lis.response.header("icy-name") == "SC Test"
+            lis.wait_bytes(32 * 1024, 5)
+            lis.close()
+            wirelib.locate_slice(data, lis.snapshot())
+        finally:
+            src.stop()
+        # the auth server down: refused, no answer
+        rec.close()
+        down = ShoutcastSource(srv.host, port + 1, data, password="dj-line")
+        assert down.connect() is None and OK2 not in down.greeting
+        down.sock.close()
+        srv.wait_log("the auth server gave no answer")
+        assert srv.is_alive()
+    finally:
+        rec.close()
