@@ -27,6 +27,7 @@ typedef struct entry {
     uint64_t id;
     char ip[64];
     char *agent;
+    char *user;          /* the name it authenticated with (htpasswd, URL auth), or NULL */
     long long connected;
 } entry_t;
 
@@ -43,8 +44,10 @@ typedef struct job {
 static void job_free(void *p)
 {
     job_t *j = p;
-    for (int i = 0; i < j->n; i++)
+    for (int i = 0; i < j->n; i++) {
         free(j->entries[i].agent);
+        free(j->entries[i].user);
+    }
     free(j->entries);
     if (j->dest)
         mount_unref(j->dest);
@@ -99,8 +102,10 @@ static void list_fn(worker_t *w, void *arg)
         entry_t *e = &j->entries[j->n++];
         e->id = l->conn->id;
         snprintf(e->ip, sizeof(e->ip), "%s", l->conn->ip);
-        const char *agent = client_of(l->conn)->log_agent;
-        e->agent = agent ? strdup(agent) : NULL;
+        const client_t *cl = client_of(l->conn);
+        e->agent = cl->log_agent ? strdup(cl->log_agent) : NULL;
+        /* log_user of a listener is set only once its mount's authentication let it in */
+        e->user = cl->log_user ? strdup(cl->log_user) : NULL;
         e->connected = (long long)(now - l->conn->start);
     }
     pthread_mutex_unlock(&j->lock);
@@ -135,6 +140,8 @@ static void list_done(worker_t *self, void *arg)
         stats_add_text(l, "UserAgent", j->entries[i].agent ? j->entries[i].agent : "");
         stats_add_number(l, "Connected", j->entries[i].connected);
         stats_add_number(l, "ID", (long long)j->entries[i].id);
+        if (j->entries[i].user) /* Icecast's element, only for an authenticated listener */
+            stats_add_text(l, "username", j->entries[i].user);
     }
     admin_send_doc(a, doc);
 }

@@ -146,6 +146,19 @@ def test_allow_duplicate_users_lets_the_same_user_in_twice(station):
     src.stop()
 
 
+def test_listclients_shows_the_user_a_listener_logged_in_with(station):
+    srv, path, src = station(md5_line("erin", "pw"))
+    lst, resp = get(srv, "erin", "pw")
+    assert resp.status == 200
+    doc = adminlib.admin(srv, "/admin/listclients?mount=" + MOUNT).xml()
+    listeners = doc.findall("source/listener")
+    assert [l.findtext("username") for l in listeners] == ["erin"]
+    html = adminlib.admin(srv, "/admin/listclients.xsl?mount=" + MOUNT)
+    assert html.status == 200 and b"erin" in html.body
+    lst.close()
+    src.stop()
+
+
 @pytest.mark.rimecast_only
 def test_file_changed_twice_within_a_second_is_picked_up(station):
     srv, path, src = station(md5_line("erin", "one"))

@@ -98,6 +98,32 @@ def test_accepted_listener_streams_and_its_fields_are_sent_escaped(server, auth)
     assert "al.ice" in srv.access_log()
 
 
+def test_listclients_shows_the_user_of_url_authenticated_listeners(server, auth):
+    rec = auth()
+    srv = server(mounts=[url_mount(rec)])
+    src, other = live(srv), live(srv, OPEN)
+    evil = "<b>&'\"x"
+    lst, resp = listen(srv, Authorization=wirelib.basic_auth(evil, "pw"))
+    assert resp.status == 200
+    anon, resp = listen(srv)
+    assert resp.status == 200
+    # credentials on a mount without authentication are no login
+    free, resp = listen(srv, OPEN, Authorization=wirelib.basic_auth("ghost", "pw"))
+    assert resp.status == 200
+    r = adminlib.admin(srv, "/admin/listclients?mount=" + MOUNT)
+    assert b"<username>&lt;b&gt;&amp;'\"x</username>" in r.body
+    users = [l.findtext("username") for l in r.xml().findall("source/listener")]
+    assert sorted(users, key=str) == sorted([evil, None], key=str)
+    doc = adminlib.admin(srv, "/admin/listclients?mount=" + OPEN).xml()
+    assert [l.findtext("username") for l in doc.findall("source/listener")] == [None]
+    js = adminlib.admin(srv, "/admin/listclients.json?mount=" + MOUNT)
+    assert js.status == 200 and "username" in js.body.decode()
+    for c in (lst, anon, free):
+        c.close()
+    src.stop()
+    other.stop()
+
+
 def test_refused_listener_gets_403_with_the_message(server, auth):
     rec = auth(lambda req: (200, {"icecast-auth-message": "no <ticket>\x01 here"}))
     srv = server(mounts=[url_mount(rec)])
