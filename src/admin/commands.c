@@ -290,13 +290,30 @@ static int meta_params_get(admin_req_t *a, meta_params_t *p)
     return -1;
 }
 
+/* Source credentials update only from the source's own address (a copied password alone is
+ * not enough), as Icecast; admin credentials from anywhere. 1 if refused (logged). */
+static int meta_from_elsewhere(admin_req_t *a, mount_t *m, int admin)
+{
+    if (admin || admin_from_source_address(a, m))
+        return 0;
+    static log_ratelimit_t rl;
+    conn_t *c = admin_conn(a);
+    char esc[512];
+    log_info_limited(&rl, 10000, "metadata of %s from %s refused: source credentials are "
+                     "accepted from the source's address only",
+                     escape_log(esc, sizeof(esc), m->name, strlen(m->name)), c ? c->ip : "-");
+    return 1;
+}
+
 static void cmd_metadata(admin_req_t *a)
 {
     meta_params_t p = {0};
     if (meta_params_get(a, &p) < 0)
         return;
     /* Ogg mounts accept updates too (Icecast refuses them): the stats title changes. */
-    if (!meta_rate_ok(a->mount))
+    if (meta_from_elsewhere(a, a->mount, a->admin))
+        admin_send_response(a, "Mountpoint will not accept URL updates", 0); /* Icecast's */
+    else if (!meta_rate_ok(a->mount))
         admin_send_error(a, 429, "Too many metadata updates");
     else if (apply_metadata(a->mount, p.song, p.artist, p.title, p.charset) < 0)
         admin_send_error(a, 400, "Invalid charset or text");
@@ -313,7 +330,8 @@ static void cmd_admin_cgi(admin_req_t *a)
     char *pass = admin_param(a, "pass");
     const mount_conf_t *mc = mount ? config_find_mount(cfg, mount) : NULL;
     const char *user = mc && mc->password && mc->username ? mc->username : "source";
-    int ok = a->admin || a->source_checked || (pass && str_equal_ct(pass, cfg->admin_password));
+    int admin = a->admin || (pass && str_equal_ct(pass, cfg->admin_password));
+    int ok = admin || a->source_checked;
     /* a stream_auth mount: the auth server decides (this runs again once it accepts) */
     if (!ok && pass && mount && admin_ask_auth_server(a, mount, user, pass)) {
         free(pass);
@@ -332,6 +350,8 @@ static void cmd_admin_cgi(admin_req_t *a)
     mount_t *m = mount ? mount_find(mount) : NULL;
     if (!m)
         admin_send_error(a, 400, "Source does not exist");
+    else if (meta_from_elsewhere(a, m, admin))
+        admin_send_error(a, 403, "Forbidden: Mountpoint will not accept URL updates");
     else if (!meta_rate_ok(m))
         admin_send_error(a, 429, "Too many metadata updates");
     else if (apply_metadata(m, p.song ? p.song : "", NULL, NULL, p.charset) < 0)

@@ -13,7 +13,7 @@ import pytest
 
 import adminlib
 import wirelib
-from conftest import IS_ICECAST, SOURCE_PASSWORD
+from conftest import ADMIN_PASSWORD, ADMIN_USER, IS_ICECAST, SOURCE_PASSWORD
 
 DATA = wirelib.make_data(128 * 1024)
 
@@ -153,3 +153,99 @@ def test_forwarded_for_is_believed_from_trusted_proxies_only(server, files):
     s.close()
     assert "203.0.113.9" not in srv.access_log()
     src.stop()
+
+
+# ---------------------------------------------------------------- metadata by address
+
+def request_from(srv, bind_ip, path, auth=None, headers=""):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.settimeout(5)
+    s.bind((bind_ip, 0))
+    s.connect((srv.host, srv.port))
+    if auth:
+        headers += "Authorization: %s\r\n" % wirelib.basic_auth(*auth)
+    s.sendall(("GET %s HTTP/1.0\r\nHost: x\r\n%s\r\n" % (path, headers)).encode())
+    head, body = wirelib.read_head(s, 5)
+    body += wirelib.read_until_closed(s, 5)
+    s.close()
+    return head, body
+
+
+def title_of(srv, want=None, mount="/live"):
+    """The mount's title in the stats; with want, waits for it (Icecast shows a new source and
+    its titles after a moment)."""
+    found = []
+
+    def listed():
+        doc = adminlib.admin(srv, "/admin/stats").xml()
+        found[:] = [s.findtext("title") for s in doc.iter("source") if s.get("mount") == mount]
+        return found and (want is None or found[0] == want)
+    try:
+        wirelib.wait_until(listed, 5, "the title in the stats")
+    except AssertionError:
+        pass
+    return found[0] if found else None
+
+
+def test_source_credentials_update_metadata_from_the_source_address_only(server):
+    srv = server()
+    src = start_source(srv)  # from 127.0.0.1
+    meta = "/admin/metadata?mount=/live&mode=updinfo&song="
+    creds = ("source", SOURCE_PASSWORD)
+    head, body = request_from(srv, "127.0.0.1", meta + "same", auth=creds)
+    assert head.status == 200 and b"Metadata update successful" in body
+    assert title_of(srv, "same") == "same"
+    # another address with the right source credentials: refused, as Icecast answers it
+    head, body = request_from(srv, "127.0.0.2", meta + "other", auth=creds)
+    assert head.status == 200 and b"Mountpoint will not accept URL updates" in body
+    assert title_of(srv) == "same"
+    # admin credentials from anywhere
+    head, _ = request_from(srv, "127.0.0.2", meta + "admin", auth=(ADMIN_USER, ADMIN_PASSWORD))
+    assert head.status == 200
+    assert title_of(srv, "admin") == "admin"
+    if not IS_ICECAST:  # Icecast 2.4's admin.cgi knows only the shoutcast-mount
+        # the Shoutcast DSP's admin.cgi: the same rule
+        cgi = "/admin.cgi?mount=/live&mode=updinfo&pass=%s&song=" % SOURCE_PASSWORD
+        head, _ = request_from(srv, "127.0.0.2", cgi + "dsp-other")
+        assert head.status == 403
+        assert title_of(srv) == "admin"
+        head, _ = request_from(srv, "127.0.0.1", cgi + "dsp")
+        assert head.status == 200
+        assert title_of(srv, "dsp") == "dsp"
+    src.stop()
+
+
+@pytest.mark.rimecast_only
+def test_metadata_address_check_uses_the_forwarded_address_of_a_trusted_proxy(server, files):
+    proxies = files("proxies", "127.0.0.2\n")
+    srv = server(extra_xml="<paths><trusted-proxies>%s</trusted-proxies></paths>" % proxies)
+    # the source comes through the proxy from 198.51.100.7
+    s = socket.socket()
+    s.bind(("127.0.0.2", 0))
+    s.settimeout(5)
+    s.connect((srv.host, srv.port))
+    s.sendall(("PUT /live HTTP/1.0\r\nContent-Type: audio/mpeg\r\nAuthorization: %s\r\n"
+               "X-Forwarded-For: 198.51.100.7\r\n\r\n"
+               % wirelib.basic_auth("source", SOURCE_PASSWORD)).encode())
+    head, _ = wirelib.read_head(s, 5)
+    assert head.status == 200
+    s.sendall(DATA[:32 * 1024])
+    wirelib.wait_until(lambda: "/live" in [m.get("mount") for m in adminlib.admin(
+        srv, "/admin/listmounts").xml().iter("source")], 5, "the source")
+    meta = "/admin/metadata?mount=/live&mode=updinfo&song="
+    creds = ("source", SOURCE_PASSWORD)
+    # the proxy's own address is not the source's
+    head, body = request_from(srv, "127.0.0.2", meta + "proxy", auth=creds)
+    assert b"Mountpoint will not accept URL updates" in body
+    # the same forwarded address through the proxy is
+    head, body = request_from(srv, "127.0.0.2", meta + "fwd", auth=creds,
+                              headers="X-Forwarded-For: 198.51.100.7\r\n")
+    assert head.status == 200 and b"Metadata update successful" in body
+    assert title_of(srv, "fwd") == "fwd"
+    # a header from an untrusted address is not believed
+    head, body = request_from(srv, "127.0.0.1", meta + "forged", auth=creds,
+                              headers="X-Forwarded-For: 198.51.100.7\r\n")
+    assert b"Mountpoint will not accept URL updates" in body
+    assert title_of(srv) == "fwd"
+    srv.wait_log("source credentials are accepted from the source's address only")
+    s.close()
