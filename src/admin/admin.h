@@ -2,9 +2,11 @@
 /*
  * admin: Icecast's /admin/<command> API as a route table (name, mount needed, credentials
  * scope, handler, views) and what every command shares: Basic authentication (admin
- * credentials; the metadata commands also take that mount's source credentials; streamlist
- * takes relay credentials; failures feed the per-address back-off of auth/guard.h, a blocked
- * address gets 429), passwords compared in constant time, parameter access, and the views of a handler's XML document: raw XML
+ * credentials; the metadata commands also take that mount's source credentials, checked by
+ * the mount's stream_auth URL when it has one, the request parked meanwhile; streamlist takes
+ * relay credentials; failures feed the per-address back-off of auth/guard.h, a blocked address
+ * gets 429), passwords compared in constant time, parameter access, and the views of a
+ * handler's XML document: raw XML
  * (/admin/cmd), HTML through adminroot/<cmd>.xsl (/admin/cmd.xsl; an <iceresponse> document
  * without its own <cmd>.xsl uses response.xsl, as Icecast does) or JSON (/admin/cmd.json).
  * Handlers live in commands.c and clients.c.
