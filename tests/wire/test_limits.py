@@ -71,7 +71,10 @@ def assert_stats_settle(srv, sources=1):
     want = {"listeners": 0, "sources": sources, "mount_listeners": 0 if sources else None}
 
     def ok():
-        st = global_stats(srv)
+        try:
+            st = global_stats(srv)
+        except (TypeError, AttributeError, OSError):
+            return False  # the stats request itself was refused while slots were still held
         got = {k: st[k] for k in want}
         return got == want and st["clients"] <= sources + 1
     wirelib.wait_until(ok, 5, lambda: "stats to settle: %r" % (global_stats(srv),))
