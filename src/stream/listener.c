@@ -583,17 +583,21 @@ static size_t stream_head(char *buf, size_t cap, mount_t *m, int metaint)
     return response_stream_head(buf, cap, &rs, metaint);
 }
 
-/* HEAD: the same status and headers a GET would get, without joining the mount. */
-static void answer_head(conn_t *c, const http_request_t *req, mount_t *m)
+/* HEAD: the same status and headers a GET would get, without joining the mount: a full
+ * mount's fallback-when-full, else the 302 to a sibling with room, else 403. */
+static void answer_head(conn_t *c, const http_request_t *req, mount_t *m, const char *home)
 {
     int max = atomic_load(&m->max_listeners);
     if (max >= 0 && atomic_load(&m->listeners) >= max) {
         mount_t *alt = fallback_when_full(m);
-        mount_unref(m);
         if (!alt) {
-            client_send_error(c, 403, "Forbidden: max listeners reached");
+            int sent = redirect_listener(c, req, home ? home : m->name);
+            mount_unref(m);
+            if (!sent)
+                client_send_error(c, 403, "Forbidden: max listeners reached");
             return;
         }
+        mount_unref(m);
         m = alt;
     }
     char head[4096];
@@ -632,7 +636,7 @@ static void start_listener(conn_t *c, const http_request_t *req, mount_t *m, con
                            int depth)
 {
     if (req->method == HTTP_METHOD_HEAD) {
-        answer_head(c, req, m);
+        answer_head(c, req, m, home);
         return;
     }
     if (reserve_slot(m) < 0) {
