@@ -287,10 +287,12 @@ static int admit_request(conn_t *c, const http_request_t *req)
 }
 
 /* A connection past <clients> (kept only because siblings are configured): a listener of a
- * mount a sibling has room for is sent there, anyone else refused. */
+ * mount a sibling has room for (GET, or HEAD: the answer a GET would get) is sent there,
+ * anyone else refused. */
 static void refuse_over_limit(conn_t *c, const http_request_t *req)
 {
-    char *path = req->method == HTTP_METHOD_GET ? request_path(req) : NULL;
+    int listener = req->method == HTTP_METHOD_GET || req->method == HTTP_METHOD_HEAD;
+    char *path = listener ? request_path(req) : NULL;
     const char *alias = path ? router_alias(c, path) : NULL;
     int sent = path && redirect_listener(c, req, alias ? alias : path);
     free(path);

@@ -4,7 +4,10 @@
  *
  * The list of file mounts is shared by every worker (filemount_get runs where a listener
  * needs one) and the pacer (a FILEMOUNT_TICK_MS timer on worker 0) under one mutex: cold
- * path. The pacer is the only producer of each file mount's queue.
+ * path. The pacer is the only producer of each file mount's queue. An Ogg file goes through the
+ * Ogg format handler page by page, each loop with new serial numbers: the handler sees a
+ * chained stream (a BOS page after data) and hands its headers to the mount and, inline, to
+ * listeners already playing, as it does for a live source.
  */
 #include "stream/filemount.h"
 
@@ -16,6 +19,7 @@
 #include "core/log.h"
 #include "core/loop.h"
 #include "format/format.h"
+#include "format/ogg_file.h"
 #include "net/worker.h"
 #include "stream/mount.h"
 #include "stream/webfile.h"
@@ -33,6 +37,8 @@ struct filemount {
     uint64_t start_ms;  /* pacing clock */
     uint64_t published; /* bytes published since start */
     size_t pos;         /* next byte of the file's audio to publish */
+    format_t *ogg;      /* an Ogg file: the handler its pages go through, else NULL */
+    uint32_t loop;      /* loops begun (Ogg: added to the serial numbers) */
     uint64_t last_used_ms;
     filemount_t *next;
 };
@@ -42,11 +48,56 @@ static filemount_t *list;
 
 static void filemount_free(filemount_t *fm)
 {
+    if (fm->ogg)
+        format_free(fm->ogg);
     mount_end(fm->mount);
     mount_unref(fm->mount);
     webfile_unref(fm->file);
     free(fm->path);
     free(fm);
+}
+
+/* ---- the Ogg handler's sink: the file mount's own queue, headers and tags ---- */
+
+static void ogg_emit(void *ctx, block_t *b)
+{
+    mount_publish(((filemount_t *)ctx)->mount, b);
+}
+
+static void ogg_set_headers(void *ctx, block_t *headers)
+{
+    mount_set_headers(((filemount_t *)ctx)->mount, headers);
+}
+
+static void ogg_set_tag(void *ctx, const char *key, const char *value)
+{
+    mount_set_tag(((filemount_t *)ctx)->mount, key, value);
+}
+
+static void ogg_tags_done(void *ctx)
+{
+    mount_update_meta(((filemount_t *)ctx)->mount);
+}
+
+static void ogg_log(void *ctx, int level, const char *msg)
+{
+    filemount_t *fm = ctx;
+    char esc[1024];
+    escape_log_utf8(esc, sizeof(esc), msg, strlen(msg));
+    log_msg(level, "filemount", "%s: %s", fm->path, esc);
+}
+
+/* An Ogg file mount: its handler, and its byte rate from the file's granule positions. */
+static int ogg_setup(filemount_t *fm, long fallback_rate)
+{
+    const webfile_t *f = fm->file;
+    long rate = ogg_file_byte_rate(f->data + f->audio_start, f->audio_end - f->audio_start);
+    format_sink_t sink = {fm, ogg_emit, ogg_set_headers, ogg_set_tag, ogg_tags_done, ogg_log};
+    if (rate < 0 || !(fm->ogg = format_new(&format_ogg_ops, &sink)))
+        return -1;
+    fm->byte_rate = rate > 0 ? rate : fallback_rate;
+    fm->mount->is_ogg = 1;
+    return 0;
 }
 
 static filemount_t *filemount_new(const char *path, webfile_t *f, long bitrate_hint)
@@ -73,10 +124,16 @@ static filemount_t *filemount_new(const char *path, webfile_t *f, long bitrate_h
     fm->pos = f->audio_start;
     fm->start_ms = loop_now_ms();
     fm->last_used_ms = fm->start_ms;
+    int is_ogg = format_for_content_type(f->content_type) == &format_ogg_ops;
+    if (is_ogg && ogg_setup(fm, bitrate / 8) < 0) {
+        fm->file = NULL; /* the caller's reference still */
+        filemount_free(fm);
+        return NULL;
+    }
     char esc[512];
     log_info("playing file %s as a fallback at %ld bit/s%s",
-             escape_log(esc, sizeof(esc), path, strlen(path)), bitrate,
-             f->bitrate ? " (its MP3 frames)" : "");
+             escape_log(esc, sizeof(esc), path, strlen(path)), fm->byte_rate * 8,
+             f->bitrate ? " (its MP3 frames)" : is_ogg ? " (Ogg, looped as a chained stream)" : "");
     return fm;
 }
 
@@ -85,7 +142,7 @@ mount_t *filemount_get(const char *path, long bitrate_hint)
     webfile_t *f = webfile_get(path);
     if (!f)
         return NULL;
-    if (format_for_content_type(f->content_type) == &format_ogg_ops || f->audio_end <= f->audio_start) {
+    if (f->audio_end <= f->audio_start) {
         webfile_unref(f);
         return NULL;
     }
@@ -109,6 +166,29 @@ mount_t *filemount_get(const char *path, long bitrate_hint)
     return m;
 }
 
+/* Ogg: whole pages through the handler, which makes the blocks (sync points and headers); a
+ * loop begins with the file's BOS pages under new serial numbers, a new link of the chain. */
+static void pace_ogg(filemount_t *fm, uint64_t due)
+{
+    const webfile_t *f = fm->file;
+    while (fm->published < due) {
+        size_t n = ogg_file_page_len(f->data, fm->pos, f->audio_end);
+        block_t *b = n ? ogg_file_page_copy(f->data, fm->pos, n, fm->loop) : NULL;
+        if (!b)
+            return; /* without memory: the next tick tries again (the file was checked) */
+        int rc = fm->ogg->ops->ingest(fm->ogg, b->data, b->len);
+        block_unref(b);
+        if (rc < 0)
+            return;
+        fm->published += n;
+        fm->pos += n;
+        if (fm->pos >= f->audio_end) {
+            fm->pos = f->audio_start;
+            fm->loop++;
+        }
+    }
+}
+
 /* Publishes the bytes due by now. A block never spans the loop point, and for MP3 it holds
  * whole frames: every block is a sync point where a listener (joining, or moved here) starts
  * on a frame. */
@@ -116,6 +196,10 @@ static void pace(filemount_t *fm, uint64_t now)
 {
     uint64_t due = (uint64_t)fm->byte_rate * (now - fm->start_ms + FILEMOUNT_PREFILL_MS) / 1000;
     const webfile_t *f = fm->file;
+    if (fm->ogg) {
+        pace_ogg(fm, due);
+        return;
+    }
     while (fm->published < due) {
         size_t n = f->audio_end - fm->pos;
         if (n > due - fm->published)

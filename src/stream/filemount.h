@@ -11,7 +11,9 @@
  * subscribe to it like to any mount, so they are written by the usual fan-out, move away with
  * fallback-override and are counted as usual; no thread and no copy per listener. A file mount
  * nobody used for FILEMOUNT_IDLE_MS is ended and dropped; a changed file (mtime) gets a new
- * one. Ogg files are not played (looping would need the codec headers re-sent).
+ * one. An Ogg file is looped as a chained stream (every loop a new link with its own BOS and
+ * header pages, through the Ogg format handler) at the byte rate its granule positions give
+ * (Vorbis, Opus; other codecs: the hint or the default).
  */
 #ifndef RIMECAST_FILEMOUNT_H
 #define RIMECAST_FILEMOUNT_H

@@ -36,11 +36,11 @@
 #define LISTENER_IOV 64
 #define LISTENER_MAX_WRITE (256 * 1024)
 
-enum { SEG_WBUF, SEG_HDR, SEG_DATA, SEG_META, SEG_INTRO };
+enum { SEG_WBUF, SEG_HDR, SEG_DATA, SEG_META, SEG_INTRO, SEG_TAIL };
 
 typedef struct seg {
     int kind;
-    block_t *blk;      /* SEG_HDR, SEG_DATA, SEG_INTRO */
+    block_t *blk;      /* SEG_HDR, SEG_DATA, SEG_INTRO, SEG_TAIL */
     uint32_t pos;      /* start within blk */
     icy_meta_t *meta;  /* SEG_META: NULL = the single zero byte */
     uint32_t total;    /* SEG_META: full length of that metadata */
@@ -58,10 +58,11 @@ static icy_meta_t *meta_at(block_t *b, uint32_t pos)
     return b->meta;
 }
 
-/* Plans audio from block b at p (the stream, or the intro: kind) with ICY metadata spliced
- * in every metaint bytes, after n segments of `bytes`; returns the new count. */
+/* Plans audio from block b at p (the stream, the intro or a move's tail: kind) with ICY
+ * metadata spliced in every metaint bytes, after n segments of `bytes`, up to the end of block
+ * `stop` (NULL: as far as the chain goes); returns the new count. */
 static inline int plan_audio(listener_t *l, struct iovec *iov, seg_t *seg, int n, size_t bytes,
-                             block_t *b, uint32_t p, int kind)
+                             block_t *b, uint32_t p, int kind, const block_t *stop)
 {
     uint32_t since = l->since_meta;
     icy_meta_t *last = l->last_meta;
@@ -90,6 +91,8 @@ static inline int plan_audio(listener_t *l, struct iovec *iov, seg_t *seg, int n
         }
         first = 0;
         if (p >= b->len) {
+            if (b == stop)
+                break;
             block_t *nb = block_next(b);
             if (!nb)
                 break;
@@ -121,7 +124,9 @@ static int plan(listener_t *l, struct iovec *iov, seg_t *seg)
         bytes += c->wlen - c->woff;
     }
     if (l->intro) /* the stream follows on the next plan, once the intro is all sent */
-        return plan_audio(l, iov, seg, n, bytes, l->intro, l->intro_pos, SEG_INTRO);
+        return plan_audio(l, iov, seg, n, bytes, l->intro, l->intro_pos, SEG_INTRO, NULL);
+    if (l->tail) /* a move's pending rest of a block: the new mount follows on the next plan */
+        return plan_audio(l, iov, seg, n, bytes, l->tail, l->tail_pos, SEG_TAIL, l->tail);
     if (l->need_sync)
         return n; /* its headers are chosen with its start block (skip_to_sync) */
     uint32_t hp = l->hdr_pos;
@@ -132,7 +137,7 @@ static int plan(listener_t *l, struct iovec *iov, seg_t *seg)
             bytes += h->len - hp;
         }
     }
-    return plan_audio(l, iov, seg, n, bytes, l->blk, l->pos, SEG_DATA);
+    return plan_audio(l, iov, seg, n, bytes, l->blk, l->pos, SEG_DATA, NULL);
 }
 
 static void move_cursor(listener_t *l, block_t *b, uint32_t pos)
@@ -161,6 +166,19 @@ static void commit_intro(listener_t *l, const seg_t *s, size_t take)
         l->intro = s->blk;
     }
     l->intro_pos = pos;
+}
+
+/* The tail is one block (plan_audio stops at its end), dropped once it is all sent. */
+static void commit_tail(listener_t *l, const seg_t *s, size_t take)
+{
+    uint32_t pos = s->pos + (uint32_t)take;
+    if (pos >= s->blk->len) {
+        block_unref(l->tail);
+        l->tail = NULL;
+        l->tail_pos = 0;
+        return;
+    }
+    l->tail_pos = pos;
 }
 
 static void commit_meta(listener_t *l, const seg_t *s, size_t take)
@@ -226,6 +244,10 @@ static void commit(listener_t *l, const struct iovec *iov, const seg_t *seg, int
             break;
         case SEG_INTRO:
             commit_intro(l, &seg[i], take);
+            l->since_meta += (uint32_t)take;
+            break;
+        case SEG_TAIL:
+            commit_tail(l, &seg[i], take);
             l->since_meta += (uint32_t)take;
             break;
         }
@@ -350,7 +372,7 @@ static int follow_fallback(listener_t *l)
 static int stream_finished(listener_t *l)
 {
     return atomic_load_explicit(&l->mount->ended, memory_order_acquire) &&
-           l->conn->woff >= l->conn->wlen && !l->hdr && !l->intro && l->pos >= l->blk->len &&
+           l->conn->woff >= l->conn->wlen && !l->hdr && !l->intro && !l->tail && l->pos >= l->blk->len &&
            !block_next(l->blk) && !l->meta_cur && !l->meta_zero;
 }
 
@@ -398,6 +420,25 @@ int listener_flush(listener_t *l)
     return 0;
 }
 
+/* Before a move: the block l is partway through (a header block, else its stream block)
+ * becomes its tail, taken out of the cursor it was in, so that its rest is sent first. A
+ * listener at a block boundary, or that has not started its stream, has no tail; one that
+ * still has a tail from an earlier move has sent nothing since. */
+static void keep_tail(listener_t *l)
+{
+    if (l->tail)
+        return;
+    if (l->hdr && l->hdr_pos > 0) {
+        l->tail = l->hdr;
+        l->tail_pos = l->hdr_pos;
+        l->hdr = NULL;
+    } else if (!l->need_sync && l->pos > 0 && l->pos < l->blk->len) {
+        l->tail = l->blk;
+        l->tail_pos = l->pos;
+        l->blk = NULL;
+    }
+}
+
 /* A listener's framing was promised in its response head and cannot change mid-connection:
  * ICY metadata (icy-metaint) is only ever spliced into non-Ogg streams, and an Ogg client
  * expects bare pages. So a listener moves only between mounts of the same family (Ogg to Ogg,
@@ -413,7 +454,9 @@ int listener_move(listener_t *l, mount_t *dest)
         return -ENOSPC;
     fanout_remove_listener(w, l->sub, l);
     atomic_fetch_sub(&old->listeners, 1);
-    block_unref(l->blk);
+    keep_tail(l);
+    if (l->blk)
+        block_unref(l->blk);
     if (l->hdr)
         block_unref(l->hdr);
     l->hdr = NULL;
@@ -476,6 +519,8 @@ static void listener_release(conn_t *c)
     icy_meta_unref(l->meta_cur);
     if (l->intro)
         block_unref(l->intro);
+    if (l->tail)
+        block_unref(l->tail);
     free(l->home);
     atomic_fetch_sub(&m->listeners, 1);
     atomic_fetch_sub(&server.stats.listeners, 1);
@@ -538,17 +583,21 @@ static size_t stream_head(char *buf, size_t cap, mount_t *m, int metaint)
     return response_stream_head(buf, cap, &rs, metaint);
 }
 
-/* HEAD: the same status and headers a GET would get, without joining the mount. */
-static void answer_head(conn_t *c, const http_request_t *req, mount_t *m)
+/* HEAD: the same status and headers a GET would get, without joining the mount: a full
+ * mount's fallback-when-full, else the 302 to a sibling with room, else 403. */
+static void answer_head(conn_t *c, const http_request_t *req, mount_t *m, const char *home)
 {
     int max = atomic_load(&m->max_listeners);
     if (max >= 0 && atomic_load(&m->listeners) >= max) {
         mount_t *alt = fallback_when_full(m);
-        mount_unref(m);
         if (!alt) {
-            client_send_error(c, 403, "Forbidden: max listeners reached");
+            int sent = redirect_listener(c, req, home ? home : m->name);
+            mount_unref(m);
+            if (!sent)
+                client_send_error(c, 403, "Forbidden: max listeners reached");
             return;
         }
+        mount_unref(m);
         m = alt;
     }
     char head[4096];
@@ -587,7 +636,7 @@ static void start_listener(conn_t *c, const http_request_t *req, mount_t *m, con
                            int depth)
 {
     if (req->method == HTTP_METHOD_HEAD) {
-        answer_head(c, req, m);
+        answer_head(c, req, m, home);
         return;
     }
     if (reserve_slot(m) < 0) {

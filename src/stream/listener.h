@@ -31,6 +31,10 @@ struct listener {
     uint32_t hdr_pos;
     block_t *intro;         /* <intro> cursor (shared blocks, owned reference), NULL when done */
     uint32_t intro_pos;
+    block_t *tail;          /* after a move: the rest of the block it was in on the mount it
+                             * left (owned reference), sent before anything of the new mount so
+                             * that no frame or Ogg page is cut; NULL when done */
+    uint32_t tail_pos;
     int need_sync;          /* skip to the next sync block before sending stream data */
     int blocked;            /* socket buffer full: wait for EPOLLOUT */
 
@@ -61,7 +65,11 @@ int listener_flush(listener_t *l);
 /* Moves l to mount dest (worker thread only) like a new listener: it takes a slot on dest and
  * starts at dest's burst point after dest's codec headers; the connection and its ICY interval
  * are kept (the framing promised in the response head), and dest's title is sent at the next
- * metadata point. Returns 0; -EPROTO if dest is not of l's family (Ogg / non-Ogg), -ENOSPC if
+ * metadata point. A listener partway through a block (or a header block) first gets the rest of
+ * it: blocks end at a frame (MPEG audio, ADTS) or page (Ogg) boundary, so the client sees whole
+ * frames and pages on both sides of the switch. The slot on the old mount is given back at
+ * once; the old block stays referenced until it is sent (or the listener closes, e.g. by the
+ * lag rules of dest). Returns 0; -EPROTO if dest is not of l's family (Ogg / non-Ogg), -ENOSPC if
  * dest has max-listeners listeners: then nothing changed and l stays where it was. */
 int listener_move(listener_t *l, mount_t *dest);
 

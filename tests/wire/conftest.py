@@ -164,7 +164,7 @@ def render_config(cfg):
   </authentication>
   <listen-socket>
     <port>{port}</port>
-    <bind-address>127.0.0.1</bind-address>
+    <bind-address>127.0.0.1</bind-address>{sndbuf}
   </listen-socket>
   {tls_socket}
   {mounts}
@@ -189,7 +189,8 @@ def render_config(cfg):
            auser=ADMIN_USER, apw=ADMIN_PASSWORD, port=cfg["port"], mounts="\n  ".join(mounts),
            d=d, web=cfg["webroot"], admin=cfg["adminroot"], loglevel=cfg["loglevel"],
            change=change, extra=cfg.get("extra_xml", ""), tls_socket=tls_socket,
-           tls_paths=tls_paths)
+           tls_paths=tls_paths,
+           sndbuf=el("so-sndbuf", cfg["sndbuf"]) if cfg.get("sndbuf") else "")
 
 
 # ---------------------------------------------------------------- server

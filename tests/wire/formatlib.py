@@ -531,6 +531,21 @@ def ffmpeg_decode_errors(path, fmt=None):
     return out if p.returncode == 0 else "exit %d: %s" % (p.returncode, out)
 
 
+def ffmpeg_stream_decode_errors(data, fmt=None):
+    """Decode bytes fed to ffmpeg through a pipe, as a player reading a stream does; return its
+    error output ('' = clean). For chained Ogg: on a seekable file ffmpeg 5 probes the duration
+    from the last pages, and when they belong to a later link than the headers it has read, it
+    reports "failed to create or replace stream" (it does for two ffmpeg-made files joined with
+    cat as well); over a pipe there is no such probe."""
+    cmd = [FFMPEG, "-hide_banner", "-nostdin", "-v", "error"]
+    if fmt:
+        cmd += ["-f", fmt]
+    cmd += ["-i", "pipe:0", "-f", "null", "-"]
+    p = subprocess.run(cmd, input=data, capture_output=True, timeout=60)
+    out = p.stderr.decode("utf-8", "replace").strip()
+    return out if p.returncode == 0 else "exit %d: %s" % (p.returncode, out)
+
+
 def oggdec_errors(path):
     """Decode an Ogg Vorbis file with oggdec; return its complaints ('' = clean)."""
     p = subprocess.run([OGGDEC, "-Q", "-o", "/dev/null", path], capture_output=True,

@@ -363,6 +363,34 @@ def test_mount_without_source_serves_its_file_fallback(server, tmp_path, webdir)
     decodes(tmp_path, lis, "mp3", "file-sourceless.mp3")
 
 
+@pytest.mark.rimecast_only      # Icecast 2.4 refuses to loop an Ogg file
+def test_ogg_file_fallback_loops_as_a_chained_stream_that_decodes(server, tmp_path, webdir):
+    seconds = 2
+    web, data = webroot_with(webdir, "loop.ogg", codec="vorbis", seconds=seconds)
+    file_rate = len(data) * 8 / seconds
+    srv = start(server, mount_xml("/a.ogg", fallback_mount="/loop.ogg"), webroot=web)
+    pa = source(srv, "/a.ogg", "vorbis", freq=440)
+    lis = listener(srv, "/a.ogg")
+    try:
+        fl.stop_process(pa)                           # the live source leaves: on to the file
+        srv.wait_log("moved from /a.ogg to fallback /loop.ogg", 10)
+        time.sleep(1.5)                               # what was queued and the file's prefill
+        rate = rate_over(lis, 2 * seconds)
+        assert 0.75 * file_rate < rate < 1.25 * file_rate, (rate, file_rate)
+        wirelib.wait_until(lambda: len(fl.OggCheck(lis.snapshot()).groups) >= 4, 15,
+                           "the live stream and three links of the file")
+    finally:
+        stop_all(lis, pa)
+    body = lis.snapshot()
+    check = fl.OggCheck(body)                         # whole pages, good CRCs, complete headers
+    assert check.codecs()[1:] == [["vorbis"]] * (len(check.groups) - 1)
+    serials = [sorted(g) for g in check.groups]
+    assert len(set(map(tuple, serials))) == len(serials), "every link has its own serial"
+    assert fl.ffmpeg_stream_decode_errors(body[:check.complete]) == ""
+    path = fl.save(str(tmp_path), "file-fallback.ogg", body[:check.complete])
+    assert fl.oggdec_errors(path) == ""
+
+
 # ---------------------------------------------------------------- intro
 
 def test_intro_comes_first_then_live_mp3_that_decodes(server, tmp_path, webdir):

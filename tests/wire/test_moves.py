@@ -7,6 +7,8 @@ the same family and keep their own interval there; a move across families is ref
 or closes the listener cleanly (fallback). A move takes a slot on the destination like a new
 listener: what does not fit stays (admin) or is closed (fallback), and the counters follow."""
 
+import time
+
 import pytest
 
 import adminlib
@@ -253,3 +255,84 @@ def test_fallback_into_a_full_mount_moves_what_fits_and_closes_the_rest(server, 
     for lis in moved:
         body = lis.snapshot()
         wirelib.locate_slice(data_b, body[-8192:])
+
+
+# ---------------------------------------------------------------- whole frames and pages
+
+NOISE = {
+    # codec: (ffmpeg output args, content type, muxer); noise at a high bitrate fills a small
+    # socket buffer in a moment, and its blocks are large
+    "mp3": (["-c:a", "libmp3lame", "-b:a", "192k", "-id3v2_version", "0", "-write_xing", "0"],
+            "audio/mpeg", "mp3"),
+    "vorbis": (["-ac", "2", "-c:a", "libvorbis", "-q:a", "8"], "audio/ogg", "ogg"),
+}
+
+
+def noise_source(srv, mount, codec):
+    args, ctype, muxer = NOISE[codec]
+    url = "icecast://source:%s@%s:%d%s" % (fl.SOURCE_PASSWORD, srv.host, srv.port, mount)
+    cmd = [fl.FFMPEG, "-hide_banner", "-nostdin", "-v", "error", "-re", "-f", "lavfi", "-i",
+           "anoisesrc=sample_rate=44100:amplitude=0.3"] + args + [
+           "-content_type", ctype, "-f", muxer, url]
+    p = fl.subprocess.Popen(cmd, stdin=fl.subprocess.DEVNULL, stdout=fl.subprocess.DEVNULL,
+                            stderr=fl.subprocess.PIPE)
+    fl.wait_mount(srv, mount, p)
+    return p
+
+
+def stalled_then_moved(srv, a, b):
+    """A listener of a with a tiny receive buffer (and the server a small send buffer) that
+    reads nothing for a while: the server's writes stop partway through its burst, most likely
+    partway through a block. It is moved to b while stalled, then reads for a while."""
+    time.sleep(3)       # a burst of more than both socket buffers hold
+    lis = srv.listener(a, rcvbuf=4096)
+    assert lis.open(start=False).status == 200, lis.response
+    time.sleep(1.5)
+    r = move(srv, a, b)
+    assert r.status == 200 and r.xml().findtext("message") == \
+        "Clients moved from %s to %s" % (a, b)
+    adminlib.wait_stat(srv, b, "listeners", "1")
+    lis.start()
+    lis.wait_bytes(lis.received + 64 * 1024, 15)
+    lis.close()
+    return lis.snapshot()
+
+
+def test_listener_moved_while_stalled_mid_block_gets_whole_mp3_frames(server, tmp_path):
+    srv = server(sndbuf=8192)
+    a = noise_source(srv, "/a.mp3", "mp3")
+    b = noise_source(srv, "/b.mp3", "mp3")
+    try:
+        body = stalled_then_moved(srv, "/a.mp3", "/b.mp3")
+    finally:
+        fl.stop_process(a)
+        fl.stop_process(b)
+    # back-to-back frames from the first byte to the last complete one: none is cut
+    pos = 0
+    while True:
+        n = fl.mp3_frame_len(body, pos)
+        if not n or pos + n > len(body):
+            break
+        pos += n
+    assert pos > len(body) - 2048, "frames stop at byte %d of %d: %r" % (
+        pos, len(body), body[pos:pos + 8])
+    path = fl.save(str(tmp_path), "moved.mp3", body[:pos])
+    assert fl.ffmpeg_decode_errors(path) == ""
+
+
+def test_listener_moved_while_stalled_mid_block_gets_whole_ogg_pages(server, tmp_path):
+    srv = server(sndbuf=8192)
+    a = noise_source(srv, "/a.ogg", "vorbis")
+    b = noise_source(srv, "/b.ogg", "vorbis")
+    try:
+        body = stalled_then_moved(srv, "/a.ogg", "/b.ogg")
+    finally:
+        fl.stop_process(a)
+        fl.stop_process(b)
+    # whole pages with good CRCs from the first byte, and a second chain link (b's headers)
+    check = fl.OggCheck(body)
+    assert check.complete > len(body) - 65536
+    assert check.codecs() == [["vorbis"], ["vorbis"]], check.codecs()
+    path = fl.save(str(tmp_path), "moved.ogg", body[:check.complete])
+    assert fl.ffmpeg_stream_decode_errors(body[:check.complete]) == ""
+    assert fl.oggdec_errors(path) == ""

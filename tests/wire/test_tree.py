@@ -49,9 +49,10 @@ def start_tree(server, data, edge_a_cfg=None):
     return origin, src, edge_a, edge_b
 
 
-def get_location(srv, path="/live.mp3?x=1"):
+def get_location(srv, path="/live.mp3?x=1", method="GET"):
     resp, _ = wirelib.simple_request(srv.host, srv.port,
-                                     ("GET %s HTTP/1.0\r\n\r\n" % path).encode(), timeout=3)
+                                     ("%s %s HTTP/1.0\r\n\r\n" % (method, path)).encode(),
+                                     timeout=3)
     return resp
 
 
@@ -118,10 +119,34 @@ def test_an_edge_past_its_clients_limit_redirects_listeners_and_refuses_the_rest
                        "edge A past <clients> to redirect a listener")
     assert get_location(edge_a).header("location").startswith(
         "http://127.0.0.1:%d/" % edge_b.port)
+    head = get_location(edge_a, method="HEAD")
+    assert head.status == 302 and head.header("location") == get_location(edge_a).header(
+        "location")
     # not a listener, or a mount the sibling does not have: refused as before
     assert get_location(edge_a, "/status-json.xsl").status == 403
     assert get_location(edge_a, "/nothing.mp3").status == 403
     la.close()
+    src.close()
+
+
+def test_a_head_request_to_a_full_edge_gets_the_302_a_get_gets(server, data):
+    origin, src, edge_a, edge_b = start_tree(server, data)
+    full = [edge_a.listener("/live.mp3") for _ in range(2)]   # max-listeners 2
+    for lis in full:
+        assert lis.open().status == 200
+    wirelib.wait_until(lambda: get_location(edge_a).status == 302, 10,
+                       "edge A to redirect once it has polled edge B")
+    head = get_location(edge_a, method="HEAD")
+    assert head.status == 302, head
+    assert head.header("location") == "http://127.0.0.1:%d/live.mp3?x=1" % edge_b.port
+    assert head.header("location") == get_location(edge_a).header("location")
+    assert get_location(edge_b, method="HEAD").status == 200    # edge B has room
+    for lis in full:
+        assert not lis.closed
+        lis.close()
+    # room again on edge A: HEAD gets its 200
+    wirelib.wait_until(lambda: get_location(edge_a, method="HEAD").status == 200, 5,
+                       "HEAD on edge A to get 200 once it has room")
     src.close()
 
 
