@@ -163,6 +163,9 @@ static int job_begin(fetch_job_t *j)
     curl_easy_setopt(e, CURLOPT_URL, j->url);
     if (j->max_body) {
         curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+        /* an occasional poll (a sibling's room): no idle connection left holding one of the
+         * other server's <clients> slots between polls */
+        curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
     } else {
         curl_easy_setopt(e, CURLOPT_POSTFIELDS, j->body);
         curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(j->body));
