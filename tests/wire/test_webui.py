@@ -616,3 +616,36 @@ def test_admin_history_command_has_the_listener_count_of_its_samples(station):
     status, body = st.admin("/admin/history")                 # the server's series
     assert status == 200 and b'<history mount="">' in body
     assert re.search(rb"<listeners>[2-9]</listeners>", body), body
+
+
+def _failed_login(srv, user):
+    """A request with a wrong password: the error log gets a line naming the user tried."""
+    raw = ("GET /admin/stats HTTP/1.0\r\nHost: x\r\nAuthorization: %s\r\n\r\n"
+           % webuilib.wirelib.basic_auth(user, "wrong")).encode()
+    resp, _ = webuilib.wirelib.simple_request(srv.host, srv.port, raw, 5.0)
+    assert resp.status == 401
+
+
+@pytest.mark.rimecast_only
+def test_admin_log_page_shows_recent_lines_as_text(station, browsers):
+    st = station({"/live.mp3": {}})
+    _failed_login(st.srv, HOSTILE)
+    b = browsers(js=True, auth=AUTH)
+    b.get(st.url("/admin/stats.xsl"))
+    b.wait_click("header.site nav a", text="Log")
+    b.wait(lambda: "/admin/log.xsl" in b.driver.current_url, 10, "the log page")
+    assert b.one('header.site nav a[aria-current="page"]').text == "Log"
+    hostile = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
+
+    def shown():
+        return [e.text for e in b.find("tr.log-line td.text") if hostile in e.text]
+    b.wait(shown, 5, "the failed login line, as text")
+    rows = b.find("tr.log-line")
+    assert 0 < len(rows) <= 200
+    first = b.one("tr.log-line")                       # newest first: the failed login is near the top
+    assert first.get_attribute("data-level") in ("error", "warn", "info", "debug")
+    assert not b.find("img[src='x']")
+    time.sleep(0.3)
+    not_pwned(b)
+    assert not b.console_errors(), b.console_errors()
+    shot(b, "admin-log")
