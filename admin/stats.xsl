@@ -5,23 +5,76 @@
   then one card per mount (hidden ones included): listeners, peak, now playing,
   source address, uptime, content type, bitrate, traffic, and the actions (list
   clients, move listeners, update metadata, kill source). With ?mount= only that
-  mount is in the document. Next to the cards, a compact table of every mount (name,
+  mount is in the document and the page is that mount's details page: the server adds the
+  stylesheet parameter $mount (the request's mount=, "" on the overview), since the document
+  holds the server's fields either way; the page is titled with the mount, shows its own
+  figures instead of the server totals, and no mount table. Next to the cards, a compact table of every mount (name,
   listeners, bitrate, uptime, now playing) that admin.js sorts and switches to. Settings of the config file that the server does not
   implement (config-warnings) are listed first, as a notice. admin.js keeps the numbers live (server-sent events).
 -->
 <xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
 <xsl:import href="layout.xsl"/>
 
+<!-- Set by the server: the mount= of the request, "" for the overview. -->
+<xsl:param name="mount" select="''"/>
+
 <xsl:template match="icestats">
+  <xsl:variable name="one" select="source[$mount != '' and @mount = $mount]"/>
   <xsl:call-template name="page">
     <xsl:with-param name="title">
       <xsl:choose>
+        <xsl:when test="$one"><xsl:value-of select="$one/@mount"/></xsl:when>
         <xsl:when test="count(source) = 1 and not(server_id)">Mount <xsl:value-of select="source/@mount"/></xsl:when>
         <xsl:otherwise>Overview</xsl:otherwise>
       </xsl:choose>
     </xsl:with-param>
-    <xsl:with-param name="active" select="'stats'"/>
+    <xsl:with-param name="subtitle">
+      <xsl:if test="$one and normalize-space($one/server_name)">
+        <xsl:value-of select="$one/server_name"/>
+      </xsl:if>
+    </xsl:with-param>
+    <xsl:with-param name="active">
+      <xsl:choose>
+        <xsl:when test="$one">mounts</xsl:when>
+        <xsl:otherwise>stats</xsl:otherwise>
+      </xsl:choose>
+    </xsl:with-param>
     <xsl:with-param name="body">
+      <xsl:choose>
+        <xsl:when test="$one"><xsl:apply-templates select="$one" mode="details"/></xsl:when>
+        <xsl:otherwise><xsl:apply-templates select="." mode="overview"/></xsl:otherwise>
+      </xsl:choose>
+    </xsl:with-param>
+  </xsl:call-template>
+</xsl:template>
+
+<!-- One mount's page: its own figures (kept live by admin.js through data-mount), its card. -->
+<xsl:template match="source" mode="details">
+  <section aria-label="Mount figures" class="totals mount-totals" data-mount="{@mount}">
+    <xsl:call-template name="total">
+      <xsl:with-param name="field" select="'listeners'"/>
+      <xsl:with-param name="label" select="'Listeners'"/>
+    </xsl:call-template>
+    <xsl:call-template name="total">
+      <xsl:with-param name="field" select="'listener_peak'"/>
+      <xsl:with-param name="label" select="'Peak'"/>
+    </xsl:call-template>
+    <xsl:call-template name="total">
+      <xsl:with-param name="field" select="'slow_listeners'"/>
+      <xsl:with-param name="label" select="'Slow listeners'"/>
+    </xsl:call-template>
+    <div class="card stat">
+      <span class="num" data-field="total_bytes_sent" data-format="bytes">
+        <xsl:call-template name="bytes"><xsl:with-param name="n" select="total_bytes_sent"/></xsl:call-template></span>
+      <span class="what">Sent</span>
+    </div>
+  </section>
+  <ul class="admin-mounts" data-live="mounts">
+    <xsl:apply-templates select="."/>
+  </ul>
+</xsl:template>
+
+<xsl:template match="icestats" mode="overview">
       <xsl:apply-templates select="config-warnings"/>
       <xsl:if test="server_id">
         <section aria-label="Server totals" class="totals" data-live="stats">
@@ -109,8 +162,6 @@
           </table>
         </section>
       </xsl:if>
-    </xsl:with-param>
-  </xsl:call-template>
 </xsl:template>
 
 <xsl:template match="config-warnings">

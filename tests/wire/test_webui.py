@@ -649,3 +649,32 @@ def test_admin_log_page_shows_recent_lines_as_text(station, browsers):
     not_pwned(b)
     assert not b.console_errors(), b.console_errors()
     shot(b, "admin-log")
+
+
+@pytest.mark.rimecast_only
+def test_admin_mount_details_page_is_titled_with_the_mount_and_shows_its_figures(station, browsers):
+    odd = "/it's-odd.mp3"                               # a quote reaches the stylesheet parameter
+    st = station({"/one.mp3": {"ice-name": "One FM"}, odd: {}})
+    st.listen("/one.mp3")
+    st.listen("/one.mp3")
+    st.listen(odd)
+    webuilib.wait_listeners(st.srv, "/one.mp3", 2)
+    webuilib.wait_listeners(st.srv, odd, 1)
+    b = browsers(js=True, auth=AUTH)
+    b.get(st.url("/admin/stats.xsl?mount=/one.mp3"))
+    assert b.text("main h1") == "/one.mp3"
+    assert b.title.startswith("/one.mp3")
+    assert "One FM" in b.text("p.lede")
+    assert not b.find('[data-live="stats"]')              # no server totals
+    assert not b.find("table.mount-table")
+    b.wait(lambda: b.text('.mount-totals [data-field="listeners"]') == "2", 5, "its own listeners")
+    st.listen("/one.mp3")
+    b.wait(lambda: b.text('.mount-totals [data-field="listeners"]') == "3", 10, "live: 3 listeners")
+    shot(b, "admin-mount-details")
+    b.get(st.url("/admin/stats.xsl?mount=" + q(odd)))
+    assert b.text("main h1") == odd
+    b.wait(lambda: b.text('.mount-totals [data-field="listeners"]') == "1", 5, "its own listeners")
+    b.get(st.url("/admin/stats.xsl"))
+    assert b.text("main h1") == "Overview"
+    assert b.text('[data-live="stats"] [data-field="listeners"]') == "4"
+    assert not b.console_errors(), b.console_errors()
