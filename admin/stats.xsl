@@ -69,9 +69,49 @@
       <span class="what">Sent</span>
     </div>
   </section>
+  <xsl:call-template name="history-charts">
+    <xsl:with-param name="mount" select="@mount"/>
+  </xsl:call-template>
   <ul class="admin-mounts" data-live="mounts">
     <xsl:apply-templates select="."/>
   </ul>
+</xsl:template>
+
+<!-- Listeners and bandwidth of the last hour ("" for the server), drawn by admin.js from
+     /admin/history.json into the empty SVGs, and redrawn every 10 s. -->
+<xsl:template name="history-charts">
+  <xsl:param name="mount"/>
+  <section class="card panel history" data-history="{$mount}" aria-labelledby="history-h">
+    <div class="section-head">
+      <h2 id="history-h">Last hour</h2>
+      <span class="muted" data-history-note="" aria-live="polite"></span>
+    </div>
+    <div class="charts">
+      <xsl:call-template name="chart">
+        <xsl:with-param name="key" select="'listeners'"/>
+        <xsl:with-param name="label" select="'Listeners'"/>
+      </xsl:call-template>
+      <xsl:call-template name="chart">
+        <xsl:with-param name="key" select="'bytes_per_s'"/>
+        <xsl:with-param name="label" select="'Bandwidth'"/>
+      </xsl:call-template>
+    </div>
+    <noscript><p class="muted">The charts need JavaScript; the samples are in
+      <a href="/admin/history">the history document</a>.</p></noscript>
+  </section>
+</xsl:template>
+
+<xsl:template name="chart">
+  <xsl:param name="key"/>
+  <xsl:param name="label"/>
+  <figure class="chart" data-chart="{$key}" data-label="{$label}">
+    <figcaption>
+      <span class="what"><xsl:value-of select="$label"/></span>
+      <strong data-chart-now="">—</strong>
+      <span class="muted" data-chart-max=""></span>
+    </figcaption>
+    <svg class="spark" viewBox="0 0 300 80" preserveAspectRatio="none" role="img" aria-label="{$label}"></svg>
+  </figure>
 </xsl:template>
 
 <xsl:template match="icestats" mode="overview">
@@ -145,6 +185,9 @@
         </xsl:otherwise>
       </xsl:choose>
       <xsl:if test="server_id">
+        <xsl:call-template name="history-charts">
+          <xsl:with-param name="mount" select="''"/>
+        </xsl:call-template>
         <section class="card panel" aria-labelledby="server-h" style="margin-top: 22px">
           <h2 id="server-h">Server</h2>
           <table class="kv">

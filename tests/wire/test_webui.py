@@ -678,3 +678,50 @@ def test_admin_mount_details_page_is_titled_with_the_mount_and_shows_its_figures
     assert b.text("main h1") == "Overview"
     assert b.text('[data-live="stats"] [data-field="listeners"]') == "4"
     assert not b.console_errors(), b.console_errors()
+
+
+def _hour_samples(st, mount=None):
+    status, body = st.admin("/admin/history.json" + ("?mount=" + q(mount) if mount else ""))
+    assert status == 200, body
+    hour = [r for r in json.loads(body)["history"]["range"] if r["name"] == "hour"][0]
+    return hour.get("sample", [])
+
+
+def _chart_points(b, key):
+    return int(b.one('[data-chart="%s"] svg' % key).get_attribute("data-points") or -1)
+
+
+@pytest.mark.rimecast_only
+def test_admin_history_charts_draw_the_samples_and_refresh(station, browsers):
+    st = station({"/h.mp3": {}})
+    st.listen("/h.mp3")
+    st.listen("/h.mp3")
+    webuilib.wait_listeners(st.srv, "/h.mp3", 2)
+
+    def two_samples():                 # the server samples every 10 s
+        s = _hour_samples(st, "/h.mp3")
+        return len(s) >= 2 and s[-1]["listeners"] == 2 and s
+    webuilib.wirelib.wait_until(two_samples, 30, "two history samples, the last with 2 listeners",
+                                interval=0.5)
+    b = browsers(js=True, auth=AUTH)
+    before = len(_hour_samples(st, "/h.mp3"))
+    b.get(st.url("/admin/stats.xsl?mount=/h.mp3"))
+    b.wait(lambda: b.find('[data-history="/h.mp3"][data-history-updated]'), 10, "the charts drawn")
+    after = len(_hour_samples(st, "/h.mp3"))
+    points = _chart_points(b, "listeners")
+    assert before <= points <= after, (before, points, after)
+    assert _chart_points(b, "bytes_per_s") == points
+    assert len(b.find('[data-chart="listeners"] svg polyline')) == 1
+    coords = b.one('[data-chart="listeners"] svg polyline').get_attribute("points").split()
+    assert len(coords) == points
+    assert b.text('[data-chart="listeners"] [data-chart-now]') == "2"
+    assert "kbit/s" in b.text('[data-chart="bytes_per_s"] [data-chart-now]')
+    shot(b, "admin-history-mount")
+    # the server's charts on the overview, redrawn without a reload when a sample comes
+    b.get(st.url("/admin/stats.xsl"))
+    b.wait(lambda: b.find('[data-history=""][data-history-updated]'), 10, "the server's charts")
+    first = _chart_points(b, "listeners")
+    assert first >= 2
+    b.wait(lambda: _chart_points(b, "listeners") > first, 25, "a new point within 10 s or so")
+    assert not b.console_errors(), b.console_errors()
+    shot(b, "admin-history-server")
