@@ -79,6 +79,10 @@
             <xsl:if test="$active = 'mounts'"><xsl:attribute name="aria-current">page</xsl:attribute></xsl:if>
             <xsl:text>Mounts</xsl:text>
           </a>
+          <a href="/admin/log.xsl">
+            <xsl:if test="$active = 'log'"><xsl:attribute name="aria-current">page</xsl:attribute></xsl:if>
+            <xsl:text>Log</xsl:text>
+          </a>
           <a href="/status.xsl">Public page</a>
         </nav>
       </div>

@@ -5,23 +5,116 @@
   then one card per mount (hidden ones included): listeners, peak, now playing,
   source address, uptime, content type, bitrate, traffic, and the actions (list
   clients, move listeners, update metadata, kill source). With ?mount= only that
-  mount is in the document. Next to the cards, a compact table of every mount (name,
+  mount is in the document and the page is that mount's details page: the server adds the
+  stylesheet parameter $mount (the request's mount=, "" on the overview), since the document
+  holds the server's fields either way; the page is titled with the mount, shows its own
+  figures instead of the server totals, and no mount table. Next to the cards, a compact table of every mount (name,
   listeners, bitrate, uptime, now playing) that admin.js sorts and switches to. Settings of the config file that the server does not
   implement (config-warnings) are listed first, as a notice. admin.js keeps the numbers live (server-sent events).
 -->
 <xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
 <xsl:import href="layout.xsl"/>
 
+<!-- Set by the server: the mount= of the request, "" for the overview. -->
+<xsl:param name="mount" select="''"/>
+
 <xsl:template match="icestats">
+  <xsl:variable name="one" select="source[$mount != '' and @mount = $mount]"/>
   <xsl:call-template name="page">
     <xsl:with-param name="title">
       <xsl:choose>
+        <xsl:when test="$one"><xsl:value-of select="$one/@mount"/></xsl:when>
         <xsl:when test="count(source) = 1 and not(server_id)">Mount <xsl:value-of select="source/@mount"/></xsl:when>
         <xsl:otherwise>Overview</xsl:otherwise>
       </xsl:choose>
     </xsl:with-param>
-    <xsl:with-param name="active" select="'stats'"/>
+    <xsl:with-param name="subtitle">
+      <xsl:if test="$one and normalize-space($one/server_name)">
+        <xsl:value-of select="$one/server_name"/>
+      </xsl:if>
+    </xsl:with-param>
+    <xsl:with-param name="active">
+      <xsl:choose>
+        <xsl:when test="$one">mounts</xsl:when>
+        <xsl:otherwise>stats</xsl:otherwise>
+      </xsl:choose>
+    </xsl:with-param>
     <xsl:with-param name="body">
+      <xsl:choose>
+        <xsl:when test="$one"><xsl:apply-templates select="$one" mode="details"/></xsl:when>
+        <xsl:otherwise><xsl:apply-templates select="." mode="overview"/></xsl:otherwise>
+      </xsl:choose>
+    </xsl:with-param>
+  </xsl:call-template>
+</xsl:template>
+
+<!-- One mount's page: its own figures (kept live by admin.js through data-mount), its card. -->
+<xsl:template match="source" mode="details">
+  <section aria-label="Mount figures" class="totals mount-totals" data-mount="{@mount}">
+    <xsl:call-template name="total">
+      <xsl:with-param name="field" select="'listeners'"/>
+      <xsl:with-param name="label" select="'Listeners'"/>
+    </xsl:call-template>
+    <xsl:call-template name="total">
+      <xsl:with-param name="field" select="'listener_peak'"/>
+      <xsl:with-param name="label" select="'Peak'"/>
+    </xsl:call-template>
+    <xsl:call-template name="total">
+      <xsl:with-param name="field" select="'slow_listeners'"/>
+      <xsl:with-param name="label" select="'Slow listeners'"/>
+    </xsl:call-template>
+    <div class="card stat">
+      <span class="num" data-field="total_bytes_sent" data-format="bytes">
+        <xsl:call-template name="bytes"><xsl:with-param name="n" select="total_bytes_sent"/></xsl:call-template></span>
+      <span class="what">Sent</span>
+    </div>
+  </section>
+  <xsl:call-template name="history-charts">
+    <xsl:with-param name="mount" select="@mount"/>
+  </xsl:call-template>
+  <ul class="admin-mounts" data-live="mounts">
+    <xsl:apply-templates select="."/>
+  </ul>
+</xsl:template>
+
+<!-- Listeners and bandwidth of the last hour ("" for the server), drawn by admin.js from
+     /admin/history.json into the empty SVGs, and redrawn every 10 s. -->
+<xsl:template name="history-charts">
+  <xsl:param name="mount"/>
+  <section class="card panel history" data-history="{$mount}" aria-labelledby="history-h">
+    <div class="section-head">
+      <h2 id="history-h">Last hour</h2>
+      <span class="muted" data-history-note="" aria-live="polite"></span>
+    </div>
+    <div class="charts">
+      <xsl:call-template name="chart">
+        <xsl:with-param name="key" select="'listeners'"/>
+        <xsl:with-param name="label" select="'Listeners'"/>
+      </xsl:call-template>
+      <xsl:call-template name="chart">
+        <xsl:with-param name="key" select="'bytes_per_s'"/>
+        <xsl:with-param name="label" select="'Bandwidth'"/>
+      </xsl:call-template>
+    </div>
+    <noscript><p class="muted">The charts need JavaScript; the samples are in
+      <a href="/admin/history">the history document</a>.</p></noscript>
+  </section>
+</xsl:template>
+
+<xsl:template name="chart">
+  <xsl:param name="key"/>
+  <xsl:param name="label"/>
+  <figure class="chart" data-chart="{$key}" data-label="{$label}">
+    <figcaption>
+      <span class="what"><xsl:value-of select="$label"/></span>
+      <strong data-chart-now="">—</strong>
+      <span class="muted" data-chart-max=""></span>
+    </figcaption>
+    <svg class="spark" viewBox="0 0 300 80" preserveAspectRatio="none" role="img" aria-label="{$label}"></svg>
+  </figure>
+</xsl:template>
+
+<xsl:template match="icestats" mode="overview">
       <xsl:apply-templates select="config-warnings"/>
       <xsl:if test="server_id">
         <section aria-label="Server totals" class="totals" data-live="stats">
@@ -92,6 +185,9 @@
         </xsl:otherwise>
       </xsl:choose>
       <xsl:if test="server_id">
+        <xsl:call-template name="history-charts">
+          <xsl:with-param name="mount" select="''"/>
+        </xsl:call-template>
         <section class="card panel" aria-labelledby="server-h" style="margin-top: 22px">
           <h2 id="server-h">Server</h2>
           <table class="kv">
@@ -109,8 +205,6 @@
           </table>
         </section>
       </xsl:if>
-    </xsl:with-param>
-  </xsl:call-template>
 </xsl:template>
 
 <xsl:template match="config-warnings">

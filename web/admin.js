@@ -9,8 +9,10 @@
  * to location.origin + path: a page opened as http://user:pw@host/ has the credentials
  * in its URL, and fetch refuses URLs that carry them (the browser still sends the
  * page's own credentials to the origin). Kick buttons act in place.
- * Shows uptimes relative to now. Text is set with textContent only; every page
- * works without this script (plain links and GET forms).
+ * Shows uptimes relative to now. Draws the history charts ([data-history]: listeners and
+ * bandwidth of the last hour, inline SVG) from /admin/history.json, every 10 s.
+ * Text is set with textContent only; every page works without this script (plain links
+ * and GET forms).
  */
 (function () {
   "use strict";
@@ -467,6 +469,96 @@
     });
   }
 
+  // ------------------------------------------------------------ history charts
+
+  var HISTORY_MS = 10000;              // the server samples every 10 s
+  var SVG_NS = "http://www.w3.org/2000/svg";
+  var CHART_W = 300, CHART_H = 80, CHART_PAD = 3;
+  var historyFormats = {
+    listeners: function (v) { return String(v); },
+    bytes_per_s: function (v) {
+      var kbit = v * 8 / 1000;
+      return kbit >= 1000 ? (kbit / 1000).toFixed(1) + " Mbit/s" : Math.round(kbit) + " kbit/s";
+    }
+  };
+
+  function svgEl(name, attrs) {
+    var el = document.createElementNS(SVG_NS, name);
+    Object.keys(attrs).forEach(function (k) { el.setAttribute(k, attrs[k]); });
+    return el;
+  }
+
+  // The hour range's samples of a /admin/history.json answer, oldest first.
+  function hourSamples(doc) {
+    var ranges = (doc && doc.history && doc.history.range) || [];
+    if (!Array.isArray(ranges)) ranges = [ranges];
+    for (var i = 0; i < ranges.length; i++) {
+      if (ranges[i] && ranges[i].name === "hour") {
+        var s = ranges[i].sample || [];
+        return Array.isArray(s) ? s : [s];
+      }
+    }
+    return [];
+  }
+
+  function drawChart(fig, samples) {
+    var key = fig.getAttribute("data-chart");
+    var format = historyFormats[key] || String;
+    var svg = fig.querySelector("svg");
+    if (!svg) return;
+    while (svg.firstChild) svg.removeChild(svg.firstChild);
+    var n = samples.length;
+    var values = samples.map(function (s) { return Math.max(0, Number(s[key]) || 0); });
+    var max = values.reduce(function (a, b) { return Math.max(a, b); }, 0);
+    var t0 = n ? Number(samples[0].time) : 0;
+    var span = n > 1 ? Math.max(Number(samples[n - 1].time) - t0, 1) : 1;
+    var innerW = CHART_W - 2 * CHART_PAD, innerH = CHART_H - 2 * CHART_PAD;
+    var pts = samples.map(function (s, i) {
+      var x = n > 1 ? CHART_PAD + innerW * (Number(s.time) - t0) / span : CHART_W - CHART_PAD;
+      var y = CHART_H - CHART_PAD - innerH * values[i] / (max || 1);
+      return [x.toFixed(1), y.toFixed(1)];
+    });
+    var line = pts.map(function (p) { return p.join(","); }).join(" ");
+    var base = String(CHART_H - CHART_PAD);
+    if (n > 1) {
+      svg.appendChild(svgEl("polygon", { "class": "area",
+        points: pts[0][0] + "," + base + " " + line + " " + pts[n - 1][0] + "," + base }));
+      svg.appendChild(svgEl("polyline", { "class": "line", points: line }));
+    }
+    if (n) svg.appendChild(svgEl("circle", { "class": "dot", cx: pts[n - 1][0], cy: pts[n - 1][1], r: "2.5" }));
+    svg.setAttribute("data-points", String(n));
+    var label = fig.getAttribute("data-label") || key;
+    svg.setAttribute("aria-label", n ? label + ": " + format(values[n - 1]) + " now, at most " +
+                     format(max) + " in the last hour (" + n + " samples)" : label + ": no samples yet");
+    var now = fig.querySelector("[data-chart-now]");
+    if (now) now.textContent = n ? format(values[n - 1]) : "\u2014";
+    var top = fig.querySelector("[data-chart-max]");
+    if (top) top.textContent = n ? "max " + format(max) : "no samples yet";
+  }
+
+  function fetchJson(url) {
+    return fetch(api(url), { credentials: "same-origin", cache: "no-store" }).then(function (r) {
+      if (!r.ok) throw new Error("HTTP " + r.status);
+      return r.json();
+    });
+  }
+
+  function refreshHistory() {
+    $all("[data-history]").forEach(function (box) {
+      var mount = box.getAttribute("data-history");
+      var url = "/admin/history.json" + (mount ? "?mount=" + encodeURIComponent(mount) : "");
+      var note = box.querySelector("[data-history-note]");
+      fetchJson(url).then(function (doc) {
+        var samples = hourSamples(doc);
+        $all("[data-chart]", box).forEach(function (fig) { drawChart(fig, samples); });
+        if (note) note.textContent = "";
+        box.setAttribute("data-history-updated", String(Date.now()));
+      }).catch(function (err) {
+        if (note) note.textContent = "History unavailable: " + ((err && err.message) || String(err));
+      });
+    });
+  }
+
   // ------------------------------------------------------------ start
 
   function backLinks() {
@@ -488,9 +580,13 @@
     setInterval(function () { tickUptimes(); tickConnected(); }, 1000);
     document.addEventListener("submit", onSubmit);
     if (window.fetch && document.querySelector("[data-mount], [data-live], [data-clients-mount]")) connect();
+    if (window.fetch && document.querySelector("[data-history]")) {
+      refreshHistory();
+      setInterval(refreshHistory, HISTORY_MS);
+    }
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();
-  window.rimecastAdmin = { refresh: refresh };
+  window.rimecastAdmin = { refresh: refresh, refreshHistory: refreshHistory };
 })();

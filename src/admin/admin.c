@@ -25,6 +25,7 @@
 #include "net/conn.h"
 #include "net/worker.h"
 #include "net/server.h"
+#include "stats/stats.h"
 #include "stream/mount.h"
 
 #define ADMIN_NAME_MAX 64
@@ -148,10 +149,16 @@ void admin_send_error(admin_req_t *a, int status, const char *message)
 }
 
 /* adminroot/<cmd>.xsl; an <iceresponse> without its own stylesheet uses response.xsl, as
- * Icecast does for every command answer. */
+ * Icecast does for every command answer. Every admin stylesheet gets the parameter "mount":
+ * the mount= of the request (valid UTF-8, "" without one), so that a page can tell one mount's
+ * view from the server's even though the document always holds the server's fields. */
 static int apply_admin_xsl(admin_req_t *a, xmlDocPtr doc, char **out, size_t *len, char *ctype,
                            size_t cap)
 {
+    char *mount = stats_clean_text(a->mount_name ? a->mount_name : "");
+    if (!mount)
+        return -ENOMEM;
+    const char *params[] = {"mount", mount, NULL};
     xmlNodePtr root = xmlDocGetRootElement(doc);
     int response = root && xmlStrcmp(root->name, BAD_CAST "iceresponse") == 0;
     char name[ADMIN_NAME_MAX + 8];
@@ -161,9 +168,10 @@ static int apply_admin_xsl(admin_req_t *a, xmlDocPtr doc, char **out, size_t *le
             break;
         snprintf(name, sizeof(name), "%s.xsl", pass == 0 ? a->cmd->name : "response");
         char *path = config_path(server_config()->adminroot, name);
-        rc = path ? xslt_apply(path, doc, out, len, ctype, cap) : -ENOMEM;
+        rc = path ? xslt_apply(path, doc, params, out, len, ctype, cap) : -ENOMEM;
         free(path);
     }
+    free(mount);
     return rc;
 }
 

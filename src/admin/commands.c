@@ -2,12 +2,13 @@
 /*
  * commands: the admin route table and the commands that need no other worker: stats,
  * listmounts, streamlist, killsource, metadata (and Shoutcast's /admin.cgi), fallbacks,
- * updatemetadata, buildm3u and the event stream. Listener commands (listclients,
+ * updatemetadata, buildm3u, history, the recent error-log lines and the event stream. Listener commands (listclients,
  * moveclients, killclient) are in clients.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "admin/admin.h"
 #include "admin/commands.h"
@@ -91,6 +92,39 @@ static void cmd_history(admin_req_t *a)
     add_range(root, history_global(), series, 0, buf);
     add_range(root, history_global(), series, 1, buf);
     free(buf);
+    admin_send_doc(a, doc);
+}
+
+/* /admin/log: the last error-log lines kept in memory, oldest first, one <line> each with
+ * <time> (as in the file), <unixtime>, <level> (EROR, WARN, INFO, DBUG) and <text>. The text
+ * may quote anything a client sent: it is made valid UTF-8 here and escaped by every view. */
+static void cmd_log(admin_req_t *a)
+{
+    xmlDocPtr doc = stats_new_doc("log");
+    log_line_t *lines = malloc(LOG_RECENT_LEN * sizeof(*lines));
+    if (!doc || !lines) {
+        free(lines);
+        if (doc)
+            xmlFreeDoc(doc);
+        admin_send_doc(a, NULL);
+        return;
+    }
+    xmlNodePtr root = xmlDocGetRootElement(doc);
+    int n = log_recent(lines, LOG_RECENT_LEN);
+    for (int i = 0; i < n; i++) {
+        xmlNodePtr l = xmlNewChild(root, NULL, BAD_CAST "line", NULL);
+        if (!l)
+            break;
+        char when[32];
+        struct tm tm;
+        localtime_r(&lines[i].time, &tm);
+        strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+        stats_add_text(l, "time", when);
+        stats_add_number(l, "unixtime", (long long)lines[i].time);
+        stats_add_text(l, "level", log_level_name(lines[i].level));
+        stats_add_text(l, "text", lines[i].text);
+    }
+    free(lines);
     admin_send_doc(a, doc);
 }
 
@@ -415,6 +449,7 @@ static const admin_cmd_t commands[] = {
     {"stats",          0, ADMIN_AUTH_GLOBAL, cmd_stats,          XML_VIEWS},
     {"listmounts",     0, ADMIN_AUTH_GLOBAL, cmd_listmounts,     XML_VIEWS},
     {"history",        0, ADMIN_AUTH_GLOBAL, cmd_history,        XML_VIEWS},
+    {"log",            0, ADMIN_AUTH_GLOBAL, cmd_log,            XML_VIEWS},
     {"streamlist",     0, ADMIN_AUTH_RELAY,  cmd_streamlist,     XML_VIEWS | ADMIN_VIEW_TXT},
     {"listclients",    1, ADMIN_AUTH_GLOBAL, admin_cmd_listclients, XML_VIEWS},
     {"moveclients",    1, ADMIN_AUTH_GLOBAL, admin_cmd_moveclients, XML_VIEWS},

@@ -48,7 +48,8 @@ typedef struct json_opts {
 static int always_array(const xmlChar *name)
 {
     return xmlStrcmp(name, BAD_CAST "source") == 0 || xmlStrcmp(name, BAD_CAST "listener") == 0 ||
-           xmlStrcmp(name, BAD_CAST "User") == 0 || xmlStrcmp(name, BAD_CAST "warning") == 0;
+           xmlStrcmp(name, BAD_CAST "User") == 0 || xmlStrcmp(name, BAD_CAST "warning") == 0 ||
+           xmlStrcmp(name, BAD_CAST "line") == 0 || xmlStrcmp(name, BAD_CAST "sample") == 0;
 }
 
 static int has_structure(const xmlNode *n, const json_opts_t *o)

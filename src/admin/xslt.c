@@ -16,6 +16,7 @@
 #include <libxslt/imports.h>
 #include <libxslt/security.h>
 #include <libxslt/transform.h>
+#include <libxslt/variables.h>
 #include <libxslt/xsltInternals.h>
 #include <libxslt/xsltutils.h>
 
@@ -159,7 +160,7 @@ static void content_type(xsltStylesheetPtr style, xmlDocPtr res, char *ctype, si
     snprintf(ctype, cap, "%s; charset=%s", type, enc ? (const char *)enc : "UTF-8");
 }
 
-static xmlDocPtr transform(xsltStylesheetPtr style, xmlDocPtr doc)
+static xmlDocPtr transform(xsltStylesheetPtr style, xmlDocPtr doc, const char **params)
 {
     xsltTransformContextPtr ctx = xsltNewTransformContext(style, doc);
     xsltSecurityPrefsPtr sec = xsltNewSecurityPrefs();
@@ -170,6 +171,12 @@ static xmlDocPtr transform(xsltStylesheetPtr style, xmlDocPtr doc)
         xsltSetSecurityPrefs(sec, XSLT_SECPREF_READ_NETWORK, xsltSecurityForbid);
         xsltSetSecurityPrefs(sec, XSLT_SECPREF_WRITE_NETWORK, xsltSecurityForbid);
         xsltSetCtxtSecurityPrefs(sec, ctx);
+        /* quoted: values are string literals, whatever quotes they hold */
+        if (params && xsltQuoteUserParams(ctx, params) != 0) {
+            xsltFreeTransformContext(ctx);
+            xsltFreeSecurityPrefs(sec);
+            return NULL;
+        }
         res = xsltApplyStylesheetUser(style, doc, NULL, NULL, NULL, ctx);
         if (res && ctx->state != XSLT_STATE_OK) {
             xmlFreeDoc(res);
@@ -183,15 +190,15 @@ static xmlDocPtr transform(xsltStylesheetPtr style, xmlDocPtr doc)
     return res;
 }
 
-int xslt_apply(const char *path, xmlDocPtr doc, char **out, size_t *len, char *ctype,
-               size_t ctype_cap)
+int xslt_apply(const char *path, xmlDocPtr doc, const char **params, char **out, size_t *len,
+               char *ctype, size_t ctype_cap)
 {
     init_thread();
     int err = 0;
     sheet_t *s = sheet_get(path, &err);
     if (!s)
         return err;
-    xmlDocPtr res = transform(s->style, doc);
+    xmlDocPtr res = transform(s->style, doc, params);
     xmlChar *buf = NULL;
     int blen = 0;
     err = -EINVAL;

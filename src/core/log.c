@@ -318,9 +318,57 @@ int log_playlist_open(const char *path)
     return rc;
 }
 
+/* The last LOG_RECENT_LEN error-log lines, a ring under its own mutex (logging is cold: a
+ * short copy under a lock is cheaper than anything clever). */
+static struct {
+    pthread_mutex_t lock;
+    log_line_t lines[LOG_RECENT_LEN];
+    unsigned long long total;   /* lines ever kept; the next goes to total % LOG_RECENT_LEN */
+} recent = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static const char *const level_names[] = {"", "EROR", "WARN", "INFO", "DBUG"};
+
+const char *log_level_name(int level)
+{
+    return level >= LOG_ERROR && level <= LOG_DEBUG ? level_names[level] : "";
+}
+
+static void recent_add(time_t when, int level, const char *text, size_t len)
+{
+    if (len >= LOG_RECENT_TEXT)
+        len = LOG_RECENT_TEXT - 1;
+    pthread_mutex_lock(&recent.lock);
+    log_line_t *l = &recent.lines[recent.total % LOG_RECENT_LEN];
+    l->time = when;
+    l->level = level;
+    memcpy(l->text, text, len);
+    l->text[len] = '\0';
+    recent.total++;
+    pthread_mutex_unlock(&recent.lock);
+}
+
+int log_recent(log_line_t *out, int cap)
+{
+    pthread_mutex_lock(&recent.lock);
+    unsigned long long kept = recent.total < LOG_RECENT_LEN ? recent.total : LOG_RECENT_LEN;
+    int n = cap < 0 ? 0 : (unsigned long long)cap < kept ? cap : (int)kept;
+    /* the newest n of them, oldest first */
+    unsigned long long first = recent.total - (unsigned long long)n;
+    for (int i = 0; i < n; i++)
+        out[i] = recent.lines[(first + (unsigned long long)i) % LOG_RECENT_LEN];
+    pthread_mutex_unlock(&recent.lock);
+    return n;
+}
+
+void log_recent_clear(void)
+{
+    pthread_mutex_lock(&recent.lock);
+    recent.total = 0;
+    pthread_mutex_unlock(&recent.lock);
+}
+
 void log_msg(int level, const char *func, const char *fmt, ...)
 {
-    static const char *const names[] = {"", "EROR", "WARN", "INFO", "DBUG"};
     if (level > atomic_load_explicit(&log_level, memory_order_relaxed))
         return;
     char line[2048];
@@ -328,7 +376,9 @@ void log_msg(int level, const char *func, const char *fmt, ...)
     struct tm tm;
     localtime_r(&now, &tm);
     size_t n = strftime(line, sizeof(line), "[%Y-%m-%d  %H:%M:%S] ", &tm);
-    n += (size_t)snprintf(line + n, sizeof(line) - n, "%s %s ", names[level], func);
+    n += (size_t)snprintf(line + n, sizeof(line) - n, "%s ", level_names[level]);
+    size_t text_at = n;    /* "func message" starts here (kept in memory) */
+    n += (size_t)snprintf(line + n, sizeof(line) - n, "%s ", func);
     va_list ap;
     va_start(ap, fmt);
     int m = vsnprintf(line + n, sizeof(line) - n - 1, fmt, ap);
@@ -340,6 +390,7 @@ void log_msg(int level, const char *func, const char *fmt, ...)
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)line[i] < 0x20)
             line[i] = '?';
+    recent_add(now, level, line + text_at, n - text_at);
     line[n++] = '\n';
     write_line(&error_log, line, n);
 }

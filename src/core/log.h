@@ -12,6 +12,8 @@
  * A write that fails (disk full, I/O error) drops the line at once and never blocks: the first
  * failure of each log is said once on stderr, and when a write to it succeeds again one line
  * in the error log ("log write failed: ... N lines lost") says what was lost.
+ * The last LOG_RECENT_LEN error-log lines are also kept in memory (log_recent) for the admin
+ * log view; they are kept whether or not the file write succeeded.
  */
 #ifndef RIMECAST_LOG_H
 #define RIMECAST_LOG_H
@@ -42,6 +44,24 @@ void log_close(void);
  * Arguments that carry client text must already be escaped (escape_log, escape_log_utf8). */
 void log_msg(int level, const char *func, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* One error-log line kept in memory: when, how severe, and "subsystem/func message" (control
+ * characters already replaced; may hold any other bytes, so escape it where it leaves). */
+#define LOG_RECENT_LEN 200
+#define LOG_RECENT_TEXT 1024
+typedef struct log_line {
+    time_t time;
+    int level;                   /* LOG_ERROR .. LOG_DEBUG */
+    char text[LOG_RECENT_TEXT];  /* NUL-terminated, cut at LOG_RECENT_TEXT - 1 bytes */
+} log_line_t;
+
+/* Copies the last error-log lines (at most LOG_RECENT_LEN, only those the level let through)
+ * into out (room for cap), oldest first; returns how many. Thread-safe. */
+int log_recent(log_line_t *out, int cap);
+/* "EROR", "WARN", "INFO" or "DBUG" for a level (as in the file), "" if out of range. */
+const char *log_level_name(int level);
+/* Forgets the lines kept in memory (tests). */
+void log_recent_clear(void);
 
 #define log_error(...) log_msg(LOG_ERROR, __func__, __VA_ARGS__)
 #define log_warn(...) log_msg(LOG_WARN, __func__, __VA_ARGS__)

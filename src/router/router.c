@@ -134,7 +134,7 @@ static void serve_public_xsl(conn_t *c, const http_request_t *req, const char *p
     if (doc && native_json)
         out = json_render_status(doc, &len);
     else if (doc)
-        rc = xslt_apply(real, doc, &out, &len, ctype, sizeof(ctype));
+        rc = xslt_apply(real, doc, NULL, &out, &len, ctype, sizeof(ctype));
     free(real);
     if (doc)
         xmlFreeDoc(doc);

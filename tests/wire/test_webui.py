@@ -616,3 +616,112 @@ def test_admin_history_command_has_the_listener_count_of_its_samples(station):
     status, body = st.admin("/admin/history")                 # the server's series
     assert status == 200 and b'<history mount="">' in body
     assert re.search(rb"<listeners>[2-9]</listeners>", body), body
+
+
+def _failed_login(srv, user):
+    """A request with a wrong password: the error log gets a line naming the user tried."""
+    raw = ("GET /admin/stats HTTP/1.0\r\nHost: x\r\nAuthorization: %s\r\n\r\n"
+           % webuilib.wirelib.basic_auth(user, "wrong")).encode()
+    resp, _ = webuilib.wirelib.simple_request(srv.host, srv.port, raw, 5.0)
+    assert resp.status == 401
+
+
+@pytest.mark.rimecast_only
+def test_admin_log_page_shows_recent_lines_as_text(station, browsers):
+    st = station({"/live.mp3": {}})
+    _failed_login(st.srv, HOSTILE)
+    b = browsers(js=True, auth=AUTH)
+    b.get(st.url("/admin/stats.xsl"))
+    b.wait_click("header.site nav a", text="Log")
+    b.wait(lambda: "/admin/log.xsl" in b.driver.current_url, 10, "the log page")
+    assert b.one('header.site nav a[aria-current="page"]').text == "Log"
+    hostile = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
+
+    def shown():
+        return [e.text for e in b.find("tr.log-line td.text") if hostile in e.text]
+    b.wait(shown, 5, "the failed login line, as text")
+    rows = b.find("tr.log-line")
+    assert 0 < len(rows) <= 200
+    first = b.one("tr.log-line")                       # newest first: the failed login is near the top
+    assert first.get_attribute("data-level") in ("error", "warn", "info", "debug")
+    assert not b.find("img[src='x']")
+    time.sleep(0.3)
+    not_pwned(b)
+    assert not b.console_errors(), b.console_errors()
+    shot(b, "admin-log")
+
+
+@pytest.mark.rimecast_only
+def test_admin_mount_details_page_is_titled_with_the_mount_and_shows_its_figures(station, browsers):
+    odd = "/it's-odd.mp3"                               # a quote reaches the stylesheet parameter
+    st = station({"/one.mp3": {"ice-name": "One FM"}, odd: {}})
+    st.listen("/one.mp3")
+    st.listen("/one.mp3")
+    st.listen(odd)
+    webuilib.wait_listeners(st.srv, "/one.mp3", 2)
+    webuilib.wait_listeners(st.srv, odd, 1)
+    b = browsers(js=True, auth=AUTH)
+    b.get(st.url("/admin/stats.xsl?mount=/one.mp3"))
+    assert b.text("main h1") == "/one.mp3"
+    assert b.title.startswith("/one.mp3")
+    assert "One FM" in b.text("p.lede")
+    assert not b.find('[data-live="stats"]')              # no server totals
+    assert not b.find("table.mount-table")
+    b.wait(lambda: b.text('.mount-totals [data-field="listeners"]') == "2", 5, "its own listeners")
+    st.listen("/one.mp3")
+    b.wait(lambda: b.text('.mount-totals [data-field="listeners"]') == "3", 10, "live: 3 listeners")
+    shot(b, "admin-mount-details")
+    b.get(st.url("/admin/stats.xsl?mount=" + q(odd)))
+    assert b.text("main h1") == odd
+    b.wait(lambda: b.text('.mount-totals [data-field="listeners"]') == "1", 5, "its own listeners")
+    b.get(st.url("/admin/stats.xsl"))
+    assert b.text("main h1") == "Overview"
+    assert b.text('[data-live="stats"] [data-field="listeners"]') == "4"
+    assert not b.console_errors(), b.console_errors()
+
+
+def _hour_samples(st, mount=None):
+    status, body = st.admin("/admin/history.json" + ("?mount=" + q(mount) if mount else ""))
+    assert status == 200, body
+    hour = [r for r in json.loads(body)["history"]["range"] if r["name"] == "hour"][0]
+    return hour.get("sample", [])
+
+
+def _chart_points(b, key):
+    return int(b.one('[data-chart="%s"] svg' % key).get_attribute("data-points") or -1)
+
+
+@pytest.mark.rimecast_only
+def test_admin_history_charts_draw_the_samples_and_refresh(station, browsers):
+    st = station({"/h.mp3": {}})
+    st.listen("/h.mp3")
+    st.listen("/h.mp3")
+    webuilib.wait_listeners(st.srv, "/h.mp3", 2)
+
+    def two_samples():                 # the server samples every 10 s
+        s = _hour_samples(st, "/h.mp3")
+        return len(s) >= 2 and s[-1]["listeners"] == 2 and s
+    webuilib.wirelib.wait_until(two_samples, 30, "two history samples, the last with 2 listeners",
+                                interval=0.5)
+    b = browsers(js=True, auth=AUTH)
+    before = len(_hour_samples(st, "/h.mp3"))
+    b.get(st.url("/admin/stats.xsl?mount=/h.mp3"))
+    b.wait(lambda: b.find('[data-history="/h.mp3"][data-history-updated]'), 10, "the charts drawn")
+    after = len(_hour_samples(st, "/h.mp3"))
+    points = _chart_points(b, "listeners")
+    assert before <= points <= after, (before, points, after)
+    assert _chart_points(b, "bytes_per_s") == points
+    assert len(b.find('[data-chart="listeners"] svg polyline')) == 1
+    coords = b.one('[data-chart="listeners"] svg polyline').get_attribute("points").split()
+    assert len(coords) == points
+    assert b.text('[data-chart="listeners"] [data-chart-now]') == "2"
+    assert "kbit/s" in b.text('[data-chart="bytes_per_s"] [data-chart-now]')
+    shot(b, "admin-history-mount")
+    # the server's charts on the overview, redrawn without a reload when a sample comes
+    b.get(st.url("/admin/stats.xsl"))
+    b.wait(lambda: b.find('[data-history=""][data-history-updated]'), 10, "the server's charts")
+    first = _chart_points(b, "listeners")
+    assert first >= 2
+    b.wait(lambda: _chart_points(b, "listeners") > first, 25, "a new point within 10 s or so")
+    assert not b.console_errors(), b.console_errors()
+    shot(b, "admin-history-server")
