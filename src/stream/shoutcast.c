@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * shoutcast: the Shoutcast v1 source login on a shoutcast-compat socket (see shoutcast.h):
- * "password\r\n", our "OK2", then ICY headers and the stream. The headers are parsed by
- * wrapping them in a fake "SOURCE <mount>" request, then the connection becomes a source.
+ * "password\r\n", our "OK2", then ICY headers and the stream. The parsing steps are
+ * shoutcast_parse.h; here the connection reads, answers and becomes a source.
  */
 #include "stream/shoutcast.h"
 
@@ -19,6 +19,7 @@
 #include "http/parser.h"
 #include "net/conn.h"
 #include "net/server.h"
+#include "stream/shoutcast_parse.h"
 #include "stream/source.h"
 
 
@@ -45,41 +46,20 @@ static int shoutcast_fill(conn_t *c)
     }
 }
 
-static const char *find_blank_line(const char *p, size_t len)
-{
-    for (size_t i = 0; i + 1 < len; i++) {
-        if (p[i] == '\n' && p[i + 1] == '\n')
-            return p + i + 2;
-        if (i + 3 < len && memcmp(p + i, "\r\n\r\n", 4) == 0)
-            return p + i + 4;
-    }
-    return NULL;
-}
-
 static void shoutcast_headers(conn_t *c)
 {
     client_t *cl = client_of(c);
-    char *start = c->rbuf + cl->parsed_len;
-    size_t avail = c->rlen - cl->parsed_len;
-    const char *end = find_blank_line(start, avail);
-    if (!end)
+    const char *start = c->rbuf + cl->parsed_len;
+    size_t hlen = shoutcast_headers_end(start, c->rlen - cl->parsed_len);
+    if (!hlen)
         return;
-    size_t hlen = (size_t)(end - start);
     const char *mount = cl->shoutcast_mount;
-    size_t mlen = strlen(mount);
-    char *fake = malloc(mlen + 32 + hlen);
+    char *text = NULL;
     http_request_t *req = malloc(sizeof(*req));
-    if (!fake || !req) {
-        free(fake);
-        free(req);
-        conn_close(c);
-        return;
-    }
-    int flen = snprintf(fake, mlen + 32, "SOURCE %s HTTP/1.0\r\n", mount);
-    memcpy(fake + flen, start, hlen);
-    if (http_parse_request(fake, (size_t)flen + hlen, 0, req) <= 0) {
-        log_info("shoutcast source %s: malformed headers", c->ip);
-        free(fake);
+    int r = req ? shoutcast_parse_headers(mount, start, hlen, &text, req) : -ENOMEM;
+    if (r < 0) {
+        if (r == -EINVAL)
+            log_info("shoutcast source %s: malformed headers", c->ip);
         free(req);
         conn_close(c);
         return;
@@ -91,7 +71,7 @@ static void shoutcast_headers(conn_t *c)
     conn_set_deadline(c, 0); /* a source: source-timeout applies from here */
     int status = source_become(c, req, mount, NULL, rbuf + used, rlen - used);
     free(rbuf);
-    free(fake);
+    free(text);
     free(req);
     if (status) {
         source_abort(c);
@@ -108,13 +88,11 @@ static void shoutcast_on_readable(conn_t *c)
         return;
     }
     if (cl->parsed_len == 0) {
-        char *nl = memchr(c->rbuf, '\n', c->rlen);
-        if (!nl)
+        size_t plen = 0;
+        long line = shoutcast_password_line(c->rbuf, c->rlen, &plen);
+        if (line == 0)
             return;
-        size_t plen = (size_t)(nl - c->rbuf);
-        if (plen > 0 && c->rbuf[plen - 1] == '\r')
-            plen--;
-        char *pass = str_ndup(c->rbuf, plen);
+        char *pass = line > 0 ? str_ndup(c->rbuf, plen) : NULL;
         const config_t *cfg = server_config();
         const mount_conf_t *mc = config_find_mount(cfg, cl->shoutcast_mount);
         const char *user = mc && mc->password && mc->username ? mc->username : "source";
@@ -129,7 +107,7 @@ static void shoutcast_on_readable(conn_t *c)
         }
         guard_succeeded(c->ip);
         /* header-timeout keeps running until the headers are complete */
-        cl->parsed_len = (size_t)(nl - c->rbuf) + 1;
+        cl->parsed_len = (size_t)line;
         static const char ok2[] = "OK2\r\nicy-caps:11\r\n\r\n";
         conn_send(c, ok2, sizeof(ok2) - 1, NULL);
         if (c->closing)
