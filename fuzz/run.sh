@@ -84,7 +84,9 @@ for src in $drivers; do
     fi
     limit="-max_total_time=$FUZZ_SECONDS"
     [ -n "${FUZZ_RUNS:-}" ] && limit="-runs=$FUZZ_RUNS"
-    echo "== $name: running (${FUZZ_RUNS:+$FUZZ_RUNS runs}${FUZZ_RUNS:-${FUZZ_SECONDS}s})"
+    what="${FUZZ_SECONDS}s"
+    [ -n "${FUZZ_RUNS:-}" ] && what="$FUZZ_RUNS runs"
+    echo "== $name: running ($what)"
     # shellcheck disable=SC2086
     if ! "$build/$name" $limit -print_final_stats=1 \
         -artifact_prefix="$build/$name-" $args "$build/corpus-$name" $seeds \
