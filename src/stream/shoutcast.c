@@ -25,6 +25,7 @@
 
 #define SHOUTCAST_MAX_HEAD 16384
 
+/* Reads until the socket is drained (0) or the login buffer is full (1); < 0 on error/EOF. */
 static int shoutcast_fill(conn_t *c)
 {
     if (!c->rbuf && !(c->rbuf = malloc(SHOUTCAST_MAX_HEAD)))
@@ -32,7 +33,7 @@ static int shoutcast_fill(conn_t *c)
     c->rcap = SHOUTCAST_MAX_HEAD;
     for (;;) {
         if (c->rlen >= c->rcap)
-            return -E2BIG;
+            return 1; /* full: parse what is there; more stays in the socket */
         ssize_t n = conn_read(c, c->rbuf + c->rlen, c->rcap - c->rlen);
         if (n > 0) {
             c->rlen += (size_t)n;
@@ -46,13 +47,21 @@ static int shoutcast_fill(conn_t *c)
     }
 }
 
-static void shoutcast_headers(conn_t *c)
+/* Once the header block is complete, the connection becomes a source. With full set (the
+ * login buffer filled up), a block still incomplete is refused, and a source that took over
+ * reads the rest at once: the socket is edge-triggered and already signalled. */
+static void shoutcast_headers(conn_t *c, int full)
 {
     client_t *cl = client_of(c);
     const char *start = c->rbuf + cl->parsed_len;
     size_t hlen = shoutcast_headers_end(start, c->rlen - cl->parsed_len);
-    if (!hlen)
+    if (!hlen) {
+        if (full) {
+            log_info("shoutcast source %s: headers over %d bytes", c->ip, SHOUTCAST_MAX_HEAD);
+            conn_close(c);
+        }
         return;
+    }
     const char *mount = cl->shoutcast_mount;
     char *text = NULL;
     http_request_t *req = malloc(sizeof(*req));
@@ -76,7 +85,10 @@ static void shoutcast_headers(conn_t *c)
     if (status) {
         source_abort(c);
         conn_close(c);
+        return;
     }
+    if (full && !c->closing && c->ops->on_readable)
+        c->ops->on_readable(c);
 }
 
 static void shoutcast_on_readable(conn_t *c)
@@ -90,8 +102,11 @@ static void shoutcast_on_readable(conn_t *c)
     if (cl->parsed_len == 0) {
         size_t plen = 0;
         long line = shoutcast_password_line(c->rbuf, c->rlen, &plen);
-        if (line == 0)
+        if (line == 0) {
+            if (r == 1) /* a full buffer and still no newline */
+                conn_close(c);
             return;
+        }
         char *pass = line > 0 ? str_ndup(c->rbuf, plen) : NULL;
         const config_t *cfg = server_config();
         const mount_conf_t *mc = config_find_mount(cfg, cl->shoutcast_mount);
@@ -113,7 +128,7 @@ static void shoutcast_on_readable(conn_t *c)
         if (c->closing)
             return;
     }
-    shoutcast_headers(c);
+    shoutcast_headers(c, r == 1);
 }
 
 static void shoutcast_on_timeout(conn_t *c)
