@@ -27,7 +27,8 @@ size_t response_head(char *buf, size_t cap, int status, const char *content_type
                      long long content_length, const char *extra);
 
 /* The listener's head: 200, source content type, icy-* headers, no-cache headers,
- * icy-metaint when metaint > 0, CORS headers. Returns the length or 0. */
+ * icy-metaint when metaint > 0, CORS headers. Source-supplied icy-* values that would not fit
+ * in cap are left out. Returns the length, or 0 if even the rest does not fit. */
 size_t response_stream_head(char *buf, size_t cap, const response_stream_t *s, int metaint);
 
 /* Complete error response with a small HTML body (message is escaped). Returns malloc'd bytes

@@ -291,22 +291,23 @@ def test_opus_bos_shorter_than_8_bytes(env):
 def test_oversized_ice_and_icy_source_headers(env):
     srv, lis = env
     big = {"ice-name": "N" * 6000, "ice-description": "D" * 6000, "icy-genre": "G" * 3000,
-           "ice-url": "http://" + "u" * 200 + "\r\nX-Injected: 1".replace("\r\n", "")}
+           "ice-url": "http://" + "u" * 1000}
     src = srv.source("/bighead.mp3", wirelib.make_data(1 << 20, seed=3), rate=64 * 1024,
                      loop=True, headers=big)
-    status = src.connect().status
-    assert status in (200, 400, 431)
-    if status == 200:
-        src.start()
+    assert src.connect().status == 200
+    src.start()
+    try:
         src.wait_sent(8192, 5)
+        # the listener's head is built from them: whole, and within what a client reads
         fresh = wirelib.Listener(srv.host, srv.port, "/bighead.mp3", keep=0)
         resp = fresh.open()
         assert resp.status == 200
-        assert resp.header("X-Injected") is None
-        head_len = len(resp.raw) if hasattr(resp, "raw") else 0
-        assert head_len < 65536
+        assert len(resp.raw) < 65536
+        name = resp.header("icy-name") or ""
+        assert set(name) <= {"N"}
         fresh.wait_bytes(4096, 5)
         fresh.close()
+    finally:
         src.stop()
     check(srv, lis)
 
