@@ -8,9 +8,12 @@
 #   // fuzz-pkgs: libxml-2.0 ogg                         (optional: pkg-config packages)
 #   // fuzz-args: -max_len=20000                         (optional: extra libFuzzer flags)
 # Usage: fuzz/run.sh [NAME...]   (default: all drivers; NAME is "http" for fuzz_http.c)
-# Environment: FUZZ_SECONDS (default 20) per driver, CC (default clang), FUZZ_KEEP=1 keeps the
-# build directory. Seeds in fuzz/corpus/NAME/ are used when present. Exits non-zero when a
-# driver fails to build or finds a crash; the build directory (with the crash input) is kept.
+# Environment: FUZZ_SECONDS (default 20) per driver, or FUZZ_RUNS (a number of executions
+# instead of a time; no time limit then), CC (default clang), FUZZ_KEEP=1 keeps the build
+# directory. Seeds in fuzz/corpus/NAME/ are used when present. Exits non-zero when a driver
+# fails to build or finds a crash; the build directory (with the crash input) is kept.
+# FUZZ_MERGE=DIR: instead of fuzzing, minimise fuzz/corpus/NAME/ plus DIR/NAME/ (new seeds)
+# with -merge=1 into a fresh directory that then replaces fuzz/corpus/NAME/.
 set -u
 
 cd "$(dirname "$0")/.." || exit 2
@@ -62,9 +65,30 @@ for src in $drivers; do
     mkdir -p "$build/corpus-$name"
     seeds=""
     [ -d "fuzz/corpus/${name#fuzz_}" ] && seeds="fuzz/corpus/${name#fuzz_}"
-    echo "== $name: running for ${FUZZ_SECONDS}s"
+    if [ -n "${FUZZ_MERGE:-}" ]; then
+        short=${name#fuzz_}
+        mkdir -p "$build/merged-$short" "fuzz/corpus/$short"
+        extra=""
+        [ -d "$FUZZ_MERGE/$short" ] && extra="$FUZZ_MERGE/$short"
+        # shellcheck disable=SC2086
+        if ! "$build/$name" -merge=1 $args "$build/merged-$short" "fuzz/corpus/$short" $extra \
+            >"$build/$name.log" 2>&1; then
+            tail -n 20 "$build/$name.log" >&2
+            failed="$failed $name"
+            continue
+        fi
+        rm -rf "fuzz/corpus/$short"
+        mv "$build/merged-$short" "fuzz/corpus/$short"
+        echo "== $name: corpus $(ls "fuzz/corpus/$short" | wc -l) files, $(du -sk "fuzz/corpus/$short" | cut -f1) KB"
+        continue
+    fi
+    limit="-max_total_time=$FUZZ_SECONDS"
+    [ -n "${FUZZ_RUNS:-}" ] && limit="-runs=$FUZZ_RUNS"
+    what="${FUZZ_SECONDS}s"
+    [ -n "${FUZZ_RUNS:-}" ] && what="$FUZZ_RUNS runs"
+    echo "== $name: running ($what)"
     # shellcheck disable=SC2086
-    if ! "$build/$name" -max_total_time="$FUZZ_SECONDS" -print_final_stats=1 \
+    if ! "$build/$name" $limit -print_final_stats=1 \
         -artifact_prefix="$build/$name-" $args "$build/corpus-$name" $seeds \
         >"$build/$name.log" 2>&1; then
         tail -n 40 "$build/$name.log" >&2
@@ -74,6 +98,7 @@ for src in $drivers; do
     fi
     grep -E '^stat::(number_of_executed_units|peak_rss_mb)|^Done ' "$build/$name.log" | tr '\n' ' '
     echo
+    grep -E '^#[0-9]+[[:space:]]+DONE ' "$build/$name.log" | tail -n 1
 done
 
 if [ -n "$failed" ]; then

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "admin/json.h"
+#include "admin/request.h"
 #include "admin/xslt.h"
 #include "auth/auth.h"
 #include "auth/auth_url.h"
@@ -295,47 +296,6 @@ int admin_from_source_address(admin_req_t *a, const mount_t *m)
     return c && (!ip || strcmp(ip, c->ip) == 0); /* no source address (relay, file): anyone */
 }
 
-/* ---- parsing the command path ---- */
-
-static const struct {
-    const char *suffix;
-    int view;
-} view_suffixes[] = {
-    {".xsl", ADMIN_VIEW_XSL},
-    {".json", ADMIN_VIEW_JSON},
-    {".txt", ADMIN_VIEW_TXT},
-    {".xml", ADMIN_VIEW_XML},
-};
-
-/* "/admin/listclients.xsl" -> name "listclients", view XSL. 0 or -1 if not a command path. */
-static int parse_command(const char *path, char *name, size_t cap, int *view)
-{
-    *view = ADMIN_VIEW_XML;
-    if (strcmp(path, "/admin.cgi") == 0) {
-        snprintf(name, cap, "admin.cgi");
-        return 0;
-    }
-    if (strcmp(path, "/admin") == 0 || strcmp(path, "/admin/") == 0) {
-        snprintf(name, cap, "stats");
-        *view = ADMIN_VIEW_XSL;
-        return 0;
-    }
-    const char *cmd = path + strlen("/admin/");
-    size_t len = strlen(cmd);
-    if (len == 0 || len >= cap || strchr(cmd, '/'))
-        return -1;
-    for (size_t i = 0; i < sizeof(view_suffixes) / sizeof(view_suffixes[0]); i++) {
-        size_t sl = strlen(view_suffixes[i].suffix);
-        if (len > sl && strcmp(cmd + len - sl, view_suffixes[i].suffix) == 0) {
-            len -= sl;
-            *view = view_suffixes[i].view;
-            break;
-        }
-    }
-    snprintf(name, cap, "%.*s", (int)len, cmd);
-    return 0;
-}
-
 static admin_req_t *req_new(conn_t *c, const http_request_t *req, const admin_cmd_t *cmd,
                             int view)
 {
@@ -361,7 +321,7 @@ void admin_handle(conn_t *c, const http_request_t *req, const char *path)
     char name[ADMIN_NAME_MAX];
     int view;
     const admin_cmd_t *cmd = NULL;
-    if (parse_command(path, name, sizeof(name), &view) == 0)
+    if (admin_parse_command(path, name, sizeof(name), &view) == 0)
         cmd = admin_find_command(name);
     if (!cmd || !(cmd->views & view)) {
         client_send_error(c, 400, "Unrecognised command");

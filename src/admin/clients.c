@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "admin/commands.h"
+#include "admin/request.h"
 #include "core/log.h"
 #include "http/client.h"
 #include "net/conn.h"
@@ -274,9 +275,8 @@ static void kill_done(worker_t *self, void *arg)
 void admin_cmd_killclient(admin_req_t *a)
 {
     char *id = admin_param(a, "id");
-    char *end = NULL;
-    unsigned long long v = id ? strtoull(id, &end, 10) : 0;
-    int valid = id && *id && end && *end == '\0' && id[0] != '-';
+    unsigned long long v = 0;
+    int valid = admin_parse_id(id, &v) == 0;
     free(id);
     if (!valid) {
         admin_send_error(a, 400, "Missing parameter");

@@ -100,15 +100,32 @@ size_t response_head(char *buf, size_t cap, int status, const char *content_type
     return o.overflow ? 0 : o.len;
 }
 
-static void icy_header(out_t *o, const char *name, const char *value)
+/* A source-supplied header, left out when it would not leave `reserve` bytes for the lines
+ * after it: a source's long ice-* values must not cost its listeners their head. */
+static void icy_header(out_t *o, const char *name, const char *value, size_t reserve)
 {
-    if (value && *value)
-        out_printf(o, "%s: %s\r\n", name, value);
+    if (!value || !*value)
+        return;
+    size_t need = strlen(name) + strlen(value) + 4;
+    if (o->len + need + reserve > o->cap)
+        return;
+    out_printf(o, "%s: %s\r\n", name, value);
+}
+
+/* Bytes the lines after the icy-* headers may take: icy-pub, the mount's configured headers,
+ * icy-metaint and the blank line. */
+static size_t stream_tail_len(const response_stream_t *i, int metaint)
+{
+    size_t n = 16 + (metaint > 0 ? 32 : 0) + 2;
+    for (const http_header_conf_t *h = i->headers; h; h = h->next)
+        n += strlen(h->name) + 4 + (h->value ? strlen(h->value) : 0);
+    return n;
 }
 
 size_t response_stream_head(char *buf, size_t cap, const response_stream_t *i, int metaint)
 {
     out_t o = {buf, cap, 0, 0};
+    size_t tail = stream_tail_len(i, metaint);
     common_headers(&o, 200, i->headers);
     out_printf(&o, "Content-Type: %s\r\n", i->content_type ? i->content_type : "audio/mpeg");
     builtin_lines(&o, 200, i->headers,
@@ -118,14 +135,14 @@ size_t response_stream_head(char *buf, size_t cap, const response_stream_t *i, i
                   "Accept, X-Requested-With, Content-Type, Icy-MetaData\r\n"
                   "Access-Control-Expose-Headers: icy-metaint, icy-name, icy-description, "
                   "icy-genre, icy-url, icy-br, icy-pub\r\n");
-    icy_header(&o, "icy-br", i->bitrate);
-    icy_header(&o, "icy-description", i->description);
-    icy_header(&o, "icy-genre", i->genre);
-    icy_header(&o, "icy-name", i->name);
+    icy_header(&o, "icy-br", i->bitrate, tail);
+    icy_header(&o, "icy-description", i->description, tail);
+    icy_header(&o, "icy-genre", i->genre, tail);
+    icy_header(&o, "icy-name", i->name, tail);
     if (i->public >= 0)
         out_printf(&o, "icy-pub: %d\r\n", i->public);
-    icy_header(&o, "icy-url", i->url);
-    icy_header(&o, "ice-audio-info", i->audio_info);
+    icy_header(&o, "icy-url", i->url, tail);
+    icy_header(&o, "ice-audio-info", i->audio_info, tail);
     if (metaint > 0)
         out_printf(&o, "icy-metaint: %d\r\n", metaint);
     out_printf(&o, "\r\n");

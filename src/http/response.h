@@ -29,7 +29,8 @@ size_t response_head(char *buf, size_t cap, int status, const char *content_type
 
 /* The listener's head: 200, source content type, icy-* headers, no-cache headers,
  * icy-metaint when metaint > 0, CORS headers; the mount's headers replace global and built-in
- * ones of the same name. Returns the length or 0. */
+ * ones of the same name. Source-supplied icy-* values that would not fit in cap are left out.
+ * Returns the length, or 0 if even the rest does not fit. */
 size_t response_stream_head(char *buf, size_t cap, const response_stream_t *s, int metaint);
 
 /* Complete error response with a small HTML body (message is escaped). Returns malloc'd bytes

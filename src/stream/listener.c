@@ -600,7 +600,7 @@ static void answer_head(conn_t *c, const http_request_t *req, mount_t *m, const 
         mount_unref(m);
         m = alt;
     }
-    char head[4096];
+    char head[8192]; /* six source values of up to 1 KB each fit */
     int metaint = wants_icy(req) ? atomic_load(&m->metaint) : 0;
     size_t hlen = stream_head(head, sizeof(head), m, metaint);
     mount_unref(m);
@@ -651,7 +651,7 @@ static void start_listener(conn_t *c, const http_request_t *req, mount_t *m, con
         return;
     }
     listener_t *l = calloc(1, sizeof(*l));
-    char head[4096];
+    char head[8192]; /* six source values of up to 1 KB each fit */
     int metaint = wants_icy(req) ? atomic_load(&m->metaint) : 0;
     size_t hlen = stream_head(head, sizeof(head), m, metaint);
     /* The head is queued before anything else changes: if copying it fails (ENOMEM), the

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * shoutcast: the Shoutcast v1 source login on a shoutcast-compat socket (see shoutcast.h):
- * "password\r\n", our "OK2", then ICY headers and the stream. The headers are parsed by
- * wrapping them in a fake "SOURCE <mount>" request, then the connection becomes a source.
+ * "password\r\n", our "OK2", then ICY headers and the stream. The parsing steps are
+ * shoutcast_parse.h; here the connection reads, answers and becomes a source.
  * On a mount whose URL authentication has stream_auth, the auth server decides the password
  * (user "source") while the login is parked; its answer resumes it on its worker.
  */
@@ -23,11 +23,13 @@
 #include "http/parser.h"
 #include "net/conn.h"
 #include "net/server.h"
+#include "stream/shoutcast_parse.h"
 #include "stream/source.h"
 
 
 #define SHOUTCAST_MAX_HEAD 16384
 
+/* Reads until the socket is drained (0) or the login buffer is full (1); < 0 on error/EOF. */
 static int shoutcast_fill(conn_t *c)
 {
     if (!c->rbuf && !(c->rbuf = malloc(SHOUTCAST_MAX_HEAD)))
@@ -35,7 +37,7 @@ static int shoutcast_fill(conn_t *c)
     c->rcap = SHOUTCAST_MAX_HEAD;
     for (;;) {
         if (c->rlen >= c->rcap)
-            return -E2BIG;
+            return 1; /* full: parse what is there; more stays in the socket */
         ssize_t n = conn_read(c, c->rbuf + c->rlen, c->rcap - c->rlen);
         if (n > 0) {
             c->rlen += (size_t)n;
@@ -49,41 +51,28 @@ static int shoutcast_fill(conn_t *c)
     }
 }
 
-static const char *find_blank_line(const char *p, size_t len)
-{
-    for (size_t i = 0; i + 1 < len; i++) {
-        if (p[i] == '\n' && p[i + 1] == '\n')
-            return p + i + 2;
-        if (i + 3 < len && memcmp(p + i, "\r\n\r\n", 4) == 0)
-            return p + i + 4;
-    }
-    return NULL;
-}
-
-static void shoutcast_headers(conn_t *c)
+/* Once the header block is complete, the connection becomes a source. With full set (the
+ * login buffer filled up), a block still incomplete is refused, and a source that took over
+ * reads the rest at once: the socket is edge-triggered and already signalled. */
+static void shoutcast_headers(conn_t *c, int full)
 {
     client_t *cl = client_of(c);
-    char *start = c->rbuf + cl->parsed_len;
-    size_t avail = c->rlen - cl->parsed_len;
-    const char *end = find_blank_line(start, avail);
-    if (!end)
-        return;
-    size_t hlen = (size_t)(end - start);
-    const char *mount = cl->shoutcast_mount;
-    size_t mlen = strlen(mount);
-    char *fake = malloc(mlen + 32 + hlen);
-    http_request_t *req = malloc(sizeof(*req));
-    if (!fake || !req) {
-        free(fake);
-        free(req);
-        conn_close(c);
+    const char *start = c->rbuf + cl->parsed_len;
+    size_t hlen = shoutcast_headers_end(start, c->rlen - cl->parsed_len);
+    if (!hlen) {
+        if (full) {
+            log_info("shoutcast source %s: headers over %d bytes", c->ip, SHOUTCAST_MAX_HEAD);
+            conn_close(c);
+        }
         return;
     }
-    int flen = snprintf(fake, mlen + 32, "SOURCE %s HTTP/1.0\r\n", mount);
-    memcpy(fake + flen, start, hlen);
-    if (http_parse_request(fake, (size_t)flen + hlen, 0, req) <= 0) {
-        log_info("shoutcast source %s: malformed headers", c->ip);
-        free(fake);
+    const char *mount = cl->shoutcast_mount;
+    char *text = NULL;
+    http_request_t *req = malloc(sizeof(*req));
+    int r = req ? shoutcast_parse_headers(mount, start, hlen, &text, req) : -ENOMEM;
+    if (r < 0) {
+        if (r == -EINVAL)
+            log_info("shoutcast source %s: malformed headers", c->ip);
         free(req);
         conn_close(c);
         return;
@@ -95,12 +84,15 @@ static void shoutcast_headers(conn_t *c)
     conn_set_deadline(c, 0); /* a source: source-timeout applies from here */
     int status = source_become(c, req, mount, NULL, rbuf + used, rlen - used);
     free(rbuf);
-    free(fake);
+    free(text);
     free(req);
     if (status) {
         source_abort(c);
         conn_close(c);
+        return;
     }
+    if (full && !c->closing && c->ops->on_readable)
+        c->ops->on_readable(c);
 }
 
 /* The password was right: "OK2", then the headers (header-timeout keeps running until they
@@ -113,7 +105,7 @@ static void shoutcast_logged_in(conn_t *c, size_t line_len)
     static const char ok2[] = "OK2\r\nicy-caps:11\r\n\r\n";
     conn_send(c, ok2, sizeof(ok2) - 1, NULL);
     if (!c->closing)
-        shoutcast_headers(c);
+        shoutcast_headers(c, c->rlen >= c->rcap);
 }
 
 static void shoutcast_refused(conn_t *c, const char *why)
@@ -170,16 +162,18 @@ static void shoutcast_on_readable(conn_t *c)
         return;
     }
     if (cl->parsed_len > 0) {
-        shoutcast_headers(c);
+        shoutcast_headers(c, r == 1);
         return;
     }
-    char *nl = memchr(c->rbuf, '\n', c->rlen);
-    if (!nl)
+    size_t plen = 0;
+    long line = shoutcast_password_line(c->rbuf, c->rlen, &plen);
+    if (line == 0) {
+        if (r == 1) /* a full buffer and still no newline */
+            conn_close(c);
         return;
-    size_t plen = (size_t)(nl - c->rbuf), line_len = plen + 1;
-    if (plen > 0 && c->rbuf[plen - 1] == '\r')
-        plen--;
-    char *pass = str_ndup(c->rbuf, plen);
+    }
+    size_t line_len = line > 0 ? (size_t)line : 0;
+    char *pass = line > 0 ? str_ndup(c->rbuf, plen) : NULL;
     const config_t *cfg = server_config();
     const mount_conf_t *mc = config_find_mount(cfg, cl->shoutcast_mount);
     const char *user = mc && mc->password && mc->username ? mc->username : "source";

@@ -211,3 +211,32 @@ def test_stream_auth_decides_the_shoutcast_password(server, data, eager):
         assert srv.is_alive()
     finally:
         rec.close()
+
+
+def test_login_with_no_header_lines_starts_the_source(sc, data):
+    """An encoder that sends the password line, then the blank line and no header at all."""
+    srv, port = sc
+    s = wirelib.connect(srv.host, port + 1)
+    try:
+        s.sendall(SOURCE_PASSWORD.encode() + b"\r\n")
+        greeting, _ = b"", None
+        deadline = time.monotonic() + 5
+        while not greeting.endswith(b"\r\n\r\n") and time.monotonic() < deadline:
+            chunk = s.recv(256)
+            if not chunk:
+                break
+            greeting += chunk
+        assert greeting == OK2
+        s.sendall(b"\r\n" + data[:64 * 1024])
+        try:
+            fl.wait_mount(srv, MOUNT, timeout=5)
+        except AssertionError:
+            print(srv.error_log())
+            raise
+        lis = srv.listener(MOUNT)
+        assert lis.open().status == 200
+        s.sendall(data[64 * 1024:256 * 1024])
+        lis.wait_bytes(16 * 1024, 5)
+        lis.close()
+    finally:
+        s.close()

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * request: the pure parsing steps of an admin request, apart from connections and mounts so
+ * they can be unit-tested and fuzzed: the command path ("/admin/NAME.VIEW") and the numeric
+ * client id. Query parameters themselves are core/url.h url_query_param (admin_param).
+ * Stateless, safe from any thread.
+ */
+#ifndef RIMECAST_ADMIN_REQUEST_H
+#define RIMECAST_ADMIN_REQUEST_H
+
+#include <stddef.h>
+
+/* "/admin/listclients.xsl" -> name "listclients" (NUL-terminated in name[0..cap)), *view the
+ * ADMIN_VIEW_* of its suffix (XML without one); "/admin" and "/admin/" are "stats" as XSL,
+ * "/admin.cgi" is "admin.cgi". path must be one of those or start with "/admin/".
+ * Returns 0, or -1 if it is not a command path (empty, too long for name, or holding '/'). */
+int admin_parse_command(const char *path, char *name, size_t cap, int *view);
+
+/* A client id as given to killclient: decimal digits only, no sign, no spaces, fits in
+ * unsigned long long. Returns 0 and *id, or -1. */
+int admin_parse_id(const char *s, unsigned long long *id);
+
+#endif

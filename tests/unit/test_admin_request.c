@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * test_admin_request: admin command paths (views, the names Icecast aliases, paths that are
+ * not commands, names that do not fit) and client ids (digits only, no overflow).
+ */
+#include "admin/request.h"
+
+#include <string.h>
+
+#include "admin/admin.h"
+#include "testlib.h"
+
+static void command_paths_and_views(void)
+{
+    char name[16];
+    int view = 0;
+    CHECK(admin_parse_command("/admin/listclients.xsl", name, sizeof(name), &view) == 0);
+    CHECK_STR(name, "listclients");
+    CHECK(view == ADMIN_VIEW_XSL);
+    CHECK(admin_parse_command("/admin/stats.json", name, sizeof(name), &view) == 0);
+    CHECK_STR(name, "stats");
+    CHECK(view == ADMIN_VIEW_JSON);
+    CHECK(admin_parse_command("/admin/metadata", name, sizeof(name), &view) == 0);
+    CHECK_STR(name, "metadata");
+    CHECK(view == ADMIN_VIEW_XML);
+    CHECK(admin_parse_command("/admin/.xsl", name, sizeof(name), &view) == 0);
+    CHECK_STR(name, ".xsl"); /* no name before the suffix: an unknown command */
+    CHECK(admin_parse_command("/admin", name, sizeof(name), &view) == 0);
+    CHECK_STR(name, "stats");
+    CHECK(view == ADMIN_VIEW_XSL);
+    CHECK(admin_parse_command("/admin/", name, sizeof(name), &view) == 0);
+    CHECK_STR(name, "stats");
+    CHECK(admin_parse_command("/admin.cgi", name, sizeof(name), &view) == 0);
+    CHECK_STR(name, "admin.cgi");
+}
+
+static void paths_that_are_not_commands(void)
+{
+    char name[16];
+    int view = 0;
+    CHECK(admin_parse_command("/admin/a/b", name, sizeof(name), &view) == -1);
+    CHECK(admin_parse_command("/admin/0123456789abcdef", name, sizeof(name), &view) == -1);
+    CHECK(admin_parse_command("/adm", name, sizeof(name), &view) == -1); /* never read past */
+    CHECK(admin_parse_command("/adminx", name, sizeof(name), &view) == -1);
+    CHECK(admin_parse_command("", name, sizeof(name), &view) == -1);
+    CHECK(admin_parse_command("/admin/x", name, 0, &view) == -1);
+}
+
+static void client_ids(void)
+{
+    unsigned long long id = 7;
+    CHECK(admin_parse_id("42", &id) == 0 && id == 42);
+    CHECK(admin_parse_id("0", &id) == 0 && id == 0);
+    CHECK(admin_parse_id("18446744073709551615", &id) == 0 && id == 18446744073709551615ull);
+    CHECK(admin_parse_id("18446744073709551616", &id) == -1);
+    CHECK(admin_parse_id("-1", &id) == -1);
+    CHECK(admin_parse_id("+1", &id) == -1);
+    CHECK(admin_parse_id(" 1", &id) == -1);
+    CHECK(admin_parse_id("1 ", &id) == -1);
+    CHECK(admin_parse_id("", &id) == -1);
+    CHECK(admin_parse_id(NULL, &id) == -1);
+}
+
+int main(void)
+{
+    RUN(command_paths_and_views);
+    RUN(paths_that_are_not_commands);
+    RUN(client_ids);
+    return testlib_done();
+}
