@@ -314,11 +314,12 @@ def test_hostile_strings_are_text_on_admin_pages(station, browsers):
         time.sleep(0.3)
         not_pwned(b)
     b.get(st.url("/admin/listclients.xsl?mount=/evil.mp3"))
-    assert HOSTILE.strip() in [e.text for e in b.find("td.ua")]
+    b.wait(lambda: HOSTILE.strip() in [e.text for e in b.find("td.ua")], what="the agent as text")
     b.get(st.url("/admin/stats.xsl"))
-    c = card(b, "/evil.mp3")
-    assert c.find_element("css selector", "h3").text == HOSTILE.strip()
-    assert field(c, "title") == HOSTILE.strip()
+    b.wait(lambda: card(b, "/evil.mp3").find_element("css selector", "h3").text
+           == HOSTILE.strip(), what="the hostile name as text")
+    b.wait(lambda: field(card(b, "/evil.mp3"), "title") == HOSTILE.strip(),
+           what="the hostile title as text")
 
 
 # ---------------------------------------------------------------- admin pages
