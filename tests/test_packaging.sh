@@ -46,7 +46,7 @@ fi
 if command -v logrotate >/dev/null 2>&1; then
     logrotate -d -s "$work/state" "$builddir/rimecast.logrotate" >"$work/lr.log" 2>&1 ||
         fail "logrotate: $(cat "$work/lr.log")"
-    ! grep -qi 'error' "$work/lr.log" || fail "logrotate: $(cat "$work/lr.log")"
+    ! grep -qi '^error' "$work/lr.log" || fail "logrotate: $(cat "$work/lr.log")"
 else
     echo "logrotate not installed: rotation file not parsed"
 fi
