@@ -45,11 +45,17 @@ typedef struct json_opts {
     int (*skip)(const xmlNode *parent, const xmlNode *child);
 } json_opts_t;
 
-static int always_array(const xmlChar *name)
+/* Elements that are lists even when there is one (or none): by name, and "line" only as a line
+ * of the log document (a config warning's <line> is its line number). */
+static int always_array(const xmlNode *n)
 {
+    const xmlChar *name = n->name;
+    if (xmlStrcmp(name, BAD_CAST "line") == 0)
+        return n->parent && n->parent->type == XML_ELEMENT_NODE &&
+               xmlStrcmp(n->parent->name, BAD_CAST "log") == 0;
     return xmlStrcmp(name, BAD_CAST "source") == 0 || xmlStrcmp(name, BAD_CAST "listener") == 0 ||
            xmlStrcmp(name, BAD_CAST "User") == 0 || xmlStrcmp(name, BAD_CAST "warning") == 0 ||
-           xmlStrcmp(name, BAD_CAST "line") == 0 || xmlStrcmp(name, BAD_CAST "sample") == 0;
+           xmlStrcmp(name, BAD_CAST "sample") == 0;
 }
 
 static int has_structure(const xmlNode *n, const json_opts_t *o)
@@ -123,7 +129,7 @@ static void json_object(buf_t *b, const xmlNode *n, const json_opts_t *o)
             count++;
         }
         json_key(b, c->name, &first);
-        if (count == 1 && !always_array(c->name)) {
+        if (count == 1 && !always_array(c)) {
             json_value(b, c, o);
             continue;
         }
@@ -148,7 +154,7 @@ static void json_object(buf_t *b, const xmlNode *n, const json_opts_t *o)
 static void json_value(buf_t *b, const xmlNode *n, const json_opts_t *o)
 {
     if (has_structure(n, o) || xmlStrcmp(n->name, BAD_CAST "icestats") == 0 ||
-        always_array(n->name)) {
+        always_array(n)) {
         json_object(b, n, o);
         return;
     }
