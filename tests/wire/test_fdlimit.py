@@ -112,7 +112,9 @@ def test_refused_over_clients_limit_closed_promptly(server):
     base = open_fds(srv.pid)
     held = connect_idle(srv, 3)
     try:
-        wirelib.wait_until(lambda: open_fds(srv.pid) == base + 3, 5, "3 clients held")
+        # >=: the server may open a descriptor of its own meanwhile (a timer, a helper thread)
+        held_fds = wirelib.wait_until(lambda: open_fds(srv.pid) >= base + 3 and open_fds(srv.pid),
+                                      5, "3 clients held")
         t0 = time.monotonic()
         extra = []
         for _ in range(10):
@@ -125,9 +127,9 @@ def test_refused_over_clients_limit_closed_promptly(server):
             wirelib.read_until_closed(s, 3)
         # the server's side is gone too, not lingering for seconds (a refused client lingers
         # 0.2 s where any other lingers 2 s; the bound leaves room for a busy machine)
-        wirelib.wait_until(lambda: open_fds(srv.pid) <= base + 3, 1.9,
+        wirelib.wait_until(lambda: open_fds(srv.pid) <= held_fds, 1.9,
                            lambda: "refused clients' descriptors to be closed (%d open, %d before)"
-                           % (open_fds(srv.pid), base + 3))
+                           % (open_fds(srv.pid), held_fds))
         note("<clients> refusals: 10 answered and their descriptors closed in %.2f s"
              % (time.monotonic() - t0))
         for s in extra:
@@ -135,5 +137,8 @@ def test_refused_over_clients_limit_closed_promptly(server):
     finally:
         for s in held:
             s.close()
-    stats = admin(srv, "/admin/stats").body.decode()
-    assert int(re.search(r"<connections_refused>(\d+)<", stats).group(1)) >= 10
+    def refused_count():
+        # the stats request itself may be refused while the held clients' closes are processed
+        m = re.search(r"<connections_refused>(\d+)<", admin(srv, "/admin/stats").body.decode())
+        return int(m.group(1)) if m else 0
+    wirelib.wait_until(lambda: refused_count() >= 10, 5, "10 refusals counted in the stats")
