@@ -98,6 +98,19 @@ def free_port():
         return s.getsockname()[1]
 
 
+def port_pair():
+    """A free port whose successor is free too (Shoutcast sources use port + 1)."""
+    for _ in range(50):
+        p = free_port()
+        try:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", p + 1))
+            return p
+        except OSError:
+            continue
+    raise AssertionError("no free port pair")
+
+
 def web_dirs(binary=BINARY):
     if "icecast" in os.path.basename(binary):
         return "/usr/share/icecast2/web", "/usr/share/icecast2/admin"

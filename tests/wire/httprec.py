@@ -94,3 +94,23 @@ class Recorder:
     def close(self):
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+def recorder_fixture(name, default_answer):
+    """A pytest fixture `name`: a factory of Recorders (answer defaults to default_answer),
+    all closed at teardown."""
+    import pytest
+
+    @pytest.fixture(name=name)
+    def fixture():
+        recs = []
+
+        def make(answer=default_answer):
+            r = Recorder(answer)
+            recs.append(r)
+            return r
+
+        yield make
+        for r in recs:
+            r.close()
+    return fixture

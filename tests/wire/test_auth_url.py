@@ -32,18 +32,7 @@ def accept(req):
     return 200, {"icecast-auth-user": "1"}
 
 
-@pytest.fixture
-def auth():
-    recs = []
-
-    def make(answer=accept):
-        r = httprec.Recorder(answer)
-        recs.append(r)
-        return r
-
-    yield make
-    for r in recs:
-        r.close()
+auth = httprec.recorder_fixture("auth", accept)
 
 
 def url_mount(rec, name=MOUNT, **extra):

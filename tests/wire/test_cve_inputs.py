@@ -19,7 +19,7 @@ import adminlib
 import formatlib as fl
 import wirelib
 from conftest import (BINARY, IS_ICECAST, SOURCE_PASSWORD, Server, assert_server_healthy,
-                      free_port)
+                      free_port, port_pair)
 
 pytestmark = pytest.mark.skipif(IS_ICECAST, reason="Rimecast's answers are pinned down here")
 
@@ -27,18 +27,6 @@ HEADER_TIMEOUT = 2
 LIVE = "/live.mp3"
 SC_MOUNT = "/sc.mp3"
 
-
-def port_pair():
-    """A free port whose successor is free too (Shoutcast sources use port + 1)."""
-    for _ in range(50):
-        p = free_port()
-        try:
-            with socket.socket() as s:
-                s.bind(("127.0.0.1", p + 1))
-            return p
-        except OSError:
-            continue
-    raise AssertionError("no free port pair")
 
 
 @pytest.fixture(scope="module")

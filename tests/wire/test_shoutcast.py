@@ -17,22 +17,10 @@ import adminlib
 import formatlib as fl
 import httprec
 import wirelib
-from conftest import IS_ICECAST, SOURCE_PASSWORD, free_port
+from conftest import IS_ICECAST, SOURCE_PASSWORD, port_pair
 
 MOUNT = "/live.mp3"
 
-
-def port_pair():
-    """A free port whose successor is free too."""
-    for _ in range(50):
-        p = free_port()
-        try:
-            with socket.socket() as s:
-                s.bind(("127.0.0.1", p + 1))
-            return p
-        except OSError:
-            continue
-    raise AssertionError("no free port pair")
 
 
 @pytest.fixture

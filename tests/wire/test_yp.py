@@ -30,18 +30,7 @@ def listed(req):
     return 200, {"YPResponse": "1"}
 
 
-@pytest.fixture
-def directory():
-    recs = []
-
-    def make(answer=listed):
-        r = httprec.Recorder(answer)
-        recs.append(r)
-        return r
-
-    yield make
-    for r in recs:
-        r.close()
+directory = httprec.recorder_fixture("directory", listed)
 
 
 def yp_xml(url, timeout=2, touch=5, delay=0):
