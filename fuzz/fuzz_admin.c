@@ -7,7 +7,7 @@
  * their input; a parsed command name must fit its buffer and hold no '/'; a parsed client id
  * must print back to the digits it came from.
  */
-// fuzz-sources: src/admin/request.c src/core/url.c src/core/str.c
+// fuzz-sources: src/admin/request.c src/core/url.c src/core/str.c src/core/buf.c
 // fuzz-pkgs: libxml-2.0
 // fuzz-args: -max_len=4096
 #include <stdint.h>

@@ -272,6 +272,9 @@ class Server:
             self.write_config()
             if self._spawn(timeout):
                 return self
+            if self.proc.poll() is None:  # started but never ready: not left running
+                self.proc.kill()
+                self.proc.wait()
         raise AssertionError("server did not start\n" + self.diagnostics())
 
     def _spawn(self, timeout):
@@ -288,9 +291,16 @@ class Server:
                 return False        # maybe the port was taken; caller retries
             try:
                 with socket.create_connection((self.host, self.port), timeout=0.5):
-                    return True
+                    pass
             except OSError:
                 time.sleep(0.02)
+                continue
+            # the probe counts against <clients> until the server has seen it close
+            while wirelib.peers_held(self.proc.pid, self.port):
+                if time.monotonic() >= deadline or self.proc.poll() is not None:
+                    return False
+                time.sleep(0.01)
+            return True
         return False
 
     @property

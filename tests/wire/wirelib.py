@@ -659,3 +659,26 @@ def tcp_state(local_port, remote_port):
             if lport == local_port and rport == remote_port:
                 return TCP_STATES.get(int(fields[3], 16), fields[3])
     return None
+
+
+def peers_held(pid, local_port):
+    """Remote ports of the IPv4 TCP sockets open in process pid whose local port is
+    local_port: the clients a server holds a descriptor for (whatever else it has open)."""
+    inodes = set()
+    fddir = "/proc/%d/fd" % pid
+    for name in os.listdir(fddir):
+        try:
+            target = os.readlink(os.path.join(fddir, name))
+        except OSError:
+            continue  # closed meanwhile
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    peers = set()
+    with open("/proc/net/tcp") as f:
+        next(f)
+        for line in f:
+            fields = line.split()
+            if (int(fields[1].split(":")[1], 16) == local_port and fields[9] in inodes
+                    and fields[3] != "0A"):  # not the listening socket
+                peers.add(int(fields[2].split(":")[1], 16))
+    return peers
