@@ -12,10 +12,14 @@ and hostile strings shown as text, never run. Needs chromium, chromedriver and
 python3-selenium; skipped without them. Set WEBUI_SHOTS=dir to keep screenshots.
 """
 
+import base64
+import hashlib
 import json
 import os
 import re
+import shutil
 import socket
+import subprocess
 import time
 import urllib.parse
 
@@ -24,6 +28,7 @@ import pytest
 import conftest
 import webuilib
 from conftest import ADMIN_PASSWORD, ADMIN_USER, SRCDIR
+from test_tls import make_cert
 
 _missing = webuilib.missing_requirements()
 pytestmark = pytest.mark.skipif(_missing is not None, reason=_missing or "")
@@ -61,10 +66,18 @@ def browsers():
 
 
 class Station:
-    """A server with our web/ and admin/ and MP3 sources on the given mounts."""
+    """A server with our web/ and admin/ and MP3 sources on the given mounts; tls=True adds
+    a TLS listen socket (srv.tls_port) with a self-signed certificate (self.cert)."""
 
-    def __init__(self, server, mounts, **cfg):
-        self.srv = server(webroot=WEB, adminroot=ADMIN, **cfg)
+    def __init__(self, server, mounts, tls=False, **cfg):
+        self.cert = None
+        if tls:
+            self.srv = server(start=False, webroot=WEB, adminroot=ADMIN, tls_mode="1", **cfg)
+            self.cert, _ = make_cert(self.srv.dir, "server")
+            self.srv.cfg["ssl_certificate"] = self.cert
+            self.srv.start()
+        else:
+            self.srv = server(webroot=WEB, adminroot=ADMIN, **cfg)
         self.sources = {}
         self.listeners = []
         for i, (mount, headers) in enumerate(mounts.items()):
@@ -268,6 +281,51 @@ def test_player_loads_the_stream(station, browsers):
     webuilib.wait_listeners(st.srv, "/live.mp3", 1)                      # the browser is a listener
     b.js_run("arguments[0].pause(); arguments[0].removeAttribute('src'); arguments[0].load();", audio)
     webuilib.wait_listeners(st.srv, "/live.mp3", 0)
+
+
+def spki_pin(pem):
+    """Chromium's pin for a certificate: base64 of the SHA-256 of its public key (SPKI)."""
+    pub = subprocess.run(["openssl", "x509", "-pubkey", "-noout", "-in", pem],
+                         capture_output=True, check=True, timeout=30).stdout
+    der = subprocess.run(["openssl", "pkey", "-pubin", "-outform", "der"], input=pub,
+                         capture_output=True, check=True, timeout=30).stdout
+    return base64.b64encode(hashlib.sha256(der).digest()).decode()
+
+
+def test_status_page_player_plays_over_https(station, browsers):
+    """The status page opened over HTTPS (a certificate the browser is told to trust by its
+    key, nothing else ignored) offers the stream at an https:// URL, the player decodes it
+    over TLS, and live updates arrive over the same TLS port."""
+    if shutil.which("openssl") is None:
+        pytest.skip("no openssl tool")
+    st = station({"/live.mp3": {"ice-name": "Secure Player"}}, tls=True)
+    b = browsers(js=True, args=["--ignore-certificate-errors-spki-list=" + spki_pin(st.cert)])
+    origin = "https://%s:%d" % (st.srv.host, st.srv.tls_port)
+    b.get(origin + "/status.xsl")
+    assert b.js_run("return window.isSecureContext") is True
+    b.wait(lambda: card(b, "/live.mp3").find_element("css selector", "audio"), 10,
+           "the player on the page")
+    src = b.wait(lambda: card(b, "/live.mp3").find_element("css selector", "audio")
+                 .get_attribute("src"), 10, "the player's stream URL")
+    assert src == origin + "/live.mp3"
+    audio = card(b, "/live.mp3").find_element("css selector", "audio")
+    b.js_run("arguments[0].muted = true; arguments[0].play().catch(function (e) {"
+             " window.__playError = String(e); });", audio)
+    b.wait(lambda: b.js_run("return arguments[0].readyState",
+                            card(b, "/live.mp3").find_element("css selector", "audio")) >= 2,
+           15, "the player to have decoded data over HTTPS")
+    b.wait(lambda: b.js_run("return arguments[0].currentTime",
+                            card(b, "/live.mp3").find_element("css selector", "audio")) > 0.2,
+           15, "the player to advance")
+    audio = card(b, "/live.mp3").find_element("css selector", "audio")
+    assert b.js_run("return arguments[0].error", audio) is None
+    assert b.js_run("return window.__playError || null") is None
+    assert b.js_run("return arguments[0].currentSrc", audio) == origin + "/live.mp3"
+    webuilib.wait_listeners(st.srv, "/live.mp3", 1)
+    # the page's live updates come over the TLS port too
+    st.set_title("/live.mp3", "Over TLS")
+    b.wait_text('li[data-mount] [data-field="title"]', "Over TLS", timeout=10)
+    assert not [e for e in b.console_errors() if "live.mp3" not in e.get("message", "")]
 
 
 def test_status_page_updates_title_and_listeners_live(station, browsers):

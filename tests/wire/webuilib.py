@@ -45,9 +45,10 @@ def missing_requirements():
 class Browser:
     """One headless Chromium. js=False turns JavaScript off; dark=True asks pages
     for prefers-color-scheme: dark; auth=(user, password) adds an Authorization
-    header to every request the page makes (including fetch and EventSource)."""
+    header to every request the page makes (including fetch and EventSource); args are
+    more command-line switches (e.g. a certificate pin for an HTTPS test)."""
 
-    def __init__(self, js=True, dark=False, auth=None, width=1280, height=900):
+    def __init__(self, js=True, dark=False, auth=None, width=1280, height=900, args=()):
         from selenium import webdriver
         from selenium.webdriver.chrome.service import Service
 
@@ -59,7 +60,7 @@ class Browser:
                     "--disable-extensions", "--disable-background-networking",
                     "--autoplay-policy=no-user-gesture-required",
                     "--user-data-dir=" + self.profile,
-                    "--window-size=%d,%d" % (width, height)):
+                    "--window-size=%d,%d" % (width, height)) + tuple(args):
             opts.add_argument(arg)
         if not js:
             opts.add_experimental_option("prefs", {"profile.managed_default_content_settings.javascript": 2})
