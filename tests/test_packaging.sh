@@ -23,7 +23,7 @@ fi
 ! grep -q '@[a-z]*@' "$builddir/rimecast.8" "$unit" "$builddir/rimecast.logrotate" ||
     fail "an unsubstituted @path@ is left"
 
-for want in '^Type=simple$' '^ExecReload=/bin/kill -HUP \$MAINPID$' '^NoNewPrivileges=yes$' \
+for want in '^Type=simple$' '^ExecReload=+/bin/kill -HUP \$MAINPID$' '^NoNewPrivileges=yes$' \
     '^ProtectSystem=strict$' '^ReadWritePaths=.*/log/rimecast' '^ProtectHome=yes$' \
     '^PrivateTmp=yes$' '^AmbientCapabilities=CAP_NET_BIND_SERVICE$' '^ExecStart=.*/rimecast -c '; do
     grep -q "$want" "$unit" || fail "rimecast.service lacks $want"
