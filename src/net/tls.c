@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * tls: the server context and its reload, the handshake ops, the client context and handshake
- * of outbound connections, and the TLS transports (see tls.h). Writes gather iovecs into SSL_write calls of at most one record through a per-thread
- * scratch buffer, so nothing is allocated per write. With kernel TLS (SSL_OP_ENABLE_KTLS, the
- * kernel's tls module) the kernel encrypts what is written to the socket: such connections
- * switch to a transport whose writev is the plain one.
+ * of outbound connections, and the TLS transports (see tls.h). Writes gather iovecs into
+ * SSL_write calls of at most one record through a per-thread scratch buffer, so nothing is
+ * allocated per write. With kernel TLS (SSL_OP_ENABLE_KTLS, the kernel's tls module) the kernel
+ * encrypts what is written to the socket: such connections switch to a transport whose writev
+ * is the plain one (inbound only: the client context does not ask for it).
  */
 #include "net/tls.h"
 
