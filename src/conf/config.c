@@ -467,7 +467,8 @@ void config_free(config_t *c)
                        c->basedir, c->logdir, c->webroot, c->adminroot, c->pidfile,
                        c->allow_ip, c->deny_ip, c->deny_agents, c->trusted_proxies,
                        c->ssl_certificate, c->ssl_private_key, c->ssl_allowed_ciphers,
-                       c->accesslog, c->errorlog, c->playlistlog, c->user, c->group};
+                       c->ssl_cafile, c->accesslog, c->errorlog, c->playlistlog, c->user,
+                       c->group};
 
     for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++)
         free(strings[i]);

@@ -95,6 +95,7 @@ typedef struct relay_conf {
     int relay_shoutcast_metadata; /* default 1 */
     int on_demand;      /* default = relays-on-demand */
     char *bind;
+    int tls;            /* <tls>/<ssl> 1: the upstream speaks HTTPS (verified); default 0 */
     struct relay_conf *next;
 } relay_conf_t;
 
@@ -146,6 +147,7 @@ typedef struct config {
     int relays_on_demand;
     char *master_server;
     int master_server_port;
+    int master_ssl_port;        /* Icecast-KH: the master's HTTPS port (list and relays); 0 */
     int master_update_interval; /* 120 */
     char *master_username;      /* "relay" */
     char *master_password;
@@ -191,6 +193,8 @@ typedef struct config {
     char *ssl_certificate;      /* PEM: certificate chain, and the key unless ssl_private_key */
     char *ssl_private_key;      /* PEM key (Icecast-KH), NULL = in ssl_certificate */
     char *ssl_allowed_ciphers;  /* TLS 1.2 cipher list; NULL = the built-in default */
+    char *ssl_cafile;           /* PEM CA certificates trusted for upstreams (Icecast-KH), besides
+                                 * the system's; NULL = the system's only */
     alias_conf_t *aliases;
 
     /* <logging> */

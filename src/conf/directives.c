@@ -309,6 +309,7 @@ static const directive_t paths_dirs[] = {
     PATH("ssl-certificate", config_t, ssl_certificate),
     PATH("ssl-private-key", config_t, ssl_private_key), /* Icecast-KH */
     STR("ssl-allowed-ciphers", config_t, ssl_allowed_ciphers),
+    PATH("ssl-cafile", config_t, ssl_cafile), /* Icecast-KH: CAs for upstreams (relays) */
     FN("alias", fn_alias),
     END,
 };
@@ -403,6 +404,8 @@ static const directive_t relay_dirs[] = {
     BOOL("relay-shoutcast-metadata", relay_conf_t, relay_shoutcast_metadata),
     BOOL("on-demand", relay_conf_t, on_demand),
     PATH("bind", relay_conf_t, bind),
+    BOOL("tls", relay_conf_t, tls), /* Icecast-KH (in <host>): the upstream speaks HTTPS */
+    BOOL("ssl", relay_conf_t, tls),
     END,
 };
 static const section_t relay_sec = {"relay", relay_dirs};
@@ -648,6 +651,7 @@ static const directive_t root_dirs[] = {
     BOOL("relays-on-demand", config_t, relays_on_demand),
     PATH("master-server", config_t, master_server),
     INT("master-server-port", config_t, master_server_port, 1, PORT_MAX),
+    INT("master-ssl-port", config_t, master_ssl_port, 1, PORT_MAX), /* Icecast-KH */
     INT("master-update-interval", config_t, master_update_interval, 1, 86400),
     STR("master-username", config_t, master_username),
     STR("master-password", config_t, master_password),

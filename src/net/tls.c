@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * tls: the server context and its reload, the handshake ops, and the TLS transports (see
- * tls.h). Writes gather iovecs into SSL_write calls of at most one record through a per-thread
- * scratch buffer, so nothing is allocated per write. With kernel TLS (SSL_OP_ENABLE_KTLS, the
- * kernel's tls module) the kernel encrypts what is written to the socket: such connections
- * switch to a transport whose writev is the plain one.
+ * tls: the server context and its reload, the handshake ops, the client context and handshake
+ * of outbound connections, and the TLS transports (see tls.h). Writes gather iovecs into
+ * SSL_write calls of at most one record through a per-thread scratch buffer, so nothing is
+ * allocated per write. With kernel TLS (SSL_OP_ENABLE_KTLS, the kernel's tls module) the kernel
+ * encrypts what is written to the socket: such connections switch to a transport whose writev
+ * is the plain one (inbound only: the client context does not ask for it).
  */
 #include "net/tls.h"
 
@@ -26,8 +27,10 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 
 #include "core/log.h"
+#include "net/resolve.h"
 
 #define TLS_RECORD 16384          /* plaintext of the largest TLS record: one SSL_write */
 #define TLS_HANDSHAKE_BYTE 0x16   /* first byte of a TLS handshake record (ClientHello) */
@@ -42,7 +45,8 @@ static const char default_ciphers[] =
 
 typedef struct tls_conn {
     SSL *ssl;                /* NULL while detecting (auto) */
-    const conn_ops_t *next;  /* ops once the handshake is done */
+    const conn_ops_t *next;  /* ops once the handshake is done (accepted connections) */
+    tls_done_fn done;        /* outbound: told once how the handshake ended */
     size_t record;           /* largest plaintext per record (max_fragment_length) */
     size_t unflushed;        /* bytes of an SSL_write that is encrypted but not yet sent */
     int failed;              /* a fatal error: no close_notify (SSL_shutdown) */
@@ -50,6 +54,8 @@ typedef struct tls_conn {
 
 static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 static SSL_CTX *ctx_current;
+static SSL_CTX *client_ctx;      /* outbound; built at start-up, read-only after */
+static char *client_cafile;      /* the <ssl-cafile> it was built with (as written) */
 static atomic_int ktls_used_logged;
 static atomic_llong fail_logged_at;
 static atomic_uint fail_suppressed;
@@ -196,8 +202,79 @@ static int kernel_has_tls(void)
 #endif
 }
 
+/* The context of outbound connections: TLS 1.2 and up, the peer's chain verified against the
+ * system's trust store and <ssl-cafile>. The system store's bundle is read now (before a chroot
+ * or the privilege drop); its hashed directory may be looked into later for an issuer the
+ * bundle lacks. */
+static SSL_CTX *client_ctx_build(const config_t *cfg, char *err, size_t errlen)
+{
+    char ebuf[256];
+    char *cafile = cfg->ssl_cafile ? config_path(cfg->basedir, cfg->ssl_cafile) : NULL;
+    SSL_CTX *ctx = NULL;
+
+    if (cfg->ssl_cafile && !cafile) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    if (cafile && check_readable("CA file", cafile, err, errlen) < 0)
+        goto fail;
+    ERR_clear_error();
+    if (!(ctx = SSL_CTX_new(TLS_client_method()))) {
+        snprintf(err, errlen, "TLS client context: %s", ssl_error_text(ebuf, sizeof(ebuf)));
+        goto fail;
+    }
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    /* an upstream that closes without close_notify just ends the stream */
+    SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION |
+                                 SSL_OP_IGNORE_UNEXPECTED_EOF);
+    SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    if (SSL_CTX_set_default_verify_paths(ctx) != 1)
+        log_warn("TLS: the system's trust store could not be read (%s): upstreams are verified "
+                 "against <ssl-cafile> only", ssl_error_text(ebuf, sizeof(ebuf)));
+    ERR_clear_error();
+    if (cafile && SSL_CTX_load_verify_locations(ctx, cafile, NULL) != 1) {
+        snprintf(err, errlen, "<ssl-cafile> %s: %s (a PEM file of CA certificates)", cafile,
+                 ssl_error_text(ebuf, sizeof(ebuf)));
+        goto fail;
+    }
+    free(cafile);
+    return ctx;
+fail:
+    ERR_clear_error();
+    SSL_CTX_free(ctx);
+    free(cafile);
+    return NULL;
+}
+
+/* Whether cfg pulls from other servers (a redirect or a master's list may lead to https://). */
+static int client_wanted(const config_t *cfg)
+{
+    return cfg->relays || cfg->master_server || cfg->ssl_cafile;
+}
+
+static int client_setup(const config_t *cfg, char *err, size_t errlen)
+{
+    if (!client_wanted(cfg) || client_ctx)
+        return 0;
+    SSL_CTX *ctx = client_ctx_build(cfg, err, errlen);
+    if (!ctx)
+        return -1;
+    if (cfg->ssl_cafile && !(client_cafile = strdup(cfg->ssl_cafile))) {
+        SSL_CTX_free(ctx);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    client_ctx = ctx;
+    log_info("TLS: upstreams are verified against the system's trust store%s%s",
+             cfg->ssl_cafile ? " and " : "", cfg->ssl_cafile ? cfg->ssl_cafile : "");
+    return 0;
+}
+
 int tls_setup(const config_t *cfg, char *err, size_t errlen)
 {
+    if (client_setup(cfg, err, errlen) < 0)
+        return -1;
     int wanted = 0;
     for (const listen_conf_t *l = cfg->listen; l; l = l->next)
         wanted |= l->tls != LISTEN_TLS_OFF;
@@ -219,6 +296,10 @@ int tls_setup(const config_t *cfg, char *err, size_t errlen)
 int tls_reload(const config_t *cfg)
 {
     char err[512];
+    const char *a = client_cafile, *b = cfg->ssl_cafile;
+    if ((a || b) && (!a || !b || strcmp(a, b) != 0))
+        log_warn("<ssl-cafile> changes take effect after a restart (upstreams are verified as "
+                 "at start-up)");
     pthread_mutex_lock(&ctx_lock);
     int active = ctx_current != NULL;
     pthread_mutex_unlock(&ctx_lock);
@@ -237,6 +318,10 @@ int tls_reload(const config_t *cfg)
 void tls_cleanup(void)
 {
     ctx_install(NULL);
+    SSL_CTX_free(client_ctx);
+    client_ctx = NULL;
+    free(client_cafile);
+    client_cafile = NULL;
 }
 
 /* ---------------------------------------------------------------- failures */
@@ -593,5 +678,112 @@ int tls_accept(conn_t *c, int detect)
         become_plain(c);
         return -ENOMEM;
     }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- outbound handshake */
+
+static void client_step(conn_t *c);
+static void client_hangup(conn_t *c);
+static void client_timeout(conn_t *c);
+
+static const conn_ops_t client_handshake_ops = {
+    .name = "tls-connect",
+    .on_readable = client_step,
+    .on_writable = client_step,
+    .on_hangup = client_hangup,
+    .on_timeout = client_timeout,
+};
+
+/* Tells the caller once; a failed connection is closed first (no close_notify). */
+static void client_finish(conn_t *c, int err, const char *why)
+{
+    tls_conn_t *t = c->transport_data;
+    tls_done_fn done = t->done;
+    t->done = NULL;
+    c->ops = &conn_writing_ops; /* until the caller installs its own */
+    if (err) {
+        t->failed = 1;
+        conn_close(c);
+    }
+    done(c, err, why);
+}
+
+/* Why a client handshake failed, to follow "TLS handshake failed: " in the caller's log line:
+ * the certificate check's own words when it was that, else OpenSSL's error. */
+static void client_failure_text(tls_conn_t *t, int e, char *buf, size_t cap)
+{
+    long v = SSL_get_verify_result(t->ssl);
+    if (v != X509_V_OK) {
+        snprintf(buf, cap, "certificate verify failed (%s)", X509_verify_cert_error_string(v));
+    } else if (e == SSL_ERROR_SYSCALL || e == SSL_ERROR_ZERO_RETURN) {
+        int err = errno;
+        snprintf(buf, cap, "connection closed by the peer%s%s", err ? ": " : "",
+                 err ? strerror(err) : "");
+    } else {
+        ssl_error_text(buf, cap);
+    }
+    ERR_clear_error();
+}
+
+static void client_step(conn_t *c)
+{
+    tls_conn_t *t = c->transport_data;
+    ERR_clear_error();
+    errno = 0;
+    int r = SSL_do_handshake(t->ssl);
+    if (r == 1) {
+        client_finish(c, 0, NULL);
+        return;
+    }
+    int e = SSL_get_error(t->ssl, r);
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+        return;
+    char why[300];
+    client_failure_text(t, e, why, sizeof(why));
+    client_finish(c, -EPROTO, why);
+}
+
+static void client_hangup(conn_t *c)
+{
+    client_finish(c, -ECONNRESET, "connection closed by the peer");
+}
+
+static void client_timeout(conn_t *c)
+{
+    client_finish(c, -ETIMEDOUT, "not complete in time");
+}
+
+int tls_connect(conn_t *c, const char *host, tls_done_fn done)
+{
+    if (!client_ctx)
+        return -ENOTSUP;
+    tls_conn_t *t = calloc(1, sizeof(*t));
+    if (!t)
+        return -ENOMEM;
+    t->record = TLS_RECORD;
+    t->done = done;
+    ERR_clear_error();
+    t->ssl = SSL_new(client_ctx);
+    int ok = t->ssl && SSL_set_fd(t->ssl, c->fd) == 1;
+    if (ok && resolve_numeric(host)) {
+        /* an address: checked against the certificate's IP entries; no SNI (RFC 6066) */
+        ok = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(t->ssl), host) == 1;
+    } else if (ok) {
+        SSL_set_hostflags(t->ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+        ok = SSL_set_tlsext_host_name(t->ssl, host) == 1 && SSL_set1_host(t->ssl, host) == 1;
+    }
+    if (!ok) {
+        ERR_clear_error();
+        SSL_free(t->ssl);
+        free(t);
+        return -ENOMEM;
+    }
+    SSL_set_connect_state(t->ssl);
+    c->transport = &transport_tls;
+    c->transport_data = t;
+    c->tls = 1;
+    c->ops = &client_handshake_ops;
+    client_step(c); /* the ClientHello goes out now */
     return 0;
 }

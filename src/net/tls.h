@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * tls: TLS on inbound connections, with OpenSSL: the server context (certificate chain, key,
- * TLS 1.2 ciphers, session cache and tickets), its re-reading on SIGHUP, and the TLS transport
- * of a connection with its non-blocking handshake and its kernel-TLS variant.
+ * tls: TLS with OpenSSL. Inbound: the server context (certificate chain, key, TLS 1.2 ciphers,
+ * session cache and tickets), its re-reading on SIGHUP, and the TLS transport of a connection
+ * with its non-blocking handshake and its kernel-TLS variant. Outbound (relays pulling from an
+ * https:// upstream): a client context (TLS 1.2+, the peer verified against the system's trust
+ * store and <ssl-cafile>, its name or address checked) and a non-blocking client handshake on
+ * a connected socket (net/connect.h), after which the same transport carries the bytes.
  *
  * The context is built by the main thread (start-up, reload) and swapped under a short lock
  * that only the accept of a TLS connection takes; each connection's SSL holds a reference to
@@ -17,14 +20,16 @@
 #include "conf/config.h"
 #include "net/conn.h"
 
-/* Start-up: builds the context when a listen socket of cfg serves TLS (else does nothing) and
- * logs whether kernel TLS can be used. 0, or -1 with a message in err. Main thread, before the
- * workers start and before privileges are dropped. */
+/* Start-up: builds the server context when a listen socket of cfg serves TLS and logs whether
+ * kernel TLS can be used; builds the client context when cfg has relays or a master server
+ * (or <ssl-cafile>). 0, or -1 with a message in err (an unreadable or broken <ssl-cafile>
+ * too). Main thread, before the workers start and before privileges are dropped. */
 int tls_setup(const config_t *cfg, char *err, size_t errlen);
 
 /* SIGHUP: re-reads the certificate, key and ciphers named by cfg; new handshakes use them,
  * connections keep theirs. On failure (unreadable or broken files) logs why and keeps the
- * context in use. 0 or -1. Does nothing when no context was set up at start. Main thread. */
+ * context in use. 0 or -1. Does nothing when no context was set up at start. The client
+ * context stays as built at start-up (a changed <ssl-cafile> is warned about). Main thread. */
 int tls_reload(const config_t *cfg);
 
 /* Frees the context (at exit, after the workers stopped). */
@@ -38,5 +43,20 @@ void tls_cleanup(void);
  * deadline set on c (the header timeout) covers a stalled handshake. Sets c->tls.
  * 0 or -errno (nothing changed: the caller closes c). */
 int tls_accept(conn_t *c, int detect);
+
+/* How an outbound handshake ended: err 0 (c is ready: install your ops and write), or a
+ * negative errno with why, the reason for the log, worded to follow "TLS handshake failed: "
+ * ("certificate verify failed (<OpenSSL's words>)", "connection closed by the peer", "not
+ * complete in time", or OpenSSL's error); c is already closed then and destroy will run. why
+ * is valid during the call only. */
+typedef void (*tls_done_fn)(conn_t *c, int err, const char *why);
+
+/* Outbound: c is a connected socket (net/connect.h done with 0). Starts the client handshake
+ * with host (a name: SNI and the certificate's names; an address: the certificate's IP
+ * entries) on c's readable and writable events, bounded by c's deadline (set it first); then
+ * done runs once, maybe before this returns. Sets c->tls. 0 if under way, or -errno with
+ * nothing changed (-ENOTSUP: no client context, as when nothing was configured to pull from
+ * another server at start-up). Worker thread of c. */
+int tls_connect(conn_t *c, const char *host, tls_done_fn done);
 
 #endif

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * master: fetching a master server's stream list and keeping one relay per listed mount (see
- * master.h). The list is untrusted: each line must be a clean mount path (or an http:// URL of
- * one) or it is skipped, and at most MASTER_MAX_MOUNTS are relayed.
+ * master.h). The list is untrusted: each line must be a clean mount path (or an http:// or
+ * https:// URL of one) or it is skipped, and at most MASTER_MAX_MOUNTS are relayed. With
+ * <master-ssl-port> (Icecast-KH) the list and the mounts it names by path are fetched over
+ * TLS from that port (verified as every upstream is: net/tls.h).
  */
 #include "stream/master.h"
 
@@ -22,6 +24,7 @@
 #include "net/connect.h"
 #include "net/resolve.h"
 #include "net/server.h"
+#include "net/tls.h"
 #include "net/worker.h"
 #include "stream/relay.h"
 
@@ -45,13 +48,22 @@ typedef struct master_conn {
     client_t client;
 } master_conn_t;
 
-/* A line of the list as a mount path to relay: "/name" or "http://host:port/name". */
+/* The port the master is asked on, and whether over TLS. */
+static int master_port(const config_t *cfg)
+{
+    return cfg->master_ssl_port > 0 ? cfg->master_ssl_port : cfg->master_server_port;
+}
+
+/* A line of the list as a mount path to relay: "/name" or "http[s]://host:port/name". */
 static char *clean_name(const char *line, size_t len)
 {
     const char *p = line;
     size_t n = len;
-    if (n > 7 && strncasecmp(p, "http://", 7) == 0) {
-        const char *slash = memchr(p + 7, '/', n - 7);
+    size_t skip = n > 7 && strncasecmp(p, "http://", 7) == 0    ? 7
+                  : n > 8 && strncasecmp(p, "https://", 8) == 0 ? 8
+                                                                 : 0;
+    if (skip) {
+        const char *slash = memchr(p + skip, '/', n - skip);
         if (!slash)
             return NULL;
         n -= (size_t)(slash - p);
@@ -110,7 +122,8 @@ static void apply_list(const char *body, size_t len)
             r->name = local;
             local = NULL;
             r->seen = 1;
-            if (relay_start_master(cfg->master_server, cfg->master_server_port, mount, r->name,
+            if (relay_start_master(cfg->master_server, master_port(cfg),
+                                   cfg->master_ssl_port > 0, mount, r->name,
                                    cfg->master_username, cfg->master_password,
                                    cfg->relays_on_demand) < 0) {
                 free(r->name);
@@ -148,12 +161,12 @@ static void fetched(conn_t *c)
     int head = c->rbuf ? http_parse_response(c->rbuf, c->rlen, &resp) : HTTP_PARSE_PARTIAL;
     if (head <= 0) {
         log_warn("master %s:%d: no valid answer to the stream list request", cfg->master_server,
-                 cfg->master_server_port);
+                 master_port(cfg));
         return;
     }
     if (resp.status != 200) {
         log_warn("master %s:%d: stream list request answered %d%s", cfg->master_server,
-                 cfg->master_server_port, resp.status,
+                 master_port(cfg), resp.status,
                  resp.status == 401 ? " (check master-username and master-password)" : "");
         return;
     }
@@ -211,14 +224,9 @@ static void list_destroy(conn_t *c)
     busy = 0;
 }
 
-static void list_connected(conn_t *c, int err)
+static void send_list_request(conn_t *c)
 {
     const config_t *cfg = server_config();
-    if (err) {
-        log_warn("master %s:%d: cannot connect: %s", cfg->master_server,
-                 cfg->master_server_port, strerror(-err));
-        return;
-    }
     char req[1536];
     char creds[600];
     snprintf(creds, sizeof(creds), "%s:%s", cfg->master_username ? cfg->master_username : "relay",
@@ -227,8 +235,7 @@ static void list_connected(conn_t *c, int err)
     int n = snprintf(req, sizeof(req),
                      "GET /admin/streamlist.txt HTTP/1.0\r\nHost: %s:%d\r\nUser-Agent: %s\r\n"
                      "Authorization: Basic %s\r\n\r\n",
-                     cfg->master_server, cfg->master_server_port, server_ident(),
-                     b64 ? b64 : "");
+                     cfg->master_server, master_port(cfg), server_ident(), b64 ? b64 : "");
     free(b64);
     if (n <= 0 || (size_t)n >= sizeof(req)) {
         conn_close(c);
@@ -239,13 +246,45 @@ static void list_connected(conn_t *c, int err)
     conn_send(c, req, (size_t)n, NULL);
 }
 
+static void list_tls_done(conn_t *c, int err, const char *why)
+{
+    const config_t *cfg = server_config();
+    if (err) {
+        log_warn("master %s:%d: TLS handshake failed: %s", cfg->master_server, master_port(cfg),
+                 why);
+        return;
+    }
+    send_list_request(c);
+}
+
+static void list_connected(conn_t *c, int err)
+{
+    const config_t *cfg = server_config();
+    if (err) {
+        log_warn("master %s:%d: cannot connect: %s", cfg->master_server, master_port(cfg),
+                 strerror(-err));
+        return;
+    }
+    if (cfg->master_ssl_port <= 0) {
+        send_list_request(c);
+        return;
+    }
+    conn_set_deadline(c, MASTER_TIMEOUT_MS);
+    int rc = c->closing ? 0 : tls_connect(c, cfg->master_server, list_tls_done);
+    if (rc < 0) {
+        log_warn("master %s:%d: cannot start TLS: %s", cfg->master_server, master_port(cfg),
+                 rc == -ENOTSUP ? "no TLS client context" : strerror(-rc));
+        conn_close(c);
+    }
+}
+
 static void fetch_from(worker_t *w, const char *ip)
 {
     master_conn_t *mc = calloc(1, sizeof(*mc));
     if (!mc)
         return;
     busy = 1;
-    int err = connect_start(&mc->client.conn, w, ip, server_config()->master_server_port,
+    int err = connect_start(&mc->client.conn, w, ip, master_port(server_config()),
                             MASTER_TIMEOUT_MS, list_connected, list_destroy);
     if (err < 0) {
         busy = 0;
@@ -272,8 +311,8 @@ void master_tick(worker_t *w, uint64_t now_ms)
         return;
     int interval = cfg->master_update_interval > 0 ? cfg->master_update_interval : 120;
     next_fetch_ms = now_ms + (uint64_t)interval * 1000u;
-    if (cfg->master_server_port <= 0) {
-        log_warn("master %s: no <master-server-port>", cfg->master_server);
+    if (master_port(cfg) <= 0) {
+        log_warn("master %s: no <master-server-port> (or <master-ssl-port>)", cfg->master_server);
         return;
     }
     if (resolve_numeric(cfg->master_server)) {

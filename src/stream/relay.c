@@ -30,6 +30,7 @@
 #include "net/connect.h"
 #include "net/resolve.h"
 #include "net/server.h"
+#include "net/tls.h"
 #include "net/worker.h"
 #include "stream/listener.h"
 #include "stream/master.h"
@@ -60,9 +61,10 @@ struct relay {
     /* what to pull */
     char *upstream, *upath, *local, *user, *pass; /* upstream host and mount path */
     int port, icy, on_demand, from_master;
+    int tls;              /* the configured upstream speaks HTTPS */
     /* where the current attempt goes (the configured place, or a redirect's) */
     char *host, *path;
-    int tport, redirects, redirect_pending;
+    int tport, ttls, redirects, redirect_pending;
 
     worker_t *worker;
     relay_conn_t *rc;     /* connecting, reading the head, or streaming */
@@ -149,13 +151,19 @@ void relay_foreach_idle(void (*fn)(const char *mount, void *arg), void *arg)
     pthread_mutex_unlock(&demand_lock);
 }
 
-/* Splits "http://host[:port]/path" (untrusted: a Location header, a master's list). The host
- * is a name or address of safe characters; the path has no spaces or controls. 0 or -1. */
-static int parse_url(const char *url, size_t len, char **host, int *port, char **path)
+/* Splits "http://host[:port]/path" or "https://host[:port]/path" (untrusted: a Location
+ * header, a master's list); *tls says which (default port 80 or 443). The host is a name or
+ * address of safe characters; the path has no spaces or controls. 0 or -1. */
+static int parse_url(const char *url, size_t len, char **host, int *port, char **path, int *tls)
 {
-    if (len < 8 || !str_ieq(url, 7, "http://"))
+    size_t i;
+    if (len > 7 && str_ieq(url, 7, "http://"))
+        i = 7, *tls = 0;
+    else if (len > 8 && str_ieq(url, 8, "https://"))
+        i = 8, *tls = 1;
+    else
         return -1;
-    size_t i = 7, h = i;
+    size_t h = i;
     while (i < len && url[i] != '/' && url[i] != ':')
         i++;
     size_t hlen = i - h;
@@ -164,7 +172,7 @@ static int parse_url(const char *url, size_t len, char **host, int *port, char *
     for (size_t k = h; k < i; k++)
         if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-", url[k]))
             return -1;
-    int p = 80;
+    int p = *tls ? 443 : 80;
     if (i < len && url[i] == ':') {
         p = 0;
         for (i++; i < len && url[i] >= '0' && url[i] <= '9' && p <= 65535; i++)
@@ -291,9 +299,9 @@ static void relay_conn_destroy(conn_t *c)
 static void fail(conn_t *c, relay_t *r, const char *what, const char *detail)
 {
     char esc[256];
-    log_warn("relay %s from %s:%d%s: %s%s%s", r->logname, r->host, r->tport,
-             escape_log(esc, sizeof(esc), r->path, strlen(r->path)), what, detail ? ": " : "",
-             detail ? detail : "");
+    log_warn("relay %s from %s%s:%d%s: %s%s%s", r->logname, r->ttls ? "https://" : "", r->host,
+             r->tport, escape_log(esc, sizeof(esc), r->path, strlen(r->path)), what,
+             detail ? ": " : "", detail ? detail : "");
     conn_close(c);
 }
 
@@ -301,9 +309,9 @@ static void follow_redirect(conn_t *c, relay_t *r, const http_response_t *resp)
 {
     const http_header_t *loc = http_response_header(resp, "location");
     char *host = NULL, *path = NULL;
-    int port = 0;
+    int port = 0, tls = 0;
     if (!loc || r->redirects >= RELAY_MAX_REDIRECTS ||
-        parse_url(loc->value, loc->value_len, &host, &port, &path) < 0) {
+        parse_url(loc->value, loc->value_len, &host, &port, &path, &tls) < 0) {
         char esc[256];
         fail(c, r, "redirect not followed",
              loc ? escape_log(esc, sizeof(esc), loc->value, loc->value_len) : "no Location");
@@ -314,9 +322,10 @@ static void follow_redirect(conn_t *c, relay_t *r, const http_response_t *resp)
     r->host = host;
     r->path = path;
     r->tport = port;
+    r->ttls = tls; /* https:// goes on over TLS, http:// in plain */
     r->redirects++;
     r->redirect_pending = 1;
-    log_info("relay %s: redirected to %s:%d", r->logname, host, port);
+    log_info("relay %s: redirected to %s%s:%d", r->logname, tls ? "https://" : "", host, port);
     conn_close(c);
 }
 
@@ -425,18 +434,9 @@ static const conn_ops_t head_ops = {
     .on_timeout = head_on_timeout,
 };
 
-static void relay_connected(conn_t *c, int err)
+/* Connected (and through the TLS handshake if any): the request goes out. */
+static void send_request(conn_t *c, relay_t *r)
 {
-    relay_t *r = ((relay_conn_t *)c)->relay;
-    if (!r) {
-        if (!err)
-            conn_close(c);
-        return;
-    }
-    if (err) {
-        fail(c, r, "cannot connect", strerror(-err));
-        return;
-    }
     char req[2048];
     int n = snprintf(req, sizeof(req),
                      "GET %s HTTP/1.0\r\nHost: %s:%d\r\nUser-Agent: %s\r\n%s", r->path,
@@ -458,6 +458,46 @@ static void relay_connected(conn_t *c, int err)
     c->ops = &head_ops;
     conn_set_deadline(c, RELAY_HEAD_MS);
     conn_send(c, req, (size_t)n + 2, NULL);
+}
+
+static void relay_tls_done(conn_t *c, int err, const char *why)
+{
+    relay_t *r = ((relay_conn_t *)c)->relay;
+    if (!r) {
+        if (!err)
+            conn_close(c);
+        return;
+    }
+    if (err) {
+        fail(c, r, "TLS handshake failed", why); /* closed already; the backoff applies */
+        return;
+    }
+    send_request(c, r);
+}
+
+static void relay_connected(conn_t *c, int err)
+{
+    relay_t *r = ((relay_conn_t *)c)->relay;
+    if (!r) {
+        if (!err)
+            conn_close(c);
+        return;
+    }
+    if (err) {
+        fail(c, r, "cannot connect", strerror(-err));
+        return;
+    }
+    if (!r->ttls) {
+        send_request(c, r);
+        return;
+    }
+    /* the handshake gets the connect time again: a peer that accepts and never answers is
+     * dropped then */
+    conn_set_deadline(c, RELAY_CONNECT_MS);
+    int rc = c->closing ? 0 : tls_connect(c, r->host, relay_tls_done);
+    if (rc < 0)
+        fail(c, r, "cannot start TLS", rc == -ENOTSUP ? "no TLS client context (restart the "
+             "server to pull from HTTPS upstreams)" : strerror(-rc));
 }
 
 static void relay_connect(relay_t *r, const char *ip)
@@ -506,6 +546,7 @@ static void relay_try(relay_t *r)
         r->host = str_dup(r->upstream);
         r->path = str_dup(r->upath);
         r->tport = r->port;
+        r->ttls = r->tls;
         r->redirects = 0;
         if (!r->host || !r->path) {
             r->next_try_ms = loop_now_ms() + RELAY_BACKOFF_MAX_MS;
@@ -589,7 +630,7 @@ void relay_register(void)
 /* ---- creating and stopping relays ---- */
 
 static relay_t *relay_new(const char *host, int port, const char *path, const char *local,
-                          const char *user, const char *pass, int icy, int on_demand)
+                          const char *user, const char *pass, int icy, int on_demand, int tls)
 {
     relay_t *r = calloc(1, sizeof(*r));
     if (!r)
@@ -606,6 +647,7 @@ static relay_t *relay_new(const char *host, int port, const char *path, const ch
     r->port = port > 0 ? port : 8000;
     r->icy = icy;
     r->on_demand = on_demand > 0;
+    r->tls = tls > 0;
     r->rnd = (uint32_t)time(NULL) ^ (uint32_t)(uintptr_t)r ^ 0x9e3779b9u;
     if (!r->rnd)
         r->rnd = 1;
@@ -619,8 +661,8 @@ static void relay_add_msg(worker_t *w, void *arg)
     r->worker = w;
     r->next = worker_relays[w->id];
     worker_relays[w->id] = r;
-    log_info("relay %s: pulling %s:%d%s%s", r->logname, r->upstream, r->port, r->upath,
-             r->on_demand ? " (on demand)" : "");
+    log_info("relay %s: pulling %s%s:%d%s%s", r->logname, r->tls ? "https://" : "", r->upstream,
+             r->port, r->upath, r->on_demand ? " (on demand)" : "");
 }
 
 static int relay_hand_over(relay_t *r)
@@ -647,7 +689,8 @@ void relay_start_all(void)
     const config_t *cfg = server_config();
     for (const relay_conf_t *rc = cfg->relays; rc; rc = rc->next) {
         relay_t *r = relay_new(rc->server, rc->port, rc->mount, rc->local_mount, rc->username,
-                               rc->password, rc->relay_shoutcast_metadata, rc->on_demand);
+                               rc->password, rc->relay_shoutcast_metadata, rc->on_demand,
+                               rc->tls);
         if (r && rc->bind && !(r->bind = strdup(rc->bind))) {
             relay_free(r);
             r = NULL;
@@ -672,16 +715,15 @@ int relay_configured(const char *local)
     return 0;
 }
 
-int relay_start_master(const char *host, int port, const char *mount, const char *local,
-                       const char *user, const char *pass, int on_demand)
+int relay_start_master(const char *host, int port, int tls, const char *mount,
+                       const char *local, const char *user, const char *pass, int on_demand)
 {
     char *uhost = NULL, *upath = NULL;
-    int uport = port;
-    if (strncasecmp(mount, "http://", 7) == 0 &&
-        parse_url(mount, strlen(mount), &uhost, &uport, &upath) < 0)
+    int uport = port, utls = tls;
+    if (mount[0] != '/' && parse_url(mount, strlen(mount), &uhost, &uport, &upath, &utls) < 0)
         return -EINVAL;
     relay_t *r = relay_new(uhost ? uhost : host, uport, upath ? upath : mount, local, user, pass,
-                           1, on_demand);
+                           1, on_demand, utls);
     free(uhost);
     free(upath);
     if (!r)

@@ -13,7 +13,9 @@
  * so listeners wait and go on when data returns; after it, the mount ends (fallbacks apply).
  * An on-demand relay connects when a listener asks for its mount (the listener is parked until
  * the mount is live, at most 10 s) and disconnects 10 s after the last listener left.
- * Not here: reloading relay settings on SIGHUP (a restart applies them).
+ * An upstream may speak HTTPS (<tls>1</tls>, an https:// redirect or stream-list line): the
+ * connection then runs a verified TLS handshake (net/tls.h) before the request, and the bytes
+ * take the same path. Not here: reloading relay settings on SIGHUP (a restart applies them).
  */
 #ifndef RIMECAST_RELAY_H
 #define RIMECAST_RELAY_H
@@ -43,10 +45,10 @@ int relay_is_on_demand(const char *name);
 void relay_foreach_idle(void (*fn)(const char *mount, void *arg), void *arg);
 
 /* For stream/master.c (worker thread of the caller): starts a relay of `mount` (a path on
- * host:port, or an absolute http:// URL) as local mount `local`, on a worker chosen
- * round-robin. 0 or -errno. */
-int relay_start_master(const char *host, int port, const char *mount, const char *local,
-                       const char *user, const char *pass, int on_demand);
+ * host:port, over TLS when tls; or an absolute http:// or https:// URL) as local mount
+ * `local`, on a worker chosen round-robin. 0 or -errno. */
+int relay_start_master(const char *host, int port, int tls, const char *mount,
+                       const char *local, const char *user, const char *pass, int on_demand);
 /* Stops the master relay of local mount `local` (its mount ends). Thread-safe. */
 void relay_stop_master(const char *local);
 /* 1 if a configured <relay> feeds local mount `local` (a master's mount of that name is then

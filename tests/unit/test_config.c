@@ -374,6 +374,39 @@ out:
     config_free(c);
 }
 
+/* Relays from HTTPS upstreams: <tls> or <ssl> in <relay> (Icecast-KH's names), the CA file
+ * in <paths> and the master's HTTPS port. */
+static void test_relay_tls(void)
+{
+    config_t *c = load(
+        "<icecast>\n"
+        "<relay><server>origin.example</server><port>8443</port><tls>1</tls></relay>\n"
+        "<relay><mount>/b</mount><ssl>yes</ssl></relay>\n"
+        "<relay><mount>/c</mount></relay>\n"
+        "<master-server>master.example</master-server><master-ssl-port>8443</master-ssl-port>\n"
+        "<paths><basedir>/srv</basedir><ssl-cafile>ca.pem</ssl-cafile></paths>\n"
+        "</icecast>");
+
+    CHECK(c != NULL);
+    if (!c) {
+        fprintf(stderr, "%s\n", err);
+        return;
+    }
+    const relay_conf_t *r = c->relays;
+    CHECK(r && r->next && r->next->next);
+    if (r && r->next && r->next->next) {
+        CHECK(r->tls == 1 && r->port == 8443);
+        CHECK(r->next->tls == 1);
+        CHECK(r->next->next->tls == 0);
+    }
+    CHECK(c->master_ssl_port == 8443 && c->master_server_port == 0);
+    CHECK_STR(c->ssl_cafile, "ca.pem");
+    CHECK(!warned("tls") && !warned("ssl-cafile") && !warned("master-ssl-port"));
+    config_free(c);
+    CHECK(load("<icecast><relay><tls>maybe</tls></relay></icecast>") == NULL);
+    CHECK(load("<icecast><master-ssl-port>70000</master-ssl-port></icecast>") == NULL);
+}
+
 static void test_relays_directories_headers(void)
 {
     config_t *c = load(
@@ -976,6 +1009,7 @@ int main(void)
     RUN(test_tls_listen_sockets);
     RUN(test_mounts);
     RUN(test_relays_directories_headers);
+    RUN(test_relay_tls);
     RUN(test_redirect_siblings);
     RUN(test_booleans_and_deprecated);
     RUN(test_unknown_warned_once);

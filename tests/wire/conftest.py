@@ -161,6 +161,8 @@ def render_config(cfg):
         tls_paths += el("ssl-private-key", cfg["ssl_private_key"])
     if cfg.get("ssl_allowed_ciphers"):
         tls_paths += el("ssl-allowed-ciphers", cfg["ssl_allowed_ciphers"])
+    if cfg.get("ssl_cafile"):
+        tls_paths += el("ssl-cafile", cfg["ssl_cafile"])
     return """<?xml version="1.0"?>
 <icecast>
   <location>{location}</location>
