@@ -2,8 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Installs the Debian package into a fresh Debian 12 system and boots that system with systemd
 # as PID 1 in a container, to check the package as an operator meets it:
-#   packaging/container-test.sh DEB [ROOTFS]
-# DEB is a package made by packaging/build-deb.sh. ROOTFS, when given, is a directory made by
+#   packaging/container-test.sh DEB|--build [ROOTFS]
+# DEB is a package made by packaging/build-deb.sh; --build builds it first from this tree in
+# another fresh copy of the system, with only build-essential and the Build-Depends of
+# debian/control installed there (apt-get build-dep), so a missing build dependency fails.
+# ROOTFS, when given, is a directory made by
 #   debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus,curl,ca-certificates \
 #       bookworm ROOTFS http://deb.debian.org/debian
 # and is copied, never changed; without it the script runs that debootstrap itself (a few
@@ -19,10 +22,11 @@
 # `systemctl stop` ends it cleanly. The container has its
 # own network namespace (loopback only), so port 8000 of this machine is not touched.
 set -eu
-deb=${1:?usage: container-test.sh DEB [ROOTFS]}
+deb=${1:?usage: container-test.sh DEB|--build [ROOTFS]}
 base=${2:-}
 mirror=${MIRROR:-http://deb.debian.org/debian}
-[ -f "$deb" ] || { echo "container-test.sh: no such package: $deb" >&2; exit 2; }
+top=$(cd "$(dirname "$0")/.." && pwd)
+[ "$deb" = --build ] || [ -f "$deb" ] || { echo "container-test.sh: no such package: $deb" >&2; exit 2; }
 for tool in systemd-nspawn chroot; do
     command -v $tool >/dev/null || { echo "container-test.sh: $tool is needed" >&2; exit 2; }
 done
@@ -31,14 +35,32 @@ trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 root=$work/root
 
-if [ -n "$base" ]; then
-    cp -a "$base" "$root"
-else
+if [ -z "$base" ]; then
     command -v debootstrap >/dev/null || { echo "container-test.sh: debootstrap is needed" >&2; exit 2; }
+    base=$work/base
     debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus,curl,ca-certificates \
-        bookworm "$root" "$mirror" >"$work/debootstrap.log" 2>&1 ||
+        bookworm "$base" "$mirror" >"$work/debootstrap.log" 2>&1 ||
         { tail -20 "$work/debootstrap.log"; fail "debootstrap"; }
 fi
+
+if [ "$deb" = --build ]; then
+    broot=$work/build-root
+    cp -a "$base" "$broot"
+    cp /etc/resolv.conf "$broot/etc/resolv.conf"
+    version=$(sed -n '1s/^rimecast (\([^)]*\)).*/\1/p' "$top/debian/changelog")
+    mkdir -p "$broot/src/rimecast-$version"
+    (cd "$top" && git ls-files -co --exclude-standard -z | xargs -0 tar -cf - --no-recursion) |
+        tar -xf - -C "$broot/src/rimecast-$version"
+    chroot "$broot" env DEBIAN_FRONTEND=noninteractive LC_ALL=C sh -c "
+        apt-get update -q && apt-get install -y -q --no-install-recommends build-essential &&
+        cd /src/rimecast-$version && apt-get build-dep -y -q --no-install-recommends ./ &&
+        dpkg-buildpackage -us -uc -b" >"$work/build.log" 2>&1 ||
+        { tail -40 "$work/build.log"; fail "building the package in a fresh system"; }
+    deb=$(ls "$broot"/src/rimecast_"$version"_*.deb)
+    echo "ok: built in a fresh system with only its Build-Depends: $(basename "$deb")"
+fi
+
+cp -a "$base" "$root"
 cp "$deb" "$root/root/rimecast.deb"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
 in_root() { chroot "$root" env DEBIAN_FRONTEND=noninteractive LC_ALL=C "$@"; }
