@@ -938,10 +938,12 @@ int worker_set_count(int n)
         worker_t *w = server.workers[i];
         if (!w || !w->accepting)
             continue;
-        if (worker_post(w, drain_msg, NULL) == 0) {
+        /* counted first: a worker with nothing to serve may end (and uncount) at once */
+        atomic_fetch_add(&server.stats.workers_draining, 1);
+        if (worker_post(w, drain_msg, NULL) == 0)
             w->accepting = 0;
-            atomic_fetch_add(&server.stats.workers_draining, 1);
-        }
+        else
+            atomic_fetch_sub(&server.stats.workers_draining, 1);
     }
     int ok = n < have ? n : have;
     for (int i = have; i < n; i++) {
