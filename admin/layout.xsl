@@ -13,6 +13,12 @@
             doctype-system="about:legacy-compat"/>
 <xsl:strip-space elements="*"/>
 
+<!-- Set by the server: the request's mount= ("" without one), and the command whose XML and
+     JSON views hold this page's data ("" on an action's answer: the footer then links the
+     server's stats). -->
+<xsl:param name="mount" select="''"/>
+<xsl:param name="command" select="''"/>
+
 <xsl:template match="/">
   <xsl:apply-templates select="*"/>
 </xsl:template>
@@ -100,9 +106,22 @@
     </main>
     <footer class="site">
       <div class="wrap">
+        <xsl:variable name="self">
+          <xsl:choose>
+            <xsl:when test="$command != ''"><xsl:value-of select="concat('/admin/', $command)"/></xsl:when>
+            <xsl:otherwise>/admin/stats</xsl:otherwise>
+          </xsl:choose>
+        </xsl:variable>
+        <!-- only mount=: the other parameters of a command are actions (or passwords) -->
+        <xsl:variable name="query">
+          <xsl:if test="$command != '' and $mount != ''">
+            <xsl:text>?mount=</xsl:text>
+            <xsl:call-template name="uri-encode"><xsl:with-param name="s" select="$mount"/></xsl:call-template>
+          </xsl:if>
+        </xsl:variable>
         <span>Rimecast administration</span>
-        <span> · <a href="/admin/stats">XML</a></span>
-        <span> · <a href="/admin/stats.json">JSON</a></span>
+        <span> · <a class="view-xml" href="{$self}{$query}">XML</a></span>
+        <span> · <a class="view-json" href="{$self}.json{$query}">JSON</a></span>
       </div>
     </footer>
   </body>

@@ -3,7 +3,8 @@
 <!--
   log.xsl: the last error-log lines the server keeps in memory (/admin/log.xsl),
   newest first: time, level and text. The text may quote what clients sent: it
-  is only ever written as text.
+  is only ever written as text (here, and by admin.js, which polls /admin/log and
+  shows new lines as they are logged: [data-log-lines], [data-field="log-count"]).
 -->
 <xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
 <xsl:import href="layout.xsl"/>
@@ -12,11 +13,12 @@
   <xsl:call-template name="page">
     <xsl:with-param name="title" select="'Log'"/>
     <xsl:with-param name="active" select="'log'"/>
-    <xsl:with-param name="subtitle">
-      <xsl:text>The last </xsl:text><xsl:value-of select="count(line)"/>
-      <xsl:text> lines of the error log, newest first.</xsl:text>
-    </xsl:with-param>
     <xsl:with-param name="body">
+      <p class="lede">
+        <xsl:text>The last </xsl:text>
+        <span data-field="log-count"><xsl:value-of select="count(line)"/></span>
+        <xsl:text> lines of the error log, newest first.</xsl:text>
+      </p>
       <p class="actions">
         <a class="button small" href="/admin/log.xsl">Refresh</a>
         <xsl:text> </xsl:text>
@@ -31,7 +33,7 @@
               <th scope="col">Message</th>
             </tr>
           </thead>
-          <tbody>
+          <tbody data-log-lines="data-log-lines">
             <xsl:for-each select="line">
               <xsl:sort select="position()" data-type="number" order="descending"/>
               <xsl:variable name="level">

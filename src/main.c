@@ -268,6 +268,15 @@ static void apply_mount_config(mount_t *m, void *arg)
     mount_apply_config(m);
 }
 
+/* <workers>, 0 meaning one per online CPU. */
+static int worker_count(const config_t *cfg)
+{
+    int n = cfg->workers > 0 ? cfg->workers : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1)
+        n = 1;
+    return n > SERVER_MAX_WORKERS ? SERVER_MAX_WORKERS : n;
+}
+
 static void reload(const char *path)
 {
     config_t *cfg = NULL;
@@ -278,9 +287,6 @@ static void reload(const char *path)
         return;
     }
     const config_t *old = server_config();
-    if (cfg->workers != old->workers)
-        log_warn("<workers> changes take effect after a restart (%d workers running)",
-                 server.nworkers);
     if (cfg->chroot != old->chroot || !same_text(cfg->user, old->user) ||
         !same_text(cfg->group, old->group) || !same_text(cfg->basedir, old->basedir) ||
         !same_text(cfg->pidfile, old->pidfile))
@@ -292,31 +298,28 @@ static void reload(const char *path)
     tls_reload(cfg); /* a broken certificate is refused there: the one in use stays */
     mount_foreach(apply_mount_config, NULL);
     worker_reload_all(); /* listen sockets, write window, sources' settings */
+    worker_set_count(worker_count(cfg)); /* more: started; fewer: drained */
     log_info("config reloaded");
 }
 
 static int start_workers(const config_t *cfg)
 {
-    int n = cfg->workers > 0 ? cfg->workers : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (n < 1)
-        n = 1;
-    if (n > SERVER_MAX_WORKERS)
-        n = SERVER_MAX_WORKERS;
+    int n = worker_count(cfg);
     dispatch_init();
     for (int i = 0; i < n; i++) {
         if (!worker_new(i))
             return -1;
-        server.nworkers = i + 1;
+        server.nworkers = server.nslots = i + 1;
     }
     return n;
 }
 
 static void stop_workers(void)
 {
-    for (int i = 0; i < server.nworkers; i++)
+    for (int i = 0; i < server.nslots; i++)
         if (server.workers[i])
             worker_stop(server.workers[i]);
-    for (int i = 0; i < server.nworkers; i++)
+    for (int i = 0; i < server.nslots; i++)
         if (server.workers[i])
             worker_free(server.workers[i]);
 }
@@ -417,7 +420,7 @@ out:
     if (atomic_load(&server.running))
         stop_workers();
     else
-        for (int i = 0; i < server.nworkers; i++)
+        for (int i = 0; i < server.nslots; i++)
             if (server.workers[i])
                 worker_free(server.workers[i]);
     station_shutdown(); /* after the sources ended: recordings closed, scripts run */

@@ -9,6 +9,8 @@
  * to location.origin + path: a page opened as http://user:pw@host/ has the credentials
  * in its URL, and fetch refuses URLs that carry them (the browser still sends the
  * page's own credentials to the origin). Kick buttons act in place.
+ * The log page (/admin/log.xsl) polls /admin/log every 2 s (log lines are no events) and
+ * shows new error-log lines as they are written, failures shown and retried the same way.
  * Shows uptimes relative to now. Draws the history charts ([data-history]: listeners and
  * bandwidth of the last hour, inline SVG) from /admin/history.json, every 10 s.
  * Text is set with textContent only; every page works without this script (plain links
@@ -18,6 +20,8 @@
   "use strict";
 
   var POLL_MS = 5000;
+  var LOG_POLL_MS = 2000;
+  var pollMs = POLL_MS;
   var RETRY_MIN_MS = 1000;
   var RETRY_MAX_MS = 60000;
   var EVENT_TYPES = ["message", "listener_join", "listener_leave", "source_connect",
@@ -138,7 +142,7 @@
     if (!el) return;
     el.hidden = false;
     el.setAttribute("data-state", state);
-    el.textContent = state === "live" ? "Live" : state === "poll" ? "Refreshing every 5 s" :
+    el.textContent = state === "live" ? "Live" : state === "poll" ? "Refreshing every " + pollMs / 1000 + " s" :
       state === "error" ? "Live updates unavailable: " + (reason || "unknown error") : "Offline";
   }
 
@@ -372,9 +376,63 @@
     setField(document, "client-count", String(listeners.length));
   }
 
+  // ------------------------------------------------------------ log lines
+
+  var LOG_LEVELS = { EROR: "error", WARN: "warn", INFO: "info" };
+  var shownLog = null;
+
+  // Rebuilds the log table (newest first) when the lines changed; text only.
+  function applyLog(tbody, doc) {
+    var lines = $all("line", doc.documentElement).map(function (l) {
+      return [childText(l, "time") || "", childText(l, "level") || "", childText(l, "text") || ""];
+    });
+    var key = JSON.stringify(lines);
+    if (key === shownLog) return;
+    shownLog = key;
+    var rows = document.createDocumentFragment();
+    for (var i = lines.length - 1; i >= 0; i--) {
+      var level = LOG_LEVELS[lines[i][1]] || "debug";
+      var tr = document.createElement("tr");
+      tr.className = "log-line level-" + level;
+      tr.setAttribute("data-level", level);
+      var time = document.createElement("td");
+      time.className = "time mono";
+      time.textContent = lines[i][0];
+      var lv = document.createElement("td");
+      lv.className = "level";
+      var badge = document.createElement("span");
+      badge.className = "badge";
+      badge.textContent = level;
+      lv.appendChild(badge);
+      var text = document.createElement("td");
+      text.className = "text mono";
+      text.textContent = lines[i][2];
+      tr.appendChild(time);
+      tr.appendChild(lv);
+      tr.appendChild(text);
+      rows.appendChild(tr);
+    }
+    if (!lines.length) {
+      var empty = document.createElement("tr");
+      var td = document.createElement("td");
+      td.colSpan = 3;
+      td.className = "empty-row";
+      td.textContent = "Nothing logged yet.";
+      empty.appendChild(td);
+      rows.appendChild(empty);
+    }
+    tbody.textContent = "";
+    tbody.appendChild(rows);
+    setField(document, "log-count", String(lines.length));
+  }
+
   function refresh() {
     refreshTimer = null;
     var jobs = [];
+    var logBody = document.querySelector("[data-log-lines]");
+    if (logBody) {
+      jobs.push(fetchXml("/admin/log").then(function (doc) { applyLog(logBody, doc); }));
+    }
     if (document.querySelector("[data-mount], [data-live]")) {
       jobs.push(fetchXml("/admin/stats").then(applyStats));
     }
@@ -419,7 +477,7 @@
 
   function startPolling() {
     if (!failures) setConn("poll");
-    if (!pollTimer) pollTimer = setInterval(function () { scheduleRefresh(0); }, POLL_MS);
+    if (!pollTimer) pollTimer = setInterval(function () { scheduleRefresh(0); }, pollMs);
   }
 
   function stopPolling() {
@@ -579,7 +637,13 @@
     tickUptimes();
     setInterval(function () { tickUptimes(); tickConnected(); }, 1000);
     document.addEventListener("submit", onSubmit);
-    if (window.fetch && document.querySelector("[data-mount], [data-live], [data-clients-mount]")) connect();
+    if (window.fetch && document.querySelector("[data-mount], [data-live], [data-clients-mount]")) {
+      connect();
+    } else if (window.fetch && document.querySelector("[data-log-lines]")) {
+      pollMs = LOG_POLL_MS;
+      startPolling();
+      scheduleRefresh(0);
+    }
     if (window.fetch && document.querySelector("[data-history]")) {
       refreshHistory();
       setInterval(refreshHistory, HISTORY_MS);

@@ -103,7 +103,8 @@ static void pump(worker_t *w, void *arg)
 
 static void notify_workers(void)
 {
-    for (int i = 0; i < server.nworkers; i++) {
+    int n = atomic_load(&server.nslots); /* a draining worker still serves its feeds */
+    for (int i = 0; i < n; i++) {
         if (atomic_load(&stream_count[i]) == 0 || !server.workers[i])
             continue;
         if (!atomic_exchange(&pump_pending[i], 1) && worker_post(server.workers[i], pump, NULL) < 0)

@@ -97,9 +97,12 @@ static void complete(fetch_job_t *j, int error)
         deliver(NULL, j);
         return;
     }
-    if (worker_post(j->reply_to, deliver, j) < 0) {
-        /* done frees its argument only; the requester's own deadline answers the client */
-        log_error("fetch: cannot hand an answer back to its worker (out of memory)");
+    int rc = worker_post(j->reply_to, deliver, j);
+    if (rc < 0) {
+        /* done frees its argument only; the requester's own deadline answers the client.
+         * -ESHUTDOWN: a drained worker, whose requester has long gone */
+        if (rc != -ESHUTDOWN)
+            log_error("fetch: cannot hand an answer back to its worker (out of memory)");
         deliver(NULL, j);
     }
 }

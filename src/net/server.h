@@ -31,11 +31,19 @@ typedef struct server_stats {
     atomic_ullong source_total_connections;
     atomic_ullong file_connections;
     atomic_ullong stats_connections;
+    atomic_int workers_draining;   /* workers past <workers> still serving their connections */
 } server_stats_t;
 
 typedef struct server {
     _Atomic(config_t *) config;
-    int nworkers;
+    /* Workers 0..nworkers-1 accept. Slots nworkers..nslots-1 hold workers that a reload to
+     * fewer <workers> is draining (serving their connections until those end) or that have
+     * stopped (thread gone, resources freed; the slot is reused when the count grows again).
+     * A slot once filled keeps its worker_t until exit, so any thread may walk the table up to
+     * nslots without a lock; worker_post() to a stopped worker fails (-ESHUTDOWN). Written by
+     * the main thread only. */
+    atomic_int nworkers;
+    atomic_int nslots;
     worker_t *workers[SERVER_MAX_WORKERS];
     time_t start_time;
     atomic_int running;

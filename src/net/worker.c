@@ -7,10 +7,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "conf/config.h"
@@ -211,6 +213,11 @@ int worker_post(worker_t *w, void (*fn)(worker_t *, void *), void *arg)
     m->fn = fn;
     m->arg = arg;
     pthread_mutex_lock(&w->msg_lock);
+    if (w->gone) {
+        pthread_mutex_unlock(&w->msg_lock);
+        free(m);
+        return -ESHUTDOWN;
+    }
     m->next = w->msgs;
     w->msgs = m;
     pthread_mutex_unlock(&w->msg_lock);
@@ -235,14 +242,19 @@ static void broadcast_done(worker_t *w, void *arg)
     free(b);
 }
 
-static void broadcast_run(worker_t *w, void *arg)
+static void broadcast_count(worker_t *w, broadcast_t *b)
 {
-    broadcast_t *b = arg;
-    b->fn(w, b->arg);
     if (atomic_fetch_sub(&b->pending, 1) == 1 && worker_post(b->self, broadcast_done, b) < 0) {
         /* out of memory: run the completion here rather than leak the request */
         broadcast_done(w, b);
     }
+}
+
+static void broadcast_run(worker_t *w, void *arg)
+{
+    broadcast_t *b = arg;
+    b->fn(w, b->arg);
+    broadcast_count(w, b);
 }
 
 int worker_broadcast(worker_t *self, void (*fn)(worker_t *w, void *arg),
@@ -252,14 +264,21 @@ int worker_broadcast(worker_t *self, void (*fn)(worker_t *w, void *arg),
     if (!b)
         return -ENOMEM;
     *b = (broadcast_t){fn, done, arg, self, 0};
-    int n = 0;
-    for (int i = 0; i < server.nworkers; i++)
+    int n = 0, slots = atomic_load(&server.nslots); /* draining workers have clients too */
+    for (int i = 0; i < slots; i++)
         if (server.workers[i])
             n++;
     atomic_store(&b->pending, n);
-    for (int i = 0; i < server.nworkers; i++)
-        if (server.workers[i] && worker_post(server.workers[i], broadcast_run, b) < 0)
-            broadcast_run(server.workers[i], b); /* keeps the count right; rare */
+    for (int i = 0; i < slots; i++) {
+        worker_t *w = server.workers[i];
+        if (!w)
+            continue;
+        int rc = worker_post(w, broadcast_run, b);
+        if (rc == -ESHUTDOWN)
+            broadcast_count(self, b); /* a drained worker: nothing of it to visit */
+        else if (rc < 0)
+            broadcast_run(w, b); /* keeps the count right; rare */
+    }
     return 0;
 }
 
@@ -459,10 +478,16 @@ static void release_closed(worker_t *w)
     }
 }
 
+static int drained(worker_t *w);
+static void worker_end_drained(worker_t *w);
+
 static void *worker_main(void *arg)
 {
     worker_t *w = arg;
     struct epoll_event ev[WORKER_EVENTS];
+    char name[16];
+    snprintf(name, sizeof(name), "worker-%d", w->id); /* ps -L, /proc/PID/task/TID/comm */
+    pthread_setname_np(pthread_self(), name);
     while (!w->stopping) {
         int n = epoll_wait(w->epfd, ev, WORKER_EVENTS, loop_wait_ms(w));
         if (n < 0 && errno != EINTR) {
@@ -479,6 +504,10 @@ static void *worker_main(void *arg)
         if (w->pass_requested)
             run_pass(w);
         release_closed(w);
+        if (w->draining && !w->stopping && drained(w)) {
+            worker_end_drained(w);
+            return NULL;
+        }
     }
     return NULL;
 }
@@ -491,12 +520,38 @@ static int same_address(const listen_conf_t *a, const listen_conf_t *b)
            (!a->bind_address || strcmp(a->bind_address, b->bind_address) == 0);
 }
 
-static worker_listen_t *listen_add(worker_t *w, const listen_conf_t *lc)
+/* Every worker's listen array changes under this lock (cold: start-up, reloads, draining),
+ * so that a worker joining late can borrow another's socket (listen_borrow). */
+static pthread_mutex_t listens_lock = PTHREAD_MUTEX_INITIALIZER;
+static uid_t start_euid;  /* who opened the start-up sockets */
+
+/* A worker started (or started again) by a reload after privileges were dropped cannot open
+ * its own socket on an address the start-up sockets hold: SO_REUSEPORT groups take sockets of
+ * one user only, and a port below 1024 needs privileges. It shares another worker's socket
+ * instead (a duplicate descriptor: both loops accept from one queue). -1 if none has it. */
+static int listen_borrow(worker_t *self, const listen_conf_t *lc)
+{
+    int slots = atomic_load(&server.nslots);
+    for (int i = 0; i < slots; i++) {
+        worker_t *w = server.workers[i];
+        if (!w || w == self)
+            continue;
+        for (int j = 0; j < w->nlisten; j++)
+            if (w->listens[j] && w->listens[j]->fd >= 0 &&
+                same_address(w->listens[j]->conf, lc))
+                return fcntl(w->listens[j]->fd, F_DUPFD_CLOEXEC, 0);
+    }
+    return -1;
+}
+
+static worker_listen_t *listen_add(worker_t *w, const listen_conf_t *lc, int joining)
 {
     worker_listen_t *ls = calloc(1, sizeof(*ls));
     if (!ls)
         return NULL;
-    ls->fd = listen_open(lc);
+    ls->fd = joining && geteuid() != start_euid ? listen_borrow(w, lc) : -1;
+    if (ls->fd < 0)
+        ls->fd = listen_open(lc);
     ls->worker = w;
     ls->conf = lc;
     ls->handler.on_event = on_accept;
@@ -510,10 +565,34 @@ static worker_listen_t *listen_add(worker_t *w, const listen_conf_t *lc)
     return ls;
 }
 
+/* Closes a listen socket; its memory stays until the worker is freed: an event for it may
+ * still be in this loop iteration. */
+static void listen_retire(worker_t *w, worker_listen_t *ls)
+{
+    epoll_ctl(w->epfd, EPOLL_CTL_DEL, ls->fd, NULL);
+    close(ls->fd);
+    ls->fd = -1;
+    ls->next_closed = w->listens_closed;
+    w->listens_closed = ls;
+}
+
 /* Makes w's listen sockets those of cfg: a socket whose address is still configured is kept
  * (with the new settings), others are closed, new addresses opened. A closed socket's memory
  * stays until the worker is freed: an event for it may still be in this loop iteration. */
-static int sync_listeners(worker_t *w, const config_t *cfg, int at_start)
+static int sync_listeners_locked(worker_t *w, const config_t *cfg, int at_start, int joining);
+
+/* joining: w starts accepting after start-up (added by a reload, or no longer draining). */
+static int sync_listeners(worker_t *w, const config_t *cfg, int at_start, int joining)
+{
+    pthread_mutex_lock(&listens_lock);
+    if (at_start && !atomic_load(&server.nslots))
+        start_euid = geteuid();
+    int rc = sync_listeners_locked(w, cfg, at_start, joining);
+    pthread_mutex_unlock(&listens_lock);
+    return rc;
+}
+
+static int sync_listeners_locked(worker_t *w, const config_t *cfg, int at_start, int joining)
 {
     int n = 0, rc = 0;
     for (const listen_conf_t *lc = cfg->listen; lc; lc = lc->next)
@@ -532,7 +611,7 @@ static int sync_listeners(worker_t *w, const config_t *cfg, int at_start)
             }
         if (!ls && !at_start && w->id == 0)
             log_info("opening port %d on every worker", lc->port);
-        if (!ls && !(ls = listen_add(w, lc))) {
+        if (!ls && !(ls = listen_add(w, lc, joining))) {
             rc = -EADDRNOTAVAIL;
             if (at_start)
                 break;
@@ -548,11 +627,7 @@ static int sync_listeners(worker_t *w, const config_t *cfg, int at_start)
             continue;
         if (!at_start && w->id == 0)
             log_info("closing port %d on every worker (its connections stay)", ls->conf->port);
-        epoll_ctl(w->epfd, EPOLL_CTL_DEL, ls->fd, NULL);
-        close(ls->fd);
-        ls->fd = -1;
-        ls->next_closed = w->listens_closed;
-        w->listens_closed = ls;
+        listen_retire(w, ls);
     }
     free(w->listens);
     w->listens = next;
@@ -564,7 +639,8 @@ static int sync_listeners(worker_t *w, const config_t *cfg, int at_start)
 
 static void reload_msg(worker_t *w, void *arg)
 {
-    sync_listeners(w, server_config(), 0);
+    if (!w->draining)
+        sync_listeners(w, server_config(), 0, 0);
     for (int i = 0; i < nmodules; i++)
         if (modules[i]->reload)
             modules[i]->reload(w);
@@ -572,18 +648,25 @@ static void reload_msg(worker_t *w, void *arg)
 
 void worker_reload_all(void)
 {
-    for (int i = 0; i < server.nworkers; i++)
+    int slots = atomic_load(&server.nslots);
+    for (int i = 0; i < slots; i++)
         if (server.workers[i])
             worker_post(server.workers[i], reload_msg, NULL);
 }
 
-static void close_fds(worker_t *w)
+/* Frees what the worker's loop owns (listen sockets, timers, epoll, reserve descriptor,
+ * deadline heap); the shell (id, eventfd, message lock) stays. */
+static void loop_teardown(worker_t *w)
 {
+    pthread_mutex_lock(&listens_lock);
     for (int i = 0; i < w->nlisten; i++) {
         close(w->listens[i]->fd);
         free(w->listens[i]);
     }
     free(w->listens);
+    w->listens = NULL;
+    w->nlisten = 0;
+    pthread_mutex_unlock(&listens_lock);
     while (w->listens_closed) {
         worker_listen_t *ls = w->listens_closed;
         w->listens_closed = ls->next_closed;
@@ -597,11 +680,21 @@ static void close_fds(worker_t *w)
     }
     if (w->epfd >= 0)
         close(w->epfd);
-    if (w->evfd >= 0)
-        close(w->evfd);
+    w->epfd = -1;
     if (w->reserve_fd >= 0)
         close(w->reserve_fd);
+    w->reserve_fd = -1;
+    free(w->heap);
+    w->heap = NULL;
+    w->heap_len = w->heap_cap = 0;
+}
+
+static void shell_free(worker_t *w)
+{
+    if (w->evfd >= 0)
+        close(w->evfd);
     pthread_mutex_destroy(&w->msg_lock);
+    free(w);
 }
 
 static void modules_fini(worker_t *w)
@@ -611,21 +704,17 @@ static void modules_fini(worker_t *w)
             modules[i]->fini(w);
 }
 
-worker_t *worker_new(int id)
+/* The loop of a worker (new, or a drained one starting again): epoll, listen sockets of the
+ * current config, the eventfd watched, modules' per-worker state. 0 or -1, logged. */
+static int loop_setup(worker_t *w, int at_start)
 {
     const config_t *cfg = server_config();
-    worker_t *w = calloc(1, sizeof(*w));
-    if (!w)
-        return NULL;
-    w->id = id;
-    w->evfd = w->reserve_fd = -1;
-    pthread_mutex_init(&w->msg_lock, NULL);
+    w->draining = w->stopping = 0;
+    w->accept_resume_ms = 0;
     w->epfd = epoll_create1(EPOLL_CLOEXEC);
-    w->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (w->epfd < 0 || w->evfd < 0)
+    if (w->epfd < 0)
         goto fail;
-    server.workers[id] = w; /* on_accept finds its worker through this table */
-    if (sync_listeners(w, cfg, 1) < 0)
+    if (sync_listeners(w, cfg, at_start, !at_start) < 0 && (at_start || !w->nlisten))
         goto fail;
     w->ev_handler.on_event = on_eventfd;
     if (loop_add(w->epfd, w->evfd, EPOLLIN, &w->ev_handler) < 0)
@@ -633,24 +722,44 @@ worker_t *worker_new(int id)
     open_reserve(w);
     for (int i = 0; i < nmodules; i++) {
         if (modules[i]->init && modules[i]->init(w) < 0) {
-            log_error("worker %d: %s failed to start", id, modules[i]->name);
+            log_error("worker %d: %s failed to start", w->id, modules[i]->name);
             goto fail_modules;
         }
     }
-    return w;
+    return 0;
 fail_modules:
     modules_fini(w);
 fail:
-    log_error("worker %d: start-up failed", id);
-    server.workers[id] = NULL;
-    close_fds(w);
-    free(w);
-    return NULL;
+    log_error("worker %d: start-up failed", w->id);
+    loop_teardown(w);
+    return -1;
+}
+
+worker_t *worker_new(int id)
+{
+    worker_t *w = calloc(1, sizeof(*w));
+    if (!w)
+        return NULL;
+    w->id = id;
+    w->epfd = w->reserve_fd = -1;
+    pthread_mutex_init(&w->msg_lock, NULL);
+    w->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (w->evfd < 0 || loop_setup(w, !atomic_load(&server.running)) < 0) {
+        if (w->evfd < 0)
+            log_error("worker %d: eventfd: %s", id, strerror(errno));
+        shell_free(w);
+        return NULL;
+    }
+    w->accepting = 1;
+    server.workers[id] = w;
+    return w;
 }
 
 int worker_start(worker_t *w)
 {
     int rc = pthread_create(&w->thread, NULL, worker_main, w);
+    if (!rc)
+        w->thread_live = 1;
     return rc ? -rc : 0;
 }
 
@@ -659,21 +768,189 @@ static void stop_msg(worker_t *w, void *arg)
     w->stopping = 1;
 }
 
+/* Waits for a drained worker's thread (it is detached) to be done with its worker_t. */
+static void wait_ended(worker_t *w)
+{
+    while (!atomic_load_explicit(&w->ended, memory_order_acquire)) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL); /* the thread is past its last message: a moment at most */
+    }
+    w->thread_live = 0;
+}
+
 void worker_stop(worker_t *w)
 {
-    worker_post(w, stop_msg, NULL);
+    if (!w->thread_live)
+        return;
+    if (worker_post(w, stop_msg, NULL) == -ESHUTDOWN) {
+        wait_ended(w);
+        return;
+    }
     pthread_join(w->thread, NULL);
+    w->thread_live = 0;
 }
 
 void worker_free(worker_t *w)
 {
-    while (w->conns)
-        conn_close(w->conns);
-    release_closed(w);
-    run_messages(w);
-    modules_fini(w);
+    if (!w->gone) {
+        while (w->conns)
+            conn_close(w->conns);
+        release_closed(w);
+        run_messages(w);
+        modules_fini(w);
+        loop_teardown(w);
+    }
     server.workers[w->id] = NULL;
-    close_fds(w);
-    free(w->heap);
-    free(w);
+    shell_free(w);
+}
+
+/* ---- draining (fewer <workers> after a reload) ---- */
+
+static void drain_msg(worker_t *w, void *arg)
+{
+    if (w->draining)
+        return;
+    w->draining = 1;
+    /* take what already waits in the backlogs: closing a SO_REUSEPORT socket resets its
+     * queued connections (the other workers' sockets get the new ones from now) */
+    for (int i = 0; i < w->nlisten; i++)
+        if (!w->accept_resume_ms)
+            on_accept(&w->listens[i]->handler, EPOLLIN);
+    pthread_mutex_lock(&listens_lock);
+    for (int i = 0; i < w->nlisten; i++)
+        listen_retire(w, w->listens[i]);
+    free(w->listens);
+    w->listens = NULL;
+    w->nlisten = 0;
+    pthread_mutex_unlock(&listens_lock);
+    int n = 0;
+    for (conn_t *c = w->conns; c; c = c->next)
+        n++;
+    log_info("worker %d: draining (no longer accepting; %d connection%s to finish)", w->id, n,
+             n == 1 ? "" : "s");
+}
+
+static void undrain_msg(worker_t *w, void *arg)
+{
+    if (!w->draining)
+        return;
+    w->draining = 0;
+    sync_listeners(w, server_config(), 0, 1);
+    log_info("worker %d: accepting again", w->id);
+}
+
+/* A draining worker with nothing left: no connection, no busy module, no message waiting.
+ * Then it refuses further posts (under the lock a poster takes) and may end. */
+static int drained(worker_t *w)
+{
+    if (w->conns || w->closed || w->read_again)
+        return 0;
+    for (int i = 0; i < nmodules; i++)
+        if (modules[i]->busy && modules[i]->busy(w))
+            return 0;
+    pthread_mutex_lock(&w->msg_lock);
+    int idle = !w->msgs;
+    if (idle)
+        w->gone = 1;
+    pthread_mutex_unlock(&w->msg_lock);
+    return idle;
+}
+
+static void worker_end_drained(worker_t *w)
+{
+    modules_fini(w);
+    loop_teardown(w);
+    atomic_fetch_sub(&server.stats.workers_draining, 1);
+    log_info("worker %d: drained, its thread ends", w->id);
+    pthread_detach(pthread_self());
+    atomic_store_explicit(&w->ended, 1, memory_order_release); /* the last touch of w */
+}
+
+/* Starts a drained worker whose thread has ended again, in the same slot. */
+static int revive(worker_t *w)
+{
+    wait_ended(w);
+    if (loop_setup(w, 0) < 0)
+        return -1;
+    atomic_store(&w->ended, 0);
+    if (worker_start(w) < 0) {
+        log_error("worker %d: cannot start its thread", w->id);
+        modules_fini(w);
+        loop_teardown(w);
+        atomic_store(&w->ended, 1);
+        return -1;
+    }
+    /* posts were refused until now; the thread does not end while not draining */
+    pthread_mutex_lock(&w->msg_lock);
+    w->gone = 0;
+    pthread_mutex_unlock(&w->msg_lock);
+    return 0;
+}
+
+/* Makes slot i an accepting worker. 0 or -1 (logged). */
+static int make_accepting(int i)
+{
+    worker_t *w = server.workers[i];
+    if (!w) {
+        if (!(w = worker_new(i)))
+            return -1;
+        if (worker_start(w) < 0) {
+            log_error("worker %d: cannot start its thread", i);
+            worker_free(w);
+            return -1;
+        }
+        if (atomic_load(&server.nslots) < i + 1)
+            atomic_store_explicit(&server.nslots, i + 1, memory_order_release);
+        log_info("worker %d: started", i);
+        return 0;
+    }
+    if (w->accepting)
+        return 0;
+    int rc = worker_post(w, undrain_msg, NULL);
+    if (rc == -ESHUTDOWN) {
+        if (revive(w) < 0)
+            return -1;
+        log_info("worker %d: started again", i);
+    } else if (rc < 0) {
+        return -1;
+    } else {
+        atomic_fetch_sub(&server.stats.workers_draining, 1);
+    }
+    w->accepting = 1;
+    return 0;
+}
+
+int worker_set_count(int n)
+{
+    if (n < 1)
+        n = 1;
+    if (n > SERVER_MAX_WORKERS)
+        n = SERVER_MAX_WORKERS;
+    int have = atomic_load(&server.nworkers);
+    if (n == have)
+        return n;
+    log_info("<workers>: %d -> %d", have, n);
+    /* fewer: the count drops first, so nothing hands new work to those being drained */
+    if (n < have)
+        atomic_store(&server.nworkers, n);
+    int slots = atomic_load(&server.nslots);
+    for (int i = n; i < slots; i++) {
+        worker_t *w = server.workers[i];
+        if (!w || !w->accepting)
+            continue;
+        /* counted first: a worker with nothing to serve may end (and uncount) at once */
+        atomic_fetch_add(&server.stats.workers_draining, 1);
+        if (worker_post(w, drain_msg, NULL) == 0)
+            w->accepting = 0;
+        else
+            atomic_fetch_sub(&server.stats.workers_draining, 1);
+    }
+    int ok = n < have ? n : have;
+    for (int i = have; i < n; i++) {
+        if (make_accepting(i) < 0)
+            break;
+        ok = i + 1;
+        atomic_store(&server.nworkers, ok);
+    }
+    return ok;
 }

@@ -76,6 +76,13 @@ typedef struct worker {
     uint64_t accept_resume_ms;
     int reserve_fd;
     int stopping;
+    /* Beyond <workers> after a reload: no listen socket; the thread ends (and frees what it
+     * owns) once it has no connection left and no module is busy. Worker thread only. */
+    int draining;
+    int gone;                 /* thread ending: posts are refused. Under msg_lock */
+    atomic_int ended;         /* set last by a drained thread (detached): the slot is free */
+    int accepting;            /* main thread's view: told to accept (not draining) */
+    int thread_live;          /* main thread: started and neither joined nor ended */
 } worker_t;
 
 /* What a module (a role above net, e.g. the listener fan-out) adds to every worker. All hooks
@@ -91,6 +98,9 @@ typedef struct worker_module {
     void (*fini)(worker_t *w);
     /* The config was reloaded (server_config() is the new one): on the worker's thread. */
     void (*reload)(worker_t *w);
+    /* A draining worker asks before it ends: non-zero while the module still has work on it
+     * that no connection stands for (a relay waiting to reconnect). Worker thread. */
+    int (*busy)(worker_t *w);
 } worker_module_t;
 
 /* Registers a module for every worker created afterwards (at start-up, before workers). */
@@ -109,6 +119,14 @@ void worker_stop(worker_t *w);
 /* Closes everything the stopped worker owns and frees it. */
 void worker_free(worker_t *w);
 
+/* A reload changed <workers> (main thread, after worker_reload_all): makes workers 0..n-1
+ * accept (new workers are created and started, draining ones take their listen sockets
+ * back, stopped ones start again) and drains those from n up: each closes its listen sockets
+ * at once (after accepting what is already waiting), serves its connections until they end,
+ * then its thread ends and frees its loop, timers and module state. Returns the number of
+ * accepting workers (fewer than n if a new one failed to start). */
+int worker_set_count(int n);
+
 /* Adds a periodic timer: fn(w, arg) every period_ms on w's thread until the worker is freed.
  * At start-up (module init) or on the worker's thread. 0 or -errno. */
 int worker_timer_add(worker_t *w, unsigned period_ms, void (*fn)(worker_t *w, void *arg),
@@ -123,7 +141,8 @@ int worker_timer_period(worker_t *w, void (*fn)(worker_t *w, void *arg), unsigne
  * modules' reload hooks. From the main thread; returns without waiting. */
 void worker_reload_all(void);
 
-/* Runs fn(w, arg) on worker w's thread soon. Thread-safe. 0 or -errno. */
+/* Runs fn(w, arg) on worker w's thread soon. Thread-safe. 0 or -errno (-ESHUTDOWN: w is a
+ * drained worker whose thread has ended; nothing of it is left to act on). */
 int worker_post(worker_t *w, void (*fn)(worker_t *, void *), void *arg);
 /* Runs fn(w, arg) on every worker, each on its own thread; when all have run, runs
  * done(self, arg) on worker `self`. For admin commands that touch connections everywhere (cold

@@ -56,6 +56,8 @@ READ_FN(read_listener_conns, listener_connections)
 READ_FN(read_source_conns, source_total_connections)
 READ_FN(read_file_conns, file_connections)
 READ_FN(read_stats_conns, stats_connections)
+static long long read_workers(void) { return (long long)atomic_load(&server.nworkers); }
+READ_FN(read_draining, workers_draining)
 static long long read_start(void) { return (long long)server.start_time; }
 static long long read_mounts(void) { return mount_count(); }
 
@@ -64,6 +66,10 @@ static const server_metric_t server_metrics[] = {
     {"rimecast_clients", "gauge", "Open client connections of every kind.", read_clients},
     {"rimecast_sources", "gauge", "Connected sources.", read_sources},
     {"rimecast_mounts", "gauge", "Live mountpoints.", read_mounts},
+    {"rimecast_workers", "gauge", "Worker threads accepting connections.", read_workers},
+    {"rimecast_workers_draining", "gauge",
+     "Worker threads past <workers> (after a reload) still serving their connections.",
+     read_draining},
     {"rimecast_server_listeners", "gauge", "Listeners on all mounts.", read_listeners},
     {"rimecast_connections_total", "counter", "Accepted connections.", read_connections},
     {"rimecast_connections_refused_total", "counter",

@@ -291,7 +291,8 @@ void mount_unref(mount_t *m)
 
 static void wake_workers(mount_t *m)
 {
-    for (int i = 0; i < server.nworkers; i++)
+    int n = atomic_load_explicit(&server.nslots, memory_order_acquire); /* draining too */
+    for (int i = 0; i < n; i++)
         if (atomic_load_explicit(&m->worker_listeners[i], memory_order_relaxed) > 0 &&
             server.workers[i])
             worker_wake(server.workers[i]);

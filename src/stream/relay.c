@@ -616,10 +616,17 @@ static void relay_module_fini(worker_t *w)
         master_fini();
 }
 
+/* A draining worker keeps the relays it runs (connected or waiting to reconnect). */
+static int relay_module_busy(worker_t *w)
+{
+    return worker_relays[w->id] != NULL;
+}
+
 static const worker_module_t relay_module = {
     .name = "relays",
     .init = relay_module_init,
     .fini = relay_module_fini,
+    .busy = relay_module_busy,
 };
 
 void relay_register(void)
@@ -746,7 +753,7 @@ static void stop_master_msg(worker_t *w, void *arg)
 
 void relay_stop_master(const char *local)
 {
-    for (int i = 0; i < server.nworkers; i++) {
+    for (int i = 0; i < server.nslots; i++) { /* draining workers' relays too */
         char *name = str_dup(local);
         if (name && worker_post(server.workers[i], stop_master_msg, name) < 0)
             free(name);

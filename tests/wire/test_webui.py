@@ -784,3 +784,62 @@ def test_admin_history_charts_draw_the_samples_and_refresh(station, browsers):
     b.wait(lambda: _chart_points(b, "listeners") > first, 25, "a new point within 10 s or so")
     assert not b.console_errors(), b.console_errors()
     shot(b, "admin-history-server")
+
+
+def _bad_source_login(srv, mount, user="source"):
+    """A source login with a wrong password (the server logs it); returns the status code."""
+    sock = socket.create_connection((srv.host, srv.port), timeout=10)
+    try:
+        sock.sendall(("SOURCE %s HTTP/1.0\r\nAuthorization: %s\r\nContent-Type: audio/mpeg\r\n\r\n"
+                      % (mount, webuilib.wirelib.basic_auth(user, "wrong"))).encode())
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            chunk = sock.recv(1024)
+            if not chunk:
+                break
+            answer += chunk
+        return int(answer.split(b" ", 2)[1])
+    finally:
+        sock.close()
+
+
+def _log_texts(b):
+    return [e.text for e in b.find("tbody[data-log-lines] td.text")]
+
+
+@pytest.mark.rimecast_only
+def test_admin_log_shows_new_lines_live_as_text(station, browsers):
+    st = station({"/live.mp3": {}})
+    b = browsers(js=True, auth=AUTH)
+    b.get(st.url("/admin/log.xsl"))
+    settle(b)
+    b.wait(lambda: b.one(".conn").get_attribute("data-state") == "poll", 5, "polling")
+    assert b.text(".conn") == "Refreshing every 2 s"
+    count = int(b.text('[data-field="log-count"]'))
+    assert count == len(_log_texts(b))
+    b.js_run("document.documentElement.setAttribute('data-marker', '1')")   # gone on a reload
+
+    # a hostile user name in a failed source login: shown as text, run never
+    assert _bad_source_login(st.srv, "/live.mp3", user=HOSTILE) == 401
+    b.wait(lambda: any("failed login" in t and "<script>window.__pwned=1</script>" in t
+                       for t in _log_texts(b)), 10, "the failed login line, as text")
+    assert "failed login" in _log_texts(b)[0]                           # newest first
+    assert not b.find("img[src='x']")
+    not_pwned(b)
+    assert b.js_run("return document.documentElement.getAttribute('data-marker')") == "1"
+
+    # a failing fetch is shown, and the page recovers with the lines logged meanwhile
+    b.js_run("""window.__realFetch = window.fetch;
+        window.fetch = function () { return Promise.reject(new TypeError('simulated outage')); };
+        window.rimecastAdmin.refresh();""")
+    b.wait(lambda: b.one(".conn").get_attribute("data-state") == "error", 5, "the error state")
+    assert "Live updates unavailable: simulated outage" in b.text(".conn")
+    assert _bad_source_login(st.srv, "/during-outage.mp3") == 401
+    b.js_run("window.fetch = window.__realFetch;")
+    b.wait(lambda: any("/during-outage.mp3" in t for t in _log_texts(b)), 10,
+           "the line logged during the outage")
+    b.wait(lambda: b.one(".conn").get_attribute("data-state") == "poll", 10, "polling again")
+    b.wait(lambda: int(b.text('[data-field="log-count"]')) == len(_log_texts(b)), 5,
+           "the count matching the rows")
+    not_pwned(b)
+    assert not b.console_errors(), b.console_errors()
