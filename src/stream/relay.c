@@ -620,6 +620,7 @@ static void relay_check(relay_t *r, uint64_t now)
             log_info("relay %s: no listeners, disconnecting (on-demand)", r->logname);
             detach_conn(r);
             end_mount(r, "on-demand relay idle");
+            r->cur = 0;
             r->backoff_ms = 0;
             r->next_try_ms = 0;
         }
