@@ -424,6 +424,15 @@ static void free_lists(config_t *c)
         free(r->username);
         free(r->password);
         free(r->bind);
+        for (relay_host_conf_t *h = r->hosts, *hn; h; h = hn) {
+            hn = h->next;
+            free(h->server);
+            free(h->mount);
+            free(h->username);
+            free(h->password);
+            free(h->bind);
+            free(h);
+        }
         free(r);
     }
     for (mount_conf_t *m = c->mounts, *next; m; m = next) {

@@ -85,6 +85,24 @@ typedef struct mount_conf {
     struct mount_conf *next;
 } mount_conf_t;
 
+/* At most this many upstreams in one <relay> (the flat one and the <host>/<upstream> blocks). */
+#define RELAY_MAX_HOSTS 16
+
+/* One upstream of a <relay>: Icecast-KH's <host> block, Icecast 2.5's <upstream> block, or the
+ * relay's own flat fields. After load every field is set (the relay's values filled in). */
+typedef struct relay_host_conf {
+    char *server;       /* default 127.0.0.1 */
+    int port;           /* default 8000 */
+    char *mount;        /* default "/" */
+    char *username;     /* default the relay's */
+    char *password;     /* default the relay's */
+    char *bind;         /* default the relay's */
+    int tls;            /* default the relay's */
+    int relay_shoutcast_metadata; /* default the relay's */
+    int timeout;        /* <timeout> seconds to connect and to get the response head; default 10 */
+    struct relay_host_conf *next;
+} relay_host_conf_t;
+
 typedef struct relay_conf {
     char *server;       /* default 127.0.0.1 */
     int port;           /* default 8000 */
@@ -96,6 +114,10 @@ typedef struct relay_conf {
     int on_demand;      /* default = relays-on-demand */
     char *bind;
     int tls;            /* <tls>/<ssl> 1: the upstream speaks HTTPS (verified); default 0 */
+    /* the upstreams, tried in this order: the flat fields above first when the block has any
+     * of <server>, <port>, <mount> (or has no <host>/<upstream> block), then the blocks */
+    relay_host_conf_t *hosts;
+    int nhosts;         /* 1..RELAY_MAX_HOSTS */
     struct relay_conf *next;
 } relay_conf_t;
 

@@ -394,6 +394,42 @@ static int fn_listen(parse_t *p, xmlNodePtr n, void *obj)
     return 0;
 }
 
+/* Icecast-KH's <host> and Icecast 2.5's <upstream> inside <relay>: one upstream each. */
+static const directive_t relay_host_dirs[] = {
+    PATH("server", relay_host_conf_t, server),
+    INT("port", relay_host_conf_t, port, 1, PORT_MAX),
+    PATH("mount", relay_host_conf_t, mount),
+    STR("username", relay_host_conf_t, username),
+    STR("password", relay_host_conf_t, password),
+    BOOL("relay-shoutcast-metadata", relay_host_conf_t, relay_shoutcast_metadata),
+    PATH("bind", relay_host_conf_t, bind),
+    BOOL("tls", relay_host_conf_t, tls),
+    BOOL("ssl", relay_host_conf_t, tls),
+    INT("timeout", relay_host_conf_t, timeout, 1, 3600),
+    END,
+};
+static const section_t relay_host_sec = {"host", relay_host_dirs};
+static const section_t relay_upstream_sec = {"upstream", relay_host_dirs};
+
+static int fn_relay_host(parse_t *p, xmlNodePtr n, void *obj)
+{
+    relay_conf_t *r = obj;
+    relay_host_conf_t *h;
+
+    if (++r->nhosts > RELAY_MAX_HOSTS)
+        return config_err(p, n, "<relay> has more than %d upstreams (its <host> and <upstream> "
+                          "blocks, and its own <server>/<port>/<mount> if any): split it or "
+                          "remove some", RELAY_MAX_HOSTS);
+    if (!(h = new_item(p, n, sizeof(*h))))
+        return -1;
+    h->tls = -1;
+    h->relay_shoutcast_metadata = -1;
+    APPEND(r->hosts, h);
+    return config_walk(p, n, strcmp((const char *)n->name, "host") == 0 ? &relay_host_sec
+                                                                       : &relay_upstream_sec,
+                       h);
+}
+
 static const directive_t relay_dirs[] = {
     PATH("server", relay_conf_t, server),
     INT("port", relay_conf_t, port, 1, PORT_MAX),
@@ -406,9 +442,45 @@ static const directive_t relay_dirs[] = {
     PATH("bind", relay_conf_t, bind),
     BOOL("tls", relay_conf_t, tls), /* Icecast-KH (in <host>): the upstream speaks HTTPS */
     BOOL("ssl", relay_conf_t, tls),
+    FN("host", fn_relay_host),     /* Icecast-KH */
+    FN("upstream", fn_relay_host), /* Icecast 2.5 */
     END,
 };
 static const section_t relay_sec = {"relay", relay_dirs};
+
+static int dup_default(char **to, const char *from)
+{
+    return !*to && from && !(*to = strdup(from)) ? -1 : 0;
+}
+
+/* The relay's own fields as its first upstream, when it has any of them (or no block). */
+static int relay_flat_host(parse_t *p, xmlNodePtr n, relay_conf_t *r)
+{
+    int flat = r->hosts == NULL;
+
+    for (xmlNodePtr ch = n->children; ch && !flat; ch = ch->next)
+        flat = ch->type == XML_ELEMENT_NODE && (strcmp((const char *)ch->name, "server") == 0 ||
+                                                strcmp((const char *)ch->name, "port") == 0 ||
+                                                strcmp((const char *)ch->name, "mount") == 0);
+    if (!flat)
+        return 0;
+    if (r->nhosts >= RELAY_MAX_HOSTS)
+        return config_err(p, n, "<relay> has more than %d upstreams (its <host> and <upstream> "
+                          "blocks, and its own <server>/<port>/<mount>): split it or remove "
+                          "some", RELAY_MAX_HOSTS);
+    relay_host_conf_t *h = new_item(p, n, sizeof(*h));
+    if (!h)
+        return -1;
+    h->next = r->hosts;
+    r->hosts = h;
+    r->nhosts++;
+    h->port = r->port;
+    h->tls = -1;
+    h->relay_shoutcast_metadata = -1;
+    if (dup_default(&h->server, r->server) || dup_default(&h->mount, r->mount))
+        return config_err(p, n, "out of memory");
+    return 0;
+}
 
 static int fn_relay(parse_t *p, xmlNodePtr n, void *obj)
 {
@@ -423,9 +495,25 @@ static int fn_relay(parse_t *p, xmlNodePtr n, void *obj)
     APPEND(((config_t *)obj)->relays, r);
     if (config_walk(p, n, &relay_sec, r))
         return -1;
-    if (!r->server && !(r->server = strdup("127.0.0.1")))
+    if (relay_flat_host(p, n, r))
+        return -1;
+    for (relay_host_conf_t *h = r->hosts; h; h = h->next) {
+        if (dup_default(&h->server, "127.0.0.1") || dup_default(&h->mount, "/") ||
+            dup_default(&h->username, r->username) || dup_default(&h->password, r->password) ||
+            dup_default(&h->bind, r->bind))
+            return config_err(p, n, "out of memory");
+        if (!h->port)
+            h->port = 8000;
+        if (h->tls < 0)
+            h->tls = r->tls;
+        if (h->relay_shoutcast_metadata < 0)
+            h->relay_shoutcast_metadata = r->relay_shoutcast_metadata;
+        if (!h->timeout)
+            h->timeout = 10;
+    }
+    if (!r->server && !(r->server = strdup(r->hosts->server)))
         return config_err(p, n, "out of memory");
-    if (!r->mount && !(r->mount = strdup("/")))
+    if (!r->mount && !(r->mount = strdup(r->hosts->mount)))
         return config_err(p, n, "out of memory");
     if (!r->local_mount) {
         if (r->mount[0] != '/')

@@ -257,7 +257,7 @@ static void add_tags(kvset_t *s, mount_t *m)
     pthread_mutex_unlock(&m->lock);
 }
 
-static void add_source_fields(kvset_t *s, mount_t *m, const conn_t *via)
+static void add_source_fields(kvset_t *s, mount_t *m, const conn_t *via, int admin)
 {
     const mount_info_t *i = mount_info(m);
     char buf[512];
@@ -289,6 +289,11 @@ static void add_source_fields(kvset_t *s, mount_t *m, const conn_t *via)
     kv_addf(s, "total_bytes_sent", "%lld", (long long)atomic_load(&m->bytes_sent));
     kv_add(s, "source_ip", i->source_ip);
     kv_add(s, "user_agent", i->user_agent);
+    if (admin) { /* where a relay pulls from: for the admin only, as source_ip */
+        char *url = mount_get_relay_url(m);
+        kv_add(s, "relay_upstream", url);
+        free(url);
+    }
     add_tags(s, m); /* title, artist, codec values */
     if (i->audio_info)
         add_audio_info_keys(s, i->audio_info);
@@ -411,7 +416,7 @@ xmlDocPtr stats_document(int admin, const char *mount, int *found, const conn_t 
         char *name = stats_clean_text(v[k]->name);
         xmlNewProp(src, BAD_CAST "mount", BAD_CAST(name ? name : ""));
         free(name);
-        add_source_fields(s, v[k], via);
+        add_source_fields(s, v[k], via, admin);
         kv_emit(s, src);
     }
     idle_ctx_t idle = {root, mount, v, n, 0, via};

@@ -273,6 +273,7 @@ void mount_unref(mount_t *m)
     icy_meta_unref(m->meta);
     tags_free(m->tags);
     free(m->fallback_name);
+    free(m->relay_url);
     mount_info_t *cur = atomic_load(&m->info);
     if (cur) {
         mount_info_free(cur);
@@ -335,6 +336,27 @@ char *mount_get_fallback(mount_t *m)
 {
     pthread_mutex_lock(&m->lock);
     char *copy = m->fallback_name ? strdup(m->fallback_name) : NULL;
+    pthread_mutex_unlock(&m->lock);
+    return copy;
+}
+
+int mount_set_relay_url(mount_t *m, const char *url)
+{
+    char *copy = NULL;
+    if (url && !(copy = strdup(url)))
+        return -ENOMEM;
+    pthread_mutex_lock(&m->lock);
+    char *old = m->relay_url;
+    m->relay_url = copy;
+    pthread_mutex_unlock(&m->lock);
+    free(old);
+    return 0;
+}
+
+char *mount_get_relay_url(mount_t *m)
+{
+    pthread_mutex_lock(&m->lock);
+    char *copy = m->relay_url ? strdup(m->relay_url) : NULL;
     pthread_mutex_unlock(&m->lock);
     return copy;
 }

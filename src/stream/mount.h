@@ -73,6 +73,8 @@ struct mount {
     /* fallback set at runtime (/admin/fallbacks), by name, under lock; NULL = the config's.
      * Resolved only when listeners move (stream/fallback.h), so it never pins a mount. */
     char *fallback_name;
+    /* a relay's mount: the URL of the upstream it pulls from now (under lock), NULL otherwise */
+    char *relay_url;
     /* listeners that could not follow it there (full, other format): logged on the first */
     atomic_int fallback_refused;
     /* the source feeding this mount, for killsource (cold path) */
@@ -117,6 +119,10 @@ void mount_end(mount_t *m);
 int mount_set_fallback(mount_t *m, const char *name);
 /* The runtime fallback name (malloc'd copy) or NULL when none was set. */
 char *mount_get_fallback(mount_t *m);
+/* A relay's mount: sets the URL of the upstream it streams from now (shown in the admin
+ * stats). 0 or -ENOMEM. mount_get_relay_url: a malloc'd copy, or NULL when none. */
+int mount_set_relay_url(mount_t *m, const char *url);
+char *mount_get_relay_url(mount_t *m);
 /* Asks the source of m to disconnect (its worker closes it). Thread-safe. */
 void mount_kill_source(mount_t *m);
 /* Number of live mounts. */

@@ -39,7 +39,6 @@
 
 #define RELAY_TICK_MS 200
 #define RELAY_CONNECT_MS 10000
-#define RELAY_HEAD_MS 10000
 #define RELAY_BACKOFF_MIN_MS 1000
 #define RELAY_BACKOFF_MAX_MS 60000
 #define RELAY_GRACE_MS 30000 /* the mount waits this long for the upstream to come back */
@@ -56,15 +55,27 @@ typedef struct relay_conn {
     relay_t *relay;  /* NULL once the relay let go of it */
 } relay_conn_t;
 
+/* One configured upstream (a <relay> may list several: tried in order). */
+typedef struct relay_host {
+    char *server, *path;  /* upstream host and mount path */
+    char *user, *pass;
+    char *bind;           /* <bind>: local address to connect from, NULL = any */
+    int port, icy;
+    int tls;              /* the upstream speaks HTTPS */
+    unsigned timeout_ms;  /* to connect (and the TLS handshake), and again for the head */
+} relay_host_t;
+
 struct relay {
-    char *bind;         /* <bind>: local address to connect from, NULL = any */
     /* what to pull */
-    char *upstream, *upath, *local, *user, *pass; /* upstream host and mount path */
-    int port, icy, on_demand, from_master;
-    int tls;              /* the configured upstream speaks HTTPS */
+    relay_host_t hosts[RELAY_MAX_HOSTS];
+    int nhosts;
+    int cur;              /* the upstream of the current (or next) attempt */
+    char *local;
+    int on_demand, from_master;
     /* where the current attempt goes (the configured place, or a redirect's) */
     char *host, *path;
     int tport, ttls, redirects, redirect_pending;
+    uint64_t bytes_at_start; /* the mount's bytes_read when this connection became its source */
 
     worker_t *worker;
     relay_conn_t *rc;     /* connecting, reading the head, or streaming */
@@ -200,6 +211,7 @@ static int parse_url(const char *url, size_t len, char **host, int *port, char *
 
 static void end_mount(relay_t *r, const char *why)
 {
+    r->lost_ms = 0;
     if (!r->mount)
         return;
     log_info("relay %s: mount ended (%s)", r->logname, why);
@@ -224,12 +236,14 @@ static void detach_conn(relay_t *r)
 static void relay_free(relay_t *r)
 {
     end_mount(r, "relay stopped");
-    free(r->bind);
-    free(r->upstream);
-    free(r->upath);
+    for (int i = 0; i < r->nhosts; i++) {
+        free(r->hosts[i].server);
+        free(r->hosts[i].path);
+        free(r->hosts[i].user);
+        free(r->hosts[i].pass);
+        free(r->hosts[i].bind);
+    }
     free(r->local);
-    free(r->user);
-    free(r->pass);
     free(r->host);
     free(r->path);
     free(r);
@@ -270,19 +284,36 @@ static void relay_conn_ended(relay_t *r)
         r->next_try_ms = now;
         return;
     }
+    /* a source that ended before any audio counts as a failed attempt */
+    int had_data = r->streaming &&
+                   (!r->mount || atomic_load(&r->mount->bytes_read) > r->bytes_at_start);
     if (r->streaming) {
         r->streaming = 0;
-        r->backoff_ms = RELAY_BACKOFF_MIN_MS;
+        if (!r->lost_ms)
+            r->lost_ms = now;
+    }
+    free(r->path);
+    r->path = NULL; /* the next attempt starts from a configured upstream */
+    if (had_data) {
         r->lost_ms = now;
+        r->cur = 0; /* each reconnect starts again from the first upstream */
+        r->backoff_ms = RELAY_BACKOFF_MIN_MS;
         log_info("relay %s: upstream lost, reconnecting", r->logname);
+    } else if (r->cur + 1 < r->nhosts) {
+        r->cur++; /* this upstream failed: the next one at once */
+        log_info("relay %s: trying upstream %d of %d", r->logname, r->cur + 1, r->nhosts);
+        r->next_try_ms = now;
+        return;
     } else {
         r->backoff_ms = r->backoff_ms ? r->backoff_ms * 2 : RELAY_BACKOFF_MIN_MS;
         if (r->backoff_ms > RELAY_BACKOFF_MAX_MS)
             r->backoff_ms = RELAY_BACKOFF_MAX_MS;
+        if (r->nhosts > 1)
+            log_info("relay %s: all %d upstreams failed, trying again in about %u s",
+                     r->logname, r->nhosts, (r->backoff_ms + 500) / 1000);
+        r->cur = 0;
     }
     r->next_try_ms = now + jitter(r, r->backoff_ms);
-    free(r->path);
-    r->path = NULL; /* the next attempt starts from the configured upstream */
 }
 
 static void relay_conn_destroy(conn_t *c)
@@ -356,8 +387,18 @@ static void become_source(conn_t *c, relay_t *r, const http_response_t *resp, si
         return;
     }
     r->streaming = 1;
-    r->lost_ms = 0;
     r->redirects = 0;
+    r->bytes_at_start = r->mount ? atomic_load(&r->mount->bytes_read) - (rlen - head_len) : 0;
+    char url[1400];
+    snprintf(url, sizeof(url), "%s://%s:%d%s", r->ttls ? "https" : "http", r->host, r->tport,
+             r->path);
+    if (r->mount)
+        mount_set_relay_url(r->mount, url);
+    if (r->nhosts > 1) {
+        char esc[256];
+        log_info("relay %s: streaming from %s (upstream %d of %d)", r->logname,
+                 escape_log(esc, sizeof(esc), url, strlen(url)), r->cur + 1, r->nhosts);
+    }
     if (r->on_demand)
         demand_live(r->local, 1);
     conn_set_deadline(c, 0);
@@ -437,14 +478,15 @@ static const conn_ops_t head_ops = {
 /* Connected (and through the TLS handshake if any): the request goes out. */
 static void send_request(conn_t *c, relay_t *r)
 {
+    const relay_host_t *h = &r->hosts[r->cur];
     char req[2048];
     int n = snprintf(req, sizeof(req),
                      "GET %s HTTP/1.0\r\nHost: %s:%d\r\nUser-Agent: %s\r\n%s", r->path,
                      r->host, r->tport, server_ident(),
-                     r->icy ? "Icy-MetaData: 1\r\n" : "");
-    if (r->user && r->pass && n > 0 && (size_t)n < sizeof(req)) {
+                     h->icy ? "Icy-MetaData: 1\r\n" : "");
+    if (h->user && h->pass && n > 0 && (size_t)n < sizeof(req)) {
         char creds[600];
-        snprintf(creds, sizeof(creds), "%s:%s", r->user, r->pass);
+        snprintf(creds, sizeof(creds), "%s:%s", h->user, h->pass);
         char *b64 = str_base64_encode((const unsigned char *)creds, strlen(creds));
         if (b64)
             n += snprintf(req + n, sizeof(req) - (size_t)n, "Authorization: Basic %s\r\n", b64);
@@ -456,7 +498,7 @@ static void send_request(conn_t *c, relay_t *r)
     }
     memcpy(req + n, "\r\n", 3);
     c->ops = &head_ops;
-    conn_set_deadline(c, RELAY_HEAD_MS);
+    conn_set_deadline(c, h->timeout_ms);
     conn_send(c, req, (size_t)n + 2, NULL);
 }
 
@@ -493,7 +535,7 @@ static void relay_connected(conn_t *c, int err)
     }
     /* the handshake gets the connect time again: a peer that accepts and never answers is
      * dropped then */
-    conn_set_deadline(c, RELAY_CONNECT_MS);
+    conn_set_deadline(c, r->hosts[r->cur].timeout_ms);
     int rc = c->closing ? 0 : tls_connect(c, r->host, relay_tls_done);
     if (rc < 0)
         fail(c, r, "cannot start TLS", rc == -ENOTSUP ? "no TLS client context (restart the "
@@ -509,8 +551,9 @@ static void relay_connect(relay_t *r, const char *ip)
     }
     rc->relay = r;
     r->rc = rc;
-    int err = connect_start_from(&rc->client.conn, r->worker, r->bind, ip, r->tport,
-                                 RELAY_CONNECT_MS, relay_connected, relay_conn_destroy);
+    const relay_host_t *h = &r->hosts[r->cur];
+    int err = connect_start_from(&rc->client.conn, r->worker, h->bind, ip, r->tport,
+                                 h->timeout_ms, relay_connected, relay_conn_destroy);
     if (err < 0) {
         free(rc);
         log_warn("relay %s: cannot connect to %s:%d: %s", r->logname, r->host, r->tport,
@@ -541,12 +584,13 @@ static void relay_try(relay_t *r)
     if (r->redirect_pending) {
         r->redirect_pending = 0;
     } else {
+        const relay_host_t *h = &r->hosts[r->cur];
         free(r->host);
         free(r->path);
-        r->host = str_dup(r->upstream);
-        r->path = str_dup(r->upath);
-        r->tport = r->port;
-        r->ttls = r->tls;
+        r->host = str_dup(h->server);
+        r->path = str_dup(h->path);
+        r->tport = h->port;
+        r->ttls = h->tls;
         r->redirects = 0;
         if (!r->host || !r->path) {
             r->next_try_ms = loop_now_ms() + RELAY_BACKOFF_MAX_MS;
@@ -576,6 +620,7 @@ static void relay_check(relay_t *r, uint64_t now)
             log_info("relay %s: no listeners, disconnecting (on-demand)", r->logname);
             detach_conn(r);
             end_mount(r, "on-demand relay idle");
+            r->cur = 0;
             r->backoff_ms = 0;
             r->next_try_ms = 0;
         }
@@ -636,30 +681,45 @@ void relay_register(void)
 
 /* ---- creating and stopping relays ---- */
 
-static relay_t *relay_new(const char *host, int port, const char *path, const char *local,
-                          const char *user, const char *pass, int icy, int on_demand, int tls)
+static relay_t *relay_new(const char *local, int on_demand)
 {
     relay_t *r = calloc(1, sizeof(*r));
     if (!r)
         return NULL;
-    r->upstream = str_dup(host ? host : "127.0.0.1");
-    r->upath = str_dup(path ? path : "/");
-    r->local = str_dup(local ? local : r->upath ? r->upath : "/");
-    r->user = user ? str_dup(user) : NULL;
-    r->pass = pass ? str_dup(pass) : NULL;
-    if (!r->upstream || !r->upath || !r->local || (user && !r->user) || (pass && !r->pass)) {
-        relay_free(r);
+    r->local = str_dup(local ? local : "/");
+    if (!r->local) {
+        free(r);
         return NULL;
     }
-    r->port = port > 0 ? port : 8000;
-    r->icy = icy;
     r->on_demand = on_demand > 0;
-    r->tls = tls > 0;
     r->rnd = (uint32_t)time(NULL) ^ (uint32_t)(uintptr_t)r ^ 0x9e3779b9u;
     if (!r->rnd)
         r->rnd = 1;
     escape_log(r->logname, sizeof(r->logname), r->local, strlen(r->local));
     return r;
+}
+
+/* Appends an upstream to r. 0 or -1 (no memory, or too many). */
+static int relay_add_host(relay_t *r, const char *host, int port, const char *path,
+                          const char *user, const char *pass, int icy, int tls,
+                          const char *bind, int timeout_s)
+{
+    if (r->nhosts >= RELAY_MAX_HOSTS)
+        return -1;
+    relay_host_t *h = &r->hosts[r->nhosts++];
+    h->server = str_dup(host ? host : "127.0.0.1");
+    h->path = str_dup(path ? path : "/");
+    h->user = user ? str_dup(user) : NULL;
+    h->pass = pass ? str_dup(pass) : NULL;
+    h->bind = bind ? str_dup(bind) : NULL;
+    h->port = port > 0 ? port : 8000;
+    h->icy = icy;
+    h->tls = tls > 0;
+    h->timeout_ms = timeout_s > 0 ? (unsigned)timeout_s * 1000u : RELAY_CONNECT_MS;
+    if (!h->server || !h->path || (user && !h->user) || (pass && !h->pass) ||
+        (bind && !h->bind))
+        return -1;
+    return 0;
 }
 
 static void relay_add_msg(worker_t *w, void *arg)
@@ -668,8 +728,14 @@ static void relay_add_msg(worker_t *w, void *arg)
     r->worker = w;
     r->next = worker_relays[w->id];
     worker_relays[w->id] = r;
-    log_info("relay %s: pulling %s%s:%d%s%s", r->logname, r->tls ? "https://" : "", r->upstream,
-             r->port, r->upath, r->on_demand ? " (on demand)" : "");
+    for (int i = 0; i < r->nhosts; i++) {
+        const relay_host_t *h = &r->hosts[i];
+        char n[32] = "";
+        if (r->nhosts > 1)
+            snprintf(n, sizeof(n), " (upstream %d of %d)", i + 1, r->nhosts);
+        log_info("relay %s: pulling %s%s:%d%s%s%s", r->logname, h->tls ? "https://" : "",
+                 h->server, h->port, h->path, n, r->on_demand ? " (on demand)" : "");
+    }
 }
 
 static int relay_hand_over(relay_t *r)
@@ -695,10 +761,15 @@ void relay_start_all(void)
 {
     const config_t *cfg = server_config();
     for (const relay_conf_t *rc = cfg->relays; rc; rc = rc->next) {
-        relay_t *r = relay_new(rc->server, rc->port, rc->mount, rc->local_mount, rc->username,
-                               rc->password, rc->relay_shoutcast_metadata, rc->on_demand,
-                               rc->tls);
-        if (r && rc->bind && !(r->bind = strdup(rc->bind))) {
+        relay_t *r = relay_new(rc->local_mount, rc->on_demand);
+        for (const relay_host_conf_t *h = rc->hosts; h && r; h = h->next) {
+            if (relay_add_host(r, h->server, h->port, h->mount, h->username, h->password,
+                               h->relay_shoutcast_metadata, h->tls, h->bind, h->timeout) < 0) {
+                relay_free(r);
+                r = NULL;
+            }
+        }
+        if (r && !r->nhosts) {
             relay_free(r);
             r = NULL;
         }
@@ -729,8 +800,12 @@ int relay_start_master(const char *host, int port, int tls, const char *mount,
     int uport = port, utls = tls;
     if (mount[0] != '/' && parse_url(mount, strlen(mount), &uhost, &uport, &upath, &utls) < 0)
         return -EINVAL;
-    relay_t *r = relay_new(uhost ? uhost : host, uport, upath ? upath : mount, local, user, pass,
-                           1, on_demand, utls);
+    relay_t *r = relay_new(local ? local : upath ? upath : mount, on_demand);
+    if (r && relay_add_host(r, uhost ? uhost : host, uport, upath ? upath : mount, user, pass, 1,
+                            utls, NULL, 0) < 0) {
+        relay_free(r);
+        r = NULL;
+    }
     free(uhost);
     free(upath);
     if (!r)

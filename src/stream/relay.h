@@ -15,7 +15,10 @@
  * the mount is live, at most 10 s) and disconnects 10 s after the last listener left.
  * An upstream may speak HTTPS (<tls>1</tls>, an https:// redirect or stream-list line): the
  * connection then runs a verified TLS handshake (net/tls.h) before the request, and the bytes
- * take the same path. Not here: reloading relay settings on SIGHUP (a restart applies them).
+ * take the same path. A relay may have several upstreams (<host>, <upstream>): each (re)connect
+ * starts from the first and a failing one hands over to the next at once; the backoff applies
+ * when all failed; it stays on a working later one until that fails (no probing back).
+ * Not here: reloading relay settings on SIGHUP (a restart applies them).
  */
 #ifndef RIMECAST_RELAY_H
 #define RIMECAST_RELAY_H

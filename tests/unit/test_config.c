@@ -407,6 +407,93 @@ static void test_relay_tls(void)
     CHECK(load("<icecast><master-ssl-port>70000</master-ssl-port></icecast>") == NULL);
 }
 
+/* Several upstreams: the flat fields first (when given), then <host> and <upstream> blocks in
+ * file order, each taking the relay's credentials, bind, tls and metadata flag unless it sets
+ * its own; at most RELAY_MAX_HOSTS. */
+static void test_relay_hosts(void)
+{
+    config_t *c = load(
+        "<icecast>\n"
+        "<relay><username>u</username><password>p</password><bind>10.0.0.9</bind>\n"
+        "  <host><server>a.example</server><port>8001</port><mount>/a</mount>\n"
+        "    <timeout>3</timeout><ssl>1</ssl></host>\n"
+        "  <upstream><server>b.example</server><mount>/b</mount><username>v</username>\n"
+        "    <relay-shoutcast-metadata>0</relay-shoutcast-metadata><bogus/></upstream>\n"
+        "  <local-mount>/l</local-mount></relay>\n"
+        "<relay><server>flat.example</server><tls>1</tls>\n"
+        "  <host><server>c.example</server></host></relay>\n"
+        "<relay><mount>/d</mount></relay>\n"
+        "<relay><host><mount>/e</mount></host></relay>\n"
+        "</icecast>");
+
+    CHECK(c != NULL);
+    if (!c) {
+        fprintf(stderr, "%s\n", err);
+        return;
+    }
+    const relay_conf_t *r = c->relays;
+    CHECK(r && r->next && r->next->next && r->next->next->next);
+    if (!r || !r->next || !r->next->next || !r->next->next->next) {
+        config_free(c);
+        return;
+    }
+    const relay_host_conf_t *h = r->hosts;
+    CHECK(r->nhosts == 2 && h && h->next && !h->next->next);
+    if (h && h->next) {
+        CHECK_STR(h->server, "a.example");
+        CHECK(h->port == 8001 && h->timeout == 3 && h->tls == 1);
+        CHECK(h->relay_shoutcast_metadata == 1);
+        CHECK_STR(h->mount, "/a");
+        CHECK_STR(h->username, "u");
+        CHECK_STR(h->password, "p");
+        CHECK_STR(h->bind, "10.0.0.9");
+        h = h->next;
+        CHECK_STR(h->server, "b.example");
+        CHECK(h->port == 8000 && h->timeout == 10 && h->tls == 0);
+        CHECK(h->relay_shoutcast_metadata == 0);
+        CHECK_STR(h->username, "v");
+        CHECK_STR(h->password, "p");
+    }
+    CHECK_STR(r->local_mount, "/l");
+    CHECK(warned("<bogus> in <upstream>, ignored"));
+    r = r->next;
+    h = r->hosts;
+    CHECK(r->nhosts == 2 && h && h->next);
+    if (h && h->next) {
+        CHECK_STR(h->server, "flat.example"); /* the flat one first */
+        CHECK(h->tls == 1 && h->port == 8000);
+        CHECK_STR(h->mount, "/");
+        CHECK_STR(h->next->server, "c.example");
+        CHECK(h->next->tls == 1);
+    }
+    r = r->next;
+    CHECK(r->nhosts == 1 && r->hosts);
+    if (r->hosts) {
+        CHECK_STR(r->hosts->server, "127.0.0.1");
+        CHECK_STR(r->hosts->mount, "/d");
+        CHECK(r->hosts->username == NULL && r->hosts->bind == NULL);
+    }
+    r = r->next;
+    CHECK(r->nhosts == 1); /* a block only: no flat upstream */
+    CHECK_STR(r->local_mount, "/e");
+    config_free(c);
+
+    char xml[4096] = "<icecast><relay>";
+    for (int i = 0; i < RELAY_MAX_HOSTS; i++)
+        strcat(xml, "<host><port>8001</port></host>");
+    strcat(xml, "</relay></icecast>");
+    c = load(xml);
+    CHECK(c && c->relays && c->relays->nhosts == RELAY_MAX_HOSTS);
+    config_free(c);
+    char *tail = strstr(xml, "</relay>");
+    memmove(tail + 7, tail, strlen(tail) + 1);
+    memcpy(tail, "<host/>", 7);
+    CHECK(load(xml) == NULL);
+    CHECK(strstr(err, "more than 16 upstreams") != NULL);
+    CHECK(load("<icecast><relay><mount>/m</mount><host><port>x</port></host></relay></icecast>")
+          == NULL);
+}
+
 static void test_relays_directories_headers(void)
 {
     config_t *c = load(
@@ -1010,6 +1097,7 @@ int main(void)
     RUN(test_mounts);
     RUN(test_relays_directories_headers);
     RUN(test_relay_tls);
+    RUN(test_relay_hosts);
     RUN(test_redirect_siblings);
     RUN(test_booleans_and_deprecated);
     RUN(test_unknown_warned_once);
