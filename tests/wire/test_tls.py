@@ -6,6 +6,7 @@ Certificates are made per test with the openssl command line tool, in the server
 directory (readable by the user the server drops to). A second listen socket serves TLS; the
 first stays plain HTTP (the harness waits for it)."""
 
+import errno
 import os
 import shutil
 import signal
@@ -141,6 +142,42 @@ def test_listener_over_https_gets_the_stream_bytes(server, data):
                               "https://127.0.0.1:%d/live" % srv.tls_port],
                              capture_output=True, text=True, timeout=10)
         assert out.stdout.startswith("200 HTTPS"), out
+    finally:
+        src.close()
+
+
+def kernel_tls_available():
+    """Whether this kernel takes the "tls" upper-layer protocol on a TCP socket (the test's
+    own probe, the way OpenSSL enables kernel TLS)."""
+    tcp_ulp = 31  # TCP_ULP in linux/tcp.h
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.setsockopt(socket.IPPROTO_TCP, tcp_ulp, b"tls")
+            return True
+        except OSError as e:
+            return e.errno == errno.ENOTCONN
+
+
+def test_kernel_tls_use_or_fallback_is_logged_and_listeners_get_the_bytes(server, data):
+    """Kernel TLS where the kernel has it, user-space encryption where not: the start-up log
+    says which (matching this kernel), a listener over TLS gets the source's bytes either way,
+    and the first connection sent by the kernel says so in the log."""
+    srv, _, _ = tls_server(server)
+    src = stream_source(srv, "/live", data)
+    try:
+        ktls = kernel_tls_available()
+        assert srv.wait_log("TLS: kernel TLS available" if ktls else
+                            "TLS: kernel TLS not available")
+        src.wait_sent(64 * 1024, 10)
+        lis = TlsListener(srv, "/live")
+        assert lis.open().status == 200
+        lis.wait_bytes(128 * 1024, 10)
+        assert wirelib.locate_slice(data, lis.snapshot()) is not None
+        lis.close()
+        if ktls:   # whether the negotiated cipher went to the kernel is OpenSSL's choice
+            print("kernel TLS in use: %s" % ("kernel TLS in use" in srv.error_log()))
+        else:
+            assert "kernel TLS in use" not in srv.error_log()
     finally:
         src.close()
 
