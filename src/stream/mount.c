@@ -107,18 +107,36 @@ const mount_info_t *mount_info(const mount_t *m)
     return atomic_load_explicit(&m->info, memory_order_acquire);
 }
 
-static void update_info(mount_t *m, const mount_conf_t *mc)
+/* m->lock held: source_info may be replaced by a relay's new upstream meanwhile otherwise */
+static void update_info_locked(mount_t *m, const mount_conf_t *mc)
 {
     mount_info_t *next = info_merge(&m->source_info, mc);
     if (!next)
         return; /* out of memory: the current view stays */
-    pthread_mutex_lock(&m->lock);
     mount_info_t *old = atomic_exchange_explicit(&m->info, next, memory_order_acq_rel);
     if (old) {
         old->retired_next = m->info_retired;
         m->info_retired = old;
     }
+}
+
+static void update_info(mount_t *m, const mount_conf_t *mc)
+{
+    pthread_mutex_lock(&m->lock);
+    update_info_locked(m, mc);
     pthread_mutex_unlock(&m->lock);
+}
+
+void mount_set_source_info(mount_t *m, mount_info_t *info)
+{
+    const mount_conf_t *mc = config_find_mount(server_config(), m->name);
+    pthread_mutex_lock(&m->lock);
+    mount_info_t old = m->source_info;
+    m->source_info = *info;
+    memset(info, 0, sizeof(*info));
+    update_info_locked(m, mc);
+    pthread_mutex_unlock(&m->lock);
+    mount_info_free(&old);
 }
 
 void mount_apply_config(mount_t *m)

@@ -165,5 +165,8 @@ static inline uint64_t mount_head_end(mount_t *m)
 }
 
 void mount_info_free(mount_info_t *info);
+/* Replaces what the source's headers say (a relay reconnected, maybe to another upstream):
+ * takes info's contents (info is left empty); the merged view is rebuilt. */
+void mount_set_source_info(mount_t *m, mount_info_t *info);
 
 #endif

@@ -353,6 +353,9 @@ static int become(conn_t *c, const http_request_t *req, const char *mount_name,
     if (relay_mount && *relay_mount) {
         s->mount = mount_ref(*relay_mount);
         fops = format_for_content_type(mount_info(s->mount)->content_type);
+        mount_info_t info = {0}; /* this upstream's headers and address, maybe another one */
+        build_info(&info, c, req);
+        mount_set_source_info(s->mount, &info);
     } else {
         mount_info_t info = {0};
         build_info(&info, c, req);

@@ -33,9 +33,9 @@ def relay(local, inner):
             % (inner, local))
 
 
-def start_origin(server, mount, data):
+def start_origin(server, mount, data, name=None):
     origin = server()
-    src = origin.source(mount, data, rate=RATE)
+    src = origin.source(mount, data, rate=RATE, headers={"ice-name": name} if name else None)
     assert src.connect().status == 200
     src.start()
     formatlib.wait_mount(origin, mount)
@@ -73,8 +73,8 @@ def test_a_dead_first_upstream_is_skipped(server, data, kind):
 
 def test_the_next_upstream_takes_over_without_dropping_listeners(server, data):
     data2 = wirelib.make_data(4 << 20, seed=77)
-    origin1, src1 = start_origin(server, "/live.mp3", data)
-    origin2, src2 = start_origin(server, "/live.mp3", data2)
+    origin1, src1 = start_origin(server, "/live.mp3", data, "Origin One")
+    origin2, src2 = start_origin(server, "/live.mp3", data2, "Origin Two")
     # the flat fields are the first upstream, the <host> block the second
     flat = "<server>127.0.0.1</server><port>%d</port><mount>/live.mp3</mount>" % origin1.port
     edge = server(extra_xml=relay("/edge.mp3", flat + block("host", origin2.port)))
@@ -84,6 +84,7 @@ def test_the_next_upstream_takes_over_without_dropping_listeners(server, data):
     lis.wait_bytes(40000, 10)
     wirelib.locate_slice(data, lis.snapshot()[-16000:])
     assert upstream_of(edge, "/edge.mp3") == url(origin1.port)
+    assert formatlib.stats_source(edge, "/edge.mp3").findtext("server_name") == "Origin One"
 
     src1.close()  # the first origin's mount ends: 404 there from now on
     wirelib.wait_until(lambda: upstream_of(edge, "/edge.mp3") == url(origin2.port), 15,
@@ -97,6 +98,8 @@ def test_the_next_upstream_takes_over_without_dropping_listeners(server, data):
     assert "upstream lost, reconnecting" in log
     assert "127.0.0.1:%d/live.mp3: upstream answered: 404" % origin1.port in log, log
     assert "streaming from %s (upstream 2 of 2)" % url(origin2.port) in log, log
+    # what the edge says about the stream is the new upstream's
+    assert formatlib.stats_source(edge, "/edge.mp3").findtext("server_name") == "Origin Two"
 
     # it stays on the second one while that one works, and it survives the first server's end
     origin1.stop()
