@@ -343,6 +343,11 @@ scenario_soak() {
         k=$((k + 1)); sleep 3
     done
     wait $sp 2>/dev/null
+    # read before the swarm stops: its own source leaving ends every listener
+    local sc st busy total; sc=$(field "$work/lis.status" server_closed)
+    st=$(column "$work/lis.status" starving | maxof)
+    busy=$(column "$work/lis.status" starving | awk '$1 > 0' | wc -l)
+    total=$(column "$work/lis.status" starving | wc -l)
     kill -TERM $sw; wait $sw 2>/dev/null
     python3 "$here/plot.py" --all --out "$work/plots" "$work/soak.csv=soak" >/dev/null 2>&1
     check "plot.py drew the soak" [ -n "$(ls "$work/plots" 2>/dev/null)" ]
@@ -361,8 +366,10 @@ print(("PASS" if fds[-1] <= fds[0] + 25 else "FAIL"),
 EOF
         if [ "$verdict" = PASS ]; then pass "$line"; else fail "$line"; fi
     done
-    local sc st; sc=$(field "$work/lis.status" server_closed); st=$(column "$work/lis.status" starving | maxof)
-    check "listeners: server_closed=$sc, most starving in a second=$st" [ "$sc" = 0 -a "$st" = 0 ]
+    check "no listener closed by the server in $secs s: server_closed=$sc" [ "$sc" = 0 ]
+    # a soak has no quiet phase to compare with: starving is reported, judged in the scenarios
+    # that measure a baseline in the same run
+    info "starving listeners: in $busy of $total seconds, at most $st in one second (load average $(cut -d' ' -f1 /proc/loadavg))"
     info "metadata updates: $k; flapping source groups: $(( (k + 9) / 10 )) x 20"
     check "server alive" kill -0 "$server_pid"
 }
