@@ -787,9 +787,11 @@ static config_t *load_file(const char *path, int *present)
 static void test_icecast_shipped_configs(void)
 {
     const char *gz = "/usr/share/doc/icecast2/icecast.xml.dist.gz";
-    char tmp[] = "/tmp/test_config_XXXXXX", cmd[256];
+    const char *base = getenv("TMPDIR");
+    char tmp[160], cmd[400];
     config_t *c;
     int present, fd;
+    snprintf(tmp, sizeof(tmp), "%s/test_config_XXXXXX", base && *base ? base : "/tmp");
 
     c = load_file("/etc/icecast2/icecast.xml", &present);
     if (c) {

@@ -753,7 +753,7 @@ static void test_pages_without_bos(void)
 
 /* ---- real encoders (skipped without ffmpeg) ---- */
 
-static char tmpdir[64];
+static char tmpdir[128];
 
 static int have_ffmpeg(void)
 {
@@ -779,7 +779,7 @@ static int read_file(const char *path, buf_t *out)
 /* Encodes with ffmpeg into tmpdir/name and loads the file. */
 static int encode(const char *args, const char *name, buf_t *out)
 {
-    char cmd[1024], path[128];
+    char cmd[2048], path[256];
     snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
     snprintf(cmd, sizeof(cmd), "ffmpeg -nostdin -v error -y %s -f ogg %s", args, path);
     if (system(cmd) != 0)
@@ -798,14 +798,18 @@ static void listener_bytes(const rec_t *r, int h, size_t from, buf_t *out)
 /* 1 if ffmpeg decodes the data with no error output. */
 static int ffmpeg_decodes(const buf_t *data, const char *name)
 {
-    char path[128], cmd[512];
+    char path[256], cmd[1400];
     snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
     FILE *fp = fopen(path, "wb");
     if (!fp)
         return 0;
     fwrite(data->p, 1, data->len, fp);
     fclose(fp);
-    snprintf(cmd, sizeof(cmd), "ffmpeg -nostdin -v error -i %s -f null - 2>%s.err", path, path);
+    /* libgcrypt's notice in a container without CAP_IPC_LOCK is not a decoding error */
+    snprintf(cmd, sizeof(cmd),
+             "ffmpeg -nostdin -v error -i %s -f null - 2>%s.raw; rc=$?; "
+             "grep -vx 'Warning: using insecure memory!' %s.raw >%s.err; exit $rc",
+             path, path, path, path);
     int rc = system(cmd);
     snprintf(cmd, sizeof(cmd), "%s.err", path);
     buf_t err = {0};
@@ -1023,7 +1027,8 @@ static void test_real_chained_vorbis(void)
 
 int main(void)
 {
-    snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_ogg.XXXXXX");
+    const char *base = getenv("TMPDIR");
+    snprintf(tmpdir, sizeof(tmpdir), "%s/test_ogg.XXXXXX", base && *base ? base : "/tmp");
     if (!mkdtemp(tmpdir))
         return 1;
     RUN(test_vorbis_headers_kept_not_emitted);
@@ -1046,7 +1051,7 @@ int main(void)
     RUN(test_real_codecs_decode_from_any_sync);
     RUN(test_real_theora_vorbis_mux);
     RUN(test_real_chained_vorbis);
-    char cmd[128];
+    char cmd[160];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
     if (system(cmd) != 0)
         fprintf(stderr, "could not remove %s\n", tmpdir);
