@@ -392,6 +392,24 @@ class Server:
         return wirelib.Listener(self.host, self.port, mount, **kw)
 
 
+def run_config(extra_xml, timeout=3):
+    """Starts the binary on the test config plus extra_xml and waits up to timeout for it to
+    exit (a refused config); (exit code, or None when it kept running and was stopped; its
+    output; the Server that wrote the config)."""
+    srv = Server(extra_xml=extra_xml)
+    srv.cfg["port"] = free_port()
+    srv.write_config()
+    p = subprocess.Popen([BINARY, "-c", srv.config_path], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, cwd=srv.dir)
+    try:
+        out, err = p.communicate(timeout=timeout)
+        return p.returncode, out + err, srv
+    except subprocess.TimeoutExpired:
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=10)
+        return None, out + err, srv
+
+
 @pytest.fixture
 def server():
     """Factory: server(**config) -> started Server. Stopped and checked at teardown."""

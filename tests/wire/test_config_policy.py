@@ -11,13 +11,12 @@ running config and its warnings.
 import json
 import re
 import signal
-import subprocess
 
 import pytest
 
 import adminlib
 import wirelib
-from conftest import BINARY, Server, free_port
+from conftest import free_port
 
 pytestmark = pytest.mark.rimecast_only
 
@@ -26,22 +25,6 @@ pytestmark = pytest.mark.rimecast_only
 WARNED = "<limits><threadpool>4</threadpool></limits>"
 WARNED_MSG = "<threadpool> in <limits> is deprecated"
 WARNED_SETTING = "threadpool"
-
-
-def _run(extra_xml, timeout=3):
-    """Start the binary on the test config plus extra_xml; (exit code or None, output, srv)."""
-    srv = Server(extra_xml=extra_xml)
-    srv.cfg["port"] = free_port()
-    srv.write_config()
-    p = subprocess.Popen([BINARY, "-c", srv.config_path], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, cwd=srv.dir)
-    try:
-        out, err = p.communicate(timeout=timeout)
-        return p.returncode, out + err, srv
-    except subprocess.TimeoutExpired:
-        p.send_signal(signal.SIGTERM)
-        out, err = p.communicate(timeout=10)
-        return None, out + err, srv
 
 
 def _line_of(srv, needle):

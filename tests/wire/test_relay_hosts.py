@@ -8,15 +8,12 @@ without dropping the edge's listeners; when every upstream fails the attempts ba
 message; an unknown element in a <host> is warned about like anywhere else.
 """
 
-import signal
-import subprocess
-
 import pytest
 
 import adminlib
 import formatlib
 import wirelib
-from conftest import BINARY, Server, free_port
+from conftest import free_port, run_config
 
 pytestmark = pytest.mark.rimecast_only
 
@@ -131,29 +128,13 @@ def test_all_upstreams_dead_back_off(server):
     lis.close()
 
 
-def _run(extra_xml, timeout=3):
-    """Start the binary on the test config plus extra_xml; (exit code or None, output)."""
-    srv = Server(extra_xml=extra_xml)
-    srv.cfg["port"] = free_port()
-    srv.write_config()
-    p = subprocess.Popen([BINARY, "-c", srv.config_path], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, cwd=srv.dir)
-    try:
-        out, err = p.communicate(timeout=timeout)
-        return p.returncode, out + err
-    except subprocess.TimeoutExpired:
-        p.send_signal(signal.SIGTERM)
-        out, err = p.communicate(timeout=10)
-        return None, out + err
-
-
 @pytest.mark.parametrize("flat", [0, 1])
 def test_too_many_upstreams_stop_the_start(flat):
     n = 16 if flat else 17
     inner = "".join(block("host", 8000 + i) for i in range(n))
     if flat:
         inner = "<server>127.0.0.1</server>" + inner
-    code, out = _run(relay("/edge.mp3", inner))
+    code, out, _ = run_config(relay("/edge.mp3", inner))
     assert code not in (None, 0), out
     assert "<relay> has more than 16 upstreams" in out, out
 
