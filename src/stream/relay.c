@@ -502,14 +502,21 @@ static void send_request(conn_t *c, relay_t *r)
     conn_send(c, req, (size_t)n + 2, NULL);
 }
 
-static void relay_tls_done(conn_t *c, int err, const char *why)
+/* The relay a connect or handshake step belongs to, or NULL when the relay was stopped
+ * meanwhile (the connection, if it came up, is closed then). */
+static relay_t *relay_still_wanted(conn_t *c, int err)
 {
     relay_t *r = ((relay_conn_t *)c)->relay;
-    if (!r) {
-        if (!err)
-            conn_close(c);
+    if (!r && !err)
+        conn_close(c);
+    return r;
+}
+
+static void relay_tls_done(conn_t *c, int err, const char *why)
+{
+    relay_t *r = relay_still_wanted(c, err);
+    if (!r)
         return;
-    }
     if (err) {
         fail(c, r, "TLS handshake failed", why); /* closed already; the backoff applies */
         return;
@@ -519,12 +526,9 @@ static void relay_tls_done(conn_t *c, int err, const char *why)
 
 static void relay_connected(conn_t *c, int err)
 {
-    relay_t *r = ((relay_conn_t *)c)->relay;
-    if (!r) {
-        if (!err)
-            conn_close(c);
+    relay_t *r = relay_still_wanted(c, err);
+    if (!r)
         return;
-    }
     if (err) {
         fail(c, r, "cannot connect", strerror(-err));
         return;
