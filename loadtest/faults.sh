@@ -3,7 +3,10 @@
 # faults.sh: faults under load, one scenario per subcommand (see docs/FAULTS.md). Each prints a
 # PASS/FAIL line per check with its figures and a summary; exits non-zero if a check failed.
 #   faults.sh SCENARIO [--listeners N] [--seconds S] [--cycles N] [--icecast-cycles N]
-#             [--rimecast BIN] [--icecast BIN] [--swarm BIN] [--keep]
+#             [--rimecast BIN] [--icecast BIN] [--swarm BIN] [--keep] [--control]
+# --control (sighup-storm, log-full): the same run without the fault (signal 0 instead of
+# SIGHUP; the filler written beside the log directory instead of into it), to tell the fault's
+# effect from the machine's.
 # SCENARIO: source-kill sighup-storm log-full fd-limit start-stop soak hostile
 # Everything runs on 127.0.0.1 in a mktemp directory; every process it starts is killed on exit
 # and a file system it mounted is unmounted. Run as root (the server drops to nobody; log-full
@@ -12,7 +15,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 scenario=${1:-}; shift || true
-listeners=""; seconds=""; cycles=""; icycles=""; keep=0
+listeners=""; seconds=""; cycles=""; icycles=""; keep=0; control=0
 rimecast=${RIMECAST_BIN:-}; icecast=/usr/bin/icecast2; swarm=${SWARM_BIN:-}
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -24,6 +27,7 @@ while [ $# -gt 0 ]; do
         --icecast) icecast=$2; shift 2 ;;
         --swarm) swarm=$2; shift 2 ;;
         --keep) keep=1; shift ;;
+        --control) control=1; shift ;;
         *) echo "faults.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -53,6 +57,27 @@ info() { echo "     $*"; }
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 token="faults-$$-$RANDOM"
 stats() { curl -s -m 5 -u admin:hackme "http://127.0.0.1:$port/admin/stats"; }
+# turns: the server's slow loop turns (over 10 ms, 100 ms, 0.5 s, 1 s) and its longest turn (s),
+# from /metrics, on one line; turns_between A B: what happened between two such readings
+turns() {
+    curl -s -m 5 -u admin:hackme "http://127.0.0.1:$port/metrics" |
+        awk '/^rimecast_worker_slow_turns_total/ {c = c " " $2} /^rimecast_worker_turn_max_seconds/ {m = $2}
+             END {print c " " m}'
+}
+turns_between() {
+    python3 -c '
+import sys
+a, b = (list(map(float, x.split())) for x in sys.argv[1:3])
+if len(a) < 5 or len(b) < 5:
+    print("server loop turns: not available")
+else:
+    d = [int(y - x) for x, y in zip(a[:4], b[:4])]
+    print("server loop turns over 10 ms / 100 ms / 0.5 s / 1 s: %d / %d / %d / %d; longest turn since start %.1f ms"
+          % (d[0], d[1], d[2], d[3], b[4] * 1000))
+' "$1" "$2"
+}
+# swarm_loop FILE FROM TO: the swarm's longest loop turn (ms) in status lines FROM..TO
+swarm_loop() { grep '^t=' "$1" | sed -n "$2,$3p" | tr ' ' '\n' | sed -n 's/^swarm_loop_max_ms=//p' | sort -g | tail -1; }
 
 # config DIR [extra XML inserted before </icecast>] [gen-config options...]
 config() {
@@ -191,11 +216,16 @@ scenario_sighup_storm() {
     sleep 20 # a quiet baseline of starving counts on this (shared) machine
     local rss0 fd0 l0 l1; rss0=$(rss_kb "$server_pid"); fd0=$(fd_count "$server_pid")
     l0=$(grep -c '^t=' "$work/lis.status")
-    local i
-    for i in $(seq "$secs"); do kill -HUP "$server_pid"; sleep 1; done
+    local i sig=HUP t0 t1
+    [ "$control" = 1 ] && { sig=0; info "control run: signal 0 (no reload) at the same pace"; }
+    t0=$(turns)
+    for i in $(seq "$secs"); do kill -$sig "$server_pid"; sleep 1; done
     sleep 3
+    t1=$(turns)
     local rss1 fd1; rss1=$(rss_kb "$server_pid"); fd1=$(fd_count "$server_pid")
     l1=$(grep -c '^t=' "$work/lis.status")
+    info "$(turns_between "$t0" "$t1")"
+    info "swarm's longest loop turn: $(swarm_loop "$work/lis.status" $((l0 - 15)) "$l0") ms in the 15 s before, $(swarm_loop "$work/lis.status" $((l0 + 1)) "$l1") ms during"
     local base storm
     base=$(grep '^t=' "$work/lis.status" | sed -n "$((l0 - 15)),${l0}p" | tr ' ' '\n' | sed -n 's/^starving=//p' | sort -g | tail -1)
     storm=$(grep '^t=' "$work/lis.status" | sed -n "$((l0 + 1)),${l1}p" | tr ' ' '\n' | sed -n 's/^starving=//p' | sort -g | tail -1)
@@ -206,7 +236,11 @@ scenario_sighup_storm() {
     check "no listener starving during the storm (most in a second: $st)" [ "$st" = 0 ]
     check "RSS before/after within 5 %: $rss0 -> $rss1 KB" within "$rss1" "$rss0" 5
     check "fds before/after within 2: $fd0 -> $fd1" [ $((fd1 - fd0)) -le 2 ]
-    check "reloads logged: $(grep -c -i 'reload' "$work/log/error.log")" [ "$(grep -c -i reload "$work/log/error.log")" -ge "$secs" ]
+    if [ "$control" = 1 ]; then
+        check "control: no reload logged: $(grep -c -i 'reload' "$work/log/error.log")" [ "$(grep -c -i reload "$work/log/error.log")" = 0 ]
+    else
+        check "reloads logged: $(grep -c -i 'reload' "$work/log/error.log")" [ "$(grep -c -i reload "$work/log/error.log")" -ge "$secs" ]
+    fi
     kill -TERM $sw; wait $sw 2>/dev/null
     check "server alive" kill -0 "$server_pid"
 }
@@ -229,25 +263,35 @@ scenario_log_full() {
         --probe-mount /probe --probe-listeners 5 --duration $((secs * 3 + 120)) --drain 5; local sw=$swarm_pid
     check "$n listeners streaming" wait_connected "$work/lis.status" "$((n + 5))" 90
     sleep 15 # a baseline of starving counts on this (shared) machine
-    local l0 l1; l0=$(grep -c '^t=' "$work/lis.status")
-    dd if=/dev/zero of="$work/log/filler" bs=4k 2>/dev/null
+    local l0 l1 l2 t0 t1 t2 filler=$work/log/filler; l0=$(grep -c '^t=' "$work/lis.status")
+    [ "$control" = 1 ] && { filler=$work/filler; info "control run: the filler goes beside the log directory"; }
+    t0=$(turns)
+    if [ "$control" = 1 ]; then
+        dd if=/dev/zero of="$filler" bs=4k count=256 2>/dev/null
+    else
+        dd if=/dev/zero of="$filler" bs=4k 2>/dev/null
+    fi
     info "log dir full: $(df -k "$work/log" | awk 'NR==2 {print $4}') KB free"
     local i
     for i in $(seq $((secs * 5))); do # short clients: each one an access-log line that fails
         curl -s -m 2 -o /dev/null -w '%{time_total}\n' "http://127.0.0.1:$port/status-json.xsl" >>"$work/times"; sleep 0.2
     done
-    l1=$(grep -c '^t=' "$work/lis.status")
+    l1=$(grep -c '^t=' "$work/lis.status"); t1=$(turns)
     local tmax; tmax=$(sort -g "$work/times" | tail -1)
     check "$((secs * 5)) short requests answered while the disk is full, slowest in $tmax s (bound 1 s)" \
         python3 -c "import sys; sys.exit(0 if $tmax < 1 else 1)"
     local stderr_lines; stderr_lines=$(grep -c "log write failed" "$work/server.out")
-    check "one 'log write failed' line per log on stderr: $stderr_lines" [ "$stderr_lines" -ge 1 -a "$stderr_lines" -le 2 ]
-    rm -f "$work/log/filler"
+    local lo=1 hi=2; [ "$control" = 1 ] && { lo=0; hi=0; }
+    check "one 'log write failed' line per log on stderr: $stderr_lines" [ "$stderr_lines" -ge $lo -a "$stderr_lines" -le $hi ]
+    rm -f "$filler"
     for i in $(seq 5); do curl -s -m 2 -o /dev/null "http://127.0.0.1:$port/status-json.xsl"; sleep 0.2; done
+    sleep 3; l2=$(grep -c '^t=' "$work/lis.status"); t2=$(turns)
     local log_lines; log_lines=$(grep -c "log write failed" "$work/log/error.log")
     info "$(grep "log write failed" "$work/log/error.log" | head -2 | cut -c1-200)"
     check "space back: one 'log write failed ... lines lost' line per log in error.log: $log_lines" \
-        [ "$log_lines" -ge 1 -a "$log_lines" -le 2 ]
+        [ "$log_lines" -ge $lo -a "$log_lines" -le $hi ]
+    info "while full: $(turns_between "$t0" "$t1"); swarm's longest loop turn $(swarm_loop "$work/lis.status" $((l0 + 1)) "$l1") ms (before: $(swarm_loop "$work/lis.status" $((l0 - 12)) "$l0") ms)"
+    info "space back: $(turns_between "$t1" "$t2"); swarm's longest loop turn $(swarm_loop "$work/lis.status" $((l1 + 1)) "$l2") ms; starving, most in one second: $(grep '^t=' "$work/lis.status" | sed -n "$((l1 + 1)),${l2}p" | tr ' ' '\n' | sed -n 's/^starving=//p' | sort -g | tail -1)"
     local sc base st p99; sc=$(field "$work/lis.status" server_closed)
     base=$(grep '^t=' "$work/lis.status" | sed -n "$((l0 - 12)),${l0}p" | tr ' ' '\n' | sed -n 's/^starving=//p' | sort -g | tail -1)
     st=$(grep '^t=' "$work/lis.status" | sed -n "$((l0 + 1)),${l1}p" | tr ' ' '\n' | sed -n 's/^starving=//p' | sort -g | tail -1)

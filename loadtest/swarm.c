@@ -98,6 +98,7 @@ static struct {
     FILE *status;
     listener_t *l;
     unsigned nl, launched, connected, pending, starving;
+    double loop_max; /* longest loop iteration away from epoll_wait in this status second (s) */
     unsigned *retry, nretry; /* listeners whose connect failed, to start again (--retry) */
     uint64_t server_closed, server_reset, conn_err, rejected, closed_by_us;
     uint64_t tls_full, tls_resumed, tls_err; /* handshakes done (new session, resumed), failed */
@@ -831,14 +832,15 @@ static void status_tick(double t)
     fprintf(g.status, "t=%.3f listeners=%u connected=%u pending=%u bytes=%llu starving=%u eligible=%u "
             "rate_min_kbps=%.1f rate_p50_kbps=%.1f server_closed=%llu server_reset=%llu conn_err=%llu "
             "rejected=%llu sources=%u sources_up=%u src_err=%u src_bytes=%llu lat_n=%llu lat_p50_ms=%.2f "
-            "lat_p99_ms=%.2f swarm_cpu_pct=%.1f\n",
+            "lat_p99_ms=%.2f swarm_cpu_pct=%.1f swarm_loop_max_ms=%.1f\n",
             t, g.launched, g.connected, g.pending, (unsigned long long)g.total_bytes, g.starving, nr,
             g.rate_min, g.rate_p50, (unsigned long long)g.server_closed,
             (unsigned long long)g.server_reset, (unsigned long long)g.conn_err,
             (unsigned long long)g.rejected, g.sources_started,
             g.sources_up + (g.probe.fd >= 0), g.src_err, (unsigned long long)g.src_bytes,
             (unsigned long long)g.lat_win_n, lat_percentile(g.lat_win, g.lat_win_n, 0.5),
-            lat_percentile(g.lat_win, g.lat_win_n, 0.99), g.cpu_pct);
+            lat_percentile(g.lat_win, g.lat_win_n, 0.99), g.cpu_pct, g.loop_max * 1000);
+    g.loop_max = 0;
     fflush(g.status);
     memset(g.lat_win, 0, LAT_BUCKETS * sizeof(*g.lat_win));
     g.lat_win_n = 0;
@@ -957,9 +959,16 @@ static void run(void)
             break;
         listeners_launch(t);
         timers_run(t);
+        double busy = now_s() - g.t0 - t;
+        if (busy > g.loop_max)
+            g.loop_max = busy;
         int n = epoll_wait(g.ep, evs, 4096, next_timeout_ms(now_s() - g.t0));
+        double t1 = now_s();
         for (int i = 0; i < n; i++)
             listener_event((unsigned)evs[i].data.u64, evs[i].events);
+        busy = now_s() - t1;
+        if (busy > g.loop_max)
+            g.loop_max = busy;
     }
     double t = now_s() - g.t0;
     for (unsigned i = 0; i < g.nl; i++)

@@ -22,6 +22,7 @@ int loop_del(int epfd, int fd);
 int loop_set_nonblock(int fd);
 /* Monotonic milliseconds. */
 uint64_t loop_now_ms(void);
+uint64_t loop_now_us(void);
 /* Creates a periodic non-blocking timerfd firing every period_ms (0: created stopped); -errno
  * on failure. */
 int loop_timerfd(unsigned period_ms);

@@ -32,7 +32,14 @@ typedef struct server_stats {
     atomic_ullong file_connections;
     atomic_ullong stats_connections;
     atomic_int workers_draining;   /* workers past <workers> still serving their connections */
+    /* Turns of a worker's loop (from epoll_wait's return to its next call) longer than
+     * SERVER_SLOW_TURN_MS[i], and the longest turn seen (µs): a stalled loop delays every
+     * connection of its worker. Written only for turns of 10 ms or more, and for a new max. */
+    atomic_ullong slow_turns[4];
+    atomic_ullong turn_max_us;
 } server_stats_t;
+
+#define SERVER_SLOW_TURN_MS {10, 100, 500, 1000}
 
 typedef struct server {
     _Atomic(config_t *) config;

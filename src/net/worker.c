@@ -481,6 +481,19 @@ static void release_closed(worker_t *w)
 static int drained(worker_t *w);
 static void worker_end_drained(worker_t *w);
 
+/* Accounts one turn of a loop that took `us` microseconds (see server_stats_t). */
+static void turn_done(uint64_t us)
+{
+    static const unsigned over_ms[] = SERVER_SLOW_TURN_MS;
+    unsigned long long max = atomic_load_explicit(&server.stats.turn_max_us, memory_order_relaxed);
+    while (us > max && !atomic_compare_exchange_weak_explicit(&server.stats.turn_max_us, &max, us,
+                                                              memory_order_relaxed,
+                                                              memory_order_relaxed))
+        ;
+    for (size_t i = 0; i < sizeof(over_ms) / sizeof(over_ms[0]) && us > over_ms[i] * 1000ull; i++)
+        atomic_fetch_add_explicit(&server.stats.slow_turns[i], 1, memory_order_relaxed);
+}
+
 static void *worker_main(void *arg)
 {
     worker_t *w = arg;
@@ -494,6 +507,7 @@ static void *worker_main(void *arg)
             log_error("epoll_wait: %s", strerror(errno));
             break;
         }
+        uint64_t turn_start = loop_now_us();
         for (int i = 0; i < n; i++) {
             loop_handler_t *h = ev[i].data.ptr;
             h->on_event(h, ev[i].events);
@@ -504,6 +518,7 @@ static void *worker_main(void *arg)
         if (w->pass_requested)
             run_pass(w);
         release_closed(w);
+        turn_done(loop_now_us() - turn_start);
         if (w->draining && !w->stopping && drained(w)) {
             worker_end_drained(w);
             return NULL;

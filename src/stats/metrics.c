@@ -119,6 +119,17 @@ char *metrics_render(size_t *len)
         family(&o, sm->name, sm->type, sm->help);
         buf_appendf(&o, "%s %lld\n", sm->name, sm->read());
     }
+    static const unsigned over_ms[] = SERVER_SLOW_TURN_MS;
+    family(&o, "rimecast_worker_slow_turns_total", "counter",
+           "Turns of a worker's event loop that took longer than over_seconds (its "
+           "connections waited meanwhile).");
+    for (size_t i = 0; i < sizeof(over_ms) / sizeof(over_ms[0]); i++)
+        buf_appendf(&o, "rimecast_worker_slow_turns_total{over_seconds=\"%g\"} %llu\n",
+                    over_ms[i] / 1000.0, (unsigned long long)atomic_load(&server.stats.slow_turns[i]));
+    family(&o, "rimecast_worker_turn_max_seconds", "gauge",
+           "The longest turn of a worker's event loop since start.");
+    buf_appendf(&o, "rimecast_worker_turn_max_seconds %.6f\n",
+                atomic_load(&server.stats.turn_max_us) / 1e6);
     mount_t **v = NULL;
     int n = stats_mounts(&v, 1);
     for (size_t i = 0; n >= 0 && i < sizeof(mount_metrics) / sizeof(mount_metrics[0]); i++) {

@@ -73,3 +73,22 @@ def test_metrics_with_no_mounts(server):
         assert sample(fams, "rimecast_sources") == 0
     finally:
         st.close()
+
+
+def test_metrics_report_event_loop_turns(station):
+    """Slow turns of the workers' loops are counted by threshold (cumulative: a turn over
+    0.5 s is also over 0.1 s) and the longest turn is kept; after serving requests it is
+    above zero."""
+    for _ in range(3):
+        assert request(station.srv, "/status-json.xsl").status == 200
+    fams = parse_prometheus(admin(station.srv, "/metrics").text)
+    assert fams["rimecast_worker_slow_turns_total"]["type"] == "counter"
+    assert fams["rimecast_worker_turn_max_seconds"]["type"] == "gauge"
+    counts = [sample(fams, "rimecast_worker_slow_turns_total", over_seconds=o)
+              for o in ("0.01", "0.1", "0.5", "1")]
+    assert all(c >= 0 for c in counts)
+    assert counts == sorted(counts, reverse=True)
+    longest = sample(fams, "rimecast_worker_turn_max_seconds")
+    assert 0 < longest < 60
+    if longest <= 0.01:
+        assert counts[0] == 0
