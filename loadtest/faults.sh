@@ -233,7 +233,10 @@ scenario_sighup_storm() {
     local sc st; sc=$(field "$work/lis.status" server_closed); st=$storm
     check "$secs SIGHUPs, 1 a second: no listener dropped (server_closed=$sc, connected=$(field "$work/lis.status" connected))" \
         [ "$sc" = 0 -a "$(field "$work/lis.status" connected)" = "$n" ]
-    check "no listener starving during the storm (most in a second: $st)" [ "$st" = 0 ]
+    # Reported, not judged: on a quiet machine the control run (--control, signal 0) shows the
+    # same one-second spikes without any reload (docs/FAULTS.md), so a count here says nothing
+    # about the reload; the server's loop turns above are what a reload could lengthen.
+    info "starving during the storm reported only (compare with a --control run): $st"
     check "RSS before/after within 5 %: $rss0 -> $rss1 KB" within "$rss1" "$rss0" 5
     check "fds before/after within 2: $fd0 -> $fd1" [ $((fd1 - fd0)) -le 2 ]
     if [ "$control" = 1 ]; then
