@@ -49,12 +49,14 @@ run_server() {
   exec /usr/local/bin/rimecast -c /usr/local/etc/rimecast/rimecast.xml
 }
 
+stage() { echo "== $* ($(date +%T), $((SECONDS / 60)) min in)"; }
+
 run_tests() {
   local failed=0
   build build
-  echo "== unit and wire tests"
+  stage "unit and wire tests"
   make -C build check -j1 || { failed=1; cat build/test-suite.log 2>/dev/null | tail -200; }
-  echo "== unit tests under valgrind"
+  stage "unit tests under valgrind"
   for t in build/tests/unit/test_*; do
     case "$t" in *.log|*.trs|*.o) continue ;; esac
     [ -x "$t" ] || continue
@@ -62,17 +64,17 @@ run_tests() {
       --errors-for-leak-kinds=definite "$t" >/dev/null 2>build/valgrind.log || {
       failed=1; echo "valgrind: $t"; cat build/valgrind.log; }
   done
-  echo "== ASan/UBSan build: unit and wire tests"
+  stage "ASan/UBSan build: unit and wire tests"
   build build-asan --enable-sanitizers
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
     make -C build-asan check -j1 TESTS='$(check_PROGRAMS) tests/wire/run.sh' || { failed=1; tail -200 build-asan/test-suite.log 2>/dev/null; }
-  echo "== fuzzers"
-  FUZZ_SECONDS=${FUZZ_SECONDS:-15} fuzz/run.sh || failed=1
-  echo "== make distcheck"
+  stage "fuzzers"
+  FUZZ_JOBS=$jobs FUZZ_SECONDS=${FUZZ_SECONDS:-15} fuzz/run.sh || failed=1
+  stage "make distcheck"
   make -C build distcheck DISTCHECK_CONFIGURE_FLAGS=--disable-wire-tests >build/distcheck.log 2>&1 ||
     { failed=1; grep -v '^make' build/distcheck.log | tail -60; }
   if [ $failed -ne 0 ]; then echo "== FAILED"; exit 1; fi
-  echo "== all tests passed"
+  stage "all tests passed"
 }
 
 case "${1:-}" in

@@ -9,13 +9,15 @@
 #   // fuzz-args: -max_len=20000                         (optional: extra libFuzzer flags)
 # Usage: fuzz/run.sh [NAME...]   (default: all drivers; NAME is "http" for fuzz_http.c)
 # Environment: FUZZ_SECONDS (default 20) per driver, or FUZZ_RUNS (a number of executions
-# instead of a time; no time limit then), CC (default clang), FUZZ_KEEP=1 keeps the build
-# directory. Seeds in fuzz/corpus/NAME/ are used when present. Exits non-zero when a driver
-# fails to build or finds a crash; the build directory (with the crash input) is kept.
+# instead of a time; no time limit then), FUZZ_JOBS (drivers at a time, default 1), CC
+# (default clang), FUZZ_KEEP=1 keeps the build directory. Seeds in fuzz/corpus/NAME/ are used
+# when present. Exits non-zero when a driver fails to build or finds a crash; the build
+# directory (with the crash input) is kept.
 # FUZZ_MERGE=DIR: instead of fuzzing, minimise fuzz/corpus/NAME/ plus DIR/NAME/ (new seeds)
 # with -merge=1 into a fresh directory that then replaces fuzz/corpus/NAME/.
 set -u
 
+self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 cd "$(dirname "$0")/.." || exit 2
 FUZZ_SECONDS=${FUZZ_SECONDS:-20}
 CC=${CC:-clang}
@@ -33,6 +35,21 @@ if [ $# -gt 0 ]; then
     done
 else
     drivers=$(ls fuzz/fuzz_*.c 2>/dev/null)
+fi
+
+# FUZZ_JOBS=N (N > 1): drivers built and run N at a time, each one's output printed whole when
+# it ends; the exit status says whether any failed.
+if [ "${FUZZ_JOBS:-1}" -gt 1 ] && [ -z "${FUZZ_MERGE:-}" ] && [ "$(echo $drivers | wc -w)" -gt 1 ]; then
+    rmdir "$build"
+    # shellcheck disable=SC2086
+    if printf '%s\n' $drivers | xargs -P "$FUZZ_JOBS" -I{} sh -c \
+        'out=$(FUZZ_JOBS=1 "$0" "$(basename "$1" .c)" 2>&1); rc=$?; printf "%s\n" "$out"; exit $rc' \
+        "$self" {}; then
+        echo "run.sh: all fuzzers passed"
+        exit 0
+    fi
+    echo "run.sh: some fuzzers failed (their output above)" >&2
+    exit 1
 fi
 
 for src in $drivers; do
