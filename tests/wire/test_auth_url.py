@@ -7,7 +7,8 @@ on time; listener_remove reports duration and bytes; mount_add / mount_remove
 follow the source; stream_auth decides sources (with and without credentials,
 CVE-2015-3026). An auth server that is slow or down refuses in time while other
 mounts keep streaming, and many listeners at once never open more than the
-client pool's parallel requests.
+client pool's parallel requests. A listener of an on-demand relay's mount is
+asked for before the relay connects.
 """
 
 import socket
@@ -298,3 +299,54 @@ def test_stream_auth_decides_sources(server, auth):
     pw = srv.source(MOUNT, DATA, headers={"Content-Type": "audio/mpeg"})
     assert pw.connect().status == 401
     pw.close()
+
+
+def on_demand_xml(origin, mount, local):
+    return ("<relay><server>127.0.0.1</server><port>%d</port><mount>%s</mount>"
+            "<local-mount>%s</local-mount><on-demand>1</on-demand></relay>"
+            % (origin.port, mount, local))
+
+
+def origin_listeners(origin, mount):
+    doc = adminlib.admin(origin, "/admin/stats").xml()
+    return [int(s.findtext("listeners")) for s in doc.findall("source")
+            if s.get("mount") == mount][0]
+
+
+def test_on_demand_relay_mount_asks_the_auth_server_before_the_relay_connects(server, auth):
+    def answer(req):
+        if req.action == "listener_add" and req.form.get("user") != "ok":
+            return 200, {"icecast-auth-message": "no ticket"}
+        return 200, {"icecast-auth-user": "1", "icecast-auth-timelimit": "3"}
+    rec = auth(answer)
+    origin = server()
+    src = live(origin, "/live.mp3")
+    edge = server(mounts=[url_mount(rec, "/od.mp3")],
+                  extra_xml=on_demand_xml(origin, "/live.mp3", "/od.mp3"))
+    # refused: 403 with the message, and the relay is not started for it
+    lst, resp = listen(edge, "/od.mp3", Authorization=wirelib.basic_auth("nope", "pw"))
+    assert resp.status == 403
+    lst.close()
+    assert rec.wait("listener_add")[0].form["mount"] == "/od.mp3"
+    # a started relay would be on the origin within milliseconds (and stay 10 s): none comes
+    deadline = time.monotonic() + 0.5
+    while time.monotonic() < deadline:
+        assert origin_listeners(origin, "/live.mp3") == 0
+        time.sleep(0.05)
+    # accepted: the relay connects and the listener gets the origin's stream
+    lst = edge.listener("/od.mp3", headers={"Authorization": wirelib.basic_auth("ok", "pw")})
+    assert lst.open(timeout=12).status == 200
+    t0 = time.monotonic()
+    lst.wait_bytes(16 * 1024, 10)
+    assert DATA.find(lst.snapshot()[-4096:][:64]) >= 0  # the origin's bytes
+    assert origin_listeners(origin, "/live.mp3") == 1
+    add = rec.of("listener_add")[1].form
+    assert (add["user"], add["mount"]) == ("ok", "/od.mp3")
+    # the time limit of the answer holds once the relay is there
+    lst.wait_closed(6)
+    took = time.monotonic() - t0
+    assert 2.5 <= took <= 4.5, took
+    rm = rec.wait("listener_remove")[0].form
+    assert rm["client"] == add["client"] and int(rm["sent"]) >= 16 * 1024
+    edge.wait_log("reached its time limit")
+    src.stop()
