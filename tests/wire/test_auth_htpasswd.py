@@ -4,8 +4,10 @@
 HTTP Basic on GET/HEAD of the mount (401 with Icecast's challenge), Icecast's
 "user:<md5 hex>" files, duplicate logins, the file re-read when it changes
 (twice within one second too), /admin/manageauth (XML, JSON, HTML) writing the
-file atomically, the admin pages offering Users only for htpasswd mounts
-(sourceless ones too), and the per-address back-off after repeated failures.
+file atomically (a new file renamed over the old one), a deleted user's listener
+staying connected while the user can no longer log in, the admin pages offering
+Users only for htpasswd mounts (sourceless ones too), and the per-address
+back-off after repeated failures.
 """
 
 import hashlib
@@ -223,6 +225,43 @@ def test_manageauth_adds_lists_and_deletes_users_atomically(station):
     assert manage(srv, "action=delete&username=newbie").status == 200
     assert get(srv, "newbie", "pa&ss")[1].status == 401
     assert "newbie" not in open(path).read()
+    src.stop()
+
+
+@pytest.mark.rimecast_only
+def test_manageauth_replaces_the_file_instead_of_writing_it_in_place(station):
+    srv, path, src = station(md5_line("old", "pw"), live=False)
+    first = os.stat(path).st_ino
+    assert manage(srv, "action=add&username=added&password=pw").status == 200
+    added = os.stat(path)
+    assert "added:" in open(path).read()
+    assert added.st_ino != first  # a new file renamed over the old one, not rewritten
+    assert manage(srv, "action=delete&username=old").status == 200
+    assert "old:" not in open(path).read()
+    assert os.stat(path).st_ino != added.st_ino
+    assert sorted(os.listdir(os.path.dirname(path))) == ["users"]
+
+
+@pytest.mark.rimecast_only
+def test_deleted_user_keeps_listening_but_cannot_log_in_again(station):
+    # duplicates allowed: a second login is refused for the deletion alone
+    srv, path, src = station(md5_line("ivy", "pw"), {"allow_duplicate_users": "1"})
+    lst, resp = get(srv, "ivy", "pw")
+    assert resp.status == 200
+    lst.wait_bytes(8192, 5)
+    again, resp = get(srv, "ivy", "pw")
+    assert resp.status == 200
+    again.close()
+    assert manage(srv, "action=delete&username=ivy").status == 200
+    assert get(srv, "ivy", "pw")[1].status == 401
+    # the stated policy: connected listeners stay and keep receiving
+    before = lst.received
+    lst.wait_bytes(before + 16 * 1024, 5)
+    assert not lst.closed
+    users = [l.findtext("username") for l in adminlib.admin(
+        srv, "/admin/listclients?mount=" + MOUNT).xml().findall("source/listener")]
+    assert users == ["ivy"]
+    lst.close()
     src.stop()
 
 
