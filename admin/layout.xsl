@@ -13,11 +13,12 @@
             doctype-system="about:legacy-compat"/>
 <xsl:strip-space elements="*"/>
 
-<!-- Set by the server: the request's mount= ("" without one), and the command whose XML and
+<!-- Set by the server: the request's mount= ("" without one), the command whose XML and
      JSON views hold this page's data ("" on an action's answer: the footer then links the
-     server's stats). -->
+     server's stats), and the <authentication type> of that mount ("" for none). -->
 <xsl:param name="mount" select="''"/>
 <xsl:param name="command" select="''"/>
+<xsl:param name="authenticator" select="''"/>
 
 <xsl:template match="/">
   <xsl:apply-templates select="*"/>
@@ -129,9 +130,12 @@
 </xsl:template>
 
 <!-- Tabs of one mount's pages, and the kill-source button behind a confirmation. -->
+<!-- auth: the mount's <authentication type> (its stats' authenticator); the Users tab is
+     there only for htpasswd, the one kind whose users the server manages. -->
 <xsl:template name="mount-tabs">
   <xsl:param name="mount"/>
   <xsl:param name="active"/>
+  <xsl:param name="auth" select="$authenticator"/>
   <xsl:variable name="q">
     <xsl:call-template name="uri-encode"><xsl:with-param name="s" select="$mount"/></xsl:call-template>
   </xsl:variable>
@@ -149,9 +153,11 @@
       <li><a href="/admin/updatemetadata.xsl?mount={$q}">
         <xsl:if test="$active = 'metadata'"><xsl:attribute name="aria-current">page</xsl:attribute></xsl:if>
         <xsl:text>Update metadata</xsl:text></a></li>
-      <li><a href="/admin/manageauth.xsl?mount={$q}">
-        <xsl:if test="$active = 'users'"><xsl:attribute name="aria-current">page</xsl:attribute></xsl:if>
-        <xsl:text>Users</xsl:text></a></li>
+      <xsl:if test="$auth = 'htpasswd' or $active = 'users'">
+        <li><a href="/admin/manageauth.xsl?mount={$q}">
+          <xsl:if test="$active = 'users'"><xsl:attribute name="aria-current">page</xsl:attribute></xsl:if>
+          <xsl:text>Users</xsl:text></a></li>
+      </xsl:if>
       <li>
         <xsl:call-template name="kill-source"><xsl:with-param name="mount" select="$mount"/></xsl:call-template>
       </li>

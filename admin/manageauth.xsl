@@ -33,7 +33,7 @@
               <tr>
                 <td class="mono"><xsl:value-of select="username"/></td>
                 <td>
-                  <form action="/admin/manageauth.xsl" method="get" class="kick">
+                  <form action="/admin/manageauth.xsl" method="get" class="delete-user">
                     <input type="hidden" name="mount" value="{$src/@mount}"/>
                     <input type="hidden" name="action" value="delete"/>
                     <input type="hidden" name="username" value="{username}"/>

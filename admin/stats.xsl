@@ -10,7 +10,9 @@
   holds the server's fields either way; the page is titled with the mount, shows its own
   figures instead of the server totals, and no mount table. Next to the cards, a compact table of every mount (name,
   listeners, bitrate, uptime, now playing) that admin.js sorts and switches to. Settings of the config file that the server does not
-  implement (config-warnings) are listed first, as a notice. admin.js keeps the numbers live (server-sent events).
+  implement (config-warnings) are listed first, as a notice. Mounts configured with htpasswd
+  users that have no source (htpasswd-mounts) are listed with a link to their users; a card's
+  Users tab shows for htpasswd mounts only. admin.js keeps the numbers live (server-sent events).
 -->
 <xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
 <xsl:import href="layout.xsl"/>
@@ -184,6 +186,25 @@
           <p class="empty" data-live="mounts">No source is connected.</p>
         </xsl:otherwise>
       </xsl:choose>
+      <xsl:variable name="live" select="source/@mount"/>
+      <xsl:variable name="sourceless" select="htpasswd-mounts/mount[not(. = $live)]"/>
+      <xsl:if test="$sourceless">
+        <section class="card panel" aria-labelledby="users-h" style="margin-top: 22px">
+          <h2 id="users-h">Protected mounts without a source</h2>
+          <p class="muted">Listeners of these mounts log in with a user of the mount's
+            htpasswd file; the users can be managed before a source connects.</p>
+          <ul class="sourceless-users">
+            <xsl:for-each select="$sourceless">
+              <xsl:variable name="q">
+                <xsl:call-template name="uri-encode"><xsl:with-param name="s" select="."/></xsl:call-template>
+              </xsl:variable>
+              <li data-users-mount="{.}"><code><xsl:value-of select="."/></code>
+                <xsl:text> · </xsl:text>
+                <a href="/admin/manageauth.xsl?mount={$q}">Users</a></li>
+            </xsl:for-each>
+          </ul>
+        </section>
+      </xsl:if>
       <xsl:if test="server_id">
         <xsl:call-template name="history-charts">
           <xsl:with-param name="mount" select="''"/>
@@ -289,6 +310,7 @@
       <xsl:call-template name="mount-tabs">
         <xsl:with-param name="mount" select="@mount"/>
         <xsl:with-param name="active" select="'none'"/>
+        <xsl:with-param name="auth" select="string(authenticator)"/>
       </xsl:call-template>
     </article>
   </li>

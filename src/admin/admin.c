@@ -155,18 +155,24 @@ void admin_send_error(admin_req_t *a, int status, const char *message)
  * view from the server's even though the document always holds the server's fields; and
  * "command": the command whose XML and JSON views show this page's data (the page links them
  * with its mount=), "" when there is none to link: an action's answer (<iceresponse>), whose
- * link would run the action again, or a command without those views. */
+ * link would run the action again, or a command without those views; and "authenticator": the
+ * <authentication type> of that mount ("" for none), so that its tabs offer only the pages
+ * that apply (Users for htpasswd). */
 static int apply_admin_xsl(admin_req_t *a, xmlDocPtr doc, char **out, size_t *len, char *ctype,
                            size_t cap)
 {
     char *mount = stats_clean_text(a->mount_name ? a->mount_name : "");
     if (!mount)
         return -ENOMEM;
+    const mount_conf_t *mc = a->mount_name ? config_find_mount(server_config(), a->mount_name)
+                                           : NULL;
+    const char *auth = mc && mc->auth && mc->auth->type ? mc->auth->type : "";
     xmlNodePtr root = xmlDocGetRootElement(doc);
     int response = root && xmlStrcmp(root->name, BAD_CAST "iceresponse") == 0;
     int linked = !response && (a->cmd->views & ADMIN_VIEW_XML) &&
                  (a->cmd->views & ADMIN_VIEW_JSON);
-    const char *params[] = {"mount", mount, "command", linked ? a->cmd->name : "", NULL};
+    const char *params[] = {"mount", mount, "command", linked ? a->cmd->name : "",
+                            "authenticator", auth, NULL};
     char name[ADMIN_NAME_MAX + 8];
     int rc = -ENOENT;
     for (int pass = 0; pass < 2 && rc == -ENOENT; pass++) {

@@ -11,6 +11,7 @@
 #include <libgen.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,7 @@ typedef struct {
 typedef struct snapshot {
     user_t *users; /* sorted by name */
     size_t n;
+    const char *decoy; /* the costliest hash of users (one of theirs), NULL if none */
     file_id_t id;
     time_t retired; /* when it was replaced */
     struct snapshot *next_retired;
@@ -51,6 +53,7 @@ typedef struct snapshot {
 struct htpasswd {
     char *path;
     _Atomic(snapshot_t *) cur;
+    atomic_ulong decoy_checks; /* unknown users verified against the decoy */
     pthread_mutex_t lock;   /* reload and write; readers never take it */
     snapshot_t *retired;    /* under lock */
     int load_errno;         /* last read error logged (under lock), to log each once */
@@ -170,6 +173,42 @@ static int user_cmp(const void *a, const void *b)
     return strcmp(((const user_t *)a)->name, ((const user_t *)b)->name);
 }
 
+/* What verifying a password against hash costs, as a rank: yescrypt above SHA-crypt (by
+ * rounds, then SHA-512 above SHA-256 at equal rounds) above MD5; 0 for a hash that is never
+ * verified (an unknown kind fails at once). Among yescrypt hashes the first one found is kept:
+ * their cost parameters are not compared. */
+static uint64_t hash_cost(const char *hash)
+{
+    if (is_md5_hex(hash))
+        return 1;
+    int sha512 = strncmp(hash, "$6$", 3) == 0;
+    if (strncmp(hash, "$y$", 3) == 0)
+        return UINT64_MAX;
+    if (!sha512 && strncmp(hash, "$5$", 3) != 0)
+        return 0;
+    unsigned long long rounds = 5000; /* crypt(3)'s default, clamped as crypt clamps it */
+    if (strncmp(hash + 3, "rounds=", 7) == 0) {
+        rounds = strtoull(hash + 10, NULL, 10);
+        rounds = rounds < 1000 ? 1000 : rounds > 999999999 ? 999999999 : rounds;
+    }
+    return 2 + rounds * 2 + (uint64_t)sha512;
+}
+
+/* The hash an unknown user's password is verified against, so that a name not in the file
+ * costs what the slowest name in it does and names cannot be told apart by timing. */
+static void snapshot_pick_decoy(snapshot_t *s)
+{
+    uint64_t best = 0;
+    s->decoy = NULL;
+    for (size_t i = 0; i < s->n; i++) {
+        uint64_t cost = hash_cost(s->users[i].hash);
+        if (cost > best) {
+            best = cost;
+            s->decoy = s->users[i].hash;
+        }
+    }
+}
+
 /* Parses a file's text; a later line for the same user wins, as in Icecast. */
 static snapshot_t *snapshot_parse(const char *text, size_t len, long *malformed)
 {
@@ -225,6 +264,7 @@ static snapshot_t *snapshot_parse(const char *text, size_t len, long *malformed)
         s->users[w++] = s->users[i];
     }
     s->n = w;
+    snapshot_pick_decoy(s);
     if (malformed)
         *malformed = bad;
     return s;
@@ -400,10 +440,36 @@ int htpasswd_check(htpasswd_t *h, const char *user, const char *pass)
     if (!s)
         return -EIO;
     const user_t *u = snapshot_find(s, user);
-    if (!u) /* spend the time a check would, so names cannot be told from timing */
-        return htpasswd_hash_verify("$6$rimecastnouser$", pass), HTPASSWD_NO_USER;
-    snprintf(hash, sizeof(hash), "%s", u->hash); /* the snapshot may be replaced meanwhile */
+    /* the snapshot may be replaced meanwhile: its strings are copied first */
+    snprintf(hash, sizeof(hash), "%s", u ? u->hash : s->decoy ? s->decoy : "");
+    if (!u) {
+        /* spend what the costliest known user would (the answer is ignored: even that
+         * user's own password lets no unknown name in) */
+        if (hash[0]) {
+            (void)htpasswd_hash_verify(hash, pass);
+            atomic_fetch_add_explicit(&h->decoy_checks, 1, memory_order_relaxed);
+        }
+        return HTPASSWD_NO_USER;
+    }
     return htpasswd_hash_verify(hash, pass) ? HTPASSWD_OK : HTPASSWD_BAD_PASSWORD;
+}
+
+unsigned long htpasswd_decoy_checks(htpasswd_t *h)
+{
+    return atomic_load_explicit(&h->decoy_checks, memory_order_relaxed);
+}
+
+int htpasswd_decoy(htpasswd_t *h, char *out, size_t cap)
+{
+    snapshot_t *s = fresh_snapshot(h);
+    if (!s)
+        return -EIO;
+    if (!s->decoy)
+        return 0;
+    if (strlen(s->decoy) >= cap)
+        return -ENOSPC;
+    memcpy(out, s->decoy, strlen(s->decoy) + 1);
+    return 1;
 }
 
 /* Writes users as the file's new contents: temporary file in the same directory, fsync,
@@ -498,6 +564,7 @@ static int change_locked(htpasswd_t *h, const char *user, const char *hash)
             goto nomem;
         qsort(s->users, s->n, sizeof(user_t), user_cmp);
     }
+    snapshot_pick_decoy(s);
     if ((rc = write_file(h->path, s->users, s->n, &s->id)) < 0) {
         snapshot_free(s);
         return rc;

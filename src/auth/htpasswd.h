@@ -54,8 +54,16 @@ long htpasswd_count(const char *text, size_t len, long *malformed);
 /* The htpasswd_t of this path (absolute), created on first use; NULL on ENOMEM. Never freed. */
 htpasswd_t *htpasswd_get(const char *path);
 /* Checks user/pass against the file (re-read first if it changed). HTPASSWD_* or -errno
- * when the file cannot be read (then nobody gets in). */
+ * when the file cannot be read (then nobody gets in). A user not in the file costs what the
+ * costliest user in it does: pass is verified against that user's hash (the decoy) and the
+ * answer thrown away, so names cannot be told from the time a refusal takes. */
 int htpasswd_check(htpasswd_t *h, const char *user, const char *pass);
+/* The decoy of the file as it is now (re-read first if it changed) into out: 1, or 0 when
+ * the file has no user with a hash that is verified (then an unknown user costs nothing,
+ * as a known one would not either), -ENOSPC if out is too small, -errno. */
+int htpasswd_decoy(htpasswd_t *h, char *out, size_t cap);
+/* How many checks of unknown users verified a password against the decoy (tests). */
+unsigned long htpasswd_decoy_checks(htpasswd_t *h);
 /* Adds a user (-EEXIST if present, -EINVAL for a bad name) or deletes one (-ENOENT if
  * absent), rewriting the file atomically. 0 or -errno. */
 int htpasswd_add(htpasswd_t *h, const char *user, const char *pass);

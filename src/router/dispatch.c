@@ -76,25 +76,52 @@ static void log_warn_limited_busy(conn_t *c)
                      "auth server (%d)", c->ip, AUTH_URL_MAX_PENDING);
 }
 
-/* Joins an admitted listener (URL authentication accepted it, s is its session or NULL). */
-static void join(conn_t *c, mount_t *m, auth_url_session_t *s)
+/* Hands s (URL authentication accepted the listener; NULL: none) to c: its user goes to the
+ * access log, and a GET keeps it as the session whose end sends listener_remove; a HEAD has
+ * no session (s freed). Returns the time limit the auth server set, 0 for none. */
+static unsigned keep_session(conn_t *c, auth_url_session_t *s)
 {
     client_t *cl = client_of(c);
-    int head = cl->req->method == HTTP_METHOD_HEAD;
-    if (s && s->user) {
+    if (!s)
+        return 0;
+    if (s->user) {
         free(cl->log_user);
         cl->log_user = str_dup(s->user);
     }
-    if (s && !head) {
-        cl->on_end = auth_url_session_end; /* listener_remove when it leaves */
-        cl->on_end_arg = s;
-    } else {
+    unsigned limit = s->timelimit;
+    if (cl->req->method == HTTP_METHOD_HEAD) {
         auth_url_session_free(s);
-        s = NULL;
+        return 0;
     }
-    unsigned limit = s ? s->timelimit : 0;
-    listener_start(c, cl->req, m); /* takes the reference */
+    cl->on_end = auth_url_session_end; /* listener_remove when it leaves */
+    cl->on_end_arg = s;
+    return limit;
+}
+
+/* Joins an admitted listener (URL authentication accepted it, s is its session or NULL). */
+static void join(conn_t *c, mount_t *m, auth_url_session_t *s)
+{
+    unsigned limit = keep_session(c, s);
+    listener_start(c, client_of(c)->req, m); /* takes the reference */
     listener_set_time_limit(c, limit);
+}
+
+/* Lets in a listener URL authentication accepted for s->mount_name: at once if that mount is
+ * live, else (an on-demand relay's mount) once its relay connected. */
+static void admit_url_listener(conn_t *c, auth_url_session_t *s)
+{
+    mount_t *m = mount_find(s->mount_name);
+    if (m) {
+        join(c, m, s);
+        return;
+    }
+    char *name = relay_is_on_demand(s->mount_name) ? str_dup(s->mount_name) : NULL;
+    unsigned limit = name ? keep_session(c, s) : 0; /* listener_remove balances the add */
+    if (!name)
+        auth_url_session_free(s); /* the source left meanwhile */
+    if (!name || !relay_park_listener(c, client_of(c)->req, name, limit))
+        client_send_error(c, 404, "The file you requested could not be found");
+    free(name);
 }
 
 /* The auth server answered for a parked listener (on its worker). */
@@ -105,42 +132,40 @@ static void url_auth_resumed(conn_t *c, auth_url_session_t *s)
         auth_url_session_free(s);
         return;
     }
-    mount_t *m = mount_find(s->mount_name);
-    if (!m) { /* the source left meanwhile */
-        auth_url_session_free(s);
-        client_send_error(c, 404, "The file you requested could not be found");
-        return;
-    }
-    join(c, m, s);
+    admit_url_listener(c, s);
 }
 
-/* URL authentication: the listener waits for the auth server (parked) or is let in now. */
-static void url_auth_listener(conn_t *c, const http_request_t *req, mount_t *m,
-                              const mount_conf_t *mc)
+/* URL authentication of a listener of `name`: it waits for the auth server (parked) or is let
+ * in now. m is the live mount that serves it (its reference is taken), or NULL for an
+ * on-demand relay's mount that is not live yet (its relay is started once the listener is
+ * accepted, so a refused listener never makes it connect). */
+static void url_auth_listener(conn_t *c, const http_request_t *req, const char *name,
+                              mount_t *m, const mount_conf_t *mc)
 {
     auth_url_session_t *s = NULL;
-    auth_url_start_t r = auth_url_listener_add(c, mc, m->name, req, url_auth_resumed, &s);
-    switch (r) {
-    case AUTH_URL_PARKED:
-        mount_unref(m); /* a waiting listener holds nothing but its connection */
-        return;
-    case AUTH_URL_ACCEPTED:
+    auth_url_start_t r = auth_url_listener_add(c, mc, name, req, url_auth_resumed, &s);
+    if (r == AUTH_URL_ACCEPTED && m) {
         join(c, m, s);
         return;
+    }
+    if (m)
+        mount_unref(m); /* a waiting listener holds nothing but its connection */
+    switch (r) {
+    case AUTH_URL_PARKED:
+        return;
+    case AUTH_URL_ACCEPTED:
+        admit_url_listener(c, s);
+        return;
     case AUTH_URL_BUSY:
-        mount_unref(m);
         log_warn_limited_busy(c);
         client_send_error(c, 403, "Forbidden: busy, please try again later");
         return;
     case AUTH_URL_FAILED:
-        mount_unref(m);
         client_send_error(c, 500, "Internal Server Error");
         return;
     }
 }
 
-/* Mount authentication (once per join, on this worker). 1 to go on; else the refusal is sent
- * and the mount reference dropped. */
 /* The authentication of the mount the listener asked for (name), whatever ends up serving it
  * (the mount itself, an on-demand relay once it connects, a fallback of a mount with no
  * source). 0 when refused (answered). */
@@ -188,7 +213,7 @@ static void handle_get(conn_t *c, const http_request_t *req)
         free(path);
         const mount_conf_t *mc = config_find_mount(server_config(), m->name);
         if (auth_url_enabled(mc)) {
-            url_auth_listener(c, req, m, mc);
+            url_auth_listener(c, req, m->name, m, mc);
             return;
         }
         if (listener_admitted(c, req, m->name))
@@ -199,11 +224,10 @@ static void handle_get(conn_t *c, const http_request_t *req)
     }
     /* an on-demand relay's mount is not live until a listener asks for it */
     if (req->method != HTTP_METHOD_POST && !router_owns(target) && relay_is_on_demand(target)) {
-        if (auth_url_enabled(config_find_mount(server_config(), target)))
-            /* URL authentication before the relay connects is not done yet: refuse rather
-             * than let anyone in */
-            client_send_error(c, 403, "Forbidden: mountpoint not available yet");
-        else if (listener_admitted(c, req, target) && !relay_park_listener(c, req, target))
+        const mount_conf_t *mc = config_find_mount(server_config(), target);
+        if (auth_url_enabled(mc))
+            url_auth_listener(c, req, target, NULL, mc); /* the relay starts once accepted */
+        else if (listener_admitted(c, req, target) && !relay_park_listener(c, req, target, 0))
             client_send_error(c, 404, "The file you requested could not be found");
         free(path);
         return;
@@ -213,7 +237,7 @@ static void handle_get(conn_t *c, const http_request_t *req)
         (m = fallback_for_sourceless(target))) {
         const mount_conf_t *mc = config_find_mount(server_config(), target);
         if (auth_url_enabled(mc)) {
-            url_auth_listener(c, req, m, mc); /* the auth server sees the mount that serves */
+            url_auth_listener(c, req, m->name, m, mc); /* the auth server sees the mount that serves */
             free(path);
             return;
         }

@@ -208,11 +208,16 @@ static void kv_emit(kvset_t *s, xmlNodePtr parent)
 }
 
 /* A key from a client (tag or audio-info) may become an element name only if it is a plain
- * XML name. */
+ * XML name, and not one of the keys the server sets only when they apply (a source must not
+ * make its mount look protected or relayed). */
 static int valid_element_name(const char *k, size_t len)
 {
+    static const char *const server_only[] = {"authenticator", "relay_upstream"};
     if (len == 0 || len >= STATS_KEY_MAX || strncasecmp(k, "xml", 3) == 0)
         return 0;
+    for (size_t i = 0; i < sizeof(server_only) / sizeof(server_only[0]); i++)
+        if (strlen(server_only[i]) == len && strncmp(k, server_only[i], len) == 0)
+            return 0;
     if (!((k[0] >= 'a' && k[0] <= 'z') || (k[0] >= 'A' && k[0] <= 'Z') || k[0] == '_'))
         return 0;
     for (size_t i = 1; i < len; i++) {
@@ -257,6 +262,13 @@ static void add_tags(kvset_t *s, mount_t *m)
     pthread_mutex_unlock(&m->lock);
 }
 
+/* The <authentication type> of the mount (as Icecast's "authenticator"), or NULL. */
+static const char *authenticator(const char *mount)
+{
+    const mount_conf_t *mc = config_find_mount(server_config(), mount);
+    return mc && mc->auth ? mc->auth->type : NULL;
+}
+
 static void add_source_fields(kvset_t *s, mount_t *m, const conn_t *via, int admin)
 {
     const mount_info_t *i = mount_info(m);
@@ -293,6 +305,7 @@ static void add_source_fields(kvset_t *s, mount_t *m, const conn_t *via, int adm
         char *url = mount_get_relay_url(m);
         kv_add(s, "relay_upstream", url);
         free(url);
+        kv_add(s, "authenticator", authenticator(m->name));
     }
     add_tags(s, m); /* title, artist, codec values */
     if (i->audio_info)
@@ -358,6 +371,24 @@ static int add_config_warnings(xmlNodePtr root)
     return 0;
 }
 
+/* <htpasswd-mounts><mount>name</mount>...</htpasswd-mounts>: the mounts configured (by exact
+ * name) with htpasswd authentication, live or not, whose users the admin may manage even when
+ * no source is connected (admin documents only; absent when there is none). */
+static int add_htpasswd_mounts(xmlNodePtr root)
+{
+    xmlNodePtr list = NULL;
+    for (const mount_conf_t *mc = server_config()->mounts; mc; mc = mc->next) {
+        if (mc->is_default || !mc->mount_name || strpbrk(mc->mount_name, "*?[") || !mc->auth ||
+            !mc->auth->type || strcmp(mc->auth->type, "htpasswd") != 0)
+            continue;
+        if (!list && !(list = xmlNewChild(root, NULL, BAD_CAST "htpasswd-mounts", NULL)))
+            return -1;
+        if (!stats_add_text(list, "mount", mc->mount_name))
+            return -1;
+    }
+    return 0;
+}
+
 /* An on-demand relay's mount before it connects: listed with 0 listeners, as Icecast does. */
 typedef struct idle_ctx {
     xmlNodePtr root;
@@ -366,6 +397,7 @@ typedef struct idle_ctx {
     int nlive;
     int hit;
     const conn_t *via;
+    int admin;
 } idle_ctx_t;
 
 static void add_idle_relay(const char *name, void *arg)
@@ -390,6 +422,8 @@ static void add_idle_relay(const char *name, void *arg)
     xmlNewTextChild(src, NULL, BAD_CAST "listeners", BAD_CAST "0");
     xmlNewTextChild(src, NULL, BAD_CAST "listenurl", BAD_CAST url);
     xmlNewTextChild(src, NULL, BAD_CAST "on_demand", BAD_CAST "1");
+    if (x->admin)
+        stats_add_text(src, "authenticator", authenticator(name));
 }
 
 xmlDocPtr stats_document(int admin, const char *mount, int *found, const conn_t *via)
@@ -403,7 +437,7 @@ xmlDocPtr stats_document(int admin, const char *mount, int *found, const conn_t 
     xmlNodePtr root = xmlDocGetRootElement(doc);
     add_globals(s);
     kv_emit(s, root);
-    if (admin && !mount && add_config_warnings(root) < 0)
+    if (admin && !mount && (add_config_warnings(root) < 0 || add_htpasswd_mounts(root) < 0))
         goto fail;
     int hit = 0;
     for (int k = 0; k < n; k++) {
@@ -419,7 +453,7 @@ xmlDocPtr stats_document(int admin, const char *mount, int *found, const conn_t 
         add_source_fields(s, v[k], via, admin);
         kv_emit(s, src);
     }
-    idle_ctx_t idle = {root, mount, v, n, 0, via};
+    idle_ctx_t idle = {root, mount, v, n, 0, via, admin};
     relay_foreach_idle(add_idle_relay, &idle);
     hit |= idle.hit;
     if (found)

@@ -21,8 +21,10 @@ typedef struct conn conn_t;
 int stats_mounts(mount_t ***out, int include_hidden);
 void stats_mounts_free(mount_t **v, int n);
 
-/* The <icestats> document. admin: include hidden mounts and, for the whole document (mount
- * NULL), the running config's start-up warnings as <config-warnings>. mount: NULL for all,
+/* The <icestats> document. admin: include hidden mounts, each mount's <authenticator> (its
+ * <authentication type>, absent without one) and, for the whole document (mount NULL), the
+ * running config's start-up warnings as <config-warnings> and the configured mounts with
+ * htpasswd users as <htpasswd-mounts><mount/>...</htpasswd-mounts>. mount: NULL for all,
  * else only that mount; *found (may be NULL) is set to 0 when it names no live (visible)
  * mount, and the document then has no <source>. via: the connection that asked (NULL = none):
  * one that came over TLS gets https listen URLs. NULL on ENOMEM. Caller frees with

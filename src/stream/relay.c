@@ -844,6 +844,7 @@ void relay_stop_master(const char *local)
 typedef struct park {
     char *name;
     uint64_t until_ms;
+    unsigned time_limit_s; /* from the listener's authentication, 0 = none */
 } park_t;
 
 static void park_release(conn_t *c)
@@ -874,10 +875,12 @@ static void park_check(conn_t *c)
         conn_set_deadline(c, RELAY_PARK_POLL_MS);
         return;
     }
+    unsigned limit = p->time_limit_s;
     park_release(c);
     c->role = NULL;
     if (m) {
         listener_start(c, client_of(c)->req, m); /* the request was kept while parked */
+        listener_set_time_limit(c, limit);
         return;
     }
     client_send_error(c, 404, "The file you requested could not be found");
@@ -908,7 +911,8 @@ int relay_is_on_demand(const char *name)
     return found;
 }
 
-int relay_park_listener(conn_t *c, const http_request_t *req, const char *name)
+int relay_park_listener(conn_t *c, const http_request_t *req, const char *name,
+                        unsigned time_limit_s)
 {
     (void)req;
     worker_t *w = NULL;
@@ -929,6 +933,7 @@ int relay_park_listener(conn_t *c, const http_request_t *req, const char *name)
         return 0;
     }
     p->until_ms = loop_now_ms() + RELAY_PARK_MS;
+    p->time_limit_s = time_limit_s;
     c->data = p;
     c->ops = c->role = &park_ops;
     conn_set_deadline(c, RELAY_PARK_POLL_MS);

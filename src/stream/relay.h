@@ -38,8 +38,10 @@ void relay_shutdown(void);
 
 /* A listener asked for `name`, which is not live: if it is an on-demand relay's mount, the
  * relay is asked to connect, c waits (its request kept) and 1 is returned; then c becomes a
- * listener when the mount is live, or gets 404 after 10 s. 0 if name is no on-demand relay. */
-int relay_park_listener(conn_t *c, const http_request_t *req, const char *name);
+ * listener when the mount is live (its session ended time_limit_s later, 0 = no limit: what
+ * its authentication allowed), or gets 404 after 10 s. 0 if name is no on-demand relay. */
+int relay_park_listener(conn_t *c, const http_request_t *req, const char *name,
+                        unsigned time_limit_s);
 /* 1 if name is the local mount of an on-demand relay (connected or not). Any thread. */
 int relay_is_on_demand(const char *name);
 

@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test_auth: the parsers of the auth layer: htpasswd lines and files, MD5 and crypt hash
- * checks, CIDR ranges and lists, forwarded-address picking.
+ * checks, the decoy an unknown htpasswd user is checked against, CIDR ranges and lists,
+ * forwarded-address picking.
  */
+#include <crypt.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "auth/access.h"
 #include "auth/cidr.h"
@@ -125,11 +129,99 @@ static void test_forwarded(void)
           strcmp(out, "1.2.3.4") == 0);
 }
 
+/* Replaces the file at path with text (a new inode: a reload is certain). */
+static void write_users(const char *path, const char *text)
+{
+    char tmp[400];
+    snprintf(tmp, sizeof(tmp), "%s.new", path);
+    FILE *f = fopen(tmp, "w");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    fputs(text, f);
+    fclose(f);
+    CHECK(rename(tmp, path) == 0);
+}
+
+/* The decoy of the file with text, "" when it has none. */
+static const char *decoy_of(htpasswd_t *h, const char *path, const char *text)
+{
+    static char out[HTPASSWD_HASH_MAX + 1];
+    write_users(path, text);
+    int rc = htpasswd_decoy(h, out, sizeof(out));
+    CHECK(rc >= 0);
+    if (rc <= 0)
+        out[0] = '\0';
+    return out;
+}
+
+static void test_unknown_user_costs_the_costliest_known_one(void)
+{
+    const char *base = getenv("TMPDIR");
+    char dir[200], path[300], text[2048], h6[256], h5[256], h5slow[256];
+    struct crypt_data cd = {0};
+    snprintf(dir, sizeof(dir), "%s/test_auth_XXXXXX", base && *base ? base : "/tmp");
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof(path), "%s/users", dir);
+    htpasswd_t *h = htpasswd_get(path);
+    CHECK(h != NULL);
+    if (!h)
+        return;
+    CHECK(htpasswd_hash_new("pw6", h6, sizeof(h6)) == 0);
+    snprintf(h5, sizeof(h5), "%s", crypt_r("pw5", "$5$saltsalt", &cd));
+    snprintf(h5slow, sizeof(h5slow), "%s", crypt_r("pw5", "$5$rounds=20000$saltsalt", &cd));
+    CHECK(strncmp(h5, "$5$saltsalt$", 12) == 0 && strncmp(h5slow, "$5$rounds=20000$", 16) == 0);
+    const char *md5 = "5ebe2294ecd0e0f08eab7690d2a6ee69"; /* "secret" */
+
+    /* SHA-512 above SHA-256 above MD5, whatever the order of the lines */
+    snprintf(text, sizeof(text), "a:%s\nb:%s\nc:%s\n", md5, h6, h5);
+    CHECK_STR(decoy_of(h, path, text), h6);
+    /* an unknown user is verified against it; a known one is not */
+    unsigned long before = htpasswd_decoy_checks(h);
+    CHECK(htpasswd_check(h, "nobody", "x") == HTPASSWD_NO_USER);
+    CHECK(htpasswd_decoy_checks(h) == before + 1);
+    /* the decoy's own password lets no unknown name in */
+    CHECK(htpasswd_check(h, "nobody", "pw6") == HTPASSWD_NO_USER);
+    CHECK(htpasswd_decoy_checks(h) == before + 2);
+    CHECK(htpasswd_check(h, "b", "pw6") == HTPASSWD_OK);
+    CHECK(htpasswd_check(h, "c", "nope") == HTPASSWD_BAD_PASSWORD);
+    CHECK(htpasswd_check(h, "a", "secret") == HTPASSWD_OK);
+    CHECK(htpasswd_decoy_checks(h) == before + 2);
+
+    /* more SHA rounds cost more than the kind; yescrypt is above both */
+    snprintf(text, sizeof(text), "b:%s\nd:%s\n", h6, h5slow);
+    CHECK_STR(decoy_of(h, path, text), h5slow);
+    snprintf(text, sizeof(text), "y:$y$j9T$F5Jx5fExrKuJdv.XrBzw2/$aZMzmR1h1ETXzM3y8bF0yTj7VvOQ3FoWA\n"
+             "b:%s\n", h6);
+    CHECK(strncmp(decoy_of(h, path, text), "$y$", 3) == 0);
+    /* a file of MD5 users: an unknown user costs an MD5 too, not a crypt */
+    snprintf(text, sizeof(text), "a:%s\n", md5);
+    CHECK_STR(decoy_of(h, path, text), md5);
+    before = htpasswd_decoy_checks(h);
+    CHECK(htpasswd_check(h, "nobody", "secret") == HTPASSWD_NO_USER);
+    CHECK(htpasswd_decoy_checks(h) == before + 1);
+    /* no hash that is ever verified (or no user): nothing to spend, known or not */
+    CHECK_STR(decoy_of(h, path, "old:$1$abc$def\nplain:plain\n"), "");
+    CHECK_STR(decoy_of(h, path, ""), "");
+    before = htpasswd_decoy_checks(h);
+    CHECK(htpasswd_check(h, "nobody", "x") == HTPASSWD_NO_USER);
+    CHECK(htpasswd_decoy_checks(h) == before);
+    /* users added through the file API keep the decoy up to date */
+    CHECK(htpasswd_add(h, "new", "pw") == 0);
+    char got[HTPASSWD_HASH_MAX + 1];
+    CHECK(htpasswd_decoy(h, got, sizeof(got)) == 1 && strncmp(got, "$6$", 3) == 0);
+    CHECK(htpasswd_delete(h, "new") == 0);
+    CHECK(htpasswd_decoy(h, got, sizeof(got)) == 0);
+    unlink(path);
+    rmdir(dir);
+}
+
 int main(void)
 {
     RUN(test_md5);
     RUN(test_lines);
     RUN(test_hashes);
+    RUN(test_unknown_user_costs_the_costliest_known_one);
     RUN(test_cidr);
     RUN(test_forwarded);
     return testlib_done();

@@ -1,13 +1,15 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""Who may do what: source credentials on every admin command, allow-ip /
-deny-ip files with CIDR ranges, the deny-agents file, and X-Forwarded-For
-believed from trusted proxies only.
+"""Who may do what: source credentials (global and per mount) on every admin
+command, allow-ip / deny-ip files with CIDR ranges, the deny-agents file (both
+re-read when they change), X-Forwarded-For believed from trusted proxies only,
+and the per-address back-off after repeated bad admin and source logins.
 """
 
 import os
 import shutil
 import socket
 import tempfile
+import time
 
 import pytest
 
@@ -19,8 +21,9 @@ DATA = wirelib.make_data(128 * 1024)
 
 # every route of src/admin/commands.c with what a source user of /live gets
 SOURCE_ALLOWED = {"metadata", "updatemetadata"}
-ROUTES = ["stats", "listmounts", "streamlist", "listclients", "moveclients", "killclient",
-          "killsource", "metadata", "fallbacks", "updatemetadata", "events", "manageauth"]
+ROUTES = ["stats", "listmounts", "history", "log", "streamlist", "listclients", "moveclients",
+          "killclient", "killsource", "metadata", "fallbacks", "updatemetadata", "events",
+          "manageauth"]
 
 
 def start_source(srv, mount="/live"):
@@ -30,23 +33,40 @@ def start_source(srv, mount="/live"):
     return src
 
 
+def check_routes(srv, creds, mount, other):
+    """Every admin route with a source user's credentials for mount: metadata only."""
+    query = ("?mount=%s&mode=updinfo&song=x&id=1&destination=%s&fallback=%s&action=list"
+             % (mount, other, other))
+    for cmd in ROUTES:
+        r = adminlib.request(srv, "/admin/%s%s" % (cmd, query), auth=creds)
+        if cmd in SOURCE_ALLOWED:
+            assert r.status == 200, (cmd, creds, r.status)
+        else:
+            assert r.status == 401, (cmd, creds, r.status)
+
+
 @pytest.mark.rimecast_only
 def test_source_credentials_reach_only_the_metadata_of_their_own_mount(server):
     # Icecast 2.4.4 lets a source user with mount= also run stats, listclients, killclient,
     # killsource and fallbacks on the mount; Rimecast keeps source users to metadata.
-    srv = server(mounts=[{"mount_name": "/own", "password": "ownpw"}])
+    srv = server(mounts=[{"mount_name": "/own", "password": "ownpw"},
+                         {"mount_name": "/dj", "username": "dj", "password": "djpw"}])
     live = start_source(srv)
     own = srv.source("/own", DATA, password="ownpw", headers={"Content-Type": "audio/mpeg"})
     assert own.connect().status == 200
     own.start()
+    dj = srv.source("/dj", DATA, user="dj", password="djpw", headers={"Content-Type": "audio/mpeg"})
+    assert dj.connect().status == 200
+    dj.start()
     creds = ("source", SOURCE_PASSWORD)
-    query = "?mount=/live&mode=updinfo&song=x&id=1&destination=/own&fallback=/own&action=list"
-    for cmd in ROUTES:
-        r = adminlib.request(srv, "/admin/%s%s" % (cmd, query), auth=creds)
-        if cmd in SOURCE_ALLOWED:
-            assert r.status == 200, (cmd, r.status)
-        else:
-            assert r.status == 401, (cmd, r.status)
+    check_routes(srv, creds, "/live", "/own")
+    # a mount's own source user is kept to that mount's metadata just the same
+    check_routes(srv, ("dj", "djpw"), "/dj", "/live")
+    # and not even that on another mount (one try: wrong credentials count towards back-off)
+    r = adminlib.request(srv, "/admin/metadata?mount=/live&mode=updinfo&song=y",
+                         auth=("dj", "djpw"))
+    assert r.status == 401
+    dj.stop()
     # the global source password is not a key to a mount with its own password
     r = adminlib.request(srv, "/admin/metadata?mount=/own&mode=updinfo&song=x", auth=creds)
     assert r.status == 401
@@ -114,6 +134,11 @@ def test_denied_user_agent_gets_403(server, files):
     assert status_from(srv, "127.0.0.1", headers="User-Agent: a badbot 2.0\r\n") == 403
     assert status_from(srv, "127.0.0.1", headers="User-Agent: curl/8.0\r\n") == 403
     assert "user agent a badbot 2.0 is denied" in srv.error_log()
+    # the file is re-read when it changes: the old patterns go, the new ones apply
+    files("agents", "Evil*\n")
+    assert status_from(srv, "127.0.0.1", headers="User-Agent: curl/8.0\r\n") == 200
+    assert status_from(srv, "127.0.0.1", headers="User-Agent: a badbot 2.0\r\n") == 200
+    assert status_from(srv, "127.0.0.1", headers="User-Agent: EvilCrawler/1\r\n") == 403
 
 
 @pytest.mark.rimecast_only
@@ -249,3 +274,61 @@ def test_metadata_address_check_uses_the_forwarded_address_of_a_trusted_proxy(se
     assert title_of(srv) == "fwd"
     srv.wait_log("source credentials are accepted from the source's address only")
     s.close()
+
+
+# ---------------------------------------------------------------- back-off
+
+def put_from(srv, bind_ip, mount, user, password):
+    """A source PUT from bind_ip; the answer's head."""
+    s = socket.socket()
+    s.bind((bind_ip, 0))
+    s.settimeout(5)
+    s.connect((srv.host, srv.port))
+    s.sendall(("PUT %s HTTP/1.1\r\nHost: x\r\nContent-Type: audio/mpeg\r\n"
+               "Authorization: %s\r\n\r\n" % (mount, wirelib.basic_auth(user, password))).encode())
+    head, _ = wirelib.read_head(s, 5)
+    s.close()
+    return head
+
+
+def admin_from(srv, bind_ip, password):
+    head, _ = request_from(srv, bind_ip, "/admin/stats", auth=(ADMIN_USER, password))
+    return head
+
+
+def assert_blocked(head):
+    assert head.status == 429, head
+    assert int(head.header("Retry-After")) >= 1
+
+
+@pytest.mark.rimecast_only
+def test_repeated_bad_admin_and_source_logins_back_off_the_address(server):
+    """src/auth/guard.h: the 5th failed login of an address within 60 s blocks it (2 s at
+    first); while blocked, even the right credentials get 429 with Retry-After. Admin and
+    source failures count together; other addresses are not affected."""
+    srv = server()
+    for _ in range(5):  # bad admin logins from one address
+        assert admin_from(srv, "127.0.0.4", "wrong").status == 401
+    assert_blocked(admin_from(srv, "127.0.0.4", ADMIN_PASSWORD))
+    assert_blocked(put_from(srv, "127.0.0.4", "/a", "source", SOURCE_PASSWORD))
+    srv.wait_log("127.0.0.4 blocked for 2 s after 5 failed logins")
+    assert srv.error_log().count("failed login from 127.0.0.4 for admin stats") == 5
+    assert admin_from(srv, "127.0.0.1", ADMIN_PASSWORD).status == 200
+    for _ in range(5):  # bad source logins from another
+        assert put_from(srv, "127.0.0.5", "/b", "source", "wrong").status == 401
+    assert_blocked(put_from(srv, "127.0.0.5", "/b", "source", SOURCE_PASSWORD))
+    srv.wait_log("127.0.0.5 blocked for 2 s after 5 failed logins")
+    assert srv.error_log().count("failed login from 127.0.0.5 for source /b") == 5
+    for _ in range(3):  # and a mix of both from a third
+        assert admin_from(srv, "127.0.0.6", "wrong").status == 401
+    for _ in range(2):
+        assert put_from(srv, "127.0.0.6", "/c", "source", "wrong").status == 401
+    assert_blocked(put_from(srv, "127.0.0.6", "/c", "source", SOURCE_PASSWORD))
+    assert_blocked(admin_from(srv, "127.0.0.6", ADMIN_PASSWORD))
+    srv.wait_log("127.0.0.6 blocked for 2 s after 5 failed logins")
+    # the block ends: the right credentials work again
+    deadline = time.monotonic() + 5
+    while admin_from(srv, "127.0.0.4", ADMIN_PASSWORD).status == 429:
+        assert time.monotonic() < deadline, "still blocked"
+        time.sleep(0.2)
+    assert admin_from(srv, "127.0.0.4", ADMIN_PASSWORD).status == 200

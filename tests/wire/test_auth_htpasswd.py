@@ -4,7 +4,10 @@
 HTTP Basic on GET/HEAD of the mount (401 with Icecast's challenge), Icecast's
 "user:<md5 hex>" files, duplicate logins, the file re-read when it changes
 (twice within one second too), /admin/manageauth (XML, JSON, HTML) writing the
-file atomically, and the per-address back-off after repeated failures.
+file atomically (a new file renamed over the old one), a deleted user's listener
+staying connected while the user can no longer log in, the admin pages offering
+Users only for htpasswd mounts (sourceless ones too), and the per-address
+back-off after repeated failures.
 """
 
 import hashlib
@@ -223,6 +226,89 @@ def test_manageauth_adds_lists_and_deletes_users_atomically(station):
     assert get(srv, "newbie", "pa&ss")[1].status == 401
     assert "newbie" not in open(path).read()
     src.stop()
+
+
+@pytest.mark.rimecast_only
+def test_manageauth_replaces_the_file_instead_of_writing_it_in_place(station):
+    srv, path, src = station(md5_line("old", "pw"), live=False)
+    first = os.stat(path).st_ino
+    assert manage(srv, "action=add&username=added&password=pw").status == 200
+    added = os.stat(path)
+    assert "added:" in open(path).read()
+    assert added.st_ino != first  # a new file renamed over the old one, not rewritten
+    assert manage(srv, "action=delete&username=old").status == 200
+    assert "old:" not in open(path).read()
+    assert os.stat(path).st_ino != added.st_ino
+    assert sorted(os.listdir(os.path.dirname(path))) == ["users"]
+
+
+@pytest.mark.rimecast_only
+def test_deleted_user_keeps_listening_but_cannot_log_in_again(station):
+    # duplicates allowed: a second login is refused for the deletion alone
+    srv, path, src = station(md5_line("ivy", "pw"), {"allow_duplicate_users": "1"})
+    lst, resp = get(srv, "ivy", "pw")
+    assert resp.status == 200
+    lst.wait_bytes(8192, 5)
+    again, resp = get(srv, "ivy", "pw")
+    assert resp.status == 200
+    again.close()
+    assert manage(srv, "action=delete&username=ivy").status == 200
+    assert get(srv, "ivy", "pw")[1].status == 401
+    # the stated policy: connected listeners stay and keep receiving
+    before = lst.received
+    lst.wait_bytes(before + 16 * 1024, 5)
+    assert not lst.closed
+    users = [l.findtext("username") for l in adminlib.admin(
+        srv, "/admin/listclients?mount=" + MOUNT).xml().findall("source/listener")]
+    assert users == ["ivy"]
+    lst.close()
+    src.stop()
+
+
+@pytest.mark.rimecast_only
+def test_users_tab_only_on_htpasswd_mounts_and_sourceless_ones_reachable(server):
+    d = user_dir()
+    try:
+        path = os.path.join(d, "users")
+        write_users(path, md5_line("kim", "pw"))
+        idle = auth_mount(path)
+        idle["mount_name"] = "/idle"
+        srv = server(mounts=[auth_mount(path), idle, {"mount_name": "/plain"}])
+        srcs = []
+        for mount in (MOUNT, "/plain"):
+            src = srv.source(mount, DATA, headers={"Content-Type": "audio/mpeg"})
+            assert src.connect().status == 200
+            src.start()
+            srcs.append(src)
+        formatlib.wait_mount(srv, MOUNT)
+        formatlib.wait_mount(srv, "/plain")
+        # the stats say which mounts have htpasswd users, live or not
+        doc = adminlib.admin(srv, "/admin/stats").xml()
+        auth = {s.get("mount"): s.findtext("authenticator") for s in doc.findall("source")}
+        assert auth == {MOUNT: "htpasswd", "/plain": None}, auth
+        assert [m.text for m in doc.findall("htpasswd-mounts/mount")] == [MOUNT, "/idle"]
+        # the overview: a Users tab on the protected card only, a link for the sourceless one
+        html = adminlib.admin(srv, "/admin/stats.xsl").body.decode()
+
+        def card(mount):
+            return html.split('<li class="card" data-mount="%s"' % mount, 1)[1].split("</article>")[0]
+        assert "/admin/manageauth.xsl?mount=/secret" in card(MOUNT)
+        assert "manageauth.xsl" not in card("/plain")
+        listed = html.split('class="sourceless-users"', 1)[1].split("</ul>")[0]
+        assert 'href="/admin/manageauth.xsl?mount=/idle"' in listed and MOUNT not in listed
+        # the page behind the link works without a source
+        page = adminlib.admin(srv, "/admin/manageauth.xsl?mount=/idle")
+        assert page.status == 200 and "kim" in page.body.decode()
+        # the tabs of one mount's pages follow its configuration
+        for page in ("listclients", "updatemetadata", "moveclients"):
+            assert "manageauth.xsl" in adminlib.admin(
+                srv, "/admin/%s.xsl?mount=%s" % (page, MOUNT)).body.decode(), page
+            assert "manageauth.xsl" not in adminlib.admin(
+                srv, "/admin/%s.xsl?mount=/plain" % page).body.decode(), page
+        for src in srcs:
+            src.stop()
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.mark.rimecast_only

@@ -8,7 +8,8 @@ Covers: the page renders each mount (name, title, listeners), the <audio> player
 points at the stream and loads it, titles and listener counts update live (JS) and
 after a reload (no JS), kicking a listener from the UI closes its socket, moving
 listeners and killing a source from the UI, updating metadata through the form,
-and hostile strings shown as text, never run. Needs chromium, chromedriver and
+adding and deleting a mount's users through its Users page, and hostile strings
+shown as text, never run. Needs chromium, chromedriver and
 python3-selenium; skipped without them. Set WEBUI_SHOTS=dir to keep screenshots.
 """
 
@@ -20,6 +21,7 @@ import re
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.parse
 
@@ -597,6 +599,65 @@ def test_admin_metadata_form_sets_the_title(station, browsers):
     b.one("#metadata-form button").click()
     wait_notice(b)
     reload_until_title(b, st.url("/status.xsl"), "/live.mp3", 'Form Artist - Form <Title> & "more"')
+
+
+def _login_status(st, user, password, mount="/secret.mp3"):
+    """The status a listener logging in to mount as user gets."""
+    lis = webuilib.Listener(st.srv.host, st.srv.port, mount, keep=4096, headers={
+        "Authorization": webuilib.wirelib.basic_auth(user, password)})
+    resp = lis.open()
+    lis.close()
+    return resp.status if resp else None
+
+
+def _users_listed(b):
+    return [td.text for td in b.find("tbody td.mono")]
+
+
+@pytest.mark.rimecast_only
+def test_admin_users_page_adds_and_deletes_listener_logins(station, browsers):
+    d = tempfile.mkdtemp(prefix="wire-users-")
+    try:
+        os.chmod(d, 0o777)  # the server (nobody) writes its new file beside the old one
+        users = os.path.join(d, "users")
+        with open(users, "w") as f:
+            f.write("keeper:%s\n" % hashlib.md5(b"kpw").hexdigest())
+        os.chmod(users, 0o666)
+        protected = ('<mount type="normal"><mount-name>/secret.mp3</mount-name>'
+                     '<authentication type="htpasswd"><option name="filename" value="%s"/>'
+                     '</authentication></mount>' % users)
+        st = station({"/secret.mp3": {}, "/open.mp3": {}}, extra_xml=protected)
+        b = browsers(js=True, auth=AUTH)
+        b.get(st.url("/admin/stats.xsl"))
+        settle(b)
+        # the Users tab is on the protected mount's card only
+        assert "Users" not in [a.text for a in card(b, "/open.mp3").find_elements(
+            "css selector", "ul.tabs a")]
+        b.wait_click('li[data-mount="/secret.mp3"] ul.tabs a', text="Users")
+        b.wait(lambda: "/admin/manageauth.xsl?mount=/secret.mp3" in b.driver.current_url, 10,
+               "the users page")
+        assert _users_listed(b) == ["keeper"]
+        assert _login_status(st, "newbie", "n3w&pw") == 401
+        # add through the form
+        b.one("#username").send_keys("newbie")
+        b.one("#password").send_keys("n3w&pw")
+        b.wait_click("section.panel form button", text="Add user")
+        b.wait_text("p.notice", "User added")
+        b.wait(lambda: _users_listed(b) == ["keeper", "newbie"], 10, "newbie in the list")
+        assert _login_status(st, "newbie", "n3w&pw") == 200
+        assert _login_status(st, "newbie", "wrong") == 401
+        # delete with the row's button
+        b.wait_click("tbody tr", text="newbie", inner="form.delete-user button")
+        b.wait_text("p.notice", "User deleted")
+        b.wait(lambda: _users_listed(b) == ["keeper"], 10, "newbie gone from the list")
+        assert _login_status(st, "newbie", "n3w&pw") == 401
+        assert _login_status(st, "keeper", "kpw") == 200
+        # the page's own form did it: no listener kick was tried on the way
+        assert "/admin/killclient" not in st.srv.access_log()
+        assert not b.console_errors(), b.console_errors()
+        shot(b, "admin-users")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.mark.rimecast_only
