@@ -24,7 +24,7 @@
 #include "conf/config.h"
 #include "config.h"
 #include "core/log.h"
-#include "net/fetch.h"
+#include "http/fetch.h"
 #include "net/worker.h"
 #include "stream/relay.h"
 #include "net/server.h"
