@@ -4,7 +4,8 @@
 #   packaging/build-deb.sh [OUTDIR]        (the .deb is copied to OUTDIR, default: the current dir)
 # Needs: dpkg-dev, debhelper (>= 13) and the build dependencies of debian/control
 #   (apt-get install dpkg-dev debhelper pkg-config libxml2-dev libxslt1-dev libogg-dev \
-#    libvorbis-dev libcrypt-dev libssl-dev libcurl4-openssl-dev groff-base).
+#    libvorbis-dev libcrypt-dev libssl-dev libcurl4-openssl-dev groff-base; libvorbis-dev for
+#    a unit test: the daemon does not link libvorbis and the package does not depend on it).
 # What it tests: `dpkg-buildpackage -us -uc -b` in a copy of the tree (the tracked files and
 # uncommitted edits, no build products) succeeds, with the unit tests; the package holds the
 # binary, the man page, the systemd unit, the logrotate file and the config; the config is a
@@ -36,6 +37,8 @@ dpkg-deb -e "$deb" "$work/control"
 grep -qx /etc/rimecast/rimecast.xml "$work/control/conffiles" || fail "the config is not a conffile"
 grep -q 'systemctl\|deb-systemd' "$work/control/postinst" || fail "postinst does not enable the unit"
 dpkg -I "$deb" | grep -q 'Package: rimecast' || fail "dpkg -I"
+! dpkg-deb -f "$deb" Depends | grep -q vorbis ||
+    fail "the package depends on libvorbis (only a unit test uses it)"
 
 dpkg -x "$deb" "$work/root"
 "$work/root/usr/bin/rimecast" --version | grep -q "^Rimecast $(echo "$version" | sed 's/-.*//')" ||

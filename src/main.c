@@ -23,8 +23,9 @@
 #include "admin/xslt.h"
 #include "conf/config.h"
 #include "config.h"
+#include "core/fault.h"
 #include "core/log.h"
-#include "net/fetch.h"
+#include "http/fetch.h"
 #include "net/worker.h"
 #include "stream/relay.h"
 #include "net/server.h"
@@ -70,6 +71,9 @@ static int parse_args(int argc, char **argv, options_t *o)
             break;
         case 'v':
             printf("%s %s\n", SERVER_NAME, PACKAGE_VERSION);
+#ifdef RIMECAST_FAULT_INJECTION
+            printf("fault injection: %s\n", fault_point_names()); /* a test build */
+#endif
             exit(0);
         case 'h':
             usage(stdout);
@@ -349,6 +353,15 @@ int main(int argc, char **argv)
     config_t *cfg = NULL;
     if (parse_args(argc, argv, &opt) < 0)
         return 2;
+#ifdef RIMECAST_FAULT_INJECTION
+    const char *faults = getenv("RIMECAST_FAULT");
+    if (fault_init(faults, err, sizeof(err)) < 0) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    if (faults && *faults)
+        fprintf(stderr, "fault injection armed: RIMECAST_FAULT=%s\n", faults);
+#endif
     if (config_load(opt.config_file, &cfg, err, sizeof(err), NULL) < 0) {
         fprintf(stderr, "%s\n", err);
         return 1;

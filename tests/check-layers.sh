@@ -6,8 +6,12 @@ LAYERS="core conf,format net http auth stream stats yp admin router main"
 # A folder may include its own headers and those of any lower layer; folders sharing a layer
 # (conf,format) may not include each other. src/main.c is the layer "main"; the generated
 # config.h (package version) is allowed everywhere.
+#   tests/check-layers.sh              the check of $RIMECAST_SRCDIR/src, then the self-test
+#   tests/check-layers.sh --self-test  only the self-test: a copy of src/ with one include
+#                                      added going up (core -> router), then one going sideways
+#                                      (conf -> format), must fail with that include, and only it,
+#                                      reported
 srcdir=${RIMECAST_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
-cd "$srcdir/src" || exit 1
 
 rank_of() { # folder -> layer index, or empty
 	i=0
@@ -17,24 +21,61 @@ rank_of() { # folder -> layer index, or empty
 	done
 }
 
-bad=0
-for f in $(find . -name '*.[ch]' | sed 's|^\./||' | sort); do
-	case "$f" in */*) from=${f%%/*} ;; *) from=${f%.[ch]} ;; esac
-	rf=$(rank_of "$from")
-	if [ -z "$rf" ]; then
-		echo "check-layers: src/$f is in no layer (add its folder to LAYERS)"
-		bad=1
-		continue
-	fi
-	for inc in $(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$f"); do
-		case "$inc" in */*) to=${inc%%/*} ;; *) continue ;; esac
-		[ "$to" = "$from" ] && continue
-		rt=$(rank_of "$to")
-		if [ -z "$rt" ] || [ "$rt" -ge "$rf" ]; then
-			echo "check-layers: src/$f ($from) includes $inc ($to): not a lower layer"
+# check_tree DIR: the check of DIR (a src/ tree); prints what is wrong, returns 1 if anything is.
+check_tree() (
+	cd "$1" || exit 1
+	bad=0
+	for f in $(find . -name '*.[ch]' | sed 's|^\./||' | sort); do
+		case "$f" in */*) from=${f%%/*} ;; *) from=${f%.[ch]} ;; esac
+		rf=$(rank_of "$from")
+		if [ -z "$rf" ]; then
+			echo "check-layers: src/$f is in no layer (add its folder to LAYERS)"
 			bad=1
+			continue
 		fi
+		for inc in $(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$f"); do
+			case "$inc" in */*) to=${inc%%/*} ;; *) continue ;; esac
+			[ "$to" = "$from" ] && continue
+			rt=$(rank_of "$to")
+			if [ -z "$rt" ] || [ "$rt" -ge "$rf" ]; then
+				echo "check-layers: src/$f ($from) includes $inc ($to): not a lower layer"
+				bad=1
+			fi
+		done
 	done
-done
-[ $bad -eq 0 ] && echo "check-layers: every include goes down ($LAYERS)"
-exit $bad
+	exit $bad
+)
+
+# self_test: the check must fail on a copy of src/ with one bad include, reporting just that.
+self_test() {
+	tmp=$(mktemp -d "${TMPDIR:-/tmp}/check-layers.XXXXXX") || return 1
+	# (make distcheck: the source tree, and so the copy, is read-only)
+	cp -R "$srcdir/src" "$tmp/src" && chmod -R u+w "$tmp/src" || { rm -rf "$tmp"; return 1; }
+	ok=0
+	for pair in "core/log.c router/router.h" "conf/config.c format/format.h"; do
+		file=${pair% *} inc=${pair#* }
+		cp "$tmp/src/$file" "$tmp/orig"
+		echo "#include \"$inc\"" >>"$tmp/src/$file"
+		if check_tree "$tmp/src" >"$tmp/out"; then
+			echo "check-layers self-test: src/$file including $inc was not caught"
+			ok=1
+		elif ! grep -q "^check-layers: src/$file " "$tmp/out" || [ "$(wc -l <"$tmp/out")" -ne 1 ]; then
+			echo "check-layers self-test: src/$file including $inc, reported:"
+			cat "$tmp/out"
+			ok=1
+		fi
+		cp "$tmp/orig" "$tmp/src/$file"
+	done
+	rm -rf "$tmp"
+	[ $ok -eq 0 ] && echo "check-layers self-test: an include going up or sideways fails the check"
+	return $ok
+}
+
+case "${1:-}" in
+--self-test) self_test; exit $? ;;
+"") ;;
+*) echo "usage: $0 [--self-test]" >&2; exit 2 ;;
+esac
+check_tree "$srcdir/src" || exit 1
+echo "check-layers: every include goes down ($LAYERS)"
+self_test

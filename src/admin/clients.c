@@ -88,8 +88,11 @@ static void list_fn(worker_t *w, void *arg)
     job_t *j = a->data;
     fanout_sub_t *s = fanout_sub_find(w, a->mount);
     time_t now = time(NULL);
+    listener_t *l;
+    if (!s)
+        return;
     pthread_mutex_lock(&j->lock);
-    for (listener_t *l = s ? s->listeners : NULL; l; l = l->next) {
+    list_foreach(l, &s->listeners, listener_t, link) {
         if (l->conn->closing)
             continue;
         if (j->n == j->cap) {
@@ -170,8 +173,9 @@ static void move_fn(worker_t *w, void *arg)
     listener_t **v = malloc((size_t)(n > 0 ? n : 1) * sizeof(*v));
     if (!v)
         return;
-    for (listener_t *l = s->listeners; l && k < n; l = l->next)
-        if (!l->conn->closing)
+    listener_t *l;
+    list_foreach(l, &s->listeners, listener_t, link)
+        if (k < n && !l->conn->closing)
             v[k++] = l;
     int moved = 0;
     for (int i = 0; i < k; i++) {
@@ -251,7 +255,10 @@ static void kill_fn(worker_t *w, void *arg)
     admin_req_t *a = arg;
     job_t *j = a->data;
     fanout_sub_t *s = fanout_sub_find(w, a->mount);
-    for (listener_t *l = s ? s->listeners : NULL; l; l = l->next) {
+    listener_t *l;
+    if (!s)
+        return;
+    list_foreach(l, &s->listeners, listener_t, link) {
         if (l->conn->id == j->target_id && !l->conn->closing) {
             conn_close(l->conn);
             atomic_fetch_add(&j->hits, 1);

@@ -3,7 +3,7 @@
  * json: the JSON view of an XML document (the .json admin outputs and /status-json.xsl),
  * made without a stylesheet. Strings go through the one JSON escaper (core/escape.h).
  * Stateless and safe from any thread. Which document a URL gets is decided elsewhere
- * (admin/, http/router); stylesheets are admin/xslt.h.
+ * (admin/, router/router.c); stylesheets are admin/xslt.h.
  */
 #ifndef RIMECAST_JSON_H
 #define RIMECAST_JSON_H

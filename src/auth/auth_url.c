@@ -22,9 +22,9 @@
 #include "core/str.h"
 #include "core/url.h"
 #include "http/client.h"
+#include "http/fetch.h"
 #include "http/parser.h"
 #include "net/conn.h"
-#include "net/fetch.h"
 #include "net/server.h"
 #include "net/worker.h"
 

@@ -2,7 +2,7 @@
 /*
  * auth_url: <authentication type="url"> of a mount, as Icecast 2.4 speaks it: form POSTs to
  * the auth server for listener_add, listener_remove, mount_add, mount_remove and stream_auth
- * (sources), through the HTTP client thread (net/fetch.h).
+ * (sources), through the HTTP client thread (http/fetch.h).
  *
  * A client waiting for an answer is parked: its connection gets ops that ignore its input and
  * keep a deadline (the request's timeout and a little more), and holds nothing else. The

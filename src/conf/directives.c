@@ -185,6 +185,24 @@ static int check_url_auth(parse_t *p, xmlNodePtr n, const auth_conf_t *a)
     return 0;
 }
 
+/* <authentication type="htpasswd">: the user file is required; an option misspelt (an access
+ * rule the admin believes in) is refused rather than dropped, as for type="url". */
+static int check_htpasswd_auth(parse_t *p, xmlNodePtr n, const auth_conf_t *a)
+{
+    int has_file = 0;
+    for (const kv_conf_t *kv = a->options; kv; kv = kv->next) {
+        if (strcmp(kv->name, "filename") == 0)
+            has_file |= kv->value[0] != '\0';
+        else if (strcmp(kv->name, "allow_duplicate_users") != 0)
+            return config_err(p, n, "<authentication type=\"htpasswd\"> has an unknown option "
+                              "\"%s\" (filename, allow_duplicate_users)", kv->name);
+    }
+    if (!has_file)
+        return config_err(p, n, "<authentication type=\"htpasswd\"> needs <option "
+                          "name=\"filename\" value=\"...\"/>");
+    return 0;
+}
+
 static int fn_mount_auth(parse_t *p, xmlNodePtr n, void *obj)
 {
     mount_conf_t *m = obj;
@@ -197,13 +215,8 @@ static int fn_mount_auth(parse_t *p, xmlNodePtr n, void *obj)
         return -1;
     if (config_walk(p, n, &auth_opt_sec, m->auth))
         return -1;
-    if (strcmp(m->auth->type, "htpasswd") == 0) {
-        for (const kv_conf_t *kv = m->auth->options; kv; kv = kv->next)
-            if (strcmp(kv->name, "filename") == 0 && kv->value[0])
-                return 0;
-        return config_err(p, n, "<authentication type=\"htpasswd\"> needs <option "
-                          "name=\"filename\" value=\"...\"/>");
-    }
+    if (strcmp(m->auth->type, "htpasswd") == 0)
+        return check_htpasswd_auth(p, n, m->auth);
     if (strcmp(m->auth->type, "url") == 0)
         return check_url_auth(p, n, m->auth);
     return config_err(p, n, "<authentication> has an unknown type=\"%s\" (htpasswd or url)",

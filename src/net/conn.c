@@ -62,10 +62,7 @@ void conn_init(conn_t *c, worker_t *w, int fd, const char *ip, int local_port,
     c->local_port = local_port;
     c->start = time(NULL);
     c->destroy = destroy;
-    c->next = w->conns;
-    if (w->conns)
-        w->conns->prev = c;
-    w->conns = c;
+    list_insert_head(&w->conns, &c->link);
     c->counted = 1;
     atomic_fetch_add(&server.stats.clients, 1);
 }
@@ -166,15 +163,8 @@ void conn_close(conn_t *c)
         c->fd = -1;
     }
     /* move from the live list to the closed list */
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        w->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    c->prev = NULL;
-    c->next = w->closed;
-    w->closed = c;
+    list_remove(&c->link);
+    list_insert_head(&w->closed, &c->link);
 }
 
 void conn_release(conn_t *c)

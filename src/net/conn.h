@@ -19,6 +19,7 @@
 #include <sys/uio.h>
 #include <time.h>
 
+#include "core/list.h"
 #include "core/loop.h"
 
 typedef struct worker worker_t;
@@ -96,7 +97,7 @@ struct conn {
     void (*connect_done)(conn_t *c, int err); /* outbound, while connecting (net/connect.h) */
     void (*destroy)(conn_t *c); /* frees the connection's memory (its creator's) */
 
-    conn_t *prev, *next;   /* worker's list of all connections */
+    list_t link; /* in the worker's live connections (conns), once closed in its closed list */
 };
 
 /* Initialises c (zeroed by the caller) for fd on worker w with the plain transport, and adds it

@@ -284,7 +284,8 @@ int worker_broadcast(worker_t *self, void (*fn)(worker_t *w, void *arg),
 
 conn_t *worker_find_conn(worker_t *w, uint64_t id)
 {
-    for (conn_t *c = w->conns; c; c = c->next)
+    conn_t *c;
+    list_foreach(c, &w->conns, conn_t, link)
         if (c->id == id)
             return c;
     return NULL;
@@ -471,9 +472,9 @@ static void on_accept(loop_handler_t *h, uint32_t events)
 
 static void release_closed(worker_t *w)
 {
-    while (w->closed) {
-        conn_t *c = w->closed;
-        w->closed = c->next;
+    while (!list_empty(&w->closed)) {
+        conn_t *c = list_first_entry(&w->closed, conn_t, link);
+        list_remove(&c->link);
         conn_release(c);
     }
 }
@@ -757,6 +758,8 @@ worker_t *worker_new(int id)
         return NULL;
     w->id = id;
     w->epfd = w->reserve_fd = -1;
+    list_init(&w->conns);
+    list_init(&w->closed);
     pthread_mutex_init(&w->msg_lock, NULL);
     w->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (w->evfd < 0 || loop_setup(w, !atomic_load(&server.running)) < 0) {
@@ -808,8 +811,8 @@ void worker_stop(worker_t *w)
 void worker_free(worker_t *w)
 {
     if (!w->gone) {
-        while (w->conns)
-            conn_close(w->conns);
+        while (!list_empty(&w->conns))
+            conn_close(list_first_entry(&w->conns, conn_t, link));
         release_closed(w);
         run_messages(w);
         modules_fini(w);
@@ -839,7 +842,8 @@ static void drain_msg(worker_t *w, void *arg)
     w->nlisten = 0;
     pthread_mutex_unlock(&listens_lock);
     int n = 0;
-    for (conn_t *c = w->conns; c; c = c->next)
+    conn_t *c;
+    list_foreach(c, &w->conns, conn_t, link)
         n++;
     log_info("worker %d: draining (no longer accepting; %d connection%s to finish)", w->id, n,
              n == 1 ? "" : "s");
@@ -858,7 +862,7 @@ static void undrain_msg(worker_t *w, void *arg)
  * Then it refuses further posts (under the lock a poster takes) and may end. */
 static int drained(worker_t *w)
 {
-    if (w->conns || w->closed || w->read_again)
+    if (!list_empty(&w->conns) || !list_empty(&w->closed) || w->read_again)
         return 0;
     for (int i = 0; i < nmodules; i++)
         if (modules[i]->busy && modules[i]->busy(w))

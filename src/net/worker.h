@@ -18,6 +18,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "core/list.h"
 #include "core/loop.h"
 
 typedef struct conn conn_t;
@@ -65,10 +66,10 @@ typedef struct worker {
 
     worker_timer_t *timers;
 
-    conn_t *conns;            /* all connections */
+    list_t conns;             /* live connections (conn_t.link), newest first */
     conn_t **heap;            /* deadlines: min-heap by conn->deadline_ms */
     size_t heap_len, heap_cap;
-    conn_t *closed;           /* closed, to release after this iteration */
+    list_t closed;            /* closed (conn_t.link), to release after this iteration */
     conn_t *read_again;       /* to report readable again after the events (conn_read_again) */
     int pass_requested;       /* run the pass hooks before sleeping again */
     /* Out of descriptors: the listen sockets are unwatched until accept_resume_ms (0 when

@@ -144,9 +144,10 @@ static void override_sub(fanout_sub_t *s, override_job_t *j)
     listener_t **v = malloc((size_t)(n > 0 ? n : 1) * sizeof(*v));
     if (!v)
         return;
-    for (listener_t *l = s->listeners; l && k < n; l = l->next)
-        if (l->home && !l->conn->closing)
-            v[k++] = l;
+    listener_t *it;
+    list_foreach(it, &s->listeners, listener_t, link)
+        if (k < n && it->home && !it->conn->closing)
+            v[k++] = it;
     const char *last_home = NULL;
     mount_t *last = NULL; /* listeners from one mount share a resolution */
     for (int i = 0; i < k; i++) {

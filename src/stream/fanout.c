@@ -42,6 +42,8 @@ fanout_sub_t *fanout_sub_get(worker_t *w, mount_t *m)
         abort(); /* a few bytes per mount per worker; nothing sensible to do without them */
     s->mount = mount_ref(m);
     s->seen_end = mount_head_end(m);
+    list_init(&s->listeners);
+    s->resume = &s->listeners;
     s->next = subs[w->id];
     subs[w->id] = s;
     return s;
@@ -49,11 +51,7 @@ fanout_sub_t *fanout_sub_get(worker_t *w, mount_t *m)
 
 void fanout_add_listener(worker_t *w, fanout_sub_t *s, listener_t *l)
 {
-    l->prev = NULL;
-    l->next = s->listeners;
-    if (s->listeners)
-        s->listeners->prev = l;
-    s->listeners = l;
+    list_insert_head(&s->listeners, &l->link);
     s->count++;
     atomic_fetch_add(&s->mount->worker_listeners[w->id], 1);
 }
@@ -68,14 +66,9 @@ static void sub_flush_counters(fanout_sub_t *s)
 
 void fanout_remove_listener(worker_t *w, fanout_sub_t *s, listener_t *l)
 {
-    if (s->resume == l)
-        s->resume = l->next;
-    if (l->prev)
-        l->prev->next = l->next;
-    else
-        s->listeners = l->next;
-    if (l->next)
-        l->next->prev = l->prev;
+    if (s->resume == &l->link)
+        s->resume = l->link.next;
+    list_remove(&l->link);
     s->count--;
     atomic_fetch_sub(&s->mount->worker_listeners[w->id], 1);
     /* an empty subscription is freed by the next pass (sub_gc), never under a running one */
@@ -110,12 +103,12 @@ static int sub_slice(worker_t *w, fanout_sub_t *s)
             return 0;
         s->offered = s->seen_end;
         s->seen_end = head;
-        s->resume = s->listeners;
+        s->resume = s->listeners.next;
         s->in_pass = 1;
     }
-    for (int n = 0; s->resume && n < SUB_SLICE; n++) {
-        listener_t *l = s->resume;
-        s->resume = l->next; /* kept valid by fanout_remove_listener if l leaves */
+    for (int n = 0; s->resume != &s->listeners && n < SUB_SLICE; n++) {
+        listener_t *l = container_of(s->resume, listener_t, link);
+        s->resume = l->link.next; /* kept valid by fanout_remove_listener if l leaves */
         if (l->conn->closing)
             continue;
         if (l->blocked)
@@ -123,7 +116,7 @@ static int sub_slice(worker_t *w, fanout_sub_t *s)
         else
             listener_flush(l);
     }
-    if (s->resume)
+    if (s->resume != &s->listeners)
         return 1;
     s->in_pass = 0;
     sub_flush_counters(s);

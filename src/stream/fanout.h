@@ -12,6 +12,8 @@
 
 #include <stdint.h>
 
+#include "core/list.h"
+
 typedef struct mount mount_t;
 typedef struct listener listener_t;
 typedef struct worker worker_t;
@@ -19,11 +21,12 @@ typedef struct worker worker_t;
 /* All listeners of one worker on one mount. */
 typedef struct fanout_sub {
     mount_t *mount;         /* owned reference */
-    listener_t *listeners;  /* doubly linked via listener->prev/next */
+    list_t listeners;       /* listener_t.link, newest first */
     int count;
     uint64_t seen_end;      /* mount head offset when the current/last pass started */
     uint64_t offered;       /* head at the pass before: what blocked listeners had a window for */
-    listener_t *resume;     /* next listener of a pass in progress, NULL when none */
+    list_t *resume;         /* link of the next listener of a pass in progress; &listeners
+                             * when there is none left */
     int in_pass;
     uint64_t bytes_pending; /* bytes sent since the last flush into the mount's counter */
     struct fanout_sub *next;

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "conf/config.h"
+#include "core/fault.h"
 #include "core/log.h"
 #include "core/str.h"
 #include "http/client.h"
@@ -657,8 +658,9 @@ static void start_listener(conn_t *c, const http_request_t *req, mount_t *m, con
     /* The head is queued before anything else changes: if copying it fails (ENOMEM), the
      * listener must not start (it would get audio with no HTTP head), and nothing has been
      * set up yet but the slot. conn_queue leaves the connection's buffer as it was on failure;
-     * the 500 then needs memory too, and client_send_error closes the connection without it. */
-    if (!l || hlen == 0 || conn_queue(c, head, hlen) < 0) {
+     * the 500 then needs memory too, and client_send_error closes the connection without it.
+     * A test build can make this conn_queue fail (FAULT, core/fault.h). */
+    if (!l || hlen == 0 || FAULT(FAULT_LISTENER_HEAD) || conn_queue(c, head, hlen) < 0) {
         free(l);
         atomic_fetch_sub(&m->listeners, 1);
         mount_unref(m);

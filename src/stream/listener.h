@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "core/block.h"
+#include "core/list.h"
 
 typedef struct conn conn_t;
 typedef struct mount mount_t;
@@ -47,7 +48,7 @@ struct listener {
 
     char *home;             /* the mount it asked for while it is on a fallback, else NULL */
 
-    listener_t *prev, *next; /* in the worker subscription */
+    list_t link;            /* in its subscription's listeners (fanout.h) */
 };
 
 /* Starts streaming mount m to c after a GET (checks limits, sends the head); for HEAD only

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * source: source clients (see source.h): authentication, mount creation, the read loop that
- * feeds the format handler, source-timeout, and the Shoutcast v1 login.
+ * feeds the format handler, source-timeout. The Shoutcast v1 login is stream/shoutcast.c; it
+ * hands its connection over here once logged in.
  *
  * A source belongs to the worker that accepted it; each worker keeps its own list of sources
  * for the timeout check. Reads go through a per-thread scratch buffer: the format handler copies

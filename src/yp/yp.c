@@ -21,7 +21,7 @@
 #include "core/loop.h"
 #include "core/str.h"
 #include "core/url.h"
-#include "net/fetch.h"
+#include "http/fetch.h"
 #include "net/server.h"
 #include "stream/mount.h"
 

@@ -7,7 +7,7 @@
  * remove, YPMessage is logged. A failure backs off (touch-interval, doubling, at most an hour).
  *
  * Its own thread wakes once a second, reads the mounts (stream/mount.h) and the config
- * snapshot, and hands requests to the HTTP client thread (net/fetch.h): a directory that is
+ * snapshot, and hands requests to the HTTP client thread (http/fetch.h): a directory that is
  * slow or down never delays streaming or admin. yp_start() at start-up after the fetch
  * thread, yp_stop() before it stops.
  */

@@ -969,6 +969,20 @@ static void test_policy_refused(void)
              "</icecast>");
     CHECK(c != NULL && c->mounts && c->mounts->auth && nwarnings == 0);
     config_free(c);
+    c = load("<icecast>\n<mount><mount-name>/a</mount-name>\n<authentication type=\"htpasswd\">"
+             "<option name=\"filename\" value=\"/etc/users\"/>"
+             "<option name=\"allow_duplicate_users\" value=\"1\"/></authentication></mount>"
+             "</icecast>");
+    CHECK(c != NULL && c->mounts && c->mounts->auth && nwarnings == 0);
+    config_free(c);
+    /* a misspelt htpasswd option is refused, named, not dropped (here: the duplicates rule) */
+    c = load("<icecast>\n<mount><mount-name>/a</mount-name>\n<authentication type=\"htpasswd\">"
+             "<option name=\"filename\" value=\"/etc/users\"/>"
+             "<option name=\"allow_duplicate_user\" value=\"0\"/></authentication></mount>"
+             "</icecast>");
+    CHECK(c == NULL && starts_with(err, "t.xml:3: <authentication type=\"htpasswd\"> has an "
+                                        "unknown option \"allow_duplicate_user\""));
+    config_free(c);
     c = load("<icecast>\n<mount><mount-name>/a</mount-name>\n<authentication type=\"ldap\"/>"
              "</mount></icecast>");
     CHECK(c == NULL && strstr(err, "unknown type"));

@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "net/fetch.h"
+#include "http/fetch.h"
 #include "testlib.h"
 
 static int listen_port(int *fd_out, int backlog)

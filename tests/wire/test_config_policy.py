@@ -10,13 +10,14 @@ running config and its warnings.
 
 import json
 import re
+import shutil
 import signal
 
 import pytest
 
 import adminlib
 import wirelib
-from conftest import free_port
+from conftest import free_port, run_config
 
 pytestmark = pytest.mark.rimecast_only
 
@@ -119,3 +120,18 @@ def test_reload_with_a_broken_config_keeps_the_running_config(server):
     srv.send_signal(signal.SIGHUP)
     wirelib.wait_until(lambda: adminlib.admin(srv, "/admin/stats").xml()
                        .find("config-warnings") is None, 5, "the warnings to go")
+
+
+def test_an_unknown_htpasswd_option_stops_the_start_with_its_file_and_line():
+    # a misspelt access option (here the duplicate-login rule) must not be dropped silently
+    code, out, srv = run_config(
+        "<mount><mount-name>/m</mount-name>\n<authentication type=\"htpasswd\">\n"
+        "<option name=\"filename\" value=\"users\"/>\n"
+        "<option name=\"allow_duplicate_user\" value=\"0\"/>\n</authentication></mount>")
+    try:
+        assert code not in (None, 0), out
+        line = _line_of(srv, '<authentication type="htpasswd">')
+        assert ('%s:%d: <authentication type="htpasswd"> has an unknown option '
+                '"allow_duplicate_user"' % (srv.config_path, line)) in out, out
+    finally:
+        shutil.rmtree(srv.dir, ignore_errors=True)

@@ -7,7 +7,7 @@
  * wakes the thread with curl_multi_wakeup(). A finished job is handed to its requester's
  * worker with worker_post() and freed there after its callback ran.
  */
-#include "net/fetch.h"
+#include "http/fetch.h"
 
 #include <curl/curl.h>
 #include <errno.h>

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * fetch: the one outbound HTTP client of the process (URL authentication, YP directories):
- * libcurl's multi interface on a thread of its own, so no worker ever waits for a remote
- * server. Requests are form POSTs (or GETs whose body is kept, for small documents); at most FETCH_MAX_ACTIVE run at once, up to
- * FETCH_MAX_QUEUED more wait in a queue, and beyond that fetch_submit() refuses (-EBUSY).
+ * fetch: the one libcurl HTTP client of the process (URL authentication, YP directories, the
+ * redirect siblings' room documents): libcurl's multi interface on a thread of its own, so no
+ * worker ever waits for a remote server. Requests are form POSTs (or GETs whose body is kept,
+ * for small documents); at most FETCH_MAX_ACTIVE run at once, up to FETCH_MAX_QUEUED more wait
+ * in a queue, and beyond that fetch_submit() refuses (-EBUSY). It sits in http/, above the
+ * worker loops it posts answers to (net/worker.h), below its users (auth/, stream/, yp/).
  *
  * Lifecycle: fetch_start() once at start-up (after curl_global_init), fetch_submit() from any
  * thread, fetch_stop() at shutdown: it joins the thread and completes every request still
