@@ -86,49 +86,6 @@ char *redirect_room_text(size_t *len)
     return buf_take(&b, len);
 }
 
-/* Next line of text from *pos as [start, end); 0 at the end. */
-static int next_line(const char *text, size_t len, size_t *pos, const char **line, size_t *n)
-{
-    if (*pos >= len)
-        return 0;
-    const char *s = text + *pos;
-    const char *eol = memchr(s, '\n', len - *pos);
-    *n = eol ? (size_t)(eol - s) : len - *pos;
-    *pos += *n + 1;
-    *line = s;
-    return 1;
-}
-
-long redirect_parse_room(const char *text, size_t len, const char *mount)
-{
-    size_t pos = 0, n;
-    const char *line;
-    long clients_room = -1, mount_room = -1;
-    int header = 0;
-    char name[1024];
-    while (next_line(text, len, &pos, &line, &n)) {
-        char l[1200];
-        if (n >= sizeof(l))
-            continue;
-        memcpy(l, line, n);
-        l[n] = '\0';
-        long a, b;
-        if (!header) {
-            if (strcmp(l, "rimecast-room 1") != 0)
-                return -1;
-            header = 1;
-        } else if (sscanf(l, "clients %ld %ld", &a, &b) == 2) {
-            clients_room = b - a > 0 ? b - a : 0;
-        } else if (sscanf(l, "mount %1023s %ld %ld", name, &a, &b) == 3 &&
-                   strcmp(name, mount) == 0) {
-            mount_room = b < 0 ? LONG_MAX : (b - a > 0 ? b - a : 0);
-        }
-    }
-    if (clients_room < 0 || mount_room < 0)
-        return -1;
-    return clients_room < mount_room ? clients_room : mount_room;
-}
-
 /* ---- polling ---- */
 
 typedef struct poll_arg {
