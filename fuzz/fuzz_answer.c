@@ -3,19 +3,22 @@
  * fuzz_answer: what other servers answer to the fetch thread. Even first byte: the input is an
  * answer's header block, read as URL authentication (icecast-auth-user, the time limit, the
  * message) and a directory (YPResponse, SID, TouchFreq) read it, through fetch_header and
- * fetch_has_header_line. Odd first byte: the input is a sibling's room document, read for a
- * mount named by the second byte. Values must be trimmed copies of text inside the input, and
- * a value found must also be found as the exact "name: value" line; a room is never negative
- * except for "not listed".
+ * fetch_has_header_line. First byte 1 (mod 4): a sibling's room document, read for a mount
+ * named by the second byte. 3: a master's stream list, each line read as a mount to relay.
+ * Values must be trimmed copies of text inside the input, and a value found must also be found
+ * as the exact "name: value" line; a room is never negative except for "not listed"; a mount
+ * from the list is a clean path taken from its line, in normal form.
  */
-// fuzz-sources: src/http/fetch_headers.c src/stream/redirect_parse.c
+// fuzz-sources: src/http/fetch_headers.c src/stream/redirect_parse.c src/stream/master_parse.c src/core/url.c src/core/str.c src/core/buf.c
 // fuzz-args: -max_len=8192
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/url.h"
 #include "http/fetch.h"
+#include "stream/master.h"
 #include "stream/redirect.h"
 
 #define REQUIRE(cond)                                                                          \
@@ -76,6 +79,28 @@ static void room(const char *text, size_t len, const char *mount)
     REQUIRE(left >= -1);
 }
 
+static void master_list(const char *text, size_t len)
+{
+    for (size_t pos = 0; pos < len;) {
+        const char *eol = memchr(text + pos, '\n', len - pos);
+        size_t n = eol ? (size_t)(eol - (text + pos)) : len - pos;
+        const char *line = text + pos;
+        char *name = master_parse_name(line, n);
+        if (name) {
+            size_t k = strlen(name);
+            REQUIRE(k >= 2 && k <= MASTER_PARSE_MAX_NAME && name[0] == '/' && k <= n);
+            REQUIRE(memcmp(line + n - k, name, k) == 0); /* the end of its own line */
+            for (size_t i = 0; i < k; i++)
+                REQUIRE((unsigned char)name[i] > 0x20 && name[i] != 0x7f);
+            char *again = url_normalize_path(name, k);
+            REQUIRE(again && strcmp(again, name) == 0);
+            free(again);
+            free(name);
+        }
+        pos += n + 1;
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 2)
@@ -88,6 +113,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     text[size - 2] = '\0';
     if (data[0] % 2 == 0) {
         headers(text, size - 2);
+    } else if (data[0] % 4 == 3) {
+        master_list(text, size - 2);
     } else {
         static const char *const mounts[] = {"/live", "/a", "/", "/stream.mp3"};
         room(text, size - 2, mounts[data[1] % 4]);

@@ -31,7 +31,6 @@
 #define MASTER_TIMEOUT_MS 10000
 #define MASTER_MAX_BYTES (1 << 20)
 #define MASTER_MAX_MOUNTS 1000
-#define MASTER_MAX_NAME 512
 
 typedef struct relayed {
     char *name;
@@ -52,34 +51,6 @@ typedef struct master_conn {
 static int master_port(const config_t *cfg)
 {
     return cfg->master_ssl_port > 0 ? cfg->master_ssl_port : cfg->master_server_port;
-}
-
-/* A line of the list as a mount path to relay: "/name" or "http[s]://host:port/name". */
-static char *clean_name(const char *line, size_t len)
-{
-    const char *p = line;
-    size_t n = len;
-    size_t skip = n > 7 && strncasecmp(p, "http://", 7) == 0    ? 7
-                  : n > 8 && strncasecmp(p, "https://", 8) == 0 ? 8
-                                                                 : 0;
-    if (skip) {
-        const char *slash = memchr(p + skip, '/', n - skip);
-        if (!slash)
-            return NULL;
-        n -= (size_t)(slash - p);
-        p = slash;
-    }
-    if (n == 0 || n > MASTER_MAX_NAME || p[0] != '/' || (n == 1))
-        return NULL;
-    for (size_t i = 0; i < n; i++)
-        if ((unsigned char)p[i] <= 0x20 || p[i] == 0x7f)
-            return NULL;
-    char *norm = url_normalize_path(p, n);
-    if (!norm || strlen(norm) != n || memcmp(norm, p, n) != 0) {
-        free(norm);
-        return NULL;
-    }
-    return norm;
 }
 
 static relayed_t *find(const char *name)
@@ -106,7 +77,7 @@ static void apply_list(const char *body, size_t len)
         pos = end + 1;
         if (n == 0)
             continue;
-        char *local = clean_name(line, n);
+        char *local = master_parse_name(line, n);
         if (!local) {
             char esc[256];
             log_warn("master %s: skipping list entry %s", cfg->master_server,

@@ -9,6 +9,7 @@
 #ifndef RIMECAST_MASTER_H
 #define RIMECAST_MASTER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct worker worker_t;
@@ -17,5 +18,13 @@ typedef struct worker worker_t;
 void master_tick(worker_t *w, uint64_t now_ms);
 /* Frees the poller's state (worker 0's module fini). */
 void master_fini(void);
+
+#define MASTER_PARSE_MAX_NAME 512
+
+/* A line of the stream list (without its newline; a trailing CR is the caller's to cut) as
+ * the mount path to relay: "/name" or "http[s]://host:port/name" gives "/name". NULL when the
+ * line is no clean mount path (empty, "/", longer than MASTER_PARSE_MAX_NAME, control bytes or
+ * blanks, not in normal form). A new string, freed by the caller. Any thread. */
+char *master_parse_name(const char *line, size_t len);
 
 #endif
