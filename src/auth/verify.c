@@ -86,13 +86,13 @@ static void *verify_main(void *arg)
         if (run) {
             j->run(j->arg);
             j->ran = 1;
+            pthread_mutex_lock(&V.lock);
+            V.running--;
+            V.ran++; /* counted before its answer goes out */
+            pthread_mutex_unlock(&V.lock);
         }
         answer(j);
         pthread_mutex_lock(&V.lock);
-        if (run) {
-            V.running--;
-            V.ran++;
-        }
     }
     pthread_mutex_unlock(&V.lock);
     return NULL;
