@@ -230,6 +230,29 @@ def test_manageauth_adds_lists_and_deletes_users_atomically(station):
 
 
 @pytest.mark.rimecast_only
+def test_manageauth_changes_are_made_on_the_verifier_threads(station):
+    """Hashing a new password and rewriting the file (fsync) are verifier jobs, not work of
+    the worker that answers the request; listing is neither."""
+    srv, path, src = station(md5_line("old", "pw"), live=False)
+
+    def jobs():
+        return metrics(srv)["rimecast_verifier_jobs_total"]
+    before = jobs()
+    assert manage(srv, "action=list").status == 200
+    assert jobs() == before
+    r = manage(srv, "action=add&username=kim&password=pw")
+    assert r.status == 200 and r.xml().findtext("iceresponse/return") == "1"
+    assert jobs() == before + 1
+    r = manage(srv, "action=delete&username=nobody")
+    assert r.status == 200 and r.xml().findtext("iceresponse/message") == "User not found"
+    r = manage(srv, "action=delete&username=kim")
+    assert r.status == 200 and r.xml().findtext("iceresponse/message") == "User deleted"
+    assert jobs() == before + 3
+    assert manage(srv, "action=add&username=kim").status == 400  # no password: not queued
+    assert jobs() == before + 3
+
+
+@pytest.mark.rimecast_only
 def test_manageauth_replaces_the_file_instead_of_writing_it_in_place(station):
     srv, path, src = station(md5_line("old", "pw"), live=False)
     first = os.stat(path).st_ino
