@@ -7,7 +7,11 @@ HTTP Basic on GET/HEAD of the mount (401 with Icecast's challenge), Icecast's
 file atomically (a new file renamed over the old one), a deleted user's listener
 staying connected while the user can no longer log in, the admin pages offering
 Users only for htpasswd mounts (sourceless ones too), and the per-address
-back-off after repeated failures.
+back-off after repeated failures. Passwords are verified off the workers: a
+burst of logins on a costly hash stalls no other listener of the worker,
+guesses sent at once stop at the back-off, listeners that hang up while their
+check waits leave nothing behind, manageauth's changes are verifier jobs too;
+an on-demand relay's protected mount connects only for a listener that logged in.
 """
 
 import hashlib
