@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "admin/xslt.h"
+#include "auth/verify.h"
 #include "conf/config.h"
 #include "config.h"
 #include "core/fault.h"
@@ -416,6 +417,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "rimecast: cannot start the HTTP client thread\n");
         goto out;
     }
+    if (verify_start(0) < 0) {
+        fprintf(stderr, "rimecast: cannot start the password verifier threads\n");
+        goto out;
+    }
     for (int i = 0; i < server.nworkers; i++)
         worker_start(server.workers[i]);
     atomic_store(&server.running, 1);
@@ -429,6 +434,7 @@ out:
     yp_stop();
     /* before the workers: what it cancels is answered on them (parked clients refused) */
     fetch_stop();
+    verify_stop(); /* the same: passwords still waiting are refused on their workers */
     relay_shutdown(); /* no name lookup answers a worker that stopped */
     if (atomic_load(&server.running))
         stop_workers();

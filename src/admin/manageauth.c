@@ -7,7 +7,9 @@
  * with an <iceresponse><message/><return/></iceresponse> after an add or delete. Unlike
  * Icecast (400 without a live source), any mount configured with htpasswd authentication can
  * be managed, live or not. A deleted user is refused from the next login on; listeners
- * already connected under that name stay connected, as in Icecast.
+ * already connected under that name stay connected, as in Icecast. An add or delete (a new
+ * password hashed, the file rewritten and fsynced) runs on a verifier thread (auth/verify.h),
+ * the request parked meanwhile, so that the worker's other clients do not wait for the disk.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -18,50 +20,12 @@
 #include "admin/commands.h"
 #include "auth/auth.h"
 #include "auth/htpasswd.h"
+#include "auth/verify.h"
 #include "conf/config.h"
 #include "core/escape.h"
 #include "core/log.h"
 #include "net/server.h"
 #include "stats/stats.h"
-
-/* Runs an add or delete; the message for the answer, ret 1 on success. */
-static const char *change(admin_req_t *a, htpasswd_t *h, const char *action, int *ret)
-{
-    char *user = admin_param(a, "username"), *pass = admin_param(a, "password");
-    const char *msg;
-    int rc;
-    *ret = 0;
-    if (strcmp(action, "add") == 0) {
-        if (!user || !pass)
-            msg = NULL;
-        else if ((rc = htpasswd_add(h, user, pass)) == 0)
-            msg = "User added", *ret = 1;
-        else if (rc == -EEXIST)
-            msg = "User already exists - not added";
-        else if (rc == -EINVAL)
-            msg = "Invalid user name - not added";
-        else
-            msg = "Unable to add user";
-    } else {
-        if (!user)
-            msg = NULL;
-        else if ((rc = htpasswd_delete(h, user)) == 0)
-            msg = "User deleted", *ret = 1;
-        else if (rc == -ENOENT)
-            msg = "User not found";
-        else
-            msg = "Unable to delete user";
-    }
-    if (msg && *ret) {
-        char esc_user[600], esc_mount[600];
-        log_info("admin: %s user \"%s\" on %s", action,
-                 escape_log_utf8(esc_user, sizeof(esc_user), user, strlen(user)),
-                 escape_log(esc_mount, sizeof(esc_mount), a->mount_name, strlen(a->mount_name)));
-    }
-    free(user);
-    free(pass);
-    return msg;
-}
 
 static xmlDocPtr users_document(admin_req_t *a, htpasswd_t *h, const char *message, int ret)
 {
@@ -91,6 +55,96 @@ static xmlDocPtr users_document(admin_req_t *a, htpasswd_t *h, const char *messa
     return doc;
 }
 
+/* An add or delete: hashing the new password and writing the file out (fsync, rename) run on
+ * a verifier thread, the request parked meanwhile; the answer is made back on its worker. */
+typedef struct change {
+    admin_req_t *a;
+    htpasswd_t *h;
+    int add;
+    char *user, *pass;
+    int rc;
+} change_t;
+
+static void change_free(change_t *ch)
+{
+    if (ch->pass) {
+        memset(ch->pass, 0, strlen(ch->pass));
+        free(ch->pass);
+    }
+    free(ch->user);
+    free(ch);
+}
+
+static void change_run(void *arg)
+{
+    change_t *ch = arg;
+    ch->rc = ch->add ? htpasswd_add(ch->h, ch->user, ch->pass) : htpasswd_delete(ch->h, ch->user);
+}
+
+/* The message for the answer to a change that returned rc, ret 1 on success. */
+static const char *change_message(const change_t *ch, int *ret)
+{
+    *ret = ch->rc == 0;
+    if (ch->add)
+        return ch->rc == 0         ? "User added"
+               : ch->rc == -EEXIST ? "User already exists - not added"
+               : ch->rc == -EINVAL ? "Invalid user name - not added"
+                                   : "Unable to add user";
+    return ch->rc == 0 ? "User deleted" : ch->rc == -ENOENT ? "User not found"
+                                                             : "Unable to delete user";
+}
+
+static void change_done(worker_t *w, void *arg, int ran)
+{
+    change_t *ch = arg;
+    admin_req_t *a = ch->a;
+    if (!w) {
+        admin_req_free(a); /* its worker is gone */
+    } else if (!ran) {
+        admin_send_error(a, 503, "Service Unavailable: busy, please try again later");
+    } else {
+        int ret;
+        const char *msg = change_message(ch, &ret);
+        if (ret) {
+            char esc_user[600], esc_mount[600];
+            log_info("admin: %s user \"%s\" on %s", ch->add ? "add" : "delete",
+                     escape_log_utf8(esc_user, sizeof(esc_user), ch->user, strlen(ch->user)),
+                     escape_log(esc_mount, sizeof(esc_mount), a->mount_name,
+                                strlen(a->mount_name)));
+        }
+        admin_send_doc(a, users_document(a, ch->h, msg, ret));
+    }
+    change_free(ch);
+}
+
+/* Starts an add or delete (the request is answered later), or answers a missing parameter or
+ * a busy verifier. */
+static void change(admin_req_t *a, htpasswd_t *h, int add)
+{
+    change_t *ch = calloc(1, sizeof(*ch));
+    if (!ch) {
+        admin_send_error(a, 500, "Internal Server Error");
+        return;
+    }
+    ch->a = a;
+    ch->h = h;
+    ch->add = add;
+    ch->user = admin_param(a, "username");
+    ch->pass = add ? admin_param(a, "password") : NULL;
+    if (!ch->user || (add && !ch->pass)) {
+        change_free(ch);
+        admin_send_error(a, 400, "Missing parameter");
+        return;
+    }
+    int rc = verify_submit(a->worker, change_run, change_done, ch);
+    if (rc < 0) {
+        change_free(ch);
+        admin_send_error(a, 503, "Service Unavailable: busy, please try again later");
+        return;
+    }
+    admin_park(a);
+}
+
 void admin_cmd_manageauth(admin_req_t *a)
 {
     if (!a->mount_name) {
@@ -104,19 +158,17 @@ void admin_cmd_manageauth(admin_req_t *a)
         return;
     }
     char *action = admin_param(a, "action");
-    const char *message = NULL;
-    int ret = 0;
     if (action && (strcmp(action, "add") == 0 || strcmp(action, "delete") == 0)) {
-        if (!(message = change(a, h, action, &ret))) {
-            free(action);
-            admin_send_error(a, 400, "Missing parameter");
-            return;
-        }
-    } else if (action && strcmp(action, "list") != 0) {
+        int add = strcmp(action, "add") == 0;
+        free(action);
+        change(a, h, add);
+        return;
+    }
+    if (action && strcmp(action, "list") != 0) {
         free(action);
         admin_send_error(a, 400, "Unknown action");
         return;
     }
     free(action);
-    admin_send_doc(a, users_document(a, h, message, ret));
+    admin_send_doc(a, users_document(a, h, NULL, 0));
 }

@@ -8,21 +8,28 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "auth/guard.h"
 #include "auth/htpasswd.h"
+#include "auth/park.h"
+#include "auth/verify.h"
 #include "conf/config.h"
 #include "core/escape.h"
 #include "core/log.h"
+#include "core/str.h"
 #include "http/client.h"
 #include "http/parser.h"
 #include "http/response.h"
+#include "net/conn.h"
 #include "net/server.h"
 
 #define SESSION_BUCKETS 256
+/* past the verifier's own limit: a hash that started just before it may still be running */
+#define PARK_GRACE_MS 5000
 
 struct auth_session {
     char *mount;
@@ -131,58 +138,172 @@ static int allow_duplicates(const mount_conf_t *mc)
 
 /* ---- the check ---- */
 
-auth_result_t auth_listener_check(const char *mount, const http_request_t *req, const char *ip,
-                                  int head, auth_outcome_t *out)
+/* One listener's credentials on their way through the verifier and back. */
+typedef struct listener_check {
+    uint64_t conn_id;
+    htpasswd_t *h;
+    auth_admitted_fn admitted;
+    char *mount, *user, *pass;
+    char ip[64];
+    int head;
+    /* set on the verifier thread */
+    auth_result_t result;
+    unsigned retry_after;
+} listener_check_t;
+
+static void wipe(char *secret)
+{
+    if (secret)
+        memset(secret, 0, strlen(secret));
+}
+
+static void check_free(listener_check_t *k)
+{
+    wipe(k->pass);
+    free(k->pass);
+    free(k->user);
+    free(k->mount);
+    free(k);
+}
+
+static void send_busy(conn_t *c)
+{
+    static log_ratelimit_t busy_log;
+    log_info_limited(&busy_log, 10000, "auth: listener %s refused: too many passwords waiting "
+                     "to be verified (%d)", c->ip, VERIFY_MAX_QUEUED);
+    client_send_error(c, 403, "Forbidden: busy, please try again later");
+}
+
+/* Verifier thread: the password against the file, and the address back-off. The back-off is
+ * asked again and fed here, not on the worker, so that many guesses queued at once from one
+ * address stop being verified as soon as it is blocked. */
+static void check_run(void *arg)
+{
+    listener_check_t *k = arg;
+    char what[300];
+    if ((k->retry_after = guard_blocked(k->ip)) > 0) {
+        k->result = AUTH_BLOCKED;
+    } else {
+        int rc = htpasswd_check(k->h, k->user, k->pass);
+        if (rc < 0) {
+            k->result = AUTH_UNAVAILABLE;
+        } else if (rc != HTPASSWD_OK) {
+            snprintf(what, sizeof(what), "listener of %s", k->mount);
+            guard_failed(k->ip, what, k->user);
+            k->result = AUTH_DENIED;
+        } else {
+            guard_succeeded(k->ip);
+            k->result = AUTH_OK;
+        }
+    }
+    wipe(k->pass);
+}
+
+static void end_session(conn_t *c, void *arg)
+{
+    (void)c;
+    auth_session_end(arg);
+}
+
+/* On c's worker, its password verified: the duplicate-user check of a GET, then its session
+ * and user go with the connection and admitted runs. */
+static void check_finish(conn_t *c, listener_check_t *k)
+{
+    char esc[600], name[600];
+    if (k->result != AUTH_OK) {
+        auth_send_refusal(c, k->result, k->retry_after);
+        return;
+    }
+    auth_session_t *session = NULL;
+    if (!k->head) {
+        const mount_conf_t *mc = config_find_mount(server_config(), k->mount);
+        int dup;
+        session = session_begin(k->mount, k->user, allow_duplicates(mc), &dup);
+        if (dup)
+            log_info("auth: %s refused on %s: user \"%s\" is already listening", c->ip,
+                     escape_log_utf8(esc, sizeof(esc), k->mount, strlen(k->mount)),
+                     escape_log_utf8(name, sizeof(name), k->user, strlen(k->user)));
+        if (!session) {
+            auth_send_refusal(c, AUTH_DENIED, 0);
+            return;
+        }
+    }
+    client_t *cl = client_of(c);
+    free(cl->log_user);
+    cl->log_user = k->user; /* the access log's user field */
+    k->user = NULL;
+    if (session) {
+        cl->on_end = end_session;
+        cl->on_end_arg = session;
+    }
+    k->admitted(c, k->mount);
+}
+
+static void check_done(worker_t *w, void *arg, int ran)
+{
+    listener_check_t *k = arg;
+    conn_t *c = auth_park_take(w, k->conn_id);
+    if (c && !ran)
+        send_busy(c); /* it waited longer than anyone should */
+    else if (c)
+        check_finish(c, k);
+    check_free(k);
+}
+
+int auth_listener_begin(conn_t *c, const http_request_t *req, const char *mount,
+                        auth_admitted_fn admitted)
 {
     const mount_conf_t *mc = config_find_mount(server_config(), mount);
-    char what[300], esc[600];
-    memset(out, 0, sizeof(*out));
+    char esc[600];
     if (!mc || !mc->auth)
-        return AUTH_OK;
+        return 1;
     htpasswd_t *h = auth_mount_htpasswd(mc);
-    snprintf(what, sizeof(what), "listener of %s", mount);
     if (!h) {
         log_error("auth: %s has authentication that cannot be used: listener refused",
                   escape_log_utf8(esc, sizeof(esc), mount, strlen(mount)));
-        return AUTH_UNAVAILABLE;
+        auth_send_refusal(c, AUTH_UNAVAILABLE, 0);
+        return 0;
     }
     char *user = NULL, *pass = NULL;
-    if (http_parse_basic_auth(req, &user, &pass) < 0)
-        return AUTH_DENIED; /* no credentials: the usual challenge, no back-off */
-    auth_result_t res = AUTH_DENIED;
-    if ((out->retry_after = guard_blocked(ip)) > 0) {
-        res = AUTH_BLOCKED;
-        goto done;
+    if (http_parse_basic_auth(req, &user, &pass) < 0) {
+        auth_send_refusal(c, AUTH_DENIED, 0); /* no credentials: the usual challenge */
+        return 0;
     }
-    int rc = htpasswd_check(h, user, pass);
+    listener_check_t *k = NULL;
+    unsigned retry_after = guard_blocked(c->ip);
+    if (retry_after > 0) {
+        auth_send_refusal(c, AUTH_BLOCKED, retry_after);
+        goto fail;
+    }
+    if (!(k = calloc(1, sizeof(*k))) || !(k->mount = str_dup(mount))) {
+        client_send_error(c, 500, "Internal Server Error");
+        goto fail;
+    }
+    k->conn_id = c->id;
+    k->h = h;
+    k->admitted = admitted;
+    k->user = user;
+    k->pass = pass;
+    user = pass = NULL;
+    snprintf(k->ip, sizeof(k->ip), "%s", c->ip);
+    k->head = req->method == HTTP_METHOD_HEAD;
+    int rc = verify_submit(c->worker, check_run, check_done, k);
     if (rc < 0) {
-        res = AUTH_UNAVAILABLE;
-        goto done;
+        if (rc == -EBUSY)
+            send_busy(c);
+        else
+            client_send_error(c, 503, "Service Unavailable");
+        goto fail;
     }
-    if (rc != HTPASSWD_OK) {
-        guard_failed(ip, what, user);
-        goto done;
-    }
-    guard_succeeded(ip);
-    if (!head) {
-        int dup;
-        out->session = session_begin(mount, user, allow_duplicates(mc), &dup);
-        if (dup) {
-            log_info("auth: %s refused on %s: user \"%s\" is already listening",
-                     ip, escape_log_utf8(esc, sizeof(esc), mount, strlen(mount)),
-                     escape_log_utf8(what, sizeof(what), user, strlen(user)));
-            goto done;
-        }
-        if (!out->session)
-            goto done;
-    }
-    out->user = user;
-    user = NULL;
-    res = AUTH_OK;
-done:
-    free(user);
+    auth_park(c, AUTH_PARK_LISTENER, VERIFY_WAIT_MS + PARK_GRACE_MS);
+    return 0;
+fail:
+    if (k)
+        check_free(k);
+    wipe(pass);
     free(pass);
-    return res;
+    free(user);
+    return 0;
 }
 
 void auth_send_refusal(conn_t *c, auth_result_t r, unsigned retry_after)

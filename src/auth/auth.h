@@ -3,14 +3,16 @@
  * auth: listener authentication of mounts (<mount><authentication type="htpasswd">) and the
  * users connected under each name.
  *
- * A listener's GET or HEAD of a mount with authentication is checked once, when it joins,
- * on its worker: HTTP Basic credentials against the mount's htpasswd file (htpasswd.c), the
- * address back-off (guard.c), and, unless the option allow_duplicate_users is 1, whether that
- * user is already listening to the mount. A session (mount, user) is counted from a
- * successful GET until the connection ends (auth_session_end). A user deleted from the file
- * is refused from then on; listeners already connected under that name stay, as in Icecast.
- * URL authentication (auth_url.h) is asynchronous: the router asks it before calling
- * auth_listener_check, which only knows htpasswd.
+ * A listener's GET or HEAD of a mount with authentication is checked once, when it joins:
+ * the address back-off (guard.c) on its worker, then HTTP Basic credentials against the
+ * mount's htpasswd file (htpasswd.c) on a verifier thread (verify.h; a password hash costs
+ * milliseconds that every other client of the worker would wait), the listener parked
+ * meanwhile (park.h) and holding nothing else; then, back on its worker and unless the
+ * option allow_duplicate_users is 1, whether that user is already listening to the mount. A
+ * session (mount, user) is counted from a successful GET until the connection ends. A user
+ * deleted from the file is refused from then on; listeners already connected under that
+ * name stay, as in Icecast. URL authentication (auth_url.h) is the router's to ask first:
+ * auth_listener_begin only knows htpasswd.
  */
 #ifndef RIMECAST_AUTH_H
 #define RIMECAST_AUTH_H
@@ -22,17 +24,11 @@ typedef struct htpasswd htpasswd_t;
 typedef struct auth_session auth_session_t;
 
 typedef enum {
-    AUTH_OK = 0,      /* let in (*session set when the mount has authentication) */
+    AUTH_OK = 0,      /* let in */
     AUTH_DENIED,      /* 401 with WWW-Authenticate */
-    AUTH_BLOCKED,     /* 429: the address is backing off (*retry_after seconds) */
+    AUTH_BLOCKED,     /* 429: the address is backing off (Retry-After) */
     AUTH_UNAVAILABLE, /* the user file cannot be read: 401 as well, logged */
 } auth_result_t;
-
-typedef struct {
-    auth_session_t *session; /* NULL if the mount has no authentication or for HEAD */
-    char *user;              /* malloc'd user name when authenticated, else NULL */
-    unsigned retry_after;
-} auth_outcome_t;
 
 /* The value of <option name=name> of mc's <authentication>, or NULL. */
 const char *auth_mount_option(const mount_conf_t *mc, const char *name);
@@ -41,10 +37,18 @@ const char *auth_mount_option(const mount_conf_t *mc, const char *name);
  * when the block has no htpasswd authentication. */
 htpasswd_t *auth_mount_htpasswd(const mount_conf_t *mc);
 
-/* Checks a listener of mount (GET, or HEAD when head is 1) from ip. The caller owns out->user
- * and ends out->session with auth_session_end when the connection ends. */
-auth_result_t auth_listener_check(const char *mount, const http_request_t *req, const char *ip,
-                                  int head, auth_outcome_t *out);
+/* What becomes of a listener whose credentials passed: on its worker, with the mount name
+ * given to auth_listener_begin (valid during the call). */
+typedef void (*auth_admitted_fn)(conn_t *c, const char *mount);
+
+/* Authenticates the listener on c (req: its GET or HEAD) for mount, the mount it asked for.
+ * Returns 1 when the mount has no authentication: the caller goes on at once. Otherwise 0, and
+ * c is no longer the caller's: it was refused (answered: 401 with the challenge, 429 while its
+ * address backs off, 403 when too many wait), or it is parked while its password is verified
+ * and then refused, or let in: its user goes to the access log, a GET's session ends with the
+ * connection, and admitted(c, mount) runs. A connection closed meanwhile is forgotten. */
+int auth_listener_begin(conn_t *c, const http_request_t *req, const char *mount,
+                        auth_admitted_fn admitted);
 /* Ends a session (NULL is fine). Safe from any thread. */
 void auth_session_end(auth_session_t *s);
 

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "auth/auth.h"
+#include "auth/park.h"
 #include "conf/config.h"
 #include "core/buf.h"
 #include "core/escape.h"
@@ -130,31 +131,6 @@ static auth_url_session_t *session_new(conn_t *c, const mount_conf_t *mc, const 
     return s;
 }
 
-/* ---- parking ---- */
-
-static void parked_timeout(conn_t *c)
-{
-    /* the fetch thread answers within the timeout: this is a safety net only */
-    log_error("auth: no answer from the auth server for client %s in time: refused", c->ip);
-    client_send_error(c, 403, "Forbidden: authentication timed out");
-}
-
-/* A listener's input is read and dropped (its end is noticed); a source's is left in the
- * socket: it is stream data, read once the source is let in. */
-static const conn_ops_t parked_listener_ops = {
-    .name = "auth-wait",
-    .on_readable = conn_discard_input,
-    .on_timeout = parked_timeout,
-};
-static void ignore_input(conn_t *c)
-{
-}
-static const conn_ops_t parked_source_ops = {
-    .name = "auth-wait",
-    .on_readable = ignore_input,
-    .on_timeout = parked_timeout,
-};
-
 static void clean_message(char *out, size_t cap, const char *in)
 {
     size_t n = 0;
@@ -199,13 +175,12 @@ static void resume_parked(worker_t *w, const fetch_result_t *r, auth_url_session
                           const char *action)
 {
     atomic_fetch_sub(&pending, 1);
-    conn_t *c = w ? worker_find_conn(w, s->conn_id) : NULL;
-    if (!c || c->closing || (c->ops != &parked_listener_ops && c->ops != &parked_source_ops)) {
+    conn_t *c = auth_park_take(w, s->conn_id);
+    if (!c) {
         auth_url_session_free(s); /* the client left (or was answered) meanwhile */
         return;
     }
     judge(s, action, r);
-    conn_set_deadline(c, 0);
     s->resume(c, s);
 }
 
@@ -219,9 +194,9 @@ static void source_answered(worker_t *w, const fetch_result_t *r, void *arg)
     resume_parked(w, r, arg, "stream_auth");
 }
 
-/* Sends body to url for s's client c, parked with ops. 0, or a start result to return. */
+/* Sends body to url for s's client c, parked as kind. PARKED, or a start result to return. */
 static auth_url_start_t park(conn_t *c, auth_url_session_t *s, const char *url, char *body,
-                             const conn_ops_t *ops, fetch_done_fn done)
+                             auth_park_kind_t kind, fetch_done_fn done)
 {
     if (atomic_fetch_add(&pending, 1) >= AUTH_URL_MAX_PENDING) {
         atomic_fetch_sub(&pending, 1);
@@ -237,8 +212,7 @@ static auth_url_start_t park(conn_t *c, auth_url_session_t *s, const char *url, 
         atomic_fetch_sub(&pending, 1);
         return rc == -ENOMEM ? AUTH_URL_FAILED : AUTH_URL_BUSY;
     }
-    c->ops = ops;
-    conn_set_deadline(c, s->timeout_ms + PARK_GRACE_MS);
+    auth_park(c, kind, s->timeout_ms + PARK_GRACE_MS);
     return AUTH_URL_PARKED;
 }
 
@@ -350,7 +324,7 @@ auth_url_start_t auth_url_listener_add(conn_t *c, const mount_conf_t *mc, const 
         auth_url_session_free(s);
         return AUTH_URL_FAILED;
     }
-    auth_url_start_t r = park(c, s, add, body, &parked_listener_ops, listener_answered);
+    auth_url_start_t r = park(c, s, add, body, AUTH_PARK_LISTENER, listener_answered);
     if (r != AUTH_URL_PARKED)
         auth_url_session_free(s);
     return r;
@@ -403,7 +377,7 @@ auth_url_start_t auth_url_stream_auth(conn_t *c, const mount_conf_t *mc, const c
     }
     s->arg = arg;
     s->arg_free = arg_free;
-    auth_url_start_t r = park(c, s, url, buf_take(&b, NULL), &parked_source_ops,
+    auth_url_start_t r = park(c, s, url, buf_take(&b, NULL), AUTH_PARK_SOURCE,
                               source_answered);
     if (r != AUTH_URL_PARKED) {
         s->arg = NULL; /* the caller's still */

@@ -4,10 +4,10 @@
  * the auth server for listener_add, listener_remove, mount_add, mount_remove and stream_auth
  * (sources), through the HTTP client thread (http/fetch.h).
  *
- * A client waiting for an answer is parked: its connection gets ops that ignore its input and
- * keep a deadline (the request's timeout and a little more), and holds nothing else. The
- * answer comes back on the connection's worker; if the connection is still parked, the
- * caller's resume function runs with the outcome (accepted or not, time limit, message).
+ * A client waiting for an answer is parked (park.h): its connection gets ops that ignore its
+ * input and keep a deadline (the request's timeout and a little more), and holds nothing
+ * else. The answer comes back on the connection's worker; if the connection is still parked,
+ * the caller's resume function runs with the outcome (accepted or not, time limit, message).
  * At most AUTH_URL_MAX_PENDING clients wait at once; more are refused "busy".
  * Options: listener_add, listener_remove, mount_add, mount_remove, stream_auth, username,
  * password (of the auth server), auth_header, timelimit_header, headers, header_prefix,

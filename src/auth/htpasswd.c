@@ -393,8 +393,9 @@ static int reload_locked(htpasswd_t *h)
     return 0;
 }
 
-/* The current snapshot, re-read first if the file changed (one stat). Never blocks: when
- * another thread is reloading, the current snapshot is used. */
+/* The current snapshot, re-read first if the file changed (one stat). When another thread is
+ * reloading, the current snapshot is used without waiting; only a file never read yet has
+ * none, and then the reader waits for that first read rather than find nobody in it. */
 static snapshot_t *fresh_snapshot(htpasswd_t *h)
 {
     snapshot_t *cur = atomic_load_explicit(&h->cur, memory_order_acquire);
@@ -404,7 +405,7 @@ static snapshot_t *fresh_snapshot(htpasswd_t *h)
         id_of(&st, &id);
     if (cur && id_equal(&cur->id, &id))
         return cur;
-    if (pthread_mutex_trylock(&h->lock) == 0) {
+    if ((cur ? pthread_mutex_trylock(&h->lock) : pthread_mutex_lock(&h->lock)) == 0) {
         reload_locked(h);
         pthread_mutex_unlock(&h->lock);
     }

@@ -7,9 +7,10 @@
  * itself cannot read those lines (a file shared with Icecast must be managed by Icecast).
  *
  * One htpasswd_t per file, created on first use and kept for the life of the process. The
- * parsed users are an immutable snapshot: readers load the pointer and never block; a change
- * on disk (mtime to the nanosecond, size, inode or device) is noticed by the next check (one
- * stat) and the file re-read into a new snapshot swapped in; replaced snapshots are freed a
+ * parsed users are an immutable snapshot: readers load the pointer and do not block (but for
+ * the file's first read, which readers that come meanwhile wait for); a change on disk (mtime
+ * to the nanosecond, size, inode or device) is noticed by the next check (one stat) and the
+ * file re-read into a new snapshot swapped in; replaced snapshots are freed a
  * minute later, long after any reader is done. Writes (add, delete) take the file's lock,
  * write a temporary file in the same directory, fsync it and rename it over the file, so the
  * file is never seen half-written.

@@ -64,11 +64,6 @@ static char *request_path(const http_request_t *req)
     return path;
 }
 
-static void end_session(conn_t *c, void *arg)
-{
-    auth_session_end(arg);
-}
-
 static void log_warn_limited_busy(conn_t *c)
 {
     static log_ratelimit_t busy_log;
@@ -166,28 +161,29 @@ static void url_auth_listener(conn_t *c, const http_request_t *req, const char *
     }
 }
 
-/* The authentication of the mount the listener asked for (name), whatever ends up serving it
- * (the mount itself, an on-demand relay once it connects, a fallback of a mount with no
- * source). 0 when refused (answered). */
-static int listener_admitted(conn_t *c, const http_request_t *req, const char *name)
+/* A listener of `name` (the mount it asked for) whose password was verified joins what
+ * serves that name now, as handle_get would have sent it: the mount if live, else an on-demand
+ * relay's mount once its relay connected, else the fallback of a mount with no source; else
+ * 404 (the source left meanwhile). */
+static void listener_verified(conn_t *c, const char *name)
 {
-    auth_outcome_t out;
-    auth_result_t r = auth_listener_check(name, req, c->ip, req->method == HTTP_METHOD_HEAD,
-                                          &out);
-    if (r != AUTH_OK) {
-        auth_send_refusal(c, r, out.retry_after);
-        return 0;
+    static const char not_found[] = "The file you requested could not be found";
+    const http_request_t *req = client_of(c)->req;
+    mount_t *m = mount_find(name);
+    if (m) {
+        listener_start(c, req, m); /* takes the reference */
+        return;
     }
-    client_t *cl = client_of(c);
-    if (out.user) {
-        free(cl->log_user);
-        cl->log_user = out.user; /* the access log's user field */
+    if (relay_is_on_demand(name)) {
+        if (!relay_park_listener(c, req, name, 0))
+            client_send_error(c, 404, not_found);
+        return;
     }
-    if (out.session) {
-        cl->on_end = end_session;
-        cl->on_end_arg = out.session;
+    if ((m = fallback_for_sourceless(name))) {
+        listener_start_for(c, req, m, name);
+        return;
     }
-    return 1;
+    client_send_error(c, 404, not_found);
 }
 
 static void handle_get(conn_t *c, const http_request_t *req)
@@ -216,10 +212,10 @@ static void handle_get(conn_t *c, const http_request_t *req)
             url_auth_listener(c, req, m->name, m, mc);
             return;
         }
-        if (listener_admitted(c, req, m->name))
+        if (auth_listener_begin(c, req, m->name, listener_verified))
             listener_start(c, req, m); /* takes the reference */
         else
-            mount_unref(m);
+            mount_unref(m); /* a listener being verified holds nothing but its connection */
         return;
     }
     /* an on-demand relay's mount is not live until a listener asks for it */
@@ -227,7 +223,8 @@ static void handle_get(conn_t *c, const http_request_t *req)
         const mount_conf_t *mc = config_find_mount(server_config(), target);
         if (auth_url_enabled(mc))
             url_auth_listener(c, req, target, NULL, mc); /* the relay starts once accepted */
-        else if (listener_admitted(c, req, target) && !relay_park_listener(c, req, target, 0))
+        else if (auth_listener_begin(c, req, target, listener_verified) &&
+                 !relay_park_listener(c, req, target, 0))
             client_send_error(c, 404, "The file you requested could not be found");
         free(path);
         return;
@@ -241,7 +238,7 @@ static void handle_get(conn_t *c, const http_request_t *req)
             free(path);
             return;
         }
-        if (listener_admitted(c, req, target))
+        if (auth_listener_begin(c, req, target, listener_verified))
             listener_start_for(c, req, m, target);
         else
             mount_unref(m);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth/verify.h"
 #include "core/buf.h"
 #include "net/server.h"
 #include "stats/stats.h"
@@ -60,6 +61,18 @@ static long long read_workers(void) { return (long long)atomic_load(&server.nwor
 READ_FN(read_draining, workers_draining)
 static long long read_start(void) { return (long long)server.start_time; }
 static long long read_mounts(void) { return mount_count(); }
+#define VERIFY_FN(fn, field) \
+    static long long fn(void) \
+    { \
+        verify_counters_t vc; \
+        verify_get_counters(&vc); \
+        return (long long)vc.field; \
+    }
+VERIFY_FN(read_verify_queued, queued)
+VERIFY_FN(read_verify_running, running)
+VERIFY_FN(read_verify_ran, ran)
+VERIFY_FN(read_verify_expired, expired)
+VERIFY_FN(read_verify_refused, refused)
 
 static const server_metric_t server_metrics[] = {
     {"rimecast_start_time_seconds", "gauge", "Start time of the server (Unix time).", read_start},
@@ -80,6 +93,18 @@ static const server_metric_t server_metrics[] = {
     {"rimecast_source_connections_total", "counter", "Source connections.", read_source_conns},
     {"rimecast_file_connections_total", "counter", "File requests.", read_file_conns},
     {"rimecast_stats_connections_total", "counter", "Stats connections.", read_stats_conns},
+    {"rimecast_verifier_queued", "gauge",
+     "Password checks and user file changes waiting for a verifier thread.", read_verify_queued},
+    {"rimecast_verifier_running", "gauge", "Password checks and user file changes running.",
+     read_verify_running},
+    {"rimecast_verifier_jobs_total", "counter",
+     "Password checks and user file changes done on the verifier threads.", read_verify_ran},
+    {"rimecast_verifier_expired_total", "counter",
+     "Password checks and user file changes dropped after waiting too long (answered busy).",
+     read_verify_expired},
+    {"rimecast_verifier_refused_total", "counter",
+     "Password checks and user file changes refused: the verifier's queue was full (busy).",
+     read_verify_refused},
 };
 
 /* ---- per mount ---- */

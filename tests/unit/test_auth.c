@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test_auth: the parsers of the auth layer: htpasswd lines and files, MD5 and crypt hash
- * checks, the decoy an unknown htpasswd user is checked against, CIDR ranges and lists,
- * forwarded-address picking.
+ * checks, the decoy an unknown htpasswd user is checked against, a file's first use from
+ * several threads at once, CIDR ranges and lists, forwarded-address picking.
  */
 #include <crypt.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -216,12 +218,57 @@ static void test_unknown_user_costs_the_costliest_known_one(void)
     rmdir(dir);
 }
 
+/* Threads checking a file nobody has read yet, all at once: one reads it, the others wait
+ * for it instead of finding no users (which would refuse everyone as "unavailable"). */
+#define FIRST_USE_THREADS 4
+#define FIRST_USE_FILES 40
+
+static pthread_barrier_t first_use_barrier;
+static htpasswd_t *first_use_file;
+static atomic_int first_use_failures;
+
+static void *first_use_check(void *arg)
+{
+    (void)arg;
+    pthread_barrier_wait(&first_use_barrier);
+    if (htpasswd_check(first_use_file, "a", "secret") != HTPASSWD_OK)
+        atomic_fetch_add(&first_use_failures, 1);
+    return NULL;
+}
+
+static void test_first_use_from_many_threads_at_once(void)
+{
+    const char *base = getenv("TMPDIR");
+    char dir[200], path[300];
+    snprintf(dir, sizeof(dir), "%s/test_auth_XXXXXX", base && *base ? base : "/tmp");
+    CHECK(mkdtemp(dir) != NULL);
+    for (int i = 0; i < FIRST_USE_FILES; i++) {
+        snprintf(path, sizeof(path), "%s/users%d", dir, i);
+        write_users(path, "a:5ebe2294ecd0e0f08eab7690d2a6ee69\n"); /* "secret" */
+        first_use_file = htpasswd_get(path);
+        CHECK(first_use_file != NULL);
+        if (!first_use_file)
+            break;
+        pthread_t t[FIRST_USE_THREADS];
+        pthread_barrier_init(&first_use_barrier, NULL, FIRST_USE_THREADS);
+        for (int k = 0; k < FIRST_USE_THREADS; k++)
+            pthread_create(&t[k], NULL, first_use_check, NULL);
+        for (int k = 0; k < FIRST_USE_THREADS; k++)
+            pthread_join(t[k], NULL);
+        pthread_barrier_destroy(&first_use_barrier);
+        unlink(path);
+    }
+    CHECK(atomic_load(&first_use_failures) == 0);
+    rmdir(dir);
+}
+
 int main(void)
 {
     RUN(test_md5);
     RUN(test_lines);
     RUN(test_hashes);
     RUN(test_unknown_user_costs_the_costliest_known_one);
+    RUN(test_first_use_from_many_threads_at_once);
     RUN(test_cidr);
     RUN(test_forwarded);
     return testlib_done();

@@ -7,7 +7,11 @@ HTTP Basic on GET/HEAD of the mount (401 with Icecast's challenge), Icecast's
 file atomically (a new file renamed over the old one), a deleted user's listener
 staying connected while the user can no longer log in, the admin pages offering
 Users only for htpasswd mounts (sourceless ones too), and the per-address
-back-off after repeated failures.
+back-off after repeated failures. Passwords are verified off the workers: a
+burst of logins on a costly hash stalls no other listener of the worker,
+guesses sent at once stop at the back-off, listeners that hang up while their
+check waits leave nothing behind, manageauth's changes are verifier jobs too;
+an on-demand relay's protected mount connects only for a listener that logged in.
 """
 
 import hashlib
@@ -18,6 +22,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+import warnings
 
 import pytest
 
@@ -229,6 +234,29 @@ def test_manageauth_adds_lists_and_deletes_users_atomically(station):
 
 
 @pytest.mark.rimecast_only
+def test_manageauth_changes_are_made_on_the_verifier_threads(station):
+    """Hashing a new password and rewriting the file (fsync) are verifier jobs, not work of
+    the worker that answers the request; listing is neither."""
+    srv, path, src = station(md5_line("old", "pw"), live=False)
+
+    def jobs():
+        return metrics(srv)["rimecast_verifier_jobs_total"]
+    before = jobs()
+    assert manage(srv, "action=list").status == 200
+    assert jobs() == before
+    r = manage(srv, "action=add&username=kim&password=pw")
+    assert r.status == 200 and r.xml().findtext("iceresponse/return") == "1"
+    assert jobs() == before + 1
+    r = manage(srv, "action=delete&username=nobody")
+    assert r.status == 200 and r.xml().findtext("iceresponse/message") == "User not found"
+    r = manage(srv, "action=delete&username=kim")
+    assert r.status == 200 and r.xml().findtext("iceresponse/message") == "User deleted"
+    assert jobs() == before + 3
+    assert manage(srv, "action=add&username=kim").status == 400  # no password: not queued
+    assert jobs() == before + 3
+
+
+@pytest.mark.rimecast_only
 def test_manageauth_replaces_the_file_instead_of_writing_it_in_place(station):
     srv, path, src = station(md5_line("old", "pw"), live=False)
     first = os.stat(path).st_ino
@@ -425,4 +453,196 @@ def test_a_protected_mount_without_source_guards_its_fallback(server):
         lst.close()
         src.stop()
     finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- verification off the workers
+
+def costly_hash(password, seconds=0.3):
+    """A "$6$" line's hash whose check costs about `seconds` on this machine (rounds= scaled
+    to it), and what one check of it took here."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        crypt = pytest.importorskip("crypt")
+    rounds = 999999
+    while True:
+        t0 = time.monotonic()
+        h = crypt.crypt(password, "$6$rounds=%d$wiretestsalt$" % rounds)
+        took = time.monotonic() - t0
+        if took >= seconds * 0.8 or rounds >= 999999999:
+            break
+        rounds = min(999999999, int(rounds * seconds / took) + 1)
+    t0 = time.monotonic()
+    assert crypt.crypt(password, h) == h
+    return h, min(took, time.monotonic() - t0)
+
+
+class ArrivalListener(wirelib.Listener):
+    """A listener that notes when each piece of its stream arrives."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.arrivals = []
+
+    def _add(self, chunk):
+        if chunk:
+            self.arrivals.append(time.monotonic())
+        super()._add(chunk)
+
+    def longest_gap(self, start, end):
+        points = [start] + [t for t in list(self.arrivals) if start < t < end] + [end]
+        return max(b - a for a, b in zip(points, points[1:]))
+
+
+def send_logins(srv, logins, mount=MOUNT):
+    """Opens one connection per (user, password, method), then sends all the requests at once
+    (the server reads them in one go). Returns the sockets."""
+    socks = [wirelib.connect(srv.host, srv.port, 10) for _ in logins]
+    for s, (user, password, method) in zip(socks, logins):
+        s.sendall(("%s %s HTTP/1.0\r\nAuthorization: %s\r\n\r\n"
+                   % (method, mount, wirelib.basic_auth(user, password))).encode())
+    return socks
+
+
+def statuses_of(socks, timeout):
+    out = []
+    for s in socks:
+        resp, _ = wirelib.read_head(s, timeout)
+        out.append(resp.status if resp else None)
+    return out
+
+
+def metrics(srv):
+    r = adminlib.admin(srv, "/metrics")
+    assert r.status == 200
+    fams = adminlib.parse_prometheus(r.body.decode())
+    return {name: v for fam in fams.values() for name, labels, v in fam["samples"]
+            if not labels}
+
+
+@pytest.mark.rimecast_only
+def test_password_checks_leave_the_other_listeners_of_the_worker_streaming(server):
+    """Costly hashes are verified off the worker: with one worker, a burst of logins on a
+    protected mount does not hold up a listener of another mount, and each login still gets
+    the answer its password deserves."""
+    slow, cost = costly_hash("right")
+    d = user_dir()
+    try:
+        path = os.path.join(d, "users")
+        write_users(path, "slow:%s\n" % slow)
+        # one worker: every client shares its loop; write window 0: each source write goes
+        # out to the listeners at once (a piece every 1/16 s)
+        srv = server(mounts=[auth_mount(path, allow_duplicate_users="1")], workers=1,
+                     write_window=0)
+        sources = []
+        for mount in (MOUNT, "/open"):
+            src = srv.source(mount, DATA, loop=True, headers={"Content-Type": "audio/mpeg"})
+            assert src.connect().status == 200
+            sources.append(src.start())
+        plain = ArrivalListener(srv.host, srv.port, "/open")
+        assert plain.open().status == 200
+        plain.wait_bytes(32 * 1024, 10)
+        logins = ([("slow", "right", "GET")] * 6 + [("slow", "right", "HEAD")] +
+                  [("slow", "wrong", "GET")] * 2 + [("nobody", "right", "GET")])
+        start = time.monotonic()
+        socks = send_logins(srv, logins)
+        statuses = statuses_of(socks, 120)
+        end = time.monotonic()
+        wirelib.wait_until(lambda: plain.arrivals[-1] > end, 10, "the plain listener to go on")
+        gap = plain.longest_gap(start, plain.arrivals[-1])
+        turn = metrics(srv)["rimecast_worker_turn_max_seconds"]
+        assert statuses == [200] * 7 + [401] * 3, statuses
+        total = len(logins) * cost  # what the checks cost one after the other
+        assert gap < total / 3, "the plain listener waited %.2f s (checks: %.2f s in all, " \
+            "%.2f s each; logins took %.2f s)" % (gap, total, cost, end - start)
+        assert turn < total / 3, "a turn of the worker took %.2f s" % turn
+        for s in socks:
+            s.close()
+        plain.close()
+        for src in sources:
+            src.stop()
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.mark.rimecast_only
+def test_many_guesses_at_once_from_one_address_stop_at_the_back_off(station):
+    """Guesses sent all at once are not all verified: once the address is blocked, those
+    still waiting for verification get 429 (a check already running may still end in 401)."""
+    srv, path, src = station(md5_line("ivy", "right"))
+    n = 12
+    socks = send_logins(srv, [("ivy", "guess%d" % i, "GET") for i in range(n)])
+    statuses = statuses_of(socks, 30)
+    for s in socks:
+        s.close()
+    refused, blocked = statuses.count(401), statuses.count(429)
+    assert refused + blocked == n, statuses
+    assert 5 <= refused <= 7 and blocked >= n - 7, statuses
+    assert srv.error_log().count("failed login from 127.0.0.1") == refused
+    src.stop()
+
+
+@pytest.mark.rimecast_only
+def test_listeners_that_hang_up_while_their_password_is_checked_leave_nothing_behind(station):
+    slow, cost = costly_hash("right")
+    srv, path, src = station("slow:%s\n" % slow)
+    base = metrics(srv)
+    n = 6
+    socks = send_logins(srv, [("slow", "right", "GET")] * n)
+    wirelib.wait_until(lambda: metrics(srv)["rimecast_verifier_queued"] > 0, 10,
+                       "the checks to wait for the verifier")
+    for s in socks:
+        wirelib.set_linger_rst(s)
+        s.close()
+
+    def settled():
+        m = metrics(srv)
+        return (m["rimecast_verifier_jobs_total"] >= base["rimecast_verifier_jobs_total"] + n
+                and m["rimecast_verifier_queued"] == 0 and m["rimecast_verifier_running"] == 0
+                and m["rimecast_clients"] == base["rimecast_clients"])
+    wirelib.wait_until(settled, 30 + n * cost, "the checks to end and the clients to go")
+    assert metrics(srv)["rimecast_server_listeners"] == 0
+    # no session was left open in their name: the user (no duplicates allowed) gets in
+    lst, resp = get(srv, "slow", "right")
+    assert resp.status == 200
+    lst.wait_bytes(16 * 1024, 10)
+    lst.close()
+    src.stop()
+
+
+@pytest.mark.rimecast_only
+def test_protected_on_demand_relay_connects_only_for_a_listener_that_logged_in(server):
+    """An on-demand relay's mount with htpasswd authentication: a refused listener never makes
+    the relay connect; one whose password was verified gets the relayed stream."""
+    origin = server()
+    up = origin.source("/live.mp3", DATA, loop=True, headers={"Content-Type": "audio/mpeg"})
+    assert up.connect().status == 200
+    up.start()
+    formatlib.wait_mount(origin, "/live.mp3")
+    d = user_dir()
+    try:
+        path = os.path.join(d, "users")
+        write_users(path, md5_line("olga", "pw"))
+        mount = auth_mount(path)
+        mount["mount_name"] = "/od.mp3"
+        relay = ("<relay><server>127.0.0.1</server><port>%d</port><mount>/live.mp3</mount>"
+                 "<local-mount>/od.mp3</local-mount><on-demand>1</on-demand></relay>"
+                 % origin.port)
+        edge = server(mounts=[mount], extra_xml=relay)
+
+        def origin_listeners():
+            s = formatlib.stats_source(origin, "/live.mp3")
+            return int(s.findtext("listeners"))
+        for creds in ((None, None), ("olga", "wrong")):
+            lst, resp = get(edge, *creds, mount="/od.mp3")
+            assert resp.status == 401, resp
+            lst.close()
+        assert origin_listeners() == 0
+        lst, resp = get(edge, "olga", "pw", mount="/od.mp3")
+        assert resp.status == 200, resp
+        lst.wait_bytes(16 * 1024, 10)
+        assert origin_listeners() == 1
+        lst.close()
+    finally:
+        up.stop()
         shutil.rmtree(d, ignore_errors=True)
