@@ -6,8 +6,9 @@
  * once), so a paced source sending 400-byte chunks costs one block header per few KB and
  * listeners fewer iovecs. MPEG audio and ADTS streams are followed frame by frame (format/mpeg.h):
  * a block is cut at the last frame start it holds (the rest, less than a frame, begins the next
- * block) and only blocks that begin at a frame are sync points. Data not recognized as frames
- * keeps every block a sync point.
+ * block) and only blocks that begin at a frame are sync points; when the source ends, an
+ * incomplete last frame is dropped. Data not recognized as frames keeps every block a sync
+ * point and every byte.
  * When the source declared icy-metaint: N, the metadata blocks it interleaves every N bytes
  * are cut out of the stream (across any split of the input) and their StreamTitle/StreamUrl
  * reported as the "title"/"url" tags, converted to UTF-8, before the frames are followed.
@@ -15,9 +16,11 @@
 #include "format/format.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/log.h"
 #include "core/loop.h"
 #include "core/utf8.h"
 #include "format/icy.h"
@@ -78,15 +81,24 @@ static int new_pending(generic_state_t *st)
     return 0;
 }
 
+/* A followed stream's last frame (or header) is not all there yet. */
+static int generic_frame_open(const mpeg_sync_t *s)
+{
+    return s->mode == MPEG_SYNC_LOCKED && (s->pos < s->next || s->have > 0);
+}
+
 /* Emits the pending block. With cut, a followed stream's block ends at the last frame start
  * it holds and the bytes from there begin the next pending block (one copy of less than a
- * frame, per source block). */
+ * frame, per source block); a block that holds nothing but the beginning of one frame waits
+ * for the rest (unless it is full: a frame larger than a block). */
 static int generic_emit_pending(format_t *f, generic_state_t *st, int cut)
 {
     block_t *b = st->pending;
     if (!b)
         return 0;
     uint64_t frame = st->sync.frame_start;
+    if (cut && frame == st->pending_at && b->len < b->cap && generic_frame_open(&st->sync))
+        return 0;
     size_t keep = 0;
     if (cut && st->sync.mode == MPEG_SYNC_LOCKED && frame > st->pending_at &&
         frame < st->pending_at + b->len)
@@ -121,9 +133,28 @@ static int generic_emit_pending(format_t *f, generic_state_t *st, int cut)
     return 0;
 }
 
+/* The source ended. A followed stream whose last frame (or header) is incomplete, a source cut
+ * off mid-frame, loses those bytes: listeners moving on to a fallback would get a cut frame
+ * before the fallback's first one, and a decoder reads the fallback's bytes as its rest. Only
+ * a frame begun in the pending block can go; one begun in a block already emitted (a frame
+ * larger than a block) keeps its rest. */
 static void generic_flush(format_t *f)
 {
-    (void)generic_emit_pending(f, f->state, 0);
+    generic_state_t *st = f->state;
+    const mpeg_sync_t *s = &st->sync;
+    block_t *b = st->pending;
+    if (b && generic_frame_open(s) && s->frame_start >= st->pending_at &&
+        s->frame_start < st->pending_at + b->len) {
+        size_t cut = (size_t)(st->pending_at + b->len - s->frame_start);
+        b->len -= (uint32_t)cut;
+        if (f->sink.log) {
+            char msg[128];
+            snprintf(msg, sizeof(msg),
+                     "%zu bytes of an incomplete frame at end of stream dropped", cut);
+            f->sink.log(f->sink.ctx, LOG_DEBUG, msg);
+        }
+    }
+    (void)generic_emit_pending(f, st, 0);
 }
 
 static int generic_report(format_t *f, const char *tag, const char *raw)

@@ -101,8 +101,9 @@ def test_dump_file_strips_inbound_icy_metadata_keeps_every_byte(server, workdir)
     """An ICY source (icy-metaint) with a real MP3: the recording is the MP3 file, byte for
     byte, without the metadata blocks, including the last partial block."""
     audio = fl.encode_file(os.path.join(workdir, "a.mp3"), "mp3", 3)
-    audio = audio[:len(audio) - 777]  # not a multiple of any block size
+    audio = fl.strict_capture("mp3", audio[:len(audio) - 777])  # ends with a whole frame
     metaint = 8192
+    assert len(audio) % 4096 and len(audio) % metaint    # not a multiple of any block size
     stream = fl.icy_interleave(audio, metaint, lambda i: fl.icy_block(
         "StreamTitle='Song %d';" % i) if i % 2 == 0 else b"\0")
     srv = start_with(server, lambda s: mount_xml(
