@@ -6,9 +6,10 @@
  * once), so a paced source sending 400-byte chunks costs one block header per few KB and
  * listeners fewer iovecs. MPEG audio and ADTS streams are followed frame by frame (format/mpeg.h):
  * a block is cut at the last frame start it holds (the rest, less than a frame, begins the next
- * block) and only blocks that begin at a frame are sync points; when the source ends, an
- * incomplete last frame is dropped. Data not recognized as frames keeps every block a sync
- * point and every byte.
+ * block) and only blocks that begin at a frame are sync points; an ID3v2 tag the stream
+ * begins with is a block of its own and no sync point; when the source ends, an incomplete
+ * last frame is dropped. Data not recognized as frames keeps every block a sync point and
+ * every byte.
  * When the source declared icy-metaint: N, the metadata blocks it interleaves every N bytes
  * are cut out of the stream (across any split of the input) and their StreamTitle/StreamUrl
  * reported as the "title"/"url" tags, converted to UTF-8, before the frames are followed.
@@ -97,13 +98,16 @@ static int generic_emit_pending(format_t *f, generic_state_t *st, int cut)
     if (!b)
         return 0;
     uint64_t frame = st->sync.frame_start;
-    if (cut && frame == st->pending_at && b->len < b->cap && generic_frame_open(&st->sync))
+    if (cut && b->len < b->cap && (st->sync.mode == MPEG_SYNC_START ||
+                                   (frame == st->pending_at && generic_frame_open(&st->sync))))
         return 0;
     size_t keep = 0;
     if (cut && st->sync.mode == MPEG_SYNC_LOCKED && frame > st->pending_at &&
         frame < st->pending_at + b->len)
         keep = (size_t)(st->pending_at + b->len - frame);
-    int sync = st->pending_probe || st->sync.mark_ok;
+    /* the stream's leading ID3v2 tag is no start point: a listener moved here would get it in
+     * the middle of its stream, where decoders take it for a broken frame */
+    int sync = st->pending_at >= st->sync.tag_end && (st->pending_probe || st->sync.mark_ok);
     st->pending = NULL;
     if (keep) {
         if (new_pending(st) < 0) {
@@ -193,7 +197,20 @@ static int generic_metadata(format_t *f, generic_state_t *st)
     return rc;
 }
 
-/* Copies audio into the pending block, following frames, emitting blocks as they fill up. */
+/* How many of n bytes to copy at once so that a leading ID3v2 tag ends a block: while the
+ * first bytes may still begin one, only what the sync needs to decide; within it, up to its
+ * end. */
+static size_t generic_tag_limit(const mpeg_sync_t *s, size_t n)
+{
+    if (s->mode == MPEG_SYNC_START && n > sizeof(s->hdr) - s->have)
+        return sizeof(s->hdr) - s->have;
+    if (s->pos < s->tag_end && n > s->tag_end - s->pos)
+        return (size_t)(s->tag_end - s->pos);
+    return n;
+}
+
+/* Copies audio into the pending block, following frames, emitting blocks as they fill up (and
+ * at the end of a leading ID3v2 tag, so that the first frame begins a block). */
 static int generic_audio(format_t *f, generic_state_t *st, const unsigned char *data, size_t len)
 {
     while (len > 0) {
@@ -204,12 +221,14 @@ static int generic_audio(format_t *f, generic_state_t *st, const unsigned char *
         }
         block_t *b = st->pending;
         size_t n = b->cap - b->len < len ? b->cap - b->len : len;
+        n = generic_tag_limit(&st->sync, n);
         memcpy(b->data + b->len, data, n);
         b->len += (uint32_t)n;
         mpeg_sync_feed(&st->sync, data, n);
         data += n;
         len -= n;
-        if (b->len == b->cap && generic_emit_pending(f, st, 1) < 0)
+        int tag_done = st->pending_at < st->sync.tag_end && st->sync.pos == st->sync.tag_end;
+        if ((b->len == b->cap || tag_done) && generic_emit_pending(f, st, 1) < 0)
             return -ENOMEM;
     }
     return 0;

@@ -108,6 +108,8 @@ typedef struct rec {
     int blocks, sync, sync_not_at_frame;
     const unsigned char *frames; /* the input, to judge sync block starts */
     size_t first_frame;          /* offset of the first frame (after a tag) */
+    int seen_sync;
+    size_t first_sync;           /* offset of the first sync block */
 } rec_t;
 
 static void rec_emit(void *ctx, block_t *b)
@@ -115,6 +117,8 @@ static void rec_emit(void *ctx, block_t *b)
     rec_t *r = ctx;
     mpeg_frame_t f;
     if (b->flags & BLOCK_SYNC) {
+        if (!r->seen_sync++)
+            r->first_sync = r->len;
         r->sync++;
         if (r->len >= r->first_frame && mpeg_frame_parse(b->data, b->len, &f) != 1)
             r->sync_not_at_frame++;
@@ -196,6 +200,29 @@ static void test_generic_relocks_after_garbage(void)
     CHECK(r.sync > 10);
 }
 
+/* The ID3v2 tag a stream begins with is a block of its own and no start point: the first sync
+ * block begins at the first frame, whatever the reads and the gathering. */
+static void test_generic_leading_tag_is_no_start_point(void)
+{
+    static const size_t pieces[] = {1, 3, 9, 10, 11, 44, 45, 46, 100, 5000};
+    for (size_t i = 0; i < sizeof(pieces) / sizeof(pieces[0]); i++) {
+        for (int coalesce = 0; coalesce <= 60000; coalesce += 60000) {
+            static rec_t r;
+            memset(&r, 0, sizeof(r));
+            r.first_frame = SIZE_MAX;
+            run_generic_gathering(&r, sample_mp3, sizeof(sample_mp3), pieces[i], coalesce);
+            CHECK(r.len == sizeof(sample_mp3) && memcmp(r.out, sample_mp3, r.len) == 0);
+            CHECK(r.seen_sync && r.first_sync == 45);
+        }
+    }
+    /* no tag: the first block is a start point */
+    static rec_t r;
+    memset(&r, 0, sizeof(r));
+    r.first_frame = SIZE_MAX;
+    run_generic(&r, sample_mp3 + 45, sizeof(sample_mp3) - 45, 3);
+    CHECK(r.seen_sync && r.first_sync == 0);
+}
+
 /* Offset of the last frame of a sample that is nothing but frames after `first`. */
 static size_t last_frame_at(const unsigned char *p, size_t len, size_t first)
 {
@@ -252,5 +279,6 @@ int main(void)
     RUN(test_generic_unframed_data_is_all_sync);
     RUN(test_generic_relocks_after_garbage);
     RUN(test_generic_drops_an_incomplete_last_frame);
+    RUN(test_generic_leading_tag_is_no_start_point);
     return testlib_done();
 }
