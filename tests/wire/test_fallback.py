@@ -149,6 +149,83 @@ def test_chain_skips_a_fallback_that_went_quiet_first(server):
         stop_all(lis, pa, pb, pc)
 
 
+# ---------------------------------------------------------------- a source cut off mid-frame
+
+CONTENT_TYPES = {"mp3": "audio/mpeg", "vorbis": "audio/ogg"}
+
+
+def units_of(codec, data):
+    """(start, end) of every frame (MP3) or page (Ogg) of an encoded file."""
+    if codec == "mp3":
+        pos, out = 0, []
+        while fl.mp3_frame_len(data, pos):
+            out.append((pos, pos + fl.mp3_frame_len(data, pos)))
+            pos = out[-1][1]
+        assert pos == len(data), "%d bytes after the frames" % (len(data) - pos)
+        return out
+    pages, end = fl.ogg_pages(data)
+    assert end == len(data)
+    return [(p.offset, p.offset + len(p.raw)) for p in pages]
+
+
+def cut_point(codec, data):
+    """The frame or page a source is cut off in, one in the second half of the file (for Ogg
+    one after a page that ends a packet: the stream so far is whole), and the one before it:
+    (start of the one before, start, end)."""
+    units = units_of(codec, data)
+    for k in range(len(units) // 2, len(units) - 1):
+        prev = units[k - 1][0]
+        if codec == "mp3" or fl.parse_page(data, prev).lacing[-1] != 255:
+            return (prev,) + units[k]
+    raise AssertionError("no page to cut the file at")
+
+
+@pytest.mark.rimecast_only      # Icecast 2.4 passes on whatever the source sent last
+@pytest.mark.parametrize("close", ["fin", "rst"])
+@pytest.mark.parametrize("codec,ext,extra", [("mp3", "mp3", 16384), ("vorbis", "ogg", 4096)])
+def test_source_cut_off_mid_frame_leaves_no_cut_frame_before_the_fallback(
+        server, tmp_path, codec, ext, extra, close):
+    """A source dies halfway through a frame (Ogg: a page): its listeners get its last whole
+    frame, then the fallback's stream, and a player decodes across the switch."""
+    a, b = "/a." + ext, "/b." + ext
+    srv = start(server, mount_xml(a, fallback_mount=b))
+    pb = source(srv, b, codec, freq=660)
+    data = fl.encode_file(str(tmp_path / ("a." + ext)), codec, 6, freq=440)
+    data = data[fl.id3v2_len(data, 0):]         # MP3: frames only, from the first byte
+    prev, start_, end = cut_point(codec, data)
+    whole, half = data[:start_], data[start_:start_ + (end - start_) // 2]
+    src = srv.source(a, content_type=CONTENT_TYPES[codec])
+    lis = None
+    try:
+        assert src.connect().status == 200, src.response
+        src.send_now(whole)
+        fl.wait_mount(srv, a)
+        lis = listener(srv, a, min_bytes=1)
+        src.send_now(half)
+        adminlib.wait_stat(srv, a, "total_bytes_read", str(len(whole) + len(half)))
+        if close == "rst":
+            wirelib.set_linger_rst(src.sock)
+        src.close()
+        srv.wait_log("of an incomplete %s at end of stream dropped"
+                     % ("frame" if codec == "mp3" else "page"), 10)
+        wait_listeners(srv, b, 1)
+        keeps_receiving(lis, extra)
+    finally:
+        src.close()
+        stop_all(lis, pb)
+    body = lis.snapshot()
+    if codec == "mp3":
+        assert body[:len(whole)] == whole       # the burst holds all of it, from the first byte
+        at = len(whole)
+        assert fl.mp3_frame_len(body, at) or fl.id3v2_len(body, at), body[at:at + 8]
+    else:
+        last = data[prev:start_]                # pages are unique (serial, number, CRC)
+        at = body.index(last) + len(last)
+        assert fl.parse_page(body, at).bos, "no fallback stream right after the last page"
+    assert body[at:at + len(half)] != half
+    decodes(tmp_path, lis, codec, "cut." + ext, links=2)
+
+
 # ---------------------------------------------------------------- fallback-override
 
 def test_override_brings_moved_listeners_back_and_leaves_the_fallbacks_own(server, tmp_path):
