@@ -390,6 +390,34 @@ def test_fallback_cycle_in_config_does_not_loop(server):
         stop_all(lis, pa)
 
 
+@pytest.mark.rimecast_only      # the bound and its log line are Rimecast's
+def test_chain_longer_than_the_bound_ends_with_a_log_line(server):
+    """/c0 -> /c1 -> ... -> /c11, only /c11 live at the end: it is 10 steps from /c1 (reached)
+    and 11 from /c0 (too far: the chain ends there, logged; the listener is closed)."""
+    names = ["/c%d.mp3" % i for i in range(12)]
+    srv = start(server, *[mount_xml(a, fallback_mount=b) for a, b in zip(names, names[1:])])
+    last = source(srv, names[11], freq=880)
+    p0 = source(srv, names[0], freq=440)
+    p1 = source(srv, names[1], freq=660)
+    l0, l1 = listener(srv, names[0]), listener(srv, names[1])
+    try:
+        fl.stop_process(p1)                         # /c1 -> 9 mounts without a source -> /c11
+        wait_listeners(srv, names[11], 1)
+        keeps_receiving(l1, 16384)
+        fl.stop_process(p0)                         # /c0 -> /c1 ... -> /c11: one step too many
+        l0.wait_closed(10)
+        srv.wait_log("fallback chain at /c11.mp3 is too long (more than 10 mounts)", 5)
+        keeps_receiving(l1, 16384)
+        assert listeners_on(srv, names[11]) == 1
+        r = srv.listener(names[0])                  # and for a listener of /c0 now: 404
+        assert r.open(start=False).status == 404
+        r.close()
+        ok = listener(srv, names[1])                # /c1's chain still reaches /c11
+        ok.close()
+    finally:
+        stop_all(l0, l1, p0, p1, last)
+
+
 # ---------------------------------------------------------------- file fallbacks
 
 FILE_SECONDS = 3
