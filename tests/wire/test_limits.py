@@ -163,6 +163,37 @@ def test_listeners_cut_off_by_queue_size_give_their_slots_back(server, data, lim
     src.stop()
 
 
+OTHER = "/other.mp3"
+
+
+def move(srv, src, dest):
+    r = adminlib.admin(srv, "/admin/moveclients?mount=%s&destination=%s" % (src, dest))
+    assert r.status == 200, (r.status, r.body)
+
+
+def test_listeners_moved_out_give_their_slots_back(server, data):
+    """A full mount emptied by /admin/moveclients fills up again at once, 100 times over,
+    while the listeners moved out are still streaming on the other mount."""
+    srv = server(clients=50, sources=2, burst_size=0,
+                 mounts=[dict(mount_name=MOUNT, max_listeners=FULL)])
+    src = start_source(srv, data)
+    other = srv.source(OTHER, data, rate=64 * 1024, loop=True)
+    assert other.connect().status == 200
+    other.start()
+    moved = []
+    for _ in range(100):
+        lis = fill(srv)
+        move(srv, MOUNT, OTHER)
+        close_all(moved)                        # the batch before, moved out one turn earlier
+        moved = lis
+    adminlib.wait_stat(srv, OTHER, "listeners", str(FULL))
+    adminlib.wait_stat(srv, MOUNT, "listeners", "0")
+    close_all(moved)
+    other.stop()
+    assert_stats_settle(srv)
+    src.stop()
+
+
 ONE_SHOT = {
     "head": b"HEAD %s HTTP/1.0\r\n\r\n" % MOUNT.encode(),
     "not-found": b"GET /no-such-thing HTTP/1.0\r\n\r\n",
