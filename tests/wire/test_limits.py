@@ -9,7 +9,7 @@ import pytest
 
 import adminlib
 import wirelib
-from conftest import ADMIN_PASSWORD, ADMIN_USER, IS_ICECAST
+from conftest import ADMIN_PASSWORD, ADMIN_USER, IS_ICECAST, SOURCE_PASSWORD
 
 MOUNT = "/slots.mp3"
 FULL = 3          # listeners that fill the server (or the mount)
@@ -190,6 +190,71 @@ def test_listeners_moved_out_give_their_slots_back(server, data):
     adminlib.wait_stat(srv, MOUNT, "listeners", "0")
     close_all(moved)
     other.stop()
+    assert_stats_settle(srv)
+    src.stop()
+
+
+# <sources> 1: one source slot, which every way a source ends or is refused gives back.
+ONE_SOURCE = dict(clients=50, sources=1, burst_size=0)
+
+
+def test_killed_sources_give_their_slot_back(server, data):
+    srv = server(**ONE_SOURCE)
+    for _ in range(100):
+        src = start_source(srv, data)
+        r = adminlib.admin(srv, "/admin/killsource?mount=%s" % MOUNT)
+        assert r.status == 200, (r.status, r.body)
+        src.stop()
+    src = start_source(srv, data)
+    assert_stats_settle(srv)
+    src.stop()
+
+
+def test_timed_out_sources_give_their_slot_back(server, data):
+    """Three times, not 100: each turn waits out the source-timeout. The dropped sources keep
+    their sockets open on the client side until the end: the slot comes back all the same."""
+    srv = server(source_timeout=1, **ONE_SOURCE)
+    quiet = []
+    for _ in range(3):
+        src = srv.source(MOUNT, data)
+        wirelib.wait_until(lambda: _try_source(src), 3, "the source slot to come back")
+        src.send_now(data[:8192])
+        quiet.append(src)
+        wirelib.wait_until(lambda: global_stats(srv)["mount_listeners"] is not None, 5,
+                           "the mount to come up")
+        wirelib.wait_until(lambda: global_stats(srv)["sources"] == 0 and
+                           global_stats(srv)["mount_listeners"] is None, 5,
+                           "the quiet source to be dropped")
+    src = start_source(srv, data)
+    assert_stats_settle(srv)
+    src.stop()
+    for q in quiet:
+        q.close()
+
+
+def test_refused_sources_give_their_slot_back(server, data):
+    """Each turn: sources refused before they get the slot (401, 400), then one that takes it
+    (its login also clears the failed one from the brute-force guard), then sources refused
+    because it is taken (403), then the one that had it leaves."""
+    srv = server(**ONE_SOURCE)
+    bad_length = ("PUT %s HTTP/1.1\r\nHost: x\r\nContent-Type: audio/mpeg\r\n"
+                  "Authorization: %s\r\nContent-Length: -1\r\n\r\n"
+                  % (MOUNT, wirelib.basic_auth("source", SOURCE_PASSWORD))).encode()
+    for _ in range(100):
+        for kw in (dict(password="wrong"), dict(auth=False)):
+            s = srv.source(MOUNT, **kw)
+            assert s.connect().status == 401, s.response
+            s.close()
+        if not IS_ICECAST:                      # icecast2 ignores Content-Length on PUT
+            resp, _ = wirelib.simple_request(srv.host, srv.port, bad_length)
+            assert resp is not None and resp.status == 400, resp
+        src = start_source(srv, data)
+        for mount in (MOUNT, OTHER):            # the mount in use; no slot left
+            s = srv.source(mount)
+            assert s.connect().status == 403, s.response
+            s.close()
+        src.stop()
+    src = start_source(srv, data)
     assert_stats_settle(srv)
     src.stop()
 
