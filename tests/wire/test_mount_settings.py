@@ -244,6 +244,30 @@ def test_default_mount_settings_apply_to_mounts_without_their_own(server, data):
         b.stop()
 
 
+def test_default_mount_with_a_pattern_applies_to_matching_mounts_only(server, data):
+    srv = server(extra_xml=mount_xml("/pat*", "<genre>Pattern Genre</genre>"
+                                     "<mp3-metadata-interval>3000</mp3-metadata-interval>",
+                                     type_="default"))
+    a = start_source(srv, "/pat1.mp3", data)
+    b = start_source(srv, "/other.mp3", data)
+    try:
+        assert admin_source(srv, "/pat1.mp3").findtext("genre") == "Pattern Genre"
+        lis = listener_head(srv, "/pat1.mp3", icy=True)
+        assert lis.response.header("icy-metaint") == "3000"
+        lis.wait_bytes(8000, 5)
+        lis.close()
+        audio, blocks = fl.icy_demux(lis.snapshot(), 3000)
+        assert len(blocks) >= 2
+        wirelib.locate_slice(data, audio)
+        assert admin_source(srv, "/other.mp3").findtext("genre") != "Pattern Genre"
+        lis = listener_head(srv, "/other.mp3", icy=True)
+        assert lis.response.header("icy-metaint") == "16000"
+        lis.close()
+    finally:
+        a.stop()
+        b.stop()
+
+
 def test_wildcard_mount_name(server, data):
     srv = server(extra_xml=mount_xml("/live*", "<genre>Wild Genre</genre>"))
     a = start_source(srv, "/live1.mp3", data)
