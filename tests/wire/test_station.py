@@ -158,6 +158,27 @@ def test_dump_file_unwritable_path_logs_once_and_streaming_goes_on(server, data)
         src.stop()
 
 
+@pytest.mark.rimecast_only
+def test_dump_file_on_a_full_disk_logs_one_error_and_streaming_goes_on(server, data):
+    """/dev/full takes no byte: the writer thread fails every 100 ms, logs it once (a minute
+    apart at most), and listeners get every byte all the same."""
+    srv = start_with(server, lambda s: mount_xml("/full", **{"dump-file": "/dev/full"}))
+    src = srv.source("/full", data, rate=128 * 1024, loop=True)
+    assert src.connect().status == 200
+    src.start()
+    try:
+        lis = srv.listener("/full")
+        assert lis.open().status == 200
+        srv.wait_log("dump file /dev/full of /full: cannot write", 5)
+        assert_server_healthy(srv, lis, more=128 * 1024)      # a second or more of failing
+        wirelib.locate_slice(data, lis.snapshot())
+        lis.close()
+    finally:
+        src.stop()
+    srv.wait_log("recording of /full to /dev/full ended: 0 bytes written", 10)
+    assert srv.error_log().count("dump file /dev/full") == 1, srv.error_log()
+
+
 # ---------------------------------------------------------------- on-connect / on-disconnect
 
 SCRIPT = """#!/bin/sh
