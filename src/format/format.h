@@ -49,7 +49,8 @@ typedef struct format_ops {
     /* Consumes len bytes of source data. Returns 0, or -errno if the source must be dropped
      * (only for unrecoverable conditions: broken pages are skipped, not fatal). */
     int (*ingest)(format_t *f, const unsigned char *data, size_t len);
-    /* Source finished: flush anything pending. May be NULL. */
+    /* Source finished: flush anything pending, except an incomplete last MPEG/ADTS frame of a
+     * followed stream or an incomplete Ogg page (never sent to listeners). May be NULL. */
     void (*flush)(format_t *f);
     void (*destroy)(format_t *f);
 } format_ops_t;

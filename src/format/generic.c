@@ -6,8 +6,10 @@
  * once), so a paced source sending 400-byte chunks costs one block header per few KB and
  * listeners fewer iovecs. MPEG audio and ADTS streams are followed frame by frame (format/mpeg.h):
  * a block is cut at the last frame start it holds (the rest, less than a frame, begins the next
- * block) and only blocks that begin at a frame are sync points. Data not recognized as frames
- * keeps every block a sync point.
+ * block) and only blocks that begin at a frame are sync points; an ID3v2 tag the stream
+ * begins with is a block of its own and no sync point; when the source ends, an incomplete
+ * last frame is dropped. Data not recognized as frames keeps every block a sync point and
+ * every byte.
  * When the source declared icy-metaint: N, the metadata blocks it interleaves every N bytes
  * are cut out of the stream (across any split of the input) and their StreamTitle/StreamUrl
  * reported as the "title"/"url" tags, converted to UTF-8, before the frames are followed.
@@ -15,9 +17,11 @@
 #include "format/format.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/log.h"
 #include "core/loop.h"
 #include "core/utf8.h"
 #include "format/icy.h"
@@ -78,20 +82,32 @@ static int new_pending(generic_state_t *st)
     return 0;
 }
 
+/* A followed stream's last frame (or header) is not all there yet. */
+static int generic_frame_open(const mpeg_sync_t *s)
+{
+    return s->mode == MPEG_SYNC_LOCKED && (s->pos < s->next || s->have > 0);
+}
+
 /* Emits the pending block. With cut, a followed stream's block ends at the last frame start
  * it holds and the bytes from there begin the next pending block (one copy of less than a
- * frame, per source block). */
+ * frame, per source block); a block that holds nothing but the beginning of one frame waits
+ * for the rest (unless it is full: a frame larger than a block). */
 static int generic_emit_pending(format_t *f, generic_state_t *st, int cut)
 {
     block_t *b = st->pending;
     if (!b)
         return 0;
     uint64_t frame = st->sync.frame_start;
+    if (cut && b->len < b->cap && (st->sync.mode == MPEG_SYNC_START ||
+                                   (frame == st->pending_at && generic_frame_open(&st->sync))))
+        return 0;
     size_t keep = 0;
     if (cut && st->sync.mode == MPEG_SYNC_LOCKED && frame > st->pending_at &&
         frame < st->pending_at + b->len)
         keep = (size_t)(st->pending_at + b->len - frame);
-    int sync = st->pending_probe || st->sync.mark_ok;
+    /* the stream's leading ID3v2 tag is no start point: a listener moved here would get it in
+     * the middle of its stream, where decoders take it for a broken frame */
+    int sync = st->pending_at >= st->sync.tag_end && (st->pending_probe || st->sync.mark_ok);
     st->pending = NULL;
     if (keep) {
         if (new_pending(st) < 0) {
@@ -121,9 +137,28 @@ static int generic_emit_pending(format_t *f, generic_state_t *st, int cut)
     return 0;
 }
 
+/* The source ended. A followed stream whose last frame (or header) is incomplete, a source cut
+ * off mid-frame, loses those bytes: listeners moving on to a fallback would get a cut frame
+ * before the fallback's first one, and a decoder reads the fallback's bytes as its rest. Only
+ * a frame begun in the pending block can go; one begun in a block already emitted (a frame
+ * larger than a block) keeps its rest. */
 static void generic_flush(format_t *f)
 {
-    (void)generic_emit_pending(f, f->state, 0);
+    generic_state_t *st = f->state;
+    const mpeg_sync_t *s = &st->sync;
+    block_t *b = st->pending;
+    if (b && generic_frame_open(s) && s->frame_start >= st->pending_at &&
+        s->frame_start < st->pending_at + b->len) {
+        size_t cut = (size_t)(st->pending_at + b->len - s->frame_start);
+        b->len -= (uint32_t)cut;
+        if (f->sink.log) {
+            char msg[128];
+            snprintf(msg, sizeof(msg),
+                     "%zu bytes of an incomplete frame at end of stream dropped", cut);
+            f->sink.log(f->sink.ctx, LOG_DEBUG, msg);
+        }
+    }
+    (void)generic_emit_pending(f, st, 0);
 }
 
 static int generic_report(format_t *f, const char *tag, const char *raw)
@@ -162,7 +197,20 @@ static int generic_metadata(format_t *f, generic_state_t *st)
     return rc;
 }
 
-/* Copies audio into the pending block, following frames, emitting blocks as they fill up. */
+/* How many of n bytes to copy at once so that a leading ID3v2 tag ends a block: while the
+ * first bytes may still begin one, only what the sync needs to decide; within it, up to its
+ * end. */
+static size_t generic_tag_limit(const mpeg_sync_t *s, size_t n)
+{
+    if (s->mode == MPEG_SYNC_START && n > sizeof(s->hdr) - s->have)
+        return sizeof(s->hdr) - s->have;
+    if (s->pos < s->tag_end && n > s->tag_end - s->pos)
+        return (size_t)(s->tag_end - s->pos);
+    return n;
+}
+
+/* Copies audio into the pending block, following frames, emitting blocks as they fill up (and
+ * at the end of a leading ID3v2 tag, so that the first frame begins a block). */
 static int generic_audio(format_t *f, generic_state_t *st, const unsigned char *data, size_t len)
 {
     while (len > 0) {
@@ -173,12 +221,14 @@ static int generic_audio(format_t *f, generic_state_t *st, const unsigned char *
         }
         block_t *b = st->pending;
         size_t n = b->cap - b->len < len ? b->cap - b->len : len;
+        n = generic_tag_limit(&st->sync, n);
         memcpy(b->data + b->len, data, n);
         b->len += (uint32_t)n;
         mpeg_sync_feed(&st->sync, data, n);
         data += n;
         len -= n;
-        if (b->len == b->cap && generic_emit_pending(f, st, 1) < 0)
+        int tag_done = st->pending_at < st->sync.tag_end && st->sync.pos == st->sync.tag_end;
+        if ((b->len == b->cap || tag_done) && generic_emit_pending(f, st, 1) < 0)
             return -ENOMEM;
     }
     return 0;

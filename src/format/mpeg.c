@@ -164,6 +164,7 @@ static void feed_start(mpeg_sync_t *s, const unsigned char *p, size_t n, size_t 
         if (tag > 0) {
             s->have = 0;
             s->next = (uint64_t)tag;
+            s->tag_end = (uint64_t)tag;
             return;
         }
         unsigned char again[10];

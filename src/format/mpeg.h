@@ -51,6 +51,7 @@ typedef struct mpeg_sync {
     uint64_t frame_start;/* start of the header being read or last read (a cut candidate) */
     uint64_t confirmed;  /* start of the last header validated while locked; UINT64_MAX none */
     uint64_t lost_at;
+    uint64_t tag_end;    /* end of the ID3v2 tag the stream began with, 0 if none */
     uint64_t mark;       /* an offset the owner watches (its block's start) */
     int mark_ok;         /* a frame was confirmed (locked) at mark */
     uint32_t key;

@@ -2,8 +2,9 @@
 /*
  * test_mpeg: MPEG audio and ADTS frame headers (hand-made for each version and layer, and
  * real frames from ffmpeg), ID3v2 skipping, and the generic handler cutting blocks at frames:
- * only blocks that begin at a frame are sync points, the bytes never change, and data that is
- * not framed keeps every block a sync point.
+ * only blocks that begin at a frame are sync points, the bytes never change (but for an
+ * incomplete last frame, dropped at the end), and data that is not framed keeps every block a
+ * sync point.
  */
 #include "format/format.h"
 #include "format/mpeg.h"
@@ -107,6 +108,8 @@ typedef struct rec {
     int blocks, sync, sync_not_at_frame;
     const unsigned char *frames; /* the input, to judge sync block starts */
     size_t first_frame;          /* offset of the first frame (after a tag) */
+    int seen_sync;
+    size_t first_sync;           /* offset of the first sync block */
 } rec_t;
 
 static void rec_emit(void *ctx, block_t *b)
@@ -114,6 +117,8 @@ static void rec_emit(void *ctx, block_t *b)
     rec_t *r = ctx;
     mpeg_frame_t f;
     if (b->flags & BLOCK_SYNC) {
+        if (!r->seen_sync++)
+            r->first_sync = r->len;
         r->sync++;
         if (r->len >= r->first_frame && mpeg_frame_parse(b->data, b->len, &f) != 1)
             r->sync_not_at_frame++;
@@ -124,15 +129,21 @@ static void rec_emit(void *ctx, block_t *b)
     block_unref(b);
 }
 
-static void run_generic(rec_t *r, const unsigned char *data, size_t len, size_t piece)
+static void run_generic_gathering(rec_t *r, const unsigned char *data, size_t len, size_t piece,
+                                  int coalesce_ms)
 {
     format_sink_t sink = {.ctx = r, .emit = rec_emit};
     format_t *f = format_new(&format_generic_ops, &sink);
-    f->coalesce_ms = 0;
+    f->coalesce_ms = coalesce_ms;
     for (size_t i = 0; i < len; i += piece)
         CHECK(f->ops->ingest(f, data + i, len - i < piece ? len - i : piece) == 0);
     f->ops->flush(f);
     format_free(f);
+}
+
+static void run_generic(rec_t *r, const unsigned char *data, size_t len, size_t piece)
+{
+    run_generic_gathering(r, data, len, piece, 0);
 }
 
 static void test_generic_cuts_at_frames(void)
@@ -189,6 +200,76 @@ static void test_generic_relocks_after_garbage(void)
     CHECK(r.sync > 10);
 }
 
+/* The ID3v2 tag a stream begins with is a block of its own and no start point: the first sync
+ * block begins at the first frame, whatever the reads and the gathering. */
+static void test_generic_leading_tag_is_no_start_point(void)
+{
+    static const size_t pieces[] = {1, 3, 9, 10, 11, 44, 45, 46, 100, 5000};
+    for (size_t i = 0; i < sizeof(pieces) / sizeof(pieces[0]); i++) {
+        for (int coalesce = 0; coalesce <= 60000; coalesce += 60000) {
+            static rec_t r;
+            memset(&r, 0, sizeof(r));
+            r.first_frame = SIZE_MAX;
+            run_generic_gathering(&r, sample_mp3, sizeof(sample_mp3), pieces[i], coalesce);
+            CHECK(r.len == sizeof(sample_mp3) && memcmp(r.out, sample_mp3, r.len) == 0);
+            CHECK(r.seen_sync && r.first_sync == 45);
+        }
+    }
+    /* no tag: the first block is a start point */
+    static rec_t r;
+    memset(&r, 0, sizeof(r));
+    r.first_frame = SIZE_MAX;
+    run_generic(&r, sample_mp3 + 45, sizeof(sample_mp3) - 45, 3);
+    CHECK(r.seen_sync && r.first_sync == 0);
+}
+
+/* Offset of the last frame of a sample that is nothing but frames after `first`. */
+static size_t last_frame_at(const unsigned char *p, size_t len, size_t first)
+{
+    mpeg_frame_t f;
+    size_t pos = first, last = first;
+    while (pos + MPEG_HEADER_MAX <= len && mpeg_frame_parse(p + pos, len - pos, &f) == 1) {
+        last = pos;
+        pos += f.len;
+    }
+    return last;
+}
+
+/* A source cut off mid-frame (or mid-header): the incomplete last frame never comes out, every
+ * frame before it does, whatever the reads and the gathering. */
+static void test_generic_drops_an_incomplete_last_frame(void)
+{
+    static const size_t pieces[] = {1, 7, 100, 5000};
+    static const int gathering[] = {0, 60000};
+    const struct {
+        const unsigned char *p;
+        size_t len, first;
+    } samples[] = {{sample_mp3, sizeof(sample_mp3), 45}, {sample_adts, sizeof(sample_adts), 0}};
+    for (size_t k = 0; k < 2; k++) {
+        size_t last = last_frame_at(samples[k].p, samples[k].len, samples[k].first);
+        CHECK(last > samples[k].first);
+        const size_t cuts[] = {1, 2, MPEG_HEADER_MAX, (samples[k].len - last) / 2,
+                               samples[k].len - last - 1};
+        for (size_t c = 0; c < sizeof(cuts) / sizeof(cuts[0]); c++) {
+            for (size_t i = 0; i < sizeof(pieces) / sizeof(pieces[0]); i++) {
+                for (size_t g = 0; g < 2; g++) {
+                    static rec_t r;
+                    memset(&r, 0, sizeof(r));
+                    r.first_frame = SIZE_MAX; /* sync points are judged elsewhere */
+                    run_generic_gathering(&r, samples[k].p, last + cuts[c], pieces[i],
+                                          gathering[g]);
+                    CHECK(r.len == last && memcmp(r.out, samples[k].p, last) == 0);
+                }
+            }
+        }
+    }
+    /* data that is not followed as frames keeps its last byte */
+    static rec_t r;
+    memset(&r, 0, sizeof(r));
+    run_generic(&r, sample_mp3 + 45, 290, 100); /* two frames and half a header: no lock yet */
+    CHECK(r.len == 290);
+}
+
 int main(void)
 {
     RUN(test_headers_each_version_and_layer);
@@ -197,5 +278,7 @@ int main(void)
     RUN(test_generic_cuts_at_frames);
     RUN(test_generic_unframed_data_is_all_sync);
     RUN(test_generic_relocks_after_garbage);
+    RUN(test_generic_drops_an_incomplete_last_frame);
+    RUN(test_generic_leading_tag_is_no_start_point);
     return testlib_done();
 }

@@ -342,6 +342,90 @@ def whole_frames(data, frame_len):
         pos += n
 
 
+def id3v2_len(data, pos):
+    """Length of the ID3v2 tag at pos (header, body and footer), 0 if none starts there."""
+    h = data[pos:pos + 10]
+    if len(h) < 10 or h[:3] != b"ID3" or h[3] == 0xFF or h[4] == 0xFF or \
+            any(b & 0x80 for b in h[6:10]):
+        return 0
+    size = (h[6] << 21) | (h[7] << 14) | (h[8] << 7) | h[9]
+    return 10 + size + (10 if h[5] & 0x10 else 0)
+
+
+def whole_frames_from_start(data, frame_len):
+    """A capture that is back-to-back frames from its first byte to its last (an ID3v2 tag may
+    stand between two frames: a source's first bytes), but for one last frame cut where the
+    capture ended: returns the capture up to that frame. Anything else fails, so nothing is
+    left out silently: a cut frame in the middle, or an end that is no beginning of a frame."""
+    pos = 0
+    while pos < len(data):
+        n = id3v2_len(data, pos) or frame_len(data, pos)
+        if not n or pos + n > len(data):
+            break
+        pos += n
+    rest = bytes(data[pos:pos + 16])
+    cut_frame = frame_len(data, pos) > len(data) - pos
+    cut_header = len(data) - pos < 7 and rest[:1] == b"\xff"
+    cut_tag = b"ID3".startswith(rest[:3]) and (len(data) - pos < 10 or
+                                              id3v2_len(data, pos) > len(data) - pos)
+    assert pos == len(data) or cut_frame or cut_header or cut_tag, \
+        "frames stop at byte %d of %d (%d bytes left): %r" % (pos, len(data), len(data) - pos,
+                                                              rest)
+    return data[:pos]
+
+
+def whole_pages_from_start(data):
+    """A capture that is whole Ogg pages from its first byte to its last, but for one last page
+    cut where the capture ended (checked as OggCheck does: CRCs, headers before data, no
+    packet continued from nowhere): returns (OggCheck, the capture up to that page)."""
+    check = OggCheck(data)
+    rest = bytes(data[check.complete:check.complete + 4])
+    assert b"OggS".startswith(rest), "pages stop at byte %d of %d: %r" % (
+        check.complete, len(data), rest)
+    return check, data[:check.complete]
+
+
+def strict_capture(codec, data):
+    """What a listener got, without the one frame or page the capture was cut in; fails when
+    more than that would have to go (see whole_frames_from_start, whole_pages_from_start)."""
+    if codec == "mp3":
+        return whole_frames_from_start(data, mp3_frame_len)
+    if codec == "aac":
+        return whole_frames_from_start(data, adts_frame_len)
+    return whole_pages_from_start(data)[1]
+
+
+def ogg_links(check):
+    """The pages of each chain link of an OggCheck, by serial: [{serial: [Page, ...]}]."""
+    links, in_bos_run = [], False
+    for page in check.pages:
+        if page.bos and not in_bos_run:
+            links.append({})
+        in_bos_run = page.bos
+        links[-1].setdefault(page.serial, []).append(page)
+    return links
+
+
+def assert_ogg_links_whole(check, ended_with_eos=0):
+    """Every link of a chained capture is a whole stream: its pages numbered one after the
+    other (a listener's own start, from the header pages to the first audio page it got, may
+    skip), and every link but the last one ends on a packet boundary; the first
+    ended_with_eos links (sources that ended cleanly) end with an EOS page."""
+    links = ogg_links(check)
+    for g, link in enumerate(links):
+        start = check.first_audio_page[g]
+        for serial, pages in link.items():
+            for a, b in zip(pages, pages[1:]):
+                assert b.seqno == a.seqno + 1 or b is start, \
+                    "link %d, stream %d: page %d follows page %d" % (g, serial, b.seqno, a.seqno)
+            if g < len(links) - 1:
+                last = pages[-1]
+                assert not last.lacing or last.lacing[-1] != 255, \
+                    "link %d, stream %d ends in the middle of a packet: %r" % (g, serial, last)
+                assert g >= ended_with_eos or last.eos, \
+                    "link %d, stream %d ends without its EOS page: %r" % (g, serial, last)
+
+
 def trim_capture(codec, data):
     """What a listener got, without the incomplete end where the capture was cut."""
     if codec == "mp3":

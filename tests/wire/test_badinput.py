@@ -14,7 +14,8 @@ import time
 import pytest
 
 import wirelib
-from conftest import IS_ICECAST, SOURCE_PASSWORD, Server, assert_server_healthy
+from conftest import (ADMIN_PASSWORD, ADMIN_USER, IS_ICECAST, SOURCE_PASSWORD, Server,
+                      assert_server_healthy)
 
 HEADER_TIMEOUT = 2
 
@@ -164,6 +165,29 @@ def test_bad_content_length_is_400_and_creates_no_mount(env, value):
     probe, _ = wirelib.simple_request(srv.host, srv.port,
                                       ("GET %s HTTP/1.0\r\n\r\n" % mount).encode())
     assert probe is not None and probe.status == 404, probe
+    assert_server_healthy(srv, lis)
+
+
+@pytest.mark.skipif(IS_ICECAST, reason="icecast2 ignores Content-Length on GET and POST")
+@pytest.mark.parametrize("method,path", [("GET", "/live.mp3"), ("POST", "/admin/stats")])
+@pytest.mark.parametrize("value", ["-1", "abc", "99999999999999999999999",
+                                   "5\r\nContent-Length: 6"],
+                         ids=["negative", "not-a-number", "overflow", "conflicting"])
+def test_bad_content_length_on_get_and_post_is_400(env, method, path, value):
+    """Whatever the method, a request whose length cannot be known is not served: no stream
+    for the GET, no admin answer for the POST."""
+    srv, lis = env
+    raw = ("%s %s HTTP/1.1\r\nHost: x\r\nAuthorization: %s\r\nContent-Length: %s\r\n\r\n"
+           % (method, path, wirelib.basic_auth(ADMIN_USER, ADMIN_PASSWORD), value)).encode()
+    s = wirelib.connect(srv.host, srv.port)
+    try:
+        s.sendall(raw)
+        resp, rest = wirelib.read_head(s)
+        assert resp is not None and resp.status == 400, resp
+        rest += wirelib.read_until_closed(s, 5)
+        assert b"<icestats>" not in rest and len(rest) < 4096, rest[:200]
+    finally:
+        s.close()
     assert_server_healthy(srv, lis)
 
 

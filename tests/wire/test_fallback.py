@@ -58,9 +58,28 @@ def keeps_receiving(lis, extra, timeout=10):
     assert not lis.closed, lis.close_reason
 
 
-def decodes(tmp_path, lis, codec, name):
-    path = fl.save(str(tmp_path), name, fl.trim_capture(codec, lis.snapshot()))
-    errors = fl.ffmpeg_decode_errors(path)
+def decodes(tmp_path, lis, codec, name, links=None, ended_with_eos=0):
+    """Everything the listener received is whole frames (MP3) or whole pages of whole chained
+    Vorbis streams (Ogg), but for the one frame or page its capture was cut in, and ffmpeg
+    decodes it without an error. links: the chain links (Ogg) the capture must hold."""
+    body = lis.snapshot()
+    assert len(body) == lis.received
+    if IS_ICECAST:      # Icecast 2.4 starts and moves listeners mid-frame: what decodes of it
+        path = fl.save(str(tmp_path), name, fl.trim_capture(codec, body))
+        errors = fl.ffmpeg_decode_errors(path)
+        assert errors == "", errors
+        return path
+    if codec == "mp3":
+        kept = fl.strict_capture(codec, body)
+        path = fl.save(str(tmp_path), name, kept)
+        errors = fl.ffmpeg_decode_errors(path)
+    else:
+        check, kept = fl.whole_pages_from_start(body)
+        assert check.codecs() == [["vorbis"]] * len(check.groups), check.codecs()
+        assert links is None or len(check.groups) == links, len(check.groups)
+        fl.assert_ogg_links_whole(check, ended_with_eos)
+        path = fl.save(str(tmp_path), name, kept)
+        errors = fl.ffmpeg_stream_decode_errors(kept) or fl.oggdec_errors(path)
     assert errors == "", errors
     return path
 
@@ -90,7 +109,7 @@ def test_listener_moves_to_live_fallback_and_decodes_across_the_switch(server, t
         keeps_receiving(lis, 2 * extra)
     finally:
         stop_all(lis, pa, pb)
-    decodes(tmp_path, lis, codec, "switch." + ext)
+    decodes(tmp_path, lis, codec, "switch." + ext, links=2, ended_with_eos=1)
 
 
 def test_chain_follows_each_fallback_as_mounts_go_quiet(server, tmp_path):
@@ -128,6 +147,83 @@ def test_chain_skips_a_fallback_that_went_quiet_first(server):
         keeps_receiving(lis, 16384)
     finally:
         stop_all(lis, pa, pb, pc)
+
+
+# ---------------------------------------------------------------- a source cut off mid-frame
+
+CONTENT_TYPES = {"mp3": "audio/mpeg", "vorbis": "audio/ogg"}
+
+
+def units_of(codec, data):
+    """(start, end) of every frame (MP3) or page (Ogg) of an encoded file."""
+    if codec == "mp3":
+        pos, out = 0, []
+        while fl.mp3_frame_len(data, pos):
+            out.append((pos, pos + fl.mp3_frame_len(data, pos)))
+            pos = out[-1][1]
+        assert pos == len(data), "%d bytes after the frames" % (len(data) - pos)
+        return out
+    pages, end = fl.ogg_pages(data)
+    assert end == len(data)
+    return [(p.offset, p.offset + len(p.raw)) for p in pages]
+
+
+def cut_point(codec, data):
+    """The frame or page a source is cut off in, one in the second half of the file (for Ogg
+    one after a page that ends a packet: the stream so far is whole), and the one before it:
+    (start of the one before, start, end)."""
+    units = units_of(codec, data)
+    for k in range(len(units) // 2, len(units) - 1):
+        prev = units[k - 1][0]
+        if codec == "mp3" or fl.parse_page(data, prev).lacing[-1] != 255:
+            return (prev,) + units[k]
+    raise AssertionError("no page to cut the file at")
+
+
+@pytest.mark.rimecast_only      # Icecast 2.4 passes on whatever the source sent last
+@pytest.mark.parametrize("close", ["fin", "rst"])
+@pytest.mark.parametrize("codec,ext,extra", [("mp3", "mp3", 16384), ("vorbis", "ogg", 4096)])
+def test_source_cut_off_mid_frame_leaves_no_cut_frame_before_the_fallback(
+        server, tmp_path, codec, ext, extra, close):
+    """A source dies halfway through a frame (Ogg: a page): its listeners get its last whole
+    frame, then the fallback's stream, and a player decodes across the switch."""
+    a, b = "/a." + ext, "/b." + ext
+    srv = start(server, mount_xml(a, fallback_mount=b))
+    pb = source(srv, b, codec, freq=660)
+    data = fl.encode_file(str(tmp_path / ("a." + ext)), codec, 6, freq=440)
+    data = data[fl.id3v2_len(data, 0):]         # MP3: frames only, from the first byte
+    prev, start_, end = cut_point(codec, data)
+    whole, half = data[:start_], data[start_:start_ + (end - start_) // 2]
+    src = srv.source(a, content_type=CONTENT_TYPES[codec])
+    lis = None
+    try:
+        assert src.connect().status == 200, src.response
+        src.send_now(whole)
+        fl.wait_mount(srv, a)
+        lis = listener(srv, a, min_bytes=1)
+        src.send_now(half)
+        adminlib.wait_stat(srv, a, "total_bytes_read", str(len(whole) + len(half)))
+        if close == "rst":
+            wirelib.set_linger_rst(src.sock)
+        src.close()
+        srv.wait_log("of an incomplete %s at end of stream dropped"
+                     % ("frame" if codec == "mp3" else "page"), 10)
+        wait_listeners(srv, b, 1)
+        keeps_receiving(lis, extra)
+    finally:
+        src.close()
+        stop_all(lis, pb)
+    body = lis.snapshot()
+    if codec == "mp3":
+        assert body[:len(whole)] == whole       # the burst holds all of it, from the first byte
+        at = len(whole)
+        assert fl.mp3_frame_len(body, at) or fl.id3v2_len(body, at), body[at:at + 8]
+    else:
+        last = data[prev:start_]                # pages are unique (serial, number, CRC)
+        at = body.index(last) + len(last)
+        assert fl.parse_page(body, at).bos, "no fallback stream right after the last page"
+    assert body[at:at + len(half)] != half
+    decodes(tmp_path, lis, codec, "cut." + ext, links=2)
 
 
 # ---------------------------------------------------------------- fallback-override
@@ -294,6 +390,34 @@ def test_fallback_cycle_in_config_does_not_loop(server):
         stop_all(lis, pa)
 
 
+@pytest.mark.rimecast_only      # the bound and its log line are Rimecast's
+def test_chain_longer_than_the_bound_ends_with_a_log_line(server):
+    """/c0 -> /c1 -> ... -> /c11, only /c11 live at the end: it is 10 steps from /c1 (reached)
+    and 11 from /c0 (too far: the chain ends there, logged; the listener is closed)."""
+    names = ["/c%d.mp3" % i for i in range(12)]
+    srv = start(server, *[mount_xml(a, fallback_mount=b) for a, b in zip(names, names[1:])])
+    last = source(srv, names[11], freq=880)
+    p0 = source(srv, names[0], freq=440)
+    p1 = source(srv, names[1], freq=660)
+    l0, l1 = listener(srv, names[0]), listener(srv, names[1])
+    try:
+        fl.stop_process(p1)                         # /c1 -> 9 mounts without a source -> /c11
+        wait_listeners(srv, names[11], 1)
+        keeps_receiving(l1, 16384)
+        fl.stop_process(p0)                         # /c0 -> /c1 ... -> /c11: one step too many
+        l0.wait_closed(10)
+        srv.wait_log("fallback chain at /c11.mp3 is too long (more than 10 mounts)", 5)
+        keeps_receiving(l1, 16384)
+        assert listeners_on(srv, names[11]) == 1
+        r = srv.listener(names[0])                  # and for a listener of /c0 now: 404
+        assert r.open(start=False).status == 404
+        r.close()
+        ok = listener(srv, names[1])                # /c1's chain still reaches /c11
+        ok.close()
+    finally:
+        stop_all(l0, l1, p0, p1, last)
+
+
 # ---------------------------------------------------------------- file fallbacks
 
 FILE_SECONDS = 3
@@ -408,10 +532,16 @@ def test_intro_comes_first_then_live_mp3_that_decodes(server, tmp_path, webdir):
         stop_all(lis, icy, pa)
     body = lis.snapshot()
     assert body[:len(intro)] == intro
-    path = fl.save(str(tmp_path), "live.mp3", fl.trim_capture("mp3", body[len(intro):]))
-    assert fl.ffmpeg_decode_errors(path) == ""
     audio, _ = fl.icy_demux(icy.snapshot(), int(icy.response.header("icy-metaint")))
     assert audio[:len(intro)] == intro
+    if IS_ICECAST:      # Icecast 2.4 goes on with the live stream wherever its buffer begins
+        decodes(tmp_path, lis, "mp3", "intro-live.mp3")
+        return
+    assert fl.mp3_frame_len(body, len(intro)), "no frame right after the intro: %r" % (
+        body[len(intro):len(intro) + 8],)
+    decodes(tmp_path, lis, "mp3", "intro-live.mp3")   # the intro's frames, then the live ones
+    assert fl.mp3_frame_len(audio, len(intro))
+    fl.strict_capture("mp3", audio)
 
 
 def test_intro_comes_first_then_live_ogg_that_decodes(server, tmp_path, webdir):
@@ -423,5 +553,16 @@ def test_intro_comes_first_then_live_ogg_that_decodes(server, tmp_path, webdir):
         keeps_receiving(lis, 4096)
     finally:
         stop_all(lis, pa)
-    assert lis.snapshot()[:len(intro)] == intro
-    decodes(tmp_path, lis, "vorbis", "intro.ogg")
+    body = lis.snapshot()
+    assert body[:len(intro)] == intro
+    if IS_ICECAST:
+        decodes(tmp_path, lis, "vorbis", "intro-live.ogg")
+        return
+    # whole pages from the intro's end on, opening with the live stream's header pages
+    live, _ = fl.whole_pages_from_start(body[len(intro):])
+    assert live.pages[0].bos and live.codecs()[0] == ["vorbis"], live.pages[:3]
+    assert live.first_audio_page[0] is not None, "no audio after the live stream's headers"
+    intro_serials = {p.serial for p in fl.OggCheck(intro).pages}
+    assert live.pages[0].serial not in intro_serials
+    # the intro (a whole file, to its EOS page), then the live stream, decode as one chain
+    decodes(tmp_path, lis, "vorbis", "intro-live.ogg", links=2, ended_with_eos=1)

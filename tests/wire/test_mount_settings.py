@@ -112,14 +112,20 @@ def test_stream_info_overrides_in_stats_and_listener_headers(server, data):
 
 
 def test_charset_decodes_admin_metadata_updates(server, data):
-    srv = server(extra_xml=mount_xml("/cs.mp3", "<charset>ISO-8859-1</charset>"))
-    src = start_source(srv, "/cs.mp3", data)
+    """Byte A4 is the euro sign in ISO-8859-15 and the currency sign in ISO-8859-1, the
+    default a mount without the setting keeps."""
+    srv = server(extra_xml=mount_xml("/cs.mp3", "<charset>ISO-8859-15</charset>"))
+    a = start_source(srv, "/cs.mp3", data)
+    b = start_source(srv, "/default.mp3", data)
     try:
-        r = adminlib.admin(srv, "/admin/metadata?mount=/cs.mp3&mode=updinfo&song=Caf%E9")
-        assert r.status == 200
-        fl.wait_title(srv, "/cs.mp3", "Caf\u00e9")
+        for mount in ("/cs.mp3", "/default.mp3"):
+            r = adminlib.admin(srv, "/admin/metadata?mount=%s&mode=updinfo&song=%%A4%%205" % mount)
+            assert r.status == 200
+        fl.wait_title(srv, "/cs.mp3", "\u20ac 5")
+        fl.wait_title(srv, "/default.mp3", "\u00a4 5")
     finally:
-        src.stop()
+        a.stop()
+        b.stop()
 
 
 def test_mp3_metadata_interval_sets_icy_metaint_and_spacing(server, data):
@@ -163,24 +169,43 @@ def test_burst_size_per_mount(server, data):
         b.stop()
 
 
-def test_queue_size_per_mount_drops_a_slow_listener(server):
-    data = wirelib.make_data(16 << 20, seed=7)
-    srv = server(queue_size=1 << 22, burst_size=0,
-                 extra_xml=mount_xml("/q.mp3", "<queue-size>65536</queue-size>"))
-    src = srv.source("/q.mp3", data, rate=1 << 20, chunk=16384)
-    assert src.connect().status == 200
-    src.start()
-    src.wait_sent(16384, 5)
+def slow_listener(srv, mount):
+    """A listener that never reads, with a tiny receive buffer: it falls behind at once."""
     slow = wirelib.connect(srv.host, srv.port, rcvbuf=4096)
+    slow.sendall(b"GET %s HTTP/1.0\r\n\r\n" % mount.encode())
+    resp, _ = wirelib.read_head(slow)
+    assert resp.status == 200
+    adminlib.wait_stat(srv, mount, "listeners", "1")
+    return slow
+
+
+def test_queue_size_per_mount_drops_a_slow_listener(server):
+    """Both mounts get 256 KB/s: the global queue-size (4 MB) holds 16 s of it, /q.mp3's own
+    (64 KB) a quarter of a second (with small socket buffers: the kernel's would hold seconds
+    more). The slow listener of the mount without the setting joins first and is still there
+    when that of /q.mp3 is dropped, well within half the time the global limit gives."""
+    data = wirelib.make_data(16 << 20, seed=7)
+    rate = 256 * 1024
+    srv = server(queue_size=1 << 22, burst_size=0, sndbuf=8192,
+                 extra_xml=mount_xml("/q.mp3", "<queue-size>65536</queue-size>"))
+    sources = [srv.source(m, data, rate=rate, chunk=16384) for m in ("/global.mp3", "/q.mp3")]
+    slow = []
     try:
-        slow.sendall(b"GET /q.mp3 HTTP/1.0\r\n\r\n")
-        resp, _ = wirelib.read_head(slow)
-        assert resp.status == 200
-        adminlib.wait_stat(srv, "/q.mp3", "listeners", "1")
-        adminlib.wait_stat(srv, "/q.mp3", "listeners", "0", timeout=15)
+        for src in sources:
+            assert src.connect().status == 200
+            src.start()
+            src.wait_sent(16384, 5)
+        slow.append(slow_listener(srv, "/global.mp3"))
+        slow.append(slow_listener(srv, "/q.mp3"))
+        t0 = time.monotonic()
+        adminlib.wait_stat(srv, "/q.mp3", "listeners", "0", timeout=10)
+        assert time.monotonic() - t0 < (1 << 22) / rate / 2
+        assert admin_source(srv, "/global.mp3").findtext("listeners") == "1"
     finally:
-        slow.close()
-        src.stop()
+        for s in slow:
+            s.close()
+        for src in sources:
+            src.stop()
 
 
 def test_source_timeout_per_mount(server, data):
@@ -213,6 +238,30 @@ def test_default_mount_settings_apply_to_mounts_without_their_own(server, data):
         assert admin_source(srv, "/own.mp3").findtext("genre") == "Own Genre"
         lis = listener_head(srv, "/own.mp3", icy=True)
         assert lis.response.header("icy-metaint") == "5000"
+        lis.close()
+    finally:
+        a.stop()
+        b.stop()
+
+
+def test_default_mount_with_a_pattern_applies_to_matching_mounts_only(server, data):
+    srv = server(extra_xml=mount_xml("/pat*", "<genre>Pattern Genre</genre>"
+                                     "<mp3-metadata-interval>3000</mp3-metadata-interval>",
+                                     type_="default"))
+    a = start_source(srv, "/pat1.mp3", data)
+    b = start_source(srv, "/other.mp3", data)
+    try:
+        assert admin_source(srv, "/pat1.mp3").findtext("genre") == "Pattern Genre"
+        lis = listener_head(srv, "/pat1.mp3", icy=True)
+        assert lis.response.header("icy-metaint") == "3000"
+        lis.wait_bytes(8000, 5)
+        lis.close()
+        audio, blocks = fl.icy_demux(lis.snapshot(), 3000)
+        assert len(blocks) >= 2
+        wirelib.locate_slice(data, audio)
+        assert admin_source(srv, "/other.mp3").findtext("genre") != "Pattern Genre"
+        lis = listener_head(srv, "/other.mp3", icy=True)
+        assert lis.response.header("icy-metaint") == "16000"
         lis.close()
     finally:
         a.stop()

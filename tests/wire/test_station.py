@@ -75,9 +75,12 @@ def test_dump_file_mp3_is_what_a_listener_got_and_decodes(server):
     path = os.path.join(srv.logdir, time.strftime("rec-%Y.mp3"))
     dump = read(path)
     assert len(dump) > 20000
-    # the listener joined within its burst: it got the recording from its first byte
-    assert wirelib.locate_slice(dump, body) == 0
-    assert dump == body
+    # the listener joined within its burst: it got the recording from its first frame (the
+    # ID3v2 tag the source began with is recorded, but no start point for listeners)
+    tag = fl.id3v2_len(dump, 0)
+    assert tag > 0 and fl.mp3_frame_len(dump, tag) > 0
+    assert wirelib.locate_slice(dump, body) == tag
+    assert dump[tag:] == body
     assert fl.ffmpeg_decode_errors(path, "mp3") == ""
 
 
@@ -101,8 +104,9 @@ def test_dump_file_strips_inbound_icy_metadata_keeps_every_byte(server, workdir)
     """An ICY source (icy-metaint) with a real MP3: the recording is the MP3 file, byte for
     byte, without the metadata blocks, including the last partial block."""
     audio = fl.encode_file(os.path.join(workdir, "a.mp3"), "mp3", 3)
-    audio = audio[:len(audio) - 777]  # not a multiple of any block size
+    audio = fl.strict_capture("mp3", audio[:len(audio) - 777])  # ends with a whole frame
     metaint = 8192
+    assert len(audio) % 4096 and len(audio) % metaint    # not a multiple of any block size
     stream = fl.icy_interleave(audio, metaint, lambda i: fl.icy_block(
         "StreamTitle='Song %d';" % i) if i % 2 == 0 else b"\0")
     srv = start_with(server, lambda s: mount_xml(
@@ -152,6 +156,27 @@ def test_dump_file_unwritable_path_logs_once_and_streaming_goes_on(server, data)
         lis.close()
     finally:
         src.stop()
+
+
+@pytest.mark.rimecast_only
+def test_dump_file_on_a_full_disk_logs_one_error_and_streaming_goes_on(server, data):
+    """/dev/full takes no byte: the writer thread fails every 100 ms, logs it once (a minute
+    apart at most), and listeners get every byte all the same."""
+    srv = start_with(server, lambda s: mount_xml("/full", **{"dump-file": "/dev/full"}))
+    src = srv.source("/full", data, rate=128 * 1024, loop=True)
+    assert src.connect().status == 200
+    src.start()
+    try:
+        lis = srv.listener("/full")
+        assert lis.open().status == 200
+        srv.wait_log("dump file /dev/full of /full: cannot write", 5)
+        assert_server_healthy(srv, lis, more=128 * 1024)      # a second or more of failing
+        wirelib.locate_slice(data, lis.snapshot())
+        lis.close()
+    finally:
+        src.stop()
+    srv.wait_log("recording of /full to /dev/full ended: 0 bytes written", 10)
+    assert srv.error_log().count("dump file /dev/full") == 1, srv.error_log()
 
 
 # ---------------------------------------------------------------- on-connect / on-disconnect
