@@ -182,7 +182,9 @@ static watched_t *watched_get(const char *path, int agents)
 }
 
 /* The snapshot of a file (NULL path: none), re-read if it changed; never waits for another
- * thread's reload. */
+ * thread's reload, except before the file's first snapshot exists: a check that came while
+ * another thread reads the file for the first time would otherwise find no snapshot at all
+ * and refuse an allowed address (or let a denied one in). */
 static const snap_t *snapshot(const char *path, int agents)
 {
     if (!path)
@@ -195,8 +197,15 @@ static const snap_t *snapshot(const char *path, int agents)
     int exists = stat(path, &st) == 0;
     if (cur && same_file(cur, &st, exists))
         return cur;
-    if (pthread_mutex_trylock(&w->lock) != 0)
+    if (!cur)
+        pthread_mutex_lock(&w->lock);
+    else if (pthread_mutex_trylock(&w->lock) != 0)
         return cur;
+    cur = atomic_load_explicit(&w->cur, memory_order_acquire);
+    if (cur && same_file(cur, &st, exists)) {
+        pthread_mutex_unlock(&w->lock); /* read by the thread that held the lock */
+        return cur;
+    }
     snap_t *s = load_locked(w);
     if (s) {
         time_t now = time(NULL);

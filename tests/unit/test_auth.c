@@ -16,7 +16,9 @@
 #include "auth/cidr.h"
 #include "auth/htpasswd.h"
 #include "auth/md5.h"
+#include "conf/config.h"
 #include "core/str.h"
+#include "net/server.h"
 #include "testlib.h"
 
 static void test_md5(void)
@@ -262,6 +264,51 @@ static void test_first_use_from_many_threads_at_once(void)
     rmdir(dir);
 }
 
+
+/* The same for an allow-ip file: threads checking an allowed address while nobody has read
+ * the file yet all find it allowed (none may see "no snapshot" and refuse it). */
+static atomic_int allow_first_refusals;
+#define ALLOW_FIRST_FILES 400 /* the window is a stat and a short read: many tries */
+
+static void *allow_first_check(void *arg)
+{
+    (void)arg;
+    pthread_barrier_wait(&first_use_barrier);
+    if (!access_ip_allowed("127.0.0.1"))
+        atomic_fetch_add(&allow_first_refusals, 1);
+    return NULL;
+}
+
+static void test_allow_file_first_use_from_many_threads_at_once(void)
+{
+    const char *base = getenv("TMPDIR");
+    char dir[200], path[300], xml[600], err[256];
+    snprintf(dir, sizeof(dir), "%s/test_auth_XXXXXX", base && *base ? base : "/tmp");
+    CHECK(mkdtemp(dir) != NULL);
+    for (int i = 0; i < ALLOW_FIRST_FILES; i++) {
+        snprintf(path, sizeof(path), "%s/allow%d", dir, i);
+        write_users(path, "127.0.0.0/8\n");
+        int len = snprintf(xml, sizeof(xml), "<icecast><paths><allow-ip>%s</allow-ip></paths>"
+                                             "</icecast>", path);
+        config_t *cfg = NULL;
+        CHECK(config_load_buffer(xml, (size_t)len, "t.xml", &cfg, err, sizeof(err), NULL) == 0);
+        if (!cfg)
+            break;
+        server_set_config(cfg);
+        pthread_t t[FIRST_USE_THREADS];
+        pthread_barrier_init(&first_use_barrier, NULL, FIRST_USE_THREADS);
+        for (int k = 0; k < FIRST_USE_THREADS; k++)
+            pthread_create(&t[k], NULL, allow_first_check, NULL);
+        for (int k = 0; k < FIRST_USE_THREADS; k++)
+            pthread_join(t[k], NULL);
+        pthread_barrier_destroy(&first_use_barrier);
+        unlink(path);
+    }
+    CHECK(atomic_load(&allow_first_refusals) == 0);
+    server_free_configs();
+    rmdir(dir);
+}
+
 int main(void)
 {
     RUN(test_md5);
@@ -269,6 +316,7 @@ int main(void)
     RUN(test_hashes);
     RUN(test_unknown_user_costs_the_costliest_known_one);
     RUN(test_first_use_from_many_threads_at_once);
+    RUN(test_allow_file_first_use_from_many_threads_at_once);
     RUN(test_cidr);
     RUN(test_forwarded);
     return testlib_done();
