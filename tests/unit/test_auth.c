@@ -229,6 +229,18 @@ static pthread_barrier_t first_use_barrier;
 static htpasswd_t *first_use_file;
 static atomic_int first_use_failures;
 
+/* Runs fn on FIRST_USE_THREADS threads released together by first_use_barrier. */
+static void at_once(void *(*fn)(void *))
+{
+    pthread_t t[FIRST_USE_THREADS];
+    pthread_barrier_init(&first_use_barrier, NULL, FIRST_USE_THREADS);
+    for (int k = 0; k < FIRST_USE_THREADS; k++)
+        pthread_create(&t[k], NULL, fn, NULL);
+    for (int k = 0; k < FIRST_USE_THREADS; k++)
+        pthread_join(t[k], NULL);
+    pthread_barrier_destroy(&first_use_barrier);
+}
+
 static void *first_use_check(void *arg)
 {
     (void)arg;
@@ -251,13 +263,7 @@ static void test_first_use_from_many_threads_at_once(void)
         CHECK(first_use_file != NULL);
         if (!first_use_file)
             break;
-        pthread_t t[FIRST_USE_THREADS];
-        pthread_barrier_init(&first_use_barrier, NULL, FIRST_USE_THREADS);
-        for (int k = 0; k < FIRST_USE_THREADS; k++)
-            pthread_create(&t[k], NULL, first_use_check, NULL);
-        for (int k = 0; k < FIRST_USE_THREADS; k++)
-            pthread_join(t[k], NULL);
-        pthread_barrier_destroy(&first_use_barrier);
+        at_once(first_use_check);
         unlink(path);
     }
     CHECK(atomic_load(&first_use_failures) == 0);
@@ -295,13 +301,7 @@ static void test_allow_file_first_use_from_many_threads_at_once(void)
         if (!cfg)
             break;
         server_set_config(cfg);
-        pthread_t t[FIRST_USE_THREADS];
-        pthread_barrier_init(&first_use_barrier, NULL, FIRST_USE_THREADS);
-        for (int k = 0; k < FIRST_USE_THREADS; k++)
-            pthread_create(&t[k], NULL, allow_first_check, NULL);
-        for (int k = 0; k < FIRST_USE_THREADS; k++)
-            pthread_join(t[k], NULL);
-        pthread_barrier_destroy(&first_use_barrier);
+        at_once(allow_first_check);
         unlink(path);
     }
     CHECK(atomic_load(&allow_first_refusals) == 0);
