@@ -473,14 +473,17 @@ static int ogg_ingest(format_t *f, const unsigned char *data, size_t len)
     return st->failed;
 }
 
+/* The first "OggS" wholly inside p[0..len), or NULL. */
 static const unsigned char *ogg_find_capture(const unsigned char *p, size_t len)
 {
-    for (const unsigned char *end = p + len; len >= 4 && (p = memchr(p, 'O', len)); p++) {
-        len = (size_t)(end - p);
-        if (len < 4)
+    const unsigned char *end = p + len;
+    while ((size_t)(end - p) >= 4) {
+        const unsigned char *o = memchr(p, 'O', (size_t)(end - p) - 3);
+        if (!o)
             return NULL;
-        if (memcmp(p, "OggS", 4) == 0)
-            return p;
+        if (memcmp(o, "OggS", 4) == 0)
+            return o;
+        p = o + 1;
     }
     return NULL;
 }
