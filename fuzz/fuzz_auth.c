@@ -13,11 +13,7 @@
 #include "auth/cidr.h"
 #include "auth/htpasswd.h"
 
-#define REQUIRE(cond)                                                                          \
-    do {                                                                                       \
-        if (!(cond))                                                                           \
-            __builtin_trap();                                                                  \
-    } while (0)
+#include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

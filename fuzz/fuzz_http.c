@@ -16,11 +16,7 @@
 #include "core/str.h"
 #include "http/parser.h"
 
-#define REQUIRE(cond)                                                                          \
-    do {                                                                                       \
-        if (!(cond))                                                                           \
-            __builtin_trap();                                                                  \
-    } while (0)
+#include "fuzz.h"
 
 static int inside(const char *p, size_t n, const char *buf, size_t len)
 {

@@ -16,11 +16,7 @@
 
 #include "admin/json.h"
 
-#define REQUIRE(cond)                                                                          \
-    do {                                                                                       \
-        if (!(cond))                                                                           \
-            __builtin_trap();                                                                  \
-    } while (0)
+#include "fuzz.h"
 
 static void ignore_xml_error(void *ctx, const xmlError *err)
 {

@@ -19,11 +19,7 @@
 #include "core/utf8.h"
 #include "format/format.h"
 
-#define REQUIRE(cond)                                                                          \
-    do {                                                                                       \
-        if (!(cond))                                                                           \
-            __builtin_trap();                                                                  \
-    } while (0)
+#include "fuzz.h"
 
 /* Signatures per codec and header index (id, comment, setup); len 0 = none. */
 typedef struct sig {

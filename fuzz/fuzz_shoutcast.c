@@ -14,11 +14,7 @@
 
 #include "stream/shoutcast_parse.h"
 
-#define REQUIRE(cond)                                                                          \
-    do {                                                                                       \
-        if (!(cond))                                                                           \
-            __builtin_trap();                                                                  \
-    } while (0)
+#include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -21,11 +21,7 @@
 #include "core/url.h"
 #include "core/utf8.h"
 
-#define REQUIRE(cond)                                                                          \
-    do {                                                                                       \
-        if (!(cond))                                                                           \
-            __builtin_trap();                                                                  \
-    } while (0)
+#include "fuzz.h"
 
 static void ignore_xml_error(void *ctx, const xmlError *err)
 {

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/list.h"
 #include "core/log.h"
 #include "core/loop.h"
 #include "net/worker.h"
@@ -23,20 +24,22 @@ typedef struct job {
     worker_t *reply_to;
     uint64_t deadline_ms; /* not run when taken after this */
     int ran;
-    struct job *next;
+    list_t link; /* in V.queue */
 } job_t;
 
 static struct {
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    job_t *head, *tail;
+    list_t queue; /* job_t, oldest first */
     unsigned queued, running;
     unsigned long long ran, expired, refused;
     int started, stopping;
     unsigned wait_ms;
     pthread_t threads[VERIFY_THREADS];
     int nthreads;
-} V = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+} V = {.lock = PTHREAD_MUTEX_INITIALIZER,
+       .cond = PTHREAD_COND_INITIALIZER,
+       .queue = LIST_INIT(V.queue)};
 
 /* On worker w: the job's done, then the job is freed. */
 static void deliver(worker_t *w, void *arg)
@@ -57,14 +60,12 @@ static void answer(job_t *j)
 /* The next job, NULL when stopping with nothing queued. Under V.lock. */
 static job_t *take_locked(void)
 {
-    while (!V.head && !V.stopping)
+    while (list_empty(&V.queue) && !V.stopping)
         pthread_cond_wait(&V.cond, &V.lock);
-    job_t *j = V.head;
-    if (!j)
+    if (list_empty(&V.queue))
         return NULL;
-    V.head = j->next;
-    if (!V.head)
-        V.tail = NULL;
+    job_t *j = list_first_entry(&V.queue, job_t, link);
+    list_remove(&j->link);
     V.queued--;
     return j;
 }
@@ -143,11 +144,7 @@ int verify_submit(worker_t *reply_to, verify_run_fn run, verify_done_fn done, vo
         return rc;
     }
     j->deadline_ms = loop_now_ms() + V.wait_ms;
-    if (V.tail)
-        V.tail->next = j;
-    else
-        V.head = j;
-    V.tail = j;
+    list_insert_tail(&V.queue, &j->link);
     V.queued++;
     pthread_cond_signal(&V.cond);
     pthread_mutex_unlock(&V.lock);

@@ -63,6 +63,19 @@ static inline void list_remove(list_t *node)
     list_init(node);
 }
 
+/* Moves every element of src, in order, onto dst (an empty head); src is left empty. */
+static inline void list_take_all(list_t *dst, list_t *src)
+{
+    list_init(dst);
+    if (list_empty(src))
+        return;
+    dst->next = src->next;
+    dst->prev = src->prev;
+    dst->next->prev = dst;
+    dst->prev->next = dst;
+    list_init(src);
+}
+
 /* The element holding the first node of a non-empty head. */
 #define list_first_entry(head, type, member) container_of((head)->next, type, member)
 

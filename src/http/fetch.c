@@ -17,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/list.h"
 #include "core/log.h"
 #include "net/server.h"
 #include "net/worker.h"
@@ -36,7 +37,7 @@ struct fetch_job {
     size_t resp_len;
     fetch_result_t res;
     char errbuf[CURL_ERROR_SIZE];
-    fetch_job_t *next;
+    list_t link; /* in F.queue (queued) or F.active (running) */
 };
 
 static struct {
@@ -45,13 +46,15 @@ static struct {
     int running;  /* the thread exists */
     int stopping; /* fetch_stop was called */
     CURLM *multi;
-    fetch_job_t *head, *tail; /* queued (lock) */
+    list_t queue;             /* queued, oldest first (lock) */
     unsigned queued;          /* (lock) */
-    fetch_job_t *active;      /* running (fetch thread only) */
+    list_t active;            /* running (fetch thread only) */
     unsigned nactive;         /* (lock for readers) */
     unsigned max_active_seen;
     unsigned long long done, failed, refused;
-} F = {.lock = PTHREAD_MUTEX_INITIALIZER};
+} F = {.lock = PTHREAD_MUTEX_INITIALIZER,
+       .queue = LIST_INIT(F.queue),
+       .active = LIST_INIT(F.active)};
 
 static void job_free(fetch_job_t *j)
 {
@@ -195,18 +198,13 @@ static int job_begin(fetch_job_t *j)
     }
     if (curl_multi_add_handle(F.multi, e) != CURLM_OK)
         return -EIO;
-    j->next = F.active;
-    F.active = j;
+    list_insert_head(&F.active, &j->link);
     return 0;
 }
 
 static void unlink_active(fetch_job_t *j)
 {
-    for (fetch_job_t **pp = &F.active; *pp; pp = &(*pp)->next)
-        if (*pp == j) {
-            *pp = j->next;
-            break;
-        }
+    list_remove(&j->link);
     curl_multi_remove_handle(F.multi, j->easy);
     pthread_mutex_lock(&F.lock);
     F.nactive--;
@@ -218,11 +216,10 @@ static void start_queued(void)
 {
     for (;;) {
         pthread_mutex_lock(&F.lock);
-        fetch_job_t *j = F.nactive < FETCH_MAX_ACTIVE ? F.head : NULL;
-        if (j) {
-            F.head = j->next;
-            if (!F.head)
-                F.tail = NULL;
+        fetch_job_t *j = NULL;
+        if (F.nactive < FETCH_MAX_ACTIVE && !list_empty(&F.queue)) {
+            j = list_first_entry(&F.queue, fetch_job_t, link);
+            list_remove(&j->link);
             F.queued--;
             F.nactive++;
             if (F.nactive > F.max_active_seen)
@@ -231,7 +228,6 @@ static void start_queued(void)
         pthread_mutex_unlock(&F.lock);
         if (!j)
             return;
-        j->next = NULL;
         if (job_begin(j) < 0) {
             pthread_mutex_lock(&F.lock);
             F.nactive--;
@@ -262,20 +258,20 @@ static void collect_finished(void)
 
 static void cancel_all(void)
 {
-    while (F.active) {
-        fetch_job_t *j = F.active;
+    while (!list_empty(&F.active)) {
+        fetch_job_t *j = list_first_entry(&F.active, fetch_job_t, link);
         unlink_active(j);
         complete(j, -ECANCELED);
     }
     pthread_mutex_lock(&F.lock);
-    fetch_job_t *q = F.head;
-    F.head = F.tail = NULL;
+    list_t q;
+    list_take_all(&q, &F.queue);
     F.queued = 0;
     pthread_mutex_unlock(&F.lock);
-    while (q) {
-        fetch_job_t *n = q->next;
-        complete(q, -ECANCELED);
-        q = n;
+    fetch_job_t *j, *n;
+    list_foreach_safe(j, n, &q, fetch_job_t, link) {
+        list_remove(&j->link);
+        complete(j, -ECANCELED);
     }
 }
 
@@ -340,11 +336,7 @@ int fetch_submit(const fetch_request_t *req)
     else if (F.queued >= FETCH_MAX_QUEUED)
         rc = -EBUSY;
     if (rc == 0) {
-        if (F.tail)
-            F.tail->next = j;
-        else
-            F.head = j;
-        F.tail = j;
+        list_insert_tail(&F.queue, &j->link);
         F.queued++;
     } else if (rc == -EBUSY) {
         F.refused++;

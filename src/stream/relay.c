@@ -734,7 +734,7 @@ static void relay_add_msg(worker_t *w, void *arg)
     worker_relays[w->id] = r;
     for (int i = 0; i < r->nhosts; i++) {
         const relay_host_t *h = &r->hosts[i];
-        char n[32] = "";
+        char n[48] = "";
         if (r->nhosts > 1)
             snprintf(n, sizeof(n), " (upstream %d of %d)", i + 1, r->nhosts);
         log_info("relay %s: pulling %s%s:%d%s%s%s", r->logname, h->tls ? "https://" : "",

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test_list: the intrusive list: order of head and tail inserts, container_of from a member
- * that is not the first, removal during foreach_safe, and removing a node twice.
+ * that is not the first, removal during foreach_safe, removing a node twice, and moving a whole
+ * list onto another head.
  */
 #include "core/list.h"
 
@@ -88,10 +89,30 @@ static void foreach_safe_may_free(void)
     CHECK(n == 5 && list_empty(&head));
 }
 
+static void take_all_moves_in_order(void)
+{
+    list_t src, dst;
+    item_t a = {1, {0}}, b = {2, {0}};
+    int v[2];
+    list_init(&src);
+    list_take_all(&dst, &src); /* an empty list gives an empty head */
+    CHECK(list_empty(&dst) && list_empty(&src));
+    list_insert_tail(&src, &a.link);
+    list_insert_tail(&src, &b.link);
+    list_take_all(&dst, &src);
+    CHECK(list_empty(&src));
+    CHECK(values(&dst, v, 2) == 2 && v[0] == 1 && v[1] == 2);
+    CHECK(a.link.prev == &dst && b.link.next == &dst);
+    list_remove(&a.link);
+    list_remove(&b.link);
+    CHECK(list_empty(&dst));
+}
+
 int main(void)
 {
     RUN(empty_list);
     RUN(head_and_tail_inserts_keep_order);
     RUN(foreach_safe_may_free);
+    RUN(take_all_moves_in_order);
     return testlib_done();
 }
