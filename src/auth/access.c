@@ -7,57 +7,30 @@
 #include "auth/access.h"
 
 #include <arpa/inet.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <fnmatch.h>
-#include <pthread.h>
-#include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "auth/cidr.h"
 #include "conf/config.h"
 #include "core/escape.h"
 #include "core/log.h"
 #include "core/str.h"
+#include "core/watched.h"
 #include "http/parser.h"
 #include "net/server.h"
 
-#define RETIRE_SECONDS 60
 #define AGENT_MAX 1024
 
 typedef struct snap {
-    int exists;
-    dev_t dev;
-    ino_t ino;
-    off_t size;
-    struct timespec mtime;
-    cidr_list_t ranges;  /* address files */
-    char **patterns;     /* agent file */
+    cidr_list_t ranges; /* address files */
+    char **patterns;    /* agent file */
     size_t npatterns;
-    time_t retired;
-    struct snap *next_retired;
 } snap_t;
 
-typedef struct watched {
-    char *path;
-    int agents; /* 1: patterns, 0: ranges */
-    _Atomic(snap_t *) cur;
-    pthread_mutex_t lock;
-    snap_t *retired;
-    int load_errno;
-    struct watched *next;
-} watched_t;
-
-static _Atomic(watched_t *) registry;
-static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void snap_free(snap_t *s)
+static void snap_free(void *p)
 {
+    snap_t *s = p;
     if (!s)
         return;
     cidr_list_free(&s->ranges);
@@ -65,15 +38,6 @@ static void snap_free(snap_t *s)
         free(s->patterns[i]);
     free(s->patterns);
     free(s);
-}
-
-static int same_file(const snap_t *s, const struct stat *st, int exists)
-{
-    if (s->exists != exists)
-        return 0;
-    return !exists || (s->dev == st->st_dev && s->ino == st->st_ino && s->size == st->st_size &&
-                       s->mtime.tv_sec == st->st_mtim.tv_sec &&
-                       s->mtime.tv_nsec == st->st_mtim.tv_nsec);
 }
 
 static int parse_patterns(snap_t *s, const char *text, size_t len)
@@ -106,128 +70,41 @@ static int parse_patterns(snap_t *s, const char *text, size_t len)
     return 0;
 }
 
-/* Under w->lock: a snapshot of the file as it is now. */
-static snap_t *load_locked(watched_t *w)
+static void *parse_ranges(const char *path, const char *text, size_t len)
 {
     char esc[512];
-    snap_t *s = calloc(1, sizeof(*s));
-    int fd = open(w->path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    char *text = NULL;
-    if (!s)
-        goto fail_fd;
-    if (fd < 0 || fstat(fd, &st) < 0) {
-        int err = errno;
-        if (err != w->load_errno)
-            log_error("access file %s: %s (read as empty)",
-                      escape_log(esc, sizeof(esc), w->path, strlen(w->path)), strerror(err));
-        w->load_errno = err;
-        goto done; /* exists = 0: empty */
-    }
-    s->exists = 1;
-    s->dev = st.st_dev;
-    s->ino = st.st_ino;
-    s->size = st.st_size;
-    s->mtime = st.st_mtim;
-    size_t len = 0, cap = (size_t)st.st_size + 1;
-    ssize_t r = 0;
-    if (!(text = malloc(cap)))
-        goto fail_fd;
-    while ((r = read(fd, text + len, cap - len)) > 0 && (len += (size_t)r) < cap)
-        ;
     long bad = 0;
-    if (w->agents ? parse_patterns(s, text, len) < 0
-                  : cidr_list_parse(text, len, &s->ranges, &bad) < 0)
-        goto fail_fd;
+    snap_t *s = calloc(1, sizeof(*s));
+    if (s && text && cidr_list_parse(text, len, &s->ranges, &bad) < 0) {
+        snap_free(s);
+        return NULL;
+    }
     if (bad)
         log_warn("access file %s: %ld line(s) that are not an address or range skipped",
-                 escape_log(esc, sizeof(esc), w->path, strlen(w->path)), bad);
-    w->load_errno = 0;
-done:
-    if (fd >= 0)
-        close(fd);
-    free(text);
+                 escape_log(esc, sizeof(esc), path, strlen(path)), bad);
     return s;
-fail_fd:
-    if (fd >= 0)
-        close(fd);
-    free(text);
-    snap_free(s);
-    return NULL;
 }
 
-static watched_t *watched_get(const char *path, int agents)
+static void *parse_agents(const char *path, const char *text, size_t len)
 {
-    for (watched_t *w = atomic_load(&registry); w; w = w->next)
-        if (w->agents == agents && strcmp(w->path, path) == 0)
-            return w;
-    pthread_mutex_lock(&registry_lock);
-    watched_t *w;
-    for (w = atomic_load(&registry); w; w = w->next)
-        if (w->agents == agents && strcmp(w->path, path) == 0)
-            break;
-    if (!w && (w = calloc(1, sizeof(*w)))) {
-        if (!(w->path = strdup(path))) {
-            free(w);
-            w = NULL;
-        } else {
-            w->agents = agents;
-            pthread_mutex_init(&w->lock, NULL);
-            w->next = atomic_load(&registry);
-            atomic_store(&registry, w);
-        }
+    (void)path;
+    snap_t *s = calloc(1, sizeof(*s));
+    if (s && text && parse_patterns(s, text, len) < 0) {
+        snap_free(s);
+        return NULL;
     }
-    pthread_mutex_unlock(&registry_lock);
-    return w;
+    return s;
 }
 
-/* The snapshot of a file (NULL path: none), re-read if it changed; never waits for another
- * thread's reload, except before the file's first snapshot exists: a check that came while
- * another thread reads the file for the first time would otherwise find no snapshot at all
- * and refuse an allowed address (or let a denied one in). */
+static const watched_kind_t ranges_kind = {"access file", parse_ranges, snap_free};
+static const watched_kind_t agents_kind = {"access file", parse_agents, snap_free};
+
+/* The snapshot of a file (NULL path: none), re-read if it changed; NULL when the file could
+ * never be read (the caller then refuses what the file would allow). */
 static const snap_t *snapshot(const char *path, int agents)
 {
-    if (!path)
-        return NULL;
-    watched_t *w = watched_get(path, agents);
-    if (!w)
-        return NULL;
-    snap_t *cur = atomic_load_explicit(&w->cur, memory_order_acquire);
-    struct stat st;
-    int exists = stat(path, &st) == 0;
-    if (cur && same_file(cur, &st, exists))
-        return cur;
-    if (!cur)
-        pthread_mutex_lock(&w->lock);
-    else if (pthread_mutex_trylock(&w->lock) != 0)
-        return cur;
-    cur = atomic_load_explicit(&w->cur, memory_order_acquire);
-    if (cur && same_file(cur, &st, exists)) {
-        pthread_mutex_unlock(&w->lock); /* read by the thread that held the lock */
-        return cur;
-    }
-    snap_t *s = load_locked(w);
-    if (s) {
-        time_t now = time(NULL);
-        snap_t *old = atomic_exchange_explicit(&w->cur, s, memory_order_acq_rel);
-        for (snap_t **pp = &w->retired; *pp;) {
-            if (now - (*pp)->retired > RETIRE_SECONDS) {
-                snap_t *dead = *pp;
-                *pp = dead->next_retired;
-                snap_free(dead);
-            } else {
-                pp = &(*pp)->next_retired;
-            }
-        }
-        if (old) {
-            old->retired = now;
-            old->next_retired = w->retired;
-            w->retired = old;
-        }
-        cur = s;
-    }
-    pthread_mutex_unlock(&w->lock);
-    return cur;
+    watched_t *w = path ? watched_get(path, agents ? &agents_kind : &ranges_kind) : NULL;
+    return w ? watched_current(w) : NULL;
 }
 
 int access_ip_allowed(const char *ip)
@@ -239,8 +116,8 @@ int access_ip_allowed(const char *ip)
     if (cidr_addr_parse(ip, strlen(ip), addr) < 0)
         return 0;
     const snap_t *deny = snapshot(cfg->deny_ip, 0);
-    if (deny && cidr_list_match(&deny->ranges, addr))
-        return 0;
+    if (cfg->deny_ip && (!deny || cidr_list_match(&deny->ranges, addr)))
+        return 0; /* a deny file never read denies everyone */
     if (!cfg->allow_ip)
         return 1;
     const snap_t *allow = snapshot(cfg->allow_ip, 0);
@@ -254,7 +131,9 @@ int access_agent_allowed(const char *agent, size_t len)
     if (!cfg->deny_agents)
         return 1;
     const snap_t *s = snapshot(cfg->deny_agents, 1);
-    if (!s || s->npatterns == 0)
+    if (!s)
+        return 0; /* never read: every agent is refused */
+    if (s->npatterns == 0)
         return 1;
     if (len > AGENT_MAX)
         len = AGENT_MAX;

@@ -8,9 +8,11 @@
  *   trusted-proxies  addresses / CIDR ranges of reverse proxies whose X-Forwarded-For or
  *                    Forwarded: for= header names the real client
  * One entry a line, '#' starts a comment. Each file is re-read when it changes on disk
- * (mtime to the nanosecond, size, inode), into an immutable snapshot that readers use without
- * a lock; a file that cannot be read counts as empty (and is logged once): an unreadable
- * allow-ip file lets nobody in.
+ * (core/watched.h: mtime to the nanosecond, size, inode), into an immutable snapshot that
+ * readers use without a lock. A file that does not exist is an empty list; one that exists
+ * but cannot be read keeps the list read before, and one never read refuses what it would
+ * let in (everyone, for allow-ip, deny-ip and deny-agents; no proxy is trusted). Each error
+ * is logged once.
  *
  * Denied clients get 403: IP rules at accept, before the request is read, and again on the
  * forwarded address once a trusted proxy's request is parsed; the agent after parsing.

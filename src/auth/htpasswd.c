@@ -17,47 +17,29 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "auth/md5.h"
 #include "core/escape.h"
 #include "core/log.h"
 #include "core/str.h"
-
-#define RETIRE_SECONDS 60 /* a replaced snapshot outlives any reader by far */
+#include "core/watched.h"
 
 typedef struct {
     char *name;
     char *hash;
 } user_t;
 
-/* What identifies one version of the file on disk. */
-typedef struct {
-    int exists;
-    dev_t dev;
-    ino_t ino;
-    off_t size;
-    struct timespec mtime;
-} file_id_t;
-
 typedef struct snapshot {
     user_t *users; /* sorted by name */
     size_t n;
     const char *decoy; /* the costliest hash of users (one of theirs), NULL if none */
-    file_id_t id;
-    time_t retired; /* when it was replaced */
-    struct snapshot *next_retired;
 } snapshot_t;
 
 struct htpasswd {
-    char *path;
-    _Atomic(snapshot_t *) cur;
+    watched_t *file;           /* its snapshot_t */
     atomic_ulong decoy_checks; /* unknown users verified against the decoy */
-    pthread_mutex_t lock;   /* reload and write; readers never take it */
-    snapshot_t *retired;    /* under lock */
-    int load_errno;         /* last read error logged (under lock), to log each once */
-    struct htpasswd *next;  /* registry */
+    struct htpasswd *next;     /* registry */
 };
 
 static _Atomic(htpasswd_t *) registry;
@@ -289,146 +271,51 @@ static const user_t *snapshot_find(const snapshot_t *s, const char *name)
 
 /* ---- files ---- */
 
-static void id_of(const struct stat *st, file_id_t *id)
+static void *parse_file(const char *path, const char *text, size_t len)
 {
-    id->exists = 1;
-    id->dev = st->st_dev;
-    id->ino = st->st_ino;
-    id->size = st->st_size;
-    id->mtime = st->st_mtim;
-}
-
-static int id_equal(const file_id_t *a, const file_id_t *b)
-{
-    if (a->exists != b->exists)
-        return 0;
-    return !a->exists || (a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
-                          a->mtime.tv_sec == b->mtime.tv_sec &&
-                          a->mtime.tv_nsec == b->mtime.tv_nsec);
-}
-
-/* Under h->lock: replaces the current snapshot; the old one is freed RETIRE_SECONDS later. */
-static void swap_in(htpasswd_t *h, snapshot_t *s)
-{
-    time_t now = time(NULL);
-    snapshot_t *old = atomic_exchange_explicit(&h->cur, s, memory_order_acq_rel);
-    snapshot_t **pp = &h->retired;
-    while (*pp) {
-        if (now - (*pp)->retired > RETIRE_SECONDS) {
-            snapshot_t *dead = *pp;
-            *pp = dead->next_retired;
-            snapshot_free(dead);
-        } else {
-            pp = &(*pp)->next_retired;
-        }
-    }
-    if (old) {
-        old->retired = now;
-        old->next_retired = h->retired;
-        h->retired = old;
-    }
-}
-
-/* Under h->lock: reads the file if it is not the version of the current snapshot. */
-static int reload_locked(htpasswd_t *h)
-{
-    snapshot_t *cur = atomic_load_explicit(&h->cur, memory_order_acquire);
     char esc[512];
-    int fd = open(h->path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) < 0) {
-        int err = errno;
-        if (fd >= 0)
-            close(fd);
-        if (err != h->load_errno)
-            log_error("htpasswd %s: %s", escape_log(esc, sizeof(esc), h->path, strlen(h->path)),
-                      strerror(err));
-        h->load_errno = err;
-        if (err == ENOENT) { /* a missing file is a file without users */
-            snapshot_t *s = calloc(1, sizeof(*s));
-            if (!s)
-                return -ENOMEM;
-            swap_in(h, s);
-            return 0;
-        }
-        return -err;
-    }
-    file_id_t id;
-    id_of(&st, &id);
-    if (cur && id_equal(&cur->id, &id)) {
-        close(fd);
-        return 0;
-    }
-    size_t cap = (size_t)st.st_size + 1, len = 0;
-    char *text = malloc(cap);
-    ssize_t r = 0;
-    while (text && (r = read(fd, text + len, cap - len)) > 0) {
-        len += (size_t)r;
-        if (len == cap) {
-            char *t = realloc(text, cap *= 2);
-            if (!t)
-                break;
-            text = t;
-        }
-    }
-    int err = r < 0 ? errno : 0;
-    close(fd);
-    if (!text || err) {
-        free(text);
-        return err ? -err : -ENOMEM;
-    }
     long bad = 0;
     snapshot_t *s = snapshot_parse(text, len, &bad);
-    free(text);
     if (!s)
-        return -ENOMEM;
-    s->id = id;
+        return NULL;
+    escape_log(esc, sizeof(esc), path, strlen(path));
     if (bad)
-        log_warn("htpasswd %s: %ld malformed line(s) skipped",
-                 escape_log(esc, sizeof(esc), h->path, strlen(h->path)), bad);
-    log_info("htpasswd %s: %zu user(s) loaded",
-             escape_log(esc, sizeof(esc), h->path, strlen(h->path)), s->n);
-    h->load_errno = 0;
-    swap_in(h, s);
-    return 0;
+        log_warn("htpasswd %s: %ld malformed line(s) skipped", esc, bad);
+    if (text)
+        log_info("htpasswd %s: %zu user(s) loaded", esc, s->n);
+    return s;
 }
 
-/* The current snapshot, re-read first if the file changed (one stat). When another thread is
- * reloading, the current snapshot is used without waiting; only a file never read yet has
- * none, and then the reader waits for that first read rather than find nobody in it. */
+static void free_file(void *s)
+{
+    snapshot_free(s);
+}
+
+static const watched_kind_t htpasswd_kind = {"htpasswd", parse_file, free_file};
+
+/* The current users, re-read first if the file changed; NULL when it could never be read. */
 static snapshot_t *fresh_snapshot(htpasswd_t *h)
 {
-    snapshot_t *cur = atomic_load_explicit(&h->cur, memory_order_acquire);
-    struct stat st;
-    file_id_t id = {0};
-    if (stat(h->path, &st) == 0)
-        id_of(&st, &id);
-    if (cur && id_equal(&cur->id, &id))
-        return cur;
-    if ((cur ? pthread_mutex_trylock(&h->lock) : pthread_mutex_lock(&h->lock)) == 0) {
-        reload_locked(h);
-        pthread_mutex_unlock(&h->lock);
-    }
-    return atomic_load_explicit(&h->cur, memory_order_acquire);
+    return watched_current(h->file);
 }
 
 htpasswd_t *htpasswd_get(const char *path)
 {
+    watched_t *file = watched_get(path, &htpasswd_kind);
+    if (!file)
+        return NULL;
     for (htpasswd_t *h = atomic_load(&registry); h; h = h->next)
-        if (strcmp(h->path, path) == 0)
+        if (h->file == file)
             return h;
     pthread_mutex_lock(&registry_lock);
     htpasswd_t *h;
     for (h = atomic_load(&registry); h; h = h->next)
-        if (strcmp(h->path, path) == 0)
+        if (h->file == file)
             break;
-    if (!h && (h = calloc(1, sizeof(*h))) && (h->path = strdup(path))) {
-        pthread_mutex_init(&h->lock, NULL);
+    if (!h && (h = calloc(1, sizeof(*h)))) {
+        h->file = file;
         h->next = atomic_load(&registry);
         atomic_store(&registry, h);
-    } else if (h && !h->path) {
-        free(h);
-        h = NULL;
     }
     pthread_mutex_unlock(&registry_lock);
     return h;
@@ -474,8 +361,8 @@ int htpasswd_decoy(htpasswd_t *h, char *out, size_t cap)
 }
 
 /* Writes users as the file's new contents: temporary file in the same directory, fsync,
- * rename, fsync of the directory. On success *id is the new file's identity. */
-static int write_file(const char *path, const user_t *users, size_t n, file_id_t *id)
+ * rename, fsync of the directory. On success *id is the new file's fstat. */
+static int write_file(const char *path, const user_t *users, size_t n, struct stat *id)
 {
     char *dirc = strdup(path), *tmp = NULL;
     int fd = -1, rc = -ENOMEM;
@@ -496,11 +383,10 @@ static int write_file(const char *path, const user_t *users, size_t n, file_id_t
     }
     for (size_t i = 0; i < n; i++)
         fprintf(f, "%s:%s\n", users[i].name, users[i].hash);
-    if (fflush(f) != 0 || fsync(fd) < 0 || fstat(fd, &st) < 0) {
+    if (fflush(f) != 0 || fsync(fd) < 0 || fstat(fd, id) < 0) {
         rc = -errno;
         goto fail;
     }
-    id_of(&st, id);
     if (fclose(f) != 0) {
         f = NULL;
         fd = -1;
@@ -532,14 +418,18 @@ done:
     return rc;
 }
 
-/* Under h->lock: the current users with one added (hash != NULL) or removed, written out and
- * swapped in. */
+/* Under the file's lock: the current users with one added (hash != NULL) or removed, written
+ * out and swapped in. A file that cannot be read now is not written over. */
 static int change_locked(htpasswd_t *h, const char *user, const char *hash)
 {
-    int rc = reload_locked(h);
-    snapshot_t *cur = atomic_load_explicit(&h->cur, memory_order_acquire);
+    void *snap;
+    int rc = watched_reload_locked(h->file, &snap);
+    snapshot_t *cur = snap;
+    struct stat st;
     if (rc < 0)
         return rc;
+    if (!cur)
+        return -EIO;
     const user_t *found = snapshot_find(cur, user);
     if (hash && found)
         return -EEXIST;
@@ -566,11 +456,11 @@ static int change_locked(htpasswd_t *h, const char *user, const char *hash)
         qsort(s->users, s->n, sizeof(user_t), user_cmp);
     }
     snapshot_pick_decoy(s);
-    if ((rc = write_file(h->path, s->users, s->n, &s->id)) < 0) {
+    if ((rc = write_file(watched_path(h->file), s->users, s->n, &st)) < 0) {
         snapshot_free(s);
         return rc;
     }
-    swap_in(h, s);
+    watched_replace_locked(h->file, s, &st);
     return 0;
 nomem:
     snapshot_free(s);
@@ -585,9 +475,9 @@ int htpasswd_add(htpasswd_t *h, const char *user, const char *pass)
     int rc = htpasswd_hash_new(pass, hash, sizeof(hash));
     if (rc < 0)
         return rc;
-    pthread_mutex_lock(&h->lock);
+    watched_lock(h->file);
     rc = change_locked(h, user, hash);
-    pthread_mutex_unlock(&h->lock);
+    watched_unlock(h->file);
     return rc;
 }
 
@@ -595,9 +485,9 @@ int htpasswd_delete(htpasswd_t *h, const char *user)
 {
     if (!user)
         return -EINVAL;
-    pthread_mutex_lock(&h->lock);
+    watched_lock(h->file);
     int rc = change_locked(h, user, NULL);
-    pthread_mutex_unlock(&h->lock);
+    watched_unlock(h->file);
     return rc;
 }
 

@@ -11,7 +11,8 @@
  * the file's first read, which readers that come meanwhile wait for); a change on disk (mtime
  * to the nanosecond, size, inode or device) is noticed by the next check (one stat) and the
  * file re-read into a new snapshot swapped in; replaced snapshots are freed a
- * minute later, long after any reader is done. Writes (add, delete) take the file's lock,
+ * minute later, long after any reader is done (core/watched.h). A file that does not exist
+ * has no users; one that exists but cannot be read keeps the users read before. Writes (add, delete) take the file's lock,
  * write a temporary file in the same directory, fsync it and rename it over the file, so the
  * file is never seen half-written.
  */
@@ -54,8 +55,8 @@ long htpasswd_count(const char *text, size_t len, long *malformed);
 
 /* The htpasswd_t of this path (absolute), created on first use; NULL on ENOMEM. Never freed. */
 htpasswd_t *htpasswd_get(const char *path);
-/* Checks user/pass against the file (re-read first if it changed). HTPASSWD_* or -errno
- * when the file cannot be read (then nobody gets in). A user not in the file costs what the
+/* Checks user/pass against the file (re-read first if it changed). HTPASSWD_* or -EIO when
+ * the file could never be read (then nobody gets in). A user not in the file costs what the
  * costliest user in it does: pass is verified against that user's hash (the decoy) and the
  * answer thrown away, so names cannot be told from the time a refusal takes. */
 int htpasswd_check(htpasswd_t *h, const char *user, const char *pass);

@@ -141,6 +141,56 @@ def test_denied_user_agent_gets_403(server, files):
     assert status_from(srv, "127.0.0.1", headers="User-Agent: EvilCrawler/1\r\n") == 403
 
 
+def unreadable(path):
+    """Makes path exist but fail to read, for any user (as root, modes do not stop a read)."""
+    if os.path.exists(path):
+        os.unlink(path)
+    os.mkdir(path)
+
+
+@pytest.mark.rimecast_only
+def test_an_access_file_that_cannot_be_read_keeps_the_list_read_before(server, files):
+    deny = files("deny", "127.0.0.2\n")
+    agents = files("agents", "curl/*\n")
+    srv = server(extra_xml="<paths><deny-ip>%s</deny-ip><deny-agents>%s</deny-agents></paths>"
+                 % (deny, agents))
+    assert status_from(srv, "127.0.0.2") == 403
+    assert status_from(srv, "127.0.0.1", headers="User-Agent: curl/8.0\r\n") == 403
+    # replaced by something that cannot be read (a bad mode in the middle of an edit): the
+    # lists read before still apply, they are not read as empty
+    unreadable(deny)
+    unreadable(agents)
+    assert status_from(srv, "127.0.0.2") == 403
+    assert status_from(srv, "127.0.0.1", headers="User-Agent: curl/8.0\r\n") == 403
+    assert status_from(srv, "127.0.0.1", headers="User-Agent: mpv\r\n") == 200
+    log = srv.error_log()
+    assert log.count("Is a directory (the version read before stays in use)") == 2, log
+    # readable again: the new lists
+    os.rmdir(deny)
+    os.rmdir(agents)
+    files("deny", "127.0.0.3\n")
+    files("agents", "Evil*\n")
+    assert status_from(srv, "127.0.0.2") == 200
+    assert status_from(srv, "127.0.0.3") == 403
+    assert status_from(srv, "127.0.0.1", headers="User-Agent: curl/8.0\r\n") == 200
+
+
+@pytest.mark.rimecast_only
+@pytest.mark.parametrize("element", ["deny-ip", "deny-agents", "allow-ip"])
+def test_an_access_file_never_read_refuses_everyone(server, files, element):
+    # what a list would let in is refused while the list could never be read; once gone, a
+    # deny file that does not exist is an empty list
+    path = files(element, "")
+    unreadable(path)
+    srv = server(extra_xml="<paths><%s>%s</%s></paths>" % (element, path, element))
+    assert status_from(srv, "127.0.0.1", headers="User-Agent: mpv\r\n") == 403
+    assert "nothing read yet: what it would allow is refused" in srv.error_log()
+    os.rmdir(path)
+    if element == "allow-ip":
+        files(element, "127.0.0.1\n")
+    assert status_from(srv, "127.0.0.1", headers="User-Agent: mpv\r\n") == 200
+
+
 @pytest.mark.rimecast_only
 def test_forwarded_for_is_believed_from_trusted_proxies_only(server, files):
     proxies = files("proxies", "127.0.0.2\n10.0.0.0/8\n")
