@@ -11,7 +11,7 @@ jobs=$(nproc 2>/dev/null || echo 2)
 
 apt_packages=(build-essential autoconf automake libtool pkg-config
   libxml2-dev libxslt1-dev libogg-dev libvorbis-dev libcurl4-openssl-dev libshout-dev libssl-dev libcrypt-dev
-  mime-support ffmpeg ezstream vorbis-tools icecast2 python3 python3-pytest python3-matplotlib python3-selenium
+  mime-support ffmpeg ezstream vorbis-tools icecast2 python3 python3-pytest python3-pytest-xdist python3-matplotlib python3-selenium
   curl clang valgrind procps sysstat chromium chromium-driver systemd logrotate groff-base)
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -57,6 +57,8 @@ stage() { echo "== $* ($(date +%T), $((SECONDS / 60)) min in)"; }
 
 run_tests() {
   local failed=0
+  # the wire tests mostly wait on the daemon: two or more pytest processes (at most 4)
+  export WIRE_JOBS=${WIRE_JOBS:-$(( jobs < 2 ? 2 : jobs > 4 ? 4 : jobs ))}
   build build
   stage "unit and wire tests"
   make -C build check -j1 || { failed=1; cat build/test-suite.log 2>/dev/null | tail -200; }

@@ -70,13 +70,28 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
-NOTES = []
+NOTES = []  # what the terminal summary prints (in the process that reports)
+_pending = []  # recorded by the running test, not yet in a report
 
 
 def note(text):
     """Record a measurement; printed in the terminal summary even when output is captured."""
     print(text)
-    NOTES.append(text)
+    _pending.append(text)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    # Measurements travel in the test's report, so that they reach the terminal summary also
+    # from pytest-xdist workers.
+    outcome = yield
+    report = outcome.get_result()
+    while _pending:
+        report.user_properties.append(("note", _pending.pop(0)))
+
+
+def pytest_runtest_logreport(report):
+    NOTES.extend(value for key, value in report.user_properties if key == "note")
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -92,10 +107,28 @@ def pytest_report_header(config):
 
 # ---------------------------------------------------------------- config
 
+# Ports for servers come from a range of their own below the kernel's ephemeral range (so a
+# client's outgoing connection never takes one between choosing and binding it), one range per
+# pytest-xdist worker (so parallel workers never choose the same port). Only even ports are
+# handed out: the odd one after each is left for a Shoutcast source port (port + 1).
+PORT_RANGE = 1000
+_worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+_port_base = 20000 + PORT_RANGE * (int(_worker[2:]) if _worker[2:].isdigit() else 0)
+assert _port_base + PORT_RANGE <= 32768, "more pytest-xdist workers than port ranges (12)"
+_port_next = [0]
+
+
 def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    for _ in range(PORT_RANGE // 2):
+        port = _port_base + _port_next[0]
+        _port_next[0] = (_port_next[0] + 2) % PORT_RANGE
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise AssertionError("no free port in %d..%d" % (_port_base, _port_base + PORT_RANGE - 1))
 
 
 def port_pair():

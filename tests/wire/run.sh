@@ -3,6 +3,8 @@
 # Runs the black-box wire tests (pytest) against the daemon in $RIMECAST_BIN.
 # Used by `make check` (RIMECAST_BIN, RIMECAST_SRCDIR, RIMECAST_BUILDDIR set) and by hand:
 #   tests/wire/run.sh [pytest args...]      e.g. -k burst, -x, -v
+# WIRE_JOBS=N runs the tests in N processes (pytest-xdist; most tests wait on the daemon, not
+# on the CPU); each process takes server ports from a range of its own (conftest.py).
 # RIMECAST_BIN=/usr/bin/icecast2 runs the shared tests against the reference server.
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -32,9 +34,19 @@ else
 	exit 1
 fi
 
+par=""
+if [ "${WIRE_JOBS:-1}" -gt 1 ]; then
+	if "$py" -c 'import xdist' >/dev/null 2>&1; then
+		par="-n $WIRE_JOBS"
+	else
+		echo "run.sh: WIRE_JOBS=$WIRE_JOBS but no pytest-xdist (python3-pytest-xdist): one process" >&2
+	fi
+fi
+
 cd "$here" || exit 1
 out=$(mktemp "${TMPDIR:-/tmp}/wire-run.XXXXXX") || exit 1
-{ "$py" -m pytest -q -ra -p no:cacheprovider -c "$here/pytest.ini" --rootdir "$here" "$@"
+# shellcheck disable=SC2086
+{ "$py" -m pytest -q -ra -p no:cacheprovider -c "$here/pytest.ini" --rootdir "$here" $par "$@"
   echo "$?" >"$out.rc"; } | tee "$out"
 rc=$(cat "$out.rc")
 failed=$(sed -n 's/^FAILED \([^ ]*\).*/\1/p' "$out")

@@ -397,7 +397,9 @@ def test_a_file_written_by_icecast_manageauth_is_read(station):
     proc = subprocess.Popen([ICECAST, "-c", ice.config_path], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, cwd=ice.dir)
     try:
-        wirelib.wait_until(lambda: _port_open(ice.port), 10, "icecast2 to listen")
+        # answering, not only listening: a source that came before its start-up was done
+        # was closed unanswered once on a busy machine
+        wirelib.wait_until(lambda: _answers(ice.port), 10, "icecast2 to answer")
         src = ice.source(MOUNT, DATA, headers={"Content-Type": "audio/mpeg"})
         assert src.connect().status == 200   # Icecast manages users of live mounts only
         src.start()
@@ -419,14 +421,15 @@ def test_a_file_written_by_icecast_manageauth_is_read(station):
     shutil.rmtree(d, ignore_errors=True)
 
 
-def _port_open(port):
-    import socket
+def _answers(port):
     try:
-        socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-        return True
-    except OSError:
+        s = wirelib.connect("127.0.0.1", port, timeout=1)
+        s.sendall(b"GET /status-json.xsl HTTP/1.0\r\n\r\n")
+        head, _ = wirelib.read_head(s, 2)
+        s.close()
+        return head is not None and head.status == 200
+    except (OSError, wirelib.WaitTimeout):
         return False
-
 
 
 @pytest.mark.rimecast_only  # sourceless mounts serving a fallback: see test_fallback.py
