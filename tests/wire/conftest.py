@@ -243,6 +243,26 @@ def render_config(cfg):
 
 # ---------------------------------------------------------------- server
 
+_run_dir = []
+
+
+def run_dir():
+    """One directory per test process for the servers' directories: removed at the end when
+    every test passed, kept (for the logs) otherwise."""
+    if not _run_dir:
+        _run_dir.append(tempfile.mkdtemp(prefix="wire-run-"))
+        os.chmod(_run_dir[0], 0o755)
+    return _run_dir[0]
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _run_dir:
+        if exitstatus == 0:
+            shutil.rmtree(_run_dir[0], ignore_errors=True)
+        else:
+            print("\nserver directories kept in %s" % _run_dir[0])
+
+
 class Server:
     DEFAULTS = dict(clients=200, sources=8, queue_size=524288, burst_size=65536,
                     header_timeout=5, source_timeout=10, client_timeout=None,
@@ -253,7 +273,7 @@ class Server:
         # binary: another server than the one under test (relay tests run both at once)
         self.binary = binary or BINARY
         self.is_icecast = "icecast" in os.path.basename(self.binary)
-        self.dir = tempfile.mkdtemp(prefix="wire-")
+        self.dir = tempfile.mkdtemp(prefix="wire-", dir=run_dir())
         os.chmod(self.dir, 0o755)
         self.logdir = os.path.join(self.dir, "log")
         os.mkdir(self.logdir)
