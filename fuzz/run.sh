@@ -9,7 +9,9 @@
 #   // fuzz-args: -max_len=20000                         (optional: extra libFuzzer flags)
 # Usage: fuzz/run.sh [NAME...]   (default: all drivers; NAME is "http" for fuzz_http.c)
 # Environment: FUZZ_SECONDS (default 20) per driver, or FUZZ_RUNS (a number of executions
-# instead of a time; no time limit then), FUZZ_JOBS (drivers at a time, default 1), CC
+# instead of a time; no time limit then), FUZZ_JOBS (drivers at a time, default 1),
+# FUZZ_WORKERS (processes per driver sharing one corpus, each running FUZZ_RUNS or for
+# FUZZ_SECONDS; default 1), CC
 # (default clang), FUZZ_KEEP=1 keeps the build directory. Seeds in fuzz/corpus/NAME/ are used
 # when present. Exits non-zero when a driver fails to build or finds a crash; the build
 # directory (with the crash input) is kept.
@@ -19,6 +21,7 @@ set -u
 
 self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 cd "$(dirname "$0")/.." || exit 2
+top=$(pwd)
 FUZZ_SECONDS=${FUZZ_SECONDS:-20}
 CC=${CC:-clang}
 build=$(mktemp -d "${TMPDIR:-/tmp}/rimecast-fuzz.XXXXXX") || exit 2
@@ -103,10 +106,17 @@ for src in $drivers; do
     [ -n "${FUZZ_RUNS:-}" ] && limit="-runs=$FUZZ_RUNS"
     what="${FUZZ_SECONDS}s"
     [ -n "${FUZZ_RUNS:-}" ] && what="$FUZZ_RUNS runs"
+    par=""
+    if [ "${FUZZ_WORKERS:-1}" -gt 1 ]; then
+        par="-jobs=$FUZZ_WORKERS -workers=$FUZZ_WORKERS"
+        what="$what x $FUZZ_WORKERS processes"
+    fi
     echo "== $name: running ($what)"
+    # (-jobs processes write fuzz-N.log into the current directory, the build directory; the
+    # parent copies each into its own output when the process ends)
     # shellcheck disable=SC2086
-    if ! "$build/$name" $limit -print_final_stats=1 \
-        -artifact_prefix="$build/$name-" $args "$build/corpus-$name" $seeds \
+    if ! (cd "$build" && "$build/$name" $limit $par -print_final_stats=1 \
+        -artifact_prefix="$build/$name-" $args "$build/corpus-$name" ${seeds:+"$top/$seeds"}) \
         >"$build/$name.log" 2>&1; then
         tail -n 40 "$build/$name.log" >&2
         echo "run.sh: $name: FAILED (log and crash input in $build)" >&2
