@@ -20,7 +20,7 @@
 typedef struct conn conn_t;
 typedef struct mount_conf mount_conf_t;
 typedef struct http_request http_request_t;
-typedef struct htpasswd htpasswd_t;
+typedef struct watched htpasswd_t; /* as in auth/htpasswd.h */
 typedef struct auth_session auth_session_t;
 
 typedef enum {

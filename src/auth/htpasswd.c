@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -36,14 +35,9 @@ typedef struct snapshot {
     const char *decoy; /* the costliest hash of users (one of theirs), NULL if none */
 } snapshot_t;
 
-struct htpasswd {
-    watched_t *file;           /* its snapshot_t */
-    atomic_ulong decoy_checks; /* unknown users verified against the decoy */
-    struct htpasswd *next;     /* registry */
-};
+/* An htpasswd_t is the watched file itself (core/watched.h), its snapshots snapshot_t. */
 
-static _Atomic(htpasswd_t *) registry;
-static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_ulong decoy_checks; /* unknown users verified against a decoy */
 
 /* ---- parsing ---- */
 
@@ -293,38 +287,15 @@ static void free_file(void *s)
 
 static const watched_kind_t htpasswd_kind = {"htpasswd", parse_file, free_file};
 
-/* The current users, re-read first if the file changed; NULL when it could never be read. */
-static snapshot_t *fresh_snapshot(htpasswd_t *h)
-{
-    return watched_current(h->file);
-}
-
 htpasswd_t *htpasswd_get(const char *path)
 {
-    watched_t *file = watched_get(path, &htpasswd_kind);
-    if (!file)
-        return NULL;
-    for (htpasswd_t *h = atomic_load(&registry); h; h = h->next)
-        if (h->file == file)
-            return h;
-    pthread_mutex_lock(&registry_lock);
-    htpasswd_t *h;
-    for (h = atomic_load(&registry); h; h = h->next)
-        if (h->file == file)
-            break;
-    if (!h && (h = calloc(1, sizeof(*h)))) {
-        h->file = file;
-        h->next = atomic_load(&registry);
-        atomic_store(&registry, h);
-    }
-    pthread_mutex_unlock(&registry_lock);
-    return h;
+    return watched_get(path, &htpasswd_kind);
 }
 
 int htpasswd_check(htpasswd_t *h, const char *user, const char *pass)
 {
     char hash[HTPASSWD_HASH_MAX + 1];
-    snapshot_t *s = fresh_snapshot(h);
+    snapshot_t *s = watched_current(h);
     if (!s)
         return -EIO;
     const user_t *u = snapshot_find(s, user);
@@ -335,21 +306,21 @@ int htpasswd_check(htpasswd_t *h, const char *user, const char *pass)
          * user's own password lets no unknown name in) */
         if (hash[0]) {
             (void)htpasswd_hash_verify(hash, pass);
-            atomic_fetch_add_explicit(&h->decoy_checks, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&decoy_checks, 1, memory_order_relaxed);
         }
         return HTPASSWD_NO_USER;
     }
     return htpasswd_hash_verify(hash, pass) ? HTPASSWD_OK : HTPASSWD_BAD_PASSWORD;
 }
 
-unsigned long htpasswd_decoy_checks(htpasswd_t *h)
+unsigned long htpasswd_decoy_checks(void)
 {
-    return atomic_load_explicit(&h->decoy_checks, memory_order_relaxed);
+    return atomic_load_explicit(&decoy_checks, memory_order_relaxed);
 }
 
 int htpasswd_decoy(htpasswd_t *h, char *out, size_t cap)
 {
-    snapshot_t *s = fresh_snapshot(h);
+    snapshot_t *s = watched_current(h);
     if (!s)
         return -EIO;
     if (!s->decoy)
@@ -423,7 +394,7 @@ done:
 static int change_locked(htpasswd_t *h, const char *user, const char *hash)
 {
     void *snap;
-    int rc = watched_reload_locked(h->file, &snap);
+    int rc = watched_reload_locked(h, &snap);
     snapshot_t *cur = snap;
     struct stat st;
     if (rc < 0)
@@ -456,11 +427,11 @@ static int change_locked(htpasswd_t *h, const char *user, const char *hash)
         qsort(s->users, s->n, sizeof(user_t), user_cmp);
     }
     snapshot_pick_decoy(s);
-    if ((rc = write_file(watched_path(h->file), s->users, s->n, &st)) < 0) {
+    if ((rc = write_file(watched_path(h), s->users, s->n, &st)) < 0) {
         snapshot_free(s);
         return rc;
     }
-    watched_replace_locked(h->file, s, &st);
+    watched_replace_locked(h, s, &st);
     return 0;
 nomem:
     snapshot_free(s);
@@ -475,9 +446,9 @@ int htpasswd_add(htpasswd_t *h, const char *user, const char *pass)
     int rc = htpasswd_hash_new(pass, hash, sizeof(hash));
     if (rc < 0)
         return rc;
-    watched_lock(h->file);
+    watched_lock(h);
     rc = change_locked(h, user, hash);
-    watched_unlock(h->file);
+    watched_unlock(h);
     return rc;
 }
 
@@ -485,15 +456,15 @@ int htpasswd_delete(htpasswd_t *h, const char *user)
 {
     if (!user)
         return -EINVAL;
-    watched_lock(h->file);
+    watched_lock(h);
     int rc = change_locked(h, user, NULL);
-    watched_unlock(h->file);
+    watched_unlock(h);
     return rc;
 }
 
 long htpasswd_list(htpasswd_t *h, char ***names)
 {
-    snapshot_t *s = fresh_snapshot(h);
+    snapshot_t *s = watched_current(h);
     *names = NULL;
     if (!s)
         return -EIO;

@@ -25,7 +25,7 @@
 #define HTPASSWD_HASH_MAX 255
 #define HTPASSWD_LINE_MAX 1024
 
-typedef struct htpasswd htpasswd_t;
+typedef struct watched htpasswd_t; /* the file, as a core/watched.h watched file */
 
 typedef enum {
     HTPASSWD_OK = 0,
@@ -64,8 +64,8 @@ int htpasswd_check(htpasswd_t *h, const char *user, const char *pass);
  * the file has no user with a hash that is verified (then an unknown user costs nothing,
  * as a known one would not either), -ENOSPC if out is too small, -errno. */
 int htpasswd_decoy(htpasswd_t *h, char *out, size_t cap);
-/* How many checks of unknown users verified a password against the decoy (tests). */
-unsigned long htpasswd_decoy_checks(htpasswd_t *h);
+/* How many checks of unknown users, in any file, verified a password against a decoy (tests). */
+unsigned long htpasswd_decoy_checks(void);
 /* Adds a user (-EEXIST if present, -EINVAL for a bad name) or deletes one (-ENOENT if
  * absent), rewriting the file atomically. 0 or -errno. */
 int htpasswd_add(htpasswd_t *h, const char *user, const char *pass);

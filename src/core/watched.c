@@ -165,11 +165,11 @@ int watched_reload_locked(watched_t *w, void **snap)
     struct stat st;
     file_id_t id = {0};
     char *text = NULL;
-    if (fd < 0 || fstat(fd, &st) < 0) {
-        err = errno;
-        if (err == ENOENT && !(cur && !cur->id.exists) && publish_text(w, NULL, 0, &id) < 0)
-            err = ENOMEM;
-    } else if (id_of(&st, &id), !cur || !id_equal(&cur->id, &id)) {
+    if (fd >= 0 && fstat(fd, &st) == 0)
+        id_of(&st, &id);
+    else if ((err = errno) == ENOENT && !(cur && !cur->id.exists))
+        err = publish_text(w, NULL, 0, &id) < 0 ? ENOMEM : ENOENT;
+    if (!err && (!cur || !id_equal(&cur->id, &id))) {
         size_t cap = (size_t)st.st_size + 1, len = 0;
         ssize_t r = 0;
         text = malloc(cap);
