@@ -4,13 +4,13 @@
  * ranges and range lists. A range that parses must match its own address; a parsed
  * htpasswd line must point inside its input.
  */
-// fuzz-sources: src/auth/htpasswd.c src/auth/md5.c src/auth/cidr.c src/core/watched.c src/core/str.c src/core/escape.c src/core/log.c src/core/buf.c src/core/utf8.c
+// fuzz-sources: src/auth/htpasswd.c src/auth/md5.c src/core/cidr.c src/core/watched.c src/core/str.c src/core/escape.c src/core/log.c src/core/buf.c src/core/utf8.c
 // fuzz-pkgs: libxcrypt
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "auth/cidr.h"
+#include "core/cidr.h"
 #include "auth/htpasswd.h"
 
 #include "fuzz.h"

@@ -361,7 +361,7 @@ void admin_handle(conn_t *c, const http_request_t *req, const char *path)
             snprintf(what, sizeof(what), "admin %s", cmd->name);
             /* right source credentials on a command they do not open are refused, but are no
              * failed login: only wrong passwords count towards the back-off */
-            if (!user || !pass || !admin_auth_source(a->mount_name, user, pass))
+            if (user && pass && !admin_auth_source(a->mount_name, user, pass))
                 guard_failed(c->ip, what, user);
             free(user);
             free(pass);

@@ -13,6 +13,7 @@
 #include "admin/admin.h"
 #include "admin/commands.h"
 #include "admin/events_feed.h"
+#include "auth/auth.h"
 #include "auth/guard.h"
 #include "conf/config.h"
 #include "core/escape.h"
@@ -364,6 +365,14 @@ static void cmd_admin_cgi(admin_req_t *a)
     char *pass = admin_param(a, "pass");
     const mount_conf_t *mc = mount ? config_find_mount(cfg, mount) : NULL;
     const char *user = mc && mc->password && mc->username ? mc->username : "source";
+    conn_t *c = admin_conn(a);
+    unsigned blocked = pass && !a->admin && !a->source_checked && c ? guard_blocked(c->ip) : 0;
+    if (blocked) { /* the password in the query is a login too: not even checked */
+        free(pass);
+        admin_req_free(a);
+        auth_send_refusal(c, AUTH_BLOCKED, blocked);
+        return;
+    }
     int admin = a->admin || (pass && str_equal_ct(pass, cfg->admin_password));
     int ok = admin || a->source_checked;
     /* a stream_auth mount: the auth server decides (this runs again once it accepts) */
@@ -372,9 +381,11 @@ static void cmd_admin_cgi(admin_req_t *a)
         return;
     }
     ok = ok || (pass && mount && admin_auth_source(mount, user, pass));
+    int had_pass = pass != NULL;
     free(pass);
     if (!ok) {
-        guard_failed(admin_conn(a) ? admin_conn(a)->ip : "-", "/admin.cgi", NULL);
+        if (had_pass && c)
+            guard_failed(c->ip, "/admin.cgi", NULL);
         admin_send_error(a, 401, "You need to authenticate");
         return;
     }

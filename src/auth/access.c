@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "auth/cidr.h"
+#include "core/cidr.h"
 #include "conf/config.h"
 #include "core/escape.h"
 #include "core/log.h"
@@ -215,46 +215,78 @@ static int forwarded_for(const char *s, size_t len, unsigned char out[16])
     return -1;
 }
 
+/* Walks the comma-separated elements of lines[0..n) from the last element of the last line
+ * back to the first: the first address that is not trusted goes into *pick (1 returned); when
+ * every one is trusted, the leftmost (2); none valid: 0. Parsing stops at the first element
+ * that is not an address: what stands left of garbage cannot be trusted. */
+static int pick_lines(const forwarded_line_t *lines, size_t n, int forwarded_syntax,
+                      int (*trusted)(const unsigned char addr[16]), unsigned char pick[16])
+{
+    unsigned char addr[16];
+    int have = 0;
+    for (size_t i = n; i-- > 0;) {
+        const char *value = lines[i].value;
+        size_t end = lines[i].len;
+        while (end > 0) {
+            size_t start = end;
+            while (start > 0 && value[start - 1] != ',')
+                start--;
+            int rc = forwarded_syntax ? forwarded_for(value + start, end - start, addr)
+                                      : element_addr(value + start, end - start, addr);
+            if (rc < 0)
+                return have ? 2 : 0;
+            memcpy(pick, addr, 16);
+            have = 1;
+            if (!trusted || !trusted(addr))
+                return 1;
+            if (start == 0)
+                break;
+            end = start - 1;
+        }
+    }
+    return have ? 2 : 0;
+}
+
+int access_pick_forwarded_lines(const forwarded_line_t *xff, size_t nxff,
+                                const forwarded_line_t *fwd, size_t nfwd,
+                                int (*trusted)(const unsigned char addr[16]), char *out,
+                                size_t cap)
+{
+    unsigned char a[16], b[16];
+    int ra = pick_lines(xff, nxff, 0, trusted, a);
+    int rb = pick_lines(fwd, nfwd, 1, trusted, b);
+    if (ra == 1 && rb == 1 && memcmp(a, b, 16) != 0)
+        return -1; /* each names another client: which one the proxy wrote is unknowable */
+    if (ra == 1 || (ra == 2 && rb != 1)) {
+        format_addr(a, out, cap);
+        return 1;
+    }
+    if (rb) {
+        format_addr(b, out, cap);
+        return 1;
+    }
+    return 0;
+}
+
 int access_pick_forwarded(const char *value, size_t len, int forwarded_syntax,
                           int (*trusted)(const unsigned char addr[16]), char *out, size_t cap)
 {
-    unsigned char addr[16], leftmost[16];
-    int have = 0;
-    size_t end = len;
-    /* right to left over the comma-separated elements */
-    while (end > 0) {
-        size_t start = end;
-        while (start > 0 && value[start - 1] != ',')
-            start--;
-        int rc = forwarded_syntax ? forwarded_for(value + start, end - start, addr)
-                                  : element_addr(value + start, end - start, addr);
-        if (rc < 0)
-            break; /* what is left of garbage cannot be trusted */
-        memcpy(leftmost, addr, 16);
-        have = 1;
-        if (!trusted || !trusted(addr)) {
-            format_addr(addr, out, cap);
-            return 1;
-        }
-        if (start == 0)
-            break;
-        end = start - 1;
-    }
-    if (!have)
-        return 0;
-    format_addr(leftmost, out, cap); /* every hop is a trusted proxy */
-    return 1;
+    forwarded_line_t line = {value, len};
+    return access_pick_forwarded_lines(forwarded_syntax ? NULL : &line, !forwarded_syntax,
+                                       forwarded_syntax ? &line : NULL, forwarded_syntax != 0,
+                                       trusted, out, cap);
 }
 
 int access_forwarded_for(const http_request_t *req, char *out, size_t cap)
 {
-    const http_header_t *h = http_find_header(req, "x-forwarded-for");
-    int forwarded = 0;
-    if (!h) {
-        h = http_find_header(req, "forwarded");
-        forwarded = 1;
+    forwarded_line_t xff[HTTP_MAX_HEADERS], fwd[HTTP_MAX_HEADERS];
+    size_t nxff = 0, nfwd = 0;
+    for (size_t i = 0; i < req->num_headers; i++) {
+        const http_header_t *h = &req->headers[i];
+        if (str_ieq(h->name, h->name_len, "x-forwarded-for"))
+            xff[nxff++] = (forwarded_line_t){h->value, h->value_len};
+        else if (str_ieq(h->name, h->name_len, "forwarded"))
+            fwd[nfwd++] = (forwarded_line_t){h->value, h->value_len};
     }
-    if (!h)
-        return 0;
-    return access_pick_forwarded(h->value, h->value_len, forwarded, trusted_addr, out, cap);
+    return access_pick_forwarded_lines(xff, nxff, fwd, nfwd, trusted_addr, out, cap);
 }

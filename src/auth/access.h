@@ -31,14 +31,28 @@ int access_agent_allowed(const char *agent, size_t len);
 /* 1 if peer is listed in trusted-proxies. */
 int access_proxy_trusted(const char *peer);
 
-/* The client behind a trusted proxy: from X-Forwarded-For, the rightmost address that is not
- * itself a trusted proxy (else the leftmost), or from Forwarded: for= (same rule). Writes the
- * address, normalised, into out and returns 1; 0 when the request names none (or none valid). */
+/* The client behind a trusted proxy, from every X-Forwarded-For line (in order, as one
+ * comma-separated list: a client's own line in front of its proxy's counts for nothing) and
+ * every Forwarded: for= line likewise: in each list the rightmost address that is not itself
+ * a trusted proxy (RFC 7239 section 7.1), else its leftmost. When both headers are present,
+ * a list of trusted proxies only gives way to the other; two different clients named is a
+ * conflict (a proxy writes one of the two, and which one a client forged cannot be told).
+ * Writes the address, normalised, into out and returns 1; 0 when the request names none (or
+ * none valid); -1 on a conflict (the request is refused). */
 int access_forwarded_for(const http_request_t *req, char *out, size_t cap);
 
-/* Parses X-Forwarded-For-like text (comma-separated addresses, optional spaces, IPv6 in
- * brackets or not, an optional :port on IPv4 / bracketed IPv6) and picks as above, with the
- * given trust test. For tests and fuzzing. */
+/* The same on header values given as lines (for tests and fuzzing): comma-separated
+ * addresses, optional spaces, IPv6 in brackets or not, an optional :port on IPv4 / bracketed
+ * IPv6; Forwarded lines in for= syntax. */
+typedef struct {
+    const char *value;
+    size_t len;
+} forwarded_line_t;
+int access_pick_forwarded_lines(const forwarded_line_t *xff, size_t nxff,
+                                const forwarded_line_t *fwd, size_t nfwd,
+                                int (*trusted)(const unsigned char addr[16]), char *out,
+                                size_t cap);
+/* One value of one header (forwarded_syntax: a Forwarded line). */
 int access_pick_forwarded(const char *value, size_t len, int forwarded_syntax,
                           int (*trusted)(const unsigned char addr[16]), char *out, size_t cap);
 

@@ -363,6 +363,9 @@ static config_t *config_new(const char *name)
     c->write_window_ms = 500;
     c->script_timeout = 60;
     c->loglevel = 3;
+    c->backoff = (login_backoff_conf_t){.failures = 5, .window = 60, .block = 2,
+                                        .block_max = 300, .forget = 600, .ipv4_prefix = 32,
+                                        .ipv6_prefix = 64, .exempt_local = 1};
     if (!(c->filename = strdup(name)))
         goto fail;
     for (size_t i = 0; i < sizeof(default_strings) / sizeof(default_strings[0]); i++)
@@ -457,6 +460,7 @@ static void free_lists(config_t *c)
         free(a);
     }
     free_headers(c->http_headers);
+    cidr_list_free(&c->backoff.exempt);
     for (config_warning_t *w = c->warnings, *next; w; w = next) {
         next = w->next;
         free(w->setting);

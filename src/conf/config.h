@@ -17,6 +17,8 @@
 
 #include <stddef.h>
 
+#include "core/cidr.h"
+
 typedef struct kv_conf {
     char *name;
     char *value;
@@ -153,6 +155,20 @@ typedef struct config_warning {
     struct config_warning *next;
 } config_warning_t;
 
+/* <security><login-backoff> (Rimecast): the per-address back-off after failed logins
+ * (auth/guard.h says how each value is used). */
+typedef struct {
+    int failures;       /* failed logins within window that block an address; 5, 0 = never */
+    int window;         /* s; 60 */
+    int block;          /* the first block, s; each later one doubles; 2 */
+    int block_max;      /* s; 300 */
+    int forget;         /* s without a failure after which one earlier block is forgotten; 600 */
+    int ipv4_prefix;    /* addresses within one such prefix count as one; 32 */
+    int ipv6_prefix;    /* 64 */
+    int exempt_local;   /* loopback and the trusted proxies are never blocked; 1 */
+    cidr_list_t exempt; /* <exempt> addresses and ranges, never blocked */
+} login_backoff_conf_t;
+
 typedef struct config {
     char *filename;
     config_warning_t *warnings; /* in file order; NULL when the file loaded cleanly */
@@ -231,6 +247,7 @@ typedef struct config {
     int chroot;
     char *user;         /* changeowner; NULL = none */
     char *group;
+    login_backoff_conf_t backoff; /* <login-backoff> (Rimecast) */
 } config_t;
 
 /* Called for non-fatal problems (unknown element, deprecated form, unimplemented setting):

@@ -355,8 +355,52 @@ static const directive_t tls_context_dirs[] = {
 };
 static const section_t tls_context_sec = {"tls-context", tls_context_dirs};
 
+/* <login-backoff><exempt>: an address or range never blocked (repeatable) */
+static int fn_backoff_exempt(parse_t *p, xmlNodePtr n, void *obj)
+{
+    static const directive_t d = {.name = "exempt", .type = D_PATH, .off = 0};
+    cidr_list_t *l = &((config_t *)obj)->backoff.exempt;
+    char *text = NULL, buf[48];
+    cidr_t r, *grown;
+    int rc = -1;
+
+    if (config_set_value(p, n, &d, &text))
+        return -1;
+    if (cidr_parse(text, strlen(text), &r) < 0) {
+        config_err(p, n, "<exempt> \"%s\" is not an address or a range (192.0.2.7, "
+                   "192.0.2.0/24, 2001:db8::/48)", config_shown(text, buf, sizeof(buf)));
+        goto done;
+    }
+    if (!(grown = realloc(l->v, (l->n + 1) * sizeof(*l->v)))) {
+        config_err(p, n, "out of memory");
+        goto done;
+    }
+    l->v = grown;
+    l->v[l->n++] = r;
+    rc = 0;
+done:
+    free(text);
+    return rc;
+}
+
+#define BACKOFF(n, f, lo, hi) INT(n, config_t, backoff.f, lo, hi)
+static const directive_t backoff_dirs[] = {
+    BACKOFF("failures", failures, 0, 1000),
+    BACKOFF("window", window, 1, 86400),
+    BACKOFF("block", block, 1, 86400),
+    BACKOFF("block-max", block_max, 1, 86400),
+    BACKOFF("forget", forget, 1, 30 * 86400),
+    BACKOFF("ipv4-prefix", ipv4_prefix, 8, 32),
+    BACKOFF("ipv6-prefix", ipv6_prefix, 16, 128),
+    BOOL("exempt-local", config_t, backoff.exempt_local),
+    FN("exempt", fn_backoff_exempt),
+    END,
+};
+static const section_t backoff_sec = {"login-backoff", backoff_dirs};
+
 static const directive_t security_dirs[] = {
     BOOL("chroot", config_t, chroot),
+    SECTION("login-backoff", backoff_sec),
     SECTION("changeowner", owner_sec),
     SECTION("tls-context", tls_context_sec),
     END,
@@ -923,6 +967,10 @@ static int complete(parse_t *p, xmlNodePtr root)
                               "the <listen-socket> on port %d serves TLS but no certificate is "
                               "set: add <ssl-certificate> (a PEM file with the certificate chain "
                               "and the key) to <paths>", l->port);
+    if (c->backoff.block > c->backoff.block_max)
+        return config_err(p, next_element(root->children, "security"),
+                          "<login-backoff>: <block> (%d s) is longer than <block-max> (%d s)",
+                          c->backoff.block, c->backoff.block_max);
     return check_sizes(p, root);
 }
 

@@ -15,6 +15,7 @@
 #include "auth/access.h"
 #include "auth/auth.h"
 #include "auth/auth_url.h"
+#include "auth/guard.h"
 #include "conf/config.h"
 #include "core/log.h"
 #include "core/escape.h"
@@ -281,7 +282,15 @@ static int admit_request(conn_t *c, const http_request_t *req)
     client_t *cl = client_of(c);
     const char *peer = cl->peer[0] ? cl->peer : c->ip;
     char real[64];
-    if (access_proxy_trusted(peer) && access_forwarded_for(req, real, sizeof(real))) {
+    int named = access_proxy_trusted(peer) ? access_forwarded_for(req, real, sizeof(real)) : 0;
+    if (named < 0) {
+        static log_ratelimit_t conflict_log;
+        log_info_limited(&conflict_log, 10000, "access: request through proxy %s refused: its "
+                         "X-Forwarded-For and Forwarded headers name different clients", peer);
+        client_send_error(c, 400, "Bad Request: conflicting forwarding headers");
+        return 0;
+    }
+    if (named) {
         if (!cl->peer[0])
             snprintf(cl->peer, sizeof(cl->peer), "%s", c->ip);
         if (strcmp(real, c->ip) != 0)
@@ -365,4 +374,5 @@ void dispatch_init(void)
     redirect_register();
     filemount_register();
     history_register();
+    guard_register();
 }

@@ -188,10 +188,12 @@ static void shoutcast_on_readable(conn_t *c)
     if (pass)
         memset(pass, 0, plen);
     free(pass);
-    if (!ok)
-        shoutcast_refused(c, "wrong password");
-    else
+    if (ok)
         shoutcast_logged_in(c, line_len);
+    else if (blocked)
+        conn_close(c); /* not checked, so no failed login: the block is not made longer */
+    else
+        shoutcast_refused(c, "wrong password");
 }
 
 static void shoutcast_on_timeout(conn_t *c)

@@ -174,18 +174,28 @@ int source_check_password(const config_t *cfg, const mount_conf_t *mc, const cha
     return str_equal_ct(user, "source") & str_equal_ct(pass, cfg->source_password);
 }
 
+/* Whether the request carries a password at all (Basic, or ice-password where allowed). */
+static int sent_credentials(const http_request_t *req, const config_t *cfg)
+{
+    return http_find_header(req, "authorization") ||
+           (cfg->icelogin && http_find_header(req, "ice-password"));
+}
+
+/* 1: the right credentials; 0: wrong ones; -1: none given (libshout asks first without
+ * them: a challenge, no failed login). */
 static int authenticate(conn_t *c, const http_request_t *req, const config_t *cfg,
                         const mount_conf_t *mc)
 {
     char *user = NULL, *pass = NULL;
-    int ok = 0;
+    int ok = -1;
     if (http_parse_basic_auth(req, &user, &pass) == 0) {
         ok = source_check_password(cfg, mc, user, pass);
         free(client_of(c)->log_user);
         client_of(c)->log_user = str_dup(user);
     } else if (cfg->icelogin) {
         char *p = http_header_dup(req, "ice-password");
-        ok = p && source_check_password(cfg, mc, "source", p);
+        if (p)
+            ok = source_check_password(cfg, mc, "source", p);
         free(p);
     }
     free(user);
@@ -477,7 +487,8 @@ static void url_auth_resumed(conn_t *c, auth_url_session_t *s)
         } else {
             char what[600];
             snprintf(what, sizeof(what), "source %s", s->mount_name);
-            guard_failed(c->ip, what, cl->log_user);
+            if (sent_credentials(cl->req, server_config()))
+                guard_failed(c->ip, what, cl->log_user);
             client_send_error(c, 401, "Authentication Required");
         }
         auth_url_session_free(s);
@@ -528,10 +539,12 @@ void source_start(conn_t *c, const http_request_t *req, size_t head_len)
         free(mount);
         return;
     }
-    if (!authenticate(c, req, cfg, mc)) {
+    int verdict = authenticate(c, req, cfg, mc);
+    if (verdict != 1) {
         char what[600];
         snprintf(what, sizeof(what), "source %s", mount);
-        guard_failed(c->ip, what, client_of(c)->log_user); /* logs, escaped */
+        if (verdict == 0)
+            guard_failed(c->ip, what, client_of(c)->log_user); /* logs, escaped */
         free(mount);
         client_send_error(c, 401, "Authentication Required");
         return;

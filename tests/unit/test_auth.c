@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "auth/access.h"
-#include "auth/cidr.h"
+#include "core/cidr.h"
 #include "auth/htpasswd.h"
 #include "auth/md5.h"
 #include "conf/config.h"
@@ -131,6 +131,25 @@ static void test_forwarded(void)
     x = "1.2.3.4:8080";
     CHECK(access_pick_forwarded(x, strlen(x), 0, trust_tens, out, sizeof(out)) == 1 &&
           strcmp(out, "1.2.3.4") == 0);
+    /* a client's own line in front of its proxy's: the lines are one list, read from the
+     * right */
+    forwarded_line_t two[] = {{"6.6.6.6", 7}, {"198.51.100.7, 10.0.0.9", 22}};
+    CHECK(access_pick_forwarded_lines(two, 2, NULL, 0, trust_tens, out, sizeof(out)) == 1 &&
+          strcmp(out, "198.51.100.7") == 0);
+    forwarded_line_t fwd_two[] = {{"for=6.6.6.6", 11}, {"for=198.51.100.7", 16}};
+    CHECK(access_pick_forwarded_lines(NULL, 0, fwd_two, 2, trust_tens, out, sizeof(out)) == 1 &&
+          strcmp(out, "198.51.100.7") == 0);
+    /* both headers: a forged one that names another client is a conflict */
+    forwarded_line_t real[] = {{"198.51.100.7", 12}}, forged[] = {{"for=6.6.6.6", 11}};
+    CHECK(access_pick_forwarded_lines(real, 1, forged, 1, trust_tens, out, sizeof(out)) == -1);
+    /* ... one that names the same client, or only trusted proxies, is not */
+    forwarded_line_t same[] = {{"for=198.51.100.7", 16}}, proxies[] = {{"for=10.0.0.3", 12}};
+    CHECK(access_pick_forwarded_lines(real, 1, same, 1, trust_tens, out, sizeof(out)) == 1 &&
+          strcmp(out, "198.51.100.7") == 0);
+    CHECK(access_pick_forwarded_lines(real, 1, proxies, 1, trust_tens, out, sizeof(out)) == 1 &&
+          strcmp(out, "198.51.100.7") == 0);
+    CHECK(access_pick_forwarded_lines(proxies + 0, 0, forged, 1, trust_tens, out,
+                                      sizeof(out)) == 1 && strcmp(out, "6.6.6.6") == 0);
 }
 
 /* Replaces the file at path with text (a new inode: a reload is certain). */

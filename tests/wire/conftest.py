@@ -176,7 +176,7 @@ def render_config(cfg):
     change = ""
     if cfg.get("changeowner", True):
         change = ("<security><chroot>0</chroot><changeowner><user>nobody</user>"
-                  "<group>nogroup</group></changeowner></security>")
+                  "<group>nogroup</group></changeowner>%s</security>" % cfg.get("security_xml", ""))
     d = cfg["dir"]
     # TLS: a second listen socket (tls_port) in mode tls_mode ("1" = <ssl>1</ssl>, else a <tls>
     # word), certificate (and key) in <paths>

@@ -2,7 +2,7 @@
 /*
  * cidr: address and range parsing and matching (see cidr.h).
  */
-#include "auth/cidr.h"
+#include "core/cidr.h"
 
 #include <arpa/inet.h>
 #include <stdlib.h>
