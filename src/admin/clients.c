@@ -232,7 +232,7 @@ void admin_cmd_moveclients(admin_req_t *a)
     }
     /* a listener's framing (ICY or Ogg pages) is fixed by its response head: see
      * listener_move. Icecast 2.4 ignores such a move silently; we say why. */
-    if (d->is_ogg != a->mount->is_ogg) {
+    if (atomic_load(&d->is_ogg) != atomic_load(&a->mount->is_ogg)) {
         mount_unref(d);
         admin_send_error(a, 400, "Destination has a different stream format (Ogg and non-Ogg "
                          "listeners cannot be moved between each other)");

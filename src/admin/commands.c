@@ -250,7 +250,7 @@ static int apply_metadata(mount_t *m, const char *song, const char *artist, cons
             snprintf(shown, sizeof(shown), "%s", out[0]);
         else
             shown_title(shown, sizeof(shown), out[1], out[2]);
-        if (song || !m->is_ogg) {
+        if (song || !atomic_load(&m->is_ogg)) {
             mount_set_tag(m, "title", shown);
             mount_set_tag(m, "artist", NULL);
         } else {

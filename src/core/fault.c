@@ -11,9 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const char *const names[FAULT_POINTS] = {
     [FAULT_LISTENER_HEAD] = "listener_head",
+    [FAULT_MOUNT_PUBLISHED] = "mount_published",
 };
 
 static unsigned long armed[FAULT_POINTS]; /* the pass that fails (1 = the first), 0 = none */
@@ -51,6 +53,15 @@ int fault_hit(fault_point_t p)
     if (!armed[p])
         return 0;
     return atomic_fetch_add_explicit(&passes[p], 1, memory_order_relaxed) + 1 == armed[p];
+}
+
+void fault_hold(fault_point_t p)
+{
+    if (fault_hit(p)) {
+        struct timespec ts = {FAULT_HOLD_MS / 1000, (FAULT_HOLD_MS % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+            ;
+    }
 }
 
 const char *fault_point_names(void)

@@ -3,7 +3,8 @@
  * fault: failure points for tests, built only with ./configure --enable-fault-injection
  * (RIMECAST_FAULT_INJECTION in config.h). RIMECAST_FAULT="point:N[,point:N]" in the
  * environment, read once at start-up (fault_init), makes the Nth pass through a point fail as
- * if the call made there had run out of memory; later passes succeed again.
+ * if the call made there had run out of memory (a hold point: wait there a while); later
+ * passes go through again.
  * In any other build FAULT() is the constant 0 and nothing of this is compiled: no cost on any
  * path. Points are few and named where they fail: never put one in a per-write path.
  */
@@ -15,9 +16,14 @@
 #include "config.h"
 
 typedef enum fault_point {
-    FAULT_LISTENER_HEAD, /* stream/listener.c: queueing a new listener's response head */
+    FAULT_LISTENER_HEAD,   /* stream/listener.c: queueing a new listener's response head */
+    FAULT_MOUNT_PUBLISHED, /* stream/mount.c: a mount just registered (a hold, not a failure) */
     FAULT_POINTS
 } fault_point_t;
+
+/* A hold point's armed pass sleeps this long on the thread that reached it (a window another
+ * thread must not be able to see into), then goes on. */
+#define FAULT_HOLD_MS 1500
 
 #ifdef RIMECAST_FAULT_INJECTION
 /* Arms the points named in spec (RIMECAST_FAULT's value; NULL or "" arms none). 0, or
@@ -29,8 +35,12 @@ int fault_hit(fault_point_t p);
 /* The names of all points, space-separated (for --version). */
 const char *fault_point_names(void);
 #define FAULT(p) fault_hit(p)
+/* The hold points: FAULT_HOLD_MS of sleep on the armed pass. */
+void fault_hold(fault_point_t p);
+#define FAULT_HOLD(p) fault_hold(p)
 #else
 #define FAULT(p) 0
+#define FAULT_HOLD(p) ((void)0)
 #endif
 
 #endif

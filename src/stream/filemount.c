@@ -96,7 +96,6 @@ static int ogg_setup(filemount_t *fm, long fallback_rate)
     if (rate < 0 || !(fm->ogg = format_new(&format_ogg_ops, &sink)))
         return -1;
     fm->byte_rate = rate > 0 ? rate : fallback_rate;
-    fm->mount->is_ogg = 1;
     return 0;
 }
 
@@ -111,8 +110,10 @@ static filemount_t *filemount_new(const char *path, webfile_t *f, long bitrate_h
     char br[32];
     snprintf(br, sizeof(br), "%ld", (bitrate + 500) / 1000);
     info.bitrate = strdup(br);
+    int is_ogg = format_for_content_type(f->content_type) == &format_ogg_ops;
+    mount_feed_t feed = {.is_ogg = is_ogg}; /* no connection to kill: it ends with its use */
     if (!fm || !info.content_type || !info.bitrate || !(fm->path = strdup(path)) ||
-        !(fm->mount = mount_create_detached(path, &info))) {
+        !(fm->mount = mount_create_detached(path, &info, &feed))) {
         mount_info_free(&info);
         if (fm)
             free(fm->path);
@@ -124,7 +125,6 @@ static filemount_t *filemount_new(const char *path, webfile_t *f, long bitrate_h
     fm->pos = f->audio_start;
     fm->start_ms = loop_now_ms();
     fm->last_used_ms = fm->start_ms;
-    int is_ogg = format_for_content_type(f->content_type) == &format_ogg_ops;
     if (is_ogg && ogg_setup(fm, bitrate / 8) < 0) {
         fm->file = NULL; /* the caller's reference still */
         filemount_free(fm);

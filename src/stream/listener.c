@@ -449,7 +449,7 @@ int listener_move(listener_t *l, mount_t *dest)
 {
     worker_t *w = l->conn->worker;
     mount_t *old = l->mount;
-    if (dest->is_ogg != old->is_ogg)
+    if (atomic_load(&dest->is_ogg) != atomic_load(&old->is_ogg))
         return -EPROTO;
     if (reserve_slot(dest) < 0)
         return -ENOSPC;

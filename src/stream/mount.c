@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "conf/config.h"
+#include "core/fault.h"
 #include "core/log.h"
 #include "core/str.h"
 #include "net/worker.h"
@@ -161,11 +162,12 @@ void mount_apply_config(mount_t *m)
     atomic_store(&m->burst_size, burst);
     atomic_store(&m->queue_size, queue);
     atomic_store(&m->max_listeners, maxl);
-    atomic_store(&m->metaint, m->is_ogg ? 0 : metaint);
+    atomic_store(&m->metaint, atomic_load(&m->is_ogg) ? 0 : metaint);
     atomic_store(&m->hidden, hidden);
 }
 
-static mount_t *mount_alloc(const char *name, mount_info_t *info, int *err)
+static mount_t *mount_alloc(const char *name, mount_info_t *info, const mount_feed_t *feed,
+                            int *err)
 {
     mount_t *m = calloc(1, sizeof(*m));
     block_t *sentinel = block_new(0);
@@ -187,22 +189,25 @@ static mount_t *mount_alloc(const char *name, mount_info_t *info, int *err)
     memset(info, 0, sizeof(*info));
     m->start = time(NULL);
     m->meta = icy_meta_new("", NULL);
+    atomic_init(&m->is_ogg, feed->is_ogg);
+    m->source_worker = feed->worker;
+    m->source_conn_id = feed->conn_id;
     mount_apply_config(m);
     return m;
 }
 
-mount_t *mount_create_detached(const char *name, mount_info_t *info)
+mount_t *mount_create_detached(const char *name, mount_info_t *info, const mount_feed_t *feed)
 {
     int err;
-    mount_t *m = mount_alloc(name, info, &err);
+    mount_t *m = mount_alloc(name, info, feed, &err);
     if (m)
         atomic_store(&m->refcount, 1);
     return m;
 }
 
-mount_t *mount_create(const char *name, mount_info_t *info, int *err)
+mount_t *mount_create(const char *name, mount_info_t *info, const mount_feed_t *feed, int *err)
 {
-    mount_t *m = mount_alloc(name, info, err);
+    mount_t *m = mount_alloc(name, info, feed, err);
     if (!m)
         return NULL;
     pthread_mutex_lock(&registry_lock);
@@ -218,7 +223,18 @@ mount_t *mount_create(const char *name, mount_info_t *info, int *err)
     *b = m;
     registry_count++;
     pthread_mutex_unlock(&registry_lock);
+    FAULT_HOLD(FAULT_MOUNT_PUBLISHED); /* tests: listeners may find it now, the source waits */
     return m;
+}
+
+void mount_set_feed(mount_t *m, const mount_feed_t *feed)
+{
+    pthread_mutex_lock(&m->lock);
+    atomic_store(&m->is_ogg, feed->is_ogg);
+    m->source_worker = feed->worker;
+    m->source_conn_id = feed->conn_id;
+    pthread_mutex_unlock(&m->lock);
+    mount_apply_config(m);
 }
 
 mount_t *mount_find(const char *name)
@@ -389,12 +405,12 @@ static void kill_source_msg(worker_t *w, void *arg)
 void mount_kill_source(mount_t *m)
 {
     uint64_t *id = malloc(sizeof(*id));
-    if (!id || !m->source_worker) {
-        free(id);
-        return;
-    }
-    *id = m->source_conn_id;
-    if (worker_post(m->source_worker, kill_source_msg, id) < 0)
+    pthread_mutex_lock(&m->lock);
+    worker_t *w = m->source_worker;
+    if (id)
+        *id = m->source_conn_id;
+    pthread_mutex_unlock(&m->lock);
+    if (!id || !w || worker_post(w, kill_source_msg, id) < 0)
         free(id);
 }
 

@@ -69,7 +69,9 @@ struct mount {
     mount_info_t source_info;           /* from the source's headers; immutable */
     _Atomic(mount_info_t *) info;       /* merged view; see mount_info() */
     mount_info_t *info_retired;         /* under lock */
-    int is_ogg;
+    /* Ogg or not: set before the mount is published (mount_create), changed after only by
+     * mount_set_feed (a relay that reconnected); readers load it atomically. */
+    atomic_int is_ogg;
     /* fallback set at runtime (/admin/fallbacks), by name, under lock; NULL = the config's.
      * Resolved only when listeners move (stream/fallback.h), so it never pins a mount. */
     char *fallback_name;
@@ -77,10 +79,11 @@ struct mount {
     char *relay_url;
     /* listeners that could not follow it there (full, other format): logged on the first */
     atomic_int fallback_refused;
-    /* the source feeding this mount, for killsource (cold path) */
+    /* the source feeding this mount, for killsource (cold path): set before the mount is
+     * published, changed after only by mount_set_feed; both under lock after publication */
     struct worker *source_worker;
     uint64_t source_conn_id;
-    time_t start;
+    time_t start;                  /* set before publication, never changed */
 
     /* counters */
     atomic_int listeners;
@@ -101,12 +104,25 @@ struct mount {
  * take no lock. */
 const mount_info_t *mount_info(const mount_t *m);
 
-/* Creates and registers a mount. Takes ownership of info's strings (the source's headers). Returns a reference for the
- * caller, or NULL with *err = -EEXIST (name live) / -ENOMEM. */
-mount_t *mount_create(const char *name, mount_info_t *info, int *err);
+/* Who feeds a mount: its format family and the connection of its source (worker NULL for a
+ * file mount, which has no connection). */
+typedef struct mount_feed {
+    int is_ogg;
+    struct worker *worker;
+    uint64_t conn_id;
+} mount_feed_t;
+
+/* Creates a mount whole (the feed, the <mount> settings applied as for that feed: no ICY
+ * interval on Ogg), then registers it: a listener on any worker that finds it finds it
+ * complete. Takes ownership of info's strings (the source's headers). Returns a reference for
+ * the caller, or NULL with *err = -EEXIST (name live) / -ENOMEM. */
+mount_t *mount_create(const char *name, mount_info_t *info, const mount_feed_t *feed, int *err);
 /* Creates a mount outside the registry (a file mount): never found by name nor listed.
  * Takes ownership of info's strings. A reference for the caller, or NULL. */
-mount_t *mount_create_detached(const char *name, mount_info_t *info);
+mount_t *mount_create_detached(const char *name, mount_info_t *info, const mount_feed_t *feed);
+/* A live mount's new feed (a relay reconnected, maybe to another upstream): the source to kill
+ * and the format family change under the mount lock, and the settings are applied again. */
+void mount_set_feed(mount_t *m, const mount_feed_t *feed);
 /* Looks up a live mount; returns a new reference or NULL. */
 mount_t *mount_find(const char *name);
 mount_t *mount_ref(mount_t *m);

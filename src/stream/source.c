@@ -361,18 +361,22 @@ static int become(conn_t *c, const http_request_t *req, const char *mount_name,
     c->data = s;
     c->ops = c->role = &source_ops;
     const format_ops_t *fops;
+    mount_feed_t feed = {.worker = c->worker, .conn_id = c->id};
     if (relay_mount && *relay_mount) {
         s->mount = mount_ref(*relay_mount);
         fops = format_for_content_type(mount_info(s->mount)->content_type);
         mount_info_t info = {0}; /* this upstream's headers and address, maybe another one */
         build_info(&info, c, req);
         mount_set_source_info(s->mount, &info);
+        feed.is_ogg = fops == &format_ogg_ops;
+        mount_set_feed(s->mount, &feed);
     } else {
         mount_info_t info = {0};
         build_info(&info, c, req);
         fops = format_for_content_type(mc && mc->type ? mc->type : info.content_type);
+        feed.is_ogg = fops == &format_ogg_ops;
         int err = 0;
-        s->mount = mount_create(mount_name, &info, &err);
+        s->mount = mount_create(mount_name, &info, &feed, &err); /* published whole */
         if (!s->mount) {
             log_warn("source %s on %s refused: %s", c->ip, mount_name,
                      err == -EEXIST ? "mountpoint in use" : strerror(-err));
@@ -381,10 +385,6 @@ static int become(conn_t *c, const http_request_t *req, const char *mount_name,
         if (relay_mount)
             *relay_mount = mount_ref(s->mount);
     }
-    s->mount->is_ogg = fops == &format_ogg_ops;
-    s->mount->source_worker = c->worker;
-    s->mount->source_conn_id = c->id;
-    mount_apply_config(s->mount);
     format_sink_t sink = {s, sink_emit, sink_set_headers, sink_set_tag, sink_tags_done, sink_log};
     s->fmt = format_new(fops, &sink);
     if (!s->fmt)

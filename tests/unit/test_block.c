@@ -113,16 +113,18 @@ static void *consume(void *arg)
     return NULL;
 }
 
+static const mount_feed_t feed = {0}; /* not Ogg, no source connection */
+
 static void test_queue_concurrent(void)
 {
     mount_info_t info = {0};
     int err = 0;
-    mount_t *m = mount_create("/q", &info, &err);
+    mount_t *m = mount_create("/q", &info, &feed, &err);
     CHECK(m != NULL);
     CHECK(mount_find("/q") == m);
     mount_unref(m);
     mount_info_t info2 = {0};
-    CHECK(mount_create("/q", &info2, &err) == NULL && err == -EEXIST);
+    CHECK(mount_create("/q", &info2, &feed, &err) == NULL && err == -EEXIST);
 
     pthread_t th[CONSUMERS];
     consumer_t cons[CONSUMERS];
@@ -162,7 +164,7 @@ static void test_burst_start(void)
 {
     mount_info_t info = {0};
     int err;
-    mount_t *m = mount_create("/b", &info, &err);
+    mount_t *m = mount_create("/b", &info, &feed, &err);
     for (int i = 0; i < 100; i++) {
         block_t *b = block_new(1000);
         memset(b->data, i, 1000);

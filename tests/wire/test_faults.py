@@ -104,3 +104,41 @@ def test_a_listener_whose_head_cannot_be_queued_gets_an_error_never_headless_aud
     first.close()
     third.close()
     src.stop()
+
+
+def test_a_mount_is_found_only_whole_by_a_listener_on_another_worker(server, monkeypatch):
+    """A mount is built whole, then published: held right after it became findable (the
+    source's worker asleep there), an Ogg mount already answers a listener on the other worker
+    as Ogg (no icy-metaint, even when asked for). Before, the mount was published first and
+    told it was Ogg afterwards: a listener in that window got an ICY interval on Ogg."""
+    _needs("mount_published")
+    monkeypatch.setenv("RIMECAST_FAULT", "mount_published:1")
+    srv = server(workers=2)
+    src = socket.create_connection((srv.host, srv.port), timeout=5)
+    src.sendall(b"PUT /held.ogg HTTP/1.1\r\nHost: x\r\nContent-Type: application/ogg\r\n"
+                b"Authorization: %s\r\n\r\n"
+                % wirelib.basic_auth("source", "hackme").encode())
+    sent = time.monotonic()
+    answered, held = [], []
+    while time.monotonic() - sent < 1.0 and not answered:
+        s = wirelib.connect(srv.host, srv.port)
+        s.sendall(b"GET /held.ogg HTTP/1.0\r\nHost: x\r\nIcy-MetaData: 1\r\n\r\n")
+        try:
+            head, _ = wirelib.read_head(s, 0.3)
+        except (socket.timeout, wirelib.WaitTimeout):
+            held.append(s)        # on the held worker: answered after the hold
+            continue
+        if head is not None and head.status == 200:
+            answered.append(head)
+        s.close()
+    # the source is answered only once the hold is over: the listener came inside the window
+    src.settimeout(5)
+    assert src.recv(64).startswith(b"HTTP/1.0 200"), "source refused"
+    assert time.monotonic() - sent >= 1.0
+    assert answered, "no listener found the mount on the other worker during the hold"
+    for head in answered:
+        assert head.header("icy-metaint") is None, head
+        assert head.header("Content-Type") == "application/ogg", head
+    for s in held:
+        s.close()
+    src.close()
