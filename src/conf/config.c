@@ -24,13 +24,6 @@
 #include "conf/config.h"
 #include "conf/directives.h"
 
-#ifndef PKGDATADIR
-#define PKGDATADIR "/usr/local/share/rimecast"
-#endif
-#ifndef LOCALSTATEDIR
-#define LOCALSTATEDIR "/usr/local/var"
-#endif
-
 #define CONFIG_MAX_FILE (16 * 1024 * 1024)
 
 struct warned {
@@ -324,25 +317,44 @@ int config_walk(parse_t *p, xmlNodePtr parent, const section_t *sec, void *obj)
 
 /* ---------------------------------------------------------------- defaults and freeing */
 
-static const struct {
-    size_t off;
-    const char *value;
-} default_strings[] = {
-    {offsetof(config_t, location), "Earth"},
-    {offsetof(config_t, admin), "icemaster@localhost"},
-    {offsetof(config_t, hostname), "localhost"},
-    {offsetof(config_t, mime_types), "/etc/mime.types"},
-    {offsetof(config_t, shoutcast_mount), "/stream"},
-    {offsetof(config_t, master_username), "relay"},
-    {offsetof(config_t, relay_user), "relay"},
-    {offsetof(config_t, admin_user), "admin"},
-    {offsetof(config_t, basedir), PKGDATADIR},
-    {offsetof(config_t, logdir), LOCALSTATEDIR "/log/rimecast"},
-    {offsetof(config_t, webroot), PKGDATADIR "/web"},
-    {offsetof(config_t, adminroot), PKGDATADIR "/admin"},
-    {offsetof(config_t, accesslog), "access.log"},
-    {offsetof(config_t, errorlog), "error.log"},
-};
+static int is_text(dtype_t t)
+{
+    return t == D_STR || t == D_PATH || t == D_MOUNT;
+}
+
+int config_set_defaults(const section_t *sec, void *obj)
+{
+    for (const directive_t *d = sec->dirs; d->name; d++) {
+        char *field = (char *)obj + d->off;
+        if (d->type == D_SECTION) {
+            if (config_set_defaults(d->sub, obj))
+                return -1;
+        } else if (!(d->flags & F_DEFAULT)) {
+            continue;
+        } else if (is_text(d->type)) {
+            if (!*(char **)field && !(*(char **)field = strdup(d->sdef)))
+                return -1;
+        } else if (d->type == D_LONG) {
+            *(long *)field = d->def;
+        } else if (d->type == D_INT || d->type == D_BOOL) {
+            *(int *)field = (int)d->def;
+        }
+    }
+    return 0;
+}
+
+void config_free_fields(const section_t *sec, void *obj)
+{
+    for (const directive_t *d = sec->dirs; d->name; d++) {
+        char **field = (char **)((char *)obj + d->off);
+        if (d->type == D_SECTION)
+            config_free_fields(d->sub, obj);
+        else if (is_text(d->type)) {
+            free(*field);
+            *field = NULL;
+        }
+    }
+}
 
 static config_t *config_new(const char *name)
 {
@@ -350,142 +362,25 @@ static config_t *config_new(const char *name)
 
     if (!c)
         return NULL;
-    c->fileserve = 1;
-    c->master_update_interval = 120;
-    c->sibling_poll_interval = 5;
-    c->clients = 256;
-    c->sources = 16;
-    c->queue_size = 524288;
-    c->client_timeout = 30;
-    c->header_timeout = 15;
-    c->source_timeout = 10;
-    c->burst_size = 65536;
-    c->write_window_ms = 500;
-    c->script_timeout = 60;
-    c->loglevel = 3;
-    c->backoff = (login_backoff_conf_t){.failures = 5, .window = 60, .block = 2,
-                                        .block_max = 300, .forget = 600, .ipv4_prefix = 32,
-                                        .ipv6_prefix = 64, .exempt_local = 1};
-    if (!(c->filename = strdup(name)))
-        goto fail;
-    for (size_t i = 0; i < sizeof(default_strings) / sizeof(default_strings[0]); i++)
-        if (!(*(char **)((char *)c + default_strings[i].off) = strdup(default_strings[i].value)))
-            goto fail;
+    if (!(c->filename = strdup(name)) || directives_defaults(c)) {
+        config_free(c);
+        return NULL;
+    }
     return c;
-fail:
-    config_free(c);
-    return NULL;
-}
-
-static void free_headers(http_header_conf_t *h)
-{
-    while (h) {
-        http_header_conf_t *next = h->next;
-        free(h->name);
-        free(h->value);
-        free(h);
-        h = next;
-    }
-}
-
-static void free_mount(mount_conf_t *m)
-{
-    char *strings[] = {m->mount_name, m->username, m->password, m->dump_file, m->intro,
-                       m->fallback_mount, m->charset, m->stream_name, m->stream_description,
-                       m->stream_url, m->genre, m->bitrate, m->type, m->subtype,
-                       m->cluster_password, m->on_connect, m->on_disconnect};
-
-    for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++)
-        free(strings[i]);
-    if (m->auth) {
-        for (kv_conf_t *kv = m->auth->options, *next; kv; kv = next) {
-            next = kv->next;
-            free(kv->name);
-            free(kv->value);
-            free(kv);
-        }
-        free(m->auth->type);
-        free(m->auth);
-    }
-    free_headers(m->http_headers);
-    free(m);
-}
-
-static void free_lists(config_t *c)
-{
-    for (listen_conf_t *l = c->listen, *next; l; l = next) {
-        next = l->next;
-        free(l->bind_address);
-        free(l->shoutcast_mount);
-        free(l);
-    }
-    for (relay_conf_t *r = c->relays, *next; r; r = next) {
-        next = r->next;
-        free(r->server);
-        free(r->mount);
-        free(r->local_mount);
-        free(r->username);
-        free(r->password);
-        free(r->bind);
-        for (relay_host_conf_t *h = r->hosts, *hn; h; h = hn) {
-            hn = h->next;
-            free(h->server);
-            free(h->mount);
-            free(h->username);
-            free(h->password);
-            free(h->bind);
-            free(h);
-        }
-        free(r);
-    }
-    for (mount_conf_t *m = c->mounts, *next; m; m = next) {
-        next = m->next;
-        free_mount(m);
-    }
-    for (directory_conf_t *d = c->directories, *next; d; d = next) {
-        next = d->next;
-        free(d->yp_url);
-        free(d);
-    }
-    for (sibling_conf_t *s = c->siblings, *next; s; s = next) {
-        next = s->next;
-        free(s->url);
-        free(s);
-    }
-    for (alias_conf_t *a = c->aliases, *next; a; a = next) {
-        next = a->next;
-        free(a->source);
-        free(a->destination);
-        free(a->bind_address);
-        free(a);
-    }
-    free_headers(c->http_headers);
-    cidr_list_free(&c->backoff.exempt);
-    for (config_warning_t *w = c->warnings, *next; w; w = next) {
-        next = w->next;
-        free(w->setting);
-        free(w->text);
-        free(w);
-    }
 }
 
 void config_free(config_t *c)
 {
     if (!c)
         return;
-    char *strings[] = {c->filename, c->location, c->admin, c->hostname, c->server_id,
-                       c->mime_types, c->shoutcast_mount, c->master_server,
-                       c->master_username, c->master_password, c->source_password,
-                       c->relay_user, c->relay_password, c->admin_user, c->admin_password,
-                       c->basedir, c->logdir, c->webroot, c->adminroot, c->pidfile,
-                       c->allow_ip, c->deny_ip, c->deny_agents, c->trusted_proxies,
-                       c->ssl_certificate, c->ssl_private_key, c->ssl_allowed_ciphers,
-                       c->ssl_cafile, c->accesslog, c->errorlog, c->playlistlog, c->user,
-                       c->group};
-
-    for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++)
-        free(strings[i]);
-    free_lists(c);
+    directives_free(c);
+    free(c->filename);
+    for (config_warning_t *w = c->warnings, *next; w; w = next) {
+        next = w->next;
+        free(w->setting);
+        free(w->text);
+        free(w);
+    }
     free(c);
 }
 
@@ -696,6 +591,21 @@ int config_load(const char *path, config_t **out, char *err, size_t errlen, conf
 }
 
 /* ---------------------------------------------------------------- lookups */
+
+long config_mount_burst_size(const config_t *c, const mount_conf_t *mc)
+{
+    return mc && mc->burst_size >= 0 ? mc->burst_size : c->burst_size;
+}
+
+long config_mount_queue_size(const config_t *c, const mount_conf_t *mc)
+{
+    return mc && mc->queue_size >= 0 ? mc->queue_size : c->queue_size;
+}
+
+int config_mount_source_timeout(const config_t *c, const mount_conf_t *mc)
+{
+    return mc && mc->source_timeout >= 0 ? mc->source_timeout : c->source_timeout;
+}
 
 const mount_conf_t *config_find_mount_exact(const config_t *c, const char *mount)
 {

@@ -269,6 +269,11 @@ void config_free(config_t *c);
 const mount_conf_t *config_find_mount(const config_t *c, const char *mount);
 /* Only a normal block with exactly this name, else NULL. */
 const mount_conf_t *config_find_mount_exact(const config_t *c, const char *mount);
+/* Settings a <mount> block may override (-1 there: unset): the value in force for a mount
+ * whose block is mc (NULL: none), the block's when it sets one, else the global one. */
+long config_mount_burst_size(const config_t *c, const mount_conf_t *mc);
+long config_mount_queue_size(const config_t *c, const mount_conf_t *mc);
+int config_mount_source_timeout(const config_t *c, const mount_conf_t *mc);
 /* The first type="default" block without mount-name or whose mount-name pattern (fnmatch,
  * FNM_PATHNAME) matches mount, else NULL. */
 const mount_conf_t *config_find_default_mount(const config_t *c, const char *mount);

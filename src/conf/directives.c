@@ -37,6 +37,25 @@ static const word_t loglevel_words[] = {
 #define OLD_FN(n, f, why) {.name = n, .type = D_FN, .fn = f, .flags = F_DEPRECATED, .note = why}
 #define OLD_IGNORE(n, why) {.name = n, .type = D_IGNORE, .flags = F_DEPRECATED, .note = why}
 #define END {.name = NULL}
+/* rows with the value a field has until the file sets it */
+#define DEF(d) .def = (d), .flags = F_DEFAULT
+#define INT_D(n, st, f, lo, hi, d) ROW(n, D_INT, st, f, .min = lo, .max = hi, DEF(d))
+#define SIZE_D(n, st, f, lo, hi, d) ROW(n, D_LONG, st, f, .min = lo, .max = hi, DEF(d))
+#define BOOL_D(n, st, f, d) ROW(n, D_BOOL, st, f, .min = 0, .max = 1, \
+                                .words = config_bool_words, DEF(d))
+#define TRI_D(n, st, f, d) ROW(n, D_BOOL, st, f, .min = -1, .max = 1, \
+                               .words = config_bool_words, DEF(d))
+#define PATH_D(n, st, f, d) ROW(n, D_PATH, st, f, .sdef = (d), .flags = F_DEFAULT)
+#define MOUNT_D(n, st, f, d) ROW(n, D_MOUNT, st, f, .sdef = (d), .flags = F_DEFAULT)
+#define STR_D(n, st, f, d) ROW(n, D_STR, st, f, .sdef = (d), .flags = F_DEFAULT)
+#define TEXT_D(n, st, f, d) ROW(n, D_STR, st, f, .sdef = (d), .flags = F_EMPTY_OK | F_DEFAULT)
+
+#ifndef PKGDATADIR
+#define PKGDATADIR "/usr/local/share/rimecast"
+#endif
+#ifndef LOCALSTATEDIR
+#define LOCALSTATEDIR "/usr/local/var"
+#endif
 #define PORT_MAX 65535
 #define SIZE_MAX_BYTES (1L << 30)
 
@@ -283,38 +302,38 @@ static int fn_burst_on_connect(parse_t *p, xmlNodePtr n, void *obj)
 }
 
 static const directive_t limits_dirs[] = {
-    INT("clients", config_t, clients, 1, 10000000),
-    INT("sources", config_t, sources, 0, 1000000),
-    SIZE("queue-size", config_t, queue_size, 1, SIZE_MAX_BYTES),
-    INT("client-timeout", config_t, client_timeout, 0, 86400),
-    INT("header-timeout", config_t, header_timeout, 1, 3600),
-    INT("source-timeout", config_t, source_timeout, 1, 86400),
-    SIZE("burst-size", config_t, burst_size, 0, SIZE_MAX_BYTES),
+    INT_D("clients", config_t, clients, 1, 10000000, 256),
+    INT_D("sources", config_t, sources, 0, 1000000, 16),
+    SIZE_D("queue-size", config_t, queue_size, 1, SIZE_MAX_BYTES, 524288),
+    INT_D("client-timeout", config_t, client_timeout, 0, 86400, 30),
+    INT_D("header-timeout", config_t, header_timeout, 1, 3600, 15),
+    INT_D("source-timeout", config_t, source_timeout, 1, 86400, 10),
+    SIZE_D("burst-size", config_t, burst_size, 0, SIZE_MAX_BYTES, 65536),
     OLD_FN("burst-on-connect", fn_burst_on_connect, "use <burst-size>"),
     OLD_IGNORE("threadpool", "ignored"),
     INT("workers", config_t, workers, 0, 64),
-    INT("write-window", config_t, write_window_ms, 0, 1000),
-    INT("script-timeout", config_t, script_timeout, 1, 86400),
+    INT_D("write-window", config_t, write_window_ms, 0, 1000, 500),
+    INT_D("script-timeout", config_t, script_timeout, 1, 86400, 60),
     END,
 };
 static const section_t limits_sec = {"limits", limits_dirs};
 
 static const directive_t auth_dirs[] = {
     FN("source-password", fn_source_password),
-    STR("relay-user", config_t, relay_user),
+    STR_D("relay-user", config_t, relay_user, "relay"),
     STR("relay-password", config_t, relay_password),
-    STR("admin-user", config_t, admin_user),
+    STR_D("admin-user", config_t, admin_user, "admin"),
     STR("admin-password", config_t, admin_password),
     END,
 };
 static const section_t auth_sec = {"authentication", auth_dirs};
 
 static const directive_t paths_dirs[] = {
-    PATH("basedir", config_t, basedir),
-    PATH("logdir", config_t, logdir),
+    PATH_D("basedir", config_t, basedir, PKGDATADIR),
+    PATH_D("logdir", config_t, logdir, LOCALSTATEDIR "/log/rimecast"),
     PATH("pidfile", config_t, pidfile),
-    PATH("webroot", config_t, webroot),
-    PATH("adminroot", config_t, adminroot),
+    PATH_D("webroot", config_t, webroot, PKGDATADIR "/web"),
+    PATH_D("adminroot", config_t, adminroot, PKGDATADIR "/admin"),
     PATH("allow-ip", config_t, allow_ip),
     PATH("deny-ip", config_t, deny_ip),
     PATH("deny-agents", config_t, deny_agents),
@@ -329,10 +348,11 @@ static const directive_t paths_dirs[] = {
 static const section_t paths_sec = {"paths", paths_dirs};
 
 static const directive_t logging_dirs[] = {
-    PATH("accesslog", config_t, accesslog),
-    PATH("errorlog", config_t, errorlog),
+    PATH_D("accesslog", config_t, accesslog, "access.log"),
+    PATH_D("errorlog", config_t, errorlog, "error.log"),
     PATH("playlistlog", config_t, playlistlog),
-    ROW("loglevel", D_INT, config_t, loglevel, .min = 1, .max = 4, .words = loglevel_words),
+    ROW("loglevel", D_INT, config_t, loglevel, .min = 1, .max = 4, .words = loglevel_words,
+        DEF(3)),
     INT("logsize", config_t, logsize, 0, INT_MAX),
     BOOL("logarchive", config_t, logarchive),
     END,
@@ -383,16 +403,16 @@ done:
     return rc;
 }
 
-#define BACKOFF(n, f, lo, hi) INT(n, config_t, backoff.f, lo, hi)
+#define BACKOFF(n, f, lo, hi, d) INT_D(n, config_t, backoff.f, lo, hi, d)
 static const directive_t backoff_dirs[] = {
-    BACKOFF("failures", failures, 0, 1000),
-    BACKOFF("window", window, 1, 86400),
-    BACKOFF("block", block, 1, 86400),
-    BACKOFF("block-max", block_max, 1, 86400),
-    BACKOFF("forget", forget, 1, 30 * 86400),
-    BACKOFF("ipv4-prefix", ipv4_prefix, 8, 32),
-    BACKOFF("ipv6-prefix", ipv6_prefix, 16, 128),
-    BOOL("exempt-local", config_t, backoff.exempt_local),
+    BACKOFF("failures", failures, 0, 1000, 5),
+    BACKOFF("window", window, 1, 86400, 60),
+    BACKOFF("block", block, 1, 86400, 2),
+    BACKOFF("block-max", block_max, 1, 86400, 300),
+    BACKOFF("forget", forget, 1, 30 * 86400, 600),
+    BACKOFF("ipv4-prefix", ipv4_prefix, 8, 32, 32),
+    BACKOFF("ipv6-prefix", ipv6_prefix, 16, 128, 64),
+    BOOL_D("exempt-local", config_t, backoff.exempt_local, 1),
     FN("exempt", fn_backoff_exempt),
     END,
 };
@@ -417,7 +437,7 @@ static const word_t tls_words[] = {
 };
 
 static const directive_t listen_dirs[] = {
-    INT("port", listen_conf_t, port, 1, PORT_MAX),
+    INT_D("port", listen_conf_t, port, 1, PORT_MAX, 8000),
     PATH("bind-address", listen_conf_t, bind_address),
     MOUNT("shoutcast-mount", listen_conf_t, shoutcast_mount),
     BOOL("shoutcast-compat", listen_conf_t, shoutcast_compat),
@@ -432,9 +452,8 @@ static int fn_listen(parse_t *p, xmlNodePtr n, void *obj)
 {
     listen_conf_t *l = new_item(p, n, sizeof(*l));
 
-    if (!l)
-        return -1;
-    l->port = 8000;
+    if (!l || config_set_defaults(&listen_sec, l))
+        return l ? config_err(p, n, "out of memory") : -1;
     APPEND(((config_t *)obj)->listen, l);
     if (config_walk(p, n, &listen_sec, l))
         return -1;
@@ -458,10 +477,10 @@ static const directive_t relay_host_dirs[] = {
     PATH("mount", relay_host_conf_t, mount),
     STR("username", relay_host_conf_t, username),
     STR("password", relay_host_conf_t, password),
-    BOOL("relay-shoutcast-metadata", relay_host_conf_t, relay_shoutcast_metadata),
+    TRI_D("relay-shoutcast-metadata", relay_host_conf_t, relay_shoutcast_metadata, -1),
     PATH("bind", relay_host_conf_t, bind),
-    BOOL("tls", relay_host_conf_t, tls),
-    BOOL("ssl", relay_host_conf_t, tls),
+    TRI_D("tls", relay_host_conf_t, tls, -1), /* -1: the <relay>'s */
+    TRI_D("ssl", relay_host_conf_t, tls, -1),
     INT("timeout", relay_host_conf_t, timeout, 1, 3600),
     END,
 };
@@ -479,9 +498,9 @@ static int fn_relay_host(parse_t *p, xmlNodePtr n, void *obj)
                           "remove some", RELAY_MAX_HOSTS);
     if (!(h = new_item(p, n, sizeof(*h))))
         return -1;
-    h->tls = -1;
-    h->relay_shoutcast_metadata = -1;
     APPEND(r->hosts, h);
+    if (config_set_defaults(&relay_host_sec, h))
+        return config_err(p, n, "out of memory");
     return config_walk(p, n, strcmp((const char *)n->name, "host") == 0 ? &relay_host_sec
                                                                        : &relay_upstream_sec,
                        h);
@@ -489,13 +508,13 @@ static int fn_relay_host(parse_t *p, xmlNodePtr n, void *obj)
 
 static const directive_t relay_dirs[] = {
     PATH("server", relay_conf_t, server),
-    INT("port", relay_conf_t, port, 1, PORT_MAX),
+    INT_D("port", relay_conf_t, port, 1, PORT_MAX, 8000),
     PATH("mount", relay_conf_t, mount),
     MOUNT("local-mount", relay_conf_t, local_mount),
     STR("username", relay_conf_t, username),
     STR("password", relay_conf_t, password),
-    BOOL("relay-shoutcast-metadata", relay_conf_t, relay_shoutcast_metadata),
-    BOOL("on-demand", relay_conf_t, on_demand),
+    BOOL_D("relay-shoutcast-metadata", relay_conf_t, relay_shoutcast_metadata, 1),
+    TRI_D("on-demand", relay_conf_t, on_demand, -1), /* -1: <relays-on-demand>, maybe later */
     PATH("bind", relay_conf_t, bind),
     BOOL("tls", relay_conf_t, tls), /* Icecast-KH (in <host>): the upstream speaks HTTPS */
     BOOL("ssl", relay_conf_t, tls),
@@ -531,9 +550,9 @@ static int relay_flat_host(parse_t *p, xmlNodePtr n, relay_conf_t *r)
     h->next = r->hosts;
     r->hosts = h;
     r->nhosts++;
+    if (config_set_defaults(&relay_host_sec, h))
+        return config_err(p, n, "out of memory");
     h->port = r->port;
-    h->tls = -1;
-    h->relay_shoutcast_metadata = -1;
     if (dup_default(&h->server, r->server) || dup_default(&h->mount, r->mount))
         return config_err(p, n, "out of memory");
     return 0;
@@ -546,10 +565,9 @@ static int fn_relay(parse_t *p, xmlNodePtr n, void *obj)
 
     if (!r)
         return -1;
-    r->port = 8000;
-    r->relay_shoutcast_metadata = 1;
-    r->on_demand = -1; /* relays-on-demand, which may come later in the file */
     APPEND(((config_t *)obj)->relays, r);
+    if (config_set_defaults(&relay_sec, r))
+        return config_err(p, n, "out of memory");
     if (config_walk(p, n, &relay_sec, r))
         return -1;
     if (relay_flat_host(p, n, r))
@@ -607,9 +625,9 @@ static int fn_legacy_server(parse_t *p, xmlNodePtr n, void *obj)
 
 static const directive_t directory_dirs[] = {
     PATH("yp-url", directory_conf_t, yp_url),
-    INT("yp-url-timeout", directory_conf_t, yp_url_timeout, 1, 3600),
-    INT("touch-interval", directory_conf_t, touch_interval, 1, 86400),
-    INT("add-delay", directory_conf_t, add_delay, 0, 86400),
+    INT_D("yp-url-timeout", directory_conf_t, yp_url_timeout, 1, 3600, 15),
+    INT_D("touch-interval", directory_conf_t, touch_interval, 1, 86400, 600),
+    INT_D("add-delay", directory_conf_t, add_delay, 0, 86400, 30),
     OLD_FN("server", fn_legacy_server, "ignored, use <yp-url>"),
     END,
 };
@@ -622,9 +640,7 @@ static int fn_directory(parse_t *p, xmlNodePtr n, void *obj)
 
     if (!d)
         return -1;
-    d->yp_url_timeout = 15;
-    d->touch_interval = 600;
-    d->add_delay = 30;
+    config_set_defaults(&directory_sec, d); /* numbers only: cannot fail */
     rc = config_walk(p, n, &directory_sec, d);
     if (rc == 0 && d->yp_url) {
         APPEND(((config_t *)obj)->directories, d);
@@ -654,20 +670,21 @@ static const directive_t mount_dirs[] = {
     MOUNT("mount-name", mount_conf_t, mount_name),
     STR("username", mount_conf_t, username),
     STR("password", mount_conf_t, password),
-    INT("max-listeners", mount_conf_t, max_listeners, -1, INT_MAX),
+    /* -1: unset, the global value (or, for the interval, the default 16000) */
+    INT_D("max-listeners", mount_conf_t, max_listeners, -1, INT_MAX, -1),
     INT("max-listener-duration", mount_conf_t, max_listener_duration, 0, INT_MAX),
-    SIZE("burst-size", mount_conf_t, burst_size, -1, SIZE_MAX_BYTES),
-    SIZE("queue-size", mount_conf_t, queue_size, -1, SIZE_MAX_BYTES),
-    INT("source-timeout", mount_conf_t, source_timeout, -1, 86400),
-    INT("mp3-metadata-interval", mount_conf_t, mp3_metadata_interval, -1, 1 << 24),
-    INT("icy-metadata-interval", mount_conf_t, mp3_metadata_interval, -1, 1 << 24), /* 2.5 */
+    SIZE_D("burst-size", mount_conf_t, burst_size, -1, SIZE_MAX_BYTES, -1),
+    SIZE_D("queue-size", mount_conf_t, queue_size, -1, SIZE_MAX_BYTES, -1),
+    INT_D("source-timeout", mount_conf_t, source_timeout, -1, 86400, -1),
+    INT_D("mp3-metadata-interval", mount_conf_t, mp3_metadata_interval, -1, 1 << 24, -1),
+    INT_D("icy-metadata-interval", mount_conf_t, mp3_metadata_interval, -1, 1 << 24, -1),
     PATH("dump-file", mount_conf_t, dump_file),
     PATH("intro", mount_conf_t, intro),
     PATH("fallback-mount", mount_conf_t, fallback_mount),
     BOOL("fallback-override", mount_conf_t, fallback_override),
     BOOL("fallback-when-full", mount_conf_t, fallback_when_full),
     PATH("charset", mount_conf_t, charset),
-    TRI("public", mount_conf_t, public),
+    TRI_D("public", mount_conf_t, public, -1),
     OLD_FN("no-yp", fn_no_yp, "use <public>"),
     BOOL("hidden", mount_conf_t, hidden),
     BOOL("no-mount", mount_conf_t, no_mount),
@@ -687,16 +704,6 @@ static const directive_t mount_dirs[] = {
 };
 static const section_t mount_sec = {"mount", mount_dirs};
 
-static void mount_init(mount_conf_t *m)
-{
-    m->max_listeners = -1;
-    m->burst_size = -1;
-    m->queue_size = -1;
-    m->source_timeout = -1;
-    m->mp3_metadata_interval = -1;
-    m->public = -1;
-}
-
 static int fn_mount(parse_t *p, xmlNodePtr n, void *obj)
 {
     config_t *c = obj;
@@ -706,7 +713,7 @@ static int fn_mount(parse_t *p, xmlNodePtr n, void *obj)
 
     if (!m)
         return -1;
-    mount_init(m);
+    config_set_defaults(&mount_sec, m); /* numbers only: cannot fail */
     APPEND(c->mounts, m);
     if (config_attr(p, n, "type", &type))
         return -1;
@@ -770,7 +777,7 @@ static int fn_sibling(parse_t *p, xmlNodePtr n, void *obj)
 }
 
 static const directive_t siblings_dirs[] = {
-    INT("poll-interval", config_t, sibling_poll_interval, 1, 3600),
+    INT_D("poll-interval", config_t, sibling_poll_interval, 1, 3600, 5),
     FN("sibling", fn_sibling),
     END,
 };
@@ -785,20 +792,20 @@ static int fn_root_bind(parse_t *p, xmlNodePtr n, void *obj)
 }
 
 static const directive_t root_dirs[] = {
-    TEXT("location", config_t, location),
-    TEXT("admin", config_t, admin),
-    PATH("hostname", config_t, hostname),
+    TEXT_D("location", config_t, location, "Earth"),
+    TEXT_D("admin", config_t, admin, "icemaster@localhost"),
+    PATH_D("hostname", config_t, hostname, "localhost"),
     TEXT("server-id", config_t, server_id),
-    BOOL("fileserve", config_t, fileserve),
-    PATH("mime-types", config_t, mime_types),
+    BOOL_D("fileserve", config_t, fileserve, 1),
+    PATH_D("mime-types", config_t, mime_types, "/etc/mime.types"),
     BOOL("icelogin", config_t, icelogin),
-    MOUNT("shoutcast-mount", config_t, shoutcast_mount),
+    MOUNT_D("shoutcast-mount", config_t, shoutcast_mount, "/stream"),
     BOOL("relays-on-demand", config_t, relays_on_demand),
     PATH("master-server", config_t, master_server),
     INT("master-server-port", config_t, master_server_port, 1, PORT_MAX),
     INT("master-ssl-port", config_t, master_ssl_port, 1, PORT_MAX), /* Icecast-KH */
-    INT("master-update-interval", config_t, master_update_interval, 1, 86400),
-    STR("master-username", config_t, master_username),
+    INT_D("master-update-interval", config_t, master_update_interval, 1, 86400, 120),
+    STR_D("master-username", config_t, master_username, "relay"),
     STR("master-password", config_t, master_password),
     FN("port", fn_root_port),
     FN("bind-address", fn_root_bind),
@@ -817,6 +824,86 @@ static const directive_t root_dirs[] = {
     END,
 };
 static const section_t root_sec = {"icecast", root_dirs};
+
+/* ---------------------------------------------------------------- defaults and freeing */
+
+int directives_defaults(config_t *c)
+{
+    return config_set_defaults(&root_sec, c);
+}
+
+static void free_headers(http_header_conf_t *h)
+{
+    while (h) {
+        http_header_conf_t *next = h->next;
+        free(h->name);
+        free(h->value);
+        free(h);
+        h = next;
+    }
+}
+
+static void free_mount(mount_conf_t *m)
+{
+    config_free_fields(&mount_sec, m);
+    if (m->auth) {
+        for (kv_conf_t *kv = m->auth->options, *next; kv; kv = next) {
+            next = kv->next;
+            free(kv->name);
+            free(kv->value);
+            free(kv);
+        }
+        free(m->auth->type);
+        free(m->auth);
+    }
+    free_headers(m->http_headers);
+    free(m);
+}
+
+/* What the tables list is freed through them; the handlers' own allocations by hand. */
+void directives_free(config_t *c)
+{
+    config_free_fields(&root_sec, c);
+    free(c->source_password); /* set by its handler (fn_source_password), in no row */
+    for (listen_conf_t *l = c->listen, *next; l; l = next) {
+        next = l->next;
+        config_free_fields(&listen_sec, l);
+        free(l);
+    }
+    for (relay_conf_t *r = c->relays, *next; r; r = next) {
+        next = r->next;
+        config_free_fields(&relay_sec, r);
+        for (relay_host_conf_t *h = r->hosts, *hn; h; h = hn) {
+            hn = h->next;
+            config_free_fields(&relay_host_sec, h);
+            free(h);
+        }
+        free(r);
+    }
+    for (mount_conf_t *m = c->mounts, *next; m; m = next) {
+        next = m->next;
+        free_mount(m);
+    }
+    for (directory_conf_t *d = c->directories, *next; d; d = next) {
+        next = d->next;
+        config_free_fields(&directory_sec, d);
+        free(d);
+    }
+    for (sibling_conf_t *s = c->siblings, *next; s; s = next) {
+        next = s->next;
+        free(s->url); /* set by fn_sibling */
+        free(s);
+    }
+    for (alias_conf_t *a = c->aliases, *next; a; a = next) { /* attributes, in no row */
+        next = a->next;
+        free(a->source);
+        free(a->destination);
+        free(a->bind_address);
+        free(a);
+    }
+    free_headers(c->http_headers);
+    cidr_list_free(&c->backoff.exempt);
+}
 
 /* ---------------------------------------------------------------- completion */
 
@@ -851,7 +938,7 @@ static int merge_mount(parse_t *p, xmlNodePtr n, mount_conf_t *m, const mount_co
     http_header_conf_t **tail = &m->http_headers;
 
     memset(&unset, 0, sizeof(unset));
-    mount_init(&unset);
+    config_set_defaults(&mount_sec, &unset); /* numbers only: cannot fail */
     for (const directive_t *d = mount_dirs; d->name; d++) {
         char *to = (char *)m + d->off, *none = (char *)&unset + d->off;
         const char *from = (const char *)def + d->off;
@@ -924,8 +1011,7 @@ static int check_sizes(parse_t *p, xmlNodePtr root)
         return size_error(p, lim ? lim : root, c->burst_size, c->queue_size, "");
     }
     for (mount_conf_t *m = c->mounts; m && mn; m = m->next, mn = next_element(mn->next, "mount")) {
-        long burst = m->burst_size >= 0 ? m->burst_size : c->burst_size;
-        long queue = m->queue_size >= 0 ? m->queue_size : c->queue_size;
+        long burst = config_mount_burst_size(c, m), queue = config_mount_queue_size(c, m);
         if (burst > queue) {
             snprintf(where, sizeof(where), " in <mount> %.200s",
                      m->mount_name ? m->mount_name : "type=\"default\"");

@@ -28,6 +28,7 @@ typedef enum {
 
 #define F_EMPTY_OK 1u   /* free text that may be empty */
 #define F_DEPRECATED 2u /* warn once with `note` */
+#define F_DEFAULT 4u    /* `def` (numbers) or `sdef` (text) is the value until the file sets one */
 
 typedef struct parse parse_t;
 typedef struct section section_t;
@@ -48,6 +49,8 @@ typedef struct directive {
     dir_fn fn;
     unsigned flags;
     const char *note;   /* deprecation advice */
+    long def;           /* F_DEFAULT: a number's default */
+    const char *sdef;   /* F_DEFAULT: a text's default */
 } directive_t;
 
 struct section {
@@ -91,6 +94,16 @@ int config_number(parse_t *p, xmlNodePtr n, const directive_t *d, const char *v,
 int config_set_value(parse_t *p, xmlNodePtr n, const directive_t *d, void *obj);
 /* Applies every child element of parent through the table of sec. */
 int config_walk(parse_t *p, xmlNodePtr parent, const section_t *sec, void *obj);
+/* The defaults of sec's rows (and of its nested sections) into obj: numbers set, texts copied
+ * where still NULL. 0, or -1 when out of memory. */
+int config_set_defaults(const section_t *sec, void *obj);
+/* Frees the text fields of sec's rows (and of its nested sections) in obj and clears them. */
+void config_free_fields(const section_t *sec, void *obj);
+
+/* The vocabulary (directives.c): the defaults of a new config, and freeing what its tables
+ * and block handlers allocated (every list item included). */
+int directives_defaults(config_t *c);
+void directives_free(config_t *c);
 
 /* Policy (policy.c): what happens to a setting the server does not implement yet. */
 typedef enum {

@@ -145,13 +145,9 @@ void mount_apply_config(mount_t *m)
     const config_t *cfg = server_config();
     const mount_conf_t *mc = config_find_mount(cfg, m->name);
     update_info(m, mc);
-    long burst = cfg->burst_size, queue = cfg->queue_size;
+    long burst = config_mount_burst_size(cfg, mc), queue = config_mount_queue_size(cfg, mc);
     int maxl = -1, metaint = 16000, hidden = 0;
     if (mc) {
-        if (mc->burst_size >= 0)
-            burst = mc->burst_size;
-        if (mc->queue_size >= 0)
-            queue = mc->queue_size;
         maxl = mc->max_listeners;
         if (mc->mp3_metadata_interval >= 0)
             metaint = mc->mp3_metadata_interval;

@@ -330,7 +330,7 @@ static void check_timeouts(worker_t *w, void *arg)
         if (s->conn->closing)
             continue;
         const mount_conf_t *mc = config_find_mount(cfg, s->mount->name);
-        int timeout = mc && mc->source_timeout >= 0 ? mc->source_timeout : cfg->source_timeout;
+        int timeout = config_mount_source_timeout(cfg, mc);
         if (timeout > 0 && now_ms - s->last_read_ms > (uint64_t)timeout * 1000u)
             source_end(s->conn, "timed out (no data within source-timeout)");
     }
