@@ -17,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/buf.h"
 #include "core/list.h"
 #include "core/log.h"
 #include "net/server.h"
@@ -30,11 +31,9 @@ struct fetch_job {
     fetch_done_fn done;
     void *arg;
     CURL *easy;
-    char *hdr; /* header lines of the response being received */
-    size_t hdr_len;
+    buf_t hdr;       /* header lines of the response being received */
     size_t max_body; /* a GET keeping up to this much of the body */
-    char *resp;      /* that body */
-    size_t resp_len;
+    buf_t resp;      /* that body */
     fetch_result_t res;
     char errbuf[CURL_ERROR_SIZE];
     list_t link; /* in F.queue (queued) or F.active (running) */
@@ -66,8 +65,8 @@ static void job_free(fetch_job_t *j)
         memset(j->userpwd, 0, strlen(j->userpwd));
         free(j->userpwd);
     }
-    free(j->hdr);
-    free(j->resp);
+    buf_free(&j->hdr);
+    buf_free(&j->resp);
     free(j);
 }
 
@@ -84,10 +83,10 @@ static void deliver(worker_t *w, void *arg)
 static void complete(fetch_job_t *j, int error)
 {
     j->res.error = error;
-    j->res.headers = j->hdr ? j->hdr : "";
-    j->res.headers_len = j->hdr_len;
-    j->res.body = j->resp ? j->resp : "";
-    j->res.body_len = j->resp_len;
+    j->res.headers = j->hdr.data ? j->hdr.data : "";
+    j->res.headers_len = j->hdr.len;
+    j->res.body = j->resp.data ? j->resp.data : "";
+    j->res.body_len = j->resp.len;
     if (!j->res.error_text)
         j->res.error_text = error == -ECANCELED ? "shutting down" : j->errbuf[0] ? j->errbuf : "";
     pthread_mutex_lock(&F.lock);
@@ -130,35 +129,23 @@ static size_t on_header(char *data, size_t size, size_t n, void *arg)
 {
     fetch_job_t *j = arg;
     size_t len = size * n;
-    if (len >= 5 && strncmp(data, "HTTP/", 5) == 0)
-        j->hdr_len = 0; /* a new response (after 100 Continue or a redirect): start again */
-    if (j->hdr_len + len + 1 > FETCH_MAX_HEADER_BYTES)
+    if (len >= 5 && strncmp(data, "HTTP/", 5) == 0 && j->hdr.data) {
+        j->hdr.len = 0; /* a new response (after 100 Continue or a redirect): start again */
+        j->hdr.data[0] = '\0';
+    }
+    if (j->hdr.len + len + 1 > FETCH_MAX_HEADER_BYTES)
         return len; /* past the limit: dropped, the transfer goes on */
-    char *nh = realloc(j->hdr, j->hdr_len + len + 1);
-    if (!nh)
-        return 0;
-    j->hdr = nh;
-    memcpy(j->hdr + j->hdr_len, data, len);
-    j->hdr_len += len;
-    j->hdr[j->hdr_len] = '\0';
-    return len;
+    return buf_append(&j->hdr, data, len) == 0 ? len : 0;
 }
 
 static size_t on_body(char *data, size_t size, size_t n, void *arg)
 {
     fetch_job_t *j = arg;
     size_t len = size * n; /* a POST's answer is in its headers: its body is dropped */
-    if (j->max_body == 0 || j->resp_len >= j->max_body)
+    if (j->max_body == 0 || j->resp.len >= j->max_body)
         return len;
-    size_t take = len < j->max_body - j->resp_len ? len : j->max_body - j->resp_len;
-    char *nb = realloc(j->resp, j->resp_len + take + 1);
-    if (!nb)
-        return 0;
-    j->resp = nb;
-    memcpy(j->resp + j->resp_len, data, take);
-    j->resp_len += take;
-    j->resp[j->resp_len] = '\0';
-    return len;
+    size_t take = len < j->max_body - j->resp.len ? len : j->max_body - j->resp.len;
+    return buf_append(&j->resp, data, take) == 0 ? len : 0;
 }
 
 static int job_begin(fetch_job_t *j)

@@ -22,6 +22,7 @@
 #include "auth/guard.h"
 #include "conf/config.h"
 #include "core/escape.h"
+#include "core/list.h"
 #include "core/log.h"
 #include "core/str.h"
 #include "core/url.h"
@@ -50,14 +51,14 @@ struct source {
     struct dump *dump; /* <dump-file> recording, or NULL */
     uint64_t last_read_ms;
     int counted; /* holds a slot in the sources limit */
-    int linked;  /* in worker_sources */
+    int linked;  /* in its worker's sources */
     int chunked; /* the body is chunked (PUT with Transfer-Encoding: chunked) */
     chunked_t body;
     int relayed; /* a relay's connection: the mount is the relay's and outlives it */
-    source_t *prev, *next;
+    list_t link; /* in worker_sources[its worker] */
 };
 
-static source_t *worker_sources[SERVER_MAX_WORKERS];
+static list_t worker_sources[SERVER_MAX_WORKERS]; /* each touched by its worker only */
 static __thread unsigned char read_buf[SOURCE_READ_BUF];
 
 /* ---- format sink ---- */
@@ -281,15 +282,8 @@ static void source_release(conn_t *c)
     source_t *s = c->data;
     if (!s)
         return;
-    worker_t *w = c->worker;
-    if (s->linked) {
-        if (s->prev)
-            s->prev->next = s->next;
-        else
-            worker_sources[w->id] = s->next;
-        if (s->next)
-            s->next->prev = s->prev;
-    }
+    if (s->linked)
+        list_remove(&s->link);
     if (s->fmt) {
         if (s->fmt->ops->flush)
             s->fmt->ops->flush(s->fmt);
@@ -326,7 +320,8 @@ static void check_timeouts(worker_t *w, void *arg)
 {
     uint64_t now_ms = loop_now_ms();
     const config_t *cfg = server_config();
-    for (source_t *s = worker_sources[w->id]; s; s = s->next) {
+    source_t *s, *tmp;
+    list_foreach_safe(s, tmp, &worker_sources[w->id], source_t, link) {
         if (s->conn->closing)
             continue;
         const mount_conf_t *mc = config_find_mount(cfg, s->mount->name);
@@ -399,10 +394,7 @@ static int become(conn_t *c, const http_request_t *req, const char *mount_name,
      * little delay and saves block headers and iovecs */
     s->fmt->coalesce_ms = cfg->write_window_ms / 4;
     s->last_read_ms = loop_now_ms();
-    s->next = worker_sources[c->worker->id];
-    if (s->next)
-        s->next->prev = s;
-    worker_sources[c->worker->id] = s;
+    list_insert_head(&worker_sources[c->worker->id], &s->link);
     s->linked = 1;
     atomic_fetch_add(relay_mount ? &server.stats.source_relay_connections
                                  : &server.stats.source_client_connections, 1);
@@ -613,7 +605,7 @@ void source_abort(conn_t *c)
 
 static int source_module_init(worker_t *w)
 {
-    worker_sources[w->id] = NULL;
+    list_init(&worker_sources[w->id]);
     return worker_timer_add(w, 1000, check_timeouts, NULL);
 }
 
@@ -622,7 +614,8 @@ static int source_module_init(worker_t *w)
 static void source_module_reload(worker_t *w)
 {
     const config_t *cfg = server_config();
-    for (source_t *s = worker_sources[w->id]; s; s = s->next) {
+    source_t *s;
+    list_foreach(s, &worker_sources[w->id], source_t, link) {
         if (!s->fmt || !s->mount)
             continue;
         s->fmt->coalesce_ms = cfg->write_window_ms / 4;
