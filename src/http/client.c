@@ -19,7 +19,6 @@
 #include "net/tls.h"
 #include "net/worker.h"
 
-#define CLIENT_READ_CHUNK 4096
 #define CLIENT_MAX_PIPELINE_DEPTH 16
 
 static client_handlers_t handlers;
@@ -241,32 +240,6 @@ static void reading_on_timeout(conn_t *c)
     client_send_error(c, 408, "Request Timeout");
 }
 
-static int read_more(conn_t *c)
-{
-    if (c->rcap - c->rlen < CLIENT_READ_CHUNK) {
-        size_t ncap = c->rcap ? c->rcap * 2 : CLIENT_READ_CHUNK;
-        if (ncap > HTTP_MAX_HEAD_BYTES + CLIENT_READ_CHUNK)
-            ncap = HTTP_MAX_HEAD_BYTES + CLIENT_READ_CHUNK;
-        if (ncap <= c->rlen)
-            return -E2BIG;
-        char *nb = realloc(c->rbuf, ncap);
-        if (!nb)
-            return -ENOMEM;
-        c->rbuf = nb;
-        c->rcap = ncap;
-    }
-    ssize_t n = conn_read(c, c->rbuf + c->rlen, c->rcap - c->rlen);
-    if (n > 0) {
-        c->rlen += (size_t)n;
-        return 1;
-    }
-    if (n == 0)
-        return -EPIPE;
-    if (errno == EAGAIN || errno == EWOULDBLOCK)
-        return 0;
-    return errno == EINTR ? 1 : -errno;
-}
-
 static void reading_on_readable(conn_t *c)
 {
     client_t *cl = client_of(c);
@@ -275,7 +248,7 @@ static void reading_on_readable(conn_t *c)
         return;
     }
     for (;;) {
-        int r = read_more(c);
+        ssize_t r = conn_fill(c, HTTP_MAX_HEAD_BYTES + CONN_READ_CHUNK);
         if (r == -E2BIG) {
             reject_parse_error(c, HTTP_PARSE_TOO_LARGE);
             return;

@@ -148,6 +148,38 @@ void conn_set_deadline(conn_t *c, uint64_t ms)
         conn_close(c);
 }
 
+ssize_t conn_fill(conn_t *c, size_t limit)
+{
+    if (c->rlen >= limit)
+        return -E2BIG;
+    size_t want = limit - c->rlen < CONN_READ_CHUNK ? limit - c->rlen : CONN_READ_CHUNK;
+    if (c->rcap - c->rlen < want) {
+        size_t ncap = c->rcap ? c->rcap : CONN_READ_CHUNK;
+        while (ncap - c->rlen < want)
+            ncap *= 2;
+        if (ncap > limit)
+            ncap = limit;
+        char *nb = realloc(c->rbuf, ncap);
+        if (!nb)
+            return -ENOMEM;
+        c->rbuf = nb;
+        c->rcap = ncap;
+    }
+    for (;;) {
+        ssize_t n = conn_read(c, c->rbuf + c->rlen, c->rcap - c->rlen);
+        if (n > 0) {
+            c->rlen += (size_t)n;
+            return n;
+        }
+        if (n == 0)
+            return -EPIPE;
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            return 0;
+        if (errno != EINTR)
+            return -errno;
+    }
+}
+
 void conn_close(conn_t *c)
 {
     if (c->closing)

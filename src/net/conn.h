@@ -125,6 +125,16 @@ void conn_run_read_again(worker_t *w);
  * that cannot get a deadline (out of memory) is closed. */
 void conn_set_deadline(conn_t *c, uint64_t ms);
 
+/* The one read path of every protocol that reads into the connection's input buffer (a
+ * request head, a Shoutcast login, a relay's response head, a master's stream list): one read
+ * through the transport into c->rbuf after c->rlen, the buffer grown first (doubling from
+ * CONN_READ_CHUNK) so that at least a chunk is free, never beyond `limit` bytes in all.
+ * Returns the bytes read (> 0, c->rlen advanced), 0 when the socket has nothing now (EAGAIN),
+ * -E2BIG when c->rlen already is limit (the rest stays in the socket), -EPIPE at end of stream,
+ * -ENOMEM, or another -errno of the transport. EINTR is retried here. */
+#define CONN_READ_CHUNK 4096
+ssize_t conn_fill(conn_t *c, size_t limit);
+
 /* Reads into buf through the transport (see transport_t). */
 static inline ssize_t conn_read(conn_t *c, void *buf, size_t len)
 {

@@ -32,22 +32,10 @@
 /* Reads until the socket is drained (0) or the login buffer is full (1); < 0 on error/EOF. */
 static int shoutcast_fill(conn_t *c)
 {
-    if (!c->rbuf && !(c->rbuf = malloc(SHOUTCAST_MAX_HEAD)))
-        return -ENOMEM;
-    c->rcap = SHOUTCAST_MAX_HEAD;
     for (;;) {
-        if (c->rlen >= c->rcap)
-            return 1; /* full: parse what is there; more stays in the socket */
-        ssize_t n = conn_read(c, c->rbuf + c->rlen, c->rcap - c->rlen);
-        if (n > 0) {
-            c->rlen += (size_t)n;
-            continue;
-        }
-        if (n == 0)
-            return -EPIPE;
-        if (errno == EINTR)
-            continue;
-        return (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -errno;
+        ssize_t n = conn_fill(c, SHOUTCAST_MAX_HEAD);
+        if (n <= 0)
+            return n == -E2BIG ? 1 : (int)n; /* full: parse what is there; more stays queued */
     }
 }
 
