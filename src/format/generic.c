@@ -72,9 +72,12 @@ static void generic_destroy(format_t *f)
     f->state = NULL;
 }
 
-static int new_pending(generic_state_t *st)
+/* A pending block with room for want bytes (at most a whole block): it grows as audio comes
+ * (grow_pending), so that an emitted block is the size of what it holds, with no unused room
+ * left behind in the heap. */
+static int new_pending(generic_state_t *st, size_t want)
 {
-    if (!(st->pending = block_new(GENERIC_BLOCK)))
+    if (!(st->pending = block_new(want < GENERIC_BLOCK ? want : GENERIC_BLOCK)))
         return -ENOMEM;
     st->pending_at = st->sync.pos;
     st->pending_probe = st->sync.mode == MPEG_SYNC_START || st->sync.mode == MPEG_SYNC_PROBE;
@@ -98,7 +101,7 @@ static int generic_emit_pending(format_t *f, generic_state_t *st, int cut)
     if (!b)
         return 0;
     uint64_t frame = st->sync.frame_start;
-    if (cut && b->len < b->cap && (st->sync.mode == MPEG_SYNC_START ||
+    if (cut && b->len < GENERIC_BLOCK && (st->sync.mode == MPEG_SYNC_START ||
                                    (frame == st->pending_at && generic_frame_open(&st->sync))))
         return 0;
     size_t keep = 0;
@@ -110,7 +113,7 @@ static int generic_emit_pending(format_t *f, generic_state_t *st, int cut)
     int sync = st->pending_at >= st->sync.tag_end && (st->pending_probe || st->sync.mark_ok);
     st->pending = NULL;
     if (keep) {
-        if (new_pending(st) < 0) {
+        if (new_pending(st, keep) < 0) {
             st->pending = b; /* nothing lost: emitted whole next time */
             return -ENOMEM;
         }
@@ -209,26 +212,42 @@ static size_t generic_tag_limit(const mpeg_sync_t *s, size_t n)
     return n;
 }
 
+/* Room for n more bytes in the pending block (not yet shared: it may move). */
+static int grow_pending(generic_state_t *st, size_t n)
+{
+    block_t *b = st->pending;
+    if (b->cap - b->len >= n)
+        return 0;
+    block_t *bigger = realloc(b, sizeof(*b) + b->len + n);
+    if (!bigger)
+        return -ENOMEM;
+    bigger->cap = bigger->len + (uint32_t)n;
+    st->pending = bigger;
+    return 0;
+}
+
 /* Copies audio into the pending block, following frames, emitting blocks as they fill up (and
  * at the end of a leading ID3v2 tag, so that the first frame begins a block). */
 static int generic_audio(format_t *f, generic_state_t *st, const unsigned char *data, size_t len)
 {
     while (len > 0) {
         if (!st->pending) {
-            if (new_pending(st) < 0)
+            if (new_pending(st, len) < 0)
                 return -ENOMEM;
             st->pending_since_ms = f->coalesce_ms > 0 ? loop_now_ms() : 0;
         }
-        block_t *b = st->pending;
-        size_t n = b->cap - b->len < len ? b->cap - b->len : len;
+        size_t n = GENERIC_BLOCK - st->pending->len < len ? GENERIC_BLOCK - st->pending->len : len;
         n = generic_tag_limit(&st->sync, n);
+        if (grow_pending(st, n) < 0)
+            return -ENOMEM;
+        block_t *b = st->pending;
         memcpy(b->data + b->len, data, n);
         b->len += (uint32_t)n;
         mpeg_sync_feed(&st->sync, data, n);
         data += n;
         len -= n;
         int tag_done = st->pending_at < st->sync.tag_end && st->sync.pos == st->sync.tag_end;
-        if ((b->len == b->cap || tag_done) && generic_emit_pending(f, st, 1) < 0)
+        if ((b->len == GENERIC_BLOCK || tag_done) && generic_emit_pending(f, st, 1) < 0)
             return -ENOMEM;
     }
     return 0;

@@ -137,6 +137,11 @@ static series_t *add(history_t *h, const char *name, int64_t now, int *err)
     return s;
 }
 
+static uint32_t saturated(uint64_t v)
+{
+    return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
+
 int history_sample(history_t *h, const char *name, int64_t now, long long listeners,
                    uint64_t bytes_sent)
 {
@@ -146,10 +151,11 @@ int history_sample(history_t *h, const char *name, int64_t now, long long listen
     if (!s)
         s = add(h, name, now, &err);
     if (s) {
-        history_point_t p = {.t = now, .listeners = listeners > 0 ? (uint32_t)listeners : 0};
+        history_point_t p = {.t = (uint32_t)now,
+                             .listeners = listeners > 0 ? (uint32_t)listeners : 0};
         int64_t dt = s->fine.count ? now - s->last_seen : 0;
         if (s->have_bytes && dt > 0 && bytes_sent >= s->last_bytes)
-            p.bytes_per_s = (bytes_sent - s->last_bytes) / (uint64_t)dt;
+            p.bytes_per_s = saturated((bytes_sent - s->last_bytes) / (uint64_t)dt);
         s->last_bytes = bytes_sent;
         s->have_bytes = 1;
         s->last_seen = now;
@@ -158,8 +164,8 @@ int history_sample(history_t *h, const char *name, int64_t now, long long listen
         if (p.listeners > s->acc_max)
             s->acc_max = p.listeners;
         if (++s->acc_n == HISTORY_COARSE_STEP / HISTORY_FINE_STEP) {
-            history_point_t c = {.t = now, .listeners = s->acc_max,
-                                 .bytes_per_s = s->acc_rate / (uint64_t)s->acc_n};
+            history_point_t c = {.t = (uint32_t)now, .listeners = s->acc_max,
+                                 .bytes_per_s = saturated(s->acc_rate / (uint64_t)s->acc_n)};
             ring_push(&s->coarse, c);
             s->acc_rate = 0;
             s->acc_max = 0;

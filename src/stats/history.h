@@ -18,10 +18,12 @@
 #define HISTORY_COARSE_LEN 288   /* one day */
 #define HISTORY_MAX_SERIES 512
 
+/* 12 bytes: a series keeps 648 of them (7.6 KB), one series per mount. */
 typedef struct history_point {
-    int64_t t;             /* unix time of the sample */
+    uint32_t t;            /* unix time of the sample (unsigned 32 bits: until 2106) */
     uint32_t listeners;    /* listeners then (day ring: the most during its 5 min) */
-    uint64_t bytes_per_s;  /* bytes sent per second since the previous sample (day: mean) */
+    uint32_t bytes_per_s;  /* bytes sent per second since the previous sample (day: mean),
+                            * at most 4 GB/s */
 } history_point_t;
 
 typedef struct history history_t;
