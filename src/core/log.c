@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "core/escape.h"
+#include "core/safefile.h"
 
 /* One log file: its descriptor (never closed while running once > 2: reopening and rotating
  * dup2 onto it, so a writer never races a close), the path it was opened at (NULL for stderr)
@@ -40,12 +41,24 @@ static atomic_ullong rotate_bytes;
 static atomic_int rotate_archive;
 static pthread_mutex_t file_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static int open_log(const char *path)
+/* A log's descriptor ("-" or NULL: a copy of stderr), or -errno with why set: never through a
+ * symbolic link, never another user's file (core/safefile.h). */
+static int open_log(const char *path, const char **why)
 {
+    *why = "";
     if (!path || strcmp(path, "-") == 0)
         return dup(2);
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    return fd < 0 ? -errno : fd;
+    return safefile_open(path, SAFEFILE_APPEND, why);
+}
+
+/* open_log, saying in msg which log could not be opened and why. */
+static int open_named(const char *name, const char *path, char *msg, size_t cap)
+{
+    const char *why;
+    int fd = open_log(path, &why);
+    if (fd < 0 && msg && cap)
+        snprintf(msg, cap, "cannot open the %s log %s: %s", name, path, why);
+    return fd;
 }
 
 /* Records where lf now points and how much it already holds (rotation counts from there).
@@ -59,12 +72,12 @@ static void set_path(log_file_t *lf, const char *path)
                                    ? (unsigned long long)st.st_size : 0);
 }
 
-int log_open(const char *error_path, const char *access_path, int level)
+int log_open(const char *error_path, const char *access_path, int level, char *msg, size_t cap)
 {
-    int efd = open_log(error_path);
+    int efd = open_named("error", error_path, msg, cap);
     if (efd < 0)
         return efd;
-    int afd = open_log(access_path);
+    int afd = open_named("access", access_path, msg, cap);
     if (afd < 0) {
         close(efd);
         return afd;
@@ -79,9 +92,9 @@ int log_open(const char *error_path, const char *access_path, int level)
     return 0;
 }
 
-static int reopen_one(log_file_t *lf, const char *path)
+static int reopen_one(log_file_t *lf, const char *name, const char *path, char *msg, size_t cap)
 {
-    int nfd = open_log(path);
+    int nfd = open_named(name, path, msg, cap);
     if (nfd < 0)
         return nfd;
     pthread_mutex_lock(&file_lock);
@@ -96,10 +109,11 @@ static int reopen_one(log_file_t *lf, const char *path)
     return 0;
 }
 
-int log_reopen(const char *error_path, const char *access_path, int level)
+int log_reopen(const char *error_path, const char *access_path, int level, char *msg,
+               size_t cap)
 {
-    int r1 = reopen_one(&error_log, error_path);
-    int r2 = reopen_one(&access_log, access_path);
+    int r1 = reopen_one(&error_log, "error", error_path, msg, cap);
+    int r2 = reopen_one(&access_log, "access", access_path, msg, cap);
     log_set_level(level);
     return r1 < 0 ? r1 : r2;
 }
@@ -108,18 +122,6 @@ void log_set_rotation(unsigned long long max_bytes, int archive)
 {
     atomic_store(&rotate_bytes, max_bytes);
     atomic_store(&rotate_archive, archive != 0);
-}
-
-int log_chown(uid_t uid, gid_t gid)
-{
-    int rc = 0;
-    log_file_t *files[] = {&error_log, &access_log, &playlist_log};
-    pthread_mutex_lock(&file_lock);
-    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
-        if (files[i]->path && files[i]->fd > 2 && fchown(files[i]->fd, uid, gid) < 0)
-            rc = -errno;
-    pthread_mutex_unlock(&file_lock);
-    return rc;
 }
 
 /* The name a full log is renamed to: "<path>.old", or with <logarchive> "<path>.YYYYMMDD_HHMMSS"
@@ -152,8 +154,9 @@ static void rotate(log_file_t *lf, unsigned long long limit)
         char old[4200];
         archive_name(old, sizeof(old), lf->path, atomic_load(&rotate_archive));
         int nfd = -1;
+        const char *why;
         if (rename(lf->path, old) == 0)
-            nfd = open_log(lf->path);
+            nfd = open_log(lf->path, &why);
         if (nfd >= 0) {
             dup2(nfd, lf->fd);
             close(nfd);
@@ -293,14 +296,14 @@ void log_close(void)
     pthread_mutex_unlock(&file_lock);
 }
 
-int log_playlist_open(const char *path)
+int log_playlist_open(const char *path, char *msg, size_t cap)
 {
     int rc = 0;
     pthread_mutex_lock(&playlist_lock);
     if (!path) {
         atomic_store(&playlist_on, 0);
     } else if (playlist_log.fd < 0) {
-        int fd = open_log(path);
+        int fd = open_named("playlist", path, msg, cap);
         if (fd < 0) {
             rc = fd;
         } else {
@@ -310,7 +313,7 @@ int log_playlist_open(const char *path)
             pthread_mutex_unlock(&file_lock);
         }
     } else {
-        rc = reopen_one(&playlist_log, path);
+        rc = reopen_one(&playlist_log, "playlist", path, msg, cap);
     }
     if (path && rc == 0)
         atomic_store(&playlist_on, 1);
