@@ -485,7 +485,7 @@ void log_access(const log_access_entry_t *e)
     char date[64], line[8192];
     struct tm tm;
     time_t now = time(NULL);
-    localtime_r(&e->start, &tm);
+    localtime_r(&now, &tm); /* the end, as Icecast stamps it: start = stamp - duration */
     strftime(date, sizeof(date), "%d/%b/%Y:%H:%M:%S %z", &tm);
     escape_log(ip, sizeof(ip), e->ip ? e->ip : "-", strlen(e->ip ? e->ip : "-"));
     escape_log(user, sizeof(user), e->user ? e->user : "-", strlen(e->user ? e->user : "-"));

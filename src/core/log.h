@@ -88,7 +88,7 @@ int log_msg_limited(log_ratelimit_t *rl, unsigned interval_ms, int level, const 
 typedef struct log_access_entry {
     const char *ip;
     const char *user;      /* NULL -> "-" */
-    time_t start;          /* connection start (for the timestamp and the duration) */
+    time_t start;          /* connection start (for the duration) */
     const char *method;    /* raw client text, escaped here */
     const char *uri;       /* raw client text, escaped here */
     const char *protocol;  /* e.g. "HTTP/1.1" */
@@ -98,7 +98,8 @@ typedef struct log_access_entry {
     const char *agent;     /* raw, may be NULL */
 } log_access_entry_t;
 
-/* Combined log format plus the connection's duration in seconds, written when it closes:
+/* Combined log format plus the connection's duration in seconds, written when it closes and
+ * stamped with that time (as Icecast does: the session began at date - duration):
  * ip - user [date] "METHOD uri PROTO" status bytes "referer" "agent" duration */
 void log_access(const log_access_entry_t *e);
 
