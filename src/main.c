@@ -103,23 +103,22 @@ static void report_config_warnings(const config_t *cfg, int to_stderr)
     }
 }
 
-static int open_logs(const config_t *cfg, int reopen)
+/* Opens the logs cfg names (reopen: SIGHUP's, all or nothing). 0, or -errno with msg saying
+ * which log cannot be opened and why. A playlist log that cannot be opened at start-up is only
+ * logged. */
+static int open_logs(const config_t *cfg, int reopen, char *msg, size_t cap)
 {
     char *err = config_path(cfg->logdir, cfg->errorlog);
     char *acc = config_path(cfg->logdir, cfg->accesslog);
-    char msg[4200];
-    log_set_rotation((unsigned long long)cfg->logsize * 1024u, cfg->logarchive);
-    int rc = reopen ? log_reopen(err, acc, cfg->loglevel, msg, sizeof(msg))
-                    : log_open(err, acc, cfg->loglevel, msg, sizeof(msg));
-    if (rc < 0)
-        fprintf(stderr, "rimecast: %s: %s\n", reopen ? "reload" : "start-up refused", msg);
+    char *pl = cfg->playlistlog ? config_path(cfg->logdir, cfg->playlistlog) : NULL;
+    int rc = reopen ? log_reopen(err, acc, pl, cfg->loglevel, msg, cap)
+                    : log_open(err, acc, cfg->loglevel, msg, cap);
+    if (rc == 0 && !reopen && log_playlist_open(pl, msg, cap) < 0)
+        log_error("%s", msg);
+    if (rc == 0)
+        log_set_rotation((unsigned long long)cfg->logsize * 1024u, cfg->logarchive);
     free(err);
     free(acc);
-    if (rc < 0 && !reopen)
-        return rc;
-    char *pl = cfg->playlistlog ? config_path(cfg->logdir, cfg->playlistlog) : NULL;
-    if (log_playlist_open(pl, msg, sizeof(msg)) < 0)
-        log_error("%s", msg);
     free(pl);
     return rc;
 }
@@ -306,9 +305,16 @@ static void reload(const char *path)
 {
     config_t *cfg = NULL;
     char err[1024];
+    char msg[4200];
     log_info("SIGHUP: reloading %s", path);
     if (config_load(path, &cfg, err, sizeof(err), NULL) < 0) {
         log_error("reload failed, keeping the running config: %s", err);
+        return;
+    }
+    /* before anything changes: logs that cannot be opened refuse the whole reload */
+    if (open_logs(cfg, 1, msg, sizeof(msg)) < 0) {
+        log_error("reload failed, keeping the running config: %s", msg);
+        config_free(cfg);
         return;
     }
     const config_t *old = server_config();
@@ -318,7 +324,6 @@ static void reload(const char *path)
         log_warn("<chroot>, <changeowner>, <basedir> and <pidfile> changes take effect after "
                  "a restart");
     server_set_config(cfg);
-    open_logs(cfg, 1);
     report_config_warnings(cfg, 0);
     tls_reload(cfg); /* a broken certificate is refused there: the one in use stays */
     mount_foreach(apply_mount_config, NULL);
@@ -395,7 +400,12 @@ int main(int argc, char **argv)
         return 1;
     }
     raise_fd_limit();
-    if (set_file_owner(cfg, opt.config_file) < 0 || open_logs(cfg, 0) < 0) {
+    if (set_file_owner(cfg, opt.config_file) < 0) {
+        config_free(cfg);
+        return 1;
+    }
+    if (open_logs(cfg, 0, err, sizeof(err)) < 0) {
+        fprintf(stderr, "rimecast: start-up refused: %s\n", err);
         report_config_warnings(cfg, 1);
         config_free(cfg);
         return 1;

@@ -92,11 +92,10 @@ int log_open(const char *error_path, const char *access_path, int level, char *m
     return 0;
 }
 
-static int reopen_one(log_file_t *lf, const char *name, const char *path, char *msg, size_t cap)
+/* Puts nfd in place of lf's descriptor (dup2 onto it once it is a file of ours: writers never
+ * see it closed) and records path. */
+static void swap_in(log_file_t *lf, int nfd, const char *path)
 {
-    int nfd = open_named(name, path, msg, cap);
-    if (nfd < 0)
-        return nfd;
     pthread_mutex_lock(&file_lock);
     if (lf->fd > 2) {
         dup2(nfd, lf->fd);
@@ -106,16 +105,36 @@ static int reopen_one(log_file_t *lf, const char *name, const char *path, char *
     }
     set_path(lf, path);
     pthread_mutex_unlock(&file_lock);
-    return 0;
 }
 
-int log_reopen(const char *error_path, const char *access_path, int level, char *msg,
-               size_t cap)
+/* Sets the playlist log to fd at path, or none (fd < 0, path NULL). */
+static void playlist_set(int fd, const char *path)
 {
-    int r1 = reopen_one(&error_log, "error", error_path, msg, cap);
-    int r2 = reopen_one(&access_log, "access", access_path, msg, cap);
+    pthread_mutex_lock(&playlist_lock);
+    if (path)
+        swap_in(&playlist_log, fd, path);
+    atomic_store(&playlist_on, path != NULL);
+    pthread_mutex_unlock(&playlist_lock);
+}
+
+int log_reopen(const char *error_path, const char *access_path, const char *playlist_path,
+               int level, char *msg, size_t cap)
+{
+    int efd = -1, afd = -1, pfd = -1, rc;
+    if ((rc = efd = open_named("error", error_path, msg, cap)) < 0 ||
+        (rc = afd = open_named("access", access_path, msg, cap)) < 0 ||
+        (playlist_path && (rc = pfd = open_named("playlist", playlist_path, msg, cap)) < 0)) {
+        if (efd >= 0)
+            close(efd);
+        if (afd >= 0)
+            close(afd);
+        return rc;
+    }
+    swap_in(&error_log, efd, error_path);
+    swap_in(&access_log, afd, access_path);
+    playlist_set(pfd, playlist_path);
     log_set_level(level);
-    return r1 < 0 ? r1 : r2;
+    return 0;
 }
 
 void log_set_rotation(unsigned long long max_bytes, int archive)
@@ -298,27 +317,11 @@ void log_close(void)
 
 int log_playlist_open(const char *path, char *msg, size_t cap)
 {
-    int rc = 0;
-    pthread_mutex_lock(&playlist_lock);
-    if (!path) {
-        atomic_store(&playlist_on, 0);
-    } else if (playlist_log.fd < 0) {
-        int fd = open_named("playlist", path, msg, cap);
-        if (fd < 0) {
-            rc = fd;
-        } else {
-            pthread_mutex_lock(&file_lock);
-            playlist_log.fd = fd;
-            set_path(&playlist_log, path);
-            pthread_mutex_unlock(&file_lock);
-        }
-    } else {
-        rc = reopen_one(&playlist_log, "playlist", path, msg, cap);
-    }
-    if (path && rc == 0)
-        atomic_store(&playlist_on, 1);
-    pthread_mutex_unlock(&playlist_lock);
-    return rc;
+    int fd = path ? open_named("playlist", path, msg, cap) : -1;
+    if (path && fd < 0)
+        return fd;
+    playlist_set(fd, path);
+    return 0;
 }
 
 /* The last LOG_RECENT_LEN error-log lines, a ring under its own mutex (logging is cold: a

@@ -30,9 +30,12 @@ enum { LOG_ERROR = 1, LOG_WARN = 2, LOG_INFO = 3, LOG_DEBUG = 4 };
  * to cannot (a file created so is given to that user; another user's file is refused). 0, or
  * -errno with msg (cap bytes, may be NULL) saying which log could not be opened and why. */
 int log_open(const char *error_path, const char *access_path, int level, char *msg, size_t cap);
-/* Reopens both files at their paths (after rotation); on failure the old fd stays. */
-int log_reopen(const char *error_path, const char *access_path, int level, char *msg,
-               size_t cap);
+/* Reopens the logs at their (maybe new) paths, SIGHUP's reload: the error and access logs, and
+ * the playlist log when playlist_path is not NULL (NULL: none from now on). All or nothing:
+ * the new files are all opened before any takes the place of one in use, so on failure
+ * (-errno, msg as for log_open) every log stays as it was. */
+int log_reopen(const char *error_path, const char *access_path, const char *playlist_path,
+               int level, char *msg, size_t cap);
 void log_set_level(int level);
 /* Rotation by size (<logsize>, <logarchive>): a log that grows past max_bytes (0: never) is
  * renamed to "<file>.old" (replacing the previous one), or with archive to

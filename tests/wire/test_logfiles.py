@@ -4,16 +4,19 @@ opened as root before privileges are dropped, in directories the service user (n
 write: a link planted there must lead the server to no other file. Each case plants a link to
 a file of root's (mode 0600) outside; the server must neither write it nor give it away, and
 must say why: a log it cannot open refuses the start (error and access logs, on stderr) or is
-logged (playlist log, dump file, pidfile)."""
+logged (playlist log, dump file, pidfile). On SIGHUP, logs that cannot be opened refuse the
+reload, said in the error log in use."""
 
 import os
 import pwd
+import signal
 import stat
 import subprocess
 import tempfile
 
 import pytest
 
+import adminlib
 import wirelib
 from conftest import BINARY, free_port, render_config
 
@@ -165,3 +168,26 @@ def test_logs_in_the_service_users_directory_are_its_own(server):
     srv.wait_log("running as user nobody")
     for path in (srv.error_log_path, srv.access_log_path):
         assert os.stat(path).st_uid == NOBODY.pw_uid
+
+
+def test_a_reload_whose_logs_cannot_be_opened_is_refused_and_says_why(server):
+    """SIGHUP with a <logdir> that does not exist: the running config and logs stay, and the
+    error log in use says why, like any broken config on reload."""
+    srv = server(location="Before")
+    srv.wait_log("running as user nobody")
+    missing = os.path.join(srv.dir, "no-such-dir")
+    srv.write_config(render_config(dict(srv.cfg, location="After")).replace(
+        "<logdir>%s</logdir>" % srv.logdir, "<logdir>%s</logdir>" % missing))
+    os.kill(srv.pid, signal.SIGHUP)
+    srv.wait_log("reload failed, keeping the running config: cannot open the error log %s/"
+                 "error.log: No such file or directory" % missing)
+    assert "config reloaded" not in srv.error_log()
+    doc = adminlib.admin(srv, "/admin/stats").xml()
+    assert doc.findtext("location") == "Before"
+    # the logs in use still take lines; a good config reloads again
+    srv.write_config(render_config(dict(srv.cfg, location="After")))
+    os.kill(srv.pid, signal.SIGHUP)
+    srv.wait_log("config reloaded")
+    assert adminlib.admin(srv, "/admin/stats").xml().findtext("location") == "After"
+    srv.wait_log("/admin/stats", log="access")
+    assert not os.path.exists(missing)
