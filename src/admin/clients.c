@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "admin/audit.h"
 #include "admin/commands.h"
 #include "admin/request.h"
 #include "core/log.h"
@@ -42,6 +43,7 @@ typedef struct job {
     atomic_int denied;   /* moveclients: left where they were (the destination's authentication) */
     entry_t *entries;    /* listclients */
     int n, cap;
+    char who[AUDIT_WHO_LEN]; /* moveclients, killclient: for the log line */
 } job_t;
 
 static void job_free(void *p)
@@ -207,9 +209,9 @@ static void move_done(worker_t *self, void *arg)
     if (denied > 0) {
         /* they stay on their mount, still playing: the destination asks for a login they did
          * not give (see listener_move) */
-        log_warn("admin: moved %d listeners from %s to %s; %d stay (destination full), %d stay "
-                 "(not logged in to the destination)", moved, a->mount->name, j->dest->name,
-                 refused, denied);
+        audit_log(j->who, "moved %d listeners from %s to %s; %d stay (destination full), %d "
+                  "stay (not logged in to the destination)", moved, a->mount->name,
+                  j->dest->name, refused, denied);
         snprintf(msg, sizeof(msg), "Clients moved from %s to %s: %d moved, %d not moved "
                  "(destination full), %d not moved (not logged in to the destination)",
                  a->mount->name, j->dest->name, moved, refused, denied);
@@ -217,15 +219,15 @@ static void move_done(worker_t *self, void *arg)
         return;
     }
     if (refused == 0) {
-        log_info("admin: moved %d listeners from %s to %s", moved, a->mount->name,
-                 j->dest->name);
+        audit_log(j->who, "moved %d listeners from %s to %s", moved, a->mount->name,
+                  j->dest->name);
         snprintf(msg, sizeof(msg), "Clients moved from %s to %s", a->mount->name, j->dest->name);
         admin_send_response(a, msg, 1);
         return;
     }
     /* those that did not fit stay on their mount, still playing */
-    log_info("admin: moved %d listeners from %s to %s; %d stay (destination full)", moved,
-             a->mount->name, j->dest->name, refused);
+    audit_log(j->who, "moved %d listeners from %s to %s; %d stay (destination full)", moved,
+              a->mount->name, j->dest->name, refused);
     snprintf(msg, sizeof(msg), "Clients moved from %s to %s: %d moved, %d not moved (destination "
              "full)", a->mount->name, j->dest->name, moved, refused);
     admin_send_response(a, msg, moved > 0);
@@ -264,6 +266,7 @@ void admin_cmd_moveclients(admin_req_t *a)
         return;
     }
     j->dest = d;
+    audit_who(a, a->admin, j->who);
     run(a, move_fn, move_done);
 }
 
@@ -293,6 +296,9 @@ static void kill_done(worker_t *self, void *arg)
     job_t *j = a->data;
     char msg[64];
     int found = atomic_load(&j->hits) > 0;
+    if (found) /* Icecast: "Admin request: client N removed" */
+        audit_log(j->who, "client %llu removed from %s", (unsigned long long)j->target_id,
+                  a->mount->name);
     snprintf(msg, sizeof(msg), "Client %llu %s", (unsigned long long)j->target_id,
              found ? "removed" : "not found");
     admin_send_response(a, msg, found);
@@ -314,5 +320,6 @@ void admin_cmd_killclient(admin_req_t *a)
         return;
     }
     j->target_id = v;
+    audit_who(a, a->admin, j->who);
     run(a, kill_fn, kill_done);
 }
