@@ -26,6 +26,7 @@
 #include "config.h"
 #include "core/fault.h"
 #include "core/log.h"
+#include "core/safefile.h"
 #include "http/fetch.h"
 #include "net/worker.h"
 #include "stream/relay.h"
@@ -102,23 +103,22 @@ static void report_config_warnings(const config_t *cfg, int to_stderr)
     }
 }
 
-static int open_logs(const config_t *cfg, int reopen)
+/* Opens the logs cfg names (reopen: SIGHUP's, all or nothing). 0, or -errno with msg saying
+ * which log cannot be opened and why. A playlist log that cannot be opened at start-up is only
+ * logged. */
+static int open_logs(const config_t *cfg, int reopen, char *msg, size_t cap)
 {
     char *err = config_path(cfg->logdir, cfg->errorlog);
     char *acc = config_path(cfg->logdir, cfg->accesslog);
-    log_set_rotation((unsigned long long)cfg->logsize * 1024u, cfg->logarchive);
-    int rc = reopen ? log_reopen(err, acc, cfg->loglevel) : log_open(err, acc, cfg->loglevel);
-    if (rc < 0)
-        fprintf(stderr, "%s: cannot open logs (%s, %s): %s\n", reopen ? "reload" : "start-up",
-                err, acc, strerror(-rc));
+    char *pl = cfg->playlistlog ? config_path(cfg->logdir, cfg->playlistlog) : NULL;
+    int rc = reopen ? log_reopen(err, acc, pl, cfg->loglevel, msg, cap)
+                    : log_open(err, acc, cfg->loglevel, msg, cap);
+    if (rc == 0 && !reopen && log_playlist_open(pl, msg, cap) < 0)
+        log_error("%s", msg);
+    if (rc == 0)
+        log_set_rotation((unsigned long long)cfg->logsize * 1024u, cfg->logarchive);
     free(err);
     free(acc);
-    if (rc < 0 && !reopen)
-        return rc;
-    char *pl = cfg->playlistlog ? config_path(cfg->logdir, cfg->playlistlog) : NULL;
-    int prc = log_playlist_open(pl);
-    if (prc < 0)
-        log_error("cannot open the playlist log %s: %s", pl, strerror(-prc));
     free(pl);
     return rc;
 }
@@ -158,15 +158,33 @@ static int drop_privileges(const config_t *cfg)
     if (!pw)
         return 0;
     gid_t gid = gr ? gr->gr_gid : pw->pw_gid;
-    /* the logs were opened as root: the user must be able to reopen them on SIGHUP */
-    int lrc = log_chown(pw->pw_uid, gid);
-    if (lrc < 0)
-        log_warn("cannot give the log files to %s: %s", cfg->user, strerror(-lrc));
     if (setgroups(0, NULL) < 0 || setgid(gid) < 0 || setuid(pw->pw_uid) < 0) {
         log_error("changeowner to %s failed: %s", cfg->user, strerror(errno));
         return -1;
     }
     log_info("running as user %s", cfg->user);
+    return 0;
+}
+
+/* Started as root: the files the server writes are opened as the user it drops to, where that
+ * user may (core/safefile.h), and root's supplementary groups are dropped now. */
+static int set_file_owner(const config_t *cfg, const char *config_file)
+{
+    if (geteuid() != 0 || !cfg->user)
+        return 0;
+    struct passwd *pw = getpwnam(cfg->user);
+    struct group *gr = cfg->group ? getgrnam(cfg->group) : NULL;
+    if (!pw || (cfg->group && !gr)) {
+        fprintf(stderr, "rimecast: start-up refused: %s: <changeowner> names an unknown %s "
+                "(%s)\n", config_file, pw ? "group" : "user", pw ? cfg->group : cfg->user);
+        return -1;
+    }
+    if (setgroups(0, NULL) < 0) {
+        fprintf(stderr, "rimecast: start-up refused: cannot drop supplementary groups: %s\n",
+                strerror(errno));
+        return -1;
+    }
+    safefile_set_owner(pw->pw_uid, gr ? gr->gr_gid : pw->pw_gid);
     return 0;
 }
 
@@ -179,23 +197,24 @@ static struct {
     ino_t ino;
 } pidfile = {-1, NULL, 0, 0};
 
-/* Written as root before privileges are dropped, so it never follows a symlink and refuses
- * anything but a plain file with one link: a pidfile path in a directory the service user can
- * write must not let it overwrite another file. A refusal is logged and start-up goes on
- * without a pidfile. */
+/* Written as root before privileges are dropped, and root's (core/safefile.h): it never
+ * follows a symlink at its name (nor one on its path that others than root may have put
+ * there) and refuses anything but a plain file of root's with one link: a pidfile path in a
+ * directory the service user can write must not let it overwrite another file. A refusal is
+ * logged and start-up goes on without a pidfile. */
 static void write_pidfile(const config_t *cfg)
 {
     if (!cfg->pidfile)
         return;
-    int fd = open(cfg->pidfile, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0644);
+    const char *why;
+    int fd = safefile_open(cfg->pidfile, SAFEFILE_ROOTS, &why);
     if (fd < 0) {
-        log_warn("not writing pidfile %s: %s", cfg->pidfile,
-                 errno == ELOOP ? "it is a symbolic link" : strerror(errno));
+        log_warn("not writing pidfile %s: %s", cfg->pidfile, why);
         return;
     }
     struct stat st;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
-        log_warn("not writing pidfile %s: not a plain file with a single link", cfg->pidfile);
+    if (fstat(fd, &st) < 0) {
+        log_warn("not writing pidfile %s: %s", cfg->pidfile, strerror(errno));
         close(fd);
         return;
     }
@@ -286,9 +305,16 @@ static void reload(const char *path)
 {
     config_t *cfg = NULL;
     char err[1024];
+    char msg[4200];
     log_info("SIGHUP: reloading %s", path);
     if (config_load(path, &cfg, err, sizeof(err), NULL) < 0) {
         log_error("reload failed, keeping the running config: %s", err);
+        return;
+    }
+    /* before anything changes: logs that cannot be opened refuse the whole reload */
+    if (open_logs(cfg, 1, msg, sizeof(msg)) < 0) {
+        log_error("reload failed, keeping the running config: %s", msg);
+        config_free(cfg);
         return;
     }
     const config_t *old = server_config();
@@ -298,7 +324,6 @@ static void reload(const char *path)
         log_warn("<chroot>, <changeowner>, <basedir> and <pidfile> changes take effect after "
                  "a restart");
     server_set_config(cfg);
-    open_logs(cfg, 1);
     report_config_warnings(cfg, 0);
     tls_reload(cfg); /* a broken certificate is refused there: the one in use stays */
     mount_foreach(apply_mount_config, NULL);
@@ -375,7 +400,12 @@ int main(int argc, char **argv)
         return 1;
     }
     raise_fd_limit();
-    if (open_logs(cfg, 0) < 0) {
+    if (set_file_owner(cfg, opt.config_file) < 0) {
+        config_free(cfg);
+        return 1;
+    }
+    if (open_logs(cfg, 0, err, sizeof(err)) < 0) {
+        fprintf(stderr, "rimecast: start-up refused: %s\n", err);
         report_config_warnings(cfg, 1);
         config_free(cfg);
         return 1;

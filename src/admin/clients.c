@@ -5,6 +5,7 @@
  * worker_broadcast (each worker only touches its own listeners), and answers from the
  * completion, on the admin connection's worker.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "admin/audit.h"
 #include "admin/commands.h"
 #include "admin/request.h"
 #include "core/log.h"
@@ -38,8 +40,10 @@ typedef struct job {
     uint64_t target_id;  /* killclient */
     atomic_int hits;
     atomic_int refused;  /* moveclients: listeners left where they were (destination full) */
+    atomic_int denied;   /* moveclients: left where they were (the destination's authentication) */
     entry_t *entries;    /* listclients */
     int n, cap;
+    char who[AUDIT_WHO_LEN]; /* moveclients, killclient: for the log line */
 } job_t;
 
 static void job_free(void *p)
@@ -177,16 +181,20 @@ static void move_fn(worker_t *w, void *arg)
     list_foreach(l, &s->listeners, listener_t, link)
         if (k < n && !l->conn->closing)
             v[k++] = l;
-    int moved = 0;
+    int moved = 0, denied = 0;
     for (int i = 0; i < k; i++) {
-        if (listener_move(v[i], j->dest) == 0) {
+        int err = listener_move(v[i], j->dest);
+        if (err == 0) {
             moved++;
             free(v[i]->home); /* the admin chose its mount: no fallback-override pulls it back */
             v[i]->home = NULL;
+        } else if (err == -EACCES) {
+            denied++;
         }
     }
     atomic_fetch_add(&j->hits, moved);
-    atomic_fetch_add(&j->refused, k - moved);
+    atomic_fetch_add(&j->denied, denied);
+    atomic_fetch_add(&j->refused, k - moved - denied);
     free(v);
 }
 
@@ -197,16 +205,29 @@ static void move_done(worker_t *self, void *arg)
     job_t *j = a->data;
     char msg[1200];
     int moved = atomic_load(&j->hits), refused = atomic_load(&j->refused);
+    int denied = atomic_load(&j->denied);
+    if (denied > 0) {
+        /* they stay on their mount, still playing: the destination asks for a login they did
+         * not give (see listener_move) */
+        audit_log(j->who, "moved %d listeners from %s to %s; %d stay (destination full), %d "
+                  "stay (not logged in to the destination)", moved, a->mount->name,
+                  j->dest->name, refused, denied);
+        snprintf(msg, sizeof(msg), "Clients moved from %s to %s: %d moved, %d not moved "
+                 "(destination full), %d not moved (not logged in to the destination)",
+                 a->mount->name, j->dest->name, moved, refused, denied);
+        admin_send_response(a, msg, moved > 0);
+        return;
+    }
     if (refused == 0) {
-        log_info("admin: moved %d listeners from %s to %s", moved, a->mount->name,
-                 j->dest->name);
+        audit_log(j->who, "moved %d listeners from %s to %s", moved, a->mount->name,
+                  j->dest->name);
         snprintf(msg, sizeof(msg), "Clients moved from %s to %s", a->mount->name, j->dest->name);
         admin_send_response(a, msg, 1);
         return;
     }
     /* those that did not fit stay on their mount, still playing */
-    log_info("admin: moved %d listeners from %s to %s; %d stay (destination full)", moved,
-             a->mount->name, j->dest->name, refused);
+    audit_log(j->who, "moved %d listeners from %s to %s; %d stay (destination full)", moved,
+              a->mount->name, j->dest->name, refused);
     snprintf(msg, sizeof(msg), "Clients moved from %s to %s: %d moved, %d not moved (destination "
              "full)", a->mount->name, j->dest->name, moved, refused);
     admin_send_response(a, msg, moved > 0);
@@ -245,6 +266,7 @@ void admin_cmd_moveclients(admin_req_t *a)
         return;
     }
     j->dest = d;
+    audit_who(a, a->admin, j->who);
     run(a, move_fn, move_done);
 }
 
@@ -274,6 +296,9 @@ static void kill_done(worker_t *self, void *arg)
     job_t *j = a->data;
     char msg[64];
     int found = atomic_load(&j->hits) > 0;
+    if (found) /* Icecast: "Admin request: client N removed" */
+        audit_log(j->who, "client %llu removed from %s", (unsigned long long)j->target_id,
+                  a->mount->name);
     snprintf(msg, sizeof(msg), "Client %llu %s", (unsigned long long)j->target_id,
              found ? "removed" : "not found");
     admin_send_response(a, msg, found);
@@ -295,5 +320,6 @@ void admin_cmd_killclient(admin_req_t *a)
         return;
     }
     j->target_id = v;
+    audit_who(a, a->admin, j->who);
     run(a, kill_fn, kill_done);
 }

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "admin/admin.h"
+#include "admin/audit.h"
 #include "admin/commands.h"
 #include "admin/events_feed.h"
 #include "auth/auth.h"
@@ -164,7 +165,9 @@ static void cmd_updatemetadata(admin_req_t *a)
 
 static void cmd_killsource(admin_req_t *a)
 {
-    log_info("admin: killing the source of %s", a->mount->name);
+    char who[AUDIT_WHO_LEN];
+    audit_who(a, a->admin, who);
+    audit_log(who, "killing the source of %s", a->mount->name);
     mount_kill_source(a->mount);
     admin_send_response(a, "Source Removed", 1);
 }
@@ -176,6 +179,18 @@ static void send_html_success(admin_req_t *a, const char *message)
                      "<html><head><title>Admin request successful</title></head>"
                      "<body><p>%s</p></body></html>", message);
     admin_send_raw(a, "text/html; charset=utf-8", body, (size_t)n, NULL);
+}
+
+/* The fallback of a's mount is now fb: logged and answered. */
+static void fallback_set(admin_req_t *a, const mount_t *fb)
+{
+    char who[AUDIT_WHO_LEN];
+    audit_who(a, a->admin, who);
+    audit_log(who, "fallback of %s set to %s", a->mount->name, fb->name);
+    if (a->view == ADMIN_VIEW_XML)
+        send_html_success(a, "Fallback configured"); /* Icecast's answer */
+    else
+        admin_send_response(a, "Fallback configured", 1);
 }
 
 /* Sets the mount's fallback by name, for the life of its source (as Icecast: a reconnecting
@@ -191,10 +206,8 @@ static void cmd_fallbacks(admin_req_t *a)
         admin_send_error(a, 400, "Source does not exist");
     else if (mount_set_fallback(a->mount, fb->name) < 0)
         admin_send_error(a, 500, "Internal Server Error");
-    else if (a->view == ADMIN_VIEW_XML)
-        send_html_success(a, "Fallback configured"); /* Icecast's answer */
     else
-        admin_send_response(a, "Fallback configured", 1);
+        fallback_set(a, fb);
     if (fb)
         mount_unref(fb);
     free(name);
@@ -234,9 +247,9 @@ static void shown_title(char *buf, size_t cap, const char *artist, const char *t
 /* Sets the metadata of m from song, or artist and title (what libshout clients send); NULL
  * means not given. A stream without tags of its own (MP3, AAC: ICY) gets one title, "Artist -
  * Title", in stats and StreamTitle as in Icecast; an Ogg stream keeps artist and title apart,
- * as its comments do. 0, or -1 if a value is not valid in its charset. */
+ * as its comments do. who (audit.h) set it. 0, or -1 if a value is not valid in its charset. */
 static int apply_metadata(mount_t *m, const char *song, const char *artist, const char *title,
-                          const char *charset)
+                          const char *charset, const char *who)
 {
     const char *in[3] = {song, artist, title};
     char *out[3] = {NULL, NULL, NULL};
@@ -258,8 +271,8 @@ static int apply_metadata(mount_t *m, const char *song, const char *artist, cons
             mount_set_tag(m, "artist", out[1]);
         }
         mount_update_meta(m);
-        log_info("metadata of %s set to \"%s\"", m->name,
-                 escape_log_utf8(esc, sizeof(esc), shown, strlen(shown)));
+        audit_log(who, "metadata of %s set to \"%s\"", m->name,
+                  escape_log_utf8(esc, sizeof(esc), shown, strlen(shown)));
         events_emit(EVENT_METADATA, m->name, 0, shown);
     }
     for (int i = 0; i < 3; i++)
@@ -343,14 +356,16 @@ static int meta_from_elsewhere(admin_req_t *a, mount_t *m, int admin)
 static void cmd_metadata(admin_req_t *a)
 {
     meta_params_t p = {0};
+    char who[AUDIT_WHO_LEN];
     if (meta_params_get(a, &p) < 0)
         return;
+    audit_who(a, a->admin, who);
     /* Ogg mounts accept updates too (Icecast refuses them): the stats title changes. */
     if (meta_from_elsewhere(a, a->mount, a->admin))
         admin_send_response(a, "Mountpoint will not accept URL updates", 0); /* Icecast's */
     else if (!meta_rate_ok(a->mount))
         admin_send_error(a, 429, "Too many metadata updates");
-    else if (apply_metadata(a->mount, p.song, p.artist, p.title, p.charset) < 0)
+    else if (apply_metadata(a->mount, p.song, p.artist, p.title, p.charset, who) < 0)
         admin_send_error(a, 400, "Invalid charset or text");
     else
         admin_send_response(a, "Metadata update successful", 1);
@@ -390,8 +405,10 @@ static void cmd_admin_cgi(admin_req_t *a)
         return;
     }
     meta_params_t p = {0};
+    char who[AUDIT_WHO_LEN];
     if (meta_params_get(a, &p) < 0)
         return;
+    audit_who(a, admin, who);
     mount_t *m = mount ? mount_find(mount) : NULL;
     if (!m)
         admin_send_error(a, 400, "Source does not exist");
@@ -399,7 +416,7 @@ static void cmd_admin_cgi(admin_req_t *a)
         admin_send_error(a, 403, "Forbidden: Mountpoint will not accept URL updates");
     else if (!meta_rate_ok(m))
         admin_send_error(a, 429, "Too many metadata updates");
-    else if (apply_metadata(m, p.song ? p.song : "", NULL, NULL, p.charset) < 0)
+    else if (apply_metadata(m, p.song ? p.song : "", NULL, NULL, p.charset, who) < 0)
         admin_send_error(a, 400, "Invalid charset or text");
     else
         send_html_success(a, "Metadata update successful");

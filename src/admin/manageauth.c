@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "admin/admin.h"
+#include "admin/audit.h"
 #include "admin/commands.h"
 #include "auth/auth.h"
 #include "auth/htpasswd.h"
@@ -63,6 +64,7 @@ typedef struct change {
     int add;
     char *user, *pass;
     int rc;
+    char who[AUDIT_WHO_LEN]; /* for the log line */
 } change_t;
 
 static void change_free(change_t *ch)
@@ -107,10 +109,10 @@ static void change_done(worker_t *w, void *arg, int ran)
         const char *msg = change_message(ch, &ret);
         if (ret) {
             char esc_user[600], esc_mount[600];
-            log_info("admin: %s user \"%s\" on %s", ch->add ? "add" : "delete",
-                     escape_log_utf8(esc_user, sizeof(esc_user), ch->user, strlen(ch->user)),
-                     escape_log(esc_mount, sizeof(esc_mount), a->mount_name,
-                                strlen(a->mount_name)));
+            audit_log(ch->who, "%s user \"%s\" on %s", ch->add ? "add" : "delete",
+                      escape_log_utf8(esc_user, sizeof(esc_user), ch->user, strlen(ch->user)),
+                      escape_log(esc_mount, sizeof(esc_mount), a->mount_name,
+                                 strlen(a->mount_name)));
         }
         admin_send_doc(a, users_document(a, ch->h, msg, ret));
     }
@@ -136,6 +138,7 @@ static void change(admin_req_t *a, htpasswd_t *h, int add)
         admin_send_error(a, 400, "Missing parameter");
         return;
     }
+    audit_who(a, a->admin, ch->who);
     int rc = verify_submit(a->worker, change_run, change_done, ch);
     if (rc < 0) {
         change_free(ch);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "core/escape.h"
+#include "core/safefile.h"
 
 /* One log file: its descriptor (never closed while running once > 2: reopening and rotating
  * dup2 onto it, so a writer never races a close), the path it was opened at (NULL for stderr)
@@ -40,12 +41,24 @@ static atomic_ullong rotate_bytes;
 static atomic_int rotate_archive;
 static pthread_mutex_t file_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static int open_log(const char *path)
+/* A log's descriptor ("-" or NULL: a copy of stderr), or -errno with why set: never through a
+ * symbolic link, never another user's file (core/safefile.h). */
+static int open_log(const char *path, const char **why)
 {
+    *why = "";
     if (!path || strcmp(path, "-") == 0)
         return dup(2);
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    return fd < 0 ? -errno : fd;
+    return safefile_open(path, SAFEFILE_APPEND, why);
+}
+
+/* open_log, saying in msg which log could not be opened and why. */
+static int open_named(const char *name, const char *path, char *msg, size_t cap)
+{
+    const char *why;
+    int fd = open_log(path, &why);
+    if (fd < 0 && msg && cap)
+        snprintf(msg, cap, "cannot open the %s log %s: %s", name, path, why);
+    return fd;
 }
 
 /* Records where lf now points and how much it already holds (rotation counts from there).
@@ -59,12 +72,12 @@ static void set_path(log_file_t *lf, const char *path)
                                    ? (unsigned long long)st.st_size : 0);
 }
 
-int log_open(const char *error_path, const char *access_path, int level)
+int log_open(const char *error_path, const char *access_path, int level, char *msg, size_t cap)
 {
-    int efd = open_log(error_path);
+    int efd = open_named("error", error_path, msg, cap);
     if (efd < 0)
         return efd;
-    int afd = open_log(access_path);
+    int afd = open_named("access", access_path, msg, cap);
     if (afd < 0) {
         close(efd);
         return afd;
@@ -79,11 +92,10 @@ int log_open(const char *error_path, const char *access_path, int level)
     return 0;
 }
 
-static int reopen_one(log_file_t *lf, const char *path)
+/* Puts nfd in place of lf's descriptor (dup2 onto it once it is a file of ours: writers never
+ * see it closed) and records path. */
+static void swap_in(log_file_t *lf, int nfd, const char *path)
 {
-    int nfd = open_log(path);
-    if (nfd < 0)
-        return nfd;
     pthread_mutex_lock(&file_lock);
     if (lf->fd > 2) {
         dup2(nfd, lf->fd);
@@ -93,33 +105,42 @@ static int reopen_one(log_file_t *lf, const char *path)
     }
     set_path(lf, path);
     pthread_mutex_unlock(&file_lock);
-    return 0;
 }
 
-int log_reopen(const char *error_path, const char *access_path, int level)
+/* Sets the playlist log to fd at path, or none (fd < 0, path NULL). */
+static void playlist_set(int fd, const char *path)
 {
-    int r1 = reopen_one(&error_log, error_path);
-    int r2 = reopen_one(&access_log, access_path);
+    pthread_mutex_lock(&playlist_lock);
+    if (path)
+        swap_in(&playlist_log, fd, path);
+    atomic_store(&playlist_on, path != NULL);
+    pthread_mutex_unlock(&playlist_lock);
+}
+
+int log_reopen(const char *error_path, const char *access_path, const char *playlist_path,
+               int level, char *msg, size_t cap)
+{
+    int efd = -1, afd = -1, pfd = -1, rc;
+    if ((rc = efd = open_named("error", error_path, msg, cap)) < 0 ||
+        (rc = afd = open_named("access", access_path, msg, cap)) < 0 ||
+        (playlist_path && (rc = pfd = open_named("playlist", playlist_path, msg, cap)) < 0)) {
+        if (efd >= 0)
+            close(efd);
+        if (afd >= 0)
+            close(afd);
+        return rc;
+    }
+    swap_in(&error_log, efd, error_path);
+    swap_in(&access_log, afd, access_path);
+    playlist_set(pfd, playlist_path);
     log_set_level(level);
-    return r1 < 0 ? r1 : r2;
+    return 0;
 }
 
 void log_set_rotation(unsigned long long max_bytes, int archive)
 {
     atomic_store(&rotate_bytes, max_bytes);
     atomic_store(&rotate_archive, archive != 0);
-}
-
-int log_chown(uid_t uid, gid_t gid)
-{
-    int rc = 0;
-    log_file_t *files[] = {&error_log, &access_log, &playlist_log};
-    pthread_mutex_lock(&file_lock);
-    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
-        if (files[i]->path && files[i]->fd > 2 && fchown(files[i]->fd, uid, gid) < 0)
-            rc = -errno;
-    pthread_mutex_unlock(&file_lock);
-    return rc;
 }
 
 /* The name a full log is renamed to: "<path>.old", or with <logarchive> "<path>.YYYYMMDD_HHMMSS"
@@ -152,8 +173,9 @@ static void rotate(log_file_t *lf, unsigned long long limit)
         char old[4200];
         archive_name(old, sizeof(old), lf->path, atomic_load(&rotate_archive));
         int nfd = -1;
+        const char *why;
         if (rename(lf->path, old) == 0)
-            nfd = open_log(lf->path);
+            nfd = open_log(lf->path, &why);
         if (nfd >= 0) {
             dup2(nfd, lf->fd);
             close(nfd);
@@ -293,29 +315,13 @@ void log_close(void)
     pthread_mutex_unlock(&file_lock);
 }
 
-int log_playlist_open(const char *path)
+int log_playlist_open(const char *path, char *msg, size_t cap)
 {
-    int rc = 0;
-    pthread_mutex_lock(&playlist_lock);
-    if (!path) {
-        atomic_store(&playlist_on, 0);
-    } else if (playlist_log.fd < 0) {
-        int fd = open_log(path);
-        if (fd < 0) {
-            rc = fd;
-        } else {
-            pthread_mutex_lock(&file_lock);
-            playlist_log.fd = fd;
-            set_path(&playlist_log, path);
-            pthread_mutex_unlock(&file_lock);
-        }
-    } else {
-        rc = reopen_one(&playlist_log, path);
-    }
-    if (path && rc == 0)
-        atomic_store(&playlist_on, 1);
-    pthread_mutex_unlock(&playlist_lock);
-    return rc;
+    int fd = path ? open_named("playlist", path, msg, cap) : -1;
+    if (path && fd < 0)
+        return fd;
+    playlist_set(fd, path);
+    return 0;
 }
 
 /* The last LOG_RECENT_LEN error-log lines, a ring under its own mutex (logging is cold: a
@@ -482,7 +488,7 @@ void log_access(const log_access_entry_t *e)
     char date[64], line[8192];
     struct tm tm;
     time_t now = time(NULL);
-    localtime_r(&e->start, &tm);
+    localtime_r(&now, &tm); /* the end, as Icecast stamps it: start = stamp - duration */
     strftime(date, sizeof(date), "%d/%b/%Y:%H:%M:%S %z", &tm);
     escape_log(ip, sizeof(ip), e->ip ? e->ip : "-", strlen(e->ip ? e->ip : "-"));
     escape_log(user, sizeof(user), e->user ? e->user : "-", strlen(e->user ? e->user : "-"));

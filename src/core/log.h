@@ -25,19 +25,23 @@
 
 enum { LOG_ERROR = 1, LOG_WARN = 2, LOG_INFO = 3, LOG_DEBUG = 4 };
 
-/* Opens the logs; path "-" or NULL means stderr. 0 or -errno. */
-int log_open(const char *error_path, const char *access_path, int level);
-/* Reopens both files at their paths (after rotation); on failure the old fd stays. */
-int log_reopen(const char *error_path, const char *access_path, int level);
+/* Opens the logs; path "-" or NULL means stderr. A file is opened as core/safefile.h says:
+ * never through a symbolic link at its name, and as root only where the user the server drops
+ * to cannot (a file created so is given to that user; another user's file is refused). 0, or
+ * -errno with msg (cap bytes, may be NULL) saying which log could not be opened and why. */
+int log_open(const char *error_path, const char *access_path, int level, char *msg, size_t cap);
+/* Reopens the logs at their (maybe new) paths, SIGHUP's reload: the error and access logs, and
+ * the playlist log when playlist_path is not NULL (NULL: none from now on). All or nothing:
+ * the new files are all opened before any takes the place of one in use, so on failure
+ * (-errno, msg as for log_open) every log stays as it was. */
+int log_reopen(const char *error_path, const char *access_path, const char *playlist_path,
+               int level, char *msg, size_t cap);
 void log_set_level(int level);
 /* Rotation by size (<logsize>, <logarchive>): a log that grows past max_bytes (0: never) is
  * renamed to "<file>.old" (replacing the previous one), or with archive to
  * "<file>.YYYYMMDD_HHMMSS", and a new file is opened at its path. The size is counted from the
  * bytes written (plus what the file held when opened), never asked of the filesystem. */
 void log_set_rotation(unsigned long long max_bytes, int archive);
-/* Gives the open log files to the user the server drops to, so that it can reopen them on
- * SIGHUP. 0 or -errno of the last failure. */
-int log_chown(uid_t uid, gid_t gid);
 void log_close(void);
 
 /* printf-style error log line: "[YYYY-MM-DD  HH:MM:SS] LEVEL subsystem/func message".
@@ -87,7 +91,7 @@ int log_msg_limited(log_ratelimit_t *rl, unsigned interval_ms, int level, const 
 typedef struct log_access_entry {
     const char *ip;
     const char *user;      /* NULL -> "-" */
-    time_t start;          /* connection start (for the timestamp and the duration) */
+    time_t start;          /* connection start (for the duration) */
     const char *method;    /* raw client text, escaped here */
     const char *uri;       /* raw client text, escaped here */
     const char *protocol;  /* e.g. "HTTP/1.1" */
@@ -97,13 +101,15 @@ typedef struct log_access_entry {
     const char *agent;     /* raw, may be NULL */
 } log_access_entry_t;
 
-/* Combined log format plus the connection's duration in seconds, written when it closes:
+/* Combined log format plus the connection's duration in seconds, written when it closes and
+ * stamped with that time (as Icecast does: the session began at date - duration):
  * ip - user [date] "METHOD uri PROTO" status bytes "referer" "agent" duration */
 void log_access(const log_access_entry_t *e);
 
 /* Opens (or, when already open, reopens in place) the playlist log; NULL means none: lines are
- * dropped from then on. "-" is stderr. 0 or -errno (then the previous state stays). */
-int log_playlist_open(const char *path);
+ * dropped from then on. "-" is stderr. 0 or -errno (then the previous state stays, and msg says
+ * why as log_open does). */
+int log_playlist_open(const char *path, char *msg, size_t cap);
 /* One playlist line: "dd/Mon/yyyy:HH:MM:SS +zzzz|mount|listeners|title" (the access log's time
  * format, as Icecast writes it). mount and title are raw client text, escaped here (control
  * characters and invalid UTF-8 as \xHH; '|' in the mount too, the title is the last field). */

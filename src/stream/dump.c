@@ -25,6 +25,7 @@
 #include "core/block.h"
 #include "core/log.h"
 #include "core/escape.h"
+#include "core/safefile.h"
 #include "stream/mount.h"
 
 #define DUMP_POLL_MS 100
@@ -187,9 +188,12 @@ static void check_lag(dump_t *d)
 static void dump_drain(dump_t *d)
 {
     if (!d->failed && d->fd < 0) {
-        d->fd = open(d->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0644);
+        const char *why;
+        d->fd = safefile_open(d->path, SAFEFILE_APPEND, &why);
         if (d->fd < 0) {
-            dump_error(d, "cannot open", errno);
+            char what[200];
+            snprintf(what, sizeof(what), "cannot open: %s", why);
+            dump_error(d, what, 0);
             d->failed = 1;
             cursor_drop(d);
             return;

@@ -135,6 +135,7 @@ mount_t *fallback_when_full(mount_t *m)
 typedef struct override_job {
     mount_t *mount; /* referenced */
     atomic_int moved;
+    atomic_int denied; /* stayed on their fallback: the mount's authentication refuses them */
 } override_job_t;
 
 /* Moves back those listeners of subscription s whose own mount now resolves to job->mount. */
@@ -162,12 +163,15 @@ static void override_sub(fanout_sub_t *s, override_job_t *j)
             continue;
         char *home = l->home;
         l->home = NULL; /* it is home: the same string must outlive the comparison above */
-        if (listener_move(l, j->mount) == 0) {
+        int err = listener_move(l, j->mount);
+        if (err == 0) {
             atomic_fetch_add(&j->moved, 1);
             if (last_home == home)
                 last_home = NULL;
             free(home);
         } else {
+            if (err == -EACCES)
+                atomic_fetch_add(&j->denied, 1);
             l->home = home;
         }
     }
@@ -191,6 +195,10 @@ static void override_done(worker_t *w, void *arg)
     int moved = atomic_load(&j->moved);
     if (moved)
         log_info("fallback-override: %d listeners back on %s", moved, j->mount->name);
+    int denied = atomic_load(&j->denied);
+    if (denied)
+        log_warn("fallback-override: %d listeners stay where they are: %s has authentication "
+                 "they did not pass", denied, j->mount->name);
     mount_unref(j->mount);
     free(j);
 }

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "auth/auth.h"
 #include "conf/config.h"
 #include "core/fault.h"
 #include "core/log.h"
@@ -324,7 +325,8 @@ static void fallback_refused(listener_t *l, mount_t *fb, int err)
     if (atomic_fetch_add(&l->mount->fallback_refused, 1) == 0)
         log_warn("listeners of %s cannot move to fallback %s (%s): closing them", l->mount->name,
                  fb->name, err == -ENOSPC ? "max-listeners reached"
-                                          : "different format: Ogg and non-Ogg do not mix");
+                           : err == -EACCES ? "it has authentication they did not pass"
+                                            : "different format: Ogg and non-Ogg do not mix");
 }
 
 /* The mount ended and l has had all of it: on to the fallback, resolved by name now, or close.
@@ -445,12 +447,29 @@ static void keep_tail(listener_t *l)
  * expects bare pages. So a listener moves only between mounts of the same family (Ogg to Ogg,
  * non-Ogg to non-Ogg) and keeps its own ICY interval there, whatever the destination's
  * setting. Icecast 2.4 likewise ignores moves between streams of different types. */
+/* May l be moved to dest? (see listener_move). A password is never verified here: that
+ * takes a verifier thread, and moves run on the worker, listener after listener; the identity
+ * a listener logged in with is what it brings along. */
+static int may_enter(const listener_t *l, const mount_t *dest)
+{
+    const config_t *cfg = server_config();
+    const mount_conf_t *mc = config_find_mount(cfg, dest->name);
+    if (!mc || !mc->auth || (l->asked && strcmp(l->asked, dest->name) == 0))
+        return 1;
+    htpasswd_t *h = auth_mount_htpasswd(mc);
+    if (!h || !l->asked || !client_of(l->conn)->log_user)
+        return 0;
+    return auth_mount_htpasswd(config_find_mount(cfg, l->asked)) == h;
+}
+
 int listener_move(listener_t *l, mount_t *dest)
 {
     worker_t *w = l->conn->worker;
     mount_t *old = l->mount;
     if (atomic_load(&dest->is_ogg) != atomic_load(&old->is_ogg))
         return -EPROTO;
+    if (!may_enter(l, dest))
+        return -EACCES;
     if (reserve_slot(dest) < 0)
         return -ENOSPC;
     fanout_remove_listener(w, l->sub, l);
@@ -523,6 +542,7 @@ static void listener_release(conn_t *c)
     if (l->tail)
         block_unref(l->tail);
     free(l->home);
+    free(l->asked);
     atomic_fetch_sub(&m->listeners, 1);
     atomic_fetch_sub(&server.stats.listeners, 1);
     mount_unref(m);
@@ -675,6 +695,7 @@ static void start_listener(conn_t *c, const http_request_t *req, mount_t *m, con
     l->mount = m; /* the caller's reference becomes ours */
     l->metaint = (uint32_t)metaint;
     l->home = home ? strdup(home) : NULL; /* without memory: no way back with an override */
+    l->asked = strdup(home ? home : m->name); /* without memory: it moves to open mounts only */
     l->intro = intro_of(m);
     l->blk = mount_attach(m, &l->pos, &l->hdr);
     l->need_sync = l->pos >= l->blk->len;

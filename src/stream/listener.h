@@ -47,6 +47,8 @@ struct listener {
     int meta_zero;          /* sending the single zero byte */
 
     char *home;             /* the mount it asked for while it is on a fallback, else NULL */
+    char *asked;            /* the mount it asked for when it joined (whose authentication, if
+                             * any, it passed), kept for good: see listener_move */
 
     list_t link;            /* in its subscription's listeners (fanout.h) */
 };
@@ -70,8 +72,12 @@ int listener_flush(listener_t *l);
  * it: blocks end at a frame (MPEG audio, ADTS) or page (Ogg) boundary, so the client sees whole
  * frames and pages on both sides of the switch. The slot on the old mount is given back at
  * once; the old block stays referenced until it is sent (or the listener closes, e.g. by the
- * lag rules of dest). Returns 0; -EPROTO if dest is not of l's family (Ogg / non-Ogg), -ENOSPC if
- * dest has max-listeners listeners: then nothing changed and l stays where it was. */
+ * lag rules of dest). dest's authentication applies: a mount with authentication takes only a
+ * listener that passed it (it asked for that mount when it joined) or that logged in against
+ * the same htpasswd file (its user is one of dest's users); credentials are not checked again.
+ * Returns 0; -EPROTO if dest is not of l's family (Ogg / non-Ogg), -EACCES if dest's
+ * authentication refuses l, -ENOSPC if dest has max-listeners listeners: then nothing changed
+ * and l stays where it was. */
 int listener_move(listener_t *l, mount_t *dest);
 
 /* Ends c's session `seconds` from now if c is (still) a streaming listener: a time limit

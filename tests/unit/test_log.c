@@ -105,7 +105,7 @@ static void concurrent_writers_never_tear_a_line(void)
 int main(void)
 {
     /* the lines go to a file too: keep them off the test's output */
-    CHECK(log_open("/dev/null", "/dev/null", LOG_INFO) == 0);
+    CHECK(log_open("/dev/null", "/dev/null", LOG_INFO, NULL, 0) == 0);
     RUN(starts_empty_and_keeps_lines_oldest_first);
     RUN(keeps_only_the_last_lines);
     RUN(filtered_lines_are_not_kept);
