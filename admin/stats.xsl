@@ -338,11 +338,11 @@
   <tr data-mount="{@mount}" data-name="{$name}" data-bitrate="{$kbps}" data-start="{stream_start_iso8601}">
     <td class="name"><a href="/admin/stats.xsl?mount={$q}"><xsl:value-of select="$name"/></a>
       <xsl:text> </xsl:text><code class="muted"><xsl:value-of select="@mount"/></code></td>
-    <td class="num" data-field="listeners"><xsl:value-of select="listeners"/></td>
-    <td class="num"><xsl:call-template name="bitrate"/></td>
-    <td class="num"><span data-since="{stream_start_iso8601}" title="{stream_start}">
+    <td class="num" data-label="Listeners" data-field="listeners"><xsl:value-of select="listeners"/></td>
+    <td class="num" data-label="Bitrate"><xsl:call-template name="bitrate"/></td>
+    <td class="num" data-label="Uptime"><span data-since="{stream_start_iso8601}" title="{stream_start}">
       <xsl:value-of select="stream_start"/></span></td>
-    <td class="np" data-field="title"><xsl:call-template name="now-playing"/></td>
+    <td class="np" data-label="Now playing" data-field="title"><xsl:call-template name="now-playing"/></td>
   </tr>
 </xsl:template>
 

@@ -313,21 +313,26 @@
     var tr = document.createElement("tr");
     var id = childText(l, "ID") || "";
     tr.setAttribute("data-id", id);
-    function cell(text, cls) {
+    function cell(text, cls, label) {
       var td = document.createElement("td");
       if (cls) td.className = cls;
+      if (label) td.setAttribute("data-label", label);   // the column, on narrow screens
       td.textContent = text;
       tr.appendChild(td);
       return td;
     }
-    cell(id, "num mono");
-    cell(childText(l, "IP") || "", "mono");
-    cell(childText(l, "UserAgent") || "", "ua");
+    cell(id, "num mono", "ID");
+    cell(childText(l, "IP") || "", "mono", "Address");
+    cell(childText(l, "UserAgent") || "", "ua", "User agent");
     var secs = childText(l, "Connected");
-    var c = cell(secs != null && isFinite(Number(secs)) ? duration(Number(secs)) : (secs || ""), "num");
+    var c = cell(secs != null && isFinite(Number(secs)) ? duration(Number(secs)) : (secs || ""), "num",
+                 "Connected");
     c.setAttribute("data-seconds", secs || "");
-    if (document.querySelector("[data-clients-mount] thead th:nth-child(6)")) cell(childText(l, "username") || "");
+    if (document.querySelector("[data-clients-mount] thead th:nth-child(6)")) {
+      cell(childText(l, "username") || "", "", "User");
+    }
     var td = document.createElement("td");
+    td.className = "actions";
     var form = document.createElement("form");
     form.action = "/admin/killclient.xsl";
     form.method = "get";
