@@ -80,7 +80,8 @@
 </xsl:template>
 
 <!-- Listeners and bandwidth of the last hour ("" for the server), drawn by admin.js from
-     /admin/history.json into the empty SVGs, and redrawn every 10 s. -->
+     /admin/history.json into the empty SVGs, and redrawn every 10 s. The time axis is the
+     whole hour, ending now; a time without samples is left blank. -->
 <xsl:template name="history-charts">
   <xsl:param name="mount"/>
   <section class="card panel history" data-history="{$mount}" aria-labelledby="history-h">
@@ -113,6 +114,7 @@
       <span class="muted" data-chart-max=""></span>
     </figcaption>
     <svg class="spark" viewBox="0 0 300 80" preserveAspectRatio="none" role="img" aria-label="{$label}"></svg>
+    <div class="axis" aria-hidden="true"><span>60 min ago</span><span>30 min</span><span>now</span></div>
   </figure>
 </xsl:template>
 

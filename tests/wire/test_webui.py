@@ -811,6 +811,26 @@ def _chart_points(b, key):
     return int(b.one('[data-chart="%s"] svg' % key).get_attribute("data-points") or -1)
 
 
+def _chart_runs(b, key):
+    """The chart's line as its subpaths, each a list of (x, y): one per run of samples
+    (a lone sample is a dot, not part of the line)."""
+    lines = b.find('[data-chart="%s"] svg path.line' % key)
+    d = lines[0].get_attribute("d") if lines else ""
+    return [[(float(x), float(y)) for x, y in re.findall(r"([\d.]+),([\d.]+)", part)]
+            for part in d.split("M")[1:]]
+
+
+def _chart_span(b, key):
+    """(start, length) of the chart's time axis, in server seconds."""
+    svg = b.one('[data-chart="%s"] svg' % key)
+    start, end = int(svg.get_attribute("data-start")), int(svg.get_attribute("data-end"))
+    return start, end - start
+
+
+def _chart_x(t, start):
+    return 3 + 294 * (t - start) / 3600          # the SVG is 300 wide, 3 of padding each side
+
+
 @pytest.mark.rimecast_only
 def test_admin_history_charts_draw_the_samples_and_refresh(station, browsers):
     st = station({"/h.mp3": {}})
@@ -831,9 +851,9 @@ def test_admin_history_charts_draw_the_samples_and_refresh(station, browsers):
     points = _chart_points(b, "listeners")
     assert before <= points <= after, (before, points, after)
     assert _chart_points(b, "bytes_per_s") == points
-    assert len(b.find('[data-chart="listeners"] svg polyline')) == 1
-    coords = b.one('[data-chart="listeners"] svg polyline').get_attribute("points").split()
-    assert len(coords) == points
+    runs = _chart_runs(b, "listeners")
+    assert len(runs) == 1 and len(runs[0]) == points, runs        # one line through every sample
+    assert _chart_span(b, "listeners")[1] == 3600
     assert b.text('[data-chart="listeners"] [data-chart-now]') == "2"
     assert "kbit/s" in b.text('[data-chart="bytes_per_s"] [data-chart-now]')
     shot(b, "admin-history-mount")
@@ -845,6 +865,52 @@ def test_admin_history_charts_draw_the_samples_and_refresh(station, browsers):
     b.wait(lambda: _chart_points(b, "listeners") > first, 25, "a new point within 10 s or so")
     assert not b.console_errors(), b.console_errors()
     shot(b, "admin-history-server")
+
+
+@pytest.mark.rimecast_only
+def test_admin_history_chart_spans_the_hour_and_leaves_a_time_off_air_blank(station, browsers):
+    st = station({"/g.mp3": {}})
+    st.listen("/g.mp3")
+    wait = webuilib.wirelib.wait_until
+    before = wait(lambda: len(_hour_samples(st, "/g.mp3")) >= 2 and _hour_samples(st, "/g.mp3"),
+                  30, "two samples of /g.mp3 on the air")
+    # off the air for two samples of the server (20 s or more), then back
+    st.sources.pop("/g.mp3").stop()
+    wait(lambda: st.admin("/admin/stats?mount=/g.mp3")[0] == 400, 10, "/g.mp3 gone")
+    last_on = _hour_samples(st, "/g.mp3")[-1]["time"]
+    wait(lambda: len([s for s in _hour_samples(st) if s["time"] > last_on]) >= 2, 30,
+         "two samples of the server while /g.mp3 is off the air")
+    src = st.srv.source("/g.mp3", mp3(), rate=RATE, loop=True, headers={"ice-public": "1"})
+    assert src.connect().status == 200
+    src.start()
+    st.sources["/g.mp3"] = src
+    st.listen("/g.mp3")
+    st.listen("/g.mp3")
+    after = wait(lambda: [s for s in _hour_samples(st, "/g.mp3") if s["time"] > last_on][1:] and
+                 [s for s in _hour_samples(st, "/g.mp3") if s["time"] > last_on], 30,
+                 "two samples of /g.mp3 back on the air")
+    back_on = after[0]["time"]
+    assert back_on - last_on >= 20
+    b = browsers(js=True, auth=AUTH)
+    b.get(st.url("/admin/stats.xsl?mount=/g.mp3"))
+    b.wait(lambda: b.find('[data-history="/g.mp3"][data-history-updated]'), 10, "the charts drawn")
+    # the axis is the whole hour, ending at the server's now
+    start, span = _chart_span(b, "listeners")
+    assert span == 3600
+    assert abs(start + span - time.time()) < 15
+    # two runs of samples with nothing drawn between them; each point where its time says
+    runs = _chart_runs(b, "listeners")
+    assert len(runs) == 2, runs
+    gap = (_chart_x(last_on, start), _chart_x(back_on, start))
+    assert runs[0][-1][0] <= gap[0] + 0.1 and runs[1][0][0] >= gap[1] - 0.1, (runs, gap)
+    assert abs(runs[0][0][0] - _chart_x(before[0]["time"], start)) < 0.2, (runs, before)
+    assert runs[0][0][0] > 270          # the samples are of the last minutes: at the right end
+    assert b.one('[data-chart="listeners"] svg').get_attribute("data-gaps") == "1"
+    for run in _chart_runs(b, "bytes_per_s"):   # no bandwidth line across the gap either
+        assert run[-1][0] <= gap[0] + 0.1 or run[0][0] >= gap[1] - 0.1, (run, gap)
+    assert "gap" in b.one('[data-chart="listeners"] svg').get_attribute("aria-label")
+    assert not b.console_errors(), b.console_errors()
+    shot(b, "admin-history-gap")
 
 
 def _bad_source_login(srv, mount, user="source"):
