@@ -279,10 +279,10 @@
         </div>
         <p class="listeners">
           <span class="big" data-field="listeners"><xsl:value-of select="listeners"/></span>
-          <span class="unit"> listening</span>
-          <span class="peak"> · peak <span data-field="listener_peak"><xsl:value-of select="listener_peak"/></span>
+          <span class="unit"> listening</span><span class="sep">&#160;·</span>
+          <span class="peak"> peak&#160;<span data-field="listener_peak"><xsl:value-of select="listener_peak"/></span>
             <xsl:if test="normalize-space(max_listeners) and max_listeners != 'unlimited'">
-              <xsl:text> · max </xsl:text><xsl:value-of select="max_listeners"/>
+              <xsl:text>&#160;· max&#160;</xsl:text><xsl:value-of select="max_listeners"/>
             </xsl:if>
           </span>
         </p>

@@ -346,6 +346,97 @@ def test_status_page_updates_title_and_listeners_live(station, browsers):
     shot(b, "status-live")
 
 
+STATUS_INTERVAL = 4.0               # app.js polls the status every 4 s
+
+
+def _shown_mounts(b):
+    return [c.get_attribute("data-mount") for c in b.find("ul.mounts > li[data-mount]")]
+
+
+def _on_air_line(b):
+    return " ".join(b.text("section.intro p.lede").split())
+
+
+def _start_source(st, mount, name):
+    src = st.srv.source(mount, mp3(), rate=RATE, loop=True,
+                        headers={"ice-public": "1", "ice-name": name, "ice-bitrate": "64"})
+    assert src.connect().status == 200
+    src.start()
+    st.sources[mount] = src
+    src.wait_sent(8192, 5)
+
+
+def _stop_source(st, mount):
+    st.sources.pop(mount).stop()
+    webuilib.wirelib.wait_until(lambda: st.admin("/admin/stats?mount=" + q(mount))[0] == 400, 10,
+                                "%s off the air" % mount)
+
+
+def _no_banner(b):
+    return not [e for e in b.find(".live-note") if e.is_displayed()]
+
+
+def test_status_page_follows_mounts_that_come_and_go_without_a_reload(station, browsers):
+    st = station({"/one.mp3": {"ice-name": "One"}, "/two.mp3": {"ice-name": "Two"}})
+    b = browsers(js=True)
+    b.get(st.url("/status.xsl"))
+    settle(b)
+    assert _shown_mounts(b) == ["/one.mp3", "/two.mp3"]
+    assert _on_air_line(b).startswith("2 streams on air")
+    b.js_run("window.__samePage = true")            # gone after a reload
+    # the listener plays /one.mp3
+    b.js_run("var a = document.querySelector('li[data-mount=\"/one.mp3\"] audio'); window.__audio = a;"
+             " a.muted = true; a.play().catch(function (e) { window.__playError = String(e); });")
+    played = lambda: b.js_run("return window.__audio.currentTime")        # noqa: E731
+    b.wait(lambda: played() > 0.3, 15, "the player of /one.mp3 to play")
+
+    # a mount that ends: its card goes and the count follows, within the update interval
+    _stop_source(st, "/two.mp3")
+    b.wait(lambda: _shown_mounts(b) == ["/one.mp3"], STATUS_INTERVAL + 2, "the card of /two.mp3 gone")
+    b.wait(lambda: _on_air_line(b).startswith("1 stream on air"), 2, "the count at 1")
+    # a new one appears likewise, in the server's order, a whole card with its player
+    _start_source(st, "/three.mp3", "Three")
+    b.wait(lambda: _shown_mounts(b) == ["/one.mp3", "/three.mp3"], STATUS_INTERVAL + 2,
+           "a card for /three.mp3")
+    b.wait(lambda: _on_air_line(b).startswith("2 streams on air"), 2, "the count at 2")
+    three = card(b, "/three.mp3")
+    assert three.find_element("css selector", "h2").text == "Three"
+    assert three.find_element("css selector", "audio").get_attribute("src") == st.url("/three.mp3")
+    ids = b.js_run("return Array.prototype.map.call(document.querySelectorAll('[id]'),"
+                   " function (e) { return e.id; })")
+    assert len(ids) == len(set(ids)), ids
+    # all along the same page, no banner, and the player kept playing
+    assert b.js_run("return window.__samePage === true")
+    assert _no_banner(b)
+    assert b.js_run("return window.__audio.isConnected && !window.__audio.paused")
+    t = played()
+    b.wait(lambda: played() > t + 0.5, 10, "the player of /one.mp3 still advancing")
+
+    # the mount being played ends: its card stays and says so; the count follows
+    _stop_source(st, "/one.mp3")
+    b.wait(lambda: "ended" in card(b, "/one.mp3").text, STATUS_INTERVAL + 2,
+           "the card being played saying its stream ended")
+    b.wait(lambda: _on_air_line(b).startswith("1 stream on air"), 2, "the count at 1")
+    assert _shown_mounts(b) == ["/one.mp3", "/three.mp3"]
+    assert b.js_run("return window.__samePage === true") and _no_banner(b)
+    assert b.js_run("return window.__playError || null") is None
+    assert not [e for e in b.console_errors() if ".mp3" not in e.get("message", "")]
+    shot(b, "status-ended")
+    # once the listener stops it, the ended card goes too
+    b.js_run("window.__audio.pause()")
+    b.wait(lambda: _shown_mounts(b) == ["/three.mp3"], STATUS_INTERVAL + 2, "the ended card gone")
+    # from the last mount to none, and back
+    _stop_source(st, "/three.mp3")
+    b.wait(lambda: b.find("main p.empty") and not _shown_mounts(b), STATUS_INTERVAL + 2,
+           "the page saying nothing is on air")
+    assert _on_air_line(b).startswith("0 streams on air")
+    _start_source(st, "/four.mp3", "Four")
+    b.wait(lambda: _shown_mounts(b) == ["/four.mp3"] and not b.find("main p.empty"),
+           STATUS_INTERVAL + 2, "a card for /four.mp3")
+    assert _on_air_line(b).startswith("1 stream on air")
+    assert b.js_run("return window.__samePage === true") and _no_banner(b)
+
+
 def test_hostile_strings_are_text_on_the_status_page(station, browsers):
     st = station({"/evil.mp3": {"ice-name": HOSTILE, "ice-description": HOSTILE, "ice-genre": HOSTILE,
                                 "ice-url": "javascript:window.__pwned=3"}})

@@ -177,3 +177,54 @@ def test_every_admin_page_fits_the_window(station, browsers, users_file, size):
     assert not problems, "\n".join(problems)
     assert not [e for e in b.console_errors() if ".mp3" not in e.get("message", "")]
 
+
+
+# Each "·" of the listeners lines that is displayed: whether it starts a line (no character
+# of the line before it on its line).
+DOTS_JS = """
+var found = [];
+document.querySelectorAll(".listeners").forEach(function (p) {
+  var chars = [], walk = document.createTreeWalker(p, NodeFilter.SHOW_TEXT);
+  for (var n = walk.nextNode(); n; n = walk.nextNode()) {
+    for (var i = 0; i < n.data.length; i++) {
+      if (/\\s/.test(n.data[i])) continue;
+      var r = document.createRange();
+      r.setStart(n, i);
+      r.setEnd(n, i + 1);
+      var rect = r.getBoundingClientRect();
+      if (rect.width || rect.height) chars.push({c: n.data[i], rect: rect});
+    }
+  }
+  chars.forEach(function (ch, k) {
+    if (ch.c !== "\\u00b7") return;
+    var prev = chars[k - 1];
+    found.push({line: p.textContent.replace(/\\s+/g, " ").trim(),
+                starts: !prev || ch.rect.top >= prev.rect.bottom - 2});
+  });
+});
+return found;
+"""
+
+
+@pytest.mark.parametrize("width", [360, 600, 1280])
+def test_the_listening_line_never_starts_with_its_dot(station, browsers, width):
+    limited = ('<mount type="normal"><mount-name>/capped.mp3</mount-name>'
+               '<max-listeners>100000</max-listeners></mount>')
+    st = station({"/capped.mp3": {"ice-name": "Capped"}, "/open.mp3": {"ice-name": "Open"}},
+                 extra_xml=limited)
+    for _ in range(3):
+        st.listen("/capped.mp3")
+    webuilib.wait_listeners(st.srv, "/capped.mp3", 3)
+    b = browsers(js=True, auth=AUTH, width=width, height=800)
+    emulate(b, width, 800)
+    for page in ("/status.xsl", "/admin/stats.xsl"):
+        b.get(st.url(page))
+        settle(b)
+        # as a reader with large text too, whose line must wrap
+        for font in ("", "28px"):
+            b.js_run("document.documentElement.style.fontSize = arguments[0]", font)
+            dots = b.js_run(DOTS_JS)
+            assert not [d for d in dots if d["starts"]], (page, width, font, dots)
+            if width < 560:              # a narrow screen has the whole line, with its dots
+                assert len(dots) >= 2, (page, dots)
+        shoot(b, os.path.join(shots_dir(), "listening%s-%d.png" % (page.replace("/", "-")[:-4], width)))
