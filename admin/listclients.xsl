@@ -67,16 +67,16 @@
 
 <xsl:template match="listener">
   <tr data-id="{ID}">
-    <td class="num mono"><xsl:value-of select="ID"/></td>
-    <td class="mono"><xsl:value-of select="IP"/></td>
-    <td class="ua"><xsl:value-of select="UserAgent"/></td>
-    <td class="num" data-seconds="{Connected}">
+    <td class="num mono" data-label="ID"><xsl:value-of select="ID"/></td>
+    <td class="mono" data-label="Address"><xsl:value-of select="IP"/></td>
+    <td class="ua" data-label="User agent"><xsl:value-of select="UserAgent"/></td>
+    <td class="num" data-label="Connected" data-seconds="{Connected}">
       <xsl:call-template name="duration"><xsl:with-param name="s" select="Connected"/></xsl:call-template>
     </td>
     <xsl:if test="../listener/username">
-      <td><xsl:value-of select="username"/></td>
+      <td data-label="User"><xsl:value-of select="username"/></td>
     </xsl:if>
-    <td>
+    <td class="actions">
       <form action="/admin/killclient.xsl" method="get" class="kick">
         <input type="hidden" name="mount" value="{../@mount}"/>
         <input type="hidden" name="id" value="{ID}"/>

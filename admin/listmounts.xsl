@@ -41,14 +41,17 @@
     <xsl:call-template name="uri-encode"><xsl:with-param name="s" select="@mount"/></xsl:call-template>
   </xsl:variable>
   <tr data-mount="{@mount}">
-    <td><a href="/admin/stats.xsl?mount={$q}"><code><xsl:value-of select="@mount"/></code></a></td>
-    <td class="num" data-field="listeners"><xsl:value-of select="listeners"/></td>
-    <td class="num">
+    <td class="name"><a href="/admin/stats.xsl?mount={$q}"><code><xsl:value-of select="@mount"/></code></a></td>
+    <td class="num" data-label="Listeners" data-field="listeners"><xsl:value-of select="listeners"/></td>
+    <td class="num" data-label="Connected">
       <xsl:call-template name="duration"><xsl:with-param name="s" select="Connected"/></xsl:call-template>
     </td>
-    <td><xsl:value-of select="content-type"/></td>
-    <td><xsl:value-of select="fallback"/></td>
+    <td data-label="Content type"><xsl:value-of select="content-type"/></td>
     <td>
+      <xsl:if test="normalize-space(fallback)"><xsl:attribute name="data-label">Fallback</xsl:attribute></xsl:if>
+      <xsl:value-of select="fallback"/>
+    </td>
+    <td class="actions">
       <a class="button small" href="/admin/listclients.xsl?mount={$q}">Listeners</a>
       <xsl:text> </xsl:text>
       <a class="button small" href="/admin/moveclients.xsl?mount={$q}">Move</a>

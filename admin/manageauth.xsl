@@ -32,7 +32,7 @@
             <xsl:for-each select="$src/User">
               <tr>
                 <td class="mono"><xsl:value-of select="username"/></td>
-                <td>
+                <td class="actions">
                   <form action="/admin/manageauth.xsl" method="get" class="delete-user">
                     <input type="hidden" name="mount" value="{$src/@mount}"/>
                     <input type="hidden" name="action" value="delete"/>

@@ -35,10 +35,10 @@
               <tbody>
                 <xsl:for-each select="source[@mount != $from]">
                   <tr data-mount="{@mount}">
-                    <td><code><xsl:value-of select="@mount"/></code></td>
-                    <td class="num"><xsl:value-of select="listeners"/></td>
-                    <td><xsl:value-of select="content-type"/></td>
-                    <td>
+                    <td class="name"><code><xsl:value-of select="@mount"/></code></td>
+                    <td class="num" data-label="Listeners"><xsl:value-of select="listeners"/></td>
+                    <td data-label="Content type"><xsl:value-of select="content-type"/></td>
+                    <td class="actions">
                       <form action="/admin/moveclients.xsl" method="get" class="move">
                         <input type="hidden" name="mount" value="{$from}"/>
                         <input type="hidden" name="destination" value="{@mount}"/>

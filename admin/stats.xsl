@@ -80,7 +80,8 @@
 </xsl:template>
 
 <!-- Listeners and bandwidth of the last hour ("" for the server), drawn by admin.js from
-     /admin/history.json into the empty SVGs, and redrawn every 10 s. -->
+     /admin/history.json into the empty SVGs, and redrawn every 10 s. The time axis is the
+     whole hour, ending now; a time without samples is left blank. -->
 <xsl:template name="history-charts">
   <xsl:param name="mount"/>
   <section class="card panel history" data-history="{$mount}" aria-labelledby="history-h">
@@ -113,6 +114,7 @@
       <span class="muted" data-chart-max=""></span>
     </figcaption>
     <svg class="spark" viewBox="0 0 300 80" preserveAspectRatio="none" role="img" aria-label="{$label}"></svg>
+    <div class="axis" aria-hidden="true"><span>60 min ago</span><span>30 min</span><span>now</span></div>
   </figure>
 </xsl:template>
 
@@ -277,10 +279,10 @@
         </div>
         <p class="listeners">
           <span class="big" data-field="listeners"><xsl:value-of select="listeners"/></span>
-          <span class="unit"> listening</span>
-          <span class="peak"> · peak <span data-field="listener_peak"><xsl:value-of select="listener_peak"/></span>
+          <span class="unit"> listening</span><span class="sep">&#160;·</span>
+          <span class="peak"> peak&#160;<span data-field="listener_peak"><xsl:value-of select="listener_peak"/></span>
             <xsl:if test="normalize-space(max_listeners) and max_listeners != 'unlimited'">
-              <xsl:text> · max </xsl:text><xsl:value-of select="max_listeners"/>
+              <xsl:text>&#160;· max&#160;</xsl:text><xsl:value-of select="max_listeners"/>
             </xsl:if>
           </span>
         </p>
@@ -338,11 +340,11 @@
   <tr data-mount="{@mount}" data-name="{$name}" data-bitrate="{$kbps}" data-start="{stream_start_iso8601}">
     <td class="name"><a href="/admin/stats.xsl?mount={$q}"><xsl:value-of select="$name"/></a>
       <xsl:text> </xsl:text><code class="muted"><xsl:value-of select="@mount"/></code></td>
-    <td class="num" data-field="listeners"><xsl:value-of select="listeners"/></td>
-    <td class="num"><xsl:call-template name="bitrate"/></td>
-    <td class="num"><span data-since="{stream_start_iso8601}" title="{stream_start}">
+    <td class="num" data-label="Listeners" data-field="listeners"><xsl:value-of select="listeners"/></td>
+    <td class="num" data-label="Bitrate"><xsl:call-template name="bitrate"/></td>
+    <td class="num" data-label="Uptime"><span data-since="{stream_start_iso8601}" title="{stream_start}">
       <xsl:value-of select="stream_start"/></span></td>
-    <td class="np" data-field="title"><xsl:call-template name="now-playing"/></td>
+    <td class="np" data-label="Now playing" data-field="title"><xsl:call-template name="now-playing"/></td>
   </tr>
 </xsl:template>
 

@@ -12,7 +12,9 @@
  * The log page (/admin/log.xsl) polls /admin/log every 2 s (log lines are no events) and
  * shows new error-log lines as they are written, failures shown and retried the same way.
  * Shows uptimes relative to now. Draws the history charts ([data-history]: listeners and
- * bandwidth of the last hour, inline SVG) from /admin/history.json, every 10 s.
+ * bandwidth of the last hour, inline SVG) from /admin/history.json, every 10 s: the time axis
+ * is the whole hour up to the server's now, and a time without samples (server down, mount
+ * off the air) is left blank, not bridged by a line.
  * Text is set with textContent only; every page works without this script (plain links
  * and GET forms).
  */
@@ -313,21 +315,26 @@
     var tr = document.createElement("tr");
     var id = childText(l, "ID") || "";
     tr.setAttribute("data-id", id);
-    function cell(text, cls) {
+    function cell(text, cls, label) {
       var td = document.createElement("td");
       if (cls) td.className = cls;
+      if (label) td.setAttribute("data-label", label);   // the column, on narrow screens
       td.textContent = text;
       tr.appendChild(td);
       return td;
     }
-    cell(id, "num mono");
-    cell(childText(l, "IP") || "", "mono");
-    cell(childText(l, "UserAgent") || "", "ua");
+    cell(id, "num mono", "ID");
+    cell(childText(l, "IP") || "", "mono", "Address");
+    cell(childText(l, "UserAgent") || "", "ua", "User agent");
     var secs = childText(l, "Connected");
-    var c = cell(secs != null && isFinite(Number(secs)) ? duration(Number(secs)) : (secs || ""), "num");
+    var c = cell(secs != null && isFinite(Number(secs)) ? duration(Number(secs)) : (secs || ""), "num",
+                 "Connected");
     c.setAttribute("data-seconds", secs || "");
-    if (document.querySelector("[data-clients-mount] thead th:nth-child(6)")) cell(childText(l, "username") || "");
+    if (document.querySelector("[data-clients-mount] thead th:nth-child(6)")) {
+      cell(childText(l, "username") || "", "", "User");
+    }
     var td = document.createElement("td");
+    td.className = "actions";
     var form = document.createElement("form");
     form.action = "/admin/killclient.xsl";
     form.method = "get";
@@ -530,6 +537,8 @@
   // ------------------------------------------------------------ history charts
 
   var HISTORY_MS = 10000;              // the server samples every 10 s
+  var HISTORY_STEP_S = 10;
+  var HISTORY_SPAN_S = 3600;           // the charts show the last hour, ending now
   var SVG_NS = "http://www.w3.org/2000/svg";
   var CHART_W = 300, CHART_H = 80, CHART_PAD = 3;
   var historyFormats = {
@@ -546,58 +555,108 @@
     return el;
   }
 
-  // The hour range's samples of a /admin/history.json answer, oldest first.
-  function hourSamples(doc) {
+  // The hour range of a /admin/history.json answer: its samples (oldest first) and step (s).
+  function hourRange(doc) {
     var ranges = (doc && doc.history && doc.history.range) || [];
     if (!Array.isArray(ranges)) ranges = [ranges];
     for (var i = 0; i < ranges.length; i++) {
       if (ranges[i] && ranges[i].name === "hour") {
         var s = ranges[i].sample || [];
-        return Array.isArray(s) ? s : [s];
+        return { samples: Array.isArray(s) ? s : [s], step: Number(ranges[i].step) || HISTORY_STEP_S };
       }
     }
-    return [];
+    return { samples: [], step: HISTORY_STEP_S };
   }
 
-  function drawChart(fig, samples) {
+  // The chart's points: the samples of the period [end - HISTORY_SPAN_S, end], in runs of
+  // consecutive samples. Two samples further apart than 1.5 steps have a gap between them
+  // (the server was down or the mount off the air): a new run starts. A value that is not
+  // known (the bandwidth of a run's first sample, which the server measured across the gap
+  // or had no earlier sample for) is null and breaks the line too.
+  function chartRuns(samples, key, step, end) {
+    var start = end - HISTORY_SPAN_S;
+    var runs = [], run = null, prev = null, gaps = 0, n = 0;
+    samples.forEach(function (s) {
+      var t = Number(s.time);
+      if (!isFinite(t) || t < start || t > end) return;
+      var first = prev === null || t - prev > 1.5 * step;
+      if (first && prev !== null) gaps++;
+      prev = t;
+      var v = key === "bytes_per_s" && first ? null : Number(s[key]);
+      n++;
+      if (v === null || !isFinite(v)) { run = null; return; }
+      if (first || !run) { run = []; runs.push(run); }
+      run.push({ t: t, v: Math.max(0, v) });
+    });
+    return { runs: runs, gaps: gaps, samples: n, last: prev };
+  }
+
+  // A round dot that stays round in the stretched chart: a zero-length line with round caps
+  // (its stroke does not scale, a circle would).
+  function dot(cls, x, y) {
+    return svgEl("path", { "class": cls, d: "M" + x + "," + y + "h0" });
+  }
+
+  function chartX(t, end) {
+    var innerW = CHART_W - 2 * CHART_PAD;
+    return (CHART_PAD + innerW * (t - (end - HISTORY_SPAN_S)) / HISTORY_SPAN_S).toFixed(1);
+  }
+
+  function drawChart(fig, range, end) {
     var key = fig.getAttribute("data-chart");
     var format = historyFormats[key] || String;
     var svg = fig.querySelector("svg");
     if (!svg) return;
     while (svg.firstChild) svg.removeChild(svg.firstChild);
-    var n = samples.length;
-    var values = samples.map(function (s) { return Math.max(0, Number(s[key]) || 0); });
-    var max = values.reduce(function (a, b) { return Math.max(a, b); }, 0);
-    var t0 = n ? Number(samples[0].time) : 0;
-    var span = n > 1 ? Math.max(Number(samples[n - 1].time) - t0, 1) : 1;
-    var innerW = CHART_W - 2 * CHART_PAD, innerH = CHART_H - 2 * CHART_PAD;
-    var pts = samples.map(function (s, i) {
-      var x = n > 1 ? CHART_PAD + innerW * (Number(s.time) - t0) / span : CHART_W - CHART_PAD;
-      var y = CHART_H - CHART_PAD - innerH * values[i] / (max || 1);
-      return [x.toFixed(1), y.toFixed(1)];
+    var got = chartRuns(range.samples, key, range.step, end);
+    var max = 0;
+    got.runs.forEach(function (run) { run.forEach(function (p) { max = Math.max(max, p.v); }); });
+    var innerH = CHART_H - 2 * CHART_PAD, base = String(CHART_H - CHART_PAD);
+    function y(v) { return (CHART_H - CHART_PAD - innerH * v / (max || 1)).toFixed(1); }
+    var line = "", area = "";
+    got.runs.forEach(function (run) {
+      var pts = run.map(function (p) { return chartX(p.t, end) + "," + y(p.v); });
+      if (run.length === 1) {          // a lone sample: a dot, no line to draw
+        svg.appendChild(dot("dot lone", chartX(run[0].t, end), y(run[0].v)));
+        return;
+      }
+      line += "M" + pts.join("L");
+      area += "M" + chartX(run[0].t, end) + "," + base + "L" + pts.join("L") + "L" +
+              chartX(run[run.length - 1].t, end) + "," + base + "Z";
     });
-    var line = pts.map(function (p) { return p.join(","); }).join(" ");
-    var base = String(CHART_H - CHART_PAD);
-    if (n > 1) {
-      svg.appendChild(svgEl("polygon", { "class": "area",
-        points: pts[0][0] + "," + base + " " + line + " " + pts[n - 1][0] + "," + base }));
-      svg.appendChild(svgEl("polyline", { "class": "line", points: line }));
-    }
-    if (n) svg.appendChild(svgEl("circle", { "class": "dot", cx: pts[n - 1][0], cy: pts[n - 1][1], r: "2.5" }));
+    if (area) svg.appendChild(svgEl("path", { "class": "area", d: area }));
+    if (line) svg.appendChild(svgEl("path", { "class": "line", d: line }));
+    // The value now: the last sample, when it is recent (no gap up to now).
+    var lastRun = got.runs[got.runs.length - 1];
+    var last = lastRun ? lastRun[lastRun.length - 1] : null;
+    var current = last && got.last !== null && last.t === got.last && end - last.t <= 1.5 * range.step;
+    if (current) svg.appendChild(dot("dot", chartX(last.t, end), y(last.v)));
+    var n = got.samples;
     svg.setAttribute("data-points", String(n));
+    svg.setAttribute("data-runs", String(got.runs.length));
+    svg.setAttribute("data-gaps", String(got.gaps));
+    svg.setAttribute("data-start", String(end - HISTORY_SPAN_S));
+    svg.setAttribute("data-end", String(end));
     var label = fig.getAttribute("data-label") || key;
-    svg.setAttribute("aria-label", n ? label + ": " + format(values[n - 1]) + " now, at most " +
-                     format(max) + " in the last hour (" + n + " samples)" : label + ": no samples yet");
+    var gapText = got.gaps ? ", " + got.gaps + (got.gaps === 1 ? " gap" : " gaps") + " without samples" : "";
+    svg.setAttribute("aria-label", n ? label + ": " + (current ? format(last.v) + " now, " : "") + "at most " +
+                     format(max) + " in the last hour (" + n + " samples" + gapText + ")" :
+                     label + ": no samples in the last hour");
     var now = fig.querySelector("[data-chart-now]");
-    if (now) now.textContent = n ? format(values[n - 1]) : "\u2014";
+    if (now) now.textContent = current ? format(last.v) : "\u2014";
     var top = fig.querySelector("[data-chart-max]");
     if (top) top.textContent = n ? "max " + format(max) : "no samples yet";
   }
 
-  function fetchJson(url) {
+  // The history document and the server's clock (its Date header, in seconds; the browser's
+  // clock when there is none), so the chart's hour ends at the server's now.
+  function fetchHistory(url) {
     return fetch(api(url), { credentials: "same-origin", cache: "no-store" }).then(function (r) {
       if (!r.ok) throw new Error("HTTP " + r.status);
-      return r.json();
+      var date = Date.parse(r.headers.get("Date") || "");
+      return r.json().then(function (doc) {
+        return { doc: doc, now: Math.floor((isNaN(date) ? Date.now() : date) / 1000) };
+      });
     });
   }
 
@@ -606,9 +665,9 @@
       var mount = box.getAttribute("data-history");
       var url = "/admin/history.json" + (mount ? "?mount=" + encodeURIComponent(mount) : "");
       var note = box.querySelector("[data-history-note]");
-      fetchJson(url).then(function (doc) {
-        var samples = hourSamples(doc);
-        $all("[data-chart]", box).forEach(function (fig) { drawChart(fig, samples); });
+      fetchHistory(url).then(function (got) {
+        var range = hourRange(got.doc);
+        $all("[data-chart]", box).forEach(function (fig) { drawChart(fig, range, got.now); });
         if (note) note.textContent = "";
         box.setAttribute("data-history-updated", String(Date.now()));
       }).catch(function (err) {

@@ -2,9 +2,11 @@
 /*
  * app.js: live updates for the public status page (status.xsl). Polls
  * /status-json.xsl every few seconds and refreshes each mount card's listeners,
- * peak and now-playing text; when mounts come or go it offers a reload (or
- * reloads by itself when nothing is playing). Values are set with textContent
- * only. The page works fully without this script.
+ * peak and now-playing text; when mounts come or go, the cards and the count of
+ * streams follow in place from a fresh copy of the page (a new card appears, a gone
+ * one goes), without a reload and without touching the card being played, which
+ * says so when its own stream ends. Values are set with textContent only (new cards
+ * are the server's own rendering). The page works fully without this script.
  */
 (function () {
   "use strict";
@@ -44,59 +46,138 @@
     }
   }
 
-  function anyPlaying() {
-    return Array.prototype.some.call(document.querySelectorAll("audio"), function (a) {
-      return !a.paused;
+  // ------------------------------------------------------------ the list of mounts
+
+  // A card whose player the listener started and did not pause: it is "the one playing",
+  // kept (and marked as ended) when its mount goes off the air. A player that stops by itself
+  // (the stream ended, or broke) still counts; a pause by the listener does not.
+  function onPlay(ev) {
+    var card = ev.target.closest && ev.target.closest("[data-mount]");
+    if (card) card.setAttribute("data-listening", "");
+  }
+
+  function onPause(ev) {
+    var a = ev.target, card = a.closest && a.closest("[data-mount]");
+    if (card && !a.ended && !a.error) card.removeAttribute("data-listening");
+  }
+
+  function listening(card) {
+    return card.hasAttribute("data-listening");
+  }
+
+  // Says on the card of the one playing that its stream has ended (it stays until paused).
+  function markEnded(card) {
+    if (card.hasAttribute("data-ended")) return;
+    card.setAttribute("data-ended", "");
+    card.classList.add("ended");
+    Array.prototype.forEach.call(card.querySelectorAll("[data-since]"), function (el) {
+      el.removeAttribute("data-since");          // its time on the air stops counting
     });
+    var p = document.createElement("p");
+    p.className = "ended-note";
+    p.setAttribute("role", "status");
+    p.textContent = "This stream has ended.";
+    var head = card.querySelector(".mount-head");
+    if (head && head.parentNode) head.parentNode.insertBefore(p, head.nextSibling);
+    else card.insertBefore(p, card.firstChild);
   }
 
-  // At most one automatic reload per half minute, so a mismatch never loops.
-  function mayReload() {
-    try {
-      var last = Number(sessionStorage.getItem("rimecast-reload") || 0);
-      if (Date.now() - last < 30000) return false;
-      sessionStorage.setItem("rimecast-reload", String(Date.now()));
-      return true;
-    } catch (e) {
-      return false;
+  function unmarkEnded(card) {
+    card.removeAttribute("data-ended");
+    card.classList.remove("ended");
+    Array.prototype.forEach.call(card.querySelectorAll(".ended-note"), function (p) { p.remove(); });
+  }
+
+  // Brings the cards and the count in line with a fresh status page (its HTML, as the server
+  // renders it): a new mount's card is inserted where the page has it, a gone one removed,
+  // the others stay as they are (never moved, so a player keeps playing); the one playing is
+  // kept and marked as ended instead of removed.
+  function merge(doc) {
+    var main = document.querySelector("main");
+    var list = document.querySelector("ul.mounts");
+    var fresh = doc.querySelector("ul.mounts");
+    var freshCards = fresh ? Array.prototype.slice.call(fresh.querySelectorAll("li[data-mount]")) : [];
+    var wanted = {};
+    freshCards.forEach(function (c) { wanted[c.getAttribute("data-mount")] = true; });
+    var current = {};
+    cards().forEach(function (card) {
+      var m = card.getAttribute("data-mount");
+      if (wanted[m]) current[m] = card;
+      else if (listening(card)) markEnded(card);
+      else card.remove();
+    });
+    if (!list && freshCards.length) {
+      list = document.importNode(fresh, false);
+      var empty = document.querySelector("main .empty");
+      if (empty) empty.parentNode.replaceChild(list, empty);
+      else main.appendChild(list);
     }
+    var prev = null;
+    freshCards.forEach(function (c) {
+      var m = c.getAttribute("data-mount");
+      var card = current[m];
+      if (card && (!card.hasAttribute("data-ended") || listening(card))) {
+        unmarkEnded(card);             // back on the air while still playing: keep it
+        prev = card;
+        return;
+      }
+      var node = document.importNode(c, true);
+      if (card) list.replaceChild(node, card);
+      else list.insertBefore(node, prev ? prev.nextSibling : list.firstChild);
+      prev = node;
+    });
+    if (list && !list.children.length) {
+      var none = doc.querySelector("main .empty");
+      list.parentNode.replaceChild(none ? document.importNode(none, true) : document.createElement("p"), list);
+    }
+    // the headings' ids follow the order (a new card's may repeat a kept one's)
+    cards().forEach(function (card, i) {
+      var h = card.querySelector("h2[id]"), art = card.querySelector("article[aria-labelledby]");
+      if (h) h.id = "mount-" + (i + 1);
+      if (art) art.setAttribute("aria-labelledby", "mount-" + (i + 1));
+    });
+    var lede = document.querySelector(".intro .lede"), freshLede = doc.querySelector(".intro .lede");
+    if (lede && freshLede) {
+      lede.textContent = "";
+      Array.prototype.forEach.call(freshLede.childNodes, function (n) {
+        lede.appendChild(document.importNode(n, true));
+      });
+    }
+    tickUptimes();
   }
 
-  function note(text) {
-    var el = document.querySelector(".live-note");
-    if (!el) return;
-    el.textContent = "";
-    if (!text) { el.hidden = true; return; }
-    el.appendChild(document.createTextNode(text + " "));
-    var a = document.createElement("a");
-    a.href = location.pathname;
-    a.textContent = "Reload";
-    el.appendChild(a);
-    el.hidden = false;
+  function fetchPage() {
+    return fetch(location.origin + "/status.xsl", { cache: "no-store", credentials: "omit" })
+      .then(function (r) { if (!r.ok) throw new Error("HTTP " + r.status); return r.text(); })
+      .then(function (html) { merge(new DOMParser().parseFromString(html, "text/html")); });
   }
 
+  // Applies a status-json answer: fields of the cards in place; when mounts came or went (or
+  // an ended card's player was paused), the cards and the count follow (fetchPage).
   function apply(data) {
     var stats = data && data.icestats ? data.icestats : {};
     var sources = stats.source;
     if (!Array.isArray(sources)) sources = sources ? [sources] : [];
     var seen = {};
     sources.forEach(function (src) { seen[mountOf(src)] = src; });
-    var shown = cards();
-    var changed = shown.length !== sources.length;
-    shown.forEach(function (card) {
+    var changed = false, shown = 0;
+    cards().forEach(function (card) {
       var src = seen[card.getAttribute("data-mount")];
+      if (card.hasAttribute("data-ended")) {
+        if (src || !listening(card)) changed = true;
+        return;
+      }
       if (!src) { changed = true; return; }
+      shown++;
       setText(card, "listeners", src.listeners);
       setText(card, "listener_peak", src.listener_peak);
       setText(card, "title", nowPlaying(src));
     });
-    var count = document.querySelector('[data-field="mount-count"]');
-    if (count && !changed) count.textContent = String(sources.length);
-    if (changed) {
-      if (!anyPlaying() && mayReload()) { location.reload(); return; }
-      note("The list of streams has changed.");
-    }
-    document.documentElement.setAttribute("data-updated", String(Date.now()));
+    if (shown !== sources.length) changed = true;
+    var done = changed ? fetchPage() : Promise.resolve();
+    return done.then(function () {
+      document.documentElement.setAttribute("data-updated", String(Date.now()));
+    });
   }
 
   function poll() {
@@ -126,6 +207,8 @@
   }
 
   function start() {
+    document.addEventListener("play", onPlay, true);     // media events do not bubble
+    document.addEventListener("pause", onPause, true);
     tickUptimes();
     setInterval(tickUptimes, 1000);
     if (!window.fetch || !document.querySelector(".mounts, .empty")) return;

@@ -4,7 +4,8 @@
   status.xsl: the public status page (HTML5), rendered from the public stats.
   One card per live mount: name, description, genre, bitrate, listeners (current
   and peak), now playing, an HTML5 audio player and Listen links (M3U, XSPF, the
-  direct stream). Works without JavaScript; app.js refreshes listeners and titles.
+  direct stream). Works without JavaScript; app.js refreshes listeners and titles, and
+  brings in or takes out the cards of mounts that come or go.
   Every value is written as text (never disable-output-escaping); links to
   untrusted URLs are only made for http(s). Does not decide which mounts are shown.
 -->
@@ -48,7 +49,6 @@
             <xsl:text> · </xsl:text><xsl:value-of select="location"/>
           </xsl:if>
         </p>
-        <p class="live-note" hidden="hidden" role="status" aria-live="polite"></p>
       </section>
       <xsl:choose>
         <xsl:when test="source">
@@ -90,8 +90,8 @@
         </div>
         <p class="listeners" title="Listeners now (peak)">
           <span class="big" data-field="listeners"><xsl:value-of select="listeners"/></span>
-          <span class="unit"> listening</span>
-          <span class="peak"> · peak <span data-field="listener_peak"><xsl:value-of select="listener_peak"/></span></span>
+          <span class="unit"> listening</span><span class="sep">&#160;·</span>
+          <span class="peak"> peak&#160;<span data-field="listener_peak"><xsl:value-of select="listener_peak"/></span></span>
         </p>
       </header>
       <xsl:if test="normalize-space(server_description) and server_description != 'Unspecified description'">

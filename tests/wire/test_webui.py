@@ -346,6 +346,97 @@ def test_status_page_updates_title_and_listeners_live(station, browsers):
     shot(b, "status-live")
 
 
+STATUS_INTERVAL = 4.0               # app.js polls the status every 4 s
+
+
+def _shown_mounts(b):
+    return [c.get_attribute("data-mount") for c in b.find("ul.mounts > li[data-mount]")]
+
+
+def _on_air_line(b):
+    return " ".join(b.text("section.intro p.lede").split())
+
+
+def _start_source(st, mount, name):
+    src = st.srv.source(mount, mp3(), rate=RATE, loop=True,
+                        headers={"ice-public": "1", "ice-name": name, "ice-bitrate": "64"})
+    assert src.connect().status == 200
+    src.start()
+    st.sources[mount] = src
+    src.wait_sent(8192, 5)
+
+
+def _stop_source(st, mount):
+    st.sources.pop(mount).stop()
+    webuilib.wirelib.wait_until(lambda: st.admin("/admin/stats?mount=" + q(mount))[0] == 400, 10,
+                                "%s off the air" % mount)
+
+
+def _no_banner(b):
+    return not [e for e in b.find(".live-note") if e.is_displayed()]
+
+
+def test_status_page_follows_mounts_that_come_and_go_without_a_reload(station, browsers):
+    st = station({"/one.mp3": {"ice-name": "One"}, "/two.mp3": {"ice-name": "Two"}})
+    b = browsers(js=True)
+    b.get(st.url("/status.xsl"))
+    settle(b)
+    assert _shown_mounts(b) == ["/one.mp3", "/two.mp3"]
+    assert _on_air_line(b).startswith("2 streams on air")
+    b.js_run("window.__samePage = true")            # gone after a reload
+    # the listener plays /one.mp3
+    b.js_run("var a = document.querySelector('li[data-mount=\"/one.mp3\"] audio'); window.__audio = a;"
+             " a.muted = true; a.play().catch(function (e) { window.__playError = String(e); });")
+    played = lambda: b.js_run("return window.__audio.currentTime")        # noqa: E731
+    b.wait(lambda: played() > 0.3, 15, "the player of /one.mp3 to play")
+
+    # a mount that ends: its card goes and the count follows, within the update interval
+    _stop_source(st, "/two.mp3")
+    b.wait(lambda: _shown_mounts(b) == ["/one.mp3"], STATUS_INTERVAL + 2, "the card of /two.mp3 gone")
+    b.wait(lambda: _on_air_line(b).startswith("1 stream on air"), 2, "the count at 1")
+    # a new one appears likewise, in the server's order, a whole card with its player
+    _start_source(st, "/three.mp3", "Three")
+    b.wait(lambda: _shown_mounts(b) == ["/one.mp3", "/three.mp3"], STATUS_INTERVAL + 2,
+           "a card for /three.mp3")
+    b.wait(lambda: _on_air_line(b).startswith("2 streams on air"), 2, "the count at 2")
+    three = card(b, "/three.mp3")
+    assert three.find_element("css selector", "h2").text == "Three"
+    assert three.find_element("css selector", "audio").get_attribute("src") == st.url("/three.mp3")
+    ids = b.js_run("return Array.prototype.map.call(document.querySelectorAll('[id]'),"
+                   " function (e) { return e.id; })")
+    assert len(ids) == len(set(ids)), ids
+    # all along the same page, no banner, and the player kept playing
+    assert b.js_run("return window.__samePage === true")
+    assert _no_banner(b)
+    assert b.js_run("return window.__audio.isConnected && !window.__audio.paused")
+    t = played()
+    b.wait(lambda: played() > t + 0.5, 10, "the player of /one.mp3 still advancing")
+
+    # the mount being played ends: its card stays and says so; the count follows
+    _stop_source(st, "/one.mp3")
+    b.wait(lambda: "ended" in card(b, "/one.mp3").text, STATUS_INTERVAL + 2,
+           "the card being played saying its stream ended")
+    b.wait(lambda: _on_air_line(b).startswith("1 stream on air"), 2, "the count at 1")
+    assert _shown_mounts(b) == ["/one.mp3", "/three.mp3"]
+    assert b.js_run("return window.__samePage === true") and _no_banner(b)
+    assert b.js_run("return window.__playError || null") is None
+    assert not [e for e in b.console_errors() if ".mp3" not in e.get("message", "")]
+    shot(b, "status-ended")
+    # once the listener stops it, the ended card goes too
+    b.js_run("window.__audio.pause()")
+    b.wait(lambda: _shown_mounts(b) == ["/three.mp3"], STATUS_INTERVAL + 2, "the ended card gone")
+    # from the last mount to none, and back
+    _stop_source(st, "/three.mp3")
+    b.wait(lambda: b.find("main p.empty") and not _shown_mounts(b), STATUS_INTERVAL + 2,
+           "the page saying nothing is on air")
+    assert _on_air_line(b).startswith("0 streams on air")
+    _start_source(st, "/four.mp3", "Four")
+    b.wait(lambda: _shown_mounts(b) == ["/four.mp3"] and not b.find("main p.empty"),
+           STATUS_INTERVAL + 2, "a card for /four.mp3")
+    assert _on_air_line(b).startswith("1 stream on air")
+    assert b.js_run("return window.__samePage === true") and _no_banner(b)
+
+
 def test_hostile_strings_are_text_on_the_status_page(station, browsers):
     st = station({"/evil.mp3": {"ice-name": HOSTILE, "ice-description": HOSTILE, "ice-genre": HOSTILE,
                                 "ice-url": "javascript:window.__pwned=3"}})
@@ -811,6 +902,26 @@ def _chart_points(b, key):
     return int(b.one('[data-chart="%s"] svg' % key).get_attribute("data-points") or -1)
 
 
+def _chart_runs(b, key):
+    """The chart's line as its subpaths, each a list of (x, y): one per run of samples
+    (a lone sample is a dot, not part of the line)."""
+    lines = b.find('[data-chart="%s"] svg path.line' % key)
+    d = lines[0].get_attribute("d") if lines else ""
+    return [[(float(x), float(y)) for x, y in re.findall(r"([\d.]+),([\d.]+)", part)]
+            for part in d.split("M")[1:]]
+
+
+def _chart_span(b, key):
+    """(start, length) of the chart's time axis, in server seconds."""
+    svg = b.one('[data-chart="%s"] svg' % key)
+    start, end = int(svg.get_attribute("data-start")), int(svg.get_attribute("data-end"))
+    return start, end - start
+
+
+def _chart_x(t, start):
+    return 3 + 294 * (t - start) / 3600          # the SVG is 300 wide, 3 of padding each side
+
+
 @pytest.mark.rimecast_only
 def test_admin_history_charts_draw_the_samples_and_refresh(station, browsers):
     st = station({"/h.mp3": {}})
@@ -831,9 +942,9 @@ def test_admin_history_charts_draw_the_samples_and_refresh(station, browsers):
     points = _chart_points(b, "listeners")
     assert before <= points <= after, (before, points, after)
     assert _chart_points(b, "bytes_per_s") == points
-    assert len(b.find('[data-chart="listeners"] svg polyline')) == 1
-    coords = b.one('[data-chart="listeners"] svg polyline').get_attribute("points").split()
-    assert len(coords) == points
+    runs = _chart_runs(b, "listeners")
+    assert len(runs) == 1 and len(runs[0]) == points, runs        # one line through every sample
+    assert _chart_span(b, "listeners")[1] == 3600
     assert b.text('[data-chart="listeners"] [data-chart-now]') == "2"
     assert "kbit/s" in b.text('[data-chart="bytes_per_s"] [data-chart-now]')
     shot(b, "admin-history-mount")
@@ -845,6 +956,52 @@ def test_admin_history_charts_draw_the_samples_and_refresh(station, browsers):
     b.wait(lambda: _chart_points(b, "listeners") > first, 25, "a new point within 10 s or so")
     assert not b.console_errors(), b.console_errors()
     shot(b, "admin-history-server")
+
+
+@pytest.mark.rimecast_only
+def test_admin_history_chart_spans_the_hour_and_leaves_a_time_off_air_blank(station, browsers):
+    st = station({"/g.mp3": {}})
+    st.listen("/g.mp3")
+    wait = webuilib.wirelib.wait_until
+    before = wait(lambda: len(_hour_samples(st, "/g.mp3")) >= 2 and _hour_samples(st, "/g.mp3"),
+                  30, "two samples of /g.mp3 on the air")
+    # off the air for two samples of the server (20 s or more), then back
+    st.sources.pop("/g.mp3").stop()
+    wait(lambda: st.admin("/admin/stats?mount=/g.mp3")[0] == 400, 10, "/g.mp3 gone")
+    last_on = _hour_samples(st, "/g.mp3")[-1]["time"]
+    wait(lambda: len([s for s in _hour_samples(st) if s["time"] > last_on]) >= 2, 30,
+         "two samples of the server while /g.mp3 is off the air")
+    src = st.srv.source("/g.mp3", mp3(), rate=RATE, loop=True, headers={"ice-public": "1"})
+    assert src.connect().status == 200
+    src.start()
+    st.sources["/g.mp3"] = src
+    st.listen("/g.mp3")
+    st.listen("/g.mp3")
+    after = wait(lambda: [s for s in _hour_samples(st, "/g.mp3") if s["time"] > last_on][1:] and
+                 [s for s in _hour_samples(st, "/g.mp3") if s["time"] > last_on], 30,
+                 "two samples of /g.mp3 back on the air")
+    back_on = after[0]["time"]
+    assert back_on - last_on >= 20
+    b = browsers(js=True, auth=AUTH)
+    b.get(st.url("/admin/stats.xsl?mount=/g.mp3"))
+    b.wait(lambda: b.find('[data-history="/g.mp3"][data-history-updated]'), 10, "the charts drawn")
+    # the axis is the whole hour, ending at the server's now
+    start, span = _chart_span(b, "listeners")
+    assert span == 3600
+    assert abs(start + span - time.time()) < 15
+    # two runs of samples with nothing drawn between them; each point where its time says
+    runs = _chart_runs(b, "listeners")
+    assert len(runs) == 2, runs
+    gap = (_chart_x(last_on, start), _chart_x(back_on, start))
+    assert runs[0][-1][0] <= gap[0] + 0.1 and runs[1][0][0] >= gap[1] - 0.1, (runs, gap)
+    assert abs(runs[0][0][0] - _chart_x(before[0]["time"], start)) < 0.2, (runs, before)
+    assert runs[0][0][0] > 270          # the samples are of the last minutes: at the right end
+    assert b.one('[data-chart="listeners"] svg').get_attribute("data-gaps") == "1"
+    for run in _chart_runs(b, "bytes_per_s"):   # no bandwidth line across the gap either
+        assert run[-1][0] <= gap[0] + 0.1 or run[0][0] >= gap[1] - 0.1, (run, gap)
+    assert "gap" in b.one('[data-chart="listeners"] svg').get_attribute("aria-label")
+    assert not b.console_errors(), b.console_errors()
+    shot(b, "admin-history-gap")
 
 
 def _bad_source_login(srv, mount, user="source"):
