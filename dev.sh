@@ -50,7 +50,11 @@ run_server() {
   build build
   as_root make -C build install >/dev/null
   echo "== Rimecast on http://localhost:8000/ (config /usr/local/etc/rimecast/rimecast.xml)"
-  exec /usr/local/bin/rimecast -c /usr/local/etc/rimecast/rimecast.xml
+  # started as root: it opens the logs (in a folder of the user it drops to), then drops
+  if [ "$(id -u)" -eq 0 ]; then
+    exec /usr/local/bin/rimecast -c /usr/local/etc/rimecast/rimecast.xml
+  fi
+  exec sudo /usr/local/bin/rimecast -c /usr/local/etc/rimecast/rimecast.xml
 }
 
 stage() { echo "== $* ($(date +%T), $((SECONDS / 60)) min in)"; }
