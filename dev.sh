@@ -5,7 +5,7 @@
 #   ./dev.sh test   install deps, build, run unit + wire tests, an ASan/UBSan build of the same,
 #                   valgrind on the unit tests, the fuzzers for a bounded time, and make distcheck
 set -euo pipefail
-cd "$(dirname "$0")"
+cd "$(dirname "${BASH_SOURCE[0]}")"
 top=$(pwd)
 jobs=$(nproc 2>/dev/null || echo 2)
 
@@ -26,11 +26,58 @@ install_deps() {
     as_root apt-get update -qq
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
   fi
-  # icecast2's package starts a system service on port 8000; Rimecast owns that port here.
-  if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet icecast2 2>/dev/null; then
-    as_root systemctl disable --now icecast2 >/dev/null 2>&1 || true
+  stop_packaged_icecast
+}
+
+# icecast2's package starts a system service on port 8000, the port Rimecast takes here: that
+# service, and only it, is stopped. Never by process name (Debian's init script stops by the
+# executable's path, which is the same thing): a station running both side by side, or a test
+# running its own icecast2, keeps it.
+#  - systemd as PID 1: the unit is disabled and the processes of its control group are sent
+#    SIGTERM (systemctl kill). Not `systemctl stop`: the unit Debian 12 gets is generated from the
+#    init script, whose stop would run that script.
+#  - otherwise (a container): the process the init script starts, found by what it starts: the
+#    user, executable and command line of /etc/init.d/icecast2 (USERID and CONFIGFILE of
+#    /etc/default/icecast2). Nothing starts it again at boot there.
+stop_packaged_icecast() {
+  if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
+    if systemctl is-enabled --quiet icecast2 2>/dev/null || systemctl is-active --quiet icecast2 2>/dev/null; then
+      echo "== stopping and disabling the icecast2 service (port 8000)"
+      as_root systemctl disable icecast2 >/dev/null 2>&1 || true
+      as_root systemctl kill --signal=TERM icecast2 >/dev/null 2>&1 || true
+    fi
+    return 0
   fi
-  as_root pkill -x icecast2 >/dev/null 2>&1 || true
+  local pids
+  pids=$(packaged_icecast_pids)
+  [ -n "$pids" ] || return 0
+  echo "== stopping the icecast2 service started by its init script (pid $pids, port 8000)"
+  # shellcheck disable=SC2086 # one word per pid
+  as_root kill -TERM $pids 2>/dev/null || true
+  local p tries=0
+  for p in $pids; do
+    while [ -d "/proc/$p" ] && [ $tries -lt 100 ]; do sleep 0.1; tries=$((tries + 1)); done
+  done
+}
+
+# The pids of the icecast2 that /etc/init.d/icecast2 started: run as USERID, with the command
+# line `/usr/bin/icecast2 -b -c CONFIGFILE` (the settings of /etc/default/icecast2, which the
+# script reads). Owner and command line are readable without privileges.
+packaged_icecast_pids() {
+  local daemon=/usr/bin/icecast2 conf=/etc/icecast2/icecast.xml user=icecast2 uid d
+  [ -x "$daemon" ] || return 0
+  if [ -r /etc/default/icecast2 ]; then
+    conf=$(CONFIGFILE=$conf; . /etc/default/icecast2 >/dev/null 2>&1; echo "$CONFIGFILE")
+    user=$(USERID=$user; . /etc/default/icecast2 >/dev/null 2>&1; echo "$USERID")
+  fi
+  uid=$(id -u "$user" 2>/dev/null) || return 0
+  local want
+  want=$(printf '%s\n' "$daemon" -b -c "$conf")
+  for d in /proc/[0-9]*; do
+    [ "$(stat -c %u "$d" 2>/dev/null)" = "$uid" ] || continue
+    [ "$(tr '\0' '\n' <"$d/cmdline" 2>/dev/null)" = "$want" ] || continue
+    echo "${d#/proc/}"
+  done | tr '\n' ' ' | sed 's/ $//'
 }
 
 build() { # build DIR [configure args...]
@@ -50,7 +97,11 @@ run_server() {
   build build
   as_root make -C build install >/dev/null
   echo "== Rimecast on http://localhost:8000/ (config /usr/local/etc/rimecast/rimecast.xml)"
-  exec /usr/local/bin/rimecast -c /usr/local/etc/rimecast/rimecast.xml
+  # started as root: it opens the logs (in a folder of the user it drops to), then drops
+  if [ "$(id -u)" -eq 0 ]; then
+    exec /usr/local/bin/rimecast -c /usr/local/etc/rimecast/rimecast.xml
+  fi
+  exec sudo /usr/local/bin/rimecast -c /usr/local/etc/rimecast/rimecast.xml
 }
 
 stage() { echo "== $* ($(date +%T), $((SECONDS / 60)) min in)"; }
@@ -82,6 +133,9 @@ run_tests() {
   if [ $failed -ne 0 ]; then echo "== FAILED"; exit 1; fi
   stage "all tests passed"
 }
+
+# sourced (tests/test_dev_deps.sh): the functions only
+[ "${BASH_SOURCE[0]}" = "$0" ] || return 0
 
 case "${1:-}" in
   run) install_deps; run_server ;;

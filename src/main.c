@@ -301,6 +301,32 @@ static int worker_count(const config_t *cfg)
     return n > SERVER_MAX_WORKERS ? SERVER_MAX_WORKERS : n;
 }
 
+/* The webroot and the adminroot as the running server sees them (after <chroot> and the change
+ * of user): one that is missing or unreadable is named once per config load, since every page
+ * under it would otherwise be a bare 404 with nothing in the log. */
+static void warn_unreadable_page_roots(const config_t *cfg)
+{
+    const struct {
+        const char *setting, *path, *pages;
+    } roots[] = {
+        {"webroot", cfg->webroot, "the status pages and files"},
+        {"adminroot", cfg->adminroot, "the admin pages"},
+    };
+    for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
+        struct stat st;
+        const char *why = NULL;
+        if (!roots[i].path)
+            continue;
+        if (stat(roots[i].path, &st) < 0 || access(roots[i].path, R_OK | X_OK) < 0)
+            why = strerror(errno);
+        else if (!S_ISDIR(st.st_mode))
+            why = "not a directory";
+        if (why)
+            log_warn("<%s> %s: %s; %s answer 404 until it is there", roots[i].setting,
+                     roots[i].path, why, roots[i].pages);
+    }
+}
+
 static void reload(const char *path)
 {
     config_t *cfg = NULL;
@@ -325,6 +351,7 @@ static void reload(const char *path)
                  "a restart");
     server_set_config(cfg);
     report_config_warnings(cfg, 0);
+    warn_unreadable_page_roots(cfg);
     tls_reload(cfg); /* a broken certificate is refused there: the one in use stays */
     mount_foreach(apply_mount_config, NULL);
     worker_reload_all(); /* listen sockets, write window, sources' settings */
@@ -443,6 +470,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "rimecast: cannot drop privileges, see the error log\n");
         goto out;
     }
+    warn_unreadable_page_roots(cfg);
     if (fetch_start() < 0) {
         fprintf(stderr, "rimecast: cannot start the HTTP client thread\n");
         goto out;

@@ -1,15 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * admin: Icecast's /admin/<command> API as a route table (name, mount needed, credentials
- * scope, handler, views) and what every command shares: Basic authentication (admin
- * credentials; the metadata commands also take that mount's source credentials, checked by
- * the mount's stream_auth URL when it has one, the request parked meanwhile; streamlist takes
+ * admin: Icecast's /admin/<command> API and what every command shares: Basic authentication
+ * (admin credentials; the metadata commands also take that mount's source credentials, checked
+ * by the mount's stream_auth URL when it has one, the request parked meanwhile; streamlist takes
  * relay credentials; failures feed the per-address back-off of auth/guard.h, a blocked address
  * gets 429), passwords compared in constant time, parameter access, and the views of a
- * handler's XML document: raw XML
- * (/admin/cmd), HTML through adminroot/<cmd>.xsl (/admin/cmd.xsl; an <iceresponse> document
- * without its own <cmd>.xsl uses response.xsl, as Icecast does) or JSON (/admin/cmd.json).
- * Handlers live in commands.c and clients.c.
+ * handler's XML document: raw XML (/admin/cmd), HTML through adminroot/<cmd>.xsl
+ * (/admin/cmd.xsl; an <iceresponse> document without its own <cmd>.xsl uses response.xsl, as
+ * Icecast does) or JSON (/admin/cmd.json). The route table (name, mount needed, credentials
+ * scope, handler, views) is in commands.c; the handlers live in commands.c and clients.c.
  *
  * A request's life: admin_handle() parses and authenticates, then runs the handler, which
  * answers at once or later (after a worker_broadcast); either way exactly one admin_send_*()

@@ -24,7 +24,7 @@ typedef struct job {
     worker_t *reply_to;
     uint64_t deadline_ms; /* not run when taken after this */
     int ran;
-    list_t link; /* in V.queue */
+    list_t link; /* in verify_state.queue */
 } job_t;
 
 static struct {
@@ -37,9 +37,9 @@ static struct {
     unsigned wait_ms;
     pthread_t threads[VERIFY_THREADS];
     int nthreads;
-} V = {.lock = PTHREAD_MUTEX_INITIALIZER,
+} verify_state = {.lock = PTHREAD_MUTEX_INITIALIZER,
        .cond = PTHREAD_COND_INITIALIZER,
-       .queue = LIST_INIT(V.queue)};
+       .queue = LIST_INIT(verify_state.queue)};
 
 /* On worker w: the job's done, then the job is freed. */
 static void deliver(worker_t *w, void *arg)
@@ -57,16 +57,16 @@ static void answer(job_t *j)
     free(j);
 }
 
-/* The next job, NULL when stopping with nothing queued. Under V.lock. */
+/* The next job, NULL when stopping with nothing queued. Under verify_state.lock. */
 static job_t *take_locked(void)
 {
-    while (list_empty(&V.queue) && !V.stopping)
-        pthread_cond_wait(&V.cond, &V.lock);
-    if (list_empty(&V.queue))
+    while (list_empty(&verify_state.queue) && !verify_state.stopping)
+        pthread_cond_wait(&verify_state.cond, &verify_state.lock);
+    if (list_empty(&verify_state.queue))
         return NULL;
-    job_t *j = list_first_entry(&V.queue, job_t, link);
+    job_t *j = list_first_entry(&verify_state.queue, job_t, link);
     list_remove(&j->link);
-    V.queued--;
+    verify_state.queued--;
     return j;
 }
 
@@ -75,48 +75,48 @@ static void *verify_main(void *arg)
     char name[16];
     snprintf(name, sizeof(name), "verify-%d", (int)(intptr_t)arg);
     pthread_setname_np(pthread_self(), name);
-    pthread_mutex_lock(&V.lock);
+    pthread_mutex_lock(&verify_state.lock);
     job_t *j;
     while ((j = take_locked())) {
-        int run = !V.stopping && loop_now_ms() <= j->deadline_ms;
+        int run = !verify_state.stopping && loop_now_ms() <= j->deadline_ms;
         if (run)
-            V.running++;
+            verify_state.running++;
         else
-            V.expired++;
-        pthread_mutex_unlock(&V.lock);
+            verify_state.expired++;
+        pthread_mutex_unlock(&verify_state.lock);
         if (run) {
             j->run(j->arg);
             j->ran = 1;
-            pthread_mutex_lock(&V.lock);
-            V.running--;
-            V.ran++; /* counted before its answer goes out */
-            pthread_mutex_unlock(&V.lock);
+            pthread_mutex_lock(&verify_state.lock);
+            verify_state.running--;
+            verify_state.ran++; /* counted before its answer goes out */
+            pthread_mutex_unlock(&verify_state.lock);
         }
         answer(j);
-        pthread_mutex_lock(&V.lock);
+        pthread_mutex_lock(&verify_state.lock);
     }
-    pthread_mutex_unlock(&V.lock);
+    pthread_mutex_unlock(&verify_state.lock);
     return NULL;
 }
 
 int verify_start(unsigned wait_ms)
 {
-    pthread_mutex_lock(&V.lock);
-    int already = V.started;
-    V.started = 1;
-    V.stopping = 0;
-    V.wait_ms = wait_ms ? wait_ms : VERIFY_WAIT_MS;
-    pthread_mutex_unlock(&V.lock);
+    pthread_mutex_lock(&verify_state.lock);
+    int already = verify_state.started;
+    verify_state.started = 1;
+    verify_state.stopping = 0;
+    verify_state.wait_ms = wait_ms ? wait_ms : VERIFY_WAIT_MS;
+    pthread_mutex_unlock(&verify_state.lock);
     if (already)
         return 0;
     for (int i = 0; i < VERIFY_THREADS; i++) {
-        int rc = pthread_create(&V.threads[i], NULL, verify_main, (void *)(intptr_t)i);
+        int rc = pthread_create(&verify_state.threads[i], NULL, verify_main, (void *)(intptr_t)i);
         if (rc != 0) {
             log_error("verify: cannot start a verifier thread: %s", strerror(rc));
             verify_stop();
             return -rc;
         }
-        V.nthreads++;
+        verify_state.nthreads++;
     }
     return 0;
 }
@@ -130,52 +130,52 @@ int verify_submit(worker_t *reply_to, verify_run_fn run, verify_done_fn done, vo
     j->done = done;
     j->arg = arg;
     j->reply_to = reply_to;
-    pthread_mutex_lock(&V.lock);
+    pthread_mutex_lock(&verify_state.lock);
     int rc = 0;
-    if (!V.started || V.stopping)
+    if (!verify_state.started || verify_state.stopping)
         rc = -ESHUTDOWN;
-    else if (V.queued >= VERIFY_MAX_QUEUED)
+    else if (verify_state.queued >= VERIFY_MAX_QUEUED)
         rc = -EBUSY;
     if (rc < 0) {
         if (rc == -EBUSY)
-            V.refused++;
-        pthread_mutex_unlock(&V.lock);
+            verify_state.refused++;
+        pthread_mutex_unlock(&verify_state.lock);
         free(j);
         return rc;
     }
-    j->deadline_ms = loop_now_ms() + V.wait_ms;
-    list_insert_tail(&V.queue, &j->link);
-    V.queued++;
-    pthread_cond_signal(&V.cond);
-    pthread_mutex_unlock(&V.lock);
+    j->deadline_ms = loop_now_ms() + verify_state.wait_ms;
+    list_insert_tail(&verify_state.queue, &j->link);
+    verify_state.queued++;
+    pthread_cond_signal(&verify_state.cond);
+    pthread_mutex_unlock(&verify_state.lock);
     return 0;
 }
 
 void verify_stop(void)
 {
-    pthread_mutex_lock(&V.lock);
-    if (!V.started) {
-        pthread_mutex_unlock(&V.lock);
+    pthread_mutex_lock(&verify_state.lock);
+    if (!verify_state.started) {
+        pthread_mutex_unlock(&verify_state.lock);
         return;
     }
-    V.stopping = 1;
-    pthread_cond_broadcast(&V.cond);
-    pthread_mutex_unlock(&V.lock);
-    for (int i = 0; i < V.nthreads; i++)
-        pthread_join(V.threads[i], NULL);
-    pthread_mutex_lock(&V.lock);
-    V.nthreads = 0;
-    V.started = 0;
-    pthread_mutex_unlock(&V.lock);
+    verify_state.stopping = 1;
+    pthread_cond_broadcast(&verify_state.cond);
+    pthread_mutex_unlock(&verify_state.lock);
+    for (int i = 0; i < verify_state.nthreads; i++)
+        pthread_join(verify_state.threads[i], NULL);
+    pthread_mutex_lock(&verify_state.lock);
+    verify_state.nthreads = 0;
+    verify_state.started = 0;
+    pthread_mutex_unlock(&verify_state.lock);
 }
 
 void verify_get_counters(verify_counters_t *out)
 {
-    pthread_mutex_lock(&V.lock);
-    out->queued = V.queued;
-    out->running = V.running;
-    out->ran = V.ran;
-    out->expired = V.expired;
-    out->refused = V.refused;
-    pthread_mutex_unlock(&V.lock);
+    pthread_mutex_lock(&verify_state.lock);
+    out->queued = verify_state.queued;
+    out->running = verify_state.running;
+    out->ran = verify_state.ran;
+    out->expired = verify_state.expired;
+    out->refused = verify_state.refused;
+    pthread_mutex_unlock(&verify_state.lock);
 }

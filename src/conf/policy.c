@@ -11,10 +11,6 @@
 
 #include "conf/directives.h"
 
-#define REFUSE(sec, el, when, why) {sec, el, NULL, POLICY_REFUSE, when, why}
-#define WARN(sec, el, when, why) {sec, el, NULL, POLICY_WARN, when, why}
-
-
 const policy_t config_policies[] = {
     /* refused: ignoring them would let in someone the file keeps out */
 

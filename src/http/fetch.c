@@ -36,7 +36,7 @@ struct fetch_job {
     buf_t resp;      /* that body */
     fetch_result_t res;
     char errbuf[CURL_ERROR_SIZE];
-    list_t link; /* in F.queue (queued) or F.active (running) */
+    list_t link; /* in fetch_state.queue (queued) or fetch_state.active (running) */
 };
 
 static struct {
@@ -51,9 +51,9 @@ static struct {
     unsigned nactive;         /* (lock for readers) */
     unsigned max_active_seen;
     unsigned long long done, failed, refused;
-} F = {.lock = PTHREAD_MUTEX_INITIALIZER,
-       .queue = LIST_INIT(F.queue),
-       .active = LIST_INIT(F.active)};
+} fetch_state = {.lock = PTHREAD_MUTEX_INITIALIZER,
+       .queue = LIST_INIT(fetch_state.queue),
+       .active = LIST_INIT(fetch_state.active)};
 
 static void job_free(fetch_job_t *j)
 {
@@ -89,12 +89,12 @@ static void complete(fetch_job_t *j, int error)
     j->res.body_len = j->resp.len;
     if (!j->res.error_text)
         j->res.error_text = error == -ECANCELED ? "shutting down" : j->errbuf[0] ? j->errbuf : "";
-    pthread_mutex_lock(&F.lock);
+    pthread_mutex_lock(&fetch_state.lock);
     if (error)
-        F.failed++;
+        fetch_state.failed++;
     else
-        F.done++;
-    pthread_mutex_unlock(&F.lock);
+        fetch_state.done++;
+    pthread_mutex_unlock(&fetch_state.lock);
     if (!j->reply_to || !j->done) {
         deliver(NULL, j);
         return;
@@ -183,42 +183,42 @@ static int job_begin(fetch_job_t *j)
         curl_easy_setopt(e, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
         curl_easy_setopt(e, CURLOPT_USERPWD, j->userpwd);
     }
-    if (curl_multi_add_handle(F.multi, e) != CURLM_OK)
+    if (curl_multi_add_handle(fetch_state.multi, e) != CURLM_OK)
         return -EIO;
-    list_insert_head(&F.active, &j->link);
+    list_insert_head(&fetch_state.active, &j->link);
     return 0;
 }
 
 static void unlink_active(fetch_job_t *j)
 {
     list_remove(&j->link);
-    curl_multi_remove_handle(F.multi, j->easy);
-    pthread_mutex_lock(&F.lock);
-    F.nactive--;
-    pthread_mutex_unlock(&F.lock);
+    curl_multi_remove_handle(fetch_state.multi, j->easy);
+    pthread_mutex_lock(&fetch_state.lock);
+    fetch_state.nactive--;
+    pthread_mutex_unlock(&fetch_state.lock);
 }
 
 /* Moves queued jobs into the multi handle while fewer than FETCH_MAX_ACTIVE run. */
 static void start_queued(void)
 {
     for (;;) {
-        pthread_mutex_lock(&F.lock);
+        pthread_mutex_lock(&fetch_state.lock);
         fetch_job_t *j = NULL;
-        if (F.nactive < FETCH_MAX_ACTIVE && !list_empty(&F.queue)) {
-            j = list_first_entry(&F.queue, fetch_job_t, link);
+        if (fetch_state.nactive < FETCH_MAX_ACTIVE && !list_empty(&fetch_state.queue)) {
+            j = list_first_entry(&fetch_state.queue, fetch_job_t, link);
             list_remove(&j->link);
-            F.queued--;
-            F.nactive++;
-            if (F.nactive > F.max_active_seen)
-                F.max_active_seen = F.nactive;
+            fetch_state.queued--;
+            fetch_state.nactive++;
+            if (fetch_state.nactive > fetch_state.max_active_seen)
+                fetch_state.max_active_seen = fetch_state.nactive;
         }
-        pthread_mutex_unlock(&F.lock);
+        pthread_mutex_unlock(&fetch_state.lock);
         if (!j)
             return;
         if (job_begin(j) < 0) {
-            pthread_mutex_lock(&F.lock);
-            F.nactive--;
-            pthread_mutex_unlock(&F.lock);
+            pthread_mutex_lock(&fetch_state.lock);
+            fetch_state.nactive--;
+            pthread_mutex_unlock(&fetch_state.lock);
             j->res.error_text = "cannot start the request";
             complete(j, -ENOMEM);
         }
@@ -229,7 +229,7 @@ static void collect_finished(void)
 {
     CURLMsg *msg;
     int left;
-    while ((msg = curl_multi_info_read(F.multi, &left))) {
+    while ((msg = curl_multi_info_read(fetch_state.multi, &left))) {
         if (msg->msg != CURLMSG_DONE)
             continue;
         fetch_job_t *j = NULL;
@@ -245,16 +245,16 @@ static void collect_finished(void)
 
 static void cancel_all(void)
 {
-    while (!list_empty(&F.active)) {
-        fetch_job_t *j = list_first_entry(&F.active, fetch_job_t, link);
+    while (!list_empty(&fetch_state.active)) {
+        fetch_job_t *j = list_first_entry(&fetch_state.active, fetch_job_t, link);
         unlink_active(j);
         complete(j, -ECANCELED);
     }
-    pthread_mutex_lock(&F.lock);
+    pthread_mutex_lock(&fetch_state.lock);
     list_t q;
-    list_take_all(&q, &F.queue);
-    F.queued = 0;
-    pthread_mutex_unlock(&F.lock);
+    list_take_all(&q, &fetch_state.queue);
+    fetch_state.queued = 0;
+    pthread_mutex_unlock(&fetch_state.lock);
     fetch_job_t *j, *n;
     list_foreach_safe(j, n, &q, fetch_job_t, link) {
         list_remove(&j->link);
@@ -265,17 +265,17 @@ static void cancel_all(void)
 static void *fetch_main(void *arg)
 {
     for (;;) {
-        pthread_mutex_lock(&F.lock);
-        int stop = F.stopping;
-        pthread_mutex_unlock(&F.lock);
+        pthread_mutex_lock(&fetch_state.lock);
+        int stop = fetch_state.stopping;
+        pthread_mutex_unlock(&fetch_state.lock);
         if (stop)
             break;
         start_queued();
         int still;
-        curl_multi_perform(F.multi, &still);
+        curl_multi_perform(fetch_state.multi, &still);
         collect_finished();
         start_queued(); /* slots freed by finished jobs */
-        curl_multi_poll(F.multi, NULL, 0, 1000, NULL);
+        curl_multi_poll(fetch_state.multi, NULL, 0, 1000, NULL);
     }
     cancel_all();
     return NULL;
@@ -285,17 +285,17 @@ static void *fetch_main(void *arg)
 
 int fetch_start(void)
 {
-    if (!(F.multi = curl_multi_init()))
+    if (!(fetch_state.multi = curl_multi_init()))
         return -ENOMEM;
-    int rc = pthread_create(&F.thread, NULL, fetch_main, NULL);
+    int rc = pthread_create(&fetch_state.thread, NULL, fetch_main, NULL);
     if (rc) {
-        curl_multi_cleanup(F.multi);
-        F.multi = NULL;
+        curl_multi_cleanup(fetch_state.multi);
+        fetch_state.multi = NULL;
         return -rc;
     }
-    pthread_mutex_lock(&F.lock);
-    F.running = 1;
-    pthread_mutex_unlock(&F.lock);
+    pthread_mutex_lock(&fetch_state.lock);
+    fetch_state.running = 1;
+    pthread_mutex_unlock(&fetch_state.lock);
     return 0;
 }
 
@@ -317,47 +317,48 @@ int fetch_submit(const fetch_request_t *req)
         return -ENOMEM;
     }
     int rc = 0;
-    pthread_mutex_lock(&F.lock);
-    if (!F.running || F.stopping)
+    pthread_mutex_lock(&fetch_state.lock);
+    if (!fetch_state.running || fetch_state.stopping)
         rc = -ESHUTDOWN;
-    else if (F.queued >= FETCH_MAX_QUEUED)
+    else if (fetch_state.queued >= FETCH_MAX_QUEUED)
         rc = -EBUSY;
     if (rc == 0) {
-        list_insert_tail(&F.queue, &j->link);
-        F.queued++;
+        list_insert_tail(&fetch_state.queue, &j->link);
+        fetch_state.queued++;
     } else if (rc == -EBUSY) {
-        F.refused++;
+        fetch_state.refused++;
     }
-    pthread_mutex_unlock(&F.lock);
+    pthread_mutex_unlock(&fetch_state.lock);
     if (rc) {
         job_free(j);
         return rc;
     }
-    curl_multi_wakeup(F.multi);
+    curl_multi_wakeup(fetch_state.multi);
     return 0;
 }
 
 void fetch_stop(void)
 {
-    pthread_mutex_lock(&F.lock);
-    int was = F.running;
-    F.stopping = 1;
-    pthread_mutex_unlock(&F.lock);
+    pthread_mutex_lock(&fetch_state.lock);
+    int was = fetch_state.running;
+    fetch_state.stopping = 1;
+    pthread_mutex_unlock(&fetch_state.lock);
     if (!was)
         return;
-    curl_multi_wakeup(F.multi);
-    pthread_join(F.thread, NULL);
-    curl_multi_cleanup(F.multi);
-    F.multi = NULL;
-    pthread_mutex_lock(&F.lock);
-    F.running = 0;
-    pthread_mutex_unlock(&F.lock);
+    curl_multi_wakeup(fetch_state.multi);
+    pthread_join(fetch_state.thread, NULL);
+    curl_multi_cleanup(fetch_state.multi);
+    fetch_state.multi = NULL;
+    pthread_mutex_lock(&fetch_state.lock);
+    fetch_state.running = 0;
+    pthread_mutex_unlock(&fetch_state.lock);
 }
 
 void fetch_get_counters(fetch_counters_t *out)
 {
-    pthread_mutex_lock(&F.lock);
-    *out = (fetch_counters_t){F.nactive, F.queued, F.max_active_seen, F.done, F.failed,
-                              F.refused};
-    pthread_mutex_unlock(&F.lock);
+    pthread_mutex_lock(&fetch_state.lock);
+    *out = (fetch_counters_t){fetch_state.nactive, fetch_state.queued,
+                              fetch_state.max_active_seen, fetch_state.done,
+                              fetch_state.failed, fetch_state.refused};
+    pthread_mutex_unlock(&fetch_state.lock);
 }

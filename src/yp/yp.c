@@ -2,7 +2,7 @@
 /*
  * yp: YP directory listings (see yp.h). One entry per (directory, mount, source start): the
  * directory thread creates, schedules and drops entries; answers arrive on the fetch thread
- * and update their entry by id. Both sides take yp_lock briefly; nothing else waits for it.
+ * and update their entry by id. Both take yp_state.lock briefly; nothing else waits for it.
  */
 #include "yp/yp.h"
 
@@ -51,7 +51,7 @@ static struct {
     int running, stopping;
     yp_entry_t *entries;
     uint64_t next_id;
-} Y = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
+} yp_state = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
 
 static void entry_free(yp_entry_t *e)
 {
@@ -62,7 +62,7 @@ static void entry_free(yp_entry_t *e)
 
 static yp_entry_t *entry_by_id(uint64_t id)
 {
-    for (yp_entry_t *e = Y.entries; e; e = e->next)
+    for (yp_entry_t *e = yp_state.entries; e; e = e->next)
         if (e->id == id)
             return e;
     return NULL;
@@ -70,7 +70,7 @@ static yp_entry_t *entry_by_id(uint64_t id)
 
 static void entry_unlink(yp_entry_t *e)
 {
-    for (yp_entry_t **pp = &Y.entries; *pp; pp = &(*pp)->next)
+    for (yp_entry_t **pp = &yp_state.entries; *pp; pp = &(*pp)->next)
         if (*pp == e) {
             *pp = e->next;
             return;
@@ -106,7 +106,7 @@ static void answered(worker_t *w, const fetch_result_t *r, void *arg)
     yp_call_t *call = arg;
     char msg[512], esc[1100], mesc[600], sid[YP_SID_MAX], freq[32], ok[8];
     const config_t *cfg = server_config();
-    pthread_mutex_lock(&Y.lock);
+    pthread_mutex_lock(&yp_state.lock);
     yp_entry_t *e = entry_by_id(call->id);
     if (!e || e->gone) {
         if (e) {
@@ -160,11 +160,11 @@ static void answered(worker_t *w, const fetch_result_t *r, void *arg)
     }
     e->next_ms = loop_now_ms() + (uint64_t)e->touch_s * 1000u;
 out:
-    pthread_mutex_unlock(&Y.lock);
+    pthread_mutex_unlock(&yp_state.lock);
     free(call);
 }
 
-/* ---- requests (directory thread, under yp_lock) ---- */
+/* ---- requests (directory thread, under yp_state.lock) ---- */
 
 static void submit(yp_entry_t *e, buf_t *body, int timeout_s, int touch)
 {
@@ -292,14 +292,14 @@ static void visit_mount(mount_t *m, void *arg)
         return;
     for (const directory_conf_t *d = t->cfg->directories; d; d = d->next) {
         yp_entry_t *e;
-        for (e = Y.entries; e; e = e->next)
+        for (e = yp_state.entries; e; e = e->next)
             if (!e->gone && e->source_start == m->start && strcmp(e->mount, m->name) == 0 &&
                 strcmp(e->dir_url, d->yp_url) == 0)
                 break;
         if (!e) {
             if (!(e = calloc(1, sizeof(*e))))
                 continue;
-            e->id = ++Y.next_id;
+            e->id = ++yp_state.next_id;
             e->dir_url = str_dup(d->yp_url);
             e->mount = str_dup(m->name);
             e->source_start = m->start;
@@ -308,8 +308,8 @@ static void visit_mount(mount_t *m, void *arg)
                 entry_free(e);
                 continue;
             }
-            e->next = Y.entries;
-            Y.entries = e;
+            e->next = yp_state.entries;
+            yp_state.entries = e;
         }
         e->seen = 1;
         if (e->in_flight || t->now < e->next_ms)
@@ -325,7 +325,7 @@ static void visit_mount(mount_t *m, void *arg)
  * "remove"; one waiting for an answer is dropped when it comes). */
 static void drop_unseen(const config_t *cfg, int all)
 {
-    for (yp_entry_t **pp = &Y.entries; *pp;) {
+    for (yp_entry_t **pp = &yp_state.entries; *pp;) {
         yp_entry_t *e = *pp;
         if (e->seen && !all) {
             e->seen = 0;
@@ -353,58 +353,58 @@ static void drop_unseen(const config_t *cfg, int all)
 /* mount_foreach calls this without the registry lock held: ours is taken inside */
 static void visit_mount_locked(mount_t *m, void *arg)
 {
-    pthread_mutex_lock(&Y.lock);
+    pthread_mutex_lock(&yp_state.lock);
     visit_mount(m, arg);
-    pthread_mutex_unlock(&Y.lock);
+    pthread_mutex_unlock(&yp_state.lock);
 }
 
 static void tick(void)
 {
     tick_t t = {server_config(), loop_now_ms()};
     mount_foreach(visit_mount_locked, &t);
-    pthread_mutex_lock(&Y.lock);
+    pthread_mutex_lock(&yp_state.lock);
     drop_unseen(t.cfg, 0);
-    pthread_mutex_unlock(&Y.lock);
+    pthread_mutex_unlock(&yp_state.lock);
 }
 
 static void *yp_main(void *arg)
 {
-    pthread_mutex_lock(&Y.lock);
-    while (!Y.stopping) {
-        pthread_mutex_unlock(&Y.lock);
+    pthread_mutex_lock(&yp_state.lock);
+    while (!yp_state.stopping) {
+        pthread_mutex_unlock(&yp_state.lock);
         if (server_config()->directories)
             tick();
-        pthread_mutex_lock(&Y.lock);
+        pthread_mutex_lock(&yp_state.lock);
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_sec += 1;
-        if (!Y.stopping)
-            pthread_cond_timedwait(&Y.wake, &Y.lock, &ts);
+        if (!yp_state.stopping)
+            pthread_cond_timedwait(&yp_state.wake, &yp_state.lock, &ts);
     }
-    pthread_mutex_unlock(&Y.lock);
+    pthread_mutex_unlock(&yp_state.lock);
     return NULL;
 }
 
 int yp_start(void)
 {
-    int rc = pthread_create(&Y.thread, NULL, yp_main, NULL);
+    int rc = pthread_create(&yp_state.thread, NULL, yp_main, NULL);
     if (rc)
         return -rc;
-    Y.running = 1;
+    yp_state.running = 1;
     return 0;
 }
 
 void yp_stop(void)
 {
-    if (!Y.running)
+    if (!yp_state.running)
         return;
-    pthread_mutex_lock(&Y.lock);
-    Y.stopping = 1;
-    pthread_cond_signal(&Y.wake);
-    pthread_mutex_unlock(&Y.lock);
-    pthread_join(Y.thread, NULL);
-    Y.running = 0;
-    pthread_mutex_lock(&Y.lock);
+    pthread_mutex_lock(&yp_state.lock);
+    yp_state.stopping = 1;
+    pthread_cond_signal(&yp_state.wake);
+    pthread_mutex_unlock(&yp_state.lock);
+    pthread_join(yp_state.thread, NULL);
+    yp_state.running = 0;
+    pthread_mutex_lock(&yp_state.lock);
     drop_unseen(server_config(), 1);
-    pthread_mutex_unlock(&Y.lock);
+    pthread_mutex_unlock(&yp_state.lock);
 }
