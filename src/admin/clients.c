@@ -21,7 +21,7 @@
 #include "net/conn.h"
 #include "net/worker.h"
 #include "stats/stats.h"
-#include "stream/fanout.h"
+#include "stream/sub.h"
 #include "stream/listener.h"
 #include "stream/mount.h"
 
@@ -90,7 +90,7 @@ static void list_fn(worker_t *w, void *arg)
 {
     admin_req_t *a = arg;
     job_t *j = a->data;
-    fanout_sub_t *s = fanout_sub_find(w, a->mount);
+    sub_t *s = sub_find(w, a->mount);
     time_t now = time(NULL);
     listener_t *l;
     if (!s)
@@ -169,7 +169,7 @@ static void move_fn(worker_t *w, void *arg)
 {
     admin_req_t *a = arg;
     job_t *j = a->data;
-    fanout_sub_t *s = fanout_sub_find(w, a->mount);
+    sub_t *s = sub_find(w, a->mount);
     if (!s)
         return;
     /* moving the last listener frees the subscription: take the list first */
@@ -276,7 +276,7 @@ static void kill_fn(worker_t *w, void *arg)
 {
     admin_req_t *a = arg;
     job_t *j = a->data;
-    fanout_sub_t *s = fanout_sub_find(w, a->mount);
+    sub_t *s = sub_find(w, a->mount);
     listener_t *l;
     if (!s)
         return;

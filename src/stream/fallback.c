@@ -1,11 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * fallback: resolving fallbacks by name and fallback-override (see fallback.h).
+ * fallback: resolving fallbacks by name (see fallback.h).
  *
  * Everything here is cold path: a resolution takes the registry lock once per step and reads
- * the config snapshot (never freed, so its strings stay valid). The override runs on every
- * worker through worker_broadcast: each worker walks its own subscriptions and moves only its
- * own listeners, with listener_move, like /admin/moveclients.
+ * the config snapshot (never freed, so its strings stay valid).
  */
 #include "stream/fallback.h"
 
@@ -16,12 +14,8 @@
 #include "conf/config.h"
 #include "core/escape.h"
 #include "core/log.h"
-#include "net/conn.h"
 #include "net/server.h"
-#include "net/worker.h"
-#include "stream/fanout.h"
 #include "stream/filemount.h"
-#include "stream/listener.h"
 #include "stream/mount.h"
 
 char *fallback_name(mount_t *m)
@@ -88,6 +82,11 @@ mount_t *fallback_resolve(const char *name, const mount_t *skip)
     return resolve(name, skip, 1);
 }
 
+mount_t *fallback_resolve_live(const char *name)
+{
+    return resolve(name, NULL, 0);
+}
+
 mount_t *fallback_for_sourceless(const char *name)
 {
     const mount_conf_t *mc = config_find_mount(server_config(), name);
@@ -128,92 +127,4 @@ mount_t *fallback_when_full(mount_t *m)
     }
     mount_unref(cur);
     return NULL;
-}
-
-/* ---- fallback-override ---- */
-
-typedef struct override_job {
-    mount_t *mount; /* referenced */
-    atomic_int moved;
-    atomic_int denied; /* stayed on their fallback: the mount's authentication refuses them */
-} override_job_t;
-
-/* Moves back those listeners of subscription s whose own mount now resolves to job->mount. */
-static void override_sub(fanout_sub_t *s, override_job_t *j)
-{
-    int n = s->count, k = 0;
-    listener_t **v = malloc((size_t)(n > 0 ? n : 1) * sizeof(*v));
-    if (!v)
-        return;
-    listener_t *it;
-    list_foreach(it, &s->listeners, listener_t, link)
-        if (k < n && it->home && !it->conn->closing)
-            v[k++] = it;
-    const char *last_home = NULL;
-    mount_t *last = NULL; /* listeners from one mount share a resolution */
-    for (int i = 0; i < k; i++) {
-        listener_t *l = v[i];
-        if (!last_home || strcmp(last_home, l->home) != 0) {
-            if (last)
-                mount_unref(last);
-            last = resolve(l->home, NULL, 0);
-            last_home = l->home;
-        }
-        if (last != j->mount)
-            continue;
-        char *home = l->home;
-        l->home = NULL; /* it is home: the same string must outlive the comparison above */
-        int err = listener_move(l, j->mount);
-        if (err == 0) {
-            atomic_fetch_add(&j->moved, 1);
-            if (last_home == home)
-                last_home = NULL;
-            free(home);
-        } else {
-            if (err == -EACCES)
-                atomic_fetch_add(&j->denied, 1);
-            l->home = home;
-        }
-    }
-    if (last)
-        mount_unref(last);
-    free(v);
-}
-
-static void override_fn(worker_t *w, void *arg)
-{
-    override_job_t *j = arg;
-    for (fanout_sub_t *s = fanout_subs(w); s; s = s->next)
-        if (s->mount != j->mount && s->count > 0)
-            override_sub(s, j);
-}
-
-static void override_done(worker_t *w, void *arg)
-{
-    (void)w;
-    override_job_t *j = arg;
-    int moved = atomic_load(&j->moved);
-    if (moved)
-        log_info("fallback-override: %d listeners back on %s", moved, j->mount->name);
-    int denied = atomic_load(&j->denied);
-    if (denied)
-        log_warn("fallback-override: %d listeners stay where they are: %s has authentication "
-                 "they did not pass", denied, j->mount->name);
-    mount_unref(j->mount);
-    free(j);
-}
-
-void fallback_source_started(worker_t *w, mount_t *m)
-{
-    const mount_conf_t *mc = config_find_mount(server_config(), m->name);
-    if (!mc || !mc->fallback_override)
-        return;
-    override_job_t *j = calloc(1, sizeof(*j));
-    if (!j)
-        return;
-    j->mount = mount_ref(m);
-    if (worker_broadcast(w, override_fn, override_done, j) < 0) {
-        mount_unref(j->mount);
-        free(j);
-    }
 }

@@ -3,7 +3,7 @@
  * fallback: where a listener goes when its mount cannot serve it: the source left
  * (<fallback-mount>, or a runtime one from /admin/fallbacks), the mount has no source, or it
  * is full (<fallback-when-full>); and bringing listeners back when the source returns
- * (<fallback-override>).
+ * (<fallback-override>, stream/override.h).
  *
  * Fallbacks are names, resolved at the moment of the move, never mount objects: a fallback
  * whose source reconnected is found as the new mount, and mounts naming each other pin
@@ -15,7 +15,6 @@
 #define RIMECAST_FALLBACK_H
 
 typedef struct mount mount_t;
-typedef struct worker worker_t;
 
 #define FALLBACK_MAX_DEPTH 10
 
@@ -42,9 +41,8 @@ mount_t *fallback_target(mount_t *m);
  * A new reference, or NULL (then 403). */
 mount_t *fallback_when_full(mount_t *m);
 
-/* A source started on m (on worker w's thread). With <fallback-override>, every listener
- * that asked for m (or whose chain now resolves to m first) and sits on another mount, on
- * any worker, moves back to m. Each worker moves only its own listeners. */
-void fallback_source_started(worker_t *w, mount_t *m);
+/* Like fallback_resolve, among live mounts only (no file mounts): where a listener whose own
+ * mount is `name` belongs now (fallback-override). A new reference, or NULL. */
+mount_t *fallback_resolve_live(const char *name);
 
 #endif

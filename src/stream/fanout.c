@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * fanout: per-worker subscriptions and the write pass (see fanout.h).
+ * fanout: the write pass over a worker's subscriptions (see fanout.h; the subscriptions
+ * themselves are stream/sub.h).
  *
  * Per subscription, if the mount's head moved, every listener not blocked on a full socket gets
  * one flush; blocked ones only get a lag check. The subscription lists are per worker, touched
@@ -16,85 +17,13 @@
 #include "net/worker.h"
 #include "stream/listener.h"
 #include "stream/mount.h"
-
-static fanout_sub_t *subs[SERVER_MAX_WORKERS];
-
-fanout_sub_t *fanout_subs(worker_t *w)
-{
-    return subs[w->id];
-}
-
-fanout_sub_t *fanout_sub_find(worker_t *w, mount_t *m)
-{
-    for (fanout_sub_t *s = subs[w->id]; s; s = s->next)
-        if (s->mount == m)
-            return s;
-    return NULL;
-}
-
-fanout_sub_t *fanout_sub_get(worker_t *w, mount_t *m)
-{
-    fanout_sub_t *s = fanout_sub_find(w, m);
-    if (s)
-        return s;
-    s = calloc(1, sizeof(*s));
-    if (!s)
-        abort(); /* a few bytes per mount per worker; nothing sensible to do without them */
-    s->mount = mount_ref(m);
-    s->seen_end = mount_head_end(m);
-    list_init(&s->listeners);
-    s->resume = &s->listeners;
-    s->next = subs[w->id];
-    subs[w->id] = s;
-    return s;
-}
-
-void fanout_add_listener(worker_t *w, fanout_sub_t *s, listener_t *l)
-{
-    list_insert_head(&s->listeners, &l->link);
-    s->count++;
-    atomic_fetch_add(&s->mount->worker_listeners[w->id], 1);
-}
-
-static void sub_flush_counters(fanout_sub_t *s)
-{
-    if (s->bytes_pending) {
-        atomic_fetch_add_explicit(&s->mount->bytes_sent, s->bytes_pending, memory_order_relaxed);
-        s->bytes_pending = 0;
-    }
-}
-
-void fanout_remove_listener(worker_t *w, fanout_sub_t *s, listener_t *l)
-{
-    if (s->resume == &l->link)
-        s->resume = l->link.next;
-    list_remove(&l->link);
-    s->count--;
-    atomic_fetch_sub(&s->mount->worker_listeners[w->id], 1);
-    /* an empty subscription is freed by the next pass (sub_gc), never under a running one */
-}
-
-/* Frees subscriptions that lost their last listener. */
-static void sub_gc(worker_t *w)
-{
-    for (fanout_sub_t **pp = &subs[w->id]; *pp;) {
-        fanout_sub_t *s = *pp;
-        if (s->count > 0) {
-            pp = &s->next;
-            continue;
-        }
-        *pp = s->next;
-        sub_flush_counters(s);
-        mount_unref(s->mount);
-        free(s);
-    }
-}
+#include "stream/sub.h"
 
 #define SUB_SLICE 256 /* listener writes per mount before the loop gets a turn */
 
 /* Writes to up to SUB_SLICE listeners of s, starting or continuing a pass over them.
  * Returns 1 if the pass is not finished. */
-static int sub_slice(worker_t *w, fanout_sub_t *s)
+static int fanout_slice(worker_t *w, sub_t *s)
 {
     if (!s->in_pass) {
         int ended = atomic_load_explicit(&s->mount->ended, memory_order_acquire);
@@ -108,7 +37,7 @@ static int sub_slice(worker_t *w, fanout_sub_t *s)
     }
     for (int n = 0; s->resume != &s->listeners && n < SUB_SLICE; n++) {
         listener_t *l = container_of(s->resume, listener_t, link);
-        s->resume = l->link.next; /* kept valid by fanout_remove_listener if l leaves */
+        s->resume = l->link.next; /* kept valid by sub_remove if l leaves */
         if (l->conn->closing)
             continue;
         if (l->blocked)
@@ -127,12 +56,12 @@ static int sub_slice(worker_t *w, fanout_sub_t *s)
  * spans several loop iterations, so sources are read and small mounts served in between and
  * their latency does not grow with another mount's audience. Listeners that move (fallback)
  * join another subscription, which this round may or may not reach: either is fine. */
-static void sub_pass(worker_t *w)
+static void fanout_pass(worker_t *w)
 {
     sub_gc(w);
     int more = 0;
-    for (fanout_sub_t *s = subs[w->id]; s; s = s->next)
-        more |= sub_slice(w, s);
+    for (sub_t *s = sub_first(w); s; s = s->next)
+        more |= fanout_slice(w, s);
     if (more)
         worker_request_pass(w);
 }
@@ -147,7 +76,7 @@ static void on_tick(worker_t *w, void *arg)
 static int fanout_init(worker_t *w)
 {
     int window = server_config()->write_window_ms;
-    subs[w->id] = NULL;
+    sub_init(w);
     return worker_timer_add(w, window > 0 ? (unsigned)window : 0, on_tick, NULL);
 }
 
@@ -167,7 +96,7 @@ static void fanout_fini(worker_t *w)
 static const worker_module_t fanout_module = {
     .name = "fanout",
     .init = fanout_init,
-    .pass = sub_pass,
+    .pass = fanout_pass,
     .fini = fanout_fini,
     .reload = fanout_reload,
 };

@@ -30,7 +30,7 @@
 #include "net/server.h"
 #include "stream/events.h"
 #include "stream/fallback.h"
-#include "stream/fanout.h"
+#include "stream/sub.h"
 #include "stream/mount.h"
 #include "stream/redirect.h"
 #include "stream/webfile.h"
@@ -472,7 +472,7 @@ int listener_move(listener_t *l, mount_t *dest)
         return -EACCES;
     if (reserve_slot(dest) < 0)
         return -ENOSPC;
-    fanout_remove_listener(w, l->sub, l);
+    sub_remove(w, l->sub, &l->link);
     atomic_fetch_sub(&old->listeners, 1);
     keep_tail(l);
     if (l->blk)
@@ -488,8 +488,8 @@ int listener_move(listener_t *l, mount_t *dest)
     mount_unref(old);
     l->blk = mount_attach(dest, &l->pos, &l->hdr);
     l->need_sync = l->pos >= l->blk->len;
-    l->sub = fanout_sub_get(w, dest);
-    fanout_add_listener(w, l->sub, l);
+    l->sub = sub_get(w, dest);
+    sub_add(w, l->sub, &l->link);
     if (!l->blocked)
         listener_flush(l);
     return 0;
@@ -531,7 +531,7 @@ static void listener_release(conn_t *c)
         return;
     mount_t *m = l->mount;
     events_emit(EVENT_LISTENER_LEAVE, m->name, c->id, c->ip);
-    fanout_remove_listener(c->worker, l->sub, l);
+    sub_remove(c->worker, l->sub, &l->link);
     block_unref(l->blk);
     if (l->hdr)
         block_unref(l->hdr);
@@ -705,8 +705,8 @@ static void start_listener(conn_t *c, const http_request_t *req, mount_t *m, con
     int limit = max_duration(m);
     if (limit > 0)
         conn_set_deadline(c, (uint64_t)limit * 1000u);
-    l->sub = fanout_sub_get(c->worker, m);
-    fanout_add_listener(c->worker, l->sub, l);
+    l->sub = sub_get(c->worker, m);
+    sub_add(c->worker, l->sub, &l->link);
     events_emit(EVENT_LISTENER_JOIN, m->name, c->id, c->ip);
     /* a streaming listener keeps no request buffer (req points into it: not used after this) */
     client_drop_request(c);

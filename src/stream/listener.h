@@ -18,14 +18,14 @@
 
 typedef struct conn conn_t;
 typedef struct mount mount_t;
-typedef struct fanout_sub fanout_sub_t;
+typedef struct sub sub_t;
 typedef struct http_request http_request_t;
 
 typedef struct listener listener_t;
 struct listener {
     conn_t *conn;
     mount_t *mount;         /* the subscription holds the mount reference */
-    fanout_sub_t *sub;
+    sub_t *sub;
     block_t *blk;           /* cursor: owned reference */
     uint32_t pos;
     block_t *hdr;           /* header chain cursor: owned reference, NULL when done */
@@ -50,7 +50,7 @@ struct listener {
     char *asked;            /* the mount it asked for when it joined (whose authentication, if
                              * any, it passed), kept for good: see listener_move */
 
-    list_t link;            /* in its subscription's listeners (fanout.h) */
+    list_t link;            /* in its subscription's listeners (sub.h) */
 };
 
 /* Starts streaming mount m to c after a GET (checks limits, sends the head); for HEAD only

@@ -35,7 +35,7 @@
 #include "net/worker.h"
 #include "net/server.h"
 #include "stream/events.h"
-#include "stream/fallback.h"
+#include "stream/override.h"
 #include "stream/mount.h"
 #include "stream/station.h"
 
@@ -401,7 +401,7 @@ static int become(conn_t *c, const http_request_t *req, const char *mount_name,
     atomic_fetch_add(&server.stats.source_total_connections, 1);
     events_emit(EVENT_SOURCE_CONNECT, mount_name, c->id, c->ip);
     s->dump = station_source_started(s->mount);
-    fallback_source_started(c->worker, s->mount);
+    override_source_started(c->worker, s->mount);
     auth_url_mount_event(mc, mount_name, 1);
     log_info("%s %s connected to %s (%s, %s)", relay_mount ? "relay from" : "source", c->ip,
              mount_name, s->fmt->ops->name, mount_info(s->mount)->content_type);
