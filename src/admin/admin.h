@@ -49,6 +49,8 @@ typedef struct admin_cmd {
     admin_auth_t auth;
     void (*handler)(admin_req_t *a);
     int views;               /* ADMIN_VIEW_* accepted */
+    int changes;             /* changes the server's state: refused (403) when a browser
+                              * marks it as sent by a page of another origin */
 } admin_cmd_t;
 
 struct admin_req {
