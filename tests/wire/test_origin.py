@@ -11,6 +11,8 @@ header and keep working, as do the admin's own pages (same origin) and typed-in 
 The refusal is logged (escaped, rate-limited). Read-only commands are not affected.
 """
 
+import socket
+import threading
 import urllib.parse
 
 import pytest
@@ -190,3 +192,100 @@ def test_over_tls_the_own_origin_is_https(server, tmp_path):
     assert admin_raw(srv, path + "b", [("Origin", "https://" + host)], tls=True)[0] == 200
     assert title(srv) == "b"
     src.stop()
+
+
+# ---------------------------------------------------------------- stream responses
+
+PAGE = b"<html><head><title>clean</title></head><body><script>document.title='pwned'</script>"
+
+KEPT = ["audio/mpeg", "audio/aacp", "audio/aac", "audio/AAC", "video/webm", "audio/webm",
+        "audio/flac", "application/octet-stream", "audio/mpeg; codecs=mp3"]
+REPLACED = ["text/html", "text/html; charset=utf-8", "image/svg+xml", "application/xhtml+xml",
+            "text/plain", "audio/mpeg, text/html", "audio/", "audiox/mpeg",
+            "application/oggx", "multipart/x-mixed-replace; boundary=x"]
+
+
+def stream_head(srv, mount):
+    lis = srv.listener(mount)
+    resp = lis.open(start=False)
+    lis.close()
+    return resp
+
+
+def test_stream_responses_never_serve_a_page(server):
+    srv = server(sources=len(KEPT + REPLACED))
+    mounts = {}
+    for n, ctype in enumerate(KEPT + REPLACED):
+        mount = "/m%d" % n
+        src = srv.source(mount, PAGE + DATA, rate=32 * 1024, loop=True, content_type=ctype)
+        assert src.connect().status == 200, ctype
+        src.start()
+        mounts[mount] = (ctype, src)
+    for mount, (ctype, src) in mounts.items():
+        wirelib.wait_until(lambda: src.sent > 16 * 1024, 5, "data on " + mount)
+        resp = stream_head(srv, mount)
+        assert resp.status == 200, (ctype, resp)
+        assert resp.header("x-content-type-options") == "nosniff", ctype
+        assert resp.header("content-security-policy") == "sandbox", ctype
+        want = ctype if ctype in KEPT else "application/octet-stream"
+        assert resp.header("content-type") == want, (ctype, resp)
+    srv.wait_log('content type "')
+    lines = [l for l in srv.error_log().splitlines() if "served as application/octet-stream" in l]
+    assert len(lines) == 1, lines   # rate-limited
+    for _, src in mounts.values():
+        src.stop()
+
+
+class HtmlUpstream:
+    """An upstream server that answers any GET with an endless text/html stream."""
+
+    def __init__(self):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(4)
+        self.port = self.sock.getsockname()[1]
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        self.sock.settimeout(0.2)
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn):
+        try:
+            conn.settimeout(5)
+            wirelib.read_head(conn)
+            conn.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: text/html\r\n\r\n" + PAGE)
+            while not self.stop.is_set():
+                conn.sendall(DATA[:4096])
+                self.stop.wait(0.05)
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    def close(self):
+        self.stop.set()
+        self.sock.close()
+
+
+def test_a_relayed_page_is_not_served_as_a_page(server):
+    up = HtmlUpstream()
+    try:
+        srv = server(extra_xml="<relay><server>127.0.0.1</server><port>%d</port>"
+                     "<mount>/up</mount><local-mount>/relayed</local-mount></relay>" % up.port)
+        wirelib.wait_until(lambda: has_source(srv, "/relayed"), 10, "the relay up")
+        resp = stream_head(srv, "/relayed")
+        assert resp.status == 200
+        assert resp.header("content-type") == "application/octet-stream"
+        assert resp.header("x-content-type-options") == "nosniff"
+        assert resp.header("content-security-policy") == "sandbox"
+    finally:
+        up.close()

@@ -3,8 +3,10 @@
 
 A page of another origin (another port of 127.0.0.1, served by a small HTTP server of the
 test) tries to kill a source through the admin's cached Basic login (an <img>, a fetch, a
-form): the source survives, while the admin pages' own buttons still work. Needs chromium,
-chromedriver and python3-selenium; skipped without them.
+form): the source survives, while the admin pages' own buttons still work. A source that
+sends text/html with a script in its stream: opening the stream URL runs nothing (served as
+application/octet-stream, nosniff, sandboxed). Needs chromium, chromedriver and
+python3-selenium; skipped without them.
 """
 
 import functools
@@ -35,7 +37,8 @@ class OtherSite:
         for name, text in pages.items():
             with open(os.path.join(self.dir, name), "w") as f:
                 f.write(text)
-        handler = functools.partial(Quiet, directory=self.dir)
+        self.hits = []
+        handler = functools.partial(Recorder, self.hits, directory=self.dir)
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", conftest.free_port()), handler)
         self.port = self.httpd.server_address[1]
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
@@ -50,7 +53,17 @@ class OtherSite:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-class Quiet(http.server.SimpleHTTPRequestHandler):
+class Recorder(http.server.SimpleHTTPRequestHandler):
+    """Serves the site's files and records every path asked for."""
+
+    def __init__(self, hits, *args, **kw):
+        self.hits = hits
+        super().__init__(*args, **kw)
+
+    def do_GET(self):
+        self.hits.append(self.path)
+        super().do_GET()
+
     def log_message(self, *args):
         pass
 
@@ -110,3 +123,37 @@ def test_a_page_of_another_origin_cannot_kill_a_source_with_the_cached_login(
     wait_notice(b)
     wirelib.wait_until(lambda: st.admin("/admin/stats?mount=/live.mp3")[0] == 400, 5,
                        "the source killed from the admin page")
+
+
+def test_opening_the_stream_of_a_source_that_sends_a_page_runs_no_script(server, browsers,
+                                                                           other_site):
+    from selenium.common.exceptions import TimeoutException
+    site = other_site({"start.html": "<title>start</title>",
+                       "after.html": "<title>after</title><script>fetch('/after')</script>"})
+    srv = server()
+    page = ("<html><head><title>clean</title></head><body><script>document.title='pwned';"
+            "fetch('%s')</script><p>" % site.url("hit")).encode() + b"x" * 65536
+    src = srv.source("/page", page, rate=32 * 1024, loop=True, content_type="text/html")
+    assert src.connect().status == 200
+    src.start()
+    src.wait_sent(len(page), 10)
+    b = browsers(js=True)
+    b.get(site.url("start.html"))
+    b.driver.set_page_load_timeout(5)
+    try:
+        b.get(srv.url("/page"))
+    except TimeoutException:
+        pass   # a page that never ends loading (what an unprotected server sends)
+    # the browser asked for the stream and got its first bytes (a listener, or its log line)
+    wirelib.wait_until(lambda: '"GET /page ' in srv.access_log() or
+                       "<listeners>1</listeners>" in webuilib.admin_get(
+                           srv, "/admin/stats?mount=/page")[1].decode(), 10, "the stream opened")
+    b.driver.set_page_load_timeout(20)
+    if b.driver.current_url.startswith(srv.url("/page")):
+        assert b.title != "pwned"
+        assert b.js_run("return document.contentType") != "text/html"
+    # a later page of the test's site runs its script: the browser did not stop running them
+    b.get(site.url("after.html"))
+    wirelib.wait_until(lambda: "/after" in site.hits, 10, "the later page's fetch")
+    assert "/hit" not in site.hits
+    src.stop()
