@@ -201,7 +201,7 @@ static void send_xsl(admin_req_t *a, xmlDocPtr doc)
     else if (rc < 0)
         admin_send_error(a, 500, "Internal Server Error: stylesheet failed");
     else
-        admin_send_raw(a, ctype, out, len, REPLY_NO_CACHE);
+        admin_send_raw(a, ctype, out, len, REPLY_NO_CACHE ADMIN_CSP);
     free(out);
 }
 
@@ -233,7 +233,7 @@ void admin_send_doc(admin_req_t *a, xmlDocPtr doc)
     if (!out)
         admin_send_error(a, 500, "Internal Server Error");
     else
-        admin_send_raw(a, ctype, out, len, REPLY_NO_CACHE);
+        admin_send_raw(a, ctype, out, len, REPLY_NO_CACHE ADMIN_CSP);
     free(out);
 }
 

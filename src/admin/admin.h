@@ -43,6 +43,13 @@ enum {
 
 typedef struct admin_req admin_req_t;
 
+/* The Content-Security-Policy line of every admin answer: scripts, styles and everything else
+ * from the server itself only (web/admin.js, web/style.css), nothing inline, no plugins, no
+ * <base>, forms sent to the server only, and no framing by another page. */
+#define ADMIN_CSP \
+    "Content-Security-Policy: default-src 'self'; script-src 'self'; style-src 'self'; " \
+    "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'\r\n"
+
 typedef struct admin_cmd {
     const char *name;
     int needs_mount;         /* mount= must name a live mount (400 otherwise) */

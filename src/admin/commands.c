@@ -178,7 +178,7 @@ static void send_html_success(admin_req_t *a, const char *message)
     int n = snprintf(body, sizeof(body),
                      "<html><head><title>Admin request successful</title></head>"
                      "<body><p>%s</p></body></html>", message);
-    admin_send_raw(a, "text/html; charset=utf-8", body, (size_t)n, NULL);
+    admin_send_raw(a, "text/html; charset=utf-8", body, (size_t)n, ADMIN_CSP);
 }
 
 /* The fallback of a's mount is now fb: logged and answered. */
