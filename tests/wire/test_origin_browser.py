@@ -11,17 +11,12 @@ application/octet-stream, nosniff, sandboxed). Needs chromium, chromedriver and
 python3-selenium; skipped without them.
 """
 
-import functools
-import http.server
 import os
 import re
-import shutil
-import tempfile
-import threading
 
 import pytest
 
-import conftest
+import httprec
 import webuilib
 import wirelib
 from test_webui import AUTH, browsers, card, settle, station, wait_notice  # noqa: F401
@@ -31,57 +26,8 @@ pytestmark = [pytest.mark.skipif(_missing is not None, reason=_missing or ""),
               pytest.mark.rimecast_only]
 
 
-class OtherSite:
-    """A page server of the test's own on another port of 127.0.0.1 (another origin)."""
-
-    def __init__(self, pages):
-        self.dir = tempfile.mkdtemp(prefix="wire-othersite-")
-        for name, text in pages.items():
-            with open(os.path.join(self.dir, name), "w") as f:
-                f.write(text)
-        self.hits = []
-        handler = functools.partial(Recorder, self.hits, directory=self.dir)
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", conftest.free_port()), handler)
-        self.port = self.httpd.server_address[1]
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-
-    def url(self, name):
-        return "http://127.0.0.1:%d/%s" % (self.port, name)
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-
-class Recorder(http.server.SimpleHTTPRequestHandler):
-    """Serves the site's files and records every path asked for."""
-
-    def __init__(self, hits, *args, **kw):
-        self.hits = hits
-        super().__init__(*args, **kw)
-
-    def do_GET(self):
-        self.hits.append(self.path)
-        super().do_GET()
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture
-def other_site():
-    made = []
-
-    def factory(pages):
-        s = OtherSite(pages)
-        made.append(s)
-        return s
-
-    yield factory
-    for s in made:
-        s.close()
+# pages of another origin (another port of 127.0.0.1): other_site(pages={path: html})
+other_site = httprec.recorder_fixture("other_site", None)
 
 
 ATTACK = """<!doctype html><html><head><title>cats</title></head><body>
@@ -105,11 +51,11 @@ def test_a_page_of_another_origin_cannot_kill_a_source_with_the_cached_login(
         station, browsers, other_site):
     st = station({"/live.mp3": {}})
     srv = st.srv
-    site = other_site({"attack.html": ATTACK % {
+    site = other_site(pages={"/attack.html": ATTACK % {
         "admin": "http://%s:%d" % (srv.host, srv.port), "host": "%s:%d" % (srv.host, srv.port),
         "mount": "/live.mp3", "user": AUTH[0], "pw": AUTH[1]}})
     b = browsers(js=True, auth=AUTH)   # Authorization on every request: the cached login
-    b.get(site.url("attack.html"))
+    b.get(site.url("/attack.html"))
     # the <img>, the fetch and the form reach the server (the <img> with a login in its URL is
     # stopped by Chromium itself) and are refused
     wirelib.wait_until(lambda: refusals(srv) >= 3, 10, "the page's three requests refused")
@@ -130,17 +76,17 @@ def test_a_page_of_another_origin_cannot_kill_a_source_with_the_cached_login(
 def test_opening_the_stream_of_a_source_that_sends_a_page_runs_no_script(server, browsers,
                                                                            other_site):
     from selenium.common.exceptions import TimeoutException
-    site = other_site({"start.html": "<title>start</title>",
-                       "after.html": "<title>after</title><script>fetch('/after')</script>"})
+    site = other_site(pages={"/start.html": "<title>start</title>",
+                             "/after.html": "<title>after</title><script>fetch('/after')</script>"})
     srv = server()
     page = ("<html><head><title>clean</title></head><body><script>document.title='pwned';"
-            "fetch('%s')</script><p>" % site.url("hit")).encode() + b"x" * 65536
+            "fetch('%s')</script><p>" % site.url("/hit")).encode() + b"x" * 65536
     src = srv.source("/page", page, rate=32 * 1024, loop=True, content_type="text/html")
     assert src.connect().status == 200
     src.start()
     src.wait_sent(len(page), 10)
     b = browsers(js=True)
-    b.get(site.url("start.html"))
+    b.get(site.url("/start.html"))
     b.driver.set_page_load_timeout(5)
     try:
         b.get(srv.url("/page"))
@@ -155,9 +101,9 @@ def test_opening_the_stream_of_a_source_that_sends_a_page_runs_no_script(server,
         assert b.title != "pwned"
         assert b.js_run("return document.contentType") != "text/html"
     # a later page of the test's site runs its script: the browser did not stop running them
-    b.get(site.url("after.html"))
-    wirelib.wait_until(lambda: "/after" in site.hits, 10, "the later page's fetch")
-    assert "/hit" not in site.hits
+    b.get(site.url("/after.html"))
+    wirelib.wait_until(lambda: "/after" in site.paths(), 10, "the later page's fetch")
+    assert "/hit" not in site.paths()
     src.stop()
 
 
