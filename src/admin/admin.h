@@ -8,7 +8,7 @@
  * handler's XML document: raw XML (/admin/cmd), HTML through adminroot/<cmd>.xsl
  * (/admin/cmd.xsl; an <iceresponse> document without its own <cmd>.xsl uses response.xsl, as
  * Icecast does) or JSON (/admin/cmd.json). The route table (name, mount needed, credentials
- * scope, handler, views) is in commands.c; the handlers live in commands.c and clients.c.
+ * scope, handler, views, whether it changes the server) is in commands.c; the handlers live in commands.c and clients.c.
  *
  * A request's life: admin_handle() parses and authenticates, then runs the handler, which
  * answers at once or later (after a worker_broadcast); either way exactly one admin_send_*()
