@@ -47,7 +47,7 @@
           </tbody>
         </table>
       </div>
-      <section class="card panel" aria-labelledby="move-h" style="margin-top: 22px">
+      <section class="card panel spaced" aria-labelledby="move-h">
         <h2 id="move-h">Move all listeners</h2>
         <form class="inline" action="/admin/moveclients.xsl" method="get">
           <input type="hidden" name="mount" value="{$src/@mount}"/>

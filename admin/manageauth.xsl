@@ -48,7 +48,7 @@
           </tbody>
         </table>
       </div>
-      <section class="card panel" aria-labelledby="add-h" style="margin-top: 22px">
+      <section class="card panel spaced" aria-labelledby="add-h">
         <h2 id="add-h">Add a user</h2>
         <form class="inline" action="/admin/manageauth.xsl" method="get">
           <input type="hidden" name="mount" value="{$src/@mount}"/>

@@ -55,7 +55,7 @@
           <p class="empty">No other mount is live to move the listeners to.</p>
         </xsl:otherwise>
       </xsl:choose>
-      <section class="card panel" aria-labelledby="other-h" style="margin-top: 22px">
+      <section class="card panel spaced" aria-labelledby="other-h">
         <h2 id="other-h">Another destination</h2>
         <form class="inline" action="/admin/moveclients.xsl" method="get">
           <input type="hidden" name="mount" value="{$from}"/>

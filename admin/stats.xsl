@@ -191,7 +191,7 @@
       <xsl:variable name="live" select="source/@mount"/>
       <xsl:variable name="sourceless" select="htpasswd-mounts/mount[not(. = $live)]"/>
       <xsl:if test="$sourceless">
-        <section class="card panel" aria-labelledby="users-h" style="margin-top: 22px">
+        <section class="card panel spaced" aria-labelledby="users-h">
           <h2 id="users-h">Protected mounts without a source</h2>
           <p class="muted">Listeners of these mounts log in with a user of the mount's
             htpasswd file; the users can be managed before a source connects.</p>
@@ -211,7 +211,7 @@
         <xsl:call-template name="history-charts">
           <xsl:with-param name="mount" select="''"/>
         </xsl:call-template>
-        <section class="card panel" aria-labelledby="server-h" style="margin-top: 22px">
+        <section class="card panel spaced" aria-labelledby="server-h">
           <h2 id="server-h">Server</h2>
           <table class="kv">
             <tbody>
@@ -231,8 +231,7 @@
 </xsl:template>
 
 <xsl:template match="config-warnings">
-  <section class="notice bad config-warnings" role="status" aria-labelledby="config-warnings-h"
-           style="margin-bottom: 22px">
+  <section class="notice bad config-warnings" role="status" aria-labelledby="config-warnings-h">
     <h2 id="config-warnings-h" class="msg">Configuration file: <xsl:value-of select="count(warning)"/>
       <xsl:choose>
         <xsl:when test="count(warning) = 1"> warning</xsl:when>

@@ -5,7 +5,9 @@
  * then parsed as a command path, and every parameter name an admin command reads is looked
  * up in the query (plus one name taken from the input). Results must be C strings that fit
  * their input; a parsed command name must fit its buffer and hold no '/'; a parsed client id
- * must print back to the digits it came from.
+ * must print back to the digits it came from. The query is also taken as the Host header and
+ * the path as an Origin or Sec-Fetch-Site value: an origin that matches a host over http
+ * matches it over https too, and neither header given is never cross-origin.
  */
 // fuzz-sources: src/admin/request.c src/core/url.c src/core/str.c src/core/buf.c
 // fuzz-pkgs: libxml-2.0
@@ -66,6 +68,23 @@ static void check_query(const char *q, size_t qlen, const char *extra_name)
     free(v);
 }
 
+static void check_origin(const char *raw, const char *q, size_t qlen)
+{
+    char *host = malloc(qlen + 1), *origin = malloc(qlen + 16);
+    REQUIRE(host && origin);
+    memcpy(host, q, qlen);
+    host[qlen] = '\0';
+    REQUIRE(!admin_cross_origin(NULL, NULL, host, 0));
+    int r = admin_cross_origin(raw, raw, host, 0) | admin_cross_origin(NULL, raw, NULL, 1);
+    REQUIRE(r == 0 || r == 1);
+    snprintf(origin, qlen + 16, "http://%s", host);
+    int plain = admin_cross_origin(NULL, origin, host, 0);
+    snprintf(origin, qlen + 16, "https://%s", host);
+    REQUIRE(plain || !admin_cross_origin(NULL, origin, host, 1));
+    free(host);
+    free(origin);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *in = (const char *)data;
@@ -102,6 +121,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(extra, q, nlen);
     extra[nlen] = '\0';
     check_query(q, qlen, extra);
+    check_origin(raw, q, qlen);
     free(raw);
     return 0;
 }

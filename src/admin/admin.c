@@ -18,6 +18,8 @@
 #include "auth/auth_url.h"
 #include "auth/guard.h"
 #include "conf/config.h"
+#include "core/escape.h"
+#include "core/log.h"
 #include "core/str.h"
 #include "core/url.h"
 #include "http/parser.h"
@@ -199,7 +201,7 @@ static void send_xsl(admin_req_t *a, xmlDocPtr doc)
     else if (rc < 0)
         admin_send_error(a, 500, "Internal Server Error: stylesheet failed");
     else
-        admin_send_raw(a, ctype, out, len, REPLY_NO_CACHE);
+        admin_send_raw(a, ctype, out, len, REPLY_NO_CACHE ADMIN_CSP);
     free(out);
 }
 
@@ -231,7 +233,7 @@ void admin_send_doc(admin_req_t *a, xmlDocPtr doc)
     if (!out)
         admin_send_error(a, 500, "Internal Server Error");
     else
-        admin_send_raw(a, ctype, out, len, REPLY_NO_CACHE);
+        admin_send_raw(a, ctype, out, len, REPLY_NO_CACHE ADMIN_CSP);
     free(out);
 }
 
@@ -307,6 +309,34 @@ int admin_from_source_address(admin_req_t *a, const mount_t *m)
     return c && (!ip || strcmp(ip, c->ip) == 0); /* no source address (relay, file): anyone */
 }
 
+/* 1 if cmd changes the server's state and a browser marks req as sent by a page of another
+ * origin (admin_cross_origin): answered 403, logged (rate-limited). The browser sends the
+ * admin's cached Basic login with such a request; scripts and tools send neither header. */
+static int refused_cross_origin(conn_t *c, const http_request_t *req, const admin_cmd_t *cmd)
+{
+    if (!cmd->changes)
+        return 0;
+    char *site = http_header_dup(req, "sec-fetch-site");
+    char *origin = http_header_dup(req, "origin");
+    char *host = http_header_dup(req, "host");
+    int cross = admin_cross_origin(site, origin, host, c->tls);
+    if (cross) {
+        static log_ratelimit_t rl;
+        char esc_origin[256], esc_site[64];
+        const char *o = origin ? origin : "-", *s = site ? site : "-";
+        log_info_limited(&rl, 10000, "admin %s from %s refused: sent by a page of another "
+                         "origin (Origin %s, Sec-Fetch-Site %s)", cmd->name, c->ip,
+                         escape_log(esc_origin, sizeof(esc_origin), o, strlen(o)),
+                         escape_log(esc_site, sizeof(esc_site), s, strlen(s)));
+        client_send_error(c, 403, "Forbidden: admin commands that change the server are not "
+                                  "accepted from pages of another site");
+    }
+    free(site);
+    free(origin);
+    free(host);
+    return cross;
+}
+
 static admin_req_t *req_new(conn_t *c, const http_request_t *req, const admin_cmd_t *cmd,
                             int view)
 {
@@ -338,6 +368,8 @@ void admin_handle(conn_t *c, const http_request_t *req, const char *path)
         client_send_error(c, 400, "Unrecognised command");
         return;
     }
+    if (refused_cross_origin(c, req, cmd))
+        return;
     admin_req_t *a = req_new(c, req, cmd, view);
     if (!a) {
         client_send_error(c, 500, "Internal Server Error");

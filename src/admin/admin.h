@@ -8,7 +8,7 @@
  * handler's XML document: raw XML (/admin/cmd), HTML through adminroot/<cmd>.xsl
  * (/admin/cmd.xsl; an <iceresponse> document without its own <cmd>.xsl uses response.xsl, as
  * Icecast does) or JSON (/admin/cmd.json). The route table (name, mount needed, credentials
- * scope, handler, views) is in commands.c; the handlers live in commands.c and clients.c.
+ * scope, handler, views, whether it changes the server) is in commands.c; the handlers live in commands.c and clients.c.
  *
  * A request's life: admin_handle() parses and authenticates, then runs the handler, which
  * answers at once or later (after a worker_broadcast); either way exactly one admin_send_*()
@@ -43,12 +43,21 @@ enum {
 
 typedef struct admin_req admin_req_t;
 
+/* The Content-Security-Policy line of every admin answer: scripts, styles and everything else
+ * from the server itself only (web/admin.js, web/style.css), nothing inline, no plugins, no
+ * <base>, forms sent to the server only, and no framing by another page. */
+#define ADMIN_CSP \
+    "Content-Security-Policy: default-src 'self'; script-src 'self'; style-src 'self'; " \
+    "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'\r\n"
+
 typedef struct admin_cmd {
     const char *name;
     int needs_mount;         /* mount= must name a live mount (400 otherwise) */
     admin_auth_t auth;
     void (*handler)(admin_req_t *a);
     int views;               /* ADMIN_VIEW_* accepted */
+    int changes;             /* changes the server's state: refused (403) when a browser
+                              * marks it as sent by a page of another origin */
 } admin_cmd_t;
 
 struct admin_req {

@@ -178,7 +178,7 @@ static void send_html_success(admin_req_t *a, const char *message)
     int n = snprintf(body, sizeof(body),
                      "<html><head><title>Admin request successful</title></head>"
                      "<body><p>%s</p></body></html>", message);
-    admin_send_raw(a, "text/html; charset=utf-8", body, (size_t)n, NULL);
+    admin_send_raw(a, "text/html; charset=utf-8", body, (size_t)n, ADMIN_CSP);
 }
 
 /* The fallback of a's mount is now fb: logged and answered. */
@@ -471,25 +471,32 @@ static void cmd_events(admin_req_t *a)
 /* ---- the route table ---- */
 
 #define XML_VIEWS (ADMIN_VIEW_XML | ADMIN_VIEW_XSL | ADMIN_VIEW_JSON)
+#define CHANGES 1 /* state-changing: refused when a browser sends it from another origin */
+#define READS 0
 
+/* Every command that changes something is marked CHANGES, even where one of its forms only
+ * shows a page (manageauth's list, moveclients without a destination): a page of another
+ * site gains nothing by opening those, while the admin's own pages (same origin), a typed-in
+ * address or a bookmark (Sec-Fetch-Site: none) and scripts (no Origin, no Sec-Fetch-Site)
+ * reach them all. */
 static const admin_cmd_t commands[] = {
-    /* name            mount  credentials        handler             views */
-    {"stats",          0, ADMIN_AUTH_GLOBAL, cmd_stats,          XML_VIEWS},
-    {"listmounts",     0, ADMIN_AUTH_GLOBAL, cmd_listmounts,     XML_VIEWS},
-    {"history",        0, ADMIN_AUTH_GLOBAL, cmd_history,        XML_VIEWS},
-    {"log",            0, ADMIN_AUTH_GLOBAL, cmd_log,            XML_VIEWS},
-    {"streamlist",     0, ADMIN_AUTH_RELAY,  cmd_streamlist,     XML_VIEWS | ADMIN_VIEW_TXT},
-    {"listclients",    1, ADMIN_AUTH_GLOBAL, admin_cmd_listclients, XML_VIEWS},
-    {"moveclients",    1, ADMIN_AUTH_GLOBAL, admin_cmd_moveclients, XML_VIEWS},
-    {"killclient",     1, ADMIN_AUTH_GLOBAL, admin_cmd_killclient,  XML_VIEWS},
-    {"killsource",     1, ADMIN_AUTH_GLOBAL, cmd_killsource,     XML_VIEWS},
-    {"metadata",       1, ADMIN_AUTH_SOURCE, cmd_metadata,       XML_VIEWS},
-    {"fallbacks",      1, ADMIN_AUTH_GLOBAL, cmd_fallbacks,      XML_VIEWS},
-    {"updatemetadata", 1, ADMIN_AUTH_SOURCE, cmd_updatemetadata, XML_VIEWS},
-    {"buildm3u",       0, ADMIN_AUTH_NONE,   cmd_buildm3u,       ADMIN_VIEW_XML},
-    {"events",         0, ADMIN_AUTH_GLOBAL, cmd_events,         ADMIN_VIEW_XML},
-    {"admin.cgi",      0, ADMIN_AUTH_NONE,   cmd_admin_cgi,      ADMIN_VIEW_XML},
-    {"manageauth",     0, ADMIN_AUTH_GLOBAL, admin_cmd_manageauth, XML_VIEWS},
+    /* name            mount  credentials        handler             views      state */
+    {"stats",          0, ADMIN_AUTH_GLOBAL, cmd_stats,          XML_VIEWS, READS},
+    {"listmounts",     0, ADMIN_AUTH_GLOBAL, cmd_listmounts,     XML_VIEWS, READS},
+    {"history",        0, ADMIN_AUTH_GLOBAL, cmd_history,        XML_VIEWS, READS},
+    {"log",            0, ADMIN_AUTH_GLOBAL, cmd_log,            XML_VIEWS, READS},
+    {"streamlist",     0, ADMIN_AUTH_RELAY,  cmd_streamlist,     XML_VIEWS | ADMIN_VIEW_TXT, READS},
+    {"listclients",    1, ADMIN_AUTH_GLOBAL, admin_cmd_listclients, XML_VIEWS, READS},
+    {"moveclients",    1, ADMIN_AUTH_GLOBAL, admin_cmd_moveclients, XML_VIEWS, CHANGES},
+    {"killclient",     1, ADMIN_AUTH_GLOBAL, admin_cmd_killclient,  XML_VIEWS, CHANGES},
+    {"killsource",     1, ADMIN_AUTH_GLOBAL, cmd_killsource,     XML_VIEWS, CHANGES},
+    {"metadata",       1, ADMIN_AUTH_SOURCE, cmd_metadata,       XML_VIEWS, CHANGES},
+    {"fallbacks",      1, ADMIN_AUTH_GLOBAL, cmd_fallbacks,      XML_VIEWS, CHANGES},
+    {"updatemetadata", 1, ADMIN_AUTH_SOURCE, cmd_updatemetadata, XML_VIEWS, READS}, /* a form */
+    {"buildm3u",       0, ADMIN_AUTH_NONE,   cmd_buildm3u,       ADMIN_VIEW_XML, READS},
+    {"events",         0, ADMIN_AUTH_GLOBAL, cmd_events,         ADMIN_VIEW_XML, READS},
+    {"admin.cgi",      0, ADMIN_AUTH_NONE,   cmd_admin_cgi,      ADMIN_VIEW_XML, CHANGES},
+    {"manageauth",     0, ADMIN_AUTH_GLOBAL, admin_cmd_manageauth, XML_VIEWS, CHANGES},
 };
 
 const admin_cmd_t *admin_find_command(const char *name)

@@ -119,6 +119,19 @@ static void change_done(worker_t *w, void *arg, int ran)
     change_free(ch);
 }
 
+/* Why a new user cannot be added (the answer's message), or NULL: a name the file could not
+ * hold as a user line (empty, a '#' that makes it a comment, ':' or a control character) or
+ * an empty password. Checked before the file is touched. */
+static const char *add_refusal(const char *user, const char *pass)
+{
+    if (!htpasswd_user_valid(user))
+        return "Invalid user name (empty, starting with '#', or holding ':' or a control "
+               "character) - not added";
+    if (!*pass)
+        return "Empty password - not added";
+    return NULL;
+}
+
 /* Starts an add or delete (the request is answered later), or answers a missing parameter or
  * a busy verifier. */
 static void change(admin_req_t *a, htpasswd_t *h, int add)
@@ -136,6 +149,18 @@ static void change(admin_req_t *a, htpasswd_t *h, int add)
     if (!ch->user || (add && !ch->pass)) {
         change_free(ch);
         admin_send_error(a, 400, "Missing parameter");
+        return;
+    }
+    const char *refused = add ? add_refusal(ch->user, ch->pass) : NULL;
+    if (refused) {
+        static log_ratelimit_t rl;
+        char esc_user[600], esc_mount[600];
+        log_info_limited(&rl, 10000, "admin: user \"%s\" not added on %s: %s",
+                         escape_log_utf8(esc_user, sizeof(esc_user), ch->user, strlen(ch->user)),
+                         escape_log(esc_mount, sizeof(esc_mount), a->mount_name,
+                                    strlen(a->mount_name)), refused);
+        change_free(ch);
+        admin_send_doc(a, users_document(a, h, refused, 0));
         return;
     }
     audit_who(a, a->admin, ch->who);

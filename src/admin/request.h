@@ -2,7 +2,8 @@
 /*
  * request: the pure parsing steps of an admin request, apart from connections and mounts so
  * they can be unit-tested and fuzzed: the command path ("/admin/NAME.VIEW") and the numeric
- * client id. Query parameters themselves are core/url.h url_query_param (admin_param).
+ * client id, and whether a browser marks the request as cross-origin. Query parameters
+ * themselves are core/url.h url_query_param (admin_param).
  * Stateless, safe from any thread.
  */
 #ifndef RIMECAST_ADMIN_REQUEST_H
@@ -19,5 +20,13 @@ int admin_parse_command(const char *path, char *name, size_t cap, int *view);
 /* A client id as given to killclient: decimal digits only, no sign, no spaces, fits in
  * unsigned long long. Returns 0 and *id, or -1. */
 int admin_parse_id(const char *s, unsigned long long *id);
+
+/* 1 if a browser marks the request as sent by a page of another origin: a Sec-Fetch-Site
+ * (fetch_site) other than "same-origin" or "none" (typed in, bookmark), or an Origin that does
+ * not name the request's own scheme (https on a TLS listener, else http), host and port (the
+ * Host header, host; a missing port is the scheme's default). "Origin: null" (sandboxed
+ * pages, redirects across origins) is another origin, and so is any Origin without a Host.
+ * 0 when neither header is given (scripts, curl, Icecast tools). Any argument may be NULL. */
+int admin_cross_origin(const char *fetch_site, const char *origin, const char *host, int tls);
 
 #endif

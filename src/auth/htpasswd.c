@@ -66,7 +66,7 @@ int htpasswd_parse_line(const char *line, size_t len, const char **user, size_t 
 int htpasswd_user_valid(const char *name)
 {
     size_t len = name ? strlen(name) : 0;
-    if (len == 0 || len > HTPASSWD_USER_MAX)
+    if (len == 0 || len > HTPASSWD_USER_MAX || name[0] == '#') /* '#': a comment line */
         return 0;
     for (size_t i = 0; i < len; i++)
         if ((unsigned char)name[i] < 0x20 || name[i] == 0x7f || name[i] == ':')
@@ -441,7 +441,7 @@ nomem:
 int htpasswd_add(htpasswd_t *h, const char *user, const char *pass)
 {
     char hash[HTPASSWD_HASH_MAX + 1];
-    if (!htpasswd_user_valid(user) || !pass)
+    if (!htpasswd_user_valid(user) || !pass || !*pass)
         return -EINVAL;
     int rc = htpasswd_hash_new(pass, hash, sizeof(hash));
     if (rc < 0)

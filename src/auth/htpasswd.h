@@ -40,7 +40,8 @@ typedef enum {
  * a malformed line (no ':', empty or too long user or hash, control characters). */
 int htpasswd_parse_line(const char *line, size_t len, const char **user, size_t *ulen,
                         const char **hash, size_t *hlen);
-/* 1 if name may be a user (1..HTPASSWD_USER_MAX bytes, no ':', no control characters). */
+/* 1 if name may be a user (1..HTPASSWD_USER_MAX bytes, no ':', no control characters, not
+ * starting with '#', which the file reader takes for a comment). */
 int htpasswd_user_valid(const char *name);
 /* 1 if pass matches hash (MD5 hex compared in constant time, or crypt_r), else 0. */
 int htpasswd_hash_verify(const char *hash, const char *pass);
@@ -66,7 +67,8 @@ int htpasswd_check(htpasswd_t *h, const char *user, const char *pass);
 int htpasswd_decoy(htpasswd_t *h, char *out, size_t cap);
 /* How many checks of unknown users, in any file, verified a password against a decoy (tests). */
 unsigned long htpasswd_decoy_checks(void);
-/* Adds a user (-EEXIST if present, -EINVAL for a bad name) or deletes one (-ENOENT if
+/* Adds a user (-EEXIST if present, -EINVAL for a bad name or an empty
+ * password) or deletes one (-ENOENT if
  * absent), rewriting the file atomically. 0 or -errno. */
 int htpasswd_add(htpasswd_t *h, const char *user, const char *pass);
 int htpasswd_delete(htpasswd_t *h, const char *user);

@@ -122,13 +122,52 @@ static size_t stream_tail_len(const response_stream_t *i, int metaint)
     return n;
 }
 
+static int is_token_char(char ch)
+{
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+           (ch && strchr("!#$&^_.+-", ch));
+}
+
+const char *response_stream_type(const char *ctype)
+{
+    static const char *const exact[] = {"application/ogg", "application/x-ogg",
+                                        "application/octet-stream"};
+    const char *p = NULL;
+    if (!ctype)
+        return "audio/mpeg";
+    if (strncasecmp(ctype, "audio/", 6) == 0 || strncasecmp(ctype, "video/", 6) == 0) {
+        p = ctype + 6;
+        const char *sub = p;
+        while (is_token_char(*p))
+            p++;
+        if (p == sub)
+            p = NULL;
+    }
+    for (size_t k = 0; !p && k < sizeof(exact) / sizeof(exact[0]); k++) {
+        size_t n = strlen(exact[k]);
+        if (strncasecmp(ctype, exact[k], n) == 0)
+            p = ctype + n;
+    }
+    /* then nothing, or parameters; never a ',' (a browser takes the last of a list) */
+    if (p) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if ((*p == '\0' || *p == ';') && !strchr(p, ','))
+            return ctype;
+    }
+    return "application/octet-stream";
+}
+
 size_t response_stream_head(char *buf, size_t cap, const response_stream_t *i, int metaint)
 {
     out_t o = {buf, cap, 0, 0};
     size_t tail = stream_tail_len(i, metaint);
     common_headers(&o, 200, i->headers);
-    out_printf(&o, "Content-Type: %s\r\n", i->content_type ? i->content_type : "audio/mpeg");
+    out_printf(&o, "Content-Type: %s\r\n", response_stream_type(i->content_type));
+    /* a stream is never a page: no sniffing it into one, and should a browser show it as a
+     * document all the same, it has no origin of ours and runs no script */
     builtin_lines(&o, 200, i->headers,
+                  "X-Content-Type-Options: nosniff\r\nContent-Security-Policy: sandbox\r\n"
                   "Cache-Control: no-cache, no-store\r\nExpires: Mon, 26 Jul 1997 05:00:00 GMT\r\n"
                   "Pragma: no-cache\r\n"
                   "Access-Control-Allow-Origin: *\r\nAccess-Control-Allow-Headers: Origin, "

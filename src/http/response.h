@@ -27,7 +27,14 @@ typedef struct response_stream {
 size_t response_head(char *buf, size_t cap, int status, const char *content_type,
                      long long content_length, const char *extra);
 
-/* The listener's head: 200, source content type, icy-* headers, no-cache headers,
+/* The content type a stream of ctype is served as: ctype when it is audio/ or video/ (any
+ * subtype), application/ogg, application/x-ogg or application/octet-stream (parameters kept,
+ * no list), else application/octet-stream, so that a source cannot serve a page (text/html,
+ * SVG) with script on the server's origin; audio/mpeg for NULL. */
+const char *response_stream_type(const char *ctype);
+
+/* The listener's head: 200, the content type of response_stream_type, icy-* headers,
+ * no-cache headers, X-Content-Type-Options: nosniff and Content-Security-Policy: sandbox,
  * icy-metaint when metaint > 0, CORS headers; the mount's headers replace global and built-in
  * ones of the same name. Source-supplied icy-* values that would not fit in cap are left out.
  * Returns the length, or 0 if even the rest does not fit. */

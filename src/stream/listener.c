@@ -20,6 +20,7 @@
 
 #include "auth/auth.h"
 #include "conf/config.h"
+#include "core/escape.h"
 #include "core/fault.h"
 #include "core/log.h"
 #include "core/str.h"
@@ -591,11 +592,21 @@ static int wants_icy(const http_request_t *req)
     return h && h->value_len > 0 && h->value[0] == '1';
 }
 
-/* The response head a listener of m gets. */
+/* The response head a listener of m gets. A content type that is not audio or video is
+ * served as application/octet-stream (logged, rate-limited). */
 static size_t stream_head(char *buf, size_t cap, mount_t *m, int metaint)
 {
     const mount_info_t *i = mount_info(m);
     const mount_conf_t *mc = config_find_mount(server_config(), m->name);
+    if (i->content_type && response_stream_type(i->content_type) != i->content_type) {
+        static log_ratelimit_t rl;
+        char esc_type[256], esc_mount[256];
+        log_warn_limited(&rl, 10000, "content type \"%s\" of %s is not audio or video: served "
+                         "as application/octet-stream",
+                         escape_log(esc_type, sizeof(esc_type), i->content_type,
+                                    strlen(i->content_type)),
+                         escape_log(esc_mount, sizeof(esc_mount), m->name, strlen(m->name)));
+    }
     response_stream_t rs = {
         .content_type = i->content_type, .bitrate = i->bitrate, .description = i->description,
         .genre = i->genre, .name = i->name, .url = i->url, .audio_info = i->audio_info,

@@ -49,7 +49,8 @@ static void test_lines(void)
     const char *file = "a:1\n# note\n\nbroken\nb:2\na:3\n";
     CHECK(htpasswd_count(file, strlen(file), &bad) == 2 && bad == 1);
     CHECK(htpasswd_user_valid("name") && !htpasswd_user_valid("a:b") &&
-          !htpasswd_user_valid("") && !htpasswd_user_valid("x\ny"));
+          !htpasswd_user_valid("") && !htpasswd_user_valid("x\ny") &&
+          !htpasswd_user_valid("#x") && htpasswd_user_valid("x#"));
 }
 
 static void test_hashes(void)

@@ -3,7 +3,9 @@
 
 Runs python's http.server in a thread on 127.0.0.1: every POST is recorded
 (path, headers, body parsed as a form), answered by a function the test sets,
-and the number of requests in progress at once is tracked (.max_active).
+and the number of requests in progress at once is tracked (.max_active). A GET
+is recorded too and answered with one of the HTML pages given (a page of
+another origin for the browser tests), 404 otherwise.
 """
 
 import http.server
@@ -28,10 +30,12 @@ class Request:
 
 
 class Recorder:
-    """answer(req) returns (status, {header: value}) and may sleep."""
+    """answer(req) returns (status, {header: value}) and may sleep; pages maps a path to
+    the HTML a GET of it gets."""
 
-    def __init__(self, answer=None):
+    def __init__(self, answer=None, pages=None):
         self.answer = answer or (lambda req: (200, {}))
+        self.pages = dict(pages or {})
         self.requests = []
         self.lock = threading.Lock()
         self.active = 0
@@ -63,6 +67,20 @@ class Recorder:
                 except OSError:
                     pass
 
+            def do_GET(self):
+                with rec.lock:
+                    rec.requests.append(Request(self.path, dict(self.headers), b""))
+                page = rec.pages.get(self.path)
+                body = page.encode() if page is not None else b""
+                try:
+                    self.send_response(200 if page is not None else 404)
+                    self.send_header("Content-Type", "text/html; charset=utf-8")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except OSError:
+                    pass
+
             def log_message(self, *args):
                 pass
 
@@ -77,6 +95,10 @@ class Recorder:
 
     def url(self, path="/"):
         return "http://127.0.0.1:%d%s" % (self.port, path)
+
+    def paths(self):
+        with self.lock:
+            return [r.path for r in self.requests]
 
     def of(self, action):
         with self.lock:
@@ -105,8 +127,8 @@ def recorder_fixture(name, default_answer):
     def fixture():
         recs = []
 
-        def make(answer=default_answer):
-            r = Recorder(answer)
+        def make(answer=default_answer, **kw):
+            r = Recorder(answer, **kw)
             recs.append(r)
             return r
 
