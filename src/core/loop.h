@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * loop: the small pieces every epoll user shares: the handler an epoll event points to, fd
- * helpers and a monotonic clock. The loops themselves live in net/worker.c (one per worker
- * thread) and main.c (signals); this file owns no state.
+ * helpers and a monotonic clock. The loops themselves live in net/worker_loop.c (one per
+ * worker thread) and main.c (signals); this file owns no state.
  */
 #ifndef RIMECAST_LOOP_H
 #define RIMECAST_LOOP_H

@@ -10,6 +10,9 @@
  * The loop's phases: wait for events; run each event's handler (accept, connection I/O,
  * messages, timers, deadlines); run the modules' pass hooks if a pass was requested; destroy
  * the connections closed during this iteration.
+ * Implemented in three files: worker_loop.c (the loop, modules, messages, accepting),
+ * worker_timers.c (deadlines, periodic timers) and worker_pool.c (creating, starting,
+ * reloading, draining, stopping workers).
  */
 #ifndef RIMECAST_WORKER_H
 #define RIMECAST_WORKER_H
