@@ -2,9 +2,11 @@
 /*
  * dispatch: routing a parsed request to its role (see dispatch.h).
  *
- * Order: the server's own URLs (admin, *.xsl pages, /metrics, the front page) are answered
- * before mounts, so a mount can never shadow them; then live mounts; then files and
- * playlists. A source may not create a mount on a name the server answers itself.
+ * Order: the server's own URLs (admin, *.xsl pages, /metrics, the front page, the webroot's
+ * files such as the web UI's scripts) are answered before mounts, so a mount can never shadow
+ * them; then live mounts; then playlists. No mount may be created on a name the server
+ * answers itself, however it comes to exist (router_refuses_mount, set as the mount layer's
+ * name check).
  */
 #include "router/dispatch.h"
 
@@ -196,16 +198,16 @@ static void handle_get(conn_t *c, const http_request_t *req)
     }
     const char *alias = router_alias(c, path);
     const char *target = alias ? alias : path;
+    /* the server's own pages and files come first, whatever mount has that name */
+    int may_be_mount = req->method != HTTP_METHOD_POST && !router_refuses_mount(target, 0);
     /* <no-mount>: reachable as a fallback or a move's destination, never directly */
     const mount_conf_t *nm = config_find_mount(server_config(), target);
-    if (nm && nm->no_mount && req->method != HTTP_METHOD_POST && !router_owns(target)) {
+    if (nm && nm->no_mount && may_be_mount) {
         free(path);
         client_send_error(c, 403, "Forbidden: mountpoint unavailable");
         return;
     }
-    mount_t *m = req->method != HTTP_METHOD_POST && !router_owns(target)
-                     ? mount_find(target)
-                     : NULL;
+    mount_t *m = may_be_mount ? mount_find(target) : NULL;
     if (m) {
         free(path);
         const mount_conf_t *mc = config_find_mount(server_config(), m->name);
@@ -220,7 +222,7 @@ static void handle_get(conn_t *c, const http_request_t *req)
         return;
     }
     /* an on-demand relay's mount is not live until a listener asks for it */
-    if (req->method != HTTP_METHOD_POST && !router_owns(target) && relay_is_on_demand(target)) {
+    if (may_be_mount && relay_is_on_demand(target)) {
         const mount_conf_t *mc = config_find_mount(server_config(), target);
         if (auth_url_enabled(mc))
             url_auth_listener(c, req, target, NULL, mc); /* the relay starts once accepted */
@@ -231,8 +233,7 @@ static void handle_get(conn_t *c, const http_request_t *req)
         return;
     }
     /* a mount with no source whose <mount> names a live fallback serves that fallback */
-    if (req->method != HTTP_METHOD_POST && !router_owns(target) &&
-        (m = fallback_for_sourceless(target))) {
+    if (may_be_mount && (m = fallback_for_sourceless(target))) {
         const mount_conf_t *mc = config_find_mount(server_config(), target);
         if (auth_url_enabled(mc)) {
             url_auth_listener(c, req, m->name, m, mc); /* the auth server sees the mount that serves */
@@ -253,7 +254,7 @@ static void handle_get(conn_t *c, const http_request_t *req)
 static void handle_source(conn_t *c, http_request_t *req, size_t head_len)
 {
     char *path = request_path(req);
-    const char *why = path ? router_refuses_mount(path) : NULL;
+    const char *why = path ? router_refuses_mount(path, 0) : NULL;
     if (why) {
         char esc[512];
         log_warn("source %s refused: mountpoint %s %s", c->ip,
@@ -368,6 +369,7 @@ void dispatch_init(void)
     };
     client_set_handlers(&handlers);
     worker_set_accept(client_accept);
+    mount_set_name_check(router_refuses_mount);
     fanout_register();
     source_register();
     relay_register();

@@ -52,7 +52,7 @@ int router_owns(const char *path)
            strcmp(path, "/") == 0;
 }
 
-const char *router_refuses_mount(const char *name)
+const char *router_refuses_mount(const char *name, int file_mount)
 {
     for (const unsigned char *p = (const unsigned char *)name; *p; p++)
         if (*p < 0x20 || *p == 0x7f)
@@ -61,6 +61,8 @@ const char *router_refuses_mount(const char *name)
         return "is a URL the server answers itself";
     if (has_suffix(name, ".xsl"))
         return "ends in .xsl";
+    if (file_mount)
+        return NULL;
     char *real = NULL;
     int rc = files_resolve(name, &real);
     free(real);

@@ -24,8 +24,10 @@ void router_handle(conn_t *c, const http_request_t *req, const char *path);
  * such a path is never looked up as a mount. */
 int router_owns(const char *path);
 
-/* Why a source may not create a mount named `name` (decoded, normalised), or NULL if it may:
- * a name the server answers itself, a file served from the webroot, or control characters. */
-const char *router_refuses_mount(const char *name);
+/* Why no mount may be named `name` (decoded, normalised), or NULL if one may: a name the
+ * server answers itself, a file served from the webroot (unless file_mount: a webroot file
+ * played as a file mount), or control characters. The one check for every way a mount comes
+ * to exist (stream/mount.h mount_set_name_check), and what a GET serves before any mount. */
+const char *router_refuses_mount(const char *name, int file_mount);
 
 #endif

@@ -26,6 +26,7 @@
 #include "net/server.h"
 #include "net/tls.h"
 #include "net/worker.h"
+#include "stream/mount.h"
 #include "stream/relay.h"
 
 #define MASTER_TIMEOUT_MS 10000
@@ -35,6 +36,7 @@
 typedef struct relayed {
     char *name;
     int seen;
+    int refused;  /* listed, but not relayed (logged once, while it stays listed) */
     struct relayed *next;
 } relayed_t;
 
@@ -59,6 +61,32 @@ static relayed_t *find(const char *name)
         if (strcmp(r->name, name) == 0)
             return r;
     return NULL;
+}
+
+/* A line not relayed yet: its relay started (or its refusal logged, once). */
+static relayed_t *add_entry(const config_t *cfg, const char *mount, char *local)
+{
+    relayed_t *r = calloc(1, sizeof(*r));
+    if (!r)
+        return NULL;
+    r->name = local;
+    r->seen = 1;
+    const char *why = mount_name_refused(local, 0);
+    if (why) {
+        char esc[256], esc2[256];
+        log_warn("master %s: list entry %s refused: mountpoint %s %s", cfg->master_server,
+                 escape_log_utf8(esc, sizeof(esc), mount, strlen(mount)),
+                 escape_log_utf8(esc2, sizeof(esc2), local, strlen(local)), why);
+        r->refused = 1;
+    } else if (relay_start_master(cfg->master_server, master_port(cfg), cfg->master_ssl_port > 0,
+                                  mount, local, cfg->master_username, cfg->master_password,
+                                  cfg->relays_on_demand) < 0) {
+        free(r);
+        return NULL;
+    }
+    r->next = relayed;
+    relayed = r;
+    return r;
 }
 
 static void apply_list(const char *body, size_t len)
@@ -86,24 +114,11 @@ static void apply_list(const char *body, size_t len)
         }
         char *mount = str_ndup(line, n);
         relayed_t *r = find(local);
-        if (r) {
+        if (r)
             r->seen = 1;
-        } else if (mount && count < MASTER_MAX_MOUNTS && !relay_configured(local) &&
-                   (r = calloc(1, sizeof(*r)))) {
-            r->name = local;
-            local = NULL;
-            r->seen = 1;
-            if (relay_start_master(cfg->master_server, master_port(cfg),
-                                   cfg->master_ssl_port > 0, mount, r->name,
-                                   cfg->master_username, cfg->master_password,
-                                   cfg->relays_on_demand) < 0) {
-                free(r->name);
-                free(r);
-            } else {
-                r->next = relayed;
-                relayed = r;
-            }
-        }
+        else if (mount && count < MASTER_MAX_MOUNTS && !relay_configured(local) &&
+                 add_entry(cfg, mount, local))
+            local = NULL; /* the entry's now */
         count++;
         free(mount);
         free(local);
@@ -114,10 +129,12 @@ static void apply_list(const char *body, size_t len)
             pp = &r->next;
             continue;
         }
-        char esc[256];
-        log_info("master %s: %s is no longer listed, stopping its relay", cfg->master_server,
-                 escape_log(esc, sizeof(esc), r->name, strlen(r->name)));
-        relay_stop_master(r->name);
+        if (!r->refused) {
+            char esc[256];
+            log_info("master %s: %s is no longer listed, stopping its relay", cfg->master_server,
+                     escape_log(esc, sizeof(esc), r->name, strlen(r->name)));
+            relay_stop_master(r->name);
+        }
         *pp = r->next;
         free(r->name);
         free(r);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "conf/config.h"
+#include "core/escape.h"
 #include "core/fault.h"
 #include "core/log.h"
 #include "core/str.h"
@@ -162,9 +163,33 @@ void mount_apply_config(mount_t *m)
     atomic_store(&m->hidden, hidden);
 }
 
-static mount_t *mount_alloc(const char *name, mount_info_t *info, const mount_feed_t *feed,
-                            int *err)
+static _Atomic(mount_name_check_t) name_check;
+
+void mount_set_name_check(mount_name_check_t check)
 {
+    atomic_store(&name_check, check);
+}
+
+const char *mount_name_refused(const char *name, int file_mount)
+{
+    mount_name_check_t check = atomic_load(&name_check);
+    return check ? check(name, file_mount) : NULL;
+}
+
+static mount_t *mount_alloc(const char *name, mount_info_t *info, const mount_feed_t *feed,
+                            int file_mount, int *err)
+{
+    const char *why = mount_name_refused(name, file_mount);
+    if (why) {
+        static log_ratelimit_t refused_log;
+        char esc[512];
+        escape_log_utf8(esc, sizeof(esc), name, strlen(name));
+        log_warn_limited(&refused_log, 10000, "%s %s refused: mountpoint %s %s",
+                         file_mount ? "file mount" : "mount", esc, esc, why);
+        mount_info_free(info);
+        *err = -EPERM;
+        return NULL;
+    }
     mount_t *m = calloc(1, sizeof(*m));
     block_t *sentinel = block_new(0);
     if (!m || !sentinel || !(m->name = strdup(name))) {
@@ -195,7 +220,7 @@ static mount_t *mount_alloc(const char *name, mount_info_t *info, const mount_fe
 mount_t *mount_create_detached(const char *name, mount_info_t *info, const mount_feed_t *feed)
 {
     int err;
-    mount_t *m = mount_alloc(name, info, feed, &err);
+    mount_t *m = mount_alloc(name, info, feed, 1, &err);
     if (m)
         atomic_store(&m->refcount, 1);
     return m;
@@ -203,7 +228,7 @@ mount_t *mount_create_detached(const char *name, mount_info_t *info, const mount
 
 mount_t *mount_create(const char *name, mount_info_t *info, const mount_feed_t *feed, int *err)
 {
-    mount_t *m = mount_alloc(name, info, feed, err);
+    mount_t *m = mount_alloc(name, info, feed, 0, err);
     if (!m)
         return NULL;
     pthread_mutex_lock(&registry_lock);

@@ -104,6 +104,17 @@ struct mount {
  * take no lock. */
 const mount_info_t *mount_info(const mount_t *m);
 
+/* Why no mount may be named `name` (decoded, normalised), or NULL if one may: the server
+ * answers that URL itself (its pages, admin routes, the webroot's files). file_mount: the
+ * name is a webroot file played as a file mount (its being a file is then no reason). */
+typedef const char *(*mount_name_check_t)(const char *name, int file_mount);
+/* Sets the check every mount name goes through (start-up, by the router, before workers). */
+void mount_set_name_check(mount_name_check_t check);
+/* The check above (NULL before one is set): callers that create mounts (a source, a relay's
+ * local mount, a master's list, a file mount) ask it first to log their refusal in their own
+ * words; mount_create and mount_create_detached apply it again. Any thread. */
+const char *mount_name_refused(const char *name, int file_mount);
+
 /* Who feeds a mount: its format family and the connection of its source (worker NULL for a
  * file mount, which has no connection). */
 typedef struct mount_feed {
@@ -115,10 +126,12 @@ typedef struct mount_feed {
 /* Creates a mount whole (the feed, the <mount> settings applied as for that feed: no ICY
  * interval on Ogg), then registers it: a listener on any worker that finds it finds it
  * complete. Takes ownership of info's strings (the source's headers). Returns a reference for
- * the caller, or NULL with *err = -EEXIST (name live) / -ENOMEM. */
+ * the caller, or NULL with *err = -EEXIST (name live) / -EPERM (a name the server keeps for
+ * itself: mount_name_refused, logged) / -ENOMEM. */
 mount_t *mount_create(const char *name, mount_info_t *info, const mount_feed_t *feed, int *err);
 /* Creates a mount outside the registry (a file mount): never found by name nor listed.
- * Takes ownership of info's strings. A reference for the caller, or NULL. */
+ * Takes ownership of info's strings. A reference for the caller, or NULL (no memory, or a
+ * name mount_name_refused refuses: logged). */
 mount_t *mount_create_detached(const char *name, mount_info_t *info, const mount_feed_t *feed);
 /* A live mount's new feed (a relay reconnected, maybe to another upstream): the source to kill
  * and the format family change under the mount lock, and the settings are applied again. */

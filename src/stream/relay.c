@@ -765,7 +765,15 @@ void relay_start_all(void)
 {
     const config_t *cfg = server_config();
     for (const relay_conf_t *rc = cfg->relays; rc; rc = rc->next) {
-        relay_t *r = relay_new(rc->local_mount, rc->on_demand);
+        const char *local = rc->local_mount ? rc->local_mount : "/";
+        const char *why = mount_name_refused(local, 0);
+        if (why) {
+            char esc[512];
+            escape_log_utf8(esc, sizeof(esc), local, strlen(local));
+            log_warn("relay %s refused: mountpoint %s %s", esc, esc, why);
+            continue;
+        }
+        relay_t *r = relay_new(local, rc->on_demand);
         for (const relay_host_conf_t *h = rc->hosts; h && r; h = h->next) {
             if (relay_add_host(r, h->server, h->port, h->mount, h->username, h->password,
                                h->relay_shoutcast_metadata, h->tls, h->bind, h->timeout) < 0) {
@@ -804,7 +812,13 @@ int relay_start_master(const char *host, int port, int tls, const char *mount,
     int uport = port, utls = tls;
     if (mount[0] != '/' && parse_url(mount, strlen(mount), &uhost, &uport, &upath, &utls) < 0)
         return -EINVAL;
-    relay_t *r = relay_new(local ? local : upath ? upath : mount, on_demand);
+    const char *name = local ? local : upath ? upath : mount;
+    if (mount_name_refused(name, 0)) { /* the caller checked (and logged) it */
+        free(uhost);
+        free(upath);
+        return -EPERM;
+    }
+    relay_t *r = relay_new(name, on_demand);
     if (r && relay_add_host(r, uhost ? uhost : host, uport, upath ? upath : mount, user, pass, 1,
                             utls, NULL, 0) < 0) {
         relay_free(r);

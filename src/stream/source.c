@@ -373,9 +373,10 @@ static int become(conn_t *c, const http_request_t *req, const char *mount_name,
         int err = 0;
         s->mount = mount_create(mount_name, &info, &feed, &err); /* published whole */
         if (!s->mount) {
-            log_warn("source %s on %s refused: %s", c->ip, mount_name,
-                     err == -EEXIST ? "mountpoint in use" : strerror(-err));
-            return err == -EEXIST ? 409 : 500;
+            if (err != -EPERM) /* a name the server keeps: mount_create logged it */
+                log_warn("source %s on %s refused: %s", c->ip, mount_name,
+                         err == -EEXIST ? "mountpoint in use" : strerror(-err));
+            return err == -EEXIST ? 409 : err == -EPERM ? 403 : 500;
         }
         if (relay_mount)
             *relay_mount = mount_ref(s->mount);

@@ -1,0 +1,109 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""What an edge takes from the servers it pulls from: a master's stream list and a relay's
+upstream are other parties, trusted with nothing but the audio they send.
+
+- No mount may be created on a name the server answers itself (its web UI's files, pages,
+  admin routes), whether it comes from a source, a <relay>'s <local-mount> (on demand or not)
+  or a master's list: the refusal is logged (once per list line), the upstream is never asked
+  for it, and a GET of such a name always gets the server's own bytes.
+- A master's list names mounts on the master: a line that is a full URL is relayed only when
+  it names the master's own scheme, host and port; any other is refused and logged once while
+  listed, and the master's credentials never go to another server.
+"""
+
+import os
+
+import pytest
+
+import adminlib
+import formatlib
+import wirelib
+from conftest import web_dirs
+from upstreamlib import FakeUpstream
+
+pytestmark = pytest.mark.rimecast_only
+
+
+def master_xml(master_port, interval=1, user="relay", password="master-secret"):
+    return ("<master-server>127.0.0.1</master-server>"
+            "<master-server-port>%d</master-server-port>"
+            "<master-update-interval>%d</master-update-interval>"
+            "<master-username>%s</master-username><master-password>%s</master-password>"
+            % (master_port, interval, user, password))
+
+
+def relay_xml(port, mount, local, on_demand=0):
+    return ("<relay><server>127.0.0.1</server><port>%d</port><mount>%s</mount>"
+            "<local-mount>%s</local-mount><on-demand>%d</on-demand></relay>"
+            % (port, mount, local, on_demand))
+
+
+def log_lines(srv, needle):
+    return [line for line in srv.error_log().splitlines() if needle in line]
+
+
+def wait_list_fetches(up, n, timeout=15):
+    wirelib.wait_until(lambda: len(up.requests_for("/admin/streamlist.txt")) >= n, timeout,
+                       "%d stream list requests" % n)
+
+
+def own_file(name):
+    with open(os.path.join(web_dirs()[0], name.lstrip("/")), "rb") as f:
+        return f.read()
+
+
+def get(srv, path):
+    return wirelib.simple_request(srv.host, srv.port,
+                                  b"GET %s HTTP/1.0\r\n\r\n" % path.encode(), timeout=3)
+
+
+# ---------------------------------------------------------------- the server's own names
+
+def test_master_list_and_relays_cannot_take_the_servers_own_files(server, data):
+    up = FakeUpstream(listing=b"/admin.js\r\n/ok.mp3\r\n",
+                      streams={p: data[:1 << 20] for p in ("/admin.js", "/ok.mp3", "/x.mp3")})
+    try:
+        edge = server(extra_xml=master_xml(up.port) + relay_xml(up.port, "/x.mp3", "/app.js")
+                      + relay_xml(up.port, "/x.mp3", "/style.css", on_demand=1))
+        formatlib.wait_mount(edge, "/ok.mp3")      # the list was applied
+        wait_list_fetches(up, 3)
+        # the admin page's script and the web UI's files come from the server whatever the
+        # list and the relays say
+        for name in ("/admin.js", "/app.js", "/style.css"):
+            resp, body = get(edge, name)
+            assert resp.status == 200, (name, resp)
+            assert body == own_file(name), name
+        edge.wait_log("list entry /admin.js refused: mountpoint /admin.js names a file")
+        edge.wait_log("relay /app.js refused: mountpoint /app.js names a file")
+        edge.wait_log("relay /style.css refused: mountpoint /style.css names a file")
+        assert len(log_lines(edge, "list entry /admin.js refused")) == 1  # once while listed
+        assert "/admin.js" not in up.paths() and "/x.mp3" not in up.paths(), up.paths()
+        listed = [s.get("mount") for s in
+                  adminlib.admin(edge, "/admin/listmounts").xml().findall("source")]
+        assert listed == ["/ok.mp3"], listed
+    finally:
+        up.close()
+
+
+def test_a_file_put_in_the_webroot_is_served_before_a_live_mount_of_that_name(server, data):
+    """GET prefers the server's own files over any mount, also one that was live before the
+    file appeared."""
+    srv = server(start=False)
+    web = os.path.join(srv.dir, "web")      # a directory the server's user can read
+    os.mkdir(web)
+    os.chmod(web, 0o755)
+    srv.cfg["webroot"] = web
+    srv.start()
+    src = srv.source("/late.txt", data[:1 << 20])
+    assert src.connect().status == 200
+    src.start()
+    lis = srv.listener("/late.txt")
+    assert lis.open().status == 200
+    lis.wait_bytes(8192, 5)
+    lis.close()
+    with open(os.path.join(web, "late.txt"), "wb") as f:
+        f.write(b"the server's own file\n")
+    os.chmod(os.path.join(web, "late.txt"), 0o644)
+    resp, body = get(srv, "/late.txt")
+    assert resp.status == 200 and body == b"the server's own file\n", (resp, body[:64])
+    src.close()
