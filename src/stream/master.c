@@ -2,7 +2,9 @@
 /*
  * master: fetching a master server's stream list and keeping one relay per listed mount (see
  * master.h). The list is untrusted: each line must be a clean mount path (or an http:// or
- * https:// URL of one) or it is skipped, and at most MASTER_MAX_MOUNTS are relayed. With
+ * https:// URL of one) or it is skipped, and at most MASTER_MAX_MOUNTS are relayed. Lines name
+ * mounts on the master: a URL naming another scheme, host or port, or a name the server keeps
+ * for itself, is refused (logged once while listed); the master's credentials go to it only. With
  * <master-ssl-port> (Icecast-KH) the list and the mounts it names by path are fetched over
  * TLS from that port (verified as every upstream is: net/tls.h).
  */
@@ -12,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "conf/config.h"
 #include "core/escape.h"
@@ -63,7 +66,46 @@ static relayed_t *find(const char *name)
     return NULL;
 }
 
-/* A line not relayed yet: its relay started (or its refusal logged, once). */
+/* 1 if the list line `mount` is a full URL of a server other than the master (another scheme,
+ * host or port): the list names mounts on the master, and the master's credentials go
+ * nowhere else. The host is compared as written in <master-server> (no lookup). */
+static int names_another_server(const config_t *cfg, const char *mount)
+{
+    if (mount[0] == '/')
+        return 0;
+    char *host = NULL, *path = NULL;
+    int port = 0, tls = 0;
+    if (relay_parse_url(mount, strlen(mount), &host, &port, &path, &tls) < 0)
+        return 1;
+    int same = strcasecmp(host, cfg->master_server) == 0 && port == master_port(cfg) &&
+               tls == (cfg->master_ssl_port > 0);
+    free(host);
+    free(path);
+    return !same;
+}
+
+/* 1 (logged) if the list line `mount`, local mount `local`, may not be relayed. */
+static int entry_refused(const config_t *cfg, const char *mount, const char *local)
+{
+    char esc[256], esc2[256];
+    escape_log_utf8(esc, sizeof(esc), mount, strlen(mount));
+    if (names_another_server(cfg, mount)) {
+        log_warn("master %s: list entry %s refused: it names another server than the master "
+                 "(%s%s:%d)", cfg->master_server, esc, cfg->master_ssl_port > 0 ? "https://" : "",
+                 cfg->master_server, master_port(cfg));
+        return 1;
+    }
+    const char *why = mount_name_refused(local, 0);
+    if (why) {
+        log_warn("master %s: list entry %s refused: mountpoint %s %s", cfg->master_server, esc,
+                 escape_log_utf8(esc2, sizeof(esc2), local, strlen(local)), why);
+        return 1;
+    }
+    return 0;
+}
+
+/* A line not relayed yet: its relay started (or its refusal logged, once). The relay pulls
+ * the path on the master (a line that is the master's own URL names the same). */
 static relayed_t *add_entry(const config_t *cfg, const char *mount, char *local)
 {
     relayed_t *r = calloc(1, sizeof(*r));
@@ -71,15 +113,10 @@ static relayed_t *add_entry(const config_t *cfg, const char *mount, char *local)
         return NULL;
     r->name = local;
     r->seen = 1;
-    const char *why = mount_name_refused(local, 0);
-    if (why) {
-        char esc[256], esc2[256];
-        log_warn("master %s: list entry %s refused: mountpoint %s %s", cfg->master_server,
-                 escape_log_utf8(esc, sizeof(esc), mount, strlen(mount)),
-                 escape_log_utf8(esc2, sizeof(esc2), local, strlen(local)), why);
+    if (entry_refused(cfg, mount, local)) {
         r->refused = 1;
     } else if (relay_start_master(cfg->master_server, master_port(cfg), cfg->master_ssl_port > 0,
-                                  mount, local, cfg->master_username, cfg->master_password,
+                                  local, local, cfg->master_username, cfg->master_password,
                                   cfg->relays_on_demand) < 0) {
         free(r);
         return NULL;

@@ -4,6 +4,9 @@
  * it fetches /admin/streamlist.txt from <master-server>:<master-server-port> with
  * <master-username>/<master-password>, starts a relay (stream/relay.h) for every listed mount
  * it does not relay yet and stops those no longer listed. A failed fetch changes nothing.
+ * Lines name mounts on the master: a full URL is taken only when it is the master's own (same
+ * scheme, host as written, port); any other line, or one naming a URL the server answers
+ * itself, is refused and logged once while it stays listed.
  * Runs on worker 0's thread only (called from the relay module's tick).
  */
 #ifndef RIMECAST_MASTER_H

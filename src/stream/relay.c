@@ -162,10 +162,7 @@ void relay_foreach_idle(void (*fn)(const char *mount, void *arg), void *arg)
     pthread_mutex_unlock(&demand_lock);
 }
 
-/* Splits "http://host[:port]/path" or "https://host[:port]/path" (untrusted: a Location
- * header, a master's list); *tls says which (default port 80 or 443). The host is a name or
- * address of safe characters; the path has no spaces or controls. 0 or -1. */
-static int parse_url(const char *url, size_t len, char **host, int *port, char **path, int *tls)
+int relay_parse_url(const char *url, size_t len, char **host, int *port, char **path, int *tls)
 {
     size_t i;
     if (len > 7 && str_ieq(url, 7, "http://"))
@@ -342,7 +339,7 @@ static void follow_redirect(conn_t *c, relay_t *r, const http_response_t *resp)
     char *host = NULL, *path = NULL;
     int port = 0, tls = 0;
     if (!loc || r->redirects >= RELAY_MAX_REDIRECTS ||
-        parse_url(loc->value, loc->value_len, &host, &port, &path, &tls) < 0) {
+        relay_parse_url(loc->value, loc->value_len, &host, &port, &path, &tls) < 0) {
         char esc[256];
         fail(c, r, "redirect not followed",
              loc ? escape_log(esc, sizeof(esc), loc->value, loc->value_len) : "no Location");
@@ -808,24 +805,13 @@ int relay_configured(const char *local)
 int relay_start_master(const char *host, int port, int tls, const char *mount,
                        const char *local, const char *user, const char *pass, int on_demand)
 {
-    char *uhost = NULL, *upath = NULL;
-    int uport = port, utls = tls;
-    if (mount[0] != '/' && parse_url(mount, strlen(mount), &uhost, &uport, &upath, &utls) < 0)
-        return -EINVAL;
-    const char *name = local ? local : upath ? upath : mount;
-    if (mount_name_refused(name, 0)) { /* the caller checked (and logged) it */
-        free(uhost);
-        free(upath);
+    if (mount[0] != '/' || mount_name_refused(local, 0)) /* the caller checked and logged */
         return -EPERM;
-    }
-    relay_t *r = relay_new(name, on_demand);
-    if (r && relay_add_host(r, uhost ? uhost : host, uport, upath ? upath : mount, user, pass, 1,
-                            utls, NULL, 0) < 0) {
+    relay_t *r = relay_new(local, on_demand);
+    if (r && relay_add_host(r, host, port, mount, user, pass, 1, tls, NULL, 0) < 0) {
         relay_free(r);
         r = NULL;
     }
-    free(uhost);
-    free(upath);
     if (!r)
         return -ENOMEM;
     r->from_master = 1;

@@ -23,6 +23,8 @@
 #ifndef RIMECAST_RELAY_H
 #define RIMECAST_RELAY_H
 
+#include <stddef.h>
+
 typedef struct conn conn_t;
 typedef struct http_request http_request_t;
 typedef struct relay_conf relay_conf_t;
@@ -50,10 +52,16 @@ int relay_is_on_demand(const char *name);
 void relay_foreach_idle(void (*fn)(const char *mount, void *arg), void *arg);
 
 /* For stream/master.c (worker thread of the caller): starts a relay of `mount` (a path on
- * host:port, over TLS when tls; or an absolute http:// or https:// URL) as local mount
- * `local`, on a worker chosen round-robin. 0 or -errno. */
+ * host:port, over TLS when tls: the master's credentials go to the master only) as local
+ * mount `local`, on a worker chosen round-robin. 0 or -errno (-EPERM: not a path, or a local
+ * name no mount may have). */
 int relay_start_master(const char *host, int port, int tls, const char *mount,
                        const char *local, const char *user, const char *pass, int on_demand);
+/* Splits "http://host[:port]/path" or "https://host[:port]/path" (untrusted: a Location
+ * header, a master's list); *tls says which (default port 80 or 443). The host is a name or
+ * address of safe characters; the path has no spaces or controls. 0 with *host and *path
+ * malloc'd (the caller's), or -1. Any thread. */
+int relay_parse_url(const char *url, size_t len, char **host, int *port, char **path, int *tls);
 /* Stops the master relay of local mount `local` (its mount ends). Thread-safe. */
 void relay_stop_master(const char *local);
 /* 1 if a configured <relay> feeds local mount `local` (a master's mount of that name is then

@@ -13,6 +13,7 @@ while the edge goes on serving.
 import os
 import shutil
 import socket
+import ssl
 import subprocess
 import threading
 import time
@@ -24,6 +25,7 @@ import formatlib
 import wirelib
 from conftest import SOURCE_PASSWORD
 from test_relay import check_mp3_relay, start_origin
+from upstreamlib import FakeUpstream
 
 pytestmark = [pytest.mark.rimecast_only,
               pytest.mark.skipif(shutil.which("openssl") is None, reason="no openssl tool")]
@@ -256,22 +258,22 @@ def test_slave_fetches_the_list_and_relays_over_the_masters_ssl_port(server, dat
     src.close()
 
 
-def test_https_lines_of_a_masters_list_are_relayed_over_tls(server, data):
-    origin, src, ca = https_origin(server, data)
-    listing = ("https://127.0.0.1:%d/live.mp3\r\n" % origin.tls_port).encode()
-
-    def streamlist(conn, head):
-        assert head.startswith(b"GET /admin/streamlist.txt ")
-        conn.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n"
-                     % len(listing) + listing)
-
-    master = Acceptor(streamlist)
+def test_https_lines_of_a_masters_list_are_relayed_over_tls(server, data, tmp_path):
+    """A line that is the master's own https:// URL (its <master-ssl-port>) is relayed over TLS
+    (lines naming another server are refused: test_upstream_trust.py)."""
+    pem, ca = make_cert(str(tmp_path), "master", "IP:127.0.0.1")
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(pem)
+    master = FakeUpstream(listing=lambda: ("https://127.0.0.1:%d/live.mp3\r\n"
+                                           % master.port).encode(),
+                          streams={"/live.mp3": data[:1 << 20]}, tls=ctx)
     try:
         slave = server(ssl_cafile=ca,
                        extra_xml="<master-server>127.0.0.1</master-server>"
                        "<master-server-port>%d</master-server-port>"
+                       "<master-ssl-port>%d</master-ssl-port>"
                        "<master-update-interval>1</master-update-interval>"
-                       "<master-password>x</master-password>" % master.port)
+                       "<master-password>x</master-password>" % (master.port, master.port))
         formatlib.wait_mount(slave, "/live.mp3", timeout=10)
         lis = slave.listener("/live.mp3")
         assert lis.open().status == 200
@@ -280,4 +282,3 @@ def test_https_lines_of_a_masters_list_are_relayed_over_tls(server, data):
         lis.close()
     finally:
         master.close()
-    src.close()

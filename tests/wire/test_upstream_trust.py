@@ -107,3 +107,35 @@ def test_a_file_put_in_the_webroot_is_served_before_a_live_mount_of_that_name(se
     resp, body = get(srv, "/late.txt")
     assert resp.status == 200 and body == b"the server's own file\n", (resp, body[:64])
     src.close()
+
+
+# ---------------------------------------------------------------- a master's list
+
+def test_a_masters_list_cannot_send_the_slave_or_its_password_elsewhere(server, data):
+    other = FakeUpstream(listing=b"/x.mp3\r\n", streams={"/x.mp3": data[:1 << 20]})
+    foreign = "http://127.0.0.1:%d/x.mp3" % other.port
+
+    def listing():
+        return ("%s\r\nhttp://127.0.0.1:%d/self.mp3\r\n/ok.mp3\r\n"
+                % (foreign, master.port)).encode()
+
+    master = FakeUpstream(listing=listing,
+                          streams={p: data[:1 << 20] for p in ("/x.mp3", "/ok.mp3", "/self.mp3")})
+    try:
+        edge = server(extra_xml=master_xml(master.port))
+        # a full URL of the master itself is one of its mounts
+        formatlib.wait_mount(edge, "/self.mp3")
+        formatlib.wait_mount(edge, "/ok.mp3")
+        wait_list_fetches(master, 3)
+        assert other.requests == [], other.requests      # never asked, so never given the password
+        edge.wait_log("list entry %s refused: it names another server than the master" % foreign)
+        assert len(log_lines(edge, "list entry %s refused" % foreign)) == 1  # once while listed
+        assert "/x.mp3" not in [s.get("mount") for s in
+                                adminlib.admin(edge, "/admin/listmounts").xml().findall("source")]
+        # what did go to the master carried the master's credentials
+        auth = wirelib.basic_auth("relay", "master-secret")
+        for path in ("/admin/streamlist.txt", "/self.mp3", "/ok.mp3"):
+            assert master.requests_for(path)[0].headers.get("authorization") == auth, path
+    finally:
+        master.close()
+        other.close()
