@@ -75,6 +75,7 @@ struct relay {
     /* where the current attempt goes (the configured place, or a redirect's) */
     char *host, *path;
     int tport, ttls, redirects, redirect_pending;
+    int send_creds;       /* the target is still the configured host: credentials go there */
     uint64_t bytes_at_start; /* the mount's bytes_read when this connection became its source */
 
     worker_t *worker;
@@ -333,18 +334,32 @@ static void fail(conn_t *c, relay_t *r, const char *what, const char *detail)
     conn_close(c);
 }
 
+/* A redirect is followed up to RELAY_MAX_REDIRECTS times. Never from TLS to plain HTTP (the
+ * stream, and the credentials, would then travel in clear): refused. To another host than the
+ * configured one: followed without the credentials, which go to the configured host only. */
 static void follow_redirect(conn_t *c, relay_t *r, const http_response_t *resp)
 {
     const http_header_t *loc = http_response_header(resp, "location");
     char *host = NULL, *path = NULL;
     int port = 0, tls = 0;
+    char esc[256];
     if (!loc || r->redirects >= RELAY_MAX_REDIRECTS ||
         relay_parse_url(loc->value, loc->value_len, &host, &port, &path, &tls) < 0) {
-        char esc[256];
         fail(c, r, "redirect not followed",
              loc ? escape_log(esc, sizeof(esc), loc->value, loc->value_len) : "no Location");
         return;
     }
+    if (r->ttls && !tls) {
+        free(host);
+        free(path);
+        fail(c, r, "redirect from https to plain http refused",
+             escape_log(esc, sizeof(esc), loc->value, loc->value_len));
+        return;
+    }
+    const relay_host_t *h = &r->hosts[r->cur];
+    int same_host = strcasecmp(host, h->server) == 0;
+    int dropped = r->send_creds && !same_host && h->user && h->pass;
+    r->send_creds = r->send_creds && same_host;
     free(r->host);
     free(r->path);
     r->host = host;
@@ -353,7 +368,8 @@ static void follow_redirect(conn_t *c, relay_t *r, const http_response_t *resp)
     r->ttls = tls; /* https:// goes on over TLS, http:// in plain */
     r->redirects++;
     r->redirect_pending = 1;
-    log_info("relay %s: redirected to %s%s:%d", r->logname, tls ? "https://" : "", host, port);
+    log_info("relay %s: redirected to %s%s:%d%s", r->logname, tls ? "https://" : "", host, port,
+             dropped ? " (another host: followed without the credentials)" : "");
     conn_close(c);
 }
 
@@ -481,7 +497,7 @@ static void send_request(conn_t *c, relay_t *r)
                      "GET %s HTTP/1.0\r\nHost: %s:%d\r\nUser-Agent: %s\r\n%s", r->path,
                      r->host, r->tport, server_ident(),
                      h->icy ? "Icy-MetaData: 1\r\n" : "");
-    if (h->user && h->pass && n > 0 && (size_t)n < sizeof(req)) {
+    if (r->send_creds && h->user && h->pass && n > 0 && (size_t)n < sizeof(req)) {
         char creds[600];
         snprintf(creds, sizeof(creds), "%s:%s", h->user, h->pass);
         char *b64 = str_base64_encode((const unsigned char *)creds, strlen(creds));
@@ -593,6 +609,7 @@ static void relay_try(relay_t *r)
         r->tport = h->port;
         r->ttls = h->tls;
         r->redirects = 0;
+        r->send_creds = 1;
         if (!r->host || !r->path) {
             r->next_try_ms = loop_now_ms() + RELAY_BACKOFF_MAX_MS;
             return;

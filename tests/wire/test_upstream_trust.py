@@ -9,9 +9,12 @@ upstream are other parties, trusted with nothing but the audio they send.
 - A master's list names mounts on the master: a line that is a full URL is relayed only when
   it names the master's own scheme, host and port; any other is refused and logged once while
   listed, and the master's credentials never go to another server.
+- A redirect never takes a TLS relay to plain HTTP (refused), and one to another host than
+  the configured one is followed without the relay's credentials.
 """
 
 import os
+import ssl
 
 import pytest
 
@@ -139,3 +142,66 @@ def test_a_masters_list_cannot_send_the_slave_or_its_password_elsewhere(server, 
     finally:
         master.close()
         other.close()
+
+
+# ---------------------------------------------------------------- redirects
+
+def relay_with_credentials(port, mount, local, tls=False):
+    return ("<relay><server>127.0.0.1</server><port>%d</port><mount>%s</mount>"
+            "<local-mount>%s</local-mount><username>edge</username>"
+            "<password>upstream-secret</password>%s</relay>"
+            % (port, mount, local, "<tls>1</tls>" if tls else ""))
+
+
+def test_a_redirect_from_https_to_http_is_refused(server, data, tmp_path):
+    from test_relay_tls import make_cert
+    pem, ca = make_cert(str(tmp_path), "origin", "IP:127.0.0.1")
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(pem)
+    plain = FakeUpstream(streams={"/live.mp3": data[:1 << 20]})
+    origin = FakeUpstream(redirects={"/live.mp3": plain.url("/live.mp3")}, tls=ctx)
+    try:
+        edge = server(ssl_cafile=ca, extra_xml=relay_with_credentials(
+            origin.port, "/live.mp3", "/edge.mp3", tls=True))
+        refused = "redirect from https to plain http refused"
+        wirelib.wait_until(lambda: plain.requests or refused in edge.error_log(), 10,
+                           "the redirect refused, or followed")
+        assert plain.requests == [], plain.requests   # never asked, never given the password
+        edge.wait_log(refused)
+        # retried with backoff, refused each time
+        wirelib.wait_until(lambda: len(origin.requests_for("/live.mp3")) >= 2, 10,
+                           "a second attempt")
+        assert origin.requests_for("/live.mp3")[0].headers.get("authorization") == \
+            wirelib.basic_auth("edge", "upstream-secret")     # over TLS to the configured host
+        assert plain.requests == [], plain.requests
+        assert get(edge, "/edge.mp3")[0].status == 404
+    finally:
+        origin.close()
+        plain.close()
+
+
+def test_a_redirect_to_another_host_is_followed_without_the_credentials(server, data):
+    other = FakeUpstream(streams={"/live.mp3": data[:1 << 20]}, host="127.0.0.2")
+    same = FakeUpstream(streams={"/live.mp3": data[:1 << 20]})
+    origin = FakeUpstream(redirects={"/live.mp3": other.url("/live.mp3"),
+                                     "/same.mp3": same.url("/live.mp3")})
+    try:
+        edge = server(extra_xml=relay_with_credentials(origin.port, "/live.mp3", "/edge.mp3")
+                      + relay_with_credentials(origin.port, "/same.mp3", "/same.mp3"))
+        formatlib.wait_mount(edge, "/edge.mp3")
+        formatlib.wait_mount(edge, "/same.mp3")
+        auth = wirelib.basic_auth("edge", "upstream-secret")
+        assert origin.requests_for("/live.mp3")[0].headers.get("authorization") == auth
+        assert "authorization" not in other.requests_for("/live.mp3")[0].headers
+        # another port of the configured host still gets them
+        assert same.requests_for("/live.mp3")[0].headers.get("authorization") == auth
+        edge.wait_log("relay /edge.mp3: redirected to 127.0.0.2:%d (another host: followed "
+                      "without the credentials)" % other.port)
+        lis = edge.listener("/edge.mp3")
+        assert lis.open().status == 200
+        lis.wait_bytes(8192, 5)
+        lis.close()
+    finally:
+        origin.close()
+        other.close()
+        same.close()

@@ -27,10 +27,11 @@ class FakeUpstream:
     """listing: the body of /admin/streamlist.txt (bytes, or a function returning them);
     streams: {path: bytes} served as audio/mpeg, looped at `rate` bytes/s until the client
     leaves or the upstream is closed; redirects: {path: location} answered with a 302;
-    anything else: 404. tls: an ssl.SSLContext for a TLS-only upstream."""
+    anything else: 404. tls: an ssl.SSLContext for a TLS-only upstream; host: the loopback
+    address to listen on (127.0.0.2 stands for another host)."""
 
     def __init__(self, listing=b"", streams=None, redirects=None, rate=32 * 1024, tls=None,
-                 port=0):
+                 port=0, host="127.0.0.1"):
         self.listing = listing
         self.streams = dict(streams or {})
         self.redirects = dict(redirects or {})
@@ -42,14 +43,15 @@ class FakeUpstream:
         self.conns = []
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", port))
+        self.host = host
+        self.sock.bind((host, port))
         self.sock.listen(64)
         self.port = self.sock.getsockname()[1]
         self.thread = threading.Thread(target=self._accept, daemon=True)
         self.thread.start()
 
     def url(self, path="/"):
-        return "%s://127.0.0.1:%d%s" % ("https" if self.tls else "http", self.port, path)
+        return "%s://%s:%d%s" % ("https" if self.tls else "http", self.host, self.port, path)
 
     def paths(self):
         with self.lock:
