@@ -196,6 +196,7 @@ static void fetched(conn_t *c)
         return;
     }
     apply_list(c->rbuf + head, c->rlen - (size_t)head);
+    relay_master_listed(); /* the master is back: its mounts need not wait out a backoff */
 }
 
 static void list_on_readable(conn_t *c)

@@ -42,6 +42,9 @@
 #define RELAY_BACKOFF_MIN_MS 1000
 #define RELAY_BACKOFF_MAX_MS 60000
 #define RELAY_GRACE_MS 30000 /* the mount waits this long for the upstream to come back */
+/* while the mount waits (its listeners held), retries come at least this often, so that an
+ * upstream back within the grace period gets its listeners back */
+#define RELAY_HELD_BACKOFF_MAX_MS 2000
 #define RELAY_IDLE_MS 10000  /* on-demand: stay connected after the last listener left */
 #define RELAY_PARK_MS 10000  /* a listener waits this long for an on-demand upstream */
 #define RELAY_PARK_POLL_MS 100
@@ -303,9 +306,10 @@ static void relay_conn_ended(relay_t *r)
         r->next_try_ms = now;
         return;
     } else {
+        unsigned cap = r->mount && r->lost_ms ? RELAY_HELD_BACKOFF_MAX_MS : RELAY_BACKOFF_MAX_MS;
         r->backoff_ms = r->backoff_ms ? r->backoff_ms * 2 : RELAY_BACKOFF_MIN_MS;
-        if (r->backoff_ms > RELAY_BACKOFF_MAX_MS)
-            r->backoff_ms = RELAY_BACKOFF_MAX_MS;
+        if (r->backoff_ms > cap)
+            r->backoff_ms = cap;
         if (r->nhosts > 1)
             log_info("relay %s: all %d upstreams failed, trying again in about %u s",
                      r->logname, r->nhosts, (r->backoff_ms + 500) / 1000);
@@ -845,6 +849,24 @@ static void stop_master_msg(worker_t *w, void *arg)
         }
     }
     free(name);
+}
+
+/* The master answered its list: its relays waiting out a backoff try now. */
+static void master_listed_msg(worker_t *w, void *arg)
+{
+    (void)arg;
+    for (relay_t *r = worker_relays[w->id]; r; r = r->next) {
+        if (r->from_master && !r->rc && !r->resolving) {
+            r->backoff_ms = 0;
+            r->next_try_ms = 0;
+        }
+    }
+}
+
+void relay_master_listed(void)
+{
+    for (int i = 0; i < server.nslots; i++) /* draining workers' relays too */
+        worker_post(server.workers[i], master_listed_msg, NULL);
 }
 
 void relay_stop_master(const char *local)

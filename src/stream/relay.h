@@ -9,8 +9,10 @@
  * Lifecycle: relay_register() at start-up adds the per-worker module (a 200 ms tick that
  * starts, retries and stops relays); relay_start_all() after the workers started hands each
  * configured relay to a worker, round-robin. A relay whose upstream drops reconnects with
- * backoff (1 s doubling to 60 s, +-20 %); its mount stays live for a grace period meanwhile,
- * so listeners wait and go on when data returns; after it, the mount ends (fallbacks apply).
+ * backoff (1 s doubling to 60 s, +-20 %; at most 2 s while its mount waits); its mount stays
+ * live for a 30 s grace period meanwhile, so listeners wait and go on when data returns; after
+ * it, the mount ends (fallbacks apply). A master's relays waiting to reconnect try at once
+ * when the master answers its stream list.
  * An on-demand relay connects when a listener asks for its mount (the listener is parked until
  * the mount is live, at most 10 s) and disconnects 10 s after the last listener left.
  * An upstream may speak HTTPS (<tls>1</tls>, an https:// redirect or stream-list line): the
@@ -57,6 +59,10 @@ void relay_foreach_idle(void (*fn)(const char *mount, void *arg), void *arg);
  * name no mount may have). */
 int relay_start_master(const char *host, int port, int tls, const char *mount,
                        const char *local, const char *user, const char *pass, int on_demand);
+/* For stream/master.c: the master answered its stream list (after the stops and starts it
+ * called for): the master's relays waiting to reconnect try at once, instead of waiting out
+ * their backoff. Thread-safe. */
+void relay_master_listed(void);
 /* Splits "http://host[:port]/path" or "https://host[:port]/path" (untrusted: a Location
  * header, a master's list); *tls says which (default port 80 or 443). The host is a name or
  * address of safe characters; the path has no spaces or controls. 0 with *host and *path
