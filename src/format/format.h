@@ -63,6 +63,11 @@ struct format {
     const char *charset;    /* generic only: charset of inbound ICY titles (NULL = ISO-8859-1) */
     int coalesce_ms;        /* generic only: how long small reads may be gathered into one block
                              * (0 = every read becomes a block at once) */
+    int join_midway;        /* generic only: the stream may begin anywhere (a relay joins its
+                             * upstream's stream where it is): nothing is emitted before the
+                             * first run of frames the sync locks on (a leading ID3v2 tag or
+                             * partial frame is dropped); data that does not lock within 32 KB
+                             * is emitted as it came */
 };
 
 /* Picks the handler for a Content-Type (case-insensitive, parameters ignored):

@@ -9,7 +9,10 @@
  * block) and only blocks that begin at a frame are sync points; an ID3v2 tag the stream
  * begins with is a block of its own and no sync point; when the source ends, an incomplete
  * last frame is dropped. Data not recognized as frames keeps every block a sync point and
- * every byte.
+ * every byte. A relay's stream (join_midway) begins wherever its upstream's stream was: its
+ * bytes are only followed until the sync locks on a run of frames, and emitting starts at the
+ * run's first frame (a tag or partial frame before it is dropped; data that does not lock
+ * within GENERIC_JOIN_MAX bytes is emitted as it came).
  * When the source declared icy-metaint: N, the metadata blocks it interleaves every N bytes
  * are cut out of the stream (across any split of the input) and their StreamTitle/StreamUrl
  * reported as the "title"/"url" tags, converted to UTF-8, before the frames are followed.
@@ -29,6 +32,7 @@
 
 #define GENERIC_META_MAX (255 * 16)
 #define GENERIC_BLOCK 4096
+#define GENERIC_JOIN_MAX 32768 /* join_midway: bytes held while looking for frames */
 
 enum { GENERIC_AUDIO, GENERIC_META_LEN, GENERIC_META };
 
@@ -47,6 +51,8 @@ typedef struct generic_state {
     uint64_t pending_at;  /* audio offset of pending->data[0] */
     int pending_probe;    /* pending began while frames were not followed: a sync point */
     mpeg_sync_t sync;
+    unsigned char *held;  /* join_midway: the bytes followed before frames were found */
+    size_t held_len;
 } generic_state_t;
 
 static int generic_init(format_t *f)
@@ -67,6 +73,7 @@ static void generic_destroy(format_t *f)
             block_unref(st->pending);
         free(st->meta);
         free(st->last);
+        free(st->held);
     }
     free(st);
     f->state = NULL;
@@ -140,6 +147,33 @@ static int generic_emit_pending(format_t *f, generic_state_t *st, int cut)
     return 0;
 }
 
+/* join_midway ends: the held bytes from `from` on become the pending block (a sync point:
+ * frames start there), or, with from past them all, are emitted as they came (no frames). */
+static int generic_joined(format_t *f, generic_state_t *st, uint64_t from)
+{
+    uint64_t held_at = st->sync.pos - st->held_len;
+    size_t skip = from > held_at ? (size_t)(from - held_at) : 0;
+    size_t keep = skip < st->held_len ? st->held_len - skip : st->held_len;
+    block_t *b = block_new(keep);
+    if (!b)
+        return -ENOMEM;
+    memcpy(b->data, st->held + (st->held_len - keep), keep);
+    b->len = (uint32_t)keep;
+    free(st->held);
+    st->held = NULL;
+    st->held_len = 0;
+    st->pending = b;
+    st->pending_at = st->sync.pos - keep;
+    st->pending_probe = 1;
+    st->pending_since_ms = f->coalesce_ms > 0 ? loop_now_ms() : 0;
+    mpeg_sync_mark(&st->sync, st->pending_at);
+    /* more than a block: emitted now, cut at frames (each emit takes at least one frame) */
+    while (st->pending && st->pending->len >= GENERIC_BLOCK)
+        if (generic_emit_pending(f, st, 1) < 0)
+            return -ENOMEM;
+    return 0;
+}
+
 /* The source ended. A followed stream whose last frame (or header) is incomplete, a source cut
  * off mid-frame, loses those bytes: listeners moving on to a fallback would get a cut frame
  * before the fallback's first one, and a decoder reads the fallback's bytes as its rest. Only
@@ -148,6 +182,11 @@ static int generic_emit_pending(format_t *f, generic_state_t *st, int cut)
 static void generic_flush(format_t *f)
 {
     generic_state_t *st = f->state;
+    if (f->join_midway && st->held_len) { /* ended before any frames: what came, as it came */
+        f->join_midway = 0;
+        if (generic_joined(f, st, st->sync.pos - st->held_len) < 0)
+            return;
+    }
     const mpeg_sync_t *s = &st->sync;
     block_t *b = st->pending;
     if (b && generic_frame_open(s) && s->frame_start >= st->pending_at &&
@@ -226,10 +265,43 @@ static int grow_pending(generic_state_t *st, size_t n)
     return 0;
 }
 
+/* join_midway: follows (and holds) up to GENERIC_JOIN_MAX bytes until the sync locks on a run
+ * of frames; what came before the run (a tag, a partial frame) is dropped. Returns how many
+ * of len bytes it took, or -ENOMEM. */
+static long generic_join(format_t *f, generic_state_t *st, const unsigned char *data,
+                         size_t len)
+{
+    if (!st->held && !(st->held = malloc(GENERIC_JOIN_MAX)))
+        return -ENOMEM;
+    size_t n = GENERIC_JOIN_MAX - st->held_len;
+    if (n > len)
+        n = len;
+    uint64_t held_at = st->sync.pos - st->held_len;
+    memcpy(st->held + st->held_len, data, n);
+    st->held_len += n;
+    mpeg_sync_feed(&st->sync, data, n);
+    int rc = 0;
+    if (st->sync.mode == MPEG_SYNC_LOCKED && st->sync.run_start >= held_at)
+        rc = generic_joined(f, st, st->sync.run_start);
+    else if (st->held_len == GENERIC_JOIN_MAX)
+        rc = generic_joined(f, st, held_at); /* no frames: every byte, as it came */
+    else
+        return (long)n;
+    f->join_midway = 0;
+    return rc < 0 ? rc : (long)n;
+}
+
 /* Copies audio into the pending block, following frames, emitting blocks as they fill up (and
  * at the end of a leading ID3v2 tag, so that the first frame begins a block). */
 static int generic_audio(format_t *f, generic_state_t *st, const unsigned char *data, size_t len)
 {
+    while (len > 0 && f->join_midway) {
+        long n = generic_join(f, st, data, len);
+        if (n < 0)
+            return (int)n;
+        data += n;
+        len -= (size_t)n;
+    }
     while (len > 0) {
         if (!st->pending) {
             if (new_pending(st, len) < 0)

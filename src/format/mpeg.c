@@ -124,6 +124,8 @@ void mpeg_sync_mark(mpeg_sync_t *s, uint64_t offset)
 static void header_done(mpeg_sync_t *s, int valid, const mpeg_frame_t *f)
 {
     if (valid && (s->run == 0 || f->key == s->key)) {
+        if (s->run == 0)
+            s->run_start = s->frame_start;
         s->key = f->key;
         s->run++;
         s->next = s->frame_start + f->len;

@@ -56,6 +56,7 @@ typedef struct mpeg_sync {
     int mark_ok;         /* a frame was confirmed (locked) at mark */
     uint32_t key;
     int run;             /* consecutive consistent headers */
+    uint64_t run_start;  /* where the first header of that run starts */
     unsigned char hdr[10];
     unsigned have;
 } mpeg_sync_t;

@@ -394,6 +394,12 @@ static int become(conn_t *c, const http_request_t *req, const char *mount_name,
     /* listeners are written once per window anyway: gathering reads for a quarter of it adds
      * little delay and saves block headers and iovecs */
     s->fmt->coalesce_ms = cfg->write_window_ms / 4;
+    /* a relay joins its upstream's stream where it is: its listeners (the first ones, and
+     * those kept across a reconnect) start on a frame all the same */
+    s->fmt->join_midway = relay_mount != NULL;
+    /* a relay joins its upstream's stream where it is: its listeners (the first ones, and
+     * those kept across a reconnect) start on a frame all the same */
+    s->fmt->join_midway = relay_mount != NULL;
     s->last_read_ms = loop_now_ms();
     list_insert_head(&worker_sources[c->worker->id], &s->link);
     s->linked = 1;

@@ -28,14 +28,16 @@ class FakeUpstream:
     streams: {path: bytes} served as audio/mpeg, looped at `rate` bytes/s until the client
     leaves or the upstream is closed; redirects: {path: location} answered with a 302;
     anything else: 404. tls: an ssl.SSLContext for a TLS-only upstream; host: the loopback
-    address to listen on (127.0.0.2 stands for another host)."""
+    address to listen on (127.0.0.2 stands for another host); cut_after: each stream
+    connection is closed after that many bytes (every connection starts the stream again)."""
 
     def __init__(self, listing=b"", streams=None, redirects=None, rate=32 * 1024, tls=None,
-                 port=0, host="127.0.0.1"):
+                 port=0, host="127.0.0.1", cut_after=None):
         self.listing = listing
         self.streams = dict(streams or {})
         self.redirects = dict(redirects or {})
         self.rate = rate
+        self.cut_after = cut_after    # a stream's connection is closed after so many bytes
         self.tls = tls
         self.requests = []
         self.lock = threading.Lock()
@@ -120,8 +122,11 @@ class FakeUpstream:
     def _stream(self, conn, audio):
         conn.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: audio/mpeg\r\nicy-name: fake\r\n\r\n")
         chunk = max(1, self.rate // 10)
-        pos = 0
-        while self.running:
+        pos = sent = 0
+        while self.running and (self.cut_after is None or sent < self.cut_after):
+            if self.cut_after is not None:
+                chunk = min(chunk, self.cut_after - sent)
+            sent += chunk
             piece = audio[pos:pos + chunk]
             if len(piece) < chunk:
                 piece += audio[:chunk - len(piece)]
