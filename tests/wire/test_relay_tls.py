@@ -25,7 +25,7 @@ import formatlib
 import wirelib
 from conftest import SOURCE_PASSWORD
 from test_relay import check_mp3_relay, start_origin
-from upstreamlib import FakeUpstream
+from upstreamlib import Acceptor, FakeUpstream
 
 pytestmark = [pytest.mark.rimecast_only,
               pytest.mark.skipif(shutil.which("openssl") is None, reason="no openssl tool")]
@@ -79,57 +79,6 @@ def lines_with(srv, needle):
 def mounts_of(srv):
     doc = adminlib.admin(srv, "/admin/listmounts").xml()
     return [s.get("mount") for s in doc.findall("source")]
-
-
-class Acceptor:
-    """A TCP listener on 127.0.0.1 whose connections get `answer(conn, head)` run on the
-    request head (None: accepted and never read from or written to: a stalled peer)."""
-
-    def __init__(self, answer=None):
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.port = self.sock.getsockname()[1]
-        self.answer = answer
-        self.accepted = []          # monotonic time of each accept
-        self.held = []
-        self.running = True
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self):
-        self.sock.settimeout(0.2)
-        while self.running:
-            try:
-                conn, _ = self.sock.accept()
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-            self.accepted.append(time.monotonic())
-            if self.answer is None:
-                self.held.append(conn)
-                continue
-            try:
-                conn.settimeout(5)
-                head = b""
-                while b"\r\n\r\n" not in head:
-                    chunk = conn.recv(4096)
-                    if not chunk:
-                        break
-                    head += chunk
-                self.answer(conn, head)
-            except OSError:
-                pass
-            finally:
-                conn.close()
-
-    def close(self):
-        self.running = False
-        self.sock.close()
-        self.thread.join(5)
-        for c in self.held:
-            c.close()
 
 
 # ---------------------------------------------------------------- relaying over HTTPS

@@ -3,6 +3,8 @@
 stands in for a master (its /admin/streamlist.txt), an origin (a stream) or a server that
 redirects, and records every request it gets (path, headers), so a test can tell what the
 edge sent where: a request that must never come, credentials that must never be presented.
+Also the Acceptor: a bare TCP peer that answers a request head with a test's function, or
+accepts and never answers (a stalled upstream).
 """
 
 import socket
@@ -23,7 +25,85 @@ class Request:
         return "<%s %r>" % (self.line, sorted(self.headers))
 
 
-class FakeUpstream:
+class LoopbackServer:
+    """A listening socket on a loopback address and the thread that accepts on it; each
+    connection goes to self.handle(conn) on that thread."""
+
+    def __init__(self, host="127.0.0.1", port=0):
+        self.host = host
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind((host, port))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.accepted = []          # monotonic time of each accept
+        self.running = True
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def _accept(self):
+        self.sock.settimeout(0.2)
+        while self.running:
+            try:
+                conn, _ = self.sock.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            self.accepted.append(time.monotonic())
+            self.handle(conn)
+
+    def handle(self, conn):
+        raise NotImplementedError
+
+    def stop_accepting(self):
+        self.running = False
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+        self.thread.join(5)
+
+
+def read_head(conn, limit=65536):
+    """The request head read from conn (up to its blank line; less when the peer closed)."""
+    head = b""
+    while b"\r\n\r\n" not in head and len(head) < limit:
+        chunk = conn.recv(4096)
+        if not chunk:
+            break
+        head += chunk
+    return head
+
+
+class Acceptor(LoopbackServer):
+    """A TCP listener on 127.0.0.1 whose connections get `answer(conn, head)` run on the
+    request head (None: accepted and never read from or written to: a stalled peer)."""
+
+    def __init__(self, answer=None):
+        self.answer = answer
+        self.held = []
+        super().__init__()
+
+    def handle(self, conn):
+        if self.answer is None:
+            self.held.append(conn)
+            return
+        try:
+            conn.settimeout(5)
+            self.answer(conn, read_head(conn))
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    def close(self):
+        self.stop_accepting()
+        for c in self.held:
+            c.close()
+
+
+class FakeUpstream(LoopbackServer):
     """listing: the body of /admin/streamlist.txt (bytes, or a function returning them);
     streams: {path: bytes} served as audio/mpeg, looped at `rate` bytes/s until the client
     leaves or the upstream is closed; redirects: {path: location} answered with a 302;
@@ -41,16 +121,8 @@ class FakeUpstream:
         self.tls = tls
         self.requests = []
         self.lock = threading.Lock()
-        self.running = True
         self.conns = []
-        self.sock = socket.socket()
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.host = host
-        self.sock.bind((host, port))
-        self.sock.listen(64)
-        self.port = self.sock.getsockname()[1]
-        self.thread = threading.Thread(target=self._accept, daemon=True)
-        self.thread.start()
+        super().__init__(host, port)
 
     def url(self, path="/"):
         return "%s://%s:%d%s" % ("https" if self.tls else "http", self.host, self.port, path)
@@ -63,26 +135,16 @@ class FakeUpstream:
         with self.lock:
             return [r for r in self.requests if r.path == path]
 
-    def _accept(self):
-        self.sock.settimeout(0.2)
-        while self.running:
-            try:
-                conn, _ = self.sock.accept()
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-            with self.lock:
-                self.conns.append(conn)
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+    def handle(self, conn):
+        with self.lock:
+            self.conns.append(conn)
+        threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
-    def _read_head(self, conn):
-        head = b""
-        while b"\r\n\r\n" not in head and len(head) < 65536:
-            chunk = conn.recv(4096)
-            if not chunk:
-                return None
-            head += chunk
+    @staticmethod
+    def _request(conn):
+        head = read_head(conn)
+        if b"\r\n\r\n" not in head:
+            return None
         lines = head.split(b"\r\n\r\n", 1)[0].decode("latin-1").split("\r\n")
         headers = {}
         for line in lines[1:]:
@@ -95,7 +157,7 @@ class FakeUpstream:
             conn.settimeout(5)
             if self.tls:
                 conn = self.tls.wrap_socket(conn, server_side=True)
-            req = self._read_head(conn)
+            req = self._request(conn)
             if req is None:
                 return
             with self.lock:
@@ -136,14 +198,10 @@ class FakeUpstream:
 
     def close(self):
         self.running = False
-        try:
-            self.sock.close()
-        except OSError:
-            pass
         with self.lock:
             for c in self.conns:
                 try:
                     c.shutdown(socket.SHUT_RDWR)
                 except OSError:
                     pass
-        self.thread.join(2)
+        self.stop_accepting()
