@@ -4,7 +4,7 @@
  * real frames from ffmpeg), ID3v2 skipping, and the generic handler cutting blocks at frames:
  * only blocks that begin at a frame are sync points, the bytes never change (but for an
  * incomplete last frame, dropped at the end), and data that is not framed keeps every block a
- * sync point.
+ * sync point; a stream joined mid-way (a relay) comes out from its first whole frame.
  */
 #include "format/format.h"
 #include "format/mpeg.h"
@@ -129,16 +129,23 @@ static void rec_emit(void *ctx, block_t *b)
     block_unref(b);
 }
 
-static void run_generic_gathering(rec_t *r, const unsigned char *data, size_t len, size_t piece,
-                                  int coalesce_ms)
+static void run_generic_as(rec_t *r, const unsigned char *data, size_t len, size_t piece,
+                           int coalesce_ms, int join_midway)
 {
     format_sink_t sink = {.ctx = r, .emit = rec_emit};
     format_t *f = format_new(&format_generic_ops, &sink);
     f->coalesce_ms = coalesce_ms;
+    f->join_midway = join_midway;
     for (size_t i = 0; i < len; i += piece)
         CHECK(f->ops->ingest(f, data + i, len - i < piece ? len - i : piece) == 0);
     f->ops->flush(f);
     format_free(f);
+}
+
+static void run_generic_gathering(rec_t *r, const unsigned char *data, size_t len, size_t piece,
+                                  int coalesce_ms)
+{
+    run_generic_as(r, data, len, piece, coalesce_ms, 0);
 }
 
 static void run_generic(rec_t *r, const unsigned char *data, size_t len, size_t piece)
@@ -270,6 +277,48 @@ static void test_generic_drops_an_incomplete_last_frame(void)
     CHECK(r.len == 290);
 }
 
+/* A relay joins a stream mid-way: its tag and the partial frame it begins with never come
+ * out; the first block is a start point at the first frame of the run the sync locked on, and
+ * every byte from there does; data that is no frames comes out whole (past the 32 KB held, or
+ * at the end). */
+static void test_generic_join_midway_starts_at_a_frame(void)
+{
+    static const size_t pieces[] = {1, 7, 45, 100, 5000};
+    static unsigned char joined[sizeof(sample_mp3)];
+    size_t first = 45 + 216 + 72; /* the frame after the partial one */
+    memcpy(joined, sample_mp3, 45);
+    memcpy(joined + 45, sample_mp3 + 45 + 216 + 30, sizeof(sample_mp3) - (45 + 216 + 30));
+    size_t jlen = sizeof(sample_mp3) - 216 - 30;
+    for (size_t i = 0; i < sizeof(pieces) / sizeof(pieces[0]); i++) {
+        for (int coalesce = 0; coalesce <= 60000; coalesce += 60000) {
+            static rec_t r;
+            memset(&r, 0, sizeof(r));
+            run_generic_as(&r, joined, jlen, pieces[i], coalesce, 1);
+            CHECK(r.len == sizeof(sample_mp3) - first);
+            CHECK(memcmp(r.out, sample_mp3 + first, r.len) == 0);
+            CHECK(r.seen_sync && r.first_sync == 0 && r.sync_not_at_frame == 0);
+        }
+    }
+    static rec_t r;
+    memset(&r, 0, sizeof(r));
+    run_generic_as(&r, sample_adts + 100, sizeof(sample_adts) - 100, 13, 0, 1);
+    CHECK(r.len == sizeof(sample_adts) - 246 && memcmp(r.out, sample_adts + 246, r.len) == 0);
+    CHECK(r.first_sync == 0 && r.sync_not_at_frame == 0);
+    static unsigned char junk[40000];
+    uint32_t x = 777;
+    for (size_t i = 0; i < sizeof(junk); i++) {
+        x = x * 1103515245u + 12345u;
+        junk[i] = (unsigned char)(x >> 16);
+    }
+    const size_t sizes[] = {sizeof(junk), 20000}; /* past what is held, and ended before */
+    for (size_t k = 0; k < 2; k++) {
+        memset(&r, 0, sizeof(r));
+        r.first_frame = SIZE_MAX;
+        run_generic_as(&r, junk, sizes[k], 1000, 0, 1);
+        CHECK(r.len == sizes[k] && memcmp(r.out, junk, r.len) == 0 && r.first_sync == 0);
+    }
+}
+
 int main(void)
 {
     RUN(test_headers_each_version_and_layer);
@@ -280,5 +329,6 @@ int main(void)
     RUN(test_generic_relocks_after_garbage);
     RUN(test_generic_drops_an_incomplete_last_frame);
     RUN(test_generic_leading_tag_is_no_start_point);
+    RUN(test_generic_join_midway_starts_at_a_frame);
     return testlib_done();
 }
