@@ -3,8 +3,8 @@
 upstream are other parties, trusted with nothing but the audio they send.
 
 - No mount may be created on a name the server answers itself (its web UI's files, pages,
-  admin routes), whether it comes from a source, a <relay>'s <local-mount> (on demand or not)
-  or a master's list: the refusal is logged (once per list line), the upstream is never asked
+  admin routes), whether it comes from a source, a <relay>'s <local-mount> (on demand or not),
+  a master's list or a fallback file: the refusal is logged (once per list line), the upstream is never asked
   for it, and a GET of such a name always gets the server's own bytes.
 - A master's list names mounts on the master: a line that is a full URL is relayed only when
   it names the master's own scheme, host and port; any other is refused and logged once while
@@ -110,6 +110,32 @@ def test_a_file_put_in_the_webroot_is_served_before_a_live_mount_of_that_name(se
     resp, body = get(srv, "/late.txt")
     assert resp.status == 200 and body == b"the server's own file\n", (resp, body[:64])
     src.close()
+
+
+
+def test_a_file_mount_cannot_take_a_name_the_server_answers_itself(server):
+    """A fallback naming a webroot file under /admin/ is not played as a file mount."""
+    srv = server(start=False, extra_xml='<mount type="normal"><mount-name>/a.mp3</mount-name>'
+                 '<fallback-mount>/admin/x.mp3</fallback-mount></mount>'
+                 '<mount type="normal"><mount-name>/b.mp3</mount-name>'
+                 '<fallback-mount>/x.mp3</fallback-mount></mount>')
+    web = os.path.join(srv.dir, "web")
+    os.makedirs(os.path.join(web, "admin"))
+    for d in (web, os.path.join(web, "admin")):
+        os.chmod(d, 0o755)
+    mp3 = formatlib.encode_file(os.path.join(web, "x.mp3"), "mp3", 2)
+    formatlib.save(os.path.join(web, "admin"), "x.mp3", mp3)
+    os.chmod(os.path.join(web, "admin", "x.mp3"), 0o644)
+    srv.cfg["webroot"] = web
+    srv.start()
+    lis = srv.listener("/b.mp3")                       # the same file elsewhere plays
+    assert lis.open().status == 200
+    lis.wait_bytes(4096, 5)
+    lis.close()
+    resp, _ = get(srv, "/a.mp3")
+    assert resp.status == 404, resp
+    srv.wait_log("file mount /admin/x.mp3 refused: mountpoint /admin/x.mp3 is a URL the server "
+                 "answers itself")
 
 
 # ---------------------------------------------------------------- a master's list
