@@ -72,6 +72,7 @@ def test_the_first_listener_of_an_on_demand_relay_starts_on_a_frame(server, tmp_
         up.close()
 
 
+@pytest.mark.slow
 def test_listeners_kept_across_relay_reconnects_get_whole_frames(server, tmp_path):
     # every connection is cut after 2.5 s (mid-frame) and starts again with the tag and a
     # partial frame

@@ -44,6 +44,7 @@ def wait_for_new_audio(lis, data, since, timeout):
                        lambda: "the restarted source's audio (closed=%s)" % lis.closed)
 
 
+@pytest.mark.slow
 def test_an_edge_listener_keeps_its_connection_through_an_origin_restart(server, data):
     origin, src = start_origin(server, None, "/live.mp3", data)
     edge = server(extra_xml=relay_xml(origin, "/live.mp3", "/edge.mp3"))
@@ -74,6 +75,7 @@ def test_an_edge_listener_keeps_its_connection_through_an_origin_restart(server,
     src.close()
 
 
+@pytest.mark.slow
 def test_a_slaves_mount_is_back_promptly_after_its_master_returns(server, data):
     master, src = start_origin(server, None, "/m.mp3", data)
     slave = server(extra_xml=master_xml(master.port, interval=1, password=SOURCE_PASSWORD))
