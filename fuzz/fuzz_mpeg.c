@@ -4,7 +4,9 @@
  * rest goes through the generic handler (which follows frames and cuts blocks) and through
  * mpeg_frame_parse at every offset. The bytes must come out unchanged and in order, all of
  * them but an incomplete last frame of a followed stream, and a sync block emitted while the
- * stream was followed must begin with a valid frame header.
+ * stream was followed must begin with a valid frame header. Each input then goes through the
+ * handler again as a relay's stream (join_midway): what comes out must be one slice of the
+ * input that begins at its start or at a frame header within the bytes held while joining.
  */
 // fuzz-sources: src/format/format.c src/format/generic.c src/format/mpeg.c src/format/icy.c src/format/ogg.c src/format/ogg_vorbis.c src/format/ogg_opus.c src/format/ogg_flac.c src/format/ogg_theora.c src/format/ogg_speex.c src/core/block.c src/core/str.c src/core/utf8.c src/core/loop.c
 // fuzz-pkgs: ogg
@@ -16,8 +18,11 @@
 #include "format/format.h"
 #include "format/mpeg.h"
 
+#define JOIN_HELD 32768 /* what the generic handler holds at most while joining */
+
 static const uint8_t *input;
 static size_t input_len, out_len;
+static uint8_t joined[65536]; /* join_midway: what came out, to be found in the input */
 
 static void sink_emit(void *ctx, block_t *b)
 {
@@ -26,6 +31,42 @@ static void sink_emit(void *ctx, block_t *b)
         abort(); /* bytes changed, reordered or invented */
     out_len += b->len;
     block_unref(b);
+}
+
+static void join_emit(void *ctx, block_t *b)
+{
+    (void)ctx;
+    if (out_len + b->len > input_len || out_len + b->len > sizeof(joined))
+        abort();
+    memcpy(joined + out_len, b->data, b->len);
+    out_len += b->len;
+    block_unref(b);
+}
+
+/* The input as a relay's stream: the output is input[skip, skip + out_len) with skip 0 or a
+ * frame header within what was held. */
+static void run_joined(size_t piece)
+{
+    format_sink_t sink = {.emit = join_emit};
+    format_t *f = format_new(&format_generic_ops, &sink);
+    if (!f)
+        return;
+    f->join_midway = 1;
+    out_len = 0;
+    for (size_t i = 0; i < input_len; i += piece)
+        f->ops->ingest(f, input + i, input_len - i < piece ? input_len - i : piece);
+    f->ops->flush(f);
+    format_free(f);
+    if (out_len == 0 || memcmp(joined, input, out_len) == 0)
+        return;
+    mpeg_frame_t fr;
+    for (size_t skip = 1; skip < JOIN_HELD && skip + out_len <= input_len; skip++) {
+        size_t n = input_len - skip < MPEG_HEADER_MAX ? input_len - skip : MPEG_HEADER_MAX;
+        if (mpeg_frame_parse(input + skip, n, &fr) == 1 &&
+            memcmp(joined, input + skip, out_len) == 0)
+            return;
+    }
+    abort(); /* not one slice of the input from a frame */
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -64,5 +105,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (r == 1 ? fr.len <= tail : r == 0)
             abort(); /* lost bytes that are not one incomplete frame */
     }
+    run_joined(piece);
     return 0;
 }
