@@ -9,7 +9,7 @@
  * as the exact "name: value" line; a room is never negative except for "not listed"; a mount
  * from the list is a clean path taken from its line, in normal form.
  */
-// fuzz-sources: src/http/fetch_headers.c src/stream/redirect_parse.c src/stream/master_parse.c src/core/url.c src/core/str.c src/core/buf.c
+// fuzz-sources: src/http/fetch_headers.c src/upstream/redirect_parse.c src/upstream/master_parse.c src/core/url.c src/core/str.c src/core/buf.c
 // fuzz-args: -max_len=8192
 #include <stdint.h>
 #include <stdio.h>
@@ -18,8 +18,8 @@
 
 #include "core/url.h"
 #include "http/fetch.h"
-#include "stream/master.h"
-#include "stream/redirect.h"
+#include "upstream/master.h"
+#include "upstream/redirect.h"
 
 #include "fuzz.h"
 

@@ -29,7 +29,7 @@
 #include "core/safefile.h"
 #include "http/fetch.h"
 #include "net/worker.h"
-#include "stream/relay.h"
+#include "upstream/relay.h"
 #include "net/server.h"
 #include "net/tls.h"
 #include "router/dispatch.h"

@@ -36,8 +36,9 @@
 #include "stream/filemount.h"
 #include "stream/listener.h"
 #include "stream/mount.h"
-#include "stream/redirect.h"
-#include "stream/relay.h"
+#include "upstream/master.h"
+#include "upstream/redirect.h"
+#include "upstream/relay.h"
 #include "stream/shoutcast.h"
 #include "stream/source.h"
 
@@ -96,12 +97,44 @@ static unsigned keep_session(conn_t *c, auth_url_session_t *s)
     return limit;
 }
 
+/* c becomes a listener of m (taking the reference; home as in listener_start), or, when m is
+ * full, of what its <fallback-when-full> chain gives, else it is sent to a sibling server with
+ * room (302), else refused (403). The decision is made here, not on the listener's write
+ * path. */
+static void listen_or_overflow(conn_t *c, const http_request_t *req, mount_t *m,
+                               const char *home)
+{
+    mount_t *asked = home ? NULL : mount_ref(m); /* keeps m's name, the home of a fallback */
+    const char *want = home ? home : m->name;
+    for (int depth = 0; listener_start(c, req, m, depth ? want : home) == LISTENER_FULL;
+         depth++) {
+        mount_t *alt = depth < FALLBACK_MAX_DEPTH ? fallback_when_full(m) : NULL;
+        if (!alt) {
+            if (!redirect_listener(c, req, want))
+                client_send_error(c, 403, "Forbidden: max listeners reached");
+            mount_unref(m);
+            break;
+        }
+        log_debug("listener %llu: %s is full, serving its fallback %s",
+                  (unsigned long long)c->id, m->name, alt->name);
+        mount_unref(m);
+        m = alt;
+    }
+    if (asked)
+        mount_unref(asked);
+}
+
+/* A parked listener (an on-demand relay's) whose mount is live now. */
+static void listen_parked(conn_t *c, mount_t *m, unsigned time_limit_s)
+{
+    listen_or_overflow(c, client_of(c)->req, m, NULL);
+    listener_set_time_limit(c, time_limit_s);
+}
+
 /* Joins an admitted listener (URL authentication accepted it, s is its session or NULL). */
 static void join(conn_t *c, mount_t *m, auth_url_session_t *s)
 {
-    unsigned limit = keep_session(c, s);
-    listener_start(c, client_of(c)->req, m); /* takes the reference */
-    listener_set_time_limit(c, limit);
+    listen_parked(c, m, keep_session(c, s));
 }
 
 /* Lets in a listener URL authentication accepted for s->mount_name: at once if that mount is
@@ -117,7 +150,7 @@ static void admit_url_listener(conn_t *c, auth_url_session_t *s)
     unsigned limit = name ? keep_session(c, s) : 0; /* listener_remove balances the add */
     if (!name)
         auth_url_session_free(s); /* the source left meanwhile */
-    if (!name || !relay_park_listener(c, client_of(c)->req, name, limit))
+    if (!name || !relay_park_listener(c, name, limit, listen_parked))
         client_send_error(c, 404, "The file you requested could not be found");
     free(name);
 }
@@ -174,16 +207,16 @@ static void listener_verified(conn_t *c, const char *name)
     const http_request_t *req = client_of(c)->req;
     mount_t *m = mount_find(name);
     if (m) {
-        listener_start(c, req, m); /* takes the reference */
+        listen_or_overflow(c, req, m, NULL); /* takes the reference */
         return;
     }
     if (relay_is_on_demand(name)) {
-        if (!relay_park_listener(c, req, name, 0))
+        if (!relay_park_listener(c, name, 0, listen_parked))
             client_send_error(c, 404, not_found);
         return;
     }
     if ((m = fallback_for_sourceless(name))) {
-        listener_start_for(c, req, m, name);
+        listen_or_overflow(c, req, m, name);
         return;
     }
     client_send_error(c, 404, not_found);
@@ -216,7 +249,7 @@ static void handle_get(conn_t *c, const http_request_t *req)
             return;
         }
         if (auth_listener_begin(c, req, m->name, listener_verified))
-            listener_start(c, req, m); /* takes the reference */
+            listen_or_overflow(c, req, m, NULL); /* takes the reference */
         else
             mount_unref(m); /* a listener being verified holds nothing but its connection */
         return;
@@ -227,7 +260,7 @@ static void handle_get(conn_t *c, const http_request_t *req)
         if (auth_url_enabled(mc))
             url_auth_listener(c, req, target, NULL, mc); /* the relay starts once accepted */
         else if (auth_listener_begin(c, req, target, listener_verified) &&
-                 !relay_park_listener(c, req, target, 0))
+                 !relay_park_listener(c, target, 0, listen_parked))
             client_send_error(c, 404, "The file you requested could not be found");
         free(path);
         return;
@@ -241,7 +274,7 @@ static void handle_get(conn_t *c, const http_request_t *req)
             return;
         }
         if (auth_listener_begin(c, req, target, listener_verified))
-            listener_start_for(c, req, m, target);
+            listen_or_overflow(c, req, m, target);
         else
             mount_unref(m);
         free(path);
@@ -373,6 +406,7 @@ void dispatch_init(void)
     fanout_register();
     source_register();
     relay_register();
+    master_register();
     redirect_register();
     filemount_register();
     history_register();

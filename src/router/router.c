@@ -33,7 +33,7 @@
 #include "net/server.h"
 #include "stats/metrics.h"
 #include "stats/stats.h"
-#include "stream/redirect.h"
+#include "upstream/redirect.h"
 
 /* ---- names the server answers itself ---- */
 

@@ -24,7 +24,7 @@
 #include "net/server.h"
 #include "stream/fallback.h"
 #include "stream/mount.h"
-#include "stream/relay.h"
+#include "upstream/relay.h"
 
 #define STATS_KEY_MAX 64
 #define STATS_MAX_KEYS 128

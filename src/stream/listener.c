@@ -33,7 +33,6 @@
 #include "stream/fallback.h"
 #include "stream/sub.h"
 #include "stream/mount.h"
-#include "stream/redirect.h"
 #include "stream/webfile.h"
 
 #define LISTENER_IOV 64
@@ -513,8 +512,6 @@ static block_t *intro_of(mount_t *m)
 
 /* ---- connection role ---- */
 
-static void start_listener(conn_t *c, const http_request_t *req, mount_t *m, const char *home,
-                           int depth);
 
 static void listener_on_writable(conn_t *c)
 {
@@ -615,23 +612,10 @@ static size_t stream_head(char *buf, size_t cap, mount_t *m, int metaint)
     return response_stream_head(buf, cap, &rs, metaint);
 }
 
-/* HEAD: the same status and headers a GET would get, without joining the mount: a full
- * mount's fallback-when-full, else the 302 to a sibling with room, else 403. */
-static void answer_head(conn_t *c, const http_request_t *req, mount_t *m, const char *home)
+/* HEAD: the same status and headers a GET would get, without joining the mount (a full
+ * mount is the caller's to decide, as for a GET). */
+static void answer_head(conn_t *c, const http_request_t *req, mount_t *m)
 {
-    int max = atomic_load(&m->max_listeners);
-    if (max >= 0 && atomic_load(&m->listeners) >= max) {
-        mount_t *alt = fallback_when_full(m);
-        if (!alt) {
-            int sent = redirect_listener(c, req, home ? home : m->name);
-            mount_unref(m);
-            if (!sent)
-                client_send_error(c, 403, "Forbidden: max listeners reached");
-            return;
-        }
-        mount_unref(m);
-        m = alt;
-    }
     char head[8192]; /* six source values of up to 1 KB each fit */
     int metaint = wants_icy(req) ? atomic_load(&m->metaint) : 0;
     size_t hlen = stream_head(head, sizeof(head), m, metaint);
@@ -640,48 +624,22 @@ static void answer_head(conn_t *c, const http_request_t *req, mount_t *m, const 
     conn_send(c, head, hlen, conn_linger_close);
 }
 
-void listener_start(conn_t *c, const http_request_t *req, mount_t *m)
+static int is_full(mount_t *m)
 {
-    listener_start_for(c, req, m, NULL);
+    int max = atomic_load(&m->max_listeners);
+    return max >= 0 && atomic_load(&m->listeners) >= max;
 }
 
-/* A full mount with <fallback-when-full> serves its fallback instead (bounded: a mount that
- * fills between the check and the reservation sends the listener one step further). */
-static int start_when_full(conn_t *c, const http_request_t *req, mount_t *m, const char *home,
-                           int depth)
-{
-    mount_t *alt = depth < FALLBACK_MAX_DEPTH ? fallback_when_full(m) : NULL;
-    if (!alt)
-        return -1;
-    log_debug("listener %llu: %s is full, serving its fallback %s", (unsigned long long)c->id,
-              m->name, alt->name);
-    start_listener(c, req, alt, home ? home : m->name, depth + 1);
-    return 0;
-}
-
-void listener_start_for(conn_t *c, const http_request_t *req, mount_t *m, const char *home)
-{
-    start_listener(c, req, m, home, 0);
-}
-
-static void start_listener(conn_t *c, const http_request_t *req, mount_t *m, const char *home,
-                           int depth)
+int listener_start(conn_t *c, const http_request_t *req, mount_t *m, const char *home)
 {
     if (req->method == HTTP_METHOD_HEAD) {
-        answer_head(c, req, m, home);
-        return;
+        if (is_full(m))
+            return LISTENER_FULL;
+        answer_head(c, req, m);
+        return 0;
     }
-    if (reserve_slot(m) < 0) {
-        if (start_when_full(c, req, m, home, depth) == 0) {
-            mount_unref(m);
-            return;
-        }
-        int sent = redirect_listener(c, req, home ? home : m->name);
-        mount_unref(m);
-        if (!sent)
-            client_send_error(c, 403, "Forbidden: max listeners reached");
-        return;
-    }
+    if (reserve_slot(m) < 0)
+        return LISTENER_FULL;
     listener_t *l = calloc(1, sizeof(*l));
     char head[8192]; /* six source values of up to 1 KB each fit */
     int metaint = wants_icy(req) ? atomic_load(&m->metaint) : 0;
@@ -696,7 +654,7 @@ static void start_listener(conn_t *c, const http_request_t *req, mount_t *m, con
         atomic_fetch_sub(&m->listeners, 1);
         mount_unref(m);
         client_send_error(c, 500, "Internal Server Error");
-        return;
+        return 0;
     }
     atomic_fetch_add(&server.stats.listeners, 1);
     atomic_fetch_add(&server.stats.listener_connections, 1);
@@ -722,4 +680,5 @@ static void start_listener(conn_t *c, const http_request_t *req, mount_t *m, con
     /* a streaming listener keeps no request buffer (req points into it: not used after this) */
     client_drop_request(c);
     listener_flush(l);
+    return 0;
 }

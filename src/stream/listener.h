@@ -53,15 +53,15 @@ struct listener {
     list_t link;            /* in its subscription's listeners (sub.h) */
 };
 
-/* Starts streaming mount m to c after a GET (checks limits, sends the head); for HEAD only
- * answers the head. Takes the caller's reference on m. */
-void listener_start(conn_t *c, const http_request_t *req, mount_t *m);
-
-/* Like listener_start for a listener that asked for mount `home` and is served m instead (its
- * fallback: home has no source); it goes back to home with <fallback-override>. home may be
- * NULL (then it is listener_start). */
-void listener_start_for(conn_t *c, const http_request_t *req, mount_t *m, const char *home);
-
+/* Starts streaming mount m to c after a GET (checks limits, sends the head), or for a HEAD
+ * answers the head a GET would get. home: the mount c asked for when m serves it instead (a
+ * fallback: c goes back to home with <fallback-override>), else NULL. Returns 0 when c was
+ * answered (started, or an error page sent), having taken the caller's reference on m; or
+ * LISTENER_FULL when m has max-listeners listeners: nothing was sent and the reference is still
+ * the caller's, who decides where c goes instead (router/dispatch.c: <fallback-when-full>, a
+ * sibling server, or 403). */
+#define LISTENER_FULL 1
+int listener_start(conn_t *c, const http_request_t *req, mount_t *m, const char *home);
 /* Writes as much pending data as the socket takes. Returns 0, or -1 if the listener was
  * closed. Worker thread only. */
 int listener_flush(listener_t *l);

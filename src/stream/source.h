@@ -31,7 +31,7 @@ int source_check_password(const config_t *cfg, const mount_conf_t *mc, const cha
  * (then call source_abort before answering). */
 int source_become(conn_t *c, const http_request_t *req, const char *mount_name,
                   const char *response, const char *leftover, size_t leftover_len);
-/* For relays (stream/relay.c): like source_become with no response, but the mount belongs to
+/* For relays (upstream/relay.c): like source_become with no response, but the mount belongs to
  * the relay and outlives the connection, so listeners stay through a reconnect. When *mount is
  * NULL the mount is created from the upstream's headers in req and a new reference is stored
  * in *mount for the caller; else the connection feeds *mount (whose stream info stays that of

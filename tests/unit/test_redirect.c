@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * test_redirect: reading a sibling's room document (stream/redirect_parse.c): the room left
+ * test_redirect: reading a sibling's room document (upstream/redirect_parse.c): the room left
  * for a mount is the smaller of the server's and the mount's, an unlimited mount leaves the
  * server's, anything else is -1, and counts from the text cannot overflow the subtraction.
  */
-#include "stream/redirect.h"
+#include "upstream/redirect.h"
 
 #include <limits.h>
 #include <string.h>

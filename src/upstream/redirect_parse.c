@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "stream/redirect.h"
+#include "upstream/redirect.h"
 
 /* Next line of text from *pos as [start, end); 0 at the end. */
 static int next_line(const char *text, size_t len, size_t *pos, const char **line, size_t *n)

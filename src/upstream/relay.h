@@ -40,12 +40,18 @@ void relay_start_all(void);
 /* Stops name lookups (main thread, before the workers stop); relays end with their workers. */
 void relay_shutdown(void);
 
+/* What a parked listener becomes once its mount m is live (the layer above decides: a full
+ * mount sends it elsewhere): takes the reference on m; time_limit_s as given to
+ * relay_park_listener. */
+typedef struct mount mount_t;
+typedef void (*relay_listen_fn)(conn_t *c, mount_t *m, unsigned time_limit_s);
+
 /* A listener asked for `name`, which is not live: if it is an on-demand relay's mount, the
- * relay is asked to connect, c waits (its request kept) and 1 is returned; then c becomes a
- * listener when the mount is live (its session ended time_limit_s later, 0 = no limit: what
- * its authentication allowed), or gets 404 after 10 s. 0 if name is no on-demand relay. */
-int relay_park_listener(conn_t *c, const http_request_t *req, const char *name,
-                        unsigned time_limit_s);
+ * relay is asked to connect, c waits (its request kept) and 1 is returned; then listen(c, m,
+ * time_limit_s) runs when the mount is live (time_limit_s: what its authentication allowed,
+ * 0 = no limit), or c gets 404 after 10 s. 0 if name is no on-demand relay. */
+int relay_park_listener(conn_t *c, const char *name, unsigned time_limit_s,
+                        relay_listen_fn listen);
 /* 1 if name is the local mount of an on-demand relay (connected or not). Any thread. */
 int relay_is_on_demand(const char *name);
 
@@ -53,13 +59,13 @@ int relay_is_on_demand(const char *name);
  * listeners, as Icecast does). Thread-safe; fn must not call back into relay_*. */
 void relay_foreach_idle(void (*fn)(const char *mount, void *arg), void *arg);
 
-/* For stream/master.c (worker thread of the caller): starts a relay of `mount` (a path on
+/* For upstream/master.c (worker thread of the caller): starts a relay of `mount` (a path on
  * host:port, over TLS when tls: the master's credentials go to the master only) as local
  * mount `local`, on a worker chosen round-robin. 0 or -errno (-EPERM: not a path, or a local
  * name no mount may have). */
 int relay_start_master(const char *host, int port, int tls, const char *mount,
                        const char *local, const char *user, const char *pass, int on_demand);
-/* For stream/master.c: the master answered its stream list (after the stops and starts it
+/* For upstream/master.c: the master answered its stream list (after the stops and starts it
  * called for): the master's relays waiting to reconnect try at once, instead of waiting out
  * their backoff. Thread-safe. */
 void relay_master_listed(void);

@@ -8,7 +8,7 @@
  * <master-ssl-port> (Icecast-KH) the list and the mounts it names by path are fetched over
  * TLS from that port (verified as every upstream is: net/tls.h).
  */
-#include "stream/master.h"
+#include "upstream/master.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -19,6 +19,7 @@
 #include "conf/config.h"
 #include "core/escape.h"
 #include "core/log.h"
+#include "core/loop.h"
 #include "core/str.h"
 #include "core/url.h"
 #include "http/client.h"
@@ -30,7 +31,7 @@
 #include "net/tls.h"
 #include "net/worker.h"
 #include "stream/mount.h"
-#include "stream/relay.h"
+#include "upstream/relay.h"
 
 #define MASTER_TIMEOUT_MS 10000
 #define MASTER_MAX_BYTES (1 << 20)
@@ -330,8 +331,10 @@ static void resolved(worker_t *w, void *arg, const char *ip)
     fetch_from(w, ip);
 }
 
-void master_tick(worker_t *w, uint64_t now_ms)
+static void master_tick(worker_t *w, void *arg)
 {
+    (void)arg;
+    uint64_t now_ms = loop_now_ms();
     const config_t *cfg = server_config();
     if (!cfg->master_server || busy || now_ms < next_fetch_ms)
         return;
@@ -348,12 +351,26 @@ void master_tick(worker_t *w, uint64_t now_ms)
     }
 }
 
-void master_fini(void)
+static void master_fini(worker_t *w)
 {
+    if (w->id != 0)
+        return;
     while (relayed) {
         relayed_t *r = relayed;
         relayed = r->next;
         free(r->name);
         free(r);
     }
+}
+
+static int master_init(worker_t *w)
+{
+    return w->id == 0 ? worker_timer_add(w, MASTER_TICK_MS, master_tick, NULL) : 0;
+}
+
+void master_register(void)
+{
+    static const worker_module_t module = {.name = "master", .init = master_init,
+                                           .fini = master_fini};
+    worker_register(&module);
 }

@@ -8,7 +8,7 @@
  * this is the cold path. A sibling's room is lowered by the redirects sent to it since its
  * last answer, so a burst of refused listeners spreads instead of landing on one sibling.
  */
-#include "stream/redirect.h"
+#include "upstream/redirect.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -30,7 +30,7 @@
 #include "net/server.h"
 #include "net/worker.h"
 #include "stream/mount.h"
-#include "stream/relay.h"
+#include "upstream/relay.h"
 
 #define ROOM_MAX_BYTES (256 * 1024)
 #define REDIRECT_TICK_MS 1000

@@ -9,7 +9,7 @@
 #include <strings.h>
 
 #include "core/url.h"
-#include "stream/master.h"
+#include "upstream/master.h"
 
 char *master_parse_name(const char *line, size_t len)
 {

@@ -2,12 +2,12 @@
 /*
  * master: the slave side of Icecast's master/slave relaying. Every <master-update-interval>
  * it fetches /admin/streamlist.txt from <master-server>:<master-server-port> with
- * <master-username>/<master-password>, starts a relay (stream/relay.h) for every listed mount
+ * <master-username>/<master-password>, starts a relay (upstream/relay.h) for every listed mount
  * it does not relay yet and stops those no longer listed. A failed fetch changes nothing.
  * Lines name mounts on the master: a full URL is taken only when it is the master's own (same
  * scheme, host as written, port); any other line, or one naming a URL the server answers
  * itself, is refused and logged once while it stays listed.
- * Runs on worker 0's thread only (called from the relay module's tick).
+ * Runs on worker 0's thread only (a timer of its own there).
  */
 #ifndef RIMECAST_MASTER_H
 #define RIMECAST_MASTER_H
@@ -17,10 +17,11 @@
 
 typedef struct worker worker_t;
 
-/* Starts a fetch when one is due (worker 0, every relay tick). */
-void master_tick(worker_t *w, uint64_t now_ms);
-/* Frees the poller's state (worker 0's module fini). */
-void master_fini(void);
+#define MASTER_TICK_MS 200 /* how often worker 0 looks whether a fetch is due */
+
+/* Registers the poller as a worker module: a timer on worker 0 starts a fetch when one is
+ * due; its state is freed with worker 0. At start-up, before the workers. */
+void master_register(void);
 
 #define MASTER_PARSE_MAX_NAME 512
 

@@ -9,7 +9,7 @@
  * connection is a relay_conn_t (an HTTP client struct, so the source role finds the fields it
  * expects); when the connection is released, the relay hears of it in the destroy callback.
  */
-#include "stream/relay.h"
+#include "upstream/relay.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -32,8 +32,6 @@
 #include "net/server.h"
 #include "net/tls.h"
 #include "net/worker.h"
-#include "stream/listener.h"
-#include "stream/master.h"
 #include "stream/mount.h"
 #include "stream/source.h"
 
@@ -662,8 +660,6 @@ static void relay_tick(worker_t *w, void *arg)
         next = r->next;
         relay_check(r, now);
     }
-    if (w->id == 0)
-        master_tick(w, now);
 }
 
 static int relay_module_init(worker_t *w)
@@ -679,8 +675,6 @@ static void relay_module_fini(worker_t *w)
         r->resolving = 0; /* the resolver stopped before the workers */
         relay_stop(r);
     }
-    if (w->id == 0)
-        master_fini();
 }
 
 /* A draining worker keeps the relays it runs (connected or waiting to reconnect). */
@@ -884,6 +878,7 @@ typedef struct park {
     char *name;
     uint64_t until_ms;
     unsigned time_limit_s; /* from the listener's authentication, 0 = none */
+    relay_listen_fn listen;
 } park_t;
 
 static void park_release(conn_t *c)
@@ -915,11 +910,11 @@ static void park_check(conn_t *c)
         return;
     }
     unsigned limit = p->time_limit_s;
+    relay_listen_fn listen = p->listen;
     park_release(c);
     c->role = NULL;
     if (m) {
-        listener_start(c, client_of(c)->req, m); /* the request was kept while parked */
-        listener_set_time_limit(c, limit);
+        listen(c, m, limit); /* the request was kept while parked */
         return;
     }
     client_send_error(c, 404, "The file you requested could not be found");
@@ -950,10 +945,9 @@ int relay_is_on_demand(const char *name)
     return found;
 }
 
-int relay_park_listener(conn_t *c, const http_request_t *req, const char *name,
-                        unsigned time_limit_s)
+int relay_park_listener(conn_t *c, const char *name, unsigned time_limit_s,
+                        relay_listen_fn listen)
 {
-    (void)req;
     worker_t *w = NULL;
     pthread_mutex_lock(&demand_lock);
     for (demand_t *d = demands; d; d = d->next)
@@ -973,6 +967,7 @@ int relay_park_listener(conn_t *c, const http_request_t *req, const char *name,
     }
     p->until_ms = loop_now_ms() + RELAY_PARK_MS;
     p->time_limit_s = time_limit_s;
+    p->listen = listen;
     c->data = p;
     c->ops = c->role = &park_ops;
     conn_set_deadline(c, RELAY_PARK_POLL_MS);
