@@ -374,46 +374,47 @@ void mount_end(mount_t *m)
         wake_workers(m);
 }
 
-int mount_set_fallback(mount_t *m, const char *name)
+/* A text field of m under its lock: replaced by a copy of value (NULL clears it), or read as
+ * a copy. */
+static int set_locked_text(mount_t *m, char **field, const char *value)
 {
     char *copy = NULL;
-    if (name && !(copy = strdup(name)))
+    if (value && !(copy = strdup(value)))
         return -ENOMEM;
     pthread_mutex_lock(&m->lock);
-    char *old = m->fallback_name;
-    m->fallback_name = copy;
+    char *old = *field;
+    *field = copy;
     pthread_mutex_unlock(&m->lock);
     free(old);
     return 0;
+}
+
+static char *get_locked_text(mount_t *m, char *const *field)
+{
+    pthread_mutex_lock(&m->lock);
+    char *copy = *field ? strdup(*field) : NULL;
+    pthread_mutex_unlock(&m->lock);
+    return copy;
+}
+
+int mount_set_fallback(mount_t *m, const char *name)
+{
+    return set_locked_text(m, &m->fallback_name, name);
 }
 
 char *mount_get_fallback(mount_t *m)
 {
-    pthread_mutex_lock(&m->lock);
-    char *copy = m->fallback_name ? strdup(m->fallback_name) : NULL;
-    pthread_mutex_unlock(&m->lock);
-    return copy;
+    return get_locked_text(m, &m->fallback_name);
 }
 
 int mount_set_relay_url(mount_t *m, const char *url)
 {
-    char *copy = NULL;
-    if (url && !(copy = strdup(url)))
-        return -ENOMEM;
-    pthread_mutex_lock(&m->lock);
-    char *old = m->relay_url;
-    m->relay_url = copy;
-    pthread_mutex_unlock(&m->lock);
-    free(old);
-    return 0;
+    return set_locked_text(m, &m->relay_url, url);
 }
 
 char *mount_get_relay_url(mount_t *m)
 {
-    pthread_mutex_lock(&m->lock);
-    char *copy = m->relay_url ? strdup(m->relay_url) : NULL;
-    pthread_mutex_unlock(&m->lock);
-    return copy;
+    return get_locked_text(m, &m->relay_url);
 }
 
 static void kill_source_msg(worker_t *w, void *arg)

@@ -331,60 +331,70 @@ static void check_timeouts(worker_t *w, void *arg)
     }
 }
 
-/* Creates the mount (or, for a relay, takes *relay_mount when it is set) and switches c to the
- * source role. `response` is sent first (NULL for none); leftover bytes after the head are
- * ingested. 0, or an HTTP status to fail with. */
-static int become(conn_t *c, const http_request_t *req, const char *mount_name,
-                  mount_t **relay_mount, const char *response, const char *leftover,
-                  size_t leftover_len)
+/* A slot in <sources> for c, and its source state (c switched to the source role). NULL with
+ * the HTTP status to fail with in *status. */
+static source_t *source_new(conn_t *c, const char *mount_name, int relayed, int *status)
 {
-    const config_t *cfg = server_config();
-    const mount_conf_t *mc = config_find_mount(cfg, mount_name);
-    if (atomic_fetch_add(&server.stats.sources, 1) >= cfg->sources) {
+    if (atomic_fetch_add(&server.stats.sources, 1) >= server_config()->sources) {
         atomic_fetch_sub(&server.stats.sources, 1);
         log_warn("source %s on %s refused: too many sources connected", c->ip, mount_name);
-        return 403;
+        *status = 403;
+        return NULL;
     }
     source_t *s = calloc(1, sizeof(*s));
     if (!s) {
         atomic_fetch_sub(&server.stats.sources, 1);
-        return 500;
+        *status = 500;
+        return NULL;
     }
     s->counted = 1;
     s->conn = c;
-    s->relayed = relay_mount != NULL;
+    s->relayed = relayed;
     c->data = s;
     c->ops = c->role = &source_ops;
-    const format_ops_t *fops;
+    return s;
+}
+
+/* s's mount: a new one built whole from the request and published, or a relay's own mount
+ * (*relay_mount, when set) given the new feed. Its format in *fops. 0 or an HTTP status. */
+static int source_mount(source_t *s, const http_request_t *req, const char *mount_name,
+                        const mount_conf_t *mc, mount_t **relay_mount,
+                        const format_ops_t **fops)
+{
+    conn_t *c = s->conn;
     mount_feed_t feed = {.worker = c->worker, .conn_id = c->id};
+    mount_info_t info = {0}; /* the source's (or this upstream's) headers and address */
+    build_info(&info, c, req);
     if (relay_mount && *relay_mount) {
         s->mount = mount_ref(*relay_mount);
-        fops = format_for_content_type(mount_info(s->mount)->content_type);
-        mount_info_t info = {0}; /* this upstream's headers and address, maybe another one */
-        build_info(&info, c, req);
+        *fops = format_for_content_type(mount_info(s->mount)->content_type);
         mount_set_source_info(s->mount, &info);
-        feed.is_ogg = fops == &format_ogg_ops;
+        feed.is_ogg = *fops == &format_ogg_ops;
         mount_set_feed(s->mount, &feed);
-    } else {
-        mount_info_t info = {0};
-        build_info(&info, c, req);
-        fops = format_for_content_type(mc && mc->type ? mc->type : info.content_type);
-        feed.is_ogg = fops == &format_ogg_ops;
-        int err = 0;
-        s->mount = mount_create(mount_name, &info, &feed, &err); /* published whole */
-        if (!s->mount) {
-            if (err != -EPERM) /* a name the server keeps: mount_create logged it */
-                log_warn("source %s on %s refused: %s", c->ip, mount_name,
-                         err == -EEXIST ? "mountpoint in use" : strerror(-err));
-            return err == -EEXIST ? 409 : err == -EPERM ? 403 : 500;
-        }
-        if (relay_mount)
-            *relay_mount = mount_ref(s->mount);
+        return 0;
     }
+    *fops = format_for_content_type(mc && mc->type ? mc->type : info.content_type);
+    feed.is_ogg = *fops == &format_ogg_ops;
+    int err = 0;
+    s->mount = mount_create(mount_name, &info, &feed, &err); /* published whole */
+    if (!s->mount) {
+        if (err != -EPERM) /* a name the server keeps: mount_create logged it */
+            log_warn("source %s on %s refused: %s", c->ip, mount_name,
+                     err == -EEXIST ? "mountpoint in use" : strerror(-err));
+        return err == -EEXIST ? 409 : err == -EPERM ? 403 : 500;
+    }
+    if (relay_mount)
+        *relay_mount = mount_ref(s->mount);
+    return 0;
+}
+
+/* s's format handler, set for what the request and the mount's settings say. 0 or -ENOMEM. */
+static int source_format(source_t *s, const format_ops_t *fops, const http_request_t *req,
+                         const mount_conf_t *mc)
+{
     format_sink_t sink = {s, sink_emit, sink_set_headers, sink_set_tag, sink_tags_done, sink_log};
-    s->fmt = format_new(fops, &sink);
-    if (!s->fmt)
-        return 500;
+    if (!(s->fmt = format_new(fops, &sink)))
+        return -ENOMEM;
     const http_header_t *mi = http_find_header(req, "icy-metaint");
     if (mi && mi->value_len > 0 && mi->value_len < 8)
         s->fmt->icy_metaint = atoi(mi->value);
@@ -393,25 +403,50 @@ static int become(conn_t *c, const http_request_t *req, const char *mount_name,
     s->fmt->charset = mc ? mc->charset : NULL;
     /* listeners are written once per window anyway: gathering reads for a quarter of it adds
      * little delay and saves block headers and iovecs */
-    s->fmt->coalesce_ms = cfg->write_window_ms / 4;
+    s->fmt->coalesce_ms = server_config()->write_window_ms / 4;
     /* a relay joins its upstream's stream where it is: its listeners (the first ones, and
      * those kept across a reconnect) start on a frame all the same */
-    s->fmt->join_midway = relay_mount != NULL;
-    /* a relay joins its upstream's stream where it is: its listeners (the first ones, and
-     * those kept across a reconnect) start on a frame all the same */
-    s->fmt->join_midway = relay_mount != NULL;
+    s->fmt->join_midway = s->relayed;
+    return 0;
+}
+
+/* s is on the air: counted, announced (events, recording and scripts, fallback-override, URL
+ * auth's mount_add, the log). */
+static void source_announce(source_t *s, const char *mount_name, const mount_conf_t *mc)
+{
+    conn_t *c = s->conn;
     s->last_read_ms = loop_now_ms();
     list_insert_head(&worker_sources[c->worker->id], &s->link);
     s->linked = 1;
-    atomic_fetch_add(relay_mount ? &server.stats.source_relay_connections
-                                 : &server.stats.source_client_connections, 1);
+    atomic_fetch_add(s->relayed ? &server.stats.source_relay_connections
+                                : &server.stats.source_client_connections, 1);
     atomic_fetch_add(&server.stats.source_total_connections, 1);
     events_emit(EVENT_SOURCE_CONNECT, mount_name, c->id, c->ip);
     s->dump = station_source_started(s->mount);
     override_source_started(c->worker, s->mount);
     auth_url_mount_event(mc, mount_name, 1);
-    log_info("%s %s connected to %s (%s, %s)", relay_mount ? "relay from" : "source", c->ip,
+    log_info("%s %s connected to %s (%s, %s)", s->relayed ? "relay from" : "source", c->ip,
              mount_name, s->fmt->ops->name, mount_info(s->mount)->content_type);
+}
+
+/* Creates the mount (or, for a relay, takes *relay_mount when it is set) and switches c to the
+ * source role. `response` is sent first (NULL for none); leftover bytes after the head are
+ * ingested. 0, or an HTTP status to fail with. */
+static int become(conn_t *c, const http_request_t *req, const char *mount_name,
+                  mount_t **relay_mount, const char *response, const char *leftover,
+                  size_t leftover_len)
+{
+    const mount_conf_t *mc = config_find_mount(server_config(), mount_name);
+    const format_ops_t *fops = NULL;
+    int status = 0;
+    source_t *s = source_new(c, mount_name, relay_mount != NULL, &status);
+    if (!s)
+        return status;
+    if ((status = source_mount(s, req, mount_name, mc, relay_mount, &fops)))
+        return status;
+    if (source_format(s, fops, req, mc) < 0)
+        return 500;
+    source_announce(s, mount_name, mc);
     client_of(c)->status = 200;
     if (response)
         conn_send(c, response, strlen(response), NULL);
