@@ -126,7 +126,8 @@ void conn_run_read_again(worker_t *w);
 void conn_set_deadline(conn_t *c, uint64_t ms);
 
 /* The one read path of every protocol that reads into the connection's input buffer (a
- * request head, a Shoutcast login, a relay's response head, a master's stream list): one read
+ * request head, a Shoutcast login, a relay's response head, a master's stream list: nothing
+ * else reads into it): one read
  * through the transport into c->rbuf after c->rlen, the buffer grown first (doubling from
  * CONN_READ_CHUNK) so that at least a chunk is free, never beyond `limit` bytes in all.
  * Returns the bytes read (> 0, c->rlen advanced), 0 when the socket has nothing now (EAGAIN),

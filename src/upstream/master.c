@@ -203,28 +203,17 @@ static void fetched(conn_t *c)
 static void list_on_readable(conn_t *c)
 {
     for (;;) {
-        if (c->rlen == c->rcap) {
-            size_t cap = c->rcap ? c->rcap * 2 : 16384;
-            char *nb = cap <= MASTER_MAX_BYTES ? realloc(c->rbuf, cap) : NULL;
-            if (!nb) {
-                log_warn("master: stream list too large");
-                conn_close(c);
-                return;
-            }
-            c->rbuf = nb;
-            c->rcap = cap;
-        }
-        ssize_t n = conn_read(c, c->rbuf + c->rlen, c->rcap - c->rlen);
-        if (n > 0) {
-            c->rlen += (size_t)n;
+        ssize_t n = conn_fill(c, MASTER_MAX_BYTES);
+        if (n > 0)
             continue;
-        }
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            return;
         if (n == 0)
-            fetched(c);
+            return; /* more later */
+        if (n == -EPIPE)
+            fetched(c); /* the answer ends with the connection */
+        else if (n == -E2BIG)
+            log_warn("master: stream list too large");
+        else if (n == -ENOMEM)
+            log_warn("master: no memory for the stream list");
         conn_close(c);
         return;
     }

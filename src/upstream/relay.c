@@ -429,26 +429,21 @@ static void head_on_readable(conn_t *c)
         return;
     }
     for (;;) {
-        if (!c->rbuf && !(c->rbuf = malloc(RELAY_HEAD_CAP))) {
-            conn_close(c);
-            return;
-        }
-        c->rcap = RELAY_HEAD_CAP;
-        if (c->rlen == c->rcap) {
+        ssize_t n = conn_fill(c, RELAY_HEAD_CAP);
+        if (n == -E2BIG) {
             fail(c, r, "response head too large", NULL);
             return;
         }
-        ssize_t n = conn_read(c, c->rbuf + c->rlen, c->rcap - c->rlen);
-        if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)) {
-            fail(c, r, "closed before a response", NULL);
+        if (n == -ENOMEM) {
+            conn_close(c);
             return;
         }
         if (n < 0) {
-            if (errno == EINTR)
-                continue;
+            fail(c, r, "closed before a response", NULL);
             return;
         }
-        c->rlen += (size_t)n;
+        if (n == 0)
+            return; /* the rest of the head later */
         http_response_t resp;
         int head = http_parse_response(c->rbuf, c->rlen, &resp);
         if (head == HTTP_PARSE_PARTIAL)
