@@ -4,8 +4,9 @@
  * input itself. Every emitted block and header chain must consist of whole, well-formed pages.
  * Inputs whose first byte is even are read as packets for up to four logical streams and paged
  * with libogg first, so that valid CRCs reach the codec header parsers and the chaining logic.
+ * Halfway through, a metadata update (set_meta) asks for a chain link of the handler's own.
  */
-// fuzz-sources: src/format/format.c src/format/generic.c src/format/mpeg.c src/format/icy.c src/format/ogg.c src/format/ogg_vorbis.c src/format/ogg_opus.c src/format/ogg_flac.c src/format/ogg_theora.c src/format/ogg_speex.c src/core/block.c src/core/str.c src/core/utf8.c src/core/loop.c
+// fuzz-sources: src/format/format.c src/format/generic.c src/format/mpeg.c src/format/icy.c src/format/ogg.c src/format/ogg_vorbis.c src/format/ogg_opus.c src/format/ogg_flac.c src/format/ogg_theora.c src/format/ogg_speex.c src/format/ogg_comment.c src/core/block.c src/core/str.c src/core/utf8.c src/core/loop.c
 // fuzz-pkgs: ogg
 // fuzz-args: -max_len=70000
 #include <stdint.h>
@@ -138,9 +139,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         data = built.p;
         size = built.len;
     }
-    for (size_t i = 0; i < size; i += step)
+    int updated = 0;
+    for (size_t i = 0; i < size; i += step) {
+        if (!updated && i >= size / 2) {
+            f->ops->set_meta(f, "Fuzz Title", step & 2 ? "Fuzz Artist" : NULL);
+            updated = 1;
+        }
         if (f->ops->ingest(f, data + i, size - i < step ? size - i : step) < 0)
             break;
+    }
     f->ops->flush(f);
     format_free(f);
     free(built.p);

@@ -270,6 +270,8 @@ static int apply_metadata(mount_t *m, const char *song, const char *artist, cons
             mount_set_tag(m, "title", out[2]);
             mount_set_tag(m, "artist", out[1]);
         }
+        if (atomic_load(&m->is_ogg)) /* listeners get it in the stream's comments */
+            mount_post_stream_meta(m, song ? shown : out[2], song ? NULL : out[1]);
         mount_update_meta(m);
         audit_log(who, "metadata of %s set to \"%s\"", m->name,
                   escape_log_utf8(esc, sizeof(esc), shown, strlen(shown)));
@@ -360,7 +362,7 @@ static void cmd_metadata(admin_req_t *a)
     if (meta_params_get(a, &p) < 0)
         return;
     audit_who(a, a->admin, who);
-    /* Ogg mounts accept updates too (Icecast refuses them): the stats title changes. */
+    /* Ogg mounts accept updates too: a new chain link carries them (apply_metadata). */
     if (meta_from_elsewhere(a, a->mount, a->admin))
         admin_send_response(a, "Mountpoint will not accept URL updates", 0); /* Icecast's */
     else if (!meta_rate_ok(a->mount))

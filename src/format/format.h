@@ -53,6 +53,11 @@ typedef struct format_ops {
      * followed stream or an incomplete Ogg page (never sent to listeners). May be NULL. */
     void (*flush)(format_t *f);
     void (*destroy)(format_t *f);
+    /* A metadata update (/admin/metadata) the stream itself must carry: the handler puts title
+     * and artist (UTF-8, NULL for none) into the stream at the next point it can (Ogg: a new
+     * chain link whose comment header names them). NULL: the format carries none (MP3 and
+     * AAC get ICY metadata from the mount). Strings are copied. */
+    void (*set_meta)(format_t *f, const char *title, const char *artist);
 } format_ops_t;
 
 struct format {

@@ -16,6 +16,9 @@
  * When the source declared icy-metaint: N, the metadata blocks it interleaves every N bytes
  * are cut out of the stream (across any split of the input) and their StreamTitle/StreamUrl
  * reported as the "title"/"url" tags, converted to UTF-8, before the frames are followed.
+ * The bitrate the followed frames show (format/mpeg.h) is reported as the "audio_bitrate" tag
+ * (bit/s): after a second of audio, then when it changes, at most once per
+ * GENERIC_RATE_EVERY seconds of audio.
  */
 #include "format/format.h"
 
@@ -33,6 +36,7 @@
 #define GENERIC_META_MAX (255 * 16)
 #define GENERIC_BLOCK 4096
 #define GENERIC_JOIN_MAX 32768 /* join_midway: bytes held while looking for frames */
+#define GENERIC_RATE_EVERY 10
 
 enum { GENERIC_AUDIO, GENERIC_META_LEN, GENERIC_META };
 
@@ -53,6 +57,8 @@ typedef struct generic_state {
     mpeg_sync_t sync;
     unsigned char *held;  /* join_midway: the bytes followed before frames were found */
     size_t held_len;
+    unsigned rate_kbps;   /* the bitrate last reported, 0 none */
+    unsigned rate_at;     /* mpeg_sync_rate_seconds() when it was */
 } generic_state_t;
 
 static int generic_init(format_t *f)
@@ -291,6 +297,21 @@ static long generic_join(format_t *f, generic_state_t *st, const unsigned char *
     return rc < 0 ? rc : (long)n;
 }
 
+/* Reports the frames' bitrate when it is first known or changed (see the file header). */
+static void generic_rate(format_t *f, generic_state_t *st)
+{
+    unsigned kbps = mpeg_sync_kbps(&st->sync), at = mpeg_sync_rate_seconds(&st->sync);
+    if (kbps == 0 || kbps == st->rate_kbps ||
+        (st->rate_kbps && at < st->rate_at + GENERIC_RATE_EVERY && at >= st->rate_at))
+        return;
+    st->rate_kbps = kbps;
+    st->rate_at = at;
+    char v[16];
+    snprintf(v, sizeof(v), "%u", kbps * 1000);
+    if (f->sink.set_tag)
+        f->sink.set_tag(f->sink.ctx, "audio_bitrate", v);
+}
+
 /* Copies audio into the pending block, following frames, emitting blocks as they fill up (and
  * at the end of a leading ID3v2 tag, so that the first frame begins a block). */
 static int generic_audio(format_t *f, generic_state_t *st, const unsigned char *data, size_t len)
@@ -322,6 +343,8 @@ static int generic_audio(format_t *f, generic_state_t *st, const unsigned char *
         if ((b->len == GENERIC_BLOCK || tag_done) && generic_emit_pending(f, st, 1) < 0)
             return -ENOMEM;
     }
+    if (st->sync.mode == MPEG_SYNC_LOCKED)
+        generic_rate(f, st);
     return 0;
 }
 

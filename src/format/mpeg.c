@@ -51,6 +51,9 @@ static int parse_mpeg_audio(const unsigned char *p, size_t n, mpeg_frame_t *f)
     f->kind = MPEG_KIND_AUDIO;
     f->len = len;
     f->samplerate = sr;
+    f->samples = layer == 3 ? 384 : (layer == 1 && !mpeg1) ? 576 : 1152;
+    f->payload = len;
+    f->kbps = bitrates[table][br_idx];
     f->key = ((uint32_t)(p[1] & 0xFE) << 8) | (p[2] & 0x0C);
     return 1;
 }
@@ -71,6 +74,9 @@ static int parse_adts(const unsigned char *p, size_t n, mpeg_frame_t *f)
     f->kind = MPEG_KIND_ADTS;
     f->len = len;
     f->samplerate = adts_rates[sf];
+    f->samples = 1024u * ((p[6] & 3) + 1u); /* raw data blocks in the frame */
+    f->payload = len - head;
+    f->kbps = 0;
     f->key = 0x10000u | ((uint32_t)(p[2] & 0xFD) << 8) | (p[3] & 0xC0);
     return 1;
 }
@@ -120,6 +126,36 @@ void mpeg_sync_mark(mpeg_sync_t *s, uint64_t offset)
     s->mark_ok = s->mode == MPEG_SYNC_LOCKED && s->confirmed == offset;
 }
 
+/* A locked frame counts toward the bitrate. */
+static void rate_count(mpeg_sync_t *s, const mpeg_frame_t *f)
+{
+    if (f->key != s->rate_key || s->rate_samples == 0) {
+        s->rate_key = f->key;
+        s->rate_samplerate = f->samplerate;
+        s->rate_bytes = s->rate_samples = 0;
+        s->rate_kbps = f->kbps;
+    }
+    if (f->kbps != s->rate_kbps)
+        s->rate_kbps = 0;
+    s->rate_bytes += f->payload;
+    s->rate_samples += f->samples;
+}
+
+unsigned mpeg_sync_rate_seconds(const mpeg_sync_t *s)
+{
+    return s->rate_samplerate ? (unsigned)(s->rate_samples / s->rate_samplerate) : 0;
+}
+
+unsigned mpeg_sync_kbps(const mpeg_sync_t *s)
+{
+    if (mpeg_sync_rate_seconds(s) < 1)
+        return 0;
+    if (s->rate_kbps)
+        return s->rate_kbps;
+    uint64_t bits_per_s = s->rate_bytes * 8 * s->rate_samplerate / s->rate_samples;
+    return (unsigned)((bits_per_s + 500) / 1000);
+}
+
 /* The header in s->hdr was judged: follow the frame or start searching again. */
 static void header_done(mpeg_sync_t *s, int valid, const mpeg_frame_t *f)
 {
@@ -133,6 +169,7 @@ static void header_done(mpeg_sync_t *s, int valid, const mpeg_frame_t *f)
         if (s->mode != MPEG_SYNC_LOCKED && s->run >= MPEG_LOCK_FRAMES)
             s->mode = MPEG_SYNC_LOCKED;
         if (s->mode == MPEG_SYNC_LOCKED) {
+            rate_count(s, f);
             s->confirmed = s->frame_start;
             if (s->frame_start == s->mark)
                 s->mark_ok = 1;

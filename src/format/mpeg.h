@@ -8,6 +8,9 @@
  * version, layer and sample rate (ADTS: profile, rate, channels), and loses the lock on a
  * header that is not where the previous frame said. It never copies or changes the bytes.
  * Free-format MPEG (bitrate index 0) is not followed: such a stream never locks.
+ * While locked it also measures the stream's bitrate (mpeg_sync_kbps): the frames' own bitrate
+ * while every frame names the same one (CBR MP3), else the average over the stream so far
+ * (VBR MP3; AAC, whose ADTS headers name none, counted without the ADTS headers).
  */
 #ifndef RIMECAST_MPEG_H
 #define RIMECAST_MPEG_H
@@ -26,6 +29,9 @@ typedef struct mpeg_frame {
     uint32_t len;    /* whole frame, header included */
     uint32_t key;    /* what must stay the same from frame to frame */
     uint32_t samplerate;
+    uint32_t samples;   /* audio samples per channel the frame decodes to */
+    uint32_t payload;   /* bytes that count toward the bitrate (ADTS: without its header) */
+    uint16_t kbps;      /* MPEG audio: the header's bitrate; ADTS: 0 (none named) */
 } mpeg_frame_t;
 
 /* Reads the header at p (n bytes available). Returns 1 and fills *f for a valid header,
@@ -59,6 +65,10 @@ typedef struct mpeg_sync {
     uint64_t run_start;  /* where the first header of that run starts */
     unsigned char hdr[10];
     unsigned have;
+    /* bitrate of the locked frames (reset when the frames' key changes) */
+    uint32_t rate_key, rate_samplerate;
+    uint64_t rate_bytes, rate_samples;
+    uint16_t rate_kbps;  /* the bitrate every frame named so far; 0 when they differ (VBR) */
 } mpeg_sync_t;
 
 void mpeg_sync_init(mpeg_sync_t *s);
@@ -66,5 +76,10 @@ void mpeg_sync_init(mpeg_sync_t *s);
 void mpeg_sync_feed(mpeg_sync_t *s, const unsigned char *p, size_t n);
 /* The owner's block now starts at offset: mark_ok tells later whether a frame starts there. */
 void mpeg_sync_mark(mpeg_sync_t *s, uint64_t offset);
+/* The stream's bitrate in kbit/s, rounded: the one every locked frame named (CBR MP3), else the
+ * average of the locked frames so far (VBR MP3, AAC). 0 until a second of audio was followed. */
+unsigned mpeg_sync_kbps(const mpeg_sync_t *s);
+/* Seconds of audio the bitrate was measured over (whole seconds). */
+unsigned mpeg_sync_rate_seconds(const mpeg_sync_t *s);
 
 #endif

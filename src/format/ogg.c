@@ -7,6 +7,12 @@
  * may start. A BOS page after data starts a new group (a chained stream): its header pages are
  * also emitted inline so that listeners already playing continue. Garbage and corrupt pages are
  * skipped with one log line per incident. Owns its libogg state; never decodes audio.
+ * A metadata update (set_meta) is carried into a single-stream Vorbis, Opus or FLAC group as a
+ * chain link of our own at the next page a listener may start on: an empty EOS page ends the
+ * link playing, the kept header packets go out again under a new serial with the comment
+ * packet rewritten (ogg_comment.c), inline and as the headers for new listeners, and the
+ * source's pages go on relabelled (serial, sequence, granule positions from 0) until the
+ * source starts a group of its own.
  */
 #include "format/format.h"
 #include "format/ogg_codec.h"
@@ -25,6 +31,7 @@
 #define OGG_GARBAGE_LOG_AFTER 65536   /* log a long garbage run without waiting for its end */
 #define OGG_GROUP_TAGS_MAX 32
 #define OGG_FLUSH_RESCANS 16          /* false capture patterns looked past at end of stream */
+#define OGG_KEPT_MAX 32               /* header packets kept for metadata updates */
 
 typedef struct ogg_lstream {
     uint32_t serial;
@@ -51,6 +58,18 @@ typedef struct ogg_state {
     uint64_t offset;    /* source bytes consumed by page sync, for log lines */
     int in_garbage, garbage_logged, garbage_corrupt, orphan_logged, overflow_logged;
     uint64_t garbage_start, garbage_bytes;
+    /* metadata updates (see the file header) */
+    ogg_head_packet_t kept[OGG_KEPT_MAX]; /* header packets of a one-stream group (malloc'd) */
+    int nkept, kept_all;   /* kept_all: every header packet of the group is in kept */
+    int upd_pending;       /* set_meta came: carry it at the next start page */
+    char *upd_title, *upd_artist;
+    int relinked;          /* the group's pages go out relabelled as our link */
+    uint32_t out_serial, out_seq, links;
+    int64_t base;          /* subtracted from the source's granule positions while relinked */
+    int64_t src_granule;   /* the last granule position of the source's pages, -1 none */
+    int64_t out_granule;   /* the last granule position that went out */
+    uint32_t src_seq;      /* the sequence number of the source's last page */
+    int meta_logged;
 } ogg_state_t;
 
 static void ogg_logf(ogg_state_t *st, int level, const char *fmt, ...)
@@ -124,8 +143,9 @@ static int kate_header_packet(ogg_codec_stream_t *s, const unsigned char *p, siz
 }
 
 static const ogg_codec_ops_t ogg_skeleton_ops = {"Skeleton", skeleton_bos_matches,
-                                                 skeleton_header_packet, NULL};
-static const ogg_codec_ops_t ogg_kate_ops = {"Kate", kate_bos_matches, kate_header_packet, NULL};
+                                                 skeleton_header_packet, NULL, NULL};
+static const ogg_codec_ops_t ogg_kate_ops = {"Kate", kate_bos_matches, kate_header_packet, NULL,
+                                             NULL};
 
 static const ogg_codec_ops_t *const ogg_codecs[] = {
     &ogg_vorbis_ops, &ogg_opus_ops, &ogg_flac_ops,     &ogg_theora_ops,
@@ -160,6 +180,31 @@ static int ogg_all_headers_done(const ogg_state_t *st)
     return 1;
 }
 
+static void ogg_forget_kept(ogg_state_t *st)
+{
+    for (int i = 0; i < st->nkept; i++)
+        free((void *)st->kept[i].data);
+    st->nkept = 0;
+    st->kept_all = 1;
+}
+
+/* Keeps a header packet of a one-stream group for the links metadata updates make. */
+static void ogg_keep_packet(ogg_state_t *st, const ogg_packet *op)
+{
+    if (st->nstreams != 1 || !st->kept_all)
+        return;
+    unsigned char *copy = NULL;
+    if (st->nkept < OGG_KEPT_MAX)
+        copy = malloc(op->bytes > 0 ? (size_t)op->bytes : 1);
+    if (!copy) {
+        st->kept_all = 0;
+        return;
+    }
+    memcpy(copy, op->packet, (size_t)op->bytes);
+    st->kept[st->nkept].data = copy;
+    st->kept[st->nkept++].len = (size_t)op->bytes;
+}
+
 /* Forgets the current group: a new BOS page starts another one. Tags of the old group are
  * withdrawn; the new group's tags_done() follows when its headers are complete. */
 static void ogg_group_start(ogg_state_t *st)
@@ -174,6 +219,12 @@ static void ogg_group_start(ogg_state_t *st)
         if (st->f->sink.set_tag)
             st->f->sink.set_tag(st->f->sink.ctx, st->tags[i], NULL);
     st->ntags = 0;
+    ogg_forget_kept(st);
+    /* the source's own link replaces ours, and its comments what an update not yet carried
+     * said (the stats show its tags from now on) */
+    st->relinked = 0;
+    st->upd_pending = 0;
+    st->src_granule = -1;
     st->hdr_len = 0;
     st->group_open = 1;
     st->headers_sent = 0;
@@ -298,8 +349,12 @@ static int ogg_bos_page(ogg_state_t *st, ogg_page *pg)
     ogg_packet op;
     if (ogg_stream_pagein(&ls->os, pg) != 0 || ogg_stream_packetout(&ls->os, &op) != 1) {
         ogg_logf(st, LOG_WARN, "Ogg: BOS page of stream %u holds no complete packet", serial);
+        st->kept_all = 0;
     } else {
         ogg_identify(st, ls, &op);
+        if (st->nstreams > 1)
+            st->kept_all = 0; /* updates are carried into one-stream groups only */
+        ogg_keep_packet(st, &op);
         if (ls->codec.ops) {
             int r = ls->codec.ops->header_packet(&ls->codec, op.packet, (size_t)op.bytes);
             ls->codec.packets = 1;
@@ -317,7 +372,7 @@ static int ogg_bos_page(ogg_state_t *st, ogg_page *pg)
 /* Feeds a page of a stream still in its headers to the codec. Returns 1 if the page belongs to
  * the headers: its first packet completed on it is a header, or no packet completes on it (the
  * middle of a long header packet). The stream's EOS ends its headers too. */
-static int ogg_feed_headers(ogg_lstream_t *ls, ogg_page *pg)
+static int ogg_feed_headers(ogg_state_t *st, ogg_lstream_t *ls, ogg_page *pg)
 {
     int header = 1, first = 1;
     ogg_packet op;
@@ -326,14 +381,17 @@ static int ogg_feed_headers(ogg_lstream_t *ls, ogg_page *pg)
         int r = ogg_stream_packetout(&ls->os, &op);
         if (r == 0)
             break;
-        if (r < 0)
-            continue; /* a hole: pages were lost */
+        if (r < 0) {
+            st->kept_all = 0; /* a hole: pages were lost, so were header packets */
+            continue;
+        }
         int h = ls->codec.ops->header_packet(&ls->codec, op.packet, (size_t)op.bytes);
         if (h == OGG_HDR_NOT) {
             header = !first;
             ogg_lstream_headers_done(ls);
             break;
         }
+        ogg_keep_packet(st, &op);
         first = 0;
         ls->codec.packets++;
         if (h == OGG_HDR_DONE)
@@ -344,32 +402,148 @@ static int ogg_feed_headers(ogg_lstream_t *ls, ogg_page *pg)
     return header;
 }
 
+/* ---- metadata updates carried into the stream ---- */
+
+static void ogg_emit_copy(ogg_state_t *st, const unsigned char *p, size_t n, uint32_t flags,
+                          int *rc)
+{
+    block_t *b = *rc == 0 ? block_new_copy(p, n) : NULL;
+    if (!b) {
+        *rc = -ENOMEM;
+        return;
+    }
+    b->flags = flags;
+    st->f->sink.emit(st->f->sink.ctx, b);
+}
+
+/* The kept header packets with the comment packet rewritten: fills pk, returns the index of
+ * the rewritten packet (its data malloc'd), or -1 when the group cannot carry the update. */
+static int ogg_new_head(ogg_state_t *st, ogg_head_packet_t *pk)
+{
+    const ogg_codec_ops_t *ops = st->nstreams == 1 ? st->streams[0].codec.ops : NULL;
+    if (!ops || !ops->comment_rewrite || !st->kept_all || st->nkept == 0)
+        return -1;
+    int at = -1;
+    for (int i = 0; i < st->nkept; i++) {
+        pk[i] = st->kept[i];
+        unsigned char *out;
+        size_t len;
+        int r = at < 0 ? ops->comment_rewrite(st->kept[i].data, st->kept[i].len, st->upd_title,
+                                               st->upd_artist, &out, &len) : 0;
+        if (r < 0)
+            return -1;
+        if (r == 1) {
+            pk[i].data = out;
+            pk[i].len = len;
+            at = i;
+        }
+    }
+    return at;
+}
+
+/* Ends the link playing with an EOS page and starts ours: the header pages under a new serial,
+ * inline for listeners playing and as the headers of new listeners. */
+static int ogg_relink(ogg_state_t *st, const ogg_lstream_t *ls)
+{
+    ogg_head_packet_t pk[OGG_KEPT_MAX];
+    st->upd_pending = 0;
+    int at = ogg_new_head(st, pk);
+    if (at < 0) {
+        if (!st->meta_logged)
+            ogg_logf(st, LOG_WARN, "Ogg: metadata updates are not carried into this stream "
+                     "(%s): listeners keep the stream's own comments",
+                     st->nstreams != 1 ? "several logical streams" : "its codec's comments");
+        st->meta_logged = 1;
+        return 0;
+    }
+    uint32_t serial = ls->serial ^ (0x9E3779B9u * (++st->links));
+    if (serial == ls->serial || (st->relinked && serial == st->out_serial))
+        serial++;
+    int pages, rc = 0;
+    block_t *head = ogg_head_pages(serial, pk, st->nkept, &pages);
+    free((void *)pk[at].data);
+    if (!head)
+        return -ENOMEM;
+    head->flags = BLOCK_HEADER;
+    unsigned char eos[OGG_EOS_PAGE_LEN];
+    if (st->relinked)
+        ogg_eos_page(eos, st->out_serial, st->out_seq, st->out_granule);
+    else
+        ogg_eos_page(eos, ls->serial, st->src_seq + 1, st->src_granule < 0 ? 0 : st->src_granule);
+    ogg_emit_copy(st, eos, sizeof(eos), 0, &rc);
+    ogg_emit_copy(st, head->data, head->len, BLOCK_HEADER, &rc);
+    if (rc < 0) {
+        block_unref(head);
+        return rc;
+    }
+    st->f->sink.set_headers(st->f->sink.ctx, head);
+    st->relinked = 1;
+    st->out_serial = serial;
+    st->out_seq = (uint32_t)pages;
+    st->base = st->src_granule < 0 ? 0 : st->src_granule;
+    st->out_granule = 0;
+    ogg_logf(st, LOG_INFO, "Ogg: metadata update carried into the stream as a new chain link "
+             "(serial %u)", serial);
+    return 0;
+}
+
+/* A source page of a relinked group goes out as a page of our link. */
+static void ogg_relabel(ogg_state_t *st, block_t *b, const ogg_page *pg)
+{
+    int64_t g = ogg_page_granulepos(pg);
+    if (g != -1) {
+        g = g > st->base ? g - st->base : 0;
+        st->out_granule = g;
+    }
+    ogg_page_relabel(b->data, (size_t)pg->header_len, (size_t)pg->body_len, st->out_serial,
+                     st->out_seq++, g, pg->header[5] & ~0x02);
+}
+
 static int ogg_emit_data(ogg_state_t *st, ogg_lstream_t *ls, const ogg_page *pg)
 {
     size_t n = (size_t)pg->header_len + (size_t)pg->body_len;
-    block_t *b = block_new(n);
-    if (!b)
-        return -ENOMEM;
-    memcpy(b->data, pg->header, (size_t)pg->header_len);
-    memcpy(b->data + pg->header_len, pg->body, (size_t)pg->body_len);
-    b->len = (uint32_t)n;
     int sync;
     if (st->has_video)
         sync = ls->codec.ops && ls->codec.ops->page_is_sync &&
                ls->codec.ops->page_is_sync(&ls->codec, pg);
     else
         sync = !ogg_page_continued(pg) && pg->header[26] > 0;
+    if (st->upd_pending && sync) {
+        int rc = ogg_relink(st, ls);
+        if (rc < 0)
+            return rc;
+    }
+    block_t *b = block_new(n);
+    if (!b)
+        return -ENOMEM;
+    memcpy(b->data, pg->header, (size_t)pg->header_len);
+    memcpy(b->data + pg->header_len, pg->body, (size_t)pg->body_len);
+    b->len = (uint32_t)n;
+    if (st->relinked)
+        ogg_relabel(st, b, pg);
+    if (ogg_page_granulepos(pg) != -1)
+        st->src_granule = ogg_page_granulepos(pg);
     b->flags = sync ? BLOCK_SYNC : 0;
     st->emitted_data = 1;
     st->f->sink.emit(st->f->sink.ctx, b);
     return 0;
 }
 
+static void ogg_set_meta(format_t *f, const char *title, const char *artist)
+{
+    ogg_state_t *st = f->state;
+    free(st->upd_title);
+    free(st->upd_artist);
+    st->upd_title = title ? strdup(title) : NULL;
+    st->upd_artist = artist ? strdup(artist) : NULL;
+    st->upd_pending = (!title || st->upd_title) && (!artist || st->upd_artist);
+}
+
 /* A page while the group's headers are incomplete: header pages (and, in a badly ordered
  * multiplex, early data pages of streams already done) are kept for new listeners. */
 static int ogg_header_phase_page(ogg_state_t *st, ogg_lstream_t *ls, ogg_page *pg)
 {
-    int header = ls->hdr_done ? 0 : ogg_feed_headers(ls, pg);
+    int header = ls->hdr_done ? 0 : ogg_feed_headers(st, ls, pg);
     int done = ogg_all_headers_done(st);
     int rc;
     if (header || !done) {
@@ -397,9 +571,9 @@ static int ogg_page_in(ogg_state_t *st, ogg_page *pg)
     }
     st->orphan_logged = 0;
     st->group_open = 0;
-    if (!st->headers_sent)
-        return ogg_header_phase_page(st, ls, pg);
-    return ogg_emit_data(st, ls, pg);
+    int rc = st->headers_sent ? ogg_emit_data(st, ls, pg) : ogg_header_phase_page(st, ls, pg);
+    st->src_seq = (uint32_t)ogg_page_pageno(pg); /* an EOS page of ours would follow it */
+    return rc;
 }
 
 /* ---- sync and garbage ---- */
@@ -541,6 +715,8 @@ static int ogg_init(format_t *f)
         return -ENOMEM;
     st->f = f;
     st->group_open = 1;
+    st->kept_all = 1;
+    st->src_granule = -1;
     ogg_sync_init(&st->sync);
     f->state = st;
     return 0;
@@ -554,6 +730,9 @@ static void ogg_destroy(format_t *f)
     for (int i = 0; i < st->nstreams; i++)
         ogg_lstream_headers_done(&st->streams[i]);
     ogg_sync_clear(&st->sync);
+    ogg_forget_kept(st);
+    free(st->upd_title);
+    free(st->upd_artist);
     free(st->hdr);
     free(st);
     f->state = NULL;
@@ -565,4 +744,5 @@ const format_ops_t format_ogg_ops = {
     .ingest = ogg_ingest,
     .flush = ogg_flush,
     .destroy = ogg_destroy,
+    .set_meta = ogg_set_meta,
 };

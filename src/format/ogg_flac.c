@@ -9,6 +9,7 @@
 #include "format/ogg_codec.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/log.h"
@@ -58,9 +59,32 @@ static int flac_header_packet(ogg_codec_stream_t *s, const unsigned char *p, siz
     return OGG_HDR_MORE;
 }
 
+/* The VORBIS_COMMENT metadata block: its 24-bit length follows the new structure. */
+static int flac_comment_rewrite(const unsigned char *p, size_t len, const char *title,
+                                const char *artist, unsigned char **out, size_t *outlen)
+{
+    if (len < 4 || (p[0] & 0x7F) != FLAC_TYPE_VORBIS_COMMENT)
+        return 0;
+    size_t body = ogg_codec_be(p + 1, 3);
+    if (body > len - 4)
+        return -1;
+    if (ogg_comment_packet(p, 4 + body, 4, title, artist, out, outlen) < 0)
+        return -1;
+    size_t n = *outlen - 4;
+    if (n >= 1u << 24) {
+        free(*out);
+        return -1;
+    }
+    (*out)[1] = (unsigned char)(n >> 16);
+    (*out)[2] = (unsigned char)(n >> 8);
+    (*out)[3] = (unsigned char)n;
+    return 1;
+}
+
 const ogg_codec_ops_t ogg_flac_ops = {
     .name = "FLAC",
     .bos_matches = flac_bos_matches,
     .header_packet = flac_header_packet,
     .page_is_sync = NULL,
+    .comment_rewrite = flac_comment_rewrite,
 };

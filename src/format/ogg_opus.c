@@ -47,9 +47,18 @@ static int opus_header_packet(ogg_codec_stream_t *s, const unsigned char *p, siz
     return OGG_HDR_DONE;
 }
 
+static int opus_comment_rewrite(const unsigned char *p, size_t len, const char *title,
+                                const char *artist, unsigned char **out, size_t *outlen)
+{
+    if (len < 8 || memcmp(p, "OpusTags", 8) != 0)
+        return 0;
+    return ogg_comment_packet(p, len, 8, title, artist, out, outlen);
+}
+
 const ogg_codec_ops_t ogg_opus_ops = {
     .name = "Opus",
     .bos_matches = opus_bos_matches,
     .header_packet = opus_header_packet,
     .page_is_sync = NULL,
+    .comment_rewrite = opus_comment_rewrite,
 };

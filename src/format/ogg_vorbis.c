@@ -148,9 +148,18 @@ static int vorbis_header_packet(ogg_codec_stream_t *s, const unsigned char *p, s
     return s->packets + 1 >= s->needed ? OGG_HDR_DONE : OGG_HDR_MORE;
 }
 
+static int vorbis_comment_rewrite(const unsigned char *p, size_t len, const char *title,
+                                  const char *artist, unsigned char **out, size_t *outlen)
+{
+    if (len < 7 || p[0] != 0x03 || memcmp(p + 1, "vorbis", 6) != 0)
+        return 0;
+    return ogg_comment_packet(p, len, 7, title, artist, out, outlen);
+}
+
 const ogg_codec_ops_t ogg_vorbis_ops = {
     .name = "Vorbis",
     .bos_matches = vorbis_bos_matches,
     .header_packet = vorbis_header_packet,
     .page_is_sync = NULL,
+    .comment_rewrite = vorbis_comment_rewrite,
 };

@@ -190,6 +190,8 @@ void conn_close(conn_t *c)
     if (c->read_again)
         read_again_remove(c);
     if (c->fd >= 0) {
+        if (c->tls) /* a TLS peer reading to the end gets close_notify, when the socket has room */
+            c->transport->shutdown(c);
         loop_del(w->epfd, c->fd);
         close(c->fd);
         c->fd = -1;
@@ -332,9 +334,16 @@ void conn_discard_input(conn_t *c)
     }
 }
 
+/* The transport's end may wait for room in the socket (see transport_t.shutdown). */
+static void linger_writable(conn_t *c)
+{
+    c->transport->shutdown(c);
+}
+
 static const conn_ops_t linger_ops = {
     .name = "linger",
     .on_readable = conn_discard_input,
+    .on_writable = linger_writable,
 };
 
 const conn_ops_t conn_writing_ops = {

@@ -34,7 +34,10 @@ typedef struct transport {
     const char *name;
     ssize_t (*read)(conn_t *c, void *buf, size_t len);
     ssize_t (*writev)(conn_t *c, const struct iovec *iov, int iovcnt);
-    /* Ends our side of the stream (half-close); reading may go on. */
+    /* Ends our side of the stream (half-close); reading may go on. A transport with bytes of
+     * its own still to send (TLS: a record, close_notify) may not be done when the socket is
+     * full: it is called again when the socket is writable (lingering) and once more by
+     * conn_close; it does nothing once done. */
     void (*shutdown)(conn_t *c);
     /* Frees per-connection transport state; the fd itself is closed by conn_close(). */
     void (*release)(conn_t *c);

@@ -50,7 +50,13 @@ typedef struct tls_conn {
     size_t record;           /* largest plaintext per record (max_fragment_length) */
     size_t unflushed;        /* bytes of an SSL_write that is encrypted but not yet sent */
     int failed;              /* a fatal error: no close_notify (SSL_shutdown) */
+    int shut;                /* TLS_SHUT_*: how far our side's end has gone */
 } tls_conn_t;
+
+/* Our side's end: the record still held, then close_notify, then FIN. When the socket is full
+ * the end waits for it to drain (the linger calls shutdown again on writable); conn_close gives
+ * it one last try. Never a FIN behind half a record: a client would report a broken packet. */
+enum { TLS_SHUT_NONE = 0, TLS_SHUT_WAITING = 1, TLS_SHUT_DONE = 2 };
 
 static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 static SSL_CTX *ctx_current;
@@ -145,6 +151,7 @@ static SSL_CTX *ctx_build(const config_t *cfg, char *err, size_t errlen)
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
     SSL_CTX_set_session_id_context(ctx, (const unsigned char *)"rimecast", 8);
     SSL_CTX_set_num_tickets(ctx, 1);
+    SSL_CTX_set_dh_auto(ctx, 1); /* DHE suites: the built-in group matching the key's size */
     const char *ciphers = cfg->ssl_allowed_ciphers ? cfg->ssl_allowed_ciphers : default_ciphers;
     if (!SSL_CTX_set_cipher_list(ctx, ciphers)) {
         snprintf(err, errlen, "<ssl-allowed-ciphers> \"%s\" names no usable cipher", ciphers);
@@ -516,16 +523,30 @@ static ssize_t ktls_writev(conn_t *c, const struct iovec *iov, int iovcnt)
     return writev(c->fd, iov, iovcnt); /* the kernel makes the records */
 }
 
+/* 1 if the close_notify (and the record before it) must wait for the socket to drain. */
+static int close_notify_blocked(tls_conn_t *t)
+{
+    if (t->unflushed && flush_unflushed(t) < 0)
+        return errno == EAGAIN;
+    ERR_clear_error();
+    errno = 0;
+    int r = SSL_shutdown(t->ssl); /* close_notify; the peer's answer is not waited for */
+    int blocked = r < 0 && SSL_get_error(t->ssl, r) == SSL_ERROR_WANT_WRITE;
+    ERR_clear_error();
+    return blocked;
+}
+
 static void tls_shutdown(conn_t *c)
 {
     tls_conn_t *t = c->transport_data;
-    if (t && t->ssl && !t->failed && SSL_is_init_finished(t->ssl)) {
-        if (!t->unflushed || flush_unflushed(t) == 0) {
-            ERR_clear_error();
-            SSL_shutdown(t->ssl); /* close_notify, best effort: the peer may be gone */
-        }
-        ERR_clear_error();
+    if (t && t->shut == TLS_SHUT_DONE)
+        return;
+    if (t && t->ssl && !t->failed && SSL_is_init_finished(t->ssl) && close_notify_blocked(t)) {
+        t->shut = TLS_SHUT_WAITING;
+        return;
     }
+    if (t)
+        t->shut = TLS_SHUT_DONE;
     shutdown(c->fd, SHUT_WR);
 }
 

@@ -269,6 +269,20 @@ static const char *authenticator(const char *mount)
     return mc && mc->auth ? mc->auth->type : NULL;
 }
 
+const char *stats_bitrate(mount_t *m, char *buf, size_t cap)
+{
+    const mount_info_t *i = mount_info(m);
+    if (i->bitrate)
+        return i->bitrate;
+    char *v = mount_get_tag(m, "audio_bitrate");
+    long bps = v ? strtol(v, NULL, 10) : 0;
+    free(v);
+    if (bps < 1000)
+        return NULL;
+    snprintf(buf, cap, "%ld", (bps + 500) / 1000);
+    return buf;
+}
+
 static void add_source_fields(kvset_t *s, mount_t *m, const conn_t *via, int admin)
 {
     const mount_info_t *i = mount_info(m);
@@ -289,7 +303,7 @@ static void add_source_fields(kvset_t *s, mount_t *m, const conn_t *via, int adm
     kv_add(s, "content-type", i->content_type);
     kv_add(s, "server_url", i->url);
     kv_add(s, "genre", i->genre ? i->genre : "various");
-    kv_add(s, "bitrate", i->bitrate);
+    kv_add(s, "bitrate", stats_bitrate(m, buf, sizeof(buf)));
     kv_addf(s, "public", "%lld", i->public > 0);
     kv_add(s, "subtype", i->subtype);
     kv_add(s, "audio_info", i->audio_info);

@@ -45,6 +45,11 @@ xmlNodePtr stats_add_text(xmlNodePtr parent, const char *name, const char *value
 xmlNodePtr stats_add_number(xmlNodePtr parent, const char *name, long long value);
 /* Valid UTF-8 without XML-invalid control characters (malloc'd), for any client string. */
 char *stats_clean_text(const char *value);
+/* The bitrate (kbit/s) shown for m in the stats and the directory listing: what the source or
+ * the <mount> said (ice-bitrate, icy-br, <bitrate>) when they did, else what the audio shows
+ * (the "audio_bitrate" tag: MP3 and AAC frames, a Vorbis nominal bitrate), rounded, in buf;
+ * NULL when neither. */
+const char *stats_bitrate(mount_t *m, char *buf, size_t cap);
 
 /* "http://<hostname>:<first port><mount>" into buf; for a connection that came over TLS
  * (via->tls), "https://<hostname>:<the port it came to><mount>". via may be NULL. */

@@ -329,6 +329,8 @@ void mount_unref(mount_t *m)
     tags_free(m->tags);
     free(m->fallback_name);
     free(m->relay_url);
+    free(m->stream_title);
+    free(m->stream_artist);
     mount_info_t *cur = atomic_load(&m->info);
     if (cur) {
         mount_info_free(cur);
@@ -550,6 +552,30 @@ char *mount_get_tag(mount_t *m, const char *key)
     char *copy = v ? strdup(v) : NULL;
     pthread_mutex_unlock(&m->lock);
     return copy;
+}
+
+void mount_post_stream_meta(mount_t *m, const char *title, const char *artist)
+{
+    pthread_mutex_lock(&m->lock);
+    free(m->stream_title);
+    free(m->stream_artist);
+    m->stream_title = title ? strdup(title) : NULL;
+    m->stream_artist = artist ? strdup(artist) : NULL;
+    atomic_store(&m->stream_meta_waiting, 1);
+    pthread_mutex_unlock(&m->lock);
+}
+
+int mount_take_stream_meta(mount_t *m, char **title, char **artist)
+{
+    if (!atomic_load_explicit(&m->stream_meta_waiting, memory_order_relaxed))
+        return 0;
+    pthread_mutex_lock(&m->lock);
+    int waiting = atomic_exchange(&m->stream_meta_waiting, 0);
+    *title = m->stream_title;
+    *artist = m->stream_artist;
+    m->stream_title = m->stream_artist = NULL;
+    pthread_mutex_unlock(&m->lock);
+    return waiting;
 }
 
 void mount_update_meta(mount_t *m)

@@ -95,6 +95,10 @@ struct mount {
     /* admin metadata updates in the current second: (monotonic second << 16) | count; the
      * admin layer refuses updates over its per-mount limit (admin/commands.c) */
     atomic_ullong meta_updates;
+    /* a metadata update the stream itself must carry (Ogg comments), under lock until the
+     * source's worker takes it; stream_meta_waiting is read without the lock */
+    char *stream_title, *stream_artist;
+    atomic_int stream_meta_waiting;
 
     mount_t *reg_next;
 };
@@ -171,6 +175,13 @@ void mount_set_tag(mount_t *m, const char *key, const char *value);
 /* Rebuilds the ICY metadata from the "title"/"artist"/"url" tags and writes the resulting title
  * ("artist - title") to the playlist log when it is not empty. */
 void mount_update_meta(mount_t *m);
+/* A metadata update the stream must carry itself (an Ogg source: a new chain link), for the
+ * source's worker to hand to its format handler: title and artist (UTF-8, NULL for none) are
+ * copied; a later update replaces one not yet taken. Thread-safe. */
+void mount_post_stream_meta(mount_t *m, const char *title, const char *artist);
+/* The source's worker: 1 with the waiting update (malloc'd strings, NULL for none, the caller
+ * frees them), or 0 when none waits. */
+int mount_take_stream_meta(mount_t *m, char **title, char **artist);
 /* A reference on the newest block (the live edge): a reader that starts there and follows
  * block->next sees every byte published from now on. */
 block_t *mount_live_edge(mount_t *m);

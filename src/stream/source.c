@@ -237,6 +237,19 @@ static ssize_t source_decode_body(conn_t *c, unsigned char *buf, ssize_t n)
     return -1;
 }
 
+/* A metadata update for the stream itself (/admin/metadata on an Ogg mount) goes to the format
+ * handler before the next bytes: it carries it from the next page a listener may start on. */
+static void source_stream_meta(source_t *s)
+{
+    char *title, *artist;
+    if (!mount_take_stream_meta(s->mount, &title, &artist))
+        return;
+    if (s->fmt->ops->set_meta)
+        s->fmt->ops->set_meta(s->fmt, title, artist);
+    free(title);
+    free(artist);
+}
+
 /* Reads at most SOURCE_READ_BUDGET bytes per readable event, so a source that sends faster
  * than we read cannot hold its worker (other connections, timers, listener passes); what is
  * left is read on the next loop iteration, after the other events (conn_rearm). */
@@ -252,6 +265,7 @@ static void source_on_readable(conn_t *c)
             atomic_fetch_add_explicit(&s->mount->bytes_read, (uint64_t)n, memory_order_relaxed);
             if ((n = source_decode_body(c, read_buf, n)) < 0)
                 return;
+            source_stream_meta(s);
             if (s->fmt->ops->ingest(s->fmt, read_buf, (size_t)n) < 0) {
                 source_end(c, "dropped: format error");
                 return;

@@ -23,6 +23,7 @@
 #include "core/url.h"
 #include "http/fetch.h"
 #include "net/server.h"
+#include "stats/stats.h"
 #include "stream/mount.h"
 
 #define YP_MAX_BACKOFF_S 3600
@@ -239,7 +240,8 @@ static void send_add(yp_entry_t *e, mount_t *m, const directory_conf_t *d, const
     url_form_append(&b, "listenurl", listen);
     url_form_append(&b, "type", i->content_type);
     url_form_append(&b, "stype", i->subtype);
-    url_form_append(&b, "b", i->bitrate);
+    char kbps[24];
+    url_form_append(&b, "b", stats_bitrate(m, kbps, sizeof(kbps)));
     append_audio_info(&b, i->audio_info);
     submit(e, &b, d->yp_url_timeout, 0);
     buf_free(&b);

@@ -319,6 +319,71 @@ static void test_generic_join_midway_starts_at_a_frame(void)
     }
 }
 
+/* Frames with zeroed bodies: MPEG-1 Layer III at 44.1 kHz, the bitrate index given (9 = 128,
+ * 10 = 160 kbit/s), padded or not. Returns the bytes written. */
+static size_t put_mp3_frame(unsigned char *p, unsigned br_idx, int pad)
+{
+    static const unsigned kbps[15] = {0, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224,
+                                      256, 320};
+    size_t len = 144 * kbps[br_idx] * 1000 / 44100 + (size_t)pad;
+    memset(p, 0, len);
+    p[0] = 0xFF;
+    p[1] = 0xFB;
+    p[2] = (unsigned char)(br_idx << 4 | (unsigned)pad << 1);
+    p[3] = 0x00;
+    return len;
+}
+
+/* An ADTS frame (AAC LC, 44.1 kHz, stereo, no CRC) of len bytes, header included. */
+static size_t put_adts_frame(unsigned char *p, size_t len)
+{
+    memset(p, 0, len);
+    p[0] = 0xFF;
+    p[1] = 0xF1;
+    p[2] = 1 << 6 | 4 << 2;
+    p[3] = (unsigned char)(2 << 6 | len >> 11);
+    p[4] = (unsigned char)(len >> 3);
+    p[5] = (unsigned char)((len & 7) << 5 | 0x1F);
+    p[6] = 0xFC;
+    return len;
+}
+
+static unsigned kbps_of(const unsigned char *p, size_t len)
+{
+    mpeg_sync_t s;
+    mpeg_sync_init(&s);
+    mpeg_sync_feed(&s, p, len);
+    return mpeg_sync_kbps(&s);
+}
+
+static void test_bitrate_from_frames(void)
+{
+    static unsigned char buf[200000];
+    size_t n = 0;
+    /* CBR 128k, padded as an encoder does (every frame averages 417.96 bytes) */
+    for (int i = 0; i < 30; i++)
+        n += put_mp3_frame(buf + n, 9, i % 25 != 0);
+    CHECK(kbps_of(buf, n) == 0); /* under a second (30 x 1152 samples) */
+    for (int i = 30; i < 60; i++)
+        n += put_mp3_frame(buf + n, 9, i % 25 != 0);
+    CHECK(kbps_of(buf, n) == 128);
+    /* VBR: half 128k, half 160k frames average 144 (rounded) */
+    n = 0;
+    for (int i = 0; i < 80; i++)
+        n += put_mp3_frame(buf + n, i % 2 ? 10 : 9, 0);
+    unsigned v = kbps_of(buf, n);
+    CHECK(v >= 143 && v <= 144);
+    /* ADTS: 279 bytes of payload per 1024 samples at 44.1 kHz = 96.1 kbit/s; the 7-byte
+     * headers do not count */
+    n = 0;
+    for (int i = 0; i < 60; i++)
+        n += put_adts_frame(buf + n, 7 + 279);
+    CHECK(kbps_of(buf, n) == 96);
+    /* not framed: nothing */
+    memset(buf, 0x55, 100000);
+    CHECK(kbps_of(buf, 100000) == 0);
+}
+
 int main(void)
 {
     RUN(test_headers_each_version_and_layer);
@@ -330,5 +395,6 @@ int main(void)
     RUN(test_generic_drops_an_incomplete_last_frame);
     RUN(test_generic_leading_tag_is_no_start_point);
     RUN(test_generic_join_midway_starts_at_a_frame);
+    RUN(test_bitrate_from_frames);
     return testlib_done();
 }

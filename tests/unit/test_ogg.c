@@ -1025,6 +1025,217 @@ static void test_real_chained_vorbis(void)
     free(b.p);
 }
 
+
+/* ---- metadata updates carried into the stream ---- */
+
+/* The entries of a comment structure, "KEY=value" joined by '|', and its vendor. */
+static void read_comments(const unsigned char *c, size_t len, char *out, size_t cap,
+                          char *vendor, size_t vcap)
+{
+    size_t vlen = ogg_codec_le32(c), pos = 4 + vlen, o = 0;
+    snprintf(vendor, vcap, "%.*s", (int)vlen, (const char *)c + 4);
+    uint32_t count = ogg_codec_le32(c + pos);
+    pos += 4;
+    out[0] = '\0';
+    for (uint32_t i = 0; i < count && pos + 4 <= len; i++) {
+        size_t n = ogg_codec_le32(c + pos);
+        o += (size_t)snprintf(out + o, cap - o, "%s%.*s", i ? "|" : "", (int)n,
+                              (const char *)c + pos + 4);
+        pos += 4 + n;
+    }
+    CHECK(pos == len);
+}
+
+static void test_comment_writer(void)
+{
+    unsigned char in[512], out[1024];
+    char got[512], vendor[64];
+    const char *const t[] = {"TITLE=Old", "Artist=Old Band", "ENCODER=x", "title=again",
+                             "ARTISTS=kept", NULL};
+    size_t n = comments(in, t), used;
+    long w = ogg_comment_write(out, in, n, "New \xc3\xa9", "Band", &used);
+    CHECK(w > 0 && used == n);
+    read_comments(out, (size_t)w, got, sizeof(got), vendor, sizeof(vendor));
+    CHECK_STR(vendor, "vendor");
+    CHECK_STR(got, "ENCODER=x|ARTISTS=kept|TITLE=New \xc3\xa9|ARTIST=Band");
+    CHECK((size_t)w <= n + ogg_comment_extra("New \xc3\xa9", "Band"));
+    /* a song alone: TITLE only; nothing given: the other comments only */
+    w = ogg_comment_write(out, in, n, "Song", NULL, &used);
+    read_comments(out, (size_t)w, got, sizeof(got), vendor, sizeof(vendor));
+    CHECK_STR(got, "ENCODER=x|ARTISTS=kept|TITLE=Song");
+    w = ogg_comment_write(out, in, n, "", NULL, &used);
+    read_comments(out, (size_t)w, got, sizeof(got), vendor, sizeof(vendor));
+    CHECK_STR(got, "ENCODER=x|ARTISTS=kept");
+    /* bytes after the structure are not its own */
+    in[n] = 1;
+    CHECK(ogg_comment_write(out, in, n + 1, "A", "B", &used) > 0 && used == n);
+    /* malformed: an entry past the end, a vendor past the end, too short */
+    CHECK(ogg_comment_write(out, in, n - 1, "A", "B", &used) == -1);
+    unsigned char bad[12] = {200, 0, 0, 0};
+    CHECK(ogg_comment_write(out, bad, sizeof(bad), "A", NULL, &used) == -1);
+    CHECK(ogg_comment_write(out, in, 7, "A", NULL, &used) == -1);
+}
+
+static void test_codec_comment_packets_rewritten(void)
+{
+    const char *const t[] = {"TITLE=Old", "ALBUM=Al", NULL};
+    unsigned char p[512], *out;
+    size_t n, len;
+    char got[256], vendor[64];
+    /* Vorbis: the framing bit after the structure stays */
+    memcpy(p, "\x03vorbis", 7);
+    n = 7 + comments(p + 7, t);
+    p[n++] = 1;
+    CHECK(ogg_vorbis_ops.comment_rewrite(p, n, "New", "Band", &out, &len) == 1);
+    CHECK(memcmp(out, "\x03vorbis", 7) == 0 && out[len - 1] == 1);
+    read_comments(out + 7, len - 8, got, sizeof(got), vendor, sizeof(vendor));
+    CHECK_STR(got, "ALBUM=Al|TITLE=New|ARTIST=Band");
+    free(out);
+    CHECK(ogg_vorbis_ops.comment_rewrite((const unsigned char *)"\x05vorbis", 7, "x", NULL, &out,
+                                         &len) == 0);
+    /* Opus: binary data after the structure stays */
+    memcpy(p, "OpusTags", 8);
+    n = 8 + comments(p + 8, t);
+    memcpy(p + n, "\x01\x02\x03", 3);
+    n += 3;
+    CHECK(ogg_opus_ops.comment_rewrite(p, n, "New", NULL, &out, &len) == 1);
+    CHECK(memcmp(out, "OpusTags", 8) == 0 && memcmp(out + len - 3, "\x01\x02\x03", 3) == 0);
+    read_comments(out + 8, len - 11, got, sizeof(got), vendor, sizeof(vendor));
+    CHECK_STR(got, "ALBUM=Al|TITLE=New");
+    free(out);
+    /* FLAC: the block's length follows, its last-block flag stays; other blocks untouched */
+    n = comments(p + 4, t);
+    p[0] = 0x84, p[1] = 0, p[2] = (unsigned char)(n >> 8), p[3] = (unsigned char)n;
+    CHECK(ogg_flac_ops.comment_rewrite(p, n + 4, "Longer New Title", "B", &out, &len) == 1);
+    CHECK(out[0] == 0x84 && ogg_codec_be(out + 1, 3) == len - 4);
+    read_comments(out + 4, len - 4, got, sizeof(got), vendor, sizeof(vendor));
+    CHECK_STR(got, "ALBUM=Al|TITLE=Longer New Title|ARTIST=B");
+    free(out);
+    p[0] = 0x81; /* PADDING */
+    CHECK(ogg_flac_ops.comment_rewrite(p, n + 4, "x", NULL, &out, &len) == 0);
+    p[0] = 0x04, p[3] = (unsigned char)(n + 9); /* a length past the packet */
+    CHECK(ogg_flac_ops.comment_rewrite(p, n + 4, "x", NULL, &out, &len) == -1);
+}
+
+/* Every page of data[0..len) has a right CRC (libogg finds them all), in order; returns the
+ * pages found. */
+static int count_good_pages(const unsigned char *data, size_t len)
+{
+    ogg_sync_state sy;
+    ogg_sync_init(&sy);
+    char *b = ogg_sync_buffer(&sy, (long)len);
+    memcpy(b, data, len);
+    ogg_sync_wrote(&sy, (long)len);
+    ogg_page pg;
+    int pages = 0;
+    long r;
+    while ((r = ogg_sync_pageseek(&sy, &pg)) != 0) {
+        if (r < 0) {
+            pages = -1;
+            break;
+        }
+        pages++;
+    }
+    ogg_sync_clear(&sy);
+    return pages;
+}
+
+static void test_metadata_update_starts_a_chain_link(void)
+{
+    buf_t in = {0};
+    make_vorbis(&in, 11, "First Song", 10);
+    size_t half = page_offset(&in, 6) + 5; /* 4 audio pages, and a bit of the fifth */
+    rec_t r;
+    memset(&r, 0, sizeof(r));
+    format_sink_t sink = {&r, rec_emit, rec_set_headers, rec_set_tag, rec_tags_done, rec_log};
+    format_t *f = format_new(&format_ogg_ops, &sink);
+    CHECK(f->ops->ingest(f, in.p, half) == 0);
+    CHECK(r.nblocks == 4 && r.nheaders == 1);
+    f->ops->set_meta(f, "New Song", "New Band");
+    CHECK(f->ops->ingest(f, in.p + half, in.len - half) == 0);
+    f->ops->flush(f);
+    format_free(f);
+    /* 4 pages, the EOS page, the new head, the 6 pages left relabelled */
+    CHECK(r.nblocks == 12);
+    if (r.nblocks != 12)
+        goto out;
+    const rec_block_t *eos = &r.blocks[4], *head = &r.blocks[5];
+    CHECK(eos->len == 27 && eos->data[5] == 0x04 && eos->data[26] == 0);
+    CHECK(ogg_codec_le32(eos->data + 14) == 11 && ogg_codec_le32(eos->data + 18) == 6);
+    CHECK(memcmp(eos->data + 6, r.blocks[3].data + 6, 8) == 0); /* the last granule again */
+    CHECK(head->flags == BLOCK_HEADER && eos->flags == 0);
+    CHECK(r.nheaders == 2 && r.headers_at[1] == 6);
+    CHECK(r.hdr_copy_len[1] == head->len && memcmp(r.hdr_copy[1], head->data, head->len) == 0);
+    uint32_t serial = ogg_codec_le32(head->data + 14);
+    CHECK(serial != 11 && head->data[5] == 0x02);
+    CHECK(r.blocks[6].flags == BLOCK_SYNC);
+    for (size_t i = 6; i < 12; i++) {
+        const unsigned char *pg = r.blocks[i].data;
+        CHECK(ogg_codec_le32(pg + 14) == serial && ogg_codec_le32(pg + 18) == 3 + (i - 6));
+        int64_t g = 0;
+        for (int k = 7; k >= 0; k--)
+            g = g << 8 | pg[6 + k];
+        CHECK(g == (int64_t)(i - 5) * 3 * 1024); /* 12 x 1024 subtracted */
+    }
+    /* every page checks out; the new head's comments name the update, others kept */
+    buf_t all = {0};
+    for (size_t i = 0; i < r.nblocks; i++)
+        buf_add(&all, r.blocks[i].data, r.blocks[i].len);
+    CHECK(count_good_pages(all.p, all.len) == 4 + 1 + 3 + 6);
+    rec_t again;
+    run_ogg(&again, head->data, head->len, 0);
+    CHECK_STR(rec_tag(&again, "title"), "New Song");
+    CHECK_STR(rec_tag(&again, "artist"), "New Band");
+    CHECK(again.warnings == 0 && again.nheaders == 1);
+    rec_free(&again);
+    free(all.p);
+out:
+    rec_free(&r);
+    free(in.p);
+}
+
+static void test_metadata_update_not_carried_by_a_mux(void)
+{
+    /* two logical streams: logged once, the stream goes on untouched */
+    const char *const t[] = {"TITLE=x", NULL};
+    buf_t mux = {0};
+    writer_t v, o;
+    w_init(&v, &mux, 21);
+    w_init(&o, &mux, 22);
+    unsigned char id[64], head[19] = "OpusHead\x01\x02\x38\x01\x80\xbb\0\0\0\0\0";
+    w_packet(&v, id, vorbis_id(id), 0, 0, 1);
+    w_packet(&o, head, sizeof(head), 0, 0, 1);
+    unsigned char c[256];
+    memcpy(c, "\x03vorbis", 7);
+    size_t n = 7 + comments(c + 7, t);
+    c[n++] = 1;
+    w_packet(&v, c, n, 0, 0, 0);
+    memcpy(c, "\x05vorbis", 7);
+    w_packet(&v, c, 7, 0, 0, 1);
+    memcpy(c, "OpusTags", 8);
+    w_packet(&o, c, 8 + comments(c + 8, t), 0, 0, 1);
+    audio_pages(&v, 6, 0);
+    ogg_stream_clear(&v.os);
+    ogg_stream_clear(&o.os);
+    rec_t r;
+    memset(&r, 0, sizeof(r));
+    format_sink_t sink = {&r, rec_emit, rec_set_headers, rec_set_tag, rec_tags_done, rec_log};
+    format_t *f = format_new(&format_ogg_ops, &sink);
+    size_t half = page_offset(&mux, 7);
+    CHECK(f->ops->ingest(f, mux.p, half) == 0);
+    f->ops->set_meta(f, "New", NULL);
+    CHECK(f->ops->ingest(f, mux.p + half, mux.len - half) == 0);
+    format_free(f);
+    CHECK(r.nheaders == 1 && r.warnings == 1);
+    CHECK(strstr(r.lastlog, "not carried") != NULL);
+    size_t total = r.headers_len;
+    for (size_t i = 0; i < r.nblocks; i++)
+        total += r.blocks[i].len;
+    CHECK(total == mux.len);
+    rec_free(&r);
+    free(mux.p);
+}
+
 int main(void)
 {
     const char *base = getenv("TMPDIR");
@@ -1051,6 +1262,10 @@ int main(void)
     RUN(test_real_codecs_decode_from_any_sync);
     RUN(test_real_theora_vorbis_mux);
     RUN(test_real_chained_vorbis);
+    RUN(test_comment_writer);
+    RUN(test_codec_comment_packets_rewritten);
+    RUN(test_metadata_update_starts_a_chain_link);
+    RUN(test_metadata_update_not_carried_by_a_mux);
     char cmd[160];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
     if (system(cmd) != 0)

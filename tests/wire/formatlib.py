@@ -426,6 +426,18 @@ def assert_ogg_links_whole(check, ended_with_eos=0):
                     "link %d, stream %d ends without its EOS page: %r" % (g, serial, last)
 
 
+def chain_progress(data):
+    """(groups, audio pages of the last group) of a capture; (0, 0) if it does not parse."""
+    try:
+        chk = OggCheck(data)
+    except AssertionError:
+        return 0, 0
+    first = chk.first_audio_page[-1]
+    if first is None:
+        return len(chk.groups), 0
+    return len(chk.groups), sum(1 for p in chk.pages if p.offset >= first.offset)
+
+
 def trim_capture(codec, data):
     """What a listener got, without the incomplete end where the capture was cut."""
     if codec == "mp3":

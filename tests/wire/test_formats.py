@@ -148,18 +148,6 @@ def test_ogg_audio_info_from_the_codec_headers(encoders, codec):
 CHAIN_TITLES = ("First Tone", "Second Tone")
 
 
-def chain_progress(data):
-    """(groups, audio pages of the last group) of a capture; (0, 0) if it does not parse."""
-    try:
-        chk = fl.OggCheck(data)
-    except AssertionError:
-        return 0, 0
-    first = chk.first_audio_page[-1]
-    if first is None:
-        return len(chk.groups), 0
-    return len(chk.groups), sum(1 for p in chk.pages if p.offset >= first.offset)
-
-
 @needs_tools
 @pytest.mark.slow
 @pytest.mark.skipif(fl.EZSTREAM is None, reason="ezstream not installed")
@@ -178,7 +166,7 @@ def test_ezstream_chained_ogg_decodes_at_every_join_time(server, workdir):
         assert first.open().status == 200
         lis.append(first)
         fl.wait_title(srv, "/chain.ogg", CHAIN_TITLES[0], timeout=5)
-        wirelib.wait_until(lambda: chain_progress(first.snapshot())[1] >= 1, 5, "audio")
+        wirelib.wait_until(lambda: fl.chain_progress(first.snapshot())[1] >= 1, 5, "audio")
         second = srv.listener("/chain.ogg")              # during the first file
         assert second.open().status == 200
         lis.append(second)
@@ -188,11 +176,11 @@ def test_ezstream_chained_ogg_decodes_at_every_join_time(server, workdir):
         lis.append(third)
         # ezstream sends a file's pages by their time stamps: its two audio pages arrive
         # about one and two seconds after its headers
-        wirelib.wait_until(lambda: chain_progress(first.snapshot()) >= (2, 1) and
-                           chain_progress(second.snapshot()) >= (2, 1) and
-                           chain_progress(third.snapshot()) >= (1, 1), 8,
+        wirelib.wait_until(lambda: fl.chain_progress(first.snapshot()) >= (2, 1) and
+                           fl.chain_progress(second.snapshot()) >= (2, 1) and
+                           fl.chain_progress(third.snapshot()) >= (1, 1), 8,
                            lambda: "audio after the switch: %r" % [
-                               chain_progress(x.snapshot()) for x in lis])
+                               fl.chain_progress(x.snapshot()) for x in lis])
         assert ez.poll() is None, "ezstream exited: %s" % ez.stdout.read()
     finally:
         for one in lis:
