@@ -201,6 +201,9 @@ static void url_auth_listener(conn_t *c, const http_request_t *req, const char *
  * serves that name now, as handle_get would have sent it: the mount if live, else an on-demand
  * relay's mount once its relay connected, else the fallback of a mount with no source; else
  * 404 (the source left meanwhile). */
+static void admit_listener(conn_t *c, const http_request_t *req, mount_t *m);
+static int fallback_has_own_auth(const mount_conf_t *asked, const mount_t *fb);
+
 static void listener_verified(conn_t *c, const char *name)
 {
     static const char not_found[] = "The file you requested could not be found";
@@ -216,10 +219,42 @@ static void listener_verified(conn_t *c, const char *name)
         return;
     }
     if ((m = fallback_for_sourceless(name))) {
-        listen_or_overflow(c, req, m, name);
+        if (fallback_has_own_auth(config_find_mount(server_config(), name), m))
+            admit_listener(c, req, m); /* its own authentication too */
+        else
+            listen_or_overflow(c, req, m, name);
         return;
     }
     client_send_error(c, 404, not_found);
+}
+
+/* A listener asking for a live mount m (taking the reference): its authentication (URL auth,
+ * htpasswd on the verifier threads), then listen_or_overflow. */
+static void admit_listener(conn_t *c, const http_request_t *req, mount_t *m)
+{
+    const mount_conf_t *mc = config_find_mount(server_config(), m->name);
+    if (auth_url_enabled(mc)) {
+        url_auth_listener(c, req, m->name, m, mc);
+        return;
+    }
+    if (auth_listener_begin(c, req, m->name, listener_verified))
+        listen_or_overflow(c, req, m, NULL); /* takes the reference */
+    else
+        mount_unref(m); /* a listener being verified holds nothing but its connection */
+}
+
+/* A mount with no source (block asked) serves fallback fb: does fb keep listeners out that
+ * the asked mount's own authentication would let in? Then a listener passes fb's, as one that
+ * asked for fb (the same htpasswd file on both is passed once). */
+static int fallback_has_own_auth(const mount_conf_t *asked, const mount_t *fb)
+{
+    const mount_conf_t *fc = config_find_mount(server_config(), fb->name);
+    if (!fc || !fc->auth)
+        return 0;
+    if (auth_url_enabled(fc) || !asked || !asked->auth)
+        return 1;
+    htpasswd_t *h = auth_mount_htpasswd(fc);
+    return !h || auth_mount_htpasswd(asked) != h;
 }
 
 static void handle_get(conn_t *c, const http_request_t *req)
@@ -243,15 +278,7 @@ static void handle_get(conn_t *c, const http_request_t *req)
     mount_t *m = may_be_mount ? mount_find(target) : NULL;
     if (m) {
         free(path);
-        const mount_conf_t *mc = config_find_mount(server_config(), m->name);
-        if (auth_url_enabled(mc)) {
-            url_auth_listener(c, req, m->name, m, mc);
-            return;
-        }
-        if (auth_listener_begin(c, req, m->name, listener_verified))
-            listen_or_overflow(c, req, m, NULL); /* takes the reference */
-        else
-            mount_unref(m); /* a listener being verified holds nothing but its connection */
+        admit_listener(c, req, m);
         return;
     }
     /* an on-demand relay's mount is not live until a listener asks for it */
@@ -268,12 +295,11 @@ static void handle_get(conn_t *c, const http_request_t *req)
     /* a mount with no source whose <mount> names a live fallback serves that fallback */
     if (may_be_mount && (m = fallback_for_sourceless(target))) {
         const mount_conf_t *mc = config_find_mount(server_config(), target);
-        if (auth_url_enabled(mc)) {
+        if (fallback_has_own_auth(mc, m))
+            admit_listener(c, req, m); /* the fallback's own authentication */
+        else if (auth_url_enabled(mc))
             url_auth_listener(c, req, m->name, m, mc); /* the auth server sees the mount that serves */
-            free(path);
-            return;
-        }
-        if (auth_listener_begin(c, req, target, listener_verified))
+        else if (auth_listener_begin(c, req, target, listener_verified))
             listen_or_overflow(c, req, m, target);
         else
             mount_unref(m);

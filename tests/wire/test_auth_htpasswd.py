@@ -467,6 +467,38 @@ def test_a_protected_mount_without_source_guards_its_fallback(server):
         shutil.rmtree(d, ignore_errors=True)
 
 
+@pytest.mark.rimecast_only  # Icecast serves the protected fallback to anyone
+def test_an_open_mount_without_source_does_not_open_its_protected_fallback(server):
+    """A listener asking for an open mount with no source is served that mount's fallback;
+    when the fallback has authentication of its own, the listener passes it first (as one
+    that asked for the fallback), a direct request and one through the open mount alike."""
+    d = user_dir()
+    try:
+        path = os.path.join(d, "users")
+        write_users(path, md5_line("erin", "pw"))
+        protected = auth_mount(path)
+        protected["mount_name"] = "/club"
+        srv = server(mounts=[protected, {"mount_name": "/lobby", "fallback_mount": "/club"}])
+        src = srv.source("/club", DATA)
+        assert src.connect().status == 200
+        src.start()
+        wirelib.wait_until(lambda: src.sent > 32 * 1024, 5, "source data")
+        for mount in ("/lobby", "/club"):
+            lst, resp = get(srv, mount=mount)
+            assert resp.status == 401, (mount, resp)
+            lst.close()
+            lst, resp = get(srv, "erin", "wrong", mount=mount)
+            assert resp.status == 401, (mount, resp)
+            lst.close()
+            lst, resp = get(srv, "erin", "pw", mount=mount)
+            assert resp.status == 200, (mount, resp)
+            lst.wait_bytes(16 * 1024, 5)
+            lst.close()
+        src.stop()
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 # ---------------------------------------------------------------- verification off the workers
 
 def costly_hash(password, seconds=0.3):
