@@ -442,11 +442,6 @@ static void keep_tail(listener_t *l)
     }
 }
 
-/* A listener's framing was promised in its response head and cannot change mid-connection:
- * ICY metadata (icy-metaint) is only ever spliced into non-Ogg streams, and an Ogg client
- * expects bare pages. So a listener moves only between mounts of the same family (Ogg to Ogg,
- * non-Ogg to non-Ogg) and keeps its own ICY interval there, whatever the destination's
- * setting. Icecast 2.4 likewise ignores moves between streams of different types. */
 /* May l be moved to dest? (see listener_move). A password is never verified here: that
  * takes a verifier thread, and moves run on the worker, listener after listener; the identity
  * a listener logged in with is what it brings along. */
@@ -462,6 +457,11 @@ static int may_enter(const listener_t *l, const mount_t *dest)
     return auth_mount_htpasswd(config_find_mount(cfg, l->asked)) == h;
 }
 
+/* A listener's framing was promised in its response head and cannot change mid-connection:
+ * ICY metadata (icy-metaint) is only ever spliced into non-Ogg streams, and an Ogg client
+ * expects bare pages. So a listener moves only between mounts of the same family (Ogg to Ogg,
+ * non-Ogg to non-Ogg) and keeps its own ICY interval there, whatever the destination's
+ * setting. Icecast 2.4 likewise ignores moves between streams of different types. */
 int listener_move(listener_t *l, mount_t *dest)
 {
     worker_t *w = l->conn->worker;
