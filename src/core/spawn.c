@@ -24,8 +24,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/log.h"
 #include "core/escape.h"
+#include "core/list.h"
+#include "core/log.h"
 
 #define SPAWN_TICK_MS 250
 #define SPAWN_LINE 512   /* longer output lines are logged in pieces */
@@ -37,7 +38,7 @@ typedef struct spawn_req {
     char *path, *arg;
     char what[600]; /* escaped */
     int timeout_s;
-    struct spawn_req *next;
+    list_t link; /* in queue */
 } spawn_req_t;
 
 typedef struct child {
@@ -55,7 +56,7 @@ typedef struct child {
 } child_t;
 
 static pthread_mutex_t spawn_lock = PTHREAD_MUTEX_INITIALIZER;
-static spawn_req_t *queue_head, **queue_tail = &queue_head;
+static list_t queue = LIST_INIT(queue); /* spawn_req_t.link, oldest first; under spawn_lock */
 static int wake_fd = -1, thread_running, quitting;
 static pthread_t spawn_thread;
 static child_t *children;
@@ -220,39 +221,38 @@ static void forget_finished(void)
 
 /* ---- the thread ---- */
 
+static void free_request(spawn_req_t *r)
+{
+    free(r->path);
+    free(r->arg);
+    free(r);
+}
+
 static int take_requests(void)
 {
+    list_t batch;
+    list_init(&batch);
     pthread_mutex_lock(&spawn_lock);
-    spawn_req_t *list = nchildren < SPAWN_MAX_FDS ? queue_head : NULL;
-    spawn_req_t *rest = NULL;
-    if (list) {
-        queue_head = NULL;
-        queue_tail = &queue_head;
-    }
+    if (nchildren < SPAWN_MAX_FDS)
+        list_take_all(&batch, &queue);
     int quit = quitting;
     pthread_mutex_unlock(&spawn_lock);
-    while (list) {
-        spawn_req_t *r = list;
-        list = r->next;
-        if (nchildren < SPAWN_MAX_FDS) {
-            start_request(r);
-            free(r->path);
-            free(r->arg);
-            free(r);
-        } else { /* too many at once: back to the queue, in order */
-            r->next = rest;
-            rest = r;
-        }
+    while (!list_empty(&batch) && nchildren < SPAWN_MAX_FDS) {
+        spawn_req_t *r = container_of(batch.next, spawn_req_t, link);
+        list_remove(&r->link);
+        start_request(r);
+        free_request(r);
     }
-    if (rest) {
+    if (!list_empty(&batch)) { /* too many at once: back in front of the queue, in order */
         pthread_mutex_lock(&spawn_lock);
-        spawn_req_t *tail = rest;
-        while (tail->next)
-            tail = tail->next;
-        tail->next = queue_head;
-        if (!queue_head)
-            queue_tail = &tail->next;
-        queue_head = rest;
+        list_t later;
+        list_take_all(&later, &queue);
+        list_take_all(&queue, &batch);
+        while (!list_empty(&later)) {
+            list_t *n = later.next;
+            list_remove(n);
+            list_insert_tail(&queue, n);
+        }
         pthread_mutex_unlock(&spawn_lock);
     }
     return quit;
@@ -313,8 +313,7 @@ int spawn_run(const char *path, const char *arg, const char *what, int timeout_s
     spawn_req_t *r = calloc(1, sizeof(*r));
     if (!r || !(r->path = strdup(path)) || !(r->arg = strdup(arg))) {
         if (r)
-            free(r->path);
-        free(r);
+            free_request(r);
         log_error("cannot run %s: out of memory", path);
         return -ENOMEM;
     }
@@ -332,16 +331,12 @@ int spawn_run(const char *path, const char *arg, const char *what, int timeout_s
         else
             thread_running = 1;
     }
-    if (rc == 0) {
-        *queue_tail = r;
-        queue_tail = &r->next;
-    }
+    if (rc == 0)
+        list_insert_tail(&queue, &r->link);
     pthread_mutex_unlock(&spawn_lock);
     if (rc < 0) {
         log_error("%s: cannot run %s: %s", r->what, path, strerror(-rc));
-        free(r->path);
-        free(r->arg);
-        free(r);
+        free_request(r);
         return rc;
     }
     uint64_t one = 1;
@@ -367,12 +362,9 @@ void spawn_shutdown(int grace_ms)
     if (wake_fd >= 0)
         close(wake_fd);
     wake_fd = -1;
-    while (queue_head) {
-        spawn_req_t *r = queue_head;
-        queue_head = r->next;
-        free(r->path);
-        free(r->arg);
-        free(r);
+    while (!list_empty(&queue)) {
+        spawn_req_t *r = container_of(queue.next, spawn_req_t, link);
+        list_remove(&r->link);
+        free_request(r);
     }
-    queue_tail = &queue_head;
 }

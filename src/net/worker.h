@@ -31,7 +31,7 @@ struct worker;
 typedef struct worker_msg {
     void (*fn)(struct worker *w, void *arg);
     void *arg;
-    struct worker_msg *next;
+    list_t link; /* in worker_t.msgs */
 } worker_msg_t;
 
 /* One listening socket of a worker. */
@@ -65,7 +65,7 @@ typedef struct worker {
     loop_handler_t ev_handler;
     atomic_int wake_pending;
     pthread_mutex_t msg_lock;
-    worker_msg_t *msgs;
+    list_t msgs;              /* worker_msg_t.link, oldest first; under msg_lock */
 
     worker_timer_t *timers;
 

@@ -116,8 +116,7 @@ int worker_post(worker_t *w, void (*fn)(worker_t *, void *), void *arg)
         free(m);
         return -ESHUTDOWN;
     }
-    m->next = w->msgs;
-    w->msgs = m;
+    list_insert_tail(&w->msgs, &m->link);
     pthread_mutex_unlock(&w->msg_lock);
     uint64_t one = 1;
     if (write(w->evfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
@@ -209,23 +208,15 @@ void worker_wake(worker_t *w)
 
 void worker_run_messages(worker_t *w)
 {
+    list_t batch; /* in posting order; what the messages post meanwhile waits for the next turn */
     pthread_mutex_lock(&w->msg_lock);
-    worker_msg_t *m = w->msgs;
-    w->msgs = NULL;
+    list_take_all(&batch, &w->msgs);
     pthread_mutex_unlock(&w->msg_lock);
-    /* the list is newest first: reverse to run in posting order */
-    worker_msg_t *rev = NULL;
-    while (m) {
-        worker_msg_t *n = m->next;
-        m->next = rev;
-        rev = m;
-        m = n;
-    }
-    while (rev) {
-        worker_msg_t *n = rev->next;
-        rev->fn(w, rev->arg);
-        free(rev);
-        rev = n;
+    while (!list_empty(&batch)) {
+        worker_msg_t *m = container_of(batch.next, worker_msg_t, link);
+        list_remove(&m->link);
+        m->fn(w, m->arg);
+        free(m);
     }
 }
 
@@ -387,7 +378,7 @@ static int drained(worker_t *w)
     if (modules_busy(w))
         return 0;
     pthread_mutex_lock(&w->msg_lock);
-    int idle = !w->msgs;
+    int idle = list_empty(&w->msgs);
     if (idle)
         w->gone = 1;
     pthread_mutex_unlock(&w->msg_lock);

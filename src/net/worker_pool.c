@@ -238,6 +238,7 @@ worker_t *worker_new(int id)
     w->epfd = w->reserve_fd = -1;
     list_init(&w->conns);
     list_init(&w->closed);
+    list_init(&w->msgs);
     pthread_mutex_init(&w->msg_lock, NULL);
     w->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (w->evfd < 0 || loop_setup(w, !atomic_load(&server.running)) < 0) {

@@ -21,6 +21,7 @@
 
 #include "conf/config.h"
 #include "core/escape.h"
+#include "core/list.h"
 #include "core/log.h"
 #include "core/str.h"
 #include "core/url.h"
@@ -89,10 +90,10 @@ struct relay {
     unsigned backoff_ms;
     uint32_t rnd;
     char logname[160];    /* local mount, escaped for the log */
-    relay_t *next;
+    list_t link;          /* in worker_relays[its worker] (an empty list until it is added) */
 };
 
-static relay_t *worker_relays[SERVER_MAX_WORKERS];
+static list_t worker_relays[SERVER_MAX_WORKERS]; /* each touched by its worker only */
 
 /* On-demand relays by local mount (read by the workers' dispatch): cold path, one lock. */
 typedef struct demand {
@@ -250,11 +251,7 @@ static void relay_free(relay_t *r)
 
 static void unlink_relay(relay_t *r)
 {
-    relay_t **pp = &worker_relays[r->worker->id];
-    while (*pp && *pp != r)
-        pp = &(*pp)->next;
-    if (*pp)
-        *pp = r->next;
+    list_remove(&r->link); /* harmless when it was never added, or removed already */
 }
 
 /* Stops r (its worker's thread): no connection, mount ended, freed now or when its lookup
@@ -651,22 +648,22 @@ static void relay_tick(worker_t *w, void *arg)
 {
     (void)arg;
     uint64_t now = loop_now_ms();
-    for (relay_t *r = worker_relays[w->id], *next; r; r = next) {
-        next = r->next;
+    relay_t *r, *next;
+    list_foreach_safe(r, next, &worker_relays[w->id], relay_t, link) {
         relay_check(r, now);
     }
 }
 
 static int relay_module_init(worker_t *w)
 {
-    worker_relays[w->id] = NULL;
+    list_init(&worker_relays[w->id]);
     return worker_timer_add(w, RELAY_TICK_MS, relay_tick, NULL);
 }
 
 static void relay_module_fini(worker_t *w)
 {
-    while (worker_relays[w->id]) {
-        relay_t *r = worker_relays[w->id];
+    while (!list_empty(&worker_relays[w->id])) {
+        relay_t *r = container_of(worker_relays[w->id].next, relay_t, link);
         r->resolving = 0; /* the resolver stopped before the workers */
         relay_stop(r);
     }
@@ -675,7 +672,7 @@ static void relay_module_fini(worker_t *w)
 /* A draining worker keeps the relays it runs (connected or waiting to reconnect). */
 static int relay_module_busy(worker_t *w)
 {
-    return worker_relays[w->id] != NULL;
+    return !list_empty(&worker_relays[w->id]);
 }
 
 static const worker_module_t relay_module = {
@@ -697,6 +694,7 @@ static relay_t *relay_new(const char *local, int on_demand)
     relay_t *r = calloc(1, sizeof(*r));
     if (!r)
         return NULL;
+    list_init(&r->link);
     r->local = str_dup(local ? local : "/");
     if (!r->local) {
         free(r);
@@ -737,8 +735,7 @@ static void relay_add_msg(worker_t *w, void *arg)
 {
     relay_t *r = arg;
     r->worker = w;
-    r->next = worker_relays[w->id];
-    worker_relays[w->id] = r;
+    list_insert_head(&worker_relays[w->id], &r->link);
     for (int i = 0; i < r->nhosts; i++) {
         const relay_host_t *h = &r->hosts[i];
         char n[48] = "";
@@ -831,7 +828,8 @@ int relay_start_master(const char *host, int port, int tls, const char *mount,
 static void stop_master_msg(worker_t *w, void *arg)
 {
     char *name = arg;
-    for (relay_t *r = worker_relays[w->id]; r; r = r->next) {
+    relay_t *r;
+    list_foreach(r, &worker_relays[w->id], relay_t, link) {
         if (r->from_master && strcmp(r->local, name) == 0) {
             relay_stop(r);
             break;
@@ -844,7 +842,8 @@ static void stop_master_msg(worker_t *w, void *arg)
 static void master_listed_msg(worker_t *w, void *arg)
 {
     (void)arg;
-    for (relay_t *r = worker_relays[w->id]; r; r = r->next) {
+    relay_t *r;
+    list_foreach(r, &worker_relays[w->id], relay_t, link) {
         if (r->from_master && !r->rc && !r->resolving) {
             r->backoff_ms = 0;
             r->next_try_ms = 0;
@@ -919,7 +918,8 @@ static void kick_msg(worker_t *w, void *arg)
 {
     char *name = arg;
     uint64_t now = loop_now_ms();
-    for (relay_t *r = worker_relays[w->id]; r; r = r->next) {
+    relay_t *r;
+    list_foreach(r, &worker_relays[w->id], relay_t, link) {
         if (r->on_demand && strcmp(r->local, name) == 0) {
             r->wanted_ms = now;
             if (!r->rc && !r->resolving && now >= r->next_try_ms)
