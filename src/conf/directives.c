@@ -650,6 +650,16 @@ static int fn_no_yp(parse_t *p, xmlNodePtr n, void *obj)
     return 0;
 }
 
+/* <hls>: the same rows in <icecast> and in <mount> (where unset, -1, takes the global one) */
+#define HLS_DIRS(st)                                                                           \
+    BOOL("enabled", st, hls.enabled), INT("target-duration", st, hls.target_duration, 2, 60),  \
+    INT("segments", st, hls.segments, 3, 100),                                                 \
+    INT("part-target-ms", st, hls.part_target_ms, 200, 5000), END
+static const directive_t hls_dirs[] = {HLS_DIRS(config_t)};
+static const section_t hls_sec = {"hls", hls_dirs};
+static const directive_t mount_hls_dirs[] = {HLS_DIRS(mount_conf_t)};
+static const section_t mount_hls_sec = {"hls", mount_hls_dirs};
+
 static const directive_t mount_dirs[] = {
     MOUNT("mount-name", mount_conf_t, mount_name),
     STR("username", mount_conf_t, username),
@@ -683,6 +693,7 @@ static const directive_t mount_dirs[] = {
     PATH("on-disconnect", mount_conf_t, on_disconnect),
     FN("authentication", fn_mount_auth),
     FN("http-headers", fn_mount_headers),
+    SECTION("hls", mount_hls_sec),
     END,
 };
 static const section_t mount_sec = {"mount", mount_dirs};
@@ -695,6 +706,7 @@ static void mount_init(mount_conf_t *m)
     m->source_timeout = -1;
     m->mp3_metadata_interval = -1;
     m->public = -1;
+    m->hls = (hls_conf_t){-1, -1, -1, -1};
 }
 
 static int fn_mount(parse_t *p, xmlNodePtr n, void *obj)
@@ -814,6 +826,7 @@ static const directive_t root_dirs[] = {
     FN("mount", fn_mount),
     FN("directory", fn_directory),
     FN("http-headers", fn_root_headers),
+    SECTION("hls", hls_sec),
     END,
 };
 static const section_t root_sec = {"icecast", root_dirs};

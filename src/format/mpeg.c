@@ -51,6 +51,7 @@ static int parse_mpeg_audio(const unsigned char *p, size_t n, mpeg_frame_t *f)
     f->kind = MPEG_KIND_AUDIO;
     f->len = len;
     f->samplerate = sr;
+    f->samples = layer == 3 ? 384 : layer == 2 || mpeg1 ? 1152 : 576;
     f->key = ((uint32_t)(p[1] & 0xFE) << 8) | (p[2] & 0x0C);
     return 1;
 }
@@ -71,6 +72,7 @@ static int parse_adts(const unsigned char *p, size_t n, mpeg_frame_t *f)
     f->kind = MPEG_KIND_ADTS;
     f->len = len;
     f->samplerate = adts_rates[sf];
+    f->samples = ((uint32_t)(p[6] & 3) + 1) * 1024; /* raw data blocks in the frame */
     f->key = 0x10000u | ((uint32_t)(p[2] & 0xFD) << 8) | (p[3] & 0xC0);
     return 1;
 }

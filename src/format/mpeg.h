@@ -26,6 +26,7 @@ typedef struct mpeg_frame {
     uint32_t len;    /* whole frame, header included */
     uint32_t key;    /* what must stay the same from frame to frame */
     uint32_t samplerate;
+    uint32_t samples; /* PCM samples per channel the frame decodes to */
 } mpeg_frame_t;
 
 /* Reads the header at p (n bytes available). Returns 1 and fills *f for a valid header,

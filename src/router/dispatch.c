@@ -27,11 +27,13 @@
 #include "net/conn.h"
 #include "net/server.h"
 #include "net/worker.h"
+#include "router/hls_route.h"
 #include "router/router.h"
 #include "stats/history.h"
 #include "stream/fallback.h"
 #include "stream/fanout.h"
 #include "stream/filemount.h"
+#include "stream/hls.h"
 #include "stream/listener.h"
 #include "stream/mount.h"
 #include "stream/redirect.h"
@@ -219,6 +221,10 @@ static void handle_get(conn_t *c, const http_request_t *req)
             mount_unref(m); /* a listener being verified holds nothing but its connection */
         return;
     }
+    if (req->method != HTTP_METHOD_POST && hls_route(c, req, target)) {
+        free(path);
+        return;
+    }
     /* an on-demand relay's mount is not live until a listener asks for it */
     if (req->method != HTTP_METHOD_POST && !router_owns(target) && relay_is_on_demand(target)) {
         const mount_conf_t *mc = config_find_mount(server_config(), target);
@@ -373,6 +379,7 @@ void dispatch_init(void)
     relay_register();
     redirect_register();
     filemount_register();
+    hls_register();
     history_register();
     guard_register();
 }

@@ -455,6 +455,13 @@ static void trim_locked(mount_t *m, uint64_t head_end)
     }
 }
 
+static void (*publish_hook)(mount_t *m, void *hls);
+
+void mount_set_publish_hook(void (*fn)(mount_t *m, void *hls))
+{
+    publish_hook = fn;
+}
+
 void mount_publish(mount_t *m, block_t *b)
 {
     pthread_mutex_lock(&m->lock);
@@ -468,6 +475,9 @@ void mount_publish(mount_t *m, block_t *b)
     atomic_store_explicit(&m->head_end, m->next_offset, memory_order_release);
     trim_locked(m, m->next_offset);
     pthread_mutex_unlock(&m->lock);
+    void *hls = atomic_load_explicit(&m->hls, memory_order_acquire);
+    if (hls && publish_hook)
+        publish_hook(m, hls);
     if (server_config()->write_window_ms == 0)
         wake_workers(m);
 }

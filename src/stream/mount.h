@@ -84,6 +84,9 @@ struct mount {
     struct worker *source_worker;
     uint64_t source_conn_id;
     time_t start;                  /* set before publication, never changed */
+    /* its HLS window (stream/hls.h) while HLS clients ask, else NULL: set and cleared by the
+     * window, read by the publish hook */
+    _Atomic(void *) hls;
 
     /* counters */
     atomic_int listeners;
@@ -153,6 +156,9 @@ void mount_apply_config(mount_t *m);
 /* Producer side (source worker). Publishes b (takes the reference), trims the queue to the
  * burst window and wakes workers in low-latency mode. */
 void mount_publish(mount_t *m, block_t *b);
+/* Sets the function mount_publish calls, after the block is published, for a mount whose `hls`
+ * is set (with that pointer). Once, at start-up. */
+void mount_set_publish_hook(void (*fn)(mount_t *m, void *hls));
 void mount_set_headers(mount_t *m, block_t *headers);
 void mount_set_tag(mount_t *m, const char *key, const char *value);
 /* Rebuilds the ICY metadata from the "title"/"artist"/"url" tags and writes the resulting title

@@ -1,0 +1,458 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * hls_route: the HLS URLs of a mount (see hls_route.h): <mount>/hls.m3u8, the media playlist
+ * (blocking reloads with _HLS_msn/_HLS_part parked until the part exists), and
+ * <mount>/hls/<seq>.<ext> and <mount>/hls/<seq>.<part>.<ext>, segments and parts sent from the
+ * mount's blocks (an ID3 timestamp tag, then writev of the block pieces: nothing copied).
+ * The window itself (cutting, waiting lists) is stream/hls.c.
+ */
+#include "router/hls_route.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "auth/auth_url.h"
+#include "conf/config.h"
+#include "core/buf.h"
+#include "core/log.h"
+#include "core/url.h"
+#include "http/client.h"
+#include "http/reply.h"
+#include "http/response.h"
+#include "net/conn.h"
+#include "net/server.h"
+#include "net/worker.h"
+#include "stream/hls.h"
+#include "stream/mount.h"
+
+#define PLAYLIST_TYPE "application/vnd.apple.mpegurl"
+#define SEGMENT_MAX_AGE 3600
+#define SEND_IOV 64
+
+typedef struct hls_url {
+    char *mount;      /* malloc'd */
+    int playlist;     /* else a segment or part */
+    uint64_t seq;
+    int part;         /* -1: the whole segment */
+    const char *ext;
+} hls_url_t;
+
+/* Reads "<digits>" into *v; returns the end or NULL. */
+static const char *read_number(const char *p, uint64_t *v)
+{
+    if (*p < '0' || *p > '9')
+        return NULL;
+    uint64_t n = 0;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (n > (UINT64_MAX - 9) / 10)
+            return NULL;
+        n = n * 10 + (uint64_t)(*p - '0');
+    }
+    *v = n;
+    return p;
+}
+
+/* 1 if path is an HLS URL of a mount (u filled), else 0. */
+static int parse_url(const char *path, hls_url_t *u)
+{
+    static const char playlist[] = "/hls.m3u8";
+    size_t len = strlen(path), pl = sizeof(playlist) - 1;
+    memset(u, 0, sizeof(*u));
+    u->part = -1;
+    if (len > pl + 1 && strcmp(path + len - pl, playlist) == 0) {
+        u->playlist = 1;
+        return (u->mount = strndup(path, len - pl)) != NULL;
+    }
+    const char *dir = NULL;
+    for (const char *p = strstr(path, "/hls/"); p; p = strstr(p + 1, "/hls/"))
+        dir = p;
+    if (!dir || dir == path)
+        return 0;
+    uint64_t part;
+    const char *p = read_number(dir + 5, &u->seq);
+    if (p && *p == '.' && p[1] >= '0' && p[1] <= '9') {
+        if (!(p = read_number(p + 1, &part)) || part >= HLS_MAX_PARTS)
+            return 0;
+        u->part = (int)part;
+    }
+    if (!p || (strcmp(p, ".mp3") != 0 && strcmp(p, ".aac") != 0))
+        return 0;
+    u->ext = p + 1;
+    return (u->mount = strndup(path, (size_t)(dir - path))) != NULL;
+}
+
+/* The mount's window, or NULL with the error answered. */
+static hls_t *window_for(conn_t *c, const http_request_t *req, const char *name)
+{
+    if (req->method != HTTP_METHOD_GET && req->method != HTTP_METHOD_HEAD) {
+        client_send_error(c, 405, "Method Not Allowed");
+        return NULL;
+    }
+    const config_t *cfg = server_config();
+    const mount_conf_t *mc = config_find_mount(cfg, name);
+    int enabled = mc && mc->hls.enabled >= 0 ? mc->hls.enabled : cfg->hls.enabled;
+    mount_t *m = enabled ? mount_find(name) : NULL;
+    if (!m) {
+        client_send_error(c, 404, enabled ? "The file you requested could not be found"
+                                          : "HLS is not enabled on this mount");
+        return NULL;
+    }
+    if (atomic_load(&m->is_ogg) || !hls_type_supported(mount_info(m)->content_type)) {
+        mount_unref(m);
+        client_send_error(c, 415, "Unsupported Media Type: HLS needs an MP3 or AAC (ADTS) "
+                                  "stream; Opus in fragmented MP4 is not served yet");
+        return NULL;
+    }
+    if (mc && (mc->auth || auth_url_enabled(mc))) {
+        mount_unref(m);
+        client_send_error(c, 403, "Forbidden: HLS is not served on mounts with listener "
+                                  "authentication");
+        return NULL;
+    }
+    hls_t *h = hls_touch(m);
+    mount_unref(m);
+    if (!h)
+        client_send_error(c, 500, "Internal Server Error");
+    return h;
+}
+
+/* ---- playlists ---- */
+
+typedef struct parked {
+    hls_waiter_t waiter;
+    hls_t *hls;
+} parked_t;
+
+static void parked_release(conn_t *c)
+{
+    parked_t *p = c->data;
+    if (!p)
+        return;
+    hls_unwait(&p->waiter);
+    free(p);
+    c->data = NULL;
+}
+
+static void parked_timeout(conn_t *c)
+{
+    parked_release(c);
+    c->role = NULL;
+    client_send_error(c, 503, "Service Unavailable: the part asked for did not come in time");
+}
+
+static const conn_ops_t parked_ops = {
+    .name = "hls wait",
+    .on_timeout = parked_timeout,
+    .on_close = parked_release,
+};
+
+static void answer_playlist(conn_t *c, const http_request_t *req, hls_t *h);
+
+/* A part a parked playlist request waits for exists (on its worker). */
+static void parked_woken(worker_t *w, void *arg)
+{
+    conn_t *c = worker_find_conn(w, (uint64_t)(uintptr_t)arg);
+    if (!c || c->ops != &parked_ops || c->closing)
+        return;
+    parked_t *p = c->data;
+    hls_t *h = p->hls;
+    parked_release(c);
+    c->role = NULL;
+    conn_set_deadline(c, 0);
+    answer_playlist(c, client_of(c)->req, h);
+}
+
+/* Parks c until (msn, part) exists: 1 parked, 0 it is there (answer now), -1 answered (400). */
+static int park(conn_t *c, hls_t *h, uint64_t msn, int part)
+{
+    parked_t *p = calloc(1, sizeof(*p));
+    if (!p) {
+        client_send_error(c, 500, "Internal Server Error");
+        return -1;
+    }
+    p->hls = h;
+    p->waiter.msn = msn;
+    p->waiter.part = part;
+    p->waiter.worker = c->worker;
+    p->waiter.fn = parked_woken;
+    p->waiter.arg = (void *)(uintptr_t)c->id;
+    int rc = hls_wait(h, &p->waiter);
+    if (rc <= 0) {
+        free(p);
+        if (rc < 0)
+            client_send_error(c, 400, "Bad Request: _HLS_msn or _HLS_part is too far ahead");
+        return rc;
+    }
+    c->data = p;
+    c->role = &parked_ops;
+    c->ops = &parked_ops;
+    /* a blocking reload is answered within three target durations, else 503 */
+    conn_set_deadline(c, (uint64_t)hls_target_duration(h) * 3000);
+    return 1;
+}
+
+/* Reads a decimal query parameter: 1 found (*v), 0 absent, -1 malformed. */
+static int query_number(const http_request_t *req, const char *name, uint64_t *v)
+{
+    char *s = req->query ? url_query_param(req->query, req->query_len, name) : NULL;
+    if (!s)
+        return 0;
+    const char *end = read_number(s, v);
+    int ok = end && *end == '\0';
+    free(s);
+    return ok ? 1 : -1;
+}
+
+static void answer_playlist(conn_t *c, const http_request_t *req, hls_t *h)
+{
+    uint64_t msn, part = 0;
+    int has_msn = query_number(req, "_HLS_msn", &msn);
+    int has_part = query_number(req, "_HLS_part", &part);
+    if (has_msn < 0 || has_part < 0 || (has_part && !has_msn) || part >= HLS_MAX_PARTS) {
+        client_send_error(c, 400, "Bad Request: malformed _HLS_msn or _HLS_part");
+        return;
+    }
+    int target = hls_target_duration(h);
+    buf_t out = BUF_INIT;
+    int rc;
+    if (has_msn) {
+        if ((rc = park(c, h, msn, has_part ? (int)part : -1)) != 0)
+            return;
+    }
+    if ((rc = hls_playlist(h, &out, 1)) == -EAGAIN) {
+        /* the window has no complete segment yet: the first one is waited for */
+        int next_part;
+        hls_next_part(h, &msn, &next_part);
+        if (park(c, h, msn, -1) != 0)
+            return;
+        rc = hls_playlist(h, &out, 1);
+    }
+    if (rc < 0) {
+        buf_free(&out);
+        client_send_error(c, 500, "Internal Server Error");
+        return;
+    }
+    char extra[256];
+    /* a plain reload changes each part; a blocking one names the state it waits for */
+    snprintf(extra, sizeof(extra),
+             "Cache-Control: public, max-age=%d\r\nAccess-Control-Allow-Origin: *\r\n",
+             has_msn ? 6 * target : target > 1 ? target / 2 : 1);
+    reply_send(c, req, 200, PLAYLIST_TYPE, out.data, out.len, extra);
+    buf_free(&out);
+}
+
+/* ---- segments and parts ---- */
+
+typedef struct piece_send {
+    hls_piece_t piece;     /* blk: the block holding pos */
+    uint64_t pos, end;     /* stream offsets still to send */
+    int keep;
+} piece_send_t;
+
+static void piece_release(conn_t *c)
+{
+    piece_send_t *s = c->data;
+    if (!s)
+        return;
+    if (s->piece.blk)
+        block_unref(s->piece.blk);
+    free(s);
+    c->data = NULL;
+}
+
+static void piece_write(conn_t *c);
+
+static const conn_ops_t piece_ops = {
+    .name = "hls segment",
+    .on_writable = piece_write,
+    .on_timeout = conn_send_timeout,
+    .on_close = piece_release,
+};
+
+static void piece_done(conn_t *c)
+{
+    piece_send_t *s = c->data;
+    int keep = s->keep;
+    piece_release(c);
+    c->role = NULL;
+    c->ops = &reply_sending_ops;
+    conn_set_deadline(c, 0);
+    if (keep)
+        reply_next_request(c);
+    else
+        conn_linger_close(c);
+}
+
+/* Writes the block pieces, as many as the socket takes (the head and tag went first). */
+static void piece_write(conn_t *c)
+{
+    piece_send_t *s = c->data;
+    while (s->pos < s->end) {
+        struct iovec iov[SEND_IOV];
+        int n = 0;
+        uint64_t at = s->pos;
+        for (const block_t *b = s->piece.blk; b && n < SEND_IOV && at < s->end; b = block_next(b)) {
+            if (block_end(b) <= at)
+                continue;
+            uint64_t stop = block_end(b) < s->end ? block_end(b) : s->end;
+            iov[n].iov_base = (void *)(b->data + (at - b->offset));
+            iov[n].iov_len = (size_t)(stop - at);
+            at = stop;
+            n++;
+        }
+        if (n == 0)
+            break; /* cannot happen: a piece's blocks are all published */
+        ssize_t w = conn_writev(c, iov, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                conn_set_deadline(c, (uint64_t)server_config()->client_timeout * 1000);
+                return;
+            }
+            conn_close(c);
+            return;
+        }
+        c->bytes_sent += (uint64_t)w;
+        s->pos += (uint64_t)w;
+        while (s->piece.blk && block_end(s->piece.blk) <= s->pos && s->pos < s->end) {
+            block_t *next = block_next(s->piece.blk);
+            block_ref(next);
+            block_unref(s->piece.blk);
+            s->piece.blk = next;
+        }
+    }
+    piece_done(c);
+}
+
+/* After the head (and the tag bytes in the range) went out. */
+static void piece_head_sent(conn_t *c)
+{
+    c->ops = &piece_ops;
+    piece_write(c);
+}
+
+/* Parses "Range: bytes=a-b" against size: 1 with [*from, *to), 0 none, -1 unsatisfiable. */
+static int piece_range(const http_request_t *req, uint64_t size, uint64_t *from, uint64_t *to)
+{
+    const http_header_t *h = http_find_header(req, "range");
+    if (!h)
+        return 0;
+    char v[64];
+    if (h->value_len >= sizeof(v))
+        return 0;
+    memcpy(v, h->value, h->value_len);
+    v[h->value_len] = '\0';
+    uint64_t a = 0, b = size - 1;
+    const char *p = strncmp(v, "bytes=", 6) == 0 ? v + 6 : NULL;
+    if (!p || strchr(p, ','))
+        return 0; /* one range only; anything else gets the whole piece */
+    if (*p == '-') {
+        uint64_t n;
+        if (!read_number(p + 1, &n) || n == 0)
+            return -1;
+        a = n >= size ? 0 : size - n;
+    } else {
+        if (!(p = read_number(p, &a)) || *p != '-')
+            return 0;
+        if (p[1] && (!read_number(p + 1, &b) || b < a))
+            return 0;
+        if (b >= size)
+            b = size - 1;
+        if (a >= size)
+            return -1;
+    }
+    *from = a;
+    *to = b + 1;
+    return 1;
+}
+
+static void answer_piece(conn_t *c, const http_request_t *req, hls_t *h, const hls_url_t *u)
+{
+    piece_send_t *s = calloc(1, sizeof(*s));
+    int rc = s ? hls_piece(h, u->seq, u->part, &s->piece) : -ENOMEM;
+    if (rc != HLS_READY || strcmp(u->ext, s->piece.adts ? "aac" : "mp3") != 0) {
+        if (rc == HLS_READY)
+            block_unref(s->piece.blk);
+        free(s);
+        client_send_error(c, rc == -ENOMEM ? 500 : 404,
+                          rc == -ENOMEM ? "Internal Server Error"
+                                        : "The file you requested could not be found");
+        return;
+    }
+    uint64_t size = HLS_ID3_LEN + (s->piece.end - s->piece.start), from = 0, to = size;
+    int range = piece_range(req, size, &from, &to);
+    char extra[512], crange[96] = "";
+    if (range < 0) {
+        block_unref(s->piece.blk);
+        free(s);
+        snprintf(extra, sizeof(extra), "Content-Range: bytes */%" PRIu64 "\r\n", size);
+        static const char msg[] = "Request Range Not Satisfiable";
+        reply_send(c, req, 416, "text/plain; charset=utf-8", msg, sizeof(msg) - 1, extra);
+        return;
+    }
+    if (range)
+        snprintf(crange, sizeof(crange), "Content-Range: bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64
+                 "\r\n", from, to - 1, size);
+    char etag[64];
+    if (u->part < 0)
+        snprintf(etag, sizeof(etag), "\"%" PRIu64 "\"", u->seq);
+    else
+        snprintf(etag, sizeof(etag), "\"%" PRIu64 ".%d\"", u->seq, u->part);
+    snprintf(extra, sizeof(extra),
+             "Cache-Control: public, max-age=%d, immutable\r\nETag: %s\r\n"
+             "Accept-Ranges: bytes\r\nAccess-Control-Allow-Origin: *\r\n%s",
+             SEGMENT_MAX_AGE, etag, crange);
+    s->keep = reply_keepalive_wanted(req);
+    char head[2048];
+    size_t hlen = reply_head(head, sizeof(head), s->keep, range ? 206 : 200,
+                             s->piece.adts ? "audio/aac" : "audio/mpeg",
+                             (long long)(to - from), extra);
+    const http_header_t *inm = http_find_header(req, "if-none-match");
+    int not_modified = inm && inm->value_len == strlen(etag) &&
+                       memcmp(inm->value, etag, inm->value_len) == 0;
+    if (not_modified)
+        hlen = reply_head(head, sizeof(head), s->keep, 304, NULL, -1, extra);
+    if (hlen == 0 || conn_queue(c, head, hlen) < 0) {
+        block_unref(s->piece.blk);
+        free(s);
+        client_send_error(c, 500, "Internal Server Error");
+        return;
+    }
+    client_of(c)->status = not_modified ? 304 : range ? 206 : 200;
+    s->pos = s->piece.start;
+    s->end = s->piece.end;
+    if (req->method == HTTP_METHOD_HEAD || not_modified) {
+        s->end = s->pos;
+    } else {
+        if (from < HLS_ID3_LEN)
+            conn_queue(c, (const char *)s->piece.id3 + from,
+                       (size_t)((to < HLS_ID3_LEN ? to : HLS_ID3_LEN) - from));
+        s->pos = s->piece.start + (from > HLS_ID3_LEN ? from - HLS_ID3_LEN : 0);
+        s->end = to > HLS_ID3_LEN ? s->piece.start + (to - HLS_ID3_LEN) : s->pos;
+    }
+    c->data = s;
+    c->role = &piece_ops;
+    c->ops = &reply_sending_ops;
+    c->after_write = piece_head_sent;
+    conn_write_pending(c);
+}
+
+int hls_route(conn_t *c, const http_request_t *req, const char *path)
+{
+    hls_url_t u;
+    if (!parse_url(path, &u))
+        return 0;
+    hls_t *h = window_for(c, req, u.mount);
+    free(u.mount);
+    if (!h)
+        return 1;
+    if (u.playlist)
+        answer_playlist(c, req, h);
+    else
+        answer_piece(c, req, h, &u);
+    return 1;
+}

@@ -1,0 +1,257 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""HLS and Low-Latency HLS of MP3 and AAC mounts: <mount>/hls.m3u8 and its segments and parts.
+ffmpeg plays them; the playlist checker (hlscheck.py) holds the playlist rules over many
+reloads and across a source reconnect; blocking reloads are answered when the part exists.
+Icecast has no HLS: Rimecast only."""
+
+import http.client
+import re
+import subprocess
+import threading
+import time
+
+import pytest
+
+import formatlib as fl
+import hlscheck
+import wirelib
+
+pytestmark = pytest.mark.rimecast_only
+
+EXT = {"mp3": "mp3", "aac": "aac"}
+
+
+def get(srv, path, headers=None, method="GET", timeout=30):
+    c = http.client.HTTPConnection(srv.host, srv.port, timeout=timeout)
+    try:
+        c.request(method, path, headers=headers or {})
+        r = c.getresponse()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+    finally:
+        c.close()
+
+
+def playlist(srv, mount, query=""):
+    status, headers, body = get(srv, mount + "/hls.m3u8" + query)
+    assert status == 200, (status, body[:300])
+    return body.decode()
+
+
+def start_source(srv, mount, codec):
+    p = fl.ffmpeg_source(srv, mount, codec)
+    fl.wait_mount(srv, mount, p)
+    return p
+
+
+@pytest.mark.parametrize("codec", ["mp3", "aac"])
+def test_ffmpeg_plays_the_hls_of_a_mount(server, codec):
+    srv = server()
+    mount = "/live." + codec
+    p = start_source(srv, mount, codec)
+    try:
+        cmd = [fl.FFMPEG, "-hide_banner", "-nostdin", "-v", "error", "-i",
+               srv.url(mount + "/hls.m3u8"), "-t", "20", "-f", "null", "-"]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=90)
+    finally:
+        fl.stop_process(p)
+    complaints = fl._decode_complaints(r.stderr).splitlines()
+    if codec == "mp3":
+        # ffmpeg's raw MP3 demuxer reads 1 KiB at a time across segment boundaries, so the
+        # frames of a segment still in its parser when the next segment's ID3 timestamp is
+        # read get that timestamp, and its null muxer says so; the audio decodes whole
+        complaints = [l for l in complaints if "non monotonically increasing dts" not in l]
+    assert r.returncode == 0 and complaints == [], r.stderr
+    # what it played went through segments of this mount
+    assert re.search(r"GET %s/hls/\d+\.%s " % (re.escape(mount), EXT[codec]), srv.access_log())
+
+
+@pytest.mark.parametrize("codec", ["mp3", "aac"])
+def test_segments_are_whole_frames_after_an_id3_timestamp(server, tmp_path, codec):
+    srv = server()
+    mount = "/live." + codec
+    p = start_source(srv, mount, codec)
+    try:
+        pl = hlscheck.parse(playlist(srv, mount))
+        seg = pl["segments"][-1]
+        status, headers, body = get(srv, mount + "/" + seg["uri"])
+    finally:
+        fl.stop_process(p)
+    assert status == 200
+    assert headers["content-type"] == ("audio/aac" if codec == "aac" else "audio/mpeg")
+    assert body[:3] == b"ID3"
+    owner = b"com.apple.streaming.transportStreamTimestamp\0"
+    i = body.index(owner)
+    ts = int.from_bytes(body[i + len(owner):i + len(owner) + 8], "big")
+    assert ts < 1 << 33
+    tag = fl.id3v2_len(body, 0)
+    audio = body[tag:]
+    frame_len = fl.adts_frame_len if codec == "aac" else fl.mp3_frame_len
+    pos, frames = 0, 0
+    while pos < len(audio):
+        n = frame_len(audio, pos)
+        assert n, "no frame at %d of %d" % (pos, len(audio))
+        pos += n
+        frames += 1
+    assert pos == len(audio)
+    spf = 1024 if codec == "aac" else 1152
+    assert abs(frames * spf / 44100 - seg["duration"]) < 1e-4
+    path = fl.save(str(tmp_path), "seg." + codec, body)
+    assert fl.ffmpeg_decode_errors(path) == ""
+
+
+def test_playlist_rules_hold_over_reloads_and_a_source_reconnect(server):
+    # short segments, so that the window slides within seconds
+    srv = server(extra_xml="<hls><target-duration>2</target-duration>"
+                 "<part-target-ms>500</part-target-ms><segments>3</segments></hls>")
+    mount = "/live.mp3"
+    check = hlscheck.Checker()
+    p = start_source(srv, mount, "mp3")
+    try:
+        check.check(playlist(srv, mount))
+        first_msn = check.last["msn"]
+        # reload until the window is full and slides
+        def slid():
+            check.check(playlist(srv, mount))
+            return check.last["msn"] > first_msn and check.window_ok()
+        wirelib.wait_until(slid, 30, "the window to fill and slide", interval=0.3)
+        last_before = check.last["segments"][-1]["seq"]
+        fl.stop_process(p)
+        p = start_source(srv, mount, "mp3")
+
+        def new_source_listed():
+            check.check(playlist(srv, mount))
+            return any(s["discontinuity"] and s["seq"] > last_before
+                       for s in check.last["segments"])
+        wirelib.wait_until(new_source_listed, 30, "a discontinuity for the new source",
+                           interval=0.3)
+        # and on until that discontinuity left the window: the sequence counts it
+        disc = max(check.discontinuities)
+
+        def disc_left():
+            check.check(playlist(srv, mount))
+            return check.last["msn"] > disc
+        wirelib.wait_until(disc_left, 40, "the discontinuity to leave the window", interval=0.5)
+        assert check.last["dseq"] >= 1
+    finally:
+        fl.stop_process(p)
+    assert check.reloads > 50
+
+
+def test_ogg_mount_answers_hls_needs_mp3_or_aac(server):
+    srv = server()
+    p = start_source(srv, "/live.ogg", "vorbis")
+    try:
+        status, _, body = get(srv, "/live.ogg/hls.m3u8")
+    finally:
+        fl.stop_process(p)
+    assert status == 415
+    assert b"HLS needs an MP3 or AAC" in body
+
+
+def test_unknown_mount_and_disabled_hls_are_404(server):
+    srv = server(extra_xml="<hls><enabled>0</enabled></hls>")
+    p = start_source(srv, "/live.mp3", "mp3")
+    try:
+        status, _, body = get(srv, "/live.mp3/hls.m3u8")
+        assert status == 404 and b"HLS is not enabled" in body
+        assert get(srv, "/nothere.mp3/hls.m3u8")[0] == 404
+    finally:
+        fl.stop_process(p)
+
+
+def test_settings_of_a_mount_shape_the_playlist(server):
+    srv = server(extra_xml="<hls><target-duration>4</target-duration></hls>"
+                 "<mount><mount-name>/live.aac</mount-name><hls>"
+                 "<target-duration>2</target-duration><part-target-ms>500</part-target-ms>"
+                 "<segments>4</segments></hls></mount>")
+    pa = start_source(srv, "/live.aac", "aac")
+    pm = start_source(srv, "/live.mp3", "mp3")
+    try:
+        aac = hlscheck.parse(playlist(srv, "/live.aac"))
+        mp3 = hlscheck.parse(playlist(srv, "/live.mp3"))
+    finally:
+        fl.stop_process(pa)
+        fl.stop_process(pm)
+    assert aac["target"] == 2 and aac["part_target"] == 0.5
+    assert mp3["target"] == 4 and mp3["part_target"] == 1.0
+
+
+def _next_part(pl):
+    """(msn, part) the preload hint names."""
+    m = re.search(r"/(\d+)\.(\d+)\.\w+$", "/" + pl["hint"]["URI"])
+    return int(m.group(1)), int(m.group(2))
+
+
+def _lists_part(pl, msn, part):
+    for s in pl["segments"]:
+        if s["seq"] == msn:
+            return True
+    name = "hls/%d.%d." % (msn, part)
+    return any(p["uri"].startswith(name) for p in pl["open_parts"])
+
+
+def test_blocking_reload_is_answered_when_the_part_exists(server):
+    srv = server()
+    mount = "/live.aac"
+    p = start_source(srv, mount, "aac")
+    try:
+        check = hlscheck.Checker()
+        pl = check.check(playlist(srv, mount))
+        for _ in range(3):
+            msn, part = _next_part(pl)
+            answer = {}
+
+            def blocking():
+                body = playlist(srv, mount, "?_HLS_msn=%d&_HLS_part=%d" % (msn, part))
+                answer["t"] = time.monotonic()
+                answer["pl"] = hlscheck.parse(body)
+            t = threading.Thread(target=blocking)
+            t.start()
+            seen = None
+            # the part's existence, from plain reloads every 5 ms
+            deadline = time.monotonic() + 10
+            while seen is None and time.monotonic() < deadline:
+                if _lists_part(hlscheck.parse(playlist(srv, mount)), msn, part):
+                    seen = time.monotonic()
+                else:
+                    time.sleep(0.005)
+            t.join(10)
+            assert seen is not None and "t" in answer
+            assert _lists_part(answer["pl"], msn, part)
+            assert answer["t"] - seen < 0.05, "answered %.3f s after the part existed" % (
+                answer["t"] - seen)
+            pl = check.check(playlist(srv, mount))
+        # a part several segments ahead is refused at once
+        t0 = time.monotonic()
+        status, _, _ = get(srv, mount + "/hls.m3u8?_HLS_msn=%d&_HLS_part=0" % (msn + 5))
+        assert status == 400 and time.monotonic() - t0 < 1
+        assert get(srv, mount + "/hls.m3u8?_HLS_part=1")[0] == 400
+    finally:
+        fl.stop_process(p)
+
+
+def test_parts_play_and_are_cacheable(server, tmp_path):
+    srv = server()
+    mount = "/live.mp3"
+    p = start_source(srv, mount, "mp3")
+    try:
+        pl = hlscheck.Checker().check(playlist(srv, mount))
+        part = pl["segments"][-1]["parts"][0]["uri"]
+        status, headers, body = get(srv, mount + "/" + part)
+        assert status == 200 and body[:3] == b"ID3"
+        assert "immutable" in headers["cache-control"] and "public" in headers["cache-control"]
+        assert headers["access-control-allow-origin"] == "*"
+        etag = headers["etag"]
+        assert get(srv, mount + "/" + part, {"If-None-Match": etag})[0] == 304
+        status, h2, head = get(srv, mount + "/" + part, method="HEAD")
+        assert status == 200 and head == b"" and int(h2["content-length"]) == len(body)
+        status, h3, piece = get(srv, mount + "/" + part, {"Range": "bytes=50-199"})
+        assert status == 206 and piece == body[50:200]
+        assert h3["content-range"] == "bytes 50-199/%d" % len(body)
+        status, h4, _ = get(srv, mount + "/hls.m3u8")
+        assert "max-age=3" in h4["cache-control"]
+        assert h4["content-type"] == "application/vnd.apple.mpegurl"
+    finally:
+        fl.stop_process(p)
+    path = fl.save(str(tmp_path), "part.mp3", body)
+    assert fl.ffmpeg_decode_errors(path) == ""
