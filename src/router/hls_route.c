@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "auth/auth_url.h"
 #include "conf/config.h"
 #include "core/buf.h"
 #include "core/log.h"
@@ -91,25 +90,20 @@ static hls_t *window_for(conn_t *c, const http_request_t *req, const char *name)
         client_send_error(c, 405, "Method Not Allowed");
         return NULL;
     }
-    const config_t *cfg = server_config();
-    const mount_conf_t *mc = config_find_mount(cfg, name);
-    int enabled = mc && mc->hls.enabled >= 0 ? mc->hls.enabled : cfg->hls.enabled;
-    mount_t *m = enabled ? mount_find(name) : NULL;
-    if (!m) {
-        client_send_error(c, 404, enabled ? "The file you requested could not be found"
-                                          : "HLS is not enabled on this mount");
-        return NULL;
-    }
-    if (atomic_load(&m->is_ogg) || !hls_type_supported(mount_info(m)->content_type)) {
-        mount_unref(m);
-        client_send_error(c, 415, "Unsupported Media Type: HLS needs an MP3 or AAC (ADTS) "
-                                  "stream; Opus in fragmented MP4 is not served yet");
-        return NULL;
-    }
-    if (mc && (mc->auth || auth_url_enabled(mc))) {
-        mount_unref(m);
-        client_send_error(c, 403, "Forbidden: HLS is not served on mounts with listener "
-                                  "authentication");
+    mount_t *m = mount_find(name);
+    int why = m ? hls_offered(m) : HLS_OFFERED;
+    if (!m || why != HLS_OFFERED) {
+        static const int status[] = {404, 404, 415, 403};
+        static const char *const text[] = {
+            "The file you requested could not be found",
+            "HLS is not enabled on this mount",
+            "Unsupported Media Type: HLS needs an MP3 or AAC (ADTS) stream; Opus in "
+            "fragmented MP4 is not served yet",
+            "Forbidden: HLS is not served on mounts with listener authentication",
+        };
+        if (m)
+            mount_unref(m);
+        client_send_error(c, status[why], text[why]);
         return NULL;
     }
     hls_t *h = hls_touch(m);
@@ -121,9 +115,12 @@ static hls_t *window_for(conn_t *c, const http_request_t *req, const char *name)
 
 /* ---- playlists ---- */
 
+/* A request waiting for a part: a blocking playlist reload, or a part (the preload hint) or
+ * segment asked for before it is complete. */
 typedef struct parked {
     hls_waiter_t waiter;
     hls_t *hls;
+    hls_url_t url;      /* what was asked for (mount not kept) */
 } parked_t;
 
 static void parked_release(conn_t *c)
@@ -150,8 +147,9 @@ static const conn_ops_t parked_ops = {
 };
 
 static void answer_playlist(conn_t *c, const http_request_t *req, hls_t *h);
+static void answer_piece(conn_t *c, const http_request_t *req, hls_t *h, const hls_url_t *u);
 
-/* A part a parked playlist request waits for exists (on its worker). */
+/* A part a parked request waits for exists (on its worker): it is answered again. */
 static void parked_woken(worker_t *w, void *arg)
 {
     conn_t *c = worker_find_conn(w, (uint64_t)(uintptr_t)arg);
@@ -159,14 +157,19 @@ static void parked_woken(worker_t *w, void *arg)
         return;
     parked_t *p = c->data;
     hls_t *h = p->hls;
+    hls_url_t u = p->url;
     parked_release(c);
     c->role = NULL;
     conn_set_deadline(c, 0);
-    answer_playlist(c, client_of(c)->req, h);
+    if (u.playlist)
+        answer_playlist(c, client_of(c)->req, h);
+    else
+        answer_piece(c, client_of(c)->req, h, &u);
 }
 
-/* Parks c until (msn, part) exists: 1 parked, 0 it is there (answer now), -1 answered (400). */
-static int park(conn_t *c, hls_t *h, uint64_t msn, int part)
+/* Parks c until (msn, part) exists to answer u again: 1 parked, 0 it is there (answer now),
+ * -1 answered (400). */
+static int park(conn_t *c, hls_t *h, const hls_url_t *u, uint64_t msn, int part)
 {
     parked_t *p = calloc(1, sizeof(*p));
     if (!p) {
@@ -174,6 +177,8 @@ static int park(conn_t *c, hls_t *h, uint64_t msn, int part)
         return -1;
     }
     p->hls = h;
+    p->url = *u;
+    p->url.mount = NULL;
     p->waiter.msn = msn;
     p->waiter.part = part;
     p->waiter.worker = c->worker;
@@ -217,16 +222,17 @@ static void answer_playlist(conn_t *c, const http_request_t *req, hls_t *h)
     }
     int target = hls_target_duration(h);
     buf_t out = BUF_INIT;
+    const hls_url_t self = {.playlist = 1, .part = -1};
     int rc;
     if (has_msn) {
-        if ((rc = park(c, h, msn, has_part ? (int)part : -1)) != 0)
+        if ((rc = park(c, h, &self, msn, has_part ? (int)part : -1)) != 0)
             return;
     }
     if ((rc = hls_playlist(h, &out, 1)) == -EAGAIN) {
         /* the window has no complete segment yet: the first one is waited for */
         int next_part;
         hls_next_part(h, &msn, &next_part);
-        if (park(c, h, msn, -1) != 0)
+        if (park(c, h, &self, msn, -1) != 0)
             return;
         rc = hls_playlist(h, &out, 1);
     }
@@ -374,6 +380,13 @@ static void answer_piece(conn_t *c, const http_request_t *req, hls_t *h, const h
 {
     piece_send_t *s = calloc(1, sizeof(*s));
     int rc = s ? hls_piece(h, u->seq, u->part, &s->piece) : -ENOMEM;
+    if (rc == HLS_PENDING) {
+        /* the preload hint's part, or one just ahead: sent once it is complete */
+        free(s);
+        if (park(c, h, u, u->seq, u->part) == 0)
+            answer_piece(c, req, h, u); /* completed meanwhile */
+        return;
+    }
     if (rc != HLS_READY || strcmp(u->ext, s->piece.adts ? "aac" : "mp3") != 0) {
         if (rc == HLS_READY)
             block_unref(s->piece.blk);

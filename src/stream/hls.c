@@ -17,6 +17,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "auth/auth_url.h"
 #include "conf/config.h"
 #include "core/log.h"
 #include "core/loop.h"
@@ -46,6 +47,20 @@ int hls_type_supported(const char *ct)
         if (strlen(types[i]) == n && strncasecmp(ct, types[i], n) == 0)
             return 1;
     return 0;
+}
+
+int hls_offered(mount_t *m)
+{
+    const config_t *cfg = server_config();
+    const mount_conf_t *mc = config_find_mount(cfg, m->name);
+    if (!(mc && mc->hls.enabled >= 0 ? mc->hls.enabled : cfg->hls.enabled))
+        return HLS_DISABLED;
+    if (atomic_load(&m->is_ogg) || !hls_type_supported(mount_info(m)->content_type))
+        return HLS_WRONG_TYPE;
+    /* listener authentication does not cover playlist polls yet */
+    if (mc && (mc->auth || auth_url_enabled(mc)))
+        return HLS_NEEDS_AUTH;
+    return HLS_OFFERED;
 }
 
 /* ---- the window's segments ---- */
@@ -548,8 +563,7 @@ static void hls_tick(worker_t *w, void *arg)
                       (unsigned long long)(idle_ms / 1000));
         } else if (h->mount && atomic_load(&h->mount->ended)) {
             mount_t *m = mount_find(h->name);
-            if (m && m != h->mount && hls_type_supported(mount_info(m)->content_type) &&
-                !atomic_load(&m->is_ogg))
+            if (m && m != h->mount && hls_offered(m) == HLS_OFFERED)
                 attach_locked(h, m);
             if (m)
                 mount_unref(m);

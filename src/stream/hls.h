@@ -99,6 +99,10 @@ void hls_unwait(hls_waiter_t *w);
 /* 1 if the content type is one HLS serves (MP3, AAC in ADTS). */
 int hls_type_supported(const char *content_type);
 
+/* Whether the live mount m is served as HLS: HLS_OFFERED, or why not. */
+enum { HLS_OFFERED, HLS_DISABLED, HLS_WRONG_TYPE, HLS_NEEDS_AUTH };
+int hls_offered(mount_t *m);
+
 /* ---- the inside of a window: only hls.c (which cuts it) and hls_playlist.c (which writes
  * it out) touch these, under hls_t.lock ---- */
 

@@ -255,3 +255,64 @@ def test_parts_play_and_are_cacheable(server, tmp_path):
         fl.stop_process(p)
     path = fl.save(str(tmp_path), "part.mp3", body)
     assert fl.ffmpeg_decode_errors(path) == ""
+
+
+def test_preload_hinted_part_is_answered_once_complete(server):
+    srv = server()
+    mount = "/live.aac"
+    p = start_source(srv, mount, "aac")
+    try:
+        pl = hlscheck.Checker().check(playlist(srv, mount))
+        hint = pl["hint"]["URI"]
+        t0 = time.monotonic()
+        status, headers, body = get(srv, mount + "/" + hint)
+        waited = time.monotonic() - t0
+        after = hlscheck.parse(playlist(srv, mount))
+    finally:
+        fl.stop_process(p)
+    assert status == 200 and body[:3] == b"ID3"
+    parts = [q for s in after["segments"] for q in s["parts"]] + after["open_parts"]
+    listed = [q for q in parts if q["uri"] == hint]
+    assert listed, "the hinted part %s is not in the next playlist" % hint
+    frames, pos = 0, fl.id3v2_len(body, 0)
+    while pos < len(body):
+        n = fl.adts_frame_len(body, pos)
+        assert n
+        pos += n
+        frames += 1
+    assert abs(frames * 1024 / 44100 - listed[0]["duration"]) < 1e-4
+    # it was not there yet when asked: the answer waited for it (at most one part target)
+    assert waited < after["part_target"] + 0.5
+
+
+def test_stats_give_the_hls_url_of_mounts_that_have_hls(server):
+    srv = server()
+    pm = start_source(srv, "/live.mp3", "mp3")
+    po = start_source(srv, "/live.ogg", "vorbis")
+    try:
+        mp3 = fl.json_source(srv, "/live.mp3")
+        ogg = fl.json_source(srv, "/live.ogg")
+        xml = fl.stats_source(srv, "/live.mp3")
+        xml_ogg = fl.stats_source(srv, "/live.ogg")
+    finally:
+        fl.stop_process(pm)
+        fl.stop_process(po)
+    assert mp3["hls_url"] == mp3["listenurl"] + "/hls.m3u8"
+    assert "hls_url" not in ogg
+    assert xml.findtext("hls_url") == xml.findtext("listenurl") + "/hls.m3u8"
+    assert xml_ogg.find("hls_url") is None
+
+
+def test_mount_with_listener_authentication_refuses_hls(server, tmp_path):
+    users = tmp_path / "users"
+    users.write_text("")
+    users.chmod(0o644)
+    srv = server(mounts=[{"mount_name": "/live.mp3",
+                          "auth": {"type": "htpasswd", "options": {"filename": str(users)}}}])
+    p = start_source(srv, "/live.mp3", "mp3")
+    try:
+        status, _, body = get(srv, "/live.mp3/hls.m3u8")
+        assert status == 403 and b"listener authentication" in body
+        assert "hls_url" not in fl.json_source(srv, "/live.mp3")
+    finally:
+        fl.stop_process(p)
