@@ -211,8 +211,71 @@ static int query_number(const http_request_t *req, const char *name, uint64_t *v
     return ok ? 1 : -1;
 }
 
+/* A request without a session: the multivariant playlist naming the media playlist with a
+ * new session's token. Never cached: each client gets its own. */
+static void answer_multivariant(conn_t *c, const http_request_t *req, hls_t *h)
+{
+    char token[HLS_TOKEN_LEN + 1];
+    buf_t out = BUF_INIT;
+    if (hls_session_token(token) < 0 || hls_multivariant(h, &out, token) < 0) {
+        buf_free(&out);
+        client_send_error(c, 500, "Internal Server Error");
+        return;
+    }
+    reply_send(c, req, 200, PLAYLIST_TYPE, out.data, out.len,
+               "Cache-Control: no-cache, no-store\r\nAccess-Control-Allow-Origin: *\r\n");
+    buf_free(&out);
+}
+
+/* The session a media playlist request belongs to goes on (or begins): 1, else answered. */
+static int session_poll(conn_t *c, const http_request_t *req, hls_t *h)
+{
+    char *token = req->query ? url_query_param(req->query, req->query_len, "session") : NULL;
+    if (!token) {
+        answer_multivariant(c, req, h);
+        return 0;
+    }
+    const http_header_t *ua = http_find_header(req, "user-agent");
+    const http_header_t *ref = http_find_header(req, "referer");
+    char *agent = ua ? strndup(ua->value, ua->value_len) : NULL;
+    char *referer = ref ? strndup(ref->value, ref->value_len) : NULL;
+    char *uri = malloc(req->path_len + sizeof("?session=") + HLS_TOKEN_LEN);
+    if (uri)
+        snprintf(uri, req->path_len + sizeof("?session=") + HLS_TOKEN_LEN, "%.*s?session=%s",
+                 (int)req->path_len, req->path, token);
+    hls_client_t who = {c->ip, agent, referer, uri, c->id};
+    int rc = !hls_session_token_valid(token) ? -EINVAL
+             : uri ? hls_session_poll(h, token, &who, 0) : -ENOMEM;
+    free(agent);
+    free(referer);
+    free(uri);
+    free(token);
+    if (rc == 0)
+        client_skip_log(c); /* the session's own line says it all when it ends */
+    else if (rc == -EINVAL)
+        client_send_error(c, 400, "Bad Request: malformed session");
+    else if (rc == -ENOSPC)
+        client_send_error(c, 403, "Forbidden: too many listeners");
+    else if (rc < 0)
+        client_send_error(c, 500, "Internal Server Error");
+    return rc == 0;
+}
+
+/* Bytes sent to the session c belongs to (see hls_session_add_bytes): 1 if it has one. */
+static int count_to_session(conn_t *c, const http_request_t *req, hls_t *h, uint64_t bytes)
+{
+    const http_header_t *ua = http_find_header(req, "user-agent");
+    char *agent = ua ? strndup(ua->value, ua->value_len) : NULL;
+    hls_client_t who = {.ip = c->ip, .agent = agent, .conn_id = c->id};
+    int rc = (!ua || agent) && hls_session_add_bytes(h, &who, bytes);
+    free(agent);
+    return rc;
+}
+
 static void answer_playlist(conn_t *c, const http_request_t *req, hls_t *h)
 {
+    if (!session_poll(c, req, h))
+        return;
     uint64_t msn, part = 0;
     int has_msn = query_number(req, "_HLS_msn", &msn);
     int has_part = query_number(req, "_HLS_part", &part);
@@ -246,6 +309,7 @@ static void answer_playlist(conn_t *c, const http_request_t *req, hls_t *h)
     snprintf(extra, sizeof(extra),
              "Cache-Control: public, max-age=%d\r\nAccess-Control-Allow-Origin: *\r\n",
              has_msn ? 6 * target : target > 1 ? target / 2 : 1);
+    count_to_session(c, req, h, out.len);
     reply_send(c, req, 200, PLAYLIST_TYPE, out.data, out.len, extra);
     buf_free(&out);
 }
@@ -447,6 +511,8 @@ static void answer_piece(conn_t *c, const http_request_t *req, hls_t *h, const h
         s->pos = s->piece.start + (from > HLS_ID3_LEN ? from - HLS_ID3_LEN : 0);
         s->end = to > HLS_ID3_LEN ? s->piece.start + (to - HLS_ID3_LEN) : s->pos;
     }
+    if (req->method != HTTP_METHOD_HEAD && !not_modified && count_to_session(c, req, h, to - from))
+        client_skip_log(c); /* counted in its session's line */
     c->data = s;
     c->role = &piece_ops;
     c->ops = &reply_sending_ops;

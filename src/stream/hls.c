@@ -384,6 +384,7 @@ static int attach_locked(hls_t *h, mount_t *m)
     h->clock_samples = 0;
     h->rate = 0;
     h->mount = mount_ref(m);
+    hls_sessions_follow_locked(h, m);
     h->epoch_samples = 0;
     advance_locked(h);
     /* the burst was cut at once: date it back so that its end is now */
@@ -555,7 +556,9 @@ static void hls_tick(worker_t *w, void *arg)
     for (hls_t *h = registry; h; h = h->next) {
         pthread_mutex_lock(&h->lock);
         uint64_t idle_ms = h->target * 6000u > 20000u ? h->target * 6000u : 20000u;
-        if (h->segs && now - h->last_request_ms > idle_ms && list_empty(&h->waiters)) {
+        hls_sessions_expire_locked(h, now, 0);
+        if (h->segs && now - h->last_request_ms > idle_ms && list_empty(&h->waiters) &&
+            !h->sessions) {
             stream_break(h);
             detach_locked(h);
             window_free_locked(h);

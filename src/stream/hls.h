@@ -29,6 +29,7 @@
 #include "format/mpeg.h"
 
 typedef struct hls hls_t;
+typedef struct hls_session hls_session_t;
 typedef struct mount mount_t;
 typedef struct worker worker_t;
 
@@ -82,6 +83,10 @@ int hls_piece(hls_t *h, uint64_t msn, int part, hls_piece_t *p);
  * preload hint. ext: the segment file extension is written to *ext ("mp3" or "aac"). Returns
  * 0, or -EAGAIN when there is no complete segment yet. */
 int hls_playlist(hls_t *h, buf_t *out, int ll);
+
+/* The multivariant playlist that names this mount's media playlist for session `token`
+ * (appended to out). 0 or -ENOMEM. */
+int hls_multivariant(hls_t *h, buf_t *out, const char *token);
 
 /* The next part to come (the one a preload hint names), for a blocking reload default. */
 void hls_next_part(hls_t *h, uint64_t *msn, int *part);
@@ -137,6 +142,8 @@ struct hls {
     mount_t *mount;           /* the mount it follows (a reference), NULL when idle */
     uint64_t last_request_ms;
     list_t waiters;           /* hls_waiter_t */
+    hls_session_t *sessions;  /* its HLS listeners */
+    int nsessions;
 
     /* geometry, fixed while the window exists */
     int target;               /* seconds */
@@ -176,6 +183,33 @@ struct hls {
 
 /* The segment of sequence seq if the window holds it, else NULL. */
 hls_seg_t *hls_seg_at(hls_t *h, uint64_t seq);
+
+/* ---- sessions (hls_session.c): an HLS listener is a listener ---- */
+
+#define HLS_TOKEN_LEN 16 /* hex digits of a session token */
+
+/* Who polls: the request's address, agent and referer (raw, NULL when absent), the playlist
+ * path (for the access log) and the connection it came by. */
+typedef struct hls_client {
+    const char *ip, *agent, *referer, *uri;
+    uint64_t conn_id;
+} hls_client_t;
+
+/* Writes a new random token (HLS_TOKEN_LEN hex digits and a NUL) to out. 0 or -EIO. */
+int hls_session_token(char *out);
+/* 1 if t is a token's form. */
+int hls_session_token_valid(const char *t);
+/* A media playlist request of session `token` (bytes: its answer): the session begins (a
+ * listener slot of the mount is taken) or goes on. 0, or -ENOSPC when the mount is full. */
+int hls_session_poll(hls_t *h, const char *token, const hls_client_t *who, uint64_t bytes);
+/* A segment or part of `bytes` went to `who` (uri unused): counted to the session whose last
+ * playlist came by the same connection, else to one of the same address and agent. 1 if
+ * there is one, else 0. */
+int hls_session_add_bytes(hls_t *h, const hls_client_t *who, uint64_t bytes);
+/* Ends the sessions that stopped polling (all: every one), each with its access-log line. */
+void hls_sessions_expire_locked(hls_t *h, uint64_t now, int all);
+/* The window follows mount m now (a new source): its sessions count as m's listeners. */
+void hls_sessions_follow_locked(hls_t *h, mount_t *m);
 
 /* Registers the publish hook and the timer module (at start-up). */
 void hls_register(void);

@@ -99,3 +99,27 @@ int hls_playlist(hls_t *h, buf_t *out, int ll)
     pthread_mutex_unlock(&h->lock);
     return out->error;
 }
+
+int hls_multivariant(hls_t *h, buf_t *out, const char *token)
+{
+    pthread_mutex_lock(&h->lock);
+    /* the peak bit rate of the segments held (a guess from above before the first one) */
+    double peak = 0;
+    for (uint64_t q = h->first_seq; h->segs && q < h->open_seq; q++) {
+        const hls_seg_t *s = hls_seg_at(h, q);
+        if (s && s->nparts && s->samples) {
+            double bits = 8.0 * (double)(s->parts[s->nparts - 1].end - s->parts[0].start);
+            double rate = bits * s->rate / (double)s->samples;
+            peak = rate > peak ? rate : peak;
+        }
+    }
+    int known = h->frames_known || h->open_seq > h->first_seq;
+    const char *codecs = !known ? NULL : h->adts ? "mp4a.40.2" : "mp4a.40.34";
+    pthread_mutex_unlock(&h->lock);
+    buf_appendf(out, "#EXTM3U\n#EXT-X-VERSION:6\n#EXT-X-INDEPENDENT-SEGMENTS\n"
+                "#EXT-X-STREAM-INF:BANDWIDTH=%u", peak > 0 ? (unsigned)(peak + 0.5) : 320000u);
+    if (codecs)
+        buf_appendf(out, ",CODECS=\"%s\"", codecs);
+    buf_appendf(out, "\nhls.m3u8?session=%s\n", token);
+    return out->error;
+}

@@ -455,6 +455,20 @@ static void trim_locked(mount_t *m, uint64_t head_end)
     }
 }
 
+int mount_take_listener_slot(mount_t *m)
+{
+    int max = atomic_load(&m->max_listeners);
+    int now = atomic_fetch_add(&m->listeners, 1) + 1;
+    if (max >= 0 && now > max) {
+        atomic_fetch_sub(&m->listeners, 1);
+        return -1;
+    }
+    int peak = atomic_load(&m->listener_peak);
+    while (now > peak && !atomic_compare_exchange_weak(&m->listener_peak, &peak, now))
+        ;
+    return 0;
+}
+
 static void (*publish_hook)(mount_t *m, void *hls);
 
 void mount_set_publish_hook(void (*fn)(mount_t *m, void *hls))

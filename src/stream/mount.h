@@ -170,6 +170,10 @@ block_t *mount_live_edge(mount_t *m);
 /* Copies a tag value (malloc'd) or NULL. */
 char *mount_get_tag(mount_t *m, const char *key);
 
+/* Takes a listener slot on m within max-listeners (the count and the peak go up): 0, or -1
+ * when the mount is full (nothing taken). Given back with atomic_fetch_sub on m->listeners. */
+int mount_take_listener_slot(mount_t *m);
+
 /* Listener side. Finds the start for a new listener: the newest sync block at or before the
  * burst point (head - burst-size), so it gets at least burst-size bytes and at most one block
  * more; the first sync block after it when there is none; the live edge for burst-size 0.

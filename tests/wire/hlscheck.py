@@ -76,6 +76,21 @@ def parse(text):
     return pl
 
 
+def parse_multivariant(text):
+    """The one variant of a multivariant playlist: its attributes (BANDWIDTH as an int) and
+    its uri."""
+    lines = [l.strip() for l in text.splitlines() if l.strip()]
+    if not lines or lines[0] != "#EXTM3U":
+        raise PlaylistError("no #EXTM3U first line")
+    for i, line in enumerate(lines):
+        if line.startswith("#EXT-X-STREAM-INF:"):
+            a = _attrs(line.partition(":")[2])
+            a["BANDWIDTH"] = int(a["BANDWIDTH"])
+            a["uri"] = lines[i + 1]
+            return a
+    raise PlaylistError("no #EXT-X-STREAM-INF")
+
+
 class Checker:
     """Feed it reloads (check(text)); it raises PlaylistError on the first rule broken."""
 

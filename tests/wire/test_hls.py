@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+import adminlib
 import formatlib as fl
 import hlscheck
 import wirelib
@@ -31,8 +32,12 @@ def get(srv, path, headers=None, method="GET", timeout=30):
         c.close()
 
 
+SESSION = "0123456789abcdef"
+
+
 def playlist(srv, mount, query=""):
-    status, headers, body = get(srv, mount + "/hls.m3u8" + query)
+    """The media playlist, as a session that polls it (query: more parameters, "&...")."""
+    status, headers, body = get(srv, mount + "/hls.m3u8?session=" + SESSION + query)
     assert status == 200, (status, body[:300])
     return body.decode()
 
@@ -61,8 +66,6 @@ def test_ffmpeg_plays_the_hls_of_a_mount(server, codec):
         # read get that timestamp, and its null muxer says so; the audio decodes whole
         complaints = [l for l in complaints if "non monotonically increasing dts" not in l]
     assert r.returncode == 0 and complaints == [], r.stderr
-    # what it played went through segments of this mount
-    assert re.search(r"GET %s/hls/\d+\.%s " % (re.escape(mount), EXT[codec]), srv.access_log())
 
 
 @pytest.mark.parametrize("codec", ["mp3", "aac"])
@@ -202,7 +205,7 @@ def test_blocking_reload_is_answered_when_the_part_exists(server):
             answer = {}
 
             def blocking():
-                body = playlist(srv, mount, "?_HLS_msn=%d&_HLS_part=%d" % (msn, part))
+                body = playlist(srv, mount, "&_HLS_msn=%d&_HLS_part=%d" % (msn, part))
                 answer["t"] = time.monotonic()
                 answer["pl"] = hlscheck.parse(body)
             t = threading.Thread(target=blocking)
@@ -223,9 +226,9 @@ def test_blocking_reload_is_answered_when_the_part_exists(server):
             pl = check.check(playlist(srv, mount))
         # a part several segments ahead is refused at once
         t0 = time.monotonic()
-        status, _, _ = get(srv, mount + "/hls.m3u8?_HLS_msn=%d&_HLS_part=0" % (msn + 5))
+        status, _, _ = get(srv, mount + "/hls.m3u8?session=%s&_HLS_msn=%d&_HLS_part=0" % (SESSION, msn + 5))
         assert status == 400 and time.monotonic() - t0 < 1
-        assert get(srv, mount + "/hls.m3u8?_HLS_part=1")[0] == 400
+        assert get(srv, mount + "/hls.m3u8?session=%s&_HLS_part=1" % SESSION)[0] == 400
     finally:
         fl.stop_process(p)
 
@@ -248,7 +251,7 @@ def test_parts_play_and_are_cacheable(server, tmp_path):
         status, h3, piece = get(srv, mount + "/" + part, {"Range": "bytes=50-199"})
         assert status == 206 and piece == body[50:200]
         assert h3["content-range"] == "bytes 50-199/%d" % len(body)
-        status, h4, _ = get(srv, mount + "/hls.m3u8")
+        status, h4, _ = get(srv, mount + "/hls.m3u8?session=" + SESSION)
         assert "max-age=3" in h4["cache-control"]
         assert h4["content-type"] == "application/vnd.apple.mpegurl"
     finally:
@@ -314,5 +317,69 @@ def test_mount_with_listener_authentication_refuses_hls(server, tmp_path):
         status, _, body = get(srv, "/live.mp3/hls.m3u8")
         assert status == 403 and b"listener authentication" in body
         assert "hls_url" not in fl.json_source(srv, "/live.mp3")
+    finally:
+        fl.stop_process(p)
+
+
+def test_hls_listener_is_a_listener_from_first_poll_to_timeout(server):
+    # short segments: the session ends four target durations (at least 10 s) after its last poll
+    srv = server(extra_xml="<hls><target-duration>2</target-duration>"
+                 "<part-target-ms>500</part-target-ms></hls>")
+    mount = "/live.mp3"
+    p = start_source(srv, mount, "mp3")
+    player = None
+    try:
+        def variant_with_codecs():
+            status, headers, body = get(srv, mount + "/hls.m3u8")
+            assert status == 200 and "no-cache" in headers["cache-control"]
+            v = hlscheck.parse_multivariant(body.decode())
+            return v if "CODECS" in v else None  # named once the first frames came
+        variant = wirelib.wait_until(variant_with_codecs, 10, "the codec in the variant")
+        assert variant["BANDWIDTH"] > 0 and variant["CODECS"] == "mp4a.40.34"
+        assert re.fullmatch(r"hls\.m3u8\?session=[0-9a-f]{16}", variant["uri"])
+        assert fl.json_source(srv, mount)["listeners"] == 0  # not a session yet
+        # ffmpeg plays in real time: a session while it polls
+        player = subprocess.Popen([fl.FFMPEG, "-hide_banner", "-nostdin", "-v", "error", "-re",
+                                   "-i", srv.url(mount + "/hls.m3u8"), "-t", "60", "-f", "null",
+                                   "-"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE)
+        wirelib.wait_until(lambda: fl.json_source(srv, mount)["listeners"] == 1, 15,
+                           "the HLS session to count as a listener")
+        time.sleep(3)  # it polls on: still one listener, no access-log line yet
+        assert fl.json_source(srv, mount)["listeners"] == 1
+        metrics = adminlib.admin(srv, "/metrics").body.decode()
+        assert re.search(r'^rimecast_listeners\{mount="%s"\} 1$' % re.escape(mount), metrics, re.M)
+        assert re.search(r"^rimecast_server_listeners 1$", metrics, re.M)
+        assert "?session=" not in srv.access_log()
+        fl.stop_process(player)
+        wirelib.wait_until(lambda: fl.json_source(srv, mount)["listeners"] == 0, 20,
+                           "the session to end once it stopped polling")
+    finally:
+        fl.stop_process(player)
+        fl.stop_process(p)
+    # one line for the session: its duration and the bytes of its playlists and segments
+    lines = [l for l in srv.access_log().splitlines()
+             if re.search(r'"GET %s/hls.m3u8\?session=[0-9a-f]{16} HTTP/1.1"' % mount, l)]
+    assert len(lines) == 1, lines
+    m = re.search(r'" 200 (\d+) ".*" ".*" (\d+)$', lines[0])
+    # at least one segment (about 2 s at 64 kbit/s: 16 kB) and its playlists; it lasted from
+    # its first poll to its end, at least the time it was seen playing
+    assert m and int(m.group(1)) > 12000 and int(m.group(2)) >= 3, lines[0]
+    # the segments it fetched have no lines of their own
+    assert not re.search(r"GET %s/hls/\d+" % mount, srv.access_log())
+
+
+def test_hls_sessions_count_against_max_listeners(server):
+    srv = server(mounts=[{"mount_name": "/live.aac", "max_listeners": 1}])
+    p = start_source(srv, "/live.aac", "aac")
+    try:
+        assert get(srv, "/live.aac/hls.m3u8?session=" + "a" * 16)[0] == 200
+        status, _, body = get(srv, "/live.aac/hls.m3u8?session=" + "b" * 16)
+        assert status == 403 and b"too many listeners" in body
+        # the first session polls on; a plain listener is refused too
+        assert get(srv, "/live.aac/hls.m3u8?session=" + "a" * 16)[0] == 200
+        lis = srv.listener("/live.aac")
+        assert lis.open().status == 403
+        assert get(srv, "/live.aac/hls.m3u8?session=xyz")[0] == 400
     finally:
         fl.stop_process(p)
