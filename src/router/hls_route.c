@@ -256,6 +256,8 @@ static int session_poll(conn_t *c, const http_request_t *req, hls_t *h)
         client_send_error(c, 400, "Bad Request: malformed session");
     else if (rc == -ENOSPC)
         client_send_error(c, 403, "Forbidden: too many listeners");
+    else if (rc == -EPERM)
+        client_send_error(c, 403, "Forbidden: this session was ended");
     else if (rc < 0)
         client_send_error(c, 500, "Internal Server Error");
     return rc == 0;

@@ -400,12 +400,26 @@ static int attach_locked(hls_t *h, mount_t *m)
     return 0;
 }
 
-static hls_t *find_or_make(const char *name)
+static hls_t *find_locked(const char *name)
 {
-    pthread_mutex_lock(&registry_lock);
     hls_t *h = registry;
     while (h && strcmp(h->name, name) != 0)
         h = h->next;
+    return h;
+}
+
+hls_t *hls_find(const char *name)
+{
+    pthread_mutex_lock(&registry_lock);
+    hls_t *h = find_locked(name);
+    pthread_mutex_unlock(&registry_lock);
+    return h;
+}
+
+static hls_t *find_or_make(const char *name)
+{
+    pthread_mutex_lock(&registry_lock);
+    hls_t *h = find_locked(name);
     if (!h && (h = calloc(1, sizeof(*h)))) {
         if (!(h->name = strdup(name))) {
             free(h);

@@ -72,6 +72,9 @@ typedef struct hls_piece {
  * earlier source of that name. A window that cannot be made (out of memory): NULL. */
 hls_t *hls_touch(mount_t *m);
 
+/* The window of a mount name if one was ever made (it lives as long as the process), or NULL. */
+hls_t *hls_find(const char *name);
+
 /* Where (msn, part) stands (part -1: the whole segment). */
 int hls_locate(hls_t *h, uint64_t msn, int part);
 
@@ -200,12 +203,27 @@ int hls_session_token(char *out);
 /* 1 if t is a token's form. */
 int hls_session_token_valid(const char *t);
 /* A media playlist request of session `token` (bytes: its answer): the session begins (a
- * listener slot of the mount is taken) or goes on. 0, or -ENOSPC when the mount is full. */
+ * listener slot of the mount is taken) or goes on. 0, -ENOSPC when the mount is full, or
+ * -EPERM for a session killclient ended. */
 int hls_session_poll(hls_t *h, const char *token, const hls_client_t *who, uint64_t bytes);
 /* A segment or part of `bytes` went to `who` (uri unused): counted to the session whose last
  * playlist came by the same connection, else to one of the same address and agent. 1 if
  * there is one, else 0. */
 int hls_session_add_bytes(hls_t *h, const hls_client_t *who, uint64_t bytes);
+/* What listclients shows of a session. */
+typedef struct hls_session_view {
+    uint64_t id;             /* in the connections' id space (killclient) */
+    const char *ip, *agent;
+    long long connected;     /* seconds */
+} hls_session_view_t;
+/* Calls fn for each live session of mount name `name` (under its window's lock: fn must not
+ * call into hls). */
+void hls_sessions_foreach(const char *name, void (*fn)(const hls_session_view_t *v, void *arg),
+                          void *arg);
+/* Ends session `id` of mount name `name` now (its access-log line is written, its listener
+ * slot given back); its token is refused (403) until it stops polling. 1 if it was found. */
+int hls_session_kill(const char *name, uint64_t id);
+
 /* Ends the sessions that stopped polling (all: every one), each with its access-log line. */
 void hls_sessions_expire_locked(hls_t *h, uint64_t now, int all);
 /* The window follows mount m now (a new source): its sessions count as m's listeners. */

@@ -20,6 +20,7 @@
 #include "core/loop.h"
 #include "core/str.h"
 #include "net/server.h"
+#include "net/worker.h"
 #include "stream/hls.h"
 #include "stream/mount.h"
 
@@ -27,6 +28,8 @@
 
 struct hls_session {
     char token[HLS_TOKEN_LEN + 1];
+    uint64_t id;
+    int killed;          /* ended by killclient: its polls are refused until they stop */
     time_t start;
     uint64_t last_ms;
     uint64_t bytes;
@@ -56,7 +59,8 @@ int hls_session_token_valid(const char *t)
     return n == HLS_TOKEN_LEN;
 }
 
-static void session_end(hls_t *h, hls_session_t *s)
+/* The session's end as a listener: its access-log line, its slot given back. */
+static void session_close(hls_session_t *s)
 {
     log_access_entry_t e = {
         .ip = s->ip, .start = s->start, .method = "GET", .uri = s->uri,
@@ -68,7 +72,14 @@ static void session_end(hls_t *h, hls_session_t *s)
         atomic_fetch_sub(&s->counted->listeners, 1);
         mount_unref(s->counted);
     }
+    s->counted = NULL;
     atomic_fetch_sub(&server.stats.listeners, 1);
+}
+
+static void session_end(hls_t *h, hls_session_t *s)
+{
+    if (!s->killed)
+        session_close(s);
     h->nsessions--;
     free(s->agent);
     free(s->referer);
@@ -97,6 +108,7 @@ int hls_session_poll(hls_t *h, const char *token, const hls_client_t *who, uint6
             rc = -ENOMEM;
         } else {
             snprintf(s->token, sizeof(s->token), "%s", token);
+            s->id = worker_next_conn_id();
             snprintf(s->ip, sizeof(s->ip), "%s", who->ip);
             s->agent = who->agent ? str_dup(who->agent) : NULL;
             s->referer = who->referer ? str_dup(who->referer) : NULL;
@@ -114,6 +126,8 @@ int hls_session_poll(hls_t *h, const char *token, const hls_client_t *who, uint6
         s->last_ms = loop_now_ms();
         s->bytes += bytes;
         s->conn_id = who->conn_id;
+        if (s->killed)
+            rc = -EPERM;
     }
     pthread_mutex_unlock(&h->lock);
     return rc;
@@ -129,6 +143,8 @@ int hls_session_add_bytes(hls_t *h, const hls_client_t *who, uint64_t bytes)
             same = s;
     if (!s)
         s = same;
+    if (s && s->killed)
+        s = NULL;
     if (s)
         s->bytes += bytes;
     pthread_mutex_unlock(&h->lock);
@@ -154,7 +170,7 @@ void hls_sessions_expire_locked(hls_t *h, uint64_t now, int all)
 void hls_sessions_follow_locked(hls_t *h, mount_t *m)
 {
     for (hls_session_t *s = h->sessions; s; s = s->next) {
-        if (s->counted == m)
+        if (s->counted == m || s->killed)
             continue;
         if (s->counted) {
             atomic_fetch_sub(&s->counted->listeners, 1);
@@ -164,4 +180,38 @@ void hls_sessions_follow_locked(hls_t *h, mount_t *m)
         atomic_fetch_add(&m->listeners, 1);
         s->counted = mount_ref(m);
     }
+}
+
+void hls_sessions_foreach(const char *name, void (*fn)(const hls_session_view_t *v, void *arg),
+                          void *arg)
+{
+    hls_t *h = hls_find(name);
+    if (!h)
+        return;
+    time_t now = time(NULL);
+    pthread_mutex_lock(&h->lock);
+    for (hls_session_t *s = h->sessions; s; s = s->next) {
+        if (s->killed)
+            continue;
+        hls_session_view_t v = {s->id, s->ip, s->agent, (long long)(now - s->start)};
+        fn(&v, arg);
+    }
+    pthread_mutex_unlock(&h->lock);
+}
+
+int hls_session_kill(const char *name, uint64_t id)
+{
+    hls_t *h = hls_find(name);
+    if (!h)
+        return 0;
+    pthread_mutex_lock(&h->lock);
+    hls_session_t *s = h->sessions;
+    while (s && (s->id != id || s->killed))
+        s = s->next;
+    if (s) {
+        session_close(s);
+        s->killed = 1;
+    }
+    pthread_mutex_unlock(&h->lock);
+    return s != NULL;
 }

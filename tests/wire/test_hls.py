@@ -9,6 +9,7 @@ import re
 import subprocess
 import threading
 import time
+import xml.etree.ElementTree as ET
 
 import pytest
 
@@ -381,5 +382,34 @@ def test_hls_sessions_count_against_max_listeners(server):
         lis = srv.listener("/live.aac")
         assert lis.open().status == 403
         assert get(srv, "/live.aac/hls.m3u8?session=xyz")[0] == 400
+    finally:
+        fl.stop_process(p)
+
+
+def test_listclients_shows_hls_sessions_and_killclient_ends_one(server):
+    srv = server()
+    mount = "/live.aac"
+    p = start_source(srv, mount, "aac")
+    try:
+        token = "c" * 16
+        status, _, _ = get(srv, mount + "/hls.m3u8?session=" + token,
+                           {"User-Agent": "hls-test/1"})
+        assert status == 200
+        r = adminlib.admin(srv, "/admin/listclients?mount=" + mount)
+        doc = ET.fromstring(r.body)
+        listeners = doc.findall("source/listener")
+        assert len(listeners) == 1 and listeners[0].findtext("UserAgent") == "hls-test/1"
+        assert doc.findtext("source/Listeners") == "1"
+        sid = listeners[0].findtext("ID")
+        r = adminlib.admin(srv, "/admin/killclient?mount=%s&id=%s" % (mount, sid))
+        assert r.status == 200 and b"removed" in r.body
+        assert fl.json_source(srv, mount)["listeners"] == 0
+        assert re.search(r'"GET %s/hls.m3u8\?session=%s HTTP/1.1" 200' % (mount, token),
+                         srv.access_log())
+        # the ended session's polls are refused; another session may begin
+        status, _, body = get(srv, mount + "/hls.m3u8?session=" + token)
+        assert status == 403 and b"session was ended" in body
+        assert get(srv, mount + "/hls.m3u8?session=" + "d" * 16)[0] == 200
+        assert fl.json_source(srv, mount)["listeners"] == 1
     finally:
         fl.stop_process(p)
