@@ -367,7 +367,7 @@ static config_t *config_new(const char *name)
                                         .block_max = 300, .forget = 600, .ipv4_prefix = 32,
                                         .ipv6_prefix = 64, .exempt_local = 1};
     c->hls = (hls_conf_t){.enabled = 1, .target_duration = 6, .segments = 6,
-                          .part_target_ms = 1000};
+                          .part_target_ms = 1000, .sessions = 1};
     if (!(c->filename = strdup(name)))
         goto fail;
     for (size_t i = 0; i < sizeof(default_strings) / sizeof(default_strings[0]); i++)

@@ -59,6 +59,7 @@ typedef struct hls_conf {
     int target_duration; /* seconds a segment lasts at most; 6 */
     int segments;        /* complete segments a playlist lists; 6 */
     int part_target_ms;  /* a low-latency part lasts at most this; 1000 */
+    int sessions;        /* 1: hls.m3u8 hands out session tokens (listeners counted); 1 */
 } hls_conf_t;
 
 typedef struct mount_conf {

@@ -654,7 +654,8 @@ static int fn_no_yp(parse_t *p, xmlNodePtr n, void *obj)
 #define HLS_DIRS(st)                                                                           \
     BOOL("enabled", st, hls.enabled), INT("target-duration", st, hls.target_duration, 2, 60),  \
     INT("segments", st, hls.segments, 3, 100),                                                 \
-    INT("part-target-ms", st, hls.part_target_ms, 200, 5000), END
+    INT("part-target-ms", st, hls.part_target_ms, 200, 5000),                                 \
+    BOOL("sessions", st, hls.sessions), END
 static const directive_t hls_dirs[] = {HLS_DIRS(config_t)};
 static const section_t hls_sec = {"hls", hls_dirs};
 static const directive_t mount_hls_dirs[] = {HLS_DIRS(mount_conf_t)};
@@ -706,7 +707,7 @@ static void mount_init(mount_conf_t *m)
     m->source_timeout = -1;
     m->mp3_metadata_interval = -1;
     m->public = -1;
-    m->hls = (hls_conf_t){-1, -1, -1, -1};
+    m->hls = (hls_conf_t){-1, -1, -1, -1, -1};
 }
 
 static int fn_mount(parse_t *p, xmlNodePtr n, void *obj)

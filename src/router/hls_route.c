@@ -230,6 +230,8 @@ static void answer_multivariant(conn_t *c, const http_request_t *req, hls_t *h)
 /* The session a media playlist request belongs to goes on (or begins): 1, else answered. */
 static int session_poll(conn_t *c, const http_request_t *req, hls_t *h)
 {
+    if (!hls_sessions_wanted(h->name))
+        return 1;
     char *token = req->query ? url_query_param(req->query, req->query_len, "session") : NULL;
     if (!token) {
         answer_multivariant(c, req, h);

@@ -63,6 +63,13 @@ int hls_offered(mount_t *m)
     return HLS_OFFERED;
 }
 
+int hls_sessions_wanted(const char *name)
+{
+    const config_t *cfg = server_config();
+    const mount_conf_t *mc = config_find_mount(cfg, name);
+    return mc && mc->hls.sessions >= 0 ? mc->hls.sessions : cfg->hls.sessions;
+}
+
 /* ---- the window's segments ---- */
 
 hls_seg_t *hls_seg_at(hls_t *h, uint64_t seq)

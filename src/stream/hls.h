@@ -198,6 +198,9 @@ typedef struct hls_client {
     uint64_t conn_id;
 } hls_client_t;
 
+/* 1 if mount name `name` hands out sessions (<hls><sessions>), else its hls.m3u8 is the
+ * media playlist itself, the same for every client (a CDN's origin). */
+int hls_sessions_wanted(const char *name);
 /* Writes a new random token (HLS_TOKEN_LEN hex digits and a NUL) to out. 0 or -EIO. */
 int hls_session_token(char *out);
 /* 1 if t is a token's form. */

@@ -413,3 +413,18 @@ def test_listclients_shows_hls_sessions_and_killclient_ends_one(server):
         assert fl.json_source(srv, mount)["listeners"] == 1
     finally:
         fl.stop_process(p)
+
+
+def test_without_sessions_the_playlist_is_the_same_for_everyone(server):
+    # a CDN's origin: hls.m3u8 is the media playlist, no token, no listener counted
+    srv = server(extra_xml="<hls><sessions>0</sessions></hls>")
+    mount = "/live.mp3"
+    p = start_source(srv, mount, "mp3")
+    try:
+        status, headers, body = get(srv, mount + "/hls.m3u8")
+        pl = hlscheck.Checker().check(body.decode())
+        assert status == 200 and pl["segments"] and "session" not in body.decode()
+        assert "max-age" in headers["cache-control"]
+        assert fl.json_source(srv, mount)["listeners"] == 0
+    finally:
+        fl.stop_process(p)
