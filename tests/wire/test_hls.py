@@ -428,3 +428,21 @@ def test_without_sessions_the_playlist_is_the_same_for_everyone(server):
         assert fl.json_source(srv, mount)["listeners"] == 0
     finally:
         fl.stop_process(p)
+
+
+def test_window_is_dropped_when_no_client_asks_and_made_again_on_request(server):
+    # idle for six target durations (at least 20 s): the window goes; asked again, it comes
+    # back with the sequence going on and a discontinuity
+    srv = server(loglevel=4, extra_xml="<hls><target-duration>2</target-duration>"
+                 "<part-target-ms>500</part-target-ms><sessions>0</sessions></hls>")
+    mount = "/live.aac"
+    p = start_source(srv, mount, "aac")
+    try:
+        check = hlscheck.Checker()
+        before = check.check(get(srv, mount + "/hls.m3u8")[2].decode())
+        srv.wait_log("hls: %s: no client asked for 20 s, window dropped" % mount, timeout=30)
+        after = check.check(get(srv, mount + "/hls.m3u8")[2].decode())
+    finally:
+        fl.stop_process(p)
+    assert after["msn"] > before["segments"][-1]["seq"]
+    assert after["segments"][0]["discontinuity"]
