@@ -444,8 +444,204 @@ static int piece_range(const http_request_t *req, uint64_t size, uint64_t *from,
     return 1;
 }
 
+/* ---- the part being cut, sent as it fills (chunked) ---- */
+
+/* A part followed as it fills: each stretch of it the window cut is one chunk, written from
+ * the blocks; between stretches the connection waits (a waiter that follows the part). */
+typedef struct filling {
+    hls_waiter_t waiter;
+    hls_t *hls;
+    block_t *blk;          /* the block holding pos (referenced), NULL before the first frame */
+    uint64_t start;        /* the part's first byte */
+    uint64_t pos, end;     /* sent up to pos; the window had cut up to end */
+    int chunk_open;        /* a chunk's data is being written: its CRLF is still to come */
+    int complete;          /* end is the part's end */
+    int keep;
+} filling_t;
+
+static void filling_release(conn_t *c)
+{
+    filling_t *f = c->data;
+    if (!f)
+        return;
+    hls_unwait(&f->waiter);
+    if (f->blk)
+        block_unref(f->blk);
+    free(f);
+    c->data = NULL;
+}
+
+static void filling_write(conn_t *c);
+
+static const conn_ops_t filling_ops = {
+    .name = "hls part filling",
+    .on_writable = filling_write,
+    /* the part never completed (the source left): the answer ends cut short */
+    .on_close = filling_release,
+};
+
+/* Asks the window how far the part goes now: 1 when there is more to write (a chunk head
+ * queued) or it is complete, 0 waiting for it to grow, -1 closed. */
+static int filling_more(conn_t *c, filling_t *f)
+{
+    hls_piece_t p = {0};
+    int rc = hls_part_so_far(f->hls, f->waiter.msn, f->waiter.part, &p);
+    if (rc == HLS_READY)
+        rc = hls_piece(f->hls, f->waiter.msn, f->waiter.part, &p);
+    if (rc == HLS_FILLING || rc == HLS_READY) {
+        if (!f->blk && p.blk) {
+            f->blk = block_ref(p.blk);
+            f->start = f->pos = f->end = p.start;
+        }
+        if (p.blk)
+            block_unref(p.blk);
+    }
+    if ((rc != HLS_READY && rc != HLS_FILLING) || (f->blk && p.start != f->start)) {
+        conn_close(c); /* the stream broke under it */
+        return -1;
+    }
+    f->complete = rc == HLS_READY;
+    if (p.end > f->end) {
+        char head[32];
+        int n = snprintf(head, sizeof(head), "%llx\r\n", (unsigned long long)(p.end - f->end));
+        if (conn_queue(c, head, (size_t)n) < 0) {
+            conn_close(c);
+            return -1;
+        }
+        f->end = p.end;
+        f->chunk_open = 1;
+        return 1;
+    }
+    if (f->complete)
+        return 1;
+    f->waiter.seen_end = f->end;
+    int w = hls_wait(f->hls, &f->waiter);
+    return w == 0 ? filling_more(c, f) : 0; /* 0: grew meanwhile, ask again */
+}
+
+/* Writes the block pieces up to f->end (the chunk heads go through the output buffer), then
+ * asks for more or waits. */
+static void filling_write(conn_t *c)
+{
+    filling_t *f = c->data;
+    for (;;) {
+        if (conn_flush_wbuf(c) <= 0 || f->waiter.linked)
+            return; /* closed, resumes when writable, or waits for the part */
+        while (f->blk && f->pos < f->end) {
+            struct iovec iov[SEND_IOV];
+            int n = 0;
+            uint64_t at = f->pos;
+            for (const block_t *b = f->blk; b && n < SEND_IOV && at < f->end; b = block_next(b)) {
+                if (block_end(b) <= at)
+                    continue;
+                uint64_t stop = block_end(b) < f->end ? block_end(b) : f->end;
+                iov[n].iov_base = (void *)(b->data + (at - b->offset));
+                iov[n++].iov_len = (size_t)(stop - at);
+                at = stop;
+            }
+            ssize_t w = conn_writev(c, iov, n);
+            if (w < 0) {
+                if (errno == EINTR)
+                    continue;
+                if (errno != EAGAIN && errno != EWOULDBLOCK)
+                    conn_close(c);
+                return;
+            }
+            c->bytes_sent += (uint64_t)w;
+            f->pos += (uint64_t)w;
+            while (block_end(f->blk) <= f->pos && f->pos < f->end) {
+                block_t *next = block_ref(block_next(f->blk));
+                block_unref(f->blk);
+                f->blk = next;
+            }
+        }
+        if (f->chunk_open) {
+            f->chunk_open = 0;
+            if (conn_queue(c, "\r\n", 2) < 0) {
+                conn_close(c);
+                return;
+            }
+            continue;
+        }
+        if (f->complete) {
+            static const char last[] = "0\r\n\r\n";
+            int keep = f->keep;
+            hls_t *h = f->hls;
+            uint64_t bytes = HLS_ID3_LEN + (f->end - f->start);
+            filling_release(c);
+            c->role = NULL;
+            conn_set_deadline(c, 0);
+            if (count_to_session(c, client_of(c)->req, h, bytes))
+                client_skip_log(c); /* counted in its session's line */
+            c->ops = &reply_sending_ops;
+            conn_send(c, last, sizeof(last) - 1, keep ? reply_next_request : conn_linger_close);
+            return;
+        }
+        if (filling_more(c, f) < 0)
+            return;
+    }
+}
+
+/* The part a connection follows grew (on its worker). */
+static void filling_woken(worker_t *w, void *arg)
+{
+    conn_t *c = worker_find_conn(w, (uint64_t)(uintptr_t)arg);
+    if (!c || c->ops != &filling_ops || c->closing)
+        return;
+    if (filling_more(c, c->data) > 0)
+        filling_write(c);
+}
+
+/* Starts sending the part being cut (HTTP/1.1, chunked) from what it holds: 1 if it did. */
+static int start_filling(conn_t *c, const http_request_t *req, hls_t *h, const hls_url_t *u)
+{
+    if (u->part < 0 || req->version_minor < 1 || req->method != HTTP_METHOD_GET ||
+        http_find_header(req, "range"))
+        return 0;
+    hls_piece_t p = {0};
+    if (hls_part_so_far(h, u->seq, u->part, &p) != HLS_FILLING)
+        return 0;
+    if (p.blk)
+        block_unref(p.blk); /* what it holds is asked for again below */
+    filling_t *f = calloc(1, sizeof(*f));
+    char extra[512], head[2048], id3[16];
+    snprintf(extra, sizeof(extra),
+             "Transfer-Encoding: chunked\r\nCache-Control: public, max-age=%d, immutable\r\n"
+             "ETag: \"%llu.%d\"\r\nAccess-Control-Allow-Origin: *\r\n", SEGMENT_MAX_AGE,
+             (unsigned long long)u->seq, u->part);
+    int keep = reply_keepalive_wanted(req);
+    size_t hlen = reply_head(head, sizeof(head), keep, 200, p.adts ? "audio/aac" : "audio/mpeg",
+                             -1, extra);
+    int n = snprintf(id3, sizeof(id3), "%x\r\n", HLS_ID3_LEN);
+    if (!f || hlen == 0 || conn_queue(c, head, hlen) < 0 || conn_queue(c, id3, (size_t)n) < 0 ||
+        conn_queue(c, (const char *)p.id3, HLS_ID3_LEN) < 0 || conn_queue(c, "\r\n", 2) < 0) {
+        free(f);
+        client_send_error(c, 500, "Internal Server Error");
+        return 1;
+    }
+    client_of(c)->status = 200;
+    f->hls = h;
+    f->keep = keep;
+    f->waiter.msn = u->seq;
+    f->waiter.part = u->part;
+    f->waiter.follow = 1;
+    f->waiter.worker = c->worker;
+    f->waiter.fn = filling_woken;
+    f->waiter.arg = (void *)(uintptr_t)c->id;
+    c->data = f;
+    c->role = &filling_ops;
+    c->ops = &filling_ops;
+    /* a part completes within its target: three target durations bound a stalled source */
+    conn_set_deadline(c, (uint64_t)hls_target_duration(h) * 3000);
+    if (filling_more(c, f) >= 0)
+        filling_write(c);
+    return 1;
+}
+
 static void answer_piece(conn_t *c, const http_request_t *req, hls_t *h, const hls_url_t *u)
 {
+    if (start_filling(c, req, h, u))
+        return;
     piece_send_t *s = calloc(1, sizeof(*s));
     int rc = s ? hls_piece(h, u->seq, u->part, &s->piece) : -ENOMEM;
     if (rc == HLS_PENDING) {

@@ -112,11 +112,20 @@ static hls_seg_t *seg_open(hls_t *h)
     return s;
 }
 
+/* 1 if a waiter following the open part as it fills has more to send (or it is complete). */
+static int part_grew(hls_t *h, const hls_waiter_t *w)
+{
+    if (hls_locate(h, w->msn, w->part) != HLS_PENDING)
+        return 1;
+    const hls_seg_t *s = hls_seg_at(h, w->msn);
+    return s && !s->complete && s->nparts == w->part && s->open.blk && s->open.end > w->seen_end;
+}
+
 static void wake_waiters(hls_t *h)
 {
     hls_waiter_t *w, *tmp;
     list_foreach_safe(w, tmp, &h->waiters, hls_waiter_t, link) {
-        if (hls_locate(h, w->msn, w->part) == HLS_PENDING)
+        if (w->follow ? !part_grew(h, w) : hls_locate(h, w->msn, w->part) == HLS_PENDING)
             continue;
         list_remove(&w->link);
         w->linked = 0;
@@ -303,8 +312,11 @@ static void publish_hook(mount_t *m, void *arg)
 {
     hls_t *h = arg;
     pthread_mutex_lock(&h->lock);
-    if (h->mount == m)
+    if (h->mount == m) {
         advance_locked(h);
+        if (!list_empty(&h->waiters))
+            wake_waiters(h); /* parts being followed as they fill */
+    }
     pthread_mutex_unlock(&h->lock);
 }
 
@@ -540,10 +552,31 @@ int hls_part_target_ms(hls_t *h)
     return t;
 }
 
+int hls_part_so_far(hls_t *h, uint64_t msn, int part, hls_piece_t *p)
+{
+    pthread_mutex_lock(&h->lock);
+    int rc = hls_locate(h, msn, part);
+    const hls_seg_t *s = hls_seg_at(h, msn);
+    int open = s ? !s->complete && s->nparts == part : h->have_open == 0 && part == 0;
+    if (rc == HLS_PENDING && msn == h->open_seq && open && h->rate) {
+        uint64_t ts = s && s->open.blk ? s->open.ts90
+                                       : h->clock90 + h->clock_samples * 90000 / h->rate;
+        id3_timestamp(p->id3, ts & ((1ull << 33) - 1));
+        p->blk = s && s->open.blk ? block_ref(s->open.blk) : NULL;
+        p->start = s && s->open.blk ? s->open.start : 0;
+        p->end = s && s->open.blk ? s->open.end : 0;
+        p->adts = h->adts;
+        rc = HLS_FILLING;
+    }
+    pthread_mutex_unlock(&h->lock);
+    return rc;
+}
+
 int hls_wait(hls_t *h, hls_waiter_t *w)
 {
     pthread_mutex_lock(&h->lock);
-    int rc = hls_locate(h, w->msn, w->part);
+    int rc = w->follow ? (part_grew(h, w) ? HLS_READY : HLS_PENDING)
+                       : hls_locate(h, w->msn, w->part);
     if (rc == HLS_PENDING) {
         w->hls = h;
         w->linked = 1;

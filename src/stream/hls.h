@@ -42,6 +42,7 @@ enum {
     HLS_READY = 0,    /* complete: it can be served */
     HLS_PENDING = 1,  /* not yet complete, but near enough to wait for */
     HLS_TOO_FAR = 2,  /* further ahead than a client may wait for */
+    HLS_FILLING = 3,  /* the part being cut now: what it holds so far can be sent */
 };
 
 /* A request waiting for a part (part >= 0) or a whole segment (part -1) of sequence msn.
@@ -52,6 +53,8 @@ typedef struct hls_waiter {
     hls_t *hls;
     uint64_t msn;
     int part;
+    int follow;           /* follows the part as it fills: woken when it grows past seen_end */
+    uint64_t seen_end;
     int linked;
     worker_t *worker;
     void (*fn)(worker_t *w, void *arg);
@@ -74,6 +77,11 @@ hls_t *hls_touch(mount_t *m);
 
 /* The window of a mount name if one was ever made (it lives as long as the process), or NULL. */
 hls_t *hls_find(const char *name);
+
+/* The part being cut now, as far as it goes: HLS_FILLING with *p filled (blk referenced, or
+ * NULL with start == end when its first frame has not come; the ID3 tag its time), or what
+ * hls_locate says (HLS_READY: complete, use hls_piece; nothing taken). */
+int hls_part_so_far(hls_t *h, uint64_t msn, int part, hls_piece_t *p);
 
 /* Where (msn, part) stands (part -1: the whole segment). */
 int hls_locate(hls_t *h, uint64_t msn, int part);

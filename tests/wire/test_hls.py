@@ -446,3 +446,35 @@ def test_window_is_dropped_when_no_client_asks_and_made_again_on_request(server)
         fl.stop_process(p)
     assert after["msn"] > before["segments"][-1]["seq"]
     assert after["segments"][0]["discontinuity"]
+
+
+def test_part_being_cut_is_sent_as_it_fills(server):
+    srv = server(extra_xml="<hls><sessions>0</sessions></hls>")
+    mount = "/live.mp3"
+    p = start_source(srv, mount, "mp3")
+    try:
+        pl = hlscheck.parse(get(srv, mount + "/hls.m3u8")[2].decode())
+        # the moment the hinted part is complete, the next one has just begun
+        pl = hlscheck.parse(get(srv, mount + "/hls.m3u8?_HLS_msn=%d&_HLS_part=%d"
+                                % _next_part(pl))[2].decode())
+        hint = mount + "/" + pl["hint"]["URI"]
+        c = http.client.HTTPConnection(srv.host, srv.port, timeout=30)
+        t0 = time.monotonic()
+        c.request("GET", hint)
+        r = c.getresponse()
+        assert r.status == 200 and r.getheader("transfer-encoding") == "chunked"
+        first = r.read(HEAD_AND_FRAME)           # the tag and a first frame
+        t_first = time.monotonic()
+        rest = r.read()                           # up to the part's end
+        t_done = time.monotonic()
+        c.close()
+        # asked again once complete: the same bytes, with a length
+        status, headers, whole = get(srv, hint)
+    finally:
+        fl.stop_process(p)
+    assert first + rest == whole and status == 200 and "content-length" in headers
+    # the first frame came well before the part was complete (a part lasts about 1 s)
+    assert t_done - t_first > 0.3, (t_first - t0, t_done - t0)
+
+
+HEAD_AND_FRAME = 73 + 208
