@@ -360,46 +360,54 @@ static void piece_done(conn_t *c)
         conn_linger_close(c);
 }
 
-/* Writes the block pieces, as many as the socket takes (the head and tag went first). */
-static void piece_write(conn_t *c)
+/* Writes bytes [*pos, end) of the block chain from *blk (the block holding *pos, referenced:
+ * moved on as bytes go), as many as the socket takes, one writev of up to SEND_IOV pieces at
+ * a time: 1 all written, 0 the socket is full, -1 the connection closed. */
+static int write_blocks(conn_t *c, block_t **blk, uint64_t *pos, uint64_t end)
 {
-    piece_send_t *s = c->data;
-    while (s->pos < s->end) {
+    while (*pos < end) {
         struct iovec iov[SEND_IOV];
         int n = 0;
-        uint64_t at = s->pos;
-        for (const block_t *b = s->piece.blk; b && n < SEND_IOV && at < s->end; b = block_next(b)) {
+        uint64_t at = *pos;
+        for (const block_t *b = *blk; b && n < SEND_IOV && at < end; b = block_next(b)) {
             if (block_end(b) <= at)
                 continue;
-            uint64_t stop = block_end(b) < s->end ? block_end(b) : s->end;
+            uint64_t stop = block_end(b) < end ? block_end(b) : end;
             iov[n].iov_base = (void *)(b->data + (at - b->offset));
-            iov[n].iov_len = (size_t)(stop - at);
+            iov[n++].iov_len = (size_t)(stop - at);
             at = stop;
-            n++;
         }
         if (n == 0)
-            break; /* cannot happen: a piece's blocks are all published */
+            return 1; /* cannot happen: the bytes asked for are all published */
         ssize_t w = conn_writev(c, iov, n);
         if (w < 0) {
             if (errno == EINTR)
                 continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                conn_set_deadline(c, (uint64_t)server_config()->client_timeout * 1000);
-                return;
-            }
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return 0;
             conn_close(c);
-            return;
+            return -1;
         }
         c->bytes_sent += (uint64_t)w;
-        s->pos += (uint64_t)w;
-        while (s->piece.blk && block_end(s->piece.blk) <= s->pos && s->pos < s->end) {
-            block_t *next = block_next(s->piece.blk);
-            block_ref(next);
-            block_unref(s->piece.blk);
-            s->piece.blk = next;
+        *pos += (uint64_t)w;
+        while (block_end(*blk) <= *pos && *pos < end) {
+            block_t *next = block_ref(block_next(*blk));
+            block_unref(*blk);
+            *blk = next;
         }
     }
-    piece_done(c);
+    return 1;
+}
+
+/* Writes the block pieces, as many as the socket takes (the head and tag went first). */
+static void piece_write(conn_t *c)
+{
+    piece_send_t *s = c->data;
+    int r = s->pos < s->end ? write_blocks(c, &s->piece.blk, &s->pos, s->end) : 1;
+    if (r == 0)
+        conn_set_deadline(c, (uint64_t)server_config()->client_timeout * 1000);
+    if (r == 1)
+        piece_done(c);
 }
 
 /* After the head (and the tag bytes in the range) went out. */
@@ -527,34 +535,8 @@ static void filling_write(conn_t *c)
     for (;;) {
         if (conn_flush_wbuf(c) <= 0 || f->waiter.linked)
             return; /* closed, resumes when writable, or waits for the part */
-        while (f->blk && f->pos < f->end) {
-            struct iovec iov[SEND_IOV];
-            int n = 0;
-            uint64_t at = f->pos;
-            for (const block_t *b = f->blk; b && n < SEND_IOV && at < f->end; b = block_next(b)) {
-                if (block_end(b) <= at)
-                    continue;
-                uint64_t stop = block_end(b) < f->end ? block_end(b) : f->end;
-                iov[n].iov_base = (void *)(b->data + (at - b->offset));
-                iov[n++].iov_len = (size_t)(stop - at);
-                at = stop;
-            }
-            ssize_t w = conn_writev(c, iov, n);
-            if (w < 0) {
-                if (errno == EINTR)
-                    continue;
-                if (errno != EAGAIN && errno != EWOULDBLOCK)
-                    conn_close(c);
-                return;
-            }
-            c->bytes_sent += (uint64_t)w;
-            f->pos += (uint64_t)w;
-            while (block_end(f->blk) <= f->pos && f->pos < f->end) {
-                block_t *next = block_ref(block_next(f->blk));
-                block_unref(f->blk);
-                f->blk = next;
-            }
-        }
+        if (f->blk && f->pos < f->end && write_blocks(c, &f->blk, &f->pos, f->end) <= 0)
+            return; /* closed, or resumes when writable */
         if (f->chunk_open) {
             f->chunk_open = 0;
             if (conn_queue(c, "\r\n", 2) < 0) {
