@@ -83,27 +83,23 @@ static int parse_url(const char *path, hls_url_t *u)
     return (u->mount = strndup(path, (size_t)(dir - path))) != NULL;
 }
 
-/* The mount's window, or NULL with the error answered. */
-static hls_t *window_for(conn_t *c, const http_request_t *req, const char *name)
+/* The window of live mount m (the caller's reference is taken), or NULL with the error
+ * answered. */
+static hls_t *window_for(conn_t *c, const http_request_t *req, mount_t *m)
 {
-    if (req->method != HTTP_METHOD_GET && req->method != HTTP_METHOD_HEAD) {
-        client_send_error(c, 405, "Method Not Allowed");
-        return NULL;
-    }
-    mount_t *m = mount_find(name);
-    int why = m ? hls_offered(m) : HLS_OFFERED;
-    if (!m || why != HLS_OFFERED) {
-        static const int status[] = {404, 404, 415, 403};
+    int why = req->method != HTTP_METHOD_GET && req->method != HTTP_METHOD_HEAD ? -1
+                                                                                : hls_offered(m);
+    if (why != HLS_OFFERED) {
+        static const int status[] = {405, 404, 415, 403};
         static const char *const text[] = {
-            "The file you requested could not be found",
+            "Method Not Allowed",
             "HLS is not enabled on this mount",
             "Unsupported Media Type: HLS needs an MP3 or AAC (ADTS) stream; Opus in "
             "fragmented MP4 is not served yet",
             "Forbidden: HLS is not served on mounts with listener authentication",
         };
-        if (m)
-            mount_unref(m);
-        client_send_error(c, status[why], text[why]);
+        mount_unref(m);
+        client_send_error(c, status[why < 0 ? 0 : why], text[why < 0 ? 0 : why]);
         return NULL;
     }
     hls_t *h = hls_touch(m);
@@ -707,8 +703,12 @@ int hls_route(conn_t *c, const http_request_t *req, const char *path)
     hls_url_t u;
     if (!parse_url(path, &u))
         return 0;
-    hls_t *h = window_for(c, req, u.mount);
+    /* not a live mount's: the URL is left to files and the other routes */
+    mount_t *m = mount_find(u.mount);
     free(u.mount);
+    if (!m)
+        return 0;
+    hls_t *h = window_for(c, req, m);
     if (!h)
         return 1;
     if (u.playlist)

@@ -9,7 +9,7 @@
 typedef struct conn conn_t;
 typedef struct http_request http_request_t;
 
-/* If path (decoded, normalised) is an HLS URL of a mount, answers it (or parks it) and
+/* If path (decoded, normalised) is an HLS URL of a live mount, answers it (or parks it) and
  * returns 1; else 0 and c is untouched. */
 int hls_route(conn_t *c, const http_request_t *req, const char *path);
 
