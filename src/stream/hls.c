@@ -49,11 +49,31 @@ int hls_type_supported(const char *ct)
     return 0;
 }
 
+/* The <hls> settings of mount name `name`: its normal <mount> block's, then for what that
+ * leaves unset a default <mount> block's, then the global ones. */
+static hls_conf_t settings_for(const config_t *cfg, const char *name)
+{
+    hls_conf_t g = cfg->hls;
+    const mount_conf_t *layers[2] = {config_find_default_mount(cfg, name),
+                                     config_find_mount(cfg, name)};
+    for (int i = 0; i < 2; i++) {
+        const hls_conf_t *o = layers[i] ? &layers[i]->hls : NULL;
+        if (!o)
+            continue;
+        g.enabled = o->enabled >= 0 ? o->enabled : g.enabled;
+        g.target_duration = o->target_duration > 0 ? o->target_duration : g.target_duration;
+        g.segments = o->segments > 0 ? o->segments : g.segments;
+        g.part_target_ms = o->part_target_ms > 0 ? o->part_target_ms : g.part_target_ms;
+        g.sessions = o->sessions >= 0 ? o->sessions : g.sessions;
+    }
+    return g;
+}
+
 int hls_offered(mount_t *m)
 {
     const config_t *cfg = server_config();
     const mount_conf_t *mc = config_find_mount(cfg, m->name);
-    if (!(mc && mc->hls.enabled >= 0 ? mc->hls.enabled : cfg->hls.enabled))
+    if (!settings_for(cfg, m->name).enabled)
         return HLS_DISABLED;
     if (atomic_load(&m->is_ogg) || !hls_type_supported(mount_info(m)->content_type))
         return HLS_WRONG_TYPE;
@@ -65,9 +85,7 @@ int hls_offered(mount_t *m)
 
 int hls_sessions_wanted(const char *name)
 {
-    const config_t *cfg = server_config();
-    const mount_conf_t *mc = config_find_mount(cfg, name);
-    return mc && mc->hls.sessions >= 0 ? mc->hls.sessions : cfg->hls.sessions;
+    return settings_for(server_config(), name).sessions;
 }
 
 /* ---- the window's segments ---- */
@@ -346,15 +364,7 @@ static void detach_locked(hls_t *h)
 
 static void settings_locked(hls_t *h, const mount_t *m)
 {
-    const config_t *c = server_config();
-    const mount_conf_t *mc = config_find_mount(c, m->name);
-    hls_conf_t g = c->hls;
-    if (mc && mc->hls.target_duration > 0)
-        g.target_duration = mc->hls.target_duration;
-    if (mc && mc->hls.segments > 0)
-        g.segments = mc->hls.segments;
-    if (mc && mc->hls.part_target_ms > 0)
-        g.part_target_ms = mc->hls.part_target_ms;
+    hls_conf_t g = settings_for(server_config(), m->name);
     int target_ms = g.target_duration * 1000;
     int part = g.part_target_ms < target_ms ? g.part_target_ms : target_ms;
     if (target_ms / part > HLS_MAX_PARTS)

@@ -164,10 +164,13 @@ def test_unknown_mount_and_disabled_hls_are_404(server):
 
 
 def test_settings_of_a_mount_shape_the_playlist(server):
+    # the mount's own block, over a default block's (which fills what it leaves unset), over
+    # the global <hls>
     srv = server(extra_xml="<hls><target-duration>4</target-duration></hls>"
                  "<mount><mount-name>/live.aac</mount-name><hls>"
-                 "<target-duration>2</target-duration><part-target-ms>500</part-target-ms>"
-                 "<segments>4</segments></hls></mount>")
+                 "<target-duration>2</target-duration><segments>4</segments></hls></mount>"
+                 "<mount type=\"default\"><hls><part-target-ms>500</part-target-ms>"
+                 "<target-duration>3</target-duration></hls></mount>")
     pa = start_source(srv, "/live.aac", "aac")
     pm = start_source(srv, "/live.mp3", "mp3")
     try:
@@ -177,7 +180,7 @@ def test_settings_of_a_mount_shape_the_playlist(server):
         fl.stop_process(pa)
         fl.stop_process(pm)
     assert aac["target"] == 2 and aac["part_target"] == 0.5
-    assert mp3["target"] == 4 and mp3["part_target"] == 1.0
+    assert mp3["target"] == 3 and mp3["part_target"] == 0.5
 
 
 def _next_part(pl):
