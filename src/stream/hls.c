@@ -645,9 +645,29 @@ static int hls_module_init(worker_t *w)
     return w->id == 0 ? worker_timer_add(w, 1000, hls_tick, NULL) : 0;
 }
 
+/* At exit, once every worker stopped (worker 0 is freed first): the sessions end with their
+ * access-log lines and the windows give their blocks back. The windows themselves stay:
+ * connections of other workers, closed later, may still unlink from them. */
+static void hls_module_fini(worker_t *w)
+{
+    if (w->id != 0)
+        return;
+    uint64_t now = loop_now_ms();
+    pthread_mutex_lock(&registry_lock);
+    for (hls_t *h = registry; h; h = h->next) {
+        pthread_mutex_lock(&h->lock);
+        hls_sessions_expire_locked(h, now, 1);
+        detach_locked(h);
+        window_free_locked(h);
+        pthread_mutex_unlock(&h->lock);
+    }
+    pthread_mutex_unlock(&registry_lock);
+}
+
 static const worker_module_t hls_module = {
     .name = "hls",
     .init = hls_module_init,
+    .fini = hls_module_fini,
 };
 
 void hls_register(void)

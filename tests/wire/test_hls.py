@@ -481,3 +481,15 @@ def test_part_being_cut_is_sent_as_it_fills(server):
 
 
 HEAD_AND_FRAME = 73 + 208
+
+
+def test_sessions_still_polling_get_their_line_when_the_server_stops(server):
+    srv = server()
+    p = start_source(srv, "/live.aac", "aac")
+    try:
+        assert get(srv, "/live.aac/hls.m3u8?session=" + "e" * 16)[0] == 200
+    finally:
+        fl.stop_process(p)
+    assert srv.stop() == 0
+    assert re.search(r'"GET /live.aac/hls.m3u8\?session=e{16} HTTP/1.1" 200 \d+',
+                     srv.access_log())
