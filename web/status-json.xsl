@@ -19,7 +19,7 @@
   select="' max_listeners public source_ip slow_listeners user_agent total_bytes_read total_bytes_sent '"/>
 <!-- Free text: always a string, even when it looks like a number. -->
 <xsl:variable name="text-keys"
-  select="' admin host location server_id server_start server_start_iso8601 server_name server_description server_type server_url genre title artist listenurl subtype stream_start stream_start_iso8601 audio_info yp_currently_playing user_agent source_ip content-type '"/>
+  select="' admin host location server_id server_start server_start_iso8601 server_name server_description server_type server_url genre title artist listenurl hls_url subtype stream_start stream_start_iso8601 audio_info yp_currently_playing user_agent source_ip content-type '"/>
 
 <xsl:template match="/">
   <xsl:apply-templates select="icestats"/>

@@ -21,6 +21,7 @@
 #include "net/conn.h"
 #include "net/worker.h"
 #include "stats/stats.h"
+#include "stream/hls.h"
 #include "stream/sub.h"
 #include "stream/listener.h"
 #include "stream/mount.h"
@@ -86,6 +87,20 @@ static void run(admin_req_t *a, void (*fn)(worker_t *, void *), void (*done)(wor
 
 /* ---- listclients ---- */
 
+/* One more entry (its fields to fill), or NULL without memory. */
+static entry_t *entry_add(job_t *j)
+{
+    if (j->n == j->cap) {
+        int ncap = j->cap ? j->cap * 2 : 64;
+        entry_t *ne = realloc(j->entries, (size_t)ncap * sizeof(*ne));
+        if (!ne)
+            return NULL;
+        j->entries = ne;
+        j->cap = ncap;
+    }
+    return &j->entries[j->n++];
+}
+
 static void list_fn(worker_t *w, void *arg)
 {
     admin_req_t *a = arg;
@@ -99,15 +114,9 @@ static void list_fn(worker_t *w, void *arg)
     list_foreach(l, &s->listeners, listener_t, link) {
         if (l->conn->closing)
             continue;
-        if (j->n == j->cap) {
-            int ncap = j->cap ? j->cap * 2 : 64;
-            entry_t *ne = realloc(j->entries, (size_t)ncap * sizeof(*ne));
-            if (!ne)
-                break;
-            j->entries = ne;
-            j->cap = ncap;
-        }
-        entry_t *e = &j->entries[j->n++];
+        entry_t *e = entry_add(j);
+        if (!e)
+            break;
         e->id = l->conn->id;
         snprintf(e->ip, sizeof(e->ip), "%s", l->conn->ip);
         const client_t *cl = client_of(l->conn);
@@ -117,6 +126,19 @@ static void list_fn(worker_t *w, void *arg)
         e->connected = (long long)(now - l->conn->start);
     }
     pthread_mutex_unlock(&j->lock);
+}
+
+/* An HLS session of the mount is listed like a connected listener. */
+static void list_session(const hls_session_view_t *v, void *arg)
+{
+    entry_t *e = entry_add(arg);
+    if (!e)
+        return;
+    e->id = v->id;
+    snprintf(e->ip, sizeof(e->ip), "%s", v->ip);
+    e->agent = v->agent ? strdup(v->agent) : NULL;
+    e->user = NULL;
+    e->connected = v->connected;
 }
 
 static int by_id(const void *x, const void *y)
@@ -135,6 +157,7 @@ static void list_done(worker_t *self, void *arg)
         admin_send_error(a, 500, "Internal Server Error");
         return;
     }
+    hls_sessions_foreach(a->mount->name, list_session, j);
     if (j->n > 1)
         qsort(j->entries, (size_t)j->n, sizeof(entry_t), by_id);
     xmlNodePtr src = xmlNewChild(xmlDocGetRootElement(doc), NULL, BAD_CAST "source", NULL);
@@ -295,7 +318,7 @@ static void kill_done(worker_t *self, void *arg)
     admin_req_t *a = arg;
     job_t *j = a->data;
     char msg[64];
-    int found = atomic_load(&j->hits) > 0;
+    int found = atomic_load(&j->hits) > 0 || hls_session_kill(a->mount->name, j->target_id);
     if (found) /* Icecast: "Admin request: client N removed" */
         audit_log(j->who, "client %llu removed from %s", (unsigned long long)j->target_id,
                   a->mount->name);

@@ -52,6 +52,16 @@ typedef struct auth_conf {
     kv_conf_t *options; /* <option name= value=/> in order */
 } auth_conf_t;
 
+/* <hls> (Rimecast), globally and per <mount>: HLS and Low-Latency HLS of MP3 and AAC mounts.
+ * In a <mount>, -1 takes the global value. */
+typedef struct hls_conf {
+    int enabled;         /* 1 */
+    int target_duration; /* seconds a segment lasts at most; 6 */
+    int segments;        /* complete segments a playlist lists; 6 */
+    int part_target_ms;  /* a low-latency part lasts at most this; 1000 */
+    int sessions;        /* 1: hls.m3u8 hands out session tokens (listeners counted); 1 */
+} hls_conf_t;
+
 typedef struct mount_conf {
     char *mount_name;   /* NULL for type="default", unless it carries a pattern ("/live*") */
     int is_default;     /* <mount type="default"> */
@@ -84,6 +94,7 @@ typedef struct mount_conf {
     char *on_disconnect;
     auth_conf_t *auth;
     http_header_conf_t *http_headers;
+    hls_conf_t hls;     /* -1 members: the global <hls> */
     struct mount_conf *next;
 } mount_conf_t;
 
@@ -248,6 +259,7 @@ typedef struct config {
     char *user;         /* changeowner; NULL = none */
     char *group;
     login_backoff_conf_t backoff; /* <login-backoff> (Rimecast) */
+    hls_conf_t hls;               /* <hls> (Rimecast) */
 } config_t;
 
 /* Called for non-fatal problems (unknown element, deprecated form, unimplemented setting):

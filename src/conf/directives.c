@@ -666,6 +666,19 @@ static int fn_no_yp(parse_t *p, xmlNodePtr n, void *obj)
     return 0;
 }
 
+/* <hls>: the same rows in <icecast> and in <mount>, with the global defaults there and -1
+ * (unset: the global value) here */
+#define HLS_DIRS(st, d_on, d_target, d_segments, d_part, d_sessions)                         \
+    BOOL_D("enabled", st, hls.enabled, d_on),                                                  \
+    INT_D("target-duration", st, hls.target_duration, 2, 60, d_target),                        \
+    INT_D("segments", st, hls.segments, 3, 100, d_segments),                                   \
+    INT_D("part-target-ms", st, hls.part_target_ms, 200, 5000, d_part),                        \
+    BOOL_D("sessions", st, hls.sessions, d_sessions), END
+static const directive_t hls_dirs[] = {HLS_DIRS(config_t, 1, 6, 6, 1000, 1)};
+static const section_t hls_sec = {"hls", hls_dirs};
+static const directive_t mount_hls_dirs[] = {HLS_DIRS(mount_conf_t, -1, -1, -1, -1, -1)};
+static const section_t mount_hls_sec = {"hls", mount_hls_dirs};
+
 static const directive_t mount_dirs[] = {
     MOUNT("mount-name", mount_conf_t, mount_name),
     STR("username", mount_conf_t, username),
@@ -700,6 +713,7 @@ static const directive_t mount_dirs[] = {
     PATH("on-disconnect", mount_conf_t, on_disconnect),
     FN("authentication", fn_mount_auth),
     FN("http-headers", fn_mount_headers),
+    SECTION("hls", mount_hls_sec),
     END,
 };
 static const section_t mount_sec = {"mount", mount_dirs};
@@ -821,6 +835,7 @@ static const directive_t root_dirs[] = {
     FN("mount", fn_mount),
     FN("directory", fn_directory),
     FN("http-headers", fn_root_headers),
+    SECTION("hls", hls_sec),
     END,
 };
 static const section_t root_sec = {"icecast", root_dirs};
@@ -931,6 +946,32 @@ static int legacy_listen(parse_t *p, xmlNodePtr root)
     return 0;
 }
 
+/* The rows of dirs (nested sections too) that m leaves as they are in unset, taken from def.
+ * 0 or -1 (out of memory). */
+static int merge_rows(const directive_t *dirs, mount_conf_t *m, const mount_conf_t *def,
+                      const mount_conf_t *unset)
+{
+    for (const directive_t *d = dirs; d->name; d++) {
+        char *to = (char *)m + d->off;
+        const char *none = (const char *)unset + d->off, *from = (const char *)def + d->off;
+        if (d->type == D_SECTION) {
+            if (merge_rows(d->sub->dirs, m, def, unset))
+                return -1;
+        } else if (d->type == D_STR || d->type == D_PATH) {
+            if (!*(char **)to && *(char *const *)from &&
+                !(*(char **)to = strdup(*(char *const *)from)))
+                return -1;
+        } else if (d->type == D_LONG) {
+            if (*(long *)to == *(const long *)none)
+                *(long *)to = *(const long *)from;
+        } else if (d->type == D_INT || d->type == D_BOOL) {
+            if (*(int *)to == *(const int *)none)
+                *(int *)to = *(const int *)from;
+        }
+    }
+    return 0;
+}
+
 /* Icecast 2.4: a normal mount takes every setting it leaves unset from its default block. */
 static int merge_mount(parse_t *p, xmlNodePtr n, mount_conf_t *m, const mount_conf_t *def)
 {
@@ -939,21 +980,8 @@ static int merge_mount(parse_t *p, xmlNodePtr n, mount_conf_t *m, const mount_co
 
     memset(&unset, 0, sizeof(unset));
     config_set_defaults(&mount_sec, &unset); /* numbers only: cannot fail */
-    for (const directive_t *d = mount_dirs; d->name; d++) {
-        char *to = (char *)m + d->off, *none = (char *)&unset + d->off;
-        const char *from = (const char *)def + d->off;
-        if (d->type == D_STR || d->type == D_PATH) {
-            if (!*(char **)to && *(char *const *)from &&
-                !(*(char **)to = strdup(*(char *const *)from)))
-                return config_err(p, n, "out of memory");
-        } else if (d->type == D_LONG) {
-            if (*(long *)to == *(long *)none)
-                *(long *)to = *(const long *)from;
-        } else if (d->type == D_INT || d->type == D_BOOL) {
-            if (*(int *)to == *(int *)none)
-                *(int *)to = *(const int *)from;
-        }
-    }
+    if (merge_rows(mount_dirs, m, def, &unset))
+        return config_err(p, n, "out of memory");
     while (*tail)
         tail = &(*tail)->next;
     for (const http_header_conf_t *h = def->http_headers; h; h = h->next) {

@@ -64,6 +64,11 @@ void client_log_request(conn_t *c)
     clear_log_fields(cl);
 }
 
+void client_skip_log(conn_t *c)
+{
+    clear_log_fields(client_of(c));
+}
+
 static void client_destroy(conn_t *c)
 {
     client_t *cl = client_of(c);

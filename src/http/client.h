@@ -61,6 +61,9 @@ void client_send_error(conn_t *c, int status, const char *message);
 void client_capture_request(conn_t *c, const http_request_t *req);
 /* Writes the access-log line for the request just answered and clears its fields. */
 void client_log_request(conn_t *c);
+/* The request being answered gets no access-log line of its own (a role that logs it another
+ * way: an HLS session's polls go into the session's line). */
+void client_skip_log(conn_t *c);
 
 /* Starts reading the next request on a kept-alive connection (bytes already buffered are
  * parsed at once). */

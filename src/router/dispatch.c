@@ -29,11 +29,13 @@
 #include "net/conn.h"
 #include "net/server.h"
 #include "net/worker.h"
+#include "router/hls_route.h"
 #include "router/router.h"
 #include "stats/history.h"
 #include "stream/fallback.h"
 #include "stream/fanout.h"
 #include "stream/filemount.h"
+#include "stream/hls.h"
 #include "stream/listener.h"
 #include "stream/mount.h"
 #include "upstream/master.h"
@@ -281,6 +283,10 @@ static void handle_get(conn_t *c, const http_request_t *req)
         admit_listener(c, req, m);
         return;
     }
+    if (req->method != HTTP_METHOD_POST && hls_route(c, req, target)) {
+        free(path);
+        return;
+    }
     /* an on-demand relay's mount is not live until a listener asks for it */
     if (may_be_mount && relay_is_on_demand(target)) {
         const mount_conf_t *mc = config_find_mount(server_config(), target);
@@ -435,6 +441,7 @@ void dispatch_init(void)
     master_register();
     redirect_register();
     filemount_register();
+    hls_register();
     history_register();
     guard_register();
 }

@@ -23,6 +23,7 @@
 #include "net/conn.h"
 #include "net/server.h"
 #include "stream/fallback.h"
+#include "stream/hls.h"
 #include "stream/mount.h"
 #include "upstream/relay.h"
 
@@ -297,6 +298,11 @@ static void add_source_fields(kvset_t *s, mount_t *m, const conn_t *via, int adm
         kv_addf(s, "max_listeners", "%lld", maxl);
     stats_listenurl(buf, sizeof(buf), m->name, via);
     kv_add(s, "listenurl", buf);
+    if (hls_offered(m) == HLS_OFFERED) {
+        char hls[600];
+        snprintf(hls, sizeof(hls), "%s/hls.m3u8", buf);
+        kv_add(s, "hls_url", hls);
+    }
     kv_add(s, "server_name", i->name ? i->name : "Unspecified name");
     kv_add(s, "server_description", i->description ? i->description : "Unspecified description");
     kv_add(s, "server_type", i->content_type);

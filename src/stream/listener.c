@@ -306,16 +306,7 @@ int listener_check_lag(listener_t *l, uint64_t head)
 /* Takes a listener slot on m (max-listeners), as a new listener or one moving in. */
 static int reserve_slot(mount_t *m)
 {
-    int max = atomic_load(&m->max_listeners);
-    int now = atomic_fetch_add(&m->listeners, 1) + 1;
-    if (max >= 0 && now > max) {
-        atomic_fetch_sub(&m->listeners, 1);
-        return -1;
-    }
-    int peak = atomic_load(&m->listener_peak);
-    while (now > peak && !atomic_compare_exchange_weak(&m->listener_peak, &peak, now))
-        ;
-    return 0;
+    return mount_take_listener_slot(m);
 }
 
 /* A listener that cannot follow its ended mount to the fallback is closed; the mount logs it

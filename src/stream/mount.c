@@ -479,6 +479,27 @@ static void trim_locked(mount_t *m, uint64_t head_end)
     }
 }
 
+int mount_take_listener_slot(mount_t *m)
+{
+    int max = atomic_load(&m->max_listeners);
+    int now = atomic_fetch_add(&m->listeners, 1) + 1;
+    if (max >= 0 && now > max) {
+        atomic_fetch_sub(&m->listeners, 1);
+        return -1;
+    }
+    int peak = atomic_load(&m->listener_peak);
+    while (now > peak && !atomic_compare_exchange_weak(&m->listener_peak, &peak, now))
+        ;
+    return 0;
+}
+
+static void (*publish_hook)(mount_t *m, void *hls);
+
+void mount_set_publish_hook(void (*fn)(mount_t *m, void *hls))
+{
+    publish_hook = fn;
+}
+
 void mount_publish(mount_t *m, block_t *b)
 {
     pthread_mutex_lock(&m->lock);
@@ -492,6 +513,9 @@ void mount_publish(mount_t *m, block_t *b)
     atomic_store_explicit(&m->head_end, m->next_offset, memory_order_release);
     trim_locked(m, m->next_offset);
     pthread_mutex_unlock(&m->lock);
+    void *hls = atomic_load_explicit(&m->hls, memory_order_acquire);
+    if (hls && publish_hook)
+        publish_hook(m, hls);
     if (server_config()->write_window_ms == 0)
         wake_workers(m);
 }

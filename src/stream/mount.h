@@ -84,6 +84,9 @@ struct mount {
     struct worker *source_worker;
     uint64_t source_conn_id;
     time_t start;                  /* set before publication, never changed */
+    /* its HLS window (stream/hls.h) while HLS clients ask, else NULL: set and cleared by the
+     * window, read by the publish hook */
+    _Atomic(void *) hls;
 
     /* counters */
     atomic_int listeners;
@@ -170,6 +173,9 @@ void mount_apply_config(mount_t *m);
 /* Producer side (source worker). Publishes b (takes the reference), trims the queue to the
  * burst window and wakes workers in low-latency mode. */
 void mount_publish(mount_t *m, block_t *b);
+/* Sets the function mount_publish calls, after the block is published, for a mount whose `hls`
+ * is set (with that pointer). Once, at start-up. */
+void mount_set_publish_hook(void (*fn)(mount_t *m, void *hls));
 void mount_set_headers(mount_t *m, block_t *headers);
 void mount_set_tag(mount_t *m, const char *key, const char *value);
 /* Rebuilds the ICY metadata from the "title"/"artist"/"url" tags and writes the resulting title
@@ -187,6 +193,10 @@ int mount_take_stream_meta(mount_t *m, char **title, char **artist);
 block_t *mount_live_edge(mount_t *m);
 /* Copies a tag value (malloc'd) or NULL. */
 char *mount_get_tag(mount_t *m, const char *key);
+
+/* Takes a listener slot on m within max-listeners (the count and the peak go up): 0, or -1
+ * when the mount is full (nothing taken). Given back with atomic_fetch_sub on m->listeners. */
+int mount_take_listener_slot(mount_t *m);
 
 /* Listener side. Finds the start for a new listener: the newest sync block at or before the
  * burst point (head - burst-size), so it gets at least burst-size bytes and at most one block

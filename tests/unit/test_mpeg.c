@@ -25,6 +25,14 @@ static uint32_t frame_len(unsigned char b1, unsigned char b2)
     return mpeg_frame_parse(h, sizeof(h), &f) == 1 ? f.len : 0;
 }
 
+/* PCM samples per channel of the frame whose header starts 0xFF b1 b2; 0 if none. */
+static uint32_t frame_samples(unsigned char b1, unsigned char b2)
+{
+    unsigned char h[4] = {0xFF, b1, b2, 0x00};
+    mpeg_frame_t f;
+    return mpeg_frame_parse(h, sizeof(h), &f) == 1 ? f.samples : 0;
+}
+
 static void test_headers_each_version_and_layer(void)
 {
     /* b1 = 111VVLLP (P=1: no CRC); b2 = BBBBSSP0 */
@@ -38,6 +46,14 @@ static void test_headers_each_version_and_layer(void)
     CHECK(frame_len(0xF7, 0xE8) == 768); /* MPEG-2 Layer I 256k 16 kHz */
     CHECK(frame_len(0xE3, 0x18) == 72);  /* MPEG-2.5 Layer III 8k 8 kHz */
     CHECK(frame_len(0xE3, 0x10) == 72 * 8000 / 11025); /* MPEG-2.5 Layer III 8k 11.025 kHz */
+    /* samples a frame decodes to: what HLS durations are counted in */
+    CHECK(frame_samples(0xFB, 0x90) == 1152); /* MPEG-1 Layer III */
+    CHECK(frame_samples(0xFD, 0xA4) == 1152); /* MPEG-1 Layer II */
+    CHECK(frame_samples(0xFF, 0xC0) == 384);  /* MPEG-1 Layer I */
+    CHECK(frame_samples(0xF3, 0x80) == 576);  /* MPEG-2 Layer III */
+    CHECK(frame_samples(0xF5, 0xE4) == 1152); /* MPEG-2 Layer II */
+    CHECK(frame_samples(0xF7, 0xE8) == 384);  /* MPEG-2 Layer I */
+    CHECK(frame_samples(0xE3, 0x18) == 576);  /* MPEG-2.5 Layer III */
     /* not headers */
     CHECK(frame_len(0xEB, 0x90) == 0); /* reserved version */
     CHECK(frame_len(0xF9, 0x90) == 0); /* reserved layer */
@@ -61,7 +77,11 @@ static void test_adts_headers(void)
                           (unsigned char)(len >> 3), (unsigned char)((len & 7) << 5 | 0x1F), 0xFC};
     mpeg_frame_t f;
     CHECK(mpeg_frame_parse(h, 7, &f) == 1 && f.kind == MPEG_KIND_ADTS && f.len == 371 &&
-          f.samplerate == 44100);
+          f.samplerate == 44100 && f.samples == 1024);
+    unsigned char two_blocks[7];
+    memcpy(two_blocks, h, 7);
+    two_blocks[6] = 0xFD; /* number_of_raw_data_blocks_in_frame 1: two blocks of 1024 */
+    CHECK(mpeg_frame_parse(two_blocks, 7, &f) == 1 && f.samples == 2048);
     CHECK(mpeg_frame_parse(h, 6, &f) == -EAGAIN);
     unsigned char bad_rate[7];
     memcpy(bad_rate, h, 7);
@@ -83,6 +103,7 @@ static void test_real_frames(void)
     size_t pos = (size_t)tag, frames = 0;
     while (pos + 4 <= sizeof(sample_mp3) && mpeg_frame_parse(sample_mp3 + pos, 4, &f) == 1) {
         CHECK(f.kind == MPEG_KIND_AUDIO && f.samplerate == 8000);
+        CHECK(f.samples == 576); /* MPEG-2.5 Layer III */
         pos += f.len;
         frames++;
     }
@@ -90,7 +111,7 @@ static void test_real_frames(void)
     pos = 0;
     frames = 0;
     while (pos + 7 <= sizeof(sample_adts) && mpeg_frame_parse(sample_adts + pos, 7, &f) == 1) {
-        CHECK(f.kind == MPEG_KIND_ADTS && f.samplerate == 8000);
+        CHECK(f.kind == MPEG_KIND_ADTS && f.samplerate == 8000 && f.samples == 1024);
         pos += f.len;
         frames++;
     }

@@ -1,0 +1,719 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * hls_route: the HLS URLs of a mount (see hls_route.h): <mount>/hls.m3u8, the media playlist
+ * (blocking reloads with _HLS_msn/_HLS_part parked until the part exists), and
+ * <mount>/hls/<seq>.<ext> and <mount>/hls/<seq>.<part>.<ext>, segments and parts sent from the
+ * mount's blocks (an ID3 timestamp tag, then writev of the block pieces: nothing copied).
+ * The window itself (cutting, waiting lists) is stream/hls.c.
+ */
+#include "router/hls_route.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conf/config.h"
+#include "core/buf.h"
+#include "core/log.h"
+#include "core/url.h"
+#include "http/client.h"
+#include "http/reply.h"
+#include "http/response.h"
+#include "net/conn.h"
+#include "net/server.h"
+#include "net/worker.h"
+#include "stream/hls.h"
+#include "stream/mount.h"
+
+#define PLAYLIST_TYPE "application/vnd.apple.mpegurl"
+#define SEGMENT_MAX_AGE 3600
+#define SEND_IOV 64
+
+typedef struct hls_url {
+    char *mount;      /* malloc'd */
+    int playlist;     /* else a segment or part */
+    uint64_t seq;
+    int part;         /* -1: the whole segment */
+    const char *ext;
+} hls_url_t;
+
+/* Reads "<digits>" into *v; returns the end or NULL. */
+static const char *read_number(const char *p, uint64_t *v)
+{
+    if (*p < '0' || *p > '9')
+        return NULL;
+    uint64_t n = 0;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (n > (UINT64_MAX - 9) / 10)
+            return NULL;
+        n = n * 10 + (uint64_t)(*p - '0');
+    }
+    *v = n;
+    return p;
+}
+
+/* 1 if path is an HLS URL of a mount (u filled), else 0. */
+static int parse_url(const char *path, hls_url_t *u)
+{
+    static const char playlist[] = "/hls.m3u8";
+    size_t len = strlen(path), pl = sizeof(playlist) - 1;
+    memset(u, 0, sizeof(*u));
+    u->part = -1;
+    if (len > pl + 1 && strcmp(path + len - pl, playlist) == 0) {
+        u->playlist = 1;
+        return (u->mount = strndup(path, len - pl)) != NULL;
+    }
+    const char *dir = NULL;
+    for (const char *p = strstr(path, "/hls/"); p; p = strstr(p + 1, "/hls/"))
+        dir = p;
+    if (!dir || dir == path)
+        return 0;
+    uint64_t part;
+    const char *p = read_number(dir + 5, &u->seq);
+    if (p && *p == '.' && p[1] >= '0' && p[1] <= '9') {
+        if (!(p = read_number(p + 1, &part)) || part >= HLS_MAX_PARTS)
+            return 0;
+        u->part = (int)part;
+    }
+    if (!p || (strcmp(p, ".mp3") != 0 && strcmp(p, ".aac") != 0))
+        return 0;
+    u->ext = p + 1;
+    return (u->mount = strndup(path, (size_t)(dir - path))) != NULL;
+}
+
+/* The window of live mount m (the caller's reference is taken), or NULL with the error
+ * answered. */
+static hls_t *window_for(conn_t *c, const http_request_t *req, mount_t *m)
+{
+    int why = req->method != HTTP_METHOD_GET && req->method != HTTP_METHOD_HEAD ? -1
+                                                                                : hls_offered(m);
+    if (why != HLS_OFFERED) {
+        static const int status[] = {405, 404, 415, 403};
+        static const char *const text[] = {
+            "Method Not Allowed",
+            "HLS is not enabled on this mount",
+            "Unsupported Media Type: HLS needs an MP3 or AAC (ADTS) stream; Opus in "
+            "fragmented MP4 is not served yet",
+            "Forbidden: HLS is not served on mounts with listener authentication",
+        };
+        mount_unref(m);
+        client_send_error(c, status[why < 0 ? 0 : why], text[why < 0 ? 0 : why]);
+        return NULL;
+    }
+    hls_t *h = hls_touch(m);
+    mount_unref(m);
+    if (!h)
+        client_send_error(c, 500, "Internal Server Error");
+    return h;
+}
+
+/* ---- playlists ---- */
+
+/* A request waiting for a part: a blocking playlist reload, or a part (the preload hint) or
+ * segment asked for before it is complete. */
+typedef struct parked {
+    hls_waiter_t waiter;
+    hls_t *hls;
+    hls_url_t url;      /* what was asked for (mount not kept) */
+} parked_t;
+
+static void parked_release(conn_t *c)
+{
+    parked_t *p = c->data;
+    if (!p)
+        return;
+    hls_unwait(&p->waiter);
+    free(p);
+    c->data = NULL;
+}
+
+static void parked_timeout(conn_t *c)
+{
+    parked_release(c);
+    c->role = NULL;
+    client_send_error(c, 503, "Service Unavailable: the part asked for did not come in time");
+}
+
+static const conn_ops_t parked_ops = {
+    .name = "hls wait",
+    .on_timeout = parked_timeout,
+    .on_close = parked_release,
+};
+
+static void answer_playlist(conn_t *c, const http_request_t *req, hls_t *h);
+static void answer_piece(conn_t *c, const http_request_t *req, hls_t *h, const hls_url_t *u);
+
+/* A part a parked request waits for exists (on its worker): it is answered again. */
+static void parked_woken(worker_t *w, void *arg)
+{
+    conn_t *c = worker_find_conn(w, (uint64_t)(uintptr_t)arg);
+    if (!c || c->ops != &parked_ops || c->closing)
+        return;
+    parked_t *p = c->data;
+    hls_t *h = p->hls;
+    hls_url_t u = p->url;
+    parked_release(c);
+    c->role = NULL;
+    conn_set_deadline(c, 0);
+    if (u.playlist)
+        answer_playlist(c, client_of(c)->req, h);
+    else
+        answer_piece(c, client_of(c)->req, h, &u);
+}
+
+/* Parks c until (msn, part) exists to answer u again: 1 parked, 0 it is there (answer now),
+ * -1 answered (400). */
+static int park(conn_t *c, hls_t *h, const hls_url_t *u, uint64_t msn, int part)
+{
+    parked_t *p = calloc(1, sizeof(*p));
+    if (!p) {
+        client_send_error(c, 500, "Internal Server Error");
+        return -1;
+    }
+    p->hls = h;
+    p->url = *u;
+    p->url.mount = NULL;
+    p->waiter.msn = msn;
+    p->waiter.part = part;
+    p->waiter.worker = c->worker;
+    p->waiter.fn = parked_woken;
+    p->waiter.arg = (void *)(uintptr_t)c->id;
+    int rc = hls_wait(h, &p->waiter);
+    if (rc <= 0) {
+        free(p);
+        if (rc < 0)
+            client_send_error(c, 400, "Bad Request: _HLS_msn or _HLS_part is too far ahead");
+        return rc;
+    }
+    c->data = p;
+    c->role = &parked_ops;
+    c->ops = &parked_ops;
+    /* a blocking reload is answered within three target durations, else 503 */
+    conn_set_deadline(c, (uint64_t)hls_target_duration(h) * 3000);
+    return 1;
+}
+
+/* Reads a decimal query parameter: 1 found (*v), 0 absent, -1 malformed. */
+static int query_number(const http_request_t *req, const char *name, uint64_t *v)
+{
+    char *s = req->query ? url_query_param(req->query, req->query_len, name) : NULL;
+    if (!s)
+        return 0;
+    const char *end = read_number(s, v);
+    int ok = end && *end == '\0';
+    free(s);
+    return ok ? 1 : -1;
+}
+
+/* A request without a session: the multivariant playlist naming the media playlist with a
+ * new session's token. Never cached: each client gets its own. */
+static void answer_multivariant(conn_t *c, const http_request_t *req, hls_t *h)
+{
+    char token[HLS_TOKEN_LEN + 1];
+    buf_t out = BUF_INIT;
+    if (hls_session_token(token) < 0 || hls_multivariant(h, &out, token) < 0) {
+        buf_free(&out);
+        client_send_error(c, 500, "Internal Server Error");
+        return;
+    }
+    reply_send(c, req, 200, PLAYLIST_TYPE, out.data, out.len,
+               "Cache-Control: no-cache, no-store\r\nAccess-Control-Allow-Origin: *\r\n");
+    buf_free(&out);
+}
+
+/* The session a media playlist request belongs to goes on (or begins): 1, else answered. */
+static int session_poll(conn_t *c, const http_request_t *req, hls_t *h)
+{
+    if (!hls_sessions_wanted(h->name))
+        return 1;
+    char *token = req->query ? url_query_param(req->query, req->query_len, "session") : NULL;
+    if (!token) {
+        answer_multivariant(c, req, h);
+        return 0;
+    }
+    const http_header_t *ua = http_find_header(req, "user-agent");
+    const http_header_t *ref = http_find_header(req, "referer");
+    char *agent = ua ? strndup(ua->value, ua->value_len) : NULL;
+    char *referer = ref ? strndup(ref->value, ref->value_len) : NULL;
+    char *uri = malloc(req->path_len + sizeof("?session=") + HLS_TOKEN_LEN);
+    if (uri)
+        snprintf(uri, req->path_len + sizeof("?session=") + HLS_TOKEN_LEN, "%.*s?session=%s",
+                 (int)req->path_len, req->path, token);
+    hls_client_t who = {c->ip, agent, referer, uri, c->id};
+    int rc = !hls_session_token_valid(token) ? -EINVAL
+             : uri ? hls_session_poll(h, token, &who, 0) : -ENOMEM;
+    free(agent);
+    free(referer);
+    free(uri);
+    free(token);
+    if (rc == 0)
+        client_skip_log(c); /* the session's own line says it all when it ends */
+    else if (rc == -EINVAL)
+        client_send_error(c, 400, "Bad Request: malformed session");
+    else if (rc == -ENOSPC)
+        client_send_error(c, 403, "Forbidden: too many listeners");
+    else if (rc == -EPERM)
+        client_send_error(c, 403, "Forbidden: this session was ended");
+    else if (rc < 0)
+        client_send_error(c, 500, "Internal Server Error");
+    return rc == 0;
+}
+
+/* Bytes sent to the session c belongs to (see hls_session_add_bytes): 1 if it has one. */
+static int count_to_session(conn_t *c, const http_request_t *req, hls_t *h, uint64_t bytes)
+{
+    const http_header_t *ua = http_find_header(req, "user-agent");
+    char *agent = ua ? strndup(ua->value, ua->value_len) : NULL;
+    hls_client_t who = {.ip = c->ip, .agent = agent, .conn_id = c->id};
+    int rc = (!ua || agent) && hls_session_add_bytes(h, &who, bytes);
+    free(agent);
+    return rc;
+}
+
+static void answer_playlist(conn_t *c, const http_request_t *req, hls_t *h)
+{
+    if (!session_poll(c, req, h))
+        return;
+    uint64_t msn, part = 0;
+    int has_msn = query_number(req, "_HLS_msn", &msn);
+    int has_part = query_number(req, "_HLS_part", &part);
+    if (has_msn < 0 || has_part < 0 || (has_part && !has_msn) || part >= HLS_MAX_PARTS) {
+        client_send_error(c, 400, "Bad Request: malformed _HLS_msn or _HLS_part");
+        return;
+    }
+    int target = hls_target_duration(h);
+    buf_t out = BUF_INIT;
+    const hls_url_t self = {.playlist = 1, .part = -1};
+    int rc;
+    if (has_msn) {
+        if ((rc = park(c, h, &self, msn, has_part ? (int)part : -1)) != 0)
+            return;
+    }
+    if ((rc = hls_playlist(h, &out, 1)) == -EAGAIN) {
+        /* the window has no complete segment yet: the first one is waited for */
+        int next_part;
+        hls_next_part(h, &msn, &next_part);
+        if (park(c, h, &self, msn, -1) != 0)
+            return;
+        rc = hls_playlist(h, &out, 1);
+    }
+    if (rc < 0) {
+        buf_free(&out);
+        client_send_error(c, 500, "Internal Server Error");
+        return;
+    }
+    char extra[256];
+    /* a plain reload changes each part; a blocking one names the state it waits for */
+    snprintf(extra, sizeof(extra),
+             "Cache-Control: public, max-age=%d\r\nAccess-Control-Allow-Origin: *\r\n",
+             has_msn ? 6 * target : target > 1 ? target / 2 : 1);
+    count_to_session(c, req, h, out.len);
+    reply_send(c, req, 200, PLAYLIST_TYPE, out.data, out.len, extra);
+    buf_free(&out);
+}
+
+/* ---- segments and parts ---- */
+
+typedef struct piece_send {
+    hls_piece_t piece;     /* blk: the block holding pos */
+    uint64_t pos, end;     /* stream offsets still to send */
+    int keep;
+} piece_send_t;
+
+static void piece_release(conn_t *c)
+{
+    piece_send_t *s = c->data;
+    if (!s)
+        return;
+    if (s->piece.blk)
+        block_unref(s->piece.blk);
+    free(s);
+    c->data = NULL;
+}
+
+static void piece_write(conn_t *c);
+
+static const conn_ops_t piece_ops = {
+    .name = "hls segment",
+    .on_writable = piece_write,
+    .on_timeout = conn_send_timeout,
+    .on_close = piece_release,
+};
+
+static void piece_done(conn_t *c)
+{
+    piece_send_t *s = c->data;
+    int keep = s->keep;
+    piece_release(c);
+    c->role = NULL;
+    c->ops = &reply_sending_ops;
+    conn_set_deadline(c, 0);
+    if (keep)
+        reply_next_request(c);
+    else
+        conn_linger_close(c);
+}
+
+/* Writes bytes [*pos, end) of the block chain from *blk (the block holding *pos, referenced:
+ * moved on as bytes go), as many as the socket takes, one writev of up to SEND_IOV pieces at
+ * a time: 1 all written, 0 the socket is full, -1 the connection closed. */
+static int write_blocks(conn_t *c, block_t **blk, uint64_t *pos, uint64_t end)
+{
+    while (*pos < end) {
+        struct iovec iov[SEND_IOV];
+        int n = 0;
+        uint64_t at = *pos;
+        for (const block_t *b = *blk; b && n < SEND_IOV && at < end; b = block_next(b)) {
+            if (block_end(b) <= at)
+                continue;
+            uint64_t stop = block_end(b) < end ? block_end(b) : end;
+            iov[n].iov_base = (void *)(b->data + (at - b->offset));
+            iov[n++].iov_len = (size_t)(stop - at);
+            at = stop;
+        }
+        if (n == 0)
+            return 1; /* cannot happen: the bytes asked for are all published */
+        ssize_t w = conn_writev(c, iov, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return 0;
+            conn_close(c);
+            return -1;
+        }
+        c->bytes_sent += (uint64_t)w;
+        *pos += (uint64_t)w;
+        while (block_end(*blk) <= *pos && *pos < end) {
+            block_t *next = block_ref(block_next(*blk));
+            block_unref(*blk);
+            *blk = next;
+        }
+    }
+    return 1;
+}
+
+/* Writes the block pieces, as many as the socket takes (the head and tag went first). */
+static void piece_write(conn_t *c)
+{
+    piece_send_t *s = c->data;
+    int r = s->pos < s->end ? write_blocks(c, &s->piece.blk, &s->pos, s->end) : 1;
+    if (r == 0)
+        conn_set_deadline(c, (uint64_t)server_config()->client_timeout * 1000);
+    if (r == 1)
+        piece_done(c);
+}
+
+/* After the head (and the tag bytes in the range) went out. */
+static void piece_head_sent(conn_t *c)
+{
+    c->ops = &piece_ops;
+    piece_write(c);
+}
+
+/* Parses "Range: bytes=a-b" against size: 1 with [*from, *to), 0 none, -1 unsatisfiable. */
+static int piece_range(const http_request_t *req, uint64_t size, uint64_t *from, uint64_t *to)
+{
+    const http_header_t *h = http_find_header(req, "range");
+    if (!h)
+        return 0;
+    char v[64];
+    if (h->value_len >= sizeof(v))
+        return 0;
+    memcpy(v, h->value, h->value_len);
+    v[h->value_len] = '\0';
+    uint64_t a = 0, b = size - 1;
+    const char *p = strncmp(v, "bytes=", 6) == 0 ? v + 6 : NULL;
+    if (!p || strchr(p, ','))
+        return 0; /* one range only; anything else gets the whole piece */
+    if (*p == '-') {
+        uint64_t n;
+        if (!read_number(p + 1, &n) || n == 0)
+            return -1;
+        a = n >= size ? 0 : size - n;
+    } else {
+        if (!(p = read_number(p, &a)) || *p != '-')
+            return 0;
+        if (p[1] && (!read_number(p + 1, &b) || b < a))
+            return 0;
+        if (b >= size)
+            b = size - 1;
+        if (a >= size)
+            return -1;
+    }
+    *from = a;
+    *to = b + 1;
+    return 1;
+}
+
+/* ---- the part being cut, sent as it fills (chunked) ---- */
+
+/* A part followed as it fills: each stretch of it the window cut is one chunk, written from
+ * the blocks; between stretches the connection waits (a waiter that follows the part). */
+typedef struct filling {
+    hls_waiter_t waiter;
+    hls_t *hls;
+    block_t *blk;          /* the block holding pos (referenced), NULL before the first frame */
+    uint64_t start;        /* the part's first byte */
+    uint64_t pos, end;     /* sent up to pos; the window had cut up to end */
+    int chunk_open;        /* a chunk's data is being written: its CRLF is still to come */
+    int complete;          /* end is the part's end */
+    int keep;
+} filling_t;
+
+static void filling_release(conn_t *c)
+{
+    filling_t *f = c->data;
+    if (!f)
+        return;
+    hls_unwait(&f->waiter);
+    if (f->blk)
+        block_unref(f->blk);
+    free(f);
+    c->data = NULL;
+}
+
+static void filling_write(conn_t *c);
+
+static const conn_ops_t filling_ops = {
+    .name = "hls part filling",
+    .on_writable = filling_write,
+    /* the part never completed (the source left): the answer ends cut short */
+    .on_close = filling_release,
+};
+
+/* Asks the window how far the part goes now: 1 when there is more to write (a chunk head
+ * queued) or it is complete, 0 waiting for it to grow, -1 closed. */
+static int filling_more(conn_t *c, filling_t *f)
+{
+    hls_piece_t p = {0};
+    int rc = hls_part_so_far(f->hls, f->waiter.msn, f->waiter.part, &p);
+    if (rc == HLS_READY)
+        rc = hls_piece(f->hls, f->waiter.msn, f->waiter.part, &p);
+    if (rc == HLS_FILLING || rc == HLS_READY) {
+        if (!f->blk && p.blk) {
+            f->blk = block_ref(p.blk);
+            f->start = f->pos = f->end = p.start;
+        }
+        if (p.blk)
+            block_unref(p.blk);
+    }
+    if ((rc != HLS_READY && rc != HLS_FILLING) || (f->blk && p.start != f->start)) {
+        conn_close(c); /* the stream broke under it */
+        return -1;
+    }
+    f->complete = rc == HLS_READY;
+    if (p.end > f->end) {
+        char head[32];
+        int n = snprintf(head, sizeof(head), "%llx\r\n", (unsigned long long)(p.end - f->end));
+        if (conn_queue(c, head, (size_t)n) < 0) {
+            conn_close(c);
+            return -1;
+        }
+        f->end = p.end;
+        f->chunk_open = 1;
+        return 1;
+    }
+    if (f->complete)
+        return 1;
+    f->waiter.seen_end = f->end;
+    int w = hls_wait(f->hls, &f->waiter);
+    return w == 0 ? filling_more(c, f) : 0; /* 0: grew meanwhile, ask again */
+}
+
+/* Writes the block pieces up to f->end (the chunk heads go through the output buffer), then
+ * asks for more or waits. */
+static void filling_write(conn_t *c)
+{
+    filling_t *f = c->data;
+    for (;;) {
+        if (conn_flush_wbuf(c) <= 0 || f->waiter.linked)
+            return; /* closed, resumes when writable, or waits for the part */
+        if (f->blk && f->pos < f->end && write_blocks(c, &f->blk, &f->pos, f->end) <= 0)
+            return; /* closed, or resumes when writable */
+        if (f->chunk_open) {
+            f->chunk_open = 0;
+            if (conn_queue(c, "\r\n", 2) < 0) {
+                conn_close(c);
+                return;
+            }
+            continue;
+        }
+        if (f->complete) {
+            static const char last[] = "0\r\n\r\n";
+            int keep = f->keep;
+            hls_t *h = f->hls;
+            uint64_t bytes = HLS_ID3_LEN + (f->end - f->start);
+            filling_release(c);
+            c->role = NULL;
+            conn_set_deadline(c, 0);
+            if (count_to_session(c, client_of(c)->req, h, bytes))
+                client_skip_log(c); /* counted in its session's line */
+            c->ops = &reply_sending_ops;
+            conn_send(c, last, sizeof(last) - 1, keep ? reply_next_request : conn_linger_close);
+            return;
+        }
+        if (filling_more(c, f) < 0)
+            return;
+    }
+}
+
+/* The part a connection follows grew (on its worker). */
+static void filling_woken(worker_t *w, void *arg)
+{
+    conn_t *c = worker_find_conn(w, (uint64_t)(uintptr_t)arg);
+    if (!c || c->ops != &filling_ops || c->closing)
+        return;
+    if (filling_more(c, c->data) > 0)
+        filling_write(c);
+}
+
+/* Starts sending the part being cut (HTTP/1.1, chunked) from what it holds: 1 if it did. */
+static int start_filling(conn_t *c, const http_request_t *req, hls_t *h, const hls_url_t *u)
+{
+    if (u->part < 0 || req->version_minor < 1 || req->method != HTTP_METHOD_GET ||
+        http_find_header(req, "range"))
+        return 0;
+    hls_piece_t p = {0};
+    if (hls_part_so_far(h, u->seq, u->part, &p) != HLS_FILLING)
+        return 0;
+    if (p.blk)
+        block_unref(p.blk); /* what it holds is asked for again below */
+    filling_t *f = calloc(1, sizeof(*f));
+    char extra[512], head[2048], id3[16];
+    snprintf(extra, sizeof(extra),
+             "Transfer-Encoding: chunked\r\nCache-Control: public, max-age=%d, immutable\r\n"
+             "ETag: \"%llu.%d\"\r\nAccess-Control-Allow-Origin: *\r\n", SEGMENT_MAX_AGE,
+             (unsigned long long)u->seq, u->part);
+    int keep = reply_keepalive_wanted(req);
+    size_t hlen = reply_head(head, sizeof(head), keep, 200, p.adts ? "audio/aac" : "audio/mpeg",
+                             -1, extra);
+    int n = snprintf(id3, sizeof(id3), "%x\r\n", HLS_ID3_LEN);
+    if (!f || hlen == 0 || conn_queue(c, head, hlen) < 0 || conn_queue(c, id3, (size_t)n) < 0 ||
+        conn_queue(c, (const char *)p.id3, HLS_ID3_LEN) < 0 || conn_queue(c, "\r\n", 2) < 0) {
+        free(f);
+        client_send_error(c, 500, "Internal Server Error");
+        return 1;
+    }
+    client_of(c)->status = 200;
+    f->hls = h;
+    f->keep = keep;
+    f->waiter.msn = u->seq;
+    f->waiter.part = u->part;
+    f->waiter.follow = 1;
+    f->waiter.worker = c->worker;
+    f->waiter.fn = filling_woken;
+    f->waiter.arg = (void *)(uintptr_t)c->id;
+    c->data = f;
+    c->role = &filling_ops;
+    c->ops = &filling_ops;
+    /* a part completes within its target: three target durations bound a stalled source */
+    conn_set_deadline(c, (uint64_t)hls_target_duration(h) * 3000);
+    if (filling_more(c, f) >= 0)
+        filling_write(c);
+    return 1;
+}
+
+static void answer_piece(conn_t *c, const http_request_t *req, hls_t *h, const hls_url_t *u)
+{
+    if (start_filling(c, req, h, u))
+        return;
+    piece_send_t *s = calloc(1, sizeof(*s));
+    int rc = s ? hls_piece(h, u->seq, u->part, &s->piece) : -ENOMEM;
+    if (rc == HLS_PENDING) {
+        /* the preload hint's part, or one just ahead: sent once it is complete */
+        free(s);
+        if (park(c, h, u, u->seq, u->part) == 0)
+            answer_piece(c, req, h, u); /* completed meanwhile */
+        return;
+    }
+    if (rc != HLS_READY || strcmp(u->ext, s->piece.adts ? "aac" : "mp3") != 0) {
+        if (rc == HLS_READY)
+            block_unref(s->piece.blk);
+        free(s);
+        client_send_error(c, rc == -ENOMEM ? 500 : 404,
+                          rc == -ENOMEM ? "Internal Server Error"
+                                        : "The file you requested could not be found");
+        return;
+    }
+    uint64_t size = HLS_ID3_LEN + (s->piece.end - s->piece.start), from = 0, to = size;
+    int range = piece_range(req, size, &from, &to);
+    char extra[512], crange[96] = "";
+    if (range < 0) {
+        block_unref(s->piece.blk);
+        free(s);
+        snprintf(extra, sizeof(extra), "Content-Range: bytes */%" PRIu64 "\r\n", size);
+        static const char msg[] = "Request Range Not Satisfiable";
+        reply_send(c, req, 416, "text/plain; charset=utf-8", msg, sizeof(msg) - 1, extra);
+        return;
+    }
+    if (range)
+        snprintf(crange, sizeof(crange), "Content-Range: bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64
+                 "\r\n", from, to - 1, size);
+    char etag[64];
+    if (u->part < 0)
+        snprintf(etag, sizeof(etag), "\"%" PRIu64 "\"", u->seq);
+    else
+        snprintf(etag, sizeof(etag), "\"%" PRIu64 ".%d\"", u->seq, u->part);
+    snprintf(extra, sizeof(extra),
+             "Cache-Control: public, max-age=%d, immutable\r\nETag: %s\r\n"
+             "Accept-Ranges: bytes\r\nAccess-Control-Allow-Origin: *\r\n%s",
+             SEGMENT_MAX_AGE, etag, crange);
+    s->keep = reply_keepalive_wanted(req);
+    char head[2048];
+    size_t hlen = reply_head(head, sizeof(head), s->keep, range ? 206 : 200,
+                             s->piece.adts ? "audio/aac" : "audio/mpeg",
+                             (long long)(to - from), extra);
+    const http_header_t *inm = http_find_header(req, "if-none-match");
+    int not_modified = inm && inm->value_len == strlen(etag) &&
+                       memcmp(inm->value, etag, inm->value_len) == 0;
+    if (not_modified)
+        hlen = reply_head(head, sizeof(head), s->keep, 304, NULL, -1, extra);
+    if (hlen == 0 || conn_queue(c, head, hlen) < 0) {
+        block_unref(s->piece.blk);
+        free(s);
+        client_send_error(c, 500, "Internal Server Error");
+        return;
+    }
+    client_of(c)->status = not_modified ? 304 : range ? 206 : 200;
+    s->pos = s->piece.start;
+    s->end = s->piece.end;
+    if (req->method == HTTP_METHOD_HEAD || not_modified) {
+        s->end = s->pos;
+    } else {
+        if (from < HLS_ID3_LEN)
+            conn_queue(c, (const char *)s->piece.id3 + from,
+                       (size_t)((to < HLS_ID3_LEN ? to : HLS_ID3_LEN) - from));
+        s->pos = s->piece.start + (from > HLS_ID3_LEN ? from - HLS_ID3_LEN : 0);
+        s->end = to > HLS_ID3_LEN ? s->piece.start + (to - HLS_ID3_LEN) : s->pos;
+    }
+    if (req->method != HTTP_METHOD_HEAD && !not_modified && count_to_session(c, req, h, to - from))
+        client_skip_log(c); /* counted in its session's line */
+    c->data = s;
+    c->role = &piece_ops;
+    c->ops = &reply_sending_ops;
+    c->after_write = piece_head_sent;
+    conn_write_pending(c);
+}
+
+int hls_route(conn_t *c, const http_request_t *req, const char *path)
+{
+    hls_url_t u;
+    if (!parse_url(path, &u))
+        return 0;
+    /* not a live mount's: the URL is left to files and the other routes */
+    mount_t *m = mount_find(u.mount);
+    free(u.mount);
+    if (!m)
+        return 0;
+    hls_t *h = window_for(c, req, m);
+    if (!h)
+        return 1;
+    if (u.playlist)
+        answer_playlist(c, req, h);
+    else
+        answer_piece(c, req, h, &u);
+    return 1;
+}

@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * hls_route: answering a mount's HLS URLs: <mount>/hls.m3u8 (the media playlist, blocking
+ * reloads included) and the segments and parts under <mount>/hls/.
+ */
+#ifndef RIMECAST_HLS_ROUTE_H
+#define RIMECAST_HLS_ROUTE_H
+
+typedef struct conn conn_t;
+typedef struct http_request http_request_t;
+
+/* If path (decoded, normalised) is an HLS URL of a live mount, answers it (or parks it) and
+ * returns 1; else 0 and c is untouched. */
+int hls_route(conn_t *c, const http_request_t *req, const char *path);
+
+#endif

@@ -1,0 +1,677 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * hls: the per-mount HLS window (see hls.h): the registry of windows by mount name, attaching
+ * one to a mount, following the mount's blocks frame by frame into parts and segments, the
+ * waiters, and the timer that drops idle windows. The playlist text is in hls_playlist.c.
+ *
+ * Geometry: a part holds the largest whole number of frames that lasts at most the part
+ * target; a segment the number of parts that fits in the target duration. So no EXTINF ever
+ * rounds above the target duration, and every segment starts with an independent part.
+ */
+#include "stream/hls.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "auth/auth_url.h"
+#include "conf/config.h"
+#include "core/log.h"
+#include "core/loop.h"
+#include "format/mpeg.h"
+#include "net/server.h"
+#include "net/worker.h"
+#include "stream/mount.h"
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static hls_t *registry; /* every window made; never freed before exit */
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int hls_type_supported(const char *ct)
+{
+    static const char *const types[] = {"audio/mpeg", "audio/mp3", "audio/aac", "audio/aacp",
+                                        "audio/x-aac", "audio/x-mpeg", NULL};
+    if (!ct)
+        return 0;
+    size_t n = strcspn(ct, "; ");
+    for (int i = 0; types[i]; i++)
+        if (strlen(types[i]) == n && strncasecmp(ct, types[i], n) == 0)
+            return 1;
+    return 0;
+}
+
+/* The <hls> settings of mount name `name`: its normal <mount> block's, then for what that
+ * leaves unset a default <mount> block's, then the global ones. */
+static hls_conf_t settings_for(const config_t *cfg, const char *name)
+{
+    hls_conf_t g = cfg->hls;
+    const mount_conf_t *layers[2] = {config_find_default_mount(cfg, name),
+                                     config_find_mount(cfg, name)};
+    for (int i = 0; i < 2; i++) {
+        const hls_conf_t *o = layers[i] ? &layers[i]->hls : NULL;
+        if (!o)
+            continue;
+        g.enabled = o->enabled >= 0 ? o->enabled : g.enabled;
+        g.target_duration = o->target_duration > 0 ? o->target_duration : g.target_duration;
+        g.segments = o->segments > 0 ? o->segments : g.segments;
+        g.part_target_ms = o->part_target_ms > 0 ? o->part_target_ms : g.part_target_ms;
+        g.sessions = o->sessions >= 0 ? o->sessions : g.sessions;
+    }
+    return g;
+}
+
+int hls_offered(mount_t *m)
+{
+    const config_t *cfg = server_config();
+    const mount_conf_t *mc = config_find_mount(cfg, m->name);
+    if (!settings_for(cfg, m->name).enabled)
+        return HLS_DISABLED;
+    if (atomic_load(&m->is_ogg) || !hls_type_supported(mount_info(m)->content_type))
+        return HLS_WRONG_TYPE;
+    /* listener authentication does not cover playlist polls yet */
+    if (mc && (mc->auth || auth_url_enabled(mc)))
+        return HLS_NEEDS_AUTH;
+    return HLS_OFFERED;
+}
+
+int hls_sessions_wanted(const char *name)
+{
+    return settings_for(server_config(), name).sessions;
+}
+
+/* ---- the window's segments ---- */
+
+hls_seg_t *hls_seg_at(hls_t *h, uint64_t seq)
+{
+    if (!h->segs || seq < h->first_seq || seq > h->open_seq)
+        return NULL;
+    hls_seg_t *s = &h->segs[seq % (uint64_t)h->nsegs];
+    return s->seq == seq && s->used ? s : NULL;
+}
+
+static void seg_clear(hls_seg_t *s)
+{
+    for (int i = 0; i < s->nparts; i++)
+        if (s->parts[i].blk)
+            block_unref(s->parts[i].blk);
+    if (s->open.blk)
+        block_unref(s->open.blk);
+    memset(s, 0, sizeof(*s));
+}
+
+/* Starts segment open_seq in its ring slot (the segment there before leaves the window). */
+static hls_seg_t *seg_open(hls_t *h)
+{
+    hls_seg_t *s = &h->segs[h->open_seq % (uint64_t)h->nsegs];
+    if (s->used) {
+        if (s->discontinuity)
+            h->disc_dropped++;
+        seg_clear(s);
+    }
+    s->used = 1;
+    s->seq = h->open_seq;
+    s->discontinuity = h->disc_next;
+    h->disc_next = 0;
+    s->rate = h->rate;
+    s->pdt_ms = h->anchor_ms + (int64_t)(h->epoch_samples * 1000 / h->rate);
+    s->epoch = h->epoch;
+    s->epoch_samples = h->epoch_samples;
+    if (h->open_seq >= (uint64_t)h->nsegs && h->first_seq < h->open_seq - (uint64_t)h->nsegs + 1)
+        h->first_seq = h->open_seq - (uint64_t)h->nsegs + 1;
+    return s;
+}
+
+/* 1 if a waiter following the open part as it fills has more to send (or it is complete). */
+static int part_grew(hls_t *h, const hls_waiter_t *w)
+{
+    if (hls_locate(h, w->msn, w->part) != HLS_PENDING)
+        return 1;
+    const hls_seg_t *s = hls_seg_at(h, w->msn);
+    return s && !s->complete && s->nparts == w->part && s->open.blk && s->open.end > w->seen_end;
+}
+
+static void wake_waiters(hls_t *h)
+{
+    hls_waiter_t *w, *tmp;
+    list_foreach_safe(w, tmp, &h->waiters, hls_waiter_t, link) {
+        if (w->follow ? !part_grew(h, w) : hls_locate(h, w->msn, w->part) == HLS_PENDING)
+            continue;
+        list_remove(&w->link);
+        w->linked = 0;
+        if (worker_post(w->worker, w->fn, w->arg) < 0)
+            log_debug("hls: a waiting request's worker is gone");
+    }
+}
+
+/* The open part is complete: it joins its segment, which completes when full (or when
+ * `close` says the stream breaks here). */
+static void part_close(hls_t *h, int close)
+{
+    hls_seg_t *s = hls_seg_at(h, h->open_seq);
+    if (!s)
+        return;
+    if (s->open.frames > 0) {
+        s->open.done = 1;
+        s->parts[s->nparts++] = s->open;
+        s->samples += s->open.samples;
+        memset(&s->open, 0, sizeof(s->open));
+    } else if (s->open.blk) {
+        block_unref(s->open.blk);
+        memset(&s->open, 0, sizeof(s->open));
+    }
+    if (s->nparts == h->parts_per_seg || (close && s->nparts > 0)) {
+        s->complete = 1;
+        h->open_seq++;
+        h->have_open = 0;
+    } else if (close) {
+        s->used = 0; /* nothing in it: the sequence number is used by the next one */
+        h->disc_next |= s->discontinuity;
+        h->have_open = 0;
+    }
+    wake_waiters(h);
+}
+
+/* The stream breaks (source replaced, frames lost, format changed): what was cut so far is
+ * closed as it is, and what follows starts with a discontinuity. */
+static void stream_break(hls_t *h)
+{
+    if (h->have_open)
+        part_close(h, 1);
+    if (h->open_seq > h->first_seq || h->ever)
+        h->disc_next = 1;
+    h->frames_known = 0;
+}
+
+/* One more complete frame ended at `end`. */
+static void frame_done(hls_t *h, uint32_t samples, uint64_t end)
+{
+    hls_seg_t *s = hls_seg_at(h, h->open_seq);
+    s->open.frames++;
+    s->open.samples += samples;
+    h->epoch_samples += samples;
+    h->clock_samples += samples;
+    if (s->open.frames == h->frames_per_part) {
+        s->open.end = end;
+        part_close(h, 0);
+    } else {
+        s->open.end = end;
+    }
+}
+
+/* The first frame after a start or a break: sets the geometry for its format. */
+static void frames_begin(hls_t *h, const mpeg_frame_t *f)
+{
+    if (h->rate != f->samplerate) {
+        if (h->rate)
+            h->clock90 += h->clock_samples * 90000 / h->rate;
+        h->clock_samples = 0;
+        h->epoch_samples = 0;
+        h->anchor_ms = wall_ms();
+        h->epoch++;
+    }
+    h->rate = f->samplerate;
+    h->key = f->key;
+    h->adts = f->kind == MPEG_KIND_ADTS;
+    uint64_t fpp = (uint64_t)h->part_ms * f->samplerate / (1000u * f->samples);
+    h->frames_per_part = fpp ? (uint32_t)fpp : 1;
+    h->frames_known = 1;
+    h->ever = 1;
+}
+
+/* A frame header begins at `at` in block b: a part opens there if none is open. */
+static void frame_start(hls_t *h, block_t *b, uint64_t at)
+{
+    if (!h->have_open) {
+        seg_open(h);
+        h->have_open = 1;
+    }
+    hls_seg_t *s = hls_seg_at(h, h->open_seq);
+    if (!s->open.blk) {
+        s->open.blk = block_ref(b);
+        s->open.start = at;
+        s->open.end = at;
+        s->open.ts90 = (h->clock90 + h->clock_samples * 90000 / h->rate) & ((1ull << 33) - 1);
+    }
+}
+
+/* Follows bytes [pos, end) of b. */
+static void scan_block(hls_t *h, block_t *b)
+{
+    uint64_t end = block_end(b);
+    while (h->pos < end) {
+        if (h->state == SCAN_SEEK) {
+            h->pos = end; /* the next sync block starts frames again */
+            return;
+        }
+        if (h->state == SCAN_BODY) {
+            uint64_t n = h->frame_end - h->pos < end - h->pos ? h->frame_end - h->pos
+                                                              : end - h->pos;
+            h->pos += n;
+            if (h->pos == h->frame_end) {
+                frame_done(h, h->frame_samples, h->frame_end);
+                h->state = SCAN_HEAD;
+                h->have = 0;
+            }
+            continue;
+        }
+        if (h->have == 0)
+            h->frame_at = h->pos;
+        while (h->have < MPEG_HEADER_MAX && h->pos < end)
+            h->hdr[h->have++] = b->data[h->pos++ - b->offset];
+        mpeg_frame_t f;
+        int rc = mpeg_frame_parse(h->hdr, h->have, &f);
+        if (rc == -EAGAIN && h->have < MPEG_HEADER_MAX)
+            continue; /* the rest of the header is in the next block */
+        if (rc != 1 || f.samples == 0 || (h->frames_known && f.key != h->key)) {
+            if (rc == 1 && h->frames_known) {
+                stream_break(h); /* another format: begins again at this frame */
+                h->pos = h->frame_at;
+                h->have = 0;
+                continue;
+            }
+            stream_break(h);
+            h->state = SCAN_SEEK;
+            continue;
+        }
+        if (!h->frames_known)
+            frames_begin(h, &f);
+        if (h->frame_at < b->offset) {
+            /* a header split over two blocks: the part starts in the previous block, which is
+             * no longer held here; such a frame begins no part (frames are cut whole, so this
+             * happens only with an unframed source) */
+            stream_break(h);
+            h->state = SCAN_SEEK;
+            continue;
+        }
+        frame_start(h, b, h->frame_at);
+        h->frame_end = h->frame_at + f.len;
+        h->frame_samples = f.samples;
+        h->state = SCAN_BODY;
+        if (h->pos > h->frame_end) { /* a frame shorter than a header: never valid */
+            stream_break(h);
+            h->state = SCAN_SEEK;
+        }
+    }
+}
+
+/* Follows the mount's blocks from where the scan stands to the live edge. Under h->lock. */
+static void advance_locked(hls_t *h)
+{
+    block_t *b = h->scan;
+    if (!b)
+        return;
+    for (;;) {
+        if (h->pos < b->offset) /* entering a new block */
+            h->pos = b->offset;
+        if (h->pos == b->offset && h->state == SCAN_SEEK && (b->flags & BLOCK_SYNC)) {
+            h->state = SCAN_HEAD;
+            h->have = 0;
+        }
+        scan_block(h, b);
+        block_t *next = block_next(b);
+        if (!next)
+            break;
+        block_ref(next);
+        block_unref(b);
+        b = h->scan = next;
+    }
+}
+
+static void publish_hook(mount_t *m, void *arg)
+{
+    hls_t *h = arg;
+    pthread_mutex_lock(&h->lock);
+    if (h->mount == m) {
+        advance_locked(h);
+        if (!list_empty(&h->waiters))
+            wake_waiters(h); /* parts being followed as they fill */
+    }
+    pthread_mutex_unlock(&h->lock);
+}
+
+/* ---- attaching to a mount, dropping the window ---- */
+
+static void window_free_locked(hls_t *h)
+{
+    for (int i = 0; h->segs && i < h->nsegs; i++)
+        seg_clear(&h->segs[i]);
+    free(h->segs);
+    h->segs = NULL;
+    if (h->scan)
+        block_unref(h->scan);
+    h->scan = NULL;
+    h->have_open = 0;
+}
+
+static void detach_locked(hls_t *h)
+{
+    if (!h->mount)
+        return;
+    void *self = h;
+    atomic_compare_exchange_strong(&h->mount->hls, &self, NULL);
+    mount_unref(h->mount);
+    h->mount = NULL;
+}
+
+static void settings_locked(hls_t *h, const mount_t *m)
+{
+    hls_conf_t g = settings_for(server_config(), m->name);
+    int target_ms = g.target_duration * 1000;
+    int part = g.part_target_ms < target_ms ? g.part_target_ms : target_ms;
+    if (target_ms / part > HLS_MAX_PARTS)
+        part = (target_ms + HLS_MAX_PARTS - 1) / HLS_MAX_PARTS;
+    h->target = g.target_duration;
+    h->part_ms = part;
+    h->parts_per_seg = target_ms / part;
+    h->listed = g.segments;
+}
+
+/* Attaches the window to m from its burst point: what the mount still holds is cut at once. */
+static int attach_locked(hls_t *h, mount_t *m)
+{
+    if (h->mount) {
+        stream_break(h);
+        if (h->scan)
+            block_unref(h->scan);
+        h->scan = NULL;
+        detach_locked(h);
+    }
+    if (!h->segs) {
+        settings_locked(h, m);
+        h->nsegs = 2 * h->listed + 2; /* as many kept after they leave the playlist */
+        if (!(h->segs = calloc((size_t)h->nsegs, sizeof(hls_seg_t))))
+            return -ENOMEM;
+        h->first_seq = h->open_seq;
+        if (h->ever)
+            h->disc_next = 1;
+    }
+    uint32_t pos;
+    block_t *headers = NULL;
+    block_t *b = mount_attach(m, &pos, &headers);
+    if (headers)
+        block_unref(headers);
+    if (!b)
+        return -ENOMEM;
+    h->scan = b;
+    h->pos = b->offset + pos;
+    h->state = SCAN_SEEK;
+    if (pos == 0 && (b->flags & BLOCK_SYNC))
+        h->state = SCAN_HEAD;
+    h->have = 0;
+    h->frames_known = 0;
+    if (h->rate) /* the first frame starts the clock's next epoch */
+        h->clock90 += h->clock_samples * 90000 / h->rate;
+    h->clock_samples = 0;
+    h->rate = 0;
+    h->mount = mount_ref(m);
+    hls_sessions_follow_locked(h, m);
+    h->epoch_samples = 0;
+    advance_locked(h);
+    /* the burst was cut at once: date it back so that its end is now */
+    if (h->rate) {
+        h->anchor_ms = wall_ms() - (int64_t)(h->epoch_samples * 1000 / h->rate);
+        for (uint64_t q = h->first_seq; q <= h->open_seq; q++) {
+            hls_seg_t *s = hls_seg_at(h, q);
+            if (s && s->epoch == h->epoch)
+                s->pdt_ms = h->anchor_ms + (int64_t)(s->epoch_samples * 1000 / s->rate);
+        }
+    }
+    atomic_store(&m->hls, (void *)h);
+    return 0;
+}
+
+static hls_t *find_locked(const char *name)
+{
+    hls_t *h = registry;
+    while (h && strcmp(h->name, name) != 0)
+        h = h->next;
+    return h;
+}
+
+hls_t *hls_find(const char *name)
+{
+    pthread_mutex_lock(&registry_lock);
+    hls_t *h = find_locked(name);
+    pthread_mutex_unlock(&registry_lock);
+    return h;
+}
+
+static hls_t *find_or_make(const char *name)
+{
+    pthread_mutex_lock(&registry_lock);
+    hls_t *h = find_locked(name);
+    if (!h && (h = calloc(1, sizeof(*h)))) {
+        if (!(h->name = strdup(name))) {
+            free(h);
+            h = NULL;
+        } else {
+            pthread_mutex_init(&h->lock, NULL);
+            list_init(&h->waiters);
+            /* sequence numbers from the wall clock: a restarted server never reuses a
+             * segment's URL a cache may still hold (segments last at least a second) */
+            h->open_seq = h->first_seq = (uint64_t)time(NULL);
+            h->next = registry;
+            registry = h;
+        }
+    }
+    pthread_mutex_unlock(&registry_lock);
+    return h;
+}
+
+hls_t *hls_touch(mount_t *m)
+{
+    hls_t *h = find_or_make(m->name);
+    if (!h)
+        return NULL;
+    pthread_mutex_lock(&h->lock);
+    h->last_request_ms = loop_now_ms();
+    int rc = 0;
+    if (h->mount != m)
+        rc = attach_locked(h, m);
+    else
+        advance_locked(h);
+    pthread_mutex_unlock(&h->lock);
+    return rc < 0 ? NULL : h;
+}
+
+/* ---- queries ---- */
+
+int hls_locate(hls_t *h, uint64_t msn, int part)
+{
+    if (!h->segs || msn < h->first_seq)
+        return HLS_GONE;
+    hls_seg_t *s = hls_seg_at(h, msn);
+    if (msn < h->open_seq || (s && s->complete)) {
+        if (!s || !s->complete)
+            return HLS_GONE;
+        return part < s->nparts ? HLS_READY : HLS_GONE;
+    }
+    /* the open segment or later: a blocking request may wait for the next two segments */
+    if (msn > h->open_seq + 2 || part >= h->parts_per_seg)
+        return HLS_TOO_FAR;
+    if (msn == h->open_seq && s && part >= 0 && part < s->nparts)
+        return HLS_READY;
+    return HLS_PENDING;
+}
+
+static void id3_timestamp(unsigned char *p, uint64_t ts90)
+{
+    static const char owner[] = "com.apple.streaming.transportStreamTimestamp";
+    unsigned frame = (unsigned)sizeof(owner) + 8; /* owner, its NUL, the timestamp */
+    unsigned tag = 10 + frame;
+    memcpy(p, "ID3\x04\x00\x00", 6);
+    p[6] = 0, p[7] = 0, p[8] = (unsigned char)(tag >> 7), p[9] = (unsigned char)(tag & 0x7f);
+    memcpy(p + 10, "PRIV", 4);
+    p[14] = 0, p[15] = 0, p[16] = (unsigned char)(frame >> 7);
+    p[17] = (unsigned char)(frame & 0x7f);
+    p[18] = 0, p[19] = 0;
+    memcpy(p + 20, owner, sizeof(owner));
+    for (int i = 0; i < 8; i++)
+        p[20 + sizeof(owner) + i] = (unsigned char)(ts90 >> (56 - 8 * i));
+}
+
+int hls_piece(hls_t *h, uint64_t msn, int part, hls_piece_t *p)
+{
+    pthread_mutex_lock(&h->lock);
+    int rc = hls_locate(h, msn, part);
+    if (rc == HLS_READY) {
+        hls_seg_t *s = hls_seg_at(h, msn);
+        const hls_part_t *first = &s->parts[part < 0 ? 0 : part];
+        const hls_part_t *last = &s->parts[part < 0 ? s->nparts - 1 : part];
+        p->blk = block_ref(first->blk);
+        p->start = first->start;
+        p->end = last->end;
+        p->adts = h->adts;
+        id3_timestamp(p->id3, first->ts90);
+    }
+    pthread_mutex_unlock(&h->lock);
+    return rc;
+}
+
+void hls_next_part(hls_t *h, uint64_t *msn, int *part)
+{
+    pthread_mutex_lock(&h->lock);
+    hls_seg_t *s = hls_seg_at(h, h->open_seq);
+    *msn = h->open_seq;
+    *part = s && !s->complete ? s->nparts : 0;
+    pthread_mutex_unlock(&h->lock);
+}
+
+int hls_target_duration(hls_t *h)
+{
+    pthread_mutex_lock(&h->lock);
+    int t = h->target;
+    pthread_mutex_unlock(&h->lock);
+    return t;
+}
+
+int hls_part_target_ms(hls_t *h)
+{
+    pthread_mutex_lock(&h->lock);
+    int t = h->part_ms;
+    pthread_mutex_unlock(&h->lock);
+    return t;
+}
+
+int hls_part_so_far(hls_t *h, uint64_t msn, int part, hls_piece_t *p)
+{
+    pthread_mutex_lock(&h->lock);
+    int rc = hls_locate(h, msn, part);
+    const hls_seg_t *s = hls_seg_at(h, msn);
+    int open = s ? !s->complete && s->nparts == part : h->have_open == 0 && part == 0;
+    if (rc == HLS_PENDING && msn == h->open_seq && open && h->rate) {
+        uint64_t ts = s && s->open.blk ? s->open.ts90
+                                       : h->clock90 + h->clock_samples * 90000 / h->rate;
+        id3_timestamp(p->id3, ts & ((1ull << 33) - 1));
+        p->blk = s && s->open.blk ? block_ref(s->open.blk) : NULL;
+        p->start = s && s->open.blk ? s->open.start : 0;
+        p->end = s && s->open.blk ? s->open.end : 0;
+        p->adts = h->adts;
+        rc = HLS_FILLING;
+    }
+    pthread_mutex_unlock(&h->lock);
+    return rc;
+}
+
+int hls_wait(hls_t *h, hls_waiter_t *w)
+{
+    pthread_mutex_lock(&h->lock);
+    int rc = w->follow ? (part_grew(h, w) ? HLS_READY : HLS_PENDING)
+                       : hls_locate(h, w->msn, w->part);
+    if (rc == HLS_PENDING) {
+        w->hls = h;
+        w->linked = 1;
+        list_insert_tail(&h->waiters, &w->link);
+        h->last_request_ms = loop_now_ms();
+    }
+    pthread_mutex_unlock(&h->lock);
+    return rc == HLS_PENDING ? 1 : rc == HLS_TOO_FAR ? -1 : 0;
+}
+
+void hls_unwait(hls_waiter_t *w)
+{
+    hls_t *h = w->hls;
+    if (!h)
+        return;
+    pthread_mutex_lock(&h->lock);
+    if (w->linked) {
+        list_remove(&w->link);
+        w->linked = 0;
+    }
+    pthread_mutex_unlock(&h->lock);
+}
+
+/* ---- the timer: idle windows, replaced sources ---- */
+
+static void hls_tick(worker_t *w, void *arg)
+{
+    (void)w, (void)arg;
+    uint64_t now = loop_now_ms();
+    pthread_mutex_lock(&registry_lock);
+    for (hls_t *h = registry; h; h = h->next) {
+        pthread_mutex_lock(&h->lock);
+        uint64_t idle_ms = h->target * 6000u > 20000u ? h->target * 6000u : 20000u;
+        hls_sessions_expire_locked(h, now, 0);
+        if (h->segs && now - h->last_request_ms > idle_ms && list_empty(&h->waiters) &&
+            !h->sessions) {
+            stream_break(h);
+            detach_locked(h);
+            window_free_locked(h);
+            log_debug("hls: %s: no client asked for %llu s, window dropped", h->name,
+                      (unsigned long long)(idle_ms / 1000));
+        } else if (h->mount && atomic_load(&h->mount->ended)) {
+            mount_t *m = mount_find(h->name);
+            if (m && m != h->mount && hls_offered(m) == HLS_OFFERED)
+                attach_locked(h, m);
+            if (m)
+                mount_unref(m);
+        }
+        pthread_mutex_unlock(&h->lock);
+    }
+    pthread_mutex_unlock(&registry_lock);
+}
+
+static int hls_module_init(worker_t *w)
+{
+    return w->id == 0 ? worker_timer_add(w, 1000, hls_tick, NULL) : 0;
+}
+
+/* At exit, once every worker stopped (worker 0 is freed first): the sessions end with their
+ * access-log lines and the windows give their blocks back. The windows themselves stay:
+ * connections of other workers, closed later, may still unlink from them. */
+static void hls_module_fini(worker_t *w)
+{
+    if (w->id != 0)
+        return;
+    uint64_t now = loop_now_ms();
+    pthread_mutex_lock(&registry_lock);
+    for (hls_t *h = registry; h; h = h->next) {
+        pthread_mutex_lock(&h->lock);
+        hls_sessions_expire_locked(h, now, 1);
+        detach_locked(h);
+        window_free_locked(h);
+        pthread_mutex_unlock(&h->lock);
+    }
+    pthread_mutex_unlock(&registry_lock);
+}
+
+static const worker_module_t hls_module = {
+    .name = "hls",
+    .init = hls_module_init,
+    .fini = hls_module_fini,
+};
+
+void hls_register(void)
+{
+    mount_set_publish_hook(publish_hook);
+    worker_register(&hls_module);
+}

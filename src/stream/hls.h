@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * hls: the HLS window of an MP3 or AAC (ADTS) mount: segments and low-latency parts cut on
+ * frame boundaries from the mount's own blocks (a part is a reference to the block it starts
+ * in and a byte range, never a copy), with their timestamps, program date and sequence.
+ *
+ * One hls_t per mount name, kept for the life of the process so that the media sequence never
+ * goes back, across source reconnects too (a new source starts a discontinuity). The window
+ * exists only while HLS clients ask: the first request (hls_touch) attaches it to the live
+ * mount (catching up from the mount's burst point), the mount's publish hook advances it on
+ * the source's worker as blocks arrive, and the 1 s timer on worker 0 drops it some time
+ * after the last request (and follows a mount whose source was replaced). A station without
+ * HLS clients pays one pointer test per published block.
+ *
+ * Requests that wait for a part or segment (a blocking playlist reload, the first playlist of
+ * a window not yet one segment long) are hls_waiter_t: linked into the window and posted back
+ * to their worker the moment the part exists. This file knows no HTTP: the router answers.
+ */
+#ifndef RIMECAST_HLS_H
+#define RIMECAST_HLS_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/block.h"
+#include "core/buf.h"
+#include "core/list.h"
+#include "format/mpeg.h"
+
+typedef struct hls hls_t;
+typedef struct hls_session hls_session_t;
+typedef struct mount mount_t;
+typedef struct worker worker_t;
+
+#define HLS_MAX_PARTS 30     /* parts in one segment */
+#define HLS_ID3_LEN 73       /* the ID3v2 tag in front of every segment and part */
+
+/* Where a part or segment stands in the window. */
+enum {
+    HLS_GONE = -1,    /* before the window (or a sequence never served) */
+    HLS_READY = 0,    /* complete: it can be served */
+    HLS_PENDING = 1,  /* not yet complete, but near enough to wait for */
+    HLS_TOO_FAR = 2,  /* further ahead than a client may wait for */
+    HLS_FILLING = 3,  /* the part being cut now: what it holds so far can be sent */
+};
+
+/* A request waiting for a part (part >= 0) or a whole segment (part -1) of sequence msn.
+ * Owned by the requester (its connection's state); linked while `linked` is set (under the
+ * window's lock). When the part exists, it is unlinked and fn(worker, arg) posted to worker. */
+typedef struct hls_waiter {
+    list_t link;
+    hls_t *hls;
+    uint64_t msn;
+    int part;
+    int follow;           /* follows the part as it fills: woken when it grows past seen_end */
+    uint64_t seen_end;
+    int linked;
+    worker_t *worker;
+    void (*fn)(worker_t *w, void *arg);
+    void *arg;
+} hls_waiter_t;
+
+/* A piece of the window to send: the ID3 tag, then bytes [start, end) of the block chain
+ * from blk (the caller owns the reference on blk). */
+typedef struct hls_piece {
+    block_t *blk;
+    uint64_t start, end;
+    unsigned char id3[HLS_ID3_LEN];
+    int adts;             /* AAC in ADTS, else MPEG audio */
+} hls_piece_t;
+
+/* The mount name's window, made on first use (kept for the process's life): it now counts as
+ * asked for, and is attached to m (a live MP3/AAC mount) when it is not yet, or was fed by an
+ * earlier source of that name. A window that cannot be made (out of memory): NULL. */
+hls_t *hls_touch(mount_t *m);
+
+/* The window of a mount name if one was ever made (it lives as long as the process), or NULL. */
+hls_t *hls_find(const char *name);
+
+/* The part being cut now, as far as it goes: HLS_FILLING with *p filled (blk referenced, or
+ * NULL with start == end when its first frame has not come; the ID3 tag its time), or what
+ * hls_locate says (HLS_READY: complete, use hls_piece; nothing taken). */
+int hls_part_so_far(hls_t *h, uint64_t msn, int part, hls_piece_t *p);
+
+/* Where (msn, part) stands (part -1: the whole segment). */
+int hls_locate(hls_t *h, uint64_t msn, int part);
+
+/* Fills *p for the complete segment msn (part -1) or part (msn, part): HLS_READY, else what
+ * hls_locate says (nothing taken). */
+int hls_piece(hls_t *h, uint64_t msn, int part, hls_piece_t *p);
+
+/* The media playlist (appended to out). ll: with the low-latency parts, server control and
+ * preload hint. ext: the segment file extension is written to *ext ("mp3" or "aac"). Returns
+ * 0, or -EAGAIN when there is no complete segment yet. */
+int hls_playlist(hls_t *h, buf_t *out, int ll);
+
+/* The multivariant playlist that names this mount's media playlist for session `token`
+ * (appended to out). 0 or -ENOMEM. */
+int hls_multivariant(hls_t *h, buf_t *out, const char *token);
+
+/* The next part to come (the one a preload hint names), for a blocking reload default. */
+void hls_next_part(hls_t *h, uint64_t *msn, int *part);
+
+/* Target duration in seconds and part target in milliseconds of the window now. */
+int hls_target_duration(hls_t *h);
+int hls_part_target_ms(hls_t *h);
+
+/* Links w to wait for (w->msn, w->part): 1 linked, 0 when it is already there (or gone: ask
+ * again), -1 when too far ahead. */
+int hls_wait(hls_t *h, hls_waiter_t *w);
+/* Unlinks w if it is still linked. */
+void hls_unwait(hls_waiter_t *w);
+
+/* 1 if the content type is one HLS serves (MP3, AAC in ADTS). */
+int hls_type_supported(const char *content_type);
+
+/* Whether the live mount m is served as HLS: HLS_OFFERED, or why not. */
+enum { HLS_OFFERED, HLS_DISABLED, HLS_WRONG_TYPE, HLS_NEEDS_AUTH };
+int hls_offered(mount_t *m);
+
+/* ---- the inside of a window: only hls.c (which cuts it) and hls_playlist.c (which writes
+ * it out) touch these, under hls_t.lock ---- */
+
+typedef struct hls_part {
+    block_t *blk;       /* reference on the block holding `start` */
+    uint64_t start, end; /* stream offsets: whole frames */
+    uint32_t frames, samples;
+    uint64_t ts90;      /* 90 kHz timestamp of its first sample (33 bits) */
+    int done;
+} hls_part_t;
+
+typedef struct hls_seg {
+    int used, complete;
+    uint64_t seq;
+    int discontinuity;  /* the stream broke before it */
+    uint32_t rate;
+    uint64_t samples;   /* of its complete parts */
+    int64_t pdt_ms;     /* wall clock of its first sample */
+    uint32_t epoch;
+    uint64_t epoch_samples; /* samples of its epoch before it */
+    int nparts;
+    hls_part_t parts[HLS_MAX_PARTS];
+    hls_part_t open;    /* the part being cut (the open segment only) */
+} hls_seg_t;
+
+enum { SCAN_SEEK, SCAN_HEAD, SCAN_BODY };
+
+struct hls {
+    char *name;
+    pthread_mutex_t lock;
+    hls_t *next;              /* registry */
+    mount_t *mount;           /* the mount it follows (a reference), NULL when idle */
+    uint64_t last_request_ms;
+    list_t waiters;           /* hls_waiter_t */
+    hls_session_t *sessions;  /* its HLS listeners */
+    int nsessions;
+
+    /* geometry, fixed while the window exists */
+    int target;               /* seconds */
+    int part_ms;
+    int parts_per_seg;
+    int listed;
+    uint32_t frames_per_part;
+
+    /* segments: a ring of nsegs, by sequence; open_seq is being cut (or comes next) */
+    hls_seg_t *segs;
+    int nsegs;
+    uint64_t first_seq, open_seq;
+    int have_open;
+    int disc_next;            /* the next segment starts a discontinuity */
+    uint64_t disc_dropped;    /* discontinuities that left the window */
+    int ever;                 /* a segment was ever cut for this name */
+
+    /* the scan of the mount's blocks */
+    block_t *scan;            /* reference on the block being read */
+    uint64_t pos;             /* next stream offset to read */
+    int state;
+    unsigned char hdr[MPEG_HEADER_MAX];
+    unsigned have;
+    uint64_t frame_at, frame_end;
+    uint32_t frame_samples;
+    int frames_known;
+    uint32_t key, rate;
+    int adts;
+
+    /* clocks */
+    uint64_t clock90;         /* 90 kHz time at the last rate change */
+    uint64_t clock_samples;   /* samples since */
+    uint32_t epoch;           /* a new epoch at each source (re)start or rate change */
+    uint64_t epoch_samples;
+    int64_t anchor_ms;        /* wall clock of the epoch's first sample */
+};
+
+/* The segment of sequence seq if the window holds it, else NULL. */
+hls_seg_t *hls_seg_at(hls_t *h, uint64_t seq);
+
+/* ---- sessions (hls_session.c): an HLS listener is a listener ---- */
+
+#define HLS_TOKEN_LEN 16 /* hex digits of a session token */
+
+/* Who polls: the request's address, agent and referer (raw, NULL when absent), the playlist
+ * path (for the access log) and the connection it came by. */
+typedef struct hls_client {
+    const char *ip, *agent, *referer, *uri;
+    uint64_t conn_id;
+} hls_client_t;
+
+/* 1 if mount name `name` hands out sessions (<hls><sessions>), else its hls.m3u8 is the
+ * media playlist itself, the same for every client (a CDN's origin). */
+int hls_sessions_wanted(const char *name);
+/* Writes a new random token (HLS_TOKEN_LEN hex digits and a NUL) to out. 0 or -EIO. */
+int hls_session_token(char *out);
+/* 1 if t is a token's form. */
+int hls_session_token_valid(const char *t);
+/* A media playlist request of session `token` (bytes: its answer): the session begins (a
+ * listener slot of the mount is taken) or goes on. 0, -ENOSPC when the mount is full, or
+ * -EPERM for a session killclient ended. */
+int hls_session_poll(hls_t *h, const char *token, const hls_client_t *who, uint64_t bytes);
+/* A segment or part of `bytes` went to `who` (uri unused): counted to the session whose last
+ * playlist came by the same connection, else to one of the same address and agent. 1 if
+ * there is one, else 0. */
+int hls_session_add_bytes(hls_t *h, const hls_client_t *who, uint64_t bytes);
+/* What listclients shows of a session. */
+typedef struct hls_session_view {
+    uint64_t id;             /* in the connections' id space (killclient) */
+    const char *ip, *agent;
+    long long connected;     /* seconds */
+} hls_session_view_t;
+/* Calls fn for each live session of mount name `name` (under its window's lock: fn must not
+ * call into hls). */
+void hls_sessions_foreach(const char *name, void (*fn)(const hls_session_view_t *v, void *arg),
+                          void *arg);
+/* Ends session `id` of mount name `name` now (its access-log line is written, its listener
+ * slot given back); its token is refused (403) until it stops polling. 1 if it was found. */
+int hls_session_kill(const char *name, uint64_t id);
+
+/* Ends the sessions that stopped polling (all: every one), each with its access-log line. */
+void hls_sessions_expire_locked(hls_t *h, uint64_t now, int all);
+/* The window follows mount m now (a new source): its sessions count as m's listeners. */
+void hls_sessions_follow_locked(hls_t *h, mount_t *m);
+
+/* Registers the publish hook and the timer module (at start-up). */
+void hls_register(void);
+
+#endif

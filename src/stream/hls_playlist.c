@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * hls_playlist: the media playlist of an HLS window (RFC 8216, and the low-latency tags of
+ * its second edition): the complete segments the window lists, and with `ll` the parts of
+ * the last segments, the open segment's parts and the hint of the part to come.
+ * Segment URIs are relative to the playlist (<mount>/hls.m3u8 -> <mount>/hls/<seq>.mp3) and
+ * the same for every client, so that a cache serves them to all.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <time.h>
+
+#include "stream/hls.h"
+
+#define PARTS_LISTED_SEGMENTS 2 /* complete segments whose parts stay listed */
+
+static void write_date(buf_t *out, int64_t ms)
+{
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    char date[40];
+    strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm);
+    buf_appendf(out, "#EXT-X-PROGRAM-DATE-TIME:%s.%03dZ\n", date, (int)(ms % 1000));
+}
+
+static void write_parts(buf_t *out, const hls_seg_t *s, const char *ext)
+{
+    for (int i = 0; i < s->nparts; i++)
+        buf_appendf(out, "#EXT-X-PART:DURATION=%.5f,URI=\"hls/%" PRIu64 ".%d.%s\",INDEPENDENT=YES\n",
+                    (double)s->parts[i].samples / s->rate, s->seq, i, ext);
+}
+
+static void write_segment_head(buf_t *out, const hls_seg_t *s)
+{
+    if (s->discontinuity)
+        buf_append_str(out, "#EXT-X-DISCONTINUITY\n");
+    write_date(out, s->pdt_ms);
+}
+
+int hls_playlist(hls_t *h, buf_t *out, int ll)
+{
+    pthread_mutex_lock(&h->lock);
+    const char *ext = h->adts ? "aac" : "mp3";
+    uint64_t first = h->first_seq;
+    if (h->open_seq > first + (uint64_t)h->listed)
+        first = h->open_seq - (uint64_t)h->listed;
+    /* the listed segments last at least three target durations (segments are a bit shorter
+     * than the target: one more may be needed) */
+    double listed = 0;
+    for (uint64_t q = first; q < h->open_seq && h->segs; q++) {
+        const hls_seg_t *s = hls_seg_at(h, q);
+        listed += s ? (double)s->samples / s->rate : 0;
+    }
+    while (h->segs && listed < 3.0 * h->target && first > h->first_seq &&
+           hls_seg_at(h, first - 1)) {
+        const hls_seg_t *s = hls_seg_at(h, --first);
+        listed += (double)s->samples / s->rate;
+    }
+    if (!h->segs || first >= h->open_seq) {
+        pthread_mutex_unlock(&h->lock);
+        return -EAGAIN;
+    }
+    uint64_t disc = h->disc_dropped;
+    for (uint64_t q = h->first_seq; q < first; q++) {
+        const hls_seg_t *s = hls_seg_at(h, q);
+        disc += s && s->discontinuity;
+    }
+    buf_appendf(out, "#EXTM3U\n#EXT-X-VERSION:6\n#EXT-X-TARGETDURATION:%d\n", h->target);
+    if (ll)
+        buf_appendf(out,
+                    "#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,PART-HOLD-BACK=%.3f\n"
+                    "#EXT-X-PART-INF:PART-TARGET=%.3f\n",
+                    3.0 * h->part_ms / 1000, h->part_ms / 1000.0);
+    buf_appendf(out, "#EXT-X-MEDIA-SEQUENCE:%" PRIu64 "\n#EXT-X-DISCONTINUITY-SEQUENCE:%" PRIu64
+                "\n#EXT-X-INDEPENDENT-SEGMENTS\n", first, disc);
+    for (uint64_t q = first; q < h->open_seq; q++) {
+        const hls_seg_t *s = hls_seg_at(h, q);
+        if (!s)
+            continue;
+        write_segment_head(out, s);
+        if (ll && q + PARTS_LISTED_SEGMENTS >= h->open_seq)
+            write_parts(out, s, ext);
+        buf_appendf(out, "#EXTINF:%.5f,\nhls/%" PRIu64 ".%s\n", (double)s->samples / s->rate,
+                    s->seq, ext);
+    }
+    if (ll) {
+        const hls_seg_t *s = hls_seg_at(h, h->open_seq);
+        int next = 0;
+        if (s && !s->complete) {
+            write_segment_head(out, s);
+            write_parts(out, s, ext);
+            next = s->nparts;
+        }
+        buf_appendf(out, "#EXT-X-PRELOAD-HINT:TYPE=PART,URI=\"hls/%" PRIu64 ".%d.%s\"\n",
+                    h->open_seq, next, ext);
+    }
+    pthread_mutex_unlock(&h->lock);
+    return out->error;
+}
+
+int hls_multivariant(hls_t *h, buf_t *out, const char *token)
+{
+    pthread_mutex_lock(&h->lock);
+    /* the peak bit rate of the segments held (a guess from above before the first one) */
+    double peak = 0;
+    for (uint64_t q = h->first_seq; h->segs && q < h->open_seq; q++) {
+        const hls_seg_t *s = hls_seg_at(h, q);
+        if (s && s->nparts && s->samples) {
+            double bits = 8.0 * (double)(s->parts[s->nparts - 1].end - s->parts[0].start);
+            double rate = bits * s->rate / (double)s->samples;
+            peak = rate > peak ? rate : peak;
+        }
+    }
+    int known = h->frames_known || h->open_seq > h->first_seq;
+    const char *codecs = !known ? NULL : h->adts ? "mp4a.40.2" : "mp4a.40.34";
+    pthread_mutex_unlock(&h->lock);
+    buf_appendf(out, "#EXTM3U\n#EXT-X-VERSION:6\n#EXT-X-INDEPENDENT-SEGMENTS\n"
+                "#EXT-X-STREAM-INF:BANDWIDTH=%u", peak > 0 ? (unsigned)(peak + 0.5) : 320000u);
+    if (codecs)
+        buf_appendf(out, ",CODECS=\"%s\"", codecs);
+    buf_appendf(out, "\nhls.m3u8?session=%s\n", token);
+    return out->error;
+}

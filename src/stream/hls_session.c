@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * hls_session: HLS listeners as listeners. A session is named by the token in its media
+ * playlist URL (<mount>/hls.m3u8?session=<token>, handed out by the multivariant playlist);
+ * it begins at its first playlist request, holds a listener slot of the mount (max-listeners,
+ * the listener counts) and ends when it stopped polling for four target durations (at least
+ * 10 s), with one access-log line (its duration, and the bytes of its playlists and of the
+ * segments it fetched: segment URLs carry no token, so a segment counts to the session whose
+ * playlist came by the same connection, else to one polling from the same address with the
+ * same agent). Under hls_t.lock, but for the token.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "core/log.h"
+#include "core/loop.h"
+#include "core/str.h"
+#include "net/server.h"
+#include "net/worker.h"
+#include "stream/hls.h"
+#include "stream/mount.h"
+
+#define SESSION_MIN_TIMEOUT_MS 10000
+
+struct hls_session {
+    char token[HLS_TOKEN_LEN + 1];
+    uint64_t id;
+    int killed;          /* ended by killclient: its polls are refused until they stop */
+    time_t start;
+    uint64_t last_ms;
+    uint64_t bytes;
+    uint64_t conn_id;    /* the connection of its last playlist request */
+    mount_t *counted;    /* the mount whose listener count holds it (a reference) */
+    char ip[64];
+    char *agent, *referer, *uri;
+    hls_session_t *next;
+};
+
+int hls_session_token(char *out)
+{
+    unsigned char rnd[HLS_TOKEN_LEN / 2];
+    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+        return -EIO;
+    for (size_t i = 0; i < sizeof(rnd); i++)
+        snprintf(out + 2 * i, 3, "%02x", rnd[i]);
+    return 0;
+}
+
+int hls_session_token_valid(const char *t)
+{
+    size_t n = 0;
+    for (; t[n]; n++)
+        if (!((t[n] >= '0' && t[n] <= '9') || (t[n] >= 'a' && t[n] <= 'f')))
+            return 0;
+    return n == HLS_TOKEN_LEN;
+}
+
+/* The session's end as a listener: its access-log line, its slot given back. */
+static void session_close(hls_session_t *s)
+{
+    log_access_entry_t e = {
+        .ip = s->ip, .start = s->start, .method = "GET", .uri = s->uri,
+        .protocol = "HTTP/1.1", .status = 200, .bytes = s->bytes, .referer = s->referer,
+        .agent = s->agent,
+    };
+    log_access(&e);
+    if (s->counted) {
+        atomic_fetch_sub(&s->counted->listeners, 1);
+        mount_unref(s->counted);
+    }
+    s->counted = NULL;
+    atomic_fetch_sub(&server.stats.listeners, 1);
+}
+
+static void session_end(hls_t *h, hls_session_t *s)
+{
+    if (!s->killed)
+        session_close(s);
+    h->nsessions--;
+    free(s->agent);
+    free(s->referer);
+    free(s->uri);
+    free(s);
+}
+
+static hls_session_t *session_find(hls_t *h, const char *token)
+{
+    hls_session_t *s = h->sessions;
+    while (s && strcmp(s->token, token) != 0)
+        s = s->next;
+    return s;
+}
+
+int hls_session_poll(hls_t *h, const char *token, const hls_client_t *who, uint64_t bytes)
+{
+    pthread_mutex_lock(&h->lock);
+    hls_session_t *s = session_find(h, token);
+    int rc = 0;
+    if (!s) {
+        if (!h->mount || mount_take_listener_slot(h->mount) < 0) {
+            rc = -ENOSPC;
+        } else if (!(s = calloc(1, sizeof(*s)))) {
+            atomic_fetch_sub(&h->mount->listeners, 1);
+            rc = -ENOMEM;
+        } else {
+            snprintf(s->token, sizeof(s->token), "%s", token);
+            s->id = worker_next_conn_id();
+            snprintf(s->ip, sizeof(s->ip), "%s", who->ip);
+            s->agent = who->agent ? str_dup(who->agent) : NULL;
+            s->referer = who->referer ? str_dup(who->referer) : NULL;
+            s->uri = str_dup(who->uri);
+            s->start = time(NULL);
+            s->counted = mount_ref(h->mount);
+            s->next = h->sessions;
+            h->sessions = s;
+            h->nsessions++;
+            atomic_fetch_add(&server.stats.listeners, 1);
+            atomic_fetch_add(&server.stats.listener_connections, 1);
+        }
+    }
+    if (s) {
+        s->last_ms = loop_now_ms();
+        s->bytes += bytes;
+        s->conn_id = who->conn_id;
+        if (s->killed)
+            rc = -EPERM;
+    }
+    pthread_mutex_unlock(&h->lock);
+    return rc;
+}
+
+int hls_session_add_bytes(hls_t *h, const hls_client_t *who, uint64_t bytes)
+{
+    pthread_mutex_lock(&h->lock);
+    hls_session_t *s = h->sessions, *same = NULL;
+    for (; s && s->conn_id != who->conn_id; s = s->next)
+        if (!same && strcmp(s->ip, who->ip) == 0 &&
+            (s->agent && who->agent ? strcmp(s->agent, who->agent) == 0 : !s->agent && !who->agent))
+            same = s;
+    if (!s)
+        s = same;
+    if (s && s->killed)
+        s = NULL;
+    if (s)
+        s->bytes += bytes;
+    pthread_mutex_unlock(&h->lock);
+    return s != NULL;
+}
+
+void hls_sessions_expire_locked(hls_t *h, uint64_t now, int all)
+{
+    uint64_t timeout = (uint64_t)h->target * 4000u;
+    if (timeout < SESSION_MIN_TIMEOUT_MS)
+        timeout = SESSION_MIN_TIMEOUT_MS;
+    for (hls_session_t **pp = &h->sessions; *pp;) {
+        hls_session_t *s = *pp;
+        if (all || now - s->last_ms > timeout) {
+            *pp = s->next;
+            session_end(h, s);
+        } else {
+            pp = &s->next;
+        }
+    }
+}
+
+void hls_sessions_follow_locked(hls_t *h, mount_t *m)
+{
+    for (hls_session_t *s = h->sessions; s; s = s->next) {
+        if (s->counted == m || s->killed)
+            continue;
+        if (s->counted) {
+            atomic_fetch_sub(&s->counted->listeners, 1);
+            mount_unref(s->counted);
+        }
+        /* a session keeps its place even past max-listeners: it was let in */
+        atomic_fetch_add(&m->listeners, 1);
+        s->counted = mount_ref(m);
+    }
+}
+
+void hls_sessions_foreach(const char *name, void (*fn)(const hls_session_view_t *v, void *arg),
+                          void *arg)
+{
+    hls_t *h = hls_find(name);
+    if (!h)
+        return;
+    time_t now = time(NULL);
+    pthread_mutex_lock(&h->lock);
+    for (hls_session_t *s = h->sessions; s; s = s->next) {
+        if (s->killed)
+            continue;
+        hls_session_view_t v = {s->id, s->ip, s->agent, (long long)(now - s->start)};
+        fn(&v, arg);
+    }
+    pthread_mutex_unlock(&h->lock);
+}
+
+int hls_session_kill(const char *name, uint64_t id)
+{
+    hls_t *h = hls_find(name);
+    if (!h)
+        return 0;
+    pthread_mutex_lock(&h->lock);
+    hls_session_t *s = h->sessions;
+    while (s && (s->id != id || s->killed))
+        s = s->next;
+    if (s) {
+        session_close(s);
+        s->killed = 1;
+    }
+    pthread_mutex_unlock(&h->lock);
+    return s != NULL;
+}

@@ -1,0 +1,495 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""HLS and Low-Latency HLS of MP3 and AAC mounts: <mount>/hls.m3u8 and its segments and parts.
+ffmpeg plays them; the playlist checker (hlscheck.py) holds the playlist rules over many
+reloads and across a source reconnect; blocking reloads are answered when the part exists.
+Icecast has no HLS: Rimecast only."""
+
+import http.client
+import re
+import subprocess
+import threading
+import time
+import xml.etree.ElementTree as ET
+
+import pytest
+
+import adminlib
+import formatlib as fl
+import hlscheck
+import wirelib
+
+pytestmark = pytest.mark.rimecast_only
+
+EXT = {"mp3": "mp3", "aac": "aac"}
+
+
+def get(srv, path, headers=None, method="GET", timeout=30):
+    c = http.client.HTTPConnection(srv.host, srv.port, timeout=timeout)
+    try:
+        c.request(method, path, headers=headers or {})
+        r = c.getresponse()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+    finally:
+        c.close()
+
+
+SESSION = "0123456789abcdef"
+
+
+def playlist(srv, mount, query=""):
+    """The media playlist, as a session that polls it (query: more parameters, "&...")."""
+    status, headers, body = get(srv, mount + "/hls.m3u8?session=" + SESSION + query)
+    assert status == 200, (status, body[:300])
+    return body.decode()
+
+
+def start_source(srv, mount, codec):
+    p = fl.ffmpeg_source(srv, mount, codec)
+    fl.wait_mount(srv, mount, p)
+    return p
+
+
+@pytest.mark.parametrize("codec", ["mp3", "aac"])
+def test_ffmpeg_plays_the_hls_of_a_mount(server, codec):
+    srv = server()
+    mount = "/live." + codec
+    p = start_source(srv, mount, codec)
+    try:
+        cmd = [fl.FFMPEG, "-hide_banner", "-nostdin", "-v", "error", "-i",
+               srv.url(mount + "/hls.m3u8"), "-t", "20", "-f", "null", "-"]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=90)
+    finally:
+        fl.stop_process(p)
+    complaints = fl._decode_complaints(r.stderr).splitlines()
+    if codec == "mp3":
+        # ffmpeg's raw MP3 demuxer reads 1 KiB at a time across segment boundaries, so the
+        # frames of a segment still in its parser when the next segment's ID3 timestamp is
+        # read get that timestamp, and its null muxer says so; the audio decodes whole
+        complaints = [l for l in complaints if "non monotonically increasing dts" not in l]
+    assert r.returncode == 0 and complaints == [], r.stderr
+
+
+@pytest.mark.parametrize("codec", ["mp3", "aac"])
+def test_segments_are_whole_frames_after_an_id3_timestamp(server, tmp_path, codec):
+    srv = server()
+    mount = "/live." + codec
+    p = start_source(srv, mount, codec)
+    try:
+        pl = hlscheck.parse(playlist(srv, mount))
+        seg = pl["segments"][-1]
+        status, headers, body = get(srv, mount + "/" + seg["uri"])
+    finally:
+        fl.stop_process(p)
+    assert status == 200
+    assert headers["content-type"] == ("audio/aac" if codec == "aac" else "audio/mpeg")
+    assert body[:3] == b"ID3"
+    owner = b"com.apple.streaming.transportStreamTimestamp\0"
+    i = body.index(owner)
+    ts = int.from_bytes(body[i + len(owner):i + len(owner) + 8], "big")
+    assert ts < 1 << 33
+    tag = fl.id3v2_len(body, 0)
+    audio = body[tag:]
+    frame_len = fl.adts_frame_len if codec == "aac" else fl.mp3_frame_len
+    pos, frames = 0, 0
+    while pos < len(audio):
+        n = frame_len(audio, pos)
+        assert n, "no frame at %d of %d" % (pos, len(audio))
+        pos += n
+        frames += 1
+    assert pos == len(audio)
+    spf = 1024 if codec == "aac" else 1152
+    assert abs(frames * spf / 44100 - seg["duration"]) < 1e-4
+    path = fl.save(str(tmp_path), "seg." + codec, body)
+    assert fl.ffmpeg_decode_errors(path) == ""
+
+
+def test_playlist_rules_hold_over_reloads_and_a_source_reconnect(server):
+    # short segments, so that the window slides within seconds
+    srv = server(extra_xml="<hls><target-duration>2</target-duration>"
+                 "<part-target-ms>500</part-target-ms><segments>3</segments></hls>")
+    mount = "/live.mp3"
+    check = hlscheck.Checker()
+    p = start_source(srv, mount, "mp3")
+    try:
+        check.check(playlist(srv, mount))
+        first_msn = check.last["msn"]
+        # reload until the window is full and slides
+        def slid():
+            check.check(playlist(srv, mount))
+            return check.last["msn"] > first_msn and check.window_ok()
+        wirelib.wait_until(slid, 30, "the window to fill and slide", interval=0.3)
+        last_before = check.last["segments"][-1]["seq"]
+        fl.stop_process(p)
+        p = start_source(srv, mount, "mp3")
+
+        def new_source_listed():
+            check.check(playlist(srv, mount))
+            return any(s["discontinuity"] and s["seq"] > last_before
+                       for s in check.last["segments"])
+        wirelib.wait_until(new_source_listed, 30, "a discontinuity for the new source",
+                           interval=0.3)
+        # and on until that discontinuity left the window: the sequence counts it
+        disc = max(check.discontinuities)
+
+        def disc_left():
+            check.check(playlist(srv, mount))
+            return check.last["msn"] > disc
+        wirelib.wait_until(disc_left, 40, "the discontinuity to leave the window", interval=0.5)
+        assert check.last["dseq"] >= 1
+    finally:
+        fl.stop_process(p)
+    assert check.reloads > 50
+
+
+def test_ogg_mount_answers_hls_needs_mp3_or_aac(server):
+    srv = server()
+    p = start_source(srv, "/live.ogg", "vorbis")
+    try:
+        status, _, body = get(srv, "/live.ogg/hls.m3u8")
+    finally:
+        fl.stop_process(p)
+    assert status == 415
+    assert b"HLS needs an MP3 or AAC" in body
+
+
+def test_unknown_mount_and_disabled_hls_are_404(server):
+    srv = server(extra_xml="<hls><enabled>0</enabled></hls>")
+    p = start_source(srv, "/live.mp3", "mp3")
+    try:
+        status, _, body = get(srv, "/live.mp3/hls.m3u8")
+        assert status == 404 and b"HLS is not enabled" in body
+        assert get(srv, "/nothere.mp3/hls.m3u8")[0] == 404
+    finally:
+        fl.stop_process(p)
+
+
+def test_settings_of_a_mount_shape_the_playlist(server):
+    # the mount's own block, over a default block's (which fills what it leaves unset), over
+    # the global <hls>
+    srv = server(extra_xml="<hls><target-duration>4</target-duration></hls>"
+                 "<mount><mount-name>/live.aac</mount-name><hls>"
+                 "<target-duration>2</target-duration><segments>4</segments></hls></mount>"
+                 "<mount type=\"default\"><hls><part-target-ms>500</part-target-ms>"
+                 "<target-duration>3</target-duration></hls></mount>")
+    pa = start_source(srv, "/live.aac", "aac")
+    pm = start_source(srv, "/live.mp3", "mp3")
+    try:
+        aac = hlscheck.parse(playlist(srv, "/live.aac"))
+        mp3 = hlscheck.parse(playlist(srv, "/live.mp3"))
+    finally:
+        fl.stop_process(pa)
+        fl.stop_process(pm)
+    assert aac["target"] == 2 and aac["part_target"] == 0.5
+    assert mp3["target"] == 3 and mp3["part_target"] == 0.5
+
+
+def _next_part(pl):
+    """(msn, part) the preload hint names."""
+    m = re.search(r"/(\d+)\.(\d+)\.\w+$", "/" + pl["hint"]["URI"])
+    return int(m.group(1)), int(m.group(2))
+
+
+def _lists_part(pl, msn, part):
+    for s in pl["segments"]:
+        if s["seq"] == msn:
+            return True
+    name = "hls/%d.%d." % (msn, part)
+    return any(p["uri"].startswith(name) for p in pl["open_parts"])
+
+
+def test_blocking_reload_is_answered_when_the_part_exists(server):
+    srv = server()
+    mount = "/live.aac"
+    p = start_source(srv, mount, "aac")
+    try:
+        check = hlscheck.Checker()
+        pl = check.check(playlist(srv, mount))
+        for _ in range(3):
+            msn, part = _next_part(pl)
+            answer = {}
+
+            def blocking():
+                body = playlist(srv, mount, "&_HLS_msn=%d&_HLS_part=%d" % (msn, part))
+                answer["t"] = time.monotonic()
+                answer["pl"] = hlscheck.parse(body)
+            t = threading.Thread(target=blocking)
+            t.start()
+            seen = None
+            # the part's existence, from plain reloads every 5 ms
+            deadline = time.monotonic() + 10
+            while seen is None and time.monotonic() < deadline:
+                if _lists_part(hlscheck.parse(playlist(srv, mount)), msn, part):
+                    seen = time.monotonic()
+                else:
+                    time.sleep(0.005)
+            t.join(10)
+            assert seen is not None and "t" in answer
+            assert _lists_part(answer["pl"], msn, part)
+            assert answer["t"] - seen < 0.05, "answered %.3f s after the part existed" % (
+                answer["t"] - seen)
+            pl = check.check(playlist(srv, mount))
+        # a part several segments ahead is refused at once
+        t0 = time.monotonic()
+        status, _, _ = get(srv, mount + "/hls.m3u8?session=%s&_HLS_msn=%d&_HLS_part=0" % (SESSION, msn + 5))
+        assert status == 400 and time.monotonic() - t0 < 1
+        assert get(srv, mount + "/hls.m3u8?session=%s&_HLS_part=1" % SESSION)[0] == 400
+    finally:
+        fl.stop_process(p)
+
+
+def test_parts_play_and_are_cacheable(server, tmp_path):
+    srv = server()
+    mount = "/live.mp3"
+    p = start_source(srv, mount, "mp3")
+    try:
+        pl = hlscheck.Checker().check(playlist(srv, mount))
+        part = pl["segments"][-1]["parts"][0]["uri"]
+        status, headers, body = get(srv, mount + "/" + part)
+        assert status == 200 and body[:3] == b"ID3"
+        assert "immutable" in headers["cache-control"] and "public" in headers["cache-control"]
+        assert headers["access-control-allow-origin"] == "*"
+        etag = headers["etag"]
+        assert get(srv, mount + "/" + part, {"If-None-Match": etag})[0] == 304
+        status, h2, head = get(srv, mount + "/" + part, method="HEAD")
+        assert status == 200 and head == b"" and int(h2["content-length"]) == len(body)
+        status, h3, piece = get(srv, mount + "/" + part, {"Range": "bytes=50-199"})
+        assert status == 206 and piece == body[50:200]
+        assert h3["content-range"] == "bytes 50-199/%d" % len(body)
+        status, h4, _ = get(srv, mount + "/hls.m3u8?session=" + SESSION)
+        assert "max-age=3" in h4["cache-control"]
+        assert h4["content-type"] == "application/vnd.apple.mpegurl"
+    finally:
+        fl.stop_process(p)
+    path = fl.save(str(tmp_path), "part.mp3", body)
+    assert fl.ffmpeg_decode_errors(path) == ""
+
+
+def test_preload_hinted_part_is_answered_once_complete(server):
+    srv = server()
+    mount = "/live.aac"
+    p = start_source(srv, mount, "aac")
+    try:
+        pl = hlscheck.Checker().check(playlist(srv, mount))
+        hint = pl["hint"]["URI"]
+        t0 = time.monotonic()
+        status, headers, body = get(srv, mount + "/" + hint)
+        waited = time.monotonic() - t0
+        after = hlscheck.parse(playlist(srv, mount))
+    finally:
+        fl.stop_process(p)
+    assert status == 200 and body[:3] == b"ID3"
+    parts = [q for s in after["segments"] for q in s["parts"]] + after["open_parts"]
+    listed = [q for q in parts if q["uri"] == hint]
+    assert listed, "the hinted part %s is not in the next playlist" % hint
+    frames, pos = 0, fl.id3v2_len(body, 0)
+    while pos < len(body):
+        n = fl.adts_frame_len(body, pos)
+        assert n
+        pos += n
+        frames += 1
+    assert abs(frames * 1024 / 44100 - listed[0]["duration"]) < 1e-4
+    # it was not there yet when asked: the answer waited for it (at most one part target)
+    assert waited < after["part_target"] + 0.5
+
+
+def test_stats_give_the_hls_url_of_mounts_that_have_hls(server):
+    srv = server()
+    pm = start_source(srv, "/live.mp3", "mp3")
+    po = start_source(srv, "/live.ogg", "vorbis")
+    try:
+        mp3 = fl.json_source(srv, "/live.mp3")
+        ogg = fl.json_source(srv, "/live.ogg")
+        xml = fl.stats_source(srv, "/live.mp3")
+        xml_ogg = fl.stats_source(srv, "/live.ogg")
+    finally:
+        fl.stop_process(pm)
+        fl.stop_process(po)
+    assert mp3["hls_url"] == mp3["listenurl"] + "/hls.m3u8"
+    assert "hls_url" not in ogg
+    assert xml.findtext("hls_url") == xml.findtext("listenurl") + "/hls.m3u8"
+    assert xml_ogg.find("hls_url") is None
+
+
+def test_mount_with_listener_authentication_refuses_hls(server, tmp_path):
+    users = tmp_path / "users"
+    users.write_text("")
+    users.chmod(0o644)
+    srv = server(mounts=[{"mount_name": "/live.mp3",
+                          "auth": {"type": "htpasswd", "options": {"filename": str(users)}}}])
+    p = start_source(srv, "/live.mp3", "mp3")
+    try:
+        status, _, body = get(srv, "/live.mp3/hls.m3u8")
+        assert status == 403 and b"listener authentication" in body
+        assert "hls_url" not in fl.json_source(srv, "/live.mp3")
+    finally:
+        fl.stop_process(p)
+
+
+def test_hls_listener_is_a_listener_from_first_poll_to_timeout(server):
+    # short segments: the session ends four target durations (at least 10 s) after its last poll
+    srv = server(extra_xml="<hls><target-duration>2</target-duration>"
+                 "<part-target-ms>500</part-target-ms></hls>")
+    mount = "/live.mp3"
+    p = start_source(srv, mount, "mp3")
+    player = None
+    try:
+        def variant_with_codecs():
+            status, headers, body = get(srv, mount + "/hls.m3u8")
+            assert status == 200 and "no-cache" in headers["cache-control"]
+            v = hlscheck.parse_multivariant(body.decode())
+            return v if "CODECS" in v else None  # named once the first frames came
+        variant = wirelib.wait_until(variant_with_codecs, 10, "the codec in the variant")
+        assert variant["BANDWIDTH"] > 0 and variant["CODECS"] == "mp4a.40.34"
+        assert re.fullmatch(r"hls\.m3u8\?session=[0-9a-f]{16}", variant["uri"])
+        assert fl.json_source(srv, mount)["listeners"] == 0  # not a session yet
+        # ffmpeg plays in real time: a session while it polls
+        player = subprocess.Popen([fl.FFMPEG, "-hide_banner", "-nostdin", "-v", "error", "-re",
+                                   "-i", srv.url(mount + "/hls.m3u8"), "-t", "60", "-f", "null",
+                                   "-"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE)
+        wirelib.wait_until(lambda: fl.json_source(srv, mount)["listeners"] == 1, 15,
+                           "the HLS session to count as a listener")
+        time.sleep(3)  # it polls on: still one listener, no access-log line yet
+        assert fl.json_source(srv, mount)["listeners"] == 1
+        metrics = adminlib.admin(srv, "/metrics").body.decode()
+        assert re.search(r'^rimecast_listeners\{mount="%s"\} 1$' % re.escape(mount), metrics, re.M)
+        assert re.search(r"^rimecast_server_listeners 1$", metrics, re.M)
+        assert "?session=" not in srv.access_log()
+        fl.stop_process(player)
+        wirelib.wait_until(lambda: fl.json_source(srv, mount)["listeners"] == 0, 20,
+                           "the session to end once it stopped polling")
+    finally:
+        fl.stop_process(player)
+        fl.stop_process(p)
+    # one line for the session: its duration and the bytes of its playlists and segments
+    lines = [l for l in srv.access_log().splitlines()
+             if re.search(r'"GET %s/hls.m3u8\?session=[0-9a-f]{16} HTTP/1.1"' % mount, l)]
+    assert len(lines) == 1, lines
+    m = re.search(r'" 200 (\d+) ".*" ".*" (\d+)$', lines[0])
+    # at least one segment (about 2 s at 64 kbit/s: 16 kB) and its playlists; it lasted from
+    # its first poll to its end, at least the time it was seen playing
+    assert m and int(m.group(1)) > 12000 and int(m.group(2)) >= 3, lines[0]
+    # the segments it fetched have no lines of their own
+    assert not re.search(r"GET %s/hls/\d+" % mount, srv.access_log())
+
+
+def test_hls_sessions_count_against_max_listeners(server):
+    srv = server(mounts=[{"mount_name": "/live.aac", "max_listeners": 1}])
+    p = start_source(srv, "/live.aac", "aac")
+    try:
+        assert get(srv, "/live.aac/hls.m3u8?session=" + "a" * 16)[0] == 200
+        status, _, body = get(srv, "/live.aac/hls.m3u8?session=" + "b" * 16)
+        assert status == 403 and b"too many listeners" in body
+        # the first session polls on; a plain listener is refused too
+        assert get(srv, "/live.aac/hls.m3u8?session=" + "a" * 16)[0] == 200
+        lis = srv.listener("/live.aac")
+        assert lis.open().status == 403
+        assert get(srv, "/live.aac/hls.m3u8?session=xyz")[0] == 400
+    finally:
+        fl.stop_process(p)
+
+
+def test_listclients_shows_hls_sessions_and_killclient_ends_one(server):
+    srv = server()
+    mount = "/live.aac"
+    p = start_source(srv, mount, "aac")
+    try:
+        token = "c" * 16
+        status, _, _ = get(srv, mount + "/hls.m3u8?session=" + token,
+                           {"User-Agent": "hls-test/1"})
+        assert status == 200
+        r = adminlib.admin(srv, "/admin/listclients?mount=" + mount)
+        doc = ET.fromstring(r.body)
+        listeners = doc.findall("source/listener")
+        assert len(listeners) == 1 and listeners[0].findtext("UserAgent") == "hls-test/1"
+        assert doc.findtext("source/Listeners") == "1"
+        sid = listeners[0].findtext("ID")
+        r = adminlib.admin(srv, "/admin/killclient?mount=%s&id=%s" % (mount, sid))
+        assert r.status == 200 and b"removed" in r.body
+        assert fl.json_source(srv, mount)["listeners"] == 0
+        assert re.search(r'"GET %s/hls.m3u8\?session=%s HTTP/1.1" 200' % (mount, token),
+                         srv.access_log())
+        # the ended session's polls are refused; another session may begin
+        status, _, body = get(srv, mount + "/hls.m3u8?session=" + token)
+        assert status == 403 and b"session was ended" in body
+        assert get(srv, mount + "/hls.m3u8?session=" + "d" * 16)[0] == 200
+        assert fl.json_source(srv, mount)["listeners"] == 1
+    finally:
+        fl.stop_process(p)
+
+
+def test_without_sessions_the_playlist_is_the_same_for_everyone(server):
+    # a CDN's origin: hls.m3u8 is the media playlist, no token, no listener counted
+    srv = server(extra_xml="<hls><sessions>0</sessions></hls>")
+    mount = "/live.mp3"
+    p = start_source(srv, mount, "mp3")
+    try:
+        status, headers, body = get(srv, mount + "/hls.m3u8")
+        pl = hlscheck.Checker().check(body.decode())
+        assert status == 200 and pl["segments"] and "session" not in body.decode()
+        assert "max-age" in headers["cache-control"]
+        assert fl.json_source(srv, mount)["listeners"] == 0
+    finally:
+        fl.stop_process(p)
+
+
+def test_window_is_dropped_when_no_client_asks_and_made_again_on_request(server):
+    # idle for six target durations (at least 20 s): the window goes; asked again, it comes
+    # back with the sequence going on and a discontinuity
+    srv = server(loglevel=4, extra_xml="<hls><target-duration>2</target-duration>"
+                 "<part-target-ms>500</part-target-ms><sessions>0</sessions></hls>")
+    mount = "/live.aac"
+    p = start_source(srv, mount, "aac")
+    try:
+        check = hlscheck.Checker()
+        before = check.check(get(srv, mount + "/hls.m3u8")[2].decode())
+        srv.wait_log("hls: %s: no client asked for 20 s, window dropped" % mount, timeout=30)
+        after = check.check(get(srv, mount + "/hls.m3u8")[2].decode())
+    finally:
+        fl.stop_process(p)
+    assert after["msn"] > before["segments"][-1]["seq"]
+    assert after["segments"][0]["discontinuity"]
+
+
+def test_part_being_cut_is_sent_as_it_fills(server):
+    srv = server(extra_xml="<hls><sessions>0</sessions></hls>")
+    mount = "/live.mp3"
+    p = start_source(srv, mount, "mp3")
+    try:
+        pl = hlscheck.parse(get(srv, mount + "/hls.m3u8")[2].decode())
+        # the moment the hinted part is complete, the next one has just begun
+        pl = hlscheck.parse(get(srv, mount + "/hls.m3u8?_HLS_msn=%d&_HLS_part=%d"
+                                % _next_part(pl))[2].decode())
+        hint = mount + "/" + pl["hint"]["URI"]
+        c = http.client.HTTPConnection(srv.host, srv.port, timeout=30)
+        t0 = time.monotonic()
+        c.request("GET", hint)
+        r = c.getresponse()
+        assert r.status == 200 and r.getheader("transfer-encoding") == "chunked"
+        first = r.read(HEAD_AND_FRAME)           # the tag and a first frame
+        t_first = time.monotonic()
+        rest = r.read()                           # up to the part's end
+        t_done = time.monotonic()
+        c.close()
+        # asked again once complete: the same bytes, with a length
+        status, headers, whole = get(srv, hint)
+    finally:
+        fl.stop_process(p)
+    assert first + rest == whole and status == 200 and "content-length" in headers
+    # the first frame came well before the part was complete (a part lasts about 1 s)
+    assert t_done - t_first > 0.3, (t_first - t0, t_done - t0)
+
+
+HEAD_AND_FRAME = 73 + 208
+
+
+def test_sessions_still_polling_get_their_line_when_the_server_stops(server):
+    srv = server()
+    p = start_source(srv, "/live.aac", "aac")
+    try:
+        assert get(srv, "/live.aac/hls.m3u8?session=" + "e" * 16)[0] == 200
+    finally:
+        fl.stop_process(p)
+    assert srv.stop() == 0
+    assert re.search(r'"GET /live.aac/hls.m3u8\?session=e{16} HTTP/1.1" 200 \d+',
+                     srv.access_log())
