@@ -33,7 +33,7 @@ uint64_t worker_next_conn_id(void)
 
 /* ---- modules ---- */
 
-#define WORKER_MAX_MODULES 8
+#define WORKER_MAX_MODULES 16
 
 static const worker_module_t *modules[WORKER_MAX_MODULES];
 static int nmodules;
