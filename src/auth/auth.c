@@ -35,7 +35,7 @@ struct auth_session {
     char *mount;
     char *user;
     unsigned count;
-    struct auth_session *next;
+    struct auth_session *next; /* a hash chain: one pointer a session, unlinked by walking a bucket */
 };
 
 static pthread_mutex_t sessions_lock = PTHREAD_MUTEX_INITIALIZER;

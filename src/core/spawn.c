@@ -52,7 +52,7 @@ typedef struct child {
     char line[SPAWN_LINE];
     size_t line_len;
     size_t logged;          /* output bytes logged so far */
-    struct child *next;
+    struct child *next; /* singly linked: walked whole by the runner each turn, unlinked there */
 } child_t;
 
 static pthread_mutex_t spawn_lock = PTHREAD_MUTEX_INITIALIZER;

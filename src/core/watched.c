@@ -42,7 +42,8 @@ struct watched {
     pthread_mutex_t lock; /* reads of the file and writes; readers never take it */
     version_t *retired;   /* under lock */
     int load_errno;       /* the read error last logged (under lock), to log each once */
-    struct watched *next; /* registry */
+    struct watched *next; /* registry: pushed with a compare-and-swap and read without a lock,
+                           * never unlinked (a list_t cannot be read that way) */
 };
 
 static _Atomic(watched_t *) registry;

@@ -40,7 +40,7 @@ typedef struct mime_table {
     char *path;
     mime_t *v;
     size_t n;
-    struct mime_table *next;
+    struct mime_table *next; /* singly linked: one per mime file, kept until exit */
 } mime_table_t;
 
 static pthread_mutex_t mime_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -23,7 +23,7 @@ typedef struct request {
     void *arg;
     char ip[INET6_ADDRSTRLEN];
     int found;
-    struct request *next;
+    struct request *next; /* singly linked FIFO with a tail pointer: taken from the front only */
 } request_t;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;

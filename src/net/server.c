@@ -13,7 +13,7 @@ server_t server;
 
 typedef struct retired {
     config_t *config;
-    struct retired *next;
+    struct retired *next; /* singly linked: pushed at reloads, freed all at exit */
 } retired_t;
 
 static retired_t *retired_configs;

@@ -50,7 +50,7 @@ typedef struct worker_timer {
     int fd;
     void (*fn)(struct worker *w, void *arg);
     void *arg;
-    struct worker_timer *next;
+    struct worker_timer *next; /* singly linked: added at start-up, freed with the worker */
 } worker_timer_t;
 
 typedef struct worker {

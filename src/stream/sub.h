@@ -29,7 +29,8 @@ typedef struct sub {
                              * when there is none left */
     int in_pass;
     uint64_t bytes_pending; /* bytes sent since the last flush into the mount's counter */
-    struct sub *next;
+    struct sub *next; /* singly linked: new ones at the front, emptied ones unlinked by the
+                       * walk of sub_gc, between passes */
 } sub_t;
 
 /* The first of w's subscriptions (follow ->next). Subscriptions created meanwhile are put at

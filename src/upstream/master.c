@@ -41,7 +41,7 @@ typedef struct relayed {
     char *name;
     int seen;
     int refused;  /* listed, but not relayed (logged once, while it stays listed) */
-    struct relayed *next;
+    struct relayed *next; /* singly linked: walked whole at each list fetch, unlinked there */
 } relayed_t;
 
 static relayed_t *relayed;      /* mounts we relay from the master */

@@ -100,7 +100,7 @@ typedef struct demand {
     char *name;
     worker_t *worker;
     int live;
-    struct demand *next;
+    struct demand *next; /* singly linked: a handful, looked up and unlinked by name */
 } demand_t;
 static pthread_mutex_t demand_lock = PTHREAD_MUTEX_INITIALIZER;
 static demand_t *demands;
