@@ -34,6 +34,7 @@
 #include "net/tls.h"
 #include "router/dispatch.h"
 #include "stream/mount.h"
+#include "stream/session.h"
 #include "stream/station.h"
 #include "yp/yp.h"
 
@@ -103,6 +104,18 @@ static void report_config_warnings(const config_t *cfg, int to_stderr)
     }
 }
 
+/* The session log (<sessionlog>, "none": off), opened or reopened in place; one that cannot be
+ * opened is said in the error log and the one in use stays. */
+static void open_session_log(const config_t *cfg)
+{
+    char msg[4200];
+    int off = !cfg->sessionlog || strcmp(cfg->sessionlog, "none") == 0;
+    char *path = off ? NULL : config_path(cfg->logdir, cfg->sessionlog);
+    if ((off || path) && log_session_open(path, msg, sizeof(msg)) < 0)
+        log_error("%s", msg);
+    free(path);
+}
+
 /* Opens the logs cfg names (reopen: SIGHUP's, all or nothing). 0, or -errno with msg saying
  * which log cannot be opened and why. A playlist log that cannot be opened at start-up is only
  * logged. */
@@ -115,6 +128,8 @@ static int open_logs(const config_t *cfg, int reopen, char *msg, size_t cap)
                     : log_open(err, acc, cfg->loglevel, msg, cap);
     if (rc == 0 && !reopen && log_playlist_open(pl, msg, cap) < 0)
         log_error("%s", msg);
+    if (rc == 0)
+        open_session_log(cfg);
     if (rc == 0)
         log_set_rotation((unsigned long long)cfg->logsize * 1024u, cfg->logarchive);
     free(err);
@@ -494,6 +509,7 @@ out:
     fetch_stop();
     verify_stop(); /* the same: passwords still waiting are refused on their workers */
     relay_shutdown(); /* no name lookup answers a worker that stopped */
+    session_server_stopping(); /* the listeners closed from here on end as "shutdown" */
     if (atomic_load(&server.running))
         stop_workers();
     else

@@ -242,6 +242,8 @@ typedef struct config {
     int loglevel;       /* 3 */
     int logsize;
     int logarchive;
+    char *sessionlog;   /* "sessions.log": a JSON line per listener session; "none" = off */
+    int address_truncation; /* store and log only IPv4 /24, IPv6 /48 of listeners' addresses */
 
     /* <security> */
     int chroot;

@@ -355,6 +355,9 @@ static const directive_t logging_dirs[] = {
         DEF(3)),
     INT("logsize", config_t, logsize, 0, INT_MAX),
     BOOL("logarchive", config_t, logarchive),
+    /* listener sessions (stream/session.h) */
+    PATH_D("sessionlog", config_t, sessionlog, "sessions.log"),
+    BOOL("address-truncation", config_t, address_truncation),
     END,
 };
 static const section_t logging_sec = {"logging", logging_dirs};

@@ -33,6 +33,7 @@
 #include "stream/fanout.h"
 #include "stream/mount.h"
 #include "stream/redirect.h"
+#include "stream/session.h"
 #include "stream/webfile.h"
 
 #define LISTENER_IOV 64
@@ -299,6 +300,7 @@ int listener_check_lag(listener_t *l, uint64_t head)
     atomic_fetch_add_explicit(&l->mount->slow_listeners, 1, memory_order_relaxed);
     log_info("listener %llu on %s is %llu bytes behind (queue-size %ld), disconnecting",
              (unsigned long long)l->conn->id, l->mount->name, (unsigned long long)lag, limit);
+    l->end_reason = SESSION_END_TOO_SLOW;
     conn_close(l->conn);
     return -1;
 }
@@ -338,6 +340,7 @@ static void listener_release(conn_t *c);
 static void listener_finish(listener_t *l)
 {
     conn_t *c = l->conn;
+    l->end_reason = SESSION_END_SOURCE_GONE;
     listener_release(c);
     c->role = NULL;
     c->ops = &conn_writing_ops;
@@ -524,12 +527,26 @@ static void listener_on_writable(conn_t *c)
     }
 }
 
+/* The listener's session record (stream/session.h), as it ends. */
+static void end_session(conn_t *c, const listener_t *l)
+{
+    client_t *cl = client_of(c);
+    session_record_t r = {
+        .id = c->id, .mount = l->asked ? l->asked : l->mount->name, .served = l->mount->name,
+        .start_ms = l->start_ms, .end_ms = session_now_ms(), .bytes = c->bytes_sent,
+        .address = c->ip, .agent = cl->log_agent, .referer = cl->log_referer,
+        .user = cl->log_user, .end = (session_end_t)l->end_reason,
+    };
+    session_end(&r);
+}
+
 static void listener_release(conn_t *c)
 {
     listener_t *l = c->data;
     if (!l)
         return;
     mount_t *m = l->mount;
+    end_session(c, l);
     events_emit(EVENT_LISTENER_LEAVE, m->name, c->id, c->ip);
     fanout_remove_listener(c->worker, l->sub, l);
     block_unref(l->blk);
@@ -557,6 +574,7 @@ static void listener_time_up(conn_t *c)
     listener_t *l = c->data;
     log_info("listener %llu on %s reached its time limit, disconnecting",
              (unsigned long long)c->id, l->mount->name);
+    l->end_reason = SESSION_END_TIME_LIMIT;
     conn_close(c);
 }
 
@@ -692,6 +710,7 @@ static void start_listener(conn_t *c, const http_request_t *req, mount_t *m, con
     atomic_fetch_add(&server.stats.client_connections, 1);
     client_of(c)->status = 200;
     l->conn = c;
+    l->start_ms = session_now_ms();
     l->mount = m; /* the caller's reference becomes ours */
     l->metaint = (uint32_t)metaint;
     l->home = home ? strdup(home) : NULL; /* without memory: no way back with an override */
