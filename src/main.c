@@ -33,6 +33,7 @@
 #include "net/server.h"
 #include "net/tls.h"
 #include "router/dispatch.h"
+#include "stats/audience_store.h"
 #include "stream/mount.h"
 #include "stream/session.h"
 #include "stream/station.h"
@@ -371,6 +372,7 @@ static void reload(const char *path)
     mount_foreach(apply_mount_config, NULL);
     worker_reload_all(); /* listen sockets, write window, sources' settings */
     worker_set_count(worker_count(cfg)); /* more: started; fewer: drained */
+    audience_store_reload();
     log_info("config reloaded");
 }
 
@@ -486,6 +488,7 @@ int main(int argc, char **argv)
         goto out;
     }
     warn_unreadable_page_roots(cfg);
+    audience_store_start(); /* as the final user: the database files are its own */
     if (fetch_start() < 0) {
         fprintf(stderr, "rimecast: cannot start the HTTP client thread\n");
         goto out;
@@ -516,6 +519,7 @@ out:
         for (int i = 0; i < server.nslots; i++)
             if (server.workers[i])
                 worker_free(server.workers[i]);
+    audience_store_stop(); /* after the workers: the sessions they ended are written */
     station_shutdown(); /* after the sources ended: recordings closed, scripts run */
     remove_pidfile();
     if (sfd >= 0)

@@ -355,8 +355,9 @@ static const directive_t logging_dirs[] = {
         DEF(3)),
     INT("logsize", config_t, logsize, 0, INT_MAX),
     BOOL("logarchive", config_t, logarchive),
-    /* listener sessions (stream/session.h) */
+    /* listener sessions (stream/session.h) and their store (stats/audience_store.h) */
     PATH_D("sessionlog", config_t, sessionlog, "sessions.log"),
+    PATH_D("audience-db", config_t, audience_db, "audience.db"),
     BOOL("address-truncation", config_t, address_truncation),
     END,
 };
