@@ -490,6 +490,7 @@ static const admin_cmd_t commands[] = {
     {"events",         0, ADMIN_AUTH_GLOBAL, cmd_events,         ADMIN_VIEW_XML},
     {"admin.cgi",      0, ADMIN_AUTH_NONE,   cmd_admin_cgi,      ADMIN_VIEW_XML},
     {"manageauth",     0, ADMIN_AUTH_GLOBAL, admin_cmd_manageauth, XML_VIEWS},
+    {"audience",       0, ADMIN_AUTH_GLOBAL, admin_cmd_audience, XML_VIEWS | ADMIN_VIEW_CSV},
 };
 
 const admin_cmd_t *admin_find_command(const char *name)

@@ -245,6 +245,7 @@ typedef struct config {
     char *sessionlog;   /* "sessions.log": a JSON line per listener session; "none" = off */
     char *audience_db;  /* "audience.db": the SQLite store of sessions; "none" = off */
     int address_truncation; /* store and log only IPv4 /24, IPv6 /48 of listeners' addresses */
+    int qualified_seconds;  /* 60: a session this long or longer is a qualified one */
 
     /* <security> */
     int chroot;

@@ -359,6 +359,7 @@ static const directive_t logging_dirs[] = {
     PATH_D("sessionlog", config_t, sessionlog, "sessions.log"),
     PATH_D("audience-db", config_t, audience_db, "audience.db"),
     BOOL("address-truncation", config_t, address_truncation),
+    INT_D("qualified-session-seconds", config_t, qualified_seconds, 1, 86400, 60),
     END,
 };
 static const section_t logging_sec = {"logging", logging_dirs};

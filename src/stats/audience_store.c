@@ -4,6 +4,8 @@
  */
 #include "stats/audience_store.h"
 
+#include "stats/audience.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <sqlite3.h>
@@ -23,15 +25,24 @@ typedef struct stored {
     char text[];
 } stored_t;
 
+/* A query to run on the thread (audience_store_run). */
+typedef struct job {
+    struct job *next;
+    void (*fn)(sqlite3 *db, void *arg);
+    void *arg;
+} job_t;
+
 static struct {
     pthread_mutex_t lock;
     pthread_cond_t wake;
     stored_t *head, **tail;
+    job_t *jobs, **jobs_tail;
     size_t len;
     int started, stop, reload;
     pthread_t thread;
     atomic_ullong written, dropped;
-} st = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .tail = &st.head};
+} st = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .tail = &st.head,
+       .jobs_tail = &st.jobs};
 
 static const char schema[] =
     "PRAGMA journal_mode=WAL;"
@@ -67,6 +78,10 @@ static void drop(uint64_t n, const char *why)
 /* Copies *r (strings included) to the back of the queue; never blocks on SQLite. */
 static void store_sink(const session_record_t *r)
 {
+    audience_count(r);
+    const char *want = server_config()->audience_db;
+    if (!want || strcmp(want, "none") == 0)
+        return;
     const char *s[] = {r->mount, r->served, r->address, r->agent, r->referer, r->user,
                        r->country};
     size_t n = sizeof(s) / sizeof(s[0]), size = 0;
@@ -218,11 +233,14 @@ static void *store_main(void *arg)
     int first = 1;
     for (;;) {
         pthread_mutex_lock(&st.lock);
-        while (!st.head && !st.stop && !st.reload && !first)
+        while (!st.head && !st.jobs && !st.stop && !st.reload && !first)
             pthread_cond_wait(&st.wake, &st.lock);
         stored_t *list = st.head;
         st.head = NULL;
         st.tail = &st.head;
+        job_t *jobs = st.jobs;
+        st.jobs = NULL;
+        st.jobs_tail = &st.jobs;
         st.len = 0;
         int stop = st.stop, check = st.reload || first;
         st.reload = first = 0;
@@ -239,6 +257,12 @@ static void *store_main(void *arg)
         }
         if (list)
             write_batch(&db, list);
+        while (jobs) {
+            job_t *next = jobs->next;
+            jobs->fn(db.sql, jobs->arg);
+            free(jobs);
+            jobs = next;
+        }
         if (stop)
             break;
     }
@@ -256,6 +280,28 @@ int audience_store_start(void)
     pthread_setname_np(st.thread, "audience");
     st.started = 1;
     session_set_sink(store_sink);
+    return 0;
+}
+
+int audience_store_run(void (*fn)(sqlite3 *db, void *arg), void *arg)
+{
+    job_t *j = calloc(1, sizeof(*j));
+    if (!j)
+        return -ENOMEM;
+    j->fn = fn;
+    j->arg = arg;
+    pthread_mutex_lock(&st.lock);
+    int running = st.started && !st.stop;
+    if (running) {
+        *st.jobs_tail = j;
+        st.jobs_tail = &j->next;
+        pthread_cond_signal(&st.wake);
+    }
+    pthread_mutex_unlock(&st.lock);
+    if (!running) {
+        free(j);
+        return -ESHUTDOWN;
+    }
     return 0;
 }
 

@@ -15,6 +15,8 @@
 
 #include <stdint.h>
 
+typedef struct sqlite3 sqlite3;
+
 #define AUDIENCE_QUEUE_MAX 8192   /* records waiting for the thread at most */
 
 /* Starts the thread and registers the session sink. 0 or -errno (then sessions are only
@@ -25,6 +27,11 @@ void audience_store_reload(void);
 /* Unregisters the sink, writes what still waits and closes the database; after the workers
  * stopped. Safe if never started. */
 void audience_store_stop(void);
+
+/* Runs fn(db, arg) on the store's thread, after the records queued before it are written;
+ * db is NULL when there is no database (none configured, or it could not be opened).
+ * -ENOMEM (fn not run), -ESHUTDOWN if the store is not running, else 0. Any thread. */
+int audience_store_run(void (*fn)(sqlite3 *db, void *arg), void *arg);
 
 /* Records stored and records dropped (queue full, or the database could not be written) since
  * start-up. */
