@@ -15,6 +15,7 @@
     <xsl:text>from=</xsl:text><xsl:value-of select="from"/>
     <xsl:text>&amp;to=</xsl:text><xsl:value-of select="to"/>
     <xsl:text>&amp;by=</xsl:text><xsl:value-of select="by"/>
+    <xsl:if test="figures/country">&amp;countries=1</xsl:if>
     <xsl:if test="$mount != ''">
       <xsl:text>&amp;mount=</xsl:text>
       <xsl:call-template name="uri-encode"><xsl:with-param name="s" select="$mount"/></xsl:call-template>
@@ -44,6 +45,12 @@
             <option value="hour"><xsl:if test="by = 'hour'"><xsl:attribute name="selected">selected</xsl:attribute></xsl:if>hour</option>
           </select>
         </label>
+        <label>
+          <input type="checkbox" name="countries" value="1">
+            <xsl:if test="figures/country"><xsl:attribute name="checked">checked</xsl:attribute></xsl:if>
+          </input>
+          <xsl:text> by country</xsl:text>
+        </label>
         <xsl:if test="$mount != ''">
           <input type="hidden" name="mount" value="{$mount}"/>
         </xsl:if>
@@ -63,6 +70,7 @@
             <tr>
               <th scope="col">From</th>
               <th scope="col">Mount</th>
+              <xsl:if test="figures/country"><th scope="col">Country</th></xsl:if>
               <th scope="col" title="sessions">Sessions</th>
               <th scope="col" title="qualified sessions">Qualified</th>
               <th scope="col" title="total listening hours">TLH</th>
@@ -82,6 +90,9 @@
                     <xsl:otherwise><xsl:value-of select="mount"/></xsl:otherwise>
                   </xsl:choose>
                 </td>
+                <xsl:if test="country">
+                  <td class="country" data-label="Country"><xsl:value-of select="country"/></td>
+                </xsl:if>
                 <td class="num" data-label="Sessions"><xsl:value-of select="sessions"/></td>
                 <td class="num" data-label="Qualified"><xsl:value-of select="qualified_sessions"/></td>
                 <td class="num" data-label="TLH"><xsl:value-of select="tlh"/></td>

@@ -34,6 +34,7 @@
 #include "net/tls.h"
 #include "router/dispatch.h"
 #include "stats/audience_store.h"
+#include "stats/geoip.h"
 #include "stream/mount.h"
 #include "stream/session.h"
 #include "stream/station.h"
@@ -373,6 +374,7 @@ static void reload(const char *path)
     worker_reload_all(); /* listen sockets, write window, sources' settings */
     worker_set_count(worker_count(cfg)); /* more: started; fewer: drained */
     audience_store_reload();
+    geoip_load(); /* read again: a new database file replaces the old one */
     log_info("config reloaded");
 }
 
@@ -489,6 +491,7 @@ int main(int argc, char **argv)
     }
     warn_unreadable_page_roots(cfg);
     audience_store_start(); /* as the final user: the database files are its own */
+    geoip_load();
     if (fetch_start() < 0) {
         fprintf(stderr, "rimecast: cannot start the HTTP client thread\n");
         goto out;
@@ -520,6 +523,7 @@ out:
             if (server.workers[i])
                 worker_free(server.workers[i]);
     audience_store_stop(); /* after the workers: the sessions they ended are written */
+    geoip_close();
     station_shutdown(); /* after the sources ended: recordings closed, scripts run */
     remove_pidfile();
     if (sfd >= 0)

@@ -6,7 +6,8 @@
  * answered on its worker when they come back. A worker never runs SQL.
  *
  * from and to: UTC, as unix seconds, "YYYY-MM-DD" or "YYYY-MM-DDTHH:MM[:SS][Z]"; default the
- * last 24 hours. by: "hour", "day" or "period" (one bucket, the default).
+ * last 24 hours. by: "hour", "day" or "period" (one bucket, the default). countries=1: the
+ * figures of each mount (and of the server) per country.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -97,6 +98,8 @@ static xmlDocPtr figures_doc(const audience_query_t *q, const char *by)
         const audience_row_t *r = &q->rows[i];
         xmlNodePtr f = xmlNewChild(root, NULL, BAD_CAST "figures", NULL);
         stats_add_text(f, "mount", r->mount);
+        if (r->country)
+            stats_add_text(f, "country", r->country[0] ? r->country : "unknown");
         iso(t, sizeof(t), r->from_ms);
         stats_add_text(f, "from", t);
         iso(t, sizeof(t), r->to_ms);
@@ -119,7 +122,7 @@ static xmlDocPtr figures_doc(const audience_query_t *q, const char *by)
 static char *figures_csv(const audience_query_t *q, size_t *len)
 {
     buf_t b = BUF_INIT;
-    buf_append_str(&b, "from,to,mount,sessions,qualified_sessions,tlh,listened_seconds,"
+    buf_append_str(&b, "from,to,mount,country,sessions,qualified_sessions,tlh,listened_seconds,"
                        "atsl_seconds,cume,peak\r\n");
     for (size_t i = 0; i < q->nrows; i++) {
         const audience_row_t *r = &q->rows[i];
@@ -134,7 +137,8 @@ static char *figures_csv(const audience_query_t *q, size_t *len)
         for (const char *p = clean ? clean : ""; *p; p++)
             buf_append_str(&b, *p == '"' ? "\"\"" : (char[]){*p, '\0'});
         free(clean);
-        buf_appendf(&b, "\",%llu,%llu,%s,%s,%s,%llu,%llu\r\n", (unsigned long long)r->sessions,
+        buf_appendf(&b, "\",%s", !r->country ? "" : r->country[0] ? r->country : "unknown");
+        buf_appendf(&b, ",%llu,%llu,%s,%s,%s,%llu,%llu\r\n", (unsigned long long)r->sessions,
                     (unsigned long long)r->qualified, tlh, listened, atsl,
                     (unsigned long long)r->cume, (unsigned long long)r->peak);
     }
@@ -193,6 +197,9 @@ static void compute(sqlite3 *db, void *arg)
 static const char *read_query(admin_req_t *a, audience_query_t *q)
 {
     char *from = admin_param(a, "from"), *to = admin_param(a, "to"), *by = admin_param(a, "by");
+    char *countries = admin_param(a, "countries");
+    q->by_country = countries && strcmp(countries, "1") == 0;
+    free(countries);
     const char *bad = NULL;
     int64_t now = (int64_t)time(NULL) * 1000;
     if (parse_time(to, now, &q->to_ms) < 0 ||

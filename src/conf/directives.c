@@ -338,6 +338,7 @@ static const directive_t paths_dirs[] = {
     PATH("deny-ip", config_t, deny_ip),
     PATH("deny-agents", config_t, deny_agents),
     PATH("trusted-proxies", config_t, trusted_proxies),
+    PATH("geoip-db", config_t, geoip_db), /* stats/geoip.h */
     PATH("ssl-certificate", config_t, ssl_certificate),
     PATH("ssl-private-key", config_t, ssl_private_key), /* Icecast-KH */
     STR("ssl-allowed-ciphers", config_t, ssl_allowed_ciphers),

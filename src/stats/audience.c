@@ -17,12 +17,13 @@
 
 /* ---- figures ---- */
 
-/* One statement for a bucket: grouped by mount, or (?5 = 1) all mounts as the server "". A
- * session is in [?1, ?2) if it overlaps it; ?3 is the qualifying length in ms; ?4 a mount or
- * NULL for all. Peak: at each session's start (clipped to the bucket), the sessions then
- * listening. */
+/* One statement for a bucket: grouped by mount, or (?5 = 1) all mounts as the server "", and
+ * with ?6 = 1 by country too ("" unknown). A session is in [?1, ?2) if it overlaps it; ?3 is
+ * the qualifying length in ms; ?4 a mount or NULL for all. Peak: at each session's start
+ * (clipped to the bucket), the sessions of its group then listening. */
 static const char figures_sql[] =
-    "SELECT CASE WHEN ?5 THEN '' ELSE a.mount END AS g, COUNT(*),"
+    "SELECT CASE WHEN ?5 THEN '' ELSE a.mount END AS g,"
+    " CASE WHEN ?6 THEN IFNULL(a.country, '') END AS cc, COUNT(*),"
     " TOTAL(a.end_ms - a.start_ms >= ?3),"
     " TOTAL(CASE WHEN a.end_ms - a.start_ms >= ?3"
     "  THEN MIN(a.end_ms, ?2) - MAX(a.start_ms, ?1) ELSE 0 END),"
@@ -30,9 +31,10 @@ static const char figures_sql[] =
     "  THEN a.address || char(10) || IFNULL(a.agent, '') END),"
     " MAX((SELECT COUNT(*) FROM sessions b WHERE (?5 OR b.mount = a.mount)"
     "  AND (?4 IS NULL OR b.mount = ?4)"
+    "  AND (NOT ?6 OR IFNULL(b.country, '') = IFNULL(a.country, ''))"
     "  AND b.start_ms <= MAX(a.start_ms, ?1) AND b.end_ms > MAX(a.start_ms, ?1)))"
     " FROM sessions a WHERE a.start_ms < ?2 AND a.end_ms > ?1"
-    " AND (?4 IS NULL OR a.mount = ?4) GROUP BY g ORDER BY g";
+    " AND (?4 IS NULL OR a.mount = ?4) GROUP BY g, cc ORDER BY g, cc";
 
 static int add_row(audience_query_t *q, size_t *cap, sqlite3_stmt *s, int64_t from, int64_t to)
 {
@@ -45,17 +47,22 @@ static int add_row(audience_query_t *q, size_t *cap, sqlite3_stmt *s, int64_t fr
         *cap = ncap;
     }
     const char *mount = (const char *)sqlite3_column_text(s, 0);
+    const char *cc = (const char *)sqlite3_column_text(s, 1);
     audience_row_t *r = &q->rows[q->nrows];
     *r = (audience_row_t){
         .mount = strdup(mount ? mount : ""), .from_ms = from, .to_ms = to,
-        .sessions = (uint64_t)sqlite3_column_int64(s, 1),
-        .qualified = (uint64_t)sqlite3_column_double(s, 2),
-        .listened_ms = (uint64_t)sqlite3_column_double(s, 3),
-        .cume = (uint64_t)sqlite3_column_int64(s, 4),
-        .peak = (uint64_t)sqlite3_column_int64(s, 5),
+        .country = q->by_country ? strdup(cc ? cc : "") : NULL,
+        .sessions = (uint64_t)sqlite3_column_int64(s, 2),
+        .qualified = (uint64_t)sqlite3_column_double(s, 3),
+        .listened_ms = (uint64_t)sqlite3_column_double(s, 4),
+        .cume = (uint64_t)sqlite3_column_int64(s, 5),
+        .peak = (uint64_t)sqlite3_column_int64(s, 6),
     };
-    if (!r->mount)
+    if (!r->mount || (q->by_country && !r->country)) {
+        free(r->mount);
+        free(r->country);
         return -ENOMEM;
+    }
     q->nrows++;
     return 0;
 }
@@ -75,6 +82,7 @@ static int bucket(audience_query_t *q, size_t *cap, sqlite3_stmt *s, int64_t fro
         else
             sqlite3_bind_null(s, 4);
         sqlite3_bind_int(s, 5, server_row);
+        sqlite3_bind_int(s, 6, q->by_country);
         int rc, rows = 0;
         while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
             if (add_row(q, cap, s, from, to) < 0)
@@ -86,7 +94,7 @@ static int bucket(audience_query_t *q, size_t *cap, sqlite3_stmt *s, int64_t fro
         if (server_row && rows == 0) {
             /* an empty bucket still has its server row, all zero */
             sqlite3_stmt *z = NULL;
-            if (sqlite3_prepare_v2(sqlite3_db_handle(s), "SELECT '',0,0,0,0,0", -1, &z,
+            if (sqlite3_prepare_v2(sqlite3_db_handle(s), "SELECT '','',0,0,0,0,0", -1, &z,
                                    NULL) != SQLITE_OK || sqlite3_step(z) != SQLITE_ROW ||
                 add_row(q, cap, z, from, to) < 0) {
                 sqlite3_finalize(z);
@@ -123,8 +131,10 @@ void audience_figures(sqlite3 *db, audience_query_t *q)
 
 void audience_query_clear(audience_query_t *q)
 {
-    for (size_t i = 0; i < q->nrows; i++)
+    for (size_t i = 0; i < q->nrows; i++) {
         free(q->rows[i].mount);
+        free(q->rows[i].country);
+    }
     free(q->rows);
     free(q->mount);
     q->rows = NULL;

@@ -8,6 +8,7 @@
  *   ATSL                TLH / qualified sessions (hours)
  *   CUME                distinct listeners (address + user agent) among qualified sessions
  *   peak                the most sessions listening at once
+ * and, asked for, the same per country (the session's, from GeoIP; "" unknown).
  * made by SQL from the store (audience_figures, run on the store's thread), and the counters
  * of /metrics kept in memory since start-up (audience_count, called for each ended session).
  * Sessions still going on are not counted until they end. Does not render XML, JSON or CSV
@@ -28,6 +29,7 @@ typedef struct sqlite3 sqlite3;
 
 typedef struct audience_row {
     char *mount;               /* "" for the server */
+    char *country;             /* by country: its ISO code, "" unknown; else NULL */
     int64_t from_ms, to_ms;    /* the bucket */
     uint64_t sessions, qualified, cume, peak;
     uint64_t listened_ms;      /* TLH in milliseconds */
@@ -39,6 +41,7 @@ typedef struct audience_query {
     int64_t step_ms;           /* 3600000 (hours), 86400000 (days), 0: the whole period */
     char *mount;               /* NULL: every mount and the server */
     int qualify_s;             /* <qualified-session-seconds> */
+    int by_country;            /* 1: each mount's (and the server's) figures per country */
     /* answered */
     audience_row_t *rows;      /* bucket by bucket; in each, the server first, then mounts */
     size_t nrows;

@@ -536,7 +536,9 @@ static void end_session(conn_t *c, const listener_t *l)
         .start_ms = l->start_ms, .end_ms = session_now_ms(), .bytes = c->bytes_sent,
         .address = c->ip, .agent = cl->log_agent, .referer = cl->log_referer,
         .user = cl->log_user, .end = (session_end_t)l->end_reason,
+        .country = l->country[0] ? l->country : NULL,
     };
+    session_listener_leave(l->asked ? l->asked : "", l->country);
     session_end(&r);
 }
 
@@ -711,6 +713,7 @@ static void start_listener(conn_t *c, const http_request_t *req, mount_t *m, con
     client_of(c)->status = 200;
     l->conn = c;
     l->start_ms = session_now_ms();
+    session_locate(c->ip, l->country, sizeof(l->country));
     l->mount = m; /* the caller's reference becomes ours */
     l->metaint = (uint32_t)metaint;
     l->home = home ? strdup(home) : NULL; /* without memory: no way back with an override */
@@ -727,6 +730,7 @@ static void start_listener(conn_t *c, const http_request_t *req, mount_t *m, con
     l->sub = fanout_sub_get(c->worker, m);
     fanout_add_listener(c->worker, l->sub, l);
     events_emit(EVENT_LISTENER_JOIN, m->name, c->id, c->ip);
+    session_listener_join(l->asked ? l->asked : "", l->country);
     /* a streaming listener keeps no request buffer (req points into it: not used after this) */
     client_drop_request(c);
     listener_flush(l);

@@ -53,6 +53,7 @@ struct listener {
     list_t link;            /* in its subscription's listeners (fanout.h) */
 
     int64_t start_ms;       /* when it joined (wall clock, ms): its session record */
+    char country[8];        /* ISO code of its address's country, "" unknown (GeoIP) */
     int end_reason;         /* how it is ending (session_end_t, stream/session.h): set where
                              * it is closed for a reason of the server's; 0 = the client left */
 };

@@ -5,6 +5,7 @@
  */
 #include "stream/session.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,6 +108,91 @@ void session_end(const session_record_t *r)
     void (*sink)(const session_record_t *) = atomic_load(&sink_fn);
     if (sink)
         sink(&rec);
+}
+
+/* ---- countries ---- */
+
+static int (*_Atomic locator)(const char *ip, char *cc, size_t cap);
+
+void session_set_locator(int (*locate)(const char *ip, char *cc, size_t cap))
+{
+    atomic_store(&locator, locate);
+}
+
+void session_locate(const char *ip, char *cc, size_t cap)
+{
+    int (*locate)(const char *, char *, size_t) = atomic_load(&locator);
+    if (cap && (!locate || !ip || locate(ip, cc, cap) < 0))
+        cc[0] = '\0';
+}
+
+/* Listeners per (mount, country): a short array searched linearly, as joins and leaves are
+ * the cold path and a station has a few mounts and a few dozen countries. Entries that fall
+ * to zero are removed. */
+typedef struct country_count {
+    char *mount;
+    char cc[8];
+    long n;
+} country_count_t;
+
+static struct {
+    pthread_mutex_t lock;
+    country_count_t *v;
+    size_t n, cap;
+} live = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static country_count_t *live_find(const char *mount, const char *cc)
+{
+    for (size_t i = 0; i < live.n; i++)
+        if (strcmp(live.v[i].cc, cc) == 0 && strcmp(live.v[i].mount, mount) == 0)
+            return &live.v[i];
+    return NULL;
+}
+
+void session_listener_join(const char *mount, const char *cc)
+{
+    pthread_mutex_lock(&live.lock);
+    country_count_t *e = live_find(mount, cc);
+    if (!e && live.n == live.cap) {
+        size_t ncap = live.cap ? live.cap * 2 : 16;
+        country_count_t *v = realloc(live.v, ncap * sizeof(*v));
+        if (v) {
+            live.v = v;
+            live.cap = ncap;
+        }
+    }
+    if (!e && live.n < live.cap) {
+        char *m = strdup(mount);
+        if (m) {
+            e = &live.v[live.n++];
+            *e = (country_count_t){.mount = m};
+            snprintf(e->cc, sizeof(e->cc), "%s", cc);
+        }
+    }
+    if (e)
+        e->n++;
+    pthread_mutex_unlock(&live.lock);
+}
+
+void session_listener_leave(const char *mount, const char *cc)
+{
+    pthread_mutex_lock(&live.lock);
+    country_count_t *e = live_find(mount, cc);
+    if (e && --e->n <= 0) {
+        free(e->mount);
+        *e = live.v[--live.n];
+    }
+    pthread_mutex_unlock(&live.lock);
+}
+
+void session_countries(const char *mount, void (*fn)(const char *cc, long n, void *arg),
+                       void *arg)
+{
+    pthread_mutex_lock(&live.lock);
+    for (size_t i = 0; i < live.n; i++)
+        if (strcmp(live.v[i].mount, mount) == 0)
+            fn(live.v[i].cc, live.v[i].n, arg);
+    pthread_mutex_unlock(&live.lock);
 }
 
 void session_set_sink(void (*sink)(const session_record_t *r))

@@ -55,6 +55,21 @@ void session_end(const session_record_t *r);
  * never block. Set at start-up before the workers run, or NULL after they stopped. */
 void session_set_sink(void (*sink)(const session_record_t *r));
 
+/* Countries. The locator (the GeoIP database, stats/geoip.h; NULL: none) writes the ISO code
+ * of an address's country into cc (cap bytes) and returns 0, or returns -1 when unknown. Set
+ * at start-up before the workers run. */
+void session_set_locator(int (*locate)(const char *ip, char *cc, size_t cap));
+/* The country of ip into cc ("" when unknown or there is no locator). Any thread. */
+void session_locate(const char *ip, char *cc, size_t cap);
+/* Listeners now, per mount and country ("": unknown): a listener counted in when it joins and
+ * out when it leaves, on the mount it asked for (cold path: a mutex). */
+void session_listener_join(const char *mount, const char *cc);
+void session_listener_leave(const char *mount, const char *cc);
+/* Calls fn(cc, listeners, arg) for each country with listeners on mount, under the table's
+ * lock (fn must not call back here). */
+void session_countries(const char *mount, void (*fn)(const char *cc, long n, void *arg),
+                       void *arg);
+
 /* From now on sessions that end say SESSION_END_SHUTDOWN (called when the server stops). */
 void session_server_stopping(void);
 
