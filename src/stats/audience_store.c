@@ -326,6 +326,11 @@ void audience_store_stop(void)
     st.started = 0;
 }
 
+const char *audience_store_schema(void)
+{
+    return schema;
+}
+
 uint64_t audience_store_written(void)
 {
     return atomic_load(&st.written);

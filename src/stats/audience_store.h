@@ -33,6 +33,9 @@ void audience_store_stop(void);
  * -ENOMEM (fn not run), -ESHUTDOWN if the store is not running, else 0. Any thread. */
 int audience_store_run(void (*fn)(sqlite3 *db, void *arg), void *arg);
 
+/* The SQL that creates the store's table and index (if not there) in WAL mode. */
+const char *audience_store_schema(void);
+
 /* Records stored and records dropped (queue full, or the database could not be written) since
  * start-up. */
 uint64_t audience_store_written(void);

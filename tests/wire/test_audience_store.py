@@ -80,15 +80,21 @@ def test_sessions_are_stored_and_survive_a_restart_and_sighup(server, data):
     assert any("(mount, start_ms)" in (sql or "") for (sql,) in index), index
     nobody = pwd.getpwnam("nobody").pw_uid
     assert os.stat(db_path(srv)).st_uid == nobody
+    held = srv.listener(MOUNT)      # still listening when the server stops
+    assert held.open().status == 200
+    restart(srv)                    # the record of the one cut by the stop is written too
+    held.close()
     src.stop()
-    restart(srv)
     src = live(srv, data)
     one_session(srv, "after-restart")
-    assert [r["agent"] for r in wait_rows(srv, 2)] == ["first", "after-restart"]
+    got = wait_rows(srv, 3)
+    assert [(r["agent"], r["ended"]) for r in got] == [
+        ("first", "client_left"), ("wiretest-listener/1.0", "shutdown"),
+        ("after-restart", "client_left")]
     srv.send_signal(signal.SIGHUP)
     srv.wait_log("config reloaded")
     one_session(srv, "after-hup")
-    assert [r["agent"] for r in wait_rows(srv, 3)] == ["first", "after-restart", "after-hup"]
+    assert [r["agent"] for r in wait_rows(srv, 4)][-1] == "after-hup"
     src.stop()
     assert "audience store: cannot" not in srv.error_log()
 

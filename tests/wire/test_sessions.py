@@ -278,3 +278,38 @@ def test_sessionlog_none_turns_the_session_log_off_on_sighup(server, data):
     src.stop()
     assert len(records(srv)) == 1
     assert not os.path.exists(session_log(srv, "none"))
+
+
+def test_an_ffmpeg_listener_gets_a_record_with_its_agent(server):
+    import webuilib
+    srv = start_server(server)
+    src = live(srv, webuilib.make_mp3(seconds=8), rate=16 * 1024)
+    out = subprocess.run(["ffmpeg", "-hide_banner", "-loglevel", "error", "-i", srv.url(MOUNT),
+                          "-t", "1", "-f", "null", "-"], capture_output=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    [r] = wait_records(srv, 1)
+    assert r["agent"].startswith("Lavf/") and r["ended"] == "client_left"
+    assert r["bytes"] > 0 and r["mount"] == MOUNT
+    src.stop()
+
+
+def test_a_listener_of_a_relayed_mount_gets_a_record_on_the_edge(server, data):
+    origin = start_server(server)
+    src = live(origin, data)
+    edge = start_server(server, extra_xml=(
+        "<relay><server>127.0.0.1</server><port>%d</port><mount>%s</mount>"
+        "<local-mount>/edge</local-mount></relay>" % (origin.port, MOUNT)))
+    wirelib.wait_until(lambda: "/edge" in mounts(edge), 10, "the relay on the edge")
+    lis = edge.listener("/edge")
+    assert lis.open().status == 200
+    lis.wait_bytes(8192, 10)
+    lis.close()
+    [r] = wait_records(edge, 1)
+    assert r["mount"] == "/edge" and r["ended"] == "client_left" and r["bytes"] >= 8192
+    assert r["agent"] == "wiretest-listener/1.0"
+    # the relay's own connection to the origin is a listener there: its session ends with
+    # the edge
+    assert edge.stop() == 0
+    [o] = wait_records(origin, 1)
+    assert o["mount"] == MOUNT and o["ended"] == "client_left"
+    src.stop()
