@@ -510,12 +510,12 @@ int main(int argc, char **argv)
     signal_loop(sfd, opt.config_file);
     rc = 0;
 out:
+    session_server_stopping(); /* the listeners that end from here on end as "shutdown" */
     yp_stop();
     /* before the workers: what it cancels is answered on them (parked clients refused) */
     fetch_stop();
     verify_stop(); /* the same: passwords still waiting are refused on their workers */
     relay_shutdown(); /* no name lookup answers a worker that stopped */
-    session_server_stopping(); /* the listeners closed from here on end as "shutdown" */
     if (atomic_load(&server.running))
         stop_workers();
     else

@@ -102,7 +102,10 @@ void session_end(const session_record_t *r)
     char addr[64];
     session_address(r->address, server_config()->address_truncation, addr, sizeof(addr));
     rec.address = addr;
-    if (atomic_load(&stopping) && rec.end == SESSION_END_CLIENT)
+    /* while the server stops, a listener may see its client go or its mount end (the
+     * source's worker stopped first) before its own worker closes it: the stop did it */
+    if (atomic_load(&stopping) &&
+        (rec.end == SESSION_END_CLIENT || rec.end == SESSION_END_SOURCE_GONE))
         rec.end = SESSION_END_SHUTDOWN;
     write_line(&rec);
     void (*sink)(const session_record_t *) = atomic_load(&sink_fn);
