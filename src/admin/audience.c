@@ -209,7 +209,10 @@ static const char *read_query(admin_req_t *a, audience_query_t *q)
         bad = "from must come before to";
     else if (by && strcmp(by, "hour") != 0 && strcmp(by, "day") != 0 && strcmp(by, "period") != 0)
         bad = "by: hour, day or period";
-    q->step_ms = !by ? 0 : strcmp(by, "hour") == 0 ? 3600000 : strcmp(by, "day") == 0 ? 86400000 : 0;
+    q->step_ms = !by                      ? 0
+                 : strcmp(by, "hour") == 0 ? 3600000
+                 : strcmp(by, "day") == 0  ? 86400000
+                                           : 0;
     if (!bad && q->step_ms && (q->to_ms - q->from_ms) / q->step_ms >= AUDIENCE_MAX_BUCKETS)
         bad = "too many hours or days in the period";
     free(from);

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,24 +18,31 @@
 
 /* ---- figures ---- */
 
-/* One statement for a bucket: grouped by mount, or (?5 = 1) all mounts as the server "", and
- * with ?6 = 1 by country too ("" unknown). A session is in [?1, ?2) if it overlaps it; ?3 is
- * the qualifying length in ms; ?4 a mount or NULL for all. Peak: at each session's start
- * (clipped to the bucket), the sessions of its group then listening. */
+/* The sessions of a bucket [?1, ?2): those that overlap it. ?7 is the longest session in the
+ * store, so that the index on start_ms bounds the search from below too; ?4 a mount or NULL
+ * for all. */
+#define IN_BUCKET                                                                              \
+    " FROM sessions WHERE start_ms >= ?1 - ?7 AND start_ms < ?2 AND end_ms > ?1"               \
+    " AND (?4 IS NULL OR mount = ?4)"
+/* Groups: by mount, or (?5 = 1) all mounts as the server "", and with ?6 = 1 by country too
+ * ("" unknown). ?3 is the qualifying length in ms. */
+#define GROUPS                                                                                 \
+    "SELECT CASE WHEN ?5 THEN '' ELSE mount END AS g,"                                        \
+    " CASE WHEN ?6 THEN IFNULL(country, '') END AS cc,"
+
 static const char figures_sql[] =
-    "SELECT CASE WHEN ?5 THEN '' ELSE a.mount END AS g,"
-    " CASE WHEN ?6 THEN IFNULL(a.country, '') END AS cc, COUNT(*),"
-    " TOTAL(a.end_ms - a.start_ms >= ?3),"
-    " TOTAL(CASE WHEN a.end_ms - a.start_ms >= ?3"
-    "  THEN MIN(a.end_ms, ?2) - MAX(a.start_ms, ?1) ELSE 0 END),"
-    " COUNT(DISTINCT CASE WHEN a.end_ms - a.start_ms >= ?3"
-    "  THEN a.address || char(10) || IFNULL(a.agent, '') END),"
-    " MAX((SELECT COUNT(*) FROM sessions b WHERE (?5 OR b.mount = a.mount)"
-    "  AND (?4 IS NULL OR b.mount = ?4)"
-    "  AND (NOT ?6 OR IFNULL(b.country, '') = IFNULL(a.country, ''))"
-    "  AND b.start_ms <= MAX(a.start_ms, ?1) AND b.end_ms > MAX(a.start_ms, ?1)))"
-    " FROM sessions a WHERE a.start_ms < ?2 AND a.end_ms > ?1"
-    " AND (?4 IS NULL OR a.mount = ?4) GROUP BY g, cc ORDER BY g, cc";
+    GROUPS " COUNT(*), TOTAL(end_ms - start_ms >= ?3),"
+    " TOTAL(CASE WHEN end_ms - start_ms >= ?3 THEN MIN(end_ms, ?2) - MAX(start_ms, ?1)"
+    "  ELSE 0 END),"
+    " COUNT(DISTINCT CASE WHEN end_ms - start_ms >= ?3"
+    "  THEN address || char(10) || IFNULL(agent, '') END)"
+    IN_BUCKET " GROUP BY g, cc ORDER BY g, cc";
+
+/* The same sessions, group by group, clipped to the bucket: for the peak. */
+static const char spans_sql[] =
+    GROUPS " MAX(start_ms, ?1), MIN(end_ms, ?2)" IN_BUCKET " ORDER BY g, cc";
+
+static const char longest_sql[] = "SELECT IFNULL(MAX(end_ms - start_ms), 0) FROM sessions";
 
 static int add_row(audience_query_t *q, size_t *cap, sqlite3_stmt *s, int64_t from, int64_t to)
 {
@@ -56,7 +64,6 @@ static int add_row(audience_query_t *q, size_t *cap, sqlite3_stmt *s, int64_t fr
         .qualified = (uint64_t)sqlite3_column_double(s, 3),
         .listened_ms = (uint64_t)sqlite3_column_double(s, 4),
         .cume = (uint64_t)sqlite3_column_int64(s, 5),
-        .peak = (uint64_t)sqlite3_column_int64(s, 6),
     };
     if (!r->mount || (q->by_country && !r->country)) {
         free(r->mount);
@@ -67,41 +74,131 @@ static int add_row(audience_query_t *q, size_t *cap, sqlite3_stmt *s, int64_t fr
     return 0;
 }
 
+static void bind_bucket(sqlite3_stmt *s, const audience_query_t *q, int64_t from, int64_t to,
+                        int server_row, int64_t longest)
+{
+    sqlite3_reset(s);
+    sqlite3_bind_int64(s, 1, from);
+    sqlite3_bind_int64(s, 2, to);
+    sqlite3_bind_int64(s, 3, (sqlite3_int64)q->qualify_s * 1000);
+    if (q->mount)
+        sqlite3_bind_text(s, 4, q->mount, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(s, 4);
+    sqlite3_bind_int(s, 5, server_row);
+    sqlite3_bind_int(s, 6, q->by_country);
+    sqlite3_bind_int64(s, 7, longest);
+}
+
+static int cmp_ms(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The most of n spans [start, end) that overlap at one time (an end at t comes before a start
+ * at t: they do not overlap). Sorts both arrays. */
+static uint64_t most_at_once(int64_t *start, int64_t *end, size_t n)
+{
+    qsort(start, n, sizeof(*start), cmp_ms);
+    qsort(end, n, sizeof(*end), cmp_ms);
+    uint64_t most = 0;
+    for (size_t i = 0, j = 0; i < n; i++) {
+        while (j < n && end[j] <= start[i])
+            j++;
+        if (i + 1 - j > most)
+            most = i + 1 - j;
+    }
+    return most;
+}
+
+/* Sets the peak of the row of group (g, cc) among rows[first, nrows). */
+static void set_peak(audience_query_t *q, size_t first, const char *g, const char *cc,
+                     uint64_t peak)
+{
+    for (size_t i = first; i < q->nrows; i++)
+        if (strcmp(q->rows[i].mount, g) == 0 &&
+            (!q->rows[i].country || strcmp(q->rows[i].country, cc) == 0))
+            q->rows[i].peak = peak;
+}
+
+/* The peaks of the rows a bucket's grouping added from `first` on. */
+static int peaks(audience_query_t *q, size_t first, sqlite3_stmt *s)
+{
+    size_t n = 0, cap = 0;
+    int64_t *start = NULL, *end = NULL;
+    char g[1024] = "", cc[16] = "";
+    int rc, err = 0;
+    while (err == 0) {
+        rc = sqlite3_step(s);
+        const char *rg = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(s, 0) : NULL;
+        const char *rcc = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(s, 1) : NULL;
+        rg = rg ? rg : "";
+        rcc = rcc ? rcc : "";
+        if (n && (rc != SQLITE_ROW || strcmp(rg, g) != 0 || strcmp(rcc, cc) != 0)) {
+            set_peak(q, first, g, cc, most_at_once(start, end, n));
+            n = 0;
+        }
+        if (rc != SQLITE_ROW)
+            break;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 256;
+            int64_t *ns = realloc(start, cap * sizeof(*ns));
+            if (ns)
+                start = ns;
+            int64_t *ne = ns ? realloc(end, cap * sizeof(*ne)) : NULL;
+            if (ne)
+                end = ne;
+            if (!ns || !ne) {
+                err = -ENOMEM;
+                break;
+            }
+        }
+        snprintf(g, sizeof(g), "%s", rg);
+        snprintf(cc, sizeof(cc), "%s", rcc);
+        start[n] = sqlite3_column_int64(s, 2);
+        end[n++] = sqlite3_column_int64(s, 3);
+    }
+    free(start);
+    free(end);
+    return err ? err : rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+/* An empty bucket still has its server row, all zero. */
+static int add_empty_row(audience_query_t *q, size_t *cap, sqlite3 *db, int64_t from, int64_t to)
+{
+    sqlite3_stmt *z = NULL;
+    int rc = sqlite3_prepare_v2(db, "SELECT '','',0,0,0,0", -1, &z, NULL) == SQLITE_OK &&
+                     sqlite3_step(z) == SQLITE_ROW
+                 ? add_row(q, cap, z, from, to)
+                 : -EIO;
+    sqlite3_finalize(z);
+    return rc;
+}
+
 /* The rows of one bucket: the server's (even when nobody listened), then each mount's. */
-static int bucket(audience_query_t *q, size_t *cap, sqlite3_stmt *s, int64_t from, int64_t to)
+static int bucket(audience_query_t *q, size_t *cap, sqlite3_stmt *fig, sqlite3_stmt *spans,
+                  int64_t from, int64_t to, int64_t longest)
 {
     for (int server_row = 1; server_row >= 0; server_row--) {
         if (server_row && q->mount)
             continue;
-        sqlite3_reset(s);
-        sqlite3_bind_int64(s, 1, from);
-        sqlite3_bind_int64(s, 2, to);
-        sqlite3_bind_int64(s, 3, (sqlite3_int64)q->qualify_s * 1000);
-        if (q->mount)
-            sqlite3_bind_text(s, 4, q->mount, -1, SQLITE_STATIC);
-        else
-            sqlite3_bind_null(s, 4);
-        sqlite3_bind_int(s, 5, server_row);
-        sqlite3_bind_int(s, 6, q->by_country);
-        int rc, rows = 0;
-        while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-            if (add_row(q, cap, s, from, to) < 0)
+        size_t first = q->nrows;
+        bind_bucket(fig, q, from, to, server_row, longest);
+        int rc;
+        while ((rc = sqlite3_step(fig)) == SQLITE_ROW)
+            if (add_row(q, cap, fig, from, to) < 0)
                 return -ENOMEM;
-            rows++;
-        }
         if (rc != SQLITE_DONE)
             return -EIO;
-        if (server_row && rows == 0) {
-            /* an empty bucket still has its server row, all zero */
-            sqlite3_stmt *z = NULL;
-            if (sqlite3_prepare_v2(sqlite3_db_handle(s), "SELECT '','',0,0,0,0,0", -1, &z,
-                                   NULL) != SQLITE_OK || sqlite3_step(z) != SQLITE_ROW ||
-                add_row(q, cap, z, from, to) < 0) {
-                sqlite3_finalize(z);
+        if (server_row && q->nrows == first) {
+            if (add_empty_row(q, cap, sqlite3_db_handle(fig), from, to) < 0)
                 return -EIO;
-            }
-            sqlite3_finalize(z);
+            continue;
         }
+        bind_bucket(spans, q, from, to, server_row, longest);
+        if ((rc = peaks(q, first, spans)) < 0)
+            return rc;
     }
     return 0;
 }
@@ -111,10 +208,15 @@ void audience_figures(sqlite3 *db, audience_query_t *q)
     q->err = db ? 0 : -ENODEV;
     if (!db)
         return;
-    sqlite3_stmt *s = NULL;
-    if (sqlite3_prepare_v2(db, figures_sql, -1, &s, NULL) != SQLITE_OK) {
+    sqlite3_stmt *fig = NULL, *spans = NULL, *longest = NULL;
+    int64_t most = 0;
+    if (sqlite3_prepare_v2(db, figures_sql, -1, &fig, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, spans_sql, -1, &spans, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, longest_sql, -1, &longest, NULL) != SQLITE_OK ||
+        sqlite3_step(longest) != SQLITE_ROW) {
         q->err = -EIO;
-        return;
+    } else {
+        most = sqlite3_column_int64(longest, 0);
     }
     size_t cap = 0;
     int64_t from = q->from_ms;
@@ -123,10 +225,12 @@ void audience_figures(sqlite3 *db, audience_query_t *q)
         int64_t to = q->step_ms ? (from / q->step_ms + 1) * q->step_ms : q->to_ms;
         if (to > q->to_ms)
             to = q->to_ms;
-        q->err = bucket(q, &cap, s, from, to);
+        q->err = bucket(q, &cap, fig, spans, from, to, most);
         from = to;
     }
-    sqlite3_finalize(s);
+    sqlite3_finalize(fig);
+    sqlite3_finalize(spans);
+    sqlite3_finalize(longest);
 }
 
 void audience_query_clear(audience_query_t *q)

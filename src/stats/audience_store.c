@@ -61,7 +61,8 @@ static const char schema[] =
     " user TEXT,"
     " country TEXT,"
     " ended TEXT NOT NULL);"
-    "CREATE INDEX IF NOT EXISTS sessions_mount_start ON sessions (mount, start_ms);";
+    "CREATE INDEX IF NOT EXISTS sessions_mount_start ON sessions (mount, start_ms);"
+    "CREATE INDEX IF NOT EXISTS sessions_start ON sessions (start_ms);";
 
 static const char insert_sql[] =
     "INSERT INTO sessions (conn_id, mount, served, start_ms, end_ms, bytes, address, agent,"
