@@ -8,7 +8,7 @@
  * queue (a worker never touches SQLite); the thread inserts what waits in one transaction
  * (WAL journal). A full queue drops records, counted and said in the error log (rate-limited).
  * The database is opened by the thread, after privileges were dropped, and reopened when a
- * reload names another file. Schema: table sessions, index (mount, start_ms).
+ * reload names another file. Schema: table sessions, indexes (mount, start_ms) and (start_ms).
  */
 #ifndef RIMECAST_AUDIENCE_STORE_H
 #define RIMECAST_AUDIENCE_STORE_H
