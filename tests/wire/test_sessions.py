@@ -2,8 +2,8 @@
 """Listener sessions: one JSON line in the session log when a listener's session ends.
 
 Covers: the fields of a record (mount, start, end, seconds, bytes, address, user agent,
-referer, user, country, how it ended) written by real clients (curl, a raw socket with hostile
-text), each way a session ends (client left, kicked, source gone, too slow for queue-size,
+referer, user, country, how it ended) written by real clients (curl, ffmpeg, a raw socket
+with hostile text; on a relayed mount, and on a Shoutcast source's mount from both ports), each way a session ends (client left, kicked, source gone, too slow for queue-size,
 max-listener-duration, server stopped), <address-truncation> (only an IPv4 /24 or IPv6 /48 is
 written to the session and access logs), the log's reopening on SIGHUP and rotation by
 <logsize>, and <sessionlog>none</sessionlog>.
@@ -312,4 +312,28 @@ def test_a_listener_of_a_relayed_mount_gets_a_record_on_the_edge(server, data):
     assert edge.stop() == 0
     [o] = wait_records(origin, 1)
     assert o["mount"] == MOUNT and o["ended"] == "client_left"
+    src.stop()
+
+
+def test_listeners_of_a_shoutcast_source_get_records_on_both_ports(server, data):
+    from test_shoutcast import OK2, ShoutcastSource
+    from test_shoutcast import MOUNT as SC_MOUNT
+    port = conftest.port_pair()
+    srv = start_server(server, extra_xml=(
+        "<listen-socket><port>%d</port><bind-address>127.0.0.1</bind-address>"
+        "<shoutcast-mount>%s</shoutcast-mount></listen-socket>"
+        "<shoutcast-mount>%s</shoutcast-mount>" % (port, SC_MOUNT, SC_MOUNT)))
+    src = ShoutcastSource(srv.host, port + 1, data, rate=64 * 1024, chunk=2048)
+    assert src.connect() == OK2, src.greeting
+    src.start()
+    wirelib.wait_until(lambda: SC_MOUNT in mounts(srv), 5, "the Shoutcast mount")
+    main = srv.listener(SC_MOUNT, headers={"Icy-MetaData": "1"})
+    other = wirelib.Listener(srv.host, port, SC_MOUNT)     # the Shoutcast socket's own port
+    for lis in (main, other):
+        assert lis.open().status == 200
+        lis.wait_bytes(8192, 5)
+        lis.close()
+    rs = wait_records(srv, 2)
+    assert [(r["mount"], r["ended"]) for r in rs] == [(SC_MOUNT, "client_left")] * 2
+    assert all(r["bytes"] >= 8192 for r in rs)
     src.stop()
