@@ -3,7 +3,8 @@
 
 Covers: the fields of a record (mount, start, end, seconds, bytes, address, user agent,
 referer, user, country, how it ended) written by real clients (curl, ffmpeg, a raw socket
-with hostile text; on a relayed mount, and on a Shoutcast source's mount from both ports), each way a session ends (client left, kicked, source gone, too slow for queue-size,
+with hostile text; on a relayed mount, and on a Shoutcast source's mount from both ports),
+each way a session ends (client left, kicked, source gone, too slow for queue-size,
 max-listener-duration, server stopped), <address-truncation> (only an IPv4 /24 or IPv6 /48 is
 written to the session and access logs), the log's reopening on SIGHUP and rotation by
 <logsize>, and <sessionlog>none</sessionlog>.
