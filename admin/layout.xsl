@@ -90,6 +90,10 @@
             <xsl:if test="$active = 'log'"><xsl:attribute name="aria-current">page</xsl:attribute></xsl:if>
             <xsl:text>Log</xsl:text>
           </a>
+          <a href="/admin/audience.xsl">
+            <xsl:if test="$active = 'audience'"><xsl:attribute name="aria-current">page</xsl:attribute></xsl:if>
+            <xsl:text>Audience</xsl:text>
+          </a>
           <a href="/status.xsl">Public page</a>
         </nav>
       </div>

@@ -4,7 +4,8 @@
 #   packaging/build-deb.sh [OUTDIR]        (the .deb is copied to OUTDIR, default: the current dir)
 # Needs: dpkg-dev, debhelper (>= 13) and the build dependencies of debian/control
 #   (apt-get install dpkg-dev debhelper pkg-config libxml2-dev libxslt1-dev libogg-dev \
-#    libvorbis-dev libcrypt-dev libssl-dev libcurl4-openssl-dev groff-base; libvorbis-dev for
+#    libvorbis-dev libcrypt-dev libssl-dev libcurl4-openssl-dev libsqlite3-dev libmaxminddb-dev \
+#    groff-base; libvorbis-dev for
 #    a unit test: the daemon does not link libvorbis and the package does not depend on it).
 # What it tests: `dpkg-buildpackage -us -uc -b` in a copy of the tree (the tracked files and
 # uncommitted edits, no build products) succeeds, with the unit tests; the package holds the

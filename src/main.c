@@ -33,7 +33,10 @@
 #include "net/server.h"
 #include "net/tls.h"
 #include "router/dispatch.h"
+#include "stats/audience_store.h"
+#include "stats/geoip.h"
 #include "stream/mount.h"
+#include "stream/session.h"
 #include "stream/station.h"
 #include "yp/yp.h"
 
@@ -103,6 +106,18 @@ static void report_config_warnings(const config_t *cfg, int to_stderr)
     }
 }
 
+/* The session log (<sessionlog>, "none": off), opened or reopened in place; one that cannot be
+ * opened is said in the error log and the one in use stays. */
+static void open_session_log(const config_t *cfg)
+{
+    char msg[4200];
+    int off = !cfg->sessionlog || strcmp(cfg->sessionlog, "none") == 0;
+    char *path = off ? NULL : config_path(cfg->logdir, cfg->sessionlog);
+    if ((off || path) && log_session_open(path, msg, sizeof(msg)) < 0)
+        log_error("%s", msg);
+    free(path);
+}
+
 /* Opens the logs cfg names (reopen: SIGHUP's, all or nothing). 0, or -errno with msg saying
  * which log cannot be opened and why. A playlist log that cannot be opened at start-up is only
  * logged. */
@@ -115,6 +130,8 @@ static int open_logs(const config_t *cfg, int reopen, char *msg, size_t cap)
                     : log_open(err, acc, cfg->loglevel, msg, cap);
     if (rc == 0 && !reopen && log_playlist_open(pl, msg, cap) < 0)
         log_error("%s", msg);
+    if (rc == 0)
+        open_session_log(cfg);
     if (rc == 0)
         log_set_rotation((unsigned long long)cfg->logsize * 1024u, cfg->logarchive);
     free(err);
@@ -356,6 +373,8 @@ static void reload(const char *path)
     mount_foreach(apply_mount_config, NULL);
     worker_reload_all(); /* listen sockets, write window, sources' settings */
     worker_set_count(worker_count(cfg)); /* more: started; fewer: drained */
+    audience_store_reload();
+    geoip_load(); /* read again: a new database file replaces the old one */
     log_info("config reloaded");
 }
 
@@ -471,6 +490,8 @@ int main(int argc, char **argv)
         goto out;
     }
     warn_unreadable_page_roots(cfg);
+    audience_store_start(); /* as the final user: the database files are its own */
+    geoip_load();
     if (fetch_start() < 0) {
         fprintf(stderr, "rimecast: cannot start the HTTP client thread\n");
         goto out;
@@ -489,6 +510,7 @@ int main(int argc, char **argv)
     signal_loop(sfd, opt.config_file);
     rc = 0;
 out:
+    session_server_stopping(); /* the listeners that end from here on end as "shutdown" */
     yp_stop();
     /* before the workers: what it cancels is answered on them (parked clients refused) */
     fetch_stop();
@@ -500,6 +522,8 @@ out:
         for (int i = 0; i < server.nslots; i++)
             if (server.workers[i])
                 worker_free(server.workers[i]);
+    audience_store_stop(); /* after the workers: the sessions they ended are written */
+    geoip_close();
     station_shutdown(); /* after the sources ended: recordings closed, scripts run */
     remove_pidfile();
     if (sfd >= 0)

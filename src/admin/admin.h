@@ -39,6 +39,7 @@ enum {
     ADMIN_VIEW_XSL = 2,
     ADMIN_VIEW_JSON = 4,
     ADMIN_VIEW_TXT = 8,
+    ADMIN_VIEW_CSV = 16,
 };
 
 typedef struct admin_req admin_req_t;

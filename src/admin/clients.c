@@ -24,6 +24,7 @@
 #include "stream/hls.h"
 #include "stream/sub.h"
 #include "stream/listener.h"
+#include "stream/session.h"
 #include "stream/mount.h"
 
 /* Shared state of a broadcast: written by several workers at once under lock. */
@@ -305,6 +306,7 @@ static void kill_fn(worker_t *w, void *arg)
         return;
     list_foreach(l, &s->listeners, listener_t, link) {
         if (l->conn->id == j->target_id && !l->conn->closing) {
+            l->end_reason = SESSION_END_KICKED;
             conn_close(l->conn);
             atomic_fetch_add(&j->hits, 1);
             return;

@@ -499,6 +499,7 @@ static const admin_cmd_t commands[] = {
     {"events",         0, ADMIN_AUTH_GLOBAL, cmd_events,         ADMIN_VIEW_XML, READS},
     {"admin.cgi",      0, ADMIN_AUTH_NONE,   cmd_admin_cgi,      ADMIN_VIEW_XML, CHANGES},
     {"manageauth",     0, ADMIN_AUTH_GLOBAL, admin_cmd_manageauth, XML_VIEWS, CHANGES},
+    {"audience",       0, ADMIN_AUTH_GLOBAL, admin_cmd_audience, XML_VIEWS | ADMIN_VIEW_CSV, READS},
 };
 
 const admin_cmd_t *admin_find_command(const char *name)

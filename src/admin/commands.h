@@ -23,4 +23,6 @@ void admin_cmd_killclient(admin_req_t *a);
  * (manageauth.c). */
 void admin_cmd_manageauth(admin_req_t *a);
 
+/* audience?from=&to=&mount=&by=: the audience figures of a period (audience.c); also .csv */
+void admin_cmd_audience(admin_req_t *a);
 #endif

@@ -19,6 +19,7 @@ static const struct {
     {".xsl", ADMIN_VIEW_XSL},
     {".json", ADMIN_VIEW_JSON},
     {".txt", ADMIN_VIEW_TXT},
+    {".csv", ADMIN_VIEW_CSV},
     {".xml", ADMIN_VIEW_XML},
 };
 

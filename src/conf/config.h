@@ -239,6 +239,7 @@ typedef struct config {
     char *deny_ip;
     char *deny_agents;  /* file of User-Agent patterns, one a line (Rimecast, as Icecast-KH) */
     char *trusted_proxies; /* file of proxy addresses whose X-Forwarded-For is believed */
+    char *geoip_db;     /* MaxMind .mmdb (Country or City): listeners' countries; NULL = none */
     char *ssl_certificate;      /* PEM: certificate chain, and the key unless ssl_private_key */
     char *ssl_private_key;      /* PEM key (Icecast-KH), NULL = in ssl_certificate */
     char *ssl_allowed_ciphers;  /* TLS 1.2 cipher list; NULL = the built-in default */
@@ -253,6 +254,10 @@ typedef struct config {
     int loglevel;       /* 3 */
     int logsize;
     int logarchive;
+    char *sessionlog;   /* "sessions.log": a JSON line per listener session; "none" = off */
+    char *audience_db;  /* "audience.db": the SQLite store of sessions; "none" = off */
+    int address_truncation; /* store and log only IPv4 /24, IPv6 /48 of listeners' addresses */
+    int qualified_seconds;  /* 60: a session this long or longer is a qualified one */
 
     /* <security> */
     int chroot;

@@ -338,6 +338,7 @@ static const directive_t paths_dirs[] = {
     PATH("deny-ip", config_t, deny_ip),
     PATH("deny-agents", config_t, deny_agents),
     PATH("trusted-proxies", config_t, trusted_proxies),
+    PATH("geoip-db", config_t, geoip_db), /* stats/geoip.h */
     PATH("ssl-certificate", config_t, ssl_certificate),
     PATH("ssl-private-key", config_t, ssl_private_key), /* Icecast-KH */
     STR("ssl-allowed-ciphers", config_t, ssl_allowed_ciphers),
@@ -355,6 +356,11 @@ static const directive_t logging_dirs[] = {
         DEF(3)),
     INT("logsize", config_t, logsize, 0, INT_MAX),
     BOOL("logarchive", config_t, logarchive),
+    /* listener sessions (stream/session.h) and their store (stats/audience_store.h) */
+    PATH_D("sessionlog", config_t, sessionlog, "sessions.log"),
+    PATH_D("audience-db", config_t, audience_db, "audience.db"),
+    BOOL("address-truncation", config_t, address_truncation),
+    INT_D("qualified-session-seconds", config_t, qualified_seconds, 1, 86400, 60),
     END,
 };
 static const section_t logging_sec = {"logging", logging_dirs};

@@ -5,6 +5,7 @@
 #include "core/cidr.h"
 
 #include <arpa/inet.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -124,4 +125,20 @@ void cidr_list_free(cidr_list_t *l)
     free(l->v);
     l->v = NULL;
     l->n = 0;
+}
+
+void cidr_truncate(const char *ip, char *out, size_t cap)
+{
+    struct in_addr a4;
+    struct in6_addr a6;
+    char text[INET6_ADDRSTRLEN] = "-";
+    const char *v4 = ip && strncmp(ip, "::ffff:", 7) == 0 && strchr(ip + 7, '.') ? ip + 7 : ip;
+    if (v4 && inet_pton(AF_INET, v4, &a4) == 1) {
+        a4.s_addr &= htonl(0xffffff00u);
+        inet_ntop(AF_INET, &a4, text, sizeof(text));
+    } else if (ip && inet_pton(AF_INET6, ip, &a6) == 1) {
+        memset(a6.s6_addr + 6, 0, 10);
+        inet_ntop(AF_INET6, &a6, text, sizeof(text));
+    }
+    snprintf(out, cap, "%s", text);
 }

@@ -33,4 +33,9 @@ long cidr_list_parse(const char *text, size_t len, cidr_list_t *out, long *malfo
 int cidr_list_match(const cidr_list_t *l, const unsigned char addr[16]);
 void cidr_list_free(cidr_list_t *l);
 
+/* The address as a listener's may be kept under a privacy duty: an IPv4 address's /24
+ * ("192.0.2.0"), an IPv6 address's /48 ("2001:db8:1::"), IPv4-mapped IPv6 as IPv4. Anything
+ * that is not a numeric address becomes "-" (nothing of it may be kept). Writes out (cap). */
+void cidr_truncate(const char *ip, char *out, size_t cap);
+
 #endif

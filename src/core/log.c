@@ -30,10 +30,10 @@ typedef struct log_file {
 } log_file_t;
 
 static log_file_t error_log = {2, NULL, 0}, access_log = {2, NULL, 0};
-static log_file_t playlist_log = {-1, NULL, 0};
-/* -1 until a playlist log is configured; a reload without <playlistlog> only turns
- * `playlist_on` off. */
-static atomic_int playlist_on;
+static log_file_t playlist_log = {-1, NULL, 0}, session_log = {-1, NULL, 0};
+/* -1 until a playlist (session) log is configured; a reload without one only turns
+ * `playlist_on` (`session_on`) off. */
+static atomic_int playlist_on, session_on;
 static pthread_mutex_t playlist_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int log_level = LOG_INFO;
 /* <logsize> in bytes (0: never rotate) and <logarchive>; paths and rotations under file_lock */
@@ -107,14 +107,19 @@ static void swap_in(log_file_t *lf, int nfd, const char *path)
     pthread_mutex_unlock(&file_lock);
 }
 
-/* Sets the playlist log to fd at path, or none (fd < 0, path NULL). */
-static void playlist_set(int fd, const char *path)
+/* Sets an optional log (playlist, session) to fd at path, or none (fd < 0, path NULL). */
+static void optional_set(log_file_t *lf, atomic_int *on, int fd, const char *path)
 {
     pthread_mutex_lock(&playlist_lock);
     if (path)
-        swap_in(&playlist_log, fd, path);
-    atomic_store(&playlist_on, path != NULL);
+        swap_in(lf, fd, path);
+    atomic_store(on, path != NULL);
     pthread_mutex_unlock(&playlist_lock);
+}
+
+static void playlist_set(int fd, const char *path)
+{
+    optional_set(&playlist_log, &playlist_on, fd, path);
 }
 
 int log_reopen(const char *error_path, const char *access_path, const char *playlist_path,
@@ -196,7 +201,7 @@ typedef struct sink_fault {
     atomic_llong since;       /* time of the first failure */
     atomic_ullong lost;       /* lines dropped since then */
 } sink_fault_t;
-static sink_fault_t error_fault, access_fault, playlist_fault;
+static sink_fault_t error_fault, access_fault, playlist_fault, session_fault;
 
 static sink_fault_t *fault_of(const log_file_t *lf, const char **name)
 {
@@ -207,6 +212,10 @@ static sink_fault_t *fault_of(const log_file_t *lf, const char **name)
     if (lf == &playlist_log) {
         *name = "playlist";
         return &playlist_fault;
+    }
+    if (lf == &session_log) {
+        *name = "session";
+        return &session_fault;
     }
     *name = "error";
     return &error_fault;
@@ -308,20 +317,43 @@ void log_close(void)
     if (playlist_log.fd > 2)
         close(playlist_log.fd);
     playlist_log.fd = -1;
+    atomic_store(&session_on, 0);
+    if (session_log.fd > 2)
+        close(session_log.fd);
+    session_log.fd = -1;
     pthread_mutex_lock(&file_lock);
     set_path(&error_log, NULL);
     set_path(&access_log, NULL);
     set_path(&playlist_log, NULL);
+    set_path(&session_log, NULL);
     pthread_mutex_unlock(&file_lock);
+}
+
+/* Opens (or reopens in place) an optional log at path, NULL: none from now on. */
+static int open_optional(const char *name, log_file_t *lf, atomic_int *on, const char *path,
+                         char *msg, size_t cap)
+{
+    int fd = path ? open_named(name, path, msg, cap) : -1;
+    if (path && fd < 0)
+        return fd;
+    optional_set(lf, on, fd, path);
+    return 0;
 }
 
 int log_playlist_open(const char *path, char *msg, size_t cap)
 {
-    int fd = path ? open_named("playlist", path, msg, cap) : -1;
-    if (path && fd < 0)
-        return fd;
-    playlist_set(fd, path);
-    return 0;
+    return open_optional("playlist", &playlist_log, &playlist_on, path, msg, cap);
+}
+
+int log_session_open(const char *path, char *msg, size_t cap)
+{
+    return open_optional("session", &session_log, &session_on, path, msg, cap);
+}
+
+void log_session_line(const char *line, size_t len)
+{
+    if (atomic_load_explicit(&session_on, memory_order_acquire))
+        write_line(&session_log, line, len);
 }
 
 /* The last LOG_RECENT_LEN error-log lines, a ring under its own mutex (logging is cold: a

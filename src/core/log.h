@@ -115,4 +115,11 @@ int log_playlist_open(const char *path, char *msg, size_t cap);
  * characters and invalid UTF-8 as \xHH; '|' in the mount too, the title is the last field). */
 void log_playlist(const char *mount, int listeners, const char *title);
 
+/* The session log: one JSON line per listener session (stream/session.h makes them), rotated
+ * with the other logs. Opens it, or reopens it in place, at path; NULL: none from now on. 0 or
+ * -errno (the previous state stays; msg says why as log_open does). */
+int log_session_open(const char *path, char *msg, size_t cap);
+/* Writes one complete line (ending in '\n', already escaped) to the session log, if open. */
+void log_session_line(const char *line, size_t len);
+
 #endif

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "conf/config.h"
+#include "core/cidr.h"
 #include "core/log.h"
 #include "core/str.h"
 #include "http/response.h"
@@ -55,8 +56,13 @@ void client_log_request(conn_t *c)
     client_t *cl = client_of(c);
     if (!cl->log_method)
         return;
+    char masked[64]; /* <address-truncation>: only the listener's network is logged */
+    int truncate = server_config()->address_truncation;
+    if (truncate)
+        cidr_truncate(c->ip, masked, sizeof(masked));
     log_access_entry_t e = {
-        .ip = c->ip, .user = cl->log_user, .start = c->start, .method = cl->log_method,
+        .ip = truncate ? masked : c->ip,
+        .user = cl->log_user, .start = c->start, .method = cl->log_method,
         .uri = cl->log_uri, .protocol = cl->log_protocol, .status = cl->status,
         .bytes = c->bytes_sent, .referer = cl->log_referer, .agent = cl->log_agent,
     };

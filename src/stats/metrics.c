@@ -11,6 +11,7 @@
 #include "auth/verify.h"
 #include "core/buf.h"
 #include "net/server.h"
+#include "stats/audience.h"
 #include "stats/stats.h"
 #include "stream/mount.h"
 
@@ -155,6 +156,7 @@ char *metrics_render(size_t *len)
            "The longest turn of a worker's event loop since start.");
     buf_appendf(&o, "rimecast_worker_turn_max_seconds %.6f\n",
                 atomic_load(&server.stats.turn_max_us) / 1e6);
+    audience_metrics(&o, label_value);
     mount_t **v = NULL;
     int n = stats_mounts(&v, 1);
     for (size_t i = 0; n >= 0 && i < sizeof(mount_metrics) / sizeof(mount_metrics[0]); i++) {

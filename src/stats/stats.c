@@ -9,6 +9,8 @@
  */
 #include "stats/stats.h"
 
+#include "stats/geoip.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -472,6 +474,8 @@ xmlDocPtr stats_document(int admin, const char *mount, int *found, const conn_t 
         free(name);
         add_source_fields(s, v[k], via, admin);
         kv_emit(s, src);
+        if (geoip_enabled())
+            geoip_add_countries(src, v[k]->name);
     }
     idle_ctx_t idle = {root, mount, v, n, 0, via, admin};
     relay_foreach_idle(add_idle_relay, &idle);

@@ -33,6 +33,7 @@
 #include "stream/fallback.h"
 #include "stream/sub.h"
 #include "stream/mount.h"
+#include "stream/session.h"
 #include "stream/webfile.h"
 
 #define LISTENER_IOV 64
@@ -299,6 +300,7 @@ int listener_check_lag(listener_t *l, uint64_t head)
     atomic_fetch_add_explicit(&l->mount->slow_listeners, 1, memory_order_relaxed);
     log_info("listener %llu on %s is %llu bytes behind (queue-size %ld), disconnecting",
              (unsigned long long)l->conn->id, l->mount->name, (unsigned long long)lag, limit);
+    l->end_reason = SESSION_END_TOO_SLOW;
     conn_close(l->conn);
     return -1;
 }
@@ -329,6 +331,7 @@ static void listener_release(conn_t *c);
 static void listener_finish(listener_t *l)
 {
     conn_t *c = l->conn;
+    l->end_reason = SESSION_END_SOURCE_GONE;
     listener_release(c);
     c->role = NULL;
     c->ops = &conn_writing_ops;
@@ -513,12 +516,28 @@ static void listener_on_writable(conn_t *c)
     }
 }
 
+/* The listener's session record (stream/session.h), as it ends. */
+static void end_session(conn_t *c, const listener_t *l)
+{
+    client_t *cl = client_of(c);
+    session_record_t r = {
+        .id = c->id, .mount = l->asked ? l->asked : l->mount->name, .served = l->mount->name,
+        .start_ms = l->start_ms, .end_ms = session_now_ms(), .bytes = c->bytes_sent,
+        .address = c->ip, .agent = cl->log_agent, .referer = cl->log_referer,
+        .user = cl->log_user, .end = (session_end_t)l->end_reason,
+        .country = l->country[0] ? l->country : NULL,
+    };
+    session_listener_leave(l->asked ? l->asked : "", l->country);
+    session_end(&r);
+}
+
 static void listener_release(conn_t *c)
 {
     listener_t *l = c->data;
     if (!l)
         return;
     mount_t *m = l->mount;
+    end_session(c, l);
     events_emit(EVENT_LISTENER_LEAVE, m->name, c->id, c->ip);
     sub_remove(c->worker, l->sub, &l->link);
     block_unref(l->blk);
@@ -546,6 +565,7 @@ static void listener_time_up(conn_t *c)
     listener_t *l = c->data;
     log_info("listener %llu on %s reached its time limit, disconnecting",
              (unsigned long long)c->id, l->mount->name);
+    l->end_reason = SESSION_END_TIME_LIMIT;
     conn_close(c);
 }
 
@@ -652,6 +672,8 @@ int listener_start(conn_t *c, const http_request_t *req, mount_t *m, const char 
     atomic_fetch_add(&server.stats.client_connections, 1);
     client_of(c)->status = 200;
     l->conn = c;
+    l->start_ms = session_now_ms();
+    session_locate(c->ip, l->country, sizeof(l->country));
     l->mount = m; /* the caller's reference becomes ours */
     l->metaint = (uint32_t)metaint;
     l->home = home ? strdup(home) : NULL; /* without memory: no way back with an override */
@@ -668,6 +690,7 @@ int listener_start(conn_t *c, const http_request_t *req, mount_t *m, const char 
     l->sub = sub_get(c->worker, m);
     sub_add(c->worker, l->sub, &l->link);
     events_emit(EVENT_LISTENER_JOIN, m->name, c->id, c->ip);
+    session_listener_join(l->asked ? l->asked : "", l->country);
     /* a streaming listener keeps no request buffer (req points into it: not used after this) */
     client_drop_request(c);
     listener_flush(l);

@@ -51,6 +51,11 @@ struct listener {
                              * any, it passed), kept for good: see listener_move */
 
     list_t link;            /* in its subscription's listeners (sub.h) */
+
+    int64_t start_ms;       /* when it joined (wall clock, ms): its session record */
+    char country[8];        /* ISO code of its address's country, "" unknown (GeoIP) */
+    int end_reason;         /* how it is ending (session_end_t, stream/session.h): set where
+                             * it is closed for a reason of the server's; 0 = the client left */
 };
 
 /* Starts streaming mount m to c after a GET (checks limits, sends the head), or for a HEAD

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * audience: the audience figures a station sells, by the industry's (Triton Digital's)
+ * definitions, per mount and for the server, for a period cut into hours or days:
+ *   sessions            sessions that were listening at some time in the period
+ *   qualified sessions  those of them that lasted at least <qualified-session-seconds>
+ *   TLH                 hours listened in the period by qualified sessions
+ *   ATSL                TLH / qualified sessions (hours)
+ *   CUME                distinct listeners (address + user agent) among qualified sessions
+ *   peak                the most sessions listening at once
+ * and, asked for, the same per country (the session's, from GeoIP; "" unknown).
+ * made by SQL from the store (audience_figures, run on the store's thread), and the counters
+ * of /metrics kept in memory since start-up (audience_count, called for each ended session).
+ * Sessions still going on are not counted until they end. Does not render XML, JSON or CSV
+ * (admin/audience.c does).
+ */
+#ifndef RIMECAST_AUDIENCE_H
+#define RIMECAST_AUDIENCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/buf.h"
+#include "stream/session.h"
+
+typedef struct sqlite3 sqlite3;
+
+#define AUDIENCE_MAX_BUCKETS 1500  /* two months of hours */
+
+typedef struct audience_row {
+    char *mount;               /* "" for the server */
+    char *country;             /* by country: its ISO code, "" unknown; else NULL */
+    int64_t from_ms, to_ms;    /* the bucket */
+    uint64_t sessions, qualified, cume, peak;
+    uint64_t listened_ms;      /* TLH in milliseconds */
+} audience_row_t;
+
+typedef struct audience_query {
+    /* asked */
+    int64_t from_ms, to_ms;    /* the period [from, to) */
+    int64_t step_ms;           /* 3600000 (hours), 86400000 (days), 0: the whole period */
+    char *mount;               /* NULL: every mount and the server */
+    int qualify_s;             /* <qualified-session-seconds> */
+    int by_country;            /* 1: each mount's (and the server's) figures per country */
+    /* answered */
+    audience_row_t *rows;      /* bucket by bucket; in each, the server first, then mounts */
+    size_t nrows;
+    int err;                   /* 0, -ENODEV (no database), -EIO (a query failed), -ENOMEM */
+} audience_query_t;
+
+/* Fills q's answer from db (NULL: -ENODEV). Store thread (stats/audience_store.h). */
+void audience_figures(sqlite3 *db, audience_query_t *q);
+/* Frees q's answer and mount. */
+void audience_query_clear(audience_query_t *q);
+
+/* Counts an ended session for /metrics (any thread). */
+void audience_count(const session_record_t *r);
+/* Appends the counters' families to o (Prometheus text); label writes an escaped label
+ * value. */
+void audience_metrics(buf_t *o, void (*label)(buf_t *o, const char *value));
+
+#endif

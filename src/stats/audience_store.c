@@ -1,0 +1,343 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * audience_store: the SQLite store of listener sessions and its thread (see audience_store.h).
+ */
+#include "stats/audience_store.h"
+
+#include "stats/audience.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conf/config.h"
+#include "core/log.h"
+#include "net/server.h"
+#include "stream/session.h"
+
+/* A record waiting for the thread: the session with its strings copied behind it. */
+typedef struct stored {
+    struct stored *next;
+    session_record_t r;
+    char text[];
+} stored_t;
+
+/* A query to run on the thread (audience_store_run). */
+typedef struct job {
+    struct job *next;
+    void (*fn)(sqlite3 *db, void *arg);
+    void *arg;
+} job_t;
+
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    stored_t *head, **tail;
+    job_t *jobs, **jobs_tail;
+    size_t len;
+    int started, stop, reload;
+    pthread_t thread;
+    atomic_ullong written, dropped;
+} st = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .tail = &st.head,
+       .jobs_tail = &st.jobs};
+
+static const char schema[] =
+    "PRAGMA journal_mode=WAL;"
+    "PRAGMA synchronous=NORMAL;"
+    "CREATE TABLE IF NOT EXISTS sessions ("
+    " id INTEGER PRIMARY KEY,"
+    " conn_id INTEGER NOT NULL,"
+    " mount TEXT NOT NULL,"
+    " served TEXT NOT NULL,"
+    " start_ms INTEGER NOT NULL,"
+    " end_ms INTEGER NOT NULL,"
+    " bytes INTEGER NOT NULL,"
+    " address TEXT NOT NULL,"
+    " agent TEXT,"
+    " referer TEXT,"
+    " user TEXT,"
+    " country TEXT,"
+    " ended TEXT NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS sessions_mount_start ON sessions (mount, start_ms);"
+    "CREATE INDEX IF NOT EXISTS sessions_start ON sessions (start_ms);";
+
+static const char insert_sql[] =
+    "INSERT INTO sessions (conn_id, mount, served, start_ms, end_ms, bytes, address, agent,"
+    " referer, user, country, ended) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)";
+
+static void drop(uint64_t n, const char *why)
+{
+    static log_ratelimit_t rl;
+    atomic_fetch_add(&st.dropped, n);
+    log_warn_limited(&rl, 60000, "audience store: %llu session records dropped: %s",
+                     (unsigned long long)n, why);
+}
+
+/* Copies *r (strings included) to the back of the queue; never blocks on SQLite. */
+static void store_sink(const session_record_t *r)
+{
+    audience_count(r);
+    const char *want = server_config()->audience_db;
+    if (!want || strcmp(want, "none") == 0)
+        return;
+    const char *s[] = {r->mount, r->served, r->address, r->agent, r->referer, r->user,
+                       r->country};
+    size_t n = sizeof(s) / sizeof(s[0]), size = 0;
+    for (size_t i = 0; i < n; i++)
+        size += s[i] ? strlen(s[i]) + 1 : 0;
+    stored_t *e = malloc(sizeof(*e) + size);
+    if (!e) {
+        drop(1, "out of memory");
+        return;
+    }
+    e->next = NULL;
+    e->r = *r;
+    char *p = e->text;
+    const char **d[] = {&e->r.mount, &e->r.served, &e->r.address, &e->r.agent, &e->r.referer,
+                        &e->r.user, &e->r.country};
+    for (size_t i = 0; i < n; i++) {
+        if (!s[i])
+            continue;
+        size_t len = strlen(s[i]) + 1;
+        memcpy(p, s[i], len);
+        *d[i] = p;
+        p += len;
+    }
+    pthread_mutex_lock(&st.lock);
+    int full = st.len >= AUDIENCE_QUEUE_MAX;
+    if (!full) {
+        *st.tail = e;
+        st.tail = &e->next;
+        st.len++;
+        pthread_cond_signal(&st.wake);
+    }
+    pthread_mutex_unlock(&st.lock);
+    if (full) {
+        free(e);
+        drop(1, "the queue is full (the database is too slow)");
+    }
+}
+
+/* The database file the config names now (malloc'd), or NULL for none. */
+static char *wanted_path(void)
+{
+    const config_t *cfg = server_config();
+    if (!cfg->audience_db || strcmp(cfg->audience_db, "none") == 0)
+        return NULL;
+    return config_path(cfg->logdir, cfg->audience_db);
+}
+
+typedef struct db {
+    sqlite3 *sql;
+    sqlite3_stmt *insert;
+    char *path;
+} db_t;
+
+static void db_close(db_t *db)
+{
+    sqlite3_finalize(db->insert);
+    if (db->sql)
+        sqlite3_close(db->sql);
+    free(db->path);
+    *db = (db_t){0};
+}
+
+/* Opens (creating) the database at path; on failure db stays closed and the error log says
+ * why once per path. */
+static void db_open(db_t *db, char *path)
+{
+    db->path = path;
+    int rc = sqlite3_open_v2(path, &db->sql,
+                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW,
+                             NULL);
+    char *err = NULL;
+    if (rc == SQLITE_OK) {
+        sqlite3_busy_timeout(db->sql, 2000);
+        rc = sqlite3_exec(db->sql, schema, NULL, NULL, &err);
+    }
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(db->sql, insert_sql, -1, &db->insert, NULL);
+    if (rc != SQLITE_OK) {
+        log_error("audience store: cannot use %s: %s; sessions are only logged", path,
+                  err ? err : db->sql ? sqlite3_errmsg(db->sql) : sqlite3_errstr(rc));
+        sqlite3_free(err);
+        sqlite3_finalize(db->insert);
+        sqlite3_close(db->sql);
+        db->sql = NULL;
+        db->insert = NULL;
+        return;
+    }
+    log_info("audience store: sessions are kept in %s", path);
+}
+
+static void bind_text(sqlite3_stmt *s, int i, const char *t)
+{
+    if (t)
+        sqlite3_bind_text(s, i, t, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(s, i);
+}
+
+static int insert(db_t *db, const session_record_t *r)
+{
+    sqlite3_stmt *s = db->insert;
+    sqlite3_reset(s);
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)r->id);
+    bind_text(s, 2, r->mount);
+    bind_text(s, 3, r->served ? r->served : r->mount);
+    sqlite3_bind_int64(s, 4, r->start_ms);
+    sqlite3_bind_int64(s, 5, r->end_ms);
+    sqlite3_bind_int64(s, 6, (sqlite3_int64)r->bytes);
+    bind_text(s, 7, r->address);
+    bind_text(s, 8, r->agent);
+    bind_text(s, 9, r->referer);
+    bind_text(s, 10, r->user);
+    bind_text(s, 11, r->country);
+    bind_text(s, 12, session_end_name(r->end));
+    return sqlite3_step(s) == SQLITE_DONE ? 0 : -EIO;
+}
+
+/* Writes a batch in one transaction and frees it. */
+static void write_batch(db_t *db, stored_t *list)
+{
+    uint64_t n = 0, ok = 0;
+    int open = db->sql && sqlite3_exec(db->sql, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
+    while (list) {
+        stored_t *next = list->next;
+        n++;
+        if (open && insert(db, &list->r) == 0)
+            ok++;
+        free(list);
+        list = next;
+    }
+    if (open && sqlite3_exec(db->sql, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+        sqlite3_exec(db->sql, "ROLLBACK", NULL, NULL, NULL);
+        ok = 0;
+    }
+    atomic_fetch_add(&st.written, ok);
+    if (ok < n)
+        drop(n - ok, db->sql ? sqlite3_errmsg(db->sql) : "no database");
+}
+
+static int same_path(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+static void *store_main(void *arg)
+{
+    (void)arg;
+    db_t db = {0};
+    int first = 1;
+    for (;;) {
+        pthread_mutex_lock(&st.lock);
+        while (!st.head && !st.jobs && !st.stop && !st.reload && !first)
+            pthread_cond_wait(&st.wake, &st.lock);
+        stored_t *list = st.head;
+        st.head = NULL;
+        st.tail = &st.head;
+        job_t *jobs = st.jobs;
+        st.jobs = NULL;
+        st.jobs_tail = &st.jobs;
+        st.len = 0;
+        int stop = st.stop, check = st.reload || first;
+        st.reload = first = 0;
+        pthread_mutex_unlock(&st.lock);
+        if (check) {
+            char *want = wanted_path();
+            if (same_path(want, db.path) && (db.sql || !want)) {
+                free(want);
+            } else {
+                db_close(&db);
+                if (want)
+                    db_open(&db, want);
+            }
+        }
+        if (list)
+            write_batch(&db, list);
+        while (jobs) {
+            job_t *next = jobs->next;
+            jobs->fn(db.sql, jobs->arg);
+            free(jobs);
+            jobs = next;
+        }
+        if (stop)
+            break;
+    }
+    db_close(&db);
+    return NULL;
+}
+
+int audience_store_start(void)
+{
+    int rc = pthread_create(&st.thread, NULL, store_main, NULL);
+    if (rc != 0) {
+        log_error("audience store: cannot start its thread: %s", strerror(rc));
+        return -rc;
+    }
+    pthread_setname_np(st.thread, "audience");
+    st.started = 1;
+    session_set_sink(store_sink);
+    return 0;
+}
+
+int audience_store_run(void (*fn)(sqlite3 *db, void *arg), void *arg)
+{
+    job_t *j = calloc(1, sizeof(*j));
+    if (!j)
+        return -ENOMEM;
+    j->fn = fn;
+    j->arg = arg;
+    pthread_mutex_lock(&st.lock);
+    int running = st.started && !st.stop;
+    if (running) {
+        *st.jobs_tail = j;
+        st.jobs_tail = &j->next;
+        pthread_cond_signal(&st.wake);
+    }
+    pthread_mutex_unlock(&st.lock);
+    if (!running) {
+        free(j);
+        return -ESHUTDOWN;
+    }
+    return 0;
+}
+
+void audience_store_reload(void)
+{
+    pthread_mutex_lock(&st.lock);
+    st.reload = 1;
+    pthread_cond_signal(&st.wake);
+    pthread_mutex_unlock(&st.lock);
+}
+
+void audience_store_stop(void)
+{
+    if (!st.started)
+        return;
+    session_set_sink(NULL);
+    pthread_mutex_lock(&st.lock);
+    st.stop = 1;
+    pthread_cond_signal(&st.wake);
+    pthread_mutex_unlock(&st.lock);
+    pthread_join(st.thread, NULL);
+    st.started = 0;
+}
+
+const char *audience_store_schema(void)
+{
+    return schema;
+}
+
+uint64_t audience_store_written(void)
+{
+    return atomic_load(&st.written);
+}
+
+uint64_t audience_store_dropped(void)
+{
+    return atomic_load(&st.dropped);
+}

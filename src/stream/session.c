@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * session: a listener session's record at its end (see session.h): the JSON line of the
+ * session log and the hand-over to the store.
+ */
+#include "stream/session.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "conf/config.h"
+#include "core/buf.h"
+#include "core/cidr.h"
+#include "core/escape.h"
+#include "core/log.h"
+#include "net/server.h"
+
+static void (*_Atomic sink_fn)(const session_record_t *r);
+static atomic_int stopping;
+
+static const char *const end_names[] = {
+    [SESSION_END_CLIENT] = "client_left",     [SESSION_END_KICKED] = "kicked",
+    [SESSION_END_SOURCE_GONE] = "source_gone", [SESSION_END_TOO_SLOW] = "too_slow",
+    [SESSION_END_TIME_LIMIT] = "time_limit",   [SESSION_END_SHUTDOWN] = "shutdown",
+};
+
+const char *session_end_name(session_end_t end)
+{
+    return (unsigned)end < sizeof(end_names) / sizeof(end_names[0]) ? end_names[end]
+                                                                     : "client_left";
+}
+
+void session_address(const char *ip, int truncate, char *out, size_t cap)
+{
+    if (truncate)
+        cidr_truncate(ip, out, cap);
+    else
+        snprintf(out, cap, "%s", ip ? ip : "-");
+}
+
+int64_t session_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* "YYYY-MM-DDTHH:MM:SS.mmmZ" */
+static void iso_time(char *out, size_t cap, int64_t ms)
+{
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    size_t n = strftime(out, cap, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out + n, cap - n, ".%03dZ", (int)(ms % 1000));
+}
+
+/* ,"name":"escaped text" or ,"name":null */
+static void json_text(buf_t *b, const char *name, const char *s)
+{
+    buf_appendf(b, ",\"%s\":", name);
+    if (s)
+        escape_json_buf(b, s, strlen(s), 1);
+    else
+        buf_append_str(b, "null");
+}
+
+static void write_line(const session_record_t *r)
+{
+    char start[40], end[40];
+    iso_time(start, sizeof(start), r->start_ms);
+    iso_time(end, sizeof(end), r->end_ms);
+    int64_t ms = r->end_ms > r->start_ms ? r->end_ms - r->start_ms : 0;
+    buf_t b = BUF_INIT;
+    buf_appendf(&b, "{\"id\":%llu", (unsigned long long)r->id);
+    json_text(&b, "mount", r->mount);
+    json_text(&b, "served", r->served ? r->served : r->mount);
+    buf_appendf(&b, ",\"start\":\"%s\",\"end\":\"%s\",\"seconds\":%lld.%03d,\"bytes\":%llu",
+                start, end, (long long)(ms / 1000), (int)(ms % 1000),
+                (unsigned long long)r->bytes);
+    json_text(&b, "address", r->address);
+    json_text(&b, "agent", r->agent);
+    json_text(&b, "referer", r->referer);
+    json_text(&b, "user", r->user);
+    json_text(&b, "country", r->country);
+    json_text(&b, "ended", session_end_name(r->end));
+    buf_append_str(&b, "}\n");
+    size_t len;
+    char *line = buf_take(&b, &len);
+    if (line)
+        log_session_line(line, len);
+    free(line);
+}
+
+void session_end(const session_record_t *r)
+{
+    session_record_t rec = *r;
+    char addr[64];
+    session_address(r->address, server_config()->address_truncation, addr, sizeof(addr));
+    rec.address = addr;
+    /* while the server stops, a listener may see its client go or its mount end (the
+     * source's worker stopped first) before its own worker closes it: the stop did it */
+    if (atomic_load(&stopping) &&
+        (rec.end == SESSION_END_CLIENT || rec.end == SESSION_END_SOURCE_GONE))
+        rec.end = SESSION_END_SHUTDOWN;
+    write_line(&rec);
+    void (*sink)(const session_record_t *) = atomic_load(&sink_fn);
+    if (sink)
+        sink(&rec);
+}
+
+/* ---- countries ---- */
+
+static int (*_Atomic locator)(const char *ip, char *cc, size_t cap);
+
+void session_set_locator(int (*locate)(const char *ip, char *cc, size_t cap))
+{
+    atomic_store(&locator, locate);
+}
+
+void session_locate(const char *ip, char *cc, size_t cap)
+{
+    int (*locate)(const char *, char *, size_t) = atomic_load(&locator);
+    if (cap && (!locate || !ip || locate(ip, cc, cap) < 0))
+        cc[0] = '\0';
+}
+
+/* Listeners per (mount, country): a short array searched linearly, as joins and leaves are
+ * the cold path and a station has a few mounts and a few dozen countries. Entries that fall
+ * to zero are removed. */
+typedef struct country_count {
+    char *mount;
+    char cc[8];
+    long n;
+} country_count_t;
+
+static struct {
+    pthread_mutex_t lock;
+    country_count_t *v;
+    size_t n, cap;
+} live = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static country_count_t *live_find(const char *mount, const char *cc)
+{
+    for (size_t i = 0; i < live.n; i++)
+        if (strcmp(live.v[i].cc, cc) == 0 && strcmp(live.v[i].mount, mount) == 0)
+            return &live.v[i];
+    return NULL;
+}
+
+void session_listener_join(const char *mount, const char *cc)
+{
+    pthread_mutex_lock(&live.lock);
+    country_count_t *e = live_find(mount, cc);
+    if (!e && live.n == live.cap) {
+        size_t ncap = live.cap ? live.cap * 2 : 16;
+        country_count_t *v = realloc(live.v, ncap * sizeof(*v));
+        if (v) {
+            live.v = v;
+            live.cap = ncap;
+        }
+    }
+    if (!e && live.n < live.cap) {
+        char *m = strdup(mount);
+        if (m) {
+            e = &live.v[live.n++];
+            *e = (country_count_t){.mount = m};
+            snprintf(e->cc, sizeof(e->cc), "%s", cc);
+        }
+    }
+    if (e)
+        e->n++;
+    pthread_mutex_unlock(&live.lock);
+}
+
+void session_listener_leave(const char *mount, const char *cc)
+{
+    pthread_mutex_lock(&live.lock);
+    country_count_t *e = live_find(mount, cc);
+    if (e && --e->n <= 0) {
+        free(e->mount);
+        *e = live.v[--live.n];
+    }
+    pthread_mutex_unlock(&live.lock);
+}
+
+void session_countries(const char *mount, void (*fn)(const char *cc, long n, void *arg),
+                       void *arg)
+{
+    pthread_mutex_lock(&live.lock);
+    for (size_t i = 0; i < live.n; i++)
+        if (strcmp(live.v[i].mount, mount) == 0)
+            fn(live.v[i].cc, live.v[i].n, arg);
+    pthread_mutex_unlock(&live.lock);
+}
+
+void session_set_sink(void (*sink)(const session_record_t *r))
+{
+    atomic_store(&sink_fn, sink);
+}
+
+void session_server_stopping(void)
+{
+    atomic_store(&stopping, 1);
+}

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * session: the record of one listener session, made when it ends: which mount, when it began
+ * and ended, the bytes sent, who listened (address, or only its network with
+ * <address-truncation>; user agent, referer, user, country) and how it ended. session_end()
+ * writes it as one JSON line to the session log (core/log.h) and hands it to the sink the
+ * layer above registered (the audience store, stats/audience_store.h).
+ *
+ * A streaming listener ends its record when it is released (stream/listener.c); any other
+ * kind of session (segments over HTTP, say) fills a session_record_t and calls session_end()
+ * the same way. Cold path: once per session, on the worker that served it. Nothing here keeps
+ * state across sessions but the sink and the shutdown flag.
+ */
+#ifndef RIMECAST_SESSION_H
+#define RIMECAST_SESSION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* How a session ended. */
+typedef enum session_end {
+    SESSION_END_CLIENT = 0,   /* the client left (closed, reset, a write failed) */
+    SESSION_END_KICKED,       /* an admin's killclient */
+    SESSION_END_SOURCE_GONE,  /* the mount ended and there was no fallback to follow */
+    SESSION_END_TOO_SLOW,     /* cut off: it fell more than queue-size behind */
+    SESSION_END_TIME_LIMIT,   /* <max-listener-duration>, or the time its authentication gave */
+    SESSION_END_SHUTDOWN,     /* the server stopped */
+} session_end_t;
+
+typedef struct session_record {
+    uint64_t id;              /* the connection's id (as in the admin listener lists) */
+    const char *mount;        /* the mount asked for */
+    const char *served;       /* the mount it was on at the end (a fallback); NULL: mount */
+    int64_t start_ms, end_ms; /* wall clock, milliseconds since the epoch */
+    uint64_t bytes;           /* bytes sent */
+    const char *address;      /* the listener's address (a trusted proxy's forwarded one) */
+    const char *agent, *referer, *user, *country; /* raw text or NULL */
+    session_end_t end;
+} session_record_t;
+
+/* "client_left", "kicked", "source_gone", "too_slow", "time_limit", "shutdown". */
+const char *session_end_name(session_end_t end);
+
+/* The address as it may be stored: with truncate, an IPv4 address's /24 ("192.0.2.0") and
+ * an IPv6 address's /48 ("2001:db8:1::"), IPv4-mapped IPv6 as IPv4; else a copy. Something
+ * that is not an address becomes "-" when truncating (nothing of it may be kept). */
+void session_address(const char *ip, int truncate, char *out, size_t cap);
+
+/* Ends a session: truncates the address when <address-truncation> is on, writes the JSON line
+ * to the session log and passes the record (with the stored address) to the sink. r and its
+ * strings are only borrowed. Any thread. */
+void session_end(const session_record_t *r);
+
+/* The sink every ended session goes to (the store; NULL: none). It must copy what it keeps and
+ * never block. Set at start-up before the workers run, or NULL after they stopped. */
+void session_set_sink(void (*sink)(const session_record_t *r));
+
+/* Countries. The locator (the GeoIP database, stats/geoip.h; NULL: none) writes the ISO code
+ * of an address's country into cc (cap bytes) and returns 0, or returns -1 when unknown. Set
+ * at start-up before the workers run. */
+void session_set_locator(int (*locate)(const char *ip, char *cc, size_t cap));
+/* The country of ip into cc ("" when unknown or there is no locator). Any thread. */
+void session_locate(const char *ip, char *cc, size_t cap);
+/* Listeners now, per mount and country ("": unknown): a listener counted in when it joins and
+ * out when it leaves, on the mount it asked for (cold path: a mutex). */
+void session_listener_join(const char *mount, const char *cc);
+void session_listener_leave(const char *mount, const char *cc);
+/* Calls fn(cc, listeners, arg) for each country with listeners on mount, under the table's
+ * lock (fn must not call back here). */
+void session_countries(const char *mount, void (*fn)(const char *cc, long n, void *arg),
+                       void *arg);
+
+/* From now on sessions that end say SESSION_END_SHUTDOWN (called when the server stops). */
+void session_server_stopping(void);
+
+/* The wall clock in milliseconds since the epoch. */
+int64_t session_now_ms(void);
+
+#endif
