@@ -76,7 +76,7 @@ for src in $drivers; do
     fi
     echo "== $name: building ($sources${pkgs:+; $pkgs})"
     # shellcheck disable=SC2086
-    if ! "$CC" -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined \
+    if ! "$CC" -g -O1 -std=gnu11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
         -fno-sanitize-recover=undefined -Isrc "$src" $sources $pkgflags -o "$build/$name"; then
         echo "run.sh: $name: build failed" >&2
         failed="$failed $name"
