@@ -126,3 +126,51 @@ def test_vendored_hls_js_is_served_with_its_licence(live):
             assert r.status == 200 and needle in body, (path, r.status)
     finally:
         c.close()
+
+
+def before_scripts(b, js):
+    """Runs js in every page before its own scripts (to stand for another browser)."""
+    b.cdp("Page.addScriptToEvaluateOnNewDocument", {"source": js})
+
+
+def test_hls_is_picked_when_the_browser_cannot_play_the_mount_format(live, browsers):
+    srv = live
+    b = browsers(js=True)
+    # a browser without MP3: canPlayType says "" for audio/mpeg
+    before_scripts(b, """(function () {
+        var own = HTMLMediaElement.prototype.canPlayType;
+        HTMLMediaElement.prototype.canPlayType = function (t) {
+            return /^audio\\/mpeg/i.test(t) ? "" : own.call(this, t); };
+    })();""")
+    b.get(srv.url("/status.xsl"))
+    b.wait(lambda: b.one(TOGGLE).get_attribute("aria-pressed") == "true", 10, "HLS picked")
+    assert not b.js_run("return document.querySelector(arguments[0]).hasAttribute('src')", AUDIO)
+    assert b.js_run("return typeof window.Hls") == "undefined"  # nothing loaded before play
+    assert fl.json_source(srv, "/live.mp3")["listeners"] == 0    # no HLS session either
+    b.js_run("var a = document.querySelector(arguments[0]); a.muted = true;"
+             " a.play().catch(function () {});", AUDIO)
+    b.wait(lambda: b.js_run("return document.querySelector(arguments[0]).getAttribute('data-hls-engine')",
+                            AUDIO) == "hls.js", 15, "hls.js to take the player")
+    b.wait(lambda: played(b) > 1.0, 30, "the HLS player to advance")
+    assert fl.json_source(srv, "/live.mp3")["listeners"] >= 1
+
+
+def test_hls_plays_natively_where_the_browser_has_no_media_source(live, browsers):
+    srv = live
+    b = browsers(js=True)
+    # a browser that plays HLS itself and has no Media Source Extensions (an older iPhone)
+    before_scripts(b, """(function () {
+        delete window.MediaSource; delete window.ManagedMediaSource; delete window.WebKitMediaSource;
+        Object.defineProperty(window, "MediaSource", {value: undefined});
+        HTMLMediaElement.prototype.canPlayType = function (t) {
+            return /mpegurl|audio\\/mpeg/i.test(t) ? "maybe" : ""; };
+    })();""")
+    b.get(srv.url("/status.xsl"))
+    b.js_run("document.querySelector(arguments[0]).muted = true", AUDIO)
+    b.one(TOGGLE).click()
+    b.wait(lambda: b.js_run("return document.querySelector(arguments[0]).getAttribute('data-hls-engine')",
+                            AUDIO) == "native", 15, "the browser's own HLS to take the player")
+    assert b.js_run("return typeof window.Hls") == "undefined"          # hls.js not loaded
+    assert b.js_run("return document.querySelector(arguments[0]).src", AUDIO) \
+        == srv.url("/live.mp3/hls.m3u8")
+    # (Chromium's own HLS is not Safari's: whether it plays is not this page's to test)
