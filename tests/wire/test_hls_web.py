@@ -7,35 +7,17 @@ shown. Needs chromium, chromedriver, python3-selenium and ffmpeg; skipped withou
 Screenshots at 1280 px and 360 px go to $WEBUI_SHOTS (as in test_webui_mobile.py).
 """
 
-import os
 
 import pytest
 
 import formatlib as fl
 import webuilib
-from conftest import SRCDIR
+from test_webui import ADMIN, WEB, browsers  # noqa: F401 (browsers: the fixture)
 from test_webui_mobile import DESKTOP, PHONE, check_fits, emulate
 
 _missing = webuilib.missing_requirements()
 pytestmark = [pytest.mark.skipif(_missing is not None, reason=_missing or ""),
               pytest.mark.rimecast_only]
-
-WEB = os.path.join(SRCDIR, "web")
-ADMIN = os.path.join(SRCDIR, "admin")
-
-
-@pytest.fixture
-def browsers():
-    made = []
-
-    def factory(**kw):
-        b = webuilib.Browser(**kw)
-        made.append(b)
-        return b
-
-    yield factory
-    for b in made:
-        b.close()
 
 
 @pytest.fixture
