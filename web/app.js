@@ -6,7 +6,9 @@
  * streams follow in place from a fresh copy of the page (a new card appears, a gone
  * one goes), without a reload and without touching the card being played, which
  * says so when its own stream ends. Values are set with textContent only (new cards
- * are the server's own rendering). The page works fully without this script.
+ * are the server's own rendering). A mount with HLS gets an "HLS" toggle by its player
+ * that plays the mount's low-latency HLS (hls.js, or the browser's own HLS). The page
+ * works fully without this script.
  */
 (function () {
   "use strict";
@@ -46,12 +48,150 @@
     }
   }
 
+  // ------------------------------------------------------------ HLS in the player
+
+  // A mount with HLS has a toggle next to its player (status.xsl). Pressed, the player plays
+  // the mount's HLS (low latency): through hls.js (web/vendor, loaded the first time it is
+  // needed) where the browser has Media Source Extensions, else natively where the browser
+  // plays HLS itself. HLS is picked from the start when the browser cannot play the mount's
+  // own format. Released, the player goes back to the direct stream.
+  var HLS_SCRIPT = "/vendor/hls.light.min.js";
+  var HLS_TYPE = "application/vnd.apple.mpegurl";
+  var hlsLoading = null;
+
+  function loadHls() {
+    if (window.Hls) return Promise.resolve(window.Hls);
+    if (!hlsLoading) {
+      hlsLoading = new Promise(function (resolve, reject) {
+        var s = document.createElement("script");
+        s.src = HLS_SCRIPT;
+        s.onload = function () { if (window.Hls) resolve(window.Hls); else reject(new Error("no hls.js")); };
+        s.onerror = function () { hlsLoading = null; reject(new Error("hls.js did not load")); };
+        document.head.appendChild(s);
+      });
+    }
+    return hlsLoading;
+  }
+
+  function nativeHls(audio) {
+    return audio.canPlayType(HLS_TYPE) !== "" || document.createElement("video").canPlayType(HLS_TYPE) !== "";
+  }
+
+  function hasMse() {
+    return !!(window.MediaSource || window.ManagedMediaSource);
+  }
+
+  function playerOf(button) {
+    var box = button.closest && button.closest(".player");
+    return box ? box.querySelector("audio") : null;
+  }
+
+  function say(audio, engine) {
+    if (engine) audio.setAttribute("data-hls-engine", engine);
+    else audio.removeAttribute("data-hls-engine");
+  }
+
+  function stopHls(audio) {
+    if (audio.__hls) { audio.__hls.destroy(); audio.__hls = null; }
+    say(audio, null);
+  }
+
+  function playNow(audio) {
+    var p = audio.play();
+    if (p && p.catch) p.catch(function () { /* the listener presses play */ });
+  }
+
+  // Starts the HLS of button's mount in its player (play: and plays it).
+  function startHls(button, audio, play) {
+    var url = button.getAttribute("data-hls");
+    audio.setAttribute("data-direct", audio.getAttribute("src") || "");
+    var engine = hasMse() ? loadHls().then(function (Hls) {
+      return Hls.isSupported() ? Hls : null;
+    }, function () { return null; }) : Promise.resolve(null);
+    return engine.then(function (Hls) {
+      if (button.getAttribute("aria-pressed") !== "true") return;   // released meanwhile
+      if (Hls) {
+        audio.removeAttribute("src");
+        var hls = new Hls({ lowLatencyMode: true, enableWorker: false });
+        audio.__hls = hls;
+        var recovered = false;
+        hls.on(Hls.Events.ERROR, function (ev, data) {     // hls.js retried already
+          if (!data.fatal || audio.__hls !== hls) return;
+          if (data.type === Hls.ErrorTypes.MEDIA_ERROR && !recovered) {
+            recovered = true;
+            hls.recoverMediaError();
+            return;
+          }
+          button.setAttribute("aria-pressed", "false");
+          stopToDirect(button, audio, false);
+        });
+        hls.attachMedia(audio);
+        hls.loadSource(url);
+        say(audio, "hls.js");
+      } else if (nativeHls(audio)) {
+        audio.src = url;
+        say(audio, "native");
+      } else {
+        button.setAttribute("aria-pressed", "false");
+        button.disabled = true;
+        button.title = "This browser cannot play HLS";
+        return;
+      }
+      if (play) playNow(audio);
+    });
+  }
+
+  function stopToDirect(button, audio, play) {
+    stopHls(audio);
+    var direct = audio.getAttribute("data-direct");
+    if (direct) audio.src = direct;
+    else audio.removeAttribute("src");
+    audio.load();
+    if (play) playNow(audio);
+  }
+
+  function onHlsToggle(ev) {
+    var button = ev.target.closest && ev.target.closest(".hls-toggle");
+    var audio = button && playerOf(button);
+    if (!audio) return;
+    var on = button.getAttribute("aria-pressed") !== "true";
+    var playing = !audio.paused;
+    button.setAttribute("aria-pressed", on ? "true" : "false");
+    if (playing) audio.pause();
+    if (on) startHls(button, audio, true);
+    else stopToDirect(button, audio, playing);
+  }
+
+  // Presses the toggles of mounts whose own format this browser cannot play: their player
+  // starts the HLS when the listener presses play (nothing is fetched before).
+  function pickHlsWhereNeeded() {
+    Array.prototype.forEach.call(document.querySelectorAll(".hls-toggle:not([data-checked])"), function (button) {
+      button.setAttribute("data-checked", "");
+      var audio = playerOf(button), type = button.getAttribute("data-type");
+      if (!audio || !type || audio.canPlayType(type) !== "") return;
+      if (!hasMse() && !nativeHls(audio)) return;
+      button.setAttribute("aria-pressed", "true");
+      audio.setAttribute("data-direct", audio.getAttribute("src") || "");
+      audio.removeAttribute("src");
+      audio.setAttribute("data-hls-pending", "");
+    });
+  }
+
+  // The play of a player whose HLS was picked but not started yet (see pickHlsWhereNeeded).
+  function startPendingHls(audio) {
+    if (!audio.hasAttribute("data-hls-pending")) return;
+    audio.removeAttribute("data-hls-pending");
+    var button = audio.closest(".player") && audio.closest(".player").querySelector(".hls-toggle");
+    if (button) startHls(button, audio, true);
+  }
+
   // ------------------------------------------------------------ the list of mounts
 
   // A card whose player the listener started and did not pause: it is "the one playing",
   // kept (and marked as ended) when its mount goes off the air. A player that stops by itself
   // (the stream ended, or broke) still counts; a pause by the listener does not.
   function onPlay(ev) {
+    if (ev.target.tagName === "AUDIO") startPendingHls(ev.target);
     var card = ev.target.closest && ev.target.closest("[data-mount]");
     if (card) card.setAttribute("data-listening", "");
   }
@@ -63,6 +203,16 @@
 
   function listening(card) {
     return card.hasAttribute("data-listening");
+  }
+
+  // A card that goes: its player stops fetching (an HLS player would poll on).
+  function stopPlayer(card) {
+    Array.prototype.forEach.call(card.querySelectorAll("audio"), stopHls);
+  }
+
+  function forget(card) {
+    stopPlayer(card);
+    card.remove();
   }
 
   // Says on the card of the one playing that its stream has ended (it stays until paused).
@@ -104,7 +254,7 @@
       var m = card.getAttribute("data-mount");
       if (wanted[m]) current[m] = card;
       else if (listening(card)) markEnded(card);
-      else card.remove();
+      else forget(card);
     });
     if (!list && freshCards.length) {
       list = document.importNode(fresh, false);
@@ -122,7 +272,7 @@
         return;
       }
       var node = document.importNode(c, true);
-      if (card) list.replaceChild(node, card);
+      if (card) { stopPlayer(card); list.replaceChild(node, card); }
       else list.insertBefore(node, prev ? prev.nextSibling : list.firstChild);
       prev = node;
     });
@@ -144,6 +294,7 @@
       });
     }
     tickUptimes();
+    pickHlsWhereNeeded();
   }
 
   function fetchPage() {
@@ -209,6 +360,9 @@
   function start() {
     document.addEventListener("play", onPlay, true);     // media events do not bubble
     document.addEventListener("pause", onPause, true);
+    document.documentElement.classList.add("js");          // shows the HLS toggles
+    document.addEventListener("click", onHlsToggle);
+    pickHlsWhereNeeded();
     tickUptimes();
     setInterval(tickUptimes, 1000);
     if (!window.fetch || !document.querySelector(".mounts, .empty")) return;

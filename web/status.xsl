@@ -5,7 +5,8 @@
   One card per live mount: name, description, genre, bitrate, listeners (current
   and peak), now playing, an HTML5 audio player and Listen links (M3U, XSPF, the
   direct stream). Works without JavaScript; app.js refreshes listeners and titles, and
-  brings in or takes out the cards of mounts that come or go.
+  brings in or takes out the cards of mounts that come or go. A mount with HLS gets an
+  "HLS" toggle next to its player, shown and run by app.js only.
   Every value is written as text (never disable-output-escaping); links to
   untrusted URLs are only made for http(s). Does not decide which mounts are shown.
 -->
@@ -102,9 +103,15 @@
         <xsl:text> </xsl:text>
         <span class="np" data-field="title"><xsl:call-template name="now-playing"/></span>
       </div>
-      <audio controls="controls" preload="none" src="{$href}" aria-label="Play {$name}">
-        <a href="{$href}">Open the stream</a>
-      </audio>
+      <div class="player">
+        <audio controls="controls" preload="none" src="{$href}" aria-label="Play {$name}">
+          <a href="{$href}">Open the stream</a>
+        </audio>
+        <xsl:if test="normalize-space(hls_url)">
+          <button type="button" class="small hls-toggle" aria-pressed="false" data-hls="{$href}/hls.m3u8"
+                  data-type="{server_type}" title="Play over HLS (low latency)">HLS</button>
+        </xsl:if>
+      </div>
       <dl class="facts">
         <xsl:if test="normalize-space(genre)">
           <div><dt>Genre</dt><dd><xsl:value-of select="genre"/></dd></div>

@@ -1,0 +1,158 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The public page's player and HLS, in a real headless Chromium: a mount with HLS gets an
+"HLS" toggle by its player (web/status.xsl, web/app.js); pressed, the player plays the
+mount's low-latency HLS through the vendored hls.js (web/vendor), served by the server
+itself; released, it goes back to the direct stream. Without JavaScript the toggle is not
+shown. Needs chromium, chromedriver, python3-selenium and ffmpeg; skipped without them.
+Screenshots at 1280 px and 360 px go to $WEBUI_SHOTS (as in test_webui_mobile.py).
+"""
+
+
+import pytest
+
+import formatlib as fl
+import webuilib
+from test_webui import ADMIN, WEB, browsers  # noqa: F401 (browsers: the fixture)
+from test_webui_mobile import DESKTOP, PHONE, check_fits, emulate
+
+_missing = webuilib.missing_requirements()
+pytestmark = [pytest.mark.skipif(_missing is not None, reason=_missing or ""),
+              pytest.mark.rimecast_only]
+
+
+@pytest.fixture
+def live(server):
+    """A server with our web/ and an MP3 mount fed by a real-time ffmpeg."""
+    srv = server(webroot=WEB, adminroot=ADMIN)
+    p = fl.ffmpeg_source(srv, "/live.mp3", "mp3")
+    fl.wait_mount(srv, "/live.mp3", p)
+    yield srv
+    fl.stop_process(p)
+
+
+AUDIO = "li[data-mount='/live.mp3'] .player audio"
+TOGGLE = "li[data-mount='/live.mp3'] .player .hls-toggle"
+
+
+def played(b):
+    return b.js_run("return document.querySelector(arguments[0]).currentTime", AUDIO)
+
+
+def test_hls_toggle_plays_low_latency_hls_through_hls_js(live, browsers):
+    srv = live
+    assert fl.json_source(srv, "/live.mp3").get("hls_url", "").endswith("/live.mp3/hls.m3u8")
+    b = browsers(js=True)
+    emulate(b, *DESKTOP)
+    b.get(srv.url("/status.xsl"))
+    toggle = b.one(TOGGLE)
+    assert toggle.is_displayed() and toggle.text == "HLS"
+    assert toggle.get_attribute("aria-pressed") == "false"
+    assert toggle.get_attribute("data-hls") == "/live.mp3/hls.m3u8"
+    b.js_run("document.querySelector(arguments[0]).muted = true", AUDIO)
+    toggle.click()
+    b.wait(lambda: b.js_run("return document.querySelector(arguments[0]).getAttribute('data-hls-engine')",
+                            AUDIO) == "hls.js", 15, "hls.js to take the player")
+    assert b.js_run("return typeof window.Hls") == "function"           # loaded on demand
+    assert b.js_run("return document.querySelector(arguments[0]).currentSrc", AUDIO).startswith("blob:")
+    b.wait(lambda: played(b) > 0.2, 30, "the HLS player to start")
+    t0 = played(b)
+    b.wait(lambda: played(b) >= t0 + 3, 15, "the HLS player to advance 3 s")
+    state = b.js_run("""var a = document.querySelector(arguments[0]), h = a.__hls,
+        d = h.levels[0] && h.levels[0].details;
+        return {ll: h.lowLatencyMode, parts: d ? d.partList && d.partList.length : -1,
+                url: h.url, error: a.error && a.error.code, paused: a.paused};""", AUDIO)
+    assert state["ll"] is True and state["parts"] > 0, state     # LL-HLS: parts in use
+    assert "/live.mp3/hls.m3u8" in state["url"] and state["error"] is None and not state["paused"], state
+    assert fl.json_source(srv, "/live.mp3")["listeners"] >= 1               # an HLS session
+    assert b.one(TOGGLE).get_attribute("aria-pressed") == "true"
+    assert check_fits(b, "hls-playing", DESKTOP[0]) == ""
+
+    # released: the direct stream again, hls.js gone
+    b.one(TOGGLE).click()
+    b.wait(lambda: b.js_run("return document.querySelector(arguments[0]).currentSrc", AUDIO)
+           == srv.url("/live.mp3"), 10, "the direct stream back")
+    assert b.js_run("var a = document.querySelector(arguments[0]);"
+                    " return [a.hasAttribute('data-hls-engine'), !!a.__hls]", AUDIO) == [False, False]
+    b.wait(lambda: played(b) > 0.2, 20, "the direct stream to play")
+    assert not [e for e in b.console_errors() if "hls" in e.lower()], b.console_errors()
+
+
+def test_hls_toggle_fits_a_narrow_screen_and_is_not_shown_without_js(live, browsers):
+    srv = live
+    b = browsers(js=True)
+    emulate(b, *PHONE)
+    b.get(srv.url("/status.xsl"))
+    toggle, audio = b.one(TOGGLE), b.one(AUDIO)
+    card = b.one("li[data-mount='/live.mp3']")
+    assert toggle.is_displayed()
+    t, a, c = toggle.rect, audio.rect, card.rect
+    assert a["width"] >= 180, a                                        # the player stays usable
+    assert t["x"] + t["width"] <= c["x"] + c["width"] and abs(t["y"] - a["y"]) < a["height"], (t, a, c)
+    assert check_fits(b, "hls", PHONE[0]) == ""
+
+    nojs = browsers(js=False)
+    nojs.get(srv.url("/status.xsl"))
+    assert nojs.find(TOGGLE) and not nojs.one(TOGGLE).is_displayed()
+    assert nojs.one(AUDIO).is_displayed()
+
+
+def test_vendored_hls_js_is_served_with_its_licence(live):
+    import http.client
+    c = http.client.HTTPConnection(live.host, live.port, timeout=10)
+    try:
+        for path, needle in (("/vendor/hls.light.min.js", b"lowLatencyMode"),
+                             ("/vendor/hls.js.LICENSE", b"Apache License")):
+            c.request("GET", path)
+            r = c.getresponse()
+            body = r.read()
+            assert r.status == 200 and needle in body, (path, r.status)
+    finally:
+        c.close()
+
+
+def before_scripts(b, js):
+    """Runs js in every page before its own scripts (to stand for another browser)."""
+    b.cdp("Page.addScriptToEvaluateOnNewDocument", {"source": js})
+
+
+def test_hls_is_picked_when_the_browser_cannot_play_the_mount_format(live, browsers):
+    srv = live
+    b = browsers(js=True)
+    # a browser without MP3: canPlayType says "" for audio/mpeg
+    before_scripts(b, """(function () {
+        var own = HTMLMediaElement.prototype.canPlayType;
+        HTMLMediaElement.prototype.canPlayType = function (t) {
+            return /^audio\\/mpeg/i.test(t) ? "" : own.call(this, t); };
+    })();""")
+    b.get(srv.url("/status.xsl"))
+    b.wait(lambda: b.one(TOGGLE).get_attribute("aria-pressed") == "true", 10, "HLS picked")
+    assert not b.js_run("return document.querySelector(arguments[0]).hasAttribute('src')", AUDIO)
+    assert b.js_run("return typeof window.Hls") == "undefined"  # nothing loaded before play
+    assert fl.json_source(srv, "/live.mp3")["listeners"] == 0    # no HLS session either
+    b.js_run("var a = document.querySelector(arguments[0]); a.muted = true;"
+             " a.play().catch(function () {});", AUDIO)
+    b.wait(lambda: b.js_run("return document.querySelector(arguments[0]).getAttribute('data-hls-engine')",
+                            AUDIO) == "hls.js", 15, "hls.js to take the player")
+    b.wait(lambda: played(b) > 1.0, 30, "the HLS player to advance")
+    assert fl.json_source(srv, "/live.mp3")["listeners"] >= 1
+
+
+def test_hls_plays_natively_where_the_browser_has_no_media_source(live, browsers):
+    srv = live
+    b = browsers(js=True)
+    # a browser that plays HLS itself and has no Media Source Extensions (an older iPhone)
+    before_scripts(b, """(function () {
+        delete window.MediaSource; delete window.ManagedMediaSource; delete window.WebKitMediaSource;
+        Object.defineProperty(window, "MediaSource", {value: undefined});
+        HTMLMediaElement.prototype.canPlayType = function (t) {
+            return /mpegurl|audio\\/mpeg/i.test(t) ? "maybe" : ""; };
+    })();""")
+    b.get(srv.url("/status.xsl"))
+    b.js_run("document.querySelector(arguments[0]).muted = true", AUDIO)
+    b.one(TOGGLE).click()
+    b.wait(lambda: b.js_run("return document.querySelector(arguments[0]).getAttribute('data-hls-engine')",
+                            AUDIO) == "native", 15, "the browser's own HLS to take the player")
+    assert b.js_run("return typeof window.Hls") == "undefined"          # hls.js not loaded
+    assert b.js_run("return document.querySelector(arguments[0]).src", AUDIO) \
+        == srv.url("/live.mp3/hls.m3u8")
+    # (Chromium's own HLS is not Safari's: whether it plays is not this page's to test)
