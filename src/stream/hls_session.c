@@ -16,13 +16,16 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "conf/config.h"
 #include "core/log.h"
+#include "core/cidr.h"
 #include "core/loop.h"
 #include "core/str.h"
 #include "net/server.h"
 #include "net/worker.h"
 #include "stream/hls.h"
 #include "stream/mount.h"
+#include "stream/session.h"
 
 #define SESSION_MIN_TIMEOUT_MS 10000
 
@@ -36,6 +39,8 @@ struct hls_session {
     uint64_t conn_id;    /* the connection of its last playlist request */
     mount_t *counted;    /* the mount whose listener count holds it (a reference) */
     char ip[64];
+    char country[8];     /* ISO code from the GeoIP database, "" unknown */
+    int64_t start_ms;    /* wall clock: its session record */
     char *agent, *referer, *uri;
     hls_session_t *next;
 };
@@ -59,15 +64,27 @@ int hls_session_token_valid(const char *t)
     return n == HLS_TOKEN_LEN;
 }
 
-/* The session's end as a listener: its access-log line, its slot given back. */
-static void session_close(hls_session_t *s)
+/* The session's end as a listener: its access-log line and its session record (as a
+ * streaming listener's: stream/session.h), its slot given back. */
+static void session_close(hls_t *h, hls_session_t *s, session_end_t why)
 {
+    char masked[64]; /* <address-truncation>: only the listener's network is logged */
+    int truncate = server_config()->address_truncation;
+    if (truncate)
+        cidr_truncate(s->ip, masked, sizeof(masked));
     log_access_entry_t e = {
-        .ip = s->ip, .start = s->start, .method = "GET", .uri = s->uri,
+        .ip = truncate ? masked : s->ip, .start = s->start, .method = "GET", .uri = s->uri,
         .protocol = "HTTP/1.1", .status = 200, .bytes = s->bytes, .referer = s->referer,
         .agent = s->agent,
     };
     log_access(&e);
+    session_record_t r = {
+        .id = s->id, .mount = h->name, .start_ms = s->start_ms, .end_ms = session_now_ms(),
+        .bytes = s->bytes, .address = s->ip, .agent = s->agent, .referer = s->referer,
+        .country = s->country, .end = why,
+    };
+    session_end(&r);
+    session_listener_leave(h->name, s->country);
     if (s->counted) {
         atomic_fetch_sub(&s->counted->listeners, 1);
         mount_unref(s->counted);
@@ -76,10 +93,10 @@ static void session_close(hls_session_t *s)
     atomic_fetch_sub(&server.stats.listeners, 1);
 }
 
-static void session_end(hls_t *h, hls_session_t *s)
+static void session_free(hls_t *h, hls_session_t *s)
 {
     if (!s->killed)
-        session_close(s);
+        session_close(h, s, SESSION_END_CLIENT); /* it stopped polling */
     h->nsessions--;
     free(s->agent);
     free(s->referer);
@@ -114,6 +131,9 @@ int hls_session_poll(hls_t *h, const char *token, const hls_client_t *who, uint6
             s->referer = who->referer ? str_dup(who->referer) : NULL;
             s->uri = str_dup(who->uri);
             s->start = time(NULL);
+            s->start_ms = session_now_ms();
+            session_locate(s->ip, s->country, sizeof(s->country));
+            session_listener_join(h->name, s->country);
             s->counted = mount_ref(h->mount);
             s->next = h->sessions;
             h->sessions = s;
@@ -160,7 +180,7 @@ void hls_sessions_expire_locked(hls_t *h, uint64_t now, int all)
         hls_session_t *s = *pp;
         if (all || now - s->last_ms > timeout) {
             *pp = s->next;
-            session_end(h, s);
+            session_free(h, s);
         } else {
             pp = &s->next;
         }
@@ -209,7 +229,7 @@ int hls_session_kill(const char *name, uint64_t id)
     while (s && (s->id != id || s->killed))
         s = s->next;
     if (s) {
-        session_close(s);
+        session_close(h, s, SESSION_END_KICKED);
         s->killed = 1;
     }
     pthread_mutex_unlock(&h->lock);

@@ -5,6 +5,8 @@ reloads and across a source reconnect; blocking reloads are answered when the pa
 Icecast has no HLS: Rimecast only."""
 
 import http.client
+import json
+import os
 import re
 import subprocess
 import threading
@@ -414,6 +416,46 @@ def test_listclients_shows_hls_sessions_and_killclient_ends_one(server):
         assert status == 403 and b"session was ended" in body
         assert get(srv, mount + "/hls.m3u8?session=" + "d" * 16)[0] == 200
         assert fl.json_source(srv, mount)["listeners"] == 1
+    finally:
+        fl.stop_process(p)
+
+
+def _session_records(srv):
+    try:
+        with open(os.path.join(srv.logdir, "sessions.log"), "rb") as f:
+            return [json.loads(line) for line in f.read().decode().splitlines()]
+    except FileNotFoundError:
+        return []
+
+
+@pytest.mark.slow
+def test_an_hls_session_ends_as_a_session_record_like_a_listeners(server):
+    """An HLS session's end writes the same session record a streaming listener's does (the
+    session log and the audience store): killed by killclient it says kicked; one that stops
+    polling says client_left, with its agent and the bytes of what it fetched."""
+    srv = server(extra_xml="<hls><target-duration>2</target-duration></hls>")
+    mount = "/live.aac"
+    p = start_source(srv, mount, "aac")
+    try:
+        kicked, left = "e" * 16, "f" * 16
+        for token in (kicked, left):
+            assert get(srv, mount + "/hls.m3u8?session=" + token,
+                       {"User-Agent": "hls-rec/" + token[0]})[0] == 200
+        r = adminlib.admin(srv, "/admin/listclients?mount=" + mount)
+        ids = {l.findtext("UserAgent"): l.findtext("ID")
+               for l in ET.fromstring(r.body).findall("source/listener")}
+        assert adminlib.admin(srv, "/admin/killclient?mount=%s&id=%s"
+                              % (mount, ids["hls-rec/e"])).status == 200
+        [rec] = wirelib.wait_until(lambda: _session_records(srv), 5, "the kicked record")
+        assert rec["ended"] == "kicked" and rec["mount"] == mount, rec
+        assert rec["agent"] == "hls-rec/e" and str(rec["id"]) == ids["hls-rec/e"]
+        # the other stops polling: its session ends after the timeout (10 s at least)
+        recs = wirelib.wait_until(lambda: len(_session_records(srv)) >= 2 and
+                                  _session_records(srv), 30, "the second record")
+        rec = recs[1]
+        assert rec["ended"] == "client_left" and rec["agent"] == "hls-rec/f", rec
+        assert rec["bytes"] > 0
+        assert fl.json_source(srv, mount)["listeners"] == 0
     finally:
         fl.stop_process(p)
 
