@@ -461,6 +461,7 @@ typedef struct filling {
     int chunk_open;        /* a chunk's data is being written: its CRLF is still to come */
     int complete;          /* end is the part's end */
     int keep;
+    uint32_t id3_len;      /* the tag sent in front */
 } filling_t;
 
 static void filling_release(conn_t *c)
@@ -545,7 +546,7 @@ static void filling_write(conn_t *c)
             static const char last[] = "0\r\n\r\n";
             int keep = f->keep;
             hls_t *h = f->hls;
-            uint64_t bytes = HLS_ID3_LEN + (f->end - f->start);
+            uint64_t bytes = f->id3_len + (f->end - f->start);
             filling_release(c);
             c->role = NULL;
             conn_set_deadline(c, 0);
@@ -590,9 +591,9 @@ static int start_filling(conn_t *c, const http_request_t *req, hls_t *h, const h
     int keep = reply_keepalive_wanted(req);
     size_t hlen = reply_head(head, sizeof(head), keep, 200, p.adts ? "audio/aac" : "audio/mpeg",
                              -1, extra);
-    int n = snprintf(id3, sizeof(id3), "%x\r\n", HLS_ID3_LEN);
+    int n = snprintf(id3, sizeof(id3), "%x\r\n", (unsigned)p.id3_len);
     if (!f || hlen == 0 || conn_queue(c, head, hlen) < 0 || conn_queue(c, id3, (size_t)n) < 0 ||
-        conn_queue(c, (const char *)p.id3, HLS_ID3_LEN) < 0 || conn_queue(c, "\r\n", 2) < 0) {
+        conn_queue(c, (const char *)p.id3, p.id3_len) < 0 || conn_queue(c, "\r\n", 2) < 0) {
         free(f);
         client_send_error(c, 500, "Internal Server Error");
         return 1;
@@ -600,6 +601,7 @@ static int start_filling(conn_t *c, const http_request_t *req, hls_t *h, const h
     client_of(c)->status = 200;
     f->hls = h;
     f->keep = keep;
+    f->id3_len = p.id3_len;
     f->waiter.msn = u->seq;
     f->waiter.part = u->part;
     f->waiter.follow = 1;
@@ -638,7 +640,8 @@ static void answer_piece(conn_t *c, const http_request_t *req, hls_t *h, const h
                                         : "The file you requested could not be found");
         return;
     }
-    uint64_t size = HLS_ID3_LEN + (s->piece.end - s->piece.start), from = 0, to = size;
+    uint64_t id3 = s->piece.id3_len;
+    uint64_t size = id3 + (s->piece.end - s->piece.start), from = 0, to = size;
     int range = piece_range(req, size, &from, &to);
     char extra[512], crange[96] = "";
     if (range < 0) {
@@ -683,11 +686,10 @@ static void answer_piece(conn_t *c, const http_request_t *req, hls_t *h, const h
     if (req->method == HTTP_METHOD_HEAD || not_modified) {
         s->end = s->pos;
     } else {
-        if (from < HLS_ID3_LEN)
-            conn_queue(c, (const char *)s->piece.id3 + from,
-                       (size_t)((to < HLS_ID3_LEN ? to : HLS_ID3_LEN) - from));
-        s->pos = s->piece.start + (from > HLS_ID3_LEN ? from - HLS_ID3_LEN : 0);
-        s->end = to > HLS_ID3_LEN ? s->piece.start + (to - HLS_ID3_LEN) : s->pos;
+        if (from < id3)
+            conn_queue(c, (const char *)s->piece.id3 + from, (size_t)((to < id3 ? to : id3) - from));
+        s->pos = s->piece.start + (from > id3 ? from - id3 : 0);
+        s->end = to > id3 ? s->piece.start + (to - id3) : s->pos;
     }
     if (req->method != HTTP_METHOD_HEAD && !not_modified && count_to_session(c, req, h, to - from))
         client_skip_log(c); /* counted in its session's line */

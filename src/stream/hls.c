@@ -227,6 +227,19 @@ static void frames_begin(hls_t *h, const mpeg_frame_t *f)
     h->ever = 1;
 }
 
+/* 1 if m's title is not the one announced last (it becomes that one). */
+static int title_changed(hls_t *h, icy_meta_t *m)
+{
+    const char *t = m && m->title ? m->title : "";
+    const char *last = h->last_meta && h->last_meta->title ? h->last_meta->title : "";
+    if (strcmp(t, last) == 0)
+        return 0;
+    if (h->last_meta)
+        icy_meta_unref(h->last_meta);
+    h->last_meta = m ? icy_meta_ref(m) : NULL;
+    return t[0] != '\0';
+}
+
 /* A frame header begins at `at` in block b: a part opens there if none is open. */
 static void frame_start(hls_t *h, block_t *b, uint64_t at)
 {
@@ -239,6 +252,7 @@ static void frame_start(hls_t *h, block_t *b, uint64_t at)
         s->open.blk = block_ref(b);
         s->open.start = at;
         s->open.end = at;
+        s->open.titled = title_changed(h, b->meta);
         s->open.ts90 = (h->clock90 + h->clock_samples * 90000 / h->rate) & ((1ull << 33) - 1);
     }
 }
@@ -350,6 +364,9 @@ static void window_free_locked(hls_t *h)
         block_unref(h->scan);
     h->scan = NULL;
     h->have_open = 0;
+    if (h->last_meta)
+        icy_meta_unref(h->last_meta);
+    h->last_meta = NULL;
 }
 
 static void detach_locked(hls_t *h)
@@ -503,20 +520,51 @@ int hls_locate(hls_t *h, uint64_t msn, int part)
     return HLS_PENDING;
 }
 
-static void id3_timestamp(unsigned char *p, uint64_t ts90)
+static void syncsafe(unsigned char *p, unsigned v)
+{
+    p[0] = (unsigned char)((v >> 21) & 0x7f);
+    p[1] = (unsigned char)((v >> 14) & 0x7f);
+    p[2] = (unsigned char)((v >> 7) & 0x7f);
+    p[3] = (unsigned char)(v & 0x7f);
+}
+
+/* The ID3v2.4 tag in front of a piece: the PRIV transportStreamTimestamp (RFC 8216 3.4), and
+ * with a title a TIT2 frame (UTF-8, cut to HLS_TITLE_MAX bytes at a character boundary).
+ * Returns its length (at most HLS_ID3_MAX). */
+static uint32_t id3_tag(unsigned char *p, uint64_t ts90, const char *title)
 {
     static const char owner[] = "com.apple.streaming.transportStreamTimestamp";
     unsigned frame = (unsigned)sizeof(owner) + 8; /* owner, its NUL, the timestamp */
-    unsigned tag = 10 + frame;
+    size_t tlen = title ? strlen(title) : 0;
+    if (tlen > HLS_TITLE_MAX) {
+        tlen = HLS_TITLE_MAX;
+        while (tlen > 0 && ((unsigned char)title[tlen] & 0xc0) == 0x80)
+            tlen--; /* not inside a UTF-8 sequence */
+    }
+    unsigned tag = 10 + frame + (tlen ? 10 + 1 + (unsigned)tlen : 0);
     memcpy(p, "ID3\x04\x00\x00", 6);
-    p[6] = 0, p[7] = 0, p[8] = (unsigned char)(tag >> 7), p[9] = (unsigned char)(tag & 0x7f);
+    syncsafe(p + 6, tag);
     memcpy(p + 10, "PRIV", 4);
-    p[14] = 0, p[15] = 0, p[16] = (unsigned char)(frame >> 7);
-    p[17] = (unsigned char)(frame & 0x7f);
+    syncsafe(p + 14, frame);
     p[18] = 0, p[19] = 0;
     memcpy(p + 20, owner, sizeof(owner));
     for (int i = 0; i < 8; i++)
         p[20 + sizeof(owner) + i] = (unsigned char)(ts90 >> (56 - 8 * i));
+    if (!tlen)
+        return HLS_ID3_LEN;
+    unsigned char *f = p + HLS_ID3_LEN;
+    memcpy(f, "TIT2", 4);
+    syncsafe(f + 4, 1 + (unsigned)tlen);
+    f[8] = 0, f[9] = 0;
+    f[10] = 3; /* UTF-8 */
+    memcpy(f + 11, title, tlen);
+    return HLS_ID3_LEN + 11 + (uint32_t)tlen;
+}
+
+/* The title a part announces (it changed there), or NULL. */
+static const char *part_title(const hls_part_t *p)
+{
+    return p->titled && p->blk && p->blk->meta ? p->blk->meta->title : NULL;
 }
 
 int hls_piece(hls_t *h, uint64_t msn, int part, hls_piece_t *p)
@@ -531,7 +579,11 @@ int hls_piece(hls_t *h, uint64_t msn, int part, hls_piece_t *p)
         p->start = first->start;
         p->end = last->end;
         p->adts = h->adts;
-        id3_timestamp(p->id3, first->ts90);
+        const char *title = NULL; /* a segment: the last title change among its parts */
+        for (const hls_part_t *q = first; q <= last; q++)
+            if (part_title(q))
+                title = part_title(q);
+        p->id3_len = id3_tag(p->id3, first->ts90, title);
     }
     pthread_mutex_unlock(&h->lock);
     return rc;
@@ -571,7 +623,8 @@ int hls_part_so_far(hls_t *h, uint64_t msn, int part, hls_piece_t *p)
     if (rc == HLS_PENDING && msn == h->open_seq && open && h->rate) {
         uint64_t ts = s && s->open.blk ? s->open.ts90
                                        : h->clock90 + h->clock_samples * 90000 / h->rate;
-        id3_timestamp(p->id3, ts & ((1ull << 33) - 1));
+        p->id3_len = id3_tag(p->id3, ts & ((1ull << 33) - 1),
+                             s && s->open.blk ? part_title(&s->open) : NULL);
         p->blk = s && s->open.blk ? block_ref(s->open.blk) : NULL;
         p->start = s && s->open.blk ? s->open.start : 0;
         p->end = s && s->open.blk ? s->open.end : 0;

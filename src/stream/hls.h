@@ -34,7 +34,9 @@ typedef struct mount mount_t;
 typedef struct worker worker_t;
 
 #define HLS_MAX_PARTS 30     /* parts in one segment */
-#define HLS_ID3_LEN 73       /* the ID3v2 tag in front of every segment and part */
+#define HLS_ID3_LEN 73       /* the ID3v2 tag in front of every segment and part: its time */
+#define HLS_TITLE_MAX 255    /* bytes of a title carried in a TIT2 frame */
+#define HLS_ID3_MAX (HLS_ID3_LEN + 11 + HLS_TITLE_MAX) /* the tag with a title */
 
 /* Where a part or segment stands in the window. */
 enum {
@@ -66,7 +68,8 @@ typedef struct hls_waiter {
 typedef struct hls_piece {
     block_t *blk;
     uint64_t start, end;
-    unsigned char id3[HLS_ID3_LEN];
+    unsigned char id3[HLS_ID3_MAX];
+    uint32_t id3_len;     /* the tag's bytes: its time, and the title where it changes */
     int adts;             /* AAC in ADTS, else MPEG audio */
 } hls_piece_t;
 
@@ -128,6 +131,8 @@ typedef struct hls_part {
     uint32_t frames, samples;
     uint64_t ts90;      /* 90 kHz timestamp of its first sample (33 bits) */
     int done;
+    int titled;         /* the title changed since the part before: its ID3 tag carries the
+                         * title of blk (TIT2), so players raise it as a cue where it changes */
 } hls_part_t;
 
 typedef struct hls_seg {
@@ -190,6 +195,7 @@ struct hls {
     uint32_t epoch;           /* a new epoch at each source (re)start or rate change */
     uint64_t epoch_samples;
     int64_t anchor_ms;        /* wall clock of the epoch's first sample */
+    icy_meta_t *last_meta;    /* the title parts announced last (a reference), NULL none */
 };
 
 /* The segment of sequence seq if the window holds it, else NULL. */

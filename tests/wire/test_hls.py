@@ -525,6 +525,60 @@ def test_part_being_cut_is_sent_as_it_fills(server):
 HEAD_AND_FRAME = 73 + 208
 
 
+def _id3_frames(body):
+    """{frame id: payload} of the ID3v2.4 tag a piece starts with."""
+    assert body[:3] == b"ID3"
+    size = (body[6] << 21) | (body[7] << 14) | (body[8] << 7) | body[9]
+    frames, pos = {}, 10
+    while pos + 10 <= 10 + size:
+        fid = body[pos:pos + 4].decode()
+        fsize = (body[pos + 4] << 21) | (body[pos + 5] << 14) | (body[pos + 6] << 7) | body[pos + 7]
+        frames[fid] = body[pos + 10:pos + 10 + fsize]
+        pos += 10 + fsize
+    return frames
+
+
+def test_a_title_travels_as_an_id3_frame_in_the_part_where_it_changes(server):
+    """A title set on the mount reaches HLS players as a TIT2 frame (UTF-8) in the ID3 tag of
+    the first part cut after the change, and of its segment; the parts after it carry only the
+    timestamp, until the title changes again. The same part fetched twice is the same bytes."""
+    srv = server()
+    mount = "/live.mp3"
+    p = start_source(srv, mount, "mp3")
+    try:
+        playlist(srv, mount)  # the window exists from here
+        title = "Zoë Keating – Escape Artist"
+        assert fl.set_metadata(srv, mount, song=title).status == 200
+
+        def titled_parts():
+            pl = hlscheck.parse(playlist(srv, mount))
+            uris = [q["uri"] for seg in pl["segments"] for q in seg["parts"]]
+            uris += [q["uri"] for q in pl["open_parts"]]
+            found = []
+            for uri in uris[-12:]:
+                status, _, body = get(srv, "%s/%s" % (mount, uri))
+                assert status == 200
+                frames = _id3_frames(body)
+                assert "PRIV" in frames
+                if "TIT2" in frames:
+                    found.append((uri, frames["TIT2"]))
+            return found if len(uris) >= 4 and found and found[0][0] != uris[-1] else None
+        found = wirelib.wait_until(titled_parts, 30, "a part announcing the title", interval=0.5)
+        assert [t for _, t in found] == [b"\x03" + title.encode()], found
+        uri = found[0][0]
+        assert get(srv, "%s/%s" % (mount, uri))[2] == get(srv, "%s/%s" % (mount, uri))[2]
+        # its segment carries it too, once complete
+        seq = int(re.search(r"hls/(\d+)\.", uri).group(1))
+        wirelib.wait_until(lambda: any(sg["seq"] == seq for sg in
+                                       hlscheck.parse(playlist(srv, mount))["segments"]),
+                           20, "the segment to complete", interval=0.5)
+        seg = [sg for sg in hlscheck.parse(playlist(srv, mount))["segments"] if sg["seq"] == seq]
+        status, _, body = get(srv, "%s/%s" % (mount, seg[0]["uri"]))
+        assert status == 200 and _id3_frames(body).get("TIT2") == b"\x03" + title.encode()
+    finally:
+        fl.stop_process(p)
+
+
 def test_sessions_still_polling_get_their_line_when_the_server_stops(server):
     srv = server()
     p = start_source(srv, "/live.aac", "aac")

@@ -156,3 +156,28 @@ def test_hls_plays_natively_where_the_browser_has_no_media_source(live, browsers
     assert b.js_run("return document.querySelector(arguments[0]).src", AUDIO) \
         == srv.url("/live.mp3/hls.m3u8")
     # (Chromium's own HLS is not Safari's: whether it plays is not this page's to test)
+
+
+def test_hls_js_raises_the_title_as_an_id3_cue(live, browsers):
+    """A title set on the mount travels in the ID3 tag of the next HLS part (TIT2): hls.js
+    reads it and adds it as a cue of the player's metadata text track."""
+    srv = live
+    b = browsers(js=True)
+    emulate(b, *DESKTOP)
+    b.get(srv.url("/status.xsl"))
+    b.js_run("document.querySelector(arguments[0]).muted = true", AUDIO)
+    b.one(TOGGLE).click()
+    b.wait(lambda: played(b) > 0.2, 30, "the HLS player to start")
+    title = "Cue Test – Ünïcode"
+    assert fl.set_metadata(srv, "/live.mp3", song=title).status == 200
+    cues = """var a = document.querySelector(arguments[0]), out = [];
+        for (var i = 0; i < a.textTracks.length; i++) {
+            var t = a.textTracks[i];
+            if (t.kind !== 'metadata' || !t.cues) continue;
+            for (var j = 0; j < t.cues.length; j++) {
+                var v = t.cues[j].value;
+                if (v && v.key === 'TIT2') out.push(v.data);
+            }
+        }
+        return out;"""
+    b.wait(lambda: title in b.js_run(cues, AUDIO), 30, "the title cue")
