@@ -129,6 +129,14 @@ htpasswd_t *auth_mount_htpasswd(const mount_conf_t *mc)
     return h;
 }
 
+int auth_covers(const mount_conf_t *from, const mount_conf_t *to)
+{
+    if (!to || !to->auth)
+        return 1;
+    htpasswd_t *h = auth_mount_htpasswd(to);
+    return h && from && auth_mount_htpasswd(from) == h;
+}
+
 static int allow_duplicates(const mount_conf_t *mc)
 {
     const char *v = auth_mount_option(mc, "allow_duplicate_users");

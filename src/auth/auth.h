@@ -36,6 +36,10 @@ const char *auth_mount_option(const mount_conf_t *mc, const char *name);
 /* The htpasswd file of a mount block (its filename option resolved against basedir), or NULL
  * when the block has no htpasswd authentication. */
 htpasswd_t *auth_mount_htpasswd(const mount_conf_t *mc);
+/* 1 if a listener let in by mount block `from`'s authentication (NULL: by none, it logged in
+ * nowhere) may enter mount block `to` without logging in again: `to` has no authentication,
+ * or both read the same htpasswd file (URL authentication is never shared). */
+int auth_covers(const mount_conf_t *from, const mount_conf_t *to);
 
 /* What becomes of a listener whose credentials passed: on its worker, with the mount name
  * given to auth_listener_begin (valid during the call). */

@@ -250,13 +250,7 @@ static void admit_listener(conn_t *c, const http_request_t *req, mount_t *m)
  * asked for fb (the same htpasswd file on both is passed once). */
 static int fallback_has_own_auth(const mount_conf_t *asked, const mount_t *fb)
 {
-    const mount_conf_t *fc = config_find_mount(server_config(), fb->name);
-    if (!fc || !fc->auth)
-        return 0;
-    if (auth_url_enabled(fc) || !asked || !asked->auth)
-        return 1;
-    htpasswd_t *h = auth_mount_htpasswd(fc);
-    return !h || auth_mount_htpasswd(asked) != h;
+    return !auth_covers(asked, config_find_mount(server_config(), fb->name));
 }
 
 static void handle_get(conn_t *c, const http_request_t *req)

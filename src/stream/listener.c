@@ -442,13 +442,11 @@ static void keep_tail(listener_t *l)
 static int may_enter(const listener_t *l, const mount_t *dest)
 {
     const config_t *cfg = server_config();
-    const mount_conf_t *mc = config_find_mount(cfg, dest->name);
-    if (!mc || !mc->auth || (l->asked && strcmp(l->asked, dest->name) == 0))
+    if (l->asked && strcmp(l->asked, dest->name) == 0)
         return 1;
-    htpasswd_t *h = auth_mount_htpasswd(mc);
-    if (!h || !l->asked || !client_of(l->conn)->log_user)
-        return 0;
-    return auth_mount_htpasswd(config_find_mount(cfg, l->asked)) == h;
+    const mount_conf_t *from = l->asked && client_of(l->conn)->log_user
+                                   ? config_find_mount(cfg, l->asked) : NULL;
+    return auth_covers(from, config_find_mount(cfg, dest->name));
 }
 
 /* A listener's framing was promised in its response head and cannot change mid-connection:
