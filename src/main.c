@@ -18,6 +18,7 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "admin/xslt.h"
@@ -27,6 +28,7 @@
 #include "core/fault.h"
 #include "core/log.h"
 #include "core/safefile.h"
+#include "core/sdnotify.h"
 #include "http/fetch.h"
 #include "net/worker.h"
 #include "upstream/relay.h"
@@ -400,6 +402,27 @@ static void stop_workers(void)
             worker_free(server.workers[i]);
 }
 
+/* Tells the service manager (Type=notify) what the server is doing; a notification that cannot
+ * be sent is logged (the manager would otherwise time the service out without a word). */
+static void notify_manager(const char *state)
+{
+    int rc = sd_notify_send(state);
+    if (rc < 0)
+        log_warn("cannot notify the service manager (NOTIFY_SOCKET) of %.*s: %s",
+                 (int)strcspn(state, "\n"), state, strerror(-rc));
+}
+
+/* RELOADING=1 with the time the reload began, as systemd asks of a service that reloads itself */
+static void notify_reloading(void)
+{
+    struct timespec now;
+    char state[64];
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    snprintf(state, sizeof(state), "RELOADING=1\nMONOTONIC_USEC=%llu",
+             (unsigned long long)now.tv_sec * 1000000ull + (unsigned long long)now.tv_nsec / 1000);
+    notify_manager(state);
+}
+
 static void signal_loop(int sfd, const char *config_file)
 {
     for (;;) {
@@ -410,7 +433,9 @@ static void signal_loop(int sfd, const char *config_file)
         if (n != sizeof(si))
             return;
         if (si.ssi_signo == SIGHUP) {
+            notify_reloading();
             reload(config_file);
+            notify_manager("READY=1");
         } else {
             log_info("signal %d: shutting down", (int)si.ssi_signo);
             return;
@@ -507,7 +532,9 @@ int main(int argc, char **argv)
         log_error("cannot start the YP directory thread: streams are not listed");
     log_info("%s started with %d workers", server_ident(), server.nworkers);
     relay_start_all();
+    notify_manager("READY=1"); /* listening since the workers started */
     signal_loop(sfd, opt.config_file);
+    notify_manager("STOPPING=1");
     rc = 0;
 out:
     session_server_stopping(); /* the listeners that end from here on end as "shutdown" */
