@@ -40,21 +40,32 @@
 #include "stream/mount.h"
 #include "stream/session.h"
 #include "stream/station.h"
+#include "upgrade_cmd.h"
 #include "yp/yp.h"
 
 typedef struct options {
     const char *config_file;
     int background;
+    int upgrade;         /* --upgrade: the command, not a server */
+    long upgrade_pid;    /* --pid */
+    long upgrade_timeout; /* --timeout, seconds */
 } options_t;
+
+enum { OPT_UPGRADE = 256, OPT_PID, OPT_TIMEOUT };
 
 static void usage(FILE *out)
 {
     fprintf(out, "usage: rimecast -c CONFIG [-b]\n"
+                 "       rimecast --upgrade -c CONFIG [--pid=PID] [--timeout=SECONDS]\n"
                  "       rimecast -v | -h\n"
                  "  -c, --config=CONFIG  read the icecast.xml-style config file CONFIG\n"
                  "  -b, --background     run in the background\n"
                  "  -v, --version        print the version and exit\n"
                  "  -h, --help           print this help and exit\n"
+                 "  --upgrade            hand the running server of CONFIG over to the binary\n"
+                 "                       installed now, without dropping listeners (SIGUSR2),\n"
+                 "                       and wait for the result (default 60 s); its main PID\n"
+                 "                       is --pid, else the <pidfile>'s, else systemd's\n"
                  "SIGHUP reloads the config and reopens the logs; SIGTERM or SIGINT stop.\n");
 }
 
@@ -65,6 +76,9 @@ static int parse_args(int argc, char **argv, options_t *o)
         {"background", no_argument, NULL, 'b'},
         {"version", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
+        {"upgrade", no_argument, NULL, OPT_UPGRADE},
+        {"pid", required_argument, NULL, OPT_PID},
+        {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {NULL, 0, NULL, 0},
     };
     int opt;
@@ -85,12 +99,27 @@ static int parse_args(int argc, char **argv, options_t *o)
         case 'h':
             usage(stdout);
             exit(0);
+        case OPT_UPGRADE:
+            o->upgrade = 1;
+            break;
+        case OPT_PID:
+        case OPT_TIMEOUT: {
+            char *end;
+            long v = strtol(optarg, &end, 10);
+            if (*end || v < 1 || v > (opt == OPT_PID ? 0x3fffffffL : 3600L)) {
+                fprintf(stderr, "rimecast: --%s: not a %s: %s\n", opt == OPT_PID ? "pid" : "timeout",
+                        opt == OPT_PID ? "process ID" : "number of seconds (1-3600)", optarg);
+                return -1;
+            }
+            *(opt == OPT_PID ? &o->upgrade_pid : &o->upgrade_timeout) = v;
+            break;
+        }
         default:
             usage(stderr);
             return -1;
         }
     }
-    if (!o->config_file) {
+    if (!o->config_file || ((o->upgrade_pid || o->upgrade_timeout) && !o->upgrade)) {
         usage(stderr);
         return -1;
     }
@@ -450,6 +479,9 @@ int main(int argc, char **argv)
     config_t *cfg = NULL;
     if (parse_args(argc, argv, &opt) < 0)
         return 2;
+    if (opt.upgrade)
+        return upgrade_cmd_run(opt.config_file, (pid_t)opt.upgrade_pid,
+                               opt.upgrade_timeout ? (int)opt.upgrade_timeout : 60);
 #ifdef RIMECAST_FAULT_INJECTION
     const char *faults = getenv("RIMECAST_FAULT");
     if (fault_init(faults, err, sizeof(err)) < 0) {
