@@ -36,7 +36,8 @@ typedef struct upgrade {
     char *errlog;     /* the error log's path; NULL when it is stderr (not followed) */
     off_t log_offset; /* where the log ended when SIGUSR2 was sent, then what was read */
     char failed_line[1024];
-    struct timespec start;
+    struct timespec start;   /* when SIGUSR2 was sent */
+    double handed_over_s;    /* from then to the old process's line */
 } upgrade_t;
 
 static double seconds_since(const struct timespec *t0)
@@ -230,8 +231,10 @@ static int wait_handover(upgrade_t *u, double timeout_s)
 {
     while (seconds_since(&u->start) < timeout_s) {
         int r = scan_log(u);
-        if (r > 0)
+        if (r > 0) {
+            u->handed_over_s = seconds_since(&u->start);
             return 0;
+        }
         if (r < 0) {
             fprintf(stderr, "rimecast --upgrade: the upgrade failed; the server (PID %d) goes on "
                     "serving. From %s:\n%s\n", (int)u->old_pid, u->errlog, u->failed_line);
@@ -242,6 +245,7 @@ static int wait_handover(upgrade_t *u, double timeout_s)
             pid_t p = u->cfg->pidfile ? read_pidfile(u->cfg->pidfile) : -1;
             if (p > 0 && p != u->old_pid && pid_alive(p)) {
                 u->new_pid = p;
+                u->handed_over_s = seconds_since(&u->start);
                 return 0;
             }
             fprintf(stderr, "rimecast --upgrade: the server (PID %d) ended without handing "
@@ -336,8 +340,8 @@ static int wait_serving(upgrade_t *u, double timeout_s)
                 (int)u->new_pid, missing, timeout_s);
         return UPGRADE_FAILED;
     }
-    printf("rimecast --upgrade: PID %d handed over to PID %d in %.1f s; ", (int)u->old_pid,
-           (int)u->new_pid, seconds_since(&u->start));
+    printf("rimecast --upgrade: PID %d handed over to PID %d in %.2f s, serving after %.2f s; ",
+           (int)u->old_pid, (int)u->new_pid, u->handed_over_s, seconds_since(&u->start));
     if (have_address)
         printf("http://%s:%s/ answers (%s)\n", host, port, what);
     else

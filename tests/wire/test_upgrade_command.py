@@ -92,7 +92,7 @@ def test_handover_reports_the_new_process(fake):
     assert rc == 0, (rc, out, err)
     new = pidfile_pid(srv)
     assert new not in (0, p.pid)
-    assert "PID %d handed over to PID %d" % (p.pid, new) in out
+    assert "PID %d handed over to PID %d in " % (p.pid, new) in out and "serving after" in out
     assert "http://127.0.0.1:%d/ answers (HTTP/1.0 200 OK, Server: fake-new)" % srv.port in out
     assert p.wait(5) == 0
 
