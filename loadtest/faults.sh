@@ -31,12 +31,11 @@ while [ $# -gt 0 ]; do
         *) echo "faults.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
-for c in "$rimecast" "$top/rimecast" "$top/build/rimecast"; do [ -n "$c" ] && [ -x "$c" ] && { rimecast=$c; break; }; done
-for c in "$swarm" "$top/loadtest/swarm" "$top/build/loadtest/swarm"; do [ -n "$c" ] && [ -x "$c" ] && { swarm=$c; break; }; done
-[ -x "$rimecast" ] && [ -x "$swarm" ] || { echo "faults.sh: rimecast or swarm binary not found" >&2; exit 2; }
+. "$here/checks.sh"
+find_binaries faults.sh
 clients="$here/faults_clients.py"
 
-passed=0; failed=0; pids=(); mounted=""
+pids=(); mounted=""
 work=$(mktemp -d "${TMPDIR:-/tmp}/faults.XXXXXX")
 chmod 755 "$work"
 cleanup() {
@@ -48,13 +47,9 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-pass() { passed=$((passed + 1)); echo "PASS $*"; }
-fail() { failed=$((failed + 1)); echo "FAIL $*"; }
-check() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
 summary() { echo "summary $scenario: $passed passed, $failed failed"; [ "$failed" -eq 0 ]; }
-info() { echo "     $*"; }
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(free_port)
 token="faults-$$-$RANDOM"
 stats() { curl -s -m 5 -u admin:hackme "http://127.0.0.1:$port/admin/stats"; }
 # turns: the server's slow loop turns (over 10 ms, 100 ms, 0.5 s, 1 s) and its longest turn (s),

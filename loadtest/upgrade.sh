@@ -28,11 +28,10 @@ while [ $# -gt 0 ]; do
         *) sed -n 3,14p "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
     esac
 done
-for c in "$rimecast" "$top/rimecast" "$top/build/rimecast"; do [ -n "$c" ] && [ -x "$c" ] && { rimecast=$c; break; }; done
-for c in "$swarm" "$top/loadtest/swarm" "$top/build/loadtest/swarm"; do [ -n "$c" ] && [ -x "$c" ] && { swarm=$c; break; }; done
-[ -x "$rimecast" ] && [ -x "$swarm" ] || { echo "upgrade.sh: rimecast or swarm binary not found" >&2; exit 2; }
+. "$here/checks.sh"
+find_binaries upgrade.sh
 
-passed=0; failed=0; pids=()
+pids=()
 work=$(mktemp -d "${TMPDIR:-/tmp}/upgrade.XXXXXX")
 chmod 755 "$work"
 conf=$work/server.xml pidfile=$work/log/server.pid status=$work/lis.status
@@ -45,12 +44,8 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-pass() { passed=$((passed + 1)); echo "PASS $*"; }
-fail() { failed=$((failed + 1)); echo "FAIL $*"; }
-check() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
-info() { echo "     $*"; }
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(free_port)
 token="upgrade-$$-$RANDOM"
 "$here/gen-config.sh" --dir "$work" --port "$port" --location "$token" --loglevel 3 >/dev/null || exit 2
 "$rimecast" -c "$conf" >"$work/server.out" 2>&1 &

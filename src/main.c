@@ -40,7 +40,7 @@
 #include "stream/mount.h"
 #include "stream/session.h"
 #include "stream/station.h"
-#include "upgrade_cmd.h"
+#include "upgrade/upgrade_cmd.h"
 #include "yp/yp.h"
 
 typedef struct options {

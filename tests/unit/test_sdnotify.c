@@ -60,13 +60,20 @@ static char *receive(int s, int *fd)
     return buf;
 }
 
-static void test_path_socket(void)
+/* A receiver at dir/name, which $NOTIFY_SOCKET names from now on; its path in path. */
+static int notify_socket_at(const char *name, char *path, size_t cap)
 {
-    char path[128];
-    snprintf(path, sizeof(path), "%s/notify", dir);
+    snprintf(path, cap, "%s/%s", dir, name);
     int s = receiver(path);
     CHECK(s >= 0);
     setenv("NOTIFY_SOCKET", path, 1);
+    return s;
+}
+
+static void test_path_socket(void)
+{
+    char path[128];
+    int s = notify_socket_at("notify", path, sizeof(path));
     CHECK(sd_notify_send("READY=1") == 1);
     CHECK(sd_notify_send("RELOADING=1\nMONOTONIC_USEC=1") == 1);
     int fd;
@@ -117,10 +124,7 @@ static void test_no_socket_and_refusals(void)
 static void test_barrier(void)
 {
     char path[128];
-    snprintf(path, sizeof(path), "%s/barrier", dir);
-    int s = receiver(path);
-    CHECK(s >= 0);
-    setenv("NOTIFY_SOCKET", path, 1);
+    int s = notify_socket_at("barrier", path, sizeof(path));
     /* nobody reads: the descriptor stays in the socket's queue, so the pipe stays open */
     CHECK(sd_notify_barrier(100) == -ETIMEDOUT);
     int fd;

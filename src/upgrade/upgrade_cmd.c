@@ -7,7 +7,7 @@
  * where the old one was and answers HTTP. Blocking calls and short sleeps: a command, not the
  * daemon.
  */
-#include "upgrade_cmd.h"
+#include "upgrade/upgrade_cmd.h"
 
 #include <errno.h>
 #include <fcntl.h>
