@@ -467,6 +467,9 @@ static void signal_loop(int sfd, const char *config_file)
             notify_manager("READY=1");
         } else {
             log_info("signal %d: shutting down", (int)si.ssi_signo);
+            /* here only: a process that handed over to a new one must not say it, or systemd
+             * would stop the service the new process runs */
+            notify_manager("STOPPING=1");
             return;
         }
     }
@@ -566,7 +569,6 @@ int main(int argc, char **argv)
     relay_start_all();
     notify_manager("READY=1"); /* listening since the workers started */
     signal_loop(sfd, opt.config_file);
-    notify_manager("STOPPING=1");
     rc = 0;
 out:
     session_server_stopping(); /* the listeners that end from here on end as "shutdown" */
