@@ -79,7 +79,7 @@ info "baseline ($quiet s): starving at most $(column $((l0 - quiet + 1)) "$l0" s
 
 printf '     %-3s %-15s %9s %9s %9s %5s %9s %11s %11s\n' n "PIDs" "handover" "serving" "RSS KB" fds \
     starving "min kbit/s" "p99 ms"
-done_n=0 unsupported=0 first_rss="" last_rss="" olds_left=""
+done_n=0 unsupported=0 first_rss="" last_rss="" first_fds="" last_fds="" olds_left=""
 for i in $(seq "$upgrades"); do
     old=$(server_pid)
     l0=$(lines)
@@ -96,8 +96,9 @@ for i in $(seq "$upgrades"); do
     l1=$(lines)
     kill -0 "$old" 2>/dev/null && olds_left="$olds_left $old"
     rss=$(rss_kb "$new"); [ -z "$first_rss" ] && first_rss=$rss; last_rss=$rss
+    fds=$(fd_count "$new"); [ -z "$first_fds" ] && first_fds=$fds; last_fds=$fds
     printf '     %-3s %-15s %8ss %8ss %9s %5s %9s %11s %11s\n' "$i" "$old>$new" "$handover" "$serving" "$rss" \
-        "$(fd_count "$new")" "$(column $((l0 + 1)) "$l1" starving | sort -g | tail -1)" \
+        "$fds" "$(column $((l0 + 1)) "$l1" starving | sort -g | tail -1)" \
         "$(column $((l0 + 1)) "$l1" rate_min_kbps | awk '$1 >= 0' | sort -g | head -1)" \
         "$(column $((l0 + 1)) "$l1" lat_p99_ms | sort -g | tail -1)"
     echo "$handover" >>"$work/handover.times"
@@ -126,6 +127,8 @@ info "longest stall: probe latency at most $(column 1 '$' lat_p99_ms | sort -g |
     "slowest listener $slow kbit/s over ${window} s, i.e. at least $(python3 -c "print('%.1f' % max(0, $window * (1 - ${slow:-$bitrate} / $bitrate)))") s without data"
 [ -n "$first_rss" ] && check "RSS after the last upgrade within 10 % of after the first: $first_rss -> $last_rss KB" \
     python3 -c "import sys; sys.exit(0 if $last_rss <= $first_rss * 1.1 else 1)"
+[ -n "$first_fds" ] && check "fds after the last upgrade within 2 of after the first (the same clients): $first_fds -> $last_fds" \
+    [ $((last_fds - first_fds)) -le 2 ]
 kill -TERM "$swarm_pid"; wait "$swarm_pid" 2>/dev/null
 check "server alive" kill -0 "$(server_pid)"
 echo "summary upgrade: $passed passed, $failed failed"
