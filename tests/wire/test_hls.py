@@ -147,7 +147,10 @@ def test_ogg_mount_answers_hls_needs_mp3_or_aac(server):
     srv = server()
     p = start_source(srv, "/live.ogg", "vorbis")
     try:
-        status, _, body = get(srv, "/live.ogg/hls.m3u8")
+        # 503 until the codec headers came (they tell Opus, which has HLS, from the rest)
+        status, _, body = wirelib.wait_until(
+            lambda: (lambda r: r[0] != 503 and r)(get(srv, "/live.ogg/hls.m3u8")), 15,
+            "the Ogg mount's codec headers", interval=0.1)
     finally:
         fl.stop_process(p)
     assert status == 415
