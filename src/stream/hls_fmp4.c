@@ -292,7 +292,8 @@ block_t *fmp4_fragment(uint32_t seq, uint64_t tfdt, const uint32_t *durs, const 
 /* ---- the window's Opus branch ---- */
 
 #define OPUS_HEAD_KEPT 512       /* bytes of an OpusHead compared to tell a new one */
-#define OPUS_PACKET_MAX (1u << 18) /* a packet spread over pages longer than this is lost */
+#define OPUS_PACKET_MAX 65536    /* a longer packet is not Opus (48 frames of 1275 bytes) */
+#define PART_BYTES_MAX (1u << 20) /* a part's packets: over 5 s at Opus's 510 kbit/s */
 
 struct hls_opus {
     unsigned char head[OPUS_HEAD_KEPT]; /* the OpusHead the current init segment describes */
@@ -486,7 +487,8 @@ static void packet_add(hls_t *h, struct hls_opus *o, const unsigned char *p, siz
     if (!h->frames_known)
         hls_clock_begin(h, FMP4_TIMESCALE);
     hls_seg_t *s = h->have_open ? hls_seg_at(h, h->open_seq) : NULL;
-    if (o->n && s && s->open.samples + samples > limit)
+    if (o->n && s && (s->open.samples + samples > limit ||
+                      o->payload.len + len > PART_BYTES_MAX))
         part_cut(h);
     if (gather_room(o) < 0 || buf_append(&o->payload, p, len) < 0) {
         log_warn("hls: %s: no memory for a part's packets", h->name);
@@ -518,7 +520,7 @@ static void packet_in(hls_t *h, struct hls_opus *o, const unsigned char *p, size
             return;
     }
     uint32_t samples = fmp4_opus_packet_samples(p, len);
-    if (samples)
+    if (samples && len <= OPUS_PACKET_MAX)
         packet_add(h, o, p, len, samples);
 }
 

@@ -183,6 +183,12 @@ class Checker:
         if new["dseq"] != expected:
             raise PlaylistError("discontinuity sequence %d, expected %d" % (new["dseq"], expected))
 
+    def reload_until(self, load, cond, timeout, what, interval=0.3):
+        """Checks reloads (load() -> the playlist's text) until cond(playlist) holds; returns
+        its value (wirelib.WaitTimeout past the timeout)."""
+        import wirelib
+        return wirelib.wait_until(lambda: cond(self.check(load())), timeout, what, interval)
+
     def window_ok(self, pl=None):
         """The window lasts at least min_window_targets target durations."""
         pl = pl or self.last

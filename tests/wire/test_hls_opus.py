@@ -7,15 +7,14 @@ Python; a chained stream with another OpusHead gets a new init segment. Rimecast
 
 import struct
 import subprocess
-import threading
-import time
 
 import pytest
 
 import formatlib as fl
 import hlscheck
 import wirelib
-from test_hls import SESSION, _lists_part, _next_part, get, playlist, start_source
+from test_hls import (blocking_reloads_are_answered_when_the_part_exists, ffmpeg_play_hls, get,
+                      playlist, reload_over_a_source_reconnect, start_source)
 
 pytestmark = pytest.mark.rimecast_only
 
@@ -63,9 +62,7 @@ def test_ffmpeg_plays_the_opus_hls_for_30_seconds(server):
     srv = server()
     p = opus_source(srv)
     try:
-        cmd = [fl.FFMPEG, "-hide_banner", "-nostdin", "-v", "error", "-i",
-               srv.url(MOUNT + "/hls.m3u8"), "-t", "30", "-f", "null", "-"]
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        r = ffmpeg_play_hls(srv, MOUNT, 30)
     finally:
         fl.stop_process(p)
     assert r.returncode == 0 and fl._decode_complaints(r.stderr) == "", r.stderr
@@ -112,49 +109,29 @@ def test_opus_playlist_rules_hold_over_reloads_and_a_source_reconnect(server):
     srv = server(extra_xml="<hls><target-duration>2</target-duration>"
                  "<part-target-ms>500</part-target-ms><segments>3</segments></hls>")
     check = hlscheck.Checker()
-    p = opus_source(srv)
-    try:
-        check.check(playlist(srv, MOUNT))
-        first_msn = check.last["msn"]
+    p = [opus_source(srv)]
 
-        def slid():
-            check.check(playlist(srv, MOUNT))
-            return check.last["msn"] > first_msn and check.window_ok()
-        wirelib.wait_until(slid, 30, "the window to fill and slide", interval=0.3)
-        # a title update is carried into the Ogg stream as a new chain link with the same
-        # OpusHead: the segments go on, no discontinuity, the same map
+    def title_update(load):
+        # carried into the Ogg stream as a new chain link with the same OpusHead: the
+        # segments go on, with no discontinuity and the same map
         assert fl.set_metadata(srv, MOUNT, song="Next Song").status == 200
         fl.wait_title(srv, MOUNT, "Next Song")
         after_title = check.last["segments"][-1]["seq"] + 2
-
-        def cut_after_title():
-            check.check(playlist(srv, MOUNT))
-            return check.last["segments"][-1]["seq"] >= after_title
-        wirelib.wait_until(cut_after_title, 30, "segments after the title", interval=0.3)
+        check.reload_until(load, lambda pl: pl["segments"][-1]["seq"] >= after_title, 30,
+                           "segments after the title")
         assert not check.discontinuities
         assert len({s["map"] for s in check.last["segments"]}) == 1
-        old_map = check.last["segments"][-1]["map"]
-        last_before = check.last["segments"][-1]["seq"]
-        fl.stop_process(p)
-        p = opus_source(srv)
 
-        def new_source_listed():
-            check.check(playlist(srv, MOUNT))
-            return [s for s in check.last["segments"]
-                    if s["discontinuity"] and s["seq"] > last_before]
-        new = wirelib.wait_until(new_source_listed, 30, "a discontinuity for the new source",
-                                 interval=0.3)[0]
-        assert new["map"] != old_map
+    def restart():
+        fl.stop_process(p[0])
+        p[0] = opus_source(srv)
+    try:
+        new = reload_over_a_source_reconnect(srv, MOUNT, check, restart, title_update)
+        old_map = check.known[new["seq"] - 1][3]
+        assert new["map"] and old_map and new["map"] != old_map
         hlscheck.opus_init(fetch(srv, new["map"])[1])
-        disc = max(check.discontinuities)
-
-        def disc_left():
-            check.check(playlist(srv, MOUNT))
-            return check.last["msn"] > disc
-        wirelib.wait_until(disc_left, 40, "the discontinuity to leave the window", interval=0.5)
-        assert check.last["dseq"] >= 1
     finally:
-        fl.stop_process(p)
+        fl.stop_process(p[0])
     assert check.reloads > 20
 
 
@@ -162,30 +139,7 @@ def test_opus_blocking_reload_is_answered_when_the_part_exists(server):
     srv = server()
     p = opus_source(srv)
     try:
-        pl = hlscheck.Checker().check(playlist(srv, MOUNT))
-        for _ in range(3):
-            msn, part = _next_part(pl)
-            answer = {}
-
-            def blocking():
-                body = playlist(srv, MOUNT, "&_HLS_msn=%d&_HLS_part=%d" % (msn, part))
-                answer["t"] = time.monotonic()
-                answer["pl"] = hlscheck.parse(body)
-            t = threading.Thread(target=blocking)
-            t.start()
-            seen = None
-            deadline = time.monotonic() + 10
-            while seen is None and time.monotonic() < deadline:
-                if _lists_part(hlscheck.parse(playlist(srv, MOUNT)), msn, part):
-                    seen = time.monotonic()
-                else:
-                    time.sleep(0.005)
-            t.join(10)
-            assert seen is not None and "t" in answer
-            assert _lists_part(answer["pl"], msn, part)
-            assert answer["t"] - seen < 0.05, "answered %.3f s after the part existed" % (
-                answer["t"] - seen)
-            pl = hlscheck.parse(playlist(srv, MOUNT))
+        pl = blocking_reloads_are_answered_when_the_part_exists(srv, MOUNT)
         # the preload hint's part is answered once complete, a fragment of its packets
         hint = pl["hint"]["URI"]
         headers, body = fetch(srv, hint)
@@ -216,12 +170,9 @@ def test_a_chained_stream_with_another_opus_head_gets_a_new_init_segment(server,
     try:
         multivariant(srv)
         check = hlscheck.Checker(min_window_targets=0)
-
-        def second_link_listed():
-            check.check(playlist(srv, MOUNT))
-            return [s for s in check.last["segments"] if s["discontinuity"]]
-        new = wirelib.wait_until(second_link_listed, 30, "the stereo link's segments",
-                                 interval=0.2)[0]
+        new = check.reload_until(lambda: playlist(srv, MOUNT),
+                                 lambda pl: [s for s in pl["segments"] if s["discontinuity"]],
+                                 30, "the stereo link's segments", interval=0.2)[0]
         before = [s for s in check.last["segments"] if s["seq"] < new["seq"]]
         assert before and new["map"] != before[-1]["map"], check.last
         first = hlscheck.opus_init(fetch(srv, before[-1]["map"])[1])

@@ -22,13 +22,25 @@ pytestmark = [pytest.mark.skipif(_missing is not None, reason=_missing or ""),
 
 
 @pytest.fixture
-def live(server):
+def web_source(server):
+    """Factory: (mount, codec) -> a server with our web/ and that mount fed by a real-time
+    ffmpeg (stopped at teardown)."""
+    procs = []
+
+    def start(mount, codec):
+        srv = server(webroot=WEB, adminroot=ADMIN)
+        procs.append(fl.ffmpeg_source(srv, mount, codec))
+        fl.wait_mount(srv, mount, procs[-1])
+        return srv
+    yield start
+    for p in procs:
+        fl.stop_process(p)
+
+
+@pytest.fixture
+def live(web_source):
     """A server with our web/ and an MP3 mount fed by a real-time ffmpeg."""
-    srv = server(webroot=WEB, adminroot=ADMIN)
-    p = fl.ffmpeg_source(srv, "/live.mp3", "mp3")
-    fl.wait_mount(srv, "/live.mp3", p)
-    yield srv
-    fl.stop_process(p)
+    return web_source("/live.mp3", "mp3")
 
 
 AUDIO = "li[data-mount='/live.mp3'] .player audio"
@@ -184,24 +196,14 @@ def test_hls_js_raises_the_title_as_an_id3_cue(live, browsers):
     b.wait(lambda: title in b.js_run(cues, AUDIO), 30, "the title cue")
 
 
-@pytest.fixture
-def live_opus(server):
-    """A server with our web/ and an Ogg Opus mount fed by a real-time ffmpeg."""
-    srv = server(webroot=WEB, adminroot=ADMIN)
-    p = fl.ffmpeg_source(srv, "/live.opus", "opus")
-    fl.wait_mount(srv, "/live.opus", p)
-    yield srv
-    fl.stop_process(p)
-
-
 OPUS_AUDIO = "li[data-mount='/live.opus'] .player audio"
 OPUS_TOGGLE = "li[data-mount='/live.opus'] .player .hls-toggle"
 
 
-def test_hls_js_plays_an_opus_mount_in_fragmented_mp4(live_opus, browsers):
+def test_hls_js_plays_an_opus_mount_in_fragmented_mp4(web_source, browsers):
     """hls.js takes the Opus mount's fMP4 HLS (init segment, parts) into Chromium's Media
     Source, and the player advances."""
-    srv = live_opus
+    srv = web_source("/live.opus", "opus")
     wirelib.wait_until(lambda: fl.json_source(srv, "/live.opus").get("hls_url"), 10,
                        "the Opus mount's hls_url (its codec headers)", interval=0.1)
     b = browsers(js=True)
