@@ -313,6 +313,27 @@ def test_preload_hinted_part_is_answered_once_complete(server):
     assert waited < after["part_target"] + 0.5
 
 
+def test_a_part_asked_for_ahead_of_the_one_being_cut_is_answered_once_complete(server):
+    """Not the part being cut (that one is sent as it fills) but the one after: the request
+    waits and is answered when the part is complete, as the part its URL names."""
+    srv = server()
+    mount = "/live.mp3"
+    p = start_source(srv, mount, "mp3")
+    answers = []
+    try:
+        for _ in range(3):
+            pl = hlscheck.Checker().check(playlist(srv, mount))
+            msn, part = _next_part(pl)
+            per_segment = len(pl["segments"][-1]["parts"])
+            msn, part = (msn, part + 1) if part + 1 < per_segment else (msn + 1, 0)
+            status, headers, body = get(srv, mount + "/hls/%d.%d.mp3" % (msn, part))
+            listed = _lists_part(hlscheck.parse(playlist(srv, mount)), msn, part)
+            answers.append((status, headers.get("content-type"), body[:3], listed))
+    finally:
+        fl.stop_process(p)
+    assert answers == [(200, "audio/mpeg", b"ID3", True)] * 3, answers
+
+
 def test_stats_give_the_hls_url_of_mounts_that_have_hls(server):
     srv = server()
     pm = start_source(srv, "/live.mp3", "mp3")
