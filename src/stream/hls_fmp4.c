@@ -420,6 +420,19 @@ int hls_opus_attach_locked(hls_t *h, const block_t *headers)
     return 0;
 }
 
+/* The packets gathered for the open part are lost (no memory): the part is dropped. */
+static void gather_drop(hls_t *h, struct hls_opus *o)
+{
+    hls_seg_t *s = h->have_open ? hls_seg_at(h, h->open_seq) : NULL;
+    o->n = 0;
+    o->payload.len = 0;
+    o->payload.error = 0;
+    if (s) {
+        s->open.frames = 0;
+        s->open.samples = 0;
+    }
+}
+
 int hls_opus_cut_locked(hls_t *h)
 {
     struct hls_opus *o = h->opus;
@@ -429,16 +442,14 @@ int hls_opus_cut_locked(hls_t *h)
     block_t *b = o->payload.error ? NULL
                  : fmp4_fragment(++o->frag_seq, o->part_time, o->durs, o->sizes, o->n,
                                  (const unsigned char *)o->payload.data, o->payload.len);
-    o->n = 0;
-    o->payload.len = 0;
-    o->payload.error = 0;
     if (!b) {
         /* the part is lost: what follows starts after a discontinuity */
         log_warn("hls: %s: no memory for a fragment, part dropped", h->name);
-        s->open.frames = 0;
-        s->open.samples = 0;
+        gather_drop(h, o);
         return -ENOMEM;
     }
+    o->n = 0;
+    o->payload.len = 0;
     b->offset = o->tail ? block_end(o->tail) : 0;
     s->open.blk = block_ref(b);
     s->open.start = b->offset;
@@ -491,10 +502,8 @@ static void packet_add(hls_t *h, struct hls_opus *o, const unsigned char *p, siz
                       o->payload.len + len > PART_BYTES_MAX))
         part_cut(h);
     if (gather_room(o) < 0 || buf_append(&o->payload, p, len) < 0) {
-        log_warn("hls: %s: no memory for a part's packets", h->name);
-        o->payload.len = 0;
-        o->payload.error = 0;
-        o->n = 0;
+        log_warn("hls: %s: no memory for a part's packets, part dropped", h->name);
+        gather_drop(h, o);
         hls_stream_break(h);
         return;
     }

@@ -79,6 +79,11 @@ def test_init_segment_describes_the_opus_stream_and_segments_last_their_extinf(s
         seg = pl["segments"][-1]
         assert seg["map"] and seg["uri"].endswith(".mp4"), seg
         ih, init = fetch(srv, seg["map"])
+        uri = MOUNT + "/" + seg["map"]
+        status, hh, body = get(srv, uri, method="HEAD")
+        cdn = {"head": (status, hh["content-length"], body),
+               "not_modified": get(srv, uri, {"If-None-Match": ih["etag"]})[0],
+               "range": get(srv, uri, {"Range": "bytes=8-31"})[::2]}
         sh, segment = fetch(srv, seg["uri"])
         parts = [fetch(srv, q["uri"])[1] for q in seg["parts"]]
     finally:
@@ -86,6 +91,8 @@ def test_init_segment_describes_the_opus_stream_and_segments_last_their_extinf(s
     assert variant["CODECS"] == "Opus"
     assert ih["content-type"] == "audio/mp4" and sh["content-type"] == "audio/mp4"
     assert "immutable" in ih["cache-control"] and ih["access-control-allow-origin"] == "*"
+    assert cdn["head"] == (200, str(len(init)), b"")
+    assert cdn["not_modified"] == 304 and cdn["range"] == (206, init[8:32])
     d = hlscheck.opus_init(init)
     assert d["top"] == ["ftyp", "moov"] and d["timescale"] == 48000
     channels, pre_skip, rate = struct.unpack_from("<BHI", opus_head, 9)
