@@ -3,7 +3,8 @@
  * hls_route: the HLS URLs of a mount (see hls_route.h): <mount>/hls.m3u8, the media playlist
  * (blocking reloads with _HLS_msn/_HLS_part parked until the part exists), and
  * <mount>/hls/<seq>.<ext> and <mount>/hls/<seq>.<part>.<ext>, segments and parts sent from the
- * mount's blocks (an ID3 timestamp tag, then writev of the block pieces: nothing copied).
+ * mount's blocks (an ID3 timestamp tag, then writev of the block pieces: nothing copied), and
+ * an Opus mount's init segments <mount>/hls/<id>.init.mp4 (its pieces are fMP4 fragments).
  * The window itself (cutting, waiting lists) is stream/hls.c.
  */
 #include "router/hls_route.h"
@@ -36,6 +37,7 @@ typedef struct hls_url {
     int playlist;     /* else a segment or part */
     uint64_t seq;
     int part;         /* -1: the whole segment */
+    int init;         /* the init segment seq names (an Opus window's) */
     const char *ext;
 } hls_url_t;
 
@@ -77,9 +79,17 @@ static int parse_url(const char *path, hls_url_t *u)
             return 0;
         u->part = (int)part;
     }
-    if (!p || (strcmp(p, ".mp3") != 0 && strcmp(p, ".aac") != 0))
+    if (p && u->part < 0 && strcmp(p, ".init.mp4") == 0) {
+        u->init = 1;
+        p += sizeof(".init") - 1;
+    }
+    /* a static string: a parked request answers again after the path is gone */
+    static const char *const exts[] = {"mp3", "aac", "mp4"};
+    for (size_t i = 0; p && *p == '.' && !u->ext && i < sizeof(exts) / sizeof(exts[0]); i++)
+        if (strcmp(p + 1, exts[i]) == 0)
+            u->ext = exts[i];
+    if (!u->ext)
         return 0;
-    u->ext = p + 1;
     return (u->mount = strndup(path, (size_t)(dir - path))) != NULL;
 }
 
@@ -90,13 +100,13 @@ static hls_t *window_for(conn_t *c, const http_request_t *req, mount_t *m)
     int why = req->method != HTTP_METHOD_GET && req->method != HTTP_METHOD_HEAD ? -1
                                                                                 : hls_offered(m);
     if (why != HLS_OFFERED) {
-        static const int status[] = {405, 404, 415, 403};
+        static const int status[] = {405, 404, 415, 403, 503};
         static const char *const text[] = {
             "Method Not Allowed",
             "HLS is not enabled on this mount",
-            "Unsupported Media Type: HLS needs an MP3 or AAC (ADTS) stream; Opus in "
-            "fragmented MP4 is not served yet",
+            "Unsupported Media Type: HLS needs an MP3 or AAC (ADTS) stream, or Ogg Opus",
             "Forbidden: HLS is not served on mounts with listener authentication",
+            "Service Unavailable: the stream's codec headers have not come yet",
         };
         mount_unref(m);
         client_send_error(c, status[why < 0 ? 0 : why], text[why < 0 ? 0 : why]);
@@ -589,8 +599,7 @@ static int start_filling(conn_t *c, const http_request_t *req, hls_t *h, const h
              "ETag: \"%llu.%d\"\r\nAccess-Control-Allow-Origin: *\r\n", SEGMENT_MAX_AGE,
              (unsigned long long)u->seq, u->part);
     int keep = reply_keepalive_wanted(req);
-    size_t hlen = reply_head(head, sizeof(head), keep, 200, p.adts ? "audio/aac" : "audio/mpeg",
-                             -1, extra);
+    size_t hlen = reply_head(head, sizeof(head), keep, 200, hls_piece_type(&p), -1, extra);
     int n = snprintf(id3, sizeof(id3), "%x\r\n", (unsigned)p.id3_len);
     if (!f || hlen == 0 || conn_queue(c, head, hlen) < 0 || conn_queue(c, id3, (size_t)n) < 0 ||
         conn_queue(c, (const char *)p.id3, p.id3_len) < 0 || conn_queue(c, "\r\n", 2) < 0) {
@@ -623,7 +632,8 @@ static void answer_piece(conn_t *c, const http_request_t *req, hls_t *h, const h
     if (start_filling(c, req, h, u))
         return;
     piece_send_t *s = calloc(1, sizeof(*s));
-    int rc = s ? hls_piece(h, u->seq, u->part, &s->piece) : -ENOMEM;
+    int rc = !s ? -ENOMEM : u->init ? hls_init_piece(h, u->seq, &s->piece)
+                                    : hls_piece(h, u->seq, u->part, &s->piece);
     if (rc == HLS_PENDING) {
         /* the preload hint's part, or one just ahead: sent once it is complete */
         free(s);
@@ -631,7 +641,7 @@ static void answer_piece(conn_t *c, const http_request_t *req, hls_t *h, const h
             answer_piece(c, req, h, u); /* completed meanwhile */
         return;
     }
-    if (rc != HLS_READY || strcmp(u->ext, s->piece.adts ? "aac" : "mp3") != 0) {
+    if (rc != HLS_READY || strcmp(u->ext, hls_piece_ext(&s->piece)) != 0) {
         if (rc == HLS_READY)
             block_unref(s->piece.blk);
         free(s);
@@ -656,7 +666,9 @@ static void answer_piece(conn_t *c, const http_request_t *req, hls_t *h, const h
         snprintf(crange, sizeof(crange), "Content-Range: bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64
                  "\r\n", from, to - 1, size);
     char etag[64];
-    if (u->part < 0)
+    if (u->init)
+        snprintf(etag, sizeof(etag), "\"%" PRIu64 ".init\"", u->seq);
+    else if (u->part < 0)
         snprintf(etag, sizeof(etag), "\"%" PRIu64 "\"", u->seq);
     else
         snprintf(etag, sizeof(etag), "\"%" PRIu64 ".%d\"", u->seq, u->part);
@@ -667,8 +679,7 @@ static void answer_piece(conn_t *c, const http_request_t *req, hls_t *h, const h
     s->keep = reply_keepalive_wanted(req);
     char head[2048];
     size_t hlen = reply_head(head, sizeof(head), s->keep, range ? 206 : 200,
-                             s->piece.adts ? "audio/aac" : "audio/mpeg",
-                             (long long)(to - from), extra);
+                             hls_piece_type(&s->piece), (long long)(to - from), extra);
     const http_header_t *inm = http_find_header(req, "if-none-match");
     int not_modified = inm && inm->value_len == strlen(etag) &&
                        memcmp(inm->value, etag, inm->value_len) == 0;

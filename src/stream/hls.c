@@ -69,18 +69,32 @@ static hls_conf_t settings_for(const config_t *cfg, const char *name)
     return g;
 }
 
+/* Whether the Ogg mount m is served: HLS_OFFERED when it carries one logical stream, Opus;
+ * HLS_STARTING before its codec headers came. */
+static int ogg_offered(mount_t *m)
+{
+    pthread_mutex_lock(&m->lock);
+    block_t *headers = m->headers ? block_ref(m->headers) : NULL;
+    pthread_mutex_unlock(&m->lock);
+    if (!headers)
+        return HLS_STARTING;
+    int opus = hls_opus_headers(headers);
+    block_unref(headers);
+    return opus ? HLS_OFFERED : HLS_WRONG_TYPE;
+}
+
 int hls_offered(mount_t *m)
 {
     const config_t *cfg = server_config();
     const mount_conf_t *mc = config_find_mount(cfg, m->name);
     if (!settings_for(cfg, m->name).enabled)
         return HLS_DISABLED;
-    if (atomic_load(&m->is_ogg) || !hls_type_supported(mount_info(m)->content_type))
+    if (!atomic_load(&m->is_ogg) && !hls_type_supported(mount_info(m)->content_type))
         return HLS_WRONG_TYPE;
     /* listener authentication does not cover playlist polls yet */
     if (mc && (mc->auth || auth_url_enabled(mc)))
         return HLS_NEEDS_AUTH;
-    return HLS_OFFERED;
+    return atomic_load(&m->is_ogg) ? ogg_offered(m) : HLS_OFFERED;
 }
 
 int hls_sessions_wanted(const char *name)
@@ -105,6 +119,8 @@ static void seg_clear(hls_seg_t *s)
             block_unref(s->parts[i].blk);
     if (s->open.blk)
         block_unref(s->open.blk);
+    if (s->init)
+        block_unref(s->init);
     memset(s, 0, sizeof(*s));
 }
 
@@ -125,6 +141,8 @@ static hls_seg_t *seg_open(hls_t *h)
     s->pdt_ms = h->anchor_ms + (int64_t)(h->epoch_samples * 1000 / h->rate);
     s->epoch = h->epoch;
     s->epoch_samples = h->epoch_samples;
+    s->init = h->init ? block_ref(h->init) : NULL;
+    s->init_id = h->init_id;
     if (h->open_seq >= (uint64_t)h->nsegs && h->first_seq < h->open_seq - (uint64_t)h->nsegs + 1)
         h->first_seq = h->open_seq - (uint64_t)h->nsegs + 1;
     return s;
@@ -154,7 +172,7 @@ static void wake_waiters(hls_t *h)
 
 /* The open part is complete: it joins its segment, which completes when full (or when
  * `close` says the stream breaks here). */
-static void part_close(hls_t *h, int close)
+void hls_part_close(hls_t *h, int close)
 {
     hls_seg_t *s = hls_seg_at(h, h->open_seq);
     if (!s)
@@ -182,10 +200,12 @@ static void part_close(hls_t *h, int close)
 
 /* The stream breaks (source replaced, frames lost, format changed): what was cut so far is
  * closed as it is, and what follows starts with a discontinuity. */
-static void stream_break(hls_t *h)
+void hls_stream_break(hls_t *h)
 {
+    if (h->is_opus)
+        hls_opus_cut_locked(h);
     if (h->have_open)
-        part_close(h, 1);
+        hls_part_close(h, 1);
     if (h->open_seq > h->first_seq || h->ever)
         h->disc_next = 1;
     h->frames_known = 0;
@@ -201,16 +221,16 @@ static void frame_done(hls_t *h, uint32_t samples, uint64_t end)
     h->clock_samples += samples;
     if (s->open.frames == h->frames_per_part) {
         s->open.end = end;
-        part_close(h, 0);
+        hls_part_close(h, 0);
     } else {
         s->open.end = end;
     }
 }
 
 /* The first frame after a start or a break: sets the geometry for its format. */
-static void frames_begin(hls_t *h, const mpeg_frame_t *f)
+void hls_clock_begin(hls_t *h, uint32_t rate)
 {
-    if (h->rate != f->samplerate) {
+    if (h->rate != rate) {
         if (h->rate)
             h->clock90 += h->clock_samples * 90000 / h->rate;
         h->clock_samples = 0;
@@ -218,13 +238,18 @@ static void frames_begin(hls_t *h, const mpeg_frame_t *f)
         h->anchor_ms = wall_ms();
         h->epoch++;
     }
-    h->rate = f->samplerate;
+    h->rate = rate;
+    h->frames_known = 1;
+    h->ever = 1;
+}
+
+static void frames_begin(hls_t *h, const mpeg_frame_t *f)
+{
+    hls_clock_begin(h, f->samplerate);
     h->key = f->key;
     h->adts = f->kind == MPEG_KIND_ADTS;
     uint64_t fpp = (uint64_t)h->part_ms * f->samplerate / (1000u * f->samples);
     h->frames_per_part = fpp ? (uint32_t)fpp : 1;
-    h->frames_known = 1;
-    h->ever = 1;
 }
 
 /* 1 if m's title is not the one announced last (it becomes that one). */
@@ -240,14 +265,19 @@ static int title_changed(hls_t *h, icy_meta_t *m)
     return t[0] != '\0';
 }
 
-/* A frame header begins at `at` in block b: a part opens there if none is open. */
-static void frame_start(hls_t *h, block_t *b, uint64_t at)
+hls_seg_t *hls_part_begin(hls_t *h)
 {
     if (!h->have_open) {
         seg_open(h);
         h->have_open = 1;
     }
-    hls_seg_t *s = hls_seg_at(h, h->open_seq);
+    return hls_seg_at(h, h->open_seq);
+}
+
+/* A frame header begins at `at` in block b: a part opens there if none is open. */
+static void frame_start(hls_t *h, block_t *b, uint64_t at)
+{
+    hls_seg_t *s = hls_part_begin(h);
     if (!s->open.blk) {
         s->open.blk = block_ref(b);
         s->open.start = at;
@@ -287,12 +317,12 @@ static void scan_block(hls_t *h, block_t *b)
             continue; /* the rest of the header is in the next block */
         if (rc != 1 || f.samples == 0 || (h->frames_known && f.key != h->key)) {
             if (rc == 1 && h->frames_known) {
-                stream_break(h); /* another format: begins again at this frame */
+                hls_stream_break(h); /* another format: begins again at this frame */
                 h->pos = h->frame_at;
                 h->have = 0;
                 continue;
             }
-            stream_break(h);
+            hls_stream_break(h);
             h->state = SCAN_SEEK;
             continue;
         }
@@ -302,7 +332,7 @@ static void scan_block(hls_t *h, block_t *b)
             /* a header split over two blocks: the part starts in the previous block, which is
              * no longer held here; such a frame begins no part (frames are cut whole, so this
              * happens only with an unframed source) */
-            stream_break(h);
+            hls_stream_break(h);
             h->state = SCAN_SEEK;
             continue;
         }
@@ -311,7 +341,7 @@ static void scan_block(hls_t *h, block_t *b)
         h->frame_samples = f.samples;
         h->state = SCAN_BODY;
         if (h->pos > h->frame_end) { /* a frame shorter than a header: never valid */
-            stream_break(h);
+            hls_stream_break(h);
             h->state = SCAN_SEEK;
         }
     }
@@ -326,11 +356,15 @@ static void advance_locked(hls_t *h)
     for (;;) {
         if (h->pos < b->offset) /* entering a new block */
             h->pos = b->offset;
-        if (h->pos == b->offset && h->state == SCAN_SEEK && (b->flags & BLOCK_SYNC)) {
-            h->state = SCAN_HEAD;
-            h->have = 0;
+        if (h->is_opus) {
+            hls_opus_scan_locked(h, b);
+        } else {
+            if (h->pos == b->offset && h->state == SCAN_SEEK && (b->flags & BLOCK_SYNC)) {
+                h->state = SCAN_HEAD;
+                h->have = 0;
+            }
+            scan_block(h, b);
         }
-        scan_block(h, b);
         block_t *next = block_next(b);
         if (!next)
             break;
@@ -367,6 +401,7 @@ static void window_free_locked(hls_t *h)
     if (h->last_meta)
         icy_meta_unref(h->last_meta);
     h->last_meta = NULL;
+    hls_opus_free_locked(h);
 }
 
 static void detach_locked(hls_t *h)
@@ -396,7 +431,7 @@ static void settings_locked(hls_t *h, const mount_t *m)
 static int attach_locked(hls_t *h, mount_t *m)
 {
     if (h->mount) {
-        stream_break(h);
+        hls_stream_break(h);
         if (h->scan)
             block_unref(h->scan);
         h->scan = NULL;
@@ -414,10 +449,19 @@ static int attach_locked(hls_t *h, mount_t *m)
     uint32_t pos;
     block_t *headers = NULL;
     block_t *b = mount_attach(m, &pos, &headers);
+    h->is_opus = headers && atomic_load(&m->is_ogg) && hls_opus_headers(headers);
+    int rc = h->is_opus ? hls_opus_attach_locked(h, headers) : 0;
+    if (!h->is_opus && h->init) { /* no init segment for packed audio */
+        block_unref(h->init);
+        h->init = NULL;
+    }
     if (headers)
         block_unref(headers);
-    if (!b)
+    if (!b || rc < 0) {
+        if (b)
+            block_unref(b);
         return -ENOMEM;
+    }
     h->scan = b;
     h->pos = b->offset + pos;
     h->state = SCAN_SEEK;
@@ -579,14 +623,25 @@ int hls_piece(hls_t *h, uint64_t msn, int part, hls_piece_t *p)
         p->start = first->start;
         p->end = last->end;
         p->adts = h->adts;
+        p->fmp4 = h->is_opus;
         const char *title = NULL; /* a segment: the last title change among its parts */
         for (const hls_part_t *q = first; q <= last; q++)
             if (part_title(q))
                 title = part_title(q);
-        p->id3_len = id3_tag(p->id3, first->ts90, title);
+        p->id3_len = h->is_opus ? 0 : id3_tag(p->id3, first->ts90, title);
     }
     pthread_mutex_unlock(&h->lock);
     return rc;
+}
+
+const char *hls_piece_ext(const hls_piece_t *p)
+{
+    return p->fmp4 ? "mp4" : p->adts ? "aac" : "mp3";
+}
+
+const char *hls_piece_type(const hls_piece_t *p)
+{
+    return p->fmp4 ? "audio/mp4" : p->adts ? "audio/aac" : "audio/mpeg";
 }
 
 void hls_next_part(hls_t *h, uint64_t *msn, int *part)
@@ -620,7 +675,8 @@ int hls_part_so_far(hls_t *h, uint64_t msn, int part, hls_piece_t *p)
     int rc = hls_locate(h, msn, part);
     const hls_seg_t *s = hls_seg_at(h, msn);
     int open = s ? !s->complete && s->nparts == part : h->have_open == 0 && part == 0;
-    if (rc == HLS_PENDING && msn == h->open_seq && open && h->rate) {
+    /* an Opus part is one fragment, whose moof needs all its packets: sent once complete */
+    if (rc == HLS_PENDING && msn == h->open_seq && open && h->rate && !h->is_opus) {
         uint64_t ts = s && s->open.blk ? s->open.ts90
                                        : h->clock90 + h->clock_samples * 90000 / h->rate;
         p->id3_len = id3_tag(p->id3, ts & ((1ull << 33) - 1),
@@ -676,7 +732,7 @@ static void hls_tick(worker_t *w, void *arg)
         hls_sessions_expire_locked(h, now, 0);
         if (h->segs && now - h->last_request_ms > idle_ms && list_empty(&h->waiters) &&
             !h->sessions) {
-            stream_break(h);
+            hls_stream_break(h);
             detach_locked(h);
             window_free_locked(h);
             log_debug("hls: %s: no client asked for %llu s, window dropped", h->name,

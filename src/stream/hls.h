@@ -2,7 +2,9 @@
 /*
  * hls: the HLS window of an MP3 or AAC (ADTS) mount: segments and low-latency parts cut on
  * frame boundaries from the mount's own blocks (a part is a reference to the block it starts
- * in and a byte range, never a copy), with their timestamps, program date and sequence.
+ * in and a byte range, never a copy), with their timestamps, program date and sequence. An
+ * Ogg Opus mount's window cuts fragmented MP4 instead (hls_fmp4.c): each part one fragment
+ * block built when it is cut, after an init segment per OpusHead.
  *
  * One hls_t per mount name, kept for the life of the process so that the media sequence never
  * goes back, across source reconnects too (a new source starts a discontinuity). The window
@@ -71,7 +73,12 @@ typedef struct hls_piece {
     unsigned char id3[HLS_ID3_MAX];
     uint32_t id3_len;     /* the tag's bytes: its time, and the title where it changes */
     int adts;             /* AAC in ADTS, else MPEG audio */
+    int fmp4;             /* fragmented MP4 (Opus): no tag, the bytes are the piece */
 } hls_piece_t;
+
+/* The file extension and the content type of a piece. */
+const char *hls_piece_ext(const hls_piece_t *p);
+const char *hls_piece_type(const hls_piece_t *p);
 
 /* The mount name's window, made on first use (kept for the process's life): it now counts as
  * asked for, and is attached to m (a live MP3/AAC mount) when it is not yet, or was fed by an
@@ -85,6 +92,10 @@ hls_t *hls_find(const char *name);
  * NULL with start == end when its first frame has not come; the ID3 tag its time), or what
  * hls_locate says (HLS_READY: complete, use hls_piece; nothing taken). */
 int hls_part_so_far(hls_t *h, uint64_t msn, int part, hls_piece_t *p);
+
+/* Fills *p for the init segment `id` (the number in its URI) of an Opus window: HLS_READY, or
+ * HLS_GONE when no segment the window holds uses it. */
+int hls_init_piece(hls_t *h, uint64_t id, hls_piece_t *p);
 
 /* Where (msn, part) stands (part -1: the whole segment). */
 int hls_locate(hls_t *h, uint64_t msn, int part);
@@ -115,15 +126,16 @@ int hls_wait(hls_t *h, hls_waiter_t *w);
 /* Unlinks w if it is still linked. */
 void hls_unwait(hls_waiter_t *w);
 
-/* 1 if the content type is one HLS serves (MP3, AAC in ADTS). */
+/* 1 if the content type is one HLS serves as packed audio (MP3, AAC in ADTS); Ogg mounts are
+ * served when their stream is Opus alone (hls_opus_headers). */
 int hls_type_supported(const char *content_type);
 
 /* Whether the live mount m is served as HLS: HLS_OFFERED, or why not. */
-enum { HLS_OFFERED, HLS_DISABLED, HLS_WRONG_TYPE, HLS_NEEDS_AUTH };
+enum { HLS_OFFERED, HLS_DISABLED, HLS_WRONG_TYPE, HLS_NEEDS_AUTH, HLS_STARTING };
 int hls_offered(mount_t *m);
 
-/* ---- the inside of a window: only hls.c (which cuts it) and hls_playlist.c (which writes
- * it out) touch these, under hls_t.lock ---- */
+/* ---- the inside of a window: only hls.c (which cuts it), hls_fmp4.c (its Opus branch) and
+ * hls_playlist.c (which writes it out) touch these, under hls_t.lock ---- */
 
 typedef struct hls_part {
     block_t *blk;       /* reference on the block holding `start` */
@@ -145,6 +157,8 @@ typedef struct hls_seg {
     uint32_t epoch;
     uint64_t epoch_samples; /* samples of its epoch before it */
     int nparts;
+    block_t *init;      /* Opus: its init segment (a reference), named init_id */
+    uint64_t init_id;
     hls_part_t parts[HLS_MAX_PARTS];
     hls_part_t open;    /* the part being cut (the open segment only) */
 } hls_seg_t;
@@ -196,10 +210,39 @@ struct hls {
     uint64_t epoch_samples;
     int64_t anchor_ms;        /* wall clock of the epoch's first sample */
     icy_meta_t *last_meta;    /* the title parts announced last (a reference), NULL none */
+
+    /* Opus in fragmented MP4 (hls_fmp4.c): the scan walks Ogg pages instead of frames */
+    int is_opus;
+    struct hls_opus *opus;    /* its state, NULL before the first Opus source */
+    block_t *init;            /* the init segment new segments get (a reference), or NULL */
+    uint64_t init_id;
 };
 
 /* The segment of sequence seq if the window holds it, else NULL. */
 hls_seg_t *hls_seg_at(hls_t *h, uint64_t seq);
+
+/* The cutting helpers hls.c lends to the Opus branch (under h->lock): the open segment's
+ * open part begins (the segment opens if needed); the open part is complete (close: the
+ * stream breaks after it); the stream breaks; the clock starts for a stream at `rate`. */
+hls_seg_t *hls_part_begin(hls_t *h);
+void hls_part_close(hls_t *h, int close);
+void hls_stream_break(hls_t *h);
+void hls_clock_begin(hls_t *h, uint32_t rate);
+
+/* ---- the Opus branch (hls_fmp4.c), under h->lock ---- */
+
+/* 1 if a mount's codec headers are one logical stream, Opus (its window cuts fMP4). */
+int hls_opus_headers(const block_t *headers);
+/* The window follows a new Opus source whose codec headers are `headers`: a new init
+ * segment. 0, -EINVAL (not Opus) or -ENOMEM. */
+int hls_opus_attach_locked(hls_t *h, const block_t *headers);
+/* Walks the Ogg pages of block b from h->pos (to its end): the Opus packets go into parts. */
+void hls_opus_scan_locked(hls_t *h, const block_t *b);
+/* The packets gathered become the open part's fragment (before the part closes). 0, or
+ * -ENOMEM (the part is dropped). */
+int hls_opus_cut_locked(hls_t *h);
+/* Frees the Opus state and the init segment. */
+void hls_opus_free_locked(hls_t *h);
 
 /* ---- sessions (hls_session.c): an HLS listener is a listener ---- */
 

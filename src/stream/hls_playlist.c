@@ -4,7 +4,8 @@
  * its second edition): the complete segments the window lists, and with `ll` the parts of
  * the last segments, the open segment's parts and the hint of the part to come.
  * Segment URIs are relative to the playlist (<mount>/hls.m3u8 -> <mount>/hls/<seq>.mp3) and
- * the same for every client, so that a cache serves them to all.
+ * the same for every client, so that a cache serves them to all. An Opus window's segments
+ * (.mp4) follow the EXT-X-MAP of their init segment, written again where it changes.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -32,17 +33,23 @@ static void write_parts(buf_t *out, const hls_seg_t *s, const char *ext)
                     (double)s->parts[i].samples / s->rate, s->seq, i, ext);
 }
 
-static void write_segment_head(buf_t *out, const hls_seg_t *s)
+/* *map: the init segment named last (UINT64_MAX: none yet). */
+static void write_segment_head(buf_t *out, const hls_seg_t *s, uint64_t *map)
 {
     if (s->discontinuity)
         buf_append_str(out, "#EXT-X-DISCONTINUITY\n");
+    if (s->init && s->init_id != *map) {
+        buf_appendf(out, "#EXT-X-MAP:URI=\"hls/%" PRIu64 ".init.mp4\"\n", s->init_id);
+        *map = s->init_id;
+    }
     write_date(out, s->pdt_ms);
 }
 
 int hls_playlist(hls_t *h, buf_t *out, int ll)
 {
     pthread_mutex_lock(&h->lock);
-    const char *ext = h->adts ? "aac" : "mp3";
+    const char *ext = h->is_opus ? "mp4" : h->adts ? "aac" : "mp3";
+    uint64_t map = UINT64_MAX;
     uint64_t first = h->first_seq;
     if (h->open_seq > first + (uint64_t)h->listed)
         first = h->open_seq - (uint64_t)h->listed;
@@ -79,7 +86,7 @@ int hls_playlist(hls_t *h, buf_t *out, int ll)
         const hls_seg_t *s = hls_seg_at(h, q);
         if (!s)
             continue;
-        write_segment_head(out, s);
+        write_segment_head(out, s, &map);
         if (ll && q + PARTS_LISTED_SEGMENTS >= h->open_seq)
             write_parts(out, s, ext);
         buf_appendf(out, "#EXTINF:%.5f,\nhls/%" PRIu64 ".%s\n", (double)s->samples / s->rate,
@@ -89,7 +96,7 @@ int hls_playlist(hls_t *h, buf_t *out, int ll)
         const hls_seg_t *s = hls_seg_at(h, h->open_seq);
         int next = 0;
         if (s && !s->complete) {
-            write_segment_head(out, s);
+            write_segment_head(out, s, &map);
             write_parts(out, s, ext);
             next = s->nparts;
         }
@@ -114,7 +121,8 @@ int hls_multivariant(hls_t *h, buf_t *out, const char *token)
         }
     }
     int known = h->frames_known || h->open_seq > h->first_seq;
-    const char *codecs = !known ? NULL : h->adts ? "mp4a.40.2" : "mp4a.40.34";
+    const char *codecs = h->is_opus ? "Opus" : !known ? NULL : h->adts ? "mp4a.40.2"
+                                                                        : "mp4a.40.34";
     pthread_mutex_unlock(&h->lock);
     buf_appendf(out, "#EXTM3U\n#EXT-X-VERSION:6\n#EXT-X-INDEPENDENT-SEGMENTS\n"
                 "#EXT-X-STREAM-INF:BANDWIDTH=%u", peak > 0 ? (unsigned)(peak + 0.5) : 320000u);

@@ -2,10 +2,13 @@
 """A checker of HLS media playlists (RFC 8216 and the low-latency tags of its second edition),
 fed one reload after another: each playlist must hold on its own, and follow from the ones
 before it (sequence numbers never go back, a segment keeps its duration, the discontinuity
-sequence counts the discontinuities that left the window)."""
+sequence counts the discontinuities that left the window). Fragmented MP4 segments (an Opus
+mount's) are read with the box readers at the end: the init segment's sample entry and each
+fragment's timing."""
 
 import datetime
 import re
+import struct
 
 
 class PlaylistError(AssertionError):
@@ -30,7 +33,8 @@ def parse(text):
         raise PlaylistError("no #EXTM3U first line")
     pl = {"version": None, "target": None, "msn": None, "dseq": 0, "segments": [],
           "open_parts": [], "server_control": None, "part_target": None, "hint": None,
-          "open_discontinuity": False, "open_pdt": None}
+          "open_discontinuity": False, "open_pdt": None, "open_map": None}
+    map_uri = None
     pending = {"discontinuity": False, "pdt": None, "parts": []}
     duration = None
     for line in lines[1:]:
@@ -49,6 +53,8 @@ def parse(text):
             pl["part_target"] = float(_attrs(value)["PART-TARGET"])
         elif tag == "#EXT-X-DISCONTINUITY":
             pending["discontinuity"] = True
+        elif tag == "#EXT-X-MAP":
+            map_uri = _attrs(value)["URI"]
         elif tag == "#EXT-X-PROGRAM-DATE-TIME":
             pending["pdt"] = datetime.datetime.strptime(value, "%Y-%m-%dT%H:%M:%S.%fZ")
         elif tag == "#EXT-X-PART":
@@ -62,12 +68,14 @@ def parse(text):
         elif not line.startswith("#"):
             if duration is None:
                 raise PlaylistError("URI %s without #EXTINF" % line)
-            pl["segments"].append({"uri": line, "duration": duration, **pending})
+            pl["segments"].append({"uri": line, "duration": duration, "map": map_uri,
+                                   **pending})
             pending = {"discontinuity": False, "pdt": None, "parts": []}
             duration = None
     pl["open_parts"] = pending["parts"]
     pl["open_discontinuity"] = pending["discontinuity"]
     pl["open_pdt"] = pending["pdt"]
+    pl["open_map"] = map_uri
     for tag in ("version", "target", "msn"):
         if pl[tag] is None:
             raise PlaylistError("no %s tag" % tag)
@@ -107,7 +115,7 @@ class Checker:
         if self.last:
             self._after(self.last, pl)
         for s in pl["segments"]:
-            key = (s["uri"], round(s["duration"], 5), s["discontinuity"])
+            key = (s["uri"], round(s["duration"], 5), s["discontinuity"], s["map"])
             if self.known.setdefault(s["seq"], key) != key:
                 raise PlaylistError("segment %d changed: %r then %r" % (s["seq"],
                                                                         self.known[s["seq"]], key))
@@ -129,6 +137,11 @@ class Checker:
                 raise PlaylistError("segment %d lasts %r" % (s["seq"], s["duration"]))
             if s["pdt"] is None:
                 raise PlaylistError("segment %d has no program date" % s["seq"])
+            if s["uri"].endswith(".mp4") and not s["map"]:
+                raise PlaylistError("fMP4 segment %d without an EXT-X-MAP" % s["seq"])
+        for a, b in zip(pl["segments"], pl["segments"][1:]):
+            if a["map"] != b["map"] and not b["discontinuity"]:
+                raise PlaylistError("the map changes at %d without a discontinuity" % b["seq"])
         for a, b in zip(pl["segments"], pl["segments"][1:]):
             if not b["discontinuity"]:
                 gap = (b["pdt"] - a["pdt"]).total_seconds() - a["duration"]
@@ -170,8 +183,86 @@ class Checker:
         if new["dseq"] != expected:
             raise PlaylistError("discontinuity sequence %d, expected %d" % (new["dseq"], expected))
 
+    def reload_until(self, load, cond, timeout, what, interval=0.3):
+        """Checks reloads (load() -> the playlist's text) until cond(playlist) holds; returns
+        its value (wirelib.WaitTimeout past the timeout)."""
+        import wirelib
+        return wirelib.wait_until(lambda: cond(self.check(load())), timeout, what, interval)
+
     def window_ok(self, pl=None):
         """The window lasts at least min_window_targets target durations."""
         pl = pl or self.last
         total = sum(s["duration"] for s in pl["segments"])
         return total >= self.min_window_targets * pl["target"]
+
+
+# ---- fragmented MP4 (ISO/IEC 14496-12) ----
+
+def boxes(data):
+    """The boxes of data back to back: [(type, body)], raising PlaylistError when one does
+    not fit."""
+    out, pos = [], 0
+    while pos < len(data):
+        if len(data) - pos < 8:
+            raise PlaylistError("a box header cut at byte %d" % pos)
+        size, kind = struct.unpack_from(">I4s", data, pos)
+        if size < 8 or pos + size > len(data):
+            raise PlaylistError("box %r of %d bytes at %d of %d" % (kind, size, pos, len(data)))
+        out.append((kind.decode("latin-1"), data[pos + 8:pos + size]))
+        pos += size
+    return out
+
+
+def box(data, *path):
+    """The body of the first box along path ("moov", "trak", ...); PlaylistError if none."""
+    for kind in path:
+        found = [b for t, b in boxes(data) if t == kind]
+        if not found:
+            raise PlaylistError("no %s box (path %s)" % (kind, "/".join(path)))
+        data = found[0]
+    return data
+
+
+def opus_init(data):
+    """An Opus init segment's description: its top boxes, the sample entry's channel count
+    and the dOps fields (channels, pre_skip, rate, gain, family)."""
+    top = [t for t, _ in boxes(data)]
+    stsd = box(data, "moov", "trak", "mdia", "minf", "stbl", "stsd")
+    entry = boxes(stsd[8:])  # version/flags, entry count
+    if len(entry) != 1 or entry[0][0] != "Opus":
+        raise PlaylistError("sample entries %r" % [t for t, _ in entry])
+    body = entry[0][1]
+    channelcount = struct.unpack_from(">H", body, 16)[0]
+    dops = box(body[28:], "dOps")
+    version, channels, pre_skip, rate, gain, family = struct.unpack_from(">BBHIhB", dops)
+    timescale = struct.unpack_from(">I", box(data, "moov", "trak", "mdia", "mdhd"), 12)[0]
+    box(data, "moov", "mvex", "trex")
+    return {"top": top, "channelcount": channelcount, "version": version, "channels": channels,
+            "pre_skip": pre_skip, "rate": rate, "gain": gain, "family": family,
+            "timescale": timescale}
+
+
+def fragments(data):
+    """A segment or part's fragments: [{tfdt, durations, sizes, mdat}] (moof + mdat pairs)."""
+    out, top = [], boxes(data)
+    if len(top) % 2 or any(t != ("moof", "mdat")[i % 2] for i, (t, _) in enumerate(top)):
+        raise PlaylistError("not moof/mdat pairs: %r" % [t for t, _ in top])
+    for (_, moof), (_, mdat) in zip(top[::2], top[1::2]):
+        traf = box(moof, "traf")
+        tfdt = box(traf, "tfdt")
+        t = struct.unpack_from(">Q" if tfdt[0] == 1 else ">I", tfdt, 4)[0]
+        trun = box(traf, "trun")
+        flags = struct.unpack_from(">I", trun)[0] & 0xffffff
+        count = struct.unpack_from(">I", trun, 4)[0]
+        pos = 8 + (4 if flags & 1 else 0) + (4 if flags & 4 else 0)
+        durations, sizes = [], []
+        for _ in range(count):
+            if flags & 0x100:
+                durations.append(struct.unpack_from(">I", trun, pos)[0])
+                pos += 4
+            if flags & 0x200:
+                sizes.append(struct.unpack_from(">I", trun, pos)[0])
+                pos += 4
+            pos += (4 if flags & 0x400 else 0) + (4 if flags & 0x800 else 0)
+        out.append({"tfdt": t, "durations": durations, "sizes": sizes, "mdat": mdat})
+    return out

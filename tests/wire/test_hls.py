@@ -51,15 +51,20 @@ def start_source(srv, mount, codec):
     return p
 
 
+def ffmpeg_play_hls(srv, mount, seconds):
+    """ffmpeg decodes `seconds` of the mount's HLS (errors only): its CompletedProcess."""
+    cmd = [fl.FFMPEG, "-hide_banner", "-nostdin", "-v", "error", "-i",
+           srv.url(mount + "/hls.m3u8"), "-t", str(seconds), "-f", "null", "-"]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60 + 3 * seconds)
+
+
 @pytest.mark.parametrize("codec", ["mp3", "aac"])
 def test_ffmpeg_plays_the_hls_of_a_mount(server, codec):
     srv = server()
     mount = "/live." + codec
     p = start_source(srv, mount, codec)
     try:
-        cmd = [fl.FFMPEG, "-hide_banner", "-nostdin", "-v", "error", "-i",
-               srv.url(mount + "/hls.m3u8"), "-t", "20", "-f", "null", "-"]
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=90)
+        r = ffmpeg_play_hls(srv, mount, 20)
     finally:
         fl.stop_process(p)
     complaints = fl._decode_complaints(r.stderr).splitlines()
@@ -105,41 +110,44 @@ def test_segments_are_whole_frames_after_an_id3_timestamp(server, tmp_path, code
     assert fl.ffmpeg_decode_errors(path) == ""
 
 
+def reload_over_a_source_reconnect(srv, mount, check, restart, meanwhile=None):
+    """Reloads (through check) until the window is full and slides, calls meanwhile(load)
+    when given, then restart() (a new source), and reloads until the new source's
+    discontinuity is listed and then left the window (the discontinuity sequence counts it).
+    Returns the new source's first segment."""
+    load = lambda: playlist(srv, mount)  # noqa: E731
+    first_msn = check.check(load())["msn"]
+    check.reload_until(load, lambda pl: pl["msn"] > first_msn and check.window_ok(pl), 30,
+                       "the window to fill and slide")
+    if meanwhile:
+        meanwhile(load)
+    last_before = check.last["segments"][-1]["seq"]
+    restart()
+    new = check.reload_until(load, lambda pl: [s for s in pl["segments"]
+                                               if s["discontinuity"] and s["seq"] > last_before],
+                             30, "a discontinuity for the new source")[0]
+    disc = max(check.discontinuities)
+    check.reload_until(load, lambda pl: pl["msn"] > disc, 40,
+                       "the discontinuity to leave the window", interval=0.5)
+    assert check.last["dseq"] >= 1
+    return new
+
+
 def test_playlist_rules_hold_over_reloads_and_a_source_reconnect(server):
     # short segments, so that the window slides within seconds
     srv = server(extra_xml="<hls><target-duration>2</target-duration>"
                  "<part-target-ms>500</part-target-ms><segments>3</segments></hls>")
     mount = "/live.mp3"
     check = hlscheck.Checker()
-    p = start_source(srv, mount, "mp3")
+    p = [start_source(srv, mount, "mp3")]
+
+    def restart():
+        fl.stop_process(p[0])
+        p[0] = start_source(srv, mount, "mp3")
     try:
-        check.check(playlist(srv, mount))
-        first_msn = check.last["msn"]
-        # reload until the window is full and slides
-        def slid():
-            check.check(playlist(srv, mount))
-            return check.last["msn"] > first_msn and check.window_ok()
-        wirelib.wait_until(slid, 30, "the window to fill and slide", interval=0.3)
-        last_before = check.last["segments"][-1]["seq"]
-        fl.stop_process(p)
-        p = start_source(srv, mount, "mp3")
-
-        def new_source_listed():
-            check.check(playlist(srv, mount))
-            return any(s["discontinuity"] and s["seq"] > last_before
-                       for s in check.last["segments"])
-        wirelib.wait_until(new_source_listed, 30, "a discontinuity for the new source",
-                           interval=0.3)
-        # and on until that discontinuity left the window: the sequence counts it
-        disc = max(check.discontinuities)
-
-        def disc_left():
-            check.check(playlist(srv, mount))
-            return check.last["msn"] > disc
-        wirelib.wait_until(disc_left, 40, "the discontinuity to leave the window", interval=0.5)
-        assert check.last["dseq"] >= 1
+        reload_over_a_source_reconnect(srv, mount, check, restart)
     finally:
-        fl.stop_process(p)
+        fl.stop_process(p[0])
     assert check.reloads > 50
 
 
@@ -147,7 +155,10 @@ def test_ogg_mount_answers_hls_needs_mp3_or_aac(server):
     srv = server()
     p = start_source(srv, "/live.ogg", "vorbis")
     try:
-        status, _, body = get(srv, "/live.ogg/hls.m3u8")
+        # 503 until the codec headers came (they tell Opus, which has HLS, from the rest)
+        status, _, body = wirelib.wait_until(
+            lambda: (lambda r: r[0] != 503 and r)(get(srv, "/live.ogg/hls.m3u8")), 15,
+            "the Ogg mount's codec headers", interval=0.1)
     finally:
         fl.stop_process(p)
     assert status == 415
@@ -199,37 +210,45 @@ def _lists_part(pl, msn, part):
     return any(p["uri"].startswith(name) for p in pl["open_parts"])
 
 
+def blocking_reloads_are_answered_when_the_part_exists(srv, mount, rounds=3):
+    """Blocking reloads for the hinted part, each answered within 50 ms of the part showing in
+    plain reloads (and the playlist rules holding); returns the last playlist."""
+    check = hlscheck.Checker()
+    pl = check.check(playlist(srv, mount))
+    for _ in range(rounds):
+        msn, part = _next_part(pl)
+        answer = {}
+
+        def blocking():
+            body = playlist(srv, mount, "&_HLS_msn=%d&_HLS_part=%d" % (msn, part))
+            answer["t"] = time.monotonic()
+            answer["pl"] = hlscheck.parse(body)
+        t = threading.Thread(target=blocking)
+        t.start()
+        seen = None
+        # the part's existence, from plain reloads every 5 ms
+        deadline = time.monotonic() + 10
+        while seen is None and time.monotonic() < deadline:
+            if _lists_part(hlscheck.parse(playlist(srv, mount)), msn, part):
+                seen = time.monotonic()
+            else:
+                time.sleep(0.005)
+        t.join(10)
+        assert seen is not None and "t" in answer
+        assert _lists_part(answer["pl"], msn, part)
+        assert answer["t"] - seen < 0.05, "answered %.3f s after the part existed" % (
+            answer["t"] - seen)
+        pl = check.check(playlist(srv, mount))
+    return pl
+
+
 def test_blocking_reload_is_answered_when_the_part_exists(server):
     srv = server()
     mount = "/live.aac"
     p = start_source(srv, mount, "aac")
     try:
-        check = hlscheck.Checker()
-        pl = check.check(playlist(srv, mount))
-        for _ in range(3):
-            msn, part = _next_part(pl)
-            answer = {}
-
-            def blocking():
-                body = playlist(srv, mount, "&_HLS_msn=%d&_HLS_part=%d" % (msn, part))
-                answer["t"] = time.monotonic()
-                answer["pl"] = hlscheck.parse(body)
-            t = threading.Thread(target=blocking)
-            t.start()
-            seen = None
-            # the part's existence, from plain reloads every 5 ms
-            deadline = time.monotonic() + 10
-            while seen is None and time.monotonic() < deadline:
-                if _lists_part(hlscheck.parse(playlist(srv, mount)), msn, part):
-                    seen = time.monotonic()
-                else:
-                    time.sleep(0.005)
-            t.join(10)
-            assert seen is not None and "t" in answer
-            assert _lists_part(answer["pl"], msn, part)
-            assert answer["t"] - seen < 0.05, "answered %.3f s after the part existed" % (
-                answer["t"] - seen)
-            pl = check.check(playlist(srv, mount))
+        pl = blocking_reloads_are_answered_when_the_part_exists(srv, mount)
+        msn, _ = _next_part(pl)
         # a part several segments ahead is refused at once
         t0 = time.monotonic()
         status, _, _ = get(srv, mount + "/hls.m3u8?session=%s&_HLS_msn=%d&_HLS_part=0" % (SESSION, msn + 5))
@@ -292,6 +311,27 @@ def test_preload_hinted_part_is_answered_once_complete(server):
     assert abs(frames * 1024 / 44100 - listed[0]["duration"]) < 1e-4
     # it was not there yet when asked: the answer waited for it (at most one part target)
     assert waited < after["part_target"] + 0.5
+
+
+def test_a_part_asked_for_ahead_of_the_one_being_cut_is_answered_once_complete(server):
+    """Not the part being cut (that one is sent as it fills) but the one after: the request
+    waits and is answered when the part is complete, as the part its URL names."""
+    srv = server()
+    mount = "/live.mp3"
+    p = start_source(srv, mount, "mp3")
+    answers = []
+    try:
+        for _ in range(3):
+            pl = hlscheck.Checker().check(playlist(srv, mount))
+            msn, part = _next_part(pl)
+            per_segment = len(pl["segments"][-1]["parts"])
+            msn, part = (msn, part + 1) if part + 1 < per_segment else (msn + 1, 0)
+            status, headers, body = get(srv, mount + "/hls/%d.%d.mp3" % (msn, part))
+            listed = _lists_part(hlscheck.parse(playlist(srv, mount)), msn, part)
+            answers.append((status, headers.get("content-type"), body[:3], listed))
+    finally:
+        fl.stop_process(p)
+    assert answers == [(200, "audio/mpeg", b"ID3", True)] * 3, answers
 
 
 def test_stats_give_the_hls_url_of_mounts_that_have_hls(server):

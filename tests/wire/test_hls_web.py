@@ -12,6 +12,7 @@ import pytest
 
 import formatlib as fl
 import webuilib
+import wirelib
 from test_webui import ADMIN, WEB, browsers  # noqa: F401 (browsers: the fixture)
 from test_webui_mobile import DESKTOP, PHONE, check_fits, emulate
 
@@ -21,13 +22,25 @@ pytestmark = [pytest.mark.skipif(_missing is not None, reason=_missing or ""),
 
 
 @pytest.fixture
-def live(server):
+def web_source(server):
+    """Factory: (mount, codec) -> a server with our web/ and that mount fed by a real-time
+    ffmpeg (stopped at teardown)."""
+    procs = []
+
+    def start(mount, codec):
+        srv = server(webroot=WEB, adminroot=ADMIN)
+        procs.append(fl.ffmpeg_source(srv, mount, codec))
+        fl.wait_mount(srv, mount, procs[-1])
+        return srv
+    yield start
+    for p in procs:
+        fl.stop_process(p)
+
+
+@pytest.fixture
+def live(web_source):
     """A server with our web/ and an MP3 mount fed by a real-time ffmpeg."""
-    srv = server(webroot=WEB, adminroot=ADMIN)
-    p = fl.ffmpeg_source(srv, "/live.mp3", "mp3")
-    fl.wait_mount(srv, "/live.mp3", p)
-    yield srv
-    fl.stop_process(p)
+    return web_source("/live.mp3", "mp3")
 
 
 AUDIO = "li[data-mount='/live.mp3'] .player audio"
@@ -181,3 +194,33 @@ def test_hls_js_raises_the_title_as_an_id3_cue(live, browsers):
         }
         return out;"""
     b.wait(lambda: title in b.js_run(cues, AUDIO), 30, "the title cue")
+
+
+OPUS_AUDIO = "li[data-mount='/live.opus'] .player audio"
+OPUS_TOGGLE = "li[data-mount='/live.opus'] .player .hls-toggle"
+
+
+def test_hls_js_plays_an_opus_mount_in_fragmented_mp4(web_source, browsers):
+    """hls.js takes the Opus mount's fMP4 HLS (init segment, parts) into Chromium's Media
+    Source, and the player advances."""
+    srv = web_source("/live.opus", "opus")
+    wirelib.wait_until(lambda: fl.json_source(srv, "/live.opus").get("hls_url"), 10,
+                       "the Opus mount's hls_url (its codec headers)", interval=0.1)
+    b = browsers(js=True)
+    emulate(b, *DESKTOP)
+    b.get(srv.url("/status.xsl"))
+    b.js_run("document.querySelector(arguments[0]).muted = true", OPUS_AUDIO)
+    b.one(OPUS_TOGGLE).click()
+    b.wait(lambda: b.js_run("return document.querySelector(arguments[0]).getAttribute('data-hls-engine')",
+                            OPUS_AUDIO) == "hls.js", 15, "hls.js to take the player")
+    opus_played = "return document.querySelector(arguments[0]).currentTime"
+    b.wait(lambda: b.js_run(opus_played, OPUS_AUDIO) > 0.2, 30, "the Opus HLS player to start")
+    t0 = b.js_run(opus_played, OPUS_AUDIO)
+    b.wait(lambda: b.js_run(opus_played, OPUS_AUDIO) >= t0 + 3, 15, "the player to advance 3 s")
+    state = b.js_run("""var a = document.querySelector(arguments[0]), h = a.__hls,
+        d = h.levels[0] && h.levels[0].details;
+        return {parts: d ? d.partList && d.partList.length : -1, codec: h.levels[0].audioCodec,
+                error: a.error && a.error.code, paused: a.paused};""", OPUS_AUDIO)
+    assert state["parts"] > 0 and state["error"] is None and not state["paused"], state
+    assert "opus" in (state["codec"] or "").lower(), state
+    assert not [e for e in b.console_errors() if "hls" in e.lower()], b.console_errors()

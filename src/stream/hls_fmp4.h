@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * hls_fmp4: the fragmented MP4 boxes (ISO/IEC 14496-12) of an Opus HLS stream, per the
+ * "Encapsulation of Opus in ISO Base Media File Format" mapping: the init segment (ftyp,
+ * moov with one audio track whose sample entry is 'Opus' with its 'dOps' box, mvex/trex) and
+ * the fragment of each part (moof with mfhd, traf/tfhd/tfdt/trun, then mdat), plus the
+ * duration of an Opus packet from its TOC (RFC 6716 section 3.1). Pure functions: no window,
+ * no lock. The window's Opus branch that uses them is in hls_fmp4.c too (declared in hls.h).
+ */
+#ifndef RIMECAST_HLS_FMP4_H
+#define RIMECAST_HLS_FMP4_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/block.h"
+
+#define FMP4_TIMESCALE 48000 /* Opus always decodes at 48 kHz */
+#define OPUS_HEAD_MIN 19     /* the fixed part of an OpusHead packet (RFC 7845 5.1) */
+
+/* Samples (at 48 kHz) the Opus packet p[0..len) decodes to: frame count x frame size from
+ * its TOC byte; 0 for an empty or malformed packet, or one over 120 ms (RFC 6716 3.2.5). */
+uint32_t fmp4_opus_packet_samples(const unsigned char *p, size_t len);
+
+/* 1 if head[0..len) is an OpusHead packet this writer can describe (version 0.x, channel
+ * count and mapping table consistent with its length), else 0. */
+int fmp4_opus_head_valid(const unsigned char *head, size_t len);
+
+/* The init segment (ftyp + moov) for the OpusHead packet head[0..len) (fmp4_opus_head_valid):
+ * a new block (offset 0, refcount 1), or NULL when memory ran out. */
+block_t *fmp4_init_segment(const unsigned char *head, size_t len);
+
+/* The fragment of n Opus packets: moof (fragment sequence number seq, base decode time tfdt
+ * in 48 kHz ticks, each sample's duration durs[i] and size sizes[i]) then an mdat holding
+ * payload[0..len) (the packets back to back, len = the sum of sizes). A new block (refcount
+ * 1, offset 0), or NULL when memory ran out. */
+block_t *fmp4_fragment(uint32_t seq, uint64_t tfdt, const uint32_t *durs, const uint32_t *sizes,
+                       uint32_t n, const unsigned char *payload, size_t len);
+
+#endif
