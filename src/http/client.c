@@ -56,7 +56,7 @@ void client_log_request(conn_t *c)
     client_t *cl = client_of(c);
     if (!cl->log_method)
         return;
-    char masked[64]; /* <address-truncation>: only the listener's network is logged */
+    char masked[64]; /* <anonymize-ip>: only the listener's network is logged */
     int truncate = server_config()->address_truncation;
     if (truncate)
         cidr_truncate(c->ip, masked, sizeof(masked));
