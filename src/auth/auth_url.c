@@ -18,6 +18,7 @@
 #include "auth/park.h"
 #include "conf/config.h"
 #include "core/buf.h"
+#include "core/cidr.h"
 #include "core/escape.h"
 #include "core/log.h"
 #include "core/str.h"
@@ -192,7 +193,7 @@ static void judge(auth_url_session_t *s, const char *action, const fetch_result_
         s->unavailable = 1;
         snprintf(s->message, sizeof(s->message), "authentication unavailable");
         log_error("auth: %s for %s on %s: the auth server gave no answer (%s): refused",
-                  action, s->ip, escape_log(why, sizeof(why), s->mount_name,
+                  action, CIDR_SHOWN(s->ip), escape_log(why, sizeof(why), s->mount_name,
                                             strlen(s->mount_name)),
                   escape_log(esc, sizeof(esc), r->error_text, strlen(r->error_text)));
         return;
@@ -208,7 +209,8 @@ static void judge(auth_url_session_t *s, const char *action, const fetch_result_
     }
     if (fetch_header(r, MESSAGE_HEADER, msg, sizeof(msg)))
         clean_message(s->message, sizeof(s->message), msg);
-    log_info("auth: %s for %s on %s refused by the auth server (HTTP %ld): %s", action, s->ip,
+    log_info("auth: %s for %s on %s refused by the auth server (HTTP %ld): %s", action,
+             CIDR_SHOWN(s->ip),
              escape_log(why, sizeof(why), s->mount_name, strlen(s->mount_name)), r->status,
              s->message[0] ? escape_log(esc, sizeof(esc), s->message, strlen(s->message))
                            : "no reason given");
@@ -318,7 +320,7 @@ static char *listener_body(const auth_url_session_t *s, const char *action, cons
         rc |= url_form_append(&b, "duration",
                               client_id(num, sizeof(num), (uint64_t)(time(NULL) - c->start)));
     }
-    rc |= url_form_append(&b, "ip", s->ip);
+    rc |= url_form_append(&b, "ip", CIDR_SHOWN(s->ip)); /* <anonymize-ip>: its network */
     rc |= url_form_append(&b, "agent", s->agent);
     if (req)
         rc |= append_client_headers(&b, mc, req);
@@ -382,7 +384,8 @@ void auth_url_session_end(conn_t *c, void *arg)
                               .timeout_ms = s->timeout_ms};
         int rc = body ? fetch_submit(&rq) : -ENOMEM;
         if (rc < 0)
-            log_warn("auth: listener_remove for %s not sent (%s)", s->ip, strerror(-rc));
+            log_warn("auth: listener_remove for %s not sent (%s)", CIDR_SHOWN(s->ip),
+                     strerror(-rc));
         free(body);
     }
     auth_url_session_free(s);
@@ -406,7 +409,7 @@ auth_url_start_t auth_url_stream_auth(conn_t *c, const mount_conf_t *mc, const c
     buf_t b = {0};
     int rc = buf_append_str(&b, "action=stream_auth");
     rc |= url_form_append(&b, "mount", mount);
-    rc |= url_form_append(&b, "ip", s->ip);
+    rc |= url_form_append(&b, "ip", CIDR_SHOWN(s->ip)); /* <anonymize-ip>: its network */
     rc |= url_form_append(&b, "server", s->server);
     rc |= url_form_append(&b, "port", client_id(num, sizeof(num), (uint64_t)s->port));
     rc |= url_form_append(&b, "user", user); /* NULL (no credentials) is sent empty */

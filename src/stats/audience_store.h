@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * audience_store: every ended listener session (stream/session.h) kept in an embedded SQLite
- * database (<audience><database>, default audience.db under <logdir>; "none": no store), so that the
- * audience figures survive restarts and reloads.
+ * database (<audience><database>, default audience.db under <logdir>; "none": no store), so
+ * that the audience figures survive restarts and reloads.
  *
  * The store has a thread of its own: the session sink only copies a record into a bounded
  * queue (a worker never touches SQLite); the thread inserts what waits in one transaction

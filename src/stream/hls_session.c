@@ -69,12 +69,8 @@ int hls_session_token_valid(const char *t)
  * streaming listener's: stream/session.h), its slot given back. */
 static void session_close(hls_t *h, hls_session_t *s, session_end_t why)
 {
-    char masked[64]; /* <anonymize-ip>: only the listener's network is logged */
-    int truncate = server_config()->address_truncation;
-    if (truncate)
-        cidr_truncate(s->ip, masked, sizeof(masked));
     log_access_entry_t e = {
-        .ip = truncate ? masked : s->ip, .start = s->start, .method = "GET", .uri = s->uri,
+        .ip = CIDR_SHOWN(s->ip), .start = s->start, .method = "GET", .uri = s->uri,
         .protocol = "HTTP/1.1", .status = 200, .bytes = s->bytes, .referer = s->referer,
         .agent = s->agent,
     };

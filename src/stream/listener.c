@@ -21,6 +21,7 @@
 #include "auth/auth.h"
 #include "auth/auth_url.h"
 #include "conf/config.h"
+#include "core/cidr.h"
 #include "core/escape.h"
 #include "core/fault.h"
 #include "core/log.h"
@@ -560,7 +561,7 @@ static void listener_release(conn_t *c)
         return;
     mount_t *m = l->mount;
     end_session(c, l);
-    events_emit(EVENT_LISTENER_LEAVE, m->name, c->id, c->ip);
+    events_emit(EVENT_LISTENER_LEAVE, m->name, c->id, CIDR_SHOWN(c->ip));
     sub_remove(c->worker, l->sub, &l->link);
     block_unref(l->blk);
     if (l->hdr)
@@ -711,7 +712,7 @@ int listener_start(conn_t *c, const http_request_t *req, mount_t *m, const char 
         conn_set_deadline(c, (uint64_t)limit * 1000u);
     l->sub = sub_get(c->worker, m);
     sub_add(c->worker, l->sub, &l->link);
-    events_emit(EVENT_LISTENER_JOIN, m->name, c->id, c->ip);
+    events_emit(EVENT_LISTENER_JOIN, m->name, c->id, CIDR_SHOWN(c->ip));
     session_record_t r = {
         .id = c->id, .mount = l->asked ? l->asked : "", .start_ms = l->start_ms,
         .address = c->ip, .agent = client_of(c)->log_agent, .country = l->country,

@@ -29,7 +29,7 @@ static sqlite3 *store(void)
     static const char rows[] =
         "INSERT INTO sessions (conn_id, mount, served, start_ms, end_ms, bytes, ip, user_agent,"
         " country, ended, preroll) VALUES"
-        " (1, '/a', '/a', 3000000, 3900000, 1, 'A', 'x', 'DE', 'client_left', 1)," /* 15 min, over H0|H1 */
+        " (1, '/a', '/a', 3000000, 3900000, 1, 'A', 'x', 'DE', 'client_left', 1)," /* 15 min */
         " (2, '/a', '/a', 100000, 130000, 1, 'A', 'x', 'DE', 'client_left', 0),"   /* 30 s */
         " (3, '/a', '/a', 200000, 400000, 1, 'B', 'y', NULL, 'kicked', 1),"       /* 200 s */
         " (4, '/b', '/b', 300000, 3700000, 1, 'A', 'x', 'DE', 'client_left', 0)," /* 3400 s */
