@@ -8,12 +8,16 @@ decodes it all; another listener of the same mount with no header hears the moun
 a preroll (or intro) sent to its end counts one impression (preroll 1 in the session log and
 the store, /admin/audience.json prerolls), one cut off by the listener leaving does not; a
 name that is no webroot file name (../etc/passwd) or a file that is missing gives the mount's
-intro and one line in the error log; the option preroll_header renames the header.
+intro and one line in the error log; the option preroll_header renames the header; a
+listener on a Shoutcast listen socket's port hears its preroll too.
 """
+
+import os
 
 import pytest
 
 import adminlib
+import conftest
 import formatlib as fl
 import httprec
 import wirelib
@@ -44,10 +48,9 @@ auth = httprec.recorder_fixture("auth", answer("icecast-preroll"))
 @pytest.fixture
 def station(server, auth, webdir):
     """A mount with URL authentication and an intro; the files in its webroot."""
-    def make(header=None, **cfg):
+    def make(header=None, extra="", **cfg):
         files = {}
         _, files["intro"] = webroot_with(webdir, "intro.mp3", seconds=1, freq=1000)
-        import os
         os.makedirs(os.path.join(webdir, "ads"), mode=0o755)
         _, files["ad"] = webroot_with(webdir, "ads/spring.mp3", seconds=1, freq=500)
         _, files["long"] = webroot_with(webdir, "long.mp3", seconds=60, freq=700)
@@ -56,14 +59,14 @@ def station(server, auth, webdir):
         xml = mount_xml(MOUNT, intro="/intro.mp3").replace(
             "</mount>", '<authentication type="url"><option name="listener_add" value="%s"/>'
             '%s</authentication></mount>' % (rec.url("/listener_add"), opt))
-        srv = server(extra_xml=xml, webroot=webdir, **cfg)
+        srv = server(extra_xml=xml + extra, webroot=webdir, **cfg)
         return srv, files, source(srv, MOUNT)
     return make
 
 
-def hear(srv, who, n, rcvbuf=None):
-    lis = srv.listener(MOUNT, headers={"Authorization": wirelib.basic_auth(who, "pw")},
-                       rcvbuf=rcvbuf)
+def hear(srv, who, n, rcvbuf=None, port=None):
+    lis = wirelib.Listener(srv.host, port or srv.port, MOUNT, rcvbuf=rcvbuf,
+                           headers={"Authorization": wirelib.basic_auth(who, "pw")})
     assert lis.open(timeout=10).status == 200
     lis.wait_bytes(n, 10)
     return lis
@@ -140,3 +143,17 @@ def test_the_preroll_header_option_renames_the_header(station):
     lis = hear(srv, "wants-ad", len(files["ad"]) + 4096)
     assert lis.snapshot()[:len(files["ad"])] == files["ad"]
     stop_all(lis, src)
+
+
+def test_a_listener_on_the_shoutcast_port_hears_its_preroll_too(station):
+    port = conftest.port_pair()
+    srv, files, src = station(extra=(
+        "<listen-socket><port>%d</port><bind-address>127.0.0.1</bind-address>"
+        "<shoutcast-mount>%s</shoutcast-mount></listen-socket>" % (port, MOUNT)))
+    ad = files["ad"]
+    lis = hear(srv, "wants-ad", len(ad) + 4096, port=port)
+    assert lis.snapshot()[:len(ad)] == ad
+    lis.close()
+    [r] = wait_records(srv, 1)
+    assert (r["user"], r["preroll"]) == ("wants-ad", 1)
+    fl.stop_process(src)
