@@ -516,9 +516,10 @@ static block_t *first_of(conn_t *c, mount_t *m)
     block_t *b = s && s->preroll ? intro_of(s->preroll) : NULL;
     if (s && s->preroll && !b) {
         static log_ratelimit_t rl;
+        char esc[512];
         log_warn_limited(&rl, 60000, "listener %llu on %s: preroll %s cannot be read; the "
                          "mount's intro is played instead", (unsigned long long)c->id,
-                         m->name, s->preroll);
+                         escape_log(esc, sizeof(esc), m->name, strlen(m->name)), s->preroll);
     }
     if (!b) {
         const mount_conf_t *mc = config_find_mount(server_config(), m->name);
