@@ -137,7 +137,7 @@ static void report_config_warnings(const config_t *cfg, int to_stderr)
     }
 }
 
-/* The session log (<sessionlog>, "none": off), opened or reopened in place; one that cannot be
+/* The session log (<session-log>, "none": off), opened or reopened in place; one that cannot be
  * opened is said in the error log and the one in use stays. */
 static void open_session_log(const config_t *cfg)
 {

@@ -18,6 +18,7 @@
 #include "auth/auth_url.h"
 #include "auth/guard.h"
 #include "conf/config.h"
+#include "core/cidr.h"
 #include "core/escape.h"
 #include "core/log.h"
 #include "core/str.h"
@@ -325,7 +326,7 @@ static int refused_cross_origin(conn_t *c, const http_request_t *req, const admi
         char esc_origin[256], esc_site[64];
         const char *o = origin ? origin : "-", *s = site ? site : "-";
         log_info_limited(&rl, 10000, "admin %s from %s refused: sent by a page of another "
-                         "origin (Origin %s, Sec-Fetch-Site %s)", cmd->name, c->ip,
+                         "origin (Origin %s, Sec-Fetch-Site %s)", cmd->name, CIDR_SHOWN(c->ip),
                          escape_log(esc_origin, sizeof(esc_origin), o, strlen(o)),
                          escape_log(esc_site, sizeof(esc_site), s, strlen(s)));
         client_send_error(c, 403, "Forbidden: admin commands that change the server are not "

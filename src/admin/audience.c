@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * audience: /admin/audience[.xsl|.json|.csv]?from=&to=&mount=&by=, the audience figures of a
- * period (stats/audience.h) as XML (its XSLT and JSON views come from admin.c) or CSV.
+ * audience: /admin/audience[.xsl|.json|.csv]?from=&to=&mount=&period=, the audience figures of
+ * a period (stats/audience.h) as XML (its XSLT view from admin.c), JSON or CSV, in the
+ * published shape (docs/AUDIENCE.md) that other software reads.
  * The figures are made by SQL on the store's thread: the request is parked meanwhile and
  * answered on its worker when they come back. A worker never runs SQL.
  *
- * from and to: UTC, as unix seconds, "YYYY-MM-DD" or "YYYY-MM-DDTHH:MM[:SS][Z]"; default the
- * last 24 hours. by: "hour", "day" or "period" (one bucket, the default). countries=1: the
- * figures of each mount (and of the server) per country.
+ * from and to: unix seconds or ISO 8601 (UTC unless an offset is given); default the last 24
+ * hours. period: "hour" or "day" (the whole of from to to in one, by default, or "all").
  */
 #include <errno.h>
 #include <stdio.h>
@@ -18,6 +18,7 @@
 #include "admin/commands.h"
 #include "conf/config.h"
 #include "core/buf.h"
+#include "core/escape.h"
 #include "http/reply.h"
 #include "net/server.h"
 #include "net/worker.h"
@@ -30,30 +31,60 @@ typedef struct audience_job {
     audience_query_t q;
 } audience_job_t;
 
-/* A time parameter in ms since the epoch; 0 when absent (def), -1 when malformed. */
+/* An ISO 8601 date and time, UTC unless it says otherwise: YYYY-MM-DD[THH:MM[:SS[.fff]]]
+ * followed by nothing, Z, or an offset (+HH:MM, +HHMM, +HH; or -). In ms, or -1. */
+static int parse_iso(const char *s, int64_t *out)
+{
+    struct tm tm = {0};
+    int64_t ms = 0, offset = 0;
+    const char *p = strptime(s, "%Y-%m-%d", &tm);
+    if (p && *p == 'T') {
+        p = strptime(p + 1, "%H:%M", &tm);
+        if (p && *p == ':')
+            p = strptime(p + 1, "%S", &tm);
+        if (p && (*p == '.' || *p == ',')) {
+            int scale = 100, digits = 0;
+            for (p++; *p >= '0' && *p <= '9'; p++, digits++, scale /= 10)
+                ms += (*p - '0') * scale;
+            p = digits ? p : NULL;
+        }
+        if (p && *p == 'Z') {
+            p++;
+        } else if (p && (*p == '+' || *p == '-')) {
+            int sign = *p == '-' ? -1 : 1, hh = 0, mm = 0, n = 0;
+            if (sscanf(p + 1, "%2d%n", &hh, &n) != 1 || n != 2)
+                return -1;
+            p += 3;
+            if (*p == ':')
+                p++;
+            if (*p && (sscanf(p, "%2d%n", &mm, &n) != 1 || n != 2))
+                return -1;
+            p += *p ? 2 : 0;
+            if (hh > 23 || mm > 59)
+                return -1;
+            offset = sign * ((int64_t)hh * 60 + mm) * 60000;
+        }
+    }
+    if (!p || *p)
+        return -1;
+    *out = (int64_t)timegm(&tm) * 1000 + ms - offset;
+    return 0;
+}
+
+/* A time parameter (unix seconds or ISO 8601) in ms since the epoch; def when absent, -1 when
+ * malformed. */
 static int parse_time(const char *s, int64_t def, int64_t *out)
 {
     if (!s || !*s) {
         *out = def;
         return 0;
     }
-    char *end = NULL;
     if (strspn(s, "0123456789") == strlen(s)) {
-        long long v = strtoll(s, &end, 10);
+        long long v = strtoll(s, NULL, 10);
         *out = (int64_t)v * 1000;
         return v >= 0 && v < 100000000000LL ? 0 : -1;
     }
-    static const char *const formats[] = {"%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S",
-                                          "%Y-%m-%dT%H:%MZ", "%Y-%m-%dT%H:%M", "%Y-%m-%d"};
-    for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
-        struct tm tm = {0};
-        end = strptime(s, formats[i], &tm);
-        if (end && *end == '\0') {
-            *out = (int64_t)timegm(&tm) * 1000;
-            return 0;
-        }
-    }
-    return -1;
+    return parse_iso(s, out) < 0 || *out < 0 ? -1 : 0;
 }
 
 static void iso(char *out, size_t cap, int64_t ms)
@@ -64,24 +95,39 @@ static void iso(char *out, size_t cap, int64_t ms)
     strftime(out, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-/* "12.345" for milliseconds as seconds; "0.123456" for hours. */
-static void seconds_text(char *out, size_t cap, uint64_t ms)
+/* One set of figures as text: the same words in XML, JSON and CSV. */
+typedef struct figures_text {
+    char start[32], end[32];
+    char tlh_hours[32];      /* "0.123456" */
+    char atsl_seconds[32];   /* "12.345": TLH / qualified sessions (0 without any) */
+} figures_text_t;
+
+static void figures_text(figures_text_t *t, const audience_row_t *r)
 {
-    snprintf(out, cap, "%llu.%03u", (unsigned long long)(ms / 1000), (unsigned)(ms % 1000));
+    uint64_t atsl = r->qualified ? r->listened_ms / r->qualified : 0;
+    iso(t->start, sizeof(t->start), r->from_ms);
+    iso(t->end, sizeof(t->end), r->to_ms);
+    snprintf(t->tlh_hours, sizeof(t->tlh_hours), "%.6f", r->listened_ms / 3600000.0);
+    snprintf(t->atsl_seconds, sizeof(t->atsl_seconds), "%llu.%03u",
+             (unsigned long long)(atsl / 1000), (unsigned)(atsl % 1000));
 }
 
-static void hours_text(char *out, size_t cap, uint64_t ms)
+/* The counts of a row, by their published names. */
+#define ROW_COUNTS(r)                                                                          \
+    {"sessions", (r)->sessions}, {"qualified_sessions", (r)->qualified}, {"cume", (r)->cume}, \
+        {"peak_listeners", (r)->peak}, {"prerolls", (r)->prerolls},                            \
+        {"in_progress", (r)->in_progress}
+typedef struct named_count {
+    const char *name;
+    uint64_t n;
+} named_count_t;
+
+static const char *country_name(const audience_country_t *c)
 {
-    snprintf(out, cap, "%.6f", ms / 3600000.0);
+    return c->cc[0] ? c->cc : "unknown";
 }
 
-/* ATSL in seconds: listened / qualified sessions (0 without any). */
-static uint64_t atsl_ms(const audience_row_t *r)
-{
-    return r->qualified ? r->listened_ms / r->qualified : 0;
-}
-
-static xmlDocPtr figures_doc(const audience_query_t *q, const char *by)
+static xmlDocPtr figures_doc(const audience_query_t *q, const char *period)
 {
     xmlDocPtr doc = stats_new_doc("audience");
     if (!doc)
@@ -92,55 +138,97 @@ static xmlDocPtr figures_doc(const audience_query_t *q, const char *by)
     stats_add_text(root, "from", t);
     iso(t, sizeof(t), q->to_ms);
     stats_add_text(root, "to", t);
-    stats_add_text(root, "by", by);
-    stats_add_number(root, "qualified_seconds", q->qualify_s);
+    stats_add_text(root, "period", period);
+    stats_add_number(root, "min_session", q->qualify_s);
     for (size_t i = 0; i < q->nrows; i++) {
         const audience_row_t *r = &q->rows[i];
+        figures_text_t ft;
+        figures_text(&ft, r);
         xmlNodePtr f = xmlNewChild(root, NULL, BAD_CAST "figures", NULL);
+        stats_add_text(f, "start", ft.start);
+        stats_add_text(f, "end", ft.end);
         stats_add_text(f, "mount", r->mount);
-        if (r->country)
-            stats_add_text(f, "country", r->country[0] ? r->country : "unknown");
-        iso(t, sizeof(t), r->from_ms);
-        stats_add_text(f, "from", t);
-        iso(t, sizeof(t), r->to_ms);
-        stats_add_text(f, "to", t);
-        stats_add_number(f, "sessions", (long long)r->sessions);
-        stats_add_number(f, "qualified_sessions", (long long)r->qualified);
-        hours_text(t, sizeof(t), r->listened_ms);
-        stats_add_text(f, "tlh", t);
-        seconds_text(t, sizeof(t), r->listened_ms);
-        stats_add_text(f, "listened_seconds", t);
-        seconds_text(t, sizeof(t), atsl_ms(r));
-        stats_add_text(f, "atsl_seconds", t);
-        stats_add_number(f, "cume", (long long)r->cume);
-        stats_add_number(f, "peak", (long long)r->peak);
+        stats_add_text(f, "tlh_hours", ft.tlh_hours);
+        stats_add_text(f, "atsl_seconds", ft.atsl_seconds);
+        const named_count_t counts[] = {ROW_COUNTS(r)};
+        for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++)
+            stats_add_number(f, counts[k].name, (long long)counts[k].n);
+        xmlNodePtr cs = xmlNewChild(f, NULL, BAD_CAST "countries", NULL);
+        for (size_t k = 0; k < r->ncountries; k++) {
+            snprintf(t, sizeof(t), "%llu", (unsigned long long)r->countries[k].sessions);
+            xmlNodePtr c = xmlNewChild(cs, NULL, BAD_CAST "country", BAD_CAST t);
+            xmlNewProp(c, BAD_CAST "code", BAD_CAST country_name(&r->countries[k]));
+        }
     }
     return doc;
 }
 
-/* CSV (RFC 4180): a header line, then one line per bucket and mount; the mount is quoted. */
+/* {"periods": [{start, end, mount (null: the server), tlh_hours, atsl_seconds, the counts,
+ * countries: {ISO: sessions}}]} */
+static char *figures_json(const audience_query_t *q, size_t *len)
+{
+    buf_t b = BUF_INIT;
+    buf_append_str(&b, "{\"periods\":[");
+    for (size_t i = 0; i < q->nrows; i++) {
+        const audience_row_t *r = &q->rows[i];
+        figures_text_t ft;
+        figures_text(&ft, r);
+        buf_appendf(&b, "%s{\"start\":\"%s\",\"end\":\"%s\",\"mount\":", i ? "," : "", ft.start,
+                    ft.end);
+        if (r->mount[0])
+            escape_json_buf(&b, r->mount, strlen(r->mount), 1);
+        else
+            buf_append_str(&b, "null");
+        buf_appendf(&b, ",\"tlh_hours\":%s,\"atsl_seconds\":%s", ft.tlh_hours, ft.atsl_seconds);
+        const named_count_t counts[] = {ROW_COUNTS(r)};
+        for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++)
+            buf_appendf(&b, ",\"%s\":%llu", counts[k].name, (unsigned long long)counts[k].n);
+        buf_append_str(&b, ",\"countries\":{");
+        for (size_t k = 0; k < r->ncountries; k++) {
+            const char *cc = country_name(&r->countries[k]);
+            buf_append_str(&b, k ? "," : "");
+            escape_json_buf(&b, cc, strlen(cc), 1);
+            buf_appendf(&b, ":%llu", (unsigned long long)r->countries[k].sessions);
+        }
+        buf_append_str(&b, "}}");
+    }
+    buf_append_str(&b, "]}\n");
+    return buf_take(&b, len);
+}
+
+/* Text inside a quoted CSV field: control characters dropped, quotes doubled. */
+static void csv_text(buf_t *b, const char *s)
+{
+    char *clean = stats_clean_text(s);
+    for (const char *p = clean ? clean : ""; *p; p++)
+        buf_append_str(b, *p == '"' ? "\"\"" : (char[]){*p, '\0'});
+    free(clean);
+}
+
+/* CSV (RFC 4180): a header line, then one line per period and mount (the server's with an
+ * empty mount); the mount is quoted, countries are "DE=3;unknown=1". */
 static char *figures_csv(const audience_query_t *q, size_t *len)
 {
     buf_t b = BUF_INIT;
-    buf_append_str(&b, "from,to,mount,country,sessions,qualified_sessions,tlh,listened_seconds,"
-                       "atsl_seconds,cume,peak\r\n");
+    buf_append_str(&b, "start,end,mount,sessions,qualified_sessions,tlh_hours,atsl_seconds,cume,"
+                       "peak_listeners,prerolls,in_progress,countries\r\n");
     for (size_t i = 0; i < q->nrows; i++) {
         const audience_row_t *r = &q->rows[i];
-        char from[32], to[32], tlh[32], listened[32], atsl[32];
-        iso(from, sizeof(from), r->from_ms);
-        iso(to, sizeof(to), r->to_ms);
-        hours_text(tlh, sizeof(tlh), r->listened_ms);
-        seconds_text(listened, sizeof(listened), r->listened_ms);
-        seconds_text(atsl, sizeof(atsl), atsl_ms(r));
-        buf_appendf(&b, "%s,%s,\"", from, to);
-        char *clean = stats_clean_text(r->mount);
-        for (const char *p = clean ? clean : ""; *p; p++)
-            buf_append_str(&b, *p == '"' ? "\"\"" : (char[]){*p, '\0'});
-        free(clean);
-        buf_appendf(&b, "\",%s", !r->country ? "" : r->country[0] ? r->country : "unknown");
-        buf_appendf(&b, ",%llu,%llu,%s,%s,%s,%llu,%llu\r\n", (unsigned long long)r->sessions,
-                    (unsigned long long)r->qualified, tlh, listened, atsl,
-                    (unsigned long long)r->cume, (unsigned long long)r->peak);
+        figures_text_t ft;
+        figures_text(&ft, r);
+        buf_appendf(&b, "%s,%s,\"", ft.start, ft.end);
+        csv_text(&b, r->mount);
+        buf_appendf(&b, "\",%llu,%llu,%s,%s,%llu,%llu,%llu,%llu,\"",
+                    (unsigned long long)r->sessions, (unsigned long long)r->qualified,
+                    ft.tlh_hours, ft.atsl_seconds, (unsigned long long)r->cume,
+                    (unsigned long long)r->peak, (unsigned long long)r->prerolls,
+                    (unsigned long long)r->in_progress);
+        for (size_t k = 0; k < r->ncountries; k++) {
+            buf_append_str(&b, k ? ";" : "");
+            csv_text(&b, country_name(&r->countries[k]));
+            buf_appendf(&b, "=%llu", (unsigned long long)r->countries[k].sessions);
+        }
+        buf_append_str(&b, "\"\r\n");
     }
     return buf_take(&b, len);
 }
@@ -151,9 +239,9 @@ static void job_free(audience_job_t *j)
     free(j);
 }
 
-static const char *by_name(int64_t step)
+static const char *period_name(int64_t step)
 {
-    return step == 3600000 ? "hour" : step == 86400000 ? "day" : "period";
+    return step == 3600000 ? "hour" : step == 86400000 ? "day" : "all";
 }
 
 /* On the request's worker: the figures came back. */
@@ -163,21 +251,25 @@ static void deliver(worker_t *w, void *arg)
     audience_job_t *j = arg;
     admin_req_t *a = j->a;
     if (j->q.err == -ENODEV) {
-        admin_send_error(a, 503, "No audience database (<audience-db>)");
+        admin_send_error(a, 503, "No audience database (<audience><database>)");
     } else if (j->q.err < 0) {
         admin_send_error(a, 500, "Internal Server Error: the audience figures failed");
-    } else if (a->view == ADMIN_VIEW_CSV) {
+    } else if (a->view == ADMIN_VIEW_CSV || a->view == ADMIN_VIEW_JSON) {
+        int csv = a->view == ADMIN_VIEW_CSV;
         size_t len = 0;
-        char *csv = figures_csv(&j->q, &len);
-        if (csv)
-            admin_send_raw(a, "text/csv; charset=utf-8", csv, len,
+        char *body = csv ? figures_csv(&j->q, &len) : figures_json(&j->q, &len);
+        if (!body)
+            admin_send_error(a, 500, "Internal Server Error");
+        else if (csv)
+            admin_send_raw(a, "text/csv; charset=utf-8", body, len,
                            "Content-Disposition: attachment; filename=\"audience.csv\"\r\n"
                            REPLY_NO_CACHE);
         else
-            admin_send_error(a, 500, "Internal Server Error");
-        free(csv);
+            admin_send_raw(a, "application/json; charset=utf-8", body, len,
+                           REPLY_NO_CACHE ADMIN_CSP);
+        free(body);
     } else {
-        admin_send_doc(a, figures_doc(&j->q, by_name(j->q.step_ms)));
+        admin_send_doc(a, figures_doc(&j->q, period_name(j->q.step_ms)));
     }
     job_free(j);
 }
@@ -196,28 +288,27 @@ static void compute(sqlite3 *db, void *arg)
 /* The query a request asks for, or a message saying what is wrong with it. */
 static const char *read_query(admin_req_t *a, audience_query_t *q)
 {
-    char *from = admin_param(a, "from"), *to = admin_param(a, "to"), *by = admin_param(a, "by");
-    char *countries = admin_param(a, "countries");
-    q->by_country = countries && strcmp(countries, "1") == 0;
-    free(countries);
+    char *from = admin_param(a, "from"), *to = admin_param(a, "to");
+    char *period = admin_param(a, "period");
     const char *bad = NULL;
-    int64_t now = (int64_t)time(NULL) * 1000;
+    int64_t now = ((int64_t)time(NULL) + 1) * 1000; /* the second going on included */
     if (parse_time(to, now, &q->to_ms) < 0 ||
         parse_time(from, q->to_ms - 86400000, &q->from_ms) < 0)
-        bad = "from and to: unix seconds or YYYY-MM-DD[THH:MM[:SS]Z] (UTC)";
+        bad = "from and to: unix seconds or ISO 8601 (YYYY-MM-DD[THH:MM[:SS[.fff]]][Z|+HH:MM])";
     else if (q->from_ms >= q->to_ms)
         bad = "from must come before to";
-    else if (by && strcmp(by, "hour") != 0 && strcmp(by, "day") != 0 && strcmp(by, "period") != 0)
-        bad = "by: hour, day or period";
-    q->step_ms = !by                      ? 0
-                 : strcmp(by, "hour") == 0 ? 3600000
-                 : strcmp(by, "day") == 0  ? 86400000
-                                           : 0;
+    else if (period && *period && strcmp(period, "hour") != 0 && strcmp(period, "day") != 0 &&
+             strcmp(period, "all") != 0)
+        bad = "period: hour or day (or all: the whole of from to to)";
+    q->step_ms = !period                        ? 0
+                 : strcmp(period, "hour") == 0 ? 3600000
+                 : strcmp(period, "day") == 0  ? 86400000
+                                               : 0;
     if (!bad && q->step_ms && (q->to_ms - q->from_ms) / q->step_ms >= AUDIENCE_MAX_BUCKETS)
         bad = "too many hours or days in the period";
     free(from);
     free(to);
-    free(by);
+    free(period);
     return bad;
 }
 
@@ -236,6 +327,7 @@ void admin_cmd_audience(admin_req_t *a)
     }
     j->a = a;
     j->q.qualify_s = server_config()->qualified_seconds;
+    j->q.anonymize = server_config()->address_truncation;
     j->q.mount = a->mount_name ? strdup(a->mount_name) : NULL;
     conn_t *c = a->conn;
     admin_park(a);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/cidr.h"
 #include "core/escape.h"
 #include "core/log.h"
 #include "http/client.h"
@@ -40,7 +41,7 @@ void audit_who(admin_req_t *a, int admin, char *who)
     }
     free(user);
     snprintf(who, AUDIT_WHO_LEN, "%s %s from %s", admin ? "admin" : "source user", name,
-             escape_log(ip, sizeof(ip), c->ip, strlen(c->ip)));
+             escape_log(ip, sizeof(ip), CIDR_SHOWN(c->ip), strlen(CIDR_SHOWN(c->ip))));
 }
 
 void audit_log(const char *who, const char *fmt, ...)

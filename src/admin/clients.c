@@ -16,6 +16,7 @@
 #include "admin/audit.h"
 #include "admin/commands.h"
 #include "admin/request.h"
+#include "core/cidr.h"
 #include "core/log.h"
 #include "http/client.h"
 #include "net/conn.h"
@@ -119,7 +120,7 @@ static void list_fn(worker_t *w, void *arg)
         if (!e)
             break;
         e->id = l->conn->id;
-        snprintf(e->ip, sizeof(e->ip), "%s", l->conn->ip);
+        snprintf(e->ip, sizeof(e->ip), "%s", CIDR_SHOWN(l->conn->ip));
         const client_t *cl = client_of(l->conn);
         e->agent = cl->log_agent ? strdup(cl->log_agent) : NULL;
         /* log_user of a listener is set only once its mount's authentication let it in */
@@ -136,7 +137,7 @@ static void list_session(const hls_session_view_t *v, void *arg)
     if (!e)
         return;
     e->id = v->id;
-    snprintf(e->ip, sizeof(e->ip), "%s", v->ip);
+    snprintf(e->ip, sizeof(e->ip), "%s", CIDR_SHOWN(v->ip));
     e->agent = v->agent ? strdup(v->agent) : NULL;
     e->user = NULL;
     e->connected = v->connected;

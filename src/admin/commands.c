@@ -17,6 +17,7 @@
 #include "auth/auth.h"
 #include "auth/guard.h"
 #include "conf/config.h"
+#include "core/cidr.h"
 #include "core/escape.h"
 #include "core/log.h"
 #include "core/loop.h"
@@ -351,7 +352,8 @@ static int meta_from_elsewhere(admin_req_t *a, mount_t *m, int admin)
     char esc[512];
     log_info_limited(&rl, 10000, "metadata of %s from %s refused: source credentials are "
                      "accepted from the source's address only",
-                     escape_log(esc, sizeof(esc), m->name, strlen(m->name)), c ? c->ip : "-");
+                     escape_log(esc, sizeof(esc), m->name, strlen(m->name)),
+                     CIDR_SHOWN(c ? c->ip : "-"));
     return 1;
 }
 

@@ -18,6 +18,7 @@
 #include "auth/park.h"
 #include "auth/verify.h"
 #include "conf/config.h"
+#include "core/cidr.h"
 #include "core/escape.h"
 #include "core/log.h"
 #include "core/str.h"
@@ -178,7 +179,7 @@ static void send_busy(conn_t *c)
 {
     static log_ratelimit_t busy_log;
     log_info_limited(&busy_log, 10000, "auth: listener %s refused: too many passwords waiting "
-                     "to be verified (%d)", c->ip, VERIFY_MAX_QUEUED);
+                     "to be verified (%d)", CIDR_SHOWN(c->ip), VERIFY_MAX_QUEUED);
     client_send_error(c, 403, "Forbidden: busy, please try again later");
 }
 
@@ -228,7 +229,7 @@ static void check_finish(conn_t *c, listener_check_t *k)
         int dup;
         session = session_begin(k->mount, k->user, allow_duplicates(mc), &dup);
         if (dup)
-            log_info("auth: %s refused on %s: user \"%s\" is already listening", c->ip,
+            log_info("auth: %s refused on %s: user \"%s\" is already listening", CIDR_SHOWN(c->ip),
                      escape_log_utf8(esc, sizeof(esc), k->mount, strlen(k->mount)),
                      escape_log_utf8(name, sizeof(name), k->user, strlen(k->user)));
         if (!session) {

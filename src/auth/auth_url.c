@@ -18,6 +18,7 @@
 #include "auth/park.h"
 #include "conf/config.h"
 #include "core/buf.h"
+#include "core/cidr.h"
 #include "core/escape.h"
 #include "core/log.h"
 #include "core/str.h"
@@ -32,6 +33,8 @@
 #define DEFAULT_AUTH_HEADER "icecast-auth-user: 1"
 #define DEFAULT_TIMELIMIT_HEADER "icecast-auth-timelimit:"
 #define MESSAGE_HEADER "icecast-auth-message"
+#define DEFAULT_PREROLL_HEADER "icecast-preroll"
+#define PREROLL_MAX 256
 #define DEFAULT_TIMEOUT_S 15
 #define PARK_GRACE_MS 2000 /* past the request's own timeout: the fetch answer always comes first */
 
@@ -54,7 +57,8 @@ void auth_url_session_free(auth_url_session_t *s)
     if (s->arg && s->arg_free)
         s->arg_free(s->arg);
     char *fields[] = {s->mount_name, s->user, s->remove_url, s->uri, s->ip, s->agent,
-                      s->server, s->auth_header, s->timelimit_header};
+                      s->server, s->auth_header, s->timelimit_header, s->preroll,
+                      s->preroll_header};
     for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
         free(fields[i]);
     char *secrets[] = {s->pass, s->userpwd};
@@ -113,6 +117,7 @@ static auth_url_session_t *session_new(conn_t *c, const mount_conf_t *mc, const 
         return NULL;
     const char *ah = auth_mount_option(mc, "auth_header");
     const char *th = auth_mount_option(mc, "timelimit_header");
+    const char *ph = auth_mount_option(mc, "preroll_header");
     s->conn_id = c ? c->id : 0;
     s->mount_name = str_dup(mount);
     s->user = user ? str_dup(user) : NULL;
@@ -122,8 +127,10 @@ static auth_url_session_t *session_new(conn_t *c, const mount_conf_t *mc, const 
     s->port = c ? c->local_port : cfg->listen ? cfg->listen->port : 8000;
     s->auth_header = str_dup(ah ? ah : DEFAULT_AUTH_HEADER);
     s->timelimit_header = header_name(th ? th : DEFAULT_TIMELIMIT_HEADER);
+    s->preroll_header = header_name(ph ? ph : DEFAULT_PREROLL_HEADER);
     s->timeout_ms = timeout_ms(mc);
     if (!s->mount_name || !s->ip || !s->server || !s->auth_header || !s->timelimit_header ||
+        !s->preroll_header ||
         (user && !s->user) || (pass && !s->pass)) {
         auth_url_session_free(s);
         return NULL;
@@ -140,6 +147,42 @@ static void clean_message(char *out, size_t cap, const char *in)
     out[n] = '\0';
 }
 
+int auth_url_preroll_ok(const char *name)
+{
+    size_t len = strlen(name);
+    if (len == 0 || len >= PREROLL_MAX || name[0] == '/')
+        return 0;
+    for (const char *p = name; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f || *p == '\\')
+            return 0;
+    for (const char *seg = name; seg; ) {
+        const char *slash = strchr(seg, '/');
+        size_t n = slash ? (size_t)(slash - seg) : strlen(seg);
+        if (n == 0 || (n == 1 && seg[0] == '.') || (n == 2 && seg[0] == '.' && seg[1] == '.'))
+            return 0;
+        seg = slash ? slash + 1 : NULL;
+    }
+    return 1;
+}
+
+/* The preroll an accepting answer names, if any and if it may be one (else said in the log,
+ * at most once a minute: the mount's intro is played instead). */
+static void read_preroll(auth_url_session_t *s, const fetch_result_t *r)
+{
+    char name[PREROLL_MAX + 1], esc[4 * PREROLL_MAX + 8], m[512];
+    if (!fetch_header(r, s->preroll_header, name, sizeof(name)))
+        return;
+    if (auth_url_preroll_ok(name)) {
+        s->preroll = str_dup(name);
+        return;
+    }
+    static log_ratelimit_t rl;
+    log_warn_limited(&rl, 60000, "auth: listener on %s: the auth server named the preroll "
+                     "\"%s\", not a file name of the webroot; the mount's intro is played "
+                     "instead", escape_log(m, sizeof(m), s->mount_name, strlen(s->mount_name)),
+                     escape_log(esc, sizeof(esc), name, strlen(name)));
+}
+
 /* Reads the answer into s. */
 static void judge(auth_url_session_t *s, const char *action, const fetch_result_t *r)
 {
@@ -150,7 +193,7 @@ static void judge(auth_url_session_t *s, const char *action, const fetch_result_
         s->unavailable = 1;
         snprintf(s->message, sizeof(s->message), "authentication unavailable");
         log_error("auth: %s for %s on %s: the auth server gave no answer (%s): refused",
-                  action, s->ip, escape_log(why, sizeof(why), s->mount_name,
+                  action, CIDR_SHOWN(s->ip), escape_log(why, sizeof(why), s->mount_name,
                                             strlen(s->mount_name)),
                   escape_log(esc, sizeof(esc), r->error_text, strlen(r->error_text)));
         return;
@@ -161,11 +204,13 @@ static void judge(auth_url_session_t *s, const char *action, const fetch_result_
             long v = strtol(tl, NULL, 10);
             s->timelimit = v > 0 ? (unsigned)v : 0;
         }
+        read_preroll(s, r);
         return;
     }
     if (fetch_header(r, MESSAGE_HEADER, msg, sizeof(msg)))
         clean_message(s->message, sizeof(s->message), msg);
-    log_info("auth: %s for %s on %s refused by the auth server (HTTP %ld): %s", action, s->ip,
+    log_info("auth: %s for %s on %s refused by the auth server (HTTP %ld): %s", action,
+             CIDR_SHOWN(s->ip),
              escape_log(why, sizeof(why), s->mount_name, strlen(s->mount_name)), r->status,
              s->message[0] ? escape_log(esc, sizeof(esc), s->message, strlen(s->message))
                            : "no reason given");
@@ -275,7 +320,7 @@ static char *listener_body(const auth_url_session_t *s, const char *action, cons
         rc |= url_form_append(&b, "duration",
                               client_id(num, sizeof(num), (uint64_t)(time(NULL) - c->start)));
     }
-    rc |= url_form_append(&b, "ip", s->ip);
+    rc |= url_form_append(&b, "ip", CIDR_SHOWN(s->ip)); /* <anonymize-ip>: its network */
     rc |= url_form_append(&b, "agent", s->agent);
     if (req)
         rc |= append_client_headers(&b, mc, req);
@@ -339,7 +384,8 @@ void auth_url_session_end(conn_t *c, void *arg)
                               .timeout_ms = s->timeout_ms};
         int rc = body ? fetch_submit(&rq) : -ENOMEM;
         if (rc < 0)
-            log_warn("auth: listener_remove for %s not sent (%s)", s->ip, strerror(-rc));
+            log_warn("auth: listener_remove for %s not sent (%s)", CIDR_SHOWN(s->ip),
+                     strerror(-rc));
         free(body);
     }
     auth_url_session_free(s);
@@ -363,7 +409,7 @@ auth_url_start_t auth_url_stream_auth(conn_t *c, const mount_conf_t *mc, const c
     buf_t b = {0};
     int rc = buf_append_str(&b, "action=stream_auth");
     rc |= url_form_append(&b, "mount", mount);
-    rc |= url_form_append(&b, "ip", s->ip);
+    rc |= url_form_append(&b, "ip", CIDR_SHOWN(s->ip)); /* <anonymize-ip>: its network */
     rc |= url_form_append(&b, "server", s->server);
     rc |= url_form_append(&b, "port", client_id(num, sizeof(num), (uint64_t)s->port));
     rc |= url_form_append(&b, "user", user); /* NULL (no credentials) is sent empty */

@@ -11,7 +11,9 @@
  * At most AUTH_URL_MAX_PENDING clients wait at once; more are refused "busy".
  * Options: listener_add, listener_remove, mount_add, mount_remove, stream_auth, username,
  * password (of the auth server), auth_header, timelimit_header, headers, header_prefix,
- * timeout (seconds, default 15; Icecast fixes it at 15).
+ * timeout (seconds, default 15; Icecast fixes it at 15), preroll_header (default
+ * icecast-preroll: the listener_add answer's header naming a file of the webroot, as <intro>
+ * names one, that this listener hears first instead of the mount's <intro>).
  */
 #ifndef RIMECAST_AUTH_URL_H
 #define RIMECAST_AUTH_URL_H
@@ -41,9 +43,11 @@ typedef struct auth_url_session {
     int unavailable;     /* no answer (down, timed out): refused, not the client's fault */
     unsigned timelimit;  /* seconds, 0 = none */
     char message[AUTH_URL_MESSAGE_MAX]; /* why it was refused (control characters dropped) */
+    char *preroll;       /* an accepted listener's preroll: a webroot file name (relative, no
+                          * "..", no control characters) its answer named; NULL: none */
     /* private */
     char *remove_url, *userpwd, *uri, *pass, *ip, *agent, *server, *auth_header,
-        *timelimit_header;
+        *timelimit_header, *preroll_header;
     unsigned timeout_ms;
     int port;
 } auth_url_session_t;
@@ -61,6 +65,11 @@ typedef enum {
     AUTH_URL_BUSY,       /* too many waiting: answer 403 "busy, please try again later" */
     AUTH_URL_FAILED,     /* out of memory */
 } auth_url_start_t;
+
+/* 1 if name may be a preroll: a relative path in the webroot (not empty, no leading "/", no
+ * "." or ".." segment, no empty segment, no control character or backslash, under 256
+ * bytes). */
+int auth_url_preroll_ok(const char *name);
 
 /* A listener of mount (uri = the requested path with its query) asks to join. */
 auth_url_start_t auth_url_listener_add(conn_t *c, const mount_conf_t *mc, const char *mount,

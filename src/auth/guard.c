@@ -98,7 +98,9 @@ static const char *shown(const entry_t *e, char *out, size_t cap)
     int v4 = is_v4(e->key);
     inet_ntop(v4 ? AF_INET : AF_INET6, v4 ? e->key + 12 : e->key, addr, sizeof(addr));
     unsigned bits = v4 ? e->prefix - 96 : e->prefix;
-    if (bits == (v4 ? 32u : 128u))
+    if (cidr_anonymizing() && bits > (v4 ? 24u : 48u))
+        snprintf(out, cap, "%s", CIDR_SHOWN(addr)); /* no more than its network */
+    else if (bits == (v4 ? 32u : 128u))
         snprintf(out, cap, "%s", addr);
     else
         snprintf(out, cap, "%s/%u", addr, bits);
@@ -184,7 +186,8 @@ unsigned guard_failed(const char *ip, const char *what, const char *user)
     const login_backoff_conf_t *b = settings();
     unsigned char key[16];
     unsigned prefix, block = 0, failures = (unsigned)b->failures;
-    escape_log(eip, sizeof(eip), ip, strlen(ip));
+    const char *seen = CIDR_SHOWN(ip);
+    escape_log(eip, sizeof(eip), seen, strlen(seen));
     escape_log(ewhat, sizeof(ewhat), what, strlen(what));
     if (user)
         escape_log_utf8(euser, sizeof(euser), user, strlen(user));

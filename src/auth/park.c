@@ -5,6 +5,7 @@
  */
 #include "auth/park.h"
 
+#include "core/cidr.h"
 #include "core/log.h"
 #include "http/client.h"
 #include "net/conn.h"
@@ -12,7 +13,8 @@
 
 static void parked_timeout(conn_t *c)
 {
-    log_error("auth: no verdict on the credentials of client %s in time: refused", c->ip);
+    log_error("auth: no verdict on the credentials of client %s in time: refused",
+              CIDR_SHOWN(c->ip));
     client_send_error(c, 403, "Forbidden: authentication timed out");
 }
 

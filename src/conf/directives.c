@@ -174,7 +174,7 @@ static int check_url_auth(parse_t *p, xmlNodePtr n, const auth_conf_t *a)
                                        "mount_remove", "stream_auth", NULL};
     static const char *const others[] = {"username", "password", "auth_header",
                                          "timelimit_header", "headers", "header_prefix",
-                                         "timeout", NULL};
+                                         "timeout", "preroll_header", NULL};
     for (const kv_conf_t *kv = a->options; kv; kv = kv->next) {
         int known = 0;
         for (int i = 0; urls[i] && !known; i++)
@@ -192,7 +192,7 @@ static int check_url_auth(parse_t *p, xmlNodePtr n, const auth_conf_t *a)
             return config_err(p, n, "<authentication type=\"url\"> has an unknown option "
                               "\"%s\" (listener_add, listener_remove, mount_add, mount_remove, "
                               "stream_auth, username, password, auth_header, timelimit_header, "
-                              "headers, header_prefix, timeout)", kv->name);
+                              "headers, header_prefix, timeout, preroll_header)", kv->name);
         if (strcmp(kv->name, "timeout") == 0) {
             char *end;
             long t = strtol(kv->value, &end, 10);
@@ -338,7 +338,6 @@ static const directive_t paths_dirs[] = {
     PATH("deny-ip", config_t, deny_ip),
     PATH("deny-agents", config_t, deny_agents),
     PATH("trusted-proxies", config_t, trusted_proxies),
-    PATH("geoip-db", config_t, geoip_db), /* stats/geoip.h */
     PATH("ssl-certificate", config_t, ssl_certificate),
     PATH("ssl-private-key", config_t, ssl_private_key), /* Icecast-KH */
     STR("ssl-allowed-ciphers", config_t, ssl_allowed_ciphers),
@@ -356,14 +355,21 @@ static const directive_t logging_dirs[] = {
         DEF(3)),
     INT("logsize", config_t, logsize, 0, INT_MAX),
     BOOL("logarchive", config_t, logarchive),
-    /* listener sessions (stream/session.h) and their store (stats/audience_store.h) */
-    PATH_D("sessionlog", config_t, sessionlog, "sessions.log"),
-    PATH_D("audience-db", config_t, audience_db, "audience.db"),
-    BOOL("address-truncation", config_t, address_truncation),
-    INT_D("qualified-session-seconds", config_t, qualified_seconds, 1, 86400, 60),
     END,
 };
 static const section_t logging_sec = {"logging", logging_dirs};
+
+/* <audience>: listener sessions (stream/session.h), their store (stats/audience_store.h),
+ * the figures' qualifying length (stats/audience.h) and countries (stats/geoip.h) */
+static const directive_t audience_dirs[] = {
+    PATH_D("database", config_t, audience_db, "audience.db"),
+    PATH_D("session-log", config_t, sessionlog, "sessions.log"),
+    BOOL("anonymize-ip", config_t, address_truncation),
+    PATH("geoip-db", config_t, geoip_db),
+    INT_D("min-session", config_t, qualified_seconds, 1, 86400, 60),
+    END,
+};
+static const section_t audience_sec = {"audience", audience_dirs};
 
 static const directive_t owner_dirs[] = {
     STR("user", config_t, user),
@@ -835,6 +841,7 @@ static const directive_t root_dirs[] = {
     SECTION("authentication", auth_sec),
     SECTION("paths", paths_sec),
     SECTION("logging", logging_sec),
+    SECTION("audience", audience_sec),
     SECTION("security", security_sec),
     FN("listen-socket", fn_listen),
     FN("relay", fn_relay),

@@ -5,6 +5,7 @@
 #include "core/cidr.h"
 
 #include <arpa/inet.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,6 +126,26 @@ void cidr_list_free(cidr_list_t *l)
     free(l->v);
     l->v = NULL;
     l->n = 0;
+}
+
+static atomic_int anonymize;
+
+void cidr_set_anonymize(int on)
+{
+    atomic_store(&anonymize, on ? 1 : 0);
+}
+
+int cidr_anonymizing(void)
+{
+    return atomic_load(&anonymize);
+}
+
+const char *cidr_shown(const char *ip, char *out, size_t cap)
+{
+    if (!atomic_load(&anonymize))
+        return ip;
+    cidr_truncate(ip, out, cap);
+    return out;
 }
 
 void cidr_truncate(const char *ip, char *out, size_t cap)

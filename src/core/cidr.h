@@ -38,4 +38,17 @@ void cidr_list_free(cidr_list_t *l);
  * that is not a numeric address becomes "-" (nothing of it may be kept). Writes out (cap). */
 void cidr_truncate(const char *ip, char *out, size_t cap);
 
+/* <anonymize-ip>: addresses leave the process (logs, admin pages, stats, events) only as
+ * their network. Set with each config (net/server.c), read by any thread. */
+void cidr_set_anonymize(int on);
+int cidr_anonymizing(void);
+
+#define CIDR_SHOWN_MAX 64
+/* How a client's address may be shown or written: ip itself, or with <anonymize-ip> its
+ * network (cidr_truncate) written to out (cap bytes, CIDR_SHOWN_MAX is enough). Returns ip or
+ * out. Every place an address leaves the process goes through it. */
+const char *cidr_shown(const char *ip, char *out, size_t cap);
+/* cidr_shown into a buffer that lives as long as the enclosing block: for log arguments. */
+#define CIDR_SHOWN(ip) cidr_shown((ip), (char[CIDR_SHOWN_MAX]){0}, CIDR_SHOWN_MAX)
+
 #endif

@@ -56,12 +56,8 @@ void client_log_request(conn_t *c)
     client_t *cl = client_of(c);
     if (!cl->log_method)
         return;
-    char masked[64]; /* <address-truncation>: only the listener's network is logged */
-    int truncate = server_config()->address_truncation;
-    if (truncate)
-        cidr_truncate(c->ip, masked, sizeof(masked));
     log_access_entry_t e = {
-        .ip = truncate ? masked : c->ip,
+        .ip = CIDR_SHOWN(c->ip), /* <anonymize-ip>: only the client's network is logged */
         .user = cl->log_user, .start = c->start, .method = cl->log_method,
         .uri = cl->log_uri, .protocol = cl->log_protocol, .status = cl->status,
         .bytes = c->bytes_sent, .referer = cl->log_referer, .agent = cl->log_agent,
@@ -107,7 +103,7 @@ static void refuse(conn_t *c)
     cl->status = 403;
     atomic_fetch_add(&server.stats.connections_refused, 1);
     log_info_limited(&refuse_log, 10000, "client %s refused: <clients> limit (%d) reached",
-                     c->ip, server_config()->clients);
+                     CIDR_SHOWN(c->ip), server_config()->clients);
     conn_set_deadline(c, 0);
     if (!resp) {
         conn_close(c);
@@ -233,7 +229,7 @@ static void reject_parse_error(conn_t *c, int err)
             status = map[i].status;
             msg = map[i].msg;
         }
-    log_info("client %s: malformed request (%s), answering %d", c->ip, msg, status);
+    log_info("client %s: malformed request (%s), answering %d", CIDR_SHOWN(c->ip), msg, status);
     capture_raw_request_line(c);
     client_send_error(c, status, msg);
 }
@@ -245,7 +241,7 @@ static void reading_on_timeout(conn_t *c)
         conn_close(c); /* an idle keep-alive connection: nothing to answer */
         return;
     }
-    log_info("client %s: request head not complete within header-timeout", c->ip);
+    log_info("client %s: request head not complete within header-timeout", CIDR_SHOWN(c->ip));
     free(cl->log_method);
     cl->log_method = strdup("-");
     client_send_error(c, 408, "Request Timeout");

@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/cidr.h"
 #include "core/log.h"
 #include "net/server.h"
 #include "net/worker.h"
@@ -247,7 +248,7 @@ void conn_send_timeout(conn_t *c)
         return;
     }
     log_info_limited(&limit, 10000, "client %s: no write progress within client-timeout "
-                     "(%d s), closing", c->ip, server_config()->client_timeout);
+                     "(%d s), closing", CIDR_SHOWN(c->ip), server_config()->client_timeout);
     conn_close(c);
 }
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "config.h"
+#include "core/cidr.h"
 
 server_t server;
 
@@ -20,6 +21,7 @@ static retired_t *retired_configs;
 
 void server_set_config(config_t *c)
 {
+    cidr_set_anonymize(c->address_truncation); /* before anything shows an address by it */
     config_t *old = atomic_exchange_explicit(&server.config, c, memory_order_acq_rel);
     if (c->server_id)
         snprintf(server.server_id, sizeof(server.server_id), "%s", c->server_id);

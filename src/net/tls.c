@@ -29,6 +29,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include "core/cidr.h"
 #include "core/log.h"
 #include "net/resolve.h"
 
@@ -344,10 +345,10 @@ static void log_failure(const conn_t *c, const char *what)
     }
     unsigned more = atomic_exchange(&fail_suppressed, 0);
     if (more)
-        log_info("TLS: client %s: %s (and %u more failed handshakes not logged)", c->ip, what,
-                 more);
+        log_info("TLS: client %s: %s (and %u more failed handshakes not logged)",
+                 CIDR_SHOWN(c->ip), what, more);
     else
-        log_info("TLS: client %s: %s", c->ip, what);
+        log_info("TLS: client %s: %s", CIDR_SHOWN(c->ip), what);
 }
 
 static void handshake_failure_text(int e, char *buf, size_t cap)
@@ -595,7 +596,7 @@ static void handshake_done(conn_t *c, tls_conn_t *t)
     if (BIO_get_ktls_send(SSL_get_wbio(t->ssl))) {
         c->transport = &transport_ktls;
         if (!atomic_exchange(&ktls_used_logged, 1))
-            log_info("TLS: kernel TLS in use for sending (first for %s, %s)", c->ip,
+            log_info("TLS: kernel TLS in use for sending (first for %s, %s)", CIDR_SHOWN(c->ip),
                      SSL_get_cipher_name(t->ssl));
     }
     c->ops = t->next;

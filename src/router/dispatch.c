@@ -19,6 +19,7 @@
 #include "auth/auth_url.h"
 #include "auth/guard.h"
 #include "conf/config.h"
+#include "core/cidr.h"
 #include "core/log.h"
 #include "core/escape.h"
 #include "core/str.h"
@@ -74,7 +75,7 @@ static void log_warn_limited_busy(conn_t *c)
 {
     static log_ratelimit_t busy_log;
     log_info_limited(&busy_log, 10000, "auth: listener %s refused: too many waiting for the "
-                     "auth server (%d)", c->ip, AUTH_URL_MAX_PENDING);
+                     "auth server (%d)", CIDR_SHOWN(c->ip), AUTH_URL_MAX_PENDING);
 }
 
 /* Hands s (URL authentication accepted the listener; NULL: none) to c: its user goes to the
@@ -316,7 +317,7 @@ static void handle_source(conn_t *c, http_request_t *req, size_t head_len)
     const char *why = path ? router_refuses_mount(path, 0) : NULL;
     if (why) {
         char esc[512];
-        log_warn("source %s refused: mountpoint %s %s", c->ip,
+        log_warn("source %s refused: mountpoint %s %s", CIDR_SHOWN(c->ip),
                  escape_log_utf8(esc, sizeof(esc), path, strlen(path)), why);
         free(path);
         client_send_error(c, 403, "Forbidden: mountpoint name not allowed");
@@ -330,7 +331,7 @@ static int admit_connection(conn_t *c)
 {
     if (access_ip_allowed(c->ip))
         return 1;
-    log_info("access: %s refused (allow-ip / deny-ip)", c->ip);
+    log_info("access: %s refused (allow-ip / deny-ip)", CIDR_SHOWN(c->ip));
     return 0;
 }
 
@@ -346,7 +347,8 @@ static int admit_request(conn_t *c, const http_request_t *req)
     if (named < 0) {
         static log_ratelimit_t conflict_log;
         log_info_limited(&conflict_log, 10000, "access: request through proxy %s refused: its "
-                         "X-Forwarded-For and Forwarded headers name different clients", peer);
+                         "X-Forwarded-For and Forwarded headers name different clients",
+                         CIDR_SHOWN(peer));
         client_send_error(c, 400, "Bad Request: conflicting forwarding headers");
         return 0;
     }
@@ -354,11 +356,11 @@ static int admit_request(conn_t *c, const http_request_t *req)
         if (!cl->peer[0])
             snprintf(cl->peer, sizeof(cl->peer), "%s", c->ip);
         if (strcmp(real, c->ip) != 0)
-            log_debug("access: %s forwards for %s", cl->peer, real);
+            log_debug("access: %s forwards for %s", CIDR_SHOWN(cl->peer), CIDR_SHOWN(real));
         snprintf(c->ip, sizeof(c->ip), "%s", real);
         if (!access_ip_allowed(c->ip)) {
-            log_info("access: %s (through proxy %s) refused (allow-ip / deny-ip)", c->ip,
-                     cl->peer);
+            log_info("access: %s (through proxy %s) refused (allow-ip / deny-ip)",
+                     CIDR_SHOWN(c->ip), CIDR_SHOWN(cl->peer));
             client_send_error(c, 403, "Forbidden");
             return 0;
         }
@@ -368,7 +370,7 @@ static int admit_request(conn_t *c, const http_request_t *req)
     const http_header_t *ua = http_find_header(req, "user-agent");
     if (!access_agent_allowed(ua ? ua->value : NULL, ua ? ua->value_len : 0)) {
         char esc[512];
-        log_info("access: %s refused: user agent %s is denied", c->ip,
+        log_info("access: %s refused: user agent %s is denied", CIDR_SHOWN(c->ip),
                  ua ? escape_log_utf8(esc, sizeof(esc), ua->value, ua->value_len) : "(none)");
         client_send_error(c, 403, "Forbidden");
         return 0;

@@ -19,6 +19,7 @@
 #include "admin/json.h"
 #include "admin/xslt.h"
 #include "conf/config.h"
+#include "core/cidr.h"
 #include "core/log.h"
 #include "core/escape.h"
 #include "core/url.h"
@@ -190,7 +191,7 @@ static void serve_path(conn_t *c, const http_request_t *req, const char *path)
     }
     if (rc == -EACCES) {
         char esc[512];
-        log_info("client %s: refused %s (a symlink or outside the webroot)", c->ip,
+        log_info("client %s: refused %s (a symlink or outside the webroot)", CIDR_SHOWN(c->ip),
                  escape_log_utf8(esc, sizeof(esc), path, strlen(path)));
     }
     if (!playlist_try(c, req, path))

@@ -14,35 +14,138 @@
 #include <string.h>
 
 #include "conf/config.h"
+#include "core/cidr.h"
 #include "net/server.h"
 
 /* ---- figures ---- */
 
-/* The sessions of a bucket [?1, ?2): those that overlap it. ?7 is the longest session in the
+/* The sessions going on now are copied into a temporary table for each query (with the
+ * addresses as the store keeps them); the figures read the stored and the live ones as one.
+ * Only those already qualified count: a session that may still end short is not one yet. */
+static const char live_sql[] =
+    "CREATE TEMP TABLE IF NOT EXISTS live (mount TEXT NOT NULL, start_ms INTEGER NOT NULL,"
+    " end_ms INTEGER NOT NULL, ip TEXT NOT NULL, user_agent TEXT, country TEXT,"
+    " preroll INTEGER NOT NULL);"
+    "DELETE FROM temp.live;";
+static const char live_insert_sql[] =
+    "INSERT INTO temp.live VALUES (?,?,?,?,?,?,?)";
+
+/* The sessions of a bucket [?1, ?2): those that overlap it. ?6 is the longest session in the
  * store, so that the index on start_ms bounds the search from below too; ?4 a mount or NULL
  * for all. */
 #define IN_BUCKET                                                                              \
-    " FROM sessions WHERE start_ms >= ?1 - ?7 AND start_ms < ?2 AND end_ms > ?1"               \
+    " FROM (SELECT mount, start_ms, end_ms, ip, user_agent, country, preroll, 0 AS now"        \
+    "  FROM sessions UNION ALL SELECT mount, start_ms, end_ms, ip, user_agent, country,"       \
+    "  preroll, 1 FROM temp.live)"                                                             \
+    " WHERE start_ms >= ?1 - ?6 AND start_ms < ?2 AND end_ms > ?1"                              \
     " AND (?4 IS NULL OR mount = ?4)"
-/* Groups: by mount, or (?5 = 1) all mounts as the server "", and with ?6 = 1 by country too
- * ("" unknown). ?3 is the qualifying length in ms. */
-#define GROUPS                                                                                 \
-    "SELECT CASE WHEN ?5 THEN '' ELSE mount END AS g,"                                        \
-    " CASE WHEN ?6 THEN IFNULL(country, '') END AS cc,"
+/* Groups: by mount, or (?5 = 1) all mounts as the server "". ?3 is the qualifying length in
+ * ms. */
+#define GROUP "SELECT CASE WHEN ?5 THEN '' ELSE mount END AS g,"
 
 static const char figures_sql[] =
-    GROUPS " COUNT(*), TOTAL(end_ms - start_ms >= ?3),"
+    GROUP " COUNT(*), TOTAL(end_ms - start_ms >= ?3),"
     " TOTAL(CASE WHEN end_ms - start_ms >= ?3 THEN MIN(end_ms, ?2) - MAX(start_ms, ?1)"
     "  ELSE 0 END),"
     " COUNT(DISTINCT CASE WHEN end_ms - start_ms >= ?3"
-    "  THEN address || char(10) || IFNULL(agent, '') END)"
-    IN_BUCKET " GROUP BY g, cc ORDER BY g, cc";
+    "  THEN ip || char(10) || IFNULL(user_agent, '') END),"
+    " TOTAL(preroll AND start_ms >= ?1), TOTAL(now)"
+    IN_BUCKET " GROUP BY g ORDER BY g";
 
 /* The same sessions, group by group, clipped to the bucket: for the peak. */
-static const char spans_sql[] =
-    GROUPS " MAX(start_ms, ?1), MIN(end_ms, ?2)" IN_BUCKET " ORDER BY g, cc";
+static const char spans_sql[] = GROUP " MAX(start_ms, ?1), MIN(end_ms, ?2)" IN_BUCKET " ORDER BY g";
 
-static const char longest_sql[] = "SELECT IFNULL(MAX(end_ms - start_ms), 0) FROM sessions";
+/* Sessions per country ("" unknown). */
+static const char countries_sql[] =
+    GROUP " IFNULL(country, ''), COUNT(*)" IN_BUCKET " GROUP BY g, 2 ORDER BY g, 2";
+
+static const char longest_sql[] =
+    "SELECT MAX(IFNULL((SELECT MAX(end_ms - start_ms) FROM sessions), 0),"
+    " IFNULL((SELECT MAX(end_ms - start_ms) FROM temp.live), 0))";
+
+/* The sessions going on, copied under the list's lock (which joins and leaves on the workers
+ * wait for) and written to SQLite after it is released. */
+typedef struct live_row {
+    session_record_t r;
+    char ip[CIDR_SHOWN_MAX];
+    char cc[8];
+    char *mount, *agent;
+} live_row_t;
+
+typedef struct live_copy {
+    live_row_t *v;
+    size_t n, cap;
+    int64_t qualify_ms;
+    int truncate;
+    int err;
+} live_copy_t;
+
+static void copy_live(const session_record_t *r, void *arg)
+{
+    live_copy_t *lc = arg;
+    if (lc->err || r->end_ms - r->start_ms < lc->qualify_ms)
+        return;
+    if (lc->n == lc->cap) {
+        size_t ncap = lc->cap ? lc->cap * 2 : 64;
+        live_row_t *v = realloc(lc->v, ncap * sizeof(*v));
+        if (!v) {
+            lc->err = -ENOMEM;
+            return;
+        }
+        lc->v = v;
+        lc->cap = ncap;
+    }
+    live_row_t *e = &lc->v[lc->n];
+    *e = (live_row_t){.r = *r, .mount = strdup(r->mount ? r->mount : ""),
+                      .agent = r->agent ? strdup(r->agent) : NULL};
+    session_address(r->address, lc->truncate, e->ip, sizeof(e->ip));
+    snprintf(e->cc, sizeof(e->cc), "%s", r->country ? r->country : "");
+    lc->n++;
+    if (!e->mount || (r->agent && !e->agent))
+        lc->err = -ENOMEM;
+}
+
+static void bind_text_or_null(sqlite3_stmt *s, int i, const char *t)
+{
+    if (t)
+        sqlite3_bind_text(s, i, t, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(s, i);
+}
+
+static int insert_live(sqlite3_stmt *s, const live_row_t *e)
+{
+    sqlite3_reset(s);
+    bind_text_or_null(s, 1, e->mount);
+    sqlite3_bind_int64(s, 2, e->r.start_ms);
+    sqlite3_bind_int64(s, 3, e->r.end_ms);
+    bind_text_or_null(s, 4, e->ip);
+    bind_text_or_null(s, 5, e->agent);
+    bind_text_or_null(s, 6, e->cc[0] ? e->cc : NULL);
+    sqlite3_bind_int(s, 7, e->r.preroll);
+    return sqlite3_step(s) == SQLITE_DONE ? 0 : -EIO;
+}
+
+/* Fills temp.live with the qualified sessions going on now. */
+static int snapshot_live(sqlite3 *db, const audience_query_t *q)
+{
+    live_copy_t lc = {.qualify_ms = (int64_t)q->qualify_s * 1000, .truncate = q->anonymize};
+    sqlite3_stmt *ins = NULL;
+    session_live_each(copy_live, &lc);
+    int err = lc.err;
+    if (!err && (sqlite3_exec(db, live_sql, NULL, NULL, NULL) != SQLITE_OK ||
+                 sqlite3_prepare_v2(db, live_insert_sql, -1, &ins, NULL) != SQLITE_OK))
+        err = -EIO;
+    for (size_t i = 0; i < lc.n; i++) {
+        if (!err)
+            err = insert_live(ins, &lc.v[i]);
+        free(lc.v[i].mount);
+        free(lc.v[i].agent);
+    }
+    free(lc.v);
+    sqlite3_finalize(ins);
+    return err;
+}
 
 static int add_row(audience_query_t *q, size_t *cap, sqlite3_stmt *s, int64_t from, int64_t to)
 {
@@ -55,21 +158,18 @@ static int add_row(audience_query_t *q, size_t *cap, sqlite3_stmt *s, int64_t fr
         *cap = ncap;
     }
     const char *mount = (const char *)sqlite3_column_text(s, 0);
-    const char *cc = (const char *)sqlite3_column_text(s, 1);
     audience_row_t *r = &q->rows[q->nrows];
     *r = (audience_row_t){
         .mount = strdup(mount ? mount : ""), .from_ms = from, .to_ms = to,
-        .country = q->by_country ? strdup(cc ? cc : "") : NULL,
-        .sessions = (uint64_t)sqlite3_column_int64(s, 2),
-        .qualified = (uint64_t)sqlite3_column_double(s, 3),
-        .listened_ms = (uint64_t)sqlite3_column_double(s, 4),
-        .cume = (uint64_t)sqlite3_column_int64(s, 5),
+        .sessions = (uint64_t)sqlite3_column_int64(s, 1),
+        .qualified = (uint64_t)sqlite3_column_double(s, 2),
+        .listened_ms = (uint64_t)sqlite3_column_double(s, 3),
+        .cume = (uint64_t)sqlite3_column_int64(s, 4),
+        .prerolls = (uint64_t)sqlite3_column_double(s, 5),
+        .in_progress = (uint64_t)sqlite3_column_double(s, 6),
     };
-    if (!r->mount || (q->by_country && !r->country)) {
-        free(r->mount);
-        free(r->country);
+    if (!r->mount)
         return -ENOMEM;
-    }
     q->nrows++;
     return 0;
 }
@@ -86,8 +186,7 @@ static void bind_bucket(sqlite3_stmt *s, const audience_query_t *q, int64_t from
     else
         sqlite3_bind_null(s, 4);
     sqlite3_bind_int(s, 5, server_row);
-    sqlite3_bind_int(s, 6, q->by_country);
-    sqlite3_bind_int64(s, 7, longest);
+    sqlite3_bind_int64(s, 6, longest);
 }
 
 static int cmp_ms(const void *a, const void *b)
@@ -112,14 +211,13 @@ static uint64_t most_at_once(int64_t *start, int64_t *end, size_t n)
     return most;
 }
 
-/* Sets the peak of the row of group (g, cc) among rows[first, nrows). */
-static void set_peak(audience_query_t *q, size_t first, const char *g, const char *cc,
-                     uint64_t peak)
+/* The row of group g among rows[first, nrows), or NULL. */
+static audience_row_t *row_of(audience_query_t *q, size_t first, const char *g)
 {
     for (size_t i = first; i < q->nrows; i++)
-        if (strcmp(q->rows[i].mount, g) == 0 &&
-            (!q->rows[i].country || strcmp(q->rows[i].country, cc) == 0))
-            q->rows[i].peak = peak;
+        if (strcmp(q->rows[i].mount, g) == 0)
+            return &q->rows[i];
+    return NULL;
 }
 
 /* The peaks of the rows a bucket's grouping added from `first` on. */
@@ -127,16 +225,16 @@ static int peaks(audience_query_t *q, size_t first, sqlite3_stmt *s)
 {
     size_t n = 0, cap = 0;
     int64_t *start = NULL, *end = NULL;
-    char g[1024] = "", cc[16] = "";
+    char g[1024] = "";
     int rc, err = 0;
     while (err == 0) {
         rc = sqlite3_step(s);
         const char *rg = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(s, 0) : NULL;
-        const char *rcc = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(s, 1) : NULL;
         rg = rg ? rg : "";
-        rcc = rcc ? rcc : "";
-        if (n && (rc != SQLITE_ROW || strcmp(rg, g) != 0 || strcmp(rcc, cc) != 0)) {
-            set_peak(q, first, g, cc, most_at_once(start, end, n));
+        if (n && (rc != SQLITE_ROW || strcmp(rg, g) != 0)) {
+            audience_row_t *r = row_of(q, first, g);
+            if (r)
+                r->peak = most_at_once(start, end, n);
             n = 0;
         }
         if (rc != SQLITE_ROW)
@@ -155,20 +253,40 @@ static int peaks(audience_query_t *q, size_t first, sqlite3_stmt *s)
             }
         }
         snprintf(g, sizeof(g), "%s", rg);
-        snprintf(cc, sizeof(cc), "%s", rcc);
-        start[n] = sqlite3_column_int64(s, 2);
-        end[n++] = sqlite3_column_int64(s, 3);
+        start[n] = sqlite3_column_int64(s, 1);
+        end[n++] = sqlite3_column_int64(s, 2);
     }
     free(start);
     free(end);
     return err ? err : rc == SQLITE_DONE ? 0 : -EIO;
 }
 
+/* The sessions per country of the rows a bucket's grouping added from `first` on. */
+static int countries(audience_query_t *q, size_t first, sqlite3_stmt *s)
+{
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        const char *g = (const char *)sqlite3_column_text(s, 0);
+        const char *cc = (const char *)sqlite3_column_text(s, 1);
+        audience_row_t *r = row_of(q, first, g ? g : "");
+        if (!r)
+            continue;
+        audience_country_t *v = realloc(r->countries, (r->ncountries + 1) * sizeof(*v));
+        if (!v)
+            return -ENOMEM;
+        r->countries = v;
+        v = &v[r->ncountries++];
+        snprintf(v->cc, sizeof(v->cc), "%s", cc ? cc : "");
+        v->sessions = (uint64_t)sqlite3_column_int64(s, 2);
+    }
+    return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
 /* An empty bucket still has its server row, all zero. */
 static int add_empty_row(audience_query_t *q, size_t *cap, sqlite3 *db, int64_t from, int64_t to)
 {
     sqlite3_stmt *z = NULL;
-    int rc = sqlite3_prepare_v2(db, "SELECT '','',0,0,0,0", -1, &z, NULL) == SQLITE_OK &&
+    int rc = sqlite3_prepare_v2(db, "SELECT '',0,0,0,0,0,0", -1, &z, NULL) == SQLITE_OK &&
                      sqlite3_step(z) == SQLITE_ROW
                  ? add_row(q, cap, z, from, to)
                  : -EIO;
@@ -176,28 +294,35 @@ static int add_empty_row(audience_query_t *q, size_t *cap, sqlite3 *db, int64_t 
     return rc;
 }
 
+typedef struct statements {
+    sqlite3_stmt *fig, *spans, *countries;
+} statements_t;
+
 /* The rows of one bucket: the server's (even when nobody listened), then each mount's. */
-static int bucket(audience_query_t *q, size_t *cap, sqlite3_stmt *fig, sqlite3_stmt *spans,
-                  int64_t from, int64_t to, int64_t longest)
+static int bucket(audience_query_t *q, size_t *cap, const statements_t *st, int64_t from,
+                  int64_t to, int64_t longest)
 {
     for (int server_row = 1; server_row >= 0; server_row--) {
         if (server_row && q->mount)
             continue;
         size_t first = q->nrows;
-        bind_bucket(fig, q, from, to, server_row, longest);
+        bind_bucket(st->fig, q, from, to, server_row, longest);
         int rc;
-        while ((rc = sqlite3_step(fig)) == SQLITE_ROW)
-            if (add_row(q, cap, fig, from, to) < 0)
+        while ((rc = sqlite3_step(st->fig)) == SQLITE_ROW)
+            if (add_row(q, cap, st->fig, from, to) < 0)
                 return -ENOMEM;
         if (rc != SQLITE_DONE)
             return -EIO;
         if (server_row && q->nrows == first) {
-            if (add_empty_row(q, cap, sqlite3_db_handle(fig), from, to) < 0)
+            if (add_empty_row(q, cap, sqlite3_db_handle(st->fig), from, to) < 0)
                 return -EIO;
             continue;
         }
-        bind_bucket(spans, q, from, to, server_row, longest);
-        if ((rc = peaks(q, first, spans)) < 0)
+        bind_bucket(st->spans, q, from, to, server_row, longest);
+        if ((rc = peaks(q, first, st->spans)) < 0)
+            return rc;
+        bind_bucket(st->countries, q, from, to, server_row, longest);
+        if ((rc = countries(q, first, st->countries)) < 0)
             return rc;
     }
     return 0;
@@ -208,10 +333,13 @@ void audience_figures(sqlite3 *db, audience_query_t *q)
     q->err = db ? 0 : -ENODEV;
     if (!db)
         return;
-    sqlite3_stmt *fig = NULL, *spans = NULL, *longest = NULL;
+    statements_t st = {0};
+    sqlite3_stmt *longest = NULL;
     int64_t most = 0;
-    if (sqlite3_prepare_v2(db, figures_sql, -1, &fig, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(db, spans_sql, -1, &spans, NULL) != SQLITE_OK ||
+    if (snapshot_live(db, q) < 0 ||
+        sqlite3_prepare_v2(db, figures_sql, -1, &st.fig, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, spans_sql, -1, &st.spans, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, countries_sql, -1, &st.countries, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(db, longest_sql, -1, &longest, NULL) != SQLITE_OK ||
         sqlite3_step(longest) != SQLITE_ROW) {
         q->err = -EIO;
@@ -225,19 +353,21 @@ void audience_figures(sqlite3 *db, audience_query_t *q)
         int64_t to = q->step_ms ? (from / q->step_ms + 1) * q->step_ms : q->to_ms;
         if (to > q->to_ms)
             to = q->to_ms;
-        q->err = bucket(q, &cap, fig, spans, from, to, most);
+        q->err = bucket(q, &cap, &st, from, to, most);
         from = to;
     }
-    sqlite3_finalize(fig);
-    sqlite3_finalize(spans);
+    sqlite3_finalize(st.fig);
+    sqlite3_finalize(st.spans);
+    sqlite3_finalize(st.countries);
     sqlite3_finalize(longest);
+    sqlite3_exec(db, "DELETE FROM temp.live", NULL, NULL, NULL);
 }
 
 void audience_query_clear(audience_query_t *q)
 {
     for (size_t i = 0; i < q->nrows; i++) {
         free(q->rows[i].mount);
-        free(q->rows[i].country);
+        free(q->rows[i].countries);
     }
     free(q->rows);
     free(q->mount);
@@ -310,7 +440,7 @@ void audience_metrics(buf_t *o, void (*label)(buf_t *o, const char *value))
          offsetof(counted_t, sessions), 0},
         {"rimecast_audience_qualified_sessions_total",
          "Listener sessions ended since start-up that lasted at least "
-         "qualified-session-seconds.", offsetof(counted_t, qualified), 0},
+         "min-session.", offsetof(counted_t, qualified), 0},
         {"rimecast_audience_listening_seconds_total",
          "Seconds listened in qualified sessions ended since start-up (TLH in seconds).",
          offsetof(counted_t, listened_ms), 1},

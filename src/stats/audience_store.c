@@ -55,18 +55,19 @@ static const char schema[] =
     " start_ms INTEGER NOT NULL,"
     " end_ms INTEGER NOT NULL,"
     " bytes INTEGER NOT NULL,"
-    " address TEXT NOT NULL,"
-    " agent TEXT,"
+    " ip TEXT NOT NULL,"
+    " user_agent TEXT,"
     " referer TEXT,"
     " user TEXT,"
     " country TEXT,"
-    " ended TEXT NOT NULL);"
+    " ended TEXT NOT NULL,"
+    " preroll INTEGER NOT NULL DEFAULT 0);"
     "CREATE INDEX IF NOT EXISTS sessions_mount_start ON sessions (mount, start_ms);"
     "CREATE INDEX IF NOT EXISTS sessions_start ON sessions (start_ms);";
 
 static const char insert_sql[] =
-    "INSERT INTO sessions (conn_id, mount, served, start_ms, end_ms, bytes, address, agent,"
-    " referer, user, country, ended) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)";
+    "INSERT INTO sessions (conn_id, mount, served, start_ms, end_ms, bytes, ip, user_agent,"
+    " referer, user, country, ended, preroll) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)";
 
 static void drop(uint64_t n, const char *why)
 {
@@ -197,19 +198,25 @@ static int insert(db_t *db, const session_record_t *r)
     bind_text(s, 10, r->user);
     bind_text(s, 11, r->country);
     bind_text(s, 12, session_end_name(r->end));
+    sqlite3_bind_int(s, 13, r->preroll ? 1 : 0);
     return sqlite3_step(s) == SQLITE_DONE ? 0 : -EIO;
 }
 
-/* Writes a batch in one transaction and frees it. */
+/* Writes a batch in one transaction and frees it. After an insert fails (the database locked
+ * by another program past the busy timeout, read-only, a full disk), the rest of the batch is
+ * not tried: each try could wait the busy timeout again. */
 static void write_batch(db_t *db, stored_t *list)
 {
     uint64_t n = 0, ok = 0;
     int open = db->sql && sqlite3_exec(db->sql, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
+    int failed = !open;
     while (list) {
         stored_t *next = list->next;
         n++;
-        if (open && insert(db, &list->r) == 0)
+        if (!failed && insert(db, &list->r) == 0)
             ok++;
+        else
+            failed = 1;
         free(list);
         list = next;
     }
@@ -340,4 +347,18 @@ uint64_t audience_store_written(void)
 uint64_t audience_store_dropped(void)
 {
     return atomic_load(&st.dropped);
+}
+
+void audience_store_metrics(buf_t *o)
+{
+    buf_appendf(o, "# HELP rimecast_audience_records_stored_total Session records written to "
+                   "the audience store since start-up.\n"
+                   "# TYPE rimecast_audience_records_stored_total counter\n"
+                   "rimecast_audience_records_stored_total %llu\n"
+                   "# HELP rimecast_audience_records_lost_total Session records the audience "
+                   "store could not keep (queue full, database locked, read-only or full).\n"
+                   "# TYPE rimecast_audience_records_lost_total counter\n"
+                   "rimecast_audience_records_lost_total %llu\n",
+                (unsigned long long)audience_store_written(),
+                (unsigned long long)audience_store_dropped());
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * audience_store: every ended listener session (stream/session.h) kept in an embedded SQLite
- * database (<audience-db>, default audience.db under <logdir>; "none": no store), so that the
- * audience figures survive restarts and reloads.
+ * database (<audience><database>, default audience.db under <logdir>; "none": no store), so
+ * that the audience figures survive restarts and reloads.
  *
  * The store has a thread of its own: the session sink only copies a record into a bounded
  * queue (a worker never touches SQLite); the thread inserts what waits in one transaction
@@ -15,6 +15,8 @@
 
 #include <stdint.h>
 
+#include "core/buf.h"
+
 typedef struct sqlite3 sqlite3;
 
 #define AUDIENCE_QUEUE_MAX 8192   /* records waiting for the thread at most */
@@ -22,7 +24,7 @@ typedef struct sqlite3 sqlite3;
 /* Starts the thread and registers the session sink. 0 or -errno (then sessions are only
  * logged). Call once the server runs as its final user. */
 int audience_store_start(void);
-/* Wakes the thread to follow a reload (another <audience-db>, or "none"). */
+/* Wakes the thread to follow a reload (another <audience><database>, or "none"). */
 void audience_store_reload(void);
 /* Unregisters the sink, writes what still waits and closes the database; after the workers
  * stopped. Safe if never started. */
@@ -40,5 +42,7 @@ const char *audience_store_schema(void);
  * start-up. */
 uint64_t audience_store_written(void);
 uint64_t audience_store_dropped(void);
+/* The two as /metrics counter families (rimecast_audience_records_stored_total, _lost_total). */
+void audience_store_metrics(buf_t *o);
 
 #endif

@@ -12,6 +12,7 @@
 #include "core/buf.h"
 #include "net/server.h"
 #include "stats/audience.h"
+#include "stats/audience_store.h"
 #include "stats/stats.h"
 #include "stream/mount.h"
 
@@ -157,6 +158,7 @@ char *metrics_render(size_t *len)
     buf_appendf(&o, "rimecast_worker_turn_max_seconds %.6f\n",
                 atomic_load(&server.stats.turn_max_us) / 1e6);
     audience_metrics(&o, label_value);
+    audience_store_metrics(&o);
     mount_t **v = NULL;
     int n = stats_mounts(&v, 1);
     for (size_t i = 0; n >= 0 && i < sizeof(mount_metrics) / sizeof(mount_metrics[0]); i++) {

@@ -9,6 +9,7 @@
  */
 #include "stats/stats.h"
 
+#include "core/cidr.h"
 #include "stats/geoip.h"
 
 #include <errno.h>
@@ -321,7 +322,7 @@ static void add_source_fields(kvset_t *s, mount_t *m, const conn_t *via, int adm
     kv_add(s, "stream_start_iso8601", buf);
     kv_addf(s, "total_bytes_read", "%lld", (long long)atomic_load(&m->bytes_read));
     kv_addf(s, "total_bytes_sent", "%lld", (long long)atomic_load(&m->bytes_sent));
-    kv_add(s, "source_ip", i->source_ip);
+    kv_add(s, "source_ip", i->source_ip ? CIDR_SHOWN(i->source_ip) : NULL);
     kv_add(s, "user_agent", i->user_agent);
     if (admin) { /* where a relay pulls from: for the admin only, as source_ip */
         char *url = mount_get_relay_url(m);

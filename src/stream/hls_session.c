@@ -41,6 +41,7 @@ struct hls_session {
     char ip[64];
     char country[8];     /* ISO code from the GeoIP database, "" unknown */
     int64_t start_ms;    /* wall clock: its session record */
+    session_live_t *live; /* among the sessions going on (stream/session.h), or NULL */
     char *agent, *referer, *uri;
     hls_session_t *next;
 };
@@ -68,12 +69,8 @@ int hls_session_token_valid(const char *t)
  * streaming listener's: stream/session.h), its slot given back. */
 static void session_close(hls_t *h, hls_session_t *s, session_end_t why)
 {
-    char masked[64]; /* <address-truncation>: only the listener's network is logged */
-    int truncate = server_config()->address_truncation;
-    if (truncate)
-        cidr_truncate(s->ip, masked, sizeof(masked));
     log_access_entry_t e = {
-        .ip = truncate ? masked : s->ip, .start = s->start, .method = "GET", .uri = s->uri,
+        .ip = CIDR_SHOWN(s->ip), .start = s->start, .method = "GET", .uri = s->uri,
         .protocol = "HTTP/1.1", .status = 200, .bytes = s->bytes, .referer = s->referer,
         .agent = s->agent,
     };
@@ -84,7 +81,8 @@ static void session_close(hls_t *h, hls_session_t *s, session_end_t why)
         .country = s->country, .end = why,
     };
     session_end(&r);
-    session_listener_leave(h->name, s->country);
+    session_listener_leave(s->live);
+    s->live = NULL;
     if (s->counted) {
         atomic_fetch_sub(&s->counted->listeners, 1);
         mount_unref(s->counted);
@@ -133,7 +131,9 @@ int hls_session_poll(hls_t *h, const char *token, const hls_client_t *who, uint6
             s->start = time(NULL);
             s->start_ms = session_now_ms();
             session_locate(s->ip, s->country, sizeof(s->country));
-            session_listener_join(h->name, s->country);
+            session_record_t r = {.id = s->id, .mount = h->name, .start_ms = s->start_ms,
+                                  .address = s->ip, .agent = s->agent, .country = s->country};
+            s->live = session_listener_join(&r);
             s->counted = mount_ref(h->mount);
             s->next = h->sessions;
             h->sessions = s;

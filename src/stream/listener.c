@@ -19,7 +19,9 @@
 #include <unistd.h>
 
 #include "auth/auth.h"
+#include "auth/auth_url.h"
 #include "conf/config.h"
+#include "core/cidr.h"
 #include "core/escape.h"
 #include "core/fault.h"
 #include "core/log.h"
@@ -161,6 +163,8 @@ static void commit_intro(listener_t *l, const seg_t *s, size_t take)
         block_unref(l->intro);
         l->intro = NULL;
         l->intro_pos = 0;
+        l->preroll = 1; /* one impression: the preroll was played through */
+        session_live_preroll(l->live);
         return;
     }
     if (s->blk != l->intro) {
@@ -487,18 +491,40 @@ int listener_move(listener_t *l, mount_t *dest)
     return 0;
 }
 
-/* The <intro> of m's config as a chain of shared blocks (a new reference), or NULL. The file
- * is read once and cached by mtime (stream/webfile.h); each listener only holds a cursor. */
-static block_t *intro_of(mount_t *m)
+/* The webroot file `file` (as <intro> names it) as a chain of shared blocks (a new
+ * reference), or NULL. The file is read once and cached by mtime (stream/webfile.h); each
+ * listener only holds a cursor. */
+static block_t *intro_of(const char *file)
 {
-    const mount_conf_t *mc = config_find_mount(server_config(), m->name);
-    if (!mc || !mc->intro || !*mc->intro)
+    if (!file || !*file)
         return NULL;
     char path[1024];
-    snprintf(path, sizeof(path), "%s%s", mc->intro[0] == '/' ? "" : "/", mc->intro);
+    snprintf(path, sizeof(path), "%s%s", file[0] == '/' ? "" : "/", file);
     webfile_t *f = webfile_get(path);
     block_t *b = f && f->blocks ? block_ref(f->blocks) : NULL;
     webfile_unref(f);
+    return b;
+}
+
+/* What a new listener of m hears first: the preroll its URL authentication named (a name
+ * checked by auth/auth_url.c), else, or when that file cannot be read, the mount's <intro>. */
+static block_t *first_of(conn_t *c, mount_t *m)
+{
+    client_t *cl = client_of(c);
+    const auth_url_session_t *s =
+        cl->on_end == auth_url_session_end ? (const auth_url_session_t *)cl->on_end_arg : NULL;
+    block_t *b = s && s->preroll ? intro_of(s->preroll) : NULL;
+    if (s && s->preroll && !b) {
+        static log_ratelimit_t rl;
+        char esc[512];
+        log_warn_limited(&rl, 60000, "listener %llu on %s: preroll %s cannot be read; the "
+                         "mount's intro is played instead", (unsigned long long)c->id,
+                         escape_log(esc, sizeof(esc), m->name, strlen(m->name)), s->preroll);
+    }
+    if (!b) {
+        const mount_conf_t *mc = config_find_mount(server_config(), m->name);
+        b = intro_of(mc ? mc->intro : NULL);
+    }
     return b;
 }
 
@@ -523,9 +549,9 @@ static void end_session(conn_t *c, const listener_t *l)
         .start_ms = l->start_ms, .end_ms = session_now_ms(), .bytes = c->bytes_sent,
         .address = c->ip, .agent = cl->log_agent, .referer = cl->log_referer,
         .user = cl->log_user, .end = (session_end_t)l->end_reason,
-        .country = l->country[0] ? l->country : NULL,
+        .country = l->country[0] ? l->country : NULL, .preroll = l->preroll,
     };
-    session_listener_leave(l->asked ? l->asked : "", l->country);
+    session_listener_leave(l->live);
     session_end(&r);
 }
 
@@ -536,7 +562,7 @@ static void listener_release(conn_t *c)
         return;
     mount_t *m = l->mount;
     end_session(c, l);
-    events_emit(EVENT_LISTENER_LEAVE, m->name, c->id, c->ip);
+    events_emit(EVENT_LISTENER_LEAVE, m->name, c->id, CIDR_SHOWN(c->ip));
     sub_remove(c->worker, l->sub, &l->link);
     block_unref(l->blk);
     if (l->hdr)
@@ -676,7 +702,7 @@ int listener_start(conn_t *c, const http_request_t *req, mount_t *m, const char 
     l->metaint = (uint32_t)metaint;
     l->home = home ? strdup(home) : NULL; /* without memory: no way back with an override */
     l->asked = strdup(home ? home : m->name); /* without memory: it moves to open mounts only */
-    l->intro = intro_of(m);
+    l->intro = first_of(c, m);
     l->blk = mount_attach(m, &l->pos, &l->hdr);
     l->need_sync = l->pos >= l->blk->len;
     c->data = l;
@@ -687,8 +713,12 @@ int listener_start(conn_t *c, const http_request_t *req, mount_t *m, const char 
         conn_set_deadline(c, (uint64_t)limit * 1000u);
     l->sub = sub_get(c->worker, m);
     sub_add(c->worker, l->sub, &l->link);
-    events_emit(EVENT_LISTENER_JOIN, m->name, c->id, c->ip);
-    session_listener_join(l->asked ? l->asked : "", l->country);
+    events_emit(EVENT_LISTENER_JOIN, m->name, c->id, CIDR_SHOWN(c->ip));
+    session_record_t r = {
+        .id = c->id, .mount = l->asked ? l->asked : "", .start_ms = l->start_ms,
+        .address = c->ip, .agent = client_of(c)->log_agent, .country = l->country,
+    };
+    l->live = session_listener_join(&r);
     /* a streaming listener keeps no request buffer (req points into it: not used after this) */
     client_drop_request(c);
     listener_flush(l);

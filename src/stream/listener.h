@@ -30,7 +30,8 @@ struct listener {
     uint32_t pos;
     block_t *hdr;           /* header chain cursor: owned reference, NULL when done */
     uint32_t hdr_pos;
-    block_t *intro;         /* <intro> cursor (shared blocks, owned reference), NULL when done */
+    block_t *intro;         /* cursor in its preroll (its URL authentication named one) or the
+                             * mount's <intro>: shared blocks, owned reference; NULL when done */
     uint32_t intro_pos;
     block_t *tail;          /* after a move: the rest of the block it was in on the mount it
                              * left (owned reference), sent before anything of the new mount so
@@ -53,6 +54,8 @@ struct listener {
     list_t link;            /* in its subscription's listeners (sub.h) */
 
     int64_t start_ms;       /* when it joined (wall clock, ms): its session record */
+    struct session_live *live; /* among the sessions going on (stream/session.h), or NULL */
+    int preroll;            /* 1 once its preroll or intro was sent to its end */
     char country[8];        /* ISO code of its address's country, "" unknown (GeoIP) */
     int end_reason;         /* how it is ending (session_end_t, stream/session.h): set where
                              * it is closed for a reason of the server's; 0 = the client left */

@@ -15,6 +15,7 @@
 #include "conf/config.h"
 #include "core/buf.h"
 #include "core/cidr.h"
+#include "core/list.h"
 #include "core/escape.h"
 #include "core/log.h"
 #include "net/server.h"
@@ -82,13 +83,13 @@ static void write_line(const session_record_t *r)
     buf_appendf(&b, ",\"start\":\"%s\",\"end\":\"%s\",\"seconds\":%lld.%03d,\"bytes\":%llu",
                 start, end, (long long)(ms / 1000), (int)(ms % 1000),
                 (unsigned long long)r->bytes);
-    json_text(&b, "address", r->address);
-    json_text(&b, "agent", r->agent);
+    json_text(&b, "ip", r->address);
+    json_text(&b, "user_agent", r->agent);
     json_text(&b, "referer", r->referer);
     json_text(&b, "user", r->user);
     json_text(&b, "country", r->country);
     json_text(&b, "ended", session_end_name(r->end));
-    buf_append_str(&b, "}\n");
+    buf_appendf(&b, ",\"preroll\":%d}\n", r->preroll ? 1 : 0);
     size_t len;
     char *line = buf_take(&b, &len);
     if (line)
@@ -138,11 +139,22 @@ typedef struct country_count {
     long n;
 } country_count_t;
 
+/* A session going on: what the figures need of it, copied when it joined. */
+struct session_live {
+    list_t link;
+    uint64_t id;
+    int64_t start_ms;
+    atomic_int preroll;
+    char cc[8];
+    char *mount, *address, *agent;
+};
+
 static struct {
     pthread_mutex_t lock;
     country_count_t *v;
     size_t n, cap;
-} live = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    list_t sessions;    /* session_live_t: a doubly linked list, as they leave in any order */
+} live = {.lock = PTHREAD_MUTEX_INITIALIZER, .sessions = LIST_INIT(live.sessions)};
 
 static country_count_t *live_find(const char *mount, const char *cc)
 {
@@ -152,9 +164,8 @@ static country_count_t *live_find(const char *mount, const char *cc)
     return NULL;
 }
 
-void session_listener_join(const char *mount, const char *cc)
+static void country_join(const char *mount, const char *cc)
 {
-    pthread_mutex_lock(&live.lock);
     country_count_t *e = live_find(mount, cc);
     if (!e && live.n == live.cap) {
         size_t ncap = live.cap ? live.cap * 2 : 16;
@@ -174,16 +185,76 @@ void session_listener_join(const char *mount, const char *cc)
     }
     if (e)
         e->n++;
-    pthread_mutex_unlock(&live.lock);
 }
 
-void session_listener_leave(const char *mount, const char *cc)
+static void country_leave(const char *mount, const char *cc)
 {
-    pthread_mutex_lock(&live.lock);
     country_count_t *e = live_find(mount, cc);
     if (e && --e->n <= 0) {
         free(e->mount);
         *e = live.v[--live.n];
+    }
+}
+
+static void live_free(session_live_t *s)
+{
+    free(s->mount);
+    free(s->address);
+    free(s->agent);
+    free(s);
+}
+
+session_live_t *session_listener_join(const session_record_t *r)
+{
+    session_live_t *s = calloc(1, sizeof(*s));
+    if (!s)
+        return NULL;
+    s->id = r->id;
+    s->start_ms = r->start_ms;
+    snprintf(s->cc, sizeof(s->cc), "%s", r->country ? r->country : "");
+    s->mount = strdup(r->mount ? r->mount : "");
+    s->address = strdup(r->address ? r->address : "-");
+    s->agent = r->agent ? strdup(r->agent) : NULL;
+    if (!s->mount || !s->address || (r->agent && !s->agent)) {
+        live_free(s);
+        return NULL;
+    }
+    pthread_mutex_lock(&live.lock);
+    country_join(s->mount, s->cc);
+    list_insert_tail(&live.sessions, &s->link);
+    pthread_mutex_unlock(&live.lock);
+    return s;
+}
+
+void session_listener_leave(session_live_t *s)
+{
+    if (!s)
+        return;
+    pthread_mutex_lock(&live.lock);
+    country_leave(s->mount, s->cc);
+    list_remove(&s->link);
+    pthread_mutex_unlock(&live.lock);
+    live_free(s);
+}
+
+void session_live_preroll(session_live_t *s)
+{
+    if (s)
+        atomic_store(&s->preroll, 1);
+}
+
+void session_live_each(void (*fn)(const session_record_t *r, void *arg), void *arg)
+{
+    int64_t now = session_now_ms();
+    session_live_t *s;
+    pthread_mutex_lock(&live.lock);
+    list_foreach(s, &live.sessions, session_live_t, link) {
+        session_record_t r = {
+            .id = s->id, .mount = s->mount, .start_ms = s->start_ms, .end_ms = now,
+            .address = s->address, .agent = s->agent, .country = s->cc[0] ? s->cc : NULL,
+            .preroll = atomic_load(&s->preroll),
+        };
+        fn(&r, arg);
     }
     pthread_mutex_unlock(&live.lock);
 }

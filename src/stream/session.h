@@ -2,7 +2,7 @@
 /*
  * session: the record of one listener session, made when it ends: which mount, when it began
  * and ended, the bytes sent, who listened (address, or only its network with
- * <address-truncation>; user agent, referer, user, country) and how it ended. session_end()
+ * <anonymize-ip>; user agent, referer, user, country) and how it ended. session_end()
  * writes it as one JSON line to the session log (core/log.h) and hands it to the sink the
  * layer above registered (the audience store, stats/audience_store.h).
  *
@@ -36,6 +36,7 @@ typedef struct session_record {
     const char *address;      /* the listener's address (a trusted proxy's forwarded one) */
     const char *agent, *referer, *user, *country; /* raw text or NULL */
     session_end_t end;
+    int preroll;              /* 1: its preroll (or the mount's intro) was played to its end */
 } session_record_t;
 
 /* "client_left", "kicked", "source_gone", "too_slow", "time_limit", "shutdown". */
@@ -46,7 +47,7 @@ const char *session_end_name(session_end_t end);
  * that is not an address becomes "-" when truncating (nothing of it may be kept). */
 void session_address(const char *ip, int truncate, char *out, size_t cap);
 
-/* Ends a session: truncates the address when <address-truncation> is on, writes the JSON line
+/* Ends a session: truncates the address when <anonymize-ip> is on, writes the JSON line
  * to the session log and passes the record (with the stored address) to the sink. r and its
  * strings are only borrowed. Any thread. */
 void session_end(const session_record_t *r);
@@ -61,10 +62,19 @@ void session_set_sink(void (*sink)(const session_record_t *r));
 void session_set_locator(int (*locate)(const char *ip, char *cc, size_t cap));
 /* The country of ip into cc ("" when unknown or there is no locator). Any thread. */
 void session_locate(const char *ip, char *cc, size_t cap);
-/* Listeners now, per mount and country ("": unknown): a listener counted in when it joins and
- * out when it leaves, on the mount it asked for (cold path: a mutex). */
-void session_listener_join(const char *mount, const char *cc);
-void session_listener_leave(const char *mount, const char *cc);
+/* Sessions going on. A session that begins joins (counted in the listeners per country of
+ * the mount it asked for, r->mount, and among the sessions going on that the figures count:
+ * r's id, mount, start, address, agent and country are copied) and leaves when it ends
+ * (before or after session_end). join returns NULL without memory (then it is not counted
+ * anywhere); leave(NULL) does nothing. Cold path: a mutex. */
+typedef struct session_live session_live_t;
+session_live_t *session_listener_join(const session_record_t *r);
+void session_listener_leave(session_live_t *s);
+/* Its preroll (or intro) was played to its end (any thread; s may be NULL). */
+void session_live_preroll(session_live_t *s);
+/* Calls fn(r, arg) for each session going on (end_ms: now), under the list's lock (fn must
+ * not call back here, and copies what it keeps). */
+void session_live_each(void (*fn)(const session_record_t *r, void *arg), void *arg);
 /* Calls fn(cc, listeners, arg) for each country with listeners on mount, under the table's
  * lock (fn must not call back here). */
 void session_countries(const char *mount, void (*fn)(const char *cc, long n, void *arg),

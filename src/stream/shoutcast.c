@@ -16,6 +16,7 @@
 #include "auth/auth_url.h"
 #include "auth/guard.h"
 #include "conf/config.h"
+#include "core/cidr.h"
 #include "core/escape.h"
 #include "core/log.h"
 #include "core/str.h"
@@ -49,7 +50,8 @@ static void shoutcast_headers(conn_t *c, int full)
     size_t hlen = shoutcast_headers_end(start, c->rlen - cl->parsed_len);
     if (!hlen) {
         if (full) {
-            log_info("shoutcast source %s: headers over %d bytes", c->ip, SHOUTCAST_MAX_HEAD);
+            log_info("shoutcast source %s: headers over %d bytes", CIDR_SHOWN(c->ip),
+                     SHOUTCAST_MAX_HEAD);
             conn_close(c);
         }
         return;
@@ -60,7 +62,7 @@ static void shoutcast_headers(conn_t *c, int full)
     int r = req ? shoutcast_parse_headers(mount, start, hlen, &text, req) : -ENOMEM;
     if (r < 0) {
         if (r == -EINVAL)
-            log_info("shoutcast source %s: malformed headers", c->ip);
+            log_info("shoutcast source %s: malformed headers", CIDR_SHOWN(c->ip));
         free(req);
         conn_close(c);
         return;
@@ -134,7 +136,7 @@ static void ask_auth_server(conn_t *c, const mount_conf_t *mc, const char *pass,
                                               NULL, shoutcast_url_resumed);
     if (r != AUTH_URL_PARKED) {
         char esc[512];
-        log_info("shoutcast source %s on %s refused: %s", c->ip,
+        log_info("shoutcast source %s on %s refused: %s", CIDR_SHOWN(c->ip),
                  escape_log(esc, sizeof(esc), mount, strlen(mount)),
                  r == AUTH_URL_BUSY ? "too many waiting for the auth server" : "out of memory");
         conn_close(c);
@@ -186,7 +188,7 @@ static void shoutcast_on_readable(conn_t *c)
 
 static void shoutcast_on_timeout(conn_t *c)
 {
-    log_info("shoutcast source %s: login not complete within header-timeout", c->ip);
+    log_info("shoutcast source %s: login not complete within header-timeout", CIDR_SHOWN(c->ip));
     conn_close(c);
 }
 

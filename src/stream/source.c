@@ -21,6 +21,7 @@
 #include "auth/auth_url.h"
 #include "auth/guard.h"
 #include "conf/config.h"
+#include "core/cidr.h"
 #include "core/escape.h"
 #include "core/list.h"
 #include "core/log.h"
@@ -209,7 +210,7 @@ static int authenticate(conn_t *c, const http_request_t *req, const config_t *cf
 static void source_end(conn_t *c, const char *why)
 {
     source_t *s = c->data;
-    log_info("source %s on %s %s", c->ip, s->mount->name, why);
+    log_info("source %s on %s %s", CIDR_SHOWN(c->ip), s->mount->name, why);
     conn_close(c);
 }
 
@@ -305,7 +306,7 @@ static void source_release(conn_t *c)
     }
     if (s->mount) {
         if (s->linked)
-            events_emit(EVENT_SOURCE_DISCONNECT, s->mount->name, c->id, c->ip);
+            events_emit(EVENT_SOURCE_DISCONNECT, s->mount->name, c->id, CIDR_SHOWN(c->ip));
         if (!s->relayed)
             source_end_mount(s->mount);
         if (s->linked) {
@@ -351,7 +352,8 @@ static source_t *source_new(conn_t *c, const char *mount_name, int relayed, int 
 {
     if (atomic_fetch_add(&server.stats.sources, 1) >= server_config()->sources) {
         atomic_fetch_sub(&server.stats.sources, 1);
-        log_warn("source %s on %s refused: too many sources connected", c->ip, mount_name);
+        log_warn("source %s on %s refused: too many sources connected", CIDR_SHOWN(c->ip),
+                 mount_name);
         *status = 403;
         return NULL;
     }
@@ -393,7 +395,7 @@ static int source_mount(source_t *s, const http_request_t *req, const char *moun
     s->mount = mount_create(mount_name, &info, &feed, &err); /* published whole */
     if (!s->mount) {
         if (err != -EPERM) /* a name the server keeps: mount_create logged it */
-            log_warn("source %s on %s refused: %s", c->ip, mount_name,
+            log_warn("source %s on %s refused: %s", CIDR_SHOWN(c->ip), mount_name,
                      err == -EEXIST ? "mountpoint in use" : strerror(-err));
         return err == -EEXIST ? 409 : err == -EPERM ? 403 : 500;
     }
@@ -435,12 +437,12 @@ static void source_announce(source_t *s, const char *mount_name, const mount_con
     atomic_fetch_add(s->relayed ? &server.stats.source_relay_connections
                                 : &server.stats.source_client_connections, 1);
     atomic_fetch_add(&server.stats.source_total_connections, 1);
-    events_emit(EVENT_SOURCE_CONNECT, mount_name, c->id, c->ip);
+    events_emit(EVENT_SOURCE_CONNECT, mount_name, c->id, CIDR_SHOWN(c->ip));
     s->dump = station_source_started(s->mount);
     override_source_started(c->worker, s->mount);
     auth_url_mount_event(mc, mount_name, 1);
-    log_info("%s %s connected to %s (%s, %s)", s->relayed ? "relay from" : "source", c->ip,
-             mount_name, s->fmt->ops->name, mount_info(s->mount)->content_type);
+    log_info("%s %s connected to %s (%s, %s)", s->relayed ? "relay from" : "source",
+             CIDR_SHOWN(c->ip), mount_name, s->fmt->ops->name, mount_info(s->mount)->content_type);
 }
 
 /* Creates the mount (or, for a relay, takes *relay_mount when it is set) and switches c to the
@@ -516,7 +518,7 @@ static const char *body_framing(const http_request_t *req, int *chunked)
 static void refuse_framing(conn_t *c, const char *mount, const char *why)
 {
     static log_ratelimit_t limit;
-    log_info_limited(&limit, 10000, "source %s on %s refused: %s", c->ip, mount, why);
+    log_info_limited(&limit, 10000, "source %s on %s refused: %s", CIDR_SHOWN(c->ip), mount, why);
     client_send_error(c, 400, why);
 }
 

@@ -20,6 +20,7 @@
 
 #include "conf/config.h"
 #include "core/buf.h"
+#include "core/cidr.h"
 #include "core/log.h"
 #include "core/loop.h"
 #include "http/client.h"
@@ -245,7 +246,7 @@ int redirect_listener(conn_t *c, const http_request_t *req, const char *name)
     size_t hlen = reply_head(head, sizeof(head), 0, 302, "text/plain", 0, extra);
     if (hlen == 0)
         return 0;
-    log_info("listener %s: %s is full here, sent to %s", c->ip, name, base);
+    log_info("listener %s: %s is full here, sent to %s", CIDR_SHOWN(c->ip), name, base);
     client_of(c)->status = 302;
     c->ops = &conn_writing_ops;
     conn_send(c, head, hlen, conn_linger_close);

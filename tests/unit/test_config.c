@@ -618,6 +618,35 @@ static void test_unknown_warned_once(void)
     config_free(c);
 }
 
+/* <audience>: the settings of sessions and figures; the names they had in <logging> and
+ * <paths> before they were published are unknown there now (warned). */
+static void test_audience_section(void)
+{
+    config_t *c = load("<icecast>\n"
+                       "<audience><database>a.db</database><session-log>s.log</session-log>"
+                       "<anonymize-ip>1</anonymize-ip><geoip-db>/g.mmdb</geoip-db>"
+                       "<min-session>30</min-session></audience>\n"
+                       "</icecast>");
+    CHECK(c != NULL && nwarnings == 0);
+    if (c) {
+        CHECK_STR(c->audience_db, "a.db");
+        CHECK_STR(c->sessionlog, "s.log");
+        CHECK_STR(c->geoip_db, "/g.mmdb");
+        CHECK(c->address_truncation == 1 && c->qualified_seconds == 30);
+    }
+    config_free(c);
+    c = load("<icecast></icecast>");
+    CHECK(c && c->qualified_seconds == 60 && !c->address_truncation && !c->geoip_db);
+    CHECK(c && strcmp(c->audience_db, "audience.db") == 0);
+    config_free(c);
+    c = load("<icecast>\n<logging><audience-db>x.db</audience-db></logging>\n"
+             "<paths><geoip-db>/g.mmdb</geoip-db></paths>\n</icecast>");
+    CHECK(c && nwarnings == 2 && warned("unknown element <audience-db> in <logging>"));
+    CHECK(c && warned("unknown element <geoip-db> in <paths>") && !c->geoip_db);
+    config_free(c);
+    CHECK(!load("<icecast><audience><min-session>0</min-session></audience></icecast>"));
+}
+
 static const struct {
     const char *xml;
     const char *prefix; /* "t.xml:LINE: " and the start of the message */
@@ -1120,6 +1149,7 @@ int main(void)
     RUN(test_redirect_siblings);
     RUN(test_booleans_and_deprecated);
     RUN(test_unknown_warned_once);
+    RUN(test_audience_section);
     RUN(test_policy_refused);
     RUN(test_policy_warned);
     RUN(test_warnings_kept_in_snapshot);

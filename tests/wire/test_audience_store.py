@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""The audience store: ended listener sessions kept in an SQLite database (<audience-db>).
+"""The audience store: ended listener sessions kept in an SQLite database (<audience><database>).
 
 Covers: each session becomes a row with the fields of its session-log line; rows survive a
 restart and a SIGHUP; the database is in WAL mode with an index on (mount, start_ms) and
-belongs to the user the server runs as; <audience-db>none</audience-db> keeps no database,
+belongs to the user the server runs as; <database>none</database> keeps no database,
 and a reload can move the store to another file.
 """
 
@@ -11,9 +11,12 @@ import os
 import pwd
 import signal
 import sqlite3
+import subprocess
+import tempfile
 
 import pytest
 
+import adminlib
 import conftest
 import wirelib
 from test_sessions import MOUNT, live, records, start_server, wait_records
@@ -67,8 +70,8 @@ def test_sessions_are_stored_and_survive_a_restart_and_sighup(server, data):
     # the row holds what the session log line says
     assert row["mount"] == rec["mount"] == MOUNT and row["served"] == MOUNT
     assert row["conn_id"] == rec["id"] and row["bytes"] == rec["bytes"]
-    assert row["address"] == rec["address"] == "127.0.0.1"
-    assert row["agent"] == "first" and row["referer"] == "http://r.example/"
+    assert row["ip"] == rec["ip"] == "127.0.0.1"
+    assert row["user_agent"] == "first" and row["referer"] == "http://r.example/"
     assert row["user"] is None and row["country"] is None
     assert row["ended"] == rec["ended"] == "client_left"
     assert abs((row["end_ms"] - row["start_ms"]) / 1000.0 - rec["seconds"]) < 0.002
@@ -88,28 +91,131 @@ def test_sessions_are_stored_and_survive_a_restart_and_sighup(server, data):
     src = live(srv, data)
     one_session(srv, "after-restart")
     got = wait_rows(srv, 3)
-    assert [(r["agent"], r["ended"]) for r in got] == [
+    assert [(r["user_agent"], r["ended"]) for r in got] == [
         ("first", "client_left"), ("wiretest-listener/1.0", "shutdown"),
         ("after-restart", "client_left")]
     srv.send_signal(signal.SIGHUP)
     srv.wait_log("config reloaded")
     one_session(srv, "after-hup")
-    assert [r["agent"] for r in wait_rows(srv, 4)][-1] == "after-hup"
+    assert [r["user_agent"] for r in wait_rows(srv, 4)][-1] == "after-hup"
     src.stop()
     assert "audience store: cannot" not in srv.error_log()
 
 
 def test_audience_db_none_keeps_no_database_and_a_reload_can_start_one(server, data):
-    srv = start_server(server, "<audience-db>none</audience-db>")
+    srv = start_server(server, audience_xml="<database>none</database>")
     src = live(srv, data)
     one_session(srv, "unstored")
     wait_records(srv, 1)
     assert not os.path.exists(db_path(srv)) and not os.path.exists(db_path(srv, "none"))
     srv.write_config(conftest.render_config(srv.cfg).replace(
-        "</logging>", "<audience-db>other.db</audience-db>\n  </logging>"))
+        "</icecast>", "<audience><database>other.db</database></audience>\n</icecast>"))
     srv.send_signal(signal.SIGHUP)
     srv.wait_log("audience store: sessions are kept in")
     one_session(srv, "stored")
-    assert [r["agent"] for r in wait_rows(srv, 1, "other.db")] == ["stored"]
+    assert [r["user_agent"] for r in wait_rows(srv, 1, "other.db")] == ["stored"]
     assert len(records(srv)) == 2
     src.stop()
+
+
+def metric(srv, name):
+    for line in adminlib.admin(srv, "/metrics").text.splitlines():
+        if line.startswith(name + " "):
+            return int(line.split()[1])
+    return None
+
+
+def lost_while(srv, failing, lifted, what, name="audience.db"):
+    """Sessions end while the store fails (failing() sets the failure up, lifted() ends it,
+    or None: it stays): a listener keeps streaming all along, every session is in the session
+    log, the records the store could not keep are counted lost and said once; once lifted,
+    records are kept again."""
+    keeper = srv.listener(MOUNT)
+    assert keeper.open().status == 200
+    keeper.wait_bytes(1, 5)
+    before = len(rows(srv, name))
+    failing()
+    try:
+        for i in range(3):
+            one_session(srv, "%s-%d" % (what, i))
+        wirelib.wait_until(lambda: metric(srv, "rimecast_audience_records_lost_total") == 3,
+                           20, "three records lost")
+        got = keeper.received
+        keeper.wait_bytes(got + 16384, 10)      # still streaming
+        assert not keeper.closed
+    finally:
+        if lifted:
+            lifted()
+    assert len(rows(srv, name)) == before
+    assert srv.error_log().count("session records dropped") == 1
+    if not lifted:
+        keeper.close()
+        return
+    one_session(srv, "%s-after" % what)
+    assert wait_rows(srv, before + 1, name)[-1]["user_agent"] == "%s-after" % what
+    assert metric(srv, "rimecast_audience_records_lost_total") == 3
+    assert metric(srv, "rimecast_audience_records_stored_total") == before + 1
+    assert [r["user_agent"] for r in records(srv)][-4:] == [
+        "%s-0" % what, "%s-1" % what, "%s-2" % what, "%s-after" % what]
+    keeper.close()
+
+
+def stored_once(server, data, name="audience.db", **kw):
+    """A server whose store holds one session, and its live source."""
+    srv = start_server(server, **kw)
+    src = live(srv, data)
+    one_session(srv, "before")
+    wait_rows(srv, 1, name)
+    return srv, src
+
+
+def test_a_locked_database_costs_records_never_listeners(server, data):
+    srv, src = stored_once(server, data)
+    con = sqlite3.connect(db_path(srv), timeout=5, isolation_level=None)
+
+    def unlock():
+        con.execute("ROLLBACK")
+        con.close()
+    lost_while(srv, lambda: con.execute("BEGIN EXCLUSIVE"), unlock, "locked")
+    src.stop()
+
+
+def test_a_read_only_database_costs_records_never_listeners(server, data):
+    srv, src = stored_once(server, data)
+    src.stop()
+    assert srv.stop() == 0
+    os.chmod(db_path(srv), 0o444)   # the server's user may not write it
+    srv.stopped = False
+    assert srv._spawn(10), srv.diagnostics()
+    src = live(srv, data)
+    lost_while(srv, lambda: None, None, "read-only")
+    src.stop()
+
+
+def test_a_full_disk_costs_records_never_listeners(server, data):
+    disk = tempfile.mkdtemp()
+    os.chmod(disk, 0o755)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=0777", "tmpfs", disk],
+                      capture_output=True).returncode != 0:
+        os.rmdir(disk)
+        pytest.skip("cannot mount a small tmpfs here")
+    name = os.path.join(disk, "audience.db")
+    filler = os.path.join(disk, "filler")
+
+    def fill():
+        with open(filler, "wb") as f:
+            try:
+                while True:
+                    f.write(b"\0" * 65536)
+                    f.flush()
+            except OSError:
+                pass
+    try:
+        srv, src = stored_once(server, data, name,
+                               audience_xml="<database>%s</database>" % name)
+        lost_while(srv, fill, lambda: os.unlink(filler), "full", name)
+        src.stop()
+        srv.stop()
+    finally:
+        subprocess.run(["umount", "-l", disk])
+        os.rmdir(disk)

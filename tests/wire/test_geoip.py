@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""Listeners' countries from a MaxMind-format database (<geoip-db>).
+"""Listeners' countries from a MaxMind-format database (<audience><geoip-db>).
 
 Covers: a small .mmdb written by tests/wire/make_mmdb.pl (Debian's
 libmaxmind-db-writer-perl) maps 127.0.0.0/8 and addresses named through a trusted proxy's
@@ -45,8 +45,8 @@ def geo_server(server, tmp_name, **cfg):
     with open(proxies, "w") as f:
         f.write("127.0.0.1\n")
     os.chmod(proxies, 0o644)
-    srv = start_server(server, extra_xml="<paths><geoip-db>%s</geoip-db>"
-                       "<trusted-proxies>%s</trusted-proxies></paths>" % (db, proxies), **cfg)
+    srv = start_server(server, extra_xml="<paths><trusted-proxies>%s</trusted-proxies></paths>"
+                       % proxies, audience_xml="<geoip-db>%s</geoip-db>" % db, **cfg)
     return srv, db
 
 
@@ -79,25 +79,24 @@ def test_each_listener_gets_its_country_everywhere(server, data):
         l.close()
     wirelib.wait_until(lambda: status_countries(srv) in ({}, ""), 5, "nobody left")
     rs = wait_records(srv, 5)
-    assert sorted((r["address"], r["country"]) for r in rs) == [
+    assert sorted((r["ip"], r["country"]) for r in rs) == [
         ("127.0.0.1", "DE"), ("192.0.2.1", None), ("198.51.100.7", "FR"),
         ("198.51.100.9", "FR"), ("2001:db8::5", "NL")]
     # the figures by country
-    wirelib.wait_until(lambda: len(audience(srv)) >= 8, 10, "the figures by country")
-    figs = {(f["mount"], f["country"]): f for f in audience(srv)}
-    assert figs[("/live", "FR")]["sessions"] == 2 and figs[("/live", "DE")]["sessions"] == 1
-    assert figs[("", "unknown")]["sessions"] == 1 and figs[("", "NL")]["sessions"] == 1
-    assert sorted(c for m, c in figs if m == "/live") == ["DE", "FR", "NL", "unknown"]
-    csv_text = adminlib.admin(srv, "/admin/audience.csv?countries=1").text
-    assert ',"/live",FR,2,' in csv_text
-    page = adminlib.admin(srv, "/admin/audience.xsl?countries=1").text
-    assert 'data-label="Country">FR</td>' in page
+    want = {"DE": 1, "FR": 2, "NL": 1, "unknown": 1}
+    wirelib.wait_until(lambda: audience(srv).get("/live") == want, 10, "the figures by country")
+    assert audience(srv)[None] == want
+    csv_text = adminlib.admin(srv, "/admin/audience.csv").text
+    assert '"/live",5,' in csv_text and ',"unknown=1;DE=1;FR=2;NL=1"' in csv_text
+    page = adminlib.admin(srv, "/admin/audience.xsl").text
+    assert 'data-label="Countries">unknown 1 DE 1 FR 2 NL 1</td>' in " ".join(page.split())
     src.stop()
 
 
 def audience(srv):
-    j = adminlib.admin(srv, "/admin/audience.json?countries=1").json()
-    return j["audience"].get("figures", [])
+    """The sessions per country of each mount (None: the server) in /admin/audience.json."""
+    j = adminlib.admin(srv, "/admin/audience.json").json()
+    return {p["mount"]: p["countries"] for p in j["periods"]}
 
 
 def test_sighup_reads_the_database_again(server, data):
@@ -127,14 +126,14 @@ def test_without_a_database_countries_are_unknown(server, data):
     lis.close()
     [r] = wait_records(srv, 1)
     assert r["country"] is None
-    wirelib.wait_until(lambda: audience(srv), 10, "figures")
-    assert {f["country"] for f in audience(srv)} == {"unknown"}
+    wirelib.wait_until(lambda: audience(srv).get("/live"), 10, "figures")
+    assert audience(srv) == {None: {"unknown": 1}, "/live": {"unknown": 1}}
     src.stop()
 
 
 def test_an_unreadable_database_is_said_and_countries_stay_unknown(server, data):
-    srv = start_server(server, extra_xml="<paths><geoip-db>/nonexistent/countries.mmdb"
-                       "</geoip-db></paths>")
+    srv = start_server(server,
+                       audience_xml="<geoip-db>/nonexistent/countries.mmdb</geoip-db>")
     srv.wait_log("GeoIP: cannot read /nonexistent/countries.mmdb")
     src = live(srv, data)
     lis = listener(srv)

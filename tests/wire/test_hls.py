@@ -488,12 +488,12 @@ def test_an_hls_session_ends_as_a_session_record_like_a_listeners(server):
                               % (mount, ids["hls-rec/e"])).status == 200
         [rec] = wirelib.wait_until(lambda: _session_records(srv), 5, "the kicked record")
         assert rec["ended"] == "kicked" and rec["mount"] == mount, rec
-        assert rec["agent"] == "hls-rec/e" and str(rec["id"]) == ids["hls-rec/e"]
+        assert rec["user_agent"] == "hls-rec/e" and str(rec["id"]) == ids["hls-rec/e"]
         # the other stops polling: its session ends after the timeout (10 s at least)
         recs = wirelib.wait_until(lambda: len(_session_records(srv)) >= 2 and
                                   _session_records(srv), 30, "the second record")
         rec = recs[1]
-        assert rec["ended"] == "client_left" and rec["agent"] == "hls-rec/f", rec
+        assert rec["ended"] == "client_left" and rec["user_agent"] == "hls-rec/f", rec
         assert rec["bytes"] > 0
         assert fl.json_source(srv, mount)["listeners"] == 0
     finally:

@@ -1,13 +1,13 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Listener sessions: one JSON line in the session log when a listener's session ends.
 
-Covers: the fields of a record (mount, start, end, seconds, bytes, address, user agent,
+Covers: the fields of a record (mount, start, end, seconds, bytes, ip, user agent,
 referer, user, country, how it ended) written by real clients (curl, ffmpeg, a raw socket
 with hostile text; on a relayed mount, and on a Shoutcast source's mount from both ports),
 each way a session ends (client left, kicked, source gone, too slow for queue-size,
-max-listener-duration, server stopped), <address-truncation> (only an IPv4 /24 or IPv6 /48 is
+max-listener-duration, server stopped), <audience><anonymize-ip> (only an IPv4 /24 or IPv6 /48 is
 written to the session and access logs), the log's reopening on SIGHUP and rotation by
-<logsize>, and <sessionlog>none</sessionlog>.
+<logsize>, and <audience><session-log>none</session-log>.
 """
 
 import datetime
@@ -28,7 +28,10 @@ pytestmark = pytest.mark.rimecast_only
 MOUNT = "/live"
 
 
-def start_server(server, logging_xml="", extra_xml="", **cfg):
+def start_server(server, logging_xml="", extra_xml="", audience_xml="", **cfg):
+    """A server with logging_xml in its <logging> and audience_xml as its <audience>."""
+    if audience_xml:
+        extra_xml += "<audience>%s</audience>" % audience_xml
     srv = server(start=False, extra_xml=extra_xml, **cfg)
     srv.cfg["port"] = conftest.free_port()
     srv.write_config(conftest.render_config(srv.cfg).replace(
@@ -94,8 +97,8 @@ def test_a_curl_listener_that_leaves_gets_one_record_with_its_fields(server, dat
     [r] = wait_records(srv, 1)
     src.stop()
     assert r["mount"] == MOUNT and r["served"] == MOUNT
-    assert r["address"] == "127.0.0.1"
-    assert r["agent"] == agent and r["referer"] == referer
+    assert r["ip"] == "127.0.0.1"
+    assert r["user_agent"] == agent and r["referer"] == referer
     assert r["user"] is None and r["country"] is None
     assert r["ended"] == "client_left"
     assert isinstance(r["id"], int)
@@ -119,7 +122,7 @@ def test_hostile_text_is_escaped_and_every_line_is_json(server, data):
     s.close()
     [r] = wait_records(srv, 1)
     src.stop()
-    assert r["agent"].startswith('evil "q" \\ \ufffd') and r["agent"].endswith("\u2028 end")
+    assert r["user_agent"].startswith('evil "q" \\ \ufffd') and r["user_agent"].endswith("\u2028 end")
     assert r["referer"] == "r<x>&"
     raw = open(session_log(srv), "rb").read()
     assert raw.count(b"\n") == 1 and b"\xff" not in raw and b"\xe2\x80\xa8" not in raw
@@ -135,7 +138,7 @@ def test_killclient_ends_the_session_as_kicked(server, data):
     lis.wait_closed(5)
     [r] = wait_records(srv, 1)
     assert r["ended"] == "kicked" and str(r["id"]) == lid
-    assert r["agent"] == "wiretest-listener/1.0"
+    assert r["user_agent"] == "wiretest-listener/1.0"
     lis.close()
     src.stop()
 
@@ -160,7 +163,7 @@ def test_a_listener_cut_off_by_queue_size_ends_as_too_slow(server, data):
     s = wirelib.connect(srv.host, srv.port, 5, rcvbuf=4096)
     s.sendall(b"GET /live HTTP/1.0\r\nUser-Agent: slow\r\n\r\n")     # and never read
     [r] = wait_records(srv, 1)
-    assert r["ended"] == "too_slow" and r["agent"] == "slow"
+    assert r["ended"] == "too_slow" and r["user_agent"] == "slow"
     assert "behind (queue-size 65536), disconnecting" in srv.error_log()
     s.close()
     src.stop()
@@ -208,14 +211,14 @@ def test_address_truncation_keeps_only_the_network_in_the_logs(server, data, tru
     with open(proxies, "w") as f:
         f.write("127.0.0.1\n")
     os.chmod(proxies, 0o644)
-    srv = start_server(server, "<address-truncation>%d</address-truncation>" % truncate,
+    srv = start_server(server, audience_xml="<anonymize-ip>%d</anonymize-ip>" % truncate,
                 extra_xml="<paths><trusted-proxies>%s</trusted-proxies></paths>" % proxies)
     src = live(srv, data)
     forwarded_listener(srv, "198.51.100.77")
     forwarded_listener(srv, "2001:db8:abcd:12::5")
     rs = wait_records(srv, 2)
     src.stop()
-    addresses = sorted(r["address"] for r in rs)
+    addresses = sorted(r["ip"] for r in rs)
     srv.wait_log('"GET /live HTTP/1.0" 200', log="access")
     wirelib.wait_until(lambda: srv.access_log().count("GET /live") >= 2, 5, "access lines")
     logs = open(session_log(srv)).read() + srv.access_log()
@@ -246,15 +249,15 @@ def test_sighup_reopens_the_session_log_and_logsize_rotates_it(server, data):
     srv.wait_log("config reloaded")
     one_session("after-hup")
     [r] = wait_records(srv, 1)
-    assert r["agent"] == "after-hup"
-    assert [x["agent"] for x in records(srv, "moved.log")] == ["first"]
+    assert r["user_agent"] == "after-hup"
+    assert [x["user_agent"] for x in records(srv, "moved.log")] == ["first"]
     # <logsize>1</logsize>: past a KB of records the file is renamed to .old (replacing it)
     for i in range(8):
         one_session("rotate-%d-%s" % (i, "x" * 100))
     wirelib.wait_until(lambda: "rotate-7" in open(session_log(srv)).read() +
                        open(session_log(srv, "sessions.log.old")).read(), 10, "the last record")
     old = records(srv, "sessions.log.old")       # whole JSON lines on both sides
-    assert old and all(x["agent"].startswith(("after-hup", "rotate-")) for x in old)
+    assert old and all(x["user_agent"].startswith(("after-hup", "rotate-")) for x in old)
     assert os.path.getsize(session_log(srv)) < 1024 + 600
     src.stop()
 
@@ -271,7 +274,7 @@ def test_sessionlog_none_turns_the_session_log_off_on_sighup(server, data):
     one_session("on")
     wait_records(srv, 1)
     srv.write_config(conftest.render_config(srv.cfg).replace(
-        "</logging>", "<sessionlog>none</sessionlog>\n  </logging>"))
+        "</icecast>", "<audience><session-log>none</session-log></audience>\n</icecast>"))
     srv.send_signal(signal.SIGHUP)
     srv.wait_log("config reloaded")
     one_session("off")
@@ -289,7 +292,7 @@ def test_an_ffmpeg_listener_gets_a_record_with_its_agent(server):
                           "-t", "1", "-f", "null", "-"], capture_output=True, timeout=30)
     assert out.returncode == 0, out.stderr
     [r] = wait_records(srv, 1)
-    assert r["agent"].startswith("Lavf/") and r["ended"] == "client_left"
+    assert r["user_agent"].startswith("Lavf/") and r["ended"] == "client_left"
     assert r["bytes"] > 0 and r["mount"] == MOUNT
     src.stop()
 
@@ -307,7 +310,7 @@ def test_a_listener_of_a_relayed_mount_gets_a_record_on_the_edge(server, data):
     lis.close()
     [r] = wait_records(edge, 1)
     assert r["mount"] == "/edge" and r["ended"] == "client_left" and r["bytes"] >= 8192
-    assert r["agent"] == "wiretest-listener/1.0"
+    assert r["user_agent"] == "wiretest-listener/1.0"
     # the relay's own connection to the origin is a listener there: its session ends with
     # the edge
     assert edge.stop() == 0
