@@ -11,7 +11,8 @@
  * 30 days, or whole UTC days from / to) and the mount picker set one query for all of them
  * and for the CSV link; the query is kept in the page's URL. The figures are fetched again when
  * a listener leaves (the events feed, /admin/events: its session is then in the store) and
- * every minute for a rolling period, ending at the new now; a failing fetch keeps what is
+ * every minute for a rolling period, ending at the new now; at most every 10 s and one
+ * computation at a time, since the store's thread makes them. A failing fetch keeps what is
  * shown and says why.
  * Client text (mounts, user agents, referrers, countries) is set with textContent only.
  * For tests and tools: window.rimecastCharts.query (the query of the last refresh) and
@@ -20,7 +21,8 @@
 (function () {
   "use strict";
 
-  var FIGURES_MS = 60000;
+  var FIGURES_MS = 60000;               // a rolling period moves on
+  var FIGURES_GAP_MS = 10000;          // figures fetched again at most this often (events)
   var HISTORY_MS = 10000;
   var DAY = 86400, HOUR = 3600;
   var PERIODS = { "24h": DAY, "7d": 7 * DAY, "30d": 30 * DAY };
@@ -39,6 +41,7 @@
   var mountsSeen = {};
   var generation = 0;                  // answers of an older query are dropped
   var current = null;                  // the query of the last refresh
+  var weekFetched = 0;
 
   function $(sel) { return root.querySelector(sel); }
   function $all(sel) { return Array.prototype.slice.call(root.querySelectorAll(sel)); }
@@ -293,6 +296,21 @@
     $all('[data-ac="bucket"]').forEach(function (el) { el.textContent = "per " + q.by; });
   }
 
+  // Figures fetched again by the clock or the events feed: never while the last ones are still
+  // being computed (the store's thread computes them, a busy station's in seconds), and at most
+  // once in FIGURES_GAP_MS; a query the user picked is fetched at once.
+  var running = 0, again = false, lastStart = 0, laterTimer = null;
+
+  function figuresLater() {
+    if (running) { again = true; return; }
+    var wait = lastStart + FIGURES_GAP_MS - Date.now();
+    if (wait > 0) {
+      if (!laterTimer) laterTimer = setTimeout(function () { laterTimer = null; figuresLater(); }, wait);
+      return;
+    }
+    refreshFigures();
+  }
+
   function refreshFigures() {
     var q = periodQuery();
     var status = ac("status");
@@ -302,6 +320,8 @@
     }
     q.mount = state.mount;
     var gen = ++generation;
+    running = gen;
+    lastStart = Date.now();
     var base = { from: q.from, to: q.to };
     var one = qs({ from: q.from, to: q.to, mount: q.mount });
     var csv = qs({ from: q.from, to: q.to, by: q.by, mount: q.mount });
@@ -314,7 +334,13 @@
       getJson("/admin/audience/top.json?by=agent&limit=" + TOP + "&" + one),
       getJson("/admin/audience/top.json?by=referer&limit=" + TOP + "&" + one)
     ];
+    var done = function () {
+      if (running !== gen) return;
+      running = 0;
+      if (again) { again = false; figuresLater(); }
+    };
     return Promise.all(jobs).then(function (got) {
+      done();
       if (gen !== generation) return;
       var figures = function (doc) { return list(doc && doc.audience && doc.audience.figures); };
       current = q;
@@ -330,6 +356,7 @@
       root.setAttribute("data-updated", String(Date.now()));
       root.setAttribute("data-query", csv);
     }, function (err) {
+      done();
       if (gen !== generation) return;
       status.textContent = "Figures unavailable: " + ((err && err.message) || String(err));
     });
@@ -360,6 +387,7 @@
     var now = Math.floor(Date.now() / 1000);
     var job;
     if (range === "week") {
+      weekFetched = Date.now();
       var from = (Math.floor(now / HOUR) - 7 * 24 + 1) * HOUR;
       job = getJson("/admin/audience.json?" + qs({ from: from, to: now, by: "hour", mount: mount }))
         .then(function (doc) {
@@ -383,7 +411,8 @@
     return job.then(function (got) {
       if (mount !== state.mount || range !== state.range) return;
       setData("listeners", got.data);
-      note.textContent = got.text;
+      var any = got.data[1].some(function (v) { return v != null; });
+      note.textContent = got.text + (any ? "" : " No samples yet.");
       root.setAttribute("data-listeners-updated", String(Date.now()));
     }, function (err) {
       note.textContent = "Listeners unavailable: " + ((err && err.message) || String(err));
@@ -393,18 +422,11 @@
   // ------------------------------------------------------------ live
 
   // A session that ends is in the figures once the store wrote it: the events feed says when
-  // a listener left, and the figures are fetched again (at most once a second).
-  var leaveTimer = null;
-
-  function onLeave() {
-    if (leaveTimer) return;
-    leaveTimer = setTimeout(function () { leaveTimer = null; refreshFigures(); }, 1000);
-  }
-
+  // a listener left, and the figures are fetched again (figuresLater: not too often).
   function listen() {
     if (!window.EventSource) return;
     var es = new EventSource(api("/admin/events"));
-    es.addEventListener("listener_leave", onLeave);
+    es.addEventListener("listener_leave", figuresLater);
   }
 
   // ------------------------------------------------------------ controls
@@ -448,7 +470,9 @@
     $all("[data-range]").forEach(function (b) {
       b.addEventListener("click", function () {
         state.range = b.getAttribute("data-range");
-        changed();
+        showControls();
+        writeUrl();
+        refreshListeners();
       });
     });
     makePlot("listeners", [{ label: "Listeners" }]);
@@ -457,9 +481,11 @@
     refreshFigures();
     refreshListeners();
     listen();
-    setInterval(function () { if (!document.hidden && state.period !== "custom") refreshFigures(); }, FIGURES_MS);
+    setInterval(function () { if (!document.hidden && state.period !== "custom") figuresLater(); }, FIGURES_MS);
     setInterval(function () {
-      if (!document.hidden && (state.range !== "week" || Date.now() % FIGURES_MS < HISTORY_MS)) refreshListeners();
+      // the week comes from the store: once a minute is enough
+      if (document.hidden || (state.range === "week" && Date.now() - weekFetched < FIGURES_MS)) return;
+      refreshListeners();
     }, HISTORY_MS);
   }
 

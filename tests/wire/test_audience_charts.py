@@ -133,13 +133,13 @@ def open_page(b, srv, query=""):
     return wait_update(b, None)
 
 
-def wait_update(b, before, what="the charts drawn"):
+def wait_update(b, before, what="the charts drawn", timeout=15):
     """Waits for a refresh of the figures after `before` (data-updated); returns its query."""
     def done():
         v = b.js_run("var r = document.querySelector('[data-audience-charts]');"
                      " return r && r.getAttribute('data-updated');")
         return v if v and v != before else None
-    b.wait(done, 15, what)
+    b.wait(done, timeout, what)
     return b.js_run("return window.rimecastCharts.query")
 
 
@@ -222,6 +222,11 @@ def test_charts_show_the_figures_and_lists_of_the_store(store, browser):
                     ".audience-charts b').length") == 0
     not_pwned(b)
     assert not b.console_errors(), b.console_errors()
+    # a mount name in the page's address is text too
+    open_page(b, srv, "?mount=" + urllib.parse.quote(HOSTILE))
+    assert b.js_run("return document.querySelector('[data-ac=\"mount\"]').value") == HOSTILE
+    assert b.js_run("return window.rimecastCharts.query.mount") == HOSTILE
+    not_pwned(b)
 
 
 def pick(b, name, value):
@@ -338,7 +343,7 @@ def test_listeners_follow_the_history_and_a_leaving_listener_shows_up_live(store
     mark = updated(b)
     held.close()
     wait_rows(srv, len(rows) + 1)
-    wait_update(b, mark, "the figures after the listener left")
+    wait_update(b, mark, "the figures after the listener left", 30)  # at most every 10 s
     after = plotted(b)["sessions"]
     assert sum(after["Sessions"]) == sum(before["Sessions"]) + 1
     src.stop()
