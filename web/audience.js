@@ -38,6 +38,7 @@
   var state = { period: "24h", from: "", to: "", mount: root.getAttribute("data-ac-mount") || "",
                 range: "hour" };
   var plots = {};                      // name -> uPlot
+  var spans = {};                      // name -> [first, last] of its time axis
   var mountsSeen = {};
   var generation = 0;                  // answers of an older query are dropped
   var current = null;                  // the query of the last refresh
@@ -50,9 +51,18 @@
   // Absolute URL without the page's user:password@ (fetch refuses URLs that carry them).
   function api(path) { return location.origin + path; }
 
+  // The server's clock less the browser's (ms), from the Date of its answers: periods end at
+  // the server's now, where its history samples are.
+  var skew = 0;
+
+  function nowS() { return Math.floor((Date.now() + skew) / 1000); }
+
   function getJson(path) {
     return fetch(api(path), { credentials: "same-origin", cache: "no-store" }).then(function (r) {
       if (!r.ok) throw new Error("HTTP " + r.status + " from " + path.split("?")[0]);
+      var date = Date.parse(r.headers.get("Date") || "");
+      // (the Date has whole seconds: a difference of less than 2 s is no skew)
+      if (!isNaN(date)) skew = Math.abs(date - Date.now()) > 2000 ? date - Date.now() : 0;
       return r.json();
     });
   }
@@ -84,7 +94,7 @@
       to += DAY;                       // "to" is inclusive: up to the end of that day
       if (from >= to) return null;
     } else {
-      to = Math.floor(Date.now() / 1000);
+      to = nowS();
       from = to - (PERIODS[state.period] || DAY);
     }
     return { from: from, to: to, by: to - from <= HOURLY_UP_TO ? "hour" : "day" };
@@ -168,7 +178,11 @@
       width: Math.max(200, box.clientWidth), height: PLOT_H,
       tzDate: utcDate,
       series: series,
-      scales: { y: { range: function (u, min, max) { return [0, Math.max(1, max * 1.1)]; } } },
+      scales: {
+        // the time axis is the period asked for (setData's span), not only where there are points
+        x: { time: true, range: function (u, min, max) { return spans[name] || [min, max]; } },
+        y: { range: function (u, min, max) { return [0, Math.max(1, max * 1.1)]; } }
+      },
       axes: [Object.assign({}, axis), yAxis],
       cursor: { y: false },
       legend: { live: true }
@@ -184,7 +198,9 @@
     return plot;
   }
 
-  function setData(name, data) {
+  // span: [first, last] time of the axis (unix s), else the data's.
+  function setData(name, data, span) {
+    spans[name] = span || null;
     if (plots[name]) plots[name].setData(data);
   }
 
@@ -384,7 +400,7 @@
   function refreshListeners() {
     var note = ac("listeners-note");
     var mount = state.mount, range = state.range;
-    var now = Math.floor(Date.now() / 1000);
+    var now = nowS();
     var job;
     if (range === "week") {
       weekFetched = Date.now();
@@ -397,20 +413,21 @@
             if (String(r.mount) === mount) byStart[Date.parse(r.from) / 1000] = Number(r.peak);
           });
           var xs = buckets(q);
-          return { data: [xs, xs.map(function (t) { return byStart[t] || 0; })],
+          return { data: [xs, xs.map(function (t) { return byStart[t] || 0; })], span: [from, now],
                    text: "The most listeners at once in each hour, from the sessions that have ended." };
         });
     } else {
       job = getJson("/admin/history.json" + (mount ? "?mount=" + encodeURIComponent(mount) : ""))
         .then(function (doc) {
-          return { data: historyData(doc, range, range === "hour" ? HOUR : DAY, now),
+          var span = range === "hour" ? HOUR : DAY;
+          return { data: historyData(doc, range, span, now), span: [now - span, now],
                    text: range === "hour" ? "Listeners every 10 s, as the server counts them now." :
                      "The most listeners in each 5 minutes, since the server started (at most a day)." };
         });
     }
     return job.then(function (got) {
       if (mount !== state.mount || range !== state.range) return;
-      setData("listeners", got.data);
+      setData("listeners", got.data, got.span);
       var any = got.data[1].some(function (v) { return v != null; });
       note.textContent = got.text + (any ? "" : " No samples yet.");
       root.setAttribute("data-listeners-updated", String(Date.now()));
