@@ -4,8 +4,8 @@
   audience.xsl: the audience figures of a period (/admin/audience.xsl?from=&to=&by=&mount=):
   sessions, qualified sessions, TLH, ATSL, CUME and peak listeners for the server and each
   mount, bucket by bucket, with a form to choose the period and links to the same figures
-  as XML, JSON and CSV. The definitions are in docs/AUDIENCE.md. Mount names are written
-  as text only.
+  as XML, JSON and CSV, and to the charts (audience_charts.xsl). The definitions are in
+  docs/AUDIENCE.md. Mount names are written as text only.
 -->
 <xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
 <xsl:import href="layout.xsl"/>
@@ -63,6 +63,16 @@
         <a class="button small" href="/admin/audience.json?{$query}">JSON</a>
         <xsl:text> </xsl:text>
         <a class="button small" href="/admin/audience.csv?{$query}">CSV</a>
+        <xsl:text> </xsl:text>
+        <a class="button small" href="/admin/audience_charts.xsl" data-charts="">
+          <xsl:if test="$mount != ''">
+            <xsl:attribute name="href">
+              <xsl:text>/admin/audience_charts.xsl?mount=</xsl:text>
+              <xsl:call-template name="uri-encode"><xsl:with-param name="s" select="$mount"/></xsl:call-template>
+            </xsl:attribute>
+          </xsl:if>
+          <xsl:text>Charts</xsl:text>
+        </a>
       </p>
       <div class="table-wrap">
         <table class="data audience-figures">

@@ -3,14 +3,15 @@
 uPlot) and /admin/audience/top.json, against a store filled with known sessions.
 
 Covers: top.json ranks user agents and referrers of the period (and answers 400 to a bad
-by= or limit=); in a real Chromium the charts plot the numbers of /admin/audience.json (sessions,
-qualified sessions and TLH per hour or day, the figures of the period), the countries and top
-players and referrers lists show the sessions of the store, client text as text (an agent
-holding <script> runs nothing); the period and mount pickers change the query and the CSV
-link, which downloads a CSV of the same numbers; the listeners chart shows the listener
-history and, over a week, the peak of each hour; a listener who leaves shows up without a
-reload; the page fits 1280 and 360 px (screenshots under $TMPDIR) with no console error (the
-admin pages' CSP allows no inline script or style).
+by= or limit=); in a real Chromium the charts plot the numbers of /admin/audience.json
+(sessions, qualified sessions and TLH per hour or day, the figures of the period), the
+countries and top players and referrers lists show the sessions of the store, client text as
+text (an agent holding <script> runs nothing); the period and mount pickers change the query
+and the CSV link, which downloads a CSV of the same numbers; the listeners chart shows the
+listener history and, over a week, the peak of each hour; a listener who leaves shows up
+without a reload; the navigation and the figures' table link the page; it fits 1280 and
+360 px (screenshots under $TMPDIR) with no console error (the admin pages' CSP allows no
+inline script or style).
 """
 
 import calendar
@@ -227,6 +228,22 @@ def test_charts_show_the_figures_and_lists_of_the_store(store, browser):
     assert b.js_run("return document.querySelector('[data-ac=\"mount\"]').value") == HOSTILE
     assert b.js_run("return window.rimecastCharts.query.mount") == HOSTILE
     not_pwned(b)
+
+
+def test_the_charts_are_linked_from_the_navigation_and_the_table(store, browser):
+    srv, now, rows = store
+    b = browser
+    b.get(srv.url("/admin/stats.xsl"))
+    b.wait_click("header.site nav a", text="Charts")
+    q = wait_update(b, None)
+    assert b.one('header.site nav a[aria-current="page"]').text == "Charts"
+    assert q["mount"] == ""
+    # the table of one mount's figures links the charts of that mount
+    b.get(srv.url("/admin/audience.xsl?mount=/b"))
+    b.wait_click("a[data-charts]")
+    q = wait_update(b, None)
+    assert q["mount"] == "/b"
+    assert b.js_run("return document.querySelector('[data-ac=\"mount\"]').value") == "/b"
 
 
 def pick(b, name, value):
