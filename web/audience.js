@@ -155,6 +155,20 @@
 
   function utcDate(ts) { return uPlot.tzDate(new Date(ts * 1000), "Etc/UTC"); }
 
+  var MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+
+  // Time axis labels in UTC, 24-hour: "14:00", the day under the first and under midnights
+  // ("25 Nov"), days alone when the ticks are days apart.
+  function timeLabels(u, splits, axis, space, incr) {
+    return splits.map(function (t, i) {
+      var d = new Date(t * 1000);
+      var day = d.getUTCDate() + " " + MONTHS[d.getUTCMonth()];
+      if (incr >= DAY) return day;
+      var hm = d.toISOString().slice(11, 16);
+      return i === 0 || t % DAY === 0 ? hm + "\n" + day : hm;
+    });
+  }
+
   // A uPlot in box with the given series ({label, bars, fill, color}); data set later.
   function makePlot(name, defs) {
     var box = $('[data-plot="' + name + '"]');
@@ -164,7 +178,11 @@
     var axis = { stroke: text, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 } };
     var yAxis = Object.assign({ size: 48 }, axis);
     if (!defs[0].format) yAxis.incrs = COUNT_STEPS;   // counts: whole numbers on the axis
-    var series = [{ label: "Time (UTC)" }].concat(defs.map(function (d, i) {
+    var series = [{ label: "Time (UTC)", value: function (u, t) {
+      if (t == null) return "—";
+      var d = new Date(t * 1000);
+      return d.getUTCDate() + " " + MONTHS[d.getUTCMonth()] + " " + d.toISOString().slice(11, 16);
+    } }].concat(defs.map(function (d, i) {
       var s = { label: d.label, stroke: colors[i % colors.length], width: 2,
                 value: function (u, v) { return v == null ? "—" : d.format ? d.format(v) : int(v); } };
       if (d.bars) {
@@ -183,7 +201,7 @@
         x: { time: true, range: function (u, min, max) { return spans[name] || [min, max]; } },
         y: { range: function (u, min, max) { return [0, Math.max(1, max * 1.1)]; } }
       },
-      axes: [Object.assign({}, axis), yAxis],
+      axes: [Object.assign({ values: timeLabels }, axis), yAxis],
       cursor: { y: false },
       legend: { live: true }
     };
