@@ -9,7 +9,7 @@ countries and top players and referrers lists show the sessions of the store, cl
 text (an agent holding <script> runs nothing); the period and mount pickers change the query
 and the CSV link, which downloads a CSV of the same numbers; the listeners chart shows the
 listener history and, over a week, the peak of each hour; a listener who leaves shows up
-without a reload; the navigation and the figures' table link the page; it fits 1280 and
+without a reload, listeners leaving together cost one computation; the navigation and the figures' table link the page; it fits 1280 and
 360 px (screenshots under $TMPDIR) with no console error (the admin pages' CSP allows no
 inline script or style).
 """
@@ -363,6 +363,35 @@ def test_listeners_follow_the_history_and_a_leaving_listener_shows_up_live(store
     wait_update(b, mark, "the figures after the listener left", 30)  # at most every 10 s
     after = plotted(b)["sessions"]
     assert sum(after["Sessions"]) == sum(before["Sessions"]) + 1
+    src.stop()
+
+
+def top_requests(srv):
+    return srv.access_log().count("/admin/audience/top.json?by=agent")
+
+
+def test_listeners_leaving_together_cost_one_computation_of_the_figures(store, browser):
+    """The events feed asks for the figures again at most every 10 s: five listeners who leave
+    within seconds of the page's first figures bring one more computation, 10 s after it."""
+    srv, now, rows = store
+    b = browser
+    src = srv.source("/a", mp3(), rate=8000, loop=True, headers={"ice-bitrate": "64"})
+    assert src.connect().status == 200
+    src.start()
+    src.wait_sent(8192, 5)
+    first = b.js_run("return Date.now()")
+    open_page(b, srv)
+    mark = updated(b)
+    assert top_requests(srv) == 1
+    for _ in range(5):
+        held = srv.listener("/a", keep=4096)
+        assert held.open().status == 200
+        held.close()
+    wait_rows(srv, len(rows) + 5)
+    wait_update(b, mark, "the figures after the listeners left", 30)
+    assert int(updated(b)) - first >= 10000
+    assert top_requests(srv) == 2
+    assert sum(plotted(b)["sessions"]["Sessions"]) >= 5
     src.stop()
 
 
