@@ -4,8 +4,8 @@
   audience.xsl: the audience figures of a period (/admin/audience.xsl?from=&to=&by=&mount=):
   sessions, qualified sessions, TLH, ATSL, CUME and peak listeners for the server and each
   mount, bucket by bucket, with a form to choose the period and links to the same figures
-  as XML, JSON and CSV, and to the charts (audience_charts.xsl). The definitions are in
-  docs/AUDIENCE.md. Mount names are written as text only.
+  as XML, JSON and CSV. The definitions are in docs/AUDIENCE.md. Mount names are written
+  as text only.
 -->
 <xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
 <xsl:import href="layout.xsl"/>

@@ -24,7 +24,7 @@
     <xsl:with-param name="body">
       <p class="lede">
         <xsl:text>Listeners now, and the audience figures of ended sessions (a qualified session lasted at least </xsl:text>
-        <xsl:value-of select="qualified_seconds"/>
+        <xsl:value-of select="min_session"/>
         <xsl:text> s). Times are UTC.</xsl:text>
       </p>
       <noscript>

@@ -4,9 +4,9 @@
  * (web/vendor/uPlot.iife.min.js, loaded by the page):
  *   - listeners of one mount or of the server over the last hour or day (the server's
  *     listener history, /admin/history.json, redrawn every 10 s; a time without samples is
- *     left blank) or week (the peak of each hour from /admin/audience.json?by=hour);
+ *     left blank) or week (the peak of each hour from /admin/audience.json);
  *   - sessions and qualified sessions, and TLH, per hour (periods up to two days) or per day;
- * and fills the figures of the whole period, sessions per country (countries=1) and the top
+ * and fills the figures of the whole period, sessions per country and the top
  * players and referrers (/admin/audience/top.json). The period picker (last 24 h, 7 days,
  * 30 days, or whole UTC days from / to) and the mount picker set one query for all of them
  * and for the CSV link; the query is kept in the page's URL. The figures are fetched again when
@@ -14,6 +14,7 @@
  * every minute for a rolling period, ending at the new now; at most every 10 s and one
  * computation at a time, since the store's thread makes them. A failing fetch keeps what is
  * shown and says why.
+ * The figures are read in either shape a server answers with (figureRows).
  * Client text (mounts, user agents, referrers, countries) is set with textContent only.
  * For tests and tools: window.rimecastCharts.query (the query of the last refresh) and
  * .plotted() (the series each chart was given), and data-updated on the page's root.
@@ -224,9 +225,38 @@
 
   // ------------------------------------------------------------ figures of the period
 
+  // The rows of an /admin/audience.json answer in one shape, whichever the server gives:
+  // {periods: [{start, mount (null: the server), tlh_hours, peak_listeners, countries: {ISO:
+  // sessions}, ...}]} or {audience: {figures: [{from, mount ("": the server), tlh, peak,
+  // country (countries=1), ...}]}}. Each: {mount ("" the server), start (unix s), sessions,
+  // qualified_sessions, tlh, atsl_seconds, cume, peak, countries ({ISO: sessions} or null),
+  // country (or null)}.
+  function figureRows(doc) {
+    var published = doc && Array.isArray(doc.periods);
+    var rows = published ? doc.periods : list(doc && doc.audience && doc.audience.figures);
+    return rows.map(function (r) {
+      var start = Date.parse(published ? r.start : r.from) / 1000;
+      return {
+        mount: r.mount == null ? "" : String(r.mount), start: start,
+        sessions: Number(r.sessions) || 0, qualified_sessions: Number(r.qualified_sessions) || 0,
+        tlh: Number(published ? r.tlh_hours : r.tlh) || 0, atsl_seconds: Number(r.atsl_seconds) || 0,
+        cume: Number(r.cume) || 0, peak: Number(published ? r.peak_listeners : r.peak) || 0,
+        countries: r.countries && typeof r.countries === "object" ? r.countries : null,
+        country: r.country == null ? null : String(r.country)
+      };
+    });
+  }
+
+  // The query of figures cut by hour or day, under both names servers know it by.
+  function cutBy(params, by) {
+    params.by = by;
+    params.period = by;
+    return params;
+  }
+
   // The row of the picked mount ("" the server) among rows, or null.
   function rowOf(rows, mount) {
-    for (var i = 0; i < rows.length; i++) if (String(rows[i].mount) === mount) return rows[i];
+    for (var i = 0; i < rows.length; i++) if (rows[i].mount === mount) return rows[i];
     return null;
   }
 
@@ -247,7 +277,7 @@
 
   // The mount picker: every mount the figures named so far, and the picked one.
   function fillMounts(rows) {
-    rows.forEach(function (r) { if (r.mount !== "" && r.mount != null) mountsSeen[String(r.mount)] = true; });
+    rows.forEach(function (r) { if (r.mount !== "") mountsSeen[r.mount] = true; });
     if (state.mount) mountsSeen[state.mount] = true;
     var sel = ac("mount");
     var names = Object.keys(mountsSeen).sort();
@@ -299,13 +329,21 @@
     ol.appendChild(frag);
   }
 
+  // Sessions per country of the mount: its row's countries, or its rows of one country each.
   function showCountries(rows, mount) {
-    var mine = rows.filter(function (r) { return String(r.mount) === mount && r.country != null; });
-    mine.sort(function (a, b) { return b.sessions - a.sessions || String(a.country).localeCompare(String(b.country)); });
-    var total = mine.reduce(function (s, r) { return s + Number(r.sessions); }, 0);
-    fillList("countries", mine.map(function (r) {
-      var cc = String(r.country);
-      return { key: cc, label: countryName(cc), sessions: Number(r.sessions), none: cc === "unknown" };
+    var counts = {};
+    rows.forEach(function (r) {
+      if (r.mount !== mount) return;
+      if (r.countries) {
+        Object.keys(r.countries).forEach(function (cc) { counts[cc] = Number(r.countries[cc]) || 0; });
+      } else if (r.country != null) {
+        counts[r.country] = r.sessions;
+      }
+    });
+    var codes = Object.keys(counts).sort(function (a, b) { return counts[b] - counts[a] || a.localeCompare(b); });
+    var total = codes.reduce(function (sum, cc) { return sum + counts[cc]; }, 0);
+    fillList("countries", codes.map(function (cc) {
+      return { key: cc, label: countryName(cc), sessions: counts[cc], none: cc === "unknown" };
     }), total, "No sessions in this period.");
   }
 
@@ -320,9 +358,7 @@
   // Sessions and TLH per bucket of the picked mount (0 where it had none).
   function showBuckets(q, rows) {
     var byStart = {};
-    rows.forEach(function (r) {
-      if (String(r.mount) === q.mount) byStart[Date.parse(r.from) / 1000] = r;
-    });
+    rows.forEach(function (r) { if (r.mount === q.mount) byStart[r.start] = r; });
     var xs = buckets(q);
     var get = function (k) { return xs.map(function (t) { return byStart[t] ? Number(byStart[t][k]) : 0; }); };
     setData("sessions", [xs, get("sessions"), get("qualified_sessions")]);
@@ -358,11 +394,11 @@
     lastStart = Date.now();
     var base = { from: q.from, to: q.to };
     var one = qs({ from: q.from, to: q.to, mount: q.mount });
-    var csv = qs({ from: q.from, to: q.to, by: q.by, mount: q.mount });
+    var csv = qs(cutBy({ from: q.from, to: q.to }, q.by)) + (q.mount ? "&" + qs({ mount: q.mount }) : "");
     ac("csv").href = "/admin/audience.csv?" + csv;
     ac("table").href = "/admin/audience.xsl?" + csv;
     var jobs = [
-      getJson("/admin/audience.json?" + qs({ from: q.from, to: q.to, by: q.by, mount: q.mount })),
+      getJson("/admin/audience.json?" + csv),
       getJson("/admin/audience.json?" + qs(base)),
       getJson("/admin/audience.json?countries=1&" + one),
       getJson("/admin/audience/top.json?by=agent&limit=" + TOP + "&" + one),
@@ -376,13 +412,12 @@
     return Promise.all(jobs).then(function (got) {
       done();
       if (gen !== generation) return;
-      var figures = function (doc) { return list(doc && doc.audience && doc.audience.figures); };
       current = q;
-      showBuckets(q, figures(got[0]));
-      var whole = figures(got[1]);
+      showBuckets(q, figureRows(got[0]));
+      var whole = figureRows(got[1]);
       fillMounts(whole);
       showSummary(rowOf(whole, q.mount));
-      showCountries(figures(got[2]), q.mount);
+      showCountries(figureRows(got[2]), q.mount);
       showTop("agents", got[3]);
       showTop("referers", got[4]);
       status.textContent = "Updated " + new Date().toISOString().slice(11, 19) + " UTC" +
@@ -423,16 +458,14 @@
     if (range === "week") {
       weekFetched = Date.now();
       var from = (Math.floor(now / HOUR) - 7 * 24 + 1) * HOUR;
-      job = getJson("/admin/audience.json?" + qs({ from: from, to: now, by: "hour", mount: mount }))
+      job = getJson("/admin/audience.json?" + qs(cutBy({ from: from, to: now, mount: mount }, "hour")))
         .then(function (doc) {
           var q = { from: from, to: now, by: "hour", mount: mount };
           var byStart = {};
-          list(doc && doc.audience && doc.audience.figures).forEach(function (r) {
-            if (String(r.mount) === mount) byStart[Date.parse(r.from) / 1000] = Number(r.peak);
-          });
+          figureRows(doc).forEach(function (r) { if (r.mount === mount) byStart[r.start] = r.peak; });
           var xs = buckets(q);
           return { data: [xs, xs.map(function (t) { return byStart[t] || 0; })], span: [from, now],
-                   text: "The most listeners at once in each hour, from the sessions that have ended." };
+                   text: "The most listeners at once in each hour, from the audience store." };
         });
     } else {
       job = getJson("/admin/history.json" + (mount ? "?mount=" + encodeURIComponent(mount) : ""))

@@ -8,9 +8,6 @@
  * from and to: UTC, as unix seconds, "YYYY-MM-DD" or "YYYY-MM-DDTHH:MM[:SS][Z]"; default the
  * last 24 hours. by: "hour", "day" or "period" (one bucket, the default). countries=1: the
  * figures of each mount (and of the server) per country.
- * /admin/audience/top[.json]?from=&to=&mount=&by=agent|referer&limit=: the user agents or
- * referrers with the most sessions in the period (stats/audience_top.h), the same way.
- * /admin/audience_charts.xsl: the charts page (admin/audience_charts.xsl, web/audience.js).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -29,12 +26,9 @@
 #include "stats/audience_top.h"
 #include "stats/stats.h"
 
-/* A request waiting for the store's thread: the figures (q) or a top list (t). */
 typedef struct audience_job {
     admin_req_t *a;
-    int top;
     audience_query_t q;
-    audience_top_t t;
 } audience_job_t;
 
 /* A time parameter in ms since the epoch; 0 when absent (def), -1 when malformed. */
@@ -88,26 +82,6 @@ static uint64_t atsl_ms(const audience_row_t *r)
     return r->qualified ? r->listened_ms / r->qualified : 0;
 }
 
-/* <from> and <to> of a period, under n. */
-static void add_times(xmlNodePtr n, int64_t from_ms, int64_t to_ms)
-{
-    char t[64];
-    iso(t, sizeof(t), from_ms);
-    stats_add_text(n, "from", t);
-    iso(t, sizeof(t), to_ms);
-    stats_add_text(n, "to", t);
-}
-
-/* <tlh> and <listened_seconds> of a time listened, under n. */
-static void add_listened(xmlNodePtr n, uint64_t ms)
-{
-    char t[64];
-    hours_text(t, sizeof(t), ms);
-    stats_add_text(n, "tlh", t);
-    seconds_text(t, sizeof(t), ms);
-    stats_add_text(n, "listened_seconds", t);
-}
-
 static xmlDocPtr figures_doc(const audience_query_t *q, const char *by)
 {
     xmlDocPtr doc = stats_new_doc("audience");
@@ -115,7 +89,10 @@ static xmlDocPtr figures_doc(const audience_query_t *q, const char *by)
         return NULL;
     xmlNodePtr root = xmlDocGetRootElement(doc);
     char t[64];
-    add_times(root, q->from_ms, q->to_ms);
+    iso(t, sizeof(t), q->from_ms);
+    stats_add_text(root, "from", t);
+    iso(t, sizeof(t), q->to_ms);
+    stats_add_text(root, "to", t);
     stats_add_text(root, "by", by);
     stats_add_number(root, "qualified_seconds", q->qualify_s);
     for (size_t i = 0; i < q->nrows; i++) {
@@ -124,10 +101,16 @@ static xmlDocPtr figures_doc(const audience_query_t *q, const char *by)
         stats_add_text(f, "mount", r->mount);
         if (r->country)
             stats_add_text(f, "country", r->country[0] ? r->country : "unknown");
-        add_times(f, r->from_ms, r->to_ms);
+        iso(t, sizeof(t), r->from_ms);
+        stats_add_text(f, "from", t);
+        iso(t, sizeof(t), r->to_ms);
+        stats_add_text(f, "to", t);
         stats_add_number(f, "sessions", (long long)r->sessions);
         stats_add_number(f, "qualified_sessions", (long long)r->qualified);
-        add_listened(f, r->listened_ms);
+        hours_text(t, sizeof(t), r->listened_ms);
+        stats_add_text(f, "tlh", t);
+        seconds_text(t, sizeof(t), r->listened_ms);
+        stats_add_text(f, "listened_seconds", t);
         seconds_text(t, sizeof(t), atsl_ms(r));
         stats_add_text(f, "atsl_seconds", t);
         stats_add_number(f, "cume", (long long)r->cume);
@@ -166,7 +149,6 @@ static char *figures_csv(const audience_query_t *q, size_t *len)
 static void job_free(audience_job_t *j)
 {
     audience_query_clear(&j->q);
-    audience_top_clear(&j->t);
     free(j);
 }
 
@@ -175,22 +157,19 @@ static const char *by_name(int64_t step)
     return step == 3600000 ? "hour" : step == 86400000 ? "day" : "period";
 }
 
-/* Answers a's request with the error of a store query (err < 0): 1, else 0 (nothing sent). */
-static int sent_store_error(admin_req_t *a, int err)
+/* On the request's worker: the figures came back. */
+static void deliver(worker_t *w, void *arg)
 {
-    if (err == -ENODEV)
+    (void)w;
+    audience_job_t *j = arg;
+    admin_req_t *a = j->a;
+    if (j->q.err == -ENODEV) {
         admin_send_error(a, 503, "No audience database (<audience-db>)");
-    else if (err < 0)
+    } else if (j->q.err < 0) {
         admin_send_error(a, 500, "Internal Server Error: the audience figures failed");
-    return err < 0;
-}
-
-/* The figures as CSV, or as the XML document its other views come from. */
-static void send_figures(admin_req_t *a, const audience_query_t *q)
-{
-    if (a->view == ADMIN_VIEW_CSV) {
+    } else if (a->view == ADMIN_VIEW_CSV) {
         size_t len = 0;
-        char *csv = figures_csv(q, &len);
+        char *csv = figures_csv(&j->q, &len);
         if (csv)
             admin_send_raw(a, "text/csv; charset=utf-8", csv, len,
                            "Content-Disposition: attachment; filename=\"audience.csv\"\r\n"
@@ -199,20 +178,7 @@ static void send_figures(admin_req_t *a, const audience_query_t *q)
             admin_send_error(a, 500, "Internal Server Error");
         free(csv);
     } else {
-        admin_send_doc(a, figures_doc(q, by_name(q->step_ms)));
-    }
-}
-
-/* On the request's worker: the figures or the list came back. */
-static void deliver(worker_t *w, void *arg)
-{
-    (void)w;
-    audience_job_t *j = arg;
-    if (!sent_store_error(j->a, j->top ? j->t.err : j->q.err)) {
-        if (j->top)
-            admin_send_doc(j->a, admin_audience_top_doc(&j->t));
-        else
-            send_figures(j->a, &j->q);
+        admin_send_doc(a, figures_doc(&j->q, by_name(j->q.step_ms)));
     }
     job_free(j);
 }
@@ -221,24 +187,11 @@ static void deliver(worker_t *w, void *arg)
 static void compute(sqlite3 *db, void *arg)
 {
     audience_job_t *j = arg;
-    if (j->top)
-        audience_top(db, &j->t);
-    else
-        audience_figures(db, &j->q);
+    audience_figures(db, &j->q);
     if (worker_post(j->a->worker, deliver, j) < 0) { /* its worker is gone, and the client */
         admin_req_free(j->a);
         job_free(j);
     }
-}
-
-/* from= and to= as a period (default: the last 24 hours), or a message saying what is wrong. */
-static const char *read_period(const char *from, const char *to, int64_t *from_ms,
-                               int64_t *to_ms)
-{
-    int64_t now = (int64_t)time(NULL) * 1000;
-    if (parse_time(to, now, to_ms) < 0 || parse_time(from, *to_ms - 86400000, from_ms) < 0)
-        return "from and to: unix seconds or YYYY-MM-DD[THH:MM[:SS]Z] (UTC)";
-    return *from_ms >= *to_ms ? "from must come before to" : NULL;
 }
 
 /* The query a request asks for, or a message saying what is wrong with it. */
@@ -248,9 +201,14 @@ static const char *read_query(admin_req_t *a, audience_query_t *q)
     char *countries = admin_param(a, "countries");
     q->by_country = countries && strcmp(countries, "1") == 0;
     free(countries);
-    const char *bad = read_period(from, to, &q->from_ms, &q->to_ms);
-    if (!bad && by && strcmp(by, "hour") != 0 && strcmp(by, "day") != 0 &&
-        strcmp(by, "period") != 0)
+    const char *bad = NULL;
+    int64_t now = (int64_t)time(NULL) * 1000;
+    if (parse_time(to, now, &q->to_ms) < 0 ||
+        parse_time(from, q->to_ms - 86400000, &q->from_ms) < 0)
+        bad = "from and to: unix seconds or YYYY-MM-DD[THH:MM[:SS]Z] (UTC)";
+    else if (q->from_ms >= q->to_ms)
+        bad = "from must come before to";
+    else if (by && strcmp(by, "hour") != 0 && strcmp(by, "day") != 0 && strcmp(by, "period") != 0)
         bad = "by: hour, day or period";
     q->step_ms = !by                      ? 0
                  : strcmp(by, "hour") == 0 ? 3600000
@@ -264,17 +222,116 @@ static const char *read_query(admin_req_t *a, audience_query_t *q)
     return bad;
 }
 
-/* The top list a request asks for, or a message saying what is wrong with it. */
+void admin_cmd_audience(admin_req_t *a)
+{
+    audience_job_t *j = calloc(1, sizeof(*j));
+    if (!j) {
+        admin_send_error(a, 500, "Internal Server Error");
+        return;
+    }
+    const char *bad = read_query(a, &j->q);
+    if (bad) {
+        job_free(j);
+        admin_send_error(a, 400, bad);
+        return;
+    }
+    j->a = a;
+    j->q.qualify_s = server_config()->qualified_seconds;
+    j->q.mount = a->mount_name ? strdup(a->mount_name) : NULL;
+    conn_t *c = a->conn;
+    admin_park(a);
+    if (audience_store_run(compute, j) < 0) {
+        a->conn = c;
+        job_free(j);
+        admin_send_error(a, 503, "The audience store is not running");
+    }
+}
+
+/* ---- audience/top and the charts page ----
+ * /admin/audience/top[.json]?from=&to=&mount=&by=agent|referer&limit=: the user agents or
+ * referrers with the most sessions in the period (stats/audience_top.h), computed on the
+ * store's thread like the figures; /admin/audience_charts.xsl: the charts page
+ * (admin/audience_charts.xsl, web/audience.js). */
+
+typedef struct top_job {
+    admin_req_t *a;
+    audience_top_t t;
+} top_job_t;
+
+xmlDocPtr admin_audience_top_doc(const audience_top_t *t)
+{
+    xmlDocPtr doc = stats_new_doc("audience_top");
+    if (!doc)
+        return NULL;
+    xmlNodePtr root = xmlDocGetRootElement(doc);
+    char text[64];
+    iso(text, sizeof(text), t->from_ms);
+    stats_add_text(root, "from", text);
+    iso(text, sizeof(text), t->to_ms);
+    stats_add_text(root, "to", text);
+    stats_add_text(root, "by", t->by_referer ? "referer" : "agent");
+    if (t->mount)
+        stats_add_text(root, "mount", t->mount);
+    stats_add_number(root, "sessions", (long long)t->sessions);
+    for (size_t i = 0; i < t->n; i++) {
+        const audience_top_entry_t *e = &t->entries[i];
+        xmlNodePtr n = xmlNewChild(root, NULL, BAD_CAST "entry", NULL);
+        stats_add_text(n, "name", e->name ? e->name : ""); /* "": the client sent none */
+        stats_add_number(n, "sessions", (long long)e->sessions);
+        stats_add_number(n, "qualified_sessions", (long long)e->qualified);
+        snprintf(text, sizeof(text), "%.6f", e->listened_ms / 3600000.0);
+        stats_add_text(n, "tlh_hours", text);
+    }
+    return doc;
+}
+
+static void top_job_free(top_job_t *j)
+{
+    audience_top_clear(&j->t);
+    free(j);
+}
+
+/* On the request's worker: the list came back. */
+static void top_deliver(worker_t *w, void *arg)
+{
+    (void)w;
+    top_job_t *j = arg;
+    if (j->t.err == -ENODEV)
+        admin_send_error(j->a, 503, "No audience database");
+    else if (j->t.err < 0)
+        admin_send_error(j->a, 500, "Internal Server Error: the audience figures failed");
+    else
+        admin_send_doc(j->a, admin_audience_top_doc(&j->t));
+    top_job_free(j);
+}
+
+/* On the store's thread. */
+static void top_compute(sqlite3 *db, void *arg)
+{
+    top_job_t *j = arg;
+    audience_top(db, &j->t);
+    if (worker_post(j->a->worker, top_deliver, j) < 0) { /* its worker is gone, and the client */
+        admin_req_free(j->a);
+        top_job_free(j);
+    }
+}
+
+/* The list a request asks for, or a message saying what is wrong with it. */
 static const char *read_top(admin_req_t *a, audience_top_t *t)
 {
     char *from = admin_param(a, "from"), *to = admin_param(a, "to"), *by = admin_param(a, "by");
     char *limit = admin_param(a, "limit");
-    const char *bad = read_period(from, to, &t->from_ms, &t->to_ms);
+    const char *bad = NULL;
     t->by_referer = by && strcmp(by, "referer") == 0;
-    if (!bad && by && !t->by_referer && strcmp(by, "agent") != 0)
-        bad = "by: agent or referer";
     t->limit = AUDIENCE_TOP_DEFAULT;
-    if (!bad && limit) {
+    if (parse_time(to, ((int64_t)time(NULL) + 1) * 1000, &t->to_ms) < 0 ||
+        parse_time(from, t->to_ms - 86400000, &t->from_ms) < 0)
+        bad = "from and to: unix seconds or a date and time (UTC)";
+    else if (t->from_ms >= t->to_ms)
+        bad = "from must come before to";
+    else if (by && !t->by_referer && strcmp(by, "agent") != 0)
+        bad = "by: agent or referer";
+    else if (limit) {
         size_t digits = strspn(limit, "0123456789");
         t->limit = digits && digits <= 3 && !limit[digits] ? atoi(limit) : 0;
         if (t->limit < 1 || t->limit > AUDIENCE_TOP_MAX)
@@ -287,76 +344,33 @@ static const char *read_top(admin_req_t *a, audience_top_t *t)
     return bad;
 }
 
-/* The figures (top = 0) or a top list: the query read, then computed on the store's thread. */
-static void start_job(admin_req_t *a, int top)
+void admin_cmd_audience_top(admin_req_t *a)
 {
-    audience_job_t *j = calloc(1, sizeof(*j));
-    if (!j) {
-        admin_send_error(a, 500, "Internal Server Error");
-        return;
-    }
-    j->top = top;
-    const char *bad = top ? read_top(a, &j->t) : read_query(a, &j->q);
-    if (bad) {
-        job_free(j);
-        admin_send_error(a, 400, bad);
+    top_job_t *j = calloc(1, sizeof(*j));
+    const char *bad = j ? read_top(a, &j->t) : NULL;
+    if (!j || bad) {
+        if (j)
+            top_job_free(j);
+        admin_send_error(a, bad ? 400 : 500, bad ? bad : "Internal Server Error");
         return;
     }
     j->a = a;
-    j->q.qualify_s = j->t.qualify_s = server_config()->qualified_seconds;
-    char **mount = top ? &j->t.mount : &j->q.mount;
-    *mount = a->mount_name ? strdup(a->mount_name) : NULL;
+    j->t.qualify_s = server_config()->qualified_seconds;
+    j->t.mount = a->mount_name ? strdup(a->mount_name) : NULL;
     conn_t *c = a->conn;
     admin_park(a);
-    if (audience_store_run(compute, j) < 0) {
+    if (audience_store_run(top_compute, j) < 0) {
         a->conn = c;
-        job_free(j);
+        top_job_free(j);
         admin_send_error(a, 503, "The audience store is not running");
     }
 }
-
-void admin_cmd_audience(admin_req_t *a)
-{
-    start_job(a, 0);
-}
-
-/* ---- audience/top: the players and referrers that brought the most sessions ---- */
-
-xmlDocPtr admin_audience_top_doc(const audience_top_t *t)
-{
-    xmlDocPtr doc = stats_new_doc("audience_top");
-    if (!doc)
-        return NULL;
-    xmlNodePtr root = xmlDocGetRootElement(doc);
-    add_times(root, t->from_ms, t->to_ms);
-    stats_add_text(root, "by", t->by_referer ? "referer" : "agent");
-    if (t->mount)
-        stats_add_text(root, "mount", t->mount);
-    stats_add_number(root, "qualified_seconds", t->qualify_s);
-    stats_add_number(root, "sessions", (long long)t->sessions);
-    for (size_t i = 0; i < t->n; i++) {
-        const audience_top_entry_t *e = &t->entries[i];
-        xmlNodePtr n = xmlNewChild(root, NULL, BAD_CAST "entry", NULL);
-        stats_add_text(n, "name", e->name ? e->name : ""); /* "": the client sent none */
-        stats_add_number(n, "sessions", (long long)e->sessions);
-        stats_add_number(n, "qualified_sessions", (long long)e->qualified);
-        add_listened(n, e->listened_ms);
-    }
-    return doc;
-}
-
-void admin_cmd_audience_top(admin_req_t *a)
-{
-    start_job(a, 1);
-}
-
-/* ---- audience_charts: the page; web/audience.js fetches its figures ---- */
 
 void admin_cmd_audience_charts(admin_req_t *a)
 {
     xmlDocPtr doc = stats_new_doc("audience_charts");
     if (doc)
-        stats_add_number(xmlDocGetRootElement(doc), "qualified_seconds",
+        stats_add_number(xmlDocGetRootElement(doc), "min_session",
                          server_config()->qualified_seconds);
     admin_send_doc(a, doc);
 }

@@ -102,11 +102,12 @@ static void the_json_escapes_what_clients_sent(void)
     char *json = top_json(db, 0, HOUR);
     CHECK(json != NULL);
     if (json) {
-        CHECK(strncmp(json, "{\"audience_top\":{\"from\":\"1970-01-01T00:00:00Z\","
-                            "\"to\":\"1970-01-01T01:00:00Z\",\"by\":\"agent\","
-                            "\"qualified_seconds\":60,\"sessions\":7,\"entry\":[", 114) == 0);
+        static const char head[] = "{\"audience_top\":{\"from\":\"1970-01-01T00:00:00Z\","
+                                   "\"to\":\"1970-01-01T01:00:00Z\",\"by\":\"agent\","
+                                   "\"sessions\":7,\"entry\":[";
+        CHECK(strncmp(json, head, sizeof(head) - 1) == 0);
         CHECK(strstr(json, "{\"name\":\"VLC/3.0\",\"sessions\":3,\"qualified_sessions\":1,"
-                           "\"tlh\":0.166667,\"listened_seconds\":600.000}") != NULL);
+                           "\"tlh_hours\":0.166667}") != NULL);
         CHECK(strstr(json, "\"name\":\"<script>alert(\\\"x\\\")<\\/script>\"") != NULL);
         CHECK(strstr(json, "</script>") == NULL);
         CHECK(strstr(json, "\"name\":\"\",\"sessions\":1") != NULL);   /* none sent */

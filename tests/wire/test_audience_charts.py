@@ -153,26 +153,39 @@ def plotted(b):
     return b.js_run("return window.rimecastCharts.plotted()")
 
 
-def figures(srv, query):
+def normal(row):
+    """A row of the figures (JSON or CSV, in the published shape with start, tlh_hours and
+    peak_listeners, or the older one with from, tlh and peak) as {mount ("" the server),
+    start (unix s), sessions, qualified_sessions, tlh, cume, peak}."""
+    start = row.get("start", row.get("from"))
+    pick = lambda *keys: next(row[k] for k in keys if k in row)  # noqa: E731
+    return {"mount": row["mount"] or "",
+            "start": calendar.timegm(time.strptime(start, "%Y-%m-%dT%H:%M:%SZ")),
+            "sessions": int(row["sessions"]), "qualified_sessions": int(row["qualified_sessions"]),
+            "tlh": float(pick("tlh_hours", "tlh")), "cume": int(row["cume"]),
+            "peak": int(pick("peak_listeners", "peak"))}
+
+
+def figures(srv, query, by=None):
+    """/admin/audience.json?query, cut by hour or day (by) whichever name the server takes."""
+    if by:
+        query += "&by=%s&period=%s" % (by, by)
     r = adminlib.admin(srv, "/admin/audience.json?" + query)
     assert r.status == 200, r.text
-    return r.json()["audience"]["figures"]
+    doc = r.json()
+    return [normal(f) for f in (doc["periods"] if "periods" in doc else
+                                doc["audience"]["figures"])]
 
 
 def series_of(rows, mount, key):
     """{bucket start (unix s): value} of one mount ("" the server)."""
-    out = {}
-    for f in rows:
-        if f["mount"] == mount:
-            t = calendar.timegm(time.strptime(f["from"], "%Y-%m-%dT%H:%M:%SZ"))
-            out[t] = float(f[key])
-    return out
+    return {f["start"]: float(f[key]) for f in rows if f["mount"] == mount}
 
 
 def check_buckets(b, srv, q):
     """The sessions and TLH charts plot the figures of audience.json for the page's query."""
-    doc = figures(srv, "from=%d&to=%d&by=%s" % (q["from"], q["to"], q["by"]) +
-                  ("&mount=" + urllib.parse.quote(q["mount"]) if q["mount"] else ""))
+    doc = figures(srv, "from=%d&to=%d" % (q["from"], q["to"]) +
+                  ("&mount=" + urllib.parse.quote(q["mount"]) if q["mount"] else ""), q["by"])
     p = plotted(b)
     xs = p["sessions"]["x"]
     assert xs and xs[0] == q["from"] and xs == p["tlh"]["x"]
@@ -268,7 +281,7 @@ def test_the_pickers_change_the_query_and_the_csv_link(store, browser):
     assert q["by"] == "day" and q["to"] - q["from"] == 7 * DAY
     check_buckets(b, srv, q)
     assert "period=7d" in b.js_run("return location.search")
-    query = "from=%d&to=%d&by=day" % (q["from"], q["to"])
+    query = "from=%d&to=%d&by=day&period=day" % (q["from"], q["to"])
     assert b.one('[data-ac="csv"]').get_attribute("href").endswith("/admin/audience.csv?" + query)
     assert "NL" in [c for c, _, _ in listed(b, "countries")]
     # one mount: its own buckets, lists and figures
@@ -314,8 +327,8 @@ def test_the_csv_link_downloads_the_plotted_numbers(store, browser, tmp_path):
     wirelib.wait_until(lambda: os.path.exists(path) and not [
         n for n in os.listdir(str(tmp_path)) if n.endswith(".crdownload")], 15, "the download")
     with open(path, encoding="utf-8") as f:
-        lines = list(csv.DictReader(io.StringIO(f.read())))
-    server = series_of([dict(l, mount=l["mount"]) for l in lines], "", "sessions")
+        lines = [normal(l) for l in csv.DictReader(io.StringIO(f.read()))]
+    server = series_of(lines, "", "sessions")
     p = plotted(b)
     assert server == dict(zip(p["sessions"]["x"], p["sessions"]["Sessions"]))
     tlh = series_of(lines, "", "tlh")
@@ -352,7 +365,7 @@ def test_listeners_follow_the_history_and_a_leaving_listener_shows_up_live(store
     b.wait_click('[data-range="week"]')
     b.wait(lambda: len(plotted(b)["listeners"]["x"]) == 7 * 24, 15, "a week of hours")
     p = plotted(b)["listeners"]
-    doc = figures(srv, "from=%d&to=%d&by=hour&mount=/a" % (p["x"][0], p["x"][-1] + H))
+    doc = figures(srv, "from=%d&to=%d&mount=/a" % (p["x"][0], p["x"][-1] + H), "hour")
     peaks = series_of(doc, "/a", "peak")
     assert peaks and all(dict(zip(p["x"], p["Listeners"]))[t] == v for t, v in peaks.items())
     # the listener leaves: its session is in the figures without a reload
