@@ -7,14 +7,16 @@
 
 #include <errno.h>
 #include <sqlite3.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* ?1, ?2: the period; ?3 the qualifying length in ms; ?4 a mount or NULL for all; ?5 1 to
  * group by referrer; ?6 the limit. The longest session bounds the search on start_ms from
- * below, as for the figures; the total of every group comes before the limit cuts them. */
+ * below, as for the figures; the total of every group comes before the limit cuts them.
+ * %s: the column of user agents. */
 static const char top_sql[] =
-    "SELECT CASE WHEN ?5 THEN referer ELSE agent END AS k, COUNT(*),"
+    "SELECT CASE WHEN ?5 THEN referer ELSE %s END AS k, COUNT(*),"
     " TOTAL(end_ms - start_ms >= ?3),"
     " TOTAL(CASE WHEN end_ms - start_ms >= ?3 THEN MIN(end_ms, ?2) - MAX(start_ms, ?1)"
     "  ELSE 0 END),"
@@ -22,6 +24,15 @@ static const char top_sql[] =
     " FROM sessions WHERE start_ms >= ?1 - (SELECT IFNULL(MAX(end_ms - start_ms), 0)"
     "  FROM sessions) AND start_ms < ?2 AND end_ms > ?1 AND (?4 IS NULL OR mount = ?4)"
     " GROUP BY k ORDER BY COUNT(*) DESC, k LIMIT ?6";
+
+/* The store's column of user agents: user_agent, or agent in the first stores' schema. */
+static const char *agent_column(sqlite3 *db)
+{
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(db, "SELECT user_agent FROM sessions LIMIT 0", -1, &s, NULL);
+    sqlite3_finalize(s);
+    return rc == SQLITE_OK ? "user_agent" : "agent";
+}
 
 static int add_entry(audience_top_t *t, sqlite3_stmt *s)
 {
@@ -50,7 +61,9 @@ void audience_top(sqlite3 *db, audience_top_t *t)
     sqlite3_stmt *s = NULL;
     if (!db)
         return;
-    if (sqlite3_prepare_v2(db, top_sql, -1, &s, NULL) != SQLITE_OK) {
+    char sql[sizeof(top_sql) + 16];
+    snprintf(sql, sizeof(sql), top_sql, agent_column(db));
+    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) {
         t->err = -EIO;
         return;
     }

@@ -9,9 +9,9 @@ countries and top players and referrers lists show the sessions of the store, cl
 text (an agent holding <script> runs nothing); the period and mount pickers change the query
 and the CSV link, which downloads a CSV of the same numbers; the listeners chart shows the
 listener history and, over a week, the peak of each hour; a listener who leaves shows up
-without a reload, listeners leaving together cost one computation; the navigation and the figures' table link the page; it fits 1280 and
-360 px (screenshots under $TMPDIR) with no console error (the admin pages' CSP allows no
-inline script or style).
+without a reload, listeners leaving together cost one computation; the navigation and the
+figures' table link the page; it fits 1280 and 360 px (screenshots under $TMPDIR) with no
+console error (the admin pages' CSP allows no inline script or style).
 """
 
 import calendar
@@ -63,9 +63,12 @@ def store(server):
              "192.0.2.%d" % (i + 1), agent, ref, None, cc, "client_left")
             for i, (m, ago, length, agent, ref, cc) in enumerate(SESSIONS)]
     con = sqlite3.connect(db_path(srv))
-    con.executemany("INSERT INTO sessions (conn_id, mount, served, start_ms, end_ms, bytes,"
-                    " address, agent, referer, user, country, ended)"
-                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+    # the address and user agent columns by the names this store gives them
+    cols = {c[1] for c in con.execute("PRAGMA table_info(sessions)")}
+    names = ("conn_id, mount, served, start_ms, end_ms, bytes, %s, %s, referer, user, country,"
+             " ended" % ("ip" if "ip" in cols else "address",
+                         "user_agent" if "user_agent" in cols else "agent"))
+    con.executemany("INSERT INTO sessions (%s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)" % names, rows)
     con.commit()
     con.close()
     nobody = pwd.getpwnam("nobody")
