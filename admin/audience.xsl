@@ -56,6 +56,16 @@
         <a class="button small" href="/admin/audience.json?{$query}">JSON</a>
         <xsl:text> </xsl:text>
         <a class="button small" href="/admin/audience.csv?{$query}">CSV</a>
+        <xsl:text> </xsl:text>
+        <a class="button small" href="/admin/audience_charts.xsl" data-charts="">
+          <xsl:if test="$mount != ''">
+            <xsl:attribute name="href">
+              <xsl:text>/admin/audience_charts.xsl?mount=</xsl:text>
+              <xsl:call-template name="uri-encode"><xsl:with-param name="s" select="$mount"/></xsl:call-template>
+            </xsl:attribute>
+          </xsl:if>
+          <xsl:text>Charts</xsl:text>
+        </a>
       </p>
       <div class="table-wrap">
         <table class="data audience-figures">

@@ -53,12 +53,14 @@
   </xsl:call-template>
 </xsl:template>
 
-<!-- The page frame. $body is a result tree fragment copied into <main>. -->
+<!-- The page frame. $body is a result tree fragment copied into <main>; $head, one copied
+     at the end of <head> (a page's own stylesheets and scripts, files of the server). -->
 <xsl:template name="page">
   <xsl:param name="title"/>
   <xsl:param name="active"/>
   <xsl:param name="body"/>
   <xsl:param name="subtitle"/>
+  <xsl:param name="head"/>
   <html lang="en">
   <head>
     <meta name="viewport" content="width=device-width, initial-scale=1"/>
@@ -68,6 +70,7 @@
     <link rel="stylesheet" href="/style.css"/>
     <link rel="icon" href="/favicon.svg" type="image/svg+xml"/>
     <script src="/admin.js" defer="defer"></script>
+    <xsl:copy-of select="$head"/>
   </head>
   <body class="admin">
     <a class="skip" href="#main">Skip to the content</a>
@@ -93,6 +96,10 @@
           <a href="/admin/audience.xsl">
             <xsl:if test="$active = 'audience'"><xsl:attribute name="aria-current">page</xsl:attribute></xsl:if>
             <xsl:text>Audience</xsl:text>
+          </a>
+          <a href="/admin/audience_charts.xsl">
+            <xsl:if test="$active = 'charts'"><xsl:attribute name="aria-current">page</xsl:attribute></xsl:if>
+            <xsl:text>Charts</xsl:text>
           </a>
           <a href="/status.xsl">Public page</a>
         </nav>

@@ -24,6 +24,7 @@
 #include "net/worker.h"
 #include "stats/audience.h"
 #include "stats/audience_store.h"
+#include "stats/audience_top.h"
 #include "stats/stats.h"
 
 typedef struct audience_job {
@@ -336,4 +337,132 @@ void admin_cmd_audience(admin_req_t *a)
         job_free(j);
         admin_send_error(a, 503, "The audience store is not running");
     }
+}
+
+/* ---- audience/top and the charts page ----
+ * /admin/audience/top[.json]?from=&to=&mount=&by=agent|referer&limit=: the user agents or
+ * referrers with the most sessions in the period (stats/audience_top.h), computed on the
+ * store's thread like the figures; /admin/audience_charts.xsl: the charts page
+ * (admin/audience_charts.xsl, web/audience.js). */
+
+typedef struct top_job {
+    admin_req_t *a;
+    audience_top_t t;
+} top_job_t;
+
+xmlDocPtr admin_audience_top_doc(const audience_top_t *t)
+{
+    xmlDocPtr doc = stats_new_doc("audience_top");
+    if (!doc)
+        return NULL;
+    xmlNodePtr root = xmlDocGetRootElement(doc);
+    char text[64];
+    iso(text, sizeof(text), t->from_ms);
+    stats_add_text(root, "from", text);
+    iso(text, sizeof(text), t->to_ms);
+    stats_add_text(root, "to", text);
+    stats_add_text(root, "by", t->by_referer ? "referer" : "agent");
+    if (t->mount)
+        stats_add_text(root, "mount", t->mount);
+    stats_add_number(root, "sessions", (long long)t->sessions);
+    for (size_t i = 0; i < t->n; i++) {
+        const audience_top_entry_t *e = &t->entries[i];
+        xmlNodePtr n = xmlNewChild(root, NULL, BAD_CAST "entry", NULL);
+        stats_add_text(n, "name", e->name ? e->name : ""); /* "": the client sent none */
+        stats_add_number(n, "sessions", (long long)e->sessions);
+        stats_add_number(n, "qualified_sessions", (long long)e->qualified);
+        snprintf(text, sizeof(text), "%.6f", e->listened_ms / 3600000.0);
+        stats_add_text(n, "tlh_hours", text);
+    }
+    return doc;
+}
+
+static void top_job_free(top_job_t *j)
+{
+    audience_top_clear(&j->t);
+    free(j);
+}
+
+/* On the request's worker: the list came back. */
+static void top_deliver(worker_t *w, void *arg)
+{
+    (void)w;
+    top_job_t *j = arg;
+    if (j->t.err == -ENODEV)
+        admin_send_error(j->a, 503, "No audience database");
+    else if (j->t.err < 0)
+        admin_send_error(j->a, 500, "Internal Server Error: the audience figures failed");
+    else
+        admin_send_doc(j->a, admin_audience_top_doc(&j->t));
+    top_job_free(j);
+}
+
+/* On the store's thread. */
+static void top_compute(sqlite3 *db, void *arg)
+{
+    top_job_t *j = arg;
+    audience_top(db, &j->t);
+    if (worker_post(j->a->worker, top_deliver, j) < 0) { /* its worker is gone, and the client */
+        admin_req_free(j->a);
+        top_job_free(j);
+    }
+}
+
+/* The list a request asks for, or a message saying what is wrong with it. */
+static const char *read_top(admin_req_t *a, audience_top_t *t)
+{
+    char *from = admin_param(a, "from"), *to = admin_param(a, "to"), *by = admin_param(a, "by");
+    char *limit = admin_param(a, "limit");
+    const char *bad = NULL;
+    t->by_referer = by && strcmp(by, "referer") == 0;
+    t->limit = AUDIENCE_TOP_DEFAULT;
+    if (parse_time(to, ((int64_t)time(NULL) + 1) * 1000, &t->to_ms) < 0 ||
+        parse_time(from, t->to_ms - 86400000, &t->from_ms) < 0)
+        bad = "from and to: unix seconds or a date and time (UTC)";
+    else if (t->from_ms >= t->to_ms)
+        bad = "from must come before to";
+    else if (by && !t->by_referer && strcmp(by, "agent") != 0)
+        bad = "by: agent or referer";
+    else if (limit) {
+        size_t digits = strspn(limit, "0123456789");
+        t->limit = digits && digits <= 3 && !limit[digits] ? atoi(limit) : 0;
+        if (t->limit < 1 || t->limit > AUDIENCE_TOP_MAX)
+            bad = "limit: 1 to 100";
+    }
+    free(from);
+    free(to);
+    free(by);
+    free(limit);
+    return bad;
+}
+
+void admin_cmd_audience_top(admin_req_t *a)
+{
+    top_job_t *j = calloc(1, sizeof(*j));
+    const char *bad = j ? read_top(a, &j->t) : NULL;
+    if (!j || bad) {
+        if (j)
+            top_job_free(j);
+        admin_send_error(a, bad ? 400 : 500, bad ? bad : "Internal Server Error");
+        return;
+    }
+    j->a = a;
+    j->t.qualify_s = server_config()->qualified_seconds;
+    j->t.mount = a->mount_name ? strdup(a->mount_name) : NULL;
+    conn_t *c = a->conn;
+    admin_park(a);
+    if (audience_store_run(top_compute, j) < 0) {
+        a->conn = c;
+        top_job_free(j);
+        admin_send_error(a, 503, "The audience store is not running");
+    }
+}
+
+void admin_cmd_audience_charts(admin_req_t *a)
+{
+    xmlDocPtr doc = stats_new_doc("audience_charts");
+    if (doc)
+        stats_add_number(xmlDocGetRootElement(doc), "min_session",
+                         server_config()->qualified_seconds);
+    admin_send_doc(a, doc);
 }

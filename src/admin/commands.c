@@ -502,6 +502,9 @@ static const admin_cmd_t commands[] = {
     {"admin.cgi",      0, ADMIN_AUTH_NONE,   cmd_admin_cgi,      ADMIN_VIEW_XML, CHANGES},
     {"manageauth",     0, ADMIN_AUTH_GLOBAL, admin_cmd_manageauth, XML_VIEWS, CHANGES},
     {"audience",       0, ADMIN_AUTH_GLOBAL, admin_cmd_audience, XML_VIEWS | ADMIN_VIEW_CSV, READS},
+    {"audience/top",   0, ADMIN_AUTH_GLOBAL, admin_cmd_audience_top,
+     ADMIN_VIEW_XML | ADMIN_VIEW_JSON, READS},
+    {"audience_charts", 0, ADMIN_AUTH_GLOBAL, admin_cmd_audience_charts, ADMIN_VIEW_XSL, READS},
 };
 
 const admin_cmd_t *admin_find_command(const char *name)

@@ -25,4 +25,13 @@ void admin_cmd_manageauth(admin_req_t *a);
 
 /* audience?from=&to=&mount=&by=: the audience figures of a period (audience.c); also .csv */
 void admin_cmd_audience(admin_req_t *a);
+/* audience/top?from=&to=&mount=&by=agent|referer&limit=: the top players or referrers
+ * (audience.c); audience_charts: the charts page's document (min_session). */
+void admin_cmd_audience_top(admin_req_t *a);
+void admin_cmd_audience_charts(admin_req_t *a);
+/* The document of a top list (audience.c): <audience_top> with from, to, by, mount, sessions
+ * and one <entry> (name, sessions, qualified_sessions, tlh_hours) per name; NULL on ENOMEM.
+ * Caller frees. */
+struct audience_top;
+xmlDocPtr admin_audience_top_doc(const struct audience_top *t);
 #endif

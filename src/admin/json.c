@@ -55,7 +55,8 @@ static int always_array(const xmlNode *n)
                xmlStrcmp(n->parent->name, BAD_CAST "log") == 0;
     return xmlStrcmp(name, BAD_CAST "source") == 0 || xmlStrcmp(name, BAD_CAST "listener") == 0 ||
            xmlStrcmp(name, BAD_CAST "User") == 0 || xmlStrcmp(name, BAD_CAST "warning") == 0 ||
-           xmlStrcmp(name, BAD_CAST "sample") == 0 || xmlStrcmp(name, BAD_CAST "figures") == 0;
+           xmlStrcmp(name, BAD_CAST "sample") == 0 || xmlStrcmp(name, BAD_CAST "figures") == 0 ||
+           xmlStrcmp(name, BAD_CAST "entry") == 0;
 }
 
 static int has_structure(const xmlNode *n, const json_opts_t *o)

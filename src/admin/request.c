@@ -43,7 +43,8 @@ int admin_parse_command(const char *path, char *name, size_t cap, int *view)
         return -1;
     const char *cmd = path + sizeof(prefix) - 1;
     size_t len = strlen(cmd);
-    if (len >= cap || strchr(cmd, '/'))
+    const char *slash = strchr(cmd, '/'); /* one level of sub-commands: audience/top */
+    if (len >= cap || (slash && (slash == cmd || strchr(slash + 1, '/'))))
         return -1;
     for (size_t i = 0; i < sizeof(view_suffixes) / sizeof(view_suffixes[0]); i++) {
         size_t sl = strlen(view_suffixes[i].suffix);

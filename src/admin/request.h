@@ -13,8 +13,9 @@
 
 /* "/admin/listclients.xsl" -> name "listclients" (NUL-terminated in name[0..cap)), *view the
  * ADMIN_VIEW_* of its suffix (XML without one); "/admin" and "/admin/" are "stats" as XSL,
- * "/admin.cgi" is "admin.cgi". path must be one of those or start with "/admin/".
- * Returns 0, or -1 if it is not a command path (empty, too long for name, or holding '/'). */
+ * "/admin.cgi" is "admin.cgi"; "/admin/audience/top.json" a sub-command "audience/top". path
+ * must be one of those or start with "/admin/". Returns 0, or -1 if it is not a command path
+ * (empty, too long for name, or more than one level of '/'). */
 int admin_parse_command(const char *path, char *name, size_t cap, int *view);
 
 /* A client id as given to killclient: decimal digits only, no sign, no spaces, fits in

@@ -33,13 +33,17 @@ static void command_paths_and_views(void)
     CHECK_STR(name, "stats");
     CHECK(admin_parse_command("/admin.cgi", name, sizeof(name), &view) == 0);
     CHECK_STR(name, "admin.cgi");
+    CHECK(admin_parse_command("/admin/a/top.json", name, sizeof(name), &view) == 0);
+    CHECK_STR(name, "a/top"); /* a sub-command: one slash */
+    CHECK(view == ADMIN_VIEW_JSON);
 }
 
 static void paths_that_are_not_commands(void)
 {
     char name[16];
     int view = 0;
-    CHECK(admin_parse_command("/admin/a/b", name, sizeof(name), &view) == -1);
+    CHECK(admin_parse_command("/admin/a/b/c", name, sizeof(name), &view) == -1);
+    CHECK(admin_parse_command("/admin//b", name, sizeof(name), &view) == -1);
     CHECK(admin_parse_command("/admin/0123456789abcdef", name, sizeof(name), &view) == -1);
     CHECK(admin_parse_command("/adm", name, sizeof(name), &view) == -1); /* never read past */
     CHECK(admin_parse_command("/adminx", name, sizeof(name), &view) == -1);

@@ -1,0 +1,428 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The audience charts page (/admin/audience_charts.xsl, web/audience.js with the vendored
+uPlot) and /admin/audience/top.json, against a store filled with known sessions.
+
+Covers: top.json ranks user agents and referrers of the period (and answers 400 to a bad
+by= or limit=); in a real Chromium the charts plot the numbers of /admin/audience.json
+(sessions, qualified sessions and TLH per hour or day, the figures of the period), the
+countries and top players and referrers lists show the sessions of the store, client text as
+text (an agent holding <script> runs nothing); the period and mount pickers change the query
+and the CSV link, which downloads a CSV of the same numbers; the listeners chart shows the
+listener history and, over a week, the peak of each hour; a listener who leaves shows up
+without a reload, listeners leaving together cost one computation; the navigation and the
+figures' table link the page; it fits 1280 and 360 px (screenshots under $TMPDIR) with no
+console error (the admin pages' CSP allows no inline script or style).
+"""
+
+import calendar
+import csv
+import io
+import os
+import pwd
+import sqlite3
+import time
+import urllib.parse
+
+import pytest
+
+import adminlib
+import webuilib
+import wirelib
+from test_audience_store import db_path, wait_rows
+from test_webui import ADMIN, AUTH, WEB, mp3, not_pwned
+
+pytestmark = pytest.mark.rimecast_only
+
+H = 3600
+DAY = 86400
+HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
+# mount, started (seconds ago), length (s), agent, referer, country
+SESSIONS = [
+    ("/a", 3 * H, 600, "VLC/3.0.20 LibVLC/3.0.20", "https://radio.example/player", "DE"),
+    ("/a", 2 * H, 1200, "VLC/3.0.20 LibVLC/3.0.20", None, "DE"),
+    ("/a", 2 * H - 60, 30, HOSTILE, "https://evil.example/<b>x</b>", "FR"),
+    ("/b", 5 * H, 3000, HOSTILE, None, None),
+    ("/b", 20 * H, 90, "Lavf/60.16.100", "https://radio.example/player", "US"),
+    ("/a", 1 * H, 400, "Mozilla/5.0 (X11; Linux x86_64)", "https://radio.example/player", "DE"),
+    ("/a", 3 * DAY, 7200, "VLC/3.0.20 LibVLC/3.0.20", None, "NL"),
+    ("/b", 4 * DAY, 100, "Lavf/60.16.100", None, "US"),
+    ("/a", 20 * DAY, 500, "foobar2000/2.1", None, "GB"),
+]
+
+
+@pytest.fixture
+def store(server):
+    """A server whose store holds SESSIONS (written while it was stopped, as the user it runs
+    as), with the repository's web/ and admin/ files; (srv, now, rows)."""
+    srv = server(webroot=WEB, adminroot=ADMIN)
+    wirelib.wait_until(lambda: os.path.exists(db_path(srv)), 10, "the store created")
+    assert srv.stop() == 0
+    srv.stopped = False
+    now = int(time.time())
+    rows = [(i + 1, m, m, (now - ago) * 1000, (now - ago + length) * 1000, 1000,
+             "192.0.2.%d" % (i + 1), agent, ref, None, cc, "client_left")
+            for i, (m, ago, length, agent, ref, cc) in enumerate(SESSIONS)]
+    con = sqlite3.connect(db_path(srv))
+    # the address and user agent columns by the names this store gives them
+    cols = {c[1] for c in con.execute("PRAGMA table_info(sessions)")}
+    names = ("conn_id, mount, served, start_ms, end_ms, bytes, %s, %s, referer, user, country,"
+             " ended" % ("ip" if "ip" in cols else "address",
+                         "user_agent" if "user_agent" in cols else "agent"))
+    con.executemany("INSERT INTO sessions (%s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)" % names, rows)
+    con.commit()
+    con.close()
+    nobody = pwd.getpwnam("nobody")
+    for name in os.listdir(srv.logdir):
+        if name.startswith("audience.db"):
+            os.chown(os.path.join(srv.logdir, name), nobody.pw_uid, nobody.pw_gid)
+    srv.cfg["port"] = None          # a new port: the old one may have been taken meanwhile
+    srv.start()
+    return srv, now, rows
+
+
+def in_period(rows, start, end, mount=""):
+    return [r for r in rows if r[3] < end * 1000 and r[4] > start * 1000 and
+            (not mount or r[1] == mount)]
+
+
+def count(rows, col, none):
+    out = {}
+    for r in rows:
+        key = none if r[col] is None else r[col]
+        out[key] = out.get(key, 0) + 1
+    return out
+
+
+def top(srv, query):
+    r = adminlib.admin(srv, "/admin/audience/top.json?" + query)
+    assert r.status == 200 and r.header("content-type").startswith("application/json"), r.text
+    return r.json()["audience_top"]
+
+
+def test_top_json_ranks_agents_and_referrers_of_the_period(store):
+    srv, now, rows = store
+    start, end = now - DAY, now + 1
+    q = "from=%d&to=%d" % (start, end)
+    got = top(srv, q + "&by=agent")
+    want = count(in_period(rows, start, end), 7, "")
+    assert {e["name"]: e["sessions"] for e in got["entry"]} == want
+    assert got["sessions"] == sum(want.values())
+    assert [e["sessions"] for e in got["entry"]] == sorted(want.values(), reverse=True)
+    assert HOSTILE in [e["name"] for e in got["entry"]]
+    got = top(srv, q + "&by=referer&limit=1&mount=/a")
+    assert [(e["name"], e["sessions"]) for e in got["entry"]] == [
+        ("https://radio.example/player", 2)]
+    assert got["sessions"] == 4 and got["mount"] == "/a"
+    xml = adminlib.admin(srv, "/admin/audience/top?" + q).xml()
+    assert xml.tag == "audience_top" and len(xml.findall("entry")) == len(want)
+    for bad in ("by=country", "limit=0", "limit=101", "limit=x", "from=10&to=5"):
+        assert adminlib.admin(srv, "/admin/audience/top.json?" + bad).status == 400, bad
+    assert adminlib.admin(srv, "/admin/audience/top.xsl").status == 400
+
+
+# ---------------------------------------------------------------- in Chromium
+
+@pytest.fixture
+def browser():
+    missing = webuilib.missing_requirements()
+    if missing:
+        pytest.skip(missing)
+    b = webuilib.Browser(auth=AUTH)
+    yield b
+    b.close()
+
+
+def open_page(b, srv, query=""):
+    b.get(srv.url("/admin/audience_charts.xsl" + query))
+    return wait_update(b, None)
+
+
+def wait_update(b, before, what="the charts drawn", timeout=15):
+    """Waits for a refresh of the figures after `before` (data-updated); returns its query."""
+    def done():
+        v = b.js_run("var r = document.querySelector('[data-audience-charts]');"
+                     " return r && r.getAttribute('data-updated');")
+        return v if v and v != before else None
+    b.wait(done, timeout, what)
+    return b.js_run("return window.rimecastCharts.query")
+
+
+def updated(b):
+    return b.js_run("return document.querySelector('[data-audience-charts]')"
+                    ".getAttribute('data-updated')")
+
+
+def plotted(b):
+    return b.js_run("return window.rimecastCharts.plotted()")
+
+
+def normal(row):
+    """A row of the figures (JSON or CSV, in the published shape with start, tlh_hours and
+    peak_listeners, or the older one with from, tlh and peak) as {mount ("" the server),
+    start (unix s), sessions, qualified_sessions, tlh, cume, peak}."""
+    start = row.get("start", row.get("from"))
+    pick = lambda *keys: next(row[k] for k in keys if k in row)  # noqa: E731
+    return {"mount": row["mount"] or "",
+            "start": calendar.timegm(time.strptime(start, "%Y-%m-%dT%H:%M:%SZ")),
+            "sessions": int(row["sessions"]), "qualified_sessions": int(row["qualified_sessions"]),
+            "tlh": float(pick("tlh_hours", "tlh")), "cume": int(row["cume"]),
+            "peak": int(pick("peak_listeners", "peak"))}
+
+
+def figures(srv, query, by=None):
+    """/admin/audience.json?query, cut by hour or day (by) whichever name the server takes."""
+    if by:
+        query += "&by=%s&period=%s" % (by, by)
+    r = adminlib.admin(srv, "/admin/audience.json?" + query)
+    assert r.status == 200, r.text
+    doc = r.json()
+    return [normal(f) for f in (doc["periods"] if "periods" in doc else
+                                doc["audience"]["figures"])]
+
+
+def series_of(rows, mount, key):
+    """{bucket start (unix s): value} of one mount ("" the server)."""
+    return {f["start"]: float(f[key]) for f in rows if f["mount"] == mount}
+
+
+def check_buckets(b, srv, q):
+    """The sessions and TLH charts plot the figures of audience.json for the page's query."""
+    doc = figures(srv, "from=%d&to=%d" % (q["from"], q["to"]) +
+                  ("&mount=" + urllib.parse.quote(q["mount"]) if q["mount"] else ""), q["by"])
+    p = plotted(b)
+    xs = p["sessions"]["x"]
+    assert xs and xs[0] == q["from"] and xs == p["tlh"]["x"]
+    for key, chart, label in (("sessions", "sessions", "Sessions"),
+                              ("qualified_sessions", "sessions", "Qualified"),
+                              ("tlh", "tlh", "TLH")):
+        want = series_of(doc, q["mount"], key)
+        assert set(want) <= set(xs), (key, want, xs)
+        got = dict(zip(xs, p[chart][label]))
+        assert all(abs(got[t] - want.get(t, 0.0)) < 1e-6 for t in xs), (key, got, want)
+    return doc
+
+
+def listed(b, name):
+    return b.js_run("return Array.prototype.map.call(document.querySelectorAll("
+                    "'[data-list=\"' + arguments[0] + '\"] li[data-name]'), function (li) {"
+                    " return [li.getAttribute('data-name'), Number(li.getAttribute('data-sessions')),"
+                    " li.querySelector('.ac-name').textContent]; })", name)
+
+
+def test_charts_show_the_figures_and_lists_of_the_store(store, browser):
+    srv, now, rows = store
+    b = browser
+    q = open_page(b, srv)
+    assert q["by"] == "hour" and q["to"] - q["from"] == DAY and q["mount"] == ""
+    check_buckets(b, srv, q)
+    # the figures of the whole period, as the server gives them
+    [whole] = [f for f in figures(srv, "from=%d&to=%d" % (q["from"], q["to"])) if f["mount"] == ""]
+    shown = {k: b.text('[data-figure="%s"]' % k) for k in ("sessions", "qualified_sessions", "cume",
+                                                          "peak", "tlh")}
+    assert shown == {"sessions": str(whole["sessions"]),
+                     "qualified_sessions": str(whole["qualified_sessions"]),
+                     "cume": str(whole["cume"]), "peak": str(whole["peak"]),
+                     "tlh": "%.2f" % float(whole["tlh"])}
+    period = in_period(rows, q["from"], q["to"])
+    assert whole["sessions"] == len(period)
+    # countries, players and referrers: the sessions of the store, names as text
+    countries = listed(b, "countries")
+    assert {c: n for c, n, _ in countries} == count(period, 10, "unknown")
+    assert dict((c, t) for c, _, t in countries)["DE"] == "Germany (DE)"
+    agents = listed(b, "agents")
+    assert {a: n for a, n, _ in agents} == count(period, 7, "")
+    assert [t for a, _, t in agents if a == HOSTILE] == [HOSTILE]
+    referers = listed(b, "referers")
+    assert {r: n for r, n, _ in referers} == count(period, 8, "")
+    assert "https://evil.example/<b>x</b>" in [t for _, _, t in referers]
+    assert b.js_run("return document.querySelectorAll('.audience-charts img, "
+                    ".audience-charts b').length") == 0
+    not_pwned(b)
+    assert not b.console_errors(), b.console_errors()
+    # a mount name in the page's address is text too
+    open_page(b, srv, "?mount=" + urllib.parse.quote(HOSTILE))
+    assert b.js_run("return document.querySelector('[data-ac=\"mount\"]').value") == HOSTILE
+    assert b.js_run("return window.rimecastCharts.query.mount") == HOSTILE
+    not_pwned(b)
+
+
+def test_the_charts_are_linked_from_the_navigation_and_the_table(store, browser):
+    srv, now, rows = store
+    b = browser
+    b.get(srv.url("/admin/stats.xsl"))
+    b.wait_click("header.site nav a", text="Charts")
+    q = wait_update(b, None)
+    assert b.one('header.site nav a[aria-current="page"]').text == "Charts"
+    assert q["mount"] == ""
+    # the table of one mount's figures links the charts of that mount
+    b.get(srv.url("/admin/audience.xsl?mount=/b"))
+    b.wait_click("a[data-charts]")
+    q = wait_update(b, None)
+    assert q["mount"] == "/b"
+    assert b.js_run("return document.querySelector('[data-ac=\"mount\"]').value") == "/b"
+
+
+def pick(b, name, value):
+    """Chooses value in the picker data-ac=name as a user would (a change event)."""
+    from selenium.webdriver.support.ui import Select
+    Select(b.one('[data-ac="%s"]' % name)).select_by_value(value)
+
+
+def set_day(b, name, value):
+    b.js_run("var el = document.querySelector('[data-ac=\"' + arguments[0] + '\"]');"
+             " el.value = arguments[1]; el.dispatchEvent(new Event('change', {bubbles: true}));",
+             name, value)
+
+
+def test_the_pickers_change_the_query_and_the_csv_link(store, browser):
+    srv, now, rows = store
+    b = browser
+    q = open_page(b, srv)
+    before = updated(b)
+    pick(b, "period", "7d")
+    q = wait_update(b, before, "the 7-day figures")
+    assert q["by"] == "day" and q["to"] - q["from"] == 7 * DAY
+    check_buckets(b, srv, q)
+    assert "period=7d" in b.js_run("return location.search")
+    query = "from=%d&to=%d&by=day&period=day" % (q["from"], q["to"])
+    assert b.one('[data-ac="csv"]').get_attribute("href").endswith("/admin/audience.csv?" + query)
+    assert "NL" in [c for c, _, _ in listed(b, "countries")]
+    # one mount: its own buckets, lists and figures
+    before = updated(b)
+    pick(b, "mount", "/b")
+    q = wait_update(b, before, "the figures of /b")
+    assert q["mount"] == "/b"
+    doc = check_buckets(b, srv, q)
+    assert sum(f["sessions"] for f in doc) > 0
+    assert {a: n for a, n, _ in listed(b, "agents")} == \
+        count(in_period(rows, q["from"], q["to"], "/b"), 7, "")
+    assert b.one('[data-ac="csv"]').get_attribute("href").endswith("&mount=%2Fb")
+    # whole UTC days, the last one included
+    before = updated(b)
+    pick(b, "mount", "")
+    pick(b, "period", "custom")
+    first = time.strftime("%Y-%m-%d", time.gmtime(now - 21 * DAY))
+    last = time.strftime("%Y-%m-%d", time.gmtime(now))
+    set_day(b, "from", first)
+    set_day(b, "to", last)
+    day0 = (now - 21 * DAY) // DAY * DAY
+    b.wait(lambda: (b.js_run("return window.rimecastCharts.query") or {}).get("from") == day0,
+           15, "the custom period")
+    q = wait_update(b, None)
+    assert q["to"] == now // DAY * DAY + DAY and q["by"] == "day"
+    check_buckets(b, srv, q)
+    assert "GB" in [c for c, _, _ in listed(b, "countries")]
+    assert "from=%s" % first in b.js_run("return location.search")
+    not_pwned(b)
+
+
+def test_the_csv_link_downloads_the_plotted_numbers(store, browser, tmp_path):
+    srv, now, rows = store
+    b = browser
+    os.chmod(str(tmp_path), 0o777)
+    b.cdp("Page.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(tmp_path)})
+    # a download does not carry the test's extra Authorization header: the browser logs in as
+    # a user does, and sends those credentials with the download
+    b.get(srv.url("/admin/audience_charts.xsl").replace("http://", "http://%s:%s@" % AUTH))
+    q = wait_update(b, None)
+    b.one('[data-ac="csv"]').click()
+    path = os.path.join(str(tmp_path), "audience.csv")
+    wirelib.wait_until(lambda: os.path.exists(path) and not [
+        n for n in os.listdir(str(tmp_path)) if n.endswith(".crdownload")], 15, "the download")
+    with open(path, encoding="utf-8") as f:
+        lines = [normal(l) for l in csv.DictReader(io.StringIO(f.read()))]
+    server = series_of(lines, "", "sessions")
+    p = plotted(b)
+    assert server == dict(zip(p["sessions"]["x"], p["sessions"]["Sessions"]))
+    tlh = series_of(lines, "", "tlh")
+    assert all(abs(tlh[t] - v) < 1e-6 for t, v in zip(p["tlh"]["x"], p["tlh"]["TLH"]))
+    assert sum(server.values()) >= len(in_period(rows, q["from"], q["to"]))
+
+
+def history_points(srv, mount):
+    r = adminlib.admin(srv, "/admin/history.json?mount=" + urllib.parse.quote(mount))
+    ranges = r.json()["history"]["range"]
+    [hour] = [x for x in ranges if x["name"] == "hour"]
+    return {s["time"]: s["listeners"] for s in hour.get("sample", [])}
+
+
+def test_listeners_follow_the_history_and_a_leaving_listener_shows_up_live(store, browser):
+    srv, now, rows = store
+    b = browser
+    src = srv.source("/a", mp3(), rate=8000, loop=True,
+                     headers={"ice-bitrate": "64"})
+    assert src.connect().status == 200
+    src.start()
+    src.wait_sent(8192, 5)
+    held = srv.listener("/a", keep=4096)
+    assert held.open().status == 200
+    wirelib.wait_until(lambda: 1 in history_points(srv, "/a").values(), 25,
+                       "a history sample with the listener")
+    open_page(b, srv, "?mount=/a")
+    b.wait(lambda: 1 in plotted(b)["listeners"]["Listeners"], 15, "the listener plotted")
+    hist = history_points(srv, "/a")
+    p = plotted(b)["listeners"]
+    points = [(t, v) for t, v in zip(p["x"], p["Listeners"]) if v is not None]
+    assert points and all(hist.get(t) == v for t, v in points), (points, hist)
+    # a week: the peak of each hour of the ended sessions
+    b.wait_click('[data-range="week"]')
+    b.wait(lambda: len(plotted(b)["listeners"]["x"]) == 7 * 24, 15, "a week of hours")
+    p = plotted(b)["listeners"]
+    doc = figures(srv, "from=%d&to=%d&mount=/a" % (p["x"][0], p["x"][-1] + H), "hour")
+    peaks = series_of(doc, "/a", "peak")
+    assert peaks and all(dict(zip(p["x"], p["Listeners"]))[t] == v for t, v in peaks.items())
+    # the listener leaves: its session is in the figures without a reload
+    before = plotted(b)["sessions"]
+    mark = updated(b)
+    held.close()
+    wait_rows(srv, len(rows) + 1)
+    wait_update(b, mark, "the figures after the listener left", 30)  # at most every 10 s
+    after = plotted(b)["sessions"]
+    assert sum(after["Sessions"]) == sum(before["Sessions"]) + 1
+    src.stop()
+
+
+def top_requests(srv):
+    return srv.access_log().count("/admin/audience/top.json?by=agent")
+
+
+def test_listeners_leaving_together_cost_one_computation_of_the_figures(store, browser):
+    """The events feed asks for the figures again at most every 10 s: five listeners who leave
+    within seconds of the page's first figures bring one more computation, 10 s after it."""
+    srv, now, rows = store
+    b = browser
+    src = srv.source("/a", mp3(), rate=8000, loop=True, headers={"ice-bitrate": "64"})
+    assert src.connect().status == 200
+    src.start()
+    src.wait_sent(8192, 5)
+    first = b.js_run("return Date.now()")
+    open_page(b, srv)
+    mark = updated(b)
+    assert top_requests(srv) == 1
+    for _ in range(5):
+        held = srv.listener("/a", keep=4096)
+        assert held.open().status == 200
+        held.close()
+    wait_rows(srv, len(rows) + 5)
+    wait_update(b, mark, "the figures after the listeners left", 30)
+    assert int(updated(b)) - first >= 10000
+    assert top_requests(srv) == 2
+    assert sum(plotted(b)["sessions"]["Sessions"]) >= 5
+    src.stop()
+
+
+@pytest.mark.parametrize("size", [(1280, 800), (360, 740)], ids=["1280px", "360px"])
+def test_the_charts_page_fits_the_window(store, browser, size):
+    from test_webui_mobile import check_fits, emulate
+    srv, now, rows = store
+    b = browser
+    width, height = size
+    emulate(b, width, height)
+    q = open_page(b, srv, "?period=30d")
+    assert q["by"] == "day"
+    assert check_fits(b, "audience-charts", width) == ""
+    # each chart as wide as its card, none wider than the window
+    widths = b.js_run("return Array.prototype.map.call(document.querySelectorAll('.ac-plot canvas'),"
+                      " function (c) { return c.getBoundingClientRect().right; })")
+    assert widths and max(widths) <= width
+    assert not b.console_errors(), b.console_errors()

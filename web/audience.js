@@ -1,0 +1,579 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * audience.js: the audience charts page (admin/audience_charts.xsl). Draws with uPlot
+ * (web/vendor/uPlot.iife.min.js, loaded by the page):
+ *   - listeners of one mount or of the server over the last hour or day (the server's
+ *     listener history, /admin/history.json, redrawn every 10 s; a time without samples is
+ *     left blank) or week (the peak of each hour from /admin/audience.json);
+ *   - sessions and qualified sessions, and TLH, per hour (periods up to two days) or per day;
+ * and fills the figures of the whole period, sessions per country and the top
+ * players and referrers (/admin/audience/top.json). The period picker (last 24 h, 7 days,
+ * 30 days, or whole UTC days from / to) and the mount picker set one query for all of them
+ * and for the CSV link; the query is kept in the page's URL. The figures are fetched again when
+ * a listener leaves (the events feed, /admin/events: its session is then in the store) and
+ * every minute for a rolling period, ending at the new now; at most every 10 s and one
+ * computation at a time, since the store's thread makes them. A failing fetch keeps what is
+ * shown and says why.
+ * The figures are read in either shape a server answers with (figureRows).
+ * Client text (mounts, user agents, referrers, countries) is set with textContent only.
+ * For tests and tools: window.rimecastCharts.query (the query of the last refresh) and
+ * .plotted() (the series each chart was given), and data-updated on the page's root.
+ */
+(function () {
+  "use strict";
+
+  var FIGURES_MS = 60000;               // a rolling period moves on
+  var FIGURES_GAP_MS = 10000;          // figures fetched again at most this often (events)
+  var HISTORY_MS = 10000;
+  var DAY = 86400, HOUR = 3600;
+  var PERIODS = { "24h": DAY, "7d": 7 * DAY, "30d": 30 * DAY };
+  var HOURLY_UP_TO = 2 * DAY;          // longer periods are cut into days
+  var TOP = 10;
+  var PLOT_H = 220;
+  var COUNT_STEPS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000,
+                     100000, 200000, 500000, 1000000];
+
+  var root = document.querySelector("[data-audience-charts]");
+  if (!root || !window.fetch) return;
+
+  var state = { period: "24h", from: "", to: "", mount: root.getAttribute("data-ac-mount") || "",
+                range: "hour" };
+  var plots = {};                      // name -> uPlot
+  var spans = {};                      // name -> [first, last] of its time axis
+  var mountsSeen = {};
+  var generation = 0;                  // answers of an older query are dropped
+  var current = null;                  // the query of the last refresh
+  var weekFetched = 0;
+
+  function $(sel) { return root.querySelector(sel); }
+  function $all(sel) { return Array.prototype.slice.call(root.querySelectorAll(sel)); }
+  function ac(name) { return $('[data-ac="' + name + '"]'); }
+
+  // Absolute URL without the page's user:password@ (fetch refuses URLs that carry them).
+  function api(path) { return location.origin + path; }
+
+  // The server's clock less the browser's (ms), from the Date of its answers: periods end at
+  // the server's now, where its history samples are.
+  var skew = 0;
+
+  function nowS() { return Math.floor((Date.now() + skew) / 1000); }
+
+  function getJson(path) {
+    return fetch(api(path), { credentials: "same-origin", cache: "no-store" }).then(function (r) {
+      if (!r.ok) throw new Error("HTTP " + r.status + " from " + path.split("?")[0]);
+      var date = Date.parse(r.headers.get("Date") || "");
+      // (the Date has whole seconds: a difference of less than 2 s is no skew)
+      if (!isNaN(date)) skew = Math.abs(date - Date.now()) > 2000 ? date - Date.now() : 0;
+      return r.json();
+    });
+  }
+
+  function list(v) { return v == null ? [] : Array.isArray(v) ? v : [v]; }
+
+  function qs(params) {
+    return Object.keys(params).filter(function (k) {
+      return params[k] !== "" && params[k] != null;
+    }).map(function (k) {
+      return k + "=" + encodeURIComponent(params[k]);
+    }).join("&");
+  }
+
+  // ------------------------------------------------------------ the query
+
+  function dayStart(text) {
+    var t = Date.parse(text + "T00:00:00Z");
+    return isNaN(t) ? null : t / 1000;
+  }
+
+  // {from, to, by} in unix seconds for the picked period, or null (custom days not set yet).
+  function periodQuery() {
+    var from, to;
+    if (state.period === "custom") {
+      from = dayStart(state.from);
+      to = dayStart(state.to);
+      if (from == null || to == null) return null;
+      to += DAY;                       // "to" is inclusive: up to the end of that day
+      if (from >= to) return null;
+    } else {
+      to = nowS();
+      from = to - (PERIODS[state.period] || DAY);
+    }
+    return { from: from, to: to, by: to - from <= HOURLY_UP_TO ? "hour" : "day" };
+  }
+
+  // The buckets the server cuts [from, to) into: ends at whole UTC hours or days.
+  function buckets(q) {
+    var step = q.by === "hour" ? HOUR : DAY, out = [];
+    for (var t = q.from; t < q.to && out.length < 2000; t = Math.min(q.to, (Math.floor(t / step) + 1) * step)) {
+      out.push(t);
+    }
+    return out;
+  }
+
+  function readUrl() {
+    var p = new URLSearchParams(location.search);
+    if (p.get("period") && (PERIODS[p.get("period")] || p.get("period") === "custom")) state.period = p.get("period");
+    state.from = p.get("from") || "";
+    state.to = p.get("to") || "";
+    if (p.get("mount") != null) state.mount = p.get("mount");
+    if (p.get("range") && /^(hour|day|week)$/.test(p.get("range"))) state.range = p.get("range");
+  }
+
+  function writeUrl() {
+    var custom = state.period === "custom";
+    var s = qs({ period: state.period, from: custom ? state.from : "", to: custom ? state.to : "",
+                 mount: state.mount, range: state.range === "hour" ? "" : state.range });
+    try { history.replaceState(null, "", location.pathname + (s ? "?" + s : "")); } catch (e) { /* file: */ }
+  }
+
+  // ------------------------------------------------------------ formatting
+
+  function int(n) { return Math.round(Number(n) || 0).toLocaleString("en"); }
+
+  function duration(s) {
+    s = Math.max(0, Math.floor(Number(s) || 0));
+    if (s >= 3600) return Math.floor(s / 3600) + " h " + String(Math.floor(s % 3600 / 60)).padStart(2, "0") + " min";
+    if (s >= 60) return Math.floor(s / 60) + " min " + String(s % 60).padStart(2, "0") + " s";
+    return s + " s";
+  }
+
+  var regionNames = null;
+  try { regionNames = new Intl.DisplayNames(["en"], { type: "region" }); } catch (e) { regionNames = null; }
+
+  function countryName(code) {
+    if (!code || code === "unknown") return "Unknown";
+    var name = null;
+    try { name = regionNames && /^[A-Z]{2}$/.test(code) ? regionNames.of(code) : null; } catch (e) { name = null; }
+    return name && name !== code ? name + " (" + code + ")" : code;
+  }
+
+  function cssVar(name, fallback) {
+    var v = getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+    return v || fallback;
+  }
+
+  // ------------------------------------------------------------ charts
+
+  function utcDate(ts) { return uPlot.tzDate(new Date(ts * 1000), "Etc/UTC"); }
+
+  var MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+
+  // Time axis labels in UTC, 24-hour: "14:00", the day under the first and under midnights
+  // ("25 Nov"), days alone when the ticks are days apart.
+  function timeLabels(u, splits, axis, space, incr) {
+    return splits.map(function (t, i) {
+      var d = new Date(t * 1000);
+      var day = d.getUTCDate() + " " + MONTHS[d.getUTCMonth()];
+      if (incr >= DAY) return day;
+      var hm = d.toISOString().slice(11, 16);
+      return i === 0 || t % DAY === 0 ? hm + "\n" + day : hm;
+    });
+  }
+
+  // A uPlot in box with the given series ({label, bars, fill, color}); data set later.
+  function makePlot(name, defs) {
+    var box = $('[data-plot="' + name + '"]');
+    if (!box || !window.uPlot) return null;
+    var text = cssVar("--muted", "#566178"), grid = cssVar("--border", "#d9dfeb");
+    var colors = [cssVar("--accent", "#5b3fd9"), cssVar("--ok", "#137a4b")];
+    var axis = { stroke: text, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 } };
+    var yAxis = Object.assign({ size: 48 }, axis);
+    if (!defs[0].format) yAxis.incrs = COUNT_STEPS;   // counts: whole numbers on the axis
+    var series = [{ label: "Time (UTC)", value: function (u, t) {
+      if (t == null) return "—";
+      var d = new Date(t * 1000);
+      return d.getUTCDate() + " " + MONTHS[d.getUTCMonth()] + " " + d.toISOString().slice(11, 16);
+    } }].concat(defs.map(function (d, i) {
+      var s = { label: d.label, stroke: colors[i % colors.length], width: 2,
+                value: function (u, v) { return v == null ? "—" : d.format ? d.format(v) : int(v); } };
+      if (d.bars) {
+        s.paths = uPlot.paths.bars({ size: [0.7, 40] });
+        s.fill = colors[i % colors.length];
+        s.points = { show: false };
+      }
+      return s;
+    }));
+    var opts = {
+      width: Math.max(200, box.clientWidth), height: PLOT_H,
+      tzDate: utcDate,
+      series: series,
+      scales: {
+        // the time axis is the period asked for (setData's span), not only where there are points
+        x: { time: true, range: function (u, min, max) { return spans[name] || [min, max]; } },
+        y: { range: function (u, min, max) { return [0, Math.max(1, max * 1.1)]; } }
+      },
+      axes: [Object.assign({ values: timeLabels }, axis), yAxis],
+      cursor: { y: false },
+      legend: { live: true }
+    };
+    var plot = new uPlot(opts, [[]].concat(defs.map(function () { return []; })), box);
+    if (window.ResizeObserver) {
+      new ResizeObserver(function () {
+        var w = Math.max(200, box.clientWidth);
+        if (w !== plot.width) plot.setSize({ width: w, height: PLOT_H });
+      }).observe(box);
+    }
+    plots[name] = plot;
+    return plot;
+  }
+
+  // span: [first, last] time of the axis (unix s), else the data's.
+  function setData(name, data, span) {
+    spans[name] = span || null;
+    if (plots[name]) plots[name].setData(data);
+  }
+
+  // ------------------------------------------------------------ figures of the period
+
+  // The rows of an /admin/audience.json answer in one shape, whichever the server gives:
+  // {periods: [{start, mount (null: the server), tlh_hours, peak_listeners, countries: {ISO:
+  // sessions}, ...}]} or {audience: {figures: [{from, mount ("": the server), tlh, peak,
+  // country (countries=1), ...}]}}. Each: {mount ("" the server), start (unix s), sessions,
+  // qualified_sessions, tlh, atsl_seconds, cume, peak, countries ({ISO: sessions} or null),
+  // country (or null)}.
+  function figureRows(doc) {
+    var published = doc && Array.isArray(doc.periods);
+    var rows = published ? doc.periods : list(doc && doc.audience && doc.audience.figures);
+    return rows.map(function (r) {
+      var start = Date.parse(published ? r.start : r.from) / 1000;
+      return {
+        mount: r.mount == null ? "" : String(r.mount), start: start,
+        sessions: Number(r.sessions) || 0, qualified_sessions: Number(r.qualified_sessions) || 0,
+        tlh: Number(published ? r.tlh_hours : r.tlh) || 0, atsl_seconds: Number(r.atsl_seconds) || 0,
+        cume: Number(r.cume) || 0, peak: Number(published ? r.peak_listeners : r.peak) || 0,
+        countries: r.countries && typeof r.countries === "object" ? r.countries : null,
+        country: r.country == null ? null : String(r.country)
+      };
+    });
+  }
+
+  // The query of figures cut by hour or day, under both names servers know it by.
+  function cutBy(params, by) {
+    params.by = by;
+    params.period = by;
+    return params;
+  }
+
+  // The row of the picked mount ("" the server) among rows, or null.
+  function rowOf(rows, mount) {
+    for (var i = 0; i < rows.length; i++) if (rows[i].mount === mount) return rows[i];
+    return null;
+  }
+
+  function showSummary(row) {
+    var f = {
+      sessions: int(row ? row.sessions : 0),
+      qualified_sessions: int(row ? row.qualified_sessions : 0),
+      tlh: (Number(row ? row.tlh : 0) || 0).toFixed(2),
+      atsl_seconds: duration(row ? row.atsl_seconds : 0),
+      cume: int(row ? row.cume : 0),
+      peak: int(row ? row.peak : 0)
+    };
+    Object.keys(f).forEach(function (k) {
+      var el = $('[data-figure="' + k + '"]');
+      if (el) el.textContent = f[k];
+    });
+  }
+
+  // The mount picker: every mount the figures named so far, and the picked one.
+  function fillMounts(rows) {
+    rows.forEach(function (r) { if (r.mount !== "") mountsSeen[r.mount] = true; });
+    if (state.mount) mountsSeen[state.mount] = true;
+    var sel = ac("mount");
+    var names = Object.keys(mountsSeen).sort();
+    var have = Array.prototype.slice.call(sel.options, 1).map(function (o) { return o.value; });
+    if (have.join("\n") === names.join("\n")) { sel.value = state.mount; return; }
+    while (sel.options.length > 1) sel.remove(1);
+    names.forEach(function (m) {
+      var o = document.createElement("option");
+      o.value = m;
+      o.textContent = m;
+      sel.appendChild(o);
+    });
+    sel.value = state.mount;
+  }
+
+  // A ranked list: name, sessions, a meter of its share.
+  function fillList(name, items, total, empty) {
+    var ol = $('[data-list="' + name + '"]');
+    if (!ol) return;
+    var frag = document.createDocumentFragment();
+    items.forEach(function (it) {
+      var li = document.createElement("li");
+      var label = document.createElement("span");
+      label.className = "ac-name" + (it.none ? " muted" : "");
+      label.textContent = it.label;
+      label.title = it.label;
+      var n = document.createElement("span");
+      n.className = "ac-count";
+      n.textContent = int(it.sessions);
+      var meter = document.createElement("meter");
+      meter.min = 0;
+      meter.max = Math.max(1, total);
+      meter.value = it.sessions;
+      meter.textContent = int(it.sessions);
+      li.setAttribute("data-name", it.key);
+      li.setAttribute("data-sessions", String(it.sessions));
+      li.appendChild(label);
+      li.appendChild(n);
+      li.appendChild(meter);
+      frag.appendChild(li);
+    });
+    if (!items.length) {
+      var li = document.createElement("li");
+      li.className = "ac-empty muted";
+      li.textContent = empty;
+      frag.appendChild(li);
+    }
+    ol.textContent = "";
+    ol.appendChild(frag);
+  }
+
+  // Sessions per country of the mount: its row's countries, or its rows of one country each.
+  function showCountries(rows, mount) {
+    var counts = {};
+    rows.forEach(function (r) {
+      if (r.mount !== mount) return;
+      if (r.countries) {
+        Object.keys(r.countries).forEach(function (cc) { counts[cc] = Number(r.countries[cc]) || 0; });
+      } else if (r.country != null) {
+        counts[r.country] = r.sessions;
+      }
+    });
+    var codes = Object.keys(counts).sort(function (a, b) { return counts[b] - counts[a] || a.localeCompare(b); });
+    var total = codes.reduce(function (sum, cc) { return sum + counts[cc]; }, 0);
+    fillList("countries", codes.map(function (cc) {
+      return { key: cc, label: countryName(cc), sessions: counts[cc], none: cc === "unknown" };
+    }), total, "No sessions in this period.");
+  }
+
+  function showTop(name, doc) {
+    var top = (doc && doc.audience_top) || {};
+    fillList(name, list(top.entry).map(function (e) {
+      var text = e.name == null ? "" : String(e.name);
+      return { key: text, label: text || "(none sent)", sessions: Number(e.sessions), none: !text };
+    }), Number(top.sessions) || 0, "No sessions in this period.");
+  }
+
+  // Sessions and TLH per bucket of the picked mount (0 where it had none).
+  function showBuckets(q, rows) {
+    var byStart = {};
+    rows.forEach(function (r) { if (r.mount === q.mount) byStart[r.start] = r; });
+    var xs = buckets(q);
+    var get = function (k) { return xs.map(function (t) { return byStart[t] ? Number(byStart[t][k]) : 0; }); };
+    setData("sessions", [xs, get("sessions"), get("qualified_sessions")]);
+    setData("tlh", [xs, get("tlh")]);
+    $all('[data-ac="bucket"]').forEach(function (el) { el.textContent = "per " + q.by; });
+  }
+
+  // Figures fetched again by the clock or the events feed: never while the last ones are still
+  // being computed (the store's thread computes them, a busy station's in seconds), and at most
+  // once in FIGURES_GAP_MS; a query the user picked is fetched at once.
+  var running = 0, again = false, lastStart = 0, laterTimer = null;
+
+  function figuresLater() {
+    if (running) { again = true; return; }
+    var wait = lastStart + FIGURES_GAP_MS - Date.now();
+    if (wait > 0) {
+      if (!laterTimer) laterTimer = setTimeout(function () { laterTimer = null; figuresLater(); }, wait);
+      return;
+    }
+    refreshFigures();
+  }
+
+  function refreshFigures() {
+    var q = periodQuery();
+    var status = ac("status");
+    if (!q) {
+      status.textContent = "Pick the first and the last day of the period.";
+      return Promise.resolve();
+    }
+    q.mount = state.mount;
+    var gen = ++generation;
+    running = gen;
+    lastStart = Date.now();
+    var base = { from: q.from, to: q.to };
+    var one = qs({ from: q.from, to: q.to, mount: q.mount });
+    var csv = qs(cutBy({ from: q.from, to: q.to }, q.by)) + (q.mount ? "&" + qs({ mount: q.mount }) : "");
+    ac("csv").href = "/admin/audience.csv?" + csv;
+    ac("table").href = "/admin/audience.xsl?" + csv;
+    var jobs = [
+      getJson("/admin/audience.json?" + csv),
+      getJson("/admin/audience.json?" + qs(base)),
+      getJson("/admin/audience.json?countries=1&" + one),
+      getJson("/admin/audience/top.json?by=agent&limit=" + TOP + "&" + one),
+      getJson("/admin/audience/top.json?by=referer&limit=" + TOP + "&" + one)
+    ];
+    var done = function () {
+      if (running !== gen) return;
+      running = 0;
+      if (again) { again = false; figuresLater(); }
+    };
+    return Promise.all(jobs).then(function (got) {
+      done();
+      if (gen !== generation) return;
+      current = q;
+      showBuckets(q, figureRows(got[0]));
+      var whole = figureRows(got[1]);
+      fillMounts(whole);
+      showSummary(rowOf(whole, q.mount));
+      showCountries(figureRows(got[2]), q.mount);
+      showTop("agents", got[3]);
+      showTop("referers", got[4]);
+      status.textContent = "Updated " + new Date().toISOString().slice(11, 19) + " UTC" +
+        (state.period === "custom" ? "." : "; the period moves on every minute.");
+      root.setAttribute("data-updated", String(Date.now()));
+      root.setAttribute("data-query", csv);
+    }, function (err) {
+      done();
+      if (gen !== generation) return;
+      status.textContent = "Figures unavailable: " + ((err && err.message) || String(err));
+    });
+  }
+
+  // ------------------------------------------------------------ listeners
+
+  // A history range's samples as uPlot data, a null between samples further apart than 1.5
+  // steps (a gap is left blank).
+  function historyData(doc, name, span, now) {
+    var ranges = list(doc && doc.history && doc.history.range), r = null;
+    for (var i = 0; i < ranges.length; i++) if (ranges[i] && ranges[i].name === name) r = ranges[i];
+    var step = Number(r && r.step) || 10, xs = [], ys = [], prev = null;
+    list(r && r.sample).forEach(function (s) {
+      var t = Number(s.time);
+      if (!isFinite(t) || t < now - span) return;
+      if (prev !== null && t - prev > 1.5 * step) { xs.push(prev + step); ys.push(null); }
+      xs.push(t);
+      ys.push(Number(s.listeners));
+      prev = t;
+    });
+    return [xs, ys];
+  }
+
+  function refreshListeners() {
+    var note = ac("listeners-note");
+    var mount = state.mount, range = state.range;
+    var now = nowS();
+    var job;
+    if (range === "week") {
+      weekFetched = Date.now();
+      var from = (Math.floor(now / HOUR) - 7 * 24 + 1) * HOUR;
+      job = getJson("/admin/audience.json?" + qs(cutBy({ from: from, to: now, mount: mount }, "hour")))
+        .then(function (doc) {
+          var q = { from: from, to: now, by: "hour", mount: mount };
+          var byStart = {};
+          figureRows(doc).forEach(function (r) { if (r.mount === mount) byStart[r.start] = r.peak; });
+          var xs = buckets(q);
+          return { data: [xs, xs.map(function (t) { return byStart[t] || 0; })], span: [from, now],
+                   text: "The most listeners at once in each hour, from the audience store." };
+        });
+    } else {
+      job = getJson("/admin/history.json" + (mount ? "?mount=" + encodeURIComponent(mount) : ""))
+        .then(function (doc) {
+          var span = range === "hour" ? HOUR : DAY;
+          return { data: historyData(doc, range, span, now), span: [now - span, now],
+                   text: range === "hour" ? "Listeners every 10 s, as the server counts them now." :
+                     "The most listeners in each 5 minutes, since the server started (at most a day)." };
+        });
+    }
+    return job.then(function (got) {
+      if (mount !== state.mount || range !== state.range) return;
+      setData("listeners", got.data, got.span);
+      var any = got.data[1].some(function (v) { return v != null; });
+      note.textContent = got.text + (any ? "" : " No samples yet.");
+      root.setAttribute("data-listeners-updated", String(Date.now()));
+    }, function (err) {
+      note.textContent = "Listeners unavailable: " + ((err && err.message) || String(err));
+    });
+  }
+
+  // ------------------------------------------------------------ live
+
+  // A session that ends is in the figures once the store wrote it: the events feed says when
+  // a listener left, and the figures are fetched again (figuresLater: not too often).
+  function listen() {
+    if (!window.EventSource) return;
+    var es = new EventSource(api("/admin/events"));
+    es.addEventListener("listener_leave", figuresLater);
+  }
+
+  // ------------------------------------------------------------ controls
+
+  function showControls() {
+    ac("period").value = state.period;
+    $all('[data-ac="custom"]').forEach(function (el) { el.hidden = state.period !== "custom"; });
+    ac("from").value = state.from;
+    ac("to").value = state.to;
+    ac("mount").value = state.mount;
+    $all("[data-range]").forEach(function (b) {
+      b.setAttribute("aria-pressed", String(b.getAttribute("data-range") === state.range));
+    });
+  }
+
+  function changed() {
+    if (state.period === "custom" && !state.from && !state.to) {
+      var today = new Date().toISOString().slice(0, 10);
+      state.to = today;
+      state.from = new Date(Date.now() - 6 * DAY * 1000).toISOString().slice(0, 10);
+    }
+    showControls();
+    writeUrl();
+    refreshFigures();
+    refreshListeners();
+  }
+
+  function setup() {
+    readUrl();
+    if (state.mount) mountsSeen[state.mount] = true;
+    showControls();
+    var form = $("form.ac-controls");
+    form.addEventListener("submit", function (ev) { ev.preventDefault(); changed(); });
+    form.addEventListener("change", function (ev) {
+      var k = ev.target.getAttribute("data-ac");
+      if (k === "period" || k === "from" || k === "to" || k === "mount") {
+        state[k] = ev.target.value;
+        changed();
+      }
+    });
+    $all("[data-range]").forEach(function (b) {
+      b.addEventListener("click", function () {
+        state.range = b.getAttribute("data-range");
+        showControls();
+        writeUrl();
+        refreshListeners();
+      });
+    });
+    makePlot("listeners", [{ label: "Listeners" }]);
+    makePlot("sessions", [{ label: "Sessions" }, { label: "Qualified" }]);
+    makePlot("tlh", [{ label: "TLH", bars: true, format: function (v) { return Number(v).toFixed(2) + " h"; } }]);
+    refreshFigures();
+    refreshListeners();
+    listen();
+    setInterval(function () { if (!document.hidden && state.period !== "custom") figuresLater(); }, FIGURES_MS);
+    setInterval(function () {
+      // the week comes from the store: once a minute is enough
+      if (document.hidden || (state.range === "week" && Date.now() - weekFetched < FIGURES_MS)) return;
+      refreshListeners();
+    }, HISTORY_MS);
+  }
+
+  // What each chart was given: {chart: {x: [...], <series label>: [...]}}.
+  function plotted() {
+    var out = {};
+    Object.keys(plots).forEach(function (name) {
+      var p = plots[name], o = { x: Array.prototype.slice.call(p.data[0] || []) };
+      for (var i = 1; i < p.series.length; i++) o[p.series[i].label] = Array.prototype.slice.call(p.data[i] || []);
+      out[name] = o;
+    });
+    return out;
+  }
+
+  window.rimecastCharts = {
+    get query() { return current; },
+    plotted: plotted,
+    refresh: function () { return Promise.all([refreshFigures(), refreshListeners()]); }
+  };
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", setup);
+  else setup();
+})();
