@@ -17,7 +17,6 @@
 #include <strings.h>
 #include <time.h>
 
-#include "auth/auth_url.h"
 #include "conf/config.h"
 #include "core/log.h"
 #include "core/loop.h"
@@ -77,8 +76,8 @@ int hls_offered(mount_t *m)
         return HLS_DISABLED;
     if (atomic_load(&m->is_ogg) || !hls_type_supported(mount_info(m)->content_type))
         return HLS_WRONG_TYPE;
-    /* listener authentication does not cover playlist polls yet */
-    if (mc && (mc->auth || auth_url_enabled(mc)))
+    /* listener authentication is passed by a session's first playlist request */
+    if (mc && mc->auth && !settings_for(cfg, m->name).sessions)
         return HLS_NEEDS_AUTH;
     return HLS_OFFERED;
 }
