@@ -30,7 +30,9 @@
 #include "router/router.h"
 #include "stream/hls.h"
 #include "stream/hls_session.h"
+#include "stream/fallback.h"
 #include "stream/mount.h"
+#include "upstream/relay.h"
 
 #define PLAYLIST_TYPE "application/vnd.apple.mpegurl"
 #define SEGMENT_MAX_AGE 3600
@@ -88,9 +90,10 @@ static int parse_url(const char *path, hls_url_t *u)
     return (u->mount = strndup(path, (size_t)(dir - path))) != NULL;
 }
 
-/* The window of live mount m (the caller's reference is taken), or NULL with the error
+/* The window of mount name `name` served by live mount m (the caller's reference is taken):
+ * m itself, or the live fallback of a mount of that name with no source. NULL with the error
  * answered. */
-static hls_t *window_for(conn_t *c, const http_request_t *req, mount_t *m)
+static hls_t *window_for(conn_t *c, const http_request_t *req, const char *name, mount_t *m)
 {
     int why = req->method != HTTP_METHOD_GET && req->method != HTTP_METHOD_HEAD ? -1
                                                                                 : hls_offered(m);
@@ -108,7 +111,7 @@ static hls_t *window_for(conn_t *c, const http_request_t *req, mount_t *m)
         client_send_error(c, status[why < 0 ? 0 : why], text[why < 0 ? 0 : why]);
         return NULL;
     }
-    hls_t *h = hls_touch(m);
+    hls_t *h = hls_touch_as(name, m);
     mount_unref(m);
     if (!h)
         client_send_error(c, 500, "Internal Server Error");
@@ -229,14 +232,17 @@ static void answer_multivariant(conn_t *c, const http_request_t *req, hls_t *h)
     buf_free(&out);
 }
 
-/* The mount block whose listener authentication a session of h passes, NULL for none. */
-static const mount_conf_t *login_conf(const hls_t *h)
+/* The mount block whose listener authentication a session of h passes, NULL for none (*name:
+ * the mount name it is found by, malloc'd; NULL when out of memory). */
+static const mount_conf_t *login_conf(hls_t *h, char **name)
 {
-    const mount_conf_t *mc = config_find_mount(server_config(), h->name);
+    *name = hls_session_login_mount(h);
+    const mount_conf_t *mc = *name ? config_find_mount(server_config(), *name) : NULL;
     return mc && mc->auth ? mc : NULL;
 }
 
-static void login_begin(conn_t *c, const http_request_t *req, hls_t *h, const mount_conf_t *mc);
+static void login_begin(conn_t *c, const http_request_t *req, hls_t *h, const mount_conf_t *mc,
+                        const char *name);
 static void answer_playlist_of_session(conn_t *c, const http_request_t *req, hls_t *h);
 
 /* The session a media playlist request belongs to goes on, or begins (on a mount with listener
@@ -251,7 +257,8 @@ static int session_poll(conn_t *c, const http_request_t *req, hls_t *h, hls_logi
         answer_multivariant(c, req, h);
         return 0;
     }
-    const mount_conf_t *mc = login_conf(h);
+    char *login_name;
+    const mount_conf_t *mc = login_conf(h, &login_name);
     const http_header_t *ua = http_find_header(req, "user-agent");
     const http_header_t *ref = http_find_header(req, "referer");
     char *agent = ua ? strndup(ua->value, ua->value_len) : NULL;
@@ -262,7 +269,7 @@ static int session_poll(conn_t *c, const http_request_t *req, hls_t *h, hls_logi
                  (int)req->path_len, req->path, token);
     hls_client_t who = {c->ip, agent, referer, uri, c->id};
     int rc = !hls_session_token_valid(token) ? -EINVAL
-             : !uri ? -ENOMEM
+             : !uri || !login_name ? -ENOMEM
              : mc || login ? hls_session_poll_login(h, token, &who, login)
                            : hls_session_poll(h, token, &who, 0);
     free(agent);
@@ -272,7 +279,7 @@ static int session_poll(conn_t *c, const http_request_t *req, hls_t *h, hls_logi
     if (rc == 0)
         client_skip_log(c); /* the session's own line says it all when it ends */
     else if (rc == -ENOENT)
-        login_begin(c, req, h, mc); /* its first request: a listener's authentication */
+        login_begin(c, req, h, mc, login_name); /* its first request: a listener's login */
     else if (rc == -EINVAL)
         client_send_error(c, 400, "Bad Request: malformed session");
     else if (rc == -ENOSPC)
@@ -283,6 +290,7 @@ static int session_poll(conn_t *c, const http_request_t *req, hls_t *h, hls_logi
         client_send_error(c, 403, "Forbidden: this session reached its time limit");
     else if (rc < 0)
         client_send_error(c, 500, "Internal Server Error");
+    free(login_name);
     return rc == 0;
 }
 
@@ -355,14 +363,15 @@ static void user_login_verified(conn_t *c, const char *mount)
     login_done(c, h, &login);
 }
 
-/* Authenticates the first playlist request of a session of h as mount block mc's listener:
- * parked while the auth server or the verifier thread decides, refused as a listener is, or
- * let in (login_done). */
-static void login_begin(conn_t *c, const http_request_t *req, hls_t *h, const mount_conf_t *mc)
+/* Authenticates the first playlist request of a session of h as a listener of `name` (mc its
+ * block): parked while the auth server or the verifier thread decides, refused as a listener
+ * is, or let in (login_done). */
+static void login_begin(conn_t *c, const http_request_t *req, hls_t *h, const mount_conf_t *mc,
+                        const char *name)
 {
     if (auth_url_enabled(mc)) {
         auth_url_session_t *s = NULL;
-        switch (auth_url_listener_add(c, mc, h->name, req, url_login_resumed, &s)) {
+        switch (auth_url_listener_add(c, mc, name, req, url_login_resumed, &s)) {
         case AUTH_URL_PARKED:
             return;
         case AUTH_URL_ACCEPTED:
@@ -377,7 +386,7 @@ static void login_begin(conn_t *c, const http_request_t *req, hls_t *h, const mo
         }
         return;
     }
-    if (auth_listener_begin(c, req, h->name, user_login_verified)) {
+    if (auth_listener_begin(c, req, name, user_login_verified)) {
         hls_login_t none = {0}; /* the authentication went away (a reload) */
         login_done(c, h, &none);
     }
@@ -827,22 +836,45 @@ static void answer_piece(conn_t *c, const http_request_t *req, hls_t *h, const h
     conn_write_pending(c);
 }
 
+/* Answers an HLS URL of mount name `name` served by live mount m (its reference taken). */
+static void answer(conn_t *c, const http_request_t *req, const hls_url_t *u, const char *name,
+                   mount_t *m)
+{
+    hls_t *h = window_for(c, req, name, m);
+    if (!h)
+        return;
+    if (u->playlist)
+        answer_playlist(c, req, h);
+    else
+        answer_piece(c, req, h, u);
+}
+
+/* The on-demand relay a playlist request started is live (the request was kept). */
+static void relay_live(conn_t *c, mount_t *m, unsigned time_limit_s)
+{
+    (void)time_limit_s; /* a session's login comes with its playlist, once the relay is live */
+    const hls_url_t u = {.playlist = 1, .part = -1};
+    answer(c, client_of(c)->req, &u, m->name, m);
+}
+
 int hls_route(conn_t *c, const http_request_t *req, const char *path)
 {
     hls_url_t u;
     if (!parse_url(path, &u))
         return 0;
-    /* not a live mount's: the URL is left to files and the other routes */
+    int on_demand = relay_is_on_demand(u.mount);
     mount_t *m = mount_find(u.mount);
+    /* a mount with no source: its fallback serves its HLS, as it would its listeners */
+    if (!m && !on_demand)
+        m = fallback_for_sourceless(u.mount);
+    /* an on-demand relay's playlist starts it, as a listener does (its segments and parts
+     * come once it is live) */
+    int start_relay = !m && on_demand && u.playlist && req->method == HTTP_METHOD_GET;
+    if (m)
+        answer(c, req, &u, u.mount, m);
+    else if (start_relay && !relay_park_listener(c, u.mount, 0, relay_live))
+        client_send_error(c, 404, "The file you requested could not be found");
     free(u.mount);
-    if (!m)
-        return 0;
-    hls_t *h = window_for(c, req, m);
-    if (!h)
-        return 1;
-    if (u.playlist)
-        answer_playlist(c, req, h);
-    else
-        answer_piece(c, req, h, &u);
-    return 1;
+    /* else not a live mount's: the URL is left to files and the other routes */
+    return m || start_relay;
 }

@@ -341,3 +341,16 @@ int hls_session_kill(const char *name, uint64_t id)
     pthread_mutex_unlock(&h->lock);
     return s != NULL;
 }
+
+char *hls_session_login_mount(hls_t *h)
+{
+    const config_t *cfg = server_config();
+    pthread_mutex_lock(&h->lock);
+    const char *serving = h->mount ? h->mount->name : h->name;
+    /* a sourceless mount's fallback with authentication of its own is entered by that */
+    int own = strcmp(serving, h->name) != 0 &&
+              !auth_covers(config_find_mount(cfg, h->name), config_find_mount(cfg, serving));
+    char *name = str_dup(own ? serving : h->name);
+    pthread_mutex_unlock(&h->lock);
+    return name;
+}

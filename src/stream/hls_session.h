@@ -35,4 +35,10 @@ typedef struct hls_login {
 int hls_session_poll_login(hls_t *h, const char *token, const hls_client_t *who,
                            hls_login_t *login);
 
+/* The mount name whose <mount> block's authentication a new session of h passes: h's own
+ * name, or, while h serves the live fallback of its sourceless mount, that fallback's when its
+ * authentication does not cover the one of h's name (as a listener sent to the fallback:
+ * auth_covers). Malloc'd (the caller frees), NULL when out of memory. */
+char *hls_session_login_mount(hls_t *h);
+
 #endif
