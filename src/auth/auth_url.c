@@ -304,8 +304,11 @@ static char *client_id(char *buf, size_t len, uint64_t id)
     return buf;
 }
 
-static char *listener_body(const auth_url_session_t *s, const char *action, const conn_t *c,
-                           const mount_conf_t *mc, const http_request_t *req)
+/* listener_add (req: the client's request) or listener_remove (req NULL: how long the
+ * session lasted and the bytes it was sent). */
+static char *listener_body(const auth_url_session_t *s, const char *action,
+                           const mount_conf_t *mc, const http_request_t *req,
+                           uint64_t duration_s, uint64_t sent)
 {
     char num[32];
     buf_t b = {0};
@@ -317,15 +320,14 @@ static char *listener_body(const auth_url_session_t *s, const char *action, cons
     rc |= url_form_append(&b, "user", s->user);
     rc |= url_form_append(&b, "pass", s->pass);
     if (!req) { /* listener_remove: what Icecast sends, then the bytes sent (as Icecast-KH) */
-        rc |= url_form_append(&b, "duration",
-                              client_id(num, sizeof(num), (uint64_t)(time(NULL) - c->start)));
+        rc |= url_form_append(&b, "duration", client_id(num, sizeof(num), duration_s));
     }
     rc |= url_form_append(&b, "ip", CIDR_SHOWN(s->ip)); /* <anonymize-ip>: its network */
     rc |= url_form_append(&b, "agent", s->agent);
     if (req)
         rc |= append_client_headers(&b, mc, req);
     else
-        rc |= url_form_append(&b, "sent", client_id(num, sizeof(num), c->bytes_sent));
+        rc |= url_form_append(&b, "sent", client_id(num, sizeof(num), sent));
     if (rc) {
         buf_free(&b);
         return NULL;
@@ -364,7 +366,7 @@ auth_url_start_t auth_url_listener_add(conn_t *c, const mount_conf_t *mc, const 
         *out = s;
         return AUTH_URL_ACCEPTED;
     }
-    char *body = listener_body(s, "listener_add", c, mc, req);
+    char *body = listener_body(s, "listener_add", mc, req, 0, 0);
     if (!body) {
         auth_url_session_free(s);
         return AUTH_URL_FAILED;
@@ -377,9 +379,14 @@ auth_url_start_t auth_url_listener_add(conn_t *c, const mount_conf_t *mc, const 
 
 void auth_url_session_end(conn_t *c, void *arg)
 {
-    auth_url_session_t *s = arg;
+    time_t now = time(NULL);
+    auth_url_session_close(arg, (uint64_t)(now > c->start ? now - c->start : 0), c->bytes_sent);
+}
+
+void auth_url_session_close(auth_url_session_t *s, uint64_t duration_s, uint64_t sent)
+{
     if (s->remove_url) {
-        char *body = listener_body(s, "listener_remove", c, NULL, NULL);
+        char *body = listener_body(s, "listener_remove", NULL, NULL, duration_s, sent);
         fetch_request_t rq = {.url = s->remove_url, .body = body, .userpwd = s->userpwd,
                               .timeout_ms = s->timeout_ms};
         int rc = body ? fetch_submit(&rq) : -ENOMEM;

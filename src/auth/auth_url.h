@@ -87,6 +87,9 @@ auth_url_start_t auth_url_stream_auth(conn_t *c, const mount_conf_t *mc, const c
 /* The accepted listener's connection ended: sends listener_remove (duration, bytes sent) if
  * configured, and frees s. For client_t.on_end. */
 void auth_url_session_end(conn_t *c, void *s);
+/* The same for a session that is not one connection (an HLS session): it lasted duration_s
+ * seconds and was sent `sent` bytes. Frees s. */
+void auth_url_session_close(auth_url_session_t *s, uint64_t duration_s, uint64_t sent);
 void auth_url_session_free(auth_url_session_t *s);
 
 /* A source started (added 1) or ended (0) on mount: mount_add / mount_remove, if set. */

@@ -15,9 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth/auth.h"
+#include "auth/auth_url.h"
 #include "conf/config.h"
 #include "core/buf.h"
 #include "core/log.h"
+#include "core/str.h"
 #include "core/url.h"
 #include "http/client.h"
 #include "http/reply.h"
@@ -25,8 +28,12 @@
 #include "net/conn.h"
 #include "net/server.h"
 #include "net/worker.h"
+#include "router/router.h"
 #include "stream/hls.h"
+#include "stream/hls_session.h"
+#include "stream/fallback.h"
 #include "stream/mount.h"
+#include "upstream/relay.h"
 
 #define PLAYLIST_TYPE "application/vnd.apple.mpegurl"
 #define SEGMENT_MAX_AGE 3600
@@ -93,9 +100,10 @@ static int parse_url(const char *path, hls_url_t *u)
     return (u->mount = strndup(path, (size_t)(dir - path))) != NULL;
 }
 
-/* The window of live mount m (the caller's reference is taken), or NULL with the error
+/* The window of mount name `name` served by live mount m (the caller's reference is taken):
+ * m itself, or the live fallback of a mount of that name with no source. NULL with the error
  * answered. */
-static hls_t *window_for(conn_t *c, const http_request_t *req, mount_t *m)
+static hls_t *window_for(conn_t *c, const http_request_t *req, const char *name, mount_t *m)
 {
     int why = req->method != HTTP_METHOD_GET && req->method != HTTP_METHOD_HEAD ? -1
                                                                                 : hls_offered(m);
@@ -105,14 +113,15 @@ static hls_t *window_for(conn_t *c, const http_request_t *req, mount_t *m)
             "Method Not Allowed",
             "HLS is not enabled on this mount",
             "Unsupported Media Type: HLS needs an MP3 or AAC (ADTS) stream, or Ogg Opus",
-            "Forbidden: HLS is not served on mounts with listener authentication",
+            "Forbidden: HLS without sessions is not served on mounts with listener "
+            "authentication",
             "Service Unavailable: the stream's codec headers have not come yet",
         };
         mount_unref(m);
         client_send_error(c, status[why < 0 ? 0 : why], text[why < 0 ? 0 : why]);
         return NULL;
     }
-    hls_t *h = hls_touch(m);
+    hls_t *h = hls_touch_as(name, m);
     mount_unref(m);
     if (!h)
         client_send_error(c, 500, "Internal Server Error");
@@ -233,8 +242,23 @@ static void answer_multivariant(conn_t *c, const http_request_t *req, hls_t *h)
     buf_free(&out);
 }
 
-/* The session a media playlist request belongs to goes on (or begins): 1, else answered. */
-static int session_poll(conn_t *c, const http_request_t *req, hls_t *h)
+/* The mount block whose listener authentication a session of h passes, NULL for none (*name:
+ * the mount name it is found by, malloc'd; NULL when out of memory). */
+static const mount_conf_t *login_conf(hls_t *h, char **name)
+{
+    *name = hls_session_login_mount(h);
+    const mount_conf_t *mc = *name ? config_find_mount(server_config(), *name) : NULL;
+    return mc && mc->auth ? mc : NULL;
+}
+
+static void login_begin(conn_t *c, const http_request_t *req, hls_t *h, const mount_conf_t *mc,
+                        const char *name);
+static void answer_playlist_of_session(conn_t *c, const http_request_t *req, hls_t *h);
+
+/* The session a media playlist request belongs to goes on, or begins (on a mount with listener
+ * authentication, with login: the first request of a session is authenticated, login NULL,
+ * and comes back here once let in): 1, else c was answered or waits for its login. */
+static int session_poll(conn_t *c, const http_request_t *req, hls_t *h, hls_login_t *login)
 {
     if (!hls_sessions_wanted(h->name))
         return 1;
@@ -243,6 +267,8 @@ static int session_poll(conn_t *c, const http_request_t *req, hls_t *h)
         answer_multivariant(c, req, h);
         return 0;
     }
+    char *login_name;
+    const mount_conf_t *mc = login_conf(h, &login_name);
     const http_header_t *ua = http_find_header(req, "user-agent");
     const http_header_t *ref = http_find_header(req, "referer");
     char *agent = ua ? strndup(ua->value, ua->value_len) : NULL;
@@ -253,22 +279,127 @@ static int session_poll(conn_t *c, const http_request_t *req, hls_t *h)
                  (int)req->path_len, req->path, token);
     hls_client_t who = {c->ip, agent, referer, uri, c->id};
     int rc = !hls_session_token_valid(token) ? -EINVAL
-             : uri ? hls_session_poll(h, token, &who, 0) : -ENOMEM;
+             : !uri || !login_name ? -ENOMEM
+             : mc || login ? hls_session_poll_login(h, token, &who, login)
+                           : hls_session_poll(h, token, &who, 0);
     free(agent);
     free(referer);
     free(uri);
     free(token);
     if (rc == 0)
         client_skip_log(c); /* the session's own line says it all when it ends */
+    else if (rc == -ENOENT)
+        login_begin(c, req, h, mc, login_name); /* its first request: a listener's login */
     else if (rc == -EINVAL)
         client_send_error(c, 400, "Bad Request: malformed session");
     else if (rc == -ENOSPC)
         client_send_error(c, 403, "Forbidden: too many listeners");
     else if (rc == -EPERM)
         client_send_error(c, 403, "Forbidden: this session was ended");
+    else if (rc == -ETIME)
+        client_send_error(c, 403, "Forbidden: this session reached its time limit");
     else if (rc < 0)
         client_send_error(c, 500, "Internal Server Error");
+    free(login_name);
     return rc == 0;
+}
+
+/* ---- a session's login: its first playlist request is authenticated as a listener's GET ---- */
+
+/* The login passed: the session begins with it and its playlist is answered. */
+static void login_done(conn_t *c, hls_t *h, hls_login_t *login)
+{
+    const http_request_t *req = client_of(c)->req;
+    if (session_poll(c, req, h, login))
+        answer_playlist_of_session(c, req, h);
+}
+
+static hls_t *window_of_request(conn_t *c);
+
+/* URL authentication answered (on c's worker), or let in at once (no listener_add URL). */
+static void url_login_resumed(conn_t *c, auth_url_session_t *s)
+{
+    hls_t *h = window_of_request(c);
+    if (!h) {
+        auth_url_session_free(s);
+        client_send_error(c, 404, "The file you requested could not be found");
+        return;
+    }
+    if (!s->accepted) {
+        auth_url_send_refusal(c, s);
+        auth_url_session_free(s);
+        return;
+    }
+    if (s->user) {
+        free(client_of(c)->log_user);
+        client_of(c)->log_user = str_dup(s->user);
+    }
+    hls_login_t login = {.url = s, .user_name = s->user, .time_limit_s = s->timelimit};
+    login_done(c, h, &login);
+}
+
+/* The window a request of c asked for: the mount in its path (a login resumed later). */
+static hls_t *window_of_request(conn_t *c)
+{
+    const http_request_t *req = client_of(c)->req;
+    size_t len;
+    char *dec = url_decode(req->path, req->path_len, 0, &len);
+    char *path = dec && dec[0] == '/' ? url_normalize_path(dec, len) : NULL;
+    const char *alias = path ? router_alias(c, path) : NULL;
+    hls_url_t u;
+    hls_t *h = path && parse_url(alias ? alias : path, &u) ? hls_find(u.mount) : NULL;
+    if (path && h)
+        free(u.mount);
+    free(dec);
+    free(path);
+    return h;
+}
+
+/* The htpasswd file let the listener in (on c's worker): the user's place among the mount's
+ * users, which auth_listener_begin gave the connection to end, is the session's now. */
+static void user_login_verified(conn_t *c, const char *mount)
+{
+    (void)mount;
+    client_t *cl = client_of(c);
+    hls_t *h = window_of_request(c);
+    hls_login_t login = {.user = cl->on_end ? cl->on_end_arg : NULL, .user_name = cl->log_user};
+    cl->on_end = NULL;
+    cl->on_end_arg = NULL;
+    if (!h) {
+        auth_session_end(login.user);
+        client_send_error(c, 404, "The file you requested could not be found");
+        return;
+    }
+    login_done(c, h, &login);
+}
+
+/* Authenticates the first playlist request of a session of h as a listener of `name` (mc its
+ * block): parked while the auth server or the verifier thread decides, refused as a listener
+ * is, or let in (login_done). */
+static void login_begin(conn_t *c, const http_request_t *req, hls_t *h, const mount_conf_t *mc,
+                        const char *name)
+{
+    if (auth_url_enabled(mc)) {
+        auth_url_session_t *s = NULL;
+        switch (auth_url_listener_add(c, mc, name, req, url_login_resumed, &s)) {
+        case AUTH_URL_PARKED:
+            return;
+        case AUTH_URL_ACCEPTED:
+            url_login_resumed(c, s);
+            return;
+        case AUTH_URL_BUSY:
+            client_send_error(c, 403, "Forbidden: busy, please try again later");
+            return;
+        case AUTH_URL_FAILED:
+            client_send_error(c, 500, "Internal Server Error");
+            return;
+        }
+        return;
+    }
+    if (auth_listener_begin(c, req, name, user_login_verified)) {
+        hls_login_t none = {0}; /* the authentication went away (a reload) */
+        login_done(c, h, &none);
+    }
 }
 
 /* Bytes sent to the session c belongs to (see hls_session_add_bytes): 1 if it has one. */
@@ -284,8 +415,13 @@ static int count_to_session(conn_t *c, const http_request_t *req, hls_t *h, uint
 
 static void answer_playlist(conn_t *c, const http_request_t *req, hls_t *h)
 {
-    if (!session_poll(c, req, h))
-        return;
+    if (session_poll(c, req, h, NULL))
+        answer_playlist_of_session(c, req, h);
+}
+
+/* The playlist, once the request's session went on (blocking reloads parked). */
+static void answer_playlist_of_session(conn_t *c, const http_request_t *req, hls_t *h)
+{
     uint64_t msn, part = 0;
     int has_msn = query_number(req, "_HLS_msn", &msn);
     int has_part = query_number(req, "_HLS_part", &part);
@@ -711,22 +847,45 @@ static void answer_piece(conn_t *c, const http_request_t *req, hls_t *h, const h
     conn_write_pending(c);
 }
 
+/* Answers an HLS URL of mount name `name` served by live mount m (its reference taken). */
+static void answer(conn_t *c, const http_request_t *req, const hls_url_t *u, const char *name,
+                   mount_t *m)
+{
+    hls_t *h = window_for(c, req, name, m);
+    if (!h)
+        return;
+    if (u->playlist)
+        answer_playlist(c, req, h);
+    else
+        answer_piece(c, req, h, u);
+}
+
+/* The on-demand relay a playlist request started is live (the request was kept). */
+static void relay_live(conn_t *c, mount_t *m, unsigned time_limit_s)
+{
+    (void)time_limit_s; /* a session's login comes with its playlist, once the relay is live */
+    const hls_url_t u = {.playlist = 1, .part = -1};
+    answer(c, client_of(c)->req, &u, m->name, m);
+}
+
 int hls_route(conn_t *c, const http_request_t *req, const char *path)
 {
     hls_url_t u;
     if (!parse_url(path, &u))
         return 0;
-    /* not a live mount's: the URL is left to files and the other routes */
+    int on_demand = relay_is_on_demand(u.mount);
     mount_t *m = mount_find(u.mount);
+    /* a mount with no source: its fallback serves its HLS, as it would its listeners */
+    if (!m && !on_demand)
+        m = fallback_for_sourceless(u.mount);
+    /* an on-demand relay's playlist starts it, as a listener does (its segments and parts
+     * come once it is live) */
+    int start_relay = !m && on_demand && u.playlist && req->method == HTTP_METHOD_GET;
+    if (m)
+        answer(c, req, &u, u.mount, m);
+    else if (start_relay && !relay_park_listener(c, u.mount, 0, relay_live))
+        client_send_error(c, 404, "The file you requested could not be found");
     free(u.mount);
-    if (!m)
-        return 0;
-    hls_t *h = window_for(c, req, m);
-    if (!h)
-        return 1;
-    if (u.playlist)
-        answer_playlist(c, req, h);
-    else
-        answer_piece(c, req, h, &u);
-    return 1;
+    /* else not a live mount's: the URL is left to files and the other routes */
+    return m || start_relay;
 }

@@ -17,13 +17,13 @@
 #include <strings.h>
 #include <time.h>
 
-#include "auth/auth_url.h"
 #include "conf/config.h"
 #include "core/log.h"
 #include "core/loop.h"
 #include "format/mpeg.h"
 #include "net/server.h"
 #include "net/worker.h"
+#include "stream/fallback.h"
 #include "stream/mount.h"
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -91,8 +91,8 @@ int hls_offered(mount_t *m)
         return HLS_DISABLED;
     if (!atomic_load(&m->is_ogg) && !hls_type_supported(mount_info(m)->content_type))
         return HLS_WRONG_TYPE;
-    /* listener authentication does not cover playlist polls yet */
-    if (mc && (mc->auth || auth_url_enabled(mc)))
+    /* listener authentication is passed by a session's first playlist request */
+    if (mc && mc->auth && !settings_for(cfg, m->name).sessions)
         return HLS_NEEDS_AUTH;
     return atomic_load(&m->is_ogg) ? ogg_offered(m) : HLS_OFFERED;
 }
@@ -376,14 +376,51 @@ static void advance_locked(hls_t *h)
 
 static void publish_hook(mount_t *m, void *arg)
 {
-    hls_t *h = arg;
-    pthread_mutex_lock(&h->lock);
-    if (h->mount == m) {
-        advance_locked(h);
-        if (!list_empty(&h->waiters))
-            wake_waiters(h); /* parts being followed as they fill */
+    /* the windows that follow m: its own, and those of sourceless mounts it is the fallback
+     * of (a window moved to another mount meanwhile is passed over) */
+    for (hls_t *h = arg; h; h = atomic_load(&h->next_on_mount)) {
+        pthread_mutex_lock(&h->lock);
+        if (h->mount == m) {
+            advance_locked(h);
+            if (!list_empty(&h->waiters))
+                wake_waiters(h); /* parts being followed as they fill */
+        }
+        pthread_mutex_unlock(&h->lock);
     }
-    pthread_mutex_unlock(&h->lock);
+}
+
+/* m->hls heads the list of windows that follow m (linked by next_on_mount). Changed under
+ * this lock; the publish hook walks it without: windows are never freed, and each one it
+ * meets is checked under its own lock. */
+static pthread_mutex_t on_mount_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void on_mount_add(hls_t *h, mount_t *m)
+{
+    pthread_mutex_lock(&on_mount_lock);
+    hls_t *head = atomic_load(&m->hls), *o = head;
+    while (o && o != h)
+        o = atomic_load(&o->next_on_mount);
+    if (!o) {
+        atomic_store(&h->next_on_mount, head);
+        atomic_store(&m->hls, (void *)h);
+    }
+    pthread_mutex_unlock(&on_mount_lock);
+}
+
+static void on_mount_remove(hls_t *h, mount_t *m)
+{
+    pthread_mutex_lock(&on_mount_lock);
+    hls_t *head = atomic_load(&m->hls);
+    if (head == h) {
+        atomic_store(&m->hls, (void *)atomic_load(&h->next_on_mount));
+    } else {
+        for (hls_t *o = head; o; o = atomic_load(&o->next_on_mount))
+            if (atomic_load(&o->next_on_mount) == h) {
+                atomic_store(&o->next_on_mount, atomic_load(&h->next_on_mount));
+                break;
+            }
+    }
+    pthread_mutex_unlock(&on_mount_lock);
 }
 
 /* ---- attaching to a mount, dropping the window ---- */
@@ -408,15 +445,15 @@ static void detach_locked(hls_t *h)
 {
     if (!h->mount)
         return;
-    void *self = h;
-    atomic_compare_exchange_strong(&h->mount->hls, &self, NULL);
+    on_mount_remove(h, h->mount);
     mount_unref(h->mount);
     h->mount = NULL;
 }
 
 static void settings_locked(hls_t *h, const mount_t *m)
 {
-    hls_conf_t g = settings_for(server_config(), m->name);
+    (void)m;
+    hls_conf_t g = settings_for(server_config(), h->name);
     int target_ms = g.target_duration * 1000;
     int part = g.part_target_ms < target_ms ? g.part_target_ms : target_ms;
     if (target_ms / part > HLS_MAX_PARTS)
@@ -486,7 +523,7 @@ static int attach_locked(hls_t *h, mount_t *m)
                 s->pdt_ms = h->anchor_ms + (int64_t)(s->epoch_samples * 1000 / s->rate);
         }
     }
-    atomic_store(&m->hls, (void *)h);
+    on_mount_add(h, m);
     return 0;
 }
 
@@ -530,7 +567,12 @@ static hls_t *find_or_make(const char *name)
 
 hls_t *hls_touch(mount_t *m)
 {
-    hls_t *h = find_or_make(m->name);
+    return hls_touch_as(m->name, m);
+}
+
+hls_t *hls_touch_as(const char *name, mount_t *m)
+{
+    hls_t *h = find_or_make(name);
     if (!h)
         return NULL;
     pthread_mutex_lock(&h->lock);
@@ -721,6 +763,23 @@ void hls_unwait(hls_waiter_t *w)
 
 /* ---- the timer: idle windows, replaced sources ---- */
 
+/* The window's mount ended, or the window serves a sourceless mount's fallback: it follows
+ * what serves its name now (its own source back, as <fallback-override> moves listeners;
+ * else the fallback), with a discontinuity. */
+static void follow_locked(hls_t *h)
+{
+    mount_t *m = mount_find(h->name);
+    if (!m && !atomic_load(&h->mount->ended))
+        return; /* the fallback still serves */
+    if (!m)
+        m = fallback_for_sourceless(h->name);
+    if (m && m != h->mount && !atomic_load(&m->is_ogg) &&
+        hls_type_supported(mount_info(m)->content_type))
+        attach_locked(h, m);
+    if (m)
+        mount_unref(m);
+}
+
 static void hls_tick(worker_t *w, void *arg)
 {
     (void)w, (void)arg;
@@ -737,12 +796,9 @@ static void hls_tick(worker_t *w, void *arg)
             window_free_locked(h);
             log_debug("hls: %s: no client asked for %llu s, window dropped", h->name,
                       (unsigned long long)(idle_ms / 1000));
-        } else if (h->mount && atomic_load(&h->mount->ended)) {
-            mount_t *m = mount_find(h->name);
-            if (m && m != h->mount && hls_offered(m) == HLS_OFFERED)
-                attach_locked(h, m);
-            if (m)
-                mount_unref(m);
+        } else if (h->mount && (atomic_load(&h->mount->ended) ||
+                                strcmp(h->mount->name, h->name) != 0)) {
+            follow_locked(h);
         }
         pthread_mutex_unlock(&h->lock);
     }

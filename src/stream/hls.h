@@ -84,6 +84,9 @@ const char *hls_piece_type(const hls_piece_t *p);
  * asked for, and is attached to m (a live MP3/AAC mount) when it is not yet, or was fed by an
  * earlier source of that name. A window that cannot be made (out of memory): NULL. */
 hls_t *hls_touch(mount_t *m);
+/* The same for the window of mount name `name` served by m, the live fallback of a mount of
+ * that name with no source: the window follows the mount's own source when it comes. */
+hls_t *hls_touch_as(const char *name, mount_t *m);
 
 /* The window of a mount name if one was ever made (it lives as long as the process), or NULL. */
 hls_t *hls_find(const char *name);
@@ -170,6 +173,7 @@ struct hls {
     pthread_mutex_t lock;
     hls_t *next;              /* registry */
     mount_t *mount;           /* the mount it follows (a reference), NULL when idle */
+    _Atomic(hls_t *) next_on_mount; /* the next window following the same mount */
     uint64_t last_request_ms;
     list_t waiters;           /* hls_waiter_t */
     hls_session_t *sessions;  /* its HLS listeners */

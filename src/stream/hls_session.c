@@ -7,7 +7,9 @@
  * 10 s), with one access-log line (its duration, and the bytes of its playlists and of the
  * segments it fetched: segment URLs carry no token, so a segment counts to the session whose
  * playlist came by the same connection, else to one polling from the same address with the
- * same agent). Under hls_t.lock, but for the token.
+ * same agent). On a mount with listener authentication a session begins only with the login
+ * its first request passed (hls_session.h), and ends that login with it. Under hls_t.lock, but
+ * for the token.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -16,6 +18,8 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "auth/auth.h"
+#include "auth/auth_url.h"
 #include "conf/config.h"
 #include "core/log.h"
 #include "core/cidr.h"
@@ -24,6 +28,7 @@
 #include "net/server.h"
 #include "net/worker.h"
 #include "stream/hls.h"
+#include "stream/hls_session.h"
 #include "stream/mount.h"
 #include "stream/session.h"
 
@@ -33,8 +38,15 @@ struct hls_session {
     char token[HLS_TOKEN_LEN + 1];
     uint64_t id;
     int killed;          /* ended by killclient: its polls are refused until they stop */
+    int expired;         /* ended at the time limit of its login: refused the same way */
     time_t start;
     uint64_t last_ms;
+    uint64_t limit_ms;   /* loop clock: the time limit its login gave, 0 none */
+    int64_t limit_s;
+    int64_t seen_ms;     /* wall clock of its last request (playlist, segment or part) */
+    auth_url_session_t *url_auth; /* its login (hls_login_t), ended with it */
+    auth_session_t *user_auth;
+    char *user;
     uint64_t bytes;
     uint64_t conn_id;    /* the connection of its last playlist request */
     mount_t *counted;    /* the mount whose listener count holds it (a reference) */
@@ -67,18 +79,37 @@ int hls_session_token_valid(const char *t)
 
 /* The session's end as a listener: its access-log line and its session record (as a
  * streaming listener's: stream/session.h), its slot given back. */
+/* Gives back what the session's login holds: listener_remove says how long it lasted (to
+ * its last request when it stopped polling: the timeout that noticed is not listening) and
+ * what it was sent. */
+static void login_end(hls_session_t *s, session_end_t why, int64_t now_ms)
+{
+    if (s->url_auth) {
+        int64_t end = why == SESSION_END_CLIENT       ? s->seen_ms
+                      : why == SESSION_END_TIME_LIMIT ? s->start_ms + s->limit_s * 1000
+                                                      : now_ms;
+        int64_t ms = end > s->start_ms ? end - s->start_ms : 0;
+        auth_url_session_close(s->url_auth, (uint64_t)(ms + 500) / 1000, s->bytes);
+    }
+    auth_session_end(s->user_auth);
+    s->url_auth = NULL;
+    s->user_auth = NULL;
+}
+
 static void session_close(hls_t *h, hls_session_t *s, session_end_t why)
 {
+    int64_t now_ms = session_now_ms();
+    login_end(s, why, now_ms);
     log_access_entry_t e = {
         .ip = CIDR_SHOWN(s->ip), .start = s->start, .method = "GET", .uri = s->uri,
         .protocol = "HTTP/1.1", .status = 200, .bytes = s->bytes, .referer = s->referer,
-        .agent = s->agent,
+        .agent = s->agent, .user = s->user,
     };
     log_access(&e);
     session_record_t r = {
-        .id = s->id, .mount = h->name, .start_ms = s->start_ms, .end_ms = session_now_ms(),
+        .id = s->id, .mount = h->name, .start_ms = s->start_ms, .end_ms = now_ms,
         .bytes = s->bytes, .address = s->ip, .agent = s->agent, .referer = s->referer,
-        .country = s->country, .end = why,
+        .user = s->user, .country = s->country, .end = why,
     };
     session_end(&r);
     session_listener_leave(s->live);
@@ -93,9 +124,10 @@ static void session_close(hls_t *h, hls_session_t *s, session_end_t why)
 
 static void session_free(hls_t *h, hls_session_t *s)
 {
-    if (!s->killed)
+    if (!s->killed && !s->expired)
         session_close(h, s, SESSION_END_CLIENT); /* it stopped polling */
     h->nsessions--;
+    free(s->user);
     free(s->agent);
     free(s->referer);
     free(s->uri);
@@ -110,46 +142,118 @@ static hls_session_t *session_find(hls_t *h, const char *token)
     return s;
 }
 
+/* An id no other session of h has: the connection's (what the auth server was told as the
+ * client), else a new one. */
+static uint64_t session_id(hls_t *h, uint64_t conn_id)
+{
+    for (hls_session_t *o = h->sessions; o && conn_id; o = o->next)
+        if (o->id == conn_id)
+            conn_id = 0;
+    return conn_id ? conn_id : worker_next_conn_id();
+}
+
+/* A new session of token, let in by login (NULL: none needed); its listener slot taken.
+ * NULL with *rc set when it cannot begin. */
+static hls_session_t *session_begin(hls_t *h, const char *token, const hls_client_t *who,
+                                    hls_login_t *login, int *rc)
+{
+    hls_session_t *s = NULL;
+    if (!h->mount || mount_take_listener_slot(h->mount) < 0) {
+        *rc = -ENOSPC;
+        return NULL;
+    }
+    if (!(s = calloc(1, sizeof(*s))) || !(s->uri = str_dup(who->uri)) ||
+        (login && login->user_name && !(s->user = str_dup(login->user_name)))) {
+        if (s) {
+            free(s->uri);
+            free(s);
+        }
+        atomic_fetch_sub(&h->mount->listeners, 1);
+        *rc = -ENOMEM;
+        return NULL;
+    }
+    snprintf(s->token, sizeof(s->token), "%s", token);
+    s->id = session_id(h, login && login->url ? who->conn_id : 0);
+    snprintf(s->ip, sizeof(s->ip), "%s", who->ip);
+    s->agent = who->agent ? str_dup(who->agent) : NULL;
+    s->referer = who->referer ? str_dup(who->referer) : NULL;
+    s->start = time(NULL);
+    s->start_ms = session_now_ms();
+    if (login) {
+        s->url_auth = login->url;
+        s->user_auth = login->user;
+        login->url = NULL;
+        login->user = NULL;
+        s->limit_s = login->time_limit_s;
+        if (login->time_limit_s)
+            s->limit_ms = loop_now_ms() + (uint64_t)login->time_limit_s * 1000u;
+    }
+    session_locate(s->ip, s->country, sizeof(s->country));
+    session_record_t r = {.id = s->id, .mount = h->name, .start_ms = s->start_ms,
+                          .address = s->ip, .agent = s->agent, .user = s->user,
+                          .country = s->country};
+    s->live = session_listener_join(&r);
+    s->counted = mount_ref(h->mount);
+    s->next = h->sessions;
+    h->sessions = s;
+    h->nsessions++;
+    atomic_fetch_add(&server.stats.listeners, 1);
+    atomic_fetch_add(&server.stats.listener_connections, 1);
+    return s;
+}
+
+/* Ends s at its time limit if that passed: 1 if it did (now or before). */
+static int session_over_limit(hls_t *h, hls_session_t *s, uint64_t now)
+{
+    if (!s->expired && !s->killed && s->limit_ms && now >= s->limit_ms) {
+        session_close(h, s, SESSION_END_TIME_LIMIT);
+        s->expired = 1;
+    }
+    return s->expired;
+}
+
+/* A playlist request of token: may_begin 0 when a session must exist (-ENOENT). */
+static int poll_locked(hls_t *h, const char *token, const hls_client_t *who, uint64_t bytes,
+                       int may_begin, hls_login_t *login)
+{
+    hls_session_t *s = session_find(h, token);
+    int rc = 0;
+    if (!s && !may_begin)
+        return -ENOENT;
+    if (!s && !(s = session_begin(h, token, who, login, &rc)))
+        return rc;
+    s->last_ms = loop_now_ms();
+    s->seen_ms = session_now_ms();
+    s->bytes += bytes;
+    s->conn_id = who->conn_id;
+    if (s->killed)
+        return -EPERM;
+    if (session_over_limit(h, s, s->last_ms))
+        return -ETIME;
+    return 0;
+}
+
 int hls_session_poll(hls_t *h, const char *token, const hls_client_t *who, uint64_t bytes)
 {
     pthread_mutex_lock(&h->lock);
-    hls_session_t *s = session_find(h, token);
-    int rc = 0;
-    if (!s) {
-        if (!h->mount || mount_take_listener_slot(h->mount) < 0) {
-            rc = -ENOSPC;
-        } else if (!(s = calloc(1, sizeof(*s)))) {
-            atomic_fetch_sub(&h->mount->listeners, 1);
-            rc = -ENOMEM;
-        } else {
-            snprintf(s->token, sizeof(s->token), "%s", token);
-            s->id = worker_next_conn_id();
-            snprintf(s->ip, sizeof(s->ip), "%s", who->ip);
-            s->agent = who->agent ? str_dup(who->agent) : NULL;
-            s->referer = who->referer ? str_dup(who->referer) : NULL;
-            s->uri = str_dup(who->uri);
-            s->start = time(NULL);
-            s->start_ms = session_now_ms();
-            session_locate(s->ip, s->country, sizeof(s->country));
-            session_record_t r = {.id = s->id, .mount = h->name, .start_ms = s->start_ms,
-                                  .address = s->ip, .agent = s->agent, .country = s->country};
-            s->live = session_listener_join(&r);
-            s->counted = mount_ref(h->mount);
-            s->next = h->sessions;
-            h->sessions = s;
-            h->nsessions++;
-            atomic_fetch_add(&server.stats.listeners, 1);
-            atomic_fetch_add(&server.stats.listener_connections, 1);
-        }
-    }
-    if (s) {
-        s->last_ms = loop_now_ms();
-        s->bytes += bytes;
-        s->conn_id = who->conn_id;
-        if (s->killed)
-            rc = -EPERM;
-    }
+    int rc = poll_locked(h, token, who, bytes, 1, NULL);
     pthread_mutex_unlock(&h->lock);
+    return rc;
+}
+
+int hls_session_poll_login(hls_t *h, const char *token, const hls_client_t *who,
+                           hls_login_t *login)
+{
+    pthread_mutex_lock(&h->lock);
+    int rc = poll_locked(h, token, who, 0, login != NULL, login);
+    pthread_mutex_unlock(&h->lock);
+    if (login && (login->url || login->user)) { /* not taken by a session */
+        if (login->url)
+            auth_url_session_close(login->url, 0, 0);
+        auth_session_end(login->user);
+        login->url = NULL;
+        login->user = NULL;
+    }
     return rc;
 }
 
@@ -163,10 +267,12 @@ int hls_session_add_bytes(hls_t *h, const hls_client_t *who, uint64_t bytes)
             same = s;
     if (!s)
         s = same;
-    if (s && s->killed)
+    if (s && (s->killed || s->expired))
         s = NULL;
-    if (s)
+    if (s) {
         s->bytes += bytes;
+        s->seen_ms = session_now_ms();
+    }
     pthread_mutex_unlock(&h->lock);
     return s != NULL;
 }
@@ -182,6 +288,7 @@ void hls_sessions_expire_locked(hls_t *h, uint64_t now, int all)
             *pp = s->next;
             session_free(h, s);
         } else {
+            session_over_limit(h, s, now);
             pp = &s->next;
         }
     }
@@ -190,7 +297,7 @@ void hls_sessions_expire_locked(hls_t *h, uint64_t now, int all)
 void hls_sessions_follow_locked(hls_t *h, mount_t *m)
 {
     for (hls_session_t *s = h->sessions; s; s = s->next) {
-        if (s->counted == m || s->killed)
+        if (s->counted == m || s->killed || s->expired)
             continue;
         if (s->counted) {
             atomic_fetch_sub(&s->counted->listeners, 1);
@@ -211,7 +318,7 @@ void hls_sessions_foreach(const char *name, void (*fn)(const hls_session_view_t 
     time_t now = time(NULL);
     pthread_mutex_lock(&h->lock);
     for (hls_session_t *s = h->sessions; s; s = s->next) {
-        if (s->killed)
+        if (s->killed || s->expired)
             continue;
         hls_session_view_t v = {s->id, s->ip, s->agent, (long long)(now - s->start)};
         fn(&v, arg);
@@ -226,7 +333,7 @@ int hls_session_kill(const char *name, uint64_t id)
         return 0;
     pthread_mutex_lock(&h->lock);
     hls_session_t *s = h->sessions;
-    while (s && (s->id != id || s->killed))
+    while (s && (s->id != id || s->killed || s->expired))
         s = s->next;
     if (s) {
         session_close(h, s, SESSION_END_KICKED);
@@ -234,4 +341,17 @@ int hls_session_kill(const char *name, uint64_t id)
     }
     pthread_mutex_unlock(&h->lock);
     return s != NULL;
+}
+
+char *hls_session_login_mount(hls_t *h)
+{
+    const config_t *cfg = server_config();
+    pthread_mutex_lock(&h->lock);
+    const char *serving = h->mount ? h->mount->name : h->name;
+    /* a sourceless mount's fallback with authentication of its own is entered by that */
+    int own = strcmp(serving, h->name) != 0 &&
+              !auth_covers(config_find_mount(cfg, h->name), config_find_mount(cfg, serving));
+    char *name = str_dup(own ? serving : h->name);
+    pthread_mutex_unlock(&h->lock);
+    return name;
 }

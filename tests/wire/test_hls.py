@@ -352,12 +352,15 @@ def test_stats_give_the_hls_url_of_mounts_that_have_hls(server):
     assert xml_ogg.find("hls_url") is None
 
 
-def test_mount_with_listener_authentication_refuses_hls(server, tmp_path):
+def test_mount_with_listener_authentication_refuses_hls_without_sessions(server, tmp_path):
+    # a poll of the one playlist for everyone names nobody to authenticate (with sessions,
+    # test_hls_auth.py)
     users = tmp_path / "users"
     users.write_text("")
     users.chmod(0o644)
     srv = server(mounts=[{"mount_name": "/live.mp3",
-                          "auth": {"type": "htpasswd", "options": {"filename": str(users)}}}])
+                          "auth": {"type": "htpasswd", "options": {"filename": str(users)}}}],
+                 extra_xml="<hls><sessions>0</sessions></hls>")
     p = start_source(srv, "/live.mp3", "mp3")
     try:
         status, _, body = get(srv, "/live.mp3/hls.m3u8")

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * hls_session: the login of an HLS session on a mount with listener authentication (the
+ * rest of the sessions' API is in hls.h). The router authenticates a session's first media
+ * playlist request as a listener's GET (htpasswd, URL authentication's listener_add) and
+ * hands what it let in to the session: the session ends it (listener_remove with the
+ * session's duration and bytes, the user's place among the mount's users) when it ends, and
+ * ends at the time limit the auth server gave. Later polls of the session carry only its
+ * token; segment and part URLs stay the same for everyone.
+ */
+#ifndef RIMECAST_HLS_SESSION_H
+#define RIMECAST_HLS_SESSION_H
+
+#include <stdint.h>
+
+#include "stream/hls.h"
+
+typedef struct auth_url_session auth_url_session_t;
+typedef struct auth_session auth_session_t;
+
+/* What a session's authentication left it. Every field may be NULL / 0. */
+typedef struct hls_login {
+    auth_url_session_t *url; /* URL authentication's: listener_remove when the session ends */
+    auth_session_t *user;    /* htpasswd's (mount, user) place: given back at the end */
+    const char *user_name;   /* who logged in (the access log, the session record); copied */
+    unsigned time_limit_s;   /* the session ends this long after it began */
+} hls_login_t;
+
+/* A media playlist request of session `token` on a mount with listener authentication:
+ * a session that exists goes on as with hls_session_poll; one that does not begins only with
+ * a login (NULL: -ENOENT, the caller authenticates the request first). The login's parts
+ * become the session's; if none was begun (an error, or the token began meanwhile) they are
+ * ended at once. 0, -ENOENT, -ENOSPC (mount full), -EPERM (killclient ended it), -ETIME (its
+ * time limit passed: it ended then), -ENOMEM. */
+int hls_session_poll_login(hls_t *h, const char *token, const hls_client_t *who,
+                           hls_login_t *login);
+
+/* The mount name whose <mount> block's authentication a new session of h passes: h's own
+ * name, or, while h serves the live fallback of its sourceless mount, that fallback's when its
+ * authentication does not cover the one of h's name (as a listener sent to the fallback:
+ * auth_covers). Malloc'd (the caller frees), NULL when out of memory. */
+char *hls_session_login_mount(hls_t *h);
+
+#endif
