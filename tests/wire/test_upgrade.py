@@ -1,0 +1,152 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Upgrading the binary without dropping a listener: SIGUSR2 starts the binary installed at
+the path the server was started from, which takes over the listening sockets, the mounts and
+every plain connection; the old process then exits. When the new binary cannot take over, the
+old process serves on and says why."""
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+
+import adminlib
+import formatlib as fl
+import wirelib
+from conftest import BINARY
+
+pytestmark = pytest.mark.rimecast_only
+
+RATE = 32 * 1024  # source bytes per second: the 64 kbit/s file about four times real time
+
+
+class Adopted:
+    """The process that took over (not our child): enough of Popen for Server.stop()."""
+
+    def __init__(self, pid, srv):
+        self.pid, self.srv = pid, srv
+        self.returncode = None
+
+    def _running(self):
+        try:
+            with open("/proc/%d/stat" % self.pid) as f:
+                return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+        except (FileNotFoundError, ProcessLookupError):
+            return False
+
+    def poll(self):
+        if self.returncode is None and not self._running():
+            # not our child: its exit code is out of reach, its log says whether it shut down
+            # cleanly
+            done = self.srv.error_log().rstrip().endswith("shutdown complete")
+            self.returncode = 0 if done else 1
+        return self.returncode
+
+    def send_signal(self, sig):
+        os.kill(self.pid, sig)
+
+    def kill(self):
+        self.send_signal(signal.SIGKILL)
+
+    def wait(self, timeout=None):
+        try:
+            wirelib.wait_until(lambda: self.poll() is not None, timeout or 3600,
+                               "PID %d to exit" % self.pid)
+        except wirelib.WaitTimeout:
+            raise subprocess.TimeoutExpired("rimecast", timeout)
+        return self.returncode
+
+
+def upgrade(srv, timeout=20):
+    """SIGUSR2; waits for the hand-over and the old process's exit; srv follows the new
+    process from then on. Returns the new PID."""
+    old = srv.proc
+    done = srv.error_log().count("upgrade: handed over to PID")
+    old.send_signal(signal.SIGUSR2)
+    wirelib.wait_until(lambda: srv.error_log().count("upgrade: handed over to PID") > done,
+                       timeout, "the hand-over")
+    new_pid = int(re.findall(r"upgrade: handed over to PID (\d+)", srv.error_log())[-1])
+    assert old.wait(timeout) == 0
+    srv.proc = Adopted(new_pid, srv)
+    assert new_pid != old.pid
+    return new_pid
+
+
+def pidfile_pid(srv):
+    with open(os.path.join(srv.dir, "server.pid")) as f:
+        return int(f.read().strip())
+
+
+def listener_stats(srv, mount):
+    """Each listener of the mount in the admin listener list: its id and when it connected
+    (the clock now less the seconds it says it has been connected)."""
+    r = adminlib.admin(srv, "/admin/listclients?mount=" + mount)
+    assert r.status == 200, r.status
+    now = time.time()
+    return {lis.findtext("ID"): now - int(lis.findtext("Connected"))
+            for lis in r.xml().iter("listener")}
+
+
+def assert_same_listeners(before, after):
+    assert sorted(before) == sorted(after), (before, after)
+    for k in before:  # whole seconds on both sides
+        assert abs(before[k] - after[k]) < 2.5, (k, before[k], after[k])
+
+
+def icy_audio(lis, metaint):
+    audio, blocks = fl.icy_demux(lis.snapshot(), metaint)
+    return audio, [fl.icy_fields(t).get("StreamTitle") for _, t in blocks if t]
+
+
+@pytest.fixture(scope="module")
+def mp3_file():
+    """A minute of MP3 noise: no two stretches of it alike, so a capture locates in it."""
+    p = subprocess.run([fl.FFMPEG, "-hide_banner", "-nostdin", "-v", "error", "-f", "lavfi",
+                        "-i", "anoisesrc=d=60:c=pink:r=44100", "-c:a", "libmp3lame", "-b:a",
+                        "64k", "-id3v2_version", "0", "-f", "mp3", "-"],
+                       capture_output=True, check=True, timeout=120)
+    return p.stdout
+
+
+def test_listeners_and_source_of_an_mp3_mount_survive_an_upgrade(server, mp3_file):
+    srv = server()
+    src = srv.source("/live.mp3", mp3_file, rate=RATE, chunk=1000)
+    assert src.connect().status == 200, src.response
+    src.start()
+    fl.wait_mount(srv, "/live.mp3")
+    fl.set_metadata(srv, "/live.mp3", song="Before")
+    listeners = [srv.listener("/live.mp3", headers={"Icy-MetaData": "1"}) for _ in range(3)]
+    for lis in listeners:
+        assert lis.open().status == 200, lis.response
+    metaint = int(listeners[0].response.header("icy-metaint"))
+    for lis in listeners:
+        lis.wait_bytes(40000, 10)
+    before = listener_stats(srv, "/live.mp3")
+    assert len(before) == 3
+    old_pid = srv.pid
+
+    new_pid = upgrade(srv)
+
+    assert pidfile_pid(srv) == new_pid != old_pid
+    got = [lis.received for lis in listeners]
+    for lis, n in zip(listeners, got):
+        lis.wait_bytes(n + 40000, 10)
+    fl.set_metadata(srv, "/live.mp3", song="After")
+    for lis in listeners:
+        wirelib.wait_until(lambda: "After" in icy_audio(lis, metaint)[1], 10,
+                           "the new title at an old listener")
+    assert_same_listeners(before, listener_stats(srv, "/live.mp3"))
+    for lis in listeners:
+        assert not lis.closed, lis.close_reason
+        audio, titles = icy_audio(lis, metaint)
+        assert titles[0] == "Before" and titles[-1] == "After", titles
+        # every byte of the source's file, in order, none twice: the hand-over is invisible
+        assert wirelib.locate_slice(mp3_file, audio) is not None, "audio is not one slice"
+        assert fl.ffmpeg_stream_decode_errors(fl.trim_capture("mp3", audio), "mp3") == ""
+    assert src.error is None, src.error
+    src.stop()
+    for lis in listeners:
+        lis.close()
