@@ -451,12 +451,13 @@ typedef struct run {
     char why[512];
 } run_t;
 
-/* Reads signals that came while waiting: SIGUSR2 and SIGHUP are ignored (logged), SIGTERM and
- * SIGINT abandon the upgrade. 0, or -ECANCELED. */
+/* Reads a signal that came while waiting (sfd is readable; one at a time: it blocks):
+ * SIGUSR2 and SIGHUP are ignored (logged), SIGTERM and SIGINT abandon the upgrade. 0, or
+ * -ECANCELED. */
 static int drain_signals(run_t *r)
 {
     struct signalfd_siginfo si;
-    while (read(r->sfd, &si, sizeof(si)) == sizeof(si)) {
+    if (read(r->sfd, &si, sizeof(si)) == sizeof(si)) {
         if (si.ssi_signo == SIGUSR2) {
             log_warn("upgrade: SIGUSR2 ignored: an upgrade is already running");
         } else if (si.ssi_signo == SIGHUP) {
@@ -551,19 +552,30 @@ static pid_t spawn_new(int child_end)
     return pid < 0 ? -err : pid;
 }
 
-/* The new process is told to stop (if it still runs) and reaped. */
+/* The new process reaped: one that went away is given a moment to finish exiting (its
+ * status then says why), one that still runs is killed. */
 static void end_child(run_t *r)
 {
-    int status;
+    int status = 0;
+    pid_t got = 0;
     if (r->pid <= 0)
         return;
-    if (waitpid(r->pid, &status, WNOHANG) == 0) {
+    for (int i = 0; i < 200 && strstr(r->why, "went away") && got == 0; i++) {
+        struct timespec ts = {0, 10 * 1000000};
+        if ((got = waitpid(r->pid, &status, WNOHANG)) == 0)
+            nanosleep(&ts, NULL);
+    }
+    if (got == 0 && (got = waitpid(r->pid, &status, WNOHANG)) == 0) {
         kill(r->pid, SIGKILL);
         waitpid(r->pid, &status, 0);
-    } else if (WIFEXITED(status) && strstr(r->why, "went away")) {
+    } else if (got > 0) {
         size_t len = strlen(r->why);
-        snprintf(r->why + len, sizeof(r->why) - len, ": it exited with status %d",
-                 WEXITSTATUS(status));
+        if (WIFEXITED(status))
+            snprintf(r->why + len, sizeof(r->why) - len, ": it exited with status %d",
+                     WEXITSTATUS(status));
+        else if (WIFSIGNALED(status))
+            snprintf(r->why + len, sizeof(r->why) - len, ": it was killed by signal %d",
+                     WTERMSIG(status));
     }
     r->pid = -1;
 }

@@ -9,6 +9,7 @@ import re
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -39,10 +40,10 @@ class Adopted:
 
     def poll(self):
         if self.returncode is None and not self._running():
-            # not our child: its exit code is out of reach, its log says whether it shut down
-            # cleanly
+            # not our child: its exit code is out of reach; its log says whether it shut down
+            # cleanly, its output whether a sanitizer of a test build found anything
             done = self.srv.error_log().rstrip().endswith("shutdown complete")
-            self.returncode = 0 if done else 1
+            self.returncode = 0 if done and "Sanitizer" not in self.srv.stderr() else 1
         return self.returncode
 
     def send_signal(self, sig):
@@ -67,7 +68,7 @@ def upgrade(srv, timeout=20):
     done = srv.error_log().count("upgrade: handed over to PID")
     old.send_signal(signal.SIGUSR2)
     wirelib.wait_until(lambda: srv.error_log().count("upgrade: handed over to PID") > done,
-                       timeout, "the hand-over")
+                       timeout, lambda: "the hand-over\n" + srv.diagnostics())
     new_pid = int(re.findall(r"upgrade: handed over to PID (\d+)", srv.error_log())[-1])
     assert old.wait(timeout) == 0
     srv.proc = Adopted(new_pid, srv)
@@ -150,3 +151,154 @@ def test_listeners_and_source_of_an_mp3_mount_survive_an_upgrade(server, mp3_fil
     src.stop()
     for lis in listeners:
         lis.close()
+
+
+# ---------------------------------------------------------------- when the new binary fails
+
+def _fault_points():
+    out = subprocess.run([BINARY, "--version"], capture_output=True, text=True,
+                         timeout=10).stdout
+    m = re.search(r"^fault injection: (.*)$", out, re.M)
+    return m.group(1).split() if m else []
+
+
+@pytest.fixture
+def installed_copy():
+    """Factory: a copy of the binary under test in a directory of its own (readable by the
+    user the server runs as): the server is started from it, and a test replaces it as a
+    package upgrade would."""
+    dirs = []
+
+    def copy():
+        d = tempfile.mkdtemp(prefix="upgrade-bin-")
+        dirs.append(d)
+        os.chmod(d, 0o755)
+        path = os.path.join(d, "rimecast")
+        shutil.copy2(BINARY, path)
+        return path
+    yield copy
+    for d in dirs:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def replace_binary(path, script):
+    """Puts an executable script where the binary was (a new file, renamed over it)."""
+    tmp = path + ".new"
+    with open(tmp, "w") as f:
+        f.write(script)
+    os.chmod(tmp, 0o755)
+    os.rename(tmp, path)
+
+
+def live_mount(srv, mp3_file):
+    """A paced MP3 source on /live.mp3 and a listener that is receiving it."""
+    src = srv.source("/live.mp3", mp3_file, rate=RATE, chunk=1000)
+    assert src.connect().status == 200, src.response
+    src.start()
+    fl.wait_mount(srv, "/live.mp3")
+    lis = srv.listener("/live.mp3")
+    assert lis.open().status == 200, lis.response
+    lis.wait_bytes(20000, 10)
+    return src, lis
+
+
+def assert_serving_on(srv, pid, lis, src):
+    """The same process still streams to the listener it had, and takes new ones."""
+    assert srv.is_alive() and srv.pid == pid and pidfile_pid(srv) == pid
+    n = lis.received
+    lis.wait_bytes(n + 20000, 10)
+    assert not lis.closed, lis.close_reason
+    assert wirelib.locate_slice(mp3_file_of(src), bytes(lis.snapshot())) is not None
+    fresh = srv.listener("/live.mp3")
+    assert fresh.open().status == 200, fresh.response
+    fresh.wait_bytes(10000, 10)
+    fresh.close()
+    assert src.error is None, src.error
+
+
+def mp3_file_of(src):
+    return src.data
+
+
+def failure_line(srv, timeout=30):
+    srv.wait_log("upgrade: failed:", timeout)
+    return [l for l in srv.error_log().splitlines() if "upgrade: failed:" in l][-1]
+
+
+def test_a_new_binary_that_exits_at_once_leaves_the_old_process_serving(server, mp3_file,
+                                                                        installed_copy):
+    path = installed_copy()
+    srv = server(binary=path)
+    src, lis = live_mount(srv, mp3_file)
+    pid = srv.pid
+    replace_binary(path, "#!/bin/sh\nexit 1\n")
+    srv.send_signal(signal.SIGUSR2)
+    line = failure_line(srv)
+    assert "exited with status 1" in line, line
+    assert_serving_on(srv, pid, lis, src)
+    src.stop()
+    lis.close()
+
+
+def test_a_config_broken_since_start_is_refused_and_the_old_process_serves_on(server,
+                                                                               mp3_file):
+    srv = server()
+    src, lis = live_mount(srv, mp3_file)
+    pid = srv.pid
+    good = open(srv.config_path).read()
+    srv.write_config(good.replace("<limits>", "<limits><workers>many</workers>"))
+    srv.send_signal(signal.SIGUSR2)
+    line = failure_line(srv)
+    assert "the new process says:" in line and "workers" in line, line
+    assert_serving_on(srv, pid, lis, src)
+    # the workers were never stopped for it, and the next upgrade with a good config works
+    srv.write_config(good)
+    upgrade(srv)
+    n = lis.received
+    lis.wait_bytes(n + 20000, 10)
+    assert wirelib.locate_slice(mp3_file, bytes(lis.snapshot())) is not None
+    src.stop()
+    lis.close()
+
+
+def test_a_second_sigusr2_during_an_upgrade_is_ignored(server, mp3_file, installed_copy):
+    path = installed_copy()
+    real = installed_copy()
+    srv = server(binary=path)
+    src, lis = live_mount(srv, mp3_file)
+    # the new binary takes its time to start: a second signal comes while it does
+    marker = os.path.join(srv.logdir, "started")  # a directory the server's user may write
+    replace_binary(path, "#!/bin/sh\ntouch %s\nsleep 2\nexec %s \"$@\"\n" % (marker, real))
+    srv.send_signal(signal.SIGUSR2)
+    wirelib.wait_until(lambda: os.path.exists(marker), 10, "the new binary to start")
+    srv.send_signal(signal.SIGUSR2)
+    srv.wait_log("SIGUSR2 ignored: an upgrade is already running", 10)
+    old = srv.proc
+    wirelib.wait_until(lambda: "upgrade: handed over to PID" in srv.error_log(), 20,
+                       lambda: "the hand-over\n" + srv.diagnostics())
+    assert old.wait(10) == 0
+    new_pid = int(re.findall(r"upgrade: handed over to PID (\d+)", srv.error_log())[-1])
+    srv.proc = Adopted(new_pid, srv)
+    assert srv.error_log().count("upgrade: SIGUSR2: starting") == 1
+    assert pidfile_pid(srv) == new_pid
+    n = lis.received
+    lis.wait_bytes(n + 20000, 10)
+    assert not lis.closed and wirelib.locate_slice(mp3_file, bytes(lis.snapshot())) is not None
+    src.stop()
+    lis.close()
+
+
+@pytest.mark.skipif("upgrade_takeover" not in _fault_points(),
+                    reason="needs a binary built with --enable-fault-injection")
+def test_a_new_process_that_dies_holding_the_connections_changes_nothing(server, mp3_file,
+                                                                         monkeypatch):
+    monkeypatch.setenv("RIMECAST_FAULT", "upgrade_takeover:1")
+    srv = server()
+    src, lis = live_mount(srv, mp3_file)
+    pid = srv.pid
+    srv.send_signal(signal.SIGUSR2)
+    line = failure_line(srv)
+    assert "went away" in line and "status 3" in line, line
+    assert_serving_on(srv, pid, lis, src)
+    src.stop()
+    lis.close()
