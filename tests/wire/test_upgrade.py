@@ -302,3 +302,89 @@ def test_a_new_process_that_dies_holding_the_connections_changes_nothing(server,
     assert_serving_on(srv, pid, lis, src)
     src.stop()
     lis.close()
+
+
+# ---------------------------------------------------------------- more kinds of stream
+
+def assert_pages_continue(data):
+    """Whole pages, headers first, and within each logical stream no data page lost or sent
+    twice (sequence numbers one after the other from the first data page a listener got: its
+    header pages come before the burst point)."""
+    capture = fl.strict_capture("vorbis", data)
+    last = {}
+    for p in fl.ogg_pages(capture)[0]:
+        if p.granule == 0:  # a header page
+            continue
+        if p.serial in last:
+            assert p.seqno == last[p.serial] + 1, (p.serial, last[p.serial], p.seqno)
+        last[p.serial] = p.seqno
+    return capture
+
+
+@pytest.mark.parametrize("codec", ["vorbis", "opus"])
+def test_ogg_mount_listeners_play_on_across_an_upgrade(server, codec):
+    srv = server()
+    enc = fl.ffmpeg_source(srv, "/live.ogg", codec, title="Ogg before")
+    try:
+        fl.wait_mount(srv, "/live.ogg", enc)
+        listeners = [srv.listener("/live.ogg") for _ in range(2)]
+        for lis in listeners:
+            assert lis.open().status == 200, lis.response
+            lis.wait_bytes(8000, 10)
+        upgrade(srv)
+        for lis in listeners:
+            n = lis.received
+            lis.wait_bytes(n + 8000, 10)
+        # a title set after the upgrade goes into the stream as a new chain link
+        fl.set_metadata(srv, "/live.ogg", song="Ogg after")
+        fl.wait_title(srv, "/live.ogg", "Ogg after")
+        late = srv.listener("/live.ogg")
+        assert late.open().status == 200, late.response
+        for lis in listeners + [late]:
+            n = lis.received
+            lis.wait_bytes(n + 8000, 10)
+            assert not lis.closed, lis.close_reason
+        assert enc.poll() is None, enc.stderr.read()
+        for lis in listeners + [late]:
+            capture = assert_pages_continue(lis.snapshot())
+            assert fl.ffmpeg_stream_decode_errors(capture, "ogg") == ""
+            lis.close()
+    finally:
+        fl.stop_process(enc)
+
+
+def test_chunked_put_source_from_ffmpeg_goes_on_across_an_upgrade(server, mp3_file):
+    srv = server()
+    ff = subprocess.Popen(
+        [fl.FFMPEG, "-hide_banner", "-loglevel", "error", "-f", "data", "-i", "pipe:0",
+         "-map", "0", "-c", "copy", "-f", "data", "-method", "PUT", "-content_type",
+         "audio/mpeg", "http://source:%s@%s:%d/put.mp3" % (fl.SOURCE_PASSWORD, srv.host,
+                                                          srv.port)],
+        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    sent = [0]
+
+    def feed(upto):
+        while sent[0] < upto:
+            piece = mp3_file[sent[0]:min(upto, sent[0] + 1000)]
+            ff.stdin.write(piece)
+            ff.stdin.flush()
+            sent[0] += len(piece)
+            time.sleep(len(piece) / RATE)
+    try:
+        feed(20000)
+        fl.wait_mount(srv, "/put.mp3", ff)
+        lis = srv.listener("/put.mp3")
+        assert lis.open().status == 200, lis.response
+        feed(80000)
+        lis.wait_bytes(40000, 10)
+        upgrade(srv)
+        feed(160000)
+        lis.wait_bytes(100000, 10)
+        assert not lis.closed, lis.close_reason
+        assert ff.poll() is None, ff.stderr.read()
+        assert wirelib.locate_slice(mp3_file, bytes(lis.snapshot())) is not None
+        assert "chunked" not in srv.error_log(), srv.error_log()
+        lis.close()
+    finally:
+        ff.stdin.close()
+        fl.stop_process(ff)
