@@ -42,6 +42,7 @@
 #include "stream/handover.h"
 #include "stream/listener.h"
 #include "stream/mount.h"
+#include "stats/history.h"
 #include "stream/source.h"
 
 #define UPGRADE_ENV "RIMECAST_HANDOVER_FD"
@@ -62,6 +63,7 @@ enum {
     REC_MOUNT,
     REC_SOURCE,
     REC_LISTENER,
+    REC_HISTORY,
 };
 
 extern char **environ;
@@ -303,6 +305,11 @@ static void save_listens(state_t *s, const upgrade_pidfile_t *pf)
     for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
         rec_u64(&s->head, atomic_load(c[i]));
     rec_end(&s->head, at);
+    if (history_global()) {
+        at = rec_begin(&s->head, REC_HISTORY);
+        history_save(history_global(), &s->head);
+        rec_end(&s->head, at);
+    }
 }
 
 static void collect_mount(mount_t *m, void *arg)
@@ -890,6 +897,9 @@ int upgrade_restore(char *err, size_t cap)
             sources++;
         else if (type == REC_LISTENER && (rc = restore_conn(&f, type) < 0 ? -1 : 1) > 0)
             listeners++;
+        else if (type == REC_HISTORY && history_global() &&
+                 history_restore(history_global(), &f) < 0)
+            rc = -1;
         if (rc < 0)
             break;
     }

@@ -17,7 +17,7 @@ import pytest
 import adminlib
 import formatlib as fl
 import wirelib
-from conftest import BINARY
+from conftest import BINARY, port_pair
 
 pytestmark = pytest.mark.rimecast_only
 
@@ -388,3 +388,67 @@ def test_chunked_put_source_from_ffmpeg_goes_on_across_an_upgrade(server, mp3_fi
     finally:
         ff.stdin.close()
         fl.stop_process(ff)
+
+
+def test_shoutcast_source_and_its_listeners_go_on_across_an_upgrade(server, mp3_file):
+    from test_shoutcast import MOUNT, ShoutcastSource
+    port = port_pair()
+    srv = server(extra_xml="""<listen-socket><port>%d</port><bind-address>127.0.0.1
+      </bind-address><shoutcast-mount>%s</shoutcast-mount></listen-socket>""" % (port, MOUNT))
+    src = ShoutcastSource(srv.host, port + 1, mp3_file, rate=RATE, chunk=1000)
+    assert src.connect() is not None, src.greeting
+    src.start()
+    fl.wait_mount(srv, MOUNT)
+    # one listener on the HTTP port, one on the Shoutcast socket's own port
+    listeners = [wirelib.Listener(srv.host, p, MOUNT) for p in (srv.port, port)]
+    for lis in listeners:
+        assert lis.open().status == 200, lis.response
+        lis.wait_bytes(20000, 10)
+    upgrade(srv)
+    for lis in listeners:
+        n = lis.received
+        lis.wait_bytes(n + 40000, 10)
+        assert not lis.closed, lis.close_reason
+        assert wirelib.locate_slice(mp3_file, bytes(lis.snapshot())) is not None
+    # the Shoutcast socket still takes sources: the old one leaves, a new one logs in
+    src.stop()
+    srv.wait_log("disconnected", 10)
+    again = ShoutcastSource(srv.host, port + 1, mp3_file, rate=RATE, chunk=1000)
+    assert again.connect() is not None, again.greeting
+    again.stop()
+    for lis in listeners:
+        lis.close()
+
+
+def history_samples(srv, mount):
+    r = adminlib.admin(srv, "/admin/history?mount=" + mount)
+    assert r.status == 200, r.status
+    hour = [x for x in r.xml().iter("range") if x.get("name") == "hour"][0]
+    return [(s.findtext("time"), s.findtext("listeners")) for s in hour.iter("sample")]
+
+
+@pytest.mark.slow
+def test_stats_counters_peaks_and_history_carry_over(server, mp3_file):
+    srv = server()
+    src, lis = live_mount(srv, mp3_file)
+    extra = srv.listener("/live.mp3")
+    assert extra.open().status == 200
+    extra.close()  # the peak was 2, one is left
+    wirelib.wait_until(lambda: history_samples(srv, "/live.mp3"), 25, "a history sample",
+                       interval=0.5)
+    before = history_samples(srv, "/live.mp3")
+    stats = fl.stats_source(srv, "/live.mp3")
+    peak, connections = stats.findtext("listener_peak"), stats.findtext("total_bytes_read")
+    server_stats = adminlib.admin(srv, "/admin/stats").xml()
+    accepted = int(server_stats.findtext("client_connections"))
+    upgrade(srv)
+    after = history_samples(srv, "/live.mp3")
+    assert after[:len(before)] == before, (before, after)
+    stats = fl.stats_source(srv, "/live.mp3")
+    assert stats.findtext("listener_peak") == peak == "2"
+    assert int(stats.findtext("total_bytes_read")) >= int(connections) > 0
+    # counted on: what the old process had accepted is not forgotten
+    assert int(adminlib.admin(srv, "/admin/stats").xml().findtext("client_connections")) >= \
+        accepted >= 3
+    src.stop()
+    lis.close()
