@@ -43,7 +43,18 @@ static const listen_conf_t *listen_of_port(int port)
     return cfg->listen;
 }
 
-client_t *client_restore(worker_t *w, int fd, rec_reader_t *in)
+/* An outbound connection's struct (size bytes, a client_t first) for fd, freed by destroy. */
+static client_t *outbound_new(worker_t *w, int fd, const char *ip, size_t size,
+                              void (*destroy)(conn_t *c))
+{
+    client_t *cl = calloc(1, size);
+    if (cl)
+        conn_init(&cl->conn, w, fd, ip, 0, destroy);
+    return cl;
+}
+
+client_t *client_restore(worker_t *w, int fd, rec_reader_t *in, size_t size,
+                         void (*destroy)(conn_t *c))
 {
     uint64_t id = rec_get_u64(in);
     char *ip = rec_get_str(in);
@@ -58,10 +69,10 @@ client_t *client_restore(worker_t *w, int fd, rec_reader_t *in)
     int status = (int)rec_get_u32(in);
     unsigned requests = rec_get_u32(in);
     char *peer = rec_get_str(in);
-    const listen_conf_t *lc = listen_of_port(port);
+    const listen_conf_t *lc = size ? NULL : listen_of_port(port);
     client_t *cl = NULL;
-    if (!in->error && ip && lc)
-        cl = client_new(w, fd, ip, lc);
+    if (!in->error && ip && (lc || size))
+        cl = size ? outbound_new(w, fd, ip, size, destroy) : client_new(w, fd, ip, lc);
     if (cl) {
         conn_t *c = &cl->conn;
         c->id = id;

@@ -92,7 +92,7 @@ void handover_metas_free(handover_metas_t *t, int owned)
 const char *handover_mount_unmovable(mount_t *m)
 {
     pthread_mutex_lock(&m->lock);
-    const char *why = m->relay_url ? "a relay's mount" : !m->source_worker ? "no source" : NULL;
+    const char *why = !m->source_worker ? "no source" : NULL;
     pthread_mutex_unlock(&m->lock);
     return why;
 }
@@ -180,6 +180,7 @@ void handover_mount_save(mount_t *m, const block_t *from, handover_metas_t *t, b
     rec_u64(out, m->source_conn_id);
     rec_i64(out, (int64_t)m->start);
     rec_str(out, m->fallback_name);
+    rec_str(out, m->relay_url);
     rec_u32(out, handover_meta_id(t, m->meta));
     uint32_t ntags = 0;
     for (const mount_tag_t *g = m->tags; g; g = g->next)
@@ -207,11 +208,14 @@ static int restore_fields(mount_t *m, rec_reader_t *in, const handover_metas_t *
 {
     int bad = 0;
     m->start = (time_t)rec_get_i64(in);
-    char *fallback = rec_get_str(in);
+    char *fallback = rec_get_str(in), *relay_url = rec_get_str(in);
     icy_meta_t *meta = meta_of(t, rec_get_u32(in));
     if (fallback)
         mount_set_fallback(m, fallback);
+    if (relay_url)
+        mount_set_relay_url(m, relay_url);
     free(fallback);
+    free(relay_url);
     uint32_t ntags = rec_get_u32(in);
     for (uint32_t i = 0; i < ntags && !in->error; i++) {
         char *k = rec_get_str(in), *v = rec_get_str(in);

@@ -39,7 +39,7 @@ int handover_meta_load(handover_metas_t *t, rec_reader_t *in);
 /* Frees the table (restore: drops its references). */
 void handover_metas_free(handover_metas_t *t, int owned);
 
-/* Why m cannot be carried (a relay's or a file's mount, one with no source), or NULL. */
+/* Why m cannot be carried (a mount with no source connection: a file's), or NULL. */
 const char *handover_mount_unmovable(mount_t *m);
 /* Save: m's fields, its blocks from `from` (the oldest any carried listener is on, or m's
  * oldest) to the live edge. */

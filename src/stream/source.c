@@ -664,9 +664,10 @@ void source_abort(conn_t *c)
 int source_save(conn_t *c, buf_t *out)
 {
     source_t *s = c->role == &source_ops && !c->closing ? c->data : NULL;
-    if (!s || s->relayed || !s->fmt || !s->fmt->ops->save)
+    if (!s || !s->fmt || !s->fmt->ops->save)
         return -ENOTSUP;
     rec_str(out, s->mount->name);
+    rec_u8(out, (uint8_t)s->relayed);
     rec_str(out, s->fmt->ops->name);
     uint64_t now = loop_now_ms();
     rec_u64(out, now > s->last_read_ms ? now - s->last_read_ms : 0);
@@ -691,7 +692,9 @@ static const format_ops_t *format_named(const char *name)
 int source_adopt(conn_t *c, rec_reader_t *in, mount_t *(*find)(const char *name, void *arg),
                  void *arg)
 {
-    char *name = rec_get_str(in), *fmt_name = rec_get_str(in);
+    char *name = rec_get_str(in);
+    int relayed = rec_get_u8(in);
+    char *fmt_name = rec_get_str(in);
     uint64_t idle_ms = rec_get_u64(in);
     int chunked = rec_get_u8(in);
     chunked_t body = {.state = (int)rec_get_u32(in), .remaining = rec_get_u64(in),
@@ -709,6 +712,7 @@ int source_adopt(conn_t *c, rec_reader_t *in, mount_t *(*find)(const char *name,
     s->counted = 1;
     s->conn = c;
     s->mount = mount_ref(m);
+    s->relayed = relayed;
     s->chunked = chunked;
     s->body = body;
     s->last_read_ms = loop_now_ms() - idle_ms;

@@ -44,6 +44,7 @@
 #include "stream/mount.h"
 #include "stats/history.h"
 #include "stream/source.h"
+#include "upstream/relay.h"
 
 #define UPGRADE_ENV "RIMECAST_HANDOVER_FD"
 #define UPGRADE_MAGIC "RIMECAST-STATE\n"
@@ -64,6 +65,7 @@ enum {
     REC_SOURCE,
     REC_LISTENER,
     REC_HISTORY,
+    REC_RELAY,
 };
 
 extern char **environ;
@@ -333,7 +335,7 @@ static carried_t *carried_of(state_t *s, const mount_t *m)
 }
 
 /* A connection's record: its descriptor's index, its worker, its HTTP state, then what
- * `role` writes (0, or -ENOTSUP: not carried, nothing written). */
+ * `role` writes (0, or its -errno: not carried, nothing written). */
 static int save_conn(state_t *s, conn_t *c, int type, int (*role)(conn_t *c, state_t *s))
 {
     size_t mark = s->conns.len;
@@ -341,9 +343,12 @@ static int save_conn(state_t *s, conn_t *c, int type, int (*role)(conn_t *c, sta
     rec_u32(&s->conns, (uint32_t)s->fds.n);
     rec_u32(&s->conns, (uint32_t)c->worker->id);
     client_save(c, &s->conns);
-    if (role(c, s) < 0 || s->conns.error || fd_add(&s->fds, c->fd) == UINT32_MAX) {
+    int rc = role(c, s);
+    if (rc == 0 && (s->conns.error || fd_add(&s->fds, c->fd) == UINT32_MAX))
+        rc = -ENOMEM;
+    if (rc < 0) {
         s->conns.len = mark; /* dropped whole */
-        return -ENOTSUP;
+        return rc;
     }
     rec_end(&s->conns, at);
     return 0;
@@ -352,6 +357,19 @@ static int save_conn(state_t *s, conn_t *c, int type, int (*role)(conn_t *c, sta
 static int save_source_role(conn_t *c, state_t *s)
 {
     return source_save(c, &s->conns);
+}
+
+static int save_relay_role(conn_t *c, state_t *s)
+{
+    int rc = relay_save(c, &s->conns);
+    return rc < 0 ? rc : source_save(c, &s->conns);
+}
+
+/* The source of a carried mount: a relay's connection, or a source's. */
+static int save_feed(state_t *s, conn_t *c)
+{
+    int rc = save_conn(s, c, REC_RELAY, save_relay_role);
+    return rc == -ENOENT ? save_conn(s, c, REC_SOURCE, save_source_role) : rc;
 }
 
 static int save_listener_role(conn_t *c, state_t *s)
@@ -367,7 +385,7 @@ static void save_conns(state_t *s)
         mount_t *m = s->mv[i].m;
         worker_t *w = m->source_worker;
         conn_t *c = w ? worker_find_conn(w, m->source_conn_id) : NULL;
-        if (!c || c->tls || save_conn(s, c, REC_SOURCE, save_source_role) < 0) {
+        if (!c || c->tls || save_feed(s, c) < 0) {
             mount_unref(m);
             s->mv[i--] = s->mv[--s->nm];
             continue;
@@ -851,14 +869,21 @@ static int restore_conn(rec_reader_t *f, int type)
     worker_t *w = worker_of((int)rec_get_u32(f));
     if (fd < 0 || f->error)
         return -1;
-    client_t *cl = client_restore(w, fd, f);
-    if (!cl)
-        return -1;
-    conn_t *c = &cl->conn;
+    conn_t *c;
+    int rc = 0;
+    if (type == REC_RELAY) {
+        if (!(c = relay_adopt(w, fd, f, find_restored, NULL)))
+            return -1;
+    } else {
+        client_t *cl = client_restore(w, fd, f, 0, NULL);
+        if (!cl)
+            return -1;
+        c = &cl->conn;
+        rc = type == REC_SOURCE ? source_adopt(c, f, find_restored, NULL)
+                                : handover_listener_restore(c, f, &rs.t, find_restored, NULL);
+    }
     if (c->id > rs.max_id)
         rs.max_id = c->id;
-    int rc = type == REC_SOURCE ? source_adopt(c, f, find_restored, NULL)
-                                : handover_listener_restore(c, f, &rs.t, find_restored, NULL);
     if (rc < 0 || conn_watch(c) < 0) {
         conn_close(c);
         return -1;
@@ -893,7 +918,8 @@ int upgrade_restore(char *err, size_t cap)
             rc = handover_meta_load(&rs.t, &f) < 0 ? -1 : 1;
         else if (type == REC_MOUNT)
             rc = restore_mount(&f, &why) < 0 ? -1 : 1;
-        else if (type == REC_SOURCE && (rc = restore_conn(&f, type) < 0 ? -1 : 1) > 0)
+        else if ((type == REC_SOURCE || type == REC_RELAY) &&
+                 (rc = restore_conn(&f, type) < 0 ? -1 : 1) > 0)
             sources++;
         else if (type == REC_LISTENER && (rc = restore_conn(&f, type) < 0 ? -1 : 1) > 0)
             listeners++;

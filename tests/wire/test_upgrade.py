@@ -452,3 +452,36 @@ def test_stats_counters_peaks_and_history_carry_over(server, mp3_file):
         accepted >= 3
     src.stop()
     lis.close()
+
+
+def test_a_relay_keeps_its_upstream_connection_and_listeners_across_an_upgrade(server,
+                                                                               mp3_file):
+    from test_relay import relay_xml
+    origin = server()
+    src = origin.source("/live.mp3", mp3_file, rate=RATE, chunk=1000)
+    assert src.connect().status == 200
+    src.start()
+    fl.wait_mount(origin, "/live.mp3")
+    fl.set_metadata(origin, "/live.mp3", song="Upstream before")
+    edge = server(extra_xml=relay_xml(origin, "/live.mp3", "/relayed.mp3", icy=1))
+    fl.wait_mount(edge, "/relayed.mp3")
+    lis = edge.listener("/relayed.mp3", headers={"Icy-MetaData": "1"})
+    assert lis.open().status == 200, lis.response
+    metaint = int(lis.response.header("icy-metaint"))
+    lis.wait_bytes(30000, 10)
+    upstream = listener_stats(origin, "/live.mp3")  # the edge's connection to the origin
+    assert len(upstream) == 1
+    upgrade(edge)
+    n = lis.received
+    lis.wait_bytes(n + 30000, 10)
+    fl.set_metadata(origin, "/live.mp3", song="Upstream after")
+    wirelib.wait_until(lambda: "Upstream after" in icy_audio(lis, metaint)[1], 15,
+                       "the upstream's new title at the edge's listener")
+    assert not lis.closed, lis.close_reason
+    audio, titles = icy_audio(lis, metaint)
+    assert titles[0] == "Upstream before", titles
+    assert wirelib.locate_slice(mp3_file, audio) is not None
+    assert_same_listeners(upstream, listener_stats(origin, "/live.mp3"))  # never reconnected
+    assert "reconnecting" not in edge.error_log()
+    src.stop()
+    lis.close()
