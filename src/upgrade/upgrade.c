@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "admin/events_feed.h"
 #include "conf/config.h"
 #include "core/buf.h"
 #include "core/fault.h"
@@ -39,6 +40,7 @@
 #include "net/conn.h"
 #include "net/server.h"
 #include "net/worker.h"
+#include "stream/events.h"
 #include "stream/handover.h"
 #include "stream/listener.h"
 #include "stream/mount.h"
@@ -66,6 +68,8 @@ enum {
     REC_LISTENER,
     REC_HISTORY,
     REC_RELAY,
+    REC_EVENTS,
+    REC_FEED,
 };
 
 extern char **environ;
@@ -268,7 +272,7 @@ typedef struct state {
     fdlist_t fds;
     carried_t *mv;
     int nm;
-    int sources, listeners, left; /* connections carried, and those that stay */
+    int sources, listeners, others, left; /* connections carried, and those that stay */
 } state_t;
 
 static void save_listens(state_t *s, const upgrade_pidfile_t *pf)
@@ -306,6 +310,9 @@ static void save_listens(state_t *s, const upgrade_pidfile_t *pf)
     rec_u32(&s->head, (uint32_t)(sizeof(c) / sizeof(c[0])));
     for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
         rec_u64(&s->head, atomic_load(c[i]));
+    rec_end(&s->head, at);
+    at = rec_begin(&s->head, REC_EVENTS);
+    events_save(&s->head);
     rec_end(&s->head, at);
     if (history_global()) {
         at = rec_begin(&s->head, REC_HISTORY);
@@ -377,6 +384,11 @@ static int save_listener_role(conn_t *c, state_t *s)
     return handover_listener_save(c, &s->t, &s->conns);
 }
 
+static int save_feed_role(conn_t *c, state_t *s)
+{
+    return events_feed_save(c, &s->conns);
+}
+
 /* The sources of the carried mounts (a mount whose source cannot be carried stays), then the
  * plain listeners of those mounts. */
 static void save_conns(state_t *s)
@@ -406,10 +418,12 @@ static void save_conns(state_t *s)
                 if (!k->from || l->blk->offset < k->from->offset)
                     k->from = l->blk;
                 s->listeners++;
+            } else if (!l && !c->tls && save_conn(s, c, REC_FEED, save_feed_role) == 0) {
+                s->others++;
             }
         }
     }
-    s->left = all - s->listeners - s->sources;
+    s->left = all - s->listeners - s->sources - s->others;
 }
 
 static void save_mounts(state_t *s)
@@ -626,9 +640,10 @@ static int hand_over(run_t *r, const upgrade_pidfile_t *pf)
             ok = expect(r, 'K', UPGRADE_RESTORE_MS, "taking the state");
     }
     if (ok) {
-        log_info("upgrade: handed over to PID %d (%d source%s, %d listener%s; %d other "
-                 "connection%s closed)", (int)r->pid, s.sources, s.sources == 1 ? "" : "s",
-                 s.listeners, s.listeners == 1 ? "" : "s", s.left, s.left == 1 ? "" : "s");
+        log_info("upgrade: handed over to PID %d (%d source%s, %d listener%s, %d other "
+                 "connection%s; %d closed: not carried)", (int)r->pid, s.sources,
+                 s.sources == 1 ? "" : "s", s.listeners, s.listeners == 1 ? "" : "s",
+                 s.others, s.others == 1 ? "" : "s", s.left);
         send_text(r->sock, 'G', "");
     }
     state_free(&s);
@@ -879,8 +894,9 @@ static int restore_conn(rec_reader_t *f, int type)
         if (!cl)
             return -1;
         c = &cl->conn;
-        rc = type == REC_SOURCE ? source_adopt(c, f, find_restored, NULL)
-                                : handover_listener_restore(c, f, &rs.t, find_restored, NULL);
+        rc = type == REC_SOURCE     ? source_adopt(c, f, find_restored, NULL)
+             : type == REC_FEED     ? events_feed_adopt(c, f)
+                                    : handover_listener_restore(c, f, &rs.t, find_restored, NULL);
     }
     if (c->id > rs.max_id)
         rs.max_id = c->id;
@@ -923,6 +939,10 @@ int upgrade_restore(char *err, size_t cap)
             sources++;
         else if (type == REC_LISTENER && (rc = restore_conn(&f, type) < 0 ? -1 : 1) > 0)
             listeners++;
+        else if (type == REC_FEED)
+            rc = restore_conn(&f, type) < 0 ? -1 : 1;
+        else if (type == REC_EVENTS)
+            rc = events_restore(&f) < 0 ? -1 : 1;
         else if (type == REC_HISTORY && history_global() &&
                  history_restore(history_global(), &f) < 0)
             rc = -1;

@@ -485,3 +485,32 @@ def test_a_relay_keeps_its_upstream_connection_and_listeners_across_an_upgrade(s
     assert "reconnecting" not in edge.error_log()
     src.stop()
     lis.close()
+
+
+def test_admin_event_feeds_stay_connected_and_go_on_numbering(server, mp3_file):
+    from adminlib import EventStream
+    srv = server()
+    src, lis = live_mount(srv, mp3_file)
+    es = EventStream(srv)
+    try:
+        assert es.response.status == 200
+        second = srv.listener("/live.mp3")
+        assert second.open().status == 200
+        join = es.wait_for(lambda j: j["type"] == "listener_join", 5, "a join before")
+        upgrade(srv)
+        third = srv.listener("/live.mp3")
+        assert third.open().status == 200
+        later = es.wait_for(lambda j: j["type"] == "listener_join" and
+                            j["id"] != join["json"]["id"], 10, "a join after the upgrade")
+        assert int(later["id"]) == int(join["id"]) + 1  # the same ring, numbers go on
+        # a dashboard that reconnects with Last-Event-ID resumes in the carried ring
+        resumed = EventStream(srv, headers={"Last-Event-ID": join["id"]})
+        again = resumed.wait_for(lambda j: j["type"] == "listener_join", 5, "the resumed join")
+        assert again["id"] == later["id"]
+        resumed.close()
+        for x in (second, third):
+            x.close()
+    finally:
+        es.close()
+    src.stop()
+    lis.close()
