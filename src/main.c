@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * main: start-up (config, logs, limits, listen sockets, privileges, workers), the signal loop
- * (SIGHUP reloads the config and reopens the logs; SIGTERM/SIGINT shut down) and shutdown.
+ * (SIGHUP reloads the config and reopens the logs; SIGUSR2 hands everything over to the binary
+ * installed now, upgrade/; SIGTERM/SIGINT shut down) and shutdown. A process started by an
+ * upgrade takes its sockets and connections from the old one instead of binding.
  * Everything that serves clients runs in the workers.
  */
 #include <curl/curl.h>
@@ -41,6 +43,7 @@
 #include "stream/session.h"
 #include "stream/station.h"
 #include "upgrade/upgrade_cmd.h"
+#include "upgrade/upgrade.h"
 #include "yp/yp.h"
 
 typedef struct options {
@@ -66,7 +69,8 @@ static void usage(FILE *out)
                  "                       installed now, without dropping listeners (SIGUSR2),\n"
                  "                       and wait for the result (default 60 s); its main PID\n"
                  "                       is --pid, else the <pidfile>'s, else systemd's\n"
-                 "SIGHUP reloads the config and reopens the logs; SIGTERM or SIGINT stop.\n");
+                 "SIGHUP reloads the config and reopens the logs; SIGUSR2 upgrades to the\n"
+                 "binary installed now without dropping listeners; SIGTERM or SIGINT stop.\n");
 }
 
 static int parse_args(int argc, char **argv, options_t *o)
@@ -291,6 +295,22 @@ static void write_pidfile(const config_t *cfg)
     pidfile.path = path ? strdup(path) : NULL;
 }
 
+/* A process started by an upgrade: the old process's pidfile (open, root's) now names us. */
+static void take_pidfile(const upgrade_pidfile_t *pf)
+{
+    if (pf->fd < 0)
+        return;
+    char line[32];
+    int n = snprintf(line, sizeof(line), "%d\n", (int)getpid());
+    if (ftruncate(pf->fd, 0) < 0 || pwrite(pf->fd, line, (size_t)n, 0) != n)
+        log_warn("cannot write pidfile %s: %s", pf->path ? pf->path : "(outside the chroot)",
+                 strerror(errno));
+    pidfile.fd = pf->fd;
+    pidfile.path = pf->path;
+    pidfile.dev = pf->dev;
+    pidfile.ino = pf->ino;
+}
+
 /* Removes the pidfile if it is still ours; empties it when it cannot be removed. */
 static void remove_pidfile(void)
 {
@@ -452,7 +472,8 @@ static void notify_reloading(void)
     notify_manager(state);
 }
 
-static void signal_loop(int sfd, const char *config_file)
+/* Until a signal stops the server (0) or an upgrade handed everything over (1). */
+static int signal_loop(int sfd, const char *config_file)
 {
     for (;;) {
         struct signalfd_siginfo si;
@@ -460,18 +481,45 @@ static void signal_loop(int sfd, const char *config_file)
         if (n < 0 && errno == EINTR)
             continue;
         if (n != sizeof(si))
-            return;
+            return 0;
         if (si.ssi_signo == SIGHUP) {
             notify_reloading();
             reload(config_file);
             notify_manager("READY=1");
+        } else if (si.ssi_signo == SIGUSR2) {
+            upgrade_pidfile_t pf = {pidfile.fd, pidfile.path, pidfile.dev, pidfile.ino};
+            int stop = 0;
+            if (upgrade_run(sfd, &pf, &stop))
+                return 1;
+            if (stop) {
+                notify_manager("STOPPING=1");
+                return 0;
+            }
         } else {
             log_info("signal %d: shutting down", (int)si.ssi_signo);
             /* here only: a process that handed over to a new one must not say it, or systemd
              * would stop the service the new process runs */
             notify_manager("STOPPING=1");
-            return;
+            return 0;
         }
+    }
+}
+
+/* A process started by an upgrade: the state taken from the old one once the workers exist
+ * (before they run). What it took is not ours to close on a failure: the process then ends
+ * at once, and the old one serves on. */
+static void take_over(int hfd)
+{
+    char err[1024];
+    worker_inherit_done();
+    if (upgrade_restore(err, sizeof(err)) < 0) {
+        log_error("upgrade: %s", err);
+        upgrade_refuse(hfd, err);
+        _exit(1);
+    }
+    if (upgrade_confirm(err, sizeof(err)) < 0) {
+        log_error("upgrade: %s", err);
+        _exit(1);
     }
 }
 
@@ -480,11 +528,14 @@ int main(int argc, char **argv)
     options_t opt = {0};
     char err[1024];
     config_t *cfg = NULL;
+    upgrade_pidfile_t handed_pidfile = {-1, NULL, 0, 0};
     if (parse_args(argc, argv, &opt) < 0)
         return 2;
     if (opt.upgrade)
         return upgrade_cmd_run(opt.config_file, (pid_t)opt.upgrade_pid,
                                opt.upgrade_timeout ? (int)opt.upgrade_timeout : 60);
+    upgrade_remember(argc, argv);
+    int hfd = upgrade_inherited(); /* started by an upgrade: the old process waits on it */
 #ifdef RIMECAST_FAULT_INJECTION
     const char *faults = getenv("RIMECAST_FAULT");
     if (fault_init(faults, err, sizeof(err)) < 0) {
@@ -496,6 +547,8 @@ int main(int argc, char **argv)
 #endif
     if (config_load(opt.config_file, &cfg, err, sizeof(err), NULL) < 0) {
         fprintf(stderr, "%s\n", err);
+        if (hfd >= 0)
+            upgrade_refuse(hfd, err);
         return 1;
     }
     if (geteuid() == 0 && !cfg->user) {
@@ -512,6 +565,8 @@ int main(int argc, char **argv)
     }
     if (open_logs(cfg, 0, err, sizeof(err)) < 0) {
         fprintf(stderr, "rimecast: start-up refused: %s\n", err);
+        if (hfd >= 0)
+            upgrade_refuse(hfd, err);
         report_config_warnings(cfg, 1);
         config_free(cfg);
         return 1;
@@ -522,11 +577,13 @@ int main(int argc, char **argv)
     if (tls_setup(cfg, err, sizeof(err)) < 0) {
         log_error("start-up refused: %s", err);
         fprintf(stderr, "rimecast: %s\n", err);
+        if (hfd >= 0)
+            upgrade_refuse(hfd, err);
         log_close();
         server_free_configs();
         return 1;
     }
-    if (opt.background && daemonize() < 0) {
+    if (opt.background && hfd < 0 && daemonize() < 0) {
         fprintf(stderr, "rimecast: cannot daemonize: %s\n", strerror(errno));
         return 1;
     }
@@ -535,17 +592,32 @@ int main(int argc, char **argv)
     sigaddset(&set, SIGHUP);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGUSR2);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
     int sfd = signalfd(-1, &set, SFD_CLOEXEC);
     int rc = 1;
     int curl_ready = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
+    if (hfd >= 0 && upgrade_receive(hfd, &handed_pidfile, err, sizeof(err)) < 0) {
+        log_error("upgrade: not taking over: %s", err);
+        upgrade_refuse(hfd, err);
+        _exit(1); /* the descriptors received are the old process's, still in use there */
+    }
     if (sfd < 0 || !curl_ready || start_workers(cfg) < 0) {
         fprintf(stderr, "rimecast: start-up failed, see the error log\n");
+        if (hfd >= 0) {
+            upgrade_refuse(hfd, "start-up failed, see its error log");
+            _exit(1);
+        }
         goto out;
     }
-    write_pidfile(cfg);
-    if (drop_privileges(cfg) < 0) {
+    if (hfd >= 0) {
+        take_over(hfd);
+        take_pidfile(&handed_pidfile);
+    } else {
+        write_pidfile(cfg);
+    }
+    if (hfd < 0 && drop_privileges(cfg) < 0) {
         fprintf(stderr, "rimecast: cannot drop privileges, see the error log\n");
         goto out;
     }
@@ -566,9 +638,20 @@ int main(int argc, char **argv)
     if (yp_start() < 0)
         log_error("cannot start the YP directory thread: streams are not listed");
     log_info("%s started with %d workers", server_ident(), server.nworkers);
+    if (hfd >= 0) {
+        char state[64];
+        snprintf(state, sizeof(state), "MAINPID=%d\nREADY=1", (int)getpid());
+        notify_manager(state);
+    }
     relay_start_all();
-    notify_manager("READY=1"); /* listening since the workers started */
-    signal_loop(sfd, opt.config_file);
+    if (hfd < 0)
+        notify_manager("READY=1"); /* listening since the workers started */
+    if (signal_loop(sfd, opt.config_file)) {
+        /* handed over: the connections, mounts and pidfile are the new process's now; the
+         * workers stay stopped and nothing of theirs is closed or logged as ending */
+        audience_store_stop();
+        _exit(0);
+    }
     rc = 0;
 out:
     session_server_stopping(); /* the listeners that end from here on end as "shutdown" */

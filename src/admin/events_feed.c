@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "core/escape.h"
+#include "core/record.h"
 #include "http/client.h"
 #include "http/response.h"
 #include "net/conn.h"
@@ -201,4 +202,33 @@ void events_feed_start(conn_t *c, uint64_t last_id, int head_only)
         SEND_LIT(c, "retry: 3000\n: connected\n\n");
     if (!c->closing)
         stream_deliver(s); /* what a resuming client missed */
+}
+
+int events_feed_save(conn_t *c, buf_t *out)
+{
+    stream_t *s = c->role == &stream_ops && !c->closing ? c->data : NULL;
+    if (!s)
+        return -ENOENT;
+    rec_u64(out, s->next_seq);
+    return 0;
+}
+
+int events_feed_adopt(conn_t *c, rec_reader_t *in)
+{
+    uint64_t next_seq = rec_get_u64(in);
+    stream_t *s = in->error ? NULL : calloc(1, sizeof(*s));
+    if (!s)
+        return in->error ? -EINVAL : -ENOMEM;
+    s->conn = c;
+    s->next_seq = next_seq;
+    s->timer_fd = loop_timerfd(EVENTS_KEEPALIVE_MS);
+    s->timer.on_event = on_keepalive;
+    if (s->timer_fd >= 0 && loop_add(c->worker->epfd, s->timer_fd, EPOLLIN, &s->timer) < 0) {
+        close(s->timer_fd);
+        s->timer_fd = -1;
+    }
+    c->data = s;
+    c->ops = c->role = &stream_ops;
+    stream_register(c, s);
+    return 0;
 }

@@ -18,4 +18,12 @@ typedef struct conn conn_t;
  * A client that reads too slowly is disconnected. */
 void events_feed_start(conn_t *c, uint64_t last_id, int head_only);
 
+/* An upgrade (upgrade/): where the feed on c is in the ring, as record fields: 0, or -ENOENT
+ * when c is no feed. events_feed_adopt makes c (restored, not yet watched, its unsent bytes
+ * queued) that feed again in the new process, before its worker runs: 0 or -errno. */
+typedef struct buf buf_t;
+typedef struct rec_reader rec_reader_t;
+int events_feed_save(conn_t *c, buf_t *out);
+int events_feed_adopt(conn_t *c, rec_reader_t *in);
+
 #endif

@@ -16,6 +16,7 @@
 static const char *const names[FAULT_POINTS] = {
     [FAULT_LISTENER_HEAD] = "listener_head",
     [FAULT_MOUNT_PUBLISHED] = "mount_published",
+    [FAULT_UPGRADE_TAKEOVER] = "upgrade_takeover",
 };
 
 static unsigned long armed[FAULT_POINTS]; /* the pass that fails (1 = the first), 0 = none */

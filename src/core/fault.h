@@ -18,6 +18,7 @@
 typedef enum fault_point {
     FAULT_LISTENER_HEAD,   /* stream/listener.c: queueing a new listener's response head */
     FAULT_MOUNT_PUBLISHED, /* stream/mount.c: a mount just registered (a hold, not a failure) */
+    FAULT_UPGRADE_TAKEOVER, /* upgrade/upgrade.c: the new process dies before it confirms */
     FAULT_POINTS
 } fault_point_t;
 

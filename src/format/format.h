@@ -17,6 +17,9 @@
 
 #include "core/block.h"
 
+struct buf;        /* core/buf.h */
+struct rec_reader; /* core/record.h */
+
 typedef struct format_sink {
     void *ctx;
     /* A finished block in stream order; the sink takes the reference. b->offset is set by the
@@ -58,6 +61,13 @@ typedef struct format_ops {
      * chain link whose comment header names them). NULL: the format carries none (MP3 and
      * AAC get ICY metadata from the mount). Strings are copied. */
     void (*set_meta)(format_t *f, const char *title, const char *artist);
+    /* An upgrade (upgrade/): save writes what the handler holds (bytes not yet emitted, its
+     * place in inbound framing) as record fields; restore, on a new handler of the same ops
+     * whose sink is ready, takes them back so that the stream goes on as if nothing happened
+     * (it may emit blocks). restore: 0 or -EINVAL (fields it cannot read). NULL: a handler
+     * whose state cannot be carried. */
+    void (*save)(format_t *f, struct buf *out);
+    int (*restore)(format_t *f, struct rec_reader *in);
 } format_ops_t;
 
 struct format {

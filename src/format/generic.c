@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "core/record.h"
 #include "core/loop.h"
 #include "core/utf8.h"
 #include "format/icy.h"
@@ -409,10 +410,65 @@ static int generic_ingest(format_t *f, const unsigned char *data, size_t len)
     return 0;
 }
 
+/* The state as fields: the inbound ICY framing where it is, the last metadata, and the audio
+ * not yet emitted (a relay's bytes held while joining, or the pending block). Frames are
+ * followed again from scratch on restore: the pending block begins at a frame. */
+static void generic_save(format_t *f, buf_t *out)
+{
+    generic_state_t *st = f->state;
+    rec_u8(out, (uint8_t)st->started);
+    rec_u64(out, st->metaint);
+    rec_u8(out, (uint8_t)st->phase);
+    rec_u64(out, st->audio_left);
+    rec_u64(out, st->meta_need);
+    rec_bytes(out, st->meta, st->meta ? st->meta_have : 0);
+    rec_bytes(out, st->last, st->last ? st->last_len : 0);
+    rec_u8(out, (uint8_t)st->url_set);
+    rec_u8(out, (uint8_t)f->join_midway);
+    rec_bytes(out, st->held, st->held_len);
+    rec_bytes(out, st->pending ? st->pending->data : NULL, st->pending ? st->pending->len : 0);
+}
+
+static int generic_restore(format_t *f, rec_reader_t *in)
+{
+    generic_state_t *st = f->state;
+    st->started = rec_get_u8(in);
+    st->metaint = rec_get_u64(in);
+    st->phase = rec_get_u8(in);
+    st->audio_left = rec_get_u64(in);
+    st->meta_need = rec_get_u64(in);
+    size_t meta_len, last_len, held_len, pending_len;
+    const unsigned char *meta = rec_get_bytes(in, &meta_len);
+    const unsigned char *last = rec_get_bytes(in, &last_len);
+    st->url_set = rec_get_u8(in);
+    f->join_midway = rec_get_u8(in);
+    const unsigned char *held = rec_get_bytes(in, &held_len);
+    const unsigned char *pending = rec_get_bytes(in, &pending_len);
+    if (in->error || st->phase > GENERIC_META || st->meta_need > GENERIC_META_MAX ||
+        meta_len > GENERIC_META_MAX || last_len > GENERIC_META_MAX ||
+        held_len > GENERIC_JOIN_MAX || (st->metaint && st->audio_left > st->metaint))
+        return -EINVAL;
+    if (st->metaint) {
+        if (!(st->meta = malloc(GENERIC_META_MAX)) || !(st->last = malloc(GENERIC_META_MAX)))
+            return -ENOMEM;
+        memcpy(st->meta, meta, meta_len);
+        st->meta_have = meta_len;
+        memcpy(st->last, last, last_len);
+        st->last_len = last_len;
+    }
+    if (held_len && generic_audio(f, st, held, held_len) < 0)
+        return -ENOMEM;
+    if (pending_len && generic_audio(f, st, pending, pending_len) < 0)
+        return -ENOMEM;
+    return 0;
+}
+
 const format_ops_t format_generic_ops = {
     .name = "generic",
     .init = generic_init,
     .ingest = generic_ingest,
     .flush = generic_flush,
     .destroy = generic_destroy,
+    .save = generic_save,
+    .restore = generic_restore,
 };

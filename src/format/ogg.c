@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "core/record.h"
 
 #define OGG_FEED_CHUNK 16384          /* bytes handed to libogg at a time: bounds its buffer */
 #define OGG_HEADERS_MAX (4u << 20)    /* header pages of one group (cover art included) */
@@ -51,7 +52,7 @@ typedef struct ogg_state {
     int has_video;      /* a stream with keyframes decides the sync points */
     int emitted_data;   /* a data page went out: later groups start mid-flight */
     int failed;         /* sticky fatal error */
-    unsigned char *hdr; /* header pages of this group, concatenated */
+    unsigned char *hdr; /* header pages of this group, concatenated (kept for an upgrade) */
     size_t hdr_len, hdr_cap;
     const char *tags[OGG_GROUP_TAGS_MAX]; /* keys reported for this group */
     int ntags;
@@ -70,6 +71,7 @@ typedef struct ogg_state {
     int64_t out_granule;   /* the last granule position that went out */
     uint32_t src_seq;      /* the sequence number of the source's last page */
     int meta_logged;
+    int replaying;         /* restore: the group's header pages read again, nothing sent */
 } ogg_state_t;
 
 static void ogg_logf(ogg_state_t *st, int level, const char *fmt, ...)
@@ -274,18 +276,17 @@ static int ogg_send_headers(ogg_state_t *st)
         pos += (size_t)snprintf(names + pos, sizeof(names) - pos, "%s%s", i ? "+" : "",
                                 ops ? ops->name : "unknown");
     }
+    st->headers_sent = 1;
+    if (st->replaying) /* the mount has them, and their tags */
+        return 0;
     block_t *b = block_new_copy(st->hdr, st->hdr_len);
     if (!b)
         return -ENOMEM;
     b->flags = BLOCK_HEADER;
-    st->headers_sent = 1;
     ogg_logf(st, LOG_INFO, "Ogg: headers complete (%s, %zu bytes)", names, st->hdr_len);
     st->f->sink.set_headers(st->f->sink.ctx, b);
     if (st->f->sink.tags_done)
         st->f->sink.tags_done(st->f->sink.ctx);
-    free(st->hdr);
-    st->hdr = NULL;
-    st->hdr_len = st->hdr_cap = 0;
     return 0;
 }
 
@@ -738,6 +739,70 @@ static void ogg_destroy(format_t *f)
     f->state = NULL;
 }
 
+/* An upgrade: the group's header pages (read again on restore, to know its streams and keep
+ * its header packets, with nothing sent: the mount has them), where our own chain link is,
+ * an update not yet carried, and the bytes of a page not complete yet. */
+static void ogg_save(format_t *f, buf_t *out)
+{
+    ogg_state_t *st = f->state;
+    rec_bytes(out, st->hdr, st->hdr_len);
+    rec_u8(out, (uint8_t)st->emitted_data);
+    rec_u64(out, st->offset);
+    rec_u8(out, (uint8_t)st->relinked);
+    rec_u32(out, st->out_serial);
+    rec_u32(out, st->out_seq);
+    rec_u32(out, st->links);
+    rec_i64(out, st->base);
+    rec_i64(out, st->src_granule);
+    rec_i64(out, st->out_granule);
+    rec_u32(out, st->src_seq);
+    rec_u8(out, (uint8_t)st->meta_logged);
+    rec_u8(out, (uint8_t)st->upd_pending);
+    rec_str(out, st->upd_title);
+    rec_str(out, st->upd_artist);
+    rec_bytes(out, st->sync.data ? st->sync.data + st->sync.returned : NULL,
+              st->sync.data ? (size_t)(st->sync.fill - st->sync.returned) : 0);
+}
+
+static int ogg_restore(format_t *f, rec_reader_t *in)
+{
+    ogg_state_t *st = f->state;
+    size_t hdr_len, left;
+    const unsigned char *hdr = rec_get_bytes(in, &hdr_len);
+    int emitted = rec_get_u8(in);
+    uint64_t offset = rec_get_u64(in);
+    st->relinked = rec_get_u8(in);
+    st->out_serial = rec_get_u32(in);
+    st->out_seq = rec_get_u32(in);
+    st->links = rec_get_u32(in);
+    st->base = rec_get_i64(in);
+    int64_t src_granule = rec_get_i64(in);
+    st->out_granule = rec_get_i64(in);
+    uint32_t src_seq = rec_get_u32(in);
+    st->meta_logged = rec_get_u8(in);
+    int pending = rec_get_u8(in);
+    char *title = rec_get_str(in), *artist = rec_get_str(in);
+    const unsigned char *rest = rec_get_bytes(in, &left);
+    if (in->error || hdr_len > OGG_HEADERS_MAX) {
+        free(title);
+        free(artist);
+        return -EINVAL;
+    }
+    int relinked = st->relinked;
+    st->replaying = 1;
+    int rc = hdr_len ? ogg_ingest(f, hdr, hdr_len) : 0;
+    st->replaying = 0;
+    st->relinked = relinked;
+    st->emitted_data = emitted;
+    st->offset = offset;
+    st->src_granule = src_granule;
+    st->src_seq = src_seq;
+    st->upd_pending = pending;
+    st->upd_title = title;
+    st->upd_artist = artist;
+    return rc < 0 ? rc : left ? ogg_ingest(f, rest, left) : 0;
+}
+
 const format_ops_t format_ogg_ops = {
     .name = "ogg",
     .init = ogg_init,
@@ -745,4 +810,6 @@ const format_ops_t format_ogg_ops = {
     .flush = ogg_flush,
     .destroy = ogg_destroy,
     .set_meta = ogg_set_meta,
+    .save = ogg_save,
+    .restore = ogg_restore,
 };

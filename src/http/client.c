@@ -114,19 +114,29 @@ static void refuse(conn_t *c)
     free(resp);
 }
 
+client_t *client_new(worker_t *w, int fd, const char *ip, const listen_conf_t *lc)
+{
+    client_t *cl = calloc(1, sizeof(*cl));
+    if (!cl)
+        return NULL;
+    conn_t *c = &cl->conn;
+    conn_init(c, w, fd, ip, lc->port, client_destroy);
+    c->listen = lc;
+    if (lc->shoutcast_compat)
+        cl->shoutcast_mount = lc->shoutcast_mount ? lc->shoutcast_mount
+                                                  : server_config()->shoutcast_mount;
+    return cl;
+}
+
 void client_accept(worker_t *w, int fd, const char *ip, const listen_conf_t *lc)
 {
     const config_t *cfg = server_config();
-    client_t *cl = calloc(1, sizeof(*cl));
+    client_t *cl = client_new(w, fd, ip, lc);
     if (!cl) {
         close(fd);
         return;
     }
     conn_t *c = &cl->conn;
-    conn_init(c, w, fd, ip, lc->port, client_destroy);
-    c->listen = lc;
-    if (lc->shoutcast_compat)
-        cl->shoutcast_mount = lc->shoutcast_mount ? lc->shoutcast_mount : cfg->shoutcast_mount;
     c->ops = &reading_ops;
     atomic_fetch_add(&server.stats.connections, 1);
     int over_limit = atomic_load(&server.stats.clients) > cfg->clients;

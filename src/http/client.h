@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 
+#include "core/record.h"
 #include "http/parser.h"
 #include "net/conn.h"
 
@@ -49,6 +50,21 @@ typedef struct client_handlers {
     int (*admit)(conn_t *c);
 } client_handlers_t;
 void client_set_handlers(const client_handlers_t *h);
+
+/* A client for fd on w that came in on lc, with no ops yet and not watched (client_accept
+ * makes it read a request; an upgrade gives it the role it had in the process before).
+ * NULL without memory (fd is then the caller's). */
+client_t *client_new(worker_t *w, int fd, const char *ip, const listen_conf_t *lc);
+
+/* An upgrade (upgrade/): what a connection is as record fields (its id, address, port, start,
+ * bytes sent, output not yet written, access-log fields), and a client rebuilt from them on
+ * fd in the new process, with the same id, no ops and not watched; NULL, with fd closed, when
+ * the fields do not read or without memory. size 0: an accepted connection (client_new, on
+ * the listen socket of its port); else an outbound one whose layer embeds the client_t first
+ * in a struct of size bytes (zeroed) freed by destroy. */
+void client_save(conn_t *c, buf_t *out);
+client_t *client_restore(worker_t *w, int fd, rec_reader_t *in, size_t size,
+                         void (*destroy)(conn_t *c));
 
 /* The worker accept hook (see worker_set_accept). */
 void client_accept(worker_t *w, int fd, const char *ip, const listen_conf_t *lc);

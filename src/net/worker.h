@@ -118,6 +118,13 @@ void worker_set_accept(worker_accept_fn fn);
  * Returns NULL with a logged error. */
 worker_t *worker_new(int id);
 int worker_start(worker_t *w);
+/* An upgrade: a listen socket the process before handed over (fd, its address). Workers
+ * created afterwards take these in place of opening their own (a duplicate when there are more
+ * workers than sockets); worker_inherit_done, once the workers exist, gives the sockets left
+ * over to workers in turn (their backlogs are kept) or closes those of addresses no longer
+ * configured. Main thread, before the workers run. 0 or -ENOMEM. */
+int worker_inherit_listen(int fd, int port, const char *bind_address);
+void worker_inherit_done(void);
 /* Asks the worker thread to stop and joins it. */
 void worker_stop(worker_t *w);
 /* Closes everything the stopped worker owns and frees it. */
@@ -170,5 +177,7 @@ void worker_timeout_remove(worker_t *w, conn_t *c);
 
 /* Global connection ids (unique across workers). */
 uint64_t worker_next_conn_id(void);
+/* Ids from now on are above id (an upgrade: connections carried keep theirs). */
+void worker_conn_ids_above(uint64_t id);
 
 #endif

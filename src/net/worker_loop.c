@@ -31,6 +31,13 @@ uint64_t worker_next_conn_id(void)
     return atomic_fetch_add_explicit(&conn_ids, 1, memory_order_relaxed);
 }
 
+void worker_conn_ids_above(uint64_t id)
+{
+    unsigned long long cur = atomic_load(&conn_ids);
+    while (cur <= id && !atomic_compare_exchange_weak(&conn_ids, &cur, id + 1))
+        ;
+}
+
 /* ---- modules ---- */
 
 #define WORKER_MAX_MODULES 16

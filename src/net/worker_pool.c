@@ -56,12 +56,57 @@ static int listen_borrow(worker_t *self, const listen_conf_t *lc)
     return -1;
 }
 
+/* Listen sockets the process before handed over (an upgrade), taken at start-up in place of
+ * opening new ones (main thread, before the workers run). */
+typedef struct inherited_listen {
+    int fd;
+    listen_conf_t addr; /* port and bind_address (owned) only */
+    int taken;
+} inherited_listen_t;
+static inherited_listen_t *inherited;
+static int ninherited;
+
+int worker_inherit_listen(int fd, int port, const char *bind_address)
+{
+    inherited_listen_t *v = realloc(inherited, (size_t)(ninherited + 1) * sizeof(*v));
+    if (!v)
+        return -ENOMEM;
+    inherited = v;
+    inherited_listen_t *in = &inherited[ninherited];
+    memset(in, 0, sizeof(*in));
+    in->fd = fd;
+    in->addr.port = port;
+    if (bind_address && !(in->addr.bind_address = strdup(bind_address)))
+        return -ENOMEM;
+    ninherited++;
+    return 0;
+}
+
+/* An inherited socket for lc: one not yet taken, else a duplicate of one (more workers now
+ * than before); -1 when none has lc's address. */
+static int listen_inherited(const listen_conf_t *lc)
+{
+    int shared = -1;
+    for (int i = 0; i < ninherited; i++) {
+        if (!same_address(&inherited[i].addr, lc))
+            continue;
+        if (!inherited[i].taken) {
+            inherited[i].taken = 1;
+            return inherited[i].fd;
+        }
+        shared = i;
+    }
+    return shared < 0 ? -1 : fcntl(inherited[shared].fd, F_DUPFD_CLOEXEC, 0);
+}
+
 static worker_listen_t *listen_add(worker_t *w, const listen_conf_t *lc, int joining)
 {
     worker_listen_t *ls = calloc(1, sizeof(*ls));
     if (!ls)
         return NULL;
     ls->fd = joining && geteuid() != start_euid ? listen_borrow(w, lc) : -1;
+    if (ls->fd < 0 && ninherited)
+        ls->fd = listen_inherited(lc);
     if (ls->fd < 0)
         ls->fd = listen_open(lc);
     ls->worker = w;
@@ -145,6 +190,43 @@ static int sync_listeners_locked(worker_t *w, const config_t *cfg, int at_start,
     w->listens = next;
     w->nlisten = kept;
     return rc;
+}
+
+void worker_inherit_done(void)
+{
+    int n = atomic_load(&server.nworkers), next = 0;
+    pthread_mutex_lock(&listens_lock);
+    for (int i = 0; i < ninherited; i++) {
+        inherited_listen_t *in = &inherited[i];
+        const listen_conf_t *lc = NULL;
+        for (const listen_conf_t *x = server_config()->listen; x && !in->taken; x = x->next)
+            if (same_address(x, &in->addr))
+                lc = x;
+        worker_t *w = lc && n > 0 ? server.workers[next++ % n] : NULL;
+        worker_listen_t **v = w ? realloc(w->listens, (size_t)(w->nlisten + 1) * sizeof(*v)) : NULL;
+        worker_listen_t *ls = v ? calloc(1, sizeof(*ls)) : NULL;
+        if (v)
+            w->listens = v;
+        /* an address still configured: one more socket for a worker (its backlog is kept);
+         * one no longer configured is closed, as a reload would */
+        if (ls) {
+            *ls = (worker_listen_t){.worker = w, .fd = in->fd, .conf = lc};
+            ls->handler.on_event = worker_on_accept;
+            if (loop_add(w->epfd, ls->fd, EPOLLIN, &ls->handler) == 0) {
+                w->listens[w->nlisten++] = ls;
+                in->taken = 1;
+            } else {
+                free(ls);
+            }
+        }
+        if (!in->taken)
+            close(in->fd);
+        free(in->addr.bind_address);
+    }
+    pthread_mutex_unlock(&listens_lock);
+    free(inherited);
+    inherited = NULL;
+    ninherited = 0;
 }
 
 /* ---- reload ---- */

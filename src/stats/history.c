@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/record.h"
 #include "core/str.h"
 #include "net/server.h"
 #include "net/worker.h"
@@ -200,6 +201,78 @@ int history_get(history_t *h, const char *name, int coarse, history_point_t *out
     int n = s ? ring_copy(coarse ? &s->coarse : &s->fine, out, cap) : -ENOENT;
     pthread_mutex_unlock(&h->lock);
     return n;
+}
+
+/* ---- an upgrade: the series carried to the new process ---- */
+
+static void ring_save(const ring_t *r, buf_t *out)
+{
+    history_point_t pts[HISTORY_FINE_LEN > HISTORY_COARSE_LEN ? HISTORY_FINE_LEN
+                                                               : HISTORY_COARSE_LEN];
+    int n = ring_copy(r, pts, r->cap);
+    rec_u32(out, (uint32_t)n);
+    for (int i = 0; i < n; i++) {
+        rec_u32(out, pts[i].t);
+        rec_u32(out, pts[i].listeners);
+        rec_u32(out, pts[i].bytes_per_s);
+    }
+}
+
+static void ring_load(ring_t *r, rec_reader_t *in)
+{
+    uint32_t n = rec_get_u32(in);
+    for (uint32_t i = 0; i < n && !in->error; i++) {
+        history_point_t p = {rec_get_u32(in), rec_get_u32(in), rec_get_u32(in)};
+        ring_push(r, p); /* more than the ring holds: the oldest go */
+    }
+}
+
+void history_save(history_t *h, buf_t *out)
+{
+    pthread_mutex_lock(&h->lock);
+    rec_u32(out, (uint32_t)h->n);
+    for (int i = 0; i < h->n; i++) {
+        const series_t *s = &h->v[i];
+        rec_str(out, s->name);
+        rec_i64(out, s->last_seen);
+        rec_u64(out, s->last_bytes);
+        rec_u8(out, (uint8_t)s->have_bytes);
+        rec_u64(out, s->acc_rate);
+        rec_u32(out, s->acc_max);
+        rec_u32(out, (uint32_t)s->acc_n);
+        ring_save(&s->fine, out);
+        ring_save(&s->coarse, out);
+    }
+    pthread_mutex_unlock(&h->lock);
+}
+
+int history_restore(history_t *h, rec_reader_t *in)
+{
+    uint32_t n = rec_get_u32(in);
+    int err = 0;
+    pthread_mutex_lock(&h->lock);
+    for (uint32_t i = 0; i < n && !in->error && !err; i++) {
+        char *name = rec_get_str(in);
+        int64_t seen = rec_get_i64(in);
+        series_t *s = name && !find(h, name) ? add(h, name, seen, &err) : NULL;
+        history_point_t pf[HISTORY_FINE_LEN], pc[HISTORY_COARSE_LEN];
+        series_t skip = {.fine = {pf, HISTORY_FINE_LEN, 0, 0},
+                         .coarse = {pc, HISTORY_COARSE_LEN, 0, 0}};
+        if (!s)
+            s = &skip; /* a duplicate, or no room: read past it */
+        s->last_seen = seen;
+        s->last_bytes = rec_get_u64(in);
+        s->have_bytes = rec_get_u8(in);
+        s->acc_rate = rec_get_u64(in);
+        s->acc_max = rec_get_u32(in);
+        s->acc_n = (int)(rec_get_u32(in) % (HISTORY_COARSE_STEP / HISTORY_FINE_STEP));
+        ring_load(&s->fine, in);
+        ring_load(&s->coarse, in);
+        free(name);
+        err = err == -ENOSPC ? 0 : err;
+    }
+    pthread_mutex_unlock(&h->lock);
+    return in->error ? -EINVAL : err;
 }
 
 /* ---- the server's history, sampled on worker 0 ---- */

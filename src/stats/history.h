@@ -48,6 +48,13 @@ int history_count(history_t *h);
  * day ring (coarse = 1) into out (room for cap). Returns how many, or -ENOENT. */
 int history_get(history_t *h, const char *name, int coarse, history_point_t *out, int cap);
 
+/* An upgrade: every series as record fields, and read back into h (a series h has already,
+ * or one there is no room for, is skipped). 0, or -EINVAL / -ENOMEM. */
+struct buf;
+struct rec_reader;
+void history_save(history_t *h, struct buf *out);
+int history_restore(history_t *h, struct rec_reader *in);
+
 /* The server's history (sampled every HISTORY_FINE_STEP s once history_register ran). */
 history_t *history_global(void);
 

@@ -8,6 +8,9 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <string.h>
+
+#include "core/record.h"
 
 static pthread_mutex_t ring_lock = PTHREAD_MUTEX_INITIALIZER;
 static event_t ring[EVENTS_RING];
@@ -76,4 +79,45 @@ uint64_t events_resume_point(uint64_t last_id)
     uint64_t at = last_id && last_id < ring_next ? last_id + 1 : ring_next;
     pthread_mutex_unlock(&ring_lock);
     return at;
+}
+
+void events_save(buf_t *out)
+{
+    pthread_mutex_lock(&ring_lock);
+    uint64_t first = ring_next > EVENTS_RING ? ring_next - EVENTS_RING : 1;
+    rec_u64(out, ring_next);
+    rec_u64(out, first);
+    for (uint64_t seq = first; seq < ring_next; seq++) {
+        const event_t *e = &ring[seq % EVENTS_RING];
+        rec_u32(out, (uint32_t)e->type);
+        rec_u64(out, e->conn_id);
+        rec_i64(out, (int64_t)e->time);
+        rec_str(out, e->mount);
+        rec_str(out, e->detail);
+    }
+    pthread_mutex_unlock(&ring_lock);
+}
+
+int events_restore(rec_reader_t *in)
+{
+    uint64_t next = rec_get_u64(in), first = rec_get_u64(in);
+    if (in->error || next < first || next - first > EVENTS_RING)
+        return -1;
+    pthread_mutex_lock(&ring_lock);
+    for (uint64_t seq = first; seq < next && !in->error; seq++) {
+        event_t *e = &ring[seq % EVENTS_RING];
+        e->seq = seq;
+        e->type = (event_type_t)rec_get_u32(in);
+        e->conn_id = rec_get_u64(in);
+        e->time = (time_t)rec_get_i64(in);
+        size_t n;
+        const unsigned char *m = rec_get_bytes(in, &n);
+        snprintf(e->mount, sizeof(e->mount), "%.*s", m ? (int)n : 0, m ? (const char *)m : "");
+        const unsigned char *d = rec_get_bytes(in, &n);
+        snprintf(e->detail, sizeof(e->detail), "%.*s", d ? (int)n : 0,
+                 d ? (const char *)d : "");
+    }
+    ring_next = next;
+    pthread_mutex_unlock(&ring_lock);
+    return in->error ? -1 : 0;
 }

@@ -48,6 +48,14 @@ void events_watch(int delta);
 /* Called (on the emitting thread, outside any lock) after each recorded event. */
 void events_set_notify(void (*notify)(void));
 
+/* An upgrade: the ring (the events kept, the next sequence number) as record fields, and
+ * read back in the new process, so that feeds carried over and dashboards resuming with
+ * Last-Event-ID go on with the same numbers. events_restore: 0 or -1. */
+struct buf;
+struct rec_reader;
+void events_save(struct buf *out);
+int events_restore(struct rec_reader *in);
+
 /* Name of an event type as used in the feed ("listener_join", ...). */
 const char *events_type_name(event_type_t type);
 

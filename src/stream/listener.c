@@ -724,3 +724,19 @@ int listener_start(conn_t *c, const http_request_t *req, mount_t *m, const char 
     listener_flush(l);
     return 0;
 }
+
+listener_t *listener_of(conn_t *c)
+{
+    return c->role == &listener_ops && !c->closing ? c->data : NULL;
+}
+
+void listener_adopt(conn_t *c, listener_t *l)
+{
+    c->data = l;
+    c->ops = c->role = &listener_ops;
+    atomic_fetch_add(&server.stats.listeners, 1);
+    atomic_fetch_add(&l->mount->listeners, 1);
+    l->sub = sub_get(c->worker, l->mount);
+    sub_add(c->worker, l->sub, &l->link);
+    session_listener_join(l->asked ? l->asked : "", l->country);
+}

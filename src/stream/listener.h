@@ -96,4 +96,11 @@ void listener_set_time_limit(conn_t *c, unsigned seconds);
  * the previous pass (data it has had a whole write window to take). -1 if closed. */
 int listener_check_lag(listener_t *l, uint64_t head);
 
+/* An upgrade (stream/handover.h): the listener c streams as, or NULL when c is no (live)
+ * listener; and a listener rebuilt in the new process made c's role (it joins its worker's
+ * subscription to l->mount, whose reference it holds, and is counted; no join event: it was
+ * there all along). Worker thread, or before the worker runs. */
+listener_t *listener_of(conn_t *c);
+void listener_adopt(conn_t *c, listener_t *l);
+
 #endif

@@ -661,6 +661,76 @@ void source_abort(conn_t *c)
     c->ops = c->role = NULL;
 }
 
+/* ---- upgrade ---- */
+
+int source_save(conn_t *c, buf_t *out)
+{
+    source_t *s = c->role == &source_ops && !c->closing ? c->data : NULL;
+    if (!s || !s->fmt || !s->fmt->ops->save)
+        return -ENOTSUP;
+    rec_str(out, s->mount->name);
+    rec_u8(out, (uint8_t)s->relayed);
+    rec_str(out, s->fmt->ops->name);
+    uint64_t now = loop_now_ms();
+    rec_u64(out, now > s->last_read_ms ? now - s->last_read_ms : 0);
+    rec_u8(out, (uint8_t)s->chunked);
+    rec_u32(out, (uint32_t)s->body.state);
+    rec_u64(out, s->body.remaining);
+    rec_u64(out, s->body.line_len);
+    rec_u32(out, (uint32_t)s->body.digits);
+    s->fmt->ops->save(s->fmt, out);
+    return 0;
+}
+
+static const format_ops_t *format_named(const char *name)
+{
+    const format_ops_t *all[] = {&format_generic_ops, &format_ogg_ops};
+    for (size_t i = 0; name && i < sizeof(all) / sizeof(all[0]); i++)
+        if (strcmp(all[i]->name, name) == 0)
+            return all[i];
+    return NULL;
+}
+
+int source_adopt(conn_t *c, rec_reader_t *in, mount_t *(*find)(const char *name, void *arg),
+                 void *arg)
+{
+    char *name = rec_get_str(in);
+    int relayed = rec_get_u8(in);
+    char *fmt_name = rec_get_str(in);
+    uint64_t idle_ms = rec_get_u64(in);
+    int chunked = rec_get_u8(in);
+    chunked_t body = {.state = (int)rec_get_u32(in), .remaining = rec_get_u64(in),
+                      .line_len = (size_t)rec_get_u64(in), .digits = (int)rec_get_u32(in)};
+    const format_ops_t *fops = format_named(fmt_name);
+    mount_t *m = name && !in->error ? find(name, arg) : NULL;
+    free(name);
+    free(fmt_name);
+    if (!m || !fops || !fops->restore)
+        return -EINVAL;
+    source_t *s = calloc(1, sizeof(*s));
+    if (!s)
+        return -ENOMEM;
+    atomic_fetch_add(&server.stats.sources, 1);
+    s->counted = 1;
+    s->conn = c;
+    s->mount = mount_ref(m);
+    s->relayed = relayed;
+    s->chunked = chunked;
+    s->body = body;
+    s->last_read_ms = loop_now_ms() - idle_ms;
+    c->data = s;
+    c->ops = c->role = &source_ops;
+    list_insert_head(&worker_sources[c->worker->id], &s->link);
+    s->linked = 1;
+    const mount_conf_t *mc = config_find_mount(server_config(), m->name);
+    format_sink_t sink = {s, sink_emit, sink_set_headers, sink_set_tag, sink_tags_done, sink_log};
+    if (!(s->fmt = format_new(fops, &sink)))
+        return -ENOMEM;
+    s->fmt->charset = mc ? mc->charset : NULL;
+    s->fmt->coalesce_ms = server_config()->write_window_ms / 4;
+    return fops->restore(s->fmt, in);
+}
+
 static int source_module_init(worker_t *w)
 {
     list_init(&worker_sources[w->id]);

@@ -10,6 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/buf.h"
+#include "core/record.h"
+
 typedef struct conn conn_t;
 typedef struct http_request http_request_t;
 typedef struct worker worker_t;
@@ -45,5 +48,16 @@ int source_become_relay(conn_t *c, const http_request_t *req, const char *mount_
 void source_end_mount(mount_t *m);
 /* Undoes a failed source_become (the connection is left to answer or close). */
 void source_abort(conn_t *c);
+
+/* An upgrade (stream/handover.h). source_save writes what c is as a source (its mount's
+ * name, its place in a chunked body, its format handler's state) as record fields: 0, or
+ * -ENOTSUP when c is no source that can be carried (a format whose state cannot be saved);
+ * a relay's connection is saved so too, its relay by upstream/relay.c. source_adopt makes c (restored, not yet watched) the source of the
+ * mount find(name, arg) returns (borrowed; its feed names c already) from such fields, with
+ * no announcement (no events, scripts or recording: it never left): 0, or -EINVAL / -ENOMEM
+ * (c has the source role by then whenever its state was allocated: closing it cleans up). */
+int source_save(conn_t *c, buf_t *out);
+int source_adopt(conn_t *c, rec_reader_t *in, mount_t *(*find)(const char *name, void *arg),
+                 void *arg);
 
 #endif

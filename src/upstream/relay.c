@@ -21,6 +21,7 @@
 
 #include "conf/config.h"
 #include "core/escape.h"
+#include "core/record.h"
 #include "core/list.h"
 #include "core/log.h"
 #include "core/str.h"
@@ -765,6 +766,37 @@ static int relay_hand_over(relay_t *r)
     return rc;
 }
 
+/* A relay as <relay> rc says, not yet on a worker; NULL without memory. */
+static relay_t *relay_from_conf(const relay_conf_t *rc)
+{
+    relay_t *r = relay_new(rc->local_mount ? rc->local_mount : "/", rc->on_demand);
+    for (const relay_host_conf_t *h = rc->hosts; h && r; h = h->next) {
+        if (relay_add_host(r, h->server, h->port, h->mount, h->username, h->password,
+                           h->relay_shoutcast_metadata, h->tls, h->bind, h->timeout) < 0) {
+            relay_free(r);
+            r = NULL;
+        }
+    }
+    if (r && !r->nhosts) {
+        relay_free(r);
+        r = NULL;
+    }
+    return r;
+}
+
+/* The local mounts of relays an upgrade brought over streaming (main thread, at start-up):
+ * relay_start_all leaves them be. */
+static char **adopted;
+static int nadopted;
+
+static int relay_adopted(const char *local)
+{
+    for (int i = 0; i < nadopted; i++)
+        if (strcmp(adopted[i], local) == 0)
+            return 1;
+    return 0;
+}
+
 void relay_start_all(void)
 {
     const config_t *cfg = server_config();
@@ -777,21 +809,94 @@ void relay_start_all(void)
             log_warn("relay %s refused: mountpoint %s %s", esc, esc, why);
             continue;
         }
-        relay_t *r = relay_new(local, rc->on_demand);
-        for (const relay_host_conf_t *h = rc->hosts; h && r; h = h->next) {
-            if (relay_add_host(r, h->server, h->port, h->mount, h->username, h->password,
-                               h->relay_shoutcast_metadata, h->tls, h->bind, h->timeout) < 0) {
-                relay_free(r);
-                r = NULL;
-            }
-        }
-        if (r && !r->nhosts) {
-            relay_free(r);
-            r = NULL;
-        }
+        if (relay_adopted(local))
+            continue;
+        relay_t *r = relay_from_conf(rc);
         if (!r || relay_hand_over(r) < 0)
             log_error("relay of %s: cannot start", rc->local_mount ? rc->local_mount : "/");
     }
+    for (int i = 0; i < nadopted; i++)
+        free(adopted[i]);
+    free(adopted);
+    adopted = NULL;
+    nadopted = 0;
+}
+
+/* ---- an upgrade ---- */
+
+int relay_save(conn_t *c, buf_t *out)
+{
+    if (c->destroy != relay_conn_destroy)
+        return -ENOENT;
+    relay_t *r = ((relay_conn_t *)c)->relay;
+    if (!r || !r->streaming || !r->mount || r->from_master || c->tls || c->closing)
+        return -ENOTSUP;
+    rec_str(out, r->local);
+    rec_u32(out, (uint32_t)r->cur);
+    rec_str(out, r->host);
+    rec_str(out, r->path);
+    rec_u32(out, (uint32_t)r->tport);
+    rec_u64(out, r->bytes_at_start);
+    return 0;
+}
+
+/* The relay of the config for local, streaming on c (on w, before w runs). */
+static relay_t *relay_adopt_conf(worker_t *w, relay_conn_t *rc, rec_reader_t *in)
+{
+    char *local = rec_get_str(in);
+    uint32_t cur = rec_get_u32(in);
+    char *host = rec_get_str(in), *path = rec_get_str(in);
+    uint32_t tport = rec_get_u32(in);
+    uint64_t bytes_at_start = rec_get_u64(in);
+    const relay_conf_t *conf = server_config()->relays;
+    while (conf && local && strcmp(conf->local_mount ? conf->local_mount : "/", local) != 0)
+        conf = conf->next;
+    relay_t *r = !in->error && conf && host && path ? relay_from_conf(conf) : NULL;
+    char **v = r ? realloc(adopted, (size_t)(nadopted + 1) * sizeof(*v)) : NULL;
+    if (v)
+        adopted = v;
+    if (!v || !(adopted[nadopted] = str_dup(local))) {
+        if (r)
+            relay_free(r);
+        free(local);
+        free(host);
+        free(path);
+        return NULL;
+    }
+    nadopted++;
+    free(local);
+    r->cur = cur < (uint32_t)r->nhosts ? (int)cur : 0;
+    r->host = host;
+    r->path = path;
+    r->tport = (int)tport;
+    r->bytes_at_start = bytes_at_start;
+    r->worker = w;
+    r->rc = rc;
+    r->streaming = 1;
+    rc->relay = r;
+    list_insert_head(&worker_relays[w->id], &r->link);
+    if (r->on_demand) {
+        r->wanted_ms = loop_now_ms();
+        demand_set(r->local, w, 1);
+        demand_live(r->local, 1);
+    }
+    return r;
+}
+
+conn_t *relay_adopt(worker_t *w, int fd, rec_reader_t *in,
+                    mount_t *(*find)(const char *name, void *arg), void *arg)
+{
+    client_t *cl = client_restore(w, fd, in, sizeof(relay_conn_t), relay_conn_destroy);
+    if (!cl)
+        return NULL;
+    conn_t *c = &cl->conn;
+    relay_t *r = relay_adopt_conf(w, (relay_conn_t *)cl, in);
+    if (r && source_adopt(c, in, find, arg) == 0 && (r->mount = find(r->local, arg)) != NULL) {
+        mount_ref(r->mount);
+        return c;
+    }
+    conn_close(c); /* the relay (if any) hears of it when the worker releases it */
+    return NULL;
 }
 
 void relay_shutdown(void)

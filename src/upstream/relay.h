@@ -32,6 +32,21 @@ typedef struct http_request http_request_t;
 typedef struct relay_conf relay_conf_t;
 typedef struct worker worker_t;
 
+/* An upgrade (upgrade/). relay_save writes the relay that c streams for (its local mount, the
+ * upstream it is on) as record fields: 0; -ENOENT when c is no relay's connection; -ENOTSUP
+ * when it is one that is not carried (not streaming yet, over TLS, a master's). relay_adopt,
+ * in the new process before w runs, rebuilds from the fields of client_save, relay_save and
+ * source_save the connection on fd and its relay (the one the config has for that mount,
+ * streaming into the mount find(name, arg) returns); relay_start_all then leaves that relay
+ * be. The connection (not yet watched), or NULL (fd closed): the relay is no longer
+ * configured, or the fields do not read. */
+typedef struct buf buf_t;
+typedef struct rec_reader rec_reader_t;
+typedef struct mount mount_t;
+int relay_save(conn_t *c, buf_t *out);
+conn_t *relay_adopt(worker_t *w, int fd, rec_reader_t *in,
+                    mount_t *(*find)(const char *name, void *arg), void *arg);
+
 /* Registers the per-worker relay module (start-up, before workers are created). */
 void relay_register(void);
 /* Starts the configured relays and the master-server poller (main thread, after the workers

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * client_state: an HTTP connection as record fields and back, for an upgrade (see client.h:
+ * client_save, client_restore). The role the connection has (listener, source) is saved and
+ * restored by its own layer after this; a transport other than the plain socket is not
+ * carried (upgrade/ keeps such connections out).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "conf/config.h"
+#include "http/client.h"
+#include "net/server.h"
+
+void client_save(conn_t *c, buf_t *out)
+{
+    client_t *cl = client_of(c);
+    rec_u64(out, c->id);
+    rec_str(out, c->ip);
+    rec_u32(out, (uint32_t)c->local_port);
+    rec_i64(out, (int64_t)c->start);
+    rec_u64(out, c->bytes_sent);
+    rec_bytes(out, c->wbuf ? c->wbuf + c->woff : NULL, c->wbuf ? c->wlen - c->woff : 0);
+    const char *fields[] = {cl->log_method, cl->log_uri, cl->log_protocol,
+                            cl->log_agent,  cl->log_referer, cl->log_user};
+    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+        rec_str(out, fields[i]);
+    rec_u32(out, (uint32_t)cl->status);
+    rec_u32(out, cl->requests);
+    rec_str(out, cl->peer);
+}
+
+/* The listen socket of the new config a connection on port came in on (the first one with
+ * that port; the first of all when the port is no longer configured). */
+static const listen_conf_t *listen_of_port(int port)
+{
+    const config_t *cfg = server_config();
+    for (const listen_conf_t *lc = cfg->listen; lc; lc = lc->next)
+        if (lc->port == port)
+            return lc;
+    return cfg->listen;
+}
+
+/* An outbound connection's struct (size bytes, a client_t first) for fd, freed by destroy. */
+static client_t *outbound_new(worker_t *w, int fd, const char *ip, size_t size,
+                              void (*destroy)(conn_t *c))
+{
+    client_t *cl = calloc(1, size);
+    if (cl)
+        conn_init(&cl->conn, w, fd, ip, 0, destroy);
+    return cl;
+}
+
+client_t *client_restore(worker_t *w, int fd, rec_reader_t *in, size_t size,
+                         void (*destroy)(conn_t *c))
+{
+    uint64_t id = rec_get_u64(in);
+    char *ip = rec_get_str(in);
+    int port = (int)rec_get_u32(in);
+    time_t start = (time_t)rec_get_i64(in);
+    uint64_t sent = rec_get_u64(in);
+    size_t pending;
+    const unsigned char *wbuf = rec_get_bytes(in, &pending);
+    char *fields[6];
+    for (size_t i = 0; i < 6; i++)
+        fields[i] = rec_get_str(in);
+    int status = (int)rec_get_u32(in);
+    unsigned requests = rec_get_u32(in);
+    char *peer = rec_get_str(in);
+    const listen_conf_t *lc = size ? NULL : listen_of_port(port);
+    client_t *cl = NULL;
+    if (!in->error && ip && (lc || size))
+        cl = size ? outbound_new(w, fd, ip, size, destroy) : client_new(w, fd, ip, lc);
+    if (cl) {
+        conn_t *c = &cl->conn;
+        c->id = id;
+        c->start = start;
+        c->bytes_sent = sent;
+        c->local_port = port;
+        int queued = !pending || conn_queue(c, (const char *)wbuf, pending) == 0;
+        char **dst[] = {&cl->log_method, &cl->log_uri, &cl->log_protocol,
+                        &cl->log_agent,  &cl->log_referer, &cl->log_user};
+        for (size_t i = 0; i < 6; i++) {
+            *dst[i] = fields[i];
+            fields[i] = NULL;
+        }
+        cl->status = status;
+        cl->requests = requests;
+        snprintf(cl->peer, sizeof(cl->peer), "%s", peer ? peer : "");
+        if (!queued) {
+            conn_close(c); /* closes fd; released with the worker's closed connections */
+            cl = NULL;
+        }
+    } else {
+        close(fd);
+    }
+    for (size_t i = 0; i < 6; i++)
+        free(fields[i]);
+    free(ip);
+    free(peer);
+    return cl;
+}

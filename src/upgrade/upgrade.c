@@ -1,0 +1,1002 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * upgrade: one process hands its listening sockets, mounts, sources and plain listeners to
+ * the binary that replaces it (see upgrade.h and docs/UPGRADE.md).
+ *
+ * On the socket (AF_UNIX, SOCK_SEQPACKET), each message begins with its kind:
+ *   new -> old   'H' ready for the state (its format version follows), 'R' refused (why),
+ *                'K' state taken, 'X' failed (why)
+ *   old -> new   'F' descriptors (SCM_RIGHTS, at most UPGRADE_FD_BATCH), 'D' state bytes,
+ *                'E' the end (descriptor count and byte count), 'G' go on
+ * The state is UPGRADE_MAGIC, the format version (32 bits), then records: listening sockets,
+ * the pidfile, counters, ICY metadata, mounts, sources, listeners. A connection's record names
+ * its descriptor by its index among those sent.
+ */
+#include "upgrade/upgrade.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "admin/events_feed.h"
+#include "conf/config.h"
+#include "core/buf.h"
+#include "core/fault.h"
+#include "core/log.h"
+#include "core/loop.h"
+#include "core/record.h"
+#include "http/client.h"
+#include "net/conn.h"
+#include "net/server.h"
+#include "net/worker.h"
+#include "stream/events.h"
+#include "stream/handover.h"
+#include "stream/listener.h"
+#include "stream/mount.h"
+#include "stats/history.h"
+#include "stream/source.h"
+#include "upstream/relay.h"
+
+#define UPGRADE_ENV "RIMECAST_HANDOVER_FD"
+#define UPGRADE_MAGIC "RIMECAST-STATE\n"
+#define UPGRADE_VERSION 1u
+#define UPGRADE_FD_BATCH 250
+#define UPGRADE_CHUNK 32768
+#define UPGRADE_START_MS 30000   /* the new process loads its config and asks */
+#define UPGRADE_PARK_MS 5000     /* every worker stops at a safe point */
+#define UPGRADE_RESTORE_MS 30000 /* the new process rebuilds the state */
+#define UPGRADE_GO_MS 10000      /* the new process waits for the go-ahead */
+
+enum {
+    REC_LISTEN = 1,
+    REC_PIDFILE,
+    REC_STATS,
+    REC_META,
+    REC_MOUNT,
+    REC_SOURCE,
+    REC_LISTENER,
+    REC_HISTORY,
+    REC_RELAY,
+    REC_EVENTS,
+    REC_FEED,
+};
+
+extern char **environ;
+
+/* ---- the binary and its arguments ---- */
+
+static char *installed_path;
+static char **saved_argv;
+
+/* name searched in $PATH as a shell would; a malloc'd real path, or NULL. */
+static char *resolve_binary(const char *name)
+{
+    if (strchr(name, '/'))
+        return realpath(name, NULL);
+    const char *path = getenv("PATH");
+    for (const char *p = path; p && *p;) {
+        size_t n = strcspn(p, ":");
+        char cand[PATH_MAX];
+        if (n && snprintf(cand, sizeof(cand), "%.*s/%s", (int)n, p, name) < (int)sizeof(cand) &&
+            access(cand, X_OK) == 0)
+            return realpath(cand, NULL);
+        p += n + (p[n] == ':');
+    }
+    return NULL;
+}
+
+void upgrade_remember(int argc, char **argv)
+{
+    installed_path = argc > 0 ? resolve_binary(argv[0]) : NULL;
+    saved_argv = argv; /* main's: valid for the life of the process */
+}
+
+/* ---- messages ---- */
+
+static int send_msg(int fd, char kind, const void *data, size_t len, const int *fds, int nfds)
+{
+    struct iovec iov[2] = {{&kind, 1}, {(void *)data, len}};
+    union {
+        char buf[CMSG_SPACE(sizeof(int) * UPGRADE_FD_BATCH)];
+        struct cmsghdr align;
+    } u;
+    struct msghdr mh = {.msg_iov = iov, .msg_iovlen = len ? 2 : 1};
+    if (nfds > 0) {
+        memset(&u, 0, sizeof(u));
+        mh.msg_control = u.buf;
+        mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+        memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nfds);
+    }
+    ssize_t n;
+    do
+        n = sendmsg(fd, &mh, MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    return n < 0 ? -errno : 0;
+}
+
+static int send_text(int fd, char kind, const char *text)
+{
+    return send_msg(fd, kind, text, strlen(text), NULL, 0);
+}
+
+typedef struct msg {
+    char kind;
+    unsigned char data[UPGRADE_CHUNK + 64];
+    size_t len;
+    int fds[UPGRADE_FD_BATCH];
+    int nfds;
+} msg_t;
+
+/* One message (blocking). 1, 0 at EOF, -errno. */
+static int recv_msg(int fd, msg_t *m)
+{
+    unsigned char head;
+    struct iovec iov[2] = {{&head, 1}, {m->data, sizeof(m->data)}};
+    union {
+        char buf[CMSG_SPACE(sizeof(int) * UPGRADE_FD_BATCH)];
+        struct cmsghdr align;
+    } u;
+    struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2, .msg_control = u.buf,
+                        .msg_controllen = sizeof(u.buf)};
+    ssize_t n;
+    do
+        n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+    while (n < 0 && errno == EINTR);
+    if (n <= 0)
+        return n == 0 ? 0 : -errno;
+    m->kind = (char)head;
+    m->len = (size_t)n - 1;
+    m->nfds = 0;
+    for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+        if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+            continue;
+        int k = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+        for (int i = 0; i < k; i++) {
+            int got;
+            memcpy(&got, CMSG_DATA(cm) + (size_t)i * sizeof(int), sizeof(int));
+            if (m->nfds < UPGRADE_FD_BATCH)
+                m->fds[m->nfds++] = got;
+            else
+                close(got);
+        }
+    }
+    if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
+        return -EMSGSIZE;
+    return 1;
+}
+
+/* ---- old side: stopping the workers at a safe point ---- */
+
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int parked;
+    unsigned gen;     /* this hand-over's; a stale message (a park that timed out) goes on */
+    int release;
+} park = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 1};
+
+/* On a worker: waits here, touching nothing, until the main thread releases it. */
+static void park_msg(worker_t *w, void *arg)
+{
+    pthread_mutex_lock(&park.lock);
+    if ((unsigned)(uintptr_t)arg == park.gen && !park.release) {
+        park.parked++;
+        pthread_cond_broadcast(&park.cond);
+        while (!park.release)
+            pthread_cond_wait(&park.cond, &park.lock);
+        park.parked--;
+    }
+    pthread_mutex_unlock(&park.lock);
+}
+
+static void unpark_workers(void)
+{
+    pthread_mutex_lock(&park.lock);
+    park.release = 1;
+    pthread_cond_broadcast(&park.cond);
+    pthread_mutex_unlock(&park.lock);
+}
+
+/* Every live worker stopped in park_msg: 0, or -ETIMEDOUT (then they are released). */
+static int park_workers(void)
+{
+    pthread_mutex_lock(&park.lock);
+    park.gen++;
+    park.release = 0;
+    park.parked = 0;
+    pthread_mutex_unlock(&park.lock);
+    int want = 0, slots = atomic_load(&server.nslots);
+    for (int i = 0; i < slots; i++)
+        if (server.workers[i] &&
+            worker_post(server.workers[i], park_msg, (void *)(uintptr_t)park.gen) == 0)
+            want++;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += UPGRADE_PARK_MS / 1000;
+    pthread_mutex_lock(&park.lock);
+    int rc = 0;
+    while (park.parked < want && rc == 0)
+        rc = pthread_cond_timedwait(&park.cond, &park.lock, &until);
+    int ok = park.parked >= want;
+    pthread_mutex_unlock(&park.lock);
+    if (!ok)
+        unpark_workers();
+    return ok ? 0 : -ETIMEDOUT;
+}
+
+/* ---- old side: the state ---- */
+
+typedef struct fdlist {
+    int *v;
+    int n, cap;
+} fdlist_t;
+
+static uint32_t fd_add(fdlist_t *l, int fd)
+{
+    if (l->n == l->cap) {
+        int cap = l->cap ? l->cap * 2 : 64;
+        int *v = realloc(l->v, (size_t)cap * sizeof(*v));
+        if (!v)
+            return UINT32_MAX;
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n] = fd;
+    return (uint32_t)l->n++;
+}
+
+/* A mount being carried, and the oldest block one of its carried listeners is on. */
+typedef struct carried {
+    mount_t *m;
+    const block_t *from;
+} carried_t;
+
+typedef struct state {
+    buf_t head, metas, mounts, conns;
+    handover_metas_t t;
+    fdlist_t fds;
+    carried_t *mv;
+    int nm;
+    int sources, listeners, others, left; /* connections carried, and those that stay */
+} state_t;
+
+static void save_listens(state_t *s, const upgrade_pidfile_t *pf)
+{
+    int slots = atomic_load(&server.nslots);
+    for (int i = 0; i < slots; i++) {
+        worker_t *w = server.workers[i];
+        for (int j = 0; w && !w->gone && j < w->nlisten; j++) {
+            worker_listen_t *ls = w->listens[j];
+            if (!ls || ls->fd < 0)
+                continue;
+            size_t at = rec_begin(&s->head, REC_LISTEN);
+            rec_u32(&s->head, fd_add(&s->fds, ls->fd));
+            rec_u32(&s->head, (uint32_t)ls->conf->port);
+            rec_str(&s->head, ls->conf->bind_address);
+            rec_end(&s->head, at);
+        }
+    }
+    if (pf && pf->fd >= 0) {
+        size_t at = rec_begin(&s->head, REC_PIDFILE);
+        rec_u32(&s->head, fd_add(&s->fds, pf->fd));
+        rec_str(&s->head, pf->path);
+        rec_u64(&s->head, (uint64_t)pf->dev);
+        rec_u64(&s->head, (uint64_t)pf->ino);
+        rec_end(&s->head, at);
+    }
+    size_t at = rec_begin(&s->head, REC_STATS);
+    rec_i64(&s->head, (int64_t)server.start_time);
+    atomic_ullong *c[] = {&server.stats.connections, &server.stats.connections_refused,
+                          &server.stats.client_connections, &server.stats.listener_connections,
+                          &server.stats.source_client_connections,
+                          &server.stats.source_relay_connections,
+                          &server.stats.source_total_connections, &server.stats.file_connections,
+                          &server.stats.stats_connections};
+    rec_u32(&s->head, (uint32_t)(sizeof(c) / sizeof(c[0])));
+    for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+        rec_u64(&s->head, atomic_load(c[i]));
+    rec_end(&s->head, at);
+    at = rec_begin(&s->head, REC_EVENTS);
+    events_save(&s->head);
+    rec_end(&s->head, at);
+    if (history_global()) {
+        at = rec_begin(&s->head, REC_HISTORY);
+        history_save(history_global(), &s->head);
+        rec_end(&s->head, at);
+    }
+}
+
+static void collect_mount(mount_t *m, void *arg)
+{
+    state_t *s = arg;
+    if (handover_mount_unmovable(m))
+        return;
+    carried_t *v = realloc(s->mv, (size_t)(s->nm + 1) * sizeof(*v));
+    if (!v)
+        return;
+    s->mv = v;
+    s->mv[s->nm++] = (carried_t){mount_ref(m), NULL};
+}
+
+static carried_t *carried_of(state_t *s, const mount_t *m)
+{
+    for (int i = 0; i < s->nm; i++)
+        if (s->mv[i].m == m)
+            return &s->mv[i];
+    return NULL;
+}
+
+/* A connection's record: its descriptor's index, its worker, its HTTP state, then what
+ * `role` writes (0, or its -errno: not carried, nothing written). */
+static int save_conn(state_t *s, conn_t *c, int type, int (*role)(conn_t *c, state_t *s))
+{
+    size_t mark = s->conns.len;
+    size_t at = rec_begin(&s->conns, (uint16_t)type);
+    rec_u32(&s->conns, (uint32_t)s->fds.n);
+    rec_u32(&s->conns, (uint32_t)c->worker->id);
+    client_save(c, &s->conns);
+    int rc = role(c, s);
+    if (rc == 0 && (s->conns.error || fd_add(&s->fds, c->fd) == UINT32_MAX))
+        rc = -ENOMEM;
+    if (rc < 0) {
+        s->conns.len = mark; /* dropped whole */
+        return rc;
+    }
+    rec_end(&s->conns, at);
+    return 0;
+}
+
+static int save_source_role(conn_t *c, state_t *s)
+{
+    return source_save(c, &s->conns);
+}
+
+static int save_relay_role(conn_t *c, state_t *s)
+{
+    int rc = relay_save(c, &s->conns);
+    return rc < 0 ? rc : source_save(c, &s->conns);
+}
+
+/* The source of a carried mount: a relay's connection, or a source's. */
+static int save_feed(state_t *s, conn_t *c)
+{
+    int rc = save_conn(s, c, REC_RELAY, save_relay_role);
+    return rc == -ENOENT ? save_conn(s, c, REC_SOURCE, save_source_role) : rc;
+}
+
+static int save_listener_role(conn_t *c, state_t *s)
+{
+    return handover_listener_save(c, &s->t, &s->conns);
+}
+
+static int save_feed_role(conn_t *c, state_t *s)
+{
+    return events_feed_save(c, &s->conns);
+}
+
+/* The sources of the carried mounts (a mount whose source cannot be carried stays), then the
+ * plain listeners of those mounts. */
+static void save_conns(state_t *s)
+{
+    for (int i = 0; i < s->nm; i++) {
+        mount_t *m = s->mv[i].m;
+        worker_t *w = m->source_worker;
+        conn_t *c = w ? worker_find_conn(w, m->source_conn_id) : NULL;
+        if (!c || c->tls || save_feed(s, c) < 0) {
+            mount_unref(m);
+            s->mv[i--] = s->mv[--s->nm];
+            continue;
+        }
+        s->sources++;
+    }
+    int slots = atomic_load(&server.nslots), all = 0;
+    for (int i = 0; i < slots; i++) {
+        worker_t *w = server.workers[i];
+        conn_t *c;
+        if (!w || w->gone)
+            continue;
+        list_foreach(c, &w->conns, conn_t, link) {
+            listener_t *l = listener_of(c);
+            carried_t *k = l ? carried_of(s, l->mount) : NULL;
+            all++;
+            if (k && !c->tls && save_conn(s, c, REC_LISTENER, save_listener_role) == 0) {
+                if (!k->from || l->blk->offset < k->from->offset)
+                    k->from = l->blk;
+                s->listeners++;
+            } else if (!l && !c->tls && save_conn(s, c, REC_FEED, save_feed_role) == 0) {
+                s->others++;
+            }
+        }
+    }
+    s->left = all - s->listeners - s->sources - s->others;
+}
+
+static void save_mounts(state_t *s)
+{
+    for (int i = 0; i < s->nm; i++) {
+        size_t at = rec_begin(&s->mounts, REC_MOUNT);
+        handover_mount_save(s->mv[i].m, s->mv[i].from, &s->t, &s->mounts);
+        rec_end(&s->mounts, at);
+    }
+    for (size_t i = 0; i < s->t.n; i++) {
+        size_t at = rec_begin(&s->metas, REC_META);
+        handover_meta_save(&s->t, i, &s->metas);
+        rec_end(&s->metas, at);
+    }
+}
+
+static void state_free(state_t *s)
+{
+    buf_free(&s->head);
+    buf_free(&s->metas);
+    buf_free(&s->mounts);
+    buf_free(&s->conns);
+    handover_metas_free(&s->t, 0);
+    for (int i = 0; i < s->nm; i++)
+        mount_unref(s->mv[i].m);
+    free(s->mv);
+    free(s->fds.v);
+}
+
+/* Sends the descriptors, then the bytes of the parts in order, then the end. 0 or -errno. */
+static int send_state(int sock, state_t *s)
+{
+    int rc = 0;
+    for (int i = 0; i < s->fds.n && rc == 0; i += UPGRADE_FD_BATCH) {
+        int n = s->fds.n - i < UPGRADE_FD_BATCH ? s->fds.n - i : UPGRADE_FD_BATCH;
+        rc = send_msg(sock, 'F', NULL, 0, s->fds.v + i, n);
+    }
+    unsigned char hdr[sizeof(UPGRADE_MAGIC) - 1 + 4];
+    memcpy(hdr, UPGRADE_MAGIC, sizeof(UPGRADE_MAGIC) - 1);
+    for (int i = 0; i < 4; i++)
+        hdr[sizeof(UPGRADE_MAGIC) - 1 + (size_t)i] = (unsigned char)(UPGRADE_VERSION >> (8 * i));
+    const buf_t *parts[] = {&s->head, &s->metas, &s->mounts, &s->conns};
+    uint64_t total = sizeof(hdr);
+    if (rc == 0)
+        rc = send_msg(sock, 'D', hdr, sizeof(hdr), NULL, 0);
+    for (size_t p = 0; p < 4 && rc == 0; p++) {
+        for (size_t off = 0; off < parts[p]->len && rc == 0; off += UPGRADE_CHUNK) {
+            size_t n = parts[p]->len - off < UPGRADE_CHUNK ? parts[p]->len - off : UPGRADE_CHUNK;
+            rc = send_msg(sock, 'D', parts[p]->data + off, n, NULL, 0);
+        }
+        total += parts[p]->len;
+    }
+    char end[64];
+    snprintf(end, sizeof(end), "%d %llu", s->fds.n, (unsigned long long)total);
+    return rc ? rc : send_text(sock, 'E', end);
+}
+
+/* ---- old side: the steps ---- */
+
+typedef struct run {
+    int sock, sfd;
+    pid_t pid;
+    int *stop;
+    char why[512];
+} run_t;
+
+/* Reads a signal that came while waiting (sfd is readable; one at a time: it blocks):
+ * SIGUSR2 and SIGHUP are ignored (logged), SIGTERM and SIGINT abandon the upgrade. 0, or
+ * -ECANCELED. */
+static int drain_signals(run_t *r)
+{
+    struct signalfd_siginfo si;
+    if (read(r->sfd, &si, sizeof(si)) == sizeof(si)) {
+        if (si.ssi_signo == SIGUSR2) {
+            log_warn("upgrade: SIGUSR2 ignored: an upgrade is already running");
+        } else if (si.ssi_signo == SIGHUP) {
+            log_warn("upgrade: SIGHUP ignored while an upgrade is running");
+        } else {
+            *r->stop = 1;
+            snprintf(r->why, sizeof(r->why), "signal %d: shutting down instead",
+                     (int)si.ssi_signo);
+            return -ECANCELED;
+        }
+    }
+    return 0;
+}
+
+/* Waits up to ms for a message from the new process, reading signals meanwhile. 1 with *m,
+ * or 0 with why set (timeout, exit, signal). */
+static int wait_msg(run_t *r, msg_t *m, int ms, const char *step)
+{
+    uint64_t until = loop_now_ms() + (uint64_t)ms;
+    for (;;) {
+        uint64_t now = loop_now_ms();
+        if (now >= until) {
+            snprintf(r->why, sizeof(r->why), "the new process did not answer within %d s "
+                     "(%s)", ms / 1000, step);
+            return 0;
+        }
+        struct pollfd p[2] = {{r->sock, POLLIN, 0}, {r->sfd, POLLIN, 0}};
+        int n = poll(p, 2, (int)(until - now));
+        if (n < 0 && errno != EINTR)
+            return 0;
+        if (n > 0 && (p[1].revents & POLLIN) && drain_signals(r) < 0)
+            return 0;
+        if (n > 0 && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+            int rc = recv_msg(r->sock, m);
+            for (int i = 0; rc > 0 && i < m->nfds; i++)
+                close(m->fds[i]); /* the new process sends none */
+            if (rc > 0)
+                return 1;
+            snprintf(r->why, sizeof(r->why), "the new process went away (%s)", step);
+            return 0;
+        }
+    }
+}
+
+/* The new process's answer of kind `want`: 1; else 0 with why set (its own words for 'R'
+ * and 'X'). */
+static int expect(run_t *r, char want, int ms, const char *step)
+{
+    msg_t *m = malloc(sizeof(*m));
+    int ok = m && wait_msg(r, m, ms, step);
+    if (ok && m->kind != want) {
+        int text = m->kind == 'R' || m->kind == 'X';
+        snprintf(r->why, sizeof(r->why), "%s%.*s", text ? "the new process says: " :
+                 "unexpected message from the new process",
+                 text ? (int)(m->len > 400 ? 400 : m->len) : 0, (const char *)m->data);
+        ok = 0;
+    }
+    if (!m)
+        snprintf(r->why, sizeof(r->why), "out of memory");
+    free(m);
+    return ok;
+}
+
+/* Starts the installed binary with our arguments and the socket's number in the
+ * environment. The child's pid, or -errno. */
+static pid_t spawn_new(int child_end)
+{
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **env = calloc(n + 2, sizeof(*env));
+    char var[64];
+    if (!env)
+        return -ENOMEM;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(environ[i], UPGRADE_ENV "=", sizeof(UPGRADE_ENV)) != 0)
+            env[k++] = environ[i];
+    snprintf(var, sizeof(var), "%s=%d", UPGRADE_ENV, child_end);
+    env[k++] = var;
+    pid_t pid = fork();
+    if (pid == 0) {
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        fcntl(child_end, F_SETFD, 0);
+        execve(installed_path, saved_argv, env);
+        _exit(127);
+    }
+    int err = errno;
+    free(env);
+    return pid < 0 ? -err : pid;
+}
+
+/* The new process reaped: one that went away is given a moment to finish exiting (its
+ * status then says why), one that still runs is killed. */
+static void end_child(run_t *r)
+{
+    int status = 0;
+    pid_t got = 0;
+    if (r->pid <= 0)
+        return;
+    for (int i = 0; i < 200 && strstr(r->why, "went away") && got == 0; i++) {
+        struct timespec ts = {0, 10 * 1000000};
+        if ((got = waitpid(r->pid, &status, WNOHANG)) == 0)
+            nanosleep(&ts, NULL);
+    }
+    if (got == 0 && (got = waitpid(r->pid, &status, WNOHANG)) == 0) {
+        kill(r->pid, SIGKILL);
+        waitpid(r->pid, &status, 0);
+    } else if (got > 0) {
+        size_t len = strlen(r->why);
+        if (WIFEXITED(status))
+            snprintf(r->why + len, sizeof(r->why) - len, ": it exited with status %d",
+                     WEXITSTATUS(status));
+        else if (WIFSIGNALED(status))
+            snprintf(r->why + len, sizeof(r->why) - len, ": it was killed by signal %d",
+                     WTERMSIG(status));
+    }
+    r->pid = -1;
+}
+
+/* With the workers parked: the state written and sent, the new process's confirmation
+ * awaited. 1 when it took over. */
+static int hand_over(run_t *r, const upgrade_pidfile_t *pf)
+{
+    state_t s;
+    memset(&s, 0, sizeof(s));
+    save_listens(&s, pf);
+    mount_foreach(collect_mount, &s);
+    save_conns(&s);
+    save_mounts(&s);
+    int ok = 0;
+    if (s.head.error || s.metas.error || s.mounts.error || s.conns.error) {
+        snprintf(r->why, sizeof(r->why), "out of memory writing the state");
+    } else {
+        int rc = send_state(r->sock, &s);
+        if (rc < 0)
+            snprintf(r->why, sizeof(r->why), "sending the state: %s", strerror(-rc));
+        else
+            ok = expect(r, 'K', UPGRADE_RESTORE_MS, "taking the state");
+    }
+    if (ok) {
+        log_info("upgrade: handed over to PID %d (%d source%s, %d listener%s, %d other "
+                 "connection%s; %d closed: not carried)", (int)r->pid, s.sources,
+                 s.sources == 1 ? "" : "s", s.listeners, s.listeners == 1 ? "" : "s",
+                 s.others, s.others == 1 ? "" : "s", s.left);
+        send_text(r->sock, 'G', "");
+    }
+    state_free(&s);
+    return ok;
+}
+
+int upgrade_run(int sfd, const upgrade_pidfile_t *pidfile, int *stop)
+{
+    run_t r = {.sock = -1, .sfd = sfd, .pid = -1, .stop = stop};
+    int sv[2] = {-1, -1}, handed = 0;
+    log_info("upgrade: SIGUSR2: starting %s", installed_path ? installed_path : "(unknown)");
+    if (!installed_path) {
+        snprintf(r.why, sizeof(r.why), "the path this binary was started from is unknown");
+    } else if (server_config()->chroot) {
+        snprintf(r.why, sizeof(r.why), "not possible with <chroot>");
+    } else if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+        snprintf(r.why, sizeof(r.why), "socketpair: %s", strerror(errno));
+    } else if ((r.pid = spawn_new(sv[1])) < 0) {
+        snprintf(r.why, sizeof(r.why), "fork: %s", strerror(-r.pid));
+    } else {
+        close(sv[1]);
+        sv[1] = -1;
+        r.sock = sv[0];
+        struct timeval tv = {UPGRADE_RESTORE_MS / 1000, 0};
+        setsockopt(r.sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+        if (expect(&r, 'H', UPGRADE_START_MS, "starting")) {
+            if (park_workers() < 0) {
+                snprintf(r.why, sizeof(r.why), "a worker did not stop within %d s",
+                         UPGRADE_PARK_MS / 1000);
+            } else {
+                handed = hand_over(&r, pidfile);
+                if (!handed)
+                    unpark_workers();
+            }
+        }
+    }
+    if (!handed) {
+        end_child(&r);
+        log_error("upgrade: failed: %s", r.why);
+    }
+    for (int i = 0; i < 2; i++)
+        if (sv[i] >= 0)
+            close(sv[i]);
+    return handed;
+}
+
+/* ---- new side ---- */
+
+static struct {
+    int sock;
+    unsigned char *state; /* what the old process sent, after the magic and version */
+    size_t len;
+    int *fds;
+    int nfds;
+    int *used; /* fds[i] taken by a worker or a connection */
+} in = {-1, NULL, 0, NULL, 0, NULL};
+
+int upgrade_inherited(void)
+{
+    const char *v = getenv(UPGRADE_ENV);
+    if (!v)
+        return -1;
+    char *end;
+    long fd = strtol(v, &end, 10);
+    unsetenv(UPGRADE_ENV);
+    if (*end || fd < 3 || fd > INT_MAX || fcntl((int)fd, F_SETFD, FD_CLOEXEC) < 0)
+        return -1;
+    in.sock = (int)fd;
+    return (int)fd;
+}
+
+void upgrade_refuse(int fd, const char *why)
+{
+    send_text(fd, 'R', why);
+    close(fd);
+    in.sock = -1;
+}
+
+/* The whole state from the old process into `in`. 0 or -1 with err. */
+static int receive_all(char *err, size_t cap)
+{
+    buf_t b = BUF_INIT;
+    msg_t *m = malloc(sizeof(*m));
+    int rc = -1;
+    if (!m) {
+        snprintf(err, cap, "out of memory");
+        return -1;
+    }
+    for (;;) {
+        int got = recv_msg(in.sock, m);
+        if (got <= 0) {
+            snprintf(err, cap, "the old process went away while sending its state");
+            break;
+        }
+        if (m->kind == 'F') {
+            int *v = realloc(in.fds, (size_t)(in.nfds + m->nfds) * sizeof(*v));
+            if (!v) {
+                for (int i = 0; i < m->nfds; i++)
+                    close(m->fds[i]);
+                continue;
+            }
+            in.fds = v;
+            memcpy(in.fds + in.nfds, m->fds, (size_t)m->nfds * sizeof(int));
+            in.nfds += m->nfds;
+        } else if (m->kind == 'D') {
+            buf_append(&b, m->data, m->len);
+        } else if (m->kind == 'E') {
+            int nfds = -1;
+            unsigned long long total = 0;
+            m->data[m->len < sizeof(m->data) ? m->len : sizeof(m->data) - 1] = '\0';
+            if (sscanf((const char *)m->data, "%d %llu", &nfds, &total) != 2 ||
+                nfds != in.nfds || total != b.len || b.error)
+                snprintf(err, cap, "the state arrived incomplete");
+            else
+                rc = 0;
+            break;
+        }
+    }
+    free(m);
+    in.len = b.len;
+    in.state = (unsigned char *)buf_take(&b, NULL);
+    in.used = calloc((size_t)in.nfds + 1, sizeof(*in.used));
+    if (rc == 0 && (!in.state || !in.used)) {
+        snprintf(err, cap, "out of memory");
+        rc = -1;
+    }
+    return rc;
+}
+
+/* The descriptor of index i for the caller to own, or -1. */
+static int take_fd(uint32_t i)
+{
+    if (i >= (uint32_t)in.nfds || in.used[i])
+        return -1;
+    in.used[i] = 1;
+    return in.fds[i];
+}
+
+static void restore_stats(rec_reader_t *r)
+{
+    server.start_time = (time_t)rec_get_i64(r);
+    atomic_ullong *c[] = {&server.stats.connections, &server.stats.connections_refused,
+                          &server.stats.client_connections, &server.stats.listener_connections,
+                          &server.stats.source_client_connections,
+                          &server.stats.source_relay_connections,
+                          &server.stats.source_total_connections, &server.stats.file_connections,
+                          &server.stats.stats_connections};
+    uint32_t n = rec_get_u32(r);
+    for (uint32_t i = 0; i < n && i < sizeof(c) / sizeof(c[0]); i++) {
+        uint64_t v = rec_get_u64(r);
+        if (!r->error)
+            atomic_store(c[i], v);
+    }
+}
+
+int upgrade_receive(int fd, upgrade_pidfile_t *pf, char *err, size_t cap)
+{
+    char hello[32];
+    snprintf(hello, sizeof(hello), "%u", UPGRADE_VERSION);
+    pf->fd = -1;
+    if (send_text(fd, 'H', hello) < 0 || receive_all(err, cap) < 0)
+        return -1;
+    size_t ml = sizeof(UPGRADE_MAGIC) - 1;
+    if (in.len < ml + 4 || memcmp(in.state, UPGRADE_MAGIC, ml) != 0) {
+        snprintf(err, cap, "the state is not a Rimecast state");
+        return -1;
+    }
+    uint32_t version = 0;
+    for (int i = 0; i < 4; i++)
+        version |= (uint32_t)in.state[ml + (size_t)i] << (8 * i);
+    if (version != UPGRADE_VERSION) {
+        snprintf(err, cap, "the state is of format version %u, this binary reads version %u",
+                 version, UPGRADE_VERSION);
+        return -1;
+    }
+    rec_reader_t r, f;
+    rec_reader_init(&r, in.state + ml + 4, in.len - ml - 4);
+    uint16_t type;
+    int rc;
+    while ((rc = rec_next(&r, &type, &f)) > 0) {
+        if (type == REC_LISTEN) {
+            int lfd = take_fd(rec_get_u32(&f));
+            uint32_t port = rec_get_u32(&f);
+            char *bind = rec_get_str(&f);
+            if (lfd < 0 || f.error || worker_inherit_listen(lfd, (int)port, bind) < 0)
+                rc = -1;
+            free(bind);
+        } else if (type == REC_PIDFILE) {
+            pf->fd = take_fd(rec_get_u32(&f));
+            pf->path = rec_get_str(&f);
+            pf->dev = (dev_t)rec_get_u64(&f);
+            pf->ino = (ino_t)rec_get_u64(&f);
+        } else if (type == REC_STATS) {
+            restore_stats(&f);
+        }
+        if (rc < 0)
+            break;
+    }
+    if (rc < 0) {
+        snprintf(err, cap, "the state's listening sockets do not read");
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- new side: rebuilding ---- */
+
+typedef struct restored {
+    mount_t *m;
+    uint64_t queue_start;
+} restored_t;
+
+static struct {
+    restored_t *v;
+    int n;
+    handover_metas_t t;
+    uint64_t max_id;
+} rs;
+
+static worker_t *worker_of(int old_id)
+{
+    int n = atomic_load(&server.nworkers);
+    return server.workers[(old_id < 0 ? 0 : old_id) % (n > 0 ? n : 1)];
+}
+
+static mount_t *find_restored(const char *name, void *arg)
+{
+    for (int i = 0; i < rs.n; i++)
+        if (strcmp(rs.v[i].m->name, name) == 0)
+            return rs.v[i].m;
+    return NULL;
+}
+
+/* A connection's record: its client rebuilt on its worker, its role restored by `role`. */
+static int restore_conn(rec_reader_t *f, int type)
+{
+    int fd = take_fd(rec_get_u32(f));
+    worker_t *w = worker_of((int)rec_get_u32(f));
+    if (fd < 0 || f->error)
+        return -1;
+    conn_t *c;
+    int rc = 0;
+    if (type == REC_RELAY) {
+        if (!(c = relay_adopt(w, fd, f, find_restored, NULL)))
+            return -1;
+    } else {
+        client_t *cl = client_restore(w, fd, f, 0, NULL);
+        if (!cl)
+            return -1;
+        c = &cl->conn;
+        rc = type == REC_SOURCE     ? source_adopt(c, f, find_restored, NULL)
+             : type == REC_FEED     ? events_feed_adopt(c, f)
+                                    : handover_listener_restore(c, f, &rs.t, find_restored, NULL);
+    }
+    if (c->id > rs.max_id)
+        rs.max_id = c->id;
+    if (rc < 0 || conn_watch(c) < 0) {
+        conn_close(c);
+        return -1;
+    }
+    worker_request_pass(w);
+    return 0;
+}
+
+static int restore_mount(rec_reader_t *f, const char **why)
+{
+    restored_t *v = realloc(rs.v, (size_t)(rs.n + 1) * sizeof(*v));
+    if (!v)
+        return -1;
+    rs.v = v;
+    mount_t *m = handover_mount_restore(f, &rs.t, worker_of, &v[rs.n].queue_start, why);
+    if (!m)
+        return -1;
+    v[rs.n++].m = m;
+    return 0;
+}
+
+int upgrade_restore(char *err, size_t cap)
+{
+    size_t ml = sizeof(UPGRADE_MAGIC) - 1;
+    rec_reader_t r, f;
+    rec_reader_init(&r, in.state + ml + 4, in.len - ml - 4);
+    uint16_t type;
+    int rc, sources = 0, listeners = 0;
+    const char *why = "unreadable record";
+    while ((rc = rec_next(&r, &type, &f)) > 0) {
+        if (type == REC_META)
+            rc = handover_meta_load(&rs.t, &f) < 0 ? -1 : 1;
+        else if (type == REC_MOUNT)
+            rc = restore_mount(&f, &why) < 0 ? -1 : 1;
+        else if ((type == REC_SOURCE || type == REC_RELAY) &&
+                 (rc = restore_conn(&f, type) < 0 ? -1 : 1) > 0)
+            sources++;
+        else if (type == REC_LISTENER && (rc = restore_conn(&f, type) < 0 ? -1 : 1) > 0)
+            listeners++;
+        else if (type == REC_FEED)
+            rc = restore_conn(&f, type) < 0 ? -1 : 1;
+        else if (type == REC_EVENTS)
+            rc = events_restore(&f) < 0 ? -1 : 1;
+        else if (type == REC_HISTORY && history_global() &&
+                 history_restore(history_global(), &f) < 0)
+            rc = -1;
+        if (rc < 0)
+            break;
+    }
+    for (int i = 0; i < rs.n; i++) {
+        handover_mount_settle(rs.v[i].m, rs.v[i].queue_start);
+        mount_unref(rs.v[i].m);
+    }
+    free(rs.v);
+    rs.v = NULL;
+    handover_metas_free(&rs.t, 1);
+    worker_conn_ids_above(rs.max_id);
+    for (int i = 0; i < in.nfds; i++)
+        if (!in.used[i])
+            close(in.fds[i]);
+    free(in.fds);
+    free(in.used);
+    free(in.state);
+    in.fds = in.used = NULL;
+    in.state = NULL;
+    if (rc < 0) {
+        snprintf(err, cap, "restoring the state: %s", why);
+        return -1;
+    }
+    log_info("upgrade: took over %d source%s and %d listener%s", sources,
+             sources == 1 ? "" : "s", listeners, listeners == 1 ? "" : "s");
+    return 0;
+}
+
+int upgrade_confirm(char *err, size_t cap)
+{
+    if (FAULT(FAULT_UPGRADE_TAKEOVER))
+        _exit(3); /* a test build: dies holding every descriptor, before it confirms */
+    int rc = send_text(in.sock, 'K', "");
+    msg_t *m = rc == 0 ? malloc(sizeof(*m)) : NULL;
+    if (m) {
+        struct pollfd p = {in.sock, POLLIN, 0};
+        /* the go-ahead, or the old process's end (it exits right after): either way it no
+         * longer touches what it handed over */
+        if (poll(&p, 1, UPGRADE_GO_MS) <= 0) {
+            snprintf(err, cap, "no go-ahead from the old process");
+            rc = -1;
+        } else if (recv_msg(in.sock, m) > 0 && m->kind != 'G') {
+            snprintf(err, cap, "the old process did not give the go-ahead");
+            rc = -1;
+        }
+    } else {
+        snprintf(err, cap, "cannot confirm to the old process");
+        rc = -1;
+    }
+    free(m);
+    close(in.sock);
+    in.sock = -1;
+    return rc;
+}

@@ -1,0 +1,516 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Upgrading the binary without dropping a listener: SIGUSR2 starts the binary installed at
+the path the server was started from, which takes over the listening sockets, the mounts and
+every plain connection; the old process then exits. When the new binary cannot take over, the
+old process serves on and says why."""
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+import adminlib
+import formatlib as fl
+import wirelib
+from conftest import BINARY, port_pair
+
+pytestmark = pytest.mark.rimecast_only
+
+RATE = 32 * 1024  # source bytes per second: the 64 kbit/s file about four times real time
+
+
+class Adopted:
+    """The process that took over (not our child): enough of Popen for Server.stop()."""
+
+    def __init__(self, pid, srv):
+        self.pid, self.srv = pid, srv
+        self.returncode = None
+
+    def _running(self):
+        try:
+            with open("/proc/%d/stat" % self.pid) as f:
+                return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+        except (FileNotFoundError, ProcessLookupError):
+            return False
+
+    def poll(self):
+        if self.returncode is None and not self._running():
+            # not our child: its exit code is out of reach; its log says whether it shut down
+            # cleanly, its output whether a sanitizer of a test build found anything
+            done = self.srv.error_log().rstrip().endswith("shutdown complete")
+            self.returncode = 0 if done and "Sanitizer" not in self.srv.stderr() else 1
+        return self.returncode
+
+    def send_signal(self, sig):
+        os.kill(self.pid, sig)
+
+    def kill(self):
+        self.send_signal(signal.SIGKILL)
+
+    def wait(self, timeout=None):
+        try:
+            wirelib.wait_until(lambda: self.poll() is not None, timeout or 3600,
+                               "PID %d to exit" % self.pid)
+        except wirelib.WaitTimeout:
+            raise subprocess.TimeoutExpired("rimecast", timeout)
+        return self.returncode
+
+
+def upgrade(srv, timeout=20):
+    """SIGUSR2; waits for the hand-over and the old process's exit; srv follows the new
+    process from then on. Returns the new PID."""
+    old = srv.proc
+    done = srv.error_log().count("upgrade: handed over to PID")
+    old.send_signal(signal.SIGUSR2)
+    wirelib.wait_until(lambda: srv.error_log().count("upgrade: handed over to PID") > done,
+                       timeout, lambda: "the hand-over\n" + srv.diagnostics())
+    new_pid = int(re.findall(r"upgrade: handed over to PID (\d+)", srv.error_log())[-1])
+    assert old.wait(timeout) == 0
+    srv.proc = Adopted(new_pid, srv)
+    assert new_pid != old.pid
+    return new_pid
+
+
+def pidfile_pid(srv):
+    with open(os.path.join(srv.dir, "server.pid")) as f:
+        return int(f.read().strip())
+
+
+def listener_stats(srv, mount):
+    """Each listener of the mount in the admin listener list: its id and when it connected
+    (the clock now less the seconds it says it has been connected)."""
+    r = adminlib.admin(srv, "/admin/listclients?mount=" + mount)
+    assert r.status == 200, r.status
+    now = time.time()
+    return {lis.findtext("ID"): now - int(lis.findtext("Connected"))
+            for lis in r.xml().iter("listener")}
+
+
+def assert_same_listeners(before, after):
+    assert sorted(before) == sorted(after), (before, after)
+    for k in before:  # whole seconds on both sides
+        assert abs(before[k] - after[k]) < 2.5, (k, before[k], after[k])
+
+
+def icy_audio(lis, metaint):
+    audio, blocks = fl.icy_demux(lis.snapshot(), metaint)
+    return audio, [fl.icy_fields(t).get("StreamTitle") for _, t in blocks if t]
+
+
+@pytest.fixture(scope="module")
+def mp3_file():
+    """A minute of MP3 noise: no two stretches of it alike, so a capture locates in it."""
+    p = subprocess.run([fl.FFMPEG, "-hide_banner", "-nostdin", "-v", "error", "-f", "lavfi",
+                        "-i", "anoisesrc=d=60:c=pink:r=44100", "-c:a", "libmp3lame", "-b:a",
+                        "64k", "-id3v2_version", "0", "-f", "mp3", "-"],
+                       capture_output=True, check=True, timeout=120)
+    return p.stdout
+
+
+def test_listeners_and_source_of_an_mp3_mount_survive_an_upgrade(server, mp3_file):
+    srv = server()
+    src = srv.source("/live.mp3", mp3_file, rate=RATE, chunk=1000)
+    assert src.connect().status == 200, src.response
+    src.start()
+    fl.wait_mount(srv, "/live.mp3")
+    fl.set_metadata(srv, "/live.mp3", song="Before")
+    listeners = [srv.listener("/live.mp3", headers={"Icy-MetaData": "1"}) for _ in range(3)]
+    for lis in listeners:
+        assert lis.open().status == 200, lis.response
+    metaint = int(listeners[0].response.header("icy-metaint"))
+    for lis in listeners:
+        lis.wait_bytes(40000, 10)
+    before = listener_stats(srv, "/live.mp3")
+    assert len(before) == 3
+    old_pid = srv.pid
+
+    new_pid = upgrade(srv)
+
+    assert pidfile_pid(srv) == new_pid != old_pid
+    got = [lis.received for lis in listeners]
+    for lis, n in zip(listeners, got):
+        lis.wait_bytes(n + 40000, 10)
+    fl.set_metadata(srv, "/live.mp3", song="After")
+    for lis in listeners:
+        wirelib.wait_until(lambda: "After" in icy_audio(lis, metaint)[1], 10,
+                           "the new title at an old listener")
+    assert_same_listeners(before, listener_stats(srv, "/live.mp3"))
+    for lis in listeners:
+        assert not lis.closed, lis.close_reason
+        audio, titles = icy_audio(lis, metaint)
+        assert titles[0] == "Before" and titles[-1] == "After", titles
+        # every byte of the source's file, in order, none twice: the hand-over is invisible
+        assert wirelib.locate_slice(mp3_file, audio) is not None, "audio is not one slice"
+        assert fl.ffmpeg_stream_decode_errors(fl.trim_capture("mp3", audio), "mp3") == ""
+    assert src.error is None, src.error
+    src.stop()
+    for lis in listeners:
+        lis.close()
+
+
+# ---------------------------------------------------------------- when the new binary fails
+
+def _fault_points():
+    out = subprocess.run([BINARY, "--version"], capture_output=True, text=True,
+                         timeout=10).stdout
+    m = re.search(r"^fault injection: (.*)$", out, re.M)
+    return m.group(1).split() if m else []
+
+
+@pytest.fixture
+def installed_copy():
+    """Factory: a copy of the binary under test in a directory of its own (readable by the
+    user the server runs as): the server is started from it, and a test replaces it as a
+    package upgrade would."""
+    dirs = []
+
+    def copy():
+        d = tempfile.mkdtemp(prefix="upgrade-bin-")
+        dirs.append(d)
+        os.chmod(d, 0o755)
+        path = os.path.join(d, "rimecast")
+        shutil.copy2(BINARY, path)
+        return path
+    yield copy
+    for d in dirs:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def replace_binary(path, script):
+    """Puts an executable script where the binary was (a new file, renamed over it)."""
+    tmp = path + ".new"
+    with open(tmp, "w") as f:
+        f.write(script)
+    os.chmod(tmp, 0o755)
+    os.rename(tmp, path)
+
+
+def live_mount(srv, mp3_file):
+    """A paced MP3 source on /live.mp3 and a listener that is receiving it."""
+    src = srv.source("/live.mp3", mp3_file, rate=RATE, chunk=1000)
+    assert src.connect().status == 200, src.response
+    src.start()
+    fl.wait_mount(srv, "/live.mp3")
+    lis = srv.listener("/live.mp3")
+    assert lis.open().status == 200, lis.response
+    lis.wait_bytes(20000, 10)
+    return src, lis
+
+
+def assert_serving_on(srv, pid, lis, src):
+    """The same process still streams to the listener it had, and takes new ones."""
+    assert srv.is_alive() and srv.pid == pid and pidfile_pid(srv) == pid
+    n = lis.received
+    lis.wait_bytes(n + 20000, 10)
+    assert not lis.closed, lis.close_reason
+    assert wirelib.locate_slice(mp3_file_of(src), bytes(lis.snapshot())) is not None
+    fresh = srv.listener("/live.mp3")
+    assert fresh.open().status == 200, fresh.response
+    fresh.wait_bytes(10000, 10)
+    fresh.close()
+    assert src.error is None, src.error
+
+
+def mp3_file_of(src):
+    return src.data
+
+
+def failure_line(srv, timeout=30):
+    srv.wait_log("upgrade: failed:", timeout)
+    return [l for l in srv.error_log().splitlines() if "upgrade: failed:" in l][-1]
+
+
+def test_a_new_binary_that_exits_at_once_leaves_the_old_process_serving(server, mp3_file,
+                                                                        installed_copy):
+    path = installed_copy()
+    srv = server(binary=path)
+    src, lis = live_mount(srv, mp3_file)
+    pid = srv.pid
+    replace_binary(path, "#!/bin/sh\nexit 1\n")
+    srv.send_signal(signal.SIGUSR2)
+    line = failure_line(srv)
+    assert "exited with status 1" in line, line
+    assert_serving_on(srv, pid, lis, src)
+    src.stop()
+    lis.close()
+
+
+def test_a_config_broken_since_start_is_refused_and_the_old_process_serves_on(server,
+                                                                               mp3_file):
+    srv = server()
+    src, lis = live_mount(srv, mp3_file)
+    pid = srv.pid
+    good = open(srv.config_path).read()
+    srv.write_config(good.replace("<limits>", "<limits><workers>many</workers>"))
+    srv.send_signal(signal.SIGUSR2)
+    line = failure_line(srv)
+    assert "the new process says:" in line and "workers" in line, line
+    assert_serving_on(srv, pid, lis, src)
+    # the workers were never stopped for it, and the next upgrade with a good config works
+    srv.write_config(good)
+    upgrade(srv)
+    n = lis.received
+    lis.wait_bytes(n + 20000, 10)
+    assert wirelib.locate_slice(mp3_file, bytes(lis.snapshot())) is not None
+    src.stop()
+    lis.close()
+
+
+def test_a_second_sigusr2_during_an_upgrade_is_ignored(server, mp3_file, installed_copy):
+    path = installed_copy()
+    real = installed_copy()
+    srv = server(binary=path)
+    src, lis = live_mount(srv, mp3_file)
+    # the new binary takes its time to start: a second signal comes while it does
+    marker = os.path.join(srv.logdir, "started")  # a directory the server's user may write
+    replace_binary(path, "#!/bin/sh\ntouch %s\nsleep 2\nexec %s \"$@\"\n" % (marker, real))
+    srv.send_signal(signal.SIGUSR2)
+    wirelib.wait_until(lambda: os.path.exists(marker), 10, "the new binary to start")
+    srv.send_signal(signal.SIGUSR2)
+    srv.wait_log("SIGUSR2 ignored: an upgrade is already running", 10)
+    old = srv.proc
+    wirelib.wait_until(lambda: "upgrade: handed over to PID" in srv.error_log(), 20,
+                       lambda: "the hand-over\n" + srv.diagnostics())
+    assert old.wait(10) == 0
+    new_pid = int(re.findall(r"upgrade: handed over to PID (\d+)", srv.error_log())[-1])
+    srv.proc = Adopted(new_pid, srv)
+    assert srv.error_log().count("upgrade: SIGUSR2: starting") == 1
+    assert pidfile_pid(srv) == new_pid
+    n = lis.received
+    lis.wait_bytes(n + 20000, 10)
+    assert not lis.closed and wirelib.locate_slice(mp3_file, bytes(lis.snapshot())) is not None
+    src.stop()
+    lis.close()
+
+
+@pytest.mark.skipif("upgrade_takeover" not in _fault_points(),
+                    reason="needs a binary built with --enable-fault-injection")
+def test_a_new_process_that_dies_holding_the_connections_changes_nothing(server, mp3_file,
+                                                                         monkeypatch):
+    monkeypatch.setenv("RIMECAST_FAULT", "upgrade_takeover:1")
+    srv = server()
+    src, lis = live_mount(srv, mp3_file)
+    pid = srv.pid
+    srv.send_signal(signal.SIGUSR2)
+    line = failure_line(srv)
+    assert "went away" in line and "status 3" in line, line
+    assert_serving_on(srv, pid, lis, src)
+    src.stop()
+    lis.close()
+
+
+# ---------------------------------------------------------------- more kinds of stream
+
+def assert_pages_continue(data):
+    """Whole pages, headers first, and within each logical stream no data page lost or sent
+    twice (sequence numbers one after the other from the first data page a listener got: its
+    header pages come before the burst point)."""
+    capture = fl.strict_capture("vorbis", data)
+    last = {}
+    for p in fl.ogg_pages(capture)[0]:
+        if p.granule == 0:  # a header page
+            continue
+        if p.serial in last:
+            assert p.seqno == last[p.serial] + 1, (p.serial, last[p.serial], p.seqno)
+        last[p.serial] = p.seqno
+    return capture
+
+
+@pytest.mark.parametrize("codec", ["vorbis", "opus"])
+def test_ogg_mount_listeners_play_on_across_an_upgrade(server, codec):
+    srv = server()
+    enc = fl.ffmpeg_source(srv, "/live.ogg", codec, title="Ogg before")
+    try:
+        fl.wait_mount(srv, "/live.ogg", enc)
+        listeners = [srv.listener("/live.ogg") for _ in range(2)]
+        for lis in listeners:
+            assert lis.open().status == 200, lis.response
+            lis.wait_bytes(8000, 10)
+        upgrade(srv)
+        for lis in listeners:
+            n = lis.received
+            lis.wait_bytes(n + 8000, 10)
+        # a title set after the upgrade goes into the stream as a new chain link
+        fl.set_metadata(srv, "/live.ogg", song="Ogg after")
+        fl.wait_title(srv, "/live.ogg", "Ogg after")
+        late = srv.listener("/live.ogg")
+        assert late.open().status == 200, late.response
+        for lis in listeners + [late]:
+            n = lis.received
+            lis.wait_bytes(n + 8000, 10)
+            assert not lis.closed, lis.close_reason
+        assert enc.poll() is None, enc.stderr.read()
+        for lis in listeners + [late]:
+            capture = assert_pages_continue(lis.snapshot())
+            assert fl.ffmpeg_stream_decode_errors(capture, "ogg") == ""
+            lis.close()
+    finally:
+        fl.stop_process(enc)
+
+
+def test_chunked_put_source_from_ffmpeg_goes_on_across_an_upgrade(server, mp3_file):
+    srv = server()
+    ff = subprocess.Popen(
+        [fl.FFMPEG, "-hide_banner", "-loglevel", "error", "-f", "data", "-i", "pipe:0",
+         "-map", "0", "-c", "copy", "-f", "data", "-method", "PUT", "-content_type",
+         "audio/mpeg", "http://source:%s@%s:%d/put.mp3" % (fl.SOURCE_PASSWORD, srv.host,
+                                                          srv.port)],
+        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    sent = [0]
+
+    def feed(upto):
+        while sent[0] < upto:
+            piece = mp3_file[sent[0]:min(upto, sent[0] + 1000)]
+            ff.stdin.write(piece)
+            ff.stdin.flush()
+            sent[0] += len(piece)
+            time.sleep(len(piece) / RATE)
+    try:
+        feed(20000)
+        fl.wait_mount(srv, "/put.mp3", ff)
+        lis = srv.listener("/put.mp3")
+        assert lis.open().status == 200, lis.response
+        feed(80000)
+        lis.wait_bytes(40000, 10)
+        upgrade(srv)
+        feed(160000)
+        lis.wait_bytes(100000, 10)
+        assert not lis.closed, lis.close_reason
+        assert ff.poll() is None, ff.stderr.read()
+        assert wirelib.locate_slice(mp3_file, bytes(lis.snapshot())) is not None
+        assert "chunked" not in srv.error_log(), srv.error_log()
+        lis.close()
+    finally:
+        ff.stdin.close()
+        fl.stop_process(ff)
+
+
+def test_shoutcast_source_and_its_listeners_go_on_across_an_upgrade(server, mp3_file):
+    from test_shoutcast import MOUNT, ShoutcastSource
+    port = port_pair()
+    srv = server(extra_xml="""<listen-socket><port>%d</port><bind-address>127.0.0.1
+      </bind-address><shoutcast-mount>%s</shoutcast-mount></listen-socket>""" % (port, MOUNT))
+    src = ShoutcastSource(srv.host, port + 1, mp3_file, rate=RATE, chunk=1000)
+    assert src.connect() is not None, src.greeting
+    src.start()
+    fl.wait_mount(srv, MOUNT)
+    # one listener on the HTTP port, one on the Shoutcast socket's own port
+    listeners = [wirelib.Listener(srv.host, p, MOUNT) for p in (srv.port, port)]
+    for lis in listeners:
+        assert lis.open().status == 200, lis.response
+        lis.wait_bytes(20000, 10)
+    upgrade(srv)
+    for lis in listeners:
+        n = lis.received
+        lis.wait_bytes(n + 40000, 10)
+        assert not lis.closed, lis.close_reason
+        assert wirelib.locate_slice(mp3_file, bytes(lis.snapshot())) is not None
+    # the Shoutcast socket still takes sources: the old one leaves, a new one logs in
+    src.stop()
+    srv.wait_log("disconnected", 10)
+    again = ShoutcastSource(srv.host, port + 1, mp3_file, rate=RATE, chunk=1000)
+    assert again.connect() is not None, again.greeting
+    again.stop()
+    for lis in listeners:
+        lis.close()
+
+
+def history_samples(srv, mount):
+    r = adminlib.admin(srv, "/admin/history?mount=" + mount)
+    assert r.status == 200, r.status
+    hour = [x for x in r.xml().iter("range") if x.get("name") == "hour"][0]
+    return [(s.findtext("time"), s.findtext("listeners")) for s in hour.iter("sample")]
+
+
+@pytest.mark.slow
+def test_stats_counters_peaks_and_history_carry_over(server, mp3_file):
+    srv = server()
+    src, lis = live_mount(srv, mp3_file)
+    extra = srv.listener("/live.mp3")
+    assert extra.open().status == 200
+    extra.close()  # the peak was 2, one is left
+    wirelib.wait_until(lambda: history_samples(srv, "/live.mp3"), 25, "a history sample",
+                       interval=0.5)
+    before = history_samples(srv, "/live.mp3")
+    stats = fl.stats_source(srv, "/live.mp3")
+    peak, connections = stats.findtext("listener_peak"), stats.findtext("total_bytes_read")
+    server_stats = adminlib.admin(srv, "/admin/stats").xml()
+    accepted = int(server_stats.findtext("client_connections"))
+    upgrade(srv)
+    after = history_samples(srv, "/live.mp3")
+    assert after[:len(before)] == before, (before, after)
+    stats = fl.stats_source(srv, "/live.mp3")
+    assert stats.findtext("listener_peak") == peak == "2"
+    assert int(stats.findtext("total_bytes_read")) >= int(connections) > 0
+    # counted on: what the old process had accepted is not forgotten
+    assert int(adminlib.admin(srv, "/admin/stats").xml().findtext("client_connections")) >= \
+        accepted >= 3
+    src.stop()
+    lis.close()
+
+
+def test_a_relay_keeps_its_upstream_connection_and_listeners_across_an_upgrade(server,
+                                                                               mp3_file):
+    from test_relay import relay_xml
+    origin = server()
+    src = origin.source("/live.mp3", mp3_file, rate=RATE, chunk=1000)
+    assert src.connect().status == 200
+    src.start()
+    fl.wait_mount(origin, "/live.mp3")
+    fl.set_metadata(origin, "/live.mp3", song="Upstream before")
+    edge = server(extra_xml=relay_xml(origin, "/live.mp3", "/relayed.mp3", icy=1))
+    fl.wait_mount(edge, "/relayed.mp3")
+    lis = edge.listener("/relayed.mp3", headers={"Icy-MetaData": "1"})
+    assert lis.open().status == 200, lis.response
+    metaint = int(lis.response.header("icy-metaint"))
+    lis.wait_bytes(30000, 10)
+    upstream = listener_stats(origin, "/live.mp3")  # the edge's connection to the origin
+    assert len(upstream) == 1
+    upgrade(edge)
+    n = lis.received
+    lis.wait_bytes(n + 30000, 10)
+    fl.set_metadata(origin, "/live.mp3", song="Upstream after")
+    wirelib.wait_until(lambda: "Upstream after" in icy_audio(lis, metaint)[1], 15,
+                       "the upstream's new title at the edge's listener")
+    assert not lis.closed, lis.close_reason
+    audio, titles = icy_audio(lis, metaint)
+    assert titles[0] == "Upstream before", titles
+    assert wirelib.locate_slice(mp3_file, audio) is not None
+    assert_same_listeners(upstream, listener_stats(origin, "/live.mp3"))  # never reconnected
+    assert "reconnecting" not in edge.error_log()
+    src.stop()
+    lis.close()
+
+
+def test_admin_event_feeds_stay_connected_and_go_on_numbering(server, mp3_file):
+    from adminlib import EventStream
+    srv = server()
+    src, lis = live_mount(srv, mp3_file)
+    es = EventStream(srv)
+    try:
+        assert es.response.status == 200
+        second = srv.listener("/live.mp3")
+        assert second.open().status == 200
+        join = es.wait_for(lambda j: j["type"] == "listener_join", 5, "a join before")
+        upgrade(srv)
+        third = srv.listener("/live.mp3")
+        assert third.open().status == 200
+        later = es.wait_for(lambda j: j["type"] == "listener_join" and
+                            j["id"] != join["json"]["id"], 10, "a join after the upgrade")
+        assert int(later["id"]) == int(join["id"]) + 1  # the same ring, numbers go on
+        # a dashboard that reconnects with Last-Event-ID resumes in the carried ring
+        resumed = EventStream(srv, headers={"Last-Event-ID": join["id"]})
+        again = resumed.wait_for(lambda j: j["type"] == "listener_join", 5, "the resumed join")
+        assert again["id"] == later["id"]
+        resumed.close()
+        for x in (second, third):
+            x.close()
+    finally:
+        es.close()
+    src.stop()
+    lis.close()
