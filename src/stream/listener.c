@@ -738,5 +738,9 @@ void listener_adopt(conn_t *c, listener_t *l)
     atomic_fetch_add(&l->mount->listeners, 1);
     l->sub = sub_get(c->worker, l->mount);
     sub_add(c->worker, l->sub, &l->link);
-    session_listener_join(l->asked ? l->asked : "", l->country);
+    session_record_t r = {
+        .id = c->id, .mount = l->asked ? l->asked : "", .start_ms = l->start_ms,
+        .address = c->ip, .agent = client_of(c)->log_agent, .country = l->country,
+    };
+    l->live = session_listener_join(&r);
 }
