@@ -220,7 +220,23 @@
   // span: [first, last] time of the axis (unix s), else the data's.
   function setData(name, data, span) {
     spans[name] = span || null;
-    if (plots[name]) plots[name].setData(data);
+    if (!plots[name]) return;
+    plots[name].setData(data);
+    describe(name, data);
+  }
+
+  // The chart in words for screen readers (the canvas has none): each series' highest and
+  // last value.
+  function describe(name, data) {
+    var box = $('[data-plot="' + name + '"]'), p = plots[name];
+    var head = box.closest("section").querySelector("h2");
+    var parts = [];
+    for (var i = 1; i < p.series.length; i++) {
+      var s = p.series[i], vals = (data[i] || []).filter(function (v) { return v != null; });
+      parts.push(s.label + ": " + (vals.length ? "at most " + s.value(p, Math.max.apply(null, vals)) +
+                 ", last " + s.value(p, vals[vals.length - 1]) : "no data"));
+    }
+    box.setAttribute("aria-label", (head ? head.textContent + ". " : "") + parts.join("; "));
   }
 
   // ------------------------------------------------------------ figures of the period
