@@ -291,9 +291,23 @@
     });
   }
 
-  // The mount picker: every mount the figures named so far, and the picked one.
-  function fillMounts(rows) {
+  // The mounts live now (/admin/listmounts), [] when that fails: the picker offers them even
+  // before any of their sessions ended.
+  function liveMounts() {
+    return fetch(api("/admin/listmounts"), { credentials: "same-origin", cache: "no-store" })
+      .then(function (r) { return r.ok ? r.text() : ""; })
+      .then(function (text) {
+        var doc = new DOMParser().parseFromString(text, "application/xml");
+        return Array.prototype.map.call(doc.getElementsByTagName("source"), function (el) {
+          return el.getAttribute("mount");
+        }).filter(function (m) { return m; });
+      }, function () { return []; });
+  }
+
+  // The mount picker: every mount the figures named so far or live, and the picked one.
+  function fillMounts(rows, live) {
     rows.forEach(function (r) { if (r.mount !== "") mountsSeen[r.mount] = true; });
+    live.forEach(function (m) { mountsSeen[m] = true; });
     if (state.mount) mountsSeen[state.mount] = true;
     var sel = ac("mount");
     var names = Object.keys(mountsSeen).sort();
@@ -418,7 +432,8 @@
       getJson("/admin/audience.json?" + qs(base)),
       getJson("/admin/audience.json?countries=1&" + one),
       getJson("/admin/audience/top.json?by=agent&limit=" + TOP + "&" + one),
-      getJson("/admin/audience/top.json?by=referer&limit=" + TOP + "&" + one)
+      getJson("/admin/audience/top.json?by=referer&limit=" + TOP + "&" + one),
+      liveMounts()
     ];
     var done = function () {
       if (running !== gen) return;
@@ -431,7 +446,7 @@
       current = q;
       showBuckets(q, figureRows(got[0]));
       var whole = figureRows(got[1]);
-      fillMounts(whole);
+      fillMounts(whole, got[5]);
       showSummary(rowOf(whole, q.mount));
       showCountries(figureRows(got[2]), q.mount);
       showTop("agents", got[3]);

@@ -393,10 +393,11 @@ def top_requests(srv):
 
 def test_listeners_leaving_together_cost_one_computation_of_the_figures(store, browser):
     """The events feed asks for the figures again at most every 10 s: five listeners who leave
-    within seconds of the page's first figures bring one more computation, 10 s after it."""
+    within seconds of the page's first figures bring one more computation, 10 s after it. The
+    mount picker offers the live mount before any of its sessions ended."""
     srv, now, rows = store
     b = browser
-    src = srv.source("/a", mp3(), rate=8000, loop=True, headers={"ice-bitrate": "64"})
+    src = srv.source("/c", mp3(), rate=8000, loop=True, headers={"ice-bitrate": "64"})
     assert src.connect().status == 200
     src.start()
     src.wait_sent(8192, 5)
@@ -404,8 +405,11 @@ def test_listeners_leaving_together_cost_one_computation_of_the_figures(store, b
     open_page(b, srv)
     mark = updated(b)
     assert top_requests(srv) == 1
+    # a live mount without a session yet is offered too
+    assert "/c" in b.js_run("return Array.prototype.map.call(document.querySelector("
+                            "'[data-ac=\"mount\"]').options, function (o) { return o.value; })")
     for _ in range(5):
-        held = srv.listener("/a", keep=4096)
+        held = srv.listener("/c", keep=4096)
         assert held.open().status == 200
         held.close()
     wait_rows(srv, len(rows) + 5)
