@@ -85,17 +85,17 @@
             </div>
           </div>
           <p class="hint" data-ac="listeners-note"></p>
-          <div class="ac-plot" data-plot="listeners"></div>
+          <div class="ac-plot" data-plot="listeners" role="img" aria-label="No data yet"></div>
         </section>
 
         <div class="ac-grid">
           <section class="card ac-chart" data-chart-box="sessions" aria-labelledby="ac-sessions-h">
             <h2 id="ac-sessions-h">Sessions <span class="muted" data-ac="bucket">per day</span></h2>
-            <div class="ac-plot" data-plot="sessions"></div>
+            <div class="ac-plot" data-plot="sessions" role="img" aria-label="No data yet"></div>
           </section>
           <section class="card ac-chart" data-chart-box="tlh" aria-labelledby="ac-tlh-h">
             <h2 id="ac-tlh-h">Listening hours (TLH) <span class="muted" data-ac="bucket">per day</span></h2>
-            <div class="ac-plot" data-plot="tlh"></div>
+            <div class="ac-plot" data-plot="tlh" role="img" aria-label="No data yet"></div>
           </section>
         </div>
 

@@ -220,7 +220,23 @@
   // span: [first, last] time of the axis (unix s), else the data's.
   function setData(name, data, span) {
     spans[name] = span || null;
-    if (plots[name]) plots[name].setData(data);
+    if (!plots[name]) return;
+    plots[name].setData(data);
+    describe(name, data);
+  }
+
+  // The chart in words for screen readers (the canvas has none): each series' highest and
+  // last value.
+  function describe(name, data) {
+    var box = $('[data-plot="' + name + '"]'), p = plots[name];
+    var head = box.closest("section").querySelector("h2");
+    var parts = [];
+    for (var i = 1; i < p.series.length; i++) {
+      var s = p.series[i], vals = (data[i] || []).filter(function (v) { return v != null; });
+      parts.push(s.label + ": " + (vals.length ? "at most " + s.value(p, Math.max.apply(null, vals)) +
+                 ", last " + s.value(p, vals[vals.length - 1]) : "no data"));
+    }
+    box.setAttribute("aria-label", (head ? head.textContent + ". " : "") + parts.join("; "));
   }
 
   // ------------------------------------------------------------ figures of the period
@@ -275,9 +291,23 @@
     });
   }
 
-  // The mount picker: every mount the figures named so far, and the picked one.
-  function fillMounts(rows) {
+  // The mounts live now (/admin/listmounts), [] when that fails: the picker offers them even
+  // before any of their sessions ended.
+  function liveMounts() {
+    return fetch(api("/admin/listmounts"), { credentials: "same-origin", cache: "no-store" })
+      .then(function (r) { return r.ok ? r.text() : ""; })
+      .then(function (text) {
+        var doc = new DOMParser().parseFromString(text, "application/xml");
+        return Array.prototype.map.call(doc.getElementsByTagName("source"), function (el) {
+          return el.getAttribute("mount");
+        }).filter(function (m) { return m; });
+      }, function () { return []; });
+  }
+
+  // The mount picker: every mount the figures named so far or live, and the picked one.
+  function fillMounts(rows, live) {
     rows.forEach(function (r) { if (r.mount !== "") mountsSeen[r.mount] = true; });
+    live.forEach(function (m) { mountsSeen[m] = true; });
     if (state.mount) mountsSeen[state.mount] = true;
     var sel = ac("mount");
     var names = Object.keys(mountsSeen).sort();
@@ -402,7 +432,8 @@
       getJson("/admin/audience.json?" + qs(base)),
       getJson("/admin/audience.json?countries=1&" + one),
       getJson("/admin/audience/top.json?by=agent&limit=" + TOP + "&" + one),
-      getJson("/admin/audience/top.json?by=referer&limit=" + TOP + "&" + one)
+      getJson("/admin/audience/top.json?by=referer&limit=" + TOP + "&" + one),
+      liveMounts()
     ];
     var done = function () {
       if (running !== gen) return;
@@ -415,7 +446,7 @@
       current = q;
       showBuckets(q, figureRows(got[0]));
       var whole = figureRows(got[1]);
-      fillMounts(whole);
+      fillMounts(whole, got[5]);
       showSummary(rowOf(whole, q.mount));
       showCountries(figureRows(got[2]), q.mount);
       showTop("agents", got[3]);

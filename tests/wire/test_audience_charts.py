@@ -6,12 +6,13 @@ Covers: top.json ranks user agents and referrers of the period (and answers 400 
 by= or limit=); in a real Chromium the charts plot the numbers of /admin/audience.json
 (sessions, qualified sessions and TLH per hour or day, the figures of the period), the
 countries and top players and referrers lists show the sessions of the store, client text as
-text (an agent holding <script> runs nothing); the period and mount pickers change the query
-and the CSV link, which downloads a CSV of the same numbers; the listeners chart shows the
-listener history and, over a week, the peak of each hour; a listener who leaves shows up
-without a reload, listeners leaving together cost one computation; the navigation and the
-figures' table link the page; it fits 1280 and 360 px (screenshots under $TMPDIR) with no
-console error (the admin pages' CSP allows no inline script or style).
+text (an agent holding <script> runs nothing), the charts in words for screen readers; the
+period and mount pickers change the query and the CSV link, which downloads a CSV of the same
+numbers; the listeners chart shows the listener history and, over a week, the peak of each
+hour; a listener who leaves shows up without a reload, listeners leaving together cost one
+computation; the navigation and the figures' table link the page; it fits 1280 and 360 px
+(screenshots under $TMPDIR) with no console error (the admin pages' CSP allows no inline
+script or style).
 """
 
 import calendar
@@ -225,6 +226,10 @@ def test_charts_show_the_figures_and_lists_of_the_store(store, browser):
                      "tlh": "%.2f" % float(whole["tlh"])}
     period = in_period(rows, q["from"], q["to"])
     assert whole["sessions"] == len(period)
+    # the charts in words, for screen readers
+    most = max(plotted(b)["sessions"]["Sessions"])
+    assert "Sessions: at most %d, last" % most in b.one('[data-plot="sessions"]').get_attribute(
+        "aria-label")
     # countries, players and referrers: the sessions of the store, names as text
     countries = listed(b, "countries")
     assert {c: n for c, n, _ in countries} == count(period, 10, "unknown")
@@ -388,10 +393,11 @@ def top_requests(srv):
 
 def test_listeners_leaving_together_cost_one_computation_of_the_figures(store, browser):
     """The events feed asks for the figures again at most every 10 s: five listeners who leave
-    within seconds of the page's first figures bring one more computation, 10 s after it."""
+    within seconds of the page's first figures bring one more computation, 10 s after it. The
+    mount picker offers the live mount before any of its sessions ended."""
     srv, now, rows = store
     b = browser
-    src = srv.source("/a", mp3(), rate=8000, loop=True, headers={"ice-bitrate": "64"})
+    src = srv.source("/c", mp3(), rate=8000, loop=True, headers={"ice-bitrate": "64"})
     assert src.connect().status == 200
     src.start()
     src.wait_sent(8192, 5)
@@ -399,8 +405,11 @@ def test_listeners_leaving_together_cost_one_computation_of_the_figures(store, b
     open_page(b, srv)
     mark = updated(b)
     assert top_requests(srv) == 1
+    # a live mount without a session yet is offered too
+    assert "/c" in b.js_run("return Array.prototype.map.call(document.querySelector("
+                            "'[data-ac=\"mount\"]').options, function (o) { return o.value; })")
     for _ in range(5):
-        held = srv.listener("/a", keep=4096)
+        held = srv.listener("/c", keep=4096)
         assert held.open().status == 200
         held.close()
     wait_rows(srv, len(rows) + 5)
