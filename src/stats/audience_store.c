@@ -65,6 +65,33 @@ static const char schema[] =
     "CREATE INDEX IF NOT EXISTS sessions_mount_start ON sessions (mount, start_ms);"
     "CREATE INDEX IF NOT EXISTS sessions_start ON sessions (start_ms);";
 
+/* A store made before the columns took their published names (address, agent; no preroll)
+ * is brought to them once, in one transaction. */
+static const char upgrade_sql[] =
+    "BEGIN;"
+    "ALTER TABLE sessions RENAME COLUMN address TO ip;"
+    "ALTER TABLE sessions RENAME COLUMN agent TO user_agent;"
+    "ALTER TABLE sessions ADD COLUMN preroll INTEGER NOT NULL DEFAULT 0;"
+    "COMMIT;";
+
+/* 0 when the table has the columns of this schema (upgraded if it had the old ones). */
+static int upgrade(sqlite3 *sql, char **err)
+{
+    sqlite3_stmt *probe = NULL;
+    int current = sqlite3_prepare_v2(sql, "SELECT ip, user_agent, preroll FROM sessions", -1,
+                                     &probe, NULL) == SQLITE_OK;
+    sqlite3_finalize(probe);
+    if (current)
+        return SQLITE_OK;
+    int rc = sqlite3_exec(sql, upgrade_sql, NULL, NULL, err);
+    if (rc != SQLITE_OK)
+        sqlite3_exec(sql, "ROLLBACK", NULL, NULL, NULL);
+    else
+        log_info("audience store: the sessions table has its columns' published names now "
+                 "(ip, user_agent, preroll)");
+    return rc;
+}
+
 static const char insert_sql[] =
     "INSERT INTO sessions (conn_id, mount, served, start_ms, end_ms, bytes, ip, user_agent,"
     " referer, user, country, ended, preroll) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)";
@@ -159,6 +186,8 @@ static void db_open(db_t *db, char *path)
         sqlite3_busy_timeout(db->sql, 2000);
         rc = sqlite3_exec(db->sql, schema, NULL, NULL, &err);
     }
+    if (rc == SQLITE_OK)
+        rc = upgrade(db->sql, &err);
     if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v2(db->sql, insert_sql, -1, &db->insert, NULL);
     if (rc != SQLITE_OK) {

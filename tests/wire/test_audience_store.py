@@ -219,3 +219,29 @@ def test_a_full_disk_costs_records_never_listeners(server, data):
     finally:
         subprocess.run(["umount", "-l", disk])
         os.rmdir(disk)
+
+
+OLD_SCHEMA = """
+CREATE TABLE sessions (id INTEGER PRIMARY KEY, conn_id INTEGER NOT NULL, mount TEXT NOT NULL,
+ served TEXT NOT NULL, start_ms INTEGER NOT NULL, end_ms INTEGER NOT NULL,
+ bytes INTEGER NOT NULL, address TEXT NOT NULL, agent TEXT, referer TEXT, user TEXT,
+ country TEXT, ended TEXT NOT NULL);
+INSERT INTO sessions VALUES (1, 7, '/live', '/live', 1000, 2000, 10, '192.0.2.9', 'old', NULL,
+ NULL, NULL, 'client_left');
+"""
+
+
+def test_a_store_with_the_columns_old_names_is_brought_to_the_published_ones(server, data):
+    srv = server(start=False)
+    con = sqlite3.connect(db_path(srv))
+    con.executescript(OLD_SCHEMA)
+    con.close()
+    os.chown(db_path(srv), pwd.getpwnam("nobody").pw_uid, -1)
+    srv.start()
+    src = live(srv, data)
+    one_session(srv, "new")
+    got = wait_rows(srv, 2)
+    assert [(r["ip"], r["user_agent"], r["preroll"]) for r in got] == [
+        ("192.0.2.9", "old", 0), ("127.0.0.1", "new", 0)]
+    assert "audience store: cannot" not in srv.error_log()
+    src.stop()
