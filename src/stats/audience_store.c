@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -162,6 +163,8 @@ typedef struct db {
     sqlite3 *sql;
     sqlite3_stmt *insert;
     char *path;
+    int stale;  /* a write found it read-only: opened again before the next batch, as the file
+                 * may have been made writable since (SQLite does not look again by itself) */
 } db_t;
 
 static void db_close(db_t *db)
@@ -174,8 +177,8 @@ static void db_close(db_t *db)
 }
 
 /* Opens (creating) the database at path; on failure db stays closed and the error log says
- * why once per path. */
-static void db_open(db_t *db, char *path)
+ * why. quiet: an opening again of the same file (stale), said only when it fails. */
+static void db_open(db_t *db, char *path, int quiet)
 {
     db->path = path;
     int rc = sqlite3_open_v2(path, &db->sql,
@@ -200,7 +203,8 @@ static void db_open(db_t *db, char *path)
         db->insert = NULL;
         return;
     }
-    log_info("audience store: sessions are kept in %s", path);
+    if (!quiet)
+        log_info("audience store: sessions are kept in %s", path);
 }
 
 static void bind_text(sqlite3_stmt *s, int i, const char *t)
@@ -239,23 +243,29 @@ static void write_batch(db_t *db, stored_t *list)
     uint64_t n = 0, ok = 0;
     int open = db->sql && sqlite3_exec(db->sql, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
     int failed = !open;
+    char why[200];
+    snprintf(why, sizeof(why), "%s", db->sql ? sqlite3_errmsg(db->sql) : "no database");
     while (list) {
         stored_t *next = list->next;
         n++;
-        if (!failed && insert(db, &list->r) == 0)
+        if (!failed && insert(db, &list->r) == 0) {
             ok++;
-        else
+        } else if (!failed) {
             failed = 1;
+            snprintf(why, sizeof(why), "%s", sqlite3_errmsg(db->sql));
+            db->stale = (sqlite3_errcode(db->sql) & 0xff) == SQLITE_READONLY;
+        }
         free(list);
         list = next;
     }
     if (open && sqlite3_exec(db->sql, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+        snprintf(why, sizeof(why), "%s", sqlite3_errmsg(db->sql));
         sqlite3_exec(db->sql, "ROLLBACK", NULL, NULL, NULL);
         ok = 0;
     }
     atomic_fetch_add(&st.written, ok);
     if (ok < n)
-        drop(n - ok, db->sql ? sqlite3_errmsg(db->sql) : "no database");
+        drop(n - ok, why);
 }
 
 static int same_path(const char *a, const char *b)
@@ -289,8 +299,14 @@ static void *store_main(void *arg)
             } else {
                 db_close(&db);
                 if (want)
-                    db_open(&db, want);
+                    db_open(&db, want, 0);
             }
+        }
+        if (list && db.stale && db.path) {
+            char *again = strdup(db.path);
+            db_close(&db);
+            if (again)
+                db_open(&db, again, 1);
         }
         if (list)
             write_batch(&db, list);
