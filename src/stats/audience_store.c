@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,6 +65,33 @@ static const char schema[] =
     " preroll INTEGER NOT NULL DEFAULT 0);"
     "CREATE INDEX IF NOT EXISTS sessions_mount_start ON sessions (mount, start_ms);"
     "CREATE INDEX IF NOT EXISTS sessions_start ON sessions (start_ms);";
+
+/* A store made before the columns took their published names (address, agent; no preroll)
+ * is brought to them once, in one transaction. */
+static const char upgrade_sql[] =
+    "BEGIN;"
+    "ALTER TABLE sessions RENAME COLUMN address TO ip;"
+    "ALTER TABLE sessions RENAME COLUMN agent TO user_agent;"
+    "ALTER TABLE sessions ADD COLUMN preroll INTEGER NOT NULL DEFAULT 0;"
+    "COMMIT;";
+
+/* 0 when the table has the columns of this schema (upgraded if it had the old ones). */
+static int upgrade(sqlite3 *sql, char **err)
+{
+    sqlite3_stmt *probe = NULL;
+    int current = sqlite3_prepare_v2(sql, "SELECT ip, user_agent, preroll FROM sessions", -1,
+                                     &probe, NULL) == SQLITE_OK;
+    sqlite3_finalize(probe);
+    if (current)
+        return SQLITE_OK;
+    int rc = sqlite3_exec(sql, upgrade_sql, NULL, NULL, err);
+    if (rc != SQLITE_OK)
+        sqlite3_exec(sql, "ROLLBACK", NULL, NULL, NULL);
+    else
+        log_info("audience store: the sessions table has its columns' published names now "
+                 "(ip, user_agent, preroll)");
+    return rc;
+}
 
 static const char insert_sql[] =
     "INSERT INTO sessions (conn_id, mount, served, start_ms, end_ms, bytes, ip, user_agent,"
@@ -135,6 +163,8 @@ typedef struct db {
     sqlite3 *sql;
     sqlite3_stmt *insert;
     char *path;
+    int stale;  /* a write found it read-only: opened again before the next batch, as the file
+                 * may have been made writable since (SQLite does not look again by itself) */
 } db_t;
 
 static void db_close(db_t *db)
@@ -147,8 +177,8 @@ static void db_close(db_t *db)
 }
 
 /* Opens (creating) the database at path; on failure db stays closed and the error log says
- * why once per path. */
-static void db_open(db_t *db, char *path)
+ * why. quiet: an opening again of the same file (stale), said only when it fails. */
+static void db_open(db_t *db, char *path, int quiet)
 {
     db->path = path;
     int rc = sqlite3_open_v2(path, &db->sql,
@@ -159,6 +189,8 @@ static void db_open(db_t *db, char *path)
         sqlite3_busy_timeout(db->sql, 2000);
         rc = sqlite3_exec(db->sql, schema, NULL, NULL, &err);
     }
+    if (rc == SQLITE_OK)
+        rc = upgrade(db->sql, &err);
     if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v2(db->sql, insert_sql, -1, &db->insert, NULL);
     if (rc != SQLITE_OK) {
@@ -171,7 +203,8 @@ static void db_open(db_t *db, char *path)
         db->insert = NULL;
         return;
     }
-    log_info("audience store: sessions are kept in %s", path);
+    if (!quiet)
+        log_info("audience store: sessions are kept in %s", path);
 }
 
 static void bind_text(sqlite3_stmt *s, int i, const char *t)
@@ -210,23 +243,29 @@ static void write_batch(db_t *db, stored_t *list)
     uint64_t n = 0, ok = 0;
     int open = db->sql && sqlite3_exec(db->sql, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
     int failed = !open;
+    char why[200];
+    snprintf(why, sizeof(why), "%s", db->sql ? sqlite3_errmsg(db->sql) : "no database");
     while (list) {
         stored_t *next = list->next;
         n++;
-        if (!failed && insert(db, &list->r) == 0)
+        if (!failed && insert(db, &list->r) == 0) {
             ok++;
-        else
+        } else if (!failed) {
             failed = 1;
+            snprintf(why, sizeof(why), "%s", sqlite3_errmsg(db->sql));
+            db->stale = (sqlite3_errcode(db->sql) & 0xff) == SQLITE_READONLY;
+        }
         free(list);
         list = next;
     }
     if (open && sqlite3_exec(db->sql, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+        snprintf(why, sizeof(why), "%s", sqlite3_errmsg(db->sql));
         sqlite3_exec(db->sql, "ROLLBACK", NULL, NULL, NULL);
         ok = 0;
     }
     atomic_fetch_add(&st.written, ok);
     if (ok < n)
-        drop(n - ok, db->sql ? sqlite3_errmsg(db->sql) : "no database");
+        drop(n - ok, why);
 }
 
 static int same_path(const char *a, const char *b)
@@ -260,8 +299,14 @@ static void *store_main(void *arg)
             } else {
                 db_close(&db);
                 if (want)
-                    db_open(&db, want);
+                    db_open(&db, want, 0);
             }
+        }
+        if (list && db.stale && db.path) {
+            char *again = strdup(db.path);
+            db_close(&db);
+            if (again)
+                db_open(&db, again, 1);
         }
         if (list)
             write_batch(&db, list);

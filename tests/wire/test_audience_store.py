@@ -4,7 +4,10 @@
 Covers: each session becomes a row with the fields of its session-log line; rows survive a
 restart and a SIGHUP; the database is in WAL mode with an index on (mount, start_ms) and
 belongs to the user the server runs as; <database>none</database> keeps no database,
-and a reload can move the store to another file.
+and a reload can move the store to another file; a database locked by another program
+(BEGIN EXCLUSIVE), read-only or on a full disk costs records (counted lost in /metrics, said
+once), never listeners, and records are kept again once that is over; a store made with the
+columns' old names is brought to the published ones.
 """
 
 import os
@@ -126,14 +129,15 @@ def metric(srv, name):
 
 
 def lost_while(srv, failing, lifted, what, name="audience.db"):
-    """Sessions end while the store fails (failing() sets the failure up, lifted() ends it,
-    or None: it stays): a listener keeps streaming all along, every session is in the session
-    log, the records the store could not keep are counted lost and said once; once lifted,
-    records are kept again."""
+    """Sessions end while the store fails (failing() sets the failure up, lifted() ends it):
+    a listener keeps streaming all along, every session is in the session log, the records
+    the store could not keep are counted lost and said once; once lifted, records are kept
+    again."""
     keeper = srv.listener(MOUNT)
     assert keeper.open().status == 200
     keeper.wait_bytes(1, 5)
     before = len(rows(srv, name))
+    stored = metric(srv, "rimecast_audience_records_stored_total")
     failing()
     try:
         for i in range(3):
@@ -144,17 +148,13 @@ def lost_while(srv, failing, lifted, what, name="audience.db"):
         keeper.wait_bytes(got + 16384, 10)      # still streaming
         assert not keeper.closed
     finally:
-        if lifted:
-            lifted()
+        lifted()
     assert len(rows(srv, name)) == before
     assert srv.error_log().count("session records dropped") == 1
-    if not lifted:
-        keeper.close()
-        return
     one_session(srv, "%s-after" % what)
     assert wait_rows(srv, before + 1, name)[-1]["user_agent"] == "%s-after" % what
     assert metric(srv, "rimecast_audience_records_lost_total") == 3
-    assert metric(srv, "rimecast_audience_records_stored_total") == before + 1
+    assert metric(srv, "rimecast_audience_records_stored_total") == stored + 1
     assert [r["user_agent"] for r in records(srv)][-4:] == [
         "%s-0" % what, "%s-1" % what, "%s-2" % what, "%s-after" % what]
     keeper.close()
@@ -188,7 +188,13 @@ def test_a_read_only_database_costs_records_never_listeners(server, data):
     srv.stopped = False
     assert srv._spawn(10), srv.diagnostics()
     src = live(srv, data)
-    lost_while(srv, lambda: None, None, "read-only")
+
+    def writable_again():
+        """The database and the WAL files SQLite made with its mode are writable again."""
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(db_path(srv) + suffix):
+                os.chmod(db_path(srv) + suffix, 0o644)
+    lost_while(srv, lambda: None, writable_again, "read-only")
     src.stop()
 
 
@@ -219,3 +225,29 @@ def test_a_full_disk_costs_records_never_listeners(server, data):
     finally:
         subprocess.run(["umount", "-l", disk])
         os.rmdir(disk)
+
+
+OLD_SCHEMA = """
+CREATE TABLE sessions (id INTEGER PRIMARY KEY, conn_id INTEGER NOT NULL, mount TEXT NOT NULL,
+ served TEXT NOT NULL, start_ms INTEGER NOT NULL, end_ms INTEGER NOT NULL,
+ bytes INTEGER NOT NULL, address TEXT NOT NULL, agent TEXT, referer TEXT, user TEXT,
+ country TEXT, ended TEXT NOT NULL);
+INSERT INTO sessions VALUES (1, 7, '/live', '/live', 1000, 2000, 10, '192.0.2.9', 'old', NULL,
+ NULL, NULL, 'client_left');
+"""
+
+
+def test_a_store_with_the_columns_old_names_is_brought_to_the_published_ones(server, data):
+    srv = server(start=False)
+    con = sqlite3.connect(db_path(srv))
+    con.executescript(OLD_SCHEMA)
+    con.close()
+    os.chown(db_path(srv), pwd.getpwnam("nobody").pw_uid, -1)
+    srv.start()
+    src = live(srv, data)
+    one_session(srv, "new")
+    got = wait_rows(srv, 2)
+    assert [(r["ip"], r["user_agent"], r["preroll"]) for r in got] == [
+        ("192.0.2.9", "old", 0), ("127.0.0.1", "new", 0)]
+    assert "audience store: cannot" not in srv.error_log()
+    src.stop()
