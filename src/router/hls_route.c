@@ -337,7 +337,9 @@ static void url_login_resumed(conn_t *c, auth_url_session_t *s)
         free(client_of(c)->log_user);
         client_of(c)->log_user = str_dup(s->user);
     }
-    hls_login_t login = {.url = s, .user_name = s->user, .time_limit_s = s->timelimit};
+    /* a preroll the auth server named is played first instead of the mount's intro */
+    hls_login_t login = {.url = s, .user_name = s->user, .time_limit_s = s->timelimit,
+                         .intro = s->preroll};
     login_done(c, h, &login);
 }
 

@@ -113,7 +113,7 @@ static void session_close(hls_t *h, hls_session_t *s, session_end_t why)
     session_record_t r = {
         .id = s->id, .mount = h->name, .start_ms = s->start_ms, .end_ms = now_ms,
         .bytes = s->bytes, .address = s->ip, .agent = s->agent, .referer = s->referer,
-        .user = s->user, .country = s->country, .end = why,
+        .user = s->user, .country = s->country, .end = why, .preroll = s->intro_played,
     };
     session_end(&r);
     session_listener_leave(s->live);
@@ -241,18 +241,27 @@ static int poll_locked(hls_t *h, const char *token, const hls_client_t *who, uin
     return 0;
 }
 
-/* The intro a new session of h would get: the login's file (a preroll chosen for it), else
- * its mount's <intro>; cut for h's segments. NULL for none. Reads the file: not under the
- * window's lock. */
-static hls_intro_t *intro_for(hls_t *h, const hls_login_t *login)
+/* Intro file `file` (a webroot name, "/" optional) cut for h's segments, or NULL. */
+static hls_intro_t *intro_named(hls_t *h, const char *file)
 {
-    const mount_conf_t *mc = config_find_mount(server_config(), h->name);
-    const char *file = login && login->intro ? login->intro : mc ? mc->intro : NULL;
     if (!file || !*file)
         return NULL;
     char path[1024];
     snprintf(path, sizeof(path), "%s%s", file[0] == '/' ? "" : "/", file);
     return hls_intro_get(path, hls_target_duration(h));
+}
+
+/* The intro a new session of h would get: the login's file (a preroll chosen for it), else,
+ * or when that cannot be used, its mount's <intro>; NULL for none. Reads the file: not under
+ * the window's lock. */
+static hls_intro_t *intro_for(hls_t *h, const hls_login_t *login)
+{
+    hls_intro_t *in = login ? intro_named(h, login->intro) : NULL;
+    if (!in) {
+        const mount_conf_t *mc = config_find_mount(server_config(), h->name);
+        in = intro_named(h, mc ? mc->intro : NULL);
+    }
+    return in;
 }
 
 /* A playlist request of token (see poll_locked): a session about to begin gets its intro. */
@@ -437,6 +446,7 @@ void hls_session_intro_fetched(hls_t *h, const hls_client_t *who, const char *fi
     hls_session_t *s = session_of_client(h, who);
     if (s && s->view.intro && !s->intro_played && strcmp(s->view.intro->name, file) == 0) {
         s->intro_played = 1;
+        session_live_preroll(s->live);
         log_debug("hls: session %llu played its intro", (unsigned long long)s->id);
     }
     pthread_mutex_unlock(&h->lock);

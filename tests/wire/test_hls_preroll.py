@@ -6,20 +6,21 @@ frames; URLs that name the intro file and its version, the same for every sessio
 EXT-X-DISCONTINUITY and the live segments; the playlist rules hold for that session over its
 reloads (the checker), the intro segments' bytes are the intro's frames and decode, and
 ffmpeg playing from the playlist's start (EXT-X-START) plays the intro to its end, which
-the server counts as played."""
+the server counts as played. A preroll URL authentication names replaces the intro for the
+session it let in, and its session record says whether it was played (fetched to its end)."""
 
-import os
 import re
 import subprocess
-import time
 
 import pytest
 
+import adminlib
 import formatlib as fl
 import hlscheck
 import wirelib
+from test_auth_url import auth  # noqa: F401 (the fixture)
 from test_fallback import mount_xml, webdir, webroot_with  # noqa: F401 (webdir: the fixture)
-from test_hls import get, start_source
+from test_hls import _session_records, get, start_source
 
 pytestmark = pytest.mark.rimecast_only
 
@@ -107,3 +108,36 @@ def test_ffmpeg_from_the_playlist_start_plays_the_intro_and_it_counts_as_played(
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and fl._decode_complaints(r.stderr) == "", r.stderr
     srv.wait_log("played its intro", 5)
+
+
+def test_url_auth_preroll_replaces_the_intro_and_its_end_is_an_impression(server, webdir, auth):
+    webroot_with(webdir, "intro.aac", codec="aac", seconds=INTRO_SECONDS, freq=1000)
+    _, pre = webroot_with(webdir, "pre.aac", codec="aac", seconds=1, freq=2000)
+    rec = auth(lambda req: (200, {"icecast-auth-user": "1", "icecast-preroll": "pre.aac"}))
+    block = ('<mount type="normal"><mount-name>%s</mount-name><intro>/intro.aac</intro>'
+             '<authentication type="url"><option name="listener_add" value="%s"/>'
+             '</authentication></mount>' % (MOUNT, rec.url("/listener_add")))
+    srv = server(extra_xml=block + SHORT, webroot=webdir)
+    p = start_source(srv, MOUNT, "aac")
+    try:
+        segs = hlscheck.parse(playlist(srv, "d" * 16))["segments"]
+        intro_segs = [s for s in segs if s["uri"].startswith("hls/intro/")]
+        assert intro_segs and all("?file=/pre.aac&v=" in s["uri"] for s in intro_segs), segs
+        frames = b"".join(strip_tag(get(srv, MOUNT + "/" + s["uri"])[2]) for s in intro_segs)
+        assert frames == pre
+        # a session that never fetches its preroll's end has no impression
+        assert hlscheck.parse(playlist(srv, "e" * 16))["segments"][0]["uri"] == intro_segs[0]["uri"]
+        for token in ("d", "e"):
+            sid = [r for r in rec.of("listener_add")
+                   if r.form["mount"].endswith("session=" + token * 16)][0].form["client"]
+            assert adminlib.admin(srv, "/admin/killclient?mount=%s&id=%s"
+                                  % (MOUNT, sid)).status == 200
+        recs = wirelib.wait_until(lambda: len(_session_records(srv)) == 2 and
+                                  _session_records(srv), 5, "the two session records")
+    finally:
+        fl.stop_process(p)
+    played = {r["id"]: r["preroll"] for r in recs}
+    ids = {t: [r for r in rec.of("listener_add")
+               if r.form["mount"].endswith("session=" + t * 16)][0].form["client"]
+           for t in ("d", "e")}
+    assert played == {int(ids["d"]): 1, int(ids["e"]): 0}, (played, ids)
