@@ -30,7 +30,9 @@
 #include "net/worker.h"
 #include "router/router.h"
 #include "stream/hls.h"
+#include "stream/hls_intro.h"
 #include "stream/hls_session.h"
+#include "stream/webfile.h"
 #include "stream/fallback.h"
 #include "stream/mount.h"
 #include "upstream/relay.h"
@@ -315,6 +317,7 @@ static void login_done(conn_t *c, hls_t *h, hls_login_t *login)
 }
 
 static hls_t *window_of_request(conn_t *c);
+static int parse_intro_url(const char *path, char **mount, int *n);
 
 /* URL authentication answered (on c's worker), or let in at once (no listener_add URL). */
 static void url_login_resumed(conn_t *c, auth_url_session_t *s)
@@ -334,7 +337,9 @@ static void url_login_resumed(conn_t *c, auth_url_session_t *s)
         free(client_of(c)->log_user);
         client_of(c)->log_user = str_dup(s->user);
     }
-    hls_login_t login = {.url = s, .user_name = s->user, .time_limit_s = s->timelimit};
+    /* a preroll the auth server named is played first instead of the mount's intro */
+    hls_login_t login = {.url = s, .user_name = s->user, .time_limit_s = s->timelimit,
+                         .intro = s->preroll};
     login_done(c, h, &login);
 }
 
@@ -346,10 +351,12 @@ static hls_t *window_of_request(conn_t *c)
     char *dec = url_decode(req->path, req->path_len, 0, &len);
     char *path = dec && dec[0] == '/' ? url_normalize_path(dec, len) : NULL;
     const char *alias = path ? router_alias(c, path) : NULL;
-    hls_url_t u;
-    hls_t *h = path && parse_url(alias ? alias : path, &u) ? hls_find(u.mount) : NULL;
-    if (path && h)
-        free(u.mount);
+    hls_url_t u = {0};
+    int n;
+    const char *p = alias ? alias : path;
+    hls_t *h = p && (parse_url(p, &u) || parse_intro_url(p, &u.mount, &n)) ? hls_find(u.mount)
+                                                                          : NULL;
+    free(u.mount);
     free(dec);
     free(path);
     return h;
@@ -419,6 +426,16 @@ static void answer_playlist(conn_t *c, const http_request_t *req, hls_t *h)
         answer_playlist_of_session(c, req, h);
 }
 
+/* The media playlist as the request's session sees it (its intro first), else everyone's. */
+static int playlist_of(const http_request_t *req, hls_t *h, buf_t *out)
+{
+    char *token = req->query && hls_sessions_wanted(h->name)
+                      ? url_query_param(req->query, req->query_len, "session") : NULL;
+    int rc = token ? hls_session_playlist(h, token, out, 1) : hls_playlist(h, out, 1);
+    free(token);
+    return rc;
+}
+
 /* The playlist, once the request's session went on (blocking reloads parked). */
 static void answer_playlist_of_session(conn_t *c, const http_request_t *req, hls_t *h)
 {
@@ -437,13 +454,13 @@ static void answer_playlist_of_session(conn_t *c, const http_request_t *req, hls
         if ((rc = park(c, h, &self, msn, has_part ? (int)part : -1)) != 0)
             return;
     }
-    if ((rc = hls_playlist(h, &out, 1)) == -EAGAIN) {
+    if ((rc = playlist_of(req, h, &out)) == -EAGAIN) {
         /* the window has no complete segment yet: the first one is waited for */
         int next_part;
         hls_next_part(h, &msn, &next_part);
         if (park(c, h, &self, msn, -1) != 0)
             return;
-        rc = hls_playlist(h, &out, 1);
+        rc = playlist_of(req, h, &out);
     }
     if (rc < 0) {
         buf_free(&out);
@@ -847,6 +864,106 @@ static void answer_piece(conn_t *c, const http_request_t *req, hls_t *h, const h
     conn_write_pending(c);
 }
 
+/* ---- intro segments: <mount>/hls/intro/<n>.<ext>?file=<file>&v=<version> ---- */
+
+/* If path is an intro segment's URL: 1 with its mount (malloc'd) and number, else 0. */
+static int parse_intro_url(const char *path, char **mount, int *n)
+{
+    static const char dir[] = "/hls/intro/";
+    const char *d = strstr(path, dir);
+    uint64_t v;
+    const char *p = d && d != path ? read_number(d + sizeof(dir) - 1, &v) : NULL;
+    if (!p || v >= HLS_INTRO_MAX_SEGS || (strcmp(p, ".mp3") != 0 && strcmp(p, ".aac") != 0))
+        return 0;
+    *n = (int)v;
+    return (*mount = strndup(path, (size_t)(d - path))) != NULL;
+}
+
+/* The intro a request of c names (the file of its query, at the version it names), if h
+ * serves it, and the segment number: a new reference, or NULL. */
+static hls_intro_t *intro_of_request(const http_request_t *req, hls_t *h, int *n)
+{
+    char *mount = NULL;
+    uint64_t version = 0;
+    char *file = req->query ? url_query_param(req->query, req->query_len, "file") : NULL;
+    int ok = file && query_number(req, "v", &version) == 1;
+    hls_intro_t *in = NULL;
+    size_t len;
+    char *dec = url_decode(req->path, req->path_len, 0, &len);
+    if (ok && dec && parse_intro_url(dec, &mount, n) && hls_session_intro_known(h, file))
+        in = hls_intro_get(file, hls_target_duration(h));
+    if (in && ((uint64_t)in->version != version || *n >= in->nsegs)) {
+        hls_intro_unref(in);
+        in = NULL;
+    }
+    free(dec);
+    free(mount);
+    free(file);
+    return in;
+}
+
+/* The last byte of an intro segment went out: a session that fetched the intro's last one
+ * counts it as played. */
+static void intro_sent(conn_t *c)
+{
+    const http_request_t *req = client_of(c)->req;
+    hls_t *h = window_of_request(c);
+    int n;
+    hls_intro_t *in = h ? intro_of_request(req, h, &n) : NULL;
+    if (in && n == in->nsegs - 1 && req->method == HTTP_METHOD_GET) {
+        const http_header_t *ua = http_find_header(req, "user-agent");
+        char *agent = ua ? strndup(ua->value, ua->value_len) : NULL;
+        hls_client_t who = {.ip = c->ip, .agent = agent, .conn_id = c->id};
+        hls_session_intro_fetched(h, &who, in->name);
+        free(agent);
+    }
+    hls_intro_unref(in);
+    if (reply_keepalive_wanted(req))
+        reply_next_request(c);
+    else
+        conn_linger_close(c);
+}
+
+/* An intro segment: its ID3 tag (the intro's own time from 0) and its frames. The bytes are
+ * copied to the connection's output: intros are short and a cache in front serves them. */
+static void answer_intro(conn_t *c, const http_request_t *req, hls_t *h)
+{
+    int n;
+    hls_intro_t *in = intro_of_request(req, h, &n);
+    if (!in) {
+        client_send_error(c, 404, "The file you requested could not be found");
+        return;
+    }
+    uint64_t before = 0;
+    for (int i = 0; i < n; i++)
+        before += in->segs[i].samples;
+    unsigned char id3[HLS_ID3_MAX];
+    uint32_t tag = hls_id3_tag(id3, before * 90000 / in->rate, NULL);
+    const hls_intro_seg_t *seg = &in->segs[n];
+    size_t len = seg->end - seg->start;
+    char extra[256], head[2048];
+    snprintf(extra, sizeof(extra), "Cache-Control: public, max-age=%d, immutable\r\n"
+             "ETag: \"intro.%lld.%d\"\r\nAccess-Control-Allow-Origin: *\r\n", SEGMENT_MAX_AGE,
+             in->version, n);
+    int keep = reply_keepalive_wanted(req);
+    size_t hlen = reply_head(head, sizeof(head), keep, 200, in->adts ? "audio/aac" : "audio/mpeg",
+                             (long long)(tag + len), extra);
+    int head_only = req->method == HTTP_METHOD_HEAD;
+    if (hlen == 0 || conn_queue(c, head, hlen) < 0 ||
+        (!head_only && conn_queue(c, (const char *)id3, tag) < 0)) {
+        hls_intro_unref(in);
+        client_send_error(c, 500, "Internal Server Error");
+        return;
+    }
+    client_of(c)->status = 200;
+    if (!head_only && count_to_session(c, req, h, tag + len))
+        client_skip_log(c); /* counted in its session's line */
+    c->ops = &reply_sending_ops;
+    conn_send(c, head_only ? "" : (const char *)in->file->data + seg->start, head_only ? 0 : len,
+              intro_sent);
+    hls_intro_unref(in);
+}
+
 /* Answers an HLS URL of mount name `name` served by live mount m (its reference taken). */
 static void answer(conn_t *c, const http_request_t *req, const hls_url_t *u, const char *name,
                    mount_t *m)
@@ -871,6 +988,17 @@ static void relay_live(conn_t *c, mount_t *m, unsigned time_limit_s)
 int hls_route(conn_t *c, const http_request_t *req, const char *path)
 {
     hls_url_t u;
+    int intro_n;
+    if (parse_intro_url(path, &u.mount, &intro_n)) {
+        mount_t *m = mount_find(u.mount);
+        if (!m)
+            m = fallback_for_sourceless(u.mount);
+        hls_t *h = m ? window_for(c, req, u.mount, m) : NULL;
+        if (h)
+            answer_intro(c, req, h);
+        free(u.mount);
+        return m != NULL;
+    }
     if (!parse_url(path, &u))
         return 0;
     int on_demand = relay_is_on_demand(u.mount);

@@ -24,6 +24,7 @@
 #include "net/server.h"
 #include "net/worker.h"
 #include "stream/fallback.h"
+#include "stream/hls_intro.h"
 #include "stream/mount.h"
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -617,7 +618,7 @@ static void syncsafe(unsigned char *p, unsigned v)
 /* The ID3v2.4 tag in front of a piece: the PRIV transportStreamTimestamp (RFC 8216 3.4), and
  * with a title a TIT2 frame (UTF-8, cut to HLS_TITLE_MAX bytes at a character boundary).
  * Returns its length (at most HLS_ID3_MAX). */
-static uint32_t id3_tag(unsigned char *p, uint64_t ts90, const char *title)
+uint32_t hls_id3_tag(unsigned char *p, uint64_t ts90, const char *title)
 {
     static const char owner[] = "com.apple.streaming.transportStreamTimestamp";
     unsigned frame = (unsigned)sizeof(owner) + 8; /* owner, its NUL, the timestamp */
@@ -670,7 +671,7 @@ int hls_piece(hls_t *h, uint64_t msn, int part, hls_piece_t *p)
         for (const hls_part_t *q = first; q <= last; q++)
             if (part_title(q))
                 title = part_title(q);
-        p->id3_len = h->is_opus ? 0 : id3_tag(p->id3, first->ts90, title);
+        p->id3_len = h->is_opus ? 0 : hls_id3_tag(p->id3, first->ts90, title);
     }
     pthread_mutex_unlock(&h->lock);
     return rc;
@@ -721,7 +722,7 @@ int hls_part_so_far(hls_t *h, uint64_t msn, int part, hls_piece_t *p)
     if (rc == HLS_PENDING && msn == h->open_seq && open && h->rate && !h->is_opus) {
         uint64_t ts = s && s->open.blk ? s->open.ts90
                                        : h->clock90 + h->clock_samples * 90000 / h->rate;
-        p->id3_len = id3_tag(p->id3, ts & ((1ull << 33) - 1),
+        p->id3_len = hls_id3_tag(p->id3, ts & ((1ull << 33) - 1),
                              s && s->open.blk ? part_title(&s->open) : NULL);
         p->blk = s && s->open.blk ? block_ref(s->open.blk) : NULL;
         p->start = s && s->open.blk ? s->open.start : 0;
@@ -827,6 +828,7 @@ static void hls_module_fini(worker_t *w)
         pthread_mutex_unlock(&h->lock);
     }
     pthread_mutex_unlock(&registry_lock);
+    hls_intro_cache_clear();
 }
 
 static const worker_module_t hls_module = {

@@ -100,6 +100,10 @@ int hls_part_so_far(hls_t *h, uint64_t msn, int part, hls_piece_t *p);
  * HLS_GONE when no segment the window holds uses it. */
 int hls_init_piece(hls_t *h, uint64_t id, hls_piece_t *p);
 
+/* Writes the ID3v2.4 tag that opens a piece to p (HLS_ID3_MAX bytes): its 90 kHz time
+ * (33 bits) and, with a title (NULL: none), a TIT2 frame. Returns its length. */
+uint32_t hls_id3_tag(unsigned char *p, uint64_t ts90, const char *title);
+
 /* Where (msn, part) stands (part -1: the whole segment). */
 int hls_locate(hls_t *h, uint64_t msn, int part);
 
@@ -111,6 +115,21 @@ int hls_piece(hls_t *h, uint64_t msn, int part, hls_piece_t *p);
  * preload hint. ext: the segment file extension is written to *ext ("mp3" or "aac"). Returns
  * 0, or -EAGAIN when there is no complete segment yet. */
 int hls_playlist(hls_t *h, buf_t *out, int ll);
+
+/* A session's own view of the playlist: its intro (hls_intro.h) before the live segments
+ * from live_from on, with sequence numbers of its own (set by hls_view_begin, then fixed). */
+typedef struct hls_intro hls_intro_t;
+typedef struct hls_view {
+    const hls_intro_t *intro;
+    uint64_t live_from;        /* the first live segment (after EXT-X-DISCONTINUITY) */
+    uint64_t dseq_base;        /* the discontinuity sequence while the intro begins the list */
+    uint64_t disc_before_next; /* the window's discontinuities before live_from + 1 */
+} hls_view_t;
+/* Fixes a new session's view with intro (its reference goes to v) from the window's state
+ * now: the intro, then live from the newest complete segment. Under h->lock. */
+void hls_view_begin_locked(hls_t *h, const hls_intro_t *intro, hls_view_t *v);
+/* hls_playlist as session view v sees it (NULL: as everyone does). */
+int hls_playlist_view(hls_t *h, buf_t *out, int ll, const hls_view_t *v);
 
 /* The multivariant playlist that names this mount's media playlist for session `token`
  * (appended to out). 0 or -ENOMEM. */

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "stream/hls.h"
+#include "stream/hls_intro.h"
 
 #define PARTS_LISTED_SEGMENTS 2 /* complete segments whose parts stay listed */
 
@@ -33,10 +34,11 @@ static void write_parts(buf_t *out, const hls_seg_t *s, const char *ext)
                     (double)s->parts[i].samples / s->rate, s->seq, i, ext);
 }
 
-/* *map: the init segment named last (UINT64_MAX: none yet). */
-static void write_segment_head(buf_t *out, const hls_seg_t *s, uint64_t *map)
+/* *map: the init segment named last (UINT64_MAX: none yet); disc: a discontinuity before
+ * it even if the window has none there. */
+static void write_segment_head(buf_t *out, const hls_seg_t *s, uint64_t *map, int disc)
 {
-    if (s->discontinuity)
+    if (s->discontinuity || disc)
         buf_append_str(out, "#EXT-X-DISCONTINUITY\n");
     if (s->init && s->init_id != *map) {
         buf_appendf(out, "#EXT-X-MAP:URI=\"hls/%" PRIu64 ".init.mp4\"\n", s->init_id);
@@ -45,7 +47,70 @@ static void write_segment_head(buf_t *out, const hls_seg_t *s, uint64_t *map)
     write_date(out, s->pdt_ms);
 }
 
+/* Discontinuities before segment seq, as the window counts them (seq at least first_seq). */
+static uint64_t disc_before(const hls_t *h, uint64_t seq)
+{
+    uint64_t disc = h->disc_dropped;
+    for (uint64_t q = h->first_seq; q < seq; q++) {
+        const hls_seg_t *s = hls_seg_at((hls_t *)h, q);
+        disc += s && s->discontinuity;
+    }
+    return disc;
+}
+
+/* A session's view: its intro's segments take the sequence numbers just before its first
+ * live segment, and stay listed (the window then listed from further back) until as many
+ * live segments as the intro has left the common playlist. *first is moved back to the
+ * view's first; the discontinuity sequence it starts with is returned. */
+static uint64_t view_first(const hls_t *h, const hls_view_t *v, uint64_t *first)
+{
+    uint64_t n = (uint64_t)v->intro->nsegs, m = v->live_from;
+    uint64_t f = *first >= n && *first - n > m - n ? *first - n : m - n;
+    *first = f;
+    uint64_t disc = v->dseq_base + (f > m);
+    if (f > m + 1)
+        disc += disc_before(h, f) - v->disc_before_next;
+    return disc;
+}
+
+/* The intro's segments from sequence first on, dated as if they ended where the live stream
+ * begins (live: the first live segment, NULL when the window no longer holds it). */
+static void write_intro(buf_t *out, const hls_view_t *v, uint64_t first, const hls_seg_t *live)
+{
+    const hls_intro_t *in = v->intro;
+    uint64_t seq0 = v->live_from - (uint64_t)in->nsegs, left = 0;
+    if (first == seq0)
+        buf_append_str(out, "#EXT-X-START:TIME-OFFSET=0\n"); /* the intro is played first */
+    for (uint64_t q = first; q < v->live_from; q++)
+        left += in->segs[q - seq0].samples;
+    for (uint64_t q = first; q < v->live_from; q++) {
+        if (live)
+            write_date(out, live->pdt_ms - (int64_t)(left * 1000 / in->rate));
+        left -= in->segs[q - seq0].samples;
+        buf_appendf(out, "#EXTINF:%.5f,\n", (double)in->segs[q - seq0].samples / in->rate);
+        hls_intro_uri(in, (int)(q - seq0), out);
+        buf_append_str(out, "\n");
+    }
+}
+
+void hls_view_begin_locked(hls_t *h, const hls_intro_t *intro, hls_view_t *v)
+{
+    /* live from the newest complete segment: the intro, then what is live now */
+    uint64_t m = h->open_seq > h->first_seq ? h->open_seq - 1 : h->open_seq;
+    if (m < (uint64_t)intro->nsegs)
+        m = (uint64_t)intro->nsegs;
+    v->intro = intro;
+    v->live_from = m;
+    v->dseq_base = disc_before(h, m);
+    v->disc_before_next = disc_before(h, m + 1);
+}
+
 int hls_playlist(hls_t *h, buf_t *out, int ll)
+{
+    return hls_playlist_view(h, out, ll, NULL);
+}
+
+int hls_playlist_view(hls_t *h, buf_t *out, int ll, const hls_view_t *v)
 {
     pthread_mutex_lock(&h->lock);
     const char *ext = h->is_opus ? "mp4" : h->adts ? "aac" : "mp3";
@@ -69,11 +134,7 @@ int hls_playlist(hls_t *h, buf_t *out, int ll)
         pthread_mutex_unlock(&h->lock);
         return -EAGAIN;
     }
-    uint64_t disc = h->disc_dropped;
-    for (uint64_t q = h->first_seq; q < first; q++) {
-        const hls_seg_t *s = hls_seg_at(h, q);
-        disc += s && s->discontinuity;
-    }
+    uint64_t disc = v ? view_first(h, v, &first) : disc_before(h, first);
     buf_appendf(out, "#EXTM3U\n#EXT-X-VERSION:6\n#EXT-X-TARGETDURATION:%d\n", h->target);
     if (ll)
         buf_appendf(out,
@@ -82,11 +143,15 @@ int hls_playlist(hls_t *h, buf_t *out, int ll)
                     3.0 * h->part_ms / 1000, h->part_ms / 1000.0);
     buf_appendf(out, "#EXT-X-MEDIA-SEQUENCE:%" PRIu64 "\n#EXT-X-DISCONTINUITY-SEQUENCE:%" PRIu64
                 "\n#EXT-X-INDEPENDENT-SEGMENTS\n", first, disc);
+    if (v && first < v->live_from) {
+        write_intro(out, v, first, hls_seg_at(h, v->live_from));
+        first = v->live_from;
+    }
     for (uint64_t q = first; q < h->open_seq; q++) {
         const hls_seg_t *s = hls_seg_at(h, q);
         if (!s)
             continue;
-        write_segment_head(out, s, &map);
+        write_segment_head(out, s, &map, v && q == v->live_from); /* after the intro */
         if (ll && q + PARTS_LISTED_SEGMENTS >= h->open_seq)
             write_parts(out, s, ext);
         buf_appendf(out, "#EXTINF:%.5f,\nhls/%" PRIu64 ".%s\n", (double)s->samples / s->rate,
@@ -96,7 +161,7 @@ int hls_playlist(hls_t *h, buf_t *out, int ll)
         const hls_seg_t *s = hls_seg_at(h, h->open_seq);
         int next = 0;
         if (s && !s->complete) {
-            write_segment_head(out, s, &map);
+            write_segment_head(out, s, &map, 0);
             write_parts(out, s, ext);
             next = s->nparts;
         }

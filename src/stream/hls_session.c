@@ -28,6 +28,7 @@
 #include "net/server.h"
 #include "net/worker.h"
 #include "stream/hls.h"
+#include "stream/hls_intro.h"
 #include "stream/hls_session.h"
 #include "stream/mount.h"
 #include "stream/session.h"
@@ -47,6 +48,9 @@ struct hls_session {
     auth_url_session_t *url_auth; /* its login (hls_login_t), ended with it */
     auth_session_t *user_auth;
     char *user;
+    hls_intro_t *intro;  /* its intro until its first playlist fixes its view (a reference) */
+    hls_view_t view;     /* view.intro (a reference): its intro comes first, NULL none */
+    int intro_played;    /* it fetched the intro's last segment whole (an impression) */
     uint64_t bytes;
     uint64_t conn_id;    /* the connection of its last playlist request */
     mount_t *counted;    /* the mount whose listener count holds it (a reference) */
@@ -109,7 +113,7 @@ static void session_close(hls_t *h, hls_session_t *s, session_end_t why)
     session_record_t r = {
         .id = s->id, .mount = h->name, .start_ms = s->start_ms, .end_ms = now_ms,
         .bytes = s->bytes, .address = s->ip, .agent = s->agent, .referer = s->referer,
-        .user = s->user, .country = s->country, .end = why,
+        .user = s->user, .country = s->country, .end = why, .preroll = s->intro_played,
     };
     session_end(&r);
     session_listener_leave(s->live);
@@ -127,6 +131,8 @@ static void session_free(hls_t *h, hls_session_t *s)
     if (!s->killed && !s->expired)
         session_close(h, s, SESSION_END_CLIENT); /* it stopped polling */
     h->nsessions--;
+    hls_intro_unref(s->intro);
+    hls_intro_unref((hls_intro_t *)s->view.intro);
     free(s->user);
     free(s->agent);
     free(s->referer);
@@ -155,7 +161,7 @@ static uint64_t session_id(hls_t *h, uint64_t conn_id)
 /* A new session of token, let in by login (NULL: none needed); its listener slot taken.
  * NULL with *rc set when it cannot begin. */
 static hls_session_t *session_begin(hls_t *h, const char *token, const hls_client_t *who,
-                                    hls_login_t *login, int *rc)
+                                    hls_login_t *login, hls_intro_t **intro, int *rc)
 {
     hls_session_t *s = NULL;
     if (!h->mount || mount_take_listener_slot(h->mount) < 0) {
@@ -188,6 +194,8 @@ static hls_session_t *session_begin(hls_t *h, const char *token, const hls_clien
         if (login->time_limit_s)
             s->limit_ms = loop_now_ms() + (uint64_t)login->time_limit_s * 1000u;
     }
+    s->intro = *intro; /* its view is fixed with its first playlist */
+    *intro = NULL;
     session_locate(s->ip, s->country, sizeof(s->country));
     session_record_t r = {.id = s->id, .mount = h->name, .start_ms = s->start_ms,
                           .address = s->ip, .agent = s->agent, .user = s->user,
@@ -214,13 +222,13 @@ static int session_over_limit(hls_t *h, hls_session_t *s, uint64_t now)
 
 /* A playlist request of token: may_begin 0 when a session must exist (-ENOENT). */
 static int poll_locked(hls_t *h, const char *token, const hls_client_t *who, uint64_t bytes,
-                       int may_begin, hls_login_t *login)
+                       int may_begin, hls_login_t *login, hls_intro_t **intro)
 {
     hls_session_t *s = session_find(h, token);
     int rc = 0;
     if (!s && !may_begin)
         return -ENOENT;
-    if (!s && !(s = session_begin(h, token, who, login, &rc)))
+    if (!s && !(s = session_begin(h, token, who, login, intro, &rc)))
         return rc;
     s->last_ms = loop_now_ms();
     s->seen_ms = session_now_ms();
@@ -233,20 +241,55 @@ static int poll_locked(hls_t *h, const char *token, const hls_client_t *who, uin
     return 0;
 }
 
+/* Intro file `file` (a webroot name, "/" optional) cut for h's segments, or NULL. */
+static hls_intro_t *intro_named(hls_t *h, const char *file)
+{
+    if (!file || !*file)
+        return NULL;
+    char path[1024];
+    snprintf(path, sizeof(path), "%s%s", file[0] == '/' ? "" : "/", file);
+    return hls_intro_get(path, hls_target_duration(h));
+}
+
+/* The intro a new session of h would get: the login's file (a preroll chosen for it), else,
+ * or when that cannot be used, its mount's <intro>; NULL for none. Reads the file: not under
+ * the window's lock. */
+static hls_intro_t *intro_for(hls_t *h, const hls_login_t *login)
+{
+    hls_intro_t *in = login ? intro_named(h, login->intro) : NULL;
+    if (!in) {
+        const mount_conf_t *mc = config_find_mount(server_config(), h->name);
+        in = intro_named(h, mc ? mc->intro : NULL);
+    }
+    return in;
+}
+
+/* A playlist request of token (see poll_locked): a session about to begin gets its intro. */
+static int poll(hls_t *h, const char *token, const hls_client_t *who, uint64_t bytes,
+                int may_begin, hls_login_t *login)
+{
+    hls_intro_t *intro = NULL;
+    pthread_mutex_lock(&h->lock);
+    if (may_begin && !session_find(h, token)) {
+        pthread_mutex_unlock(&h->lock);
+        intro = intro_for(h, login);
+        pthread_mutex_lock(&h->lock);
+    }
+    int rc = poll_locked(h, token, who, bytes, may_begin, login, &intro);
+    pthread_mutex_unlock(&h->lock);
+    hls_intro_unref(intro); /* not taken */
+    return rc;
+}
+
 int hls_session_poll(hls_t *h, const char *token, const hls_client_t *who, uint64_t bytes)
 {
-    pthread_mutex_lock(&h->lock);
-    int rc = poll_locked(h, token, who, bytes, 1, NULL);
-    pthread_mutex_unlock(&h->lock);
-    return rc;
+    return poll(h, token, who, bytes, 1, NULL);
 }
 
 int hls_session_poll_login(hls_t *h, const char *token, const hls_client_t *who,
                            hls_login_t *login)
 {
-    pthread_mutex_lock(&h->lock);
-    int rc = poll_locked(h, token, who, 0, login != NULL, login);
-    pthread_mutex_unlock(&h->lock);
+    int rc = poll(h, token, who, 0, login != NULL, login);
     if (login && (login->url || login->user)) { /* not taken by a session */
         if (login->url)
             auth_url_session_close(login->url, 0, 0);
@@ -257,16 +300,22 @@ int hls_session_poll_login(hls_t *h, const char *token, const hls_client_t *who,
     return rc;
 }
 
-int hls_session_add_bytes(hls_t *h, const hls_client_t *who, uint64_t bytes)
+/* The session a segment request of `who` counts to: the one whose playlist came by the same
+ * connection, else one polling from the same address with the same agent; NULL none. */
+static hls_session_t *session_of_client(hls_t *h, const hls_client_t *who)
 {
-    pthread_mutex_lock(&h->lock);
     hls_session_t *s = h->sessions, *same = NULL;
     for (; s && s->conn_id != who->conn_id; s = s->next)
         if (!same && strcmp(s->ip, who->ip) == 0 &&
             (s->agent && who->agent ? strcmp(s->agent, who->agent) == 0 : !s->agent && !who->agent))
             same = s;
-    if (!s)
-        s = same;
+    return s ? s : same;
+}
+
+int hls_session_add_bytes(hls_t *h, const hls_client_t *who, uint64_t bytes)
+{
+    pthread_mutex_lock(&h->lock);
+    hls_session_t *s = session_of_client(h, who);
     if (s && (s->killed || s->expired))
         s = NULL;
     if (s) {
@@ -354,4 +403,51 @@ char *hls_session_login_mount(hls_t *h)
     char *name = str_dup(own ? serving : h->name);
     pthread_mutex_unlock(&h->lock);
     return name;
+}
+
+int hls_session_playlist(hls_t *h, const char *token, buf_t *out, int ll)
+{
+    hls_view_t v = {0};
+    pthread_mutex_lock(&h->lock);
+    hls_session_t *s = session_find(h, token);
+    if (s && s->intro && h->open_seq > h->first_seq) {
+        /* its first playlist: the intro first when it is the stream's format */
+        if (!h->is_opus && s->intro->adts == h->adts && s->intro->rate == h->rate)
+            hls_view_begin_locked(h, s->intro, &s->view);
+        else
+            hls_intro_unref(s->intro);
+        s->intro = NULL;
+    }
+    if (s && s->view.intro) {
+        v = s->view;
+        atomic_fetch_add(&((hls_intro_t *)v.intro)->refs, 1);
+    }
+    pthread_mutex_unlock(&h->lock);
+    int rc = hls_playlist_view(h, out, ll, v.intro ? &v : NULL);
+    hls_intro_unref((hls_intro_t *)v.intro);
+    return rc;
+}
+
+int hls_session_intro_known(hls_t *h, const char *file)
+{
+    const mount_conf_t *mc = config_find_mount(server_config(), h->name);
+    int known = file[0] == '/' && mc && mc->intro &&
+                strcmp(mc->intro + (mc->intro[0] == '/'), file + 1) == 0;
+    pthread_mutex_lock(&h->lock);
+    for (hls_session_t *s = h->sessions; s && !known; s = s->next)
+        known = s->view.intro && strcmp(s->view.intro->name, file) == 0;
+    pthread_mutex_unlock(&h->lock);
+    return known;
+}
+
+void hls_session_intro_fetched(hls_t *h, const hls_client_t *who, const char *file)
+{
+    pthread_mutex_lock(&h->lock);
+    hls_session_t *s = session_of_client(h, who);
+    if (s && s->view.intro && !s->intro_played && strcmp(s->view.intro->name, file) == 0) {
+        s->intro_played = 1;
+        session_live_preroll(s->live);
+        log_debug("hls: session %llu played its intro", (unsigned long long)s->id);
+    }
+    pthread_mutex_unlock(&h->lock);
 }

@@ -24,6 +24,8 @@ typedef struct hls_login {
     auth_session_t *user;    /* htpasswd's (mount, user) place: given back at the end */
     const char *user_name;   /* who logged in (the access log, the session record); copied */
     unsigned time_limit_s;   /* the session ends this long after it began */
+    const char *intro;       /* a webroot file played first instead of the mount's <intro>
+                              * (a preroll chosen for this session), NULL: the mount's */
 } hls_login_t;
 
 /* A media playlist request of session `token` on a mount with listener authentication:
@@ -40,5 +42,16 @@ int hls_session_poll_login(hls_t *h, const char *token, const hls_client_t *who,
  * authentication does not cover the one of h's name (as a listener sent to the fallback:
  * auth_covers). Malloc'd (the caller frees), NULL when out of memory. */
 char *hls_session_login_mount(hls_t *h);
+
+/* The media playlist as session `token` sees it (appended to out): its intro's segments
+ * first while they are listed (hls_playlist_view), else the window's own. 0, -EAGAIN (no
+ * complete segment yet), -ENOMEM. */
+int hls_session_playlist(hls_t *h, const char *token, buf_t *out, int ll);
+/* 1 if webroot file `file` ("/intro.mp3") is an intro of h: its mount's <intro>, or one a
+ * session of h plays first. Only those are served as intro segments. */
+int hls_session_intro_known(hls_t *h, const char *file);
+/* The request of `who` (as hls_session_add_bytes finds its session) fetched the last
+ * segment of intro `file` whole: its session counts the intro as played. */
+void hls_session_intro_fetched(hls_t *h, const hls_client_t *who, const char *file);
 
 #endif

@@ -102,10 +102,17 @@ def test_refused_session_gets_the_listeners_refusal_and_no_place(server, auth):
 
 
 def test_time_limit_ends_the_session_and_its_next_playlist_is_refused(server, auth):
-    rec = auth(lambda req: (200, {"icecast-auth-user": "1", "icecast-auth-timelimit": "2"}))
-    srv, p = live_url_mount(server, rec)
     token = "4" * 16
+
+    def answer(req):  # only the session under test has a time limit
+        limit = {"icecast-auth-timelimit": "2"} if req.form["mount"].endswith(token) else {}
+        return 200, dict({"icecast-auth-user": "1"}, **limit)
+    rec = auth(answer)
+    srv, p = live_url_mount(server, rec)
     try:
+        # another session's first playlist waits for the window's first segment, so that the
+        # one under test is answered at once
+        assert poll(srv, "0" * 16)[0] == 200
         begun = time.monotonic()
         assert poll(srv, token)[0] == 200
         assert poll(srv, token)[0] == 200
@@ -113,11 +120,11 @@ def test_time_limit_ends_the_session_and_its_next_playlist_is_refused(server, au
         [rm] = rec.wait("listener_remove", 1, timeout=6)
         ended = time.monotonic()
         assert 1.5 <= ended - begun <= 3.5, ended - begun
-        assert int(rm.form["duration"]) == 2
-        assert fl.json_source(srv, MOUNT)["listeners"] == 0
+        assert int(rm.form["duration"]) == 2 and rm.form["mount"].endswith(token)
+        assert fl.json_source(srv, MOUNT)["listeners"] == 1  # the other one, till its timeout
         status, _, body = poll(srv, token)
         assert status == 403 and b"time limit" in body
-        assert len(rec.of("listener_add")) == 1
+        assert len(rec.of("listener_add")) == 2
     finally:
         fl.stop_process(p)
     # one line for the session, one for the refused poll
