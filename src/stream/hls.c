@@ -128,11 +128,9 @@ static void seg_clear(hls_seg_t *s)
 static hls_seg_t *seg_open(hls_t *h)
 {
     hls_seg_t *s = &h->segs[h->open_seq % (uint64_t)h->nsegs];
-    if (s->used) {
-        if (s->discontinuity)
-            h->disc_dropped++;
-        seg_clear(s);
-    }
+    if (s->used && s->discontinuity)
+        h->disc_dropped++;
+    seg_clear(s); /* a slot left unused by a break may still hold its init segment */
     s->used = 1;
     s->seq = h->open_seq;
     s->discontinuity = h->disc_next;

@@ -105,8 +105,8 @@ int hls_locate(hls_t *h, uint64_t msn, int part);
 int hls_piece(hls_t *h, uint64_t msn, int part, hls_piece_t *p);
 
 /* The media playlist (appended to out). ll: with the low-latency parts, server control and
- * preload hint. ext: the segment file extension is written to *ext ("mp3" or "aac"). Returns
- * 0, or -EAGAIN when there is no complete segment yet. */
+ * preload hint. Segment URIs end in .mp3, .aac or .mp4 (Opus, after the EXT-X-MAP of their
+ * init segment). Returns 0, or -EAGAIN when there is no complete segment yet. */
 int hls_playlist(hls_t *h, buf_t *out, int ll);
 
 /* The multivariant playlist that names this mount's media playlist for session `token`
