@@ -129,11 +129,9 @@ static void seg_clear(hls_seg_t *s)
 static hls_seg_t *seg_open(hls_t *h)
 {
     hls_seg_t *s = &h->segs[h->open_seq % (uint64_t)h->nsegs];
-    if (s->used) {
-        if (s->discontinuity)
-            h->disc_dropped++;
-        seg_clear(s);
-    }
+    if (s->used && s->discontinuity)
+        h->disc_dropped++;
+    seg_clear(s); /* a slot left unused by a break may still hold its init segment */
     s->used = 1;
     s->seq = h->open_seq;
     s->discontinuity = h->disc_next;
@@ -254,7 +252,7 @@ static void frames_begin(hls_t *h, const mpeg_frame_t *f)
 }
 
 /* 1 if m's title is not the one announced last (it becomes that one). */
-static int title_changed(hls_t *h, icy_meta_t *m)
+int hls_title_changed(hls_t *h, icy_meta_t *m)
 {
     const char *t = m && m->title ? m->title : "";
     const char *last = h->last_meta && h->last_meta->title ? h->last_meta->title : "";
@@ -283,7 +281,7 @@ static void frame_start(hls_t *h, block_t *b, uint64_t at)
         s->open.blk = block_ref(b);
         s->open.start = at;
         s->open.end = at;
-        s->open.titled = title_changed(h, b->meta);
+        s->open.titled = hls_title_changed(h, b->meta);
         s->open.ts90 = (h->clock90 + h->clock_samples * 90000 / h->rate) & ((1ull << 33) - 1);
     }
 }
@@ -615,37 +613,50 @@ static void syncsafe(unsigned char *p, unsigned v)
     p[3] = (unsigned char)(v & 0x7f);
 }
 
-/* The ID3v2.4 tag in front of a piece: the PRIV transportStreamTimestamp (RFC 8216 3.4), and
- * with a title a TIT2 frame (UTF-8, cut to HLS_TITLE_MAX bytes at a character boundary).
- * Returns its length (at most HLS_ID3_MAX). */
-uint32_t hls_id3_tag(unsigned char *p, uint64_t ts90, const char *title)
+/* An ID3v2.4 tag: with `stamp`, the PRIV transportStreamTimestamp ts90 (RFC 8216 3.4); with a
+ * title, a TIT2 frame (UTF-8, cut to HLS_TITLE_MAX bytes at a character boundary). Returns
+ * its length (at most HLS_ID3_MAX). */
+static uint32_t id3_write(unsigned char *p, int stamp, uint64_t ts90, const char *title)
 {
     static const char owner[] = "com.apple.streaming.transportStreamTimestamp";
-    unsigned frame = (unsigned)sizeof(owner) + 8; /* owner, its NUL, the timestamp */
     size_t tlen = title ? strlen(title) : 0;
     if (tlen > HLS_TITLE_MAX) {
         tlen = HLS_TITLE_MAX;
         while (tlen > 0 && ((unsigned char)title[tlen] & 0xc0) == 0x80)
             tlen--; /* not inside a UTF-8 sequence */
     }
-    unsigned tag = 10 + frame + (tlen ? 10 + 1 + (unsigned)tlen : 0);
+    unsigned char *f = p + 10;
+    if (stamp) {
+        unsigned frame = (unsigned)sizeof(owner) + 8; /* owner, its NUL, the timestamp */
+        memcpy(f, "PRIV", 4);
+        syncsafe(f + 4, frame);
+        f[8] = 0, f[9] = 0;
+        memcpy(f + 10, owner, sizeof(owner));
+        for (int i = 0; i < 8; i++)
+            f[10 + sizeof(owner) + i] = (unsigned char)(ts90 >> (56 - 8 * i));
+        f += 10 + frame;
+    }
+    if (tlen) {
+        memcpy(f, "TIT2", 4);
+        syncsafe(f + 4, 1 + (unsigned)tlen);
+        f[8] = 0, f[9] = 0;
+        f[10] = 3; /* UTF-8 */
+        memcpy(f + 11, title, tlen);
+        f += 11 + tlen;
+    }
     memcpy(p, "ID3\x04\x00\x00", 6);
-    syncsafe(p + 6, tag);
-    memcpy(p + 10, "PRIV", 4);
-    syncsafe(p + 14, frame);
-    p[18] = 0, p[19] = 0;
-    memcpy(p + 20, owner, sizeof(owner));
-    for (int i = 0; i < 8; i++)
-        p[20 + sizeof(owner) + i] = (unsigned char)(ts90 >> (56 - 8 * i));
-    if (!tlen)
-        return HLS_ID3_LEN;
-    unsigned char *f = p + HLS_ID3_LEN;
-    memcpy(f, "TIT2", 4);
-    syncsafe(f + 4, 1 + (unsigned)tlen);
-    f[8] = 0, f[9] = 0;
-    f[10] = 3; /* UTF-8 */
-    memcpy(f + 11, title, tlen);
-    return HLS_ID3_LEN + 11 + (uint32_t)tlen;
+    syncsafe(p + 6, (unsigned)(f - p - 10));
+    return (uint32_t)(f - p);
+}
+
+uint32_t hls_id3_tag(unsigned char *p, uint64_t ts90, const char *title)
+{
+    return id3_write(p, 1, ts90, title);
+}
+
+uint32_t hls_id3_title(unsigned char *p, const char *title)
+{
+    return id3_write(p, 0, 0, title);
 }
 
 /* The title a part announces (it changed there), or NULL. */

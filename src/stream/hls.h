@@ -112,8 +112,8 @@ int hls_locate(hls_t *h, uint64_t msn, int part);
 int hls_piece(hls_t *h, uint64_t msn, int part, hls_piece_t *p);
 
 /* The media playlist (appended to out). ll: with the low-latency parts, server control and
- * preload hint. ext: the segment file extension is written to *ext ("mp3" or "aac"). Returns
- * 0, or -EAGAIN when there is no complete segment yet. */
+ * preload hint. Segment URIs end in .mp3, .aac or .mp4 (Opus, after the EXT-X-MAP of their
+ * init segment). Returns 0, or -EAGAIN when there is no complete segment yet. */
 int hls_playlist(hls_t *h, buf_t *out, int ll);
 
 /* A session's own view of the playlist: its intro (hls_intro.h) before the live segments
@@ -248,6 +248,11 @@ hls_seg_t *hls_seg_at(hls_t *h, uint64_t seq);
  * open part begins (the segment opens if needed); the open part is complete (close: the
  * stream breaks after it); the stream breaks; the clock starts for a stream at `rate`. */
 hls_seg_t *hls_part_begin(hls_t *h);
+/* 1 if m's title is not the one parts announced last (it becomes that one), and not empty. */
+int hls_title_changed(hls_t *h, icy_meta_t *m);
+/* Writes at p (room: HLS_ID3_MAX) an ID3v2.4 tag holding only a TIT2 frame of title (an
+ * fMP4 emsg box carries it). Returns its length. */
+uint32_t hls_id3_title(unsigned char *p, const char *title);
 void hls_part_close(hls_t *h, int close);
 void hls_stream_break(hls_t *h);
 void hls_clock_begin(hls_t *h, uint32_t rate);

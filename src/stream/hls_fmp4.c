@@ -10,7 +10,8 @@
  *   by reference to that block like any other piece (a private chain of fragment blocks, so
  *   that a segment is its parts' bytes back to back). A new OpusHead (a new source, a chained
  *   stream) makes a new init segment; a chained stream of another codec stops the cutting.
- * Does not decode audio, nor carry titles into the fragments (no emsg boxes).
+ * Where the title changes, the fragment of the first part cut after it begins with an emsg box
+ * carrying it in an ID3 TIT2 frame. Does not decode audio.
  */
 #include "stream/hls_fmp4.h"
 
@@ -245,42 +246,55 @@ block_t *fmp4_init_segment(const unsigned char *head, size_t len)
     return block_new_copy(out, w.len);
 }
 
-block_t *fmp4_fragment(uint32_t seq, uint64_t tfdt, const uint32_t *durs, const uint32_t *sizes,
-                       uint32_t n, const unsigned char *payload, size_t len)
+#define EMSG_SCHEME "https://aomedia.org/emsg/ID3"
+
+block_t *fmp4_fragment(const fmp4_frag_t *f)
 {
-    size_t moof_len = 88 + 8 * (size_t)n;
-    size_t total = moof_len + 8 + len;
+    size_t emsg_len = f->id3 ? 32 + sizeof(EMSG_SCHEME) + 1 + f->id3_len : 0;
+    size_t moof_len = 88 + 8 * (size_t)f->n;
+    size_t total = emsg_len + moof_len + 8 + f->len;
     if (total > UINT32_MAX)
         return NULL;
     block_t *b = block_new(total);
     if (!b)
         return NULL;
     writer_t w = {b->data, 0, total, 0};
+    if (f->id3) {
+        size_t emsg = box_open(&w, "emsg", 1, 1, 0);
+        put_be(&w, FMP4_TIMESCALE, 4);
+        put_be(&w, f->tfdt, 8);      /* presentation_time */
+        put_be(&w, 0xffffffffu, 4); /* event_duration: unknown (until the next title) */
+        put_be(&w, f->seq, 4);       /* id */
+        put(&w, EMSG_SCHEME, sizeof(EMSG_SCHEME));
+        put(&w, "", 1);              /* value */
+        put(&w, f->id3, f->id3_len);
+        box_close(&w, emsg);
+    }
     size_t moof = box_open(&w, "moof", 0, 0, 0);
     size_t mfhd = box_open(&w, "mfhd", 1, 0, 0);
-    put_be(&w, seq, 4);
+    put_be(&w, f->seq, 4);
     box_close(&w, mfhd);
     size_t traf = box_open(&w, "traf", 0, 0, 0);
     size_t tfhd = box_open(&w, "tfhd", 1, 0, 0x020000); /* default-base-is-moof */
     put_be(&w, 1, 4);
     box_close(&w, tfhd);
     size_t box = box_open(&w, "tfdt", 1, 1, 0);
-    put_be(&w, tfdt, 8);
+    put_be(&w, f->tfdt, 8);
     box_close(&w, box);
     /* data offset, sample durations and sizes present */
     size_t trun = box_open(&w, "trun", 1, 0, 0x000301);
-    put_be(&w, n, 4);
+    put_be(&w, f->n, 4);
     put_be(&w, moof_len + 8, 4);
-    for (uint32_t i = 0; i < n; i++) {
-        put_be(&w, durs[i], 4);
-        put_be(&w, sizes[i], 4);
+    for (uint32_t i = 0; i < f->n; i++) {
+        put_be(&w, f->durs[i], 4);
+        put_be(&w, f->sizes[i], 4);
     }
     box_close(&w, trun);
     box_close(&w, traf);
     box_close(&w, moof);
-    put_be(&w, 8 + len, 4);
+    put_be(&w, 8 + f->len, 4);
     put(&w, "mdat", 4);
-    put(&w, payload, len);
+    put(&w, f->payload, f->len);
     if (w.overflow || w.len != total) {
         block_unref(b);
         return NULL;
@@ -310,6 +324,8 @@ struct hls_opus {
     uint64_t part_time;      /* of the part being gathered */
     uint32_t frag_seq;
     block_t *tail;           /* the newest fragment block (a reference): the next links to it */
+    const block_t *cur;      /* the block being scanned */
+    icy_meta_t *title;       /* the part being gathered announces this title (a reference) */
 };
 
 /* An Ogg page in p[0..len): 1 with its fields, 0 if there is no whole page there. */
@@ -420,12 +436,21 @@ int hls_opus_attach_locked(hls_t *h, const block_t *headers)
     return 0;
 }
 
+/* Ready to gather the next part. */
+static void gather_reset(struct hls_opus *o)
+{
+    o->n = 0;
+    o->payload.len = 0;
+    if (o->title)
+        icy_meta_unref(o->title);
+    o->title = NULL;
+}
+
 /* The packets gathered for the open part are lost (no memory): the part is dropped. */
 static void gather_drop(hls_t *h, struct hls_opus *o)
 {
     hls_seg_t *s = h->have_open ? hls_seg_at(h, h->open_seq) : NULL;
-    o->n = 0;
-    o->payload.len = 0;
+    gather_reset(o);
     o->payload.error = 0;
     if (s) {
         s->open.frames = 0;
@@ -439,17 +464,21 @@ int hls_opus_cut_locked(hls_t *h)
     hls_seg_t *s = hls_seg_at(h, h->open_seq);
     if (!o || !o->n || !s || !h->have_open)
         return 0;
-    block_t *b = o->payload.error ? NULL
-                 : fmp4_fragment(++o->frag_seq, o->part_time, o->durs, o->sizes, o->n,
-                                 (const unsigned char *)o->payload.data, o->payload.len);
+    unsigned char id3[HLS_ID3_MAX];
+    fmp4_frag_t f = {
+        .seq = ++o->frag_seq, .tfdt = o->part_time, .durs = o->durs, .sizes = o->sizes,
+        .n = o->n, .payload = (const unsigned char *)o->payload.data, .len = o->payload.len,
+        .id3 = o->title ? id3 : NULL,
+        .id3_len = o->title ? hls_id3_title(id3, o->title->title) : 0,
+    };
+    block_t *b = o->payload.error ? NULL : fmp4_fragment(&f);
     if (!b) {
         /* the part is lost: what follows starts after a discontinuity */
         log_warn("hls: %s: no memory for a fragment, part dropped", h->name);
         gather_drop(h, o);
         return -ENOMEM;
     }
-    o->n = 0;
-    o->payload.len = 0;
+    gather_reset(o);
     b->offset = o->tail ? block_end(o->tail) : 0;
     s->open.blk = block_ref(b);
     s->open.start = b->offset;
@@ -508,8 +537,13 @@ static void packet_add(hls_t *h, struct hls_opus *o, const unsigned char *p, siz
         return;
     }
     s = hls_part_begin(h);
-    if (o->n == 0)
+    if (o->n == 0) {
         o->part_time = o->time48;
+        /* where the title changed, the part's fragment carries it (emsg) */
+        icy_meta_t *meta = o->cur ? o->cur->meta : NULL;
+        s->open.titled = hls_title_changed(h, meta);
+        o->title = s->open.titled ? icy_meta_ref(meta) : NULL;
+    }
     o->durs[o->n] = samples;
     o->sizes[o->n++] = (uint32_t)len;
     s->open.frames++;
@@ -615,6 +649,7 @@ void hls_opus_scan_locked(hls_t *h, const block_t *b)
     }
     page_t pg;
     size_t at = 0;
+    o->cur = b;
     for (; at < b->len && page_at(b->data + at, b->len - at, &pg); at += pg.len) {
         if (pg.flags & 0x02)
             bos_page(h, o, &pg);
@@ -626,6 +661,7 @@ void hls_opus_scan_locked(hls_t *h, const block_t *b)
         o->partial = 0;
         hls_stream_break(h);
     }
+    o->cur = NULL;
     h->pos = block_end(b);
 }
 
@@ -637,6 +673,7 @@ void hls_opus_free_locked(hls_t *h)
     h->init = NULL;
     if (!o)
         return;
+    gather_reset(o);
     buf_free(&o->pkt);
     buf_free(&o->payload);
     free(o->durs);

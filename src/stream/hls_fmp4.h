@@ -30,11 +30,24 @@ int fmp4_opus_head_valid(const unsigned char *head, size_t len);
  * a new block (offset 0, refcount 1), or NULL when memory ran out. */
 block_t *fmp4_init_segment(const unsigned char *head, size_t len);
 
-/* The fragment of n Opus packets: moof (fragment sequence number seq, base decode time tfdt
- * in 48 kHz ticks, each sample's duration durs[i] and size sizes[i]) then an mdat holding
- * payload[0..len) (the packets back to back, len = the sum of sizes). A new block (refcount
- * 1, offset 0), or NULL when memory ran out. */
-block_t *fmp4_fragment(uint32_t seq, uint64_t tfdt, const uint32_t *durs, const uint32_t *sizes,
-                       uint32_t n, const unsigned char *payload, size_t len);
+/* What a fragment holds: n Opus packets back to back in payload[0..len) (len = the sum of
+ * sizes), each lasting durs[i] 48 kHz ticks, the first at decode time tfdt; seq numbers the
+ * fragment (mfhd). id3[0..id3_len): an ID3 tag to carry in an emsg box at the fragment's
+ * time (scheme https://aomedia.org/emsg/ID3, as hls.js and Apple's players read timed
+ * metadata in fMP4), or NULL. */
+typedef struct fmp4_frag {
+    uint32_t seq;
+    uint64_t tfdt;
+    const uint32_t *durs, *sizes;
+    uint32_t n;
+    const unsigned char *payload;
+    size_t len;
+    const unsigned char *id3;
+    size_t id3_len;
+} fmp4_frag_t;
+
+/* The fragment: [emsg] moof (mfhd, traf: tfhd, tfdt, trun with each sample's duration and
+ * size) then mdat. A new block (refcount 1, offset 0), or NULL when memory ran out. */
+block_t *fmp4_fragment(const fmp4_frag_t *f);
 
 #endif

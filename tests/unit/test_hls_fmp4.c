@@ -2,7 +2,8 @@
 /*
  * test_hls_fmp4: the fragmented MP4 writer of Opus HLS: packet durations from the TOC byte
  * (every frame size and count code, and what is refused), which OpusHead packets it takes,
- * the init segment's box tree and dOps fields, and a fragment's moof/trun/mdat layout.
+ * the init segment's box tree and dOps fields, and a fragment's moof/trun/mdat layout (with
+ * an emsg box in front when it carries a title).
  */
 #include "stream/hls_fmp4.h"
 
@@ -134,7 +135,9 @@ static void test_fragment_layout(void)
     const uint32_t durs[3] = {960, 960, 480};
     const uint32_t sizes[3] = {3, 2, 1};
     const unsigned char payload[6] = {1, 2, 3, 4, 5, 6};
-    block_t *b = fmp4_fragment(7, 0x123456789ull, durs, sizes, 3, payload, sizeof(payload));
+    fmp4_frag_t f = {.seq = 7, .tfdt = 0x123456789ull, .durs = durs, .sizes = sizes, .n = 3,
+                     .payload = payload, .len = sizeof(payload)};
+    block_t *b = fmp4_fragment(&f);
     CHECK(b != NULL);
     if (!b)
         return;
@@ -154,6 +157,22 @@ static void test_fragment_layout(void)
     CHECK(trun && be32(trun) == 0x301 && be32(trun + 4) == 3);
     CHECK(trun && be32(trun + 8) == moof_len + 8); /* data offset: the first packet */
     CHECK(trun && be32(trun + 12) == 960 && be32(trun + 16) == 3 && be32(trun + 28) == 480);
+    block_unref(b);
+
+    /* with a title: an emsg box first, the fragment after it unchanged */
+    static const unsigned char id3[] = "ID3\x04\0\0\0\0\0\0";
+    f.id3 = id3;
+    f.id3_len = 10;
+    b = fmp4_fragment(&f);
+    CHECK(b != NULL);
+    if (!b)
+        return;
+    const unsigned char *emsg = find_box(b->data, b->len, "emsg", &n);
+    CHECK(emsg == b->data + 8 && emsg[0] == 1);
+    CHECK(emsg && be32(emsg + 4) == 48000 && be32(emsg + 12) == 0x23456789);
+    CHECK(emsg && strcmp((const char *)emsg + 24, "https://aomedia.org/emsg/ID3") == 0);
+    CHECK(emsg && n == 24 + 29 + 1 + 10 && memcmp(emsg + n - 10, id3, 10) == 0);
+    CHECK(b->len == be32(b->data) + moof_len + 8 + 6);
     block_unref(b);
 }
 

@@ -84,6 +84,12 @@ def parse(text):
     return pl
 
 
+def part_uris(pl):
+    """The URIs of every part a parsed playlist lists, oldest first."""
+    return [q["uri"] for seg in pl["segments"] for q in seg["parts"]] + \
+        [q["uri"] for q in pl["open_parts"]]
+
+
 def parse_multivariant(text):
     """The one variant of a multivariant playlist: its attributes (BANDWIDTH as an int) and
     its uri."""
@@ -242,12 +248,30 @@ def opus_init(data):
             "timescale": timescale}
 
 
+def emsg_id3(body):
+    """An emsg box (version 1) of the ID3 scheme: (presentation time, timescale, the ID3 tag)."""
+    if body[0] != 1:
+        raise PlaylistError("emsg version %d" % body[0])
+    timescale, time = struct.unpack_from(">IQ", body, 4)
+    scheme_end = body.index(b"\0", 24)
+    if body[24:scheme_end] != b"https://aomedia.org/emsg/ID3":
+        raise PlaylistError("emsg scheme %r" % body[24:scheme_end])
+    value_end = body.index(b"\0", scheme_end + 1)
+    return time, timescale, body[value_end + 1:]
+
+
 def fragments(data):
-    """A segment or part's fragments: [{tfdt, durations, sizes, mdat}] (moof + mdat pairs)."""
-    out, top = [], boxes(data)
-    if len(top) % 2 or any(t != ("moof", "mdat")[i % 2] for i, (t, _) in enumerate(top)):
-        raise PlaylistError("not moof/mdat pairs: %r" % [t for t, _ in top])
-    for (_, moof), (_, mdat) in zip(top[::2], top[1::2]):
+    """A segment or part's fragments: [{tfdt, durations, sizes, mdat, emsg}] ([emsg] moof +
+    mdat; emsg: the emsg boxes in front, as emsg_id3 reads them)."""
+    out, emsg, top = [], [], boxes(data)
+    while top:
+        kind, body = top.pop(0)
+        if kind == "emsg":
+            emsg.append(emsg_id3(body))
+            continue
+        if kind != "moof" or not top or top[0][0] != "mdat":
+            raise PlaylistError("%s where a moof and its mdat belong" % kind)
+        moof, mdat = body, top.pop(0)[1]
         traf = box(moof, "traf")
         tfdt = box(traf, "tfdt")
         t = struct.unpack_from(">Q" if tfdt[0] == 1 else ">I", tfdt, 4)[0]
@@ -264,5 +288,9 @@ def fragments(data):
                 sizes.append(struct.unpack_from(">I", trun, pos)[0])
                 pos += 4
             pos += (4 if flags & 0x400 else 0) + (4 if flags & 0x800 else 0)
-        out.append({"tfdt": t, "durations": durations, "sizes": sizes, "mdat": mdat})
+        out.append({"tfdt": t, "durations": durations, "sizes": sizes, "mdat": mdat,
+                    "emsg": emsg})
+        emsg = []
+    if emsg:
+        raise PlaylistError("an emsg box after the last fragment")
     return out

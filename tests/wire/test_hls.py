@@ -594,9 +594,7 @@ def test_a_title_travels_as_an_id3_frame_in_the_part_where_it_changes(server):
         assert fl.set_metadata(srv, mount, song=title).status == 200
 
         def titled_parts():
-            pl = hlscheck.parse(playlist(srv, mount))
-            uris = [q["uri"] for seg in pl["segments"] for q in seg["parts"]]
-            uris += [q["uri"] for q in pl["open_parts"]]
+            uris = hlscheck.part_uris(hlscheck.parse(playlist(srv, mount)))
             found = []
             for uri in uris[-12:]:
                 status, _, body = get(srv, "%s/%s" % (mount, uri))

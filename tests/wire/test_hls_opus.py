@@ -13,8 +13,9 @@ import pytest
 import formatlib as fl
 import hlscheck
 import wirelib
-from test_hls import (blocking_reloads_are_answered_when_the_part_exists, ffmpeg_play_hls, get,
-                      playlist, reload_over_a_source_reconnect, start_source)
+from test_hls import (_id3_frames, blocking_reloads_are_answered_when_the_part_exists,
+                      ffmpeg_play_hls, get, playlist, reload_over_a_source_reconnect,
+                      start_source)
 
 pytestmark = pytest.mark.rimecast_only
 
@@ -192,3 +193,30 @@ def test_a_chained_stream_with_another_opus_head_gets_a_new_init_segment(server,
     assert (second["channels"], second["channelcount"]) == (2, 2)
     path = fl.save(str(tmp_path), "second.mp4", init + segment)
     assert fl.ffmpeg_decode_errors(path) == ""
+
+
+def test_a_title_change_travels_in_an_emsg_box_of_the_next_part(server):
+    """A title set on the Opus mount (carried into the Ogg stream as a new comment header)
+    reaches HLS players as an emsg box (ID3 scheme) with a TIT2 frame, in front of the first
+    fragment cut after the change, at that fragment's time; the parts after have none."""
+    srv = server()
+    p = opus_source(srv)
+    try:
+        playlist(srv, MOUNT)  # the window exists from here
+        title = "Zoë Keating – Escape Artist"
+        assert fl.set_metadata(srv, MOUNT, song=title).status == 200
+        fl.wait_title(srv, MOUNT, title)
+
+        def titled_parts():
+            uris = hlscheck.part_uris(hlscheck.parse(playlist(srv, MOUNT)))
+            found = []
+            for uri in uris[-12:]:
+                for f in hlscheck.fragments(fetch(srv, uri)[1]):
+                    found += [(uri, _id3_frames(tag), (t, scale) == (f["tfdt"], 48000))
+                              for t, scale, tag in f["emsg"]]
+            return found if found and found[0][0] != uris[-1] else None
+        found = wirelib.wait_until(titled_parts, 30, "a part announcing the title", interval=0.5)
+    finally:
+        fl.stop_process(p)
+    assert [(frames, at_its_time) for _, frames, at_its_time in found] == [
+        ({"TIT2": b"\x03" + title.encode()}, True)], found

@@ -171,18 +171,28 @@ def test_hls_plays_natively_where_the_browser_has_no_media_source(live, browsers
     # (Chromium's own HLS is not Safari's: whether it plays is not this page's to test)
 
 
-def test_hls_js_raises_the_title_as_an_id3_cue(live, browsers):
-    """A title set on the mount travels in the ID3 tag of the next HLS part (TIT2): hls.js
-    reads it and adds it as a cue of the player's metadata text track."""
-    srv = live
+def play_hls(srv, browsers, mount):
+    """A browser playing mount's HLS (muted) from the page's toggle, once its time runs:
+    (browser, the player's selector)."""
+    audio = "li[data-mount='%s'] .player audio" % mount
     b = browsers(js=True)
     emulate(b, *DESKTOP)
     b.get(srv.url("/status.xsl"))
-    b.js_run("document.querySelector(arguments[0]).muted = true", AUDIO)
-    b.one(TOGGLE).click()
-    b.wait(lambda: played(b) > 0.2, 30, "the HLS player to start")
+    b.js_run("document.querySelector(arguments[0]).muted = true", audio)
+    b.one("li[data-mount='%s'] .player .hls-toggle" % mount).click()
+    b.wait(lambda: b.js_run("return document.querySelector(arguments[0]).getAttribute('data-hls-engine')",
+                            audio) == "hls.js", 15, "hls.js to take the player")
+    b.wait(lambda: b.js_run("return document.querySelector(arguments[0]).currentTime",
+                            audio) > 0.2, 30, "the HLS player to start")
+    return b, audio
+
+
+def hls_js_raises_a_title_cue(srv, browsers, mount):
+    """Plays mount's HLS through the page's toggle, sets a title on the mount, and waits for
+    hls.js to add it as a TIT2 cue of the player's metadata text track."""
+    b, audio = play_hls(srv, browsers, mount)
     title = "Cue Test – Ünïcode"
-    assert fl.set_metadata(srv, "/live.mp3", song=title).status == 200
+    assert fl.set_metadata(srv, mount, song=title).status == 200
     cues = """var a = document.querySelector(arguments[0]), out = [];
         for (var i = 0; i < a.textTracks.length; i++) {
             var t = a.textTracks[i];
@@ -193,11 +203,16 @@ def test_hls_js_raises_the_title_as_an_id3_cue(live, browsers):
             }
         }
         return out;"""
-    b.wait(lambda: title in b.js_run(cues, AUDIO), 30, "the title cue")
+    b.wait(lambda: title in b.js_run(cues, audio), 30, "the title cue")
+
+
+def test_hls_js_raises_the_title_as_an_id3_cue(live, browsers):
+    """A title set on the mount travels in the ID3 tag of the next HLS part (TIT2): hls.js
+    reads it and adds it as a cue of the player's metadata text track."""
+    hls_js_raises_a_title_cue(live, browsers, "/live.mp3")
 
 
 OPUS_AUDIO = "li[data-mount='/live.opus'] .player audio"
-OPUS_TOGGLE = "li[data-mount='/live.opus'] .player .hls-toggle"
 
 
 def test_hls_js_plays_an_opus_mount_in_fragmented_mp4(web_source, browsers):
@@ -206,15 +221,8 @@ def test_hls_js_plays_an_opus_mount_in_fragmented_mp4(web_source, browsers):
     srv = web_source("/live.opus", "opus")
     wirelib.wait_until(lambda: fl.json_source(srv, "/live.opus").get("hls_url"), 10,
                        "the Opus mount's hls_url (its codec headers)", interval=0.1)
-    b = browsers(js=True)
-    emulate(b, *DESKTOP)
-    b.get(srv.url("/status.xsl"))
-    b.js_run("document.querySelector(arguments[0]).muted = true", OPUS_AUDIO)
-    b.one(OPUS_TOGGLE).click()
-    b.wait(lambda: b.js_run("return document.querySelector(arguments[0]).getAttribute('data-hls-engine')",
-                            OPUS_AUDIO) == "hls.js", 15, "hls.js to take the player")
+    b, _ = play_hls(srv, browsers, "/live.opus")
     opus_played = "return document.querySelector(arguments[0]).currentTime"
-    b.wait(lambda: b.js_run(opus_played, OPUS_AUDIO) > 0.2, 30, "the Opus HLS player to start")
     t0 = b.js_run(opus_played, OPUS_AUDIO)
     b.wait(lambda: b.js_run(opus_played, OPUS_AUDIO) >= t0 + 3, 15, "the player to advance 3 s")
     state = b.js_run("""var a = document.querySelector(arguments[0]), h = a.__hls,
@@ -224,3 +232,24 @@ def test_hls_js_plays_an_opus_mount_in_fragmented_mp4(web_source, browsers):
     assert state["parts"] > 0 and state["error"] is None and not state["paused"], state
     assert "opus" in (state["codec"] or "").lower(), state
     assert not [e for e in b.console_errors() if "hls" in e.lower()], b.console_errors()
+
+
+def test_hls_js_reads_an_opus_title_from_its_emsg_box(web_source, browsers):
+    """An Opus mount's title travels in an emsg box (ID3 scheme) in front of the next
+    fragment: hls.js in Chromium reads it and hands it to the page as an ID3 metadata sample
+    (its FRAG_PARSING_METADATA event) holding the TIT2 frame."""
+    srv = web_source("/live.opus", "opus")
+    wirelib.wait_until(lambda: fl.json_source(srv, "/live.opus").get("hls_url"), 10,
+                       "the Opus mount's hls_url (its codec headers)", interval=0.1)
+    b, audio = play_hls(srv, browsers, "/live.opus")
+    b.js_run("""var h = document.querySelector(arguments[0]).__hls; window.emsgTitles = [];
+        h.on(window.Hls.Events.FRAG_PARSING_METADATA, function (e, d) {
+            d.samples.forEach(function (s) {
+                if (/emsg/.test(s.type)) window.emsgTitles.push(new TextDecoder().decode(s.data));
+            });
+        });""", audio)
+    title = "Cue Test – Ünïcode"
+    assert fl.set_metadata(srv, "/live.opus", song=title).status == 200
+    tit2 = "TIT2\x00\x00\x00%s\x00\x00\x03%s" % (chr(1 + len(title.encode())), title)
+    b.wait(lambda: any(t.endswith(tit2) for t in b.js_run("return window.emsgTitles")), 30,
+           "hls.js to read the title's emsg box")
