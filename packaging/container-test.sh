@@ -54,7 +54,7 @@ if [ "$deb" = --build ]; then
     cp /etc/resolv.conf "$broot/etc/resolv.conf"
     version=$(sed -n '1s/^rimecast (\([^)]*\)).*/\1/p' "$top/debian/changelog")
     mkdir -p "$broot/src/rimecast-$version"
-    (cd "$top" && git ls-files -co --exclude-standard -z | xargs -0 tar -cf - --no-recursion) |
+    (cd "$top" && git ls-files -co --exclude-standard -z | tar --null --no-recursion -T - -cf -) |
         tar -xf - -C "$broot/src/rimecast-$version"
     chroot "$broot" env DEBIAN_FRONTEND=noninteractive LC_ALL=C sh -c "
         apt-get update -q && apt-get install -y -q --no-install-recommends build-essential &&
