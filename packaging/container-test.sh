@@ -54,9 +54,9 @@ if [ "$deb" = --build ]; then
     cp /etc/resolv.conf "$broot/etc/resolv.conf"
     version=$(sed -n '1s/^rimecast (\([^)]*\)).*/\1/p' "$top/debian/changelog")
     mkdir -p "$broot/src/rimecast-$version"
-    (cd "$top" && git ls-files -co --exclude-standard -z | xargs -0 tar -cf - --no-recursion) |
+    (cd "$top" && git ls-files -co --exclude-standard -z | tar --null --no-recursion -T - -cf -) |
         tar -xf - -C "$broot/src/rimecast-$version"
-    chroot "$broot" env DEBIAN_FRONTEND=noninteractive LC_ALL=C sh -c "
+    chroot "$broot" env -u TMPDIR DEBIAN_FRONTEND=noninteractive LC_ALL=C sh -c "
         apt-get update -q && apt-get install -y -q --no-install-recommends build-essential &&
         cd /src/rimecast-$version && apt-get build-dep -y -q --no-install-recommends ./ &&
         dpkg-buildpackage -us -uc -b" >"$work/build.log" 2>&1 ||
@@ -68,7 +68,7 @@ fi
 cp -a "$base" "$root"
 cp "$deb" "$root/root/rimecast.deb"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
-in_root() { chroot "$root" env DEBIAN_FRONTEND=noninteractive LC_ALL=C "$@"; }
+in_root() { chroot "$root" env -u TMPDIR DEBIAN_FRONTEND=noninteractive LC_ALL=C "$@"; }
 
 # install, with dependencies from the mirror, while systemd is not running
 in_root apt-get update -q >"$work/apt.log" 2>&1 || { tail -20 "$work/apt.log"; fail "apt-get update"; }
