@@ -4,11 +4,14 @@
  */
 #include "http/reply.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "core/loop.h"
+#include "core/record.h"
 #include "http/client.h"
 #include "http/parser.h"
 #include "http/response.h"
@@ -91,3 +94,38 @@ void reply_send(conn_t *c, const http_request_t *req, int status, const char *ct
     conn_send(c, body, len, done);
 }
 
+/* ---- an upgrade: an answer being written goes on in the new process ---- */
+
+int reply_save(conn_t *c, buf_t *out)
+{
+    int keep = c->after_write == reply_next_request;
+    if (c->ops != &reply_sending_ops || c->role || c->closing || c->tls ||
+        (!keep && c->after_write != conn_linger_close))
+        return -ENOENT;
+    rec_u8(out, (uint8_t)keep);
+    rec_bytes(out, c->rbuf, c->rbuf ? c->rlen : 0); /* the request: the next one follows it */
+    uint64_t now = loop_now_ms();
+    rec_u64(out, c->deadline_ms > now ? c->deadline_ms - now : c->deadline_ms ? 1 : 0);
+    return 0;
+}
+
+int reply_adopt(conn_t *c, rec_reader_t *in)
+{
+    int keep = rec_get_u8(in);
+    size_t n;
+    const unsigned char *p = rec_get_bytes(in, &n);
+    uint64_t deadline = rec_get_u64(in);
+    if (in->error || n > HTTP_MAX_HEAD_BYTES + CONN_READ_CHUNK)
+        return -EINVAL;
+    if (n) {
+        if (!(c->rbuf = malloc(n)))
+            return -ENOMEM;
+        memcpy(c->rbuf, p, n);
+        c->rlen = c->rcap = n;
+    }
+    c->ops = &reply_sending_ops;
+    c->after_write = keep ? reply_next_request : conn_linger_close;
+    if (deadline)
+        conn_set_deadline(c, deadline);
+    return 0;
+}

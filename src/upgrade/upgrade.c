@@ -37,11 +37,13 @@
 #include "core/loop.h"
 #include "core/record.h"
 #include "http/client.h"
+#include "http/reply.h"
 #include "net/conn.h"
 #include "net/server.h"
 #include "net/worker.h"
 #include "stream/events.h"
 #include "stream/handover.h"
+#include "stream/hls.h"
 #include "stream/listener.h"
 #include "stream/mount.h"
 #include "stats/history.h"
@@ -70,6 +72,9 @@ enum {
     REC_RELAY,
     REC_EVENTS,
     REC_FEED,
+    REC_HLS,
+    REC_READING,
+    REC_REPLY,
 };
 
 extern char **environ;
@@ -273,6 +278,7 @@ typedef struct state {
     carried_t *mv;
     int nm;
     int sources, listeners, others, left; /* connections carried, and those that stay */
+    int tls;                              /* of those that stay: TLS ones */
 } state_t;
 
 static void save_listens(state_t *s, const upgrade_pidfile_t *pf)
@@ -389,6 +395,16 @@ static int save_feed_role(conn_t *c, state_t *s)
     return events_feed_save(c, &s->conns);
 }
 
+static int save_reading_role(conn_t *c, state_t *s)
+{
+    return client_reading_save(c, &s->conns);
+}
+
+static int save_reply_role(conn_t *c, state_t *s)
+{
+    return reply_save(c, &s->conns);
+}
+
 /* The sources of the carried mounts (a mount whose source cannot be carried stays), then the
  * plain listeners of those mounts. */
 static void save_conns(state_t *s)
@@ -414,11 +430,14 @@ static void save_conns(state_t *s)
             listener_t *l = listener_of(c);
             carried_t *k = l ? carried_of(s, l->mount) : NULL;
             all++;
+            s->tls += c->tls;
             if (k && !c->tls && save_conn(s, c, REC_LISTENER, save_listener_role) == 0) {
                 if (!k->from || l->blk->offset < k->from->offset)
                     k->from = l->blk;
                 s->listeners++;
-            } else if (!l && !c->tls && save_conn(s, c, REC_FEED, save_feed_role) == 0) {
+            } else if (!l && !c->tls && (save_conn(s, c, REC_FEED, save_feed_role) == 0 ||
+                                         save_conn(s, c, REC_READING, save_reading_role) == 0 ||
+                                         save_conn(s, c, REC_REPLY, save_reply_role) == 0)) {
                 s->others++;
             }
         }
@@ -431,6 +450,10 @@ static void save_mounts(state_t *s)
     for (int i = 0; i < s->nm; i++) {
         size_t at = rec_begin(&s->mounts, REC_MOUNT);
         handover_mount_save(s->mv[i].m, s->mv[i].from, &s->t, &s->mounts);
+        rec_end(&s->mounts, at);
+        at = rec_begin(&s->mounts, REC_HLS);
+        rec_str(&s->mounts, s->mv[i].m->name);
+        hls_sessions_save(s->mv[i].m->name, &s->mounts);
         rec_end(&s->mounts, at);
     }
     for (size_t i = 0; i < s->t.n; i++) {
@@ -644,6 +667,9 @@ static int hand_over(run_t *r, const upgrade_pidfile_t *pf)
                  "connection%s; %d closed: not carried)", (int)r->pid, s.sources,
                  s.sources == 1 ? "" : "s", s.listeners, s.listeners == 1 ? "" : "s",
                  s.others, s.others == 1 ? "" : "s", s.left);
+        if (s.tls)
+            log_warn("upgrade: %d TLS connection%s closed: TLS state stays in the old process, "
+                     "which exits", s.tls, s.tls == 1 ? "" : "s");
         send_text(r->sock, 'G', "");
     }
     state_free(&s);
@@ -896,6 +922,8 @@ static int restore_conn(rec_reader_t *f, int type)
         c = &cl->conn;
         rc = type == REC_SOURCE     ? source_adopt(c, f, find_restored, NULL)
              : type == REC_FEED     ? events_feed_adopt(c, f)
+             : type == REC_READING  ? client_reading_adopt(c, f)
+             : type == REC_REPLY    ? reply_adopt(c, f)
                                     : handover_listener_restore(c, f, &rs.t, find_restored, NULL);
     }
     if (c->id > rs.max_id)
@@ -921,6 +949,15 @@ static int restore_mount(rec_reader_t *f, const char **why)
     return 0;
 }
 
+/* The HLS sessions of a carried mount. */
+static int restore_hls(rec_reader_t *f)
+{
+    char *name = rec_get_str(f);
+    mount_t *m = name ? find_restored(name, NULL) : NULL;
+    free(name);
+    return m ? hls_sessions_restore(m, f, &rs.max_id) : -1;
+}
+
 int upgrade_restore(char *err, size_t cap)
 {
     size_t ml = sizeof(UPGRADE_MAGIC) - 1;
@@ -939,7 +976,9 @@ int upgrade_restore(char *err, size_t cap)
             sources++;
         else if (type == REC_LISTENER && (rc = restore_conn(&f, type) < 0 ? -1 : 1) > 0)
             listeners++;
-        else if (type == REC_FEED)
+        else if (type == REC_HLS)
+            rc = restore_hls(&f) < 0 ? -1 : 1;
+        else if (type == REC_FEED || type == REC_READING || type == REC_REPLY)
             rc = restore_conn(&f, type) < 0 ? -1 : 1;
         else if (type == REC_EVENTS)
             rc = events_restore(&f) < 0 ? -1 : 1;

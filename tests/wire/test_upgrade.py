@@ -4,12 +4,14 @@ the path the server was started from, which takes over the listening sockets, th
 every plain connection; the old process then exits. When the new binary cannot take over, the
 old process serves on and says why."""
 
+import http.client
 import os
 import re
 import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 
 import pytest
@@ -514,3 +516,85 @@ def test_admin_event_feeds_stay_connected_and_go_on_numbering(server, mp3_file):
         es.close()
     src.stop()
     lis.close()
+
+
+class HlsPoller:
+    """An HLS player as the spec asks it to behave: it reloads the media playlist of its
+    session every half second on a kept-alive connection, fetches each new segment, and
+    retries what it cannot get (a new connection)."""
+
+    def __init__(self, srv, mount, token="0123456789abcdef"):
+        self.srv, self.mount, self.token = srv, mount, token
+        self.segments = []  # (sequence number, bytes)
+        self.retries = 0
+        self.conn = None
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _get(self, path):
+        for _ in range(5):
+            try:
+                if self.conn is None:
+                    self.conn = http.client.HTTPConnection(self.srv.host, self.srv.port,
+                                                           timeout=10)
+                self.conn.request("GET", path)
+                r = self.conn.getresponse()
+                return r.status, r.read()
+            except (OSError, http.client.HTTPException):
+                self.retries += 1
+                self.conn.close()
+                self.conn = None
+                time.sleep(0.2)
+        return None, b""
+
+    def _run(self):
+        while not self._stop.is_set():
+            status, body = self._get("%s/hls.m3u8?session=%s" % (self.mount, self.token))
+            if status == 200:
+                for line in body.decode().splitlines():
+                    m = re.fullmatch(r"hls/(\d+)\.mp3", line)
+                    if m and (not self.segments or int(m.group(1)) > self.segments[-1][0]):
+                        st, seg = self._get("%s/%s" % (self.mount, line))
+                        if st == 200:
+                            self.segments.append((int(m.group(1)), seg))
+            self._stop.wait(0.5)
+
+    def stop(self):
+        self._stop.set()
+        self.thread.join(10)
+        if self.conn is not None:
+            self.conn.close()
+
+
+def test_an_hls_session_goes_on_as_the_same_listener_across_an_upgrade(server):
+    srv = server(extra_xml="<hls><target-duration>2</target-duration>"
+                 "<part-target-ms>500</part-target-ms></hls>")
+    enc = fl.ffmpeg_source(srv, "/live.mp3", "mp3")
+    player = None
+    try:
+        fl.wait_mount(srv, "/live.mp3", enc)
+        player = HlsPoller(srv, "/live.mp3")
+        wirelib.wait_until(lambda: len(player.segments) >= 2, 15, "segments before")
+        before = listener_stats(srv, "/live.mp3")
+        assert len(before) == 1
+        seen = player.segments[-1][0]
+        upgrade(srv)
+        assert_same_listeners(before, listener_stats(srv, "/live.mp3"))
+        # the window is made again in the new process: its segments come after the old ones
+        wirelib.wait_until(lambda: len([q for q, _ in player.segments if q > seen]) >= 2, 20,
+                           "segments from the new process")
+        assert_same_listeners(before, listener_stats(srv, "/live.mp3"))
+        assert fl.json_source(srv, "/live.mp3")["listeners"] == 1
+        seqs = [q for q, _ in player.segments]
+        assert seqs == sorted(set(seqs)), seqs
+        player.stop()
+        wirelib.wait_until(lambda: fl.json_source(srv, "/live.mp3")["listeners"] == 0, 30,
+                           "the session to end once it stopped polling")
+    finally:
+        if player:
+            player.stop()
+        fl.stop_process(enc)
+    # one session from its first poll to its last: one access-log line
+    lines = [l for l in srv.access_log().splitlines() if "/live.mp3/hls.m3u8?session=" in l]
+    assert len(lines) == 1, lines
