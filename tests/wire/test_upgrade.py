@@ -598,3 +598,25 @@ def test_an_hls_session_goes_on_as_the_same_listener_across_an_upgrade(server):
     # one session from its first poll to its last: one access-log line
     lines = [l for l in srv.access_log().splitlines() if "/live.mp3/hls.m3u8?session=" in l]
     assert len(lines) == 1, lines
+
+
+def test_tls_listeners_are_closed_with_a_log_line_and_the_tls_port_serves_on(server, mp3_file):
+    from test_tls import TlsListener, tls_server
+    srv, _, _ = tls_server(server)
+    src, lis = live_mount(srv, mp3_file)
+    secure = TlsListener(srv, "/live.mp3")
+    assert secure.open().status == 200, secure.response
+    secure.wait_bytes(10000, 10)
+    upgrade(srv)
+    srv.wait_log("upgrade: 1 TLS connection closed")
+    secure.wait_closed(10)
+    n = lis.received
+    lis.wait_bytes(n + 20000, 10)
+    assert not lis.closed, lis.close_reason
+    # the TLS socket came over with the others: the new process does the handshakes now
+    again = TlsListener(srv, "/live.mp3")
+    assert again.open().status == 200, again.response
+    again.wait_bytes(10000, 10)
+    for x in (again, secure, lis):
+        x.close()
+    src.stop()
