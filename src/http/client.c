@@ -332,27 +332,14 @@ int client_reading_save(conn_t *c, buf_t *out)
 {
     if (c->ops != &reading_ops || c->closing || c->tls)
         return -ENOENT;
-    rec_bytes(out, c->rbuf, c->rbuf ? c->rlen : 0);
-    uint64_t now = loop_now_ms();
-    rec_u64(out, c->deadline_ms > now ? c->deadline_ms - now : c->deadline_ms ? 1 : 0);
+    client_input_save(c, out);
     return 0;
 }
 
 int client_reading_adopt(conn_t *c, rec_reader_t *in)
 {
-    size_t n;
-    const unsigned char *p = rec_get_bytes(in, &n);
-    uint64_t deadline = rec_get_u64(in);
-    if (in->error || n > HTTP_MAX_HEAD_BYTES + CONN_READ_CHUNK)
-        return -EINVAL;
-    if (n) {
-        if (!(c->rbuf = malloc(n)))
-            return -ENOMEM;
-        memcpy(c->rbuf, p, n);
-        c->rlen = c->rcap = n;
-    }
-    c->ops = &reading_ops;
-    if (deadline)
-        conn_set_deadline(c, deadline);
-    return 0;
+    int rc = client_input_restore(c, in);
+    if (rc == 0)
+        c->ops = &reading_ops;
+    return rc;
 }

@@ -10,7 +10,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include "core/loop.h"
 #include "core/record.h"
 #include "http/client.h"
 #include "http/parser.h"
@@ -103,29 +102,17 @@ int reply_save(conn_t *c, buf_t *out)
         (!keep && c->after_write != conn_linger_close))
         return -ENOENT;
     rec_u8(out, (uint8_t)keep);
-    rec_bytes(out, c->rbuf, c->rbuf ? c->rlen : 0); /* the request: the next one follows it */
-    uint64_t now = loop_now_ms();
-    rec_u64(out, c->deadline_ms > now ? c->deadline_ms - now : c->deadline_ms ? 1 : 0);
+    client_input_save(c, out); /* the request: the next one follows it */
     return 0;
 }
 
 int reply_adopt(conn_t *c, rec_reader_t *in)
 {
     int keep = rec_get_u8(in);
-    size_t n;
-    const unsigned char *p = rec_get_bytes(in, &n);
-    uint64_t deadline = rec_get_u64(in);
-    if (in->error || n > HTTP_MAX_HEAD_BYTES + CONN_READ_CHUNK)
-        return -EINVAL;
-    if (n) {
-        if (!(c->rbuf = malloc(n)))
-            return -ENOMEM;
-        memcpy(c->rbuf, p, n);
-        c->rlen = c->rcap = n;
+    int rc = client_input_restore(c, in);
+    if (rc == 0) {
+        c->ops = &reply_sending_ops;
+        c->after_write = keep ? reply_next_request : conn_linger_close;
     }
-    c->ops = &reply_sending_ops;
-    c->after_write = keep ? reply_next_request : conn_linger_close;
-    if (deadline)
-        conn_set_deadline(c, deadline);
-    return 0;
+    return rc;
 }
