@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth/auth.h"
 #include "core/loop.h"
 #include "http/client.h"
 #include "net/conn.h"
@@ -315,13 +316,13 @@ static long header_index(mount_t *m, const block_t *hdr)
 int handover_listener_save(conn_t *c, handover_metas_t *t, buf_t *out)
 {
     listener_t *l = listener_of(c);
-    if (!l || l->intro || l->tail || client_of(c)->on_end)
+    if (!l || l->intro || l->tail)
         return -ENOTSUP;
     mount_t *m = l->mount;
     pthread_mutex_lock(&m->lock);
     long hdr = l->hdr ? header_index(m, l->hdr) : -1;
     pthread_mutex_unlock(&m->lock);
-    if (l->hdr && hdr < 0)
+    if ((l->hdr && hdr < 0) || auth_session_save(c, out) < 0)
         return -ENOTSUP;
     rec_str(out, m->name);
     rec_u64(out, l->blk->offset);
@@ -360,6 +361,8 @@ static block_t *block_at(mount_t *m, uint64_t offset, long index)
 int handover_listener_restore(conn_t *c, rec_reader_t *in, const handover_metas_t *t,
                               mount_t *(*find)(const char *name, void *arg), void *arg)
 {
+    if (auth_session_restore(c, in) < 0)
+        return -EINVAL;
     char *name = rec_get_str(in);
     mount_t *m = name && !in->error ? find(name, arg) : NULL;
     free(name);

@@ -620,3 +620,39 @@ def test_tls_listeners_are_closed_with_a_log_line_and_the_tls_port_serves_on(ser
     for x in (again, secure, lis):
         x.close()
     src.stop()
+
+
+def test_a_listener_logged_in_with_a_user_file_keeps_its_session(server, mp3_file):
+    from test_auth_htpasswd import auth_mount, md5_line, user_dir, write_users
+    d = user_dir()
+    try:
+        users = os.path.join(d, "users")
+        write_users(users, md5_line("carol", "pw"))
+        srv = server(mounts=[auth_mount(users)])
+        src = srv.source("/secret", mp3_file, rate=RATE, chunk=1000)
+        assert src.connect().status == 200
+        src.start()
+        fl.wait_mount(srv, "/secret")
+        auth = {"Authorization": wirelib.basic_auth("carol", "pw")}
+        lis = srv.listener("/secret", headers=auth)
+        assert lis.open().status == 200, lis.response
+        lis.wait_bytes(20000, 10)
+        upgrade(srv)
+        n = lis.received
+        lis.wait_bytes(n + 20000, 10)
+        assert not lis.closed, lis.close_reason
+        # the session came along: the same user is still listening, a second login is refused
+        twice = srv.listener("/secret", headers=auth)
+        assert twice.open().status == 401, twice.response
+        twice.close()
+        lis.close()  # its session ends in the new process: the user may come back
+
+        def login():
+            x = srv.listener("/secret", headers=auth)
+            ok = x.open(start=False).status == 200
+            x.close()
+            return ok
+        wirelib.wait_until(login, 5, "a login once the first listener left")
+        src.stop()
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
