@@ -656,3 +656,28 @@ def test_a_listener_logged_in_with_a_user_file_keeps_its_session(server, mp3_fil
         src.stop()
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+def test_the_new_process_tells_systemd_its_pid(server, mp3_file, monkeypatch):
+    import socket
+    d = tempfile.mkdtemp(prefix="upgrade-notify-")
+    try:
+        os.chmod(d, 0o755)
+        path = os.path.join(d, "notify")
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        sock.bind(path)
+        os.chmod(path, 0o777)  # the server sends as the user it runs as
+        monkeypatch.setenv("NOTIFY_SOCKET", path)
+        srv = server()
+        src, lis = live_mount(srv, mp3_file)
+        new_pid = upgrade(srv)
+        sock.settimeout(10)  # a datagram that never comes fails the test (socket.timeout)
+        lines = []
+        while "MAINPID=%d" % new_pid not in lines:  # the old process may have said READY=1
+            lines = sock.recv(4096).decode().split("\n")
+        assert "READY=1" in lines, lines
+        sock.close()
+        src.stop()
+        lis.close()
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
