@@ -681,3 +681,30 @@ def test_the_new_process_tells_systemd_its_pid(server, mp3_file, monkeypatch):
         lis.close()
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+def test_a_listener_still_in_its_intro_gets_the_rest_of_it_then_the_stream(server, mp3_file):
+    web = tempfile.mkdtemp(prefix="upgrade-web-")
+    try:
+        os.chmod(web, 0o755)
+        intro = fl.encode_file(os.path.join(web, "intro.mp3"), "mp3", 10, freq=1000)
+        srv = server(webroot=web, sndbuf=8192, extra_xml='<mount type="normal"><mount-name>'
+                     '/live.mp3</mount-name><intro>/intro.mp3</intro></mount>')
+        src = srv.source("/live.mp3", mp3_file, rate=RATE, chunk=1000)
+        assert src.connect().status == 200
+        src.start()
+        fl.wait_mount(srv, "/live.mp3")
+        # a listener that reads nothing yet: its socket fills up in the middle of the intro
+        lis = srv.listener("/live.mp3", rcvbuf=4096)
+        assert lis.open(start=False).status == 200, lis.response
+        upgrade(srv)
+        lis.start()
+        lis.wait_bytes(len(intro) + 30000, 15)
+        body = bytes(lis.snapshot())
+        assert body[:len(intro)] == intro
+        assert wirelib.locate_slice(mp3_file, fl.trim_capture("mp3", body[len(intro):])) \
+            is not None
+        lis.close()
+        src.stop()
+    finally:
+        shutil.rmtree(web, ignore_errors=True)
