@@ -708,3 +708,20 @@ def test_a_listener_still_in_its_intro_gets_the_rest_of_it_then_the_stream(serve
         src.stop()
     finally:
         shutil.rmtree(web, ignore_errors=True)
+
+
+@pytest.mark.skipif("upgrade_version" not in _fault_points(),
+                    reason="needs a binary built with --enable-fault-injection")
+def test_a_state_of_another_format_version_is_refused_and_the_old_process_serves_on(
+        server, mp3_file, monkeypatch):
+    monkeypatch.setenv("RIMECAST_FAULT", "upgrade_version:1")
+    srv = server()
+    src, lis = live_mount(srv, mp3_file)
+    pid = srv.pid
+    srv.send_signal(signal.SIGUSR2)
+    line = failure_line(srv)
+    m = re.search(r"the state is of format version (\d+), this binary reads version (\d+)", line)
+    assert m and m.group(1) != m.group(2), line
+    assert_serving_on(srv, pid, lis, src)
+    src.stop()
+    lis.close()
