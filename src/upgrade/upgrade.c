@@ -667,6 +667,7 @@ static int hand_over(run_t *r, const upgrade_pidfile_t *pf)
                  "connection%s; %d closed: not carried)", (int)r->pid, s.sources,
                  s.sources == 1 ? "" : "s", s.listeners, s.listeners == 1 ? "" : "s",
                  s.others, s.others == 1 ? "" : "s", s.left);
+        source_end_recordings(); /* before the new process appends to the same files */
         if (s.tls)
             log_warn("upgrade: %d TLS connection%s closed: TLS state stays in the old process, "
                      "which exits", s.tls, s.tls == 1 ? "" : "s");

@@ -725,3 +725,28 @@ def test_a_state_of_another_format_version_is_refused_and_the_old_process_serves
     assert_serving_on(srv, pid, lis, src)
     src.stop()
     lis.close()
+
+
+def test_a_recording_goes_on_in_the_same_file(server, mp3_file):
+    srv = server(start=False)
+    dump = os.path.join(srv.logdir, "recording.mp3")
+    srv.cfg["extra_xml"] = ('<mount type="normal"><mount-name>/live.mp3</mount-name>'
+                            '<dump-file>%s</dump-file></mount>' % dump)
+    srv.start()
+    src, lis = live_mount(srv, mp3_file)
+    wirelib.wait_until(lambda: os.path.exists(dump) and os.path.getsize(dump) > 20000, 10,
+                       "the recording to begin")
+    upgrade(srv)
+    upgraded_at = src.sent
+
+    def recorded():
+        with open(dump, "rb") as f:
+            return f.read()
+    # what the source sent well after the upgrade is in the file, after all that came before
+    wirelib.wait_until(lambda: len(recorded()) > upgraded_at + 40000, 15,
+                       "the recording to go on after the upgrade")
+    body = recorded()
+    assert wirelib.locate_slice(mp3_file, body) == 0, "not the stream from its first byte"
+    assert [f for f in os.listdir(srv.logdir) if f.startswith("recording")] == ["recording.mp3"]
+    src.stop()
+    lis.close()
