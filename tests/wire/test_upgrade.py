@@ -199,7 +199,7 @@ def live_mount(srv, mp3_file):
     src.start()
     fl.wait_mount(srv, "/live.mp3")
     lis = srv.listener("/live.mp3")
-    assert lis.open().status == 200, lis.response
+    assert lis.open().status == 200, "%r\n%s" % (lis.response, srv.diagnostics())
     lis.wait_bytes(20000, 10)
     return src, lis
 
