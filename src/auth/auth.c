@@ -21,6 +21,7 @@
 #include "core/cidr.h"
 #include "core/escape.h"
 #include "core/log.h"
+#include "core/record.h"
 #include "core/str.h"
 #include "http/client.h"
 #include "http/parser.h"
@@ -212,6 +213,38 @@ static void end_session(conn_t *c, void *arg)
 {
     (void)c;
     auth_session_end(arg);
+}
+
+int auth_session_save(conn_t *c, buf_t *out)
+{
+    client_t *cl = client_of(c);
+    if (!cl->on_end) {
+        rec_u8(out, 0);
+        return 0;
+    }
+    if (cl->on_end != end_session)
+        return -ENOTSUP; /* URL authentication's: its session is the router's */
+    const auth_session_t *s = cl->on_end_arg;
+    rec_u8(out, 1);
+    rec_str(out, s->mount);
+    rec_str(out, s->user);
+    return 0;
+}
+
+int auth_session_restore(conn_t *c, rec_reader_t *in)
+{
+    if (!rec_get_u8(in))
+        return in->error ? -EINVAL : 0;
+    char *mount = rec_get_str(in), *user = rec_get_str(in);
+    int dup;
+    auth_session_t *s = mount && user ? session_begin(mount, user, 1, &dup) : NULL;
+    free(mount);
+    free(user);
+    if (!s)
+        return in->error ? -EINVAL : -ENOMEM;
+    client_of(c)->on_end = end_session;
+    client_of(c)->on_end_arg = s;
+    return 0;
 }
 
 /* On c's worker, its password verified: the duplicate-user check of a GET, then its session

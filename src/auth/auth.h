@@ -56,6 +56,14 @@ int auth_listener_begin(conn_t *c, const http_request_t *req, const char *mount,
 /* Ends a session (NULL is fine). Safe from any thread. */
 void auth_session_end(auth_session_t *s);
 
+/* An upgrade: the session c's listener holds (none, or its user's on its mount) as record
+ * fields: 0, or -ENOTSUP for a session of another kind (URL authentication's); and the same
+ * session held again by c in the new process (0 or -errno). */
+typedef struct buf buf_t;
+typedef struct rec_reader rec_reader_t;
+int auth_session_save(conn_t *c, buf_t *out);
+int auth_session_restore(conn_t *c, rec_reader_t *in);
+
 /* Answers a refused check: 401 with the Basic challenge, or 429 with Retry-After. */
 void auth_send_refusal(conn_t *c, auth_result_t r, unsigned retry_after);
 

@@ -19,6 +19,7 @@ typedef enum fault_point {
     FAULT_LISTENER_HEAD,   /* stream/listener.c: queueing a new listener's response head */
     FAULT_MOUNT_PUBLISHED, /* stream/mount.c: a mount just registered (a hold, not a failure) */
     FAULT_UPGRADE_TAKEOVER, /* upgrade/upgrade.c: the new process dies before it confirms */
+    FAULT_UPGRADE_VERSION,  /* upgrade/upgrade.c: the state read as of another format version */
     FAULT_POINTS
 } fault_point_t;
 

@@ -323,3 +323,19 @@ void client_read_next(conn_t *c)
     reading_on_readable(c);
     depth--;
 }
+
+int client_reading_save(conn_t *c, buf_t *out)
+{
+    if (c->ops != &reading_ops || c->closing || c->tls)
+        return -ENOENT;
+    client_input_save(c, out);
+    return 0;
+}
+
+int client_reading_adopt(conn_t *c, rec_reader_t *in)
+{
+    int rc = client_input_restore(c, in);
+    if (rc == 0)
+        c->ops = &reading_ops;
+    return rc;
+}

@@ -66,6 +66,17 @@ void client_save(conn_t *c, buf_t *out);
 client_t *client_restore(worker_t *w, int fd, rec_reader_t *in, size_t size,
                          void (*destroy)(conn_t *c));
 
+/* An upgrade: the request bytes c holds and its deadline as record fields, and back on a
+ * restored connection (0, -EINVAL, -ENOMEM): for the roles below. */
+void client_input_save(conn_t *c, buf_t *out);
+int client_input_restore(conn_t *c, rec_reader_t *in);
+
+/* An upgrade: a connection waiting for its (next) request, as record fields (the bytes of it
+ * read so far, its deadline): 0, or -ENOENT when c is doing something else; and made so
+ * again in the new process (restored, not yet watched): 0 or -errno. */
+int client_reading_save(conn_t *c, buf_t *out);
+int client_reading_adopt(conn_t *c, rec_reader_t *in);
+
 /* The worker accept hook (see worker_set_accept). */
 void client_accept(worker_t *w, int fd, const char *ip, const listen_conf_t *lc);
 

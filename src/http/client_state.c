@@ -5,12 +5,14 @@
  * restored by its own layer after this; a transport other than the plain socket is not
  * carried (upgrade/ keeps such connections out).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "conf/config.h"
+#include "core/loop.h"
 #include "http/client.h"
 #include "net/server.h"
 
@@ -101,4 +103,29 @@ client_t *client_restore(worker_t *w, int fd, rec_reader_t *in, size_t size,
     free(ip);
     free(peer);
     return cl;
+}
+
+void client_input_save(conn_t *c, buf_t *out)
+{
+    rec_bytes(out, c->rbuf, c->rbuf ? c->rlen : 0);
+    uint64_t now = loop_now_ms();
+    rec_u64(out, c->deadline_ms > now ? c->deadline_ms - now : c->deadline_ms ? 1 : 0);
+}
+
+int client_input_restore(conn_t *c, rec_reader_t *in)
+{
+    size_t n;
+    const unsigned char *p = rec_get_bytes(in, &n);
+    uint64_t deadline = rec_get_u64(in);
+    if (in->error || n > HTTP_MAX_HEAD_BYTES + CONN_READ_CHUNK)
+        return -EINVAL;
+    if (n) {
+        if (!(c->rbuf = malloc(n)))
+            return -ENOMEM;
+        memcpy(c->rbuf, p, n);
+        c->rlen = c->rcap = n;
+    }
+    if (deadline)
+        conn_set_deadline(c, deadline);
+    return 0;
 }

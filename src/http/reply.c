@@ -4,11 +4,13 @@
  */
 #include "http/reply.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "core/record.h"
 #include "http/client.h"
 #include "http/parser.h"
 #include "http/response.h"
@@ -91,3 +93,26 @@ void reply_send(conn_t *c, const http_request_t *req, int status, const char *ct
     conn_send(c, body, len, done);
 }
 
+/* ---- an upgrade: an answer being written goes on in the new process ---- */
+
+int reply_save(conn_t *c, buf_t *out)
+{
+    int keep = c->after_write == reply_next_request;
+    if (c->ops != &reply_sending_ops || c->role || c->closing || c->tls ||
+        (!keep && c->after_write != conn_linger_close))
+        return -ENOENT;
+    rec_u8(out, (uint8_t)keep);
+    client_input_save(c, out); /* the request: the next one follows it */
+    return 0;
+}
+
+int reply_adopt(conn_t *c, rec_reader_t *in)
+{
+    int keep = rec_get_u8(in);
+    int rc = client_input_restore(c, in);
+    if (rc == 0) {
+        c->ops = &reply_sending_ops;
+        c->after_write = keep ? reply_next_request : conn_linger_close;
+    }
+    return rc;
+}

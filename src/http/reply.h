@@ -40,4 +40,13 @@ extern const conn_ops_t reply_sending_ops;
     "Cache-Control: no-cache, no-store\r\nExpires: Mon, 26 Jul 1997 05:00:00 GMT\r\n" \
     "Pragma: no-cache\r\n"
 
+/* An upgrade: a complete answer still being written (its bytes are the connection's pending
+ * output, client_save carries them) as record fields: whether the connection is kept alive
+ * after it, the request it answers; 0, or -ENOENT when c is doing something else. And made
+ * so again in the new process (restored, not yet watched): 0 or -errno. */
+typedef struct buf buf_t;
+typedef struct rec_reader rec_reader_t;
+int reply_save(conn_t *c, buf_t *out);
+int reply_adopt(conn_t *c, rec_reader_t *in);
+
 #endif

@@ -312,21 +312,18 @@ static void *dump_main(void *arg)
     return NULL;
 }
 
-dump_t *dump_start(mount_t *m, const char *path)
+/* A recording of m into the file `path` (already expanded), from the live edge on. */
+static dump_t *dump_begin(mount_t *m, const char *path, int headers_done)
 {
-    char expanded[4096];
-    time_t now = time(NULL);
-    struct tm tm;
-    localtime_r(&now, &tm);
-    size_t n = strftime(expanded, sizeof(expanded), path, &tm);
     dump_t *d = calloc(1, sizeof(*d));
-    if (!d || n == 0 || !(d->path = strdup(expanded))) {
-        log_error("dump file %s: cannot record (empty name after strftime or no memory)", path);
+    if (!d || !(d->path = strdup(path))) {
+        log_error("dump file %s: cannot record (no memory)", path);
         free(d);
         return NULL;
     }
     escape_log(d->mount_esc, sizeof(d->mount_esc), m->name, strlen(m->name));
     d->fd = -1;
+    d->headers_done = headers_done;
     d->mount = mount_ref(m);
     d->cursor = mount_live_edge(m);
     d->pos = d->cursor->len;
@@ -346,6 +343,30 @@ dump_t *dump_start(mount_t *m, const char *path)
     dumps = d;
     pthread_mutex_unlock(&dump_lock);
     return d;
+}
+
+dump_t *dump_start(mount_t *m, const char *path)
+{
+    char expanded[4096];
+    time_t now = time(NULL);
+    struct tm tm;
+    localtime_r(&now, &tm);
+    size_t n = strftime(expanded, sizeof(expanded), path, &tm);
+    if (n == 0) {
+        log_error("dump file %s: cannot record (empty name after strftime)", path);
+        return NULL;
+    }
+    return dump_begin(m, expanded, 0);
+}
+
+dump_t *dump_continue(mount_t *m, const char *path)
+{
+    return dump_begin(m, path, 1);
+}
+
+const char *dump_path(const dump_t *d)
+{
+    return d->path;
 }
 
 void dump_stop(dump_t *d)

@@ -21,6 +21,12 @@ typedef struct dump dump_t;
  * server's working directory, as in Icecast). Call before the first block is published. The
  * file is opened in append mode by the writer thread. Returns the handle, or NULL (logged). */
 dump_t *dump_start(mount_t *m, const char *path);
+/* An upgrade: the file a recording writes (its expanded name), and the same recording taken
+ * on in the new process: m's blocks from the live edge on are appended to that file, with no
+ * codec headers before them (the file has them). Call before m publishes again, and only once
+ * the old process finished its writes (dump_stop, dump_shutdown). NULL (logged) on failure. */
+const char *dump_path(const dump_t *d);
+dump_t *dump_continue(mount_t *m, const char *path);
 /* The source left (call after mount_end): the writer writes what is left, closes the file and
  * frees the handle. */
 void dump_stop(dump_t *d);

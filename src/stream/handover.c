@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth/auth.h"
 #include "core/loop.h"
 #include "http/client.h"
 #include "net/conn.h"
@@ -117,18 +118,23 @@ static void load_info(mount_info_t *i, rec_reader_t *in)
     i->public = (int)rec_get_u32(in);
 }
 
-static void save_chain(const block_t *b, handover_metas_t *t, buf_t *out)
+static void save_block(const block_t *b, handover_metas_t *t, buf_t *out)
+{
+    rec_u64(out, b->offset);
+    rec_u32(out, b->flags);
+    rec_u32(out, handover_meta_id(t, b->meta));
+    rec_bytes(out, b->data, b->len);
+}
+
+/* b and the blocks after it (up to `count` of them; 0: all). */
+static void save_chain(const block_t *b, uint32_t count, handover_metas_t *t, buf_t *out)
 {
     uint32_t n = 0;
-    for (const block_t *x = b; x; x = block_next(x))
+    for (const block_t *x = b; x && (!count || n < count); x = block_next(x))
         n++;
     rec_u32(out, n);
-    for (; b; b = block_next(b)) {
-        rec_u64(out, b->offset);
-        rec_u32(out, b->flags);
-        rec_u32(out, handover_meta_id(t, b->meta));
-        rec_bytes(out, b->data, b->len);
-    }
+    for (uint32_t i = 0; i < n; i++, b = block_next(b))
+        save_block(b, t, out);
 }
 
 /* A chain of blocks from its fields (linked; the first one's reference is the caller's),
@@ -191,10 +197,10 @@ void handover_mount_save(mount_t *m, const block_t *from, handover_metas_t *t, b
         rec_str(out, g->value);
     }
     rec_u64(out, m->headers_offset);
-    save_chain(m->headers, t, out);
+    save_chain(m->headers, 0, t, out);
     rec_u64(out, m->oldest->offset);
     rec_u64(out, m->next_offset);
-    save_chain(from ? from : m->oldest, t, out);
+    save_chain(from ? from : m->oldest, 0, t, out);
     pthread_mutex_unlock(&m->lock);
     rec_u32(out, (uint32_t)atomic_load(&m->listener_peak));
     rec_u64(out, atomic_load(&m->slow_listeners));
@@ -315,13 +321,13 @@ static long header_index(mount_t *m, const block_t *hdr)
 int handover_listener_save(conn_t *c, handover_metas_t *t, buf_t *out)
 {
     listener_t *l = listener_of(c);
-    if (!l || l->intro || l->tail || client_of(c)->on_end)
+    if (!l)
         return -ENOTSUP;
     mount_t *m = l->mount;
     pthread_mutex_lock(&m->lock);
     long hdr = l->hdr ? header_index(m, l->hdr) : -1;
     pthread_mutex_unlock(&m->lock);
-    if (l->hdr && hdr < 0)
+    if ((l->hdr && hdr < 0) || auth_session_save(c, out) < 0)
         return -ENOTSUP;
     rec_str(out, m->name);
     rec_u64(out, l->blk->offset);
@@ -341,6 +347,11 @@ int handover_listener_save(conn_t *c, handover_metas_t *t, buf_t *out)
     rec_str(out, l->country);
     uint64_t now = loop_now_ms();
     rec_u64(out, c->deadline_ms > now ? c->deadline_ms - now : c->deadline_ms ? 1 : 0);
+    /* the rest of its intro, and of the block it was in before a move (not in the queue) */
+    save_chain(l->intro, 0, t, out);
+    rec_u32(out, l->intro_pos);
+    save_chain(l->tail, 1, t, out);
+    rec_u32(out, l->tail_pos);
     return 0;
 }
 
@@ -360,6 +371,8 @@ static block_t *block_at(mount_t *m, uint64_t offset, long index)
 int handover_listener_restore(conn_t *c, rec_reader_t *in, const handover_metas_t *t,
                               mount_t *(*find)(const char *name, void *arg), void *arg)
 {
+    if (auth_session_restore(c, in) < 0)
+        return -EINVAL;
     char *name = rec_get_str(in);
     mount_t *m = name && !in->error ? find(name, arg) : NULL;
     free(name);
@@ -384,13 +397,20 @@ int handover_listener_restore(conn_t *c, rec_reader_t *in, const handover_metas_
     uint64_t deadline = rec_get_u64(in);
     snprintf(l->country, sizeof(l->country), "%s", country ? country : "");
     free(country);
+    int bad = 0;
+    block_t *last;
+    l->intro = load_chain(in, t, &last, &bad);
+    l->intro_pos = rec_get_u32(in);
+    l->tail = load_chain(in, t, &last, &bad);
+    l->tail_pos = rec_get_u32(in);
     l->blk = in->error ? NULL : block_at(m, offset, -1);
     l->hdr = hdr >= 0 && l->blk ? block_at(m, 0, hdr) : NULL;
-    if (!l->blk || l->pos > l->blk->len || (hdr >= 0 && !l->hdr)) {
-        if (l->blk)
-            block_unref(l->blk);
-        if (l->hdr)
-            block_unref(l->hdr);
+    if (!l->blk || l->pos > l->blk->len || (hdr >= 0 && !l->hdr) || bad ||
+        (l->intro && l->intro_pos > l->intro->len) || (l->tail && l->tail_pos > l->tail->len)) {
+        block_t *held[] = {l->blk, l->hdr, l->intro, l->tail};
+        for (size_t i = 0; i < sizeof(held) / sizeof(held[0]); i++)
+            if (held[i])
+                block_unref(held[i]);
         icy_meta_unref(l->last_meta);
         icy_meta_unref(l->meta_cur);
         free(l->home);

@@ -54,8 +54,9 @@ mount_t *handover_mount_restore(rec_reader_t *in, const handover_metas_t *t,
  * in the old process (queue_start). */
 void handover_mount_settle(mount_t *m, uint64_t queue_start);
 
-/* Save: c's listener fields: 0, or -ENOTSUP when c is no listener that can be carried (an
- * intro or a move's tail still being sent, an authenticated session held elsewhere). */
+/* Save: c's listener fields (with its htpasswd session): 0, or -ENOTSUP when c is no listener
+ * that can be carried (an intro or a move's tail still being sent, a URL-authentication
+ * session). */
 int handover_listener_save(conn_t *c, handover_metas_t *t, buf_t *out);
 /* The block a carried listener is on (save side: to carry blocks from the oldest one). */
 const block_t *handover_listener_block(conn_t *c);

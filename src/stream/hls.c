@@ -542,6 +542,16 @@ hls_t *hls_find(const char *name)
     return h;
 }
 
+/* An upgrade: the windows the new process makes first number their segments after those
+ * the old process handed out (see hls_sessions_restore), so no URL is used twice. */
+static uint64_t seq_floor;
+
+void hls_number_after(uint64_t seq)
+{
+    if (seq > seq_floor)
+        seq_floor = seq;
+}
+
 static hls_t *find_or_make(const char *name)
 {
     pthread_mutex_lock(&registry_lock);
@@ -556,6 +566,8 @@ static hls_t *find_or_make(const char *name)
             /* sequence numbers from the wall clock: a restarted server never reuses a
              * segment's URL a cache may still hold (segments last at least a second) */
             h->open_seq = h->first_seq = (uint64_t)time(NULL);
+            if (h->open_seq <= seq_floor)
+                h->open_seq = h->first_seq = seq_floor + 1;
             h->next = registry;
             registry = h;
         }

@@ -317,6 +317,17 @@ void hls_sessions_expire_locked(hls_t *h, uint64_t now, int all);
 /* The window follows mount m now (a new source): its sessions count as m's listeners. */
 void hls_sessions_follow_locked(hls_t *h, mount_t *m);
 
+/* An upgrade: the live sessions of mount name `name` as record fields; and, in the new
+ * process before its workers run, the same sessions on m's window (made now: it fills from
+ * the carried queue, its first segment marked as a discontinuity), each a listener of m
+ * again with its id, start and bytes (*max_id: raised to the largest id). 0 or -errno. */
+struct rec_reader;
+void hls_sessions_save(const char *name, buf_t *out);
+/* Windows made from now on number their segments after seq at least (an upgrade: after those
+ * of the old process). Main thread, before the workers run. */
+void hls_number_after(uint64_t seq);
+int hls_sessions_restore(mount_t *m, struct rec_reader *in, uint64_t *max_id);
+
 /* Registers the publish hook and the timer module (at start-up). */
 void hls_register(void);
 

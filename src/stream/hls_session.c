@@ -24,6 +24,7 @@
 #include "core/log.h"
 #include "core/cidr.h"
 #include "core/loop.h"
+#include "core/record.h"
 #include "core/str.h"
 #include "net/server.h"
 #include "net/worker.h"
@@ -450,4 +451,92 @@ void hls_session_intro_fetched(hls_t *h, const hls_client_t *who, const char *fi
         log_debug("hls: session %llu played its intro", (unsigned long long)s->id);
     }
     pthread_mutex_unlock(&h->lock);
+}
+
+/* ---- an upgrade: the sessions go on in the new process ---- */
+
+void hls_sessions_save(const char *name, buf_t *out)
+{
+    hls_t *h = hls_find(name);
+    uint32_t n = 0;
+    if (h)
+        pthread_mutex_lock(&h->lock);
+    for (hls_session_t *s = h ? h->sessions : NULL; s; s = s->next)
+        n += !s->killed;
+    rec_u64(out, h ? h->open_seq : 0);
+    rec_u32(out, n);
+    uint64_t now = loop_now_ms();
+    for (hls_session_t *s = h ? h->sessions : NULL; s; s = s->next) {
+        if (s->killed)
+            continue;
+        rec_str(out, s->token);
+        rec_u64(out, s->id);
+        rec_i64(out, (int64_t)s->start);
+        rec_u64(out, now - s->last_ms);
+        rec_u64(out, s->bytes);
+        rec_str(out, s->ip);
+        rec_str(out, s->country);
+        rec_i64(out, s->start_ms);
+        rec_str(out, s->agent);
+        rec_str(out, s->referer);
+        rec_str(out, s->uri);
+        rec_str(out, s->user);
+    }
+    if (h)
+        pthread_mutex_unlock(&h->lock);
+}
+
+int hls_sessions_restore(mount_t *m, rec_reader_t *in, uint64_t *max_id)
+{
+    uint64_t seq = rec_get_u64(in);
+    uint32_t n = rec_get_u32(in);
+    hls_number_after(seq);
+    hls_t *h = n && !in->error ? hls_touch(m) : NULL;
+    if (!n || in->error)
+        return in->error ? -EINVAL : 0;
+    if (!h)
+        return -ENOMEM;
+    pthread_mutex_lock(&h->lock);
+    h->ever = 1; /* its first segment says the stream broke: players reset their clocks */
+    for (uint32_t i = 0; i < n && !in->error; i++) {
+        hls_session_t *s = calloc(1, sizeof(*s));
+        char *token = rec_get_str(in), *ip, *country;
+        if (!s) {
+            free(token);
+            break;
+        }
+        snprintf(s->token, sizeof(s->token), "%s", token ? token : "");
+        free(token);
+        s->id = rec_get_u64(in);
+        s->start = (time_t)rec_get_i64(in);
+        s->last_ms = loop_now_ms() - rec_get_u64(in);
+        s->bytes = rec_get_u64(in);
+        ip = rec_get_str(in);
+        country = rec_get_str(in);
+        snprintf(s->ip, sizeof(s->ip), "%s", ip ? ip : "");
+        snprintf(s->country, sizeof(s->country), "%s", country ? country : "");
+        free(ip);
+        free(country);
+        s->start_ms = rec_get_i64(in);
+        s->agent = rec_get_str(in);
+        s->referer = rec_get_str(in);
+        s->uri = rec_get_str(in);
+        if (!s->uri)
+            s->uri = str_dup("-");
+        s->user = rec_get_str(in);
+        if (s->id > *max_id)
+            *max_id = s->id;
+        session_record_t r = {.id = s->id, .mount = h->name, .start_ms = s->start_ms,
+                              .address = s->ip, .agent = s->agent, .user = s->user,
+                              .country = s->country};
+        s->live = session_listener_join(&r);
+        atomic_fetch_add(&m->listeners, 1);
+        s->counted = mount_ref(m);
+        s->next = h->sessions;
+        h->sessions = s;
+        h->nsessions++;
+        atomic_fetch_add(&server.stats.listeners, 1);
+    }
+    pthread_mutex_unlock(&h->lock);
+    return in->error ? -EINVAL : 0;
 }

@@ -38,6 +38,7 @@
 #include "stream/events.h"
 #include "stream/override.h"
 #include "stream/mount.h"
+#include "stream/dump.h"
 #include "stream/station.h"
 
 #define SOURCE_READ_BUF 65536
@@ -678,8 +679,23 @@ int source_save(conn_t *c, buf_t *out)
     rec_u64(out, s->body.remaining);
     rec_u64(out, s->body.line_len);
     rec_u32(out, (uint32_t)s->body.digits);
+    rec_str(out, s->dump ? dump_path(s->dump) : NULL);
     s->fmt->ops->save(s->fmt, out);
     return 0;
+}
+
+void source_end_recordings(void)
+{
+    for (int i = 0; i < SERVER_MAX_WORKERS; i++) {
+        source_t *s;
+        if (!worker_sources[i].next) /* a slot never set up */
+            continue;
+        list_foreach(s, &worker_sources[i], source_t, link) {
+            dump_stop(s->dump);
+            s->dump = NULL;
+        }
+    }
+    station_shutdown(); /* waits until they are written and closed */
 }
 
 static const format_ops_t *format_named(const char *name)
@@ -701,12 +717,15 @@ int source_adopt(conn_t *c, rec_reader_t *in, mount_t *(*find)(const char *name,
     int chunked = rec_get_u8(in);
     chunked_t body = {.state = (int)rec_get_u32(in), .remaining = rec_get_u64(in),
                       .line_len = (size_t)rec_get_u64(in), .digits = (int)rec_get_u32(in)};
+    char *recording = rec_get_str(in);
     const format_ops_t *fops = format_named(fmt_name);
     mount_t *m = name && !in->error ? find(name, arg) : NULL;
     free(name);
     free(fmt_name);
-    if (!m || !fops || !fops->restore)
+    if (!m || !fops || !fops->restore) {
+        free(recording);
         return -EINVAL;
+    }
     source_t *s = calloc(1, sizeof(*s));
     if (!s)
         return -ENOMEM;
@@ -718,6 +737,8 @@ int source_adopt(conn_t *c, rec_reader_t *in, mount_t *(*find)(const char *name,
     s->chunked = chunked;
     s->body = body;
     s->last_read_ms = loop_now_ms() - idle_ms;
+    s->dump = recording ? dump_continue(m, recording) : NULL; /* before anything is published */
+    free(recording);
     c->data = s;
     c->ops = c->role = &source_ops;
     list_insert_head(&worker_sources[c->worker->id], &s->link);

@@ -50,13 +50,17 @@ void source_end_mount(mount_t *m);
 void source_abort(conn_t *c);
 
 /* An upgrade (stream/handover.h). source_save writes what c is as a source (its mount's
- * name, its place in a chunked body, its format handler's state) as record fields: 0, or
+ * name, its place in a chunked body, its recording's file, its format handler's state) as
+ * record fields: 0, or
  * -ENOTSUP when c is no source that can be carried (a format whose state cannot be saved);
  * a relay's connection is saved so too, its relay by upstream/relay.c. source_adopt makes c (restored, not yet watched) the source of the
  * mount find(name, arg) returns (borrowed; its feed names c already) from such fields, with
  * no announcement (no events, scripts or recording: it never left): 0, or -EINVAL / -ENOMEM
  * (c has the source role by then whenever its state was allocated: closing it cleans up). */
 int source_save(conn_t *c, buf_t *out);
+/* The old process of an upgrade, once the new one took over (workers stopped): every
+ * recording written to its last published byte and closed, for the new process to append. */
+void source_end_recordings(void);
 int source_adopt(conn_t *c, rec_reader_t *in, mount_t *(*find)(const char *name, void *arg),
                  void *arg);
 

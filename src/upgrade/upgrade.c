@@ -1,16 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * upgrade: one process hands its listening sockets, mounts, sources and plain listeners to
- * the binary that replaces it (see upgrade.h and docs/UPGRADE.md).
- *
- * On the socket (AF_UNIX, SOCK_SEQPACKET), each message begins with its kind:
- *   new -> old   'H' ready for the state (its format version follows), 'R' refused (why),
- *                'K' state taken, 'X' failed (why)
- *   old -> new   'F' descriptors (SCM_RIGHTS, at most UPGRADE_FD_BATCH), 'D' state bytes,
- *                'E' the end (descriptor count and byte count), 'G' go on
- * The state is UPGRADE_MAGIC, the format version (32 bits), then records: listening sockets,
- * the pidfile, counters, ICY metadata, mounts, sources, listeners. A connection's record names
- * its descriptor by its index among those sent.
+ * upgrade: the old process's side of an upgrade (see upgrade.h and docs/UPGRADE.md): it starts
+ * the installed binary, stops its workers at a safe point once the new process asks, writes
+ * and sends the state (upgrade_proto.h), and exits when the new process confirms, or resumes
+ * its workers and serves on when anything fails. The new process's side is upgrade_take.c.
  */
 #include "upgrade/upgrade.h"
 
@@ -32,45 +25,27 @@
 #include "admin/events_feed.h"
 #include "conf/config.h"
 #include "core/buf.h"
-#include "core/fault.h"
 #include "core/log.h"
 #include "core/loop.h"
 #include "core/record.h"
 #include "http/client.h"
+#include "http/reply.h"
 #include "net/conn.h"
 #include "net/server.h"
 #include "net/worker.h"
 #include "stream/events.h"
 #include "stream/handover.h"
+#include "stream/hls.h"
 #include "stream/listener.h"
 #include "stream/mount.h"
 #include "stats/history.h"
 #include "stream/source.h"
+#include "upgrade/upgrade_proto.h"
 #include "upstream/relay.h"
 
-#define UPGRADE_ENV "RIMECAST_HANDOVER_FD"
-#define UPGRADE_MAGIC "RIMECAST-STATE\n"
-#define UPGRADE_VERSION 1u
-#define UPGRADE_FD_BATCH 250
-#define UPGRADE_CHUNK 32768
 #define UPGRADE_START_MS 30000   /* the new process loads its config and asks */
 #define UPGRADE_PARK_MS 5000     /* every worker stops at a safe point */
 #define UPGRADE_RESTORE_MS 30000 /* the new process rebuilds the state */
-#define UPGRADE_GO_MS 10000      /* the new process waits for the go-ahead */
-
-enum {
-    REC_LISTEN = 1,
-    REC_PIDFILE,
-    REC_STATS,
-    REC_META,
-    REC_MOUNT,
-    REC_SOURCE,
-    REC_LISTENER,
-    REC_HISTORY,
-    REC_RELAY,
-    REC_EVENTS,
-    REC_FEED,
-};
 
 extern char **environ;
 
@@ -102,83 +77,6 @@ void upgrade_remember(int argc, char **argv)
     saved_argv = argv; /* main's: valid for the life of the process */
 }
 
-/* ---- messages ---- */
-
-static int send_msg(int fd, char kind, const void *data, size_t len, const int *fds, int nfds)
-{
-    struct iovec iov[2] = {{&kind, 1}, {(void *)data, len}};
-    union {
-        char buf[CMSG_SPACE(sizeof(int) * UPGRADE_FD_BATCH)];
-        struct cmsghdr align;
-    } u;
-    struct msghdr mh = {.msg_iov = iov, .msg_iovlen = len ? 2 : 1};
-    if (nfds > 0) {
-        memset(&u, 0, sizeof(u));
-        mh.msg_control = u.buf;
-        mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
-        struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-        cm->cmsg_level = SOL_SOCKET;
-        cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
-        memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nfds);
-    }
-    ssize_t n;
-    do
-        n = sendmsg(fd, &mh, MSG_NOSIGNAL);
-    while (n < 0 && errno == EINTR);
-    return n < 0 ? -errno : 0;
-}
-
-static int send_text(int fd, char kind, const char *text)
-{
-    return send_msg(fd, kind, text, strlen(text), NULL, 0);
-}
-
-typedef struct msg {
-    char kind;
-    unsigned char data[UPGRADE_CHUNK + 64];
-    size_t len;
-    int fds[UPGRADE_FD_BATCH];
-    int nfds;
-} msg_t;
-
-/* One message (blocking). 1, 0 at EOF, -errno. */
-static int recv_msg(int fd, msg_t *m)
-{
-    unsigned char head;
-    struct iovec iov[2] = {{&head, 1}, {m->data, sizeof(m->data)}};
-    union {
-        char buf[CMSG_SPACE(sizeof(int) * UPGRADE_FD_BATCH)];
-        struct cmsghdr align;
-    } u;
-    struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2, .msg_control = u.buf,
-                        .msg_controllen = sizeof(u.buf)};
-    ssize_t n;
-    do
-        n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
-    while (n < 0 && errno == EINTR);
-    if (n <= 0)
-        return n == 0 ? 0 : -errno;
-    m->kind = (char)head;
-    m->len = (size_t)n - 1;
-    m->nfds = 0;
-    for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-        if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-            continue;
-        int k = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-        for (int i = 0; i < k; i++) {
-            int got;
-            memcpy(&got, CMSG_DATA(cm) + (size_t)i * sizeof(int), sizeof(int));
-            if (m->nfds < UPGRADE_FD_BATCH)
-                m->fds[m->nfds++] = got;
-            else
-                close(got);
-        }
-    }
-    if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
-        return -EMSGSIZE;
-    return 1;
-}
 
 /* ---- old side: stopping the workers at a safe point ---- */
 
@@ -273,6 +171,7 @@ typedef struct state {
     carried_t *mv;
     int nm;
     int sources, listeners, others, left; /* connections carried, and those that stay */
+    int tls;                              /* of those that stay: TLS ones */
 } state_t;
 
 static void save_listens(state_t *s, const upgrade_pidfile_t *pf)
@@ -301,14 +200,10 @@ static void save_listens(state_t *s, const upgrade_pidfile_t *pf)
     }
     size_t at = rec_begin(&s->head, REC_STATS);
     rec_i64(&s->head, (int64_t)server.start_time);
-    atomic_ullong *c[] = {&server.stats.connections, &server.stats.connections_refused,
-                          &server.stats.client_connections, &server.stats.listener_connections,
-                          &server.stats.source_client_connections,
-                          &server.stats.source_relay_connections,
-                          &server.stats.source_total_connections, &server.stats.file_connections,
-                          &server.stats.stats_connections};
-    rec_u32(&s->head, (uint32_t)(sizeof(c) / sizeof(c[0])));
-    for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+    atomic_ullong *c[16];
+    int n = upgrade_counters(c, 16);
+    rec_u32(&s->head, (uint32_t)n);
+    for (int i = 0; i < n; i++)
         rec_u64(&s->head, atomic_load(c[i]));
     rec_end(&s->head, at);
     at = rec_begin(&s->head, REC_EVENTS);
@@ -389,6 +284,16 @@ static int save_feed_role(conn_t *c, state_t *s)
     return events_feed_save(c, &s->conns);
 }
 
+static int save_reading_role(conn_t *c, state_t *s)
+{
+    return client_reading_save(c, &s->conns);
+}
+
+static int save_reply_role(conn_t *c, state_t *s)
+{
+    return reply_save(c, &s->conns);
+}
+
 /* The sources of the carried mounts (a mount whose source cannot be carried stays), then the
  * plain listeners of those mounts. */
 static void save_conns(state_t *s)
@@ -414,11 +319,14 @@ static void save_conns(state_t *s)
             listener_t *l = listener_of(c);
             carried_t *k = l ? carried_of(s, l->mount) : NULL;
             all++;
+            s->tls += c->tls;
             if (k && !c->tls && save_conn(s, c, REC_LISTENER, save_listener_role) == 0) {
                 if (!k->from || l->blk->offset < k->from->offset)
                     k->from = l->blk;
                 s->listeners++;
-            } else if (!l && !c->tls && save_conn(s, c, REC_FEED, save_feed_role) == 0) {
+            } else if (!l && !c->tls && (save_conn(s, c, REC_FEED, save_feed_role) == 0 ||
+                                         save_conn(s, c, REC_READING, save_reading_role) == 0 ||
+                                         save_conn(s, c, REC_REPLY, save_reply_role) == 0)) {
                 s->others++;
             }
         }
@@ -431,6 +339,10 @@ static void save_mounts(state_t *s)
     for (int i = 0; i < s->nm; i++) {
         size_t at = rec_begin(&s->mounts, REC_MOUNT);
         handover_mount_save(s->mv[i].m, s->mv[i].from, &s->t, &s->mounts);
+        rec_end(&s->mounts, at);
+        at = rec_begin(&s->mounts, REC_HLS);
+        rec_str(&s->mounts, s->mv[i].m->name);
+        hls_sessions_save(s->mv[i].m->name, &s->mounts);
         rec_end(&s->mounts, at);
     }
     for (size_t i = 0; i < s->t.n; i++) {
@@ -459,7 +371,7 @@ static int send_state(int sock, state_t *s)
     int rc = 0;
     for (int i = 0; i < s->fds.n && rc == 0; i += UPGRADE_FD_BATCH) {
         int n = s->fds.n - i < UPGRADE_FD_BATCH ? s->fds.n - i : UPGRADE_FD_BATCH;
-        rc = send_msg(sock, 'F', NULL, 0, s->fds.v + i, n);
+        rc = upgrade_send(sock, 'F', NULL, 0, s->fds.v + i, n);
     }
     unsigned char hdr[sizeof(UPGRADE_MAGIC) - 1 + 4];
     memcpy(hdr, UPGRADE_MAGIC, sizeof(UPGRADE_MAGIC) - 1);
@@ -468,17 +380,17 @@ static int send_state(int sock, state_t *s)
     const buf_t *parts[] = {&s->head, &s->metas, &s->mounts, &s->conns};
     uint64_t total = sizeof(hdr);
     if (rc == 0)
-        rc = send_msg(sock, 'D', hdr, sizeof(hdr), NULL, 0);
+        rc = upgrade_send(sock, 'D', hdr, sizeof(hdr), NULL, 0);
     for (size_t p = 0; p < 4 && rc == 0; p++) {
         for (size_t off = 0; off < parts[p]->len && rc == 0; off += UPGRADE_CHUNK) {
             size_t n = parts[p]->len - off < UPGRADE_CHUNK ? parts[p]->len - off : UPGRADE_CHUNK;
-            rc = send_msg(sock, 'D', parts[p]->data + off, n, NULL, 0);
+            rc = upgrade_send(sock, 'D', parts[p]->data + off, n, NULL, 0);
         }
         total += parts[p]->len;
     }
     char end[64];
     snprintf(end, sizeof(end), "%d %llu", s->fds.n, (unsigned long long)total);
-    return rc ? rc : send_text(sock, 'E', end);
+    return rc ? rc : upgrade_send_text(sock, 'E', end);
 }
 
 /* ---- old side: the steps ---- */
@@ -513,7 +425,7 @@ static int drain_signals(run_t *r)
 
 /* Waits up to ms for a message from the new process, reading signals meanwhile. 1 with *m,
  * or 0 with why set (timeout, exit, signal). */
-static int wait_msg(run_t *r, msg_t *m, int ms, const char *step)
+static int wait_msg(run_t *r, upgrade_msg_t *m, int ms, const char *step)
 {
     uint64_t until = loop_now_ms() + (uint64_t)ms;
     for (;;) {
@@ -530,7 +442,7 @@ static int wait_msg(run_t *r, msg_t *m, int ms, const char *step)
         if (n > 0 && (p[1].revents & POLLIN) && drain_signals(r) < 0)
             return 0;
         if (n > 0 && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
-            int rc = recv_msg(r->sock, m);
+            int rc = upgrade_recv(r->sock, m);
             for (int i = 0; rc > 0 && i < m->nfds; i++)
                 close(m->fds[i]); /* the new process sends none */
             if (rc > 0)
@@ -545,7 +457,7 @@ static int wait_msg(run_t *r, msg_t *m, int ms, const char *step)
  * and 'X'). */
 static int expect(run_t *r, char want, int ms, const char *step)
 {
-    msg_t *m = malloc(sizeof(*m));
+    upgrade_msg_t *m = malloc(sizeof(*m));
     int ok = m && wait_msg(r, m, ms, step);
     if (ok && m->kind != want) {
         int text = m->kind == 'R' || m->kind == 'X';
@@ -644,7 +556,11 @@ static int hand_over(run_t *r, const upgrade_pidfile_t *pf)
                  "connection%s; %d closed: not carried)", (int)r->pid, s.sources,
                  s.sources == 1 ? "" : "s", s.listeners, s.listeners == 1 ? "" : "s",
                  s.others, s.others == 1 ? "" : "s", s.left);
-        send_text(r->sock, 'G', "");
+        source_end_recordings(); /* before the new process appends to the same files */
+        if (s.tls)
+            log_warn("upgrade: %d TLS connection%s closed: TLS state stays in the old process, "
+                     "which exits", s.tls, s.tls == 1 ? "" : "s");
+        upgrade_send_text(r->sock, 'G', "");
     }
     state_free(&s);
     return ok;
@@ -690,313 +606,3 @@ int upgrade_run(int sfd, const upgrade_pidfile_t *pidfile, int *stop)
     return handed;
 }
 
-/* ---- new side ---- */
-
-static struct {
-    int sock;
-    unsigned char *state; /* what the old process sent, after the magic and version */
-    size_t len;
-    int *fds;
-    int nfds;
-    int *used; /* fds[i] taken by a worker or a connection */
-} in = {-1, NULL, 0, NULL, 0, NULL};
-
-int upgrade_inherited(void)
-{
-    const char *v = getenv(UPGRADE_ENV);
-    if (!v)
-        return -1;
-    char *end;
-    long fd = strtol(v, &end, 10);
-    unsetenv(UPGRADE_ENV);
-    if (*end || fd < 3 || fd > INT_MAX || fcntl((int)fd, F_SETFD, FD_CLOEXEC) < 0)
-        return -1;
-    in.sock = (int)fd;
-    return (int)fd;
-}
-
-void upgrade_refuse(int fd, const char *why)
-{
-    send_text(fd, 'R', why);
-    close(fd);
-    in.sock = -1;
-}
-
-/* The whole state from the old process into `in`. 0 or -1 with err. */
-static int receive_all(char *err, size_t cap)
-{
-    buf_t b = BUF_INIT;
-    msg_t *m = malloc(sizeof(*m));
-    int rc = -1;
-    if (!m) {
-        snprintf(err, cap, "out of memory");
-        return -1;
-    }
-    for (;;) {
-        int got = recv_msg(in.sock, m);
-        if (got <= 0) {
-            snprintf(err, cap, "the old process went away while sending its state");
-            break;
-        }
-        if (m->kind == 'F') {
-            int *v = realloc(in.fds, (size_t)(in.nfds + m->nfds) * sizeof(*v));
-            if (!v) {
-                for (int i = 0; i < m->nfds; i++)
-                    close(m->fds[i]);
-                continue;
-            }
-            in.fds = v;
-            memcpy(in.fds + in.nfds, m->fds, (size_t)m->nfds * sizeof(int));
-            in.nfds += m->nfds;
-        } else if (m->kind == 'D') {
-            buf_append(&b, m->data, m->len);
-        } else if (m->kind == 'E') {
-            int nfds = -1;
-            unsigned long long total = 0;
-            m->data[m->len < sizeof(m->data) ? m->len : sizeof(m->data) - 1] = '\0';
-            if (sscanf((const char *)m->data, "%d %llu", &nfds, &total) != 2 ||
-                nfds != in.nfds || total != b.len || b.error)
-                snprintf(err, cap, "the state arrived incomplete");
-            else
-                rc = 0;
-            break;
-        }
-    }
-    free(m);
-    in.len = b.len;
-    in.state = (unsigned char *)buf_take(&b, NULL);
-    in.used = calloc((size_t)in.nfds + 1, sizeof(*in.used));
-    if (rc == 0 && (!in.state || !in.used)) {
-        snprintf(err, cap, "out of memory");
-        rc = -1;
-    }
-    return rc;
-}
-
-/* The descriptor of index i for the caller to own, or -1. */
-static int take_fd(uint32_t i)
-{
-    if (i >= (uint32_t)in.nfds || in.used[i])
-        return -1;
-    in.used[i] = 1;
-    return in.fds[i];
-}
-
-static void restore_stats(rec_reader_t *r)
-{
-    server.start_time = (time_t)rec_get_i64(r);
-    atomic_ullong *c[] = {&server.stats.connections, &server.stats.connections_refused,
-                          &server.stats.client_connections, &server.stats.listener_connections,
-                          &server.stats.source_client_connections,
-                          &server.stats.source_relay_connections,
-                          &server.stats.source_total_connections, &server.stats.file_connections,
-                          &server.stats.stats_connections};
-    uint32_t n = rec_get_u32(r);
-    for (uint32_t i = 0; i < n && i < sizeof(c) / sizeof(c[0]); i++) {
-        uint64_t v = rec_get_u64(r);
-        if (!r->error)
-            atomic_store(c[i], v);
-    }
-}
-
-int upgrade_receive(int fd, upgrade_pidfile_t *pf, char *err, size_t cap)
-{
-    char hello[32];
-    snprintf(hello, sizeof(hello), "%u", UPGRADE_VERSION);
-    pf->fd = -1;
-    if (send_text(fd, 'H', hello) < 0 || receive_all(err, cap) < 0)
-        return -1;
-    size_t ml = sizeof(UPGRADE_MAGIC) - 1;
-    if (in.len < ml + 4 || memcmp(in.state, UPGRADE_MAGIC, ml) != 0) {
-        snprintf(err, cap, "the state is not a Rimecast state");
-        return -1;
-    }
-    uint32_t version = 0;
-    for (int i = 0; i < 4; i++)
-        version |= (uint32_t)in.state[ml + (size_t)i] << (8 * i);
-    if (version != UPGRADE_VERSION) {
-        snprintf(err, cap, "the state is of format version %u, this binary reads version %u",
-                 version, UPGRADE_VERSION);
-        return -1;
-    }
-    rec_reader_t r, f;
-    rec_reader_init(&r, in.state + ml + 4, in.len - ml - 4);
-    uint16_t type;
-    int rc;
-    while ((rc = rec_next(&r, &type, &f)) > 0) {
-        if (type == REC_LISTEN) {
-            int lfd = take_fd(rec_get_u32(&f));
-            uint32_t port = rec_get_u32(&f);
-            char *bind = rec_get_str(&f);
-            if (lfd < 0 || f.error || worker_inherit_listen(lfd, (int)port, bind) < 0)
-                rc = -1;
-            free(bind);
-        } else if (type == REC_PIDFILE) {
-            pf->fd = take_fd(rec_get_u32(&f));
-            pf->path = rec_get_str(&f);
-            pf->dev = (dev_t)rec_get_u64(&f);
-            pf->ino = (ino_t)rec_get_u64(&f);
-        } else if (type == REC_STATS) {
-            restore_stats(&f);
-        }
-        if (rc < 0)
-            break;
-    }
-    if (rc < 0) {
-        snprintf(err, cap, "the state's listening sockets do not read");
-        return -1;
-    }
-    return 0;
-}
-
-/* ---- new side: rebuilding ---- */
-
-typedef struct restored {
-    mount_t *m;
-    uint64_t queue_start;
-} restored_t;
-
-static struct {
-    restored_t *v;
-    int n;
-    handover_metas_t t;
-    uint64_t max_id;
-} rs;
-
-static worker_t *worker_of(int old_id)
-{
-    int n = atomic_load(&server.nworkers);
-    return server.workers[(old_id < 0 ? 0 : old_id) % (n > 0 ? n : 1)];
-}
-
-static mount_t *find_restored(const char *name, void *arg)
-{
-    for (int i = 0; i < rs.n; i++)
-        if (strcmp(rs.v[i].m->name, name) == 0)
-            return rs.v[i].m;
-    return NULL;
-}
-
-/* A connection's record: its client rebuilt on its worker, its role restored by `role`. */
-static int restore_conn(rec_reader_t *f, int type)
-{
-    int fd = take_fd(rec_get_u32(f));
-    worker_t *w = worker_of((int)rec_get_u32(f));
-    if (fd < 0 || f->error)
-        return -1;
-    conn_t *c;
-    int rc = 0;
-    if (type == REC_RELAY) {
-        if (!(c = relay_adopt(w, fd, f, find_restored, NULL)))
-            return -1;
-    } else {
-        client_t *cl = client_restore(w, fd, f, 0, NULL);
-        if (!cl)
-            return -1;
-        c = &cl->conn;
-        rc = type == REC_SOURCE     ? source_adopt(c, f, find_restored, NULL)
-             : type == REC_FEED     ? events_feed_adopt(c, f)
-                                    : handover_listener_restore(c, f, &rs.t, find_restored, NULL);
-    }
-    if (c->id > rs.max_id)
-        rs.max_id = c->id;
-    if (rc < 0 || conn_watch(c) < 0) {
-        conn_close(c);
-        return -1;
-    }
-    worker_request_pass(w);
-    return 0;
-}
-
-static int restore_mount(rec_reader_t *f, const char **why)
-{
-    restored_t *v = realloc(rs.v, (size_t)(rs.n + 1) * sizeof(*v));
-    if (!v)
-        return -1;
-    rs.v = v;
-    mount_t *m = handover_mount_restore(f, &rs.t, worker_of, &v[rs.n].queue_start, why);
-    if (!m)
-        return -1;
-    v[rs.n++].m = m;
-    return 0;
-}
-
-int upgrade_restore(char *err, size_t cap)
-{
-    size_t ml = sizeof(UPGRADE_MAGIC) - 1;
-    rec_reader_t r, f;
-    rec_reader_init(&r, in.state + ml + 4, in.len - ml - 4);
-    uint16_t type;
-    int rc, sources = 0, listeners = 0;
-    const char *why = "unreadable record";
-    while ((rc = rec_next(&r, &type, &f)) > 0) {
-        if (type == REC_META)
-            rc = handover_meta_load(&rs.t, &f) < 0 ? -1 : 1;
-        else if (type == REC_MOUNT)
-            rc = restore_mount(&f, &why) < 0 ? -1 : 1;
-        else if ((type == REC_SOURCE || type == REC_RELAY) &&
-                 (rc = restore_conn(&f, type) < 0 ? -1 : 1) > 0)
-            sources++;
-        else if (type == REC_LISTENER && (rc = restore_conn(&f, type) < 0 ? -1 : 1) > 0)
-            listeners++;
-        else if (type == REC_FEED)
-            rc = restore_conn(&f, type) < 0 ? -1 : 1;
-        else if (type == REC_EVENTS)
-            rc = events_restore(&f) < 0 ? -1 : 1;
-        else if (type == REC_HISTORY && history_global() &&
-                 history_restore(history_global(), &f) < 0)
-            rc = -1;
-        if (rc < 0)
-            break;
-    }
-    for (int i = 0; i < rs.n; i++) {
-        handover_mount_settle(rs.v[i].m, rs.v[i].queue_start);
-        mount_unref(rs.v[i].m);
-    }
-    free(rs.v);
-    rs.v = NULL;
-    handover_metas_free(&rs.t, 1);
-    worker_conn_ids_above(rs.max_id);
-    for (int i = 0; i < in.nfds; i++)
-        if (!in.used[i])
-            close(in.fds[i]);
-    free(in.fds);
-    free(in.used);
-    free(in.state);
-    in.fds = in.used = NULL;
-    in.state = NULL;
-    if (rc < 0) {
-        snprintf(err, cap, "restoring the state: %s", why);
-        return -1;
-    }
-    log_info("upgrade: took over %d source%s and %d listener%s", sources,
-             sources == 1 ? "" : "s", listeners, listeners == 1 ? "" : "s");
-    return 0;
-}
-
-int upgrade_confirm(char *err, size_t cap)
-{
-    if (FAULT(FAULT_UPGRADE_TAKEOVER))
-        _exit(3); /* a test build: dies holding every descriptor, before it confirms */
-    int rc = send_text(in.sock, 'K', "");
-    msg_t *m = rc == 0 ? malloc(sizeof(*m)) : NULL;
-    if (m) {
-        struct pollfd p = {in.sock, POLLIN, 0};
-        /* the go-ahead, or the old process's end (it exits right after): either way it no
-         * longer touches what it handed over */
-        if (poll(&p, 1, UPGRADE_GO_MS) <= 0) {
-            snprintf(err, cap, "no go-ahead from the old process");
-            rc = -1;
-        } else if (recv_msg(in.sock, m) > 0 && m->kind != 'G') {
-            snprintf(err, cap, "the old process did not give the go-ahead");
-            rc = -1;
-        }
-    } else {
-        snprintf(err, cap, "cannot confirm to the old process");
-        rc = -1;
-    }
-    free(m);
-    close(in.sock);
-    in.sock = -1;
-    return rc;
-}

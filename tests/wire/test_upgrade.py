@@ -4,12 +4,14 @@ the path the server was started from, which takes over the listening sockets, th
 every plain connection; the old process then exits. When the new binary cannot take over, the
 old process serves on and says why."""
 
+import http.client
 import os
 import re
 import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 
 import pytest
@@ -197,7 +199,7 @@ def live_mount(srv, mp3_file):
     src.start()
     fl.wait_mount(srv, "/live.mp3")
     lis = srv.listener("/live.mp3")
-    assert lis.open().status == 200, lis.response
+    assert lis.open().status == 200, "%r\n%s" % (lis.response, srv.diagnostics())
     lis.wait_bytes(20000, 10)
     return src, lis
 
@@ -288,17 +290,24 @@ def test_a_second_sigusr2_during_an_upgrade_is_ignored(server, mp3_file, install
     lis.close()
 
 
-@pytest.mark.skipif("upgrade_takeover" not in _fault_points(),
-                    reason="needs a binary built with --enable-fault-injection")
-def test_a_new_process_that_dies_holding_the_connections_changes_nothing(server, mp3_file,
-                                                                         monkeypatch):
-    monkeypatch.setenv("RIMECAST_FAULT", "upgrade_takeover:1")
+@pytest.mark.parametrize("point, why", [
+    # dies holding every descriptor, before it confirms
+    ("upgrade_takeover", r"went away .*status 3"),
+    # reads the state as that of another format version
+    ("upgrade_version", r"the state is of format version (\d+), this binary reads version "
+                        r"(?!\1)\d+"),
+])
+def test_a_new_process_that_fails_with_the_state_changes_nothing(server, mp3_file,
+                                                                  monkeypatch, point, why):
+    if point not in _fault_points():
+        pytest.skip("needs a binary built with --enable-fault-injection")
+    monkeypatch.setenv("RIMECAST_FAULT", point + ":1")
     srv = server()
     src, lis = live_mount(srv, mp3_file)
     pid = srv.pid
     srv.send_signal(signal.SIGUSR2)
     line = failure_line(srv)
-    assert "went away" in line and "status 3" in line, line
+    assert re.search(why, line), line
     assert_serving_on(srv, pid, lis, src)
     src.stop()
     lis.close()
@@ -512,5 +521,223 @@ def test_admin_event_feeds_stay_connected_and_go_on_numbering(server, mp3_file):
             x.close()
     finally:
         es.close()
+    src.stop()
+    lis.close()
+
+
+class HlsPoller:
+    """An HLS player as the spec asks it to behave: it reloads the media playlist of its
+    session every half second on a kept-alive connection, fetches each new segment, and
+    retries what it cannot get (a new connection)."""
+
+    def __init__(self, srv, mount, token="0123456789abcdef"):
+        self.srv, self.mount, self.token = srv, mount, token
+        self.segments = []  # (sequence number, bytes)
+        self.retries = 0
+        self.conn = None
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _get(self, path):
+        for _ in range(5):
+            try:
+                if self.conn is None:
+                    self.conn = http.client.HTTPConnection(self.srv.host, self.srv.port,
+                                                           timeout=10)
+                self.conn.request("GET", path)
+                r = self.conn.getresponse()
+                return r.status, r.read()
+            except (OSError, http.client.HTTPException):
+                self.retries += 1
+                self.conn.close()
+                self.conn = None
+                time.sleep(0.2)
+        return None, b""
+
+    def _run(self):
+        while not self._stop.is_set():
+            status, body = self._get("%s/hls.m3u8?session=%s" % (self.mount, self.token))
+            if status == 200:
+                for line in body.decode().splitlines():
+                    m = re.fullmatch(r"hls/(\d+)\.mp3", line)
+                    if m and (not self.segments or int(m.group(1)) > self.segments[-1][0]):
+                        st, seg = self._get("%s/%s" % (self.mount, line))
+                        if st == 200:
+                            self.segments.append((int(m.group(1)), seg))
+            self._stop.wait(0.5)
+
+    def stop(self):
+        self._stop.set()
+        self.thread.join(10)
+        if self.conn is not None:
+            self.conn.close()
+
+
+def test_an_hls_session_goes_on_as_the_same_listener_across_an_upgrade(server):
+    srv = server(extra_xml="<hls><target-duration>2</target-duration>"
+                 "<part-target-ms>500</part-target-ms></hls>")
+    enc = fl.ffmpeg_source(srv, "/live.mp3", "mp3")
+    player = None
+    try:
+        fl.wait_mount(srv, "/live.mp3", enc)
+        player = HlsPoller(srv, "/live.mp3")
+        wirelib.wait_until(lambda: len(player.segments) >= 2, 15, "segments before")
+        before = listener_stats(srv, "/live.mp3")
+        assert len(before) == 1
+        seen = player.segments[-1][0]
+        upgrade(srv)
+        assert_same_listeners(before, listener_stats(srv, "/live.mp3"))
+        # the window is made again in the new process: its segments come after the old ones
+        wirelib.wait_until(lambda: len([q for q, _ in player.segments if q > seen]) >= 2, 20,
+                           "segments from the new process")
+        assert_same_listeners(before, listener_stats(srv, "/live.mp3"))
+        assert fl.json_source(srv, "/live.mp3")["listeners"] == 1
+        seqs = [q for q, _ in player.segments]
+        assert seqs == sorted(set(seqs)), seqs
+        player.stop()
+        wirelib.wait_until(lambda: fl.json_source(srv, "/live.mp3")["listeners"] == 0, 30,
+                           "the session to end once it stopped polling")
+    finally:
+        if player:
+            player.stop()
+        fl.stop_process(enc)
+    # one session from its first poll to its last: one access-log line
+    lines = [l for l in srv.access_log().splitlines() if "/live.mp3/hls.m3u8?session=" in l]
+    assert len(lines) == 1, lines
+
+
+def test_tls_listeners_are_closed_with_a_log_line_and_the_tls_port_serves_on(server, mp3_file):
+    from test_tls import TlsListener, tls_server
+    srv, _, _ = tls_server(server)
+    src, lis = live_mount(srv, mp3_file)
+    secure = TlsListener(srv, "/live.mp3")
+    assert secure.open().status == 200, secure.response
+    secure.wait_bytes(10000, 10)
+    upgrade(srv)
+    srv.wait_log("upgrade: 1 TLS connection closed")
+    secure.wait_closed(10)
+    n = lis.received
+    lis.wait_bytes(n + 20000, 10)
+    assert not lis.closed, lis.close_reason
+    # the TLS socket came over with the others: the new process does the handshakes now
+    again = TlsListener(srv, "/live.mp3")
+    assert again.open().status == 200, again.response
+    again.wait_bytes(10000, 10)
+    for x in (again, secure, lis):
+        x.close()
+    src.stop()
+
+
+def test_a_listener_logged_in_with_a_user_file_keeps_its_session(server, mp3_file):
+    from test_auth_htpasswd import auth_mount, md5_line, user_dir, write_users
+    d = user_dir()
+    try:
+        users = os.path.join(d, "users")
+        write_users(users, md5_line("carol", "pw"))
+        srv = server(mounts=[auth_mount(users)])
+        src = srv.source("/secret", mp3_file, rate=RATE, chunk=1000)
+        assert src.connect().status == 200
+        src.start()
+        fl.wait_mount(srv, "/secret")
+        auth = {"Authorization": wirelib.basic_auth("carol", "pw")}
+        lis = srv.listener("/secret", headers=auth)
+        assert lis.open().status == 200, lis.response
+        lis.wait_bytes(20000, 10)
+        upgrade(srv)
+        n = lis.received
+        lis.wait_bytes(n + 20000, 10)
+        assert not lis.closed, lis.close_reason
+        # the session came along: the same user is still listening, a second login is refused
+        twice = srv.listener("/secret", headers=auth)
+        assert twice.open().status == 401, twice.response
+        twice.close()
+        lis.close()  # its session ends in the new process: the user may come back
+
+        def login():
+            x = srv.listener("/secret", headers=auth)
+            ok = x.open(start=False).status == 200
+            x.close()
+            return ok
+        wirelib.wait_until(login, 5, "a login once the first listener left")
+        src.stop()
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_the_new_process_tells_systemd_its_pid(server, mp3_file, monkeypatch):
+    import socket
+    d = tempfile.mkdtemp(prefix="upgrade-notify-")
+    try:
+        os.chmod(d, 0o755)
+        path = os.path.join(d, "notify")
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        sock.bind(path)
+        os.chmod(path, 0o777)  # the server sends as the user it runs as
+        monkeypatch.setenv("NOTIFY_SOCKET", path)
+        srv = server()
+        src, lis = live_mount(srv, mp3_file)
+        new_pid = upgrade(srv)
+        sock.settimeout(10)  # a datagram that never comes fails the test (socket.timeout)
+        lines = []
+        while "MAINPID=%d" % new_pid not in lines:  # the old process may have said READY=1
+            lines = sock.recv(4096).decode().split("\n")
+        assert "READY=1" in lines, lines
+        sock.close()
+        src.stop()
+        lis.close()
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_a_listener_still_in_its_intro_gets_the_rest_of_it_then_the_stream(server, mp3_file):
+    web = tempfile.mkdtemp(prefix="upgrade-web-")
+    try:
+        os.chmod(web, 0o755)
+        intro = fl.encode_file(os.path.join(web, "intro.mp3"), "mp3", 10, freq=1000)
+        srv = server(webroot=web, sndbuf=8192, extra_xml='<mount type="normal"><mount-name>'
+                     '/live.mp3</mount-name><intro>/intro.mp3</intro></mount>')
+        src = srv.source("/live.mp3", mp3_file, rate=RATE, chunk=1000)
+        assert src.connect().status == 200
+        src.start()
+        fl.wait_mount(srv, "/live.mp3")
+        # a listener that reads nothing yet: its socket fills up in the middle of the intro
+        lis = srv.listener("/live.mp3", rcvbuf=4096)
+        assert lis.open(start=False).status == 200, lis.response
+        upgrade(srv)
+        lis.start()
+        lis.wait_bytes(len(intro) + 30000, 15)
+        body = bytes(lis.snapshot())
+        assert body[:len(intro)] == intro
+        assert wirelib.locate_slice(mp3_file, fl.trim_capture("mp3", body[len(intro):])) \
+            is not None
+        lis.close()
+        src.stop()
+    finally:
+        shutil.rmtree(web, ignore_errors=True)
+
+
+
+def test_a_recording_goes_on_in_the_same_file(server, mp3_file):
+    srv = server(start=False)
+    dump = os.path.join(srv.logdir, "recording.mp3")
+    srv.cfg["extra_xml"] = ('<mount type="normal"><mount-name>/live.mp3</mount-name>'
+                            '<dump-file>%s</dump-file></mount>' % dump)
+    srv.start()
+    src, lis = live_mount(srv, mp3_file)
+    wirelib.wait_until(lambda: os.path.exists(dump) and os.path.getsize(dump) > 20000, 10,
+                       "the recording to begin")
+    upgrade(srv)
+    upgraded_at = src.sent
+
+    def recorded():
+        with open(dump, "rb") as f:
+            return f.read()
+    # what the source sent well after the upgrade is in the file, after all that came before
+    wirelib.wait_until(lambda: len(recorded()) > upgraded_at + 40000, 15,
+                       "the recording to go on after the upgrade")
+    body = recorded()
+    assert wirelib.locate_slice(mp3_file, body) == 0, "not the stream from its first byte"
+    assert [f for f in os.listdir(srv.logdir) if f.startswith("recording")] == ["recording.mp3"]
     src.stop()
     lis.close()

@@ -1,0 +1,357 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * upgrade_take: the new process's side of an upgrade (see upgrade.h): it asks the old process
+ * for the state, reads it (the listening sockets before its workers are created, the rest
+ * after), rebuilds mounts and connections on its workers before they run, and confirms.
+ */
+#include "upgrade/upgrade.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "admin/events_feed.h"
+#include "core/buf.h"
+#include "core/fault.h"
+#include "core/log.h"
+#include "core/record.h"
+#include "http/client.h"
+#include "http/reply.h"
+#include "net/conn.h"
+#include "net/server.h"
+#include "net/worker.h"
+#include "stats/history.h"
+#include "stream/events.h"
+#include "stream/handover.h"
+#include "stream/hls.h"
+#include "stream/mount.h"
+#include "stream/source.h"
+#include "upgrade/upgrade_proto.h"
+#include "upstream/relay.h"
+
+/* What the old process sent (main thread only). */
+static struct {
+    int sock;
+    unsigned char *state; /* what the old process sent, after the magic and version */
+    size_t len;
+    int *fds;
+    int nfds;
+    int *used; /* fds[i] taken by a worker or a connection */
+} in = {-1, NULL, 0, NULL, 0, NULL};
+
+int upgrade_inherited(void)
+{
+    const char *v = getenv(UPGRADE_ENV);
+    if (!v)
+        return -1;
+    char *end;
+    long fd = strtol(v, &end, 10);
+    unsetenv(UPGRADE_ENV);
+    if (*end || fd < 3 || fd > INT_MAX || fcntl((int)fd, F_SETFD, FD_CLOEXEC) < 0)
+        return -1;
+    in.sock = (int)fd;
+    return (int)fd;
+}
+
+void upgrade_refuse(int fd, const char *why)
+{
+    upgrade_send_text(fd, 'R', why);
+    close(fd);
+    in.sock = -1;
+}
+
+/* The whole state from the old process into `in`. 0 or -1 with err. */
+static int receive_all(char *err, size_t cap)
+{
+    buf_t b = BUF_INIT;
+    upgrade_msg_t *m = malloc(sizeof(*m));
+    int rc = -1;
+    if (!m) {
+        snprintf(err, cap, "out of memory");
+        return -1;
+    }
+    for (;;) {
+        int got = upgrade_recv(in.sock, m);
+        if (got <= 0) {
+            snprintf(err, cap, "the old process went away while sending its state");
+            break;
+        }
+        if (m->kind == 'F') {
+            int *v = realloc(in.fds, (size_t)(in.nfds + m->nfds) * sizeof(*v));
+            if (!v) {
+                for (int i = 0; i < m->nfds; i++)
+                    close(m->fds[i]);
+                continue;
+            }
+            in.fds = v;
+            memcpy(in.fds + in.nfds, m->fds, (size_t)m->nfds * sizeof(int));
+            in.nfds += m->nfds;
+        } else if (m->kind == 'D') {
+            buf_append(&b, m->data, m->len);
+        } else if (m->kind == 'E') {
+            int nfds = -1;
+            unsigned long long total = 0;
+            m->data[m->len < sizeof(m->data) ? m->len : sizeof(m->data) - 1] = '\0';
+            if (sscanf((const char *)m->data, "%d %llu", &nfds, &total) != 2 ||
+                nfds != in.nfds || total != b.len || b.error)
+                snprintf(err, cap, "the state arrived incomplete");
+            else
+                rc = 0;
+            break;
+        }
+    }
+    free(m);
+    in.len = b.len;
+    in.state = (unsigned char *)buf_take(&b, NULL);
+    in.used = calloc((size_t)in.nfds + 1, sizeof(*in.used));
+    if (rc == 0 && (!in.state || !in.used)) {
+        snprintf(err, cap, "out of memory");
+        rc = -1;
+    }
+    return rc;
+}
+
+/* The descriptor of index i for the caller to own, or -1. */
+static int take_fd(uint32_t i)
+{
+    if (i >= (uint32_t)in.nfds || in.used[i])
+        return -1;
+    in.used[i] = 1;
+    return in.fds[i];
+}
+
+static void restore_stats(rec_reader_t *r)
+{
+    server.start_time = (time_t)rec_get_i64(r);
+    atomic_ullong *c[16];
+    int have = upgrade_counters(c, 16);
+    uint32_t n = rec_get_u32(r);
+    for (uint32_t i = 0; i < n && (int)i < have; i++) {
+        uint64_t v = rec_get_u64(r);
+        if (!r->error)
+            atomic_store(c[i], v);
+    }
+}
+
+int upgrade_receive(int fd, upgrade_pidfile_t *pf, char *err, size_t cap)
+{
+    char hello[32];
+    snprintf(hello, sizeof(hello), "%u", UPGRADE_VERSION);
+    pf->fd = -1;
+    if (upgrade_send_text(fd, 'H', hello) < 0 || receive_all(err, cap) < 0)
+        return -1;
+    size_t ml = sizeof(UPGRADE_MAGIC) - 1;
+    if (in.len < ml + 4 || memcmp(in.state, UPGRADE_MAGIC, ml) != 0) {
+        snprintf(err, cap, "the state is not a Rimecast state");
+        return -1;
+    }
+    uint32_t version = 0;
+    for (int i = 0; i < 4; i++)
+        version |= (uint32_t)in.state[ml + (size_t)i] << (8 * i);
+    if (FAULT(FAULT_UPGRADE_VERSION))
+        version++; /* a test build: the state of a binary of another format version */
+    if (version != UPGRADE_VERSION) {
+        snprintf(err, cap, "the state is of format version %u, this binary reads version %u",
+                 version, UPGRADE_VERSION);
+        return -1;
+    }
+    rec_reader_t r, f;
+    rec_reader_init(&r, in.state + ml + 4, in.len - ml - 4);
+    uint16_t type;
+    int rc;
+    while ((rc = rec_next(&r, &type, &f)) > 0) {
+        if (type == REC_LISTEN) {
+            int lfd = take_fd(rec_get_u32(&f));
+            uint32_t port = rec_get_u32(&f);
+            char *bind = rec_get_str(&f);
+            if (lfd < 0 || f.error || worker_inherit_listen(lfd, (int)port, bind) < 0)
+                rc = -1;
+            free(bind);
+        } else if (type == REC_PIDFILE) {
+            pf->fd = take_fd(rec_get_u32(&f));
+            pf->path = rec_get_str(&f);
+            pf->dev = (dev_t)rec_get_u64(&f);
+            pf->ino = (ino_t)rec_get_u64(&f);
+        } else if (type == REC_STATS) {
+            restore_stats(&f);
+        }
+        if (rc < 0)
+            break;
+    }
+    if (rc < 0) {
+        snprintf(err, cap, "the state's listening sockets do not read");
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- rebuilding ---- */
+
+typedef struct restored {
+    mount_t *m;
+    uint64_t queue_start;
+} restored_t;
+
+/* What is rebuilt so far (main thread only). */
+static struct {
+    restored_t *v;
+    int n;
+    handover_metas_t t;
+    uint64_t max_id;
+} rs;
+
+static worker_t *worker_of(int old_id)
+{
+    int n = atomic_load(&server.nworkers);
+    return server.workers[(old_id < 0 ? 0 : old_id) % (n > 0 ? n : 1)];
+}
+
+static mount_t *find_restored(const char *name, void *arg)
+{
+    for (int i = 0; i < rs.n; i++)
+        if (strcmp(rs.v[i].m->name, name) == 0)
+            return rs.v[i].m;
+    return NULL;
+}
+
+/* A connection's record: its client rebuilt on its worker, its role restored by `role`. */
+static int restore_conn(rec_reader_t *f, int type)
+{
+    int fd = take_fd(rec_get_u32(f));
+    worker_t *w = worker_of((int)rec_get_u32(f));
+    if (fd < 0 || f->error)
+        return -1;
+    conn_t *c;
+    int rc = 0;
+    if (type == REC_RELAY) {
+        if (!(c = relay_adopt(w, fd, f, find_restored, NULL)))
+            return -1;
+    } else {
+        client_t *cl = client_restore(w, fd, f, 0, NULL);
+        if (!cl)
+            return -1;
+        c = &cl->conn;
+        rc = type == REC_SOURCE     ? source_adopt(c, f, find_restored, NULL)
+             : type == REC_FEED     ? events_feed_adopt(c, f)
+             : type == REC_READING  ? client_reading_adopt(c, f)
+             : type == REC_REPLY    ? reply_adopt(c, f)
+                                    : handover_listener_restore(c, f, &rs.t, find_restored, NULL);
+    }
+    if (c->id > rs.max_id)
+        rs.max_id = c->id;
+    if (rc < 0 || conn_watch(c) < 0) {
+        conn_close(c);
+        return -1;
+    }
+    worker_request_pass(w);
+    return 0;
+}
+
+static int restore_mount(rec_reader_t *f, const char **why)
+{
+    restored_t *v = realloc(rs.v, (size_t)(rs.n + 1) * sizeof(*v));
+    if (!v)
+        return -1;
+    rs.v = v;
+    mount_t *m = handover_mount_restore(f, &rs.t, worker_of, &v[rs.n].queue_start, why);
+    if (!m)
+        return -1;
+    v[rs.n++].m = m;
+    return 0;
+}
+
+/* The HLS sessions of a carried mount. */
+static int restore_hls(rec_reader_t *f)
+{
+    char *name = rec_get_str(f);
+    mount_t *m = name ? find_restored(name, NULL) : NULL;
+    free(name);
+    return m ? hls_sessions_restore(m, f, &rs.max_id) : -1;
+}
+
+int upgrade_restore(char *err, size_t cap)
+{
+    size_t ml = sizeof(UPGRADE_MAGIC) - 1;
+    rec_reader_t r, f;
+    rec_reader_init(&r, in.state + ml + 4, in.len - ml - 4);
+    uint16_t type;
+    int rc, sources = 0, listeners = 0;
+    const char *why = "unreadable record";
+    while ((rc = rec_next(&r, &type, &f)) > 0) {
+        if (type == REC_META)
+            rc = handover_meta_load(&rs.t, &f) < 0 ? -1 : 1;
+        else if (type == REC_MOUNT)
+            rc = restore_mount(&f, &why) < 0 ? -1 : 1;
+        else if ((type == REC_SOURCE || type == REC_RELAY) &&
+                 (rc = restore_conn(&f, type) < 0 ? -1 : 1) > 0)
+            sources++;
+        else if (type == REC_LISTENER && (rc = restore_conn(&f, type) < 0 ? -1 : 1) > 0)
+            listeners++;
+        else if (type == REC_HLS)
+            rc = restore_hls(&f) < 0 ? -1 : 1;
+        else if (type == REC_FEED || type == REC_READING || type == REC_REPLY)
+            rc = restore_conn(&f, type) < 0 ? -1 : 1;
+        else if (type == REC_EVENTS)
+            rc = events_restore(&f) < 0 ? -1 : 1;
+        else if (type == REC_HISTORY && history_global() &&
+                 history_restore(history_global(), &f) < 0)
+            rc = -1;
+        if (rc < 0)
+            break;
+    }
+    for (int i = 0; i < rs.n; i++) {
+        handover_mount_settle(rs.v[i].m, rs.v[i].queue_start);
+        mount_unref(rs.v[i].m);
+    }
+    free(rs.v);
+    rs.v = NULL;
+    handover_metas_free(&rs.t, 1);
+    worker_conn_ids_above(rs.max_id);
+    for (int i = 0; i < in.nfds; i++)
+        if (!in.used[i])
+            close(in.fds[i]);
+    free(in.fds);
+    free(in.used);
+    free(in.state);
+    in.fds = in.used = NULL;
+    in.state = NULL;
+    if (rc < 0) {
+        snprintf(err, cap, "restoring the state: %s", why);
+        return -1;
+    }
+    log_info("upgrade: took over %d source%s and %d listener%s", sources,
+             sources == 1 ? "" : "s", listeners, listeners == 1 ? "" : "s");
+    return 0;
+}
+
+int upgrade_confirm(char *err, size_t cap)
+{
+    if (FAULT(FAULT_UPGRADE_TAKEOVER))
+        _exit(3); /* a test build: dies holding every descriptor, before it confirms */
+    int rc = upgrade_send_text(in.sock, 'K', "");
+    upgrade_msg_t *m = rc == 0 ? malloc(sizeof(*m)) : NULL;
+    if (m) {
+        struct pollfd p = {in.sock, POLLIN, 0};
+        /* the go-ahead, or the old process's end (it exits right after): either way it no
+         * longer touches what it handed over */
+        if (poll(&p, 1, UPGRADE_GO_MS) <= 0) {
+            snprintf(err, cap, "no go-ahead from the old process");
+            rc = -1;
+        } else if (upgrade_recv(in.sock, m) > 0 && m->kind != 'G') {
+            snprintf(err, cap, "the old process did not give the go-ahead");
+            rc = -1;
+        }
+    } else {
+        snprintf(err, cap, "cannot confirm to the old process");
+        rc = -1;
+    }
+    free(m);
+    close(in.sock);
+    in.sock = -1;
+    return rc;
+}
