@@ -7,7 +7,9 @@
  * 10 s), with one access-log line (its duration, and the bytes of its playlists and of the
  * segments it fetched: segment URLs carry no token, so a segment counts to the session whose
  * playlist came by the same connection, else to one polling from the same address with the
- * same agent). Under hls_t.lock, but for the token.
+ * same agent). Sessions are found by token and by connection through a hash index (a poll
+ * and a segment cost the same with ten or ten thousand sessions). Under hls_t.lock, but for
+ * the token.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -43,6 +45,7 @@ struct hls_session {
     int64_t start_ms;    /* wall clock: its session record */
     char *agent, *referer, *uri;
     hls_session_t *next;
+    hls_session_t *token_next, *conn_next; /* chains of the index */
 };
 
 int hls_session_token(char *out)
@@ -104,11 +107,70 @@ static void session_free(hls_t *h, hls_session_t *s)
     free(s);
 }
 
+/* ---- the index: two tables of index_size chains, by token and by connection ---- */
+
+static size_t token_hash(const hls_t *h, const char *token)
+{
+    uint64_t x = 1469598103934665603ull; /* FNV-1a */
+    for (; *token; token++)
+        x = (x ^ (unsigned char)*token) * 1099511628211ull;
+    return (size_t)(x % h->index_size);
+}
+
+static size_t conn_hash(const hls_t *h, uint64_t conn_id)
+{
+    return h->index_size + (size_t)((conn_id * 11400714819323198485ull >> 32) % h->index_size);
+}
+
+static void chain_remove(hls_session_t **pp, hls_session_t *s, int by_token)
+{
+    for (; *pp; pp = by_token ? &(*pp)->token_next : &(*pp)->conn_next)
+        if (*pp == s) {
+            *pp = by_token ? s->token_next : s->conn_next;
+            return;
+        }
+}
+
+static void index_add(hls_t *h, hls_session_t *s)
+{
+    hls_session_t **t = &h->session_index[token_hash(h, s->token)];
+    s->token_next = *t;
+    *t = s;
+    hls_session_t **c = &h->session_index[conn_hash(h, s->conn_id)];
+    s->conn_next = *c;
+    *c = s;
+}
+
+static void index_remove(hls_t *h, hls_session_t *s)
+{
+    if (!h->session_index)
+        return;
+    chain_remove(&h->session_index[token_hash(h, s->token)], s, 1);
+    chain_remove(&h->session_index[conn_hash(h, s->conn_id)], s, 0);
+}
+
+/* Room for one more session: the tables grow to twice the sessions (at least 64 chains). */
+static int index_reserve(hls_t *h)
+{
+    if (h->session_index && (size_t)h->nsessions < h->index_size)
+        return 0;
+    size_t size = h->index_size ? 2 * h->index_size : 64;
+    hls_session_t **index = calloc(2 * size, sizeof(*index));
+    if (!index)
+        return -ENOMEM;
+    free(h->session_index);
+    h->session_index = index;
+    h->index_size = size;
+    for (hls_session_t *s = h->sessions; s; s = s->next)
+        index_add(h, s);
+    return 0;
+}
+
 static hls_session_t *session_find(hls_t *h, const char *token)
 {
-    hls_session_t *s = h->sessions;
+    hls_session_t *s = h->session_index ? h->session_index[token_hash(h, token)] : NULL;
     while (s && strcmp(s->token, token) != 0)
-        s = s->next;
+        s = s->token_next;
     return s;
 }
 
@@ -118,7 +180,9 @@ int hls_session_poll(hls_t *h, const char *token, const hls_client_t *who, uint6
     hls_session_t *s = session_find(h, token);
     int rc = 0;
     if (!s) {
-        if (!h->mount || mount_take_listener_slot(h->mount) < 0) {
+        if (index_reserve(h) < 0) {
+            rc = -ENOMEM;
+        } else if (!h->mount || mount_take_listener_slot(h->mount) < 0) {
             rc = -ENOSPC;
         } else if (!(s = calloc(1, sizeof(*s)))) {
             atomic_fetch_sub(&h->mount->listeners, 1);
@@ -135,9 +199,11 @@ int hls_session_poll(hls_t *h, const char *token, const hls_client_t *who, uint6
             session_locate(s->ip, s->country, sizeof(s->country));
             session_listener_join(h->name, s->country);
             s->counted = mount_ref(h->mount);
+            s->conn_id = who->conn_id;
             s->next = h->sessions;
             h->sessions = s;
             h->nsessions++;
+            index_add(h, s);
             atomic_fetch_add(&server.stats.listeners, 1);
             atomic_fetch_add(&server.stats.listener_connections, 1);
         }
@@ -145,7 +211,13 @@ int hls_session_poll(hls_t *h, const char *token, const hls_client_t *who, uint6
     if (s) {
         s->last_ms = loop_now_ms();
         s->bytes += bytes;
-        s->conn_id = who->conn_id;
+        if (s->conn_id != who->conn_id) {
+            chain_remove(&h->session_index[conn_hash(h, s->conn_id)], s, 0);
+            s->conn_id = who->conn_id;
+            hls_session_t **c = &h->session_index[conn_hash(h, s->conn_id)];
+            s->conn_next = *c;
+            *c = s;
+        }
         if (s->killed)
             rc = -EPERM;
     }
@@ -156,13 +228,15 @@ int hls_session_poll(hls_t *h, const char *token, const hls_client_t *who, uint6
 int hls_session_add_bytes(hls_t *h, const hls_client_t *who, uint64_t bytes)
 {
     pthread_mutex_lock(&h->lock);
-    hls_session_t *s = h->sessions, *same = NULL;
-    for (; s && s->conn_id != who->conn_id; s = s->next)
-        if (!same && strcmp(s->ip, who->ip) == 0 &&
-            (s->agent && who->agent ? strcmp(s->agent, who->agent) == 0 : !s->agent && !who->agent))
-            same = s;
-    if (!s)
-        s = same;
+    hls_session_t *s = h->session_index ? h->session_index[conn_hash(h, who->conn_id)] : NULL;
+    while (s && s->conn_id != who->conn_id)
+        s = s->conn_next;
+    /* else the first polling from the same address with the same agent (a walk of them all:
+     * a segment fetched on a connection that carried no playlist) */
+    for (hls_session_t *o = s ? NULL : h->sessions; o && !s; o = o->next)
+        if (strcmp(o->ip, who->ip) == 0 &&
+            (o->agent && who->agent ? strcmp(o->agent, who->agent) == 0 : !o->agent && !who->agent))
+            s = o;
     if (s && s->killed)
         s = NULL;
     if (s)
@@ -180,10 +254,16 @@ void hls_sessions_expire_locked(hls_t *h, uint64_t now, int all)
         hls_session_t *s = *pp;
         if (all || now - s->last_ms > timeout) {
             *pp = s->next;
+            index_remove(h, s);
             session_free(h, s);
         } else {
             pp = &s->next;
         }
+    }
+    if (!h->sessions) { /* the index is made again with the next session */
+        free(h->session_index);
+        h->session_index = NULL;
+        h->index_size = 0;
     }
 }
 
