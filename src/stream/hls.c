@@ -762,7 +762,9 @@ int hls_wait(hls_t *h, hls_waiter_t *w)
     pthread_mutex_lock(&h->lock);
     int rc = w->follow ? (part_grew(h, w) ? HLS_READY : HLS_PENDING)
                        : hls_locate(h, w->msn, w->part);
-    if (rc == HLS_PENDING) {
+    if (rc == HLS_PENDING && !w->linked) {
+        /* linked at most once: a part followed as it fills may ask again (its socket drained)
+         * before the wake-up posted for it ran, and a second link would make the list a loop */
         w->hls = h;
         w->linked = 1;
         list_insert_tail(&h->waiters, &w->link);

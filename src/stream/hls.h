@@ -197,6 +197,8 @@ struct hls {
     list_t waiters;           /* hls_waiter_t */
     hls_session_t *sessions;  /* its HLS listeners */
     int nsessions;
+    hls_session_t **session_index; /* by token, then by connection (hls_session.c) */
+    size_t index_size;        /* buckets of each of the two halves */
 
     /* geometry, fixed while the window exists */
     int target;               /* seconds */

@@ -8,8 +8,9 @@
  * segments it fetched: segment URLs carry no token, so a segment counts to the session whose
  * playlist came by the same connection, else to one polling from the same address with the
  * same agent). On a mount with listener authentication a session begins only with the login
- * its first request passed (hls_session.h), and ends that login with it. Under hls_t.lock, but
- * for the token.
+ * its first request passed (hls_session.h), and ends that login with it. Sessions are found by
+ * token and by connection through a hash index (a poll and a segment cost the same with ten or
+ * ten thousand sessions). Under hls_t.lock, but for the token.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -61,6 +62,7 @@ struct hls_session {
     session_live_t *live; /* among the sessions going on (stream/session.h), or NULL */
     char *agent, *referer, *uri;
     hls_session_t *next;
+    hls_session_t *token_next, *conn_next; /* chains of the index */
 };
 
 int hls_session_token(char *out)
@@ -141,11 +143,91 @@ static void session_free(hls_t *h, hls_session_t *s)
     free(s);
 }
 
+/* ---- the index: two tables of index_size chains, by token and by connection ---- */
+
+static size_t token_hash(const hls_t *h, const char *token)
+{
+    uint64_t x = 1469598103934665603ull; /* FNV-1a */
+    for (; *token; token++)
+        x = (x ^ (unsigned char)*token) * 1099511628211ull;
+    return (size_t)(x % h->index_size);
+}
+
+static size_t conn_hash(const hls_t *h, uint64_t conn_id)
+{
+    return h->index_size + (size_t)((conn_id * 11400714819323198485ull >> 32) % h->index_size);
+}
+
+static void chain_remove(hls_session_t **pp, hls_session_t *s, int by_token)
+{
+    for (; *pp; pp = by_token ? &(*pp)->token_next : &(*pp)->conn_next)
+        if (*pp == s) {
+            *pp = by_token ? s->token_next : s->conn_next;
+            return;
+        }
+}
+
+static void index_add(hls_t *h, hls_session_t *s)
+{
+    hls_session_t **t = &h->session_index[token_hash(h, s->token)];
+    s->token_next = *t;
+    *t = s;
+    hls_session_t **c = &h->session_index[conn_hash(h, s->conn_id)];
+    s->conn_next = *c;
+    *c = s;
+}
+
+static void index_remove(hls_t *h, hls_session_t *s)
+{
+    if (!h->session_index)
+        return;
+    chain_remove(&h->session_index[token_hash(h, s->token)], s, 1);
+    chain_remove(&h->session_index[conn_hash(h, s->conn_id)], s, 0);
+}
+
+/* Room for one more session: the tables grow to twice the sessions (at least 64 chains). */
+static int index_reserve(hls_t *h)
+{
+    if (h->session_index && (size_t)h->nsessions < h->index_size)
+        return 0;
+    size_t size = h->index_size ? 2 * h->index_size : 64;
+    hls_session_t **index = calloc(2 * size, sizeof(*index));
+    if (!index)
+        return -ENOMEM;
+    free(h->session_index);
+    h->session_index = index;
+    h->index_size = size;
+    for (hls_session_t *s = h->sessions; s; s = s->next)
+        index_add(h, s);
+    return 0;
+}
+
+/* s joins h's sessions and the index (room reserved by index_reserve). */
+static void session_link(hls_t *h, hls_session_t *s)
+{
+    s->next = h->sessions;
+    h->sessions = s;
+    h->nsessions++;
+    index_add(h, s);
+}
+
+/* The session now polls over connection conn_id. */
+static void session_moved(hls_t *h, hls_session_t *s, uint64_t conn_id)
+{
+    if (s->conn_id == conn_id)
+        return;
+    chain_remove(&h->session_index[conn_hash(h, s->conn_id)], s, 0);
+    s->conn_id = conn_id;
+    hls_session_t **c = &h->session_index[conn_hash(h, s->conn_id)];
+    s->conn_next = *c;
+    *c = s;
+}
+
 static hls_session_t *session_find(hls_t *h, const char *token)
 {
-    hls_session_t *s = h->sessions;
+    hls_session_t *s = h->session_index ? h->session_index[token_hash(h, token)] : NULL;
     while (s && strcmp(s->token, token) != 0)
-        s = s->next;
+        s = s->token_next;
     return s;
 }
 
@@ -165,6 +247,10 @@ static hls_session_t *session_begin(hls_t *h, const char *token, const hls_clien
                                     hls_login_t *login, hls_intro_t **intro, int *rc)
 {
     hls_session_t *s = NULL;
+    if (index_reserve(h) < 0) {
+        *rc = -ENOMEM;
+        return NULL;
+    }
     if (!h->mount || mount_take_listener_slot(h->mount) < 0) {
         *rc = -ENOSPC;
         return NULL;
@@ -203,9 +289,8 @@ static hls_session_t *session_begin(hls_t *h, const char *token, const hls_clien
                           .country = s->country};
     s->live = session_listener_join(&r);
     s->counted = mount_ref(h->mount);
-    s->next = h->sessions;
-    h->sessions = s;
-    h->nsessions++;
+    s->conn_id = who->conn_id;
+    session_link(h, s);
     atomic_fetch_add(&server.stats.listeners, 1);
     atomic_fetch_add(&server.stats.listener_connections, 1);
     return s;
@@ -234,7 +319,7 @@ static int poll_locked(hls_t *h, const char *token, const hls_client_t *who, uin
     s->last_ms = loop_now_ms();
     s->seen_ms = session_now_ms();
     s->bytes += bytes;
-    s->conn_id = who->conn_id;
+    session_moved(h, s, who->conn_id);
     if (s->killed)
         return -EPERM;
     if (session_over_limit(h, s, s->last_ms))
@@ -305,12 +390,16 @@ int hls_session_poll_login(hls_t *h, const char *token, const hls_client_t *who,
  * connection, else one polling from the same address with the same agent; NULL none. */
 static hls_session_t *session_of_client(hls_t *h, const hls_client_t *who)
 {
-    hls_session_t *s = h->sessions, *same = NULL;
-    for (; s && s->conn_id != who->conn_id; s = s->next)
-        if (!same && strcmp(s->ip, who->ip) == 0 &&
-            (s->agent && who->agent ? strcmp(s->agent, who->agent) == 0 : !s->agent && !who->agent))
-            same = s;
-    return s ? s : same;
+    hls_session_t *s = h->session_index ? h->session_index[conn_hash(h, who->conn_id)] : NULL;
+    while (s && s->conn_id != who->conn_id)
+        s = s->conn_next;
+    /* else the first polling from the same address with the same agent (a walk of them all:
+     * a segment fetched on a connection that carried no playlist) */
+    for (hls_session_t *o = s ? NULL : h->sessions; o && !s; o = o->next)
+        if (strcmp(o->ip, who->ip) == 0 &&
+            (o->agent && who->agent ? strcmp(o->agent, who->agent) == 0 : !o->agent && !who->agent))
+            s = o;
+    return s;
 }
 
 int hls_session_add_bytes(hls_t *h, const hls_client_t *who, uint64_t bytes)
@@ -336,11 +425,17 @@ void hls_sessions_expire_locked(hls_t *h, uint64_t now, int all)
         hls_session_t *s = *pp;
         if (all || now - s->last_ms > timeout) {
             *pp = s->next;
+            index_remove(h, s);
             session_free(h, s);
         } else {
             session_over_limit(h, s, now);
             pp = &s->next;
         }
+    }
+    if (!h->sessions) { /* the index is made again with the next session */
+        free(h->session_index);
+        h->session_index = NULL;
+        h->index_size = 0;
     }
 }
 
@@ -526,15 +621,22 @@ int hls_sessions_restore(mount_t *m, rec_reader_t *in, uint64_t *max_id)
         s->user = rec_get_str(in);
         if (s->id > *max_id)
             *max_id = s->id;
+        if (index_reserve(h) < 0) {
+            free(s->uri);
+            free(s->agent);
+            free(s->referer);
+            free(s->user);
+            free(s);
+            in->error = 1;
+            break;
+        }
         session_record_t r = {.id = s->id, .mount = h->name, .start_ms = s->start_ms,
                               .address = s->ip, .agent = s->agent, .user = s->user,
                               .country = s->country};
         s->live = session_listener_join(&r);
         atomic_fetch_add(&m->listeners, 1);
         s->counted = mount_ref(m);
-        s->next = h->sessions;
-        h->sessions = s;
-        h->nsessions++;
+        session_link(h, s);
         atomic_fetch_add(&server.stats.listeners, 1);
     }
     pthread_mutex_unlock(&h->lock);

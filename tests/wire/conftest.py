@@ -56,12 +56,19 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "rimecast_only: behaviour where Rimecast intentionally "
                             "differs from Icecast 2.4; skipped when the binary is icecast2")
     config.addinivalue_line("markers", "slow: takes more than a few seconds")
+    config.addinivalue_line("markers", "browser: drives a Chromium page (the server side of what "
+                            "it asks is also covered without a browser); given to every test "
+                            "that takes the browsers fixture")
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < hard:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "browsers" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.browser)
     if not IS_ICECAST:
         return
     skip = pytest.mark.skip(reason="rimecast_only: icecast2 behaves differently")

@@ -5,6 +5,8 @@
 #   tests/wire/run.sh [pytest args...]      e.g. -k burst, -x, -v
 # WIRE_JOBS=N runs the tests in N processes (pytest-xdist; most tests wait on the daemon, not
 # on the CPU); each process takes server ports from a range of its own (conftest.py).
+# WIRE_SKIP_MARKS="slow browser" leaves out the tests with those markers (conftest.py): the
+# sanitizer build's run skips what the plain run already covers and a sanitizer adds nothing to.
 # RIMECAST_BIN=/usr/bin/icecast2 runs the shared tests against the reference server.
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -42,6 +44,9 @@ if [ "${WIRE_JOBS:-1}" -gt 1 ]; then
 		echo "run.sh: WIRE_JOBS=$WIRE_JOBS but no pytest-xdist (python3-pytest-xdist): one process" >&2
 	fi
 fi
+
+# -m "not slow and not browser": before the caller's arguments, so that a -m of theirs wins
+set -- ${WIRE_SKIP_MARKS:+-m "not $(echo $WIRE_SKIP_MARKS | sed 's/ / and not /g')"} "$@"
 
 cd "$here" || exit 1
 out=$(mktemp "${TMPDIR:-/tmp}/wire-run.XXXXXX") || exit 1

@@ -213,6 +213,7 @@ def test_without_a_database_the_figures_answer_503(server):
     assert adminlib.admin(srv, "/admin/audience.csv").status == 503
 
 
+@pytest.mark.browser
 def test_the_audience_page_shows_the_figures_and_fits_1280_and_360_px(station):
     """The XSLT view in a real Chromium at desktop and phone widths."""
     import webuilib

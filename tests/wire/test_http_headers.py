@@ -134,6 +134,7 @@ fetch(%s).then(function (r) { return r.json(); })
     return httpd
 
 
+@pytest.mark.browser
 @pytest.mark.skipif(_missing is not None, reason=_missing or "")
 def test_page_on_another_origin_fetches_status_json_and_plays_the_stream(server):
     audio = webuilib.make_mp3(seconds=6, bitrate_k=64)

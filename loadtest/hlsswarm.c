@@ -1,0 +1,732 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * hlsswarm: the HLS load generator. N clients that poll a mount's HLS as hls.js does, in one
+ * edge-triggered epoll loop, one HTTP/1.1 keep-alive connection each and one request at a time
+ * on it. Each client first asks for the multivariant playlist and follows its own session URL.
+ *  classic: reloads the media playlist every target duration (half of one when nothing was new),
+ *           fetches each new segment; it starts three target durations behind the live edge;
+ *  ll:      holds the part the preload hint names open (chunked, until it is complete), then
+ *           asks for a blocking reload of that part (_HLS_msn/_HLS_part, answered at once since
+ *           the part exists) for the next hint, and so on.
+ * It counts bytes, requests and errors, the latency from a piece's availability at the server
+ * (its segment's PROGRAM-DATE-TIME plus the end of the piece in it) to its last byte here, and
+ * starving clients: those whose newest piece is older than the player's hold-back (three target
+ * durations, or PART-HOLD-BACK), so that a player at that distance from live would stall.
+ * It owns its sockets only; it does not decode audio nor judge the server. See loadtest/README.md.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define READ_BUF_SIZE (256 * 1024)
+#define TEXT_MAX 16384          /* a response head, or a head and a playlist */
+#define LAT_MIN_MS (-10000)      /* histogram of latencies, 1 ms buckets, -10 s .. +60 s */
+#define LAT_BUCKETS 70001
+#define QUEUE_MAX 16             /* segments a classic client has yet to fetch */
+#define MAX_STEPS 16
+
+enum cstate { C_IDLE, C_CONNECTING, C_OPEN, C_CLOSED };
+enum req { Q_MULTI, Q_PLAYLIST, Q_PIECE };
+enum body { B_HEAD, B_LENGTH, B_CHUNK_SIZE, B_CHUNK_DATA, B_CHUNK_CRLF, B_TRAILER, B_DONE };
+
+typedef struct {
+    int fd;
+    uint8_t state, req, want, body, keep, busy; /* busy: a request is outstanding */
+    uint8_t catchup;        /* classic: segments of the first playlist still to fetch (no latency) */
+    int status;
+    char *text;            /* head (and playlist body) being received */
+    size_t text_len, hdr_len;
+    uint64_t left;         /* body bytes (or chunk bytes) still to come */
+    char session[48];      /* the token in the session's playlist URL */
+    uint64_t msn;          /* ll: the part asked for / just received: segment, part */
+    int part;
+    uint64_t queue[QUEUE_MAX], last_seq; /* classic: segments to fetch, newest fetched */
+    int64_t queue_avail[QUEUE_MAX];
+    unsigned nqueue;
+    int64_t piece_avail_ms; /* classic: when the piece being fetched was complete at the server */
+    int64_t newest_ms;      /* availability of the newest piece received (0: none yet) */
+    int64_t pending_rx_ms;  /* ll: receipt of the part whose availability the next playlist says */
+    double next_at, req_at, active_at;
+    int target;             /* target duration, s */
+    double part_target;
+} client_t;
+
+static struct {
+    const char *host, *mount, *status_path, *ext;
+    int port, ll;
+    unsigned steps[MAX_STEPS], nsteps, max_pending;
+    double connect_rate, hold, duration, req_timeout;
+} opt = {.host = "127.0.0.1", .port = 8000, .connect_rate = 500, .max_pending = 64,
+         .req_timeout = 30, .ext = "mp3"};
+
+static struct {
+    int ep;
+    FILE *status;
+    client_t *c;
+    unsigned nc, launched, active, pending, step, starving, eligible;
+    double t0, next_status, step_full_at, credit, credit_at, loop_max, cpu_prev;
+    uint64_t bytes, requests, errors, reconnects, pieces, bytes_step0, requests_step0;
+    uint64_t errors_by[4]; /* connect, status != 2xx, closed by the server, timeout */
+    uint32_t *lat_win, *lat_step;
+    uint64_t lat_win_n, lat_step_n;
+    unsigned starving_max;
+    double step_t0;
+    unsigned char *rbuf;
+    struct sockaddr_in addr;
+} g;
+
+static volatile sig_atomic_t stop_signals, next_signals;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9 - g.t0;
+}
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void on_signal(int sig)
+{
+    if (sig == SIGUSR1)
+        next_signals++;
+    else
+        stop_signals++;
+}
+
+/* ---- figures ---- */
+
+static void latency_add(int64_t ms)
+{
+    int64_t b = ms - LAT_MIN_MS;
+    b = b < 0 ? 0 : b >= LAT_BUCKETS ? LAT_BUCKETS - 1 : b;
+    g.lat_win[b]++;
+    g.lat_step[b]++;
+    g.lat_win_n++;
+    g.lat_step_n++;
+    g.pieces++;
+}
+
+static double percentile(const uint32_t *h, uint64_t n, double p)
+{
+    if (!n)
+        return -1;
+    uint64_t want = (uint64_t)(p * (double)n), seen = 0;
+    if (want >= n)
+        want = n - 1;
+    for (int b = 0; b < LAT_BUCKETS; b++) {
+        seen += h[b];
+        if (seen > want)
+            return b + LAT_MIN_MS;
+    }
+    return LAT_BUCKETS - 1 + LAT_MIN_MS;
+}
+
+static double cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
+           ru.ru_stime.tv_usec / 1e6;
+}
+
+/* ---- connections ---- */
+
+static void client_send(client_t *c, enum req r);
+
+static void client_fail(client_t *c, int kind)
+{
+    g.errors++;
+    g.errors_by[kind]++;
+    if (c->state == C_CONNECTING)
+        g.pending--;
+    if (c->fd >= 0)
+        close(c->fd);
+    c->fd = -1;
+    c->state = C_CLOSED;
+    c->want = c->req;
+    c->busy = 0;
+    c->next_at = now_s() + 1; /* starts again (a new connection, same session) in a second */
+}
+
+static int client_connect(client_t *c)
+{
+    c->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (c->fd < 0)
+        return -errno;
+    int r = connect(c->fd, (struct sockaddr *)&g.addr, sizeof(g.addr));
+    if (r < 0 && errno != EINPROGRESS) {
+        close(c->fd);
+        c->fd = -1;
+        return -errno;
+    }
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLET | EPOLLRDHUP,
+                             .data.u32 = (uint32_t)(c - g.c)};
+    epoll_ctl(g.ep, EPOLL_CTL_ADD, c->fd, &ev);
+    c->state = C_CONNECTING;
+    c->req_at = now_s();
+    g.pending++;
+    return 0;
+}
+
+/* Sends request r, or when the connection is gone, makes a new one that will send it. */
+static void client_send(client_t *c, enum req r)
+{
+    char path[256], line[512];
+    if (c->state != C_OPEN) {
+        c->want = (uint8_t)r;
+        c->next_at = now_s();
+        return;
+    }
+    if (r == Q_MULTI)
+        snprintf(path, sizeof(path), "%s/hls.m3u8", opt.mount);
+    else if (r == Q_PLAYLIST && opt.ll && c->msn)
+        snprintf(path, sizeof(path), "%s/hls.m3u8?session=%s&_HLS_msn=%llu&_HLS_part=%d", opt.mount,
+                 c->session, (unsigned long long)c->msn, c->part);
+    else if (r == Q_PLAYLIST)
+        snprintf(path, sizeof(path), "%s/hls.m3u8?session=%s", opt.mount, c->session);
+    else if (opt.ll)
+        snprintf(path, sizeof(path), "%s/hls/%llu.%d.%s", opt.mount, (unsigned long long)c->msn,
+                 c->part, opt.ext);
+    else
+        snprintf(path, sizeof(path), "%s/hls/%llu.%s", opt.mount, (unsigned long long)c->queue[0],
+                 opt.ext);
+    int n = snprintf(line, sizeof(line), "GET %s HTTP/1.1\r\nHost: %s:%d\r\nUser-Agent: hlsswarm\r\n"
+                     "Accept: */*\r\n\r\n", path, opt.host, opt.port);
+    c->req = (uint8_t)r;
+    c->body = B_HEAD;
+    c->text_len = c->hdr_len = 0;
+    c->status = 0;
+    c->req_at = now_s();
+    c->busy = 1;
+    g.requests++;
+    /* a request of a few hundred bytes on an idle connection: the socket buffer takes it */
+    if (write(c->fd, line, (size_t)n) != n)
+        client_fail(c, 2);
+}
+
+/* ---- playlists ---- */
+
+/* "2026-11-26T00:10:00.123Z" -> ms since the epoch */
+static int64_t parse_pdt(const char *s)
+{
+    struct tm tm = {0};
+    int ms = 0;
+    const char *rest = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+    if (rest && *rest == '.')
+        ms = atoi(rest + 1);
+    return (int64_t)timegm(&tm) * 1000 + ms;
+}
+
+/* Reads a media playlist: the classic client queues the segments it has not fetched, the ll
+ * client learns the hint and the availability of the part it last received. 0 or -EINVAL. */
+static int playlist_read(client_t *c, char *text)
+{
+    uint64_t seq = 0, hint_msn = 0;
+    int have_seq = 0, hint_part = -1, part_no = 0, news = 0;
+    int64_t pdt = 0, part_end_ms = 0;
+    double extinf = 0;
+    for (char *save = NULL, *ln = strtok_r(text, "\r\n", &save); ln; ln = strtok_r(NULL, "\r\n", &save)) {
+        if (!strncmp(ln, "#EXT-X-TARGETDURATION:", 22))
+            c->target = atoi(ln + 22);
+        else if (!strncmp(ln, "#EXT-X-PART-INF:PART-TARGET=", 28))
+            c->part_target = atof(ln + 28);
+        else if (!strncmp(ln, "#EXT-X-MEDIA-SEQUENCE:", 22)) {
+            seq = strtoull(ln + 22, NULL, 10);
+            have_seq = 1;
+        } else if (!strncmp(ln, "#EXT-X-PROGRAM-DATE-TIME:", 25)) {
+            pdt = parse_pdt(ln + 25);
+            part_no = 0;
+            part_end_ms = 0;
+        } else if (!strncmp(ln, "#EXT-X-PART:DURATION=", 21)) {
+            part_end_ms += (int64_t)(atof(ln + 21) * 1000 + 0.5);
+            if (opt.ll && c->pending_rx_ms && seq == c->msn && part_no == c->part) {
+                latency_add(c->pending_rx_ms - (pdt + part_end_ms));
+                c->newest_ms = pdt + part_end_ms;
+                c->pending_rx_ms = 0;
+            }
+            part_no++;
+        } else if (!strncmp(ln, "#EXTINF:", 8))
+            extinf = atof(ln + 8);
+        else if (!strncmp(ln, "#EXT-X-PRELOAD-HINT:", 20)) {
+            const char *u = strstr(ln, "URI=\"hls/");
+            unsigned long long m;
+            if (!u || sscanf(u + 9, "%llu.%d.", &m, &hint_part) != 2)
+                return -EINVAL;
+            hint_msn = m;
+        } else if (ln[0] != '#' && have_seq) {
+            /* a complete segment's URI: segment `seq` */
+            int64_t avail = pdt + (int64_t)(extinf * 1000 + 0.5);
+            if (!opt.ll && seq > c->last_seq && c->nqueue < QUEUE_MAX) {
+                c->queue[c->nqueue] = seq;
+                c->queue_avail[c->nqueue++] = avail;
+                c->last_seq = seq;
+                news = 1;
+            }
+            seq++;
+        }
+    }
+    if (!have_seq || c->target <= 0)
+        return -EINVAL;
+    if (opt.ll) {
+        if (hint_part < 0)
+            return -EINVAL;
+        c->msn = hint_msn;
+        c->part = hint_part;
+        return 0;
+    }
+    /* the first playlist: start three target durations behind the live edge, as hls.js does */
+    if (!c->newest_ms && !c->catchup) {
+        if (c->nqueue > 3) {
+            memmove(c->queue, c->queue + c->nqueue - 3, 3 * sizeof(c->queue[0]));
+            memmove(c->queue_avail, c->queue_avail + c->nqueue - 3, 3 * sizeof(c->queue_avail[0]));
+            c->nqueue = 3;
+        }
+        c->catchup = (uint8_t)c->nqueue;
+    }
+    c->next_at = c->req_at + (news ? c->target : c->target / 2.0);
+    return 0;
+}
+
+/* ---- responses ---- */
+
+static void client_next(client_t *c)
+{
+    c->text[c->text_len] = '\0';
+    if (c->req == Q_MULTI) {
+        /* the variant's URL is the last line: hls.m3u8?session=TOKEN */
+        char *s = strstr(c->text + c->hdr_len, "session=");
+        if (!s || sscanf(s + 8, "%40[0-9a-fA-F]", c->session) != 1) {
+            client_fail(c, 1);
+            return;
+        }
+        client_send(c, Q_PLAYLIST);
+    } else if (c->req == Q_PLAYLIST) {
+        if (playlist_read(c, c->text + c->hdr_len) < 0) {
+            client_fail(c, 1);
+            return;
+        }
+        if (opt.ll || c->nqueue)
+            client_send(c, Q_PIECE); /* else the reload waits for next_at */
+    } else {
+        int64_t now = wall_ms();
+        if (!c->active_at) {
+            c->active_at = now_s();
+            g.active++;
+        }
+        if (opt.ll) { /* the part is complete: its reload names the next one */
+            c->pending_rx_ms = now;
+            client_send(c, Q_PLAYLIST);
+            return;
+        }
+        if (c->catchup)
+            c->catchup--; /* it was there before the client came: no latency */
+        else
+            latency_add(now - c->queue_avail[0]);
+        c->newest_ms = c->queue_avail[0];
+        memmove(c->queue, c->queue + 1, --c->nqueue * sizeof(c->queue[0]));
+        memmove(c->queue_avail, c->queue_avail + 1, c->nqueue * sizeof(c->queue_avail[0]));
+        if (c->nqueue)
+            client_send(c, Q_PIECE);
+        else if (c->next_at <= now_s())
+            client_send(c, Q_PLAYLIST);
+    }
+}
+
+/* The head is in c->text: status, length or chunked, keep-alive. */
+static int head_read(client_t *c)
+{
+    c->text[c->hdr_len] = '\0';
+    if (sscanf(c->text, "HTTP/1.%*d %d", &c->status) != 1)
+        return -EINVAL;
+    c->keep = !strcasestr(c->text, "\r\nConnection: close");
+    const char *cl = strcasestr(c->text, "\r\nContent-Length:");
+    if (strcasestr(c->text, "\r\nTransfer-Encoding: chunked"))
+        c->body = B_CHUNK_SIZE, c->left = 0;
+    else if (cl)
+        c->body = B_LENGTH, c->left = strtoull(cl + 17, NULL, 10);
+    else
+        return -EINVAL; /* no length: nothing here needs to read to the end */
+    if (c->status < 200 || c->status > 299)
+        return -EPROTO;
+    return 0;
+}
+
+/* Feeds received bytes through the response parser. 0, or -1 when the client failed. */
+static int client_feed(client_t *c, const unsigned char *p, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        if (c->body == B_HEAD) {
+            char ch = (char)p[i++];
+            if (c->text_len + 1 >= TEXT_MAX)
+                return client_fail(c, 1), -1;
+            c->text[c->text_len++] = ch;
+            if (c->text_len >= 4 && !memcmp(c->text + c->text_len - 4, "\r\n\r\n", 4)) {
+                c->hdr_len = c->text_len;
+                int r = head_read(c);
+                if (r < 0)
+                    return client_fail(c, 1), -1;
+                if (c->body == B_LENGTH && !c->left)
+                    c->body = B_DONE;
+            }
+        } else if (c->body == B_LENGTH || c->body == B_CHUNK_DATA) {
+            size_t take = n - i < c->left ? n - i : (size_t)c->left;
+            if (c->req != Q_PIECE) {
+                if (c->text_len + take + 1 >= TEXT_MAX)
+                    return client_fail(c, 1), -1;
+                memcpy(c->text + c->text_len, p + i, take);
+                c->text_len += take;
+            }
+            g.bytes += take;
+            i += take;
+            c->left -= take;
+            if (!c->left)
+                c->body = c->body == B_LENGTH ? B_DONE : B_CHUNK_CRLF;
+        } else if (c->body == B_CHUNK_SIZE) {
+            char ch = (char)p[i++];
+            if (ch == '\n')
+                c->body = c->left ? B_CHUNK_DATA : B_TRAILER;
+            else if (ch >= '0' && ch <= '9')
+                c->left = c->left * 16 + (uint64_t)(ch - '0');
+            else if ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'f')
+                c->left = c->left * 16 + (uint64_t)((ch | 0x20) - 'a' + 10);
+        } else if (c->body == B_CHUNK_CRLF) {
+            if (p[i++] == '\n')
+                c->body = B_CHUNK_SIZE, c->left = 0;
+        } else if (c->body == B_TRAILER) {
+            if (p[i++] == '\n')
+                c->body = B_DONE; /* no trailer fields: the empty line ends the body */
+        }
+        if (c->body == B_DONE) {
+            c->busy = 0;
+            if (i < n) /* nothing is pipelined: bytes after a response are a protocol error */
+                return client_fail(c, 1), -1;
+            if (!c->keep) { /* the server ends the connection: the next request on a new one */
+                close(c->fd);
+                c->fd = -1;
+                c->state = C_CLOSED;
+                c->want = Q_PLAYLIST;
+                g.reconnects++;
+            }
+            client_next(c);
+            if (c->state != C_OPEN)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+static void client_event(client_t *c, uint32_t events)
+{
+    if (c->state == C_CONNECTING) {
+        int err = 0;
+        socklen_t len = sizeof(err);
+        getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len);
+        if (err || (events & (EPOLLERR | EPOLLHUP))) {
+            client_fail(c, 0);
+            return;
+        }
+        if (!(events & EPOLLOUT))
+            return;
+        g.pending--;
+        c->state = C_OPEN;
+        client_send(c, c->want);
+        return;
+    }
+    if (c->state != C_OPEN || !(events & (EPOLLIN | EPOLLRDHUP | EPOLLERR | EPOLLHUP)))
+        return;
+    for (;;) {
+        ssize_t r = read(c->fd, g.rbuf, READ_BUF_SIZE);
+        if (r > 0) {
+            if (client_feed(c, g.rbuf, (size_t)r) < 0)
+                return;
+            if ((size_t)r < READ_BUF_SIZE && !(events & (EPOLLRDHUP | EPOLLHUP)))
+                return;
+            continue;
+        }
+        if (r < 0 && errno == EAGAIN)
+            return;
+        client_fail(c, 2); /* EOF or reset in the middle of an exchange */
+        return;
+    }
+}
+
+/* ---- the loop ---- */
+
+static void clients_launch(double t)
+{
+    unsigned target = opt.steps[g.step];
+    g.credit += (t - g.credit_at) * opt.connect_rate;
+    g.credit_at = t;
+    if (g.credit > opt.connect_rate)
+        g.credit = opt.connect_rate;
+    while (g.launched < target && g.launched < g.nc && g.credit >= 1 && g.pending < opt.max_pending) {
+        client_t *c = &g.c[g.launched++];
+        g.credit -= 1;
+        if (client_connect(c) < 0)
+            client_fail(c, 0);
+    }
+}
+
+/* Timers: classic reloads due, connections to make again, requests that took too long. */
+static void clients_tick(double t)
+{
+    for (unsigned i = 0; i < g.launched; i++) {
+        client_t *c = &g.c[i];
+        if (c->state == C_CLOSED && c->next_at && c->next_at <= t && g.pending < opt.max_pending) {
+            if (client_connect(c) < 0)
+                client_fail(c, 0);
+        } else if (c->state == C_OPEN && !c->busy && c->next_at && c->next_at <= t) {
+            client_send(c, Q_PLAYLIST);
+        } else if (c->state == C_OPEN && c->busy && t - c->req_at > opt.req_timeout) {
+            client_fail(c, 3);
+        } else if (c->state == C_CONNECTING && t - c->req_at > opt.req_timeout && c->req_at) {
+            client_fail(c, 0);
+        }
+    }
+}
+
+/* A client starves when the newest piece it holds became available longer ago than the
+ * player's hold-back from the live edge: a player that far behind live would have nothing to
+ * play. Judged among the clients that received a piece and have run for a hold-back since. */
+static void starving_count(double t)
+{
+    int64_t now = wall_ms();
+    g.starving = g.eligible = 0;
+    for (unsigned i = 0; i < g.launched; i++) {
+        client_t *c = &g.c[i];
+        double hold = opt.ll ? 3 * c->part_target : 3.0 * c->target;
+        if (!c->active_at || t - c->active_at < hold || !c->newest_ms)
+            continue;
+        g.eligible++;
+        if ((double)(now - c->newest_ms) > hold * 1000)
+            g.starving++;
+    }
+    if (g.starving > g.starving_max)
+        g.starving_max = g.starving;
+}
+
+static void step_report(double t, const char *what)
+{
+    double secs = t - g.step_t0 > 0 ? t - g.step_t0 : 1;
+    unsigned n = g.active ? g.active : 1;
+    fprintf(g.status, "%s mode=%s clients=%u active=%u secs=%.1f bytes_per_client_s=%.0f "
+            "requests_per_client_s=%.3f errors=%llu err_connect=%llu err_status=%llu "
+            "err_closed=%llu err_timeout=%llu reconnects=%llu starving_max=%u pieces=%llu "
+            "lat_p50_ms=%.0f lat_p90_ms=%.0f lat_p99_ms=%.0f lat_max_ms=%.0f\n",
+            what, opt.ll ? "ll" : "classic", opt.steps[g.step], g.active, secs,
+            (double)(g.bytes - g.bytes_step0) / n / secs,
+            (double)(g.requests - g.requests_step0) / n / secs, (unsigned long long)g.errors,
+            (unsigned long long)g.errors_by[0], (unsigned long long)g.errors_by[1],
+            (unsigned long long)g.errors_by[2], (unsigned long long)g.errors_by[3],
+            (unsigned long long)g.reconnects, g.starving_max, (unsigned long long)g.lat_step_n,
+            percentile(g.lat_step, g.lat_step_n, 0.5), percentile(g.lat_step, g.lat_step_n, 0.9),
+            percentile(g.lat_step, g.lat_step_n, 0.99), percentile(g.lat_step, g.lat_step_n, 1.0));
+    fflush(g.status);
+}
+
+/* The figures of a step count from the moment all its clients are active. */
+static void step_reset(double t)
+{
+    g.step_t0 = t;
+    g.bytes_step0 = g.bytes;
+    g.requests_step0 = g.requests;
+    g.starving_max = 0;
+    memset(g.lat_step, 0, LAT_BUCKETS * sizeof(*g.lat_step));
+    g.lat_step_n = 0;
+}
+
+static void status_tick(double t)
+{
+    starving_count(t);
+    double cpu = cpu_s();
+    fprintf(g.status, "t=%.0f listeners=%u connected=%u pending=%u bytes=%llu requests=%llu "
+            "errors=%llu starving=%u eligible=%u lat_n=%llu lat_p50_ms=%.0f lat_p99_ms=%.0f "
+            "swarm_cpu_pct=%.1f swarm_loop_max_ms=%.1f\n", t, opt.steps[g.step], g.active,
+            g.pending, (unsigned long long)g.bytes, (unsigned long long)g.requests,
+            (unsigned long long)g.errors, g.starving, g.eligible, (unsigned long long)g.lat_win_n,
+            percentile(g.lat_win, g.lat_win_n, 0.5), percentile(g.lat_win, g.lat_win_n, 0.99),
+            (cpu - g.cpu_prev) * 100, g.loop_max * 1000);
+    fflush(g.status);
+    g.cpu_prev = cpu;
+    g.loop_max = 0;
+    memset(g.lat_win, 0, LAT_BUCKETS * sizeof(*g.lat_win));
+    g.lat_win_n = 0;
+    if (g.step_full_at < 0 && g.active >= opt.steps[g.step]) {
+        g.step_full_at = t;
+        step_reset(t);
+        fprintf(g.status, "all_active clients=%u t=%.0f\n", opt.steps[g.step], t);
+    }
+}
+
+static void step_next(double t)
+{
+    step_report(t, "step");
+    if (g.step + 1 < opt.nsteps) {
+        g.step++;
+        g.step_full_at = -1;
+    } else {
+        stop_signals++;
+    }
+}
+
+static void run(void)
+{
+    struct epoll_event evs[1024];
+    g.step_full_at = -1;
+    while (!stop_signals) {
+        double t = now_s();
+        if (opt.duration > 0 && t >= opt.duration)
+            break;
+        if (next_signals) {
+            next_signals = 0;
+            step_next(t);
+        }
+        if (opt.hold > 0 && g.step_full_at >= 0 && t - g.step_full_at >= opt.hold)
+            step_next(t);
+        if (t >= g.next_status) {
+            status_tick(t);
+            clients_tick(t);
+            g.next_status += 1;
+        }
+        clients_launch(t);
+        double busy = now_s() - t;
+        g.loop_max = busy > g.loop_max ? busy : g.loop_max;
+        int n = epoll_wait(g.ep, evs, 1024, 10);
+        double t1 = now_s();
+        for (int i = 0; i < n; i++)
+            client_event(&g.c[evs[i].data.u32], evs[i].events);
+        /* classic reloads are due at their own times: look every 100 ms, not only once a second */
+        static double last_tick;
+        if (t1 - last_tick >= 0.1) {
+            clients_tick(t1);
+            last_tick = t1;
+        }
+        busy = now_s() - t1;
+        g.loop_max = busy > g.loop_max ? busy : g.loop_max;
+    }
+    step_report(now_s(), "final");
+    for (unsigned i = 0; i < g.launched; i++)
+        if (g.c[i].fd >= 0)
+            close(g.c[i].fd);
+}
+
+/* ---- set-up ---- */
+
+static void usage(void)
+{
+    fputs("usage: hlsswarm --mount M [--ll] [--clients N[,N2,...]] [--hold SEC] [--host H]\n"
+          "       [--port P] [--connect-rate R/s] [--max-pending N] [--duration SEC]\n"
+          "       [--request-timeout SEC] [--status FILE]\n"
+          "  --clients 1000,5000,10000: a step each; the next starts after --hold seconds once\n"
+          "  all of a step are active, or on SIGUSR1; after the last, it ends\n", stderr);
+    exit(2);
+}
+
+static void parse_args(int argc, char **argv)
+{
+    static const struct option lo[] = {
+        {"host", 1, 0, 'h'}, {"port", 1, 0, 'p'}, {"mount", 1, 0, 'm'}, {"ll", 0, 0, 'l'},
+        {"clients", 1, 0, 'n'}, {"hold", 1, 0, 'H'}, {"connect-rate", 1, 0, 'c'},
+        {"max-pending", 1, 0, 'X'}, {"duration", 1, 0, 'd'}, {"request-timeout", 1, 0, 'T'},
+        {"status", 1, 0, 's'}, {0, 0, 0, 0}};
+    int ch;
+    while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+        switch (ch) {
+        case 'h': opt.host = optarg; break;
+        case 'p': opt.port = atoi(optarg); break;
+        case 'm': opt.mount = optarg; break;
+        case 'l': opt.ll = 1; break;
+        case 'n':
+            for (char *save = NULL, *s = strtok_r(optarg, ",", &save); s && opt.nsteps < MAX_STEPS;
+                 s = strtok_r(NULL, ",", &save))
+                opt.steps[opt.nsteps++] = (unsigned)atoi(s);
+            break;
+        case 'H': opt.hold = atof(optarg); break;
+        case 'c': opt.connect_rate = atof(optarg); break;
+        case 'X': opt.max_pending = (unsigned)atoi(optarg); break;
+        case 'd': opt.duration = atof(optarg); break;
+        case 'T': opt.req_timeout = atof(optarg); break;
+        case 's': opt.status_path = optarg; break;
+        default: usage();
+        }
+    }
+    if (!opt.mount || !opt.nsteps || optind != argc || opt.connect_rate <= 0)
+        usage();
+    for (unsigned i = 0; i < opt.nsteps; i++) {
+        if (!opt.steps[i] || (i && opt.steps[i] < opt.steps[i - 1]))
+            usage();
+        g.nc = opt.steps[i];
+    }
+    const char *dot = strrchr(opt.mount, '.');
+    if (dot && !strcmp(dot, ".aac"))
+        opt.ext = "aac";
+}
+
+static int setup(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    g.addr.sin_family = AF_INET;
+    g.addr.sin_port = htons((uint16_t)opt.port);
+    if (inet_pton(AF_INET, opt.host, &g.addr.sin_addr) != 1)
+        return -EINVAL;
+    g.c = calloc(g.nc, sizeof(*g.c));
+    g.rbuf = malloc(READ_BUF_SIZE);
+    g.lat_win = calloc(LAT_BUCKETS, sizeof(*g.lat_win));
+    g.lat_step = calloc(LAT_BUCKETS, sizeof(*g.lat_step));
+    g.ep = epoll_create1(EPOLL_CLOEXEC);
+    if (!g.c || !g.rbuf || !g.lat_win || !g.lat_step || g.ep < 0)
+        return -ENOMEM;
+    for (unsigned i = 0; i < g.nc; i++) {
+        g.c[i].fd = -1;
+        if (!(g.c[i].text = malloc(TEXT_MAX)))
+            return -ENOMEM;
+    }
+    g.status = opt.status_path ? fopen(opt.status_path, "w") : stdout;
+    if (!g.status)
+        return -errno;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    g.t0 = ts.tv_sec + ts.tv_nsec / 1e9;
+    g.next_status = 1;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    parse_args(argc, argv);
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    signal(SIGUSR1, on_signal);
+    int r = setup();
+    if (r < 0) {
+        fprintf(stderr, "hlsswarm: set-up failed: %s\n", strerror(-r));
+        return 1;
+    }
+    run();
+    return 0;
+}
