@@ -15,7 +15,8 @@ bin=${RIMECAST_BIN:-$src/rimecast}
 fail() { echo "FAIL: $*" >&2; exit 1; }
 skip() { echo "SKIP: $*"; exit 77; }
 
-if [ "$(id -u)" -eq 0 ] && [ -z "${RIMECAST_README_NETNS:-}" ] && unshare -n true 2>/dev/null; then
+if [ "$(id -u)" -eq 0 ] && [ -z "${RIMECAST_README_NETNS:-}" ] && command -v ip >/dev/null 2>&1 &&
+    unshare -n true 2>/dev/null; then
     RIMECAST_README_NETNS=1 exec unshare -n "$0" "$@"
 fi
 if [ -n "${RIMECAST_README_NETNS:-}" ]; then
