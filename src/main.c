@@ -517,8 +517,17 @@ static void take_over(int hfd)
         upgrade_refuse(hfd, err);
         _exit(1);
     }
+    /* systemd learns the new main PID before the old process may exit (it exits once
+     * confirmed): else the unit would see its main process gone and stop the service */
+    char state[64];
+    snprintf(state, sizeof(state), "MAINPID=%d", (int)getpid());
+    notify_manager(state);
+    if (getenv("NOTIFY_SOCKET"))
+        sd_notify_barrier(5000);
     if (upgrade_confirm(err, sizeof(err)) < 0) {
         log_error("upgrade: %s", err);
+        snprintf(state, sizeof(state), "MAINPID=%d", (int)getppid()); /* the old one serves on */
+        notify_manager(state);
         _exit(1);
     }
 }

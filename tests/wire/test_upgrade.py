@@ -675,14 +675,31 @@ def test_the_new_process_tells_systemd_its_pid(server, mp3_file, monkeypatch):
         sock.bind(path)
         os.chmod(path, 0o777)  # the server sends as the user it runs as
         monkeypatch.setenv("NOTIFY_SOCKET", path)
+        # read as a service manager does, all along: the new process names itself the main
+        # one and waits (BARRIER=1: its descriptor is dropped once read) before it confirms
+        got, stop = [], threading.Event()
+
+        def manager():
+            sock.settimeout(0.2)
+            while not stop.is_set():
+                try:
+                    got.append(sock.recv(4096).decode().split("\n"))
+                except socket.timeout:
+                    pass
+        reader = threading.Thread(target=manager, daemon=True)
+        reader.start()
         srv = server()
         src, lis = live_mount(srv, mp3_file)
         new_pid = upgrade(srv)
-        sock.settimeout(10)  # a datagram that never comes fails the test (socket.timeout)
-        lines = []
-        while "MAINPID=%d" % new_pid not in lines:  # the old process may have said READY=1
-            lines = sock.recv(4096).decode().split("\n")
-        assert "READY=1" in lines, lines
+        deadline = time.monotonic() + 10
+        named = lambda: ["MAINPID=%d" % new_pid in m for m in got]
+        while not (any(named()) and any("READY=1" in m for m in got[named().index(True):])):
+            assert time.monotonic() < deadline, got
+            time.sleep(0.05)
+        first = named().index(True)
+        assert "BARRIER=1" in [l for m in got[first + 1:] for l in m], got  # before it confirmed
+        stop.set()
+        reader.join()
         sock.close()
         src.stop()
         lis.close()
