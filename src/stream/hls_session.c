@@ -8,7 +8,9 @@
  * segments it fetched: segment URLs carry no token, so a segment counts to the session whose
  * playlist came by the same connection, else to one polling from the same address with the
  * same agent). On a mount with listener authentication a session begins only with the login
- * its first request passed (hls_session.h), and ends that login with it. Sessions are found by
+ * its first request passed (hls_session.h), and ends that login with it. A session whose
+ * mount has an intro (or whose login named a preroll) sees the playlist through a view of its
+ * own that lists the intro first (hls_intro.h, hls_playlist_view). Sessions are found by
  * token and by connection through a hash index (a poll and a segment cost the same with ten or
  * ten thousand sessions). Under hls_t.lock, but for the token.
  */
@@ -516,7 +518,7 @@ int hls_session_playlist(hls_t *h, const char *token, buf_t *out, int ll)
     }
     if (s && s->view.intro) {
         v = s->view;
-        atomic_fetch_add(&((hls_intro_t *)v.intro)->refs, 1);
+        hls_intro_ref(v.intro);
     }
     pthread_mutex_unlock(&h->lock);
     int rc = hls_playlist_view(h, out, ll, v.intro ? &v : NULL);

@@ -6,7 +6,8 @@
  * hands what it let in to the session: the session ends it (listener_remove with the
  * session's duration and bytes, the user's place among the mount's users) when it ends, and
  * ends at the time limit the auth server gave. Later polls of the session carry only its
- * token; segment and part URLs stay the same for everyone.
+ * token; segment and part URLs stay the same for everyone. Also the session's own playlist,
+ * its intro first (a view fixed at its first playlist), and the intro's impression.
  */
 #ifndef RIMECAST_HLS_SESSION_H
 #define RIMECAST_HLS_SESSION_H
