@@ -902,19 +902,19 @@ static hls_intro_t *intro_of_request(const http_request_t *req, hls_t *h, int *n
     return in;
 }
 
-/* The last byte of an intro segment went out: a session that fetched the intro's last one
- * counts it as played. */
+/* The last byte of an intro segment went out: a session that fetched the last one it plays
+ * counts the intro as played. */
 static void intro_sent(conn_t *c)
 {
     const http_request_t *req = client_of(c)->req;
     hls_t *h = window_of_request(c);
     int n;
     hls_intro_t *in = h ? intro_of_request(req, h, &n) : NULL;
-    if (in && n == in->nsegs - 1 && req->method == HTTP_METHOD_GET) {
+    if (in && req->method == HTTP_METHOD_GET) {
         const http_header_t *ua = http_find_header(req, "user-agent");
         char *agent = ua ? strndup(ua->value, ua->value_len) : NULL;
         hls_client_t who = {.ip = c->ip, .agent = agent, .conn_id = c->id};
-        hls_session_intro_fetched(h, &who, in->name);
+        hls_session_intro_fetched(h, &who, in->name, n);
         free(agent);
     }
     hls_intro_unref(in);

@@ -538,11 +538,12 @@ int hls_session_intro_known(hls_t *h, const char *file)
     return known;
 }
 
-void hls_session_intro_fetched(hls_t *h, const hls_client_t *who, const char *file)
+void hls_session_intro_fetched(hls_t *h, const hls_client_t *who, const char *file, int n)
 {
     pthread_mutex_lock(&h->lock);
     hls_session_t *s = session_of_client(h, who);
-    if (s && s->view.intro && !s->intro_played && strcmp(s->view.intro->name, file) == 0) {
+    if (s && s->view.intro && !s->intro_played && n == s->view.nsegs - 1 &&
+        strcmp(s->view.intro->name, file) == 0) {
         s->intro_played = 1;
         session_live_preroll(s->live);
         log_debug("hls: session %llu played its intro", (unsigned long long)s->id);

@@ -51,8 +51,8 @@ int hls_session_playlist(hls_t *h, const char *token, buf_t *out, int ll);
 /* 1 if webroot file `file` ("/intro.mp3") is an intro of h: its mount's <intro>, or one a
  * session of h plays first. Only those are served as intro segments. */
 int hls_session_intro_known(hls_t *h, const char *file);
-/* The request of `who` (as hls_session_add_bytes finds its session) fetched the last
- * segment of intro `file` whole: its session counts the intro as played. */
-void hls_session_intro_fetched(hls_t *h, const hls_client_t *who, const char *file);
+/* The request of `who` (as hls_session_add_bytes finds its session) fetched segment n of
+ * intro `file` whole: if that is the last its session plays, the intro counts as played. */
+void hls_session_intro_fetched(hls_t *h, const hls_client_t *who, const char *file, int n);
 
 #endif
