@@ -378,14 +378,27 @@ int hls_session_poll_login(hls_t *h, const char *token, const hls_client_t *who,
                            hls_login_t *login)
 {
     int rc = poll(h, token, who, 0, login != NULL, login);
-    if (login && (login->url || login->user)) { /* not taken by a session */
-        if (login->url)
-            auth_url_session_close(login->url, 0, 0);
-        auth_session_end(login->user);
-        login->url = NULL;
-        login->user = NULL;
-    }
+    hls_login_drop(login); /* what a session did not take */
     return rc;
+}
+
+void hls_login_drop(hls_login_t *login)
+{
+    if (!login)
+        return;
+    if (login->url)
+        auth_url_session_close(login->url, 0, 0);
+    auth_session_end(login->user);
+    login->url = NULL;
+    login->user = NULL;
+}
+
+int hls_session_known(hls_t *h, const char *token)
+{
+    pthread_mutex_lock(&h->lock);
+    int known = session_find(h, token) != NULL;
+    pthread_mutex_unlock(&h->lock);
+    return known;
 }
 
 /* The session a segment request of `who` counts to: the one whose playlist came by the same

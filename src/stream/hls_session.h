@@ -38,6 +38,11 @@ typedef struct hls_login {
 int hls_session_poll_login(hls_t *h, const char *token, const hls_client_t *who,
                            hls_login_t *login);
 
+/* Ends what login holds (the auth server is told the session lasted nothing). NULL is fine. */
+void hls_login_drop(hls_login_t *login);
+/* 1 if h has a session of token (begun, not yet forgotten). */
+int hls_session_known(hls_t *h, const char *token);
+
 /* The mount name whose <mount> block's authentication a new session of h passes: h's own
  * name, or, while h serves the live fallback of its sourceless mount, that fallback's when its
  * authentication does not cover the one of h's name (as a listener sent to the fallback:
