@@ -319,6 +319,48 @@ static void login_done(conn_t *c, hls_t *h, hls_login_t *login)
 static hls_t *window_of_request(conn_t *c);
 static int parse_intro_url(const char *path, char **mount, int *n);
 
+/* URL authentication answered for c: 1 if it accepted (its user goes to the access log),
+ * else 0 with the listener's refusal sent and s freed. */
+static int url_login_accepted(conn_t *c, auth_url_session_t *s)
+{
+    if (!s->accepted) {
+        auth_url_send_refusal(c, s);
+        auth_url_session_free(s);
+        return 0;
+    }
+    if (s->user) {
+        free(client_of(c)->log_user);
+        client_of(c)->log_user = str_dup(s->user);
+    }
+    return 1;
+}
+
+/* Starts the login of the listener on c (req) of `name`, whose block mc has authentication:
+ * URL authentication (url_done runs with the answer, parked meanwhile or at once), else
+ * htpasswd (user_done runs once verified); refusals are answered as a listener's. 1 when
+ * there is no authentication to pass after all: the caller goes on. */
+static int login_start(conn_t *c, const http_request_t *req, const mount_conf_t *mc,
+                       const char *name, auth_url_resume_fn url_done, auth_admitted_fn user_done)
+{
+    if (!auth_url_enabled(mc))
+        return auth_listener_begin(c, req, name, user_done);
+    auth_url_session_t *s = NULL;
+    switch (auth_url_listener_add(c, mc, name, req, url_done, &s)) {
+    case AUTH_URL_PARKED:
+        break;
+    case AUTH_URL_ACCEPTED:
+        url_done(c, s);
+        break;
+    case AUTH_URL_BUSY:
+        client_send_error(c, 403, "Forbidden: busy, please try again later");
+        break;
+    case AUTH_URL_FAILED:
+        client_send_error(c, 500, "Internal Server Error");
+        break;
+    }
+    return 0;
+}
+
 /* URL authentication answered (on c's worker), or let in at once (no listener_add URL). */
 static void url_login_resumed(conn_t *c, auth_url_session_t *s)
 {
@@ -328,15 +370,8 @@ static void url_login_resumed(conn_t *c, auth_url_session_t *s)
         client_send_error(c, 404, "The file you requested could not be found");
         return;
     }
-    if (!s->accepted) {
-        auth_url_send_refusal(c, s);
-        auth_url_session_free(s);
+    if (!url_login_accepted(c, s))
         return;
-    }
-    if (s->user) {
-        free(client_of(c)->log_user);
-        client_of(c)->log_user = str_dup(s->user);
-    }
     /* a preroll the auth server named is played first instead of the mount's intro */
     hls_login_t login = {.url = s, .user_name = s->user, .time_limit_s = s->timelimit,
                          .intro = s->preroll};
@@ -386,24 +421,7 @@ static void user_login_verified(conn_t *c, const char *mount)
 static void login_begin(conn_t *c, const http_request_t *req, hls_t *h, const mount_conf_t *mc,
                         const char *name)
 {
-    if (auth_url_enabled(mc)) {
-        auth_url_session_t *s = NULL;
-        switch (auth_url_listener_add(c, mc, name, req, url_login_resumed, &s)) {
-        case AUTH_URL_PARKED:
-            return;
-        case AUTH_URL_ACCEPTED:
-            url_login_resumed(c, s);
-            return;
-        case AUTH_URL_BUSY:
-            client_send_error(c, 403, "Forbidden: busy, please try again later");
-            return;
-        case AUTH_URL_FAILED:
-            client_send_error(c, 500, "Internal Server Error");
-            return;
-        }
-        return;
-    }
-    if (auth_listener_begin(c, req, name, user_login_verified)) {
+    if (login_start(c, req, mc, name, url_login_resumed, user_login_verified)) {
         hls_login_t none = {0}; /* the authentication went away (a reload) */
         login_done(c, h, &none);
     }
@@ -902,19 +920,19 @@ static hls_intro_t *intro_of_request(const http_request_t *req, hls_t *h, int *n
     return in;
 }
 
-/* The last byte of an intro segment went out: a session that fetched the intro's last one
- * counts it as played. */
+/* The last byte of an intro segment went out: a session that fetched the last one it plays
+ * counts the intro as played. */
 static void intro_sent(conn_t *c)
 {
     const http_request_t *req = client_of(c)->req;
     hls_t *h = window_of_request(c);
     int n;
     hls_intro_t *in = h ? intro_of_request(req, h, &n) : NULL;
-    if (in && n == in->nsegs - 1 && req->method == HTTP_METHOD_GET) {
+    if (in && req->method == HTTP_METHOD_GET) {
         const http_header_t *ua = http_find_header(req, "user-agent");
         char *agent = ua ? strndup(ua->value, ua->value_len) : NULL;
         hls_client_t who = {.ip = c->ip, .agent = agent, .conn_id = c->id};
-        hls_session_intro_fetched(h, &who, in->name);
+        hls_session_intro_fetched(h, &who, in->name, n);
         free(agent);
     }
     hls_intro_unref(in);
@@ -977,12 +995,70 @@ static void answer(conn_t *c, const http_request_t *req, const hls_url_t *u, con
         answer_piece(c, req, h, u);
 }
 
-/* The on-demand relay a playlist request started is live (the request was kept). */
+/* ---- an on-demand relay's playlist: the session's login, then the relay ---- */
+
+/* The on-demand relay a playlist request started is live (the request was kept). A login
+ * that came first rode on the connection, as a waiting listener's does: the session takes
+ * it. */
 static void relay_live(conn_t *c, mount_t *m, unsigned time_limit_s)
 {
-    (void)time_limit_s; /* a session's login comes with its playlist, once the relay is live */
-    const hls_url_t u = {.playlist = 1, .part = -1};
-    answer(c, client_of(c)->req, &u, m->name, m);
+    client_t *cl = client_of(c);
+    const http_request_t *req = cl->req;
+    hls_login_t login = {.time_limit_s = time_limit_s, .user_name = cl->log_user};
+    int logged_in = cl->on_end != NULL;
+    if (cl->on_end == auth_url_session_end) {
+        login.url = cl->on_end_arg;
+        login.intro = login.url->preroll;
+    } else if (cl->on_end) {
+        login.user = cl->on_end_arg; /* htpasswd's place among the mount's users */
+    }
+    cl->on_end = NULL;
+    cl->on_end_arg = NULL;
+    hls_t *h = window_for(c, req, m->name, m);
+    if (!h)
+        hls_login_drop(&login);
+    else if (logged_in)
+        login_done(c, h, &login);
+    else
+        answer_playlist(c, req, h);
+}
+
+/* The request waits for the relay (its login, if any, held by the connection meanwhile:
+ * ended with it if it leaves first). */
+static void relay_wait(conn_t *c, const char *name, unsigned time_limit_s)
+{
+    if (!relay_park_listener(c, name, time_limit_s, relay_live))
+        client_send_error(c, 404, "The file you requested could not be found");
+}
+
+static void relay_url_resumed(conn_t *c, auth_url_session_t *s)
+{
+    if (!url_login_accepted(c, s))
+        return;
+    client_t *cl = client_of(c);
+    cl->on_end = auth_url_session_end; /* listener_remove if it leaves before the relay came */
+    cl->on_end_arg = s;
+    relay_wait(c, s->mount_name, s->timelimit);
+}
+
+static void relay_user_verified(conn_t *c, const char *mount)
+{
+    relay_wait(c, mount, 0);
+}
+
+/* An on-demand relay's playlist: a session's first request on a mount with listener
+ * authentication logs in before the relay is started (a refused one never makes it
+ * connect, as for a listener), then waits for the relay. */
+static void relay_start(conn_t *c, const http_request_t *req, const char *name)
+{
+    const mount_conf_t *mc = config_find_mount(server_config(), name);
+    char *token = mc && mc->auth && req->query && hls_sessions_wanted(name)
+                      ? url_query_param(req->query, req->query_len, "session") : NULL;
+    hls_t *h = token ? hls_find(name) : NULL;
+    int login = token && hls_session_token_valid(token) && !(h && hls_session_known(h, token));
+    free(token);
+    if (!login || login_start(c, req, mc, name, relay_url_resumed, relay_user_verified))
+        relay_wait(c, name, 0);
 }
 
 int hls_route(conn_t *c, const http_request_t *req, const char *path)
@@ -1011,8 +1087,8 @@ int hls_route(conn_t *c, const http_request_t *req, const char *path)
     int start_relay = !m && on_demand && u.playlist && req->method == HTTP_METHOD_GET;
     if (m)
         answer(c, req, &u, u.mount, m);
-    else if (start_relay && !relay_park_listener(c, u.mount, 0, relay_live))
-        client_send_error(c, 404, "The file you requested could not be found");
+    else if (start_relay)
+        relay_start(c, req, u.mount);
     free(u.mount);
     /* else not a live mount's: the URL is left to files and the other routes */
     return m || start_relay;

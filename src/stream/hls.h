@@ -121,6 +121,7 @@ int hls_playlist(hls_t *h, buf_t *out, int ll);
 typedef struct hls_intro hls_intro_t;
 typedef struct hls_view {
     const hls_intro_t *intro;
+    int nsegs;                 /* of the intro's segments, the ones played */
     uint64_t live_from;        /* the first live segment (after EXT-X-DISCONTINUITY) */
     uint64_t dseq_base;        /* the discontinuity sequence while the intro begins the list */
     uint64_t disc_before_next; /* the window's discontinuities before live_from + 1 */

@@ -19,6 +19,13 @@
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static hls_intro_t *cache;
 
+hls_intro_t *hls_intro_ref(const hls_intro_t *i)
+{
+    hls_intro_t *w = (hls_intro_t *)i; /* the count is the one field that changes */
+    atomic_fetch_add(&w->refs, 1);
+    return w;
+}
+
 void hls_intro_unref(hls_intro_t *i)
 {
     if (!i || atomic_fetch_sub(&i->refs, 1) != 1)

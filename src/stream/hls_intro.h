@@ -41,6 +41,7 @@ typedef struct hls_intro {
 /* The webroot file `name` cut for target duration `target` (seconds): a new reference, or
  * NULL (no such file, or no MP3 / ADTS frames in it). Cold path: stats the file. */
 hls_intro_t *hls_intro_get(const char *name, int target);
+hls_intro_t *hls_intro_ref(const hls_intro_t *i);
 void hls_intro_unref(hls_intro_t *i);
 
 /* Appends the relative URI of segment n (the playlist is <mount>/hls.m3u8):

@@ -59,13 +59,16 @@ static uint64_t disc_before(const hls_t *h, uint64_t seq)
 }
 
 /* A session's view: its intro's segments take the sequence numbers just before its first
- * live segment, and stay listed (the window then listed from further back) until as many
- * live segments as the intro has left the common playlist. *first is moved back to the
- * view's first; the discontinuity sequence it starts with is returned. */
+ * live segment, and stay listed (the window then listed from further back, by as many
+ * segments as the intro has) until the common playlist's first is that many past the first
+ * live one; then the view lists what everyone's lists (its first jumps ahead: segments may
+ * leave the front several at once). *first (the common first) becomes the view's; the
+ * discontinuity sequence it starts with is returned. */
 static uint64_t view_first(const hls_t *h, const hls_view_t *v, uint64_t *first)
 {
-    uint64_t n = (uint64_t)v->intro->nsegs, m = v->live_from;
-    uint64_t f = *first >= n && *first - n > m - n ? *first - n : m - n;
+    uint64_t n = (uint64_t)v->nsegs, m = v->live_from, f = *first;
+    if (f < m + n)
+        f = f - n > m - n ? f - n : m - n; /* f >= n: the window began after m - n */
     *first = f;
     uint64_t disc = v->dseq_base + (f > m);
     if (f > m + 1)
@@ -78,7 +81,7 @@ static uint64_t view_first(const hls_t *h, const hls_view_t *v, uint64_t *first)
 static void write_intro(buf_t *out, const hls_view_t *v, uint64_t first, const hls_seg_t *live)
 {
     const hls_intro_t *in = v->intro;
-    uint64_t seq0 = v->live_from - (uint64_t)in->nsegs, left = 0;
+    uint64_t seq0 = v->live_from - (uint64_t)v->nsegs, left = 0;
     if (first == seq0)
         buf_append_str(out, "#EXT-X-START:TIME-OFFSET=0\n"); /* the intro is played first */
     for (uint64_t q = first; q < v->live_from; q++)
@@ -97,8 +100,11 @@ void hls_view_begin_locked(hls_t *h, const hls_intro_t *intro, hls_view_t *v)
 {
     /* live from the newest complete segment: the intro, then what is live now */
     uint64_t m = h->open_seq > h->first_seq ? h->open_seq - 1 : h->open_seq;
-    if (m < (uint64_t)intro->nsegs)
-        m = (uint64_t)intro->nsegs;
+    /* the window must still hold the live segments listed after the intro (it keeps twice
+     * the listed ones): a longer intro is cut short */
+    v->nsegs = intro->nsegs < h->listed + 1 ? intro->nsegs : h->listed + 1;
+    if (m < (uint64_t)v->nsegs)
+        m = (uint64_t)v->nsegs;
     v->intro = intro;
     v->live_from = m;
     v->dseq_base = disc_before(h, m);

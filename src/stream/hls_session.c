@@ -8,7 +8,9 @@
  * segments it fetched: segment URLs carry no token, so a segment counts to the session whose
  * playlist came by the same connection, else to one polling from the same address with the
  * same agent). On a mount with listener authentication a session begins only with the login
- * its first request passed (hls_session.h), and ends that login with it. Sessions are found by
+ * its first request passed (hls_session.h), and ends that login with it. A session whose
+ * mount has an intro (or whose login named a preroll) sees the playlist through a view of its
+ * own that lists the intro first (hls_intro.h, hls_playlist_view). Sessions are found by
  * token and by connection through a hash index (a poll and a segment cost the same with ten or
  * ten thousand sessions). Under hls_t.lock, but for the token.
  */
@@ -376,14 +378,27 @@ int hls_session_poll_login(hls_t *h, const char *token, const hls_client_t *who,
                            hls_login_t *login)
 {
     int rc = poll(h, token, who, 0, login != NULL, login);
-    if (login && (login->url || login->user)) { /* not taken by a session */
-        if (login->url)
-            auth_url_session_close(login->url, 0, 0);
-        auth_session_end(login->user);
-        login->url = NULL;
-        login->user = NULL;
-    }
+    hls_login_drop(login); /* what a session did not take */
     return rc;
+}
+
+void hls_login_drop(hls_login_t *login)
+{
+    if (!login)
+        return;
+    if (login->url)
+        auth_url_session_close(login->url, 0, 0);
+    auth_session_end(login->user);
+    login->url = NULL;
+    login->user = NULL;
+}
+
+int hls_session_known(hls_t *h, const char *token)
+{
+    pthread_mutex_lock(&h->lock);
+    int known = session_find(h, token) != NULL;
+    pthread_mutex_unlock(&h->lock);
+    return known;
 }
 
 /* The session a segment request of `who` counts to: the one whose playlist came by the same
@@ -516,7 +531,7 @@ int hls_session_playlist(hls_t *h, const char *token, buf_t *out, int ll)
     }
     if (s && s->view.intro) {
         v = s->view;
-        atomic_fetch_add(&((hls_intro_t *)v.intro)->refs, 1);
+        hls_intro_ref(v.intro);
     }
     pthread_mutex_unlock(&h->lock);
     int rc = hls_playlist_view(h, out, ll, v.intro ? &v : NULL);
@@ -536,11 +551,12 @@ int hls_session_intro_known(hls_t *h, const char *file)
     return known;
 }
 
-void hls_session_intro_fetched(hls_t *h, const hls_client_t *who, const char *file)
+void hls_session_intro_fetched(hls_t *h, const hls_client_t *who, const char *file, int n)
 {
     pthread_mutex_lock(&h->lock);
     hls_session_t *s = session_of_client(h, who);
-    if (s && s->view.intro && !s->intro_played && strcmp(s->view.intro->name, file) == 0) {
+    if (s && s->view.intro && !s->intro_played && n == s->view.nsegs - 1 &&
+        strcmp(s->view.intro->name, file) == 0) {
         s->intro_played = 1;
         session_live_preroll(s->live);
         log_debug("hls: session %llu played its intro", (unsigned long long)s->id);

@@ -6,7 +6,8 @@
  * hands what it let in to the session: the session ends it (listener_remove with the
  * session's duration and bytes, the user's place among the mount's users) when it ends, and
  * ends at the time limit the auth server gave. Later polls of the session carry only its
- * token; segment and part URLs stay the same for everyone.
+ * token; segment and part URLs stay the same for everyone. Also the session's own playlist,
+ * its intro first (a view fixed at its first playlist), and the intro's impression.
  */
 #ifndef RIMECAST_HLS_SESSION_H
 #define RIMECAST_HLS_SESSION_H
@@ -37,6 +38,11 @@ typedef struct hls_login {
 int hls_session_poll_login(hls_t *h, const char *token, const hls_client_t *who,
                            hls_login_t *login);
 
+/* Ends what login holds (the auth server is told the session lasted nothing). NULL is fine. */
+void hls_login_drop(hls_login_t *login);
+/* 1 if h has a session of token (begun, not yet forgotten). */
+int hls_session_known(hls_t *h, const char *token);
+
 /* The mount name whose <mount> block's authentication a new session of h passes: h's own
  * name, or, while h serves the live fallback of its sourceless mount, that fallback's when its
  * authentication does not cover the one of h's name (as a listener sent to the fallback:
@@ -50,8 +56,8 @@ int hls_session_playlist(hls_t *h, const char *token, buf_t *out, int ll);
 /* 1 if webroot file `file` ("/intro.mp3") is an intro of h: its mount's <intro>, or one a
  * session of h plays first. Only those are served as intro segments. */
 int hls_session_intro_known(hls_t *h, const char *file);
-/* The request of `who` (as hls_session_add_bytes finds its session) fetched the last
- * segment of intro `file` whole: its session counts the intro as played. */
-void hls_session_intro_fetched(hls_t *h, const hls_client_t *who, const char *file);
+/* The request of `who` (as hls_session_add_bytes finds its session) fetched segment n of
+ * intro `file` whole: if that is the last its session plays, the intro counts as played. */
+void hls_session_intro_fetched(hls_t *h, const hls_client_t *who, const char *file, int n);
 
 #endif

@@ -6,7 +6,8 @@ An on-demand relay's media playlist starts the relay as a listener's GET does, a
 <fallback-mount> is live answers its HLS from the fallback (the fallback's authentication
 applies when the mount's own does not cover it); when the mount's own source comes, the
 same session's playlist goes on with a discontinuity, the media sequence never going back
-(the playlist checker over every reload)."""
+(the playlist checker over every reload). On an on-demand relay's mount with listener
+authentication a session logs in before the relay is started, as a listener does."""
 
 import os
 import shutil
@@ -19,6 +20,7 @@ import formatlib as fl
 import hlscheck
 import wirelib
 from test_auth_htpasswd import md5_line, user_dir, write_users
+from test_auth_url import auth, url_mount  # noqa: F401 (auth: the fixture)
 from test_hls import get, start_source
 from test_relay import listeners_on, relay_xml
 
@@ -64,6 +66,36 @@ def test_playlist_of_an_on_demand_relay_whose_upstream_never_comes_is_answered_i
     assert status == 404 and time.monotonic() - t0 < 13
     # the playlist request did start the relay: it asked the origin
     assert "GET /none.aac " in origin.access_log()
+
+
+def test_on_demand_relays_hls_session_logs_in_before_the_relay_connects(server, auth):
+    origin = server()
+    p = start_source(origin, "/live.aac", "aac")
+    verdict = {"accept": False}
+
+    def answer(req):
+        if verdict["accept"]:
+            return 200, {"icecast-auth-user": "1"}
+        return 403, {"icecast-auth-message": "no ticket"}
+    rec = auth(answer)
+    edge = server(mounts=[url_mount(rec, "/od.aac")],
+                  extra_xml=SHORT + relay_xml(origin, "/live.aac", "/od.aac", on_demand=1))
+    try:
+        status, _, body = get(edge, "/od.aac/hls.m3u8?session=" + "e" * 16)
+        assert status == 403 and b"no ticket" in body
+        time.sleep(1.5)  # a relay the refused session had started would be connected by now
+        assert listeners_on(origin, "/live.aac") == 0
+        verdict["accept"] = True
+        status, _, body = get(edge, "/od.aac/hls.m3u8?session=" + "e" * 16, timeout=20)
+        assert status == 200 and hlscheck.parse(body.decode())["segments"], body
+        assert listeners_on(origin, "/live.aac") == 1
+        assert fl.json_source(edge, "/od.aac")["listeners"] == 1
+        assert len(rec.of("listener_add")) == 2  # the refused request and the session
+        # its next polls are the session's: no login again
+        assert get(edge, "/od.aac/hls.m3u8?session=" + "e" * 16)[0] == 200
+        assert len(rec.of("listener_add")) == 2
+    finally:
+        fl.stop_process(p)
 
 
 def playlist(srv, mount, token, headers=None):
