@@ -280,9 +280,14 @@ static hls_session_t *session_begin(hls_t *h, const char *token, const hls_clien
         login->url = NULL;
         login->user = NULL;
         s->limit_s = login->time_limit_s;
-        if (login->time_limit_s)
-            s->limit_ms = loop_now_ms() + (uint64_t)login->time_limit_s * 1000u;
     }
+    /* the mount's <max-listener-duration> holds for an HLS listener too: the shorter wins */
+    const mount_conf_t *mc = config_find_mount(server_config(), h->name);
+    if (mc && mc->max_listener_duration > 0 &&
+        (!s->limit_s || mc->max_listener_duration < s->limit_s))
+        s->limit_s = mc->max_listener_duration;
+    if (s->limit_s)
+        s->limit_ms = loop_now_ms() + (uint64_t)s->limit_s * 1000u;
     s->intro = *intro; /* its view is fixed with its first playlist */
     *intro = NULL;
     session_locate(s->ip, s->country, sizeof(s->country));

@@ -199,3 +199,25 @@ def test_ffmpeg_plays_the_hls_of_an_htpasswd_mount_with_credentials(htpasswd_sta
     assert r.returncode == 0 and fl._decode_complaints(r.stderr) == "", r.stderr
     wirelib.wait_until(lambda: fl.json_source(srv, MOUNT)["listeners"] == 1, 5,
                        "ffmpeg's session")
+
+
+def test_max_listener_duration_ends_an_hls_session_as_it_ends_a_listener(server):
+    # no authentication: the mount's <max-listener-duration> alone limits the session
+    srv = server(extra_xml=SHORT + "<mount type=\"normal\"><mount-name>" + MOUNT +
+                 "</mount-name><max-listener-duration>2</max-listener-duration></mount>")
+    p = start_source(srv, MOUNT, "aac")
+    token = "6" * 16
+    try:
+        assert poll(srv, "0" * 16)[0] == 200  # the window has its first segment
+        begun = time.monotonic()
+        assert poll(srv, token)[0] == 200
+        # both end at their limit, polled or not (the first one earlier): no listener left
+        deadline = begun + 6
+        while fl.json_source(srv, MOUNT)["listeners"] != 0:
+            assert time.monotonic() < deadline, "the session outlived its limit"
+            time.sleep(0.1)
+        assert 1.5 <= time.monotonic() - begun
+        status, _, body = poll(srv, token)
+        assert status == 403 and b"time limit" in body
+    finally:
+        fl.stop_process(p)
