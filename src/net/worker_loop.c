@@ -203,8 +203,16 @@ int worker_close_conn(worker_t *w, uint64_t id)
     return c != NULL;
 }
 
+/* The worker whose loop runs on this thread (NULL elsewhere): a wake-up it asks of itself is a
+ * pass request, run at the end of the turn it is in, with no eventfd write and no extra turn. */
+static __thread worker_t *loop_self;
+
 void worker_wake(worker_t *w)
 {
+    if (w == loop_self) {
+        w->pass_requested = 1;
+        return;
+    }
     if (atomic_exchange_explicit(&w->wake_pending, 1, memory_order_acq_rel))
         return;
     uint64_t one = 1;
@@ -408,6 +416,7 @@ static void turn_done(uint64_t us)
 int worker_loop_run(worker_t *w)
 {
     struct epoll_event ev[WORKER_EVENTS];
+    loop_self = w;
     while (!w->stopping) {
         int n = epoll_wait(w->epfd, ev, WORKER_EVENTS, loop_wait_ms(w));
         if (n < 0 && errno != EINTR) {

@@ -60,8 +60,16 @@ static void fanout_pass(worker_t *w)
 {
     sub_gc(w);
     int more = 0;
+    /* Passes that start now first, then slices of those under way: a new block of a small mount
+     * is written before, not after, a slice of a big audience's pass. */
     for (sub_t *s = sub_first(w); s; s = s->next)
-        more |= fanout_slice(w, s);
+        s->continuing = s->in_pass;
+    for (sub_t *s = sub_first(w); s; s = s->next)
+        if (!s->continuing)
+            more |= fanout_slice(w, s);
+    for (sub_t *s = sub_first(w); s; s = s->next)
+        if (s->continuing)
+            more |= fanout_slice(w, s);
     if (more)
         worker_request_pass(w);
 }

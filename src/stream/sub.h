@@ -28,6 +28,7 @@ typedef struct sub {
     list_t *resume;         /* link of the next listener of a pass in progress; &listeners
                              * when there is none left */
     int in_pass;
+    int continuing;         /* in_pass when the current round began */
     uint64_t bytes_pending; /* bytes sent since the last flush into the mount's counter */
     struct sub *next; /* singly linked: new ones at the front, emptied ones unlinked by the
                        * walk of sub_gc, between passes */
