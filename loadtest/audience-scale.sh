@@ -80,6 +80,15 @@ records_settled() { # stored+lost unchanged for 2 s (the store's queue is empty)
     done
 }
 
+# thread_ticks PID NAME: CPU ticks (user + system) of PID's threads called NAME
+thread_ticks() {
+    local t sum=0
+    for t in /proc/"$1"/task/*; do
+        [ "$(cat "$t/comm" 2>/dev/null)" = "$2" ] && sum=$((sum + $(awk '{print $14 + $15}' "$t/stat")))
+    done
+    echo "$sum"
+}
+
 # lock_db DB DELAY HOLD: as nobody, after DELAY s hold an exclusive transaction on DB for HOLD s
 lock_db() {
     setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 -c '
@@ -93,8 +102,8 @@ c.execute("COMMIT")
 print("released", time.time(), flush=True)' "$1" "$2" "$3"
 }
 
-printf '| run | listeners | churn/s | CPU %%/1000 | starving mean/max | machine idle %% | RSS MB | sessions ended | rows | lost | lost-records lines |\n'
-printf '|---|---|---|---|---|---|---|---|---|---|---|\n'
+printf '| run | listeners | churn/s | CPU %%/1000 | store thread %% | starving mean/max | swarm turn max ms | machine idle %% | RSS MB | sessions ended | rows | lost | lost-records lines |\n'
+printf '|---|---|---|---|---|---|---|---|---|---|---|---|---|\n'
 
 run() { # NAME MODE
     local name=$1 mode=$2 dir=$work/$1 db=audience.db audience
@@ -126,7 +135,8 @@ run() { # NAME MODE
         sleep 0.1
     done
     sleep 5 # past the burst of the last to connect and into the swarm's first whole window
-    local c0; c0=$(field "$dir/swarm.status" churned)
+    local c0 a0 l0; c0=$(field "$dir/swarm.status" churned); a0=$(thread_ticks "$spid" audience)
+    l0=$(grep -c '^t=' "$dir/swarm.status")
     local lpid=""
     if [ "$mode" = locked ]; then
         lock_db "$dir/log/audience.db" $((seconds / 3)) $((seconds / 3)) >"$dir/lock.out" 2>&1 &
@@ -134,7 +144,9 @@ run() { # NAME MODE
     fi
     python3 "$here/sample.py" --pid "$spid" --out "$dir/sample.csv" --swarm-status "$dir/swarm.status" \
         --gen-pids "$wpid" --duration "$seconds"
-    local c1; c1=$(field "$dir/swarm.status" churned)
+    local c1 a1 l1; c1=$(field "$dir/swarm.status" churned); a1=$(thread_ticks "$spid" audience)
+    l1=$(grep -c '^t=' "$dir/swarm.status")
+    local store_pct; store_pct=$(awk -v d=$((a1 - a0)) -v hz="$(getconf CLK_TCK)" -v s="$seconds" 'BEGIN { printf "%.2f", d / hz / s * 100 }')
     local rss; rss=$(awk '/^VmRSS/ {print $2}' "/proc/$spid/status")
     stop_pid "$wpid"
     records_settled
@@ -148,17 +160,22 @@ run() { # NAME MODE
     [ -f "$db" ] && rows=$(python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT count(*) FROM sessions").fetchone()[0])' "$db")
     warns=$(grep -c 'session records dropped' "$dir/log/error.log")
     if [ "$mode" = full ]; then umount "$mounted"; mounted=""; fi
-    python3 - "$dir/sample.csv" "$name" "$((c1 - c0))" "$rss" "$lines" "$rows" "${lost:-?}" "$warns" "$seconds" <<'PY'
+    python3 - "$dir/sample.csv" "$name" "$((c1 - c0))" "$rss" "$lines" "$rows" "${lost:-?}" "$warns" "$seconds" "$store_pct" "$dir/swarm.status" "$l0" "$l1" <<'PY'
 import csv, sys
-path, name, churned, rss, lines, rows, lost, warns, secs = sys.argv[1:]
+path, name, churned, rss, lines, rows, lost, warns, secs, store, status, l0, l1 = sys.argv[1:]
 r = [x for x in csv.DictReader(open(path)) if x.get("cpu_pct") and x.get("sw_connected")]
 cpu = sum(float(x["cpu_pct"]) for x in r) / len(r)
 conn = sum(float(x["sw_connected"]) for x in r) / len(r)
 starv = [int(float(x["sw_starving"])) for x in r]
 idle = sum(float(x["id"]) for x in r if x.get("id")) / len(r)
-print(f"| {name} | {conn:.0f} | {int(churned) / float(secs):.0f} | {cpu / conn * 1000:.2f} "
-      f"| {sum(starv) / len(starv):.1f} / {max(starv)} | {idle:.0f} | {int(rss) / 1024:.0f} | {lines} "
-      f"| {rows} | {lost} | {warns} |")
+# the swarm's longest turn away from epoll_wait over the window: near a second, "starving"
+# listeners may only have been read late
+ticks = [line for line in open(status) if line.startswith("t=")][int(l0):int(l1)]
+loops = [float(kv.split("=")[1]) for line in ticks for kv in line.split()
+         if kv.startswith("swarm_loop_max_ms=")]
+print(f"| {name} | {conn:.0f} | {int(churned) / float(secs):.0f} | {cpu / conn * 1000:.2f} | {store} "
+      f"| {sum(starv) / len(starv):.1f} / {max(starv)} | {max(loops):.0f} | {idle:.0f} "
+      f"| {int(rss) / 1024:.0f} | {lines} | {rows} | {lost} | {warns} |")
 PY
 }
 
