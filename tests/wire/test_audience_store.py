@@ -6,8 +6,9 @@ restart and a SIGHUP; the database is in WAL mode with an index on (mount, start
 belongs to the user the server runs as; <database>none</database> keeps no database,
 and a reload can move the store to another file; a database locked by another program
 (BEGIN EXCLUSIVE), read-only or on a full disk costs records (counted lost in /metrics, said
-once), never listeners, and records are kept again once that is over; a store made with the
-columns' old names is brought to the published ones.
+once), never listeners, and records are kept again once that is over; sessions ending one
+after another are written a few to a transaction; a store made with the columns' old names is
+brought to the published ones.
 """
 
 import os
