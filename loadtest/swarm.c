@@ -9,6 +9,8 @@
  * sample.py and plot.py turn its lines into figures. See loadtest/README.md for the fields.
  * With --tls the listeners (the probe's included) speak TLS through OpenSSL: no certificate
  * check, one client session kept and offered again (resumption) unless --tls-no-resume.
+ * With --churn R, once all N listeners are launched, R of them a second leave and connect again
+ * (N stay connected), each new session with a user agent and referer of its own.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -79,6 +81,7 @@ static struct {
     unsigned listeners, step, probe_listeners, sources, source_step;
     double hold, source_hold, connect_rate, source_rate, duration, drain, window;
     double connect_timeout, bitrate_kbps, source_tick, probe_tick;
+    double churn; /* listeners a second that leave and are replaced, once all are launched */
     int random_choice, rcvlowat, rcvbuf, retry, slack;
     int tls, tls_no_resume;
     int probe_listen_only; /* probe listeners without the probe source (another process sends
@@ -120,6 +123,9 @@ static struct {
     double t_listen0; /* listeners ramp from here: once this process's own sources are up */
     unsigned step_target;
     double step_full_at, launch_credit, credit_at;
+    double churn_credit, churn_at; /* --churn: token bucket like the connect rate's */
+    unsigned churn_next;           /* where the search for the next listener to leave goes on */
+    uint64_t churned;              /* sessions ended by --churn */
     struct sockaddr_in addr;
     struct {
         int fd;
@@ -255,13 +261,46 @@ fail:
     return -errno;
 }
 
+/* --churn: the user agents and referers of real players, so that session records carry text of
+ * the lengths and characters they meet in a station's audience (no referer: a stand-alone player) */
+static const char *const agents[] = {
+    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36",
+    "Mozilla/5.0 (iPhone; CPU iPhone OS 17_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.1 Mobile/15E148 Safari/604.1",
+    "Mozilla/5.0 (X11; Linux x86_64; rv:121.0) Gecko/20100101 Firefox/121.0",
+    "VLC/3.0.20 LibVLC/3.0.20",
+    "iTunes/12.12 (Macintosh; OS X 14.1) AppleWebKit/605.1.15",
+    "Lavf/60.16.100",
+    "foobar2000/2.0",
+    "Winamp/5.9 (compatible)",
+    "NSPlayer/12.0.19041.3636 WMFSDK/12.00.19041.3636",
+    "AppleCoreMedia/1.0.0.21B101 (iPhone; U; CPU OS 17_1 like Mac OS X; de_de)",
+    "Dalvik/2.1.0 (Linux; U; Android 14; Pixel 7 Build/UQ1A.231205.015) \"Radio \\ App\" <3>",
+    "Sonos/79.1-52020 (ZPS27)",
+};
+static const char *const referers[] = {
+    NULL, NULL,
+    "https://www.example-radio.de/player?station=live&autoplay=1",
+    "https://m.example.com/radio/",
+    "https://www.google.com/",
+    "https://radio.example.org/listen.html#stream",
+    "android-app://com.example.radio/",
+};
+
 static void listener_send_request(unsigned idx)
 {
     listener_t *l = &g.l[idx];
-    char req[512];
+    char req[1024], ref[256] = "";
     const char *mount = l->probe ? opt.probe_mount : opt.mounts.v[l->mount];
-    int n = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: %s:%d\r\nUser-Agent: swarm/1\r\n"
-                     "Accept: */*\r\n\r\n", mount, opt.host, opt.port);
+    const char *agent = "swarm/1";
+    if (opt.churn > 0 && !l->probe) {
+        unsigned r = (unsigned)rand_r(&opt.seed);
+        const char *referer = referers[(r / 16) % (sizeof(referers) / sizeof(referers[0]))];
+        agent = agents[r % (sizeof(agents) / sizeof(agents[0]))];
+        if (referer)
+            snprintf(ref, sizeof(ref), "Referer: %s\r\n", referer);
+    }
+    int n = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: %s:%d\r\nUser-Agent: %s\r\n%s"
+                     "Accept: */*\r\n\r\n", mount, opt.host, opt.port, agent, ref);
     if (l->ssl ? SSL_write(l->ssl, req, n) != n : write(l->fd, req, (size_t)n) != n) {
         listener_close(l, BY_SERVER);
         return;
@@ -578,6 +617,32 @@ static void listeners_launch(double t)
     ramp_advance(t);
 }
 
+/* --churn: once all listeners are launched, R streaming listeners a second (round-robin) leave
+ * and connect again in the same slot, so N stay connected; their byte counts go on. */
+static void listeners_churn(double t)
+{
+    if (opt.churn <= 0 || g.stop_at > 0 || g.launched < opt.listeners || !opt.listeners) {
+        g.churn_at = t;
+        return;
+    }
+    g.churn_credit += (t - g.churn_at) * opt.churn;
+    g.churn_at = t;
+    if (g.churn_credit > opt.churn)
+        g.churn_credit = opt.churn;
+    for (unsigned tries = 0; g.churn_credit >= 1 && tries < opt.listeners; tries++) {
+        unsigned idx = g.churn_next++ % opt.listeners;
+        listener_t *l = &g.l[idx];
+        if (l->state != L_STREAM)
+            continue;
+        listener_close(l, BY_US);
+        l->hdr_match = l->status_len = l->carry_len = 0;
+        l->t_stream = 0;
+        g.churned++;
+        g.churn_credit -= 1;
+        listener_start(idx);
+    }
+}
+
 /* ---- sources (libshout) ---- */
 
 static int source_start(source_t *s)
@@ -832,14 +897,15 @@ static void status_tick(double t)
     fprintf(g.status, "t=%.3f listeners=%u connected=%u pending=%u bytes=%llu starving=%u eligible=%u "
             "rate_min_kbps=%.1f rate_p50_kbps=%.1f server_closed=%llu server_reset=%llu conn_err=%llu "
             "rejected=%llu sources=%u sources_up=%u src_err=%u src_bytes=%llu lat_n=%llu lat_p50_ms=%.2f "
-            "lat_p99_ms=%.2f swarm_cpu_pct=%.1f swarm_loop_max_ms=%.1f\n",
+            "lat_p99_ms=%.2f swarm_cpu_pct=%.1f swarm_loop_max_ms=%.1f churned=%llu\n",
             t, g.launched, g.connected, g.pending, (unsigned long long)g.total_bytes, g.starving, nr,
             g.rate_min, g.rate_p50, (unsigned long long)g.server_closed,
             (unsigned long long)g.server_reset, (unsigned long long)g.conn_err,
             (unsigned long long)g.rejected, g.sources_started,
             g.sources_up + (g.probe.fd >= 0), g.src_err, (unsigned long long)g.src_bytes,
             (unsigned long long)g.lat_win_n, lat_percentile(g.lat_win, g.lat_win_n, 0.5),
-            lat_percentile(g.lat_win, g.lat_win_n, 0.99), g.cpu_pct, g.loop_max * 1000);
+            lat_percentile(g.lat_win, g.lat_win_n, 0.99), g.cpu_pct, g.loop_max * 1000,
+            (unsigned long long)g.churned);
     g.loop_max = 0;
     fflush(g.status);
     memset(g.lat_win, 0, LAT_BUCKETS * sizeof(*g.lat_win));
@@ -858,7 +924,7 @@ static void final_report(double t)
     fprintf(g.status, "final t=%.3f listeners=%u body_bytes=%llu hdr_bytes=%llu server_closed=%llu "
             "server_reset=%llu closed_by_us=%llu conn_err=%llu rejected=%llu sources=%u src_err=%u "
             "src_bytes=%llu all_connected_s=%.3f lat_n=%llu lat_p50_ms=%.2f lat_p99_ms=%.2f "
-            "tls_full=%llu tls_resumed=%llu tls_err=%llu\n",
+            "tls_full=%llu tls_resumed=%llu tls_err=%llu churned=%llu\n",
             t, g.launched + opt.probe_listeners, (unsigned long long)body, (unsigned long long)hdr,
             (unsigned long long)g.server_closed, (unsigned long long)g.server_reset,
             (unsigned long long)g.closed_by_us,
@@ -866,7 +932,8 @@ static void final_report(double t)
             g.src_err, (unsigned long long)g.src_bytes, g.all_connected_at,
             (unsigned long long)g.lat_all_n, lat_percentile(g.lat_all, g.lat_all_n, 0.5),
             lat_percentile(g.lat_all, g.lat_all_n, 0.99), (unsigned long long)g.tls_full,
-            (unsigned long long)g.tls_resumed, (unsigned long long)g.tls_err);
+            (unsigned long long)g.tls_resumed, (unsigned long long)g.tls_err,
+            (unsigned long long)g.churned);
     fflush(g.status);
 }
 
@@ -921,6 +988,8 @@ static int next_timeout_ms(double t)
         next = g.next_probe_tick;
     if (launching())
         next = t + 0.002;
+    if (opt.churn > 0 && g.launched >= opt.listeners && t + 1 / opt.churn < next)
+        next = t + 1 / opt.churn;
     int ms = (int)((next - t) * 1000) + 1;
     return ms < 0 ? 0 : ms;
 }
@@ -958,6 +1027,7 @@ static void run(void)
                               stop_signals > 1))
             break;
         listeners_launch(t);
+        listeners_churn(t);
         timers_run(t);
         double busy = now_s() - g.t0 - t;
         if (busy > g.loop_max)
@@ -983,7 +1053,7 @@ static void usage(void)
 {
     fputs("usage: swarm [--host H] [--port P] [--src-ip A]\n"
           "  listeners: --listeners N --mounts SPEC [--random] [--connect-rate R/s]\n"
-          "             [--step S --hold SEC] [--window SEC] [--rcvlowat B] [--rcvbuf B]\n"
+          "             [--step S --hold SEC] [--window SEC] [--rcvlowat B] [--rcvbuf B] [--churn R/s]\n"
           "  sources:   --sources M --source-mounts SPEC [--source-rate R/s]\n"
           "             [--source-step K --source-hold SEC] [--source-file F] [--source-tick SEC]\n"
           "             [--user U] [--password P]\n"
@@ -1009,7 +1079,7 @@ static void parse_args(int argc, char **argv)
         {"tls", 0, 0, '1'}, {"tls-no-resume", 0, 0, '2'}, {"bitrate", 1, 0, 'b'}, {"duration", 1, 0, 'd'},
         {"drain", 1, 0, 'x'}, {"status", 1, 0, 's'}, {"per-mount", 1, 0, 'F'},
         {"connect-timeout", 1, 0, 'C'}, {"seed", 1, 0, 'e'}, {"max-pending", 1, 0, 'X'},
-        {"retry", 0, 0, 'y'}, {"slack", 1, 0, 'Y'}, {0, 0, 0, 0}};
+        {"retry", 0, 0, 'y'}, {"slack", 1, 0, 'Y'}, {"churn", 1, 0, 'Z'}, {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
         switch (c) {
@@ -1050,6 +1120,7 @@ static void parse_args(int argc, char **argv)
         case 'X': opt.max_pending = (unsigned)atoi(optarg); break;
         case 'y': opt.retry = 1; break;
         case 'Y': opt.slack = atoi(optarg); break;
+        case 'Z': opt.churn = atof(optarg); break;
         default: usage();
         }
     }

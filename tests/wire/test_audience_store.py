@@ -6,8 +6,9 @@ restart and a SIGHUP; the database is in WAL mode with an index on (mount, start
 belongs to the user the server runs as; <database>none</database> keeps no database,
 and a reload can move the store to another file; a database locked by another program
 (BEGIN EXCLUSIVE), read-only or on a full disk costs records (counted lost in /metrics, said
-once), never listeners, and records are kept again once that is over; a store made with the
-columns' old names is brought to the published ones.
+once), never listeners, and records are kept again once that is over; sessions ending one
+after another are written a few to a transaction; a store made with the columns' old names is
+brought to the published ones.
 """
 
 import os
@@ -16,6 +17,7 @@ import signal
 import sqlite3
 import subprocess
 import tempfile
+import time
 
 import pytest
 
@@ -225,6 +227,40 @@ def test_a_full_disk_costs_records_never_listeners(server, data):
     finally:
         subprocess.run(["umount", "-l", disk])
         os.rmdir(disk)
+
+
+def wal_commits(path):
+    """Transactions in a WAL file since it was last reset: its frames that end a commit (a
+    non-zero database size in the frame header) and carry the header's salts."""
+    with open(path, "rb") as f:
+        wal = f.read()
+    page = int.from_bytes(wal[8:12], "big")
+    salts, n, off = wal[16:24], 0, 32
+    while off + 24 + page <= len(wal):
+        frame = wal[off:off + 24]
+        if frame[8:16] != salts:
+            break
+        n += int.from_bytes(frame[4:8], "big") != 0
+        off += 24 + page
+    return n
+
+
+def test_sessions_ending_one_after_another_are_written_in_a_few_transactions(server, data):
+    srv, src = stored_once(server, data)
+    socks = []
+    for _ in range(30):
+        s = wirelib.connect(srv.host, srv.port, 5)
+        s.sendall(("GET %s HTTP/1.0\r\nUser-Agent: trickle\r\n\r\n" % MOUNT).encode())
+        assert wirelib.read_head(s, 5)[0].status == 200
+        socks.append(s)
+    before = wal_commits(db_path(srv) + "-wal")
+    for s in socks:         # a trickle: one session ends every 20 ms, for 0.6 s
+        s.close()
+        time.sleep(0.02)
+    wait_rows(srv, 31)
+    # a transaction per record would be 30; they are written a quarter second's worth at a time
+    assert wal_commits(db_path(srv) + "-wal") - before <= 8
+    src.stop()
 
 
 OLD_SCHEMA = """
