@@ -20,6 +20,7 @@ import adminlib
 import formatlib as fl
 import wirelib
 from conftest import BINARY, port_pair
+from test_auth_url import auth, url_mount  # noqa: F401 (auth: the recording auth server)
 
 pytestmark = pytest.mark.rimecast_only
 
@@ -663,6 +664,61 @@ def test_a_listener_logged_in_with_a_user_file_keeps_its_session(server, mp3_fil
         src.stop()
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+def test_a_url_authenticated_listener_is_carried_and_its_remove_sent_once_by_the_new_process(
+        server, mp3_file, auth):
+    rec = auth()
+    srv = server(mounts=[url_mount(rec, "/live.mp3")])
+    src, _ = live_mount(srv, mp3_file)
+    lis = srv.listener("/live.mp3", headers={"Authorization": wirelib.basic_auth("eve", "pw")})
+    t0 = time.monotonic()
+    assert lis.open().status == 200, lis.response
+    client = rec.wait("listener_add", 2)[-1].form["client"]
+    lis.wait_bytes(20000, 10)
+    wirelib.wait_until(lambda: time.monotonic() - t0 >= 2, 5, "two seconds of listening")
+    upgrade(srv)
+    assert rec.of("listener_remove") == [] or all(
+        r.form["client"] != client for r in rec.of("listener_remove"))
+    n = lis.received
+    lis.wait_bytes(n + 20000, 10)
+    assert not lis.closed, lis.close_reason
+    wirelib.wait_until(lambda: time.monotonic() - t0 >= 4, 5, "two seconds after the upgrade")
+    lis.close()
+    took = time.monotonic() - t0
+    removes = rec.wait("listener_remove", 1, 10)
+    mine = [r.form for r in removes if r.form["client"] == client]
+    # the old process is gone (upgrade() waited for it): no second remove can come from it
+    assert len(mine) == 1, removes
+    f = mine[0]
+    assert (f["mount"], f["user"], f["pass"], f["ip"]) == ("/live.mp3", "eve", "pw", "127.0.0.1")
+    assert abs(int(f["duration"]) - took) <= 1.5, (f["duration"], took)
+    assert int(f["sent"]) >= n + 20000
+    src.stop()
+
+
+def test_an_hls_session_with_a_url_login_keeps_its_time_limit_and_remove(server, auth):
+    from test_hls_auth import MOUNT, live_url_mount, poll
+    rec = auth(lambda req: (200, {"icecast-auth-user": "1", "icecast-auth-timelimit": "7"}))
+    srv, enc = live_url_mount(server, rec)
+    token = "7" * 16
+    try:
+        t0 = time.monotonic()
+        assert poll(srv, token, {"Authorization": wirelib.basic_auth("al", "pw")})[0] == 200
+        [add] = rec.of("listener_add")
+        upgrade(srv)
+        assert rec.of("listener_remove") == []
+        # it polls on in the new process until its login's time limit ends it there
+        wirelib.wait_until(lambda: poll(srv, token)[0] != 200, 15,
+                           "the time limit to end the session", interval=0.3)
+        took = time.monotonic() - t0
+        assert 6 <= took <= 9, took
+        [rm] = rec.wait("listener_remove", 1, 10)
+    finally:
+        fl.stop_process(enc)
+    assert rm.form["client"] == add.form["client"] and rm.form["user"] == "al"
+    assert rm.form["duration"] == "7", rm.form
+    assert len(rec.of("listener_remove")) == 1
 
 
 def test_the_new_process_tells_systemd_its_pid(server, mp3_file, monkeypatch):
