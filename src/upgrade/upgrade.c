@@ -472,6 +472,20 @@ static int expect(run_t *r, char want, int ms, const char *step)
     return ok;
 }
 
+/* In the child before exec: of our descriptors only `keep` goes on (besides 0-2). Libraries
+ * open some without O_CLOEXEC (libcurl's wake-up socket pair), and each would otherwise stay
+ * open in every new process, one more set at each upgrade. */
+static void keep_only(int keep)
+{
+    if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
+        long max = sysconf(_SC_OPEN_MAX);
+        for (int fd = 3; fd < (max > 0 ? max : 65536); fd++)
+            if (fd != keep)
+                fcntl(fd, F_SETFD, FD_CLOEXEC);
+    }
+    fcntl(keep, F_SETFD, 0);
+}
+
 /* Starts the installed binary with our arguments and the socket's number in the
  * environment. The child's pid, or -errno. */
 static pid_t spawn_new(int child_end)
@@ -494,7 +508,7 @@ static pid_t spawn_new(int child_end)
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
-        fcntl(child_end, F_SETFD, 0);
+        keep_only(child_end);
         execve(installed_path, saved_argv, env);
         _exit(127);
     }
