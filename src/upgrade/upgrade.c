@@ -172,6 +172,7 @@ typedef struct state {
     int nm;
     int sources, listeners, others, left; /* connections carried, and those that stay */
     int tls;                              /* of those that stay: TLS ones */
+    int waiting;                          /* mounts of relays waiting to reconnect */
 } state_t;
 
 static void save_listens(state_t *s, const upgrade_pidfile_t *pf)
@@ -219,7 +220,7 @@ static void save_listens(state_t *s, const upgrade_pidfile_t *pf)
 static void collect_mount(mount_t *m, void *arg)
 {
     state_t *s = arg;
-    if (handover_mount_unmovable(m))
+    if (handover_mount_unmovable(m) && !relay_waiting(m))
         return;
     carried_t *v = realloc(s->mv, (size_t)(s->nm + 1) * sizeof(*v));
     if (!v)
@@ -294,14 +295,18 @@ static int save_reply_role(conn_t *c, state_t *s)
     return reply_save(c, &s->conns);
 }
 
-/* The sources of the carried mounts (a mount whose source cannot be carried stays), then the
- * plain listeners of those mounts. */
+/* The sources of the carried mounts (a mount whose source cannot be carried stays; one that a
+ * relay holds while it reconnects goes without), then the plain listeners of those mounts. */
 static void save_conns(state_t *s)
 {
     for (int i = 0; i < s->nm; i++) {
         mount_t *m = s->mv[i].m;
         worker_t *w = m->source_worker;
         conn_t *c = w ? worker_find_conn(w, m->source_conn_id) : NULL;
+        if (!c && relay_waiting(m)) {
+            s->waiting++;
+            continue;
+        }
         if (!c || c->tls || save_feed(s, c) < 0) {
             mount_unref(m);
             s->mv[i--] = s->mv[--s->nm];

@@ -306,6 +306,13 @@ int upgrade_restore(char *err, size_t cap)
     }
     for (int i = 0; i < rs.n; i++) {
         handover_mount_settle(rs.v[i].m, rs.v[i].queue_start);
+        /* no source came with it: a relay's that was reconnecting, started again on it */
+        mount_t *m = rs.v[i].m;
+        if (rc >= 0 && !(m->source_worker && worker_find_conn(m->source_worker, m->source_conn_id)) &&
+            relay_hold_mount(m) < 0) {
+            why = "out of memory";
+            rc = -1;
+        }
         mount_unref(rs.v[i].m);
     }
     free(rs.v);

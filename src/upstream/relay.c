@@ -797,6 +797,47 @@ static int relay_adopted(const char *local)
     return 0;
 }
 
+/* ---- an upgrade: relays waiting to reconnect ---- */
+
+static mount_t **held; /* carried mounts of relays that were waiting (main thread) */
+static int nheld;
+
+int relay_waiting(const mount_t *m)
+{
+    int slots = atomic_load(&server.nslots);
+    for (int i = 0; i < slots && i < SERVER_MAX_WORKERS; i++) {
+        relay_t *r;
+        if (!server.workers[i] || server.workers[i]->gone)
+            continue;
+        list_foreach(r, &worker_relays[i], relay_t, link)
+            if (r->mount == m && !r->streaming && !r->from_master)
+                return 1;
+    }
+    return 0;
+}
+
+int relay_hold_mount(mount_t *m)
+{
+    mount_t **v = realloc(held, (size_t)(nheld + 1) * sizeof(*v));
+    if (!v)
+        return -ENOMEM;
+    held = v;
+    held[nheld++] = mount_ref(m);
+    return 0;
+}
+
+/* The held mount named local, taken from the list (the caller has the reference), or NULL. */
+static mount_t *take_held(const char *local)
+{
+    for (int i = 0; i < nheld; i++)
+        if (strcmp(held[i]->name, local) == 0) {
+            mount_t *m = held[i];
+            held[i] = held[--nheld];
+            return m;
+        }
+    return NULL;
+}
+
 void relay_start_all(void)
 {
     const config_t *cfg = server_config();
@@ -812,9 +853,23 @@ void relay_start_all(void)
         if (relay_adopted(local))
             continue;
         relay_t *r = relay_from_conf(rc);
+        if (r && (r->mount = take_held(local)) != NULL) {
+            r->lost_ms = loop_now_ms(); /* its listeners wait the grace period from now */
+            log_info("relay %s: carried while reconnecting, reconnecting", r->logname);
+        }
         if (!r || relay_hand_over(r) < 0)
             log_error("relay of %s: cannot start", rc->local_mount ? rc->local_mount : "/");
     }
+    for (int i = 0; i < nheld; i++) {
+        char esc[512];
+        log_warn("relay %s: no longer configured: its carried mount ends",
+                 escape_log_utf8(esc, sizeof(esc), held[i]->name, strlen(held[i]->name)));
+        source_end_mount(held[i]);
+        mount_unref(held[i]);
+    }
+    free(held);
+    held = NULL;
+    nheld = 0;
     for (int i = 0; i < nadopted; i++)
         free(adopted[i]);
     free(adopted);

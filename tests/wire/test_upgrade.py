@@ -501,6 +501,36 @@ def test_a_relay_keeps_its_upstream_connection_and_listeners_across_an_upgrade(s
     lis.close()
 
 
+def test_a_relay_waiting_to_reconnect_is_started_again_on_its_carried_mount(server, mp3_file):
+    from test_relay import relay_xml
+    origin = server()
+    src = origin.source("/live.mp3", mp3_file, rate=RATE, chunk=1000)
+    assert src.connect().status == 200
+    src.start()
+    fl.wait_mount(origin, "/live.mp3")
+    edge = server(extra_xml=relay_xml(origin, "/live.mp3", "/relayed.mp3"))
+    fl.wait_mount(edge, "/relayed.mp3")
+    lis = edge.listener("/relayed.mp3")
+    assert lis.open().status == 200, lis.response
+    lis.wait_bytes(30000, 10)
+    before = listener_stats(edge, "/relayed.mp3")
+    src.stop()  # the upstream's source leaves: the relay holds its listener and retries
+    edge.wait_log("upstream lost, reconnecting")
+    upgrade(edge)
+    again = origin.source("/live.mp3", mp3_file, rate=RATE, chunk=1000)
+    assert again.connect().status == 200
+    again.start()
+    n = lis.received
+    lis.wait_bytes(n + 30000, 15)
+    assert not lis.closed, lis.close_reason
+    # the new source's stream, on the same connection
+    assert wirelib.locate_slice(mp3_file, bytes(lis.snapshot())[-20000:]) is not None
+    assert "carried while reconnecting" in edge.error_log()
+    assert_same_listeners(before, listener_stats(edge, "/relayed.mp3"))
+    again.stop()
+    lis.close()
+
+
 def test_admin_event_feeds_stay_connected_and_go_on_numbering(server, mp3_file):
     from adminlib import EventStream
     srv = server()
