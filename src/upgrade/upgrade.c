@@ -295,15 +295,16 @@ static int save_reply_role(conn_t *c, state_t *s)
     return reply_save(c, &s->conns);
 }
 
-/* The sources of the carried mounts (a mount whose source cannot be carried stays; one that a
- * relay holds while it reconnects goes without), then the plain listeners of those mounts. */
+/* The sources of the carried mounts (a mount whose source cannot be carried stays; one of a
+ * relay that reconnects or pulls over TLS goes without: the new process starts that relay
+ * again on it), then the plain listeners of those mounts. */
 static void save_conns(state_t *s)
 {
     for (int i = 0; i < s->nm; i++) {
         mount_t *m = s->mv[i].m;
         worker_t *w = m->source_worker;
         conn_t *c = w ? worker_find_conn(w, m->source_conn_id) : NULL;
-        if (!c && relay_waiting(m)) {
+        if ((!c || c->tls) && relay_waiting(m)) {
             s->waiting++;
             continue;
         }

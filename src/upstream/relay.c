@@ -810,7 +810,8 @@ int relay_waiting(const mount_t *m)
         if (!server.workers[i] || server.workers[i]->gone)
             continue;
         list_foreach(r, &worker_relays[i], relay_t, link)
-            if (r->mount == m && !r->streaming && !r->from_master)
+            if (r->mount == m && !r->from_master &&
+                (!r->streaming || (r->rc && r->rc->client.conn.tls)))
                 return 1;
     }
     return 0;
@@ -855,7 +856,8 @@ void relay_start_all(void)
         relay_t *r = relay_from_conf(rc);
         if (r && (r->mount = take_held(local)) != NULL) {
             r->lost_ms = loop_now_ms(); /* its listeners wait the grace period from now */
-            log_info("relay %s: carried while reconnecting, reconnecting", r->logname);
+            log_info("relay %s: its mount carried over by the upgrade, connecting again",
+                     r->logname);
         }
         if (!r || relay_hand_over(r) < 0)
             log_error("relay of %s: cannot start", rc->local_mount ? rc->local_mount : "/");

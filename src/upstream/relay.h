@@ -48,8 +48,8 @@ conn_t *relay_adopt(worker_t *w, int fd, rec_reader_t *in,
                     mount_t *(*find)(const char *name, void *arg), void *arg);
 
 /* A relay of the config waiting to reconnect (its upstream lost, its mount held for its
- * listeners) is carried by its mount: relay_waiting (old process, main thread, workers
- * stopped) says whether m is held so; relay_hold_mount (new process, before relay_start_all)
+ * listeners), or streaming over TLS (its TLS state cannot move), is carried by its mount:
+ * relay_waiting (old process, main thread, workers stopped) says whether m is held so; relay_hold_mount (new process, before relay_start_all)
  * keeps a carried mount with no source for the relay the config has for it, which
  * relay_start_all then starts on that mount, as if it had lost its upstream now. A held mount
  * the config no longer relays is ended there (its listeners follow its fallbacks). */

@@ -525,9 +525,31 @@ def test_a_relay_waiting_to_reconnect_is_started_again_on_its_carried_mount(serv
     assert not lis.closed, lis.close_reason
     # the new source's stream, on the same connection
     assert wirelib.locate_slice(mp3_file, bytes(lis.snapshot())[-20000:]) is not None
-    assert "carried while reconnecting" in edge.error_log()
+    assert "carried over by the upgrade, connecting again" in edge.error_log()
     assert_same_listeners(before, listener_stats(edge, "/relayed.mp3"))
     again.stop()
+    lis.close()
+
+
+def test_a_relay_over_tls_reconnects_from_the_new_process_and_its_listener_stays(server,
+                                                                                mp3_file):
+    from test_relay_tls import https_origin, relay_xml
+    origin, src, ca = https_origin(server, mp3_file)
+    edge = server(ssl_cafile=ca,
+                  extra_xml=relay_xml("127.0.0.1", origin.tls_port, "/live.mp3", "/edge.mp3"))
+    fl.wait_mount(edge, "/edge.mp3")
+    lis = edge.listener("/edge.mp3")
+    assert lis.open().status == 200, lis.response
+    lis.wait_bytes(30000, 10)
+    before = listener_stats(edge, "/edge.mp3")
+    upgrade(edge)  # the TLS upstream connection stays with the old process, which exits
+    n = lis.received
+    lis.wait_bytes(n + 30000, 15)
+    assert not lis.closed, lis.close_reason
+    assert wirelib.locate_slice(mp3_file, bytes(lis.snapshot())[-20000:]) is not None
+    assert_same_listeners(before, listener_stats(edge, "/edge.mp3"))
+    assert "carried over by the upgrade, connecting again" in edge.error_log()
+    src.stop()
     lis.close()
 
 
