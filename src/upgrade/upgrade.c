@@ -172,7 +172,6 @@ typedef struct state {
     int nm;
     int sources, listeners, others, left; /* connections carried, and those that stay */
     int tls;                              /* of those that stay: TLS ones */
-    int waiting;                          /* mounts of relays waiting to reconnect */
 } state_t;
 
 static void save_listens(state_t *s, const upgrade_pidfile_t *pf)
@@ -295,25 +294,22 @@ static int save_reply_role(conn_t *c, state_t *s)
     return reply_save(c, &s->conns);
 }
 
-/* The sources of the carried mounts (a mount whose source cannot be carried stays; one of a
- * relay that reconnects or pulls over TLS goes without: the new process starts that relay
- * again on it), then the plain listeners of those mounts. */
+/* The sources of the carried mounts (a mount whose source cannot be carried stays; a relay's
+ * goes without when its connection cannot: the new process starts that relay again on it),
+ * then the plain listeners of those mounts. */
 static void save_conns(state_t *s)
 {
     for (int i = 0; i < s->nm; i++) {
         mount_t *m = s->mv[i].m;
         worker_t *w = m->source_worker;
         conn_t *c = w ? worker_find_conn(w, m->source_conn_id) : NULL;
-        if ((!c || c->tls) && relay_waiting(m)) {
-            s->waiting++;
-            continue;
-        }
-        if (!c || c->tls || save_feed(s, c) < 0) {
+        int fed = c && !c->tls && save_feed(s, c) == 0;
+        if (!fed && !relay_waiting(m)) {
             mount_unref(m);
             s->mv[i--] = s->mv[--s->nm];
             continue;
         }
-        s->sources++;
+        s->sources += fed;
     }
     int slots = atomic_load(&server.nslots), all = 0;
     for (int i = 0; i < slots; i++) {

@@ -799,7 +799,10 @@ static int relay_adopted(const char *local)
 
 /* ---- an upgrade: relays waiting to reconnect ---- */
 
-static mount_t **held; /* carried mounts of relays that were waiting (main thread) */
+/* carried mounts of relays that were waiting: taken by the relays of the config at start-up,
+ * and by the master's at its first list (on a worker: hence the lock) */
+static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
+static mount_t **held;
 static int nheld;
 
 int relay_waiting(const mount_t *m)
@@ -810,8 +813,7 @@ int relay_waiting(const mount_t *m)
         if (!server.workers[i] || server.workers[i]->gone)
             continue;
         list_foreach(r, &worker_relays[i], relay_t, link)
-            if (r->mount == m && !r->from_master &&
-                (!r->streaming || (r->rc && r->rc->client.conn.tls)))
+            if (r->mount == m)
                 return 1;
     }
     return 0;
@@ -819,24 +821,55 @@ int relay_waiting(const mount_t *m)
 
 int relay_hold_mount(mount_t *m)
 {
+    pthread_mutex_lock(&held_lock);
     mount_t **v = realloc(held, (size_t)(nheld + 1) * sizeof(*v));
-    if (!v)
-        return -ENOMEM;
-    held = v;
-    held[nheld++] = mount_ref(m);
-    return 0;
+    if (v) {
+        held = v;
+        held[nheld++] = mount_ref(m);
+    }
+    pthread_mutex_unlock(&held_lock);
+    return v ? 0 : -ENOMEM;
 }
 
-/* The held mount named local, taken from the list (the caller has the reference), or NULL. */
-static mount_t *take_held(const char *local)
+/* r starts on the held mount of its name, if there is one. */
+static void take_held(relay_t *r)
 {
-    for (int i = 0; i < nheld; i++)
-        if (strcmp(held[i]->name, local) == 0) {
-            mount_t *m = held[i];
+    pthread_mutex_lock(&held_lock);
+    for (int i = 0; i < nheld && !r->mount; i++)
+        if (strcmp(held[i]->name, r->local) == 0) {
+            r->mount = held[i]; /* the list's reference is r's now */
             held[i] = held[--nheld];
-            return m;
         }
-    return NULL;
+    pthread_mutex_unlock(&held_lock);
+    if (r->mount) {
+        r->lost_ms = loop_now_ms(); /* its listeners wait the grace period from now */
+        log_info("relay %s: its mount carried over by the upgrade, connecting again",
+                 r->logname);
+    }
+}
+
+/* The held mounts no relay took end (their listeners follow their fallbacks). */
+static void end_held(void)
+{
+    pthread_mutex_lock(&held_lock);
+    mount_t **v = held;
+    int n = nheld;
+    held = NULL;
+    nheld = 0;
+    pthread_mutex_unlock(&held_lock);
+    for (int i = 0; i < n; i++) {
+        char esc[512];
+        log_warn("relay %s: no longer relayed: its carried mount ends",
+                 escape_log_utf8(esc, sizeof(esc), v[i]->name, strlen(v[i]->name)));
+        source_end_mount(v[i]);
+        mount_unref(v[i]);
+    }
+    free(v);
+}
+
+void relay_master_polled(void)
+{
+    end_held();
 }
 
 void relay_start_all(void)
@@ -854,24 +887,13 @@ void relay_start_all(void)
         if (relay_adopted(local))
             continue;
         relay_t *r = relay_from_conf(rc);
-        if (r && (r->mount = take_held(local)) != NULL) {
-            r->lost_ms = loop_now_ms(); /* its listeners wait the grace period from now */
-            log_info("relay %s: its mount carried over by the upgrade, connecting again",
-                     r->logname);
-        }
+        if (r)
+            take_held(r);
         if (!r || relay_hand_over(r) < 0)
             log_error("relay of %s: cannot start", rc->local_mount ? rc->local_mount : "/");
     }
-    for (int i = 0; i < nheld; i++) {
-        char esc[512];
-        log_warn("relay %s: no longer configured: its carried mount ends",
-                 escape_log_utf8(esc, sizeof(esc), held[i]->name, strlen(held[i]->name)));
-        source_end_mount(held[i]);
-        mount_unref(held[i]);
-    }
-    free(held);
-    held = NULL;
-    nheld = 0;
+    if (!cfg->master_server)
+        end_held(); /* else the master's list may name them: relay_master_polled */
     for (int i = 0; i < nadopted; i++)
         free(adopted[i]);
     free(adopted);
@@ -984,6 +1006,7 @@ int relay_start_master(const char *host, int port, int tls, const char *mount,
     if (!r)
         return -ENOMEM;
     r->from_master = 1;
+    take_held(r);
     return relay_hand_over(r);
 }
 

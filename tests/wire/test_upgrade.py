@@ -531,6 +531,26 @@ def test_a_relay_waiting_to_reconnect_is_started_again_on_its_carried_mount(serv
     lis.close()
 
 
+def test_a_carried_relay_mount_the_new_config_no_longer_relays_ends(server, mp3_file):
+    from test_relay import relay_xml
+    origin = server()
+    src = origin.source("/live.mp3", mp3_file, rate=RATE, chunk=1000)
+    assert src.connect().status == 200
+    src.start()
+    fl.wait_mount(origin, "/live.mp3")
+    edge = server(extra_xml=relay_xml(origin, "/live.mp3", "/relayed.mp3"))
+    fl.wait_mount(edge, "/relayed.mp3")
+    lis = edge.listener("/relayed.mp3")
+    assert lis.open().status == 200, lis.response
+    lis.wait_bytes(30000, 10)
+    src.stop()
+    edge.wait_log("upstream lost, reconnecting")
+    edge.write_config(extra_xml="")  # the new process reads a config without the relay
+    upgrade(edge)
+    lis.wait_closed(10)
+    edge.wait_log("relay /relayed.mp3: no longer relayed: its carried mount ends")
+
+
 def test_a_relay_over_tls_reconnects_from_the_new_process_and_its_listener_stays(server,
                                                                                 mp3_file):
     from test_relay_tls import https_origin, relay_xml
@@ -551,6 +571,38 @@ def test_a_relay_over_tls_reconnects_from_the_new_process_and_its_listener_stays
     assert "carried over by the upgrade, connecting again" in edge.error_log()
     src.stop()
     lis.close()
+
+
+def test_a_relay_listed_by_a_master_is_started_again_on_its_carried_mount(server, mp3_file):
+    from conftest import SOURCE_PASSWORD
+    master = server()
+    slave = server(extra_xml="<master-server>127.0.0.1</master-server>"
+                   "<master-server-port>%d</master-server-port>"
+                   "<master-update-interval>1</master-update-interval>"
+                   "<master-username>relay</master-username>"
+                   "<master-password>%s</master-password>" % (master.port, SOURCE_PASSWORD))
+    src = master.source("/m1.mp3", mp3_file, rate=RATE, chunk=1000)
+    assert src.connect().status == 200
+    src.start()
+    fl.wait_mount(master, "/m1.mp3")
+    fl.wait_mount(slave, "/m1.mp3", timeout=10)
+    lis = slave.listener("/m1.mp3")
+    assert lis.open().status == 200, lis.response
+    lis.wait_bytes(30000, 10)
+    before = listener_stats(slave, "/m1.mp3")
+    upgrade(slave)
+    n = lis.received
+    lis.wait_bytes(n + 30000, 15)
+    assert not lis.closed, lis.close_reason
+    assert wirelib.locate_slice(mp3_file, bytes(lis.snapshot())[-20000:]) is not None
+    assert_same_listeners(before, listener_stats(slave, "/m1.mp3"))
+    assert "carried over by the upgrade, connecting again" in slave.error_log()
+    lis.close()
+    src.stop()
+    # a mount the master no longer lists is not kept: it goes as before
+    wirelib.wait_until(lambda: "/m1.mp3" not in [
+        m.get("mount") for m in adminlib.admin(slave, "/admin/listmounts").xml().findall("source")],
+        10, "the mount to go from the slave")
 
 
 def test_admin_event_feeds_stay_connected_and_go_on_numbering(server, mp3_file):
