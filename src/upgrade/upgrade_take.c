@@ -261,6 +261,10 @@ static int restore_mount(rec_reader_t *f, const char **why)
     mount_t *m = handover_mount_restore(f, &rs.t, worker_of, &v[rs.n].queue_start, why);
     if (!m)
         return -1;
+    /* a relay's mount carried without its connection still names it: no new one may get that
+     * id before the relay starts again on the mount */
+    if (m->source_conn_id > rs.max_id)
+        rs.max_id = m->source_conn_id;
     v[rs.n++].m = m;
     return 0;
 }
