@@ -501,7 +501,28 @@ def test_a_relay_keeps_its_upstream_connection_and_listeners_across_an_upgrade(s
     lis.close()
 
 
-def test_a_relay_waiting_to_reconnect_is_started_again_on_its_carried_mount(server, mp3_file):
+def assert_relay_started_again(edge, mount, lis, before, data):
+    """The listener of a relay's mount carried without its upstream connection hears the
+    stream again, on the same connection, once the new process's relay reconnected."""
+    n = lis.received
+    lis.wait_bytes(n + 30000, 15)
+    assert not lis.closed, lis.close_reason
+
+    def one_slice():  # what came before the gap may still be arriving at first
+        try:
+            return wirelib.locate_slice(data, bytes(lis.snapshot())[-20000:]) is not None
+        except AssertionError:
+            return False
+    wirelib.wait_until(one_slice, 15, "20000 bytes of the stream in one piece after the gap")
+    assert not lis.closed, lis.close_reason
+    assert_same_listeners(before, listener_stats(edge, mount))
+    assert "carried over by the upgrade, connecting again" in edge.error_log()
+
+
+def relay_waiting_to_reconnect(server, mp3_file):
+    """An edge relaying /live.mp3 of an origin on /relayed.mp3, with a listener, whose upstream
+    source left: the relay holds its listener and retries. (origin, edge, listener, the
+    listener's admin entry from before)."""
     from test_relay import relay_xml
     origin = server()
     src = origin.source("/live.mp3", mp3_file, rate=RATE, chunk=1000)
@@ -514,37 +535,24 @@ def test_a_relay_waiting_to_reconnect_is_started_again_on_its_carried_mount(serv
     assert lis.open().status == 200, lis.response
     lis.wait_bytes(30000, 10)
     before = listener_stats(edge, "/relayed.mp3")
-    src.stop()  # the upstream's source leaves: the relay holds its listener and retries
+    src.stop()
     edge.wait_log("upstream lost, reconnecting")
+    return origin, edge, lis, before
+
+
+def test_a_relay_waiting_to_reconnect_is_started_again_on_its_carried_mount(server, mp3_file):
+    origin, edge, lis, before = relay_waiting_to_reconnect(server, mp3_file)
     upgrade(edge)
     again = origin.source("/live.mp3", mp3_file, rate=RATE, chunk=1000)
     assert again.connect().status == 200
     again.start()
-    n = lis.received
-    lis.wait_bytes(n + 30000, 15)
-    assert not lis.closed, lis.close_reason
-    # the new source's stream, on the same connection
-    assert wirelib.locate_slice(mp3_file, bytes(lis.snapshot())[-20000:]) is not None
-    assert "carried over by the upgrade, connecting again" in edge.error_log()
-    assert_same_listeners(before, listener_stats(edge, "/relayed.mp3"))
+    assert_relay_started_again(edge, "/relayed.mp3", lis, before, mp3_file)
     again.stop()
     lis.close()
 
 
 def test_a_carried_relay_mount_the_new_config_no_longer_relays_ends(server, mp3_file):
-    from test_relay import relay_xml
-    origin = server()
-    src = origin.source("/live.mp3", mp3_file, rate=RATE, chunk=1000)
-    assert src.connect().status == 200
-    src.start()
-    fl.wait_mount(origin, "/live.mp3")
-    edge = server(extra_xml=relay_xml(origin, "/live.mp3", "/relayed.mp3"))
-    fl.wait_mount(edge, "/relayed.mp3")
-    lis = edge.listener("/relayed.mp3")
-    assert lis.open().status == 200, lis.response
-    lis.wait_bytes(30000, 10)
-    src.stop()
-    edge.wait_log("upstream lost, reconnecting")
+    _, edge, lis, _ = relay_waiting_to_reconnect(server, mp3_file)
     edge.write_config(extra_xml="")  # the new process reads a config without the relay
     upgrade(edge)
     lis.wait_closed(10)
@@ -563,12 +571,7 @@ def test_a_relay_over_tls_reconnects_from_the_new_process_and_its_listener_stays
     lis.wait_bytes(30000, 10)
     before = listener_stats(edge, "/edge.mp3")
     upgrade(edge)  # the TLS upstream connection stays with the old process, which exits
-    n = lis.received
-    lis.wait_bytes(n + 30000, 15)
-    assert not lis.closed, lis.close_reason
-    assert wirelib.locate_slice(mp3_file, bytes(lis.snapshot())[-20000:]) is not None
-    assert_same_listeners(before, listener_stats(edge, "/edge.mp3"))
-    assert "carried over by the upgrade, connecting again" in edge.error_log()
+    assert_relay_started_again(edge, "/edge.mp3", lis, before, mp3_file)
     src.stop()
     lis.close()
 
@@ -591,12 +594,7 @@ def test_a_relay_listed_by_a_master_is_started_again_on_its_carried_mount(server
     lis.wait_bytes(30000, 10)
     before = listener_stats(slave, "/m1.mp3")
     upgrade(slave)
-    n = lis.received
-    lis.wait_bytes(n + 30000, 15)
-    assert not lis.closed, lis.close_reason
-    assert wirelib.locate_slice(mp3_file, bytes(lis.snapshot())[-20000:]) is not None
-    assert_same_listeners(before, listener_stats(slave, "/m1.mp3"))
-    assert "carried over by the upgrade, connecting again" in slave.error_log()
+    assert_relay_started_again(slave, "/m1.mp3", lis, before, mp3_file)
     lis.close()
     src.stop()
     # a mount the master no longer lists is not kept: it goes as before
