@@ -21,6 +21,7 @@
 #include "core/cidr.h"
 #include "core/escape.h"
 #include "core/log.h"
+#include "core/record.h"
 #include "core/str.h"
 #include "core/url.h"
 #include "http/client.h"
@@ -68,6 +69,41 @@ void auth_url_session_free(auth_url_session_t *s)
             free(secrets[i]);
         }
     free(s);
+}
+
+/* ---- carried across an upgrade: what listener_remove needs ---- */
+
+void auth_url_session_save(const auth_url_session_t *s, buf_t *out)
+{
+    rec_u64(out, s->conn_id);
+    const char *fields[] = {s->mount_name, s->user, s->pass, s->remove_url, s->userpwd, s->uri,
+                            s->ip, s->agent, s->server};
+    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+        rec_str(out, fields[i]);
+    rec_u32(out, s->timeout_ms);
+    rec_u32(out, (uint32_t)s->port);
+    rec_u32(out, s->timelimit);
+}
+
+auth_url_session_t *auth_url_session_restore(rec_reader_t *in)
+{
+    auth_url_session_t *s = calloc(1, sizeof(*s));
+    if (!s)
+        return NULL;
+    s->conn_id = rec_get_u64(in);
+    char **fields[] = {&s->mount_name, &s->user, &s->pass, &s->remove_url, &s->userpwd, &s->uri,
+                       &s->ip, &s->agent, &s->server};
+    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+        *fields[i] = rec_get_str(in);
+    s->timeout_ms = rec_get_u32(in);
+    s->port = (int)rec_get_u32(in);
+    s->timelimit = rec_get_u32(in);
+    s->accepted = 1;
+    if (in->error || !s->mount_name || !s->ip || !s->server) {
+        auth_url_session_free(s);
+        return NULL;
+    }
+    return s;
 }
 
 /* ---- settings of the mount ---- */

@@ -23,6 +23,8 @@
 typedef struct conn conn_t;
 typedef struct mount_conf mount_conf_t;
 typedef struct http_request http_request_t;
+typedef struct buf buf_t;
+typedef struct rec_reader rec_reader_t;
 
 #define AUTH_URL_MAX_PENDING 1000
 #define AUTH_URL_MESSAGE_MAX 200
@@ -91,6 +93,12 @@ void auth_url_session_end(conn_t *c, void *s);
  * seconds and was sent `sent` bytes. Frees s. */
 void auth_url_session_close(auth_url_session_t *s, uint64_t duration_s, uint64_t sent);
 void auth_url_session_free(auth_url_session_t *s);
+
+/* An accepted session written into an upgrade's state (core/record.h), and read back in the
+ * new process (NULL: unreadable or out of memory), so that listener_remove is sent when the
+ * carried listener ends there. */
+void auth_url_session_save(const auth_url_session_t *s, buf_t *out);
+auth_url_session_t *auth_url_session_restore(rec_reader_t *in);
 
 /* A source started (added 1) or ended (0) on mount: mount_add / mount_remove, if set. */
 void auth_url_mount_event(const mount_conf_t *mc, const char *mount, int added);

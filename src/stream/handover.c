@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "auth/auth.h"
+#include "auth/auth_url.h"
 #include "core/loop.h"
 #include "http/client.h"
 #include "net/conn.h"
@@ -318,6 +319,31 @@ static long header_index(mount_t *m, const block_t *hdr)
     return -1;
 }
 
+/* The listener's login: a URL-authentication session (1, then its fields), else a user-file
+ * session or none (0, then auth_session_save's). */
+static int login_save(conn_t *c, buf_t *out)
+{
+    client_t *cl = client_of(c);
+    int url = cl->on_end == auth_url_session_end;
+    rec_u8(out, (uint8_t)url);
+    if (!url)
+        return auth_session_save(c, out);
+    auth_url_session_save(cl->on_end_arg, out);
+    return 0;
+}
+
+static int login_restore(conn_t *c, rec_reader_t *in)
+{
+    if (!rec_get_u8(in))
+        return auth_session_restore(c, in);
+    auth_url_session_t *s = auth_url_session_restore(in);
+    if (!s)
+        return -EINVAL;
+    client_of(c)->on_end = auth_url_session_end;
+    client_of(c)->on_end_arg = s;
+    return 0;
+}
+
 int handover_listener_save(conn_t *c, handover_metas_t *t, buf_t *out)
 {
     listener_t *l = listener_of(c);
@@ -327,7 +353,7 @@ int handover_listener_save(conn_t *c, handover_metas_t *t, buf_t *out)
     pthread_mutex_lock(&m->lock);
     long hdr = l->hdr ? header_index(m, l->hdr) : -1;
     pthread_mutex_unlock(&m->lock);
-    if ((l->hdr && hdr < 0) || auth_session_save(c, out) < 0)
+    if ((l->hdr && hdr < 0) || login_save(c, out) < 0)
         return -ENOTSUP;
     rec_str(out, m->name);
     rec_u64(out, l->blk->offset);
@@ -371,7 +397,7 @@ static block_t *block_at(mount_t *m, uint64_t offset, long index)
 int handover_listener_restore(conn_t *c, rec_reader_t *in, const handover_metas_t *t,
                               mount_t *(*find)(const char *name, void *arg), void *arg)
 {
-    if (auth_session_restore(c, in) < 0)
+    if (login_restore(c, in) < 0)
         return -EINVAL;
     char *name = rec_get_str(in);
     mount_t *m = name && !in->error ? find(name, arg) : NULL;

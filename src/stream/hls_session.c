@@ -597,6 +597,13 @@ void hls_sessions_save(const char *name, buf_t *out)
         rec_str(out, s->referer);
         rec_str(out, s->uri);
         rec_str(out, s->user);
+        /* its login: listener_remove is sent by the new process when it ends, at its limit */
+        rec_i64(out, s->seen_ms);
+        rec_i64(out, s->limit_s);
+        rec_u64(out, s->limit_ms ? (s->limit_ms > now ? s->limit_ms - now : 1) : 0);
+        rec_u8(out, s->url_auth != NULL);
+        if (s->url_auth)
+            auth_url_session_save(s->url_auth, out);
     }
     if (h)
         pthread_mutex_unlock(&h->lock);
@@ -640,9 +647,16 @@ int hls_sessions_restore(mount_t *m, rec_reader_t *in, uint64_t *max_id)
         if (!s->uri)
             s->uri = str_dup("-");
         s->user = rec_get_str(in);
+        s->seen_ms = rec_get_i64(in);
+        s->limit_s = rec_get_i64(in);
+        uint64_t left = rec_get_u64(in);
+        s->limit_ms = left ? loop_now_ms() + left : 0;
+        if (rec_get_u8(in) && !(s->url_auth = auth_url_session_restore(in)))
+            in->error = 1;
         if (s->id > *max_id)
             *max_id = s->id;
-        if (index_reserve(h) < 0) {
+        if (in->error || index_reserve(h) < 0) {
+            auth_url_session_free(s->url_auth);
             free(s->uri);
             free(s->agent);
             free(s->referer);

@@ -219,7 +219,7 @@ static void save_listens(state_t *s, const upgrade_pidfile_t *pf)
 static void collect_mount(mount_t *m, void *arg)
 {
     state_t *s = arg;
-    if (handover_mount_unmovable(m))
+    if (handover_mount_unmovable(m) && !relay_waiting(m))
         return;
     carried_t *v = realloc(s->mv, (size_t)(s->nm + 1) * sizeof(*v));
     if (!v)
@@ -294,20 +294,22 @@ static int save_reply_role(conn_t *c, state_t *s)
     return reply_save(c, &s->conns);
 }
 
-/* The sources of the carried mounts (a mount whose source cannot be carried stays), then the
- * plain listeners of those mounts. */
+/* The sources of the carried mounts (a mount whose source cannot be carried stays; a relay's
+ * goes without when its connection cannot: the new process starts that relay again on it),
+ * then the plain listeners of those mounts. */
 static void save_conns(state_t *s)
 {
     for (int i = 0; i < s->nm; i++) {
         mount_t *m = s->mv[i].m;
         worker_t *w = m->source_worker;
         conn_t *c = w ? worker_find_conn(w, m->source_conn_id) : NULL;
-        if (!c || c->tls || save_feed(s, c) < 0) {
+        int fed = c && !c->tls && save_feed(s, c) == 0;
+        if (!fed && !relay_waiting(m)) {
             mount_unref(m);
             s->mv[i--] = s->mv[--s->nm];
             continue;
         }
-        s->sources++;
+        s->sources += fed;
     }
     int slots = atomic_load(&server.nslots), all = 0;
     for (int i = 0; i < slots; i++) {
@@ -472,6 +474,20 @@ static int expect(run_t *r, char want, int ms, const char *step)
     return ok;
 }
 
+/* In the child before exec: of our descriptors only `keep` goes on (besides 0-2). Libraries
+ * open some without O_CLOEXEC (libcurl's wake-up socket pair), and each would otherwise stay
+ * open in every new process, one more set at each upgrade. */
+static void keep_only(int keep)
+{
+    if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
+        long max = sysconf(_SC_OPEN_MAX);
+        for (int fd = 3; fd < (max > 0 ? max : 65536); fd++)
+            if (fd != keep)
+                fcntl(fd, F_SETFD, FD_CLOEXEC);
+    }
+    fcntl(keep, F_SETFD, 0);
+}
+
 /* Starts the installed binary with our arguments and the socket's number in the
  * environment. The child's pid, or -errno. */
 static pid_t spawn_new(int child_end)
@@ -494,7 +510,7 @@ static pid_t spawn_new(int child_end)
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
-        fcntl(child_end, F_SETFD, 0);
+        keep_only(child_end);
         execve(installed_path, saved_argv, env);
         _exit(127);
     }

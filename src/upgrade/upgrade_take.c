@@ -261,6 +261,10 @@ static int restore_mount(rec_reader_t *f, const char **why)
     mount_t *m = handover_mount_restore(f, &rs.t, worker_of, &v[rs.n].queue_start, why);
     if (!m)
         return -1;
+    /* a relay's mount carried without its connection still names it: no new one may get that
+     * id before the relay starts again on the mount */
+    if (m->source_conn_id > rs.max_id)
+        rs.max_id = m->source_conn_id;
     v[rs.n++].m = m;
     return 0;
 }
@@ -306,6 +310,13 @@ int upgrade_restore(char *err, size_t cap)
     }
     for (int i = 0; i < rs.n; i++) {
         handover_mount_settle(rs.v[i].m, rs.v[i].queue_start);
+        /* no source came with it: a relay's that was reconnecting, started again on it */
+        mount_t *m = rs.v[i].m;
+        if (rc >= 0 && !(m->source_worker && worker_find_conn(m->source_worker, m->source_conn_id)) &&
+            relay_hold_mount(m) < 0) {
+            why = "out of memory";
+            rc = -1;
+        }
         mount_unref(rs.v[i].m);
     }
     free(rs.v);

@@ -235,6 +235,7 @@ static const conn_ops_t list_ops = {
 static void list_destroy(conn_t *c)
 {
     master_conn_t *mc = (master_conn_t *)c;
+    relay_master_polled(); /* carried mounts its list did not name end */
     free(mc->client.req);
     free(mc);
     busy = 0;

@@ -797,6 +797,81 @@ static int relay_adopted(const char *local)
     return 0;
 }
 
+/* ---- an upgrade: relays waiting to reconnect ---- */
+
+/* carried mounts of relays that were waiting: taken by the relays of the config at start-up,
+ * and by the master's at its first list (on a worker: hence the lock) */
+static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
+static mount_t **held;
+static int nheld;
+
+int relay_waiting(const mount_t *m)
+{
+    int slots = atomic_load(&server.nslots);
+    for (int i = 0; i < slots && i < SERVER_MAX_WORKERS; i++) {
+        relay_t *r;
+        if (!server.workers[i] || server.workers[i]->gone)
+            continue;
+        list_foreach(r, &worker_relays[i], relay_t, link)
+            if (r->mount == m)
+                return 1;
+    }
+    return 0;
+}
+
+int relay_hold_mount(mount_t *m)
+{
+    pthread_mutex_lock(&held_lock);
+    mount_t **v = realloc(held, (size_t)(nheld + 1) * sizeof(*v));
+    if (v) {
+        held = v;
+        held[nheld++] = mount_ref(m);
+    }
+    pthread_mutex_unlock(&held_lock);
+    return v ? 0 : -ENOMEM;
+}
+
+/* r starts on the held mount of its name, if there is one. */
+static void take_held(relay_t *r)
+{
+    pthread_mutex_lock(&held_lock);
+    for (int i = 0; i < nheld && !r->mount; i++)
+        if (strcmp(held[i]->name, r->local) == 0) {
+            r->mount = held[i]; /* the list's reference is r's now */
+            held[i] = held[--nheld];
+        }
+    pthread_mutex_unlock(&held_lock);
+    if (r->mount) {
+        r->lost_ms = loop_now_ms(); /* its listeners wait the grace period from now */
+        log_info("relay %s: its mount carried over by the upgrade, connecting again",
+                 r->logname);
+    }
+}
+
+/* The held mounts no relay took end (their listeners follow their fallbacks). */
+static void end_held(void)
+{
+    pthread_mutex_lock(&held_lock);
+    mount_t **v = held;
+    int n = nheld;
+    held = NULL;
+    nheld = 0;
+    pthread_mutex_unlock(&held_lock);
+    for (int i = 0; i < n; i++) {
+        char esc[512];
+        log_warn("relay %s: no longer relayed: its carried mount ends",
+                 escape_log_utf8(esc, sizeof(esc), v[i]->name, strlen(v[i]->name)));
+        source_end_mount(v[i]);
+        mount_unref(v[i]);
+    }
+    free(v);
+}
+
+void relay_master_polled(void)
+{
+    end_held();
+}
+
 void relay_start_all(void)
 {
     const config_t *cfg = server_config();
@@ -812,9 +887,13 @@ void relay_start_all(void)
         if (relay_adopted(local))
             continue;
         relay_t *r = relay_from_conf(rc);
+        if (r)
+            take_held(r);
         if (!r || relay_hand_over(r) < 0)
             log_error("relay of %s: cannot start", rc->local_mount ? rc->local_mount : "/");
     }
+    if (!cfg->master_server)
+        end_held(); /* else the master's list may name them: relay_master_polled */
     for (int i = 0; i < nadopted; i++)
         free(adopted[i]);
     free(adopted);
@@ -927,6 +1006,7 @@ int relay_start_master(const char *host, int port, int tls, const char *mount,
     if (!r)
         return -ENOMEM;
     r->from_master = 1;
+    take_held(r);
     return relay_hand_over(r);
 }
 

@@ -47,6 +47,18 @@ int relay_save(conn_t *c, buf_t *out);
 conn_t *relay_adopt(worker_t *w, int fd, rec_reader_t *in,
                     mount_t *(*find)(const char *name, void *arg), void *arg);
 
+/* An upgrade carries the mount of a relay whose connection cannot go (waiting to reconnect,
+ * pulling over TLS, a master's) without it: relay_waiting (old process, main thread, workers
+ * stopped) says whether one of our relays holds m; relay_hold_mount (new process, before
+ * relay_start_all) keeps a carried mount with no source for the relay that starts on it: the
+ * config's (relay_start_all) or the master's (its first list: relay_start_master), as if it
+ * had lost its upstream now. A held mount no relay takes is ended (its listeners follow its
+ * fallbacks): at relay_start_all without a master, else once the first stream list request
+ * is over (relay_master_polled, answered or not). */
+int relay_waiting(const mount_t *m);
+int relay_hold_mount(mount_t *m);
+void relay_master_polled(void);
+
 /* Registers the per-worker relay module (start-up, before workers are created). */
 void relay_register(void);
 /* Starts the configured relays and the master-server poller (main thread, after the workers

@@ -20,6 +20,7 @@ import adminlib
 import formatlib as fl
 import wirelib
 from conftest import BINARY, port_pair
+from test_auth_url import auth, url_mount  # noqa: F401 (auth: the recording auth server)
 
 pytestmark = pytest.mark.rimecast_only
 
@@ -72,7 +73,11 @@ def upgrade(srv, timeout=20):
     wirelib.wait_until(lambda: srv.error_log().count("upgrade: handed over to PID") > done,
                        timeout, lambda: "the hand-over\n" + srv.diagnostics())
     new_pid = int(re.findall(r"upgrade: handed over to PID (\d+)", srv.error_log())[-1])
-    assert old.wait(timeout) == 0
+    if isinstance(old, Adopted):  # an upgrade of one that took over: it exits without a word
+        wirelib.wait_until(lambda: not old._running(), timeout, "PID %d to exit" % old.pid)
+        assert "Sanitizer" not in srv.stderr()
+    else:
+        assert old.wait(timeout) == 0
     srv.proc = Adopted(new_pid, srv)
     assert new_pid != old.pid
     return new_pid
@@ -496,6 +501,108 @@ def test_a_relay_keeps_its_upstream_connection_and_listeners_across_an_upgrade(s
     lis.close()
 
 
+def assert_relay_started_again(edge, mount, lis, before, data):
+    """The listener of a relay's mount carried without its upstream connection hears the
+    stream again, on the same connection, once the new process's relay reconnected."""
+    n = lis.received
+    lis.wait_bytes(n + 30000, 15)
+    assert not lis.closed, lis.close_reason
+
+    def one_slice():  # what came before the gap may still be arriving at first
+        try:
+            return wirelib.locate_slice(data, bytes(lis.snapshot())[-20000:]) is not None
+        except AssertionError:
+            return False
+    wirelib.wait_until(one_slice, 15, "20000 bytes of the stream in one piece after the gap")
+    assert not lis.closed, lis.close_reason
+    assert_same_listeners(before, listener_stats(edge, mount))
+    assert "carried over by the upgrade, connecting again" in edge.error_log()
+
+
+def relay_waiting_to_reconnect(server, mp3_file):
+    """An edge relaying /live.mp3 of an origin on /relayed.mp3, with a listener, whose upstream
+    source left: the relay holds its listener and retries. (origin, edge, listener, the
+    listener's admin entry from before)."""
+    from test_relay import relay_xml
+    origin = server()
+    src = origin.source("/live.mp3", mp3_file, rate=RATE, chunk=1000)
+    assert src.connect().status == 200
+    src.start()
+    fl.wait_mount(origin, "/live.mp3")
+    edge = server(extra_xml=relay_xml(origin, "/live.mp3", "/relayed.mp3"))
+    fl.wait_mount(edge, "/relayed.mp3")
+    lis = edge.listener("/relayed.mp3")
+    assert lis.open().status == 200, lis.response
+    lis.wait_bytes(30000, 10)
+    before = listener_stats(edge, "/relayed.mp3")
+    src.stop()
+    edge.wait_log("upstream lost, reconnecting")
+    return origin, edge, lis, before
+
+
+def test_a_relay_waiting_to_reconnect_is_started_again_on_its_carried_mount(server, mp3_file):
+    origin, edge, lis, before = relay_waiting_to_reconnect(server, mp3_file)
+    upgrade(edge)
+    again = origin.source("/live.mp3", mp3_file, rate=RATE, chunk=1000)
+    assert again.connect().status == 200
+    again.start()
+    assert_relay_started_again(edge, "/relayed.mp3", lis, before, mp3_file)
+    again.stop()
+    lis.close()
+
+
+def test_a_carried_relay_mount_the_new_config_no_longer_relays_ends(server, mp3_file):
+    _, edge, lis, _ = relay_waiting_to_reconnect(server, mp3_file)
+    edge.write_config(extra_xml="")  # the new process reads a config without the relay
+    upgrade(edge)
+    lis.wait_closed(10)
+    edge.wait_log("relay /relayed.mp3: no longer relayed: its carried mount ends")
+
+
+def test_a_relay_over_tls_reconnects_from_the_new_process_and_its_listener_stays(server,
+                                                                                mp3_file):
+    from test_relay_tls import https_origin, relay_xml
+    origin, src, ca = https_origin(server, mp3_file)
+    edge = server(ssl_cafile=ca,
+                  extra_xml=relay_xml("127.0.0.1", origin.tls_port, "/live.mp3", "/edge.mp3"))
+    fl.wait_mount(edge, "/edge.mp3")
+    lis = edge.listener("/edge.mp3")
+    assert lis.open().status == 200, lis.response
+    lis.wait_bytes(30000, 10)
+    before = listener_stats(edge, "/edge.mp3")
+    upgrade(edge)  # the TLS upstream connection stays with the old process, which exits
+    assert_relay_started_again(edge, "/edge.mp3", lis, before, mp3_file)
+    src.stop()
+    lis.close()
+
+
+def test_a_relay_listed_by_a_master_is_started_again_on_its_carried_mount(server, mp3_file):
+    from conftest import SOURCE_PASSWORD
+    master = server()
+    slave = server(extra_xml="<master-server>127.0.0.1</master-server>"
+                   "<master-server-port>%d</master-server-port>"
+                   "<master-update-interval>1</master-update-interval>"
+                   "<master-username>relay</master-username>"
+                   "<master-password>%s</master-password>" % (master.port, SOURCE_PASSWORD))
+    src = master.source("/m1.mp3", mp3_file, rate=RATE, chunk=1000)
+    assert src.connect().status == 200
+    src.start()
+    fl.wait_mount(master, "/m1.mp3")
+    fl.wait_mount(slave, "/m1.mp3", timeout=10)
+    lis = slave.listener("/m1.mp3")
+    assert lis.open().status == 200, lis.response
+    lis.wait_bytes(30000, 10)
+    before = listener_stats(slave, "/m1.mp3")
+    upgrade(slave)
+    assert_relay_started_again(slave, "/m1.mp3", lis, before, mp3_file)
+    lis.close()
+    src.stop()
+    # a mount the master no longer lists is not kept: it goes as before
+    wirelib.wait_until(lambda: "/m1.mp3" not in [
+        m.get("mount") for m in adminlib.admin(slave, "/admin/listmounts").xml().findall("source")],
+        10, "the mount to go from the slave")
+
+
 def test_admin_event_feeds_stay_connected_and_go_on_numbering(server, mp3_file):
     from adminlib import EventStream
     srv = server()
@@ -663,6 +770,74 @@ def test_a_listener_logged_in_with_a_user_file_keeps_its_session(server, mp3_fil
         src.stop()
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+def test_a_url_authenticated_listener_is_carried_and_its_remove_sent_once_by_the_new_process(
+        server, mp3_file, auth):
+    rec = auth()
+    srv = server(mounts=[url_mount(rec, "/live.mp3")])
+    src, _ = live_mount(srv, mp3_file)
+    lis = srv.listener("/live.mp3", headers={"Authorization": wirelib.basic_auth("eve", "pw")})
+    t0 = time.monotonic()
+    assert lis.open().status == 200, lis.response
+    client = rec.wait("listener_add", 2)[-1].form["client"]
+    lis.wait_bytes(20000, 10)
+    wirelib.wait_until(lambda: time.monotonic() - t0 >= 2, 5, "two seconds of listening")
+    upgrade(srv)
+    assert all(r.form["client"] != client for r in rec.of("listener_remove"))
+    n = lis.received
+    lis.wait_bytes(n + 20000, 10)
+    assert not lis.closed, lis.close_reason
+    wirelib.wait_until(lambda: time.monotonic() - t0 >= 4, 5, "two seconds after the upgrade")
+    lis.close()
+    took = time.monotonic() - t0
+    removes = rec.wait("listener_remove", 1, 10)
+    mine = [r.form for r in removes if r.form["client"] == client]
+    # the old process is gone (upgrade() waited for it): no second remove can come from it
+    assert len(mine) == 1, removes
+    f = mine[0]
+    assert (f["mount"], f["user"], f["pass"], f["ip"]) == ("/live.mp3", "eve", "pw", "127.0.0.1")
+    assert abs(int(f["duration"]) - took) <= 1.5, (f["duration"], took)
+    assert int(f["sent"]) >= n + 20000
+    src.stop()
+
+
+def test_an_hls_session_with_a_url_login_keeps_its_time_limit_and_remove(server, auth):
+    from test_hls_auth import MOUNT, live_url_mount, poll
+    rec = auth(lambda req: (200, {"icecast-auth-user": "1", "icecast-auth-timelimit": "7"}))
+    srv, enc = live_url_mount(server, rec)
+    token = "7" * 16
+    try:
+        t0 = time.monotonic()
+        assert poll(srv, token, {"Authorization": wirelib.basic_auth("al", "pw")})[0] == 200
+        [add] = rec.of("listener_add")
+        upgrade(srv)
+        assert rec.of("listener_remove") == []
+        # it polls on in the new process until its login's time limit ends it there
+        wirelib.wait_until(lambda: poll(srv, token)[0] != 200, 15,
+                           "the time limit to end the session", interval=0.3)
+        took = time.monotonic() - t0
+        assert 6 <= took <= 9, took
+        [rm] = rec.wait("listener_remove", 1, 10)
+    finally:
+        fl.stop_process(enc)
+    assert rm.form["client"] == add.form["client"] and rm.form["user"] == "al"
+    assert rm.form["duration"] == "7", rm.form
+    assert len(rec.of("listener_remove")) == 1
+
+
+def test_no_descriptor_is_left_behind_in_the_new_process(server, mp3_file, auth):
+    # URL authentication starts the HTTP client: its library's own descriptors stay behind
+    srv = server(mounts=[url_mount(auth(), "/other")])
+    src, lis = live_mount(srv, mp3_file)
+    counts = []
+    for _ in range(3):
+        counts.append(len(os.listdir("/proc/%d/fd" % upgrade(srv))))
+    n = lis.received
+    lis.wait_bytes(n + 20000, 10)
+    assert counts[0] == counts[1] == counts[2], counts
+    lis.close()
+    src.stop()
 
 
 def test_the_new_process_tells_systemd_its_pid(server, mp3_file, monkeypatch):
