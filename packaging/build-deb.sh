@@ -22,7 +22,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 version=$(sed -n '1s/^rimecast (\([^)]*\)).*/\1/p' "$top/debian/changelog")
 mkdir "$work/rimecast-$version"
-(cd "$top" && git ls-files -co --exclude-standard -z | xargs -0 tar -cf - --no-recursion) |
+(cd "$top" && git ls-files -co --exclude-standard -z | tar --null --no-recursion -T - -cf -) |
     tar -xf - -C "$work/rimecast-$version"
 (cd "$work/rimecast-$version" && dpkg-buildpackage -us -uc -b) >"$work/build.log" 2>&1 ||
     { tail -60 "$work/build.log"; fail "dpkg-buildpackage"; }
