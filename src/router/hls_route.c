@@ -985,6 +985,16 @@ static void relay_live(conn_t *c, mount_t *m, unsigned time_limit_s)
     answer(c, client_of(c)->req, &u, m->name, m);
 }
 
+int hls_route_names(const char *path)
+{
+    hls_url_t u;
+    char *mount = NULL;
+    int n, yes = parse_url(path, &u) || parse_intro_url(path, &mount, &n);
+    free(u.mount);
+    free(mount);
+    return yes;
+}
+
 int hls_route(conn_t *c, const http_request_t *req, const char *path)
 {
     hls_url_t u;
