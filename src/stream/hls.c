@@ -373,6 +373,19 @@ static void advance_locked(hls_t *h)
     }
 }
 
+/* Whether the parts followed as they fill are sent what the window cut since last time: once
+ * a write window (as plain listeners are written), each a chunk of several source blocks;
+ * every block at window 0. A part that completes is sent at once (hls_part_close). */
+static int followers_due(hls_t *h)
+{
+    int window = server_config()->write_window_ms;
+    uint64_t now = loop_now_ms();
+    if (window > 0 && now - h->followers_sent_ms < (uint64_t)window)
+        return 0;
+    h->followers_sent_ms = now;
+    return 1;
+}
+
 static void publish_hook(mount_t *m, void *arg)
 {
     /* the windows that follow m: its own, and those of sourceless mounts it is the fallback
@@ -381,7 +394,7 @@ static void publish_hook(mount_t *m, void *arg)
         pthread_mutex_lock(&h->lock);
         if (h->mount == m) {
             advance_locked(h);
-            if (!list_empty(&h->waiters))
+            if (!list_empty(&h->waiters) && followers_due(h))
                 wake_waiters(h); /* parts being followed as they fill */
         }
         pthread_mutex_unlock(&h->lock);

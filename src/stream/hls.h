@@ -195,6 +195,7 @@ struct hls {
     _Atomic(hls_t *) next_on_mount; /* the next window following the same mount */
     uint64_t last_request_ms;
     list_t waiters;           /* hls_waiter_t */
+    uint64_t followers_sent_ms; /* when parts followed as they fill were last sent more */
     hls_session_t *sessions;  /* its HLS listeners */
     int nsessions;
     hls_session_t **session_index; /* by token, then by connection (hls_session.c) */
