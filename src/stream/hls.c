@@ -132,6 +132,7 @@ static hls_seg_t *seg_open(hls_t *h)
     if (s->used && s->discontinuity)
         h->disc_dropped++;
     seg_clear(s); /* a slot left unused by a break may still hold its init segment */
+    h->version++;
     s->used = 1;
     s->seq = h->open_seq;
     s->discontinuity = h->disc_next;
@@ -176,6 +177,7 @@ void hls_part_close(hls_t *h, int close)
     hls_seg_t *s = hls_seg_at(h, h->open_seq);
     if (!s)
         return;
+    h->version++;
     if (s->open.frames > 0) {
         s->open.done = 1;
         s->parts[s->nparts++] = s->open;
@@ -451,6 +453,11 @@ static void window_free_locked(hls_t *h)
         icy_meta_unref(h->last_meta);
     h->last_meta = NULL;
     hls_opus_free_locked(h);
+    h->version++;
+    for (int ll = 0; ll < 2; ll++) {
+        buf_free(&h->playlist_text[ll]);
+        h->playlist_at[ll] = 0;
+    }
 }
 
 static void detach_locked(hls_t *h)
@@ -535,6 +542,7 @@ static int attach_locked(hls_t *h, mount_t *m)
                 s->pdt_ms = h->anchor_ms + (int64_t)(s->epoch_samples * 1000 / s->rate);
         }
     }
+    h->version++; /* the segments were dated again */
     on_mount_add(h, m);
     return 0;
 }
