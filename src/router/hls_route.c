@@ -668,6 +668,7 @@ typedef struct filling {
     uint64_t start;        /* the part's first byte */
     uint64_t pos, end;     /* sent up to pos; the window had cut up to end */
     size_t crlf_left;      /* bytes of the CRLF ending the chunk still to write */
+    size_t last_left;      /* bytes of the last (empty) chunk still to write, once complete */
     int complete;          /* end is the part's end */
     int keep;
     uint32_t id3_len;      /* the tag sent in front */
@@ -734,13 +735,14 @@ static int filling_more(conn_t *c, filling_t *f)
 }
 
 /* Writes what the connection owes in one writev: the output buffer (the chunk head; before the
- * first chunk the reply head and tag), the part's bytes [pos, end), the CRLF ending the chunk.
- * 1 all written, 0 the socket is full, -1 the connection closed. */
+ * first chunk the reply head and tag), the part's bytes [pos, end), the CRLF ending the chunk,
+ * and once the part is complete the last chunk. 1 all written, 0 the socket is full, -1 the
+ * connection closed. */
 static int filling_send(conn_t *c, filling_t *f)
 {
-    static const char crlf[] = "\r\n";
-    while (c->woff < c->wlen || f->pos < f->end || f->crlf_left) {
-        struct iovec iov[SEND_IOV + 2];
+    static const char crlf[] = "\r\n", last[] = "0\r\n\r\n";
+    while (c->woff < c->wlen || f->pos < f->end || f->crlf_left || (f->complete && f->last_left)) {
+        struct iovec iov[SEND_IOV + 3]; /* the output buffer, the blocks, CRLF, last chunk */
         int n = 0;
         size_t queued = c->wlen - c->woff;
         if (queued)
@@ -750,6 +752,8 @@ static int filling_send(conn_t *c, filling_t *f)
             n += blocks_iov(f->blk, f->pos, f->end, iov + n, SEND_IOV, &covered);
         if (covered == f->end && f->crlf_left)
             iov[n++] = (struct iovec){(void *)(crlf + 2 - f->crlf_left), f->crlf_left};
+        if (covered == f->end && f->complete && f->last_left)
+            iov[n++] = (struct iovec){(void *)(last + 5 - f->last_left), f->last_left};
         if (n == 0)
             return 1; /* cannot happen: the bytes owed are all published */
         ssize_t w = writev_counted(c, iov, n);
@@ -763,7 +767,10 @@ static int filling_send(conn_t *c, filling_t *f)
         uint64_t from_blocks = left < f->end - f->pos ? left : f->end - f->pos;
         if (from_blocks)
             blocks_advance(&f->blk, &f->pos, from_blocks, f->end);
-        f->crlf_left -= left - (size_t)from_blocks;
+        left -= (size_t)from_blocks;
+        size_t from_crlf = left < f->crlf_left ? left : f->crlf_left;
+        f->crlf_left -= from_crlf;
+        f->last_left -= left - from_crlf;
     }
     return 1;
 }
@@ -776,7 +783,6 @@ static void filling_write(conn_t *c)
         if (filling_send(c, f) <= 0 || f->waiter.linked)
             return; /* closed, resumes when writable, or waits for the part */
         if (f->complete) {
-            static const char last[] = "0\r\n\r\n";
             int keep = f->keep;
             hls_t *h = f->hls;
             uint64_t bytes = f->id3_len + (f->end - f->start);
@@ -786,7 +792,10 @@ static void filling_write(conn_t *c)
             if (count_to_session(c, client_of(c)->req, h, bytes))
                 client_skip_log(c); /* counted in its session's line */
             c->ops = &reply_sending_ops;
-            conn_send(c, last, sizeof(last) - 1, keep ? reply_next_request : conn_linger_close);
+            if (keep) /* all sent, the last chunk too */
+                reply_next_request(c);
+            else
+                conn_linger_close(c);
             return;
         }
         if (filling_more(c, f) < 0)
@@ -832,6 +841,7 @@ static int start_filling(conn_t *c, const http_request_t *req, hls_t *h, const h
     }
     client_of(c)->status = 200;
     f->hls = h;
+    f->last_left = 5;
     f->keep = keep;
     f->id3_len = p.id3_len;
     f->waiter.msn = u->seq;
