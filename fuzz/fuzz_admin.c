@@ -41,7 +41,7 @@ static void check_command(const char *path)
     REQUIRE(!slash || (slash != name && !strchr(slash + 1, '/') && name[0] != '.' &&
                        slash[1] != '.'));
     REQUIRE(view == ADMIN_VIEW_XML || view == ADMIN_VIEW_XSL || view == ADMIN_VIEW_JSON ||
-            view == ADMIN_VIEW_TXT);
+            view == ADMIN_VIEW_TXT || view == ADMIN_VIEW_CSV);
     REQUIRE(strlen(name) <= strlen(path));
 }
 
