@@ -215,36 +215,48 @@ static void end_session(conn_t *c, void *arg)
     auth_session_end(arg);
 }
 
+void auth_user_session_save(const auth_session_t *s, buf_t *out)
+{
+    rec_u8(out, s != NULL);
+    if (s) {
+        rec_str(out, s->mount);
+        rec_str(out, s->user);
+    }
+}
+
+int auth_user_session_restore(rec_reader_t *in, auth_session_t **out)
+{
+    *out = NULL;
+    if (!rec_get_u8(in))
+        return in->error ? -EINVAL : 0;
+    char *mount = rec_get_str(in), *user = rec_get_str(in);
+    int dup;
+    *out = mount && user ? session_begin(mount, user, 1, &dup) : NULL;
+    free(mount);
+    free(user);
+    if (!*out)
+        return in->error ? -EINVAL : -ENOMEM;
+    return 0;
+}
+
 int auth_session_save(conn_t *c, buf_t *out)
 {
     client_t *cl = client_of(c);
-    if (!cl->on_end) {
-        rec_u8(out, 0);
-        return 0;
-    }
-    if (cl->on_end != end_session)
+    if (cl->on_end && cl->on_end != end_session)
         return -ENOTSUP; /* URL authentication's: its session is the router's */
-    const auth_session_t *s = cl->on_end_arg;
-    rec_u8(out, 1);
-    rec_str(out, s->mount);
-    rec_str(out, s->user);
+    auth_user_session_save(cl->on_end ? cl->on_end_arg : NULL, out);
     return 0;
 }
 
 int auth_session_restore(conn_t *c, rec_reader_t *in)
 {
-    if (!rec_get_u8(in))
-        return in->error ? -EINVAL : 0;
-    char *mount = rec_get_str(in), *user = rec_get_str(in);
-    int dup;
-    auth_session_t *s = mount && user ? session_begin(mount, user, 1, &dup) : NULL;
-    free(mount);
-    free(user);
-    if (!s)
-        return in->error ? -EINVAL : -ENOMEM;
-    client_of(c)->on_end = end_session;
-    client_of(c)->on_end_arg = s;
-    return 0;
+    auth_session_t *s;
+    int rc = auth_user_session_restore(in, &s);
+    if (rc == 0 && s) {
+        client_of(c)->on_end = end_session;
+        client_of(c)->on_end_arg = s;
+    }
+    return rc;
 }
 
 /* On c's worker, its password verified: the duplicate-user check of a GET, then its session

@@ -63,6 +63,10 @@ typedef struct buf buf_t;
 typedef struct rec_reader rec_reader_t;
 int auth_session_save(conn_t *c, buf_t *out);
 int auth_session_restore(conn_t *c, rec_reader_t *in);
+/* The same for a session held by something other than a connection (an HLS session): s or
+ * NULL as record fields, and the session they describe held again (*out NULL when none). */
+void auth_user_session_save(const auth_session_t *s, buf_t *out);
+int auth_user_session_restore(rec_reader_t *in, auth_session_t **out);
 
 /* Answers a refused check: 401 with the Basic challenge, or 429 with Retry-After. */
 void auth_send_refusal(conn_t *c, auth_result_t r, unsigned retry_after);

@@ -604,6 +604,7 @@ void hls_sessions_save(const char *name, buf_t *out)
         rec_u8(out, s->url_auth != NULL);
         if (s->url_auth)
             auth_url_session_save(s->url_auth, out);
+        auth_user_session_save(s->user_auth, out); /* a user file's login */
     }
     if (h)
         pthread_mutex_unlock(&h->lock);
@@ -653,10 +654,13 @@ int hls_sessions_restore(mount_t *m, rec_reader_t *in, uint64_t *max_id)
         s->limit_ms = left ? loop_now_ms() + left : 0;
         if (rec_get_u8(in) && !(s->url_auth = auth_url_session_restore(in)))
             in->error = 1;
+        if (!in->error && auth_user_session_restore(in, &s->user_auth) < 0)
+            in->error = 1;
         if (s->id > *max_id)
             *max_id = s->id;
         if (in->error || index_reserve(h) < 0) {
             auth_url_session_free(s->url_auth);
+            auth_session_end(s->user_auth);
             free(s->uri);
             free(s->agent);
             free(s->referer);
