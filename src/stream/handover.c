@@ -17,6 +17,7 @@
 #include "net/worker.h"
 #include "stream/listener.h"
 #include "stream/mount.h"
+#include "stream/sub.h"
 
 /* ---- ICY metadata ---- */
 
@@ -302,6 +303,14 @@ void handover_mount_settle(mount_t *m, uint64_t queue_start)
 }
 
 /* ---- listeners ---- */
+
+void handover_forget(conn_t *c)
+{
+    listener_t *l = listener_of(c);
+    if (l)
+        sub_remove(c->worker, l->sub, &l->link); /* no block goes to it here any more */
+    conn_forget(c);
+}
 
 const block_t *handover_listener_block(conn_t *c)
 {

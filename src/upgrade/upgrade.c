@@ -172,6 +172,8 @@ typedef struct state {
     int nm;
     int sources, listeners, others, left; /* connections carried, and those that stay */
     int tls;                              /* of those that stay: TLS ones */
+    conn_t **cv;                          /* the connections carried: forgotten once taken */
+    int nc, ccap;
 } state_t;
 
 static void save_listens(state_t *s, const upgrade_pidfile_t *pf)
@@ -246,13 +248,22 @@ static int save_conn(state_t *s, conn_t *c, int type, int (*role)(conn_t *c, sta
     rec_u32(&s->conns, (uint32_t)c->worker->id);
     client_save(c, &s->conns);
     int rc = role(c, s);
-    if (rc == 0 && (s->conns.error || fd_add(&s->fds, c->fd) == UINT32_MAX))
+    if (rc == 0 && s->nc == s->ccap) {
+        int cap = s->ccap ? s->ccap * 2 : 64;
+        conn_t **v = realloc(s->cv, (size_t)cap * sizeof(*v));
+        if (v) {
+            s->cv = v;
+            s->ccap = cap;
+        }
+    }
+    if (rc == 0 && (s->conns.error || s->nc == s->ccap || fd_add(&s->fds, c->fd) == UINT32_MAX))
         rc = -ENOMEM;
     if (rc < 0) {
         s->conns.len = mark; /* dropped whole */
         return rc;
     }
     rec_end(&s->conns, at);
+    s->cv[s->nc++] = c;
     return 0;
 }
 
@@ -365,6 +376,7 @@ static void state_free(state_t *s)
         mount_unref(s->mv[i].m);
     free(s->mv);
     free(s->fds.v);
+    free(s->cv);
 }
 
 /* Sends the descriptors, then the bytes of the parts in order, then the end. 0 or -errno. */
@@ -547,6 +559,90 @@ static void end_child(run_t *r)
     r->pid = -1;
 }
 
+/* ---- old side: the drain ---- */
+
+static int tls_listeners(void)
+{
+    int n = 0, slots = atomic_load(&server.nslots);
+    for (int i = 0; i < slots; i++) {
+        worker_t *w = server.workers[i];
+        conn_t *c;
+        if (w && !w->gone)
+            list_foreach(c, &w->conns, conn_t, link)
+                n += c->tls && listener_of(c);
+    }
+    return n;
+}
+
+/* With the workers parked, once the new process took over and before it goes on: what it took
+ * is forgotten (nothing of it ends here), the listening sockets (its own now) closed here, the
+ * TLS listeners kept and every other connection closed. */
+static void keep_tls_listeners(state_t *s)
+{
+    for (int i = 0; i < s->nc; i++)
+        handover_forget(s->cv[i]);
+    int slots = atomic_load(&server.nslots);
+    for (int i = 0; i < slots; i++) {
+        worker_t *w = server.workers[i];
+        conn_t *c, *tmp;
+        if (!w || w->gone)
+            continue;
+        for (int j = 0; j < w->nlisten; j++) {
+            worker_listen_t *ls = w->listens[j];
+            if (ls && ls->fd >= 0) {
+                loop_del(w->epfd, ls->fd);
+                close(ls->fd);
+                ls->fd = -1;
+            }
+        }
+        list_foreach_safe(c, tmp, &w->conns, conn_t, link) {
+            if (c->tls && listener_of(c))
+                conn_drain_keep(c);
+            else
+                conn_close(c);
+        }
+    }
+}
+
+static void close_drained(worker_t *w, void *arg)
+{
+    conn_t *c, *tmp;
+    (void)arg;
+    list_foreach_safe(c, tmp, &w->conns, conn_t, link)
+        if (c->draining)
+            conn_close(c);
+}
+
+void upgrade_drain(int sfd)
+{
+    int secs = server_config()->upgrade_drain, stop = 0;
+    uint64_t until = loop_now_ms() + (uint64_t)secs * 1000;
+    unpark_workers();
+    while (conn_drain_left() > 0 && !stop && loop_now_ms() < until) {
+        struct pollfd p = {sfd, POLLIN, 0};
+        struct signalfd_siginfo si;
+        if (poll(&p, 1, 200) > 0 && read(sfd, &si, sizeof(si)) == sizeof(si)) {
+            stop = si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT;
+            if (!stop)
+                log_warn("upgrade: signal %d ignored: this process handed over and only serves "
+                         "its TLS listeners until they leave", (int)si.ssi_signo);
+        }
+    }
+    int left = conn_drain_left();
+    if (left > 0) {
+        log_warn("upgrade: %s: closing %d TLS listener%s", stop ? "signal to stop" :
+                 "drain time over", left, left == 1 ? "" : "s");
+        int slots = atomic_load(&server.nslots);
+        for (int i = 0; i < slots; i++)
+            if (server.workers[i])
+                worker_post(server.workers[i], close_drained, NULL);
+        for (uint64_t end = loop_now_ms() + 5000; conn_drain_left() > 0 && loop_now_ms() < end;)
+            poll(NULL, 0, 20);
+    } else {
+        log_info("upgrade: the last TLS listener left: exiting");
+    }
+}
+
 /* With the workers parked: the state written and sent, the new process's confirmation
  * awaited. 1 when it took over. */
 static int hand_over(run_t *r, const upgrade_pidfile_t *pf)
@@ -573,9 +669,16 @@ static int hand_over(run_t *r, const upgrade_pidfile_t *pf)
                  s.sources == 1 ? "" : "s", s.listeners, s.listeners == 1 ? "" : "s",
                  s.others, s.others == 1 ? "" : "s", s.left);
         source_end_recordings(); /* before the new process appends to the same files */
-        if (s.tls)
+        int drain = server_config()->upgrade_drain, keep = drain ? tls_listeners() : 0;
+        if (keep) {
+            keep_tls_listeners(&s);
+            log_info("upgrade: serving %d TLS listener%s until %s, for at most %d s", keep,
+                     keep == 1 ? "" : "s", keep == 1 ? "it leaves" : "they leave", drain);
+            ok = 2;
+        } else if (s.tls) {
             log_warn("upgrade: %d TLS connection%s closed: TLS state stays in the old process, "
                      "which exits", s.tls, s.tls == 1 ? "" : "s");
+        }
         upgrade_send_text(r->sock, 'G', "");
     }
     state_free(&s);

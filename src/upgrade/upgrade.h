@@ -34,8 +34,14 @@ void upgrade_remember(int argc, char **argv);
 /* SIGUSR2, from the signal loop: runs an upgrade to its end. Signals that arrive meanwhile
  * are read from sfd: SIGUSR2 and SIGHUP are logged and ignored, SIGTERM/SIGINT abandon it and
  * set *stop. 1 when the new process took over (the caller exits at once, without closing
- * what it handed over); 0 when this process serves on (logged: "upgrade: failed: why"). */
+ * what it handed over), 2 when it did and TLS listeners stay here (upgrade_drain); 0 when this process serves on (logged: "upgrade: failed: why"). */
 int upgrade_run(int sfd, const upgrade_pidfile_t *pidfile, int *stop);
+/* After upgrade_run returned 2 (it handed over and kept its TLS listeners, whose state cannot
+ * move): the workers go on serving them until the last one leaves or <upgrade-drain> seconds
+ * pass (or SIGTERM/SIGINT comes), then what is left is closed, with a log line. The caller
+ * then exits. Nothing is accepted and the pidfile and the service manager are left alone: the
+ * new process is the main one. */
+void upgrade_drain(int sfd);
 
 /* New side. The socket to the old process (from the environment, which is cleared), or -1 when
  * this is an ordinary start. */

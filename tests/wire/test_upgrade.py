@@ -64,16 +64,18 @@ class Adopted:
         return self.returncode
 
 
-def upgrade(srv, timeout=20):
-    """SIGUSR2; waits for the hand-over and the old process's exit; srv follows the new
-    process from then on. Returns the new PID."""
+def upgrade(srv, timeout=20, drains=False):
+    """SIGUSR2; waits for the hand-over and the old process's exit (not when it `drains`: it
+    keeps TLS listeners); srv follows the new process from then on. Returns the new PID."""
     old = srv.proc
     done = srv.error_log().count("upgrade: handed over to PID")
     old.send_signal(signal.SIGUSR2)
     wirelib.wait_until(lambda: srv.error_log().count("upgrade: handed over to PID") > done,
                        timeout, lambda: "the hand-over\n" + srv.diagnostics())
     new_pid = int(re.findall(r"upgrade: handed over to PID (\d+)", srv.error_log())[-1])
-    if isinstance(old, Adopted):  # an upgrade of one that took over: it exits without a word
+    if drains:
+        pass
+    elif isinstance(old, Adopted):  # an upgrade of one that took over: it exits without a word
         wirelib.wait_until(lambda: not old._running(), timeout, "PID %d to exit" % old.pid)
         assert "Sanitizer" not in srv.stderr()
     else:
@@ -714,13 +716,73 @@ def test_an_hls_session_goes_on_as_the_same_listener_across_an_upgrade(server):
     assert len(lines) == 1, lines
 
 
-def test_tls_listeners_are_closed_with_a_log_line_and_the_tls_port_serves_on(server, mp3_file):
+def running(pid):
+    return Adopted(pid, None)._running()
+
+
+def tls_live_mount(server, mp3_file, **cfg):
+    """A TLS server with a paced MP3 source on /live.mp3, a plain listener and a TLS one, both
+    receiving."""
     from test_tls import TlsListener, tls_server
-    srv, _, _ = tls_server(server)
+    srv, _, _ = tls_server(server, **cfg)
     src, lis = live_mount(srv, mp3_file)
     secure = TlsListener(srv, "/live.mp3")
     assert secure.open().status == 200, secure.response
     secure.wait_bytes(10000, 10)
+    return srv, src, lis, secure
+
+
+def test_a_tls_listener_stays_with_the_old_process_until_it_leaves(server, mp3_file):
+    from test_tls import TlsListener
+    srv, src, lis, secure = tls_live_mount(server, mp3_file)
+    old = srv.proc.pid
+    new = upgrade(srv, drains=True)
+    srv.wait_log("upgrade: serving 1 TLS listener until it leaves")
+    n = lis.received
+    lis.wait_bytes(n + 20000, 10)
+    assert not lis.closed, lis.close_reason
+    assert not secure.closed, secure.close_reason
+    assert running(old)
+    # new connections, TLS ones too, go to the new process: the listener counts are its own
+    again = TlsListener(srv, "/live.mp3")
+    assert again.open().status == 200, again.response
+    again.wait_bytes(10000, 10)
+    wirelib.wait_until(lambda: fl.json_source(srv, "/live.mp3")["listeners"] == 2, 10,
+                       "the new process to count its plain and its new TLS listener")
+    assert running(old) and running(new)
+    secure.close()
+    wirelib.wait_until(lambda: not running(old), 10, "the old process to exit")
+    assert "upgrade: the last TLS listener left: exiting" in srv.error_log()
+    assert "Sanitizer" not in srv.stderr()
+    for x in (again, lis):
+        x.close()
+    src.stop()
+
+
+def test_tls_listeners_still_there_after_upgrade_drain_are_closed_with_a_log_line(server,
+                                                                                  mp3_file):
+    srv, src, lis, secure = tls_live_mount(
+        server, mp3_file, extra_xml="<limits><upgrade-drain>2</upgrade-drain></limits>")
+    old = srv.proc.pid
+    upgrade(srv, drains=True)
+    handed = time.monotonic()
+    srv.wait_log("upgrade: serving 1 TLS listener until it leaves, for at most 2 s")
+    secure.wait_closed(10)
+    took = time.monotonic() - handed
+    assert 1.5 < took < 6, took
+    srv.wait_log("upgrade: drain time over: closing 1 TLS listener")
+    wirelib.wait_until(lambda: not running(old), 10, "the old process to exit")
+    n = lis.received
+    lis.wait_bytes(n + 20000, 10)
+    assert not lis.closed, lis.close_reason
+    lis.close()
+    src.stop()
+
+
+def test_with_upgrade_drain_0_tls_listeners_are_closed_at_the_hand_over(server, mp3_file):
+    from test_tls import TlsListener
+    srv, src, lis, secure = tls_live_mount(
+        server, mp3_file, extra_xml="<limits><upgrade-drain>0</upgrade-drain></limits>")
     upgrade(srv)
     srv.wait_log("upgrade: 1 TLS connection closed")
     secure.wait_closed(10)
