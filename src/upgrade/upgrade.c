@@ -576,7 +576,8 @@ static int tls_listeners(void)
 
 /* With the workers parked, once the new process took over and before it goes on: what it took
  * is forgotten (nothing of it ends here), the listening sockets (its own now) closed here, the
- * TLS listeners kept and every other connection closed. */
+ * TLS listeners kept and every other connection closed as an exit would close it (nothing
+ * ends, nothing is logged), the relays forgotten (the new process pulls them). */
 static void keep_tls_listeners(state_t *s)
 {
     for (int i = 0; i < s->nc; i++)
@@ -599,9 +600,10 @@ static void keep_tls_listeners(state_t *s)
             if (c->tls && listener_of(c))
                 conn_drain_keep(c);
             else
-                conn_close(c);
+                handover_forget(c); /* closed without a word, as the exit would */
         }
     }
+    relay_forget_all();
 }
 
 static void close_drained(worker_t *w, void *arg)

@@ -747,9 +747,12 @@ static void relay_add_msg(worker_t *w, void *arg)
     }
 }
 
+/* Set once this process handed its relays over to a new one (relay_forget_all). */
+static atomic_int relays_forgotten;
+
 static int relay_hand_over(relay_t *r)
 {
-    if (server.nworkers <= 0) {
+    if (server.nworkers <= 0 || atomic_load(&relays_forgotten)) {
         relay_free(r);
         return -EINVAL;
     }
@@ -976,6 +979,26 @@ conn_t *relay_adopt(worker_t *w, int fd, rec_reader_t *in,
     }
     conn_close(c); /* the relay (if any) hears of it when the worker releases it */
     return NULL;
+}
+
+void relay_forget_all(void)
+{
+    atomic_store(&relays_forgotten, 1);
+    int slots = atomic_load(&server.nslots);
+    for (int i = 0; i < slots && i < SERVER_MAX_WORKERS; i++) {
+        relay_t *r, *next;
+        if (!server.workers[i] || server.workers[i]->gone)
+            continue;
+        list_foreach_safe(r, next, &worker_relays[i], relay_t, link) {
+            unlink_relay(r); /* its tick no longer tries it */
+            if (r->rc)
+                r->rc->relay = NULL; /* its connection's end says nothing to it */
+            r->rc = NULL;
+            r->mount = NULL; /* the mount is the new process's: nothing ends it here */
+            if (r->resolving)
+                r->stopping = 1; /* freed, silently, when its lookup answers */
+        }
+    }
 }
 
 void relay_shutdown(void)

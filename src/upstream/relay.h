@@ -64,6 +64,10 @@ void relay_register(void);
 /* Starts the configured relays and the master-server poller (main thread, after the workers
  * started). */
 void relay_start_all(void);
+/* An upgrade handed the relays over (the old process, its workers parked): every relay is
+ * forgotten without ending its mount or logging, and none starts here any more (a master's
+ * list included): the new process pulls them. Their memory stays: the process exits soon. */
+void relay_forget_all(void);
 /* Stops name lookups (main thread, before the workers stop); relays end with their workers. */
 void relay_shutdown(void);
 

@@ -759,6 +759,37 @@ def test_a_tls_listener_stays_with_the_old_process_until_it_leaves(server, mp3_f
     src.stop()
 
 
+def test_an_old_process_serving_tls_listeners_leaves_its_tls_relay_to_the_new_one(server,
+                                                                                 mp3_file):
+    from test_relay_tls import https_origin, relay_xml
+    from test_tls import TlsListener, tls_server
+    origin, src, ca = https_origin(server, mp3_file)
+    edge, _, _ = tls_server(server, ssl_cafile=ca, extra_xml=relay_xml(
+        "127.0.0.1", origin.tls_port, "/live.mp3", "/edge.mp3"))
+    fl.wait_mount(edge, "/edge.mp3")
+    lis = edge.listener("/edge.mp3")
+    assert lis.open().status == 200, lis.response
+    lis.wait_bytes(30000, 10)
+    before = listener_stats(edge, "/edge.mp3")  # the plain one: the new process's
+    secure = TlsListener(edge, "/edge.mp3")
+    assert secure.open().status == 200, secure.response
+    secure.wait_bytes(10000, 10)
+    old = edge.proc.pid
+    upgrade(edge, drains=True)
+    assert_relay_started_again(edge, "/edge.mp3", lis, before, mp3_file)
+    # the old process pulls nothing: the origin sees the new process's relay alone, over
+    # several of the old relay's retry periods
+    end = time.monotonic() + 4
+    while time.monotonic() < end:
+        assert fl.json_source(origin, "/live.mp3")["listeners"] == 1
+        time.sleep(0.2)
+    assert running(old) and not secure.closed
+    secure.close()
+    wirelib.wait_until(lambda: not running(old), 10, "the old process to exit")
+    src.stop()
+    lis.close()
+
+
 def test_tls_listeners_still_there_after_upgrade_drain_are_closed_with_a_log_line(server,
                                                                                   mp3_file):
     srv, src, lis, secure = tls_live_mount(
