@@ -73,7 +73,7 @@ def upgrade(srv, timeout=20, drains=False):
     wirelib.wait_until(lambda: srv.error_log().count("upgrade: handed over to PID") > done,
                        timeout, lambda: "the hand-over\n" + srv.diagnostics())
     new_pid = int(re.findall(r"upgrade: handed over to PID (\d+)", srv.error_log())[-1])
-    if drains:
+    if drains:  # it lives on for its TLS listeners: the test follows it by its PID
         pass
     elif isinstance(old, Adopted):  # an upgrade of one that took over: it exits without a word
         wirelib.wait_until(lambda: not old._running(), timeout, "PID %d to exit" % old.pid)
