@@ -666,12 +666,13 @@ static int hand_over(run_t *r, const upgrade_pidfile_t *pf)
             ok = expect(r, 'K', UPGRADE_RESTORE_MS, "taking the state");
     }
     if (ok) {
+        /* TLS listeners stay here, served until they leave (not closed) */
+        int drain = server_config()->upgrade_drain, keep = drain ? tls_listeners() : 0;
         log_info("upgrade: handed over to PID %d (%d source%s, %d listener%s, %d other "
                  "connection%s; %d closed: not carried)", (int)r->pid, s.sources,
                  s.sources == 1 ? "" : "s", s.listeners, s.listeners == 1 ? "" : "s",
-                 s.others, s.others == 1 ? "" : "s", s.left);
+                 s.others, s.others == 1 ? "" : "s", s.left - keep);
         source_end_recordings(); /* before the new process appends to the same files */
-        int drain = server_config()->upgrade_drain, keep = drain ? tls_listeners() : 0;
         if (keep) {
             keep_tls_listeners(&s);
             log_info("upgrade: serving %d TLS listener%s until %s, for at most %d s", keep,
