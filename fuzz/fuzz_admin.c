@@ -36,9 +36,12 @@ static void check_command(const char *path)
     int view = -1;
     if (admin_parse_command(path, name, sizeof(name), &view) != 0)
         return;
-    REQUIRE(memchr(name, '\0', sizeof(name)) != NULL && !strchr(name, '/'));
+    REQUIRE(memchr(name, '\0', sizeof(name)) != NULL);
+    const char *slash = strchr(name, '/'); /* at most one level of sub-command, never "..", "." */
+    REQUIRE(!slash || (slash != name && !strchr(slash + 1, '/') && name[0] != '.' &&
+                       slash[1] != '.'));
     REQUIRE(view == ADMIN_VIEW_XML || view == ADMIN_VIEW_XSL || view == ADMIN_VIEW_JSON ||
-            view == ADMIN_VIEW_TXT);
+            view == ADMIN_VIEW_TXT || view == ADMIN_VIEW_CSV);
     REQUIRE(strlen(name) <= strlen(path));
 }
 

@@ -6,7 +6,7 @@
  * with libogg first, so that valid CRCs reach the codec header parsers and the chaining logic.
  * Halfway through, a metadata update (set_meta) asks for a chain link of the handler's own.
  */
-// fuzz-sources: src/format/format.c src/format/generic.c src/format/mpeg.c src/format/icy.c src/format/ogg.c src/format/ogg_vorbis.c src/format/ogg_opus.c src/format/ogg_flac.c src/format/ogg_theora.c src/format/ogg_speex.c src/format/ogg_comment.c src/core/block.c src/core/str.c src/core/utf8.c src/core/loop.c
+// fuzz-sources: src/format/format.c src/format/generic.c src/format/mpeg.c src/format/icy.c src/format/ogg.c src/format/ogg_vorbis.c src/format/ogg_opus.c src/format/ogg_flac.c src/format/ogg_theora.c src/format/ogg_speex.c src/format/ogg_comment.c src/core/block.c src/core/str.c src/core/utf8.c src/core/loop.c src/core/record.c src/core/buf.c
 // fuzz-pkgs: ogg
 // fuzz-args: -max_len=70000
 #include <stdint.h>

@@ -46,6 +46,8 @@ int admin_parse_command(const char *path, char *name, size_t cap, int *view)
     const char *slash = strchr(cmd, '/'); /* one level of sub-commands: audience/top */
     if (len >= cap || (slash && (slash == cmd || strchr(slash + 1, '/'))))
         return -1;
+    if (slash && (cmd[0] == '.' || slash[1] == '.' || slash[1] == '\0'))
+        return -1; /* a sub-command is two words: no "..", ".", or empty level */
     for (size_t i = 0; i < sizeof(view_suffixes) / sizeof(view_suffixes[0]); i++) {
         size_t sl = strlen(view_suffixes[i].suffix);
         if (len > sl && strcmp(cmd + len - sl, view_suffixes[i].suffix) == 0) {

@@ -15,7 +15,8 @@
  * ADMIN_VIEW_* of its suffix (XML without one); "/admin" and "/admin/" are "stats" as XSL,
  * "/admin.cgi" is "admin.cgi"; "/admin/audience/top.json" a sub-command "audience/top". path
  * must be one of those or start with "/admin/". Returns 0, or -1 if it is not a command path
- * (empty, too long for name, or more than one level of '/'). */
+ * (empty, too long for name, more than one level of '/', or a level that is empty or starts
+ * with '.'). */
 int admin_parse_command(const char *path, char *name, size_t cap, int *view);
 
 /* A client id as given to killclient: decimal digits only, no sign, no spaces, fits in

@@ -15,6 +15,7 @@
 #include "core/loop.h"
 #include "http/client.h"
 #include "net/server.h"
+#include "net/worker.h"
 
 void client_save(conn_t *c, buf_t *out)
 {
@@ -77,7 +78,9 @@ client_t *client_restore(worker_t *w, int fd, rec_reader_t *in, size_t size,
         cl = size ? outbound_new(w, fd, ip, size, destroy) : client_new(w, fd, ip, lc);
     if (cl) {
         conn_t *c = &cl->conn;
+        worker_unindex_conn(w, c); /* found by its id: the index follows the carried one */
         c->id = id;
+        worker_index_conn(w, c);
         c->start = start;
         c->bytes_sent = sent;
         c->local_port = port;

@@ -64,6 +64,7 @@ void conn_init(conn_t *c, worker_t *w, int fd, const char *ip, int local_port,
     c->start = time(NULL);
     c->destroy = destroy;
     list_insert_head(&w->conns, &c->link);
+    worker_index_conn(w, c);
     c->counted = 1;
     atomic_fetch_add(&server.stats.clients, 1);
 }
@@ -198,6 +199,7 @@ void conn_close(conn_t *c)
         c->fd = -1;
     }
     /* move from the live list to the closed list */
+    worker_unindex_conn(w, c);
     list_remove(&c->link);
     list_insert_head(&w->closed, &c->link);
 }

@@ -70,6 +70,11 @@ typedef struct worker {
     worker_timer_t *timers;
 
     list_t conns;             /* live connections (conn_t.link), newest first */
+    /* The same connections by id (worker_loop.c): open addressing, linear probing, a power of
+     * two slots at most half full; conn_index_short when it could not grow and missed one. */
+    conn_t **conn_index;
+    size_t conn_index_cap, conn_index_len;
+    int conn_index_short;
     conn_t **heap;            /* deadlines: min-heap by conn->deadline_ms */
     size_t heap_len, heap_cap;
     list_t closed;            /* closed (conn_t.link), to release after this iteration */
@@ -165,6 +170,11 @@ int worker_broadcast(worker_t *self, void (*fn)(worker_t *w, void *arg),
 int worker_close_conn(worker_t *w, uint64_t id);
 /* Finds a live connection of this worker by id (worker thread only), or NULL. */
 conn_t *worker_find_conn(worker_t *w, uint64_t id);
+/* The index worker_find_conn looks in: conn_init adds a connection (by its id, set before),
+ * conn_close takes it out; worker_unindex_all frees it with the worker. Worker thread only. */
+void worker_index_conn(worker_t *w, conn_t *c);
+void worker_unindex_conn(worker_t *w, const conn_t *c);
+void worker_unindex_all(worker_t *w);
 /* Requests a pass on w from any thread (coalesced). */
 void worker_wake(worker_t *w);
 /* Requests a pass at the end of this loop iteration (worker thread only); the loop does not

@@ -186,8 +186,91 @@ int worker_broadcast(worker_t *self, void (*fn)(worker_t *w, void *arg),
     return 0;
 }
 
+/* ---- live connections by id: every wake-up posted for a connection looks one up ---- */
+
+#define CONN_INDEX_MIN 64
+
+static size_t index_slot(const worker_t *w, uint64_t id)
+{
+    return (size_t)((id * 0x9E3779B97F4A7C15ull) >> 32) & (w->conn_index_cap - 1);
+}
+
+static void index_put(worker_t *w, conn_t *c)
+{
+    size_t i = index_slot(w, c->id);
+    while (w->conn_index[i])
+        i = (i + 1) & (w->conn_index_cap - 1);
+    w->conn_index[i] = c;
+    w->conn_index_len++;
+}
+
+/* Doubles the table (at least CONN_INDEX_MIN slots): 0, or -1 out of memory (the old one kept). */
+static int index_grow(worker_t *w)
+{
+    size_t cap = w->conn_index_cap ? w->conn_index_cap * 2 : CONN_INDEX_MIN;
+    conn_t **old = w->conn_index, **fresh = calloc(cap, sizeof(*fresh));
+    size_t old_cap = w->conn_index_cap;
+    if (!fresh)
+        return -1;
+    w->conn_index = fresh;
+    w->conn_index_cap = cap;
+    w->conn_index_len = 0;
+    for (size_t i = 0; i < old_cap; i++)
+        if (old[i])
+            index_put(w, old[i]);
+    free(old);
+    return 0;
+}
+
+void worker_index_conn(worker_t *w, conn_t *c)
+{
+    if ((w->conn_index_len + 1) * 2 > w->conn_index_cap && index_grow(w) < 0 &&
+        w->conn_index_len + 1 >= w->conn_index_cap) {
+        w->conn_index_short = 1; /* found by walking the list until the worker ends */
+        return;
+    }
+    index_put(w, c);
+}
+
+void worker_unindex_conn(worker_t *w, const conn_t *c)
+{
+    if (!w->conn_index_cap)
+        return;
+    size_t mask = w->conn_index_cap - 1, i = index_slot(w, c->id);
+    while (w->conn_index[i] && w->conn_index[i] != c)
+        i = (i + 1) & mask;
+    if (!w->conn_index[i])
+        return; /* not indexed (the table was short) */
+    w->conn_index[i] = NULL;
+    w->conn_index_len--;
+    /* backward shift: move up the entries of the run after i that may no longer be reached */
+    for (size_t j = (i + 1) & mask; w->conn_index[j]; j = (j + 1) & mask) {
+        size_t home = index_slot(w, w->conn_index[j]->id);
+        if (((j - home) & mask) >= ((j - i) & mask)) {
+            w->conn_index[i] = w->conn_index[j];
+            w->conn_index[j] = NULL;
+            i = j;
+        }
+    }
+}
+
+void worker_unindex_all(worker_t *w)
+{
+    free(w->conn_index);
+    w->conn_index = NULL;
+    w->conn_index_cap = w->conn_index_len = 0;
+}
+
 conn_t *worker_find_conn(worker_t *w, uint64_t id)
 {
+    if (w->conn_index_cap) {
+        size_t mask = w->conn_index_cap - 1;
+        for (size_t i = index_slot(w, id); w->conn_index[i]; i = (i + 1) & mask)
+            if (w->conn_index[i]->id == id)
+                return w->conn_index[i];
+    }
+    if (!w->conn_index_short)
+        return NULL;
     conn_t *c;
     list_foreach(c, &w->conns, conn_t, link)
         if (c->id == id)

@@ -274,6 +274,7 @@ static void loop_teardown(worker_t *w)
         close(w->reserve_fd);
     w->reserve_fd = -1;
     worker_deadlines_free(w);
+    worker_unindex_all(w);
 }
 
 static void shell_free(worker_t *w)

@@ -4,7 +4,9 @@
  *
  * Order: the server's own URLs (admin, *.xsl pages, /metrics, the front page, the webroot's
  * files such as the web UI's scripts) are answered before mounts, so a mount can never shadow
- * them; then live mounts; then playlists. No mount may be created on a name the server
+ * them; then live mounts; then playlists. HLS URLs (<mount>/hls.m3u8, <mount>/hls/...) that
+ * are no mount's own name go before all of these: they were never left to files, and a
+ * player asks several a second. No mount may be created on a name the server
  * answers itself, however it comes to exist (router_refuses_mount, set as the mount layer's
  * name check).
  */
@@ -254,6 +256,15 @@ static int fallback_has_own_auth(const mount_conf_t *asked, const mount_t *fb)
     return !auth_covers(asked, config_find_mount(server_config(), fb->name));
 }
 
+/* 1 if a mount named name is live now. */
+static int mount_is_live(const char *name)
+{
+    mount_t *m = mount_find(name);
+    if (m)
+        mount_unref(m);
+    return m != NULL;
+}
+
 static void handle_get(conn_t *c, const http_request_t *req)
 {
     char *path = request_path(req);
@@ -263,10 +274,17 @@ static void handle_get(conn_t *c, const http_request_t *req)
     }
     const char *alias = router_alias(c, path);
     const char *target = alias ? alias : path;
-    /* the server's own pages and files come first, whatever mount has that name */
-    int may_be_mount = req->method != HTTP_METHOD_POST && !router_refuses_mount(target, 0);
     /* <no-mount>: reachable as a fallback or a move's destination, never directly */
     const mount_conf_t *nm = config_find_mount(server_config(), target);
+    /* An HLS URL that names no mount of its own is answered before the webroot lookup below
+     * (a player polls several a second): HLS answers it whatever file has that name anyway. */
+    if (req->method != HTTP_METHOD_POST && !(nm && nm->no_mount) && hls_route_names(target) &&
+        !mount_is_live(target) && hls_route(c, req, target)) {
+        free(path);
+        return;
+    }
+    /* the server's own pages and files come first, whatever mount has that name */
+    int may_be_mount = req->method != HTTP_METHOD_POST && !router_refuses_mount(target, 0);
     if (nm && nm->no_mount && may_be_mount) {
         free(path);
         client_send_error(c, 403, "Forbidden: mountpoint unavailable");

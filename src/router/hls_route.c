@@ -537,6 +537,54 @@ static void piece_done(conn_t *c)
         conn_linger_close(c);
 }
 
+/* Points iov (at most max entries) at bytes [pos, end) of the block chain from blk (the block
+ * holding pos): the number of entries; *covered is set to how far they reach. */
+static int blocks_iov(const block_t *blk, uint64_t pos, uint64_t end, struct iovec *iov, int max,
+                      uint64_t *covered)
+{
+    int n = 0;
+    for (const block_t *b = blk; b && n < max && pos < end; b = block_next(b)) {
+        if (block_end(b) <= pos)
+            continue;
+        uint64_t stop = block_end(b) < end ? block_end(b) : end;
+        iov[n].iov_base = (void *)(b->data + (pos - b->offset));
+        iov[n++].iov_len = (size_t)(stop - pos);
+        pos = stop;
+    }
+    *covered = pos;
+    return n;
+}
+
+/* Moves *pos on by n written bytes and *blk (referenced) to the block holding it. */
+static void blocks_advance(block_t **blk, uint64_t *pos, uint64_t n, uint64_t end)
+{
+    *pos += n;
+    while (block_end(*blk) <= *pos && *pos < end) {
+        block_t *next = block_ref(block_next(*blk));
+        block_unref(*blk);
+        *blk = next;
+    }
+}
+
+/* One writev of iov (made again when interrupted): the bytes written, counted in bytes_sent;
+ * 0 the socket is full; -1 the connection closed. */
+static ssize_t writev_counted(conn_t *c, const struct iovec *iov, int n)
+{
+    for (;;) {
+        ssize_t w = conn_writev(c, iov, n);
+        if (w >= 0) {
+            c->bytes_sent += (uint64_t)w;
+            return w;
+        }
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            return 0;
+        if (errno != EINTR) {
+            conn_close(c);
+            return -1;
+        }
+    }
+}
+
 /* Writes bytes [*pos, end) of the block chain from *blk (the block holding *pos, referenced:
  * moved on as bytes go), as many as the socket takes, one writev of up to SEND_IOV pieces at
  * a time: 1 all written, 0 the socket is full, -1 the connection closed. */
@@ -544,34 +592,14 @@ static int write_blocks(conn_t *c, block_t **blk, uint64_t *pos, uint64_t end)
 {
     while (*pos < end) {
         struct iovec iov[SEND_IOV];
-        int n = 0;
-        uint64_t at = *pos;
-        for (const block_t *b = *blk; b && n < SEND_IOV && at < end; b = block_next(b)) {
-            if (block_end(b) <= at)
-                continue;
-            uint64_t stop = block_end(b) < end ? block_end(b) : end;
-            iov[n].iov_base = (void *)(b->data + (at - b->offset));
-            iov[n++].iov_len = (size_t)(stop - at);
-            at = stop;
-        }
+        uint64_t covered;
+        int n = blocks_iov(*blk, *pos, end, iov, SEND_IOV, &covered);
         if (n == 0)
             return 1; /* cannot happen: the bytes asked for are all published */
-        ssize_t w = conn_writev(c, iov, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK)
-                return 0;
-            conn_close(c);
-            return -1;
-        }
-        c->bytes_sent += (uint64_t)w;
-        *pos += (uint64_t)w;
-        while (block_end(*blk) <= *pos && *pos < end) {
-            block_t *next = block_ref(block_next(*blk));
-            block_unref(*blk);
-            *blk = next;
-        }
+        ssize_t w = writev_counted(c, iov, n);
+        if (w <= 0)
+            return (int)w;
+        blocks_advance(blk, pos, (uint64_t)w, end);
     }
     return 1;
 }
@@ -639,7 +667,8 @@ typedef struct filling {
     block_t *blk;          /* the block holding pos (referenced), NULL before the first frame */
     uint64_t start;        /* the part's first byte */
     uint64_t pos, end;     /* sent up to pos; the window had cut up to end */
-    int chunk_open;        /* a chunk's data is being written: its CRLF is still to come */
+    size_t crlf_left;      /* bytes of the CRLF ending the chunk still to write */
+    size_t last_left;      /* bytes of the last (empty) chunk still to write, once complete */
     int complete;          /* end is the part's end */
     int keep;
     uint32_t id3_len;      /* the tag sent in front */
@@ -695,7 +724,7 @@ static int filling_more(conn_t *c, filling_t *f)
             return -1;
         }
         f->end = p.end;
-        f->chunk_open = 1;
+        f->crlf_left = 2;
         return 1;
     }
     if (f->complete)
@@ -705,26 +734,55 @@ static int filling_more(conn_t *c, filling_t *f)
     return w == 0 ? filling_more(c, f) : 0; /* 0: grew meanwhile, ask again */
 }
 
-/* Writes the block pieces up to f->end (the chunk heads go through the output buffer), then
- * asks for more or waits. */
+/* Writes what the connection owes in one writev: the output buffer (the chunk head; before the
+ * first chunk the reply head and tag), the part's bytes [pos, end), the CRLF ending the chunk,
+ * and once the part is complete the last chunk. 1 all written, 0 the socket is full, -1 the
+ * connection closed. */
+static int filling_send(conn_t *c, filling_t *f)
+{
+    static const char crlf[] = "\r\n", last[] = "0\r\n\r\n";
+    while (c->woff < c->wlen || f->pos < f->end || f->crlf_left || (f->complete && f->last_left)) {
+        struct iovec iov[SEND_IOV + 3]; /* the output buffer, the blocks, CRLF, last chunk */
+        int n = 0;
+        size_t queued = c->wlen - c->woff;
+        if (queued)
+            iov[n++] = (struct iovec){c->wbuf + c->woff, queued};
+        uint64_t covered = f->pos;
+        if (f->blk && f->pos < f->end)
+            n += blocks_iov(f->blk, f->pos, f->end, iov + n, SEND_IOV, &covered);
+        if (covered == f->end && f->crlf_left)
+            iov[n++] = (struct iovec){(void *)(crlf + 2 - f->crlf_left), f->crlf_left};
+        if (covered == f->end && f->complete && f->last_left)
+            iov[n++] = (struct iovec){(void *)(last + 5 - f->last_left), f->last_left};
+        if (n == 0)
+            return 1; /* cannot happen: the bytes owed are all published */
+        ssize_t w = writev_counted(c, iov, n);
+        if (w <= 0)
+            return (int)w;
+        size_t left = (size_t)w, from_buf = left < queued ? left : queued;
+        c->woff += from_buf;
+        left -= from_buf;
+        if (c->woff == c->wlen)
+            c->woff = c->wlen = 0;
+        uint64_t from_blocks = left < f->end - f->pos ? left : f->end - f->pos;
+        if (from_blocks)
+            blocks_advance(&f->blk, &f->pos, from_blocks, f->end);
+        left -= (size_t)from_blocks;
+        size_t from_crlf = left < f->crlf_left ? left : f->crlf_left;
+        f->crlf_left -= from_crlf;
+        f->last_left -= left - from_crlf;
+    }
+    return 1;
+}
+
+/* Writes what is owed (one writev a chunk), then asks for more or waits. */
 static void filling_write(conn_t *c)
 {
     filling_t *f = c->data;
     for (;;) {
-        if (conn_flush_wbuf(c) <= 0 || f->waiter.linked)
+        if (filling_send(c, f) <= 0 || f->waiter.linked)
             return; /* closed, resumes when writable, or waits for the part */
-        if (f->blk && f->pos < f->end && write_blocks(c, &f->blk, &f->pos, f->end) <= 0)
-            return; /* closed, or resumes when writable */
-        if (f->chunk_open) {
-            f->chunk_open = 0;
-            if (conn_queue(c, "\r\n", 2) < 0) {
-                conn_close(c);
-                return;
-            }
-            continue;
-        }
         if (f->complete) {
-            static const char last[] = "0\r\n\r\n";
             int keep = f->keep;
             hls_t *h = f->hls;
             uint64_t bytes = f->id3_len + (f->end - f->start);
@@ -734,7 +792,10 @@ static void filling_write(conn_t *c)
             if (count_to_session(c, client_of(c)->req, h, bytes))
                 client_skip_log(c); /* counted in its session's line */
             c->ops = &reply_sending_ops;
-            conn_send(c, last, sizeof(last) - 1, keep ? reply_next_request : conn_linger_close);
+            if (keep) /* all sent, the last chunk too */
+                reply_next_request(c);
+            else
+                conn_linger_close(c);
             return;
         }
         if (filling_more(c, f) < 0)
@@ -780,6 +841,7 @@ static int start_filling(conn_t *c, const http_request_t *req, hls_t *h, const h
     }
     client_of(c)->status = 200;
     f->hls = h;
+    f->last_left = 5;
     f->keep = keep;
     f->id3_len = p.id3_len;
     f->waiter.msn = u->seq;
@@ -1059,6 +1121,16 @@ static void relay_start(conn_t *c, const http_request_t *req, const char *name)
     free(token);
     if (!login || login_start(c, req, mc, name, relay_url_resumed, relay_user_verified))
         relay_wait(c, name, 0);
+}
+
+int hls_route_names(const char *path)
+{
+    hls_url_t u;
+    char *mount = NULL;
+    int n, yes = parse_url(path, &u) || parse_intro_url(path, &mount, &n);
+    free(u.mount);
+    free(mount);
+    return yes;
 }
 
 int hls_route(conn_t *c, const http_request_t *req, const char *path)

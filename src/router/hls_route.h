@@ -12,5 +12,8 @@ typedef struct http_request http_request_t;
 /* If path (decoded, normalised) is an HLS URL of a live mount, answers it (or parks it) and
  * returns 1; else 0 and c is untouched. */
 int hls_route(conn_t *c, const http_request_t *req, const char *path);
+/* 1 if path has the form of an HLS URL (a playlist, segment, part, init or intro URL of some
+ * mount name), live or not. */
+int hls_route_names(const char *path);
 
 #endif

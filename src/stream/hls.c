@@ -132,6 +132,7 @@ static hls_seg_t *seg_open(hls_t *h)
     if (s->used && s->discontinuity)
         h->disc_dropped++;
     seg_clear(s); /* a slot left unused by a break may still hold its init segment */
+    h->version++;
     s->used = 1;
     s->seq = h->open_seq;
     s->discontinuity = h->disc_next;
@@ -176,6 +177,7 @@ void hls_part_close(hls_t *h, int close)
     hls_seg_t *s = hls_seg_at(h, h->open_seq);
     if (!s)
         return;
+    h->version++;
     if (s->open.frames > 0) {
         s->open.done = 1;
         s->parts[s->nparts++] = s->open;
@@ -373,6 +375,19 @@ static void advance_locked(hls_t *h)
     }
 }
 
+/* Whether the parts followed as they fill are sent what the window cut since last time: once
+ * a write window (as plain listeners are written), each a chunk of several source blocks;
+ * every block at window 0. A part that completes is sent at once (hls_part_close). */
+static int followers_due(hls_t *h)
+{
+    int window = server_config()->write_window_ms;
+    uint64_t now = loop_now_ms();
+    if (window > 0 && now - h->followers_sent_ms < (uint64_t)window)
+        return 0;
+    h->followers_sent_ms = now;
+    return 1;
+}
+
 static void publish_hook(mount_t *m, void *arg)
 {
     /* the windows that follow m: its own, and those of sourceless mounts it is the fallback
@@ -381,7 +396,7 @@ static void publish_hook(mount_t *m, void *arg)
         pthread_mutex_lock(&h->lock);
         if (h->mount == m) {
             advance_locked(h);
-            if (!list_empty(&h->waiters))
+            if (!list_empty(&h->waiters) && followers_due(h))
                 wake_waiters(h); /* parts being followed as they fill */
         }
         pthread_mutex_unlock(&h->lock);
@@ -438,6 +453,11 @@ static void window_free_locked(hls_t *h)
         icy_meta_unref(h->last_meta);
     h->last_meta = NULL;
     hls_opus_free_locked(h);
+    h->version++;
+    for (int ll = 0; ll < 2; ll++) {
+        buf_free(&h->playlist_text[ll]);
+        h->playlist_at[ll] = 0;
+    }
 }
 
 static void detach_locked(hls_t *h)
@@ -522,6 +542,7 @@ static int attach_locked(hls_t *h, mount_t *m)
                 s->pdt_ms = h->anchor_ms + (int64_t)(s->epoch_samples * 1000 / s->rate);
         }
     }
+    h->version++; /* the segments were dated again */
     on_mount_add(h, m);
     return 0;
 }

@@ -196,6 +196,13 @@ struct hls {
     _Atomic(hls_t *) next_on_mount; /* the next window following the same mount */
     uint64_t last_request_ms;
     list_t waiters;           /* hls_waiter_t */
+    uint64_t followers_sent_ms; /* when parts followed as they fill were last sent more */
+    /* Moves on with every change a playlist shows (a part or segment added, a segment opened,
+     * a source attached, the window dropped): the media playlist everyone without an intro
+     * gets is rendered once a version (hls_playlist.c), [ll] at playlist_at - 1 (0: none). */
+    uint64_t version;
+    buf_t playlist_text[2];
+    uint64_t playlist_at[2];
     hls_session_t *sessions;  /* its HLS listeners */
     int nsessions;
     hls_session_t **session_index; /* by token, then by connection (hls_session.c) */

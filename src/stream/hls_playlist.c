@@ -116,9 +116,37 @@ int hls_playlist(hls_t *h, buf_t *out, int ll)
     return hls_playlist_view(h, out, ll, NULL);
 }
 
+/* The playlist everyone without an intro gets, if rendered at this version: appended to out. */
+static int cached(hls_t *h, buf_t *out, int ll)
+{
+    if (h->playlist_at[ll] != h->version + 1)
+        return 0;
+    buf_append(out, h->playlist_text[ll].data, h->playlist_text[ll].len);
+    return 1;
+}
+
+/* Keeps what was rendered from `from` on in out as the playlist of this version. */
+static void keep(hls_t *h, const buf_t *out, size_t from, int ll)
+{
+    buf_t *text = &h->playlist_text[ll];
+    text->len = 0;
+    if (out->error || buf_append(text, out->data + from, out->len - from) < 0) {
+        buf_free(text); /* a failed append is sticky: start afresh next time */
+        h->playlist_at[ll] = 0;
+        return;
+    }
+    h->playlist_at[ll] = h->version + 1;
+}
+
 int hls_playlist_view(hls_t *h, buf_t *out, int ll, const hls_view_t *v)
 {
     pthread_mutex_lock(&h->lock);
+    ll = ll != 0;
+    if (!v && cached(h, out, ll)) {
+        pthread_mutex_unlock(&h->lock);
+        return out->error;
+    }
+    size_t from = out->len;
     const char *ext = h->is_opus ? "mp4" : h->adts ? "aac" : "mp3";
     uint64_t map = UINT64_MAX;
     uint64_t first = h->first_seq;
@@ -174,6 +202,8 @@ int hls_playlist_view(hls_t *h, buf_t *out, int ll, const hls_view_t *v)
         buf_appendf(out, "#EXT-X-PRELOAD-HINT:TYPE=PART,URI=\"hls/%" PRIu64 ".%d.%s\"\n",
                     h->open_seq, next, ext);
     }
+    if (!v)
+        keep(h, out, from, ll);
     pthread_mutex_unlock(&h->lock);
     return out->error;
 }

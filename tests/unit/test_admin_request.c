@@ -44,6 +44,10 @@ static void paths_that_are_not_commands(void)
     int view = 0;
     CHECK(admin_parse_command("/admin/a/b/c", name, sizeof(name), &view) == -1);
     CHECK(admin_parse_command("/admin//b", name, sizeof(name), &view) == -1);
+    CHECK(admin_parse_command("/admin/../b", name, sizeof(name), &view) == -1);
+    CHECK(admin_parse_command("/admin/a/..", name, sizeof(name), &view) == -1);
+    CHECK(admin_parse_command("/admin/a/.x", name, sizeof(name), &view) == -1);
+    CHECK(admin_parse_command("/admin/a/", name, sizeof(name), &view) == -1);
     CHECK(admin_parse_command("/admin/0123456789abcdef", name, sizeof(name), &view) == -1);
     CHECK(admin_parse_command("/adm", name, sizeof(name), &view) == -1); /* never read past */
     CHECK(admin_parse_command("/adminx", name, sizeof(name), &view) == -1);

@@ -536,16 +536,21 @@ def test_window_is_dropped_when_no_client_asks_and_made_again_on_request(server)
     assert after["segments"][0]["discontinuity"]
 
 
+def _hint_just_begun(srv, mount):
+    """The URL of the part the preload hint names, asked for the moment it begins."""
+    pl = hlscheck.parse(get(srv, mount + "/hls.m3u8")[2].decode())
+    # the moment the hinted part is complete, the next one has just begun
+    pl = hlscheck.parse(get(srv, mount + "/hls.m3u8?_HLS_msn=%d&_HLS_part=%d"
+                            % _next_part(pl))[2].decode())
+    return mount + "/" + pl["hint"]["URI"]
+
+
 def test_part_being_cut_is_sent_as_it_fills(server):
     srv = server(extra_xml="<hls><sessions>0</sessions></hls>")
     mount = "/live.mp3"
     p = start_source(srv, mount, "mp3")
     try:
-        pl = hlscheck.parse(get(srv, mount + "/hls.m3u8")[2].decode())
-        # the moment the hinted part is complete, the next one has just begun
-        pl = hlscheck.parse(get(srv, mount + "/hls.m3u8?_HLS_msn=%d&_HLS_part=%d"
-                                % _next_part(pl))[2].decode())
-        hint = mount + "/" + pl["hint"]["URI"]
+        hint = _hint_just_begun(srv, mount)
         c = http.client.HTTPConnection(srv.host, srv.port, timeout=30)
         t0 = time.monotonic()
         c.request("GET", hint)
@@ -563,6 +568,50 @@ def test_part_being_cut_is_sent_as_it_fills(server):
     assert first + rest == whole and status == 200 and "content-length" in headers
     # the first frame came well before the part was complete (a part lasts about 1 s)
     assert t_done - t_first > 0.3, (t_first - t0, t_done - t0)
+
+
+def _chunk_times(srv, path, timeout=30):
+    """GET path (HTTP/1.1, chunked): the arrival time and size of each chunk, up to the last."""
+    import socket
+    sock = socket.create_connection((srv.host, srv.port), timeout=timeout)
+    sock.sendall(("GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n"
+                  % (path, srv.host)).encode())
+    f = sock.makefile("rb")
+    try:
+        assert f.readline().split()[1] == b"200"
+        head = {}
+        while (line := f.readline().strip()):
+            k, _, v = line.decode().partition(":")
+            head[k.lower()] = v.strip()
+        assert head.get("transfer-encoding") == "chunked", head
+        chunks = []
+        while True:
+            size = int(f.readline().split(b";")[0], 16)
+            chunks.append((time.monotonic(), size))
+            f.read(size + 2)
+            if size == 0:
+                return chunks
+    finally:
+        f.close()
+        sock.close()
+
+
+@pytest.mark.parametrize("window", [500, 250])
+def test_part_being_cut_is_sent_at_write_window_ticks(server, window):
+    """A part followed as it fills gets what was cut once a write window, as a plain listener
+    is written: a chunk of several source blocks, not one per block the source sends."""
+    srv = server(write_window=window, extra_xml="<hls><sessions>0</sessions></hls>")
+    mount = "/live.mp3"
+    p = start_source(srv, mount, "mp3")
+    try:
+        chunks = _chunk_times(srv, _hint_just_begun(srv, mount))
+    finally:
+        fl.stop_process(p)
+    data = chunks[1:-1]                           # after the tag, before the last (empty) one
+    span = data[-1][0] - data[0][0]
+    assert span > 0.3, chunks                     # it was followed as it filled (~1 s)
+    # what it held when asked, then one chunk a window, and one when the part completes
+    assert 2 <= len(data) <= span * 1000 / window + 3, (window, span, [c[1] for c in data])
 
 
 HEAD_AND_FRAME = 73 + 208
