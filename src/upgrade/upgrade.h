@@ -43,6 +43,18 @@ int upgrade_run(int sfd, const upgrade_pidfile_t *pidfile, int *stop);
  * new process is the main one. */
 void upgrade_drain(int sfd);
 
+/* The first listening socket that serves plain HTTP, as an address to reach it at (a wildcard
+ * address as loopback) and its port; with loopback_only, one bound to a wildcard or loopback
+ * address only. The port, or -1 if none. */
+typedef struct config config_t;
+int upgrade_plain_listen(const config_t *cfg, int loopback_only, char *host, size_t hcap);
+
+/* New side: a request for mount `mount` presented the feed token value[0..len) (the header
+ * X-Rimecast-Feed; the caller checked it comes from a loopback address): 1 when it is the
+ * token the old process sent for that mount, not used yet and not older than <upgrade-drain>
+ * seconds (compared in constant time; it is used up now), else 0. Any thread. */
+int upgrade_feed_claim(const char *mount, const char *value, size_t len);
+
 /* New side. The socket to the old process (from the environment, which is cleared), or -1 when
  * this is an ordinary start. */
 int upgrade_inherited(void);

@@ -4,7 +4,9 @@ the path the server was started from, which takes over the listening sockets, th
 every plain connection; the old process then exits. When the new binary cannot take over, the
 old process serves on and says why."""
 
+import base64
 import http.client
+import json
 import os
 import re
 import shutil
@@ -756,6 +758,199 @@ def test_a_tls_listener_stays_with_the_old_process_until_it_leaves(server, mp3_f
     assert "Sanitizer" not in srv.stderr()
     for x in (again, lis):
         x.close()
+    src.stop()
+
+
+class CurlListener:
+    """curl -k over HTTPS with ICY metadata, its head and body written to files as they come:
+    a real TLS client for a test that follows it across an upgrade."""
+
+    def __init__(self, srv, mount, user=None):
+        self.head = os.path.join(srv.dir, "curl-head-%d" % id(self))
+        self.body = os.path.join(srv.dir, "curl-body-%d" % id(self))
+        cmd = ["curl", "-k", "-sS", "-N", "-H", "Icy-MetaData: 1", "-D", self.head, "-o",
+               self.body, "https://127.0.0.1:%d%s" % (srv.tls_port, mount)]
+        if user:
+            cmd[1:1] = ["-u", user]
+        self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE)
+
+    def received(self):
+        try:
+            return os.path.getsize(self.body)
+        except FileNotFoundError:
+            return 0
+
+    def wait_bytes(self, n, timeout):
+        wirelib.wait_until(lambda: self.received() >= n, timeout,
+                           lambda: "%d bytes at curl (has %d)" % (n, self.received()))
+
+    def metaint(self):
+        with open(self.head) as f:
+            return int(re.search(r"(?im)^icy-metaint:\s*(\d+)", f.read()).group(1))
+
+    def audio_and_titles(self):
+        with open(self.body, "rb") as f:
+            audio, blocks = fl.icy_demux(f.read(), self.metaint())
+        return audio, [fl.icy_fields(t).get("StreamTitle") for _, t in blocks if t]
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+def join_gap(data, audio):
+    """audio is data[k:k+i] then data[k+i+gap:...]: the gap (0 when it is one slice)."""
+    k = data.find(audio[:64])
+    assert k >= 0 and data.find(audio[:64], k + 1) < 0, "the start is not one place of the file"
+    i = next((j for j, b in enumerate(audio) if k + j >= len(data) or data[k + j] != b), None)
+    if i is None:
+        return 0
+    return wirelib.locate_slice(data, audio[i:]) - (k + i)
+
+
+def assert_fed_across_the_upgrade(srv, src, secure, old, settle=5):
+    """The TLS listener (curl) kept by the old process goes on hearing the station for settle
+    seconds after the hand-over, whole frames, and a title set since reaches it."""
+    handed = time.monotonic()
+    srv.wait_log("upgrade: serving 1 TLS listener until it leaves")
+    while time.monotonic() - handed < settle:
+        n = secure.received()
+        secure.wait_bytes(n + 4000, 5)  # bytes keep coming: the source's, through the feed
+        assert running(old)
+    fl.set_metadata(srv, "/live.mp3", song="After")
+    wirelib.wait_until(lambda: "After" in secure.audio_and_titles()[1], 10,
+                       "the title set after the upgrade at the TLS listener")
+    audio, titles = secure.audio_and_titles()
+    assert "Before" in titles and titles[-1] == "After", titles
+    assert fl.ffmpeg_stream_decode_errors(fl.trim_capture("mp3", audio), "mp3") == ""
+    # the source's bytes in order, with one gap at most where the feed joined: what the source
+    # sent between the hand-over and the feed's first block (less than a second of its pace)
+    gap = join_gap(src.data, audio)
+    print("feed join gap: %d bytes" % gap)
+    assert 0 <= gap < RATE, gap
+    assert secure.proc.poll() is None, secure.proc.stderr.read()
+    assert src.error is None, src.error
+
+
+def test_a_tls_listener_kept_by_the_old_process_is_fed_from_the_new_one(server, mp3_file):
+    srv, src, lis, _ = tls_live_mount(server, mp3_file)
+    _.close()
+    fl.set_metadata(srv, "/live.mp3", song="Before")
+    secure = CurlListener(srv, "/live.mp3")
+    secure.wait_bytes(20000, 10)
+    before = listener_stats(srv, "/live.mp3")
+    old = srv.proc.pid
+    upgrade(srv, drains=True)
+    assert_fed_across_the_upgrade(srv, src, secure, old)
+    # the feed is nobody's listener at the new process: its lists and counts show the plain
+    # listener it took over and nothing else (the TLS listener is the old process's)
+    lis_id = [k for k in before if k in listener_stats(srv, "/live.mp3")]
+    assert list(listener_stats(srv, "/live.mp3")) == lis_id and len(lis_id) == 1
+    assert fl.json_source(srv, "/live.mp3")["listeners"] == 1
+    def counts():
+        stats = adminlib.admin(srv, "/admin/stats").xml()
+        return stats.findtext("listeners"), stats.findtext("clients")
+    # clients: the plain listener, the source and the request asking (the requests before it
+    # end as their replies are written)
+    wirelib.wait_until(lambda: counts() == ("1", "3"), 5, lambda: "counts %r" % (counts(),))
+    assert fl.stats_source(srv, "/live.mp3").findtext("listeners") == "1"
+    metrics = adminlib.admin(srv, "/metrics").text
+    assert re.search(r'(?m)^rimecast_listeners\{mount="/live.mp3"\} 1$', metrics), metrics
+    secure.stop()
+    wirelib.wait_until(lambda: not running(old), 10, "the old process to exit")
+    log = srv.error_log()
+    assert "upgrade: the last TLS listener left: exiting" in log
+    assert "feed token refused" not in log
+    lis.close()
+    src.stop()
+    assert srv.stop() == 0
+    # the session log has the listeners (the plain one, the TLS one that left before the
+    # upgrade and the one the old process kept), no feed
+    with open(os.path.join(srv.logdir, "sessions.log")) as f:
+        ended = [json.loads(line) for line in f if line.strip()]
+    assert len(ended) == 3, ended
+    assert not [r for r in ended if "Rimecast" in (r.get("agent") or "")], ended
+
+
+def test_a_wrong_feed_token_makes_an_ordinary_listener(server, mp3_file):
+    from test_auth_htpasswd import auth_mount, md5_line, user_dir, write_users
+    from test_tls import tls_server
+    d = user_dir()
+    try:
+        users = os.path.join(d, "users")
+        write_users(users, md5_line("carol", "pw"))
+        mount = auth_mount(users)
+        mount["mount_name"] = "/live.mp3"
+        srv, _, _ = tls_server(server, mounts=[mount])
+        src = srv.source("/live.mp3", mp3_file, rate=RATE, chunk=1000)
+        assert src.connect().status == 200, src.response
+        src.start()
+        fl.wait_mount(srv, "/live.mp3")
+        fl.set_metadata(srv, "/live.mp3", song="Before")
+        # a TLS listener of a mount with authentication: the feed needs none
+        secure = CurlListener(srv, "/live.mp3", user="carol:pw")
+        secure.wait_bytes(20000, 10)
+        old = srv.proc.pid
+        upgrade(srv, drains=True)
+        assert_fed_across_the_upgrade(srv, src, secure, old, settle=2)
+        # a token the new process was not sent: the mount's authentication applies...
+        bad = {"X-Rimecast-Feed": "0" * 32}
+        nobody = srv.listener("/live.mp3", headers=bad)
+        assert nobody.open().status == 401, nobody.response
+        srv.wait_log("feed token refused")
+        # ...and, passed, it is an ordinary listener: counted and listed
+        carol = srv.listener("/live.mp3", headers=dict(bad, Authorization="Basic " +
+                                                        base64.b64encode(b"carol:pw").decode()))
+        assert carol.open().status == 200, carol.response
+        carol.wait_bytes(10000, 10)
+        wirelib.wait_until(lambda: fl.json_source(srv, "/live.mp3")["listeners"] == 1, 10,
+                           "the listener with a wrong token to be counted")
+        assert len(listener_stats(srv, "/live.mp3")) == 1
+        carol.close()
+        secure.stop()
+        wirelib.wait_until(lambda: not running(old), 10, "the old process to exit")
+        src.stop()
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_a_tls_listener_whose_feed_ends_with_the_source_is_closed_with_a_log_line(server,
+                                                                                  mp3_file):
+    srv, src, lis, secure = tls_live_mount(server, mp3_file)
+    old = srv.proc.pid
+    upgrade(srv, drains=True)
+    srv.wait_log("upgrade: serving 1 TLS listener until it leaves")
+    n = secure.received
+    secure.wait_bytes(n + 8000, 10)
+    src.stop()  # the new process's mount ends: the feed with it
+    secure.wait_closed(10)
+    srv.wait_log("upgrade: closing the TLS listeners of /live.mp3: its feed from the new "
+                 "process ended")
+    wirelib.wait_until(lambda: not running(old), 10, "the old process to exit")
+    lis.close()
+
+
+def test_tls_listeners_of_a_server_with_no_plain_socket_are_closed_at_the_hand_over(server,
+                                                                                    mp3_file):
+    srv, src, lis, secure = tls_live_mount(server, mp3_file)
+    # the config now listens in TLS only (reloaded): the old process has no plain port to be
+    # fed from, and the new process reads the same
+    plain = re.compile(r"<listen-socket>\s*<port>%d</port>.*?</listen-socket>" % srv.port, re.S)
+    text = open(srv.config_path).read()
+    assert plain.search(text)
+    srv.write_config(plain.sub("", text))
+    srv.send_signal(signal.SIGHUP)
+    srv.wait_log("config reloaded")
+    old = srv.proc.pid
+    upgrade(srv, drains=True)
+    secure.wait_closed(10)
+    srv.wait_log("upgrade: closing the TLS listeners of /live.mp3: no plain HTTP listening "
+                 "socket on a wildcard or loopback address")
+    wirelib.wait_until(lambda: not running(old), 10, "the old process to exit")
+    log = srv.error_log()
+    assert log.count("upgrade: closing the TLS listeners of") == 1, log
+    assert "upgrade: the last TLS listener left: exiting" in log
+    lis.close()
     src.stop()
 
 
