@@ -872,6 +872,33 @@ def test_a_tls_listener_kept_by_the_old_process_is_fed_from_the_new_one(server, 
     assert not [r for r in ended if "Rimecast" in (r.get("agent") or "")], ended
 
 
+def test_a_tls_listener_of_an_ogg_vorbis_mount_is_fed_whole_pages(server):
+    from test_tls import TlsListener, tls_server
+    srv, _, _ = tls_server(server)
+    enc = fl.ffmpeg_source(srv, "/live.ogg", "vorbis", title="Ogg before")
+    try:
+        fl.wait_mount(srv, "/live.ogg", enc)
+        secure = TlsListener(srv, "/live.ogg")
+        assert secure.open().status == 200, secure.response
+        secure.wait_bytes(8000, 10)
+        old = srv.proc.pid
+        upgrade(srv, drains=True)
+        handed = time.monotonic()
+        srv.wait_log("upgrade: serving 1 TLS listener until it leaves")
+        while time.monotonic() - handed < 5:
+            n = secure.received
+            secure.wait_bytes(n + 4000, 5)
+        assert not secure.closed and running(old), secure.close_reason
+        # whole pages that ffmpeg plays with no error, across the join
+        capture = fl.strict_capture("vorbis", secure.snapshot())
+        assert fl.ffmpeg_stream_decode_errors(capture, "ogg") == ""
+        assert enc.poll() is None, enc.stderr.read()
+        secure.close()
+        wirelib.wait_until(lambda: not running(old), 10, "the old process to exit")
+    finally:
+        fl.stop_process(enc)
+
+
 def test_a_wrong_feed_token_makes_an_ordinary_listener(server, mp3_file):
     from test_auth_htpasswd import auth_mount, md5_line, user_dir, write_users
     from test_tls import tls_server
