@@ -589,8 +589,11 @@ static void relay_connect(relay_t *r, const char *ip)
                                  h->timeout_ms, relay_connected, relay_conn_destroy);
     if (err < 0) {
         free(rc);
-        log_warn("relay %s: cannot connect to %s:%d: %s", r->logname, r->host, r->tport,
-                 strerror(-err));
+        if (r->feed_end) /* said once, by the feed's end */
+            snprintf(r->feed_why, sizeof(r->feed_why), "cannot connect: %s", strerror(-err));
+        else
+            log_warn("relay %s: cannot connect to %s:%d: %s", r->logname, r->host, r->tport,
+                     strerror(-err));
         relay_conn_ended(r);
     }
 }
@@ -1034,8 +1037,11 @@ void relay_forget_all(void)
 static void feed_ended(relay_t *r)
 {
     unlink_relay(r);
-    r->feed_end(r->mount, r->streaming ? "its feed from the new process ended (the mount's "
-                "source left)" : r->feed_why[0] ? r->feed_why : "no feed from the new process");
+    char why[256];
+    snprintf(why, sizeof(why), "%s%s%s", r->streaming ? "its feed from the new process ended"
+             : "no feed from the new process", r->streaming || !r->feed_why[0] ? "" : ": ",
+             r->streaming ? "" : r->feed_why);
+    r->feed_end(r->mount, why);
     r->streaming = 0;
     mount_unref(r->mount); /* not ended: the caller closes its listeners */
     r->mount = NULL;

@@ -899,6 +899,36 @@ def test_a_tls_listener_of_an_ogg_vorbis_mount_is_fed_whole_pages(server):
         fl.stop_process(enc)
 
 
+def test_the_feed_of_a_mount_closes_when_its_last_tls_listener_leaves(server, mp3_file):
+    from test_tls import TlsListener
+    srv, src, lis, secure = tls_live_mount(server, mp3_file)
+    other = srv.source("/other.mp3", mp3_file, rate=RATE, chunk=1000)
+    assert other.connect().status == 200, other.response
+    other.start()
+    fl.wait_mount(srv, "/other.mp3")
+    second = TlsListener(srv, "/other.mp3")
+    assert second.open().status == 200, second.response
+    second.wait_bytes(10000, 10)
+    old = srv.proc.pid
+    upgrade(srv, drains=True)
+    srv.wait_log("upgrade: serving 2 TLS listeners until they leave")
+    for x in (secure, second):
+        n = x.received
+        x.wait_bytes(n + 8000, 10)
+    second.close()
+    srv.wait_log("relay /other.mp3: local feed closed: its last listener left")
+    # the other mount's feed goes on, and the old process with it
+    n = secure.received
+    secure.wait_bytes(n + 8000, 10)
+    assert running(old) and not secure.closed, secure.close_reason
+    assert srv.error_log().count("local feed closed") == 1
+    secure.close()
+    wirelib.wait_until(lambda: not running(old), 10, "the old process to exit")
+    for x in (src, other):
+        x.stop()
+    lis.close()
+
+
 def test_a_wrong_feed_token_makes_an_ordinary_listener(server, mp3_file):
     from test_auth_htpasswd import auth_mount, md5_line, user_dir, write_users
     from test_tls import tls_server
