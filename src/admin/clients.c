@@ -306,7 +306,7 @@ static void kill_fn(worker_t *w, void *arg)
     if (!s)
         return;
     list_foreach(l, &s->listeners, listener_t, link) {
-        if (l->conn->id == j->target_id && !l->conn->closing) {
+        if (l->conn->id == j->target_id && !l->conn->closing && !l->feed) {
             l->end_reason = SESSION_END_KICKED;
             conn_close(l->conn);
             atomic_fetch_add(&j->hits, 1);

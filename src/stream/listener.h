@@ -74,7 +74,8 @@ int listener_start(conn_t *c, const http_request_t *req, mount_t *m, const char 
 /* An upgrade's local feed (router/dispatch.c checked its token): c streams m from the live edge
  * (no burst, no intro) for the old process, which serves TLS listeners of m. It takes no slot
  * and is not counted or listed anywhere (listeners, clients, sessions, events, max-listeners,
- * max-listener-duration) and is never moved (listener_move: -EPERM); takes the reference. */
+ * max-listener-duration; the admin's listclients, moveclients and killclient pass it by) and is
+ * never moved (listener_move: -EPERM); takes the reference. */
 void listener_start_feed(conn_t *c, const http_request_t *req, mount_t *m);
 /* Writes as much pending data as the socket takes. Returns 0, or -1 if the listener was
  * closed. Worker thread only. */

@@ -856,6 +856,13 @@ def test_a_tls_listener_kept_by_the_old_process_is_fed_from_the_new_one(server, 
     assert fl.stats_source(srv, "/live.mp3").findtext("listeners") == "1"
     metrics = adminlib.admin(srv, "/metrics").text
     assert re.search(r'(?m)^rimecast_listeners\{mount="/live.mp3"\} 1$', metrics), metrics
+    # nor can the admin kick it out, whatever id it tries
+    for i in range(1, int(lis_id[0]) + 40):
+        if str(i) != lis_id[0]:
+            r = adminlib.admin(srv, "/admin/killclient?mount=/live.mp3&id=%d" % i)
+            assert b"not found" in r.body, (i, r.body)
+    n = secure.received()
+    secure.wait_bytes(n + 4000, 5)
     secure.stop()
     wirelib.wait_until(lambda: not running(old), 10, "the old process to exit")
     log = srv.error_log()
