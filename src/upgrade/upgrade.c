@@ -248,9 +248,9 @@ static void feeds_start(void)
         snprintf(header, sizeof(header), "X-Rimecast-Feed: %s", feeds[i].token);
         if (relay_start_feed(feeds[i].m, feed_host, feed_port, header, close_mount_listeners) < 0)
             close_mount_listeners(feeds[i].m, "cannot start its feed from the new process");
-        memset(feeds[i].token, 0, sizeof(feeds[i].token));
+        explicit_bzero(feeds[i].token, sizeof(feeds[i].token));
     }
-    memset(header, 0, sizeof(header));
+    explicit_bzero(header, sizeof(header));
 }
 
 /* A mount being carried, and the oldest block one of its carried listeners is on. */
@@ -472,6 +472,8 @@ static void state_free(state_t *s)
 {
     buf_free(&s->head);
     buf_free(&s->metas);
+    if (s->mounts.data)
+        explicit_bzero(s->mounts.data, s->mounts.len); /* the feed tokens were there */
     buf_free(&s->mounts);
     buf_free(&s->conns);
     handover_metas_free(&s->t, 0);

@@ -210,6 +210,8 @@ static void forget_tokens_locked(void)
 {
     for (int i = 0; i < ntokens; i++)
         free(tokens[i].mount);
+    if (tokens)
+        explicit_bzero(tokens, (size_t)ntokens * sizeof(*tokens));
     free(tokens);
     tokens = NULL;
     ntokens = 0;
@@ -255,6 +257,7 @@ int upgrade_feed_claim(const char *mount, const char *value, size_t len)
     if (found >= 0) { /* used up */
         free(tokens[found].mount);
         tokens[found] = tokens[--ntokens];
+        explicit_bzero(&tokens[ntokens], sizeof(*tokens));
         if (!ntokens)
             forget_tokens_locked();
     }
@@ -402,6 +405,8 @@ int upgrade_restore(char *err, size_t cap)
             close(in.fds[i]);
     free(in.fds);
     free(in.used);
+    if (in.state)
+        explicit_bzero(in.state, in.len); /* the feed tokens were there */
     free(in.state);
     in.fds = in.used = NULL;
     in.state = NULL;

@@ -251,6 +251,8 @@ static void relay_free(relay_t *r)
     free(r->local);
     free(r->host);
     free(r->path);
+    if (r->feed_header) /* a secret: not left in freed memory */
+        explicit_bzero(r->feed_header, strlen(r->feed_header));
     free(r->feed_header);
     free(r);
 }
@@ -1083,7 +1085,11 @@ int relay_start_feed(mount_t *m, const char *ip, int port, const char *header,
         r = NULL;
     }
     free(path);
-    if (!r || server.nworkers <= 0)
+    if (r && server.nworkers <= 0) {
+        relay_free(r);
+        return -EINVAL;
+    }
+    if (!r)
         return -ENOMEM;
     r->mount = mount_ref(m);
     r->feed_end = ended;
