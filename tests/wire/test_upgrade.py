@@ -4,7 +4,7 @@ the path the server was started from, which takes over the listening sockets, th
 every plain connection; the old process then exits. When the new binary cannot take over, the
 old process serves on and says why."""
 
-import base64
+import contextlib
 import http.client
 import json
 import os
@@ -936,20 +936,31 @@ def test_the_feed_of_a_mount_closes_when_its_last_tls_listener_leaves(server, mp
     lis.close()
 
 
-def test_a_wrong_feed_token_makes_an_ordinary_listener(server, mp3_file):
+@contextlib.contextmanager
+def user_file_station(start, mp3_file, mount):
+    """A server started by start(mounts=...) whose `mount` lets in the user carol (password pw)
+    of a user file, with a paced MP3 source on it: (server, source)."""
     from test_auth_htpasswd import auth_mount, md5_line, user_dir, write_users
-    from test_tls import tls_server
     d = user_dir()
     try:
         users = os.path.join(d, "users")
         write_users(users, md5_line("carol", "pw"))
-        mount = auth_mount(users)
-        mount["mount_name"] = "/live.mp3"
-        srv, _, _ = tls_server(server, mounts=[mount])
-        src = srv.source("/live.mp3", mp3_file, rate=RATE, chunk=1000)
+        conf = auth_mount(users)
+        conf["mount_name"] = mount
+        srv = start(mounts=[conf])
+        src = srv.source(mount, mp3_file, rate=RATE, chunk=1000)
         assert src.connect().status == 200, src.response
         src.start()
-        fl.wait_mount(srv, "/live.mp3")
+        fl.wait_mount(srv, mount)
+        yield srv, src
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_a_wrong_feed_token_makes_an_ordinary_listener(server, mp3_file):
+    from test_tls import tls_server
+    with user_file_station(lambda **kw: tls_server(server, **kw)[0], mp3_file,
+                           "/live.mp3") as (srv, src):
         fl.set_metadata(srv, "/live.mp3", song="Before")
         # a TLS listener of a mount with authentication: the feed needs none
         secure = CurlListener(srv, "/live.mp3", user="carol:pw")
@@ -963,8 +974,8 @@ def test_a_wrong_feed_token_makes_an_ordinary_listener(server, mp3_file):
         assert nobody.open().status == 401, nobody.response
         srv.wait_log("feed token refused")
         # ...and, passed, it is an ordinary listener: counted and listed
-        carol = srv.listener("/live.mp3", headers=dict(bad, Authorization="Basic " +
-                                                        base64.b64encode(b"carol:pw").decode()))
+        carol = srv.listener("/live.mp3",
+                             headers=dict(bad, Authorization=wirelib.basic_auth("carol", "pw")))
         assert carol.open().status == 200, carol.response
         carol.wait_bytes(10000, 10)
         wirelib.wait_until(lambda: fl.json_source(srv, "/live.mp3")["listeners"] == 1, 10,
@@ -974,8 +985,6 @@ def test_a_wrong_feed_token_makes_an_ordinary_listener(server, mp3_file):
         secure.stop()
         wirelib.wait_until(lambda: not running(old), 10, "the old process to exit")
         src.stop()
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def test_a_tls_listener_whose_feed_ends_with_the_source_is_closed_with_a_log_line(server,
@@ -1089,16 +1098,7 @@ def test_with_upgrade_drain_0_tls_listeners_are_closed_at_the_hand_over(server, 
 
 
 def test_a_listener_logged_in_with_a_user_file_keeps_its_session(server, mp3_file):
-    from test_auth_htpasswd import auth_mount, md5_line, user_dir, write_users
-    d = user_dir()
-    try:
-        users = os.path.join(d, "users")
-        write_users(users, md5_line("carol", "pw"))
-        srv = server(mounts=[auth_mount(users)])
-        src = srv.source("/secret", mp3_file, rate=RATE, chunk=1000)
-        assert src.connect().status == 200
-        src.start()
-        fl.wait_mount(srv, "/secret")
+    with user_file_station(server, mp3_file, "/secret") as (srv, src):
         auth = {"Authorization": wirelib.basic_auth("carol", "pw")}
         lis = srv.listener("/secret", headers=auth)
         assert lis.open().status == 200, lis.response
@@ -1120,8 +1120,6 @@ def test_a_listener_logged_in_with_a_user_file_keeps_its_session(server, mp3_fil
             return ok
         wirelib.wait_until(login, 5, "a login once the first listener left")
         src.stop()
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def test_a_url_authenticated_listener_is_carried_and_its_remove_sent_once_by_the_new_process(
