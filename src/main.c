@@ -472,7 +472,7 @@ static void notify_reloading(void)
     notify_manager(state);
 }
 
-/* Until a signal stops the server (0) or an upgrade handed everything over (1). */
+/* Until a signal stops the server (0) or an upgrade handed over (upgrade_run's 1 or 2). */
 static int signal_loop(int sfd, const char *config_file)
 {
     for (;;) {
@@ -489,8 +489,9 @@ static int signal_loop(int sfd, const char *config_file)
         } else if (si.ssi_signo == SIGUSR2) {
             upgrade_pidfile_t pf = {pidfile.fd, pidfile.path, pidfile.dev, pidfile.ino};
             int stop = 0;
-            if (upgrade_run(sfd, &pf, &stop))
-                return 1;
+            int handed = upgrade_run(sfd, &pf, &stop);
+            if (handed)
+                return handed;
             if (stop) {
                 notify_manager("STOPPING=1");
                 return 0;
@@ -655,9 +656,13 @@ int main(int argc, char **argv)
     relay_start_all();
     if (hfd < 0)
         notify_manager("READY=1"); /* listening since the workers started */
-    if (signal_loop(sfd, opt.config_file)) {
+    int handed = signal_loop(sfd, opt.config_file);
+    if (handed) {
         /* handed over: the connections, mounts and pidfile are the new process's now; the
-         * workers stay stopped and nothing of theirs is closed or logged as ending */
+         * workers stay stopped and nothing of theirs is closed or logged as ending, except
+         * the TLS listeners kept here, served until they leave */
+        if (handed == 2)
+            upgrade_drain(sfd);
         audience_store_stop();
         _exit(0);
     }

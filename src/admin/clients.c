@@ -114,7 +114,7 @@ static void list_fn(worker_t *w, void *arg)
         return;
     pthread_mutex_lock(&j->lock);
     list_foreach(l, &s->listeners, listener_t, link) {
-        if (l->conn->closing)
+        if (l->conn->closing || l->feed) /* an upgrade's local feed is no listener */
             continue;
         entry_t *e = entry_add(j);
         if (!e)
@@ -204,7 +204,7 @@ static void move_fn(worker_t *w, void *arg)
         return;
     listener_t *l;
     list_foreach(l, &s->listeners, listener_t, link)
-        if (k < n && !l->conn->closing)
+        if (k < n && !l->conn->closing && !l->feed)
             v[k++] = l;
     int moved = 0, denied = 0;
     for (int i = 0; i < k; i++) {
@@ -306,7 +306,7 @@ static void kill_fn(worker_t *w, void *arg)
     if (!s)
         return;
     list_foreach(l, &s->listeners, listener_t, link) {
-        if (l->conn->id == j->target_id && !l->conn->closing) {
+        if (l->conn->id == j->target_id && !l->conn->closing && !l->feed) {
             l->end_reason = SESSION_END_KICKED;
             conn_close(l->conn);
             atomic_fetch_add(&j->hits, 1);

@@ -215,6 +215,7 @@ typedef struct config {
     int write_window_ms; /* listener write coalescing window, ms; 0 = write every block (Rimecast);
                           * default 500 */
     int script_timeout; /* s before an on-connect/on-disconnect script is killed (Rimecast); 60 */
+    int upgrade_drain;  /* s the old process of an upgrade serves its TLS listeners (Rimecast); 3600 */
 
     /* <authentication> */
     char *source_password;

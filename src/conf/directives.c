@@ -314,6 +314,7 @@ static const directive_t limits_dirs[] = {
     INT("workers", config_t, workers, 0, 64),
     INT_D("write-window", config_t, write_window_ms, 0, 1000, 500),
     INT_D("script-timeout", config_t, script_timeout, 1, 86400, 60),
+    INT_D("upgrade-drain", config_t, upgrade_drain, 0, 604800, 3600),
     END,
 };
 static const section_t limits_sec = {"limits", limits_dirs};

@@ -204,8 +204,42 @@ void conn_close(conn_t *c)
     list_insert_head(&w->closed, &c->link);
 }
 
+static atomic_int drain_left;
+
+void conn_forget(conn_t *c)
+{
+    worker_t *w = c->worker;
+    c->closing = 1; /* any event or close still on its way does nothing */
+    worker_timeout_remove(w, c);
+    if (c->read_again)
+        read_again_remove(c);
+    if (c->fd >= 0) {
+        loop_del(w->epfd, c->fd);
+        close(c->fd);
+        c->fd = -1;
+    }
+    list_remove(&c->link);
+    if (c->counted)
+        atomic_fetch_sub(&server.stats.clients, 1);
+    c->counted = 0;
+}
+
+void conn_drain_keep(conn_t *c)
+{
+    if (!c->draining)
+        atomic_fetch_add(&drain_left, 1);
+    c->draining = 1;
+}
+
+int conn_drain_left(void)
+{
+    return atomic_load(&drain_left);
+}
+
 void conn_release(conn_t *c)
 {
+    if (c->draining)
+        atomic_fetch_sub(&drain_left, 1);
     if (c->role && c->role->on_close)
         c->role->on_close(c);
     if (c->transport->release)

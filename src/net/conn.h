@@ -83,6 +83,7 @@ struct conn {
     int closing;
     int counted;          /* holds a slot in server.stats.clients */
     int tls;              /* bytes travel over TLS (net/tls.h): links given to it say https */
+    int draining;         /* kept by a process that handed over to a new one (conn_drain_keep) */
     int read_again;       /* queued on the worker's read-again list */
     conn_t *again_next;
 
@@ -120,6 +121,15 @@ void conn_read_again(conn_t *c);
 void conn_close(conn_t *c);
 /* Runs the role's on_close, the transport release and destroy (worker only, after close). */
 void conn_release(conn_t *c);
+/* An upgrade handed c's socket to a new process: c is forgotten without ending (no role's
+ * on_close, no shutdown, nothing logged): taken off epoll, its deadline and its worker's lists,
+ * its copy of the fd closed. Its memory stays (the process exits after its drain). On its
+ * worker's thread, or while that worker is parked. */
+void conn_forget(conn_t *c);
+/* An upgrade left c with this process, which serves it until it ends (counted until its
+ * release); the number of those still open. */
+void conn_drain_keep(conn_t *c);
+int conn_drain_left(void);
 /* Runs on_readable of the connections queued by conn_read_again (worker only, once per
  * iteration after the events). */
 void conn_run_read_again(worker_t *w);

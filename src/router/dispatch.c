@@ -44,6 +44,7 @@
 #include "upstream/master.h"
 #include "upstream/redirect.h"
 #include "upstream/relay.h"
+#include "upgrade/upgrade.h"
 #include "stream/shoutcast.h"
 #include "stream/source.h"
 
@@ -256,6 +257,37 @@ static int fallback_has_own_auth(const mount_conf_t *asked, const mount_t *fb)
     return !auth_covers(asked, config_find_mount(server_config(), fb->name));
 }
 
+/* 1 if c's socket comes from a loopback address (not a forwarded one). */
+static int from_loopback(conn_t *c)
+{
+    const client_t *cl = client_of(c);
+    const char *ip = cl->peer[0] ? cl->peer : c->ip;
+    unsigned char a[16];
+    cidr_t v4, v6;
+    return cidr_addr_parse(ip, strlen(ip), a) == 0 && cidr_parse("127.0.0.0/8", 11, &v4) == 0 &&
+           cidr_parse("::1/128", 7, &v6) == 0 && (cidr_match(&v4, a) || cidr_match(&v6, a));
+}
+
+/* An upgrade's old process feeding the TLS listeners it kept (upgrade.h upgrade_feed_claim):
+ * a GET of live mount m from loopback with the token it was sent for m, good once. 1 when c
+ * is that feed; 0 for anyone else: one without the header, and one whose token is wrong,
+ * used, late or not from loopback (logged, and treated as if the header were absent). */
+static int is_local_feed(conn_t *c, const http_request_t *req, const mount_t *m)
+{
+    static log_ratelimit_t refused;
+    const http_header_t *h = http_find_header(req, "x-rimecast-feed");
+    if (!h)
+        return 0;
+    if (req->method == HTTP_METHOD_GET && from_loopback(c) &&
+        upgrade_feed_claim(m->name, h->value, h->value_len))
+        return 1;
+    char esc[512];
+    log_warn_limited(&refused, 10000, "listener %s on %s: feed token refused (wrong, used, "
+                     "expired or not from loopback): an ordinary listener", CIDR_SHOWN(c->ip),
+                     escape_log_utf8(esc, sizeof(esc), m->name, strlen(m->name)));
+    return 0;
+}
+
 /* 1 if a mount named name is live now. */
 static int mount_is_live(const char *name)
 {
@@ -293,7 +325,10 @@ static void handle_get(conn_t *c, const http_request_t *req)
     mount_t *m = may_be_mount ? mount_find(target) : NULL;
     if (m) {
         free(path);
-        admit_listener(c, req, m);
+        if (is_local_feed(c, req, m))
+            listener_start_feed(c, req, m); /* no authentication, not counted */
+        else
+            admit_listener(c, req, m);
         return;
     }
     if (req->method != HTTP_METHOD_POST && hls_route(c, req, target)) {

@@ -17,6 +17,7 @@
 #include "net/worker.h"
 #include "stream/listener.h"
 #include "stream/mount.h"
+#include "stream/sub.h"
 
 /* ---- ICY metadata ---- */
 
@@ -303,6 +304,16 @@ void handover_mount_settle(mount_t *m, uint64_t queue_start)
 
 /* ---- listeners ---- */
 
+void handover_forget(conn_t *c)
+{
+    listener_t *l = listener_of(c);
+    if (l) {
+        sub_remove(c->worker, l->sub, &l->link); /* no block goes to it here any more */
+        atomic_fetch_sub(&l->mount->listeners, 1); /* those left are the ones served here */
+    }
+    conn_forget(c);
+}
+
 const block_t *handover_listener_block(conn_t *c)
 {
     listener_t *l = listener_of(c);
@@ -347,7 +358,7 @@ static int login_restore(conn_t *c, rec_reader_t *in)
 int handover_listener_save(conn_t *c, handover_metas_t *t, buf_t *out)
 {
     listener_t *l = listener_of(c);
-    if (!l)
+    if (!l || l->feed) /* a feed's old process cannot follow: it is closed, and its end too */
         return -ENOTSUP;
     mount_t *m = l->mount;
     pthread_mutex_lock(&m->lock);

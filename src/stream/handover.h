@@ -58,6 +58,9 @@ void handover_mount_settle(mount_t *m, uint64_t queue_start);
  * that can be carried (an intro or a move's tail still being sent, a URL-authentication
  * session). */
 int handover_listener_save(conn_t *c, handover_metas_t *t, buf_t *out);
+/* The old process, once the new one took c over: c forgotten without ending (a listener taken
+ * out of its mount's fan-out first; net/conn.h conn_forget). Its worker parked. */
+void handover_forget(conn_t *c);
 /* The block a carried listener is on (save side: to carry blocks from the oldest one). */
 const block_t *handover_listener_block(conn_t *c);
 /* Restore: c (a restored client, not yet watched) becomes the listener the fields describe,

@@ -462,6 +462,8 @@ int listener_move(listener_t *l, mount_t *dest)
 {
     worker_t *w = l->conn->worker;
     mount_t *old = l->mount;
+    if (l->feed)
+        return -EPERM; /* it feeds the old process of an upgrade this mount alone */
     if (atomic_load(&dest->is_ogg) != atomic_load(&old->is_ogg))
         return -EPROTO;
     if (!may_enter(l, dest))
@@ -561,8 +563,12 @@ static void listener_release(conn_t *c)
     if (!l)
         return;
     mount_t *m = l->mount;
-    end_session(c, l);
-    events_emit(EVENT_LISTENER_LEAVE, m->name, c->id, CIDR_SHOWN(c->ip));
+    if (!l->feed) {
+        end_session(c, l);
+        events_emit(EVENT_LISTENER_LEAVE, m->name, c->id, CIDR_SHOWN(c->ip));
+        atomic_fetch_sub(&m->listeners, 1);
+        atomic_fetch_sub(&server.stats.listeners, 1);
+    }
     sub_remove(c->worker, l->sub, &l->link);
     block_unref(l->blk);
     if (l->hdr)
@@ -575,8 +581,6 @@ static void listener_release(conn_t *c)
         block_unref(l->tail);
     free(l->home);
     free(l->asked);
-    atomic_fetch_sub(&m->listeners, 1);
-    atomic_fetch_sub(&server.stats.listeners, 1);
     mount_unref(m);
     free(l);
     c->data = NULL;
@@ -665,7 +669,8 @@ static int is_full(mount_t *m)
     return max >= 0 && atomic_load(&m->listeners) >= max;
 }
 
-int listener_start(conn_t *c, const http_request_t *req, mount_t *m, const char *home)
+/* listener_start; a feed (listener_start_feed) takes no slot and is not counted. */
+static int start(conn_t *c, const http_request_t *req, mount_t *m, const char *home, int feed)
 {
     if (req->method == HTTP_METHOD_HEAD) {
         if (is_full(m))
@@ -673,7 +678,7 @@ int listener_start(conn_t *c, const http_request_t *req, mount_t *m, const char 
         answer_head(c, req, m);
         return 0;
     }
-    if (reserve_slot(m) < 0)
+    if (!feed && reserve_slot(m) < 0)
         return LISTENER_FULL;
     listener_t *l = calloc(1, sizeof(*l));
     char head[8192]; /* six source values of up to 1 KB each fit */
@@ -686,43 +691,63 @@ int listener_start(conn_t *c, const http_request_t *req, mount_t *m, const char 
      * A test build can make this conn_queue fail (FAULT, core/fault.h). */
     if (!l || hlen == 0 || FAULT(FAULT_LISTENER_HEAD) || conn_queue(c, head, hlen) < 0) {
         free(l);
-        atomic_fetch_sub(&m->listeners, 1);
+        if (!feed)
+            atomic_fetch_sub(&m->listeners, 1);
         mount_unref(m);
         client_send_error(c, 500, "Internal Server Error");
         return 0;
     }
-    atomic_fetch_add(&server.stats.listeners, 1);
-    atomic_fetch_add(&server.stats.listener_connections, 1);
-    atomic_fetch_add(&server.stats.client_connections, 1);
+    if (feed && c->counted) { /* not among the clients either */
+        atomic_fetch_sub(&server.stats.clients, 1);
+        c->counted = 0;
+    } else if (!feed) {
+        atomic_fetch_add(&server.stats.listeners, 1);
+        atomic_fetch_add(&server.stats.listener_connections, 1);
+        atomic_fetch_add(&server.stats.client_connections, 1);
+    }
     client_of(c)->status = 200;
     l->conn = c;
+    l->feed = feed;
     l->start_ms = session_now_ms();
-    session_locate(c->ip, l->country, sizeof(l->country));
+    if (!feed)
+        session_locate(c->ip, l->country, sizeof(l->country));
     l->mount = m; /* the caller's reference becomes ours */
     l->metaint = (uint32_t)metaint;
     l->home = home ? strdup(home) : NULL; /* without memory: no way back with an override */
     l->asked = strdup(home ? home : m->name); /* without memory: it moves to open mounts only */
-    l->intro = first_of(c, m);
-    l->blk = mount_attach(m, &l->pos, &l->hdr);
+    l->intro = feed ? NULL : first_of(c, m);
+    l->blk = feed ? mount_attach_live(m, &l->pos, &l->hdr) : mount_attach(m, &l->pos, &l->hdr);
     l->need_sync = l->pos >= l->blk->len;
     c->data = l;
     c->ops = c->role = &listener_ops;
     /* the one deadline a streaming listener has (the head's was cleared): nothing else sets it */
-    int limit = max_duration(m);
+    int limit = feed ? 0 : max_duration(m);
     if (limit > 0)
         conn_set_deadline(c, (uint64_t)limit * 1000u);
     l->sub = sub_get(c->worker, m);
     sub_add(c->worker, l->sub, &l->link);
-    events_emit(EVENT_LISTENER_JOIN, m->name, c->id, CIDR_SHOWN(c->ip));
-    session_record_t r = {
-        .id = c->id, .mount = l->asked ? l->asked : "", .start_ms = l->start_ms,
-        .address = c->ip, .agent = client_of(c)->log_agent, .country = l->country,
-    };
-    l->live = session_listener_join(&r);
+    if (!feed) {
+        events_emit(EVENT_LISTENER_JOIN, m->name, c->id, CIDR_SHOWN(c->ip));
+        session_record_t r = {
+            .id = c->id, .mount = l->asked ? l->asked : "", .start_ms = l->start_ms,
+            .address = c->ip, .agent = client_of(c)->log_agent, .country = l->country,
+        };
+        l->live = session_listener_join(&r);
+    }
     /* a streaming listener keeps no request buffer (req points into it: not used after this) */
     client_drop_request(c);
     listener_flush(l);
     return 0;
+}
+
+int listener_start(conn_t *c, const http_request_t *req, mount_t *m, const char *home)
+{
+    return start(c, req, m, home, 0);
+}
+
+void listener_start_feed(conn_t *c, const http_request_t *req, mount_t *m)
+{
+    start(c, req, m, NULL, 1);
 }
 
 listener_t *listener_of(conn_t *c)

@@ -57,6 +57,7 @@ struct listener {
     struct session_live *live; /* among the sessions going on (stream/session.h), or NULL */
     int preroll;            /* 1 once its preroll or intro was sent to its end */
     char country[8];        /* ISO code of its address's country, "" unknown (GeoIP) */
+    int feed;               /* an upgrade's local feed (listener_start_feed): not counted */
     int end_reason;         /* how it is ending (session_end_t, stream/session.h): set where
                              * it is closed for a reason of the server's; 0 = the client left */
 };
@@ -70,6 +71,12 @@ struct listener {
  * sibling server, or 403). */
 #define LISTENER_FULL 1
 int listener_start(conn_t *c, const http_request_t *req, mount_t *m, const char *home);
+/* An upgrade's local feed (router/dispatch.c checked its token): c streams m from the live edge
+ * (no burst, no intro) for the old process, which serves TLS listeners of m. It takes no slot
+ * and is not counted or listed anywhere (listeners, clients, sessions, events, max-listeners,
+ * max-listener-duration; the admin's listclients, moveclients and killclient pass it by) and is
+ * never moved (listener_move: -EPERM); takes the reference. */
+void listener_start_feed(conn_t *c, const http_request_t *req, mount_t *m);
 /* Writes as much pending data as the socket takes. Returns 0, or -1 if the listener was
  * closed. Worker thread only. */
 int listener_flush(listener_t *l);
@@ -83,7 +90,7 @@ int listener_flush(listener_t *l);
  * lag rules of dest). dest's authentication applies: a mount with authentication takes only a
  * listener that passed it (it asked for that mount when it joined) or that logged in against
  * the same htpasswd file (its user is one of dest's users); credentials are not checked again.
- * Returns 0; -EPROTO if dest is not of l's family (Ogg / non-Ogg), -EACCES if dest's
+ * Returns 0; -EPERM for a feed (listener_start_feed); -EPROTO if dest is not of l's family (Ogg / non-Ogg), -EACCES if dest's
  * authentication refuses l, -ENOSPC if dest has max-listeners listeners: then nothing changed
  * and l stays where it was. */
 int listener_move(listener_t *l, mount_t *dest);

@@ -641,9 +641,8 @@ int mount_headers_at(mount_t *m, uint64_t offset, block_t **headers)
     return ok ? 0 : -1;
 }
 
-block_t *mount_attach(mount_t *m, uint32_t *pos, block_t **headers)
+static block_t *attach(mount_t *m, long burst, uint32_t *pos, block_t **headers)
 {
-    long burst = atomic_load_explicit(&m->burst_size, memory_order_relaxed);
     pthread_mutex_lock(&m->lock);
     uint64_t target = burst_point(m->next_offset, burst);
     if (target < m->headers_offset)
@@ -661,4 +660,14 @@ block_t *mount_attach(mount_t *m, uint32_t *pos, block_t **headers)
     *headers = m->headers ? block_ref(m->headers) : NULL;
     pthread_mutex_unlock(&m->lock);
     return start;
+}
+
+block_t *mount_attach(mount_t *m, uint32_t *pos, block_t **headers)
+{
+    return attach(m, atomic_load_explicit(&m->burst_size, memory_order_relaxed), pos, headers);
+}
+
+block_t *mount_attach_live(mount_t *m, uint32_t *pos, block_t **headers)
+{
+    return attach(m, 0, pos, headers);
 }

@@ -204,6 +204,9 @@ int mount_take_listener_slot(mount_t *m);
  * Returns a reference on the block and the offset within it in *pos, and a reference on the
  * codec headers in *headers (or NULL). */
 block_t *mount_attach(mount_t *m, uint32_t *pos, block_t **headers);
+/* The same at the live edge whatever burst-size says (an upgrade's local feed: its listeners
+ * had what came before). */
+block_t *mount_attach_live(mount_t *m, uint32_t *pos, block_t **headers);
 
 /* The current codec headers (a new reference, or NULL) if they apply to data at `offset`;
  * -1 if that data predates them (a chained stream switched headers after it). */

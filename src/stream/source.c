@@ -57,6 +57,7 @@ struct source {
     int chunked; /* the body is chunked (PUT with Transfer-Encoding: chunked) */
     chunked_t body;
     int relayed; /* a relay's connection: the mount is the relay's and outlives it */
+    int quiet;   /* an upgrade's local feed (source_become_feed): no events, scripts, recording */
     list_t link; /* in worker_sources[its worker] */
 };
 
@@ -306,11 +307,11 @@ static void source_release(conn_t *c)
         format_free(s->fmt);
     }
     if (s->mount) {
-        if (s->linked)
+        if (s->linked && !s->quiet)
             events_emit(EVENT_SOURCE_DISCONNECT, s->mount->name, c->id, CIDR_SHOWN(c->ip));
         if (!s->relayed)
             source_end_mount(s->mount);
-        if (s->linked) {
+        if (s->linked && !s->quiet) {
             station_source_ended(s->mount, s->dump);
             auth_url_mount_event(config_find_mount(server_config(), s->mount->name),
                                  s->mount->name, 0);
@@ -438,10 +439,12 @@ static void source_announce(source_t *s, const char *mount_name, const mount_con
     atomic_fetch_add(s->relayed ? &server.stats.source_relay_connections
                                 : &server.stats.source_client_connections, 1);
     atomic_fetch_add(&server.stats.source_total_connections, 1);
-    events_emit(EVENT_SOURCE_CONNECT, mount_name, c->id, CIDR_SHOWN(c->ip));
-    s->dump = station_source_started(s->mount);
-    override_source_started(c->worker, s->mount);
-    auth_url_mount_event(mc, mount_name, 1);
+    if (!s->quiet) {
+        events_emit(EVENT_SOURCE_CONNECT, mount_name, c->id, CIDR_SHOWN(c->ip));
+        s->dump = station_source_started(s->mount);
+        override_source_started(c->worker, s->mount);
+        auth_url_mount_event(mc, mount_name, 1);
+    }
     log_info("%s %s connected to %s (%s, %s)", s->relayed ? "relay from" : "source",
              CIDR_SHOWN(c->ip), mount_name, s->fmt->ops->name, mount_info(s->mount)->content_type);
 }
@@ -450,7 +453,7 @@ static void source_announce(source_t *s, const char *mount_name, const mount_con
  * source role. `response` is sent first (NULL for none); leftover bytes after the head are
  * ingested. 0, or an HTTP status to fail with. */
 static int become(conn_t *c, const http_request_t *req, const char *mount_name,
-                  mount_t **relay_mount, const char *response, const char *leftover,
+                  mount_t **relay_mount, int quiet, const char *response, const char *leftover,
                   size_t leftover_len)
 {
     const mount_conf_t *mc = config_find_mount(server_config(), mount_name);
@@ -459,6 +462,7 @@ static int become(conn_t *c, const http_request_t *req, const char *mount_name,
     source_t *s = source_new(c, mount_name, relay_mount != NULL, &status);
     if (!s)
         return status;
+    s->quiet = quiet;
     if ((status = source_mount(s, req, mount_name, mc, relay_mount, &fops)))
         return status;
     if (source_format(s, fops, req, mc) < 0)
@@ -477,13 +481,19 @@ static int become(conn_t *c, const http_request_t *req, const char *mount_name,
 int source_become(conn_t *c, const http_request_t *req, const char *mount_name,
                   const char *response, const char *leftover, size_t leftover_len)
 {
-    return become(c, req, mount_name, NULL, response, leftover, leftover_len);
+    return become(c, req, mount_name, NULL, 0, response, leftover, leftover_len);
 }
 
 int source_become_relay(conn_t *c, const http_request_t *req, const char *mount_name,
                         mount_t **mount, const char *leftover, size_t leftover_len)
 {
-    return become(c, req, mount_name, mount, NULL, leftover, leftover_len);
+    return become(c, req, mount_name, mount, 0, NULL, leftover, leftover_len);
+}
+
+int source_become_feed(conn_t *c, const http_request_t *req, mount_t *mount,
+                       const char *leftover, size_t leftover_len)
+{
+    return become(c, req, mount->name, &mount, 1, NULL, leftover, leftover_len);
 }
 
 static char *mount_from_path(const http_request_t *req)

@@ -43,6 +43,12 @@ int source_become(conn_t *c, const http_request_t *req, const char *mount_name,
 typedef struct mount mount_t;
 int source_become_relay(conn_t *c, const http_request_t *req, const char *mount_name,
                         mount_t **mount, const char *leftover, size_t leftover_len);
+/* The same for an upgrade's local feed (upgrade/, through upstream/relay.c): c feeds mount,
+ * a mount of this process that the new one now serves, quietly: no source events, recording,
+ * on-connect or on-disconnect script, fallback-override or URL authentication mount_add: the
+ * new process does those for the station. */
+int source_become_feed(conn_t *c, const http_request_t *req, mount_t *mount,
+                       const char *leftover, size_t leftover_len);
 /* Ends a mount as a leaving source does: its configured <fallback-mount> (if live) takes the
  * listeners, then mount_end(). The caller keeps its reference. */
 void source_end_mount(mount_t *m);

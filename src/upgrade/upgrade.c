@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -25,6 +26,7 @@
 #include "admin/events_feed.h"
 #include "conf/config.h"
 #include "core/buf.h"
+#include "core/escape.h"
 #include "core/log.h"
 #include "core/loop.h"
 #include "core/record.h"
@@ -158,6 +160,99 @@ static uint32_t fd_add(fdlist_t *l, int fd)
     return (uint32_t)l->n++;
 }
 
+/* ---- old side: the local feeds of the TLS listeners kept ---- */
+
+/* The mounts whose TLS listeners stay here, each fed from the new process by a plain listener
+ * of its own there (upstream/relay.h relay_start_feed) that proves itself with a one-time
+ * token sent in the state; and where the new process listens in plain HTTP. Main thread
+ * (workers parked) until the feeds start. */
+typedef struct feed {
+    mount_t *m;
+    char token[UPGRADE_TOKEN_HEX + 1];
+} feed_t;
+
+static feed_t *feeds;
+static int nfeeds;
+static char feed_host[64];
+static int feed_port = -1;
+
+static feed_t *feed_of(const mount_t *m)
+{
+    for (int i = 0; i < nfeeds; i++)
+        if (feeds[i].m == m)
+            return &feeds[i];
+    return NULL;
+}
+
+/* m gets a feed and its token (once). */
+static void feed_add(mount_t *m)
+{
+    unsigned char raw[UPGRADE_TOKEN_BYTES];
+    feed_t *v;
+    if (feed_of(m) || getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw) ||
+        !(v = realloc(feeds, (size_t)(nfeeds + 1) * sizeof(*v))))
+        return; /* no feed: its listeners are closed at the hand-over, with a log line */
+    feeds = v;
+    feeds[nfeeds].m = mount_ref(m);
+    for (size_t i = 0; i < sizeof(raw); i++)
+        snprintf(feeds[nfeeds].token + 2 * i, 3, "%02x", raw[i]);
+    nfeeds++;
+}
+
+static void feeds_free(void)
+{
+    for (int i = 0; i < nfeeds; i++)
+        mount_unref(feeds[i].m);
+    free(feeds);
+    feeds = NULL;
+    nfeeds = 0;
+}
+
+static void close_mount_msg(worker_t *w, void *arg)
+{
+    mount_t *m = arg;
+    conn_t *c, *tmp;
+    list_foreach_safe(c, tmp, &w->conns, conn_t, link) {
+        listener_t *l = c->draining ? listener_of(c) : NULL;
+        if (l && l->mount == m)
+            conn_close(c);
+    }
+    mount_unref(m);
+}
+
+/* The TLS listeners of m here are closed, with one line saying why. Any thread. */
+static void close_mount_listeners(mount_t *m, const char *why)
+{
+    char esc[512];
+    log_warn("upgrade: closing the TLS listeners of %s: %s",
+             escape_log_utf8(esc, sizeof(esc), m->name, strlen(m->name)), why);
+    int slots = atomic_load(&server.nslots);
+    for (int i = 0; i < slots; i++)
+        if (server.workers[i] && worker_post(server.workers[i], close_mount_msg, mount_ref(m)) < 0)
+            mount_unref(m);
+}
+
+static int mount_listed(mount_t *const *v, int n, const mount_t *m)
+{
+    for (int i = 0; i < n; i++)
+        if (v[i] == m)
+            return 1;
+    return 0;
+}
+
+/* Each mount's feed starts (workers parked: they connect once they run). */
+static void feeds_start(void)
+{
+    char header[sizeof("X-Rimecast-Feed: ") + UPGRADE_TOKEN_HEX];
+    for (int i = 0; i < nfeeds; i++) {
+        snprintf(header, sizeof(header), "X-Rimecast-Feed: %s", feeds[i].token);
+        if (relay_start_feed(feeds[i].m, feed_host, feed_port, header, close_mount_listeners) < 0)
+            close_mount_listeners(feeds[i].m, "cannot start its feed from the new process");
+        explicit_bzero(feeds[i].token, sizeof(feeds[i].token));
+    }
+    explicit_bzero(header, sizeof(header));
+}
+
 /* A mount being carried, and the oldest block one of its carried listeners is on. */
 typedef struct carried {
     mount_t *m;
@@ -172,6 +267,8 @@ typedef struct state {
     int nm;
     int sources, listeners, others, left; /* connections carried, and those that stay */
     int tls;                              /* of those that stay: TLS ones */
+    conn_t **cv;                          /* the connections carried: forgotten once taken */
+    int nc, ccap;
 } state_t;
 
 static void save_listens(state_t *s, const upgrade_pidfile_t *pf)
@@ -246,13 +343,22 @@ static int save_conn(state_t *s, conn_t *c, int type, int (*role)(conn_t *c, sta
     rec_u32(&s->conns, (uint32_t)c->worker->id);
     client_save(c, &s->conns);
     int rc = role(c, s);
-    if (rc == 0 && (s->conns.error || fd_add(&s->fds, c->fd) == UINT32_MAX))
+    if (rc == 0 && s->nc == s->ccap) {
+        int cap = s->ccap ? s->ccap * 2 : 64;
+        conn_t **v = realloc(s->cv, (size_t)cap * sizeof(*v));
+        if (v) {
+            s->cv = v;
+            s->ccap = cap;
+        }
+    }
+    if (rc == 0 && (s->conns.error || s->nc == s->ccap || fd_add(&s->fds, c->fd) == UINT32_MAX))
         rc = -ENOMEM;
     if (rc < 0) {
         s->conns.len = mark; /* dropped whole */
         return rc;
     }
     rec_end(&s->conns, at);
+    s->cv[s->nc++] = c;
     return 0;
 }
 
@@ -322,6 +428,8 @@ static void save_conns(state_t *s)
             carried_t *k = l ? carried_of(s, l->mount) : NULL;
             all++;
             s->tls += c->tls;
+            if (k && c->tls && feed_port >= 0)
+                feed_add(l->mount); /* a TLS listener stays: fed from the new process */
             if (k && !c->tls && save_conn(s, c, REC_LISTENER, save_listener_role) == 0) {
                 if (!k->from || l->blk->offset < k->from->offset)
                     k->from = l->blk;
@@ -347,6 +455,12 @@ static void save_mounts(state_t *s)
         hls_sessions_save(s->mv[i].m->name, &s->mounts);
         rec_end(&s->mounts, at);
     }
+    for (int i = 0; i < nfeeds; i++) {
+        size_t at = rec_begin(&s->mounts, REC_FEED_TOKEN);
+        rec_str(&s->mounts, feeds[i].m->name);
+        rec_str(&s->mounts, feeds[i].token);
+        rec_end(&s->mounts, at);
+    }
     for (size_t i = 0; i < s->t.n; i++) {
         size_t at = rec_begin(&s->metas, REC_META);
         handover_meta_save(&s->t, i, &s->metas);
@@ -358,6 +472,8 @@ static void state_free(state_t *s)
 {
     buf_free(&s->head);
     buf_free(&s->metas);
+    if (s->mounts.data)
+        explicit_bzero(s->mounts.data, s->mounts.len); /* the feed tokens were there */
     buf_free(&s->mounts);
     buf_free(&s->conns);
     handover_metas_free(&s->t, 0);
@@ -365,6 +481,7 @@ static void state_free(state_t *s)
         mount_unref(s->mv[i].m);
     free(s->mv);
     free(s->fds.v);
+    free(s->cv);
 }
 
 /* Sends the descriptors, then the bytes of the parts in order, then the end. 0 or -errno. */
@@ -547,12 +664,125 @@ static void end_child(run_t *r)
     r->pid = -1;
 }
 
+/* ---- old side: the drain ---- */
+
+static int tls_listeners(void)
+{
+    int n = 0, slots = atomic_load(&server.nslots);
+    for (int i = 0; i < slots; i++) {
+        worker_t *w = server.workers[i];
+        conn_t *c;
+        if (w && !w->gone)
+            list_foreach(c, &w->conns, conn_t, link)
+                n += c->tls && listener_of(c);
+    }
+    return n;
+}
+
+/* With the workers parked, once the new process took over and before it goes on: what it took
+ * is forgotten (nothing of it ends here), the listening sockets (its own now) closed here, the
+ * TLS listeners kept and every other connection closed as an exit would close it (nothing
+ * ends, nothing is logged), the relays forgotten (the new process pulls them), the local feeds
+ * of the TLS listeners' mounts started, and the TLS listeners of a mount with no feed closed
+ * (a line says why). */
+static void keep_tls_listeners(state_t *s)
+{
+    mount_t **lost = NULL; /* mounts of TLS listeners with no feed */
+    int nlost = 0;
+    for (int i = 0; i < s->nc; i++)
+        handover_forget(s->cv[i]);
+    int slots = atomic_load(&server.nslots);
+    for (int i = 0; i < slots; i++) {
+        worker_t *w = server.workers[i];
+        conn_t *c, *tmp;
+        if (!w || w->gone)
+            continue;
+        for (int j = 0; j < w->nlisten; j++) {
+            worker_listen_t *ls = w->listens[j];
+            if (ls && ls->fd >= 0) {
+                loop_del(w->epfd, ls->fd);
+                close(ls->fd);
+                ls->fd = -1;
+            }
+        }
+        list_foreach_safe(c, tmp, &w->conns, conn_t, link) {
+            listener_t *l = c->tls ? listener_of(c) : NULL;
+            mount_t **v;
+            if (!l) {
+                handover_forget(c); /* closed without a word, as the exit would */
+                continue;
+            }
+            conn_drain_keep(c);
+            /* a TLS listener of a mount with no feed would hear nothing: closed below */
+            if (feed_of(l->mount) || mount_listed(lost, nlost, l->mount))
+                continue;
+            if ((v = realloc(lost, (size_t)(nlost + 1) * sizeof(*v)))) {
+                lost = v;
+                lost[nlost++] = l->mount;
+            } else {
+                conn_close(c); /* without memory: closed without the line */
+            }
+        }
+    }
+    relay_forget_all();
+    /* the sources here were forgotten with their slots: the feeds need them */
+    atomic_store(&server.stats.sources, 0);
+    feeds_start();
+    for (int k = 0; k < nlost; k++)
+        close_mount_listeners(lost[k], feed_port < 0 ? "no plain HTTP listening socket on a "
+                              "wildcard or loopback address to feed them from the new process"
+                              : "their mount did not go to the new process");
+    free(lost);
+    feeds_free();
+}
+
+static void close_drained(worker_t *w, void *arg)
+{
+    conn_t *c, *tmp;
+    (void)arg;
+    list_foreach_safe(c, tmp, &w->conns, conn_t, link)
+        if (c->draining)
+            conn_close(c);
+}
+
+void upgrade_drain(int sfd)
+{
+    int secs = server_config()->upgrade_drain, stop = 0;
+    uint64_t until = loop_now_ms() + (uint64_t)secs * 1000;
+    unpark_workers();
+    while (conn_drain_left() > 0 && !stop && loop_now_ms() < until) {
+        struct pollfd p = {sfd, POLLIN, 0};
+        struct signalfd_siginfo si;
+        if (poll(&p, 1, 200) > 0 && read(sfd, &si, sizeof(si)) == sizeof(si)) {
+            stop = si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT;
+            if (!stop)
+                log_warn("upgrade: signal %d ignored: this process handed over and only serves "
+                         "its TLS listeners until they leave", (int)si.ssi_signo);
+        }
+    }
+    int left = conn_drain_left();
+    if (left > 0) {
+        log_warn("upgrade: %s: closing %d TLS listener%s", stop ? "signal to stop" :
+                 "drain time over", left, left == 1 ? "" : "s");
+        int slots = atomic_load(&server.nslots);
+        for (int i = 0; i < slots; i++)
+            if (server.workers[i])
+                worker_post(server.workers[i], close_drained, NULL);
+        for (uint64_t end = loop_now_ms() + 5000; conn_drain_left() > 0 && loop_now_ms() < end;)
+            poll(NULL, 0, 20);
+    } else {
+        log_info("upgrade: the last TLS listener left: exiting");
+    }
+}
+
 /* With the workers parked: the state written and sent, the new process's confirmation
  * awaited. 1 when it took over. */
 static int hand_over(run_t *r, const upgrade_pidfile_t *pf)
 {
     state_t s;
     memset(&s, 0, sizeof(s));
+    feed_port = server_config()->upgrade_drain > 0 ?
+                upgrade_plain_listen(server_config(), 1, feed_host, sizeof(feed_host)) : -1;
     save_listens(&s, pf);
     mount_foreach(collect_mount, &s);
     save_conns(&s);
@@ -568,16 +798,25 @@ static int hand_over(run_t *r, const upgrade_pidfile_t *pf)
             ok = expect(r, 'K', UPGRADE_RESTORE_MS, "taking the state");
     }
     if (ok) {
+        /* TLS listeners stay here, served until they leave (not closed) */
+        int drain = server_config()->upgrade_drain, keep = drain ? tls_listeners() : 0;
         log_info("upgrade: handed over to PID %d (%d source%s, %d listener%s, %d other "
                  "connection%s; %d closed: not carried)", (int)r->pid, s.sources,
                  s.sources == 1 ? "" : "s", s.listeners, s.listeners == 1 ? "" : "s",
-                 s.others, s.others == 1 ? "" : "s", s.left);
+                 s.others, s.others == 1 ? "" : "s", s.left - keep);
         source_end_recordings(); /* before the new process appends to the same files */
-        if (s.tls)
+        if (keep) {
+            keep_tls_listeners(&s);
+            log_info("upgrade: serving %d TLS listener%s until %s, for at most %d s", keep,
+                     keep == 1 ? "" : "s", keep == 1 ? "it leaves" : "they leave", drain);
+            ok = 2;
+        } else if (s.tls) {
             log_warn("upgrade: %d TLS connection%s closed: TLS state stays in the old process, "
                      "which exits", s.tls, s.tls == 1 ? "" : "s");
+        }
         upgrade_send_text(r->sock, 'G', "");
     }
+    feeds_free(); /* started, or this process serves on */
     state_free(&s);
     return ok;
 }

@@ -34,8 +34,26 @@ void upgrade_remember(int argc, char **argv);
 /* SIGUSR2, from the signal loop: runs an upgrade to its end. Signals that arrive meanwhile
  * are read from sfd: SIGUSR2 and SIGHUP are logged and ignored, SIGTERM/SIGINT abandon it and
  * set *stop. 1 when the new process took over (the caller exits at once, without closing
- * what it handed over); 0 when this process serves on (logged: "upgrade: failed: why"). */
+ * what it handed over), 2 when it did and TLS listeners stay here (upgrade_drain); 0 when this process serves on (logged: "upgrade: failed: why"). */
 int upgrade_run(int sfd, const upgrade_pidfile_t *pidfile, int *stop);
+/* After upgrade_run returned 2 (it handed over and kept its TLS listeners, whose state cannot
+ * move): the workers go on serving them until the last one leaves or <upgrade-drain> seconds
+ * pass (or SIGTERM/SIGINT comes), then what is left is closed, with a log line. The caller
+ * then exits. Nothing is accepted and the pidfile and the service manager are left alone: the
+ * new process is the main one. */
+void upgrade_drain(int sfd);
+
+/* The first listening socket that serves plain HTTP, as an address to reach it at (a wildcard
+ * address as loopback) and its port; with loopback_only, one bound to a wildcard or loopback
+ * address only. The port, or -1 if none. */
+typedef struct config config_t;
+int upgrade_plain_listen(const config_t *cfg, int loopback_only, char *host, size_t hcap);
+
+/* New side: a request for mount `mount` presented the feed token value[0..len) (the header
+ * X-Rimecast-Feed; the caller checked it comes from a loopback address): 1 when it is the
+ * token the old process sent for that mount, not used yet and not older than <upgrade-drain>
+ * seconds (compared in constant time; it is used up now), else 0. Any thread. */
+int upgrade_feed_claim(const char *mount, const char *value, size_t len);
 
 /* New side. The socket to the old process (from the environment, which is cleared), or -1 when
  * this is an ordinary start. */

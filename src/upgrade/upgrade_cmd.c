@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "conf/config.h"
+#include "upgrade/upgrade.h"
 
 #define HANDED_OVER "upgrade: handed over to PID "
 #define FAILED "upgrade: failed: "
@@ -259,8 +260,7 @@ static int wait_handover(upgrade_t *u, double timeout_s)
     return UPGRADE_FAILED;
 }
 
-/* The first listen socket that serves plain HTTP as host and port strings; -1 if none. */
-static int plain_address(const config_t *cfg, char *host, size_t hcap, char *port, size_t pcap)
+int upgrade_plain_listen(const config_t *cfg, int loopback_only, char *host, size_t hcap)
 {
     for (const listen_conf_t *l = cfg->listen; l; l = l->next) {
         if (l->tls != LISTEN_TLS_OFF && l->tls != LISTEN_TLS_AUTO)
@@ -270,11 +270,21 @@ static int plain_address(const config_t *cfg, char *host, size_t hcap, char *por
             b = "127.0.0.1";
         else if (strcmp(b, "::") == 0)
             b = "::1";
+        else if (loopback_only && strncmp(b, "127.", 4) != 0 && strcmp(b, "::1") != 0)
+            continue;
         snprintf(host, hcap, "%s", b);
-        snprintf(port, pcap, "%d", l->port);
-        return 0;
+        return l->port;
     }
     return -1;
+}
+
+/* The same as host and port strings; -1 if none. */
+static int plain_address(const config_t *cfg, char *host, size_t hcap, char *port, size_t pcap)
+{
+    int p = upgrade_plain_listen(cfg, 0, host, hcap);
+    if (p >= 0)
+        snprintf(port, pcap, "%d", p);
+    return p < 0 ? -1 : 0;
 }
 
 /* One HTTP request to host:port; 0 with the status line and Server header in what, or -1. */

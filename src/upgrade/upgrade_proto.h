@@ -10,7 +10,7 @@
  *                'E' the end (descriptor count and byte count), 'G' go on
  * The state is UPGRADE_MAGIC, the format version (32 bits), then records (core/record.h): the
  * listening sockets, the pidfile, the counters, the event ring, the history, the ICY metadata,
- * the mounts (each with its HLS sessions), the sources and relays, then the connections
+ * the mounts (each with its HLS sessions), the feed tokens, the sources and relays, then the connections
  * (listeners, event feeds, clients waiting for a request, answers being written). A
  * connection's record names its descriptor by its index among those sent.
  */
@@ -42,6 +42,8 @@ enum {
     REC_HLS,
     REC_READING,
     REC_REPLY,
+    REC_FEED_TOKEN, /* a mount the old process goes on serving TLS listeners of, and the
+                     * one-time token its local feed presents (upgrade.h) */
 };
 
 /* A message as received: its kind, its bytes, the descriptors that came with it (the
@@ -64,5 +66,9 @@ int upgrade_recv(int fd, upgrade_msg_t *m);
 
 /* The server's counters that go over, in the order the state has them; their number. */
 int upgrade_counters(atomic_ullong **out, int cap);
+
+/* A feed token: UPGRADE_TOKEN_BYTES random bytes as lowercase hex. */
+#define UPGRADE_TOKEN_BYTES 16
+#define UPGRADE_TOKEN_HEX (2 * UPGRADE_TOKEN_BYTES)
 
 #endif

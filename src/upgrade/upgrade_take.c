@@ -10,15 +10,18 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "admin/events_feed.h"
+#include "conf/config.h"
 #include "core/buf.h"
 #include "core/fault.h"
 #include "core/log.h"
+#include "core/loop.h"
 #include "core/record.h"
 #include "http/client.h"
 #include "http/reply.h"
@@ -190,6 +193,78 @@ int upgrade_receive(int fd, upgrade_pidfile_t *pf, char *err, size_t cap)
     return 0;
 }
 
+/* ---- the old process's local feeds ---- */
+
+/* The feed tokens the old process sent, each good once, until `until` (loop clock, ms). */
+typedef struct feed_token {
+    char *mount;
+    char hex[UPGRADE_TOKEN_HEX];
+} feed_token_t;
+
+static pthread_mutex_t tokens_lock = PTHREAD_MUTEX_INITIALIZER;
+static feed_token_t *tokens;
+static int ntokens;
+static uint64_t tokens_until;
+
+static void forget_tokens_locked(void)
+{
+    for (int i = 0; i < ntokens; i++)
+        free(tokens[i].mount);
+    if (tokens)
+        explicit_bzero(tokens, (size_t)ntokens * sizeof(*tokens));
+    free(tokens);
+    tokens = NULL;
+    ntokens = 0;
+}
+
+static int load_feed_token(rec_reader_t *f)
+{
+    char *mount = rec_get_str(f), *hex = rec_get_str(f);
+    feed_token_t *v = NULL;
+    int ok = mount && hex && !f->error && strlen(hex) == UPGRADE_TOKEN_HEX;
+    pthread_mutex_lock(&tokens_lock);
+    if (ok && (v = realloc(tokens, (size_t)(ntokens + 1) * sizeof(*v)))) {
+        tokens = v;
+        tokens[ntokens].mount = mount;
+        memcpy(tokens[ntokens++].hex, hex, UPGRADE_TOKEN_HEX);
+        tokens_until = loop_now_ms() + (uint64_t)server_config()->upgrade_drain * 1000u;
+        mount = NULL;
+    }
+    pthread_mutex_unlock(&tokens_lock);
+    free(mount);
+    free(hex);
+    return ok && v ? 0 : -1;
+}
+
+/* 1 when a[0..n) equals b[0..n), in a time that does not depend on where they differ. */
+static int same_secret(const char *a, const char *b, size_t n)
+{
+    volatile unsigned char diff = 0;
+    for (size_t i = 0; i < n; i++)
+        diff |= (unsigned char)(a[i] ^ b[i]);
+    return diff == 0;
+}
+
+int upgrade_feed_claim(const char *mount, const char *value, size_t len)
+{
+    int found = -1;
+    pthread_mutex_lock(&tokens_lock);
+    if (ntokens && loop_now_ms() > tokens_until)
+        forget_tokens_locked(); /* too late: none is good any more */
+    for (int i = 0; i < ntokens && len == UPGRADE_TOKEN_HEX; i++)
+        if (same_secret(tokens[i].hex, value, len) && strcmp(tokens[i].mount, mount) == 0)
+            found = i;
+    if (found >= 0) { /* used up */
+        free(tokens[found].mount);
+        tokens[found] = tokens[--ntokens];
+        explicit_bzero(&tokens[ntokens], sizeof(*tokens));
+        if (!ntokens)
+            forget_tokens_locked();
+    }
+    pthread_mutex_unlock(&tokens_lock);
+    return found >= 0;
+}
+
 /* ---- rebuilding ---- */
 
 typedef struct restored {
@@ -302,6 +377,8 @@ int upgrade_restore(char *err, size_t cap)
             rc = restore_conn(&f, type) < 0 ? -1 : 1;
         else if (type == REC_EVENTS)
             rc = events_restore(&f) < 0 ? -1 : 1;
+        else if (type == REC_FEED_TOKEN)
+            rc = load_feed_token(&f) < 0 ? -1 : 1;
         else if (type == REC_HISTORY && history_global() &&
                  history_restore(history_global(), &f) < 0)
             rc = -1;
@@ -328,6 +405,8 @@ int upgrade_restore(char *err, size_t cap)
             close(in.fds[i]);
     free(in.fds);
     free(in.used);
+    if (in.state)
+        explicit_bzero(in.state, in.len); /* the feed tokens were there */
     free(in.state);
     in.fds = in.used = NULL;
     in.state = NULL;

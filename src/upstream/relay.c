@@ -90,6 +90,10 @@ struct relay {
     uint64_t next_try_ms, lost_ms, wanted_ms;
     unsigned backoff_ms;
     uint32_t rnd;
+    /* an upgrade's local feed (relay_start_feed): one connection, no retry */
+    relay_feed_end_fn feed_end;
+    char *feed_header;    /* the request header that proves it to the new process */
+    char feed_why[200];   /* why its connection failed, for feed_end's log line */
     char logname[160];    /* local mount, escaped for the log */
     list_t link;          /* in worker_relays[its worker] (an empty list until it is added) */
 };
@@ -247,6 +251,9 @@ static void relay_free(relay_t *r)
     free(r->local);
     free(r->host);
     free(r->path);
+    if (r->feed_header) /* a secret: not left in freed memory */
+        explicit_bzero(r->feed_header, strlen(r->feed_header));
+    free(r->feed_header);
     free(r);
 }
 
@@ -273,10 +280,16 @@ static void relay_stop(relay_t *r)
 /* ---- connection ---- */
 
 /* The connection ended (released by the worker): plan the next attempt. */
+static void feed_ended(relay_t *r);
+
 static void relay_conn_ended(relay_t *r)
 {
     uint64_t now = loop_now_ms();
     r->rc = NULL;
+    if (r->feed_end) {
+        feed_ended(r);
+        return;
+    }
     if (r->redirect_pending) {
         r->next_try_ms = now;
         return;
@@ -328,6 +341,12 @@ static void relay_conn_destroy(conn_t *c)
 static void fail(conn_t *c, relay_t *r, const char *what, const char *detail)
 {
     char esc[256];
+    if (r->feed_end) { /* said once, by the feed's end */
+        snprintf(r->feed_why, sizeof(r->feed_why), "%s%s%s", what, detail ? ": " : "",
+                 detail ? detail : "");
+        conn_close(c);
+        return;
+    }
     log_warn("relay %s from %s%s:%d%s: %s%s%s", r->logname, r->ttls ? "https://" : "", r->host,
              r->tport, escape_log(esc, sizeof(esc), r->path, strlen(r->path)), what,
              detail ? ": " : "", detail ? detail : "");
@@ -390,8 +409,10 @@ static void become_source(conn_t *c, relay_t *r, const http_response_t *resp, si
     size_t rlen = c->rlen;
     c->rbuf = NULL;
     c->rlen = c->rcap = 0;
-    int status = source_become_relay(c, req, r->local, &r->mount, rbuf + head_len,
-                                     rlen - head_len);
+    int status = r->feed_end ? source_become_feed(c, req, r->mount, rbuf + head_len,
+                                                  rlen - head_len)
+                             : source_become_relay(c, req, r->local, &r->mount,
+                                                   rbuf + head_len, rlen - head_len);
     free(req);
     free(rbuf);
     if (status) {
@@ -405,7 +426,7 @@ static void become_source(conn_t *c, relay_t *r, const http_response_t *resp, si
     char url[1400];
     snprintf(url, sizeof(url), "%s://%s:%d%s", r->ttls ? "https" : "http", r->host, r->tport,
              r->path);
-    if (r->mount)
+    if (r->mount && !r->feed_end)
         mount_set_relay_url(r->mount, url);
     if (r->nhosts > 1) {
         char esc[256];
@@ -492,6 +513,8 @@ static void send_request(conn_t *c, relay_t *r)
                      "GET %s HTTP/1.0\r\nHost: %s:%d\r\nUser-Agent: %s\r\n%s", r->path,
                      r->host, r->tport, server_ident(),
                      h->icy ? "Icy-MetaData: 1\r\n" : "");
+    if (r->feed_header && n > 0 && (size_t)n < sizeof(req))
+        n += snprintf(req + n, sizeof(req) - (size_t)n, "%s\r\n", r->feed_header);
     if (r->send_creds && h->user && h->pass && n > 0 && (size_t)n < sizeof(req)) {
         char creds[600];
         snprintf(creds, sizeof(creds), "%s:%s", h->user, h->pass);
@@ -568,8 +591,11 @@ static void relay_connect(relay_t *r, const char *ip)
                                  h->timeout_ms, relay_connected, relay_conn_destroy);
     if (err < 0) {
         free(rc);
-        log_warn("relay %s: cannot connect to %s:%d: %s", r->logname, r->host, r->tport,
-                 strerror(-err));
+        if (r->feed_end) /* said once, by the feed's end */
+            snprintf(r->feed_why, sizeof(r->feed_why), "cannot connect: %s", strerror(-err));
+        else
+            log_warn("relay %s: cannot connect to %s:%d: %s", r->logname, r->host, r->tport,
+                     strerror(-err));
         relay_conn_ended(r);
     }
 }
@@ -623,8 +649,14 @@ static void relay_try(relay_t *r)
 
 /* ---- the per-worker tick ---- */
 
+static void feed_check(relay_t *r);
+
 static void relay_check(relay_t *r, uint64_t now)
 {
+    if (r->feed_end) {
+        feed_check(r);
+        return;
+    }
     if (r->mount && atomic_load(&r->mount->listeners) > 0)
         r->wanted_ms = now;
     int wanted = !r->on_demand || (r->wanted_ms && now - r->wanted_ms < RELAY_IDLE_MS);
@@ -747,9 +779,12 @@ static void relay_add_msg(worker_t *w, void *arg)
     }
 }
 
+/* Set once this process handed its relays over to a new one (relay_forget_all). */
+static atomic_int relays_forgotten;
+
 static int relay_hand_over(relay_t *r)
 {
-    if (server.nworkers <= 0) {
+    if (server.nworkers <= 0 || atomic_load(&relays_forgotten)) {
         relay_free(r);
         return -EINVAL;
     }
@@ -976,6 +1011,97 @@ conn_t *relay_adopt(worker_t *w, int fd, rec_reader_t *in,
     }
     conn_close(c); /* the relay (if any) hears of it when the worker releases it */
     return NULL;
+}
+
+void relay_forget_all(void)
+{
+    atomic_store(&relays_forgotten, 1);
+    int slots = atomic_load(&server.nslots);
+    for (int i = 0; i < slots && i < SERVER_MAX_WORKERS; i++) {
+        relay_t *r, *next;
+        if (!server.workers[i] || server.workers[i]->gone)
+            continue;
+        list_foreach_safe(r, next, &worker_relays[i], relay_t, link) {
+            unlink_relay(r); /* its tick no longer tries it */
+            if (r->rc)
+                r->rc->relay = NULL; /* its connection's end says nothing to it */
+            r->rc = NULL;
+            r->mount = NULL; /* the mount is the new process's: nothing ends it here */
+            if (r->resolving)
+                r->stopping = 1; /* freed, silently, when its lookup answers */
+        }
+    }
+}
+
+/* ---- an upgrade's local feed ---- */
+
+/* Its connection ended (or never came up): it says why once, and goes. */
+static void feed_ended(relay_t *r)
+{
+    unlink_relay(r);
+    char why[256];
+    snprintf(why, sizeof(why), "%s%s%s", r->streaming ? "its feed from the new process ended"
+             : "no feed from the new process", r->streaming || !r->feed_why[0] ? "" : ": ",
+             r->streaming ? "" : r->feed_why);
+    r->feed_end(r->mount, why);
+    r->streaming = 0;
+    mount_unref(r->mount); /* not ended: the caller closes its listeners */
+    r->mount = NULL;
+    if (r->resolving)
+        r->stopping = 1;
+    else
+        relay_free(r);
+}
+
+/* Tick: its mount's last listener left: the feed closes. */
+static void feed_check(relay_t *r)
+{
+    if (atomic_load(&r->mount->listeners) > 0 || r->resolving)
+        return;
+    log_info("relay %s: local feed closed: its last listener left", r->logname);
+    unlink_relay(r);
+    detach_conn(r);
+    mount_unref(r->mount);
+    r->mount = NULL;
+    relay_free(r);
+}
+
+static void feed_add_msg(worker_t *w, void *arg)
+{
+    relay_t *r = arg;
+    r->worker = w;
+    list_insert_head(&worker_relays[w->id], &r->link);
+    relay_try(r);
+}
+
+int relay_start_feed(mount_t *m, const char *ip, int port, const char *header,
+                     relay_feed_end_fn ended)
+{
+    char *path = url_encode(m->name, strlen(m->name));
+    relay_t *r = path ? relay_new(m->name, 0) : NULL;
+    if (r && (relay_add_host(r, ip, port, path, NULL, NULL, 1, 0, NULL, 5) < 0 ||
+              !(r->feed_header = str_dup(header)))) {
+        relay_free(r);
+        r = NULL;
+    }
+    free(path);
+    if (r && server.nworkers <= 0) {
+        relay_free(r);
+        return -EINVAL;
+    }
+    if (!r)
+        return -ENOMEM;
+    r->mount = mount_ref(m);
+    r->feed_end = ended;
+    worker_t *w = server.workers[(unsigned)atomic_fetch_add(&next_worker, 1) %
+                                 (unsigned)server.nworkers];
+    int rc = worker_post(w, feed_add_msg, r);
+    if (rc < 0) {
+        mount_unref(r->mount);
+        r->mount = NULL;
+        relay_free(r);
+    }
+    return rc;
 }
 
 void relay_shutdown(void)

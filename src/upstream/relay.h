@@ -64,6 +64,20 @@ void relay_register(void);
 /* Starts the configured relays and the master-server poller (main thread, after the workers
  * started). */
 void relay_start_all(void);
+/* An upgrade handed the relays over (the old process, its workers parked): every relay is
+ * forgotten without ending its mount or logging, and none starts here any more (a master's
+ * list included): the new process pulls them. Their memory stays: the process exits soon. */
+void relay_forget_all(void);
+/* An upgrade's local feed (the old process, which keeps TLS listeners of m after the new one
+ * took m over): a plain HTTP listener of m's name on the new process at ip:port (loopback),
+ * sending `header` (a full header line, no CRLF) with its request, that joins the new
+ * process's stream and feeds m quietly (stream/source.h source_become_feed), ICY metadata
+ * included. It does not reconnect: when its connection fails or ends, ended(m, why) runs on
+ * its worker (m is not ended: the caller closes m's listeners, saying why once). When m has no
+ * listener left, it closes (logged). 0 or -errno. */
+typedef void (*relay_feed_end_fn)(mount_t *m, const char *why);
+int relay_start_feed(mount_t *m, const char *ip, int port, const char *header,
+                     relay_feed_end_fn ended);
 /* Stops name lookups (main thread, before the workers stop); relays end with their workers. */
 void relay_shutdown(void);
 

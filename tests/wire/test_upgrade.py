@@ -4,7 +4,9 @@ the path the server was started from, which takes over the listening sockets, th
 every plain connection; the old process then exits. When the new binary cannot take over, the
 old process serves on and says why."""
 
+import contextlib
 import http.client
+import json
 import os
 import re
 import shutil
@@ -64,16 +66,18 @@ class Adopted:
         return self.returncode
 
 
-def upgrade(srv, timeout=20):
-    """SIGUSR2; waits for the hand-over and the old process's exit; srv follows the new
-    process from then on. Returns the new PID."""
+def upgrade(srv, timeout=20, drains=False):
+    """SIGUSR2; waits for the hand-over and the old process's exit (not when it `drains`: it
+    keeps TLS listeners); srv follows the new process from then on. Returns the new PID."""
     old = srv.proc
     done = srv.error_log().count("upgrade: handed over to PID")
     old.send_signal(signal.SIGUSR2)
     wirelib.wait_until(lambda: srv.error_log().count("upgrade: handed over to PID") > done,
                        timeout, lambda: "the hand-over\n" + srv.diagnostics())
     new_pid = int(re.findall(r"upgrade: handed over to PID (\d+)", srv.error_log())[-1])
-    if isinstance(old, Adopted):  # an upgrade of one that took over: it exits without a word
+    if drains:  # it lives on for its TLS listeners: the test follows it by its PID
+        pass
+    elif isinstance(old, Adopted):  # an upgrade of one that took over: it exits without a word
         wirelib.wait_until(lambda: not old._running(), timeout, "PID %d to exit" % old.pid)
         assert "Sanitizer" not in srv.stderr()
     else:
@@ -714,13 +718,370 @@ def test_an_hls_session_goes_on_as_the_same_listener_across_an_upgrade(server):
     assert len(lines) == 1, lines
 
 
-def test_tls_listeners_are_closed_with_a_log_line_and_the_tls_port_serves_on(server, mp3_file):
+def running(pid):
+    return Adopted(pid, None)._running()
+
+
+def tls_live_mount(server, mp3_file, **cfg):
+    """A TLS server with a paced MP3 source on /live.mp3, a plain listener and a TLS one, both
+    receiving."""
     from test_tls import TlsListener, tls_server
-    srv, _, _ = tls_server(server)
+    srv, _, _ = tls_server(server, **cfg)
     src, lis = live_mount(srv, mp3_file)
     secure = TlsListener(srv, "/live.mp3")
     assert secure.open().status == 200, secure.response
     secure.wait_bytes(10000, 10)
+    return srv, src, lis, secure
+
+
+def test_a_tls_listener_stays_with_the_old_process_until_it_leaves(server, mp3_file):
+    from test_tls import TlsListener
+    srv, src, lis, secure = tls_live_mount(server, mp3_file)
+    old = srv.proc.pid
+    new = upgrade(srv, drains=True)
+    srv.wait_log("upgrade: serving 1 TLS listener until it leaves")
+    n = lis.received
+    lis.wait_bytes(n + 20000, 10)
+    assert not lis.closed, lis.close_reason
+    assert not secure.closed, secure.close_reason
+    assert running(old)
+    # new connections, TLS ones too, go to the new process: the listener counts are its own
+    again = TlsListener(srv, "/live.mp3")
+    assert again.open().status == 200, again.response
+    again.wait_bytes(10000, 10)
+    wirelib.wait_until(lambda: fl.json_source(srv, "/live.mp3")["listeners"] == 2, 10,
+                       "the new process to count its plain and its new TLS listener")
+    assert running(old) and running(new)
+    secure.close()
+    wirelib.wait_until(lambda: not running(old), 10, "the old process to exit")
+    assert "upgrade: the last TLS listener left: exiting" in srv.error_log()
+    assert "Sanitizer" not in srv.stderr()
+    for x in (again, lis):
+        x.close()
+    src.stop()
+
+
+class CurlListener:
+    """curl -k over HTTPS with ICY metadata, its head and body written to files as they come:
+    a real TLS client for a test that follows it across an upgrade."""
+
+    def __init__(self, srv, mount, user=None):
+        self.head = os.path.join(srv.dir, "curl-head-%d" % id(self))
+        self.body = os.path.join(srv.dir, "curl-body-%d" % id(self))
+        cmd = ["curl", "-k", "-sS", "-N", "-H", "Icy-MetaData: 1", "-D", self.head, "-o",
+               self.body, "https://127.0.0.1:%d%s" % (srv.tls_port, mount)]
+        if user:
+            cmd[1:1] = ["-u", user]
+        self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE)
+
+    def received(self):
+        try:
+            return os.path.getsize(self.body)
+        except FileNotFoundError:
+            return 0
+
+    def wait_bytes(self, n, timeout):
+        wirelib.wait_until(lambda: self.received() >= n, timeout,
+                           lambda: "%d bytes at curl (has %d)" % (n, self.received()))
+
+    def metaint(self):
+        with open(self.head) as f:
+            return int(re.search(r"(?im)^icy-metaint:\s*(\d+)", f.read()).group(1))
+
+    def audio_and_titles(self):
+        with open(self.body, "rb") as f:
+            audio, blocks = fl.icy_demux(f.read(), self.metaint())
+        return audio, [fl.icy_fields(t).get("StreamTitle") for _, t in blocks if t]
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+def join_gap(data, audio):
+    """audio is data[k:k+i] then data[k+i+gap:...]: the gap (0 when it is one slice)."""
+    k = data.find(audio[:64])
+    assert k >= 0 and data.find(audio[:64], k + 1) < 0, "the start is not one place of the file"
+    i = next((j for j, b in enumerate(audio) if k + j >= len(data) or data[k + j] != b), None)
+    if i is None:
+        return 0
+    return wirelib.locate_slice(data, audio[i:]) - (k + i)
+
+
+def assert_fed_across_the_upgrade(srv, src, secure, old, settle=5):
+    """The TLS listener (curl) kept by the old process goes on hearing the station for settle
+    seconds after the hand-over, whole frames, and a title set since reaches it."""
+    handed = time.monotonic()
+    srv.wait_log("upgrade: serving 1 TLS listener until it leaves")
+    while time.monotonic() - handed < settle:
+        n = secure.received()
+        secure.wait_bytes(n + 4000, 5)  # bytes keep coming: the source's, through the feed
+        assert running(old)
+    fl.set_metadata(srv, "/live.mp3", song="After")
+    wirelib.wait_until(lambda: "After" in secure.audio_and_titles()[1], 10,
+                       "the title set after the upgrade at the TLS listener")
+    audio, titles = secure.audio_and_titles()
+    assert "Before" in titles and titles[-1] == "After", titles
+    assert fl.ffmpeg_stream_decode_errors(fl.trim_capture("mp3", audio), "mp3") == ""
+    # the source's bytes in order, with one gap at most where the feed joined: what the source
+    # sent between the hand-over and the feed's first block (less than a second of its pace)
+    gap = join_gap(src.data, audio)
+    print("feed join gap: %d bytes" % gap)
+    assert 0 <= gap < RATE, gap
+    assert secure.proc.poll() is None, secure.proc.stderr.read()
+    assert src.error is None, src.error
+
+
+def test_a_tls_listener_kept_by_the_old_process_is_fed_from_the_new_one(server, mp3_file):
+    srv, src, lis, _ = tls_live_mount(server, mp3_file)
+    _.close()
+    fl.set_metadata(srv, "/live.mp3", song="Before")
+    secure = CurlListener(srv, "/live.mp3")
+    secure.wait_bytes(20000, 10)
+    before = listener_stats(srv, "/live.mp3")
+    old = srv.proc.pid
+    upgrade(srv, drains=True)
+    assert_fed_across_the_upgrade(srv, src, secure, old)
+    # the feed is nobody's listener at the new process: its lists and counts show the plain
+    # listener it took over and nothing else (the TLS listener is the old process's)
+    lis_id = [k for k in before if k in listener_stats(srv, "/live.mp3")]
+    assert list(listener_stats(srv, "/live.mp3")) == lis_id and len(lis_id) == 1
+    assert fl.json_source(srv, "/live.mp3")["listeners"] == 1
+    def counts():
+        stats = adminlib.admin(srv, "/admin/stats").xml()
+        return stats.findtext("listeners"), stats.findtext("clients")
+    # clients: the plain listener, the source and the request asking (the requests before it
+    # end as their replies are written)
+    wirelib.wait_until(lambda: counts() == ("1", "3"), 5, lambda: "counts %r" % (counts(),))
+    assert fl.stats_source(srv, "/live.mp3").findtext("listeners") == "1"
+    metrics = adminlib.admin(srv, "/metrics").text
+    assert re.search(r'(?m)^rimecast_listeners\{mount="/live.mp3"\} 1$', metrics), metrics
+    # nor can the admin kick it out, whatever id it tries
+    for i in range(1, int(lis_id[0]) + 40):
+        if str(i) != lis_id[0]:
+            r = adminlib.admin(srv, "/admin/killclient?mount=/live.mp3&id=%d" % i)
+            assert b"not found" in r.body, (i, r.body)
+    n = secure.received()
+    secure.wait_bytes(n + 4000, 5)
+    secure.stop()
+    wirelib.wait_until(lambda: not running(old), 10, "the old process to exit")
+    log = srv.error_log()
+    assert "upgrade: the last TLS listener left: exiting" in log
+    assert "feed token refused" not in log
+    lis.close()
+    src.stop()
+    assert srv.stop() == 0
+    # the session log has the listeners (the plain one, the TLS one that left before the
+    # upgrade and the one the old process kept), no feed
+    with open(os.path.join(srv.logdir, "sessions.log")) as f:
+        ended = [json.loads(line) for line in f if line.strip()]
+    assert len(ended) == 3, ended
+    assert not [r for r in ended if "Rimecast" in (r.get("agent") or "")], ended
+
+
+def test_a_tls_listener_of_an_ogg_vorbis_mount_is_fed_whole_pages(server):
+    from test_tls import TlsListener, tls_server
+    srv, _, _ = tls_server(server)
+    enc = fl.ffmpeg_source(srv, "/live.ogg", "vorbis", title="Ogg before")
+    try:
+        fl.wait_mount(srv, "/live.ogg", enc)
+        secure = TlsListener(srv, "/live.ogg")
+        assert secure.open().status == 200, secure.response
+        secure.wait_bytes(8000, 10)
+        old = srv.proc.pid
+        upgrade(srv, drains=True)
+        handed = time.monotonic()
+        srv.wait_log("upgrade: serving 1 TLS listener until it leaves")
+        while time.monotonic() - handed < 5:
+            n = secure.received
+            secure.wait_bytes(n + 4000, 5)
+        assert not secure.closed and running(old), secure.close_reason
+        # whole pages that ffmpeg plays with no error, across the join
+        capture = fl.strict_capture("vorbis", secure.snapshot())
+        assert fl.ffmpeg_stream_decode_errors(capture, "ogg") == ""
+        assert enc.poll() is None, enc.stderr.read()
+        secure.close()
+        wirelib.wait_until(lambda: not running(old), 10, "the old process to exit")
+    finally:
+        fl.stop_process(enc)
+
+
+def test_the_feed_of_a_mount_closes_when_its_last_tls_listener_leaves(server, mp3_file):
+    from test_tls import TlsListener
+    srv, src, lis, secure = tls_live_mount(server, mp3_file)
+    other = srv.source("/other.mp3", mp3_file, rate=RATE, chunk=1000)
+    assert other.connect().status == 200, other.response
+    other.start()
+    fl.wait_mount(srv, "/other.mp3")
+    second = TlsListener(srv, "/other.mp3")
+    assert second.open().status == 200, second.response
+    second.wait_bytes(10000, 10)
+    old = srv.proc.pid
+    upgrade(srv, drains=True)
+    srv.wait_log("upgrade: serving 2 TLS listeners until they leave")
+    for x in (secure, second):
+        n = x.received
+        x.wait_bytes(n + 8000, 10)
+    second.close()
+    srv.wait_log("relay /other.mp3: local feed closed: its last listener left")
+    # the other mount's feed goes on, and the old process with it
+    n = secure.received
+    secure.wait_bytes(n + 8000, 10)
+    assert running(old) and not secure.closed, secure.close_reason
+    assert srv.error_log().count("local feed closed") == 1
+    secure.close()
+    wirelib.wait_until(lambda: not running(old), 10, "the old process to exit")
+    for x in (src, other):
+        x.stop()
+    lis.close()
+
+
+@contextlib.contextmanager
+def user_file_station(start, mp3_file, mount):
+    """A server started by start(mounts=...) whose `mount` lets in the user carol (password pw)
+    of a user file, with a paced MP3 source on it: (server, source)."""
+    from test_auth_htpasswd import auth_mount, md5_line, user_dir, write_users
+    d = user_dir()
+    try:
+        users = os.path.join(d, "users")
+        write_users(users, md5_line("carol", "pw"))
+        conf = auth_mount(users)
+        conf["mount_name"] = mount
+        srv = start(mounts=[conf])
+        src = srv.source(mount, mp3_file, rate=RATE, chunk=1000)
+        assert src.connect().status == 200, src.response
+        src.start()
+        fl.wait_mount(srv, mount)
+        yield srv, src
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_a_wrong_feed_token_makes_an_ordinary_listener(server, mp3_file):
+    from test_tls import tls_server
+    with user_file_station(lambda **kw: tls_server(server, **kw)[0], mp3_file,
+                           "/live.mp3") as (srv, src):
+        fl.set_metadata(srv, "/live.mp3", song="Before")
+        # a TLS listener of a mount with authentication: the feed needs none
+        secure = CurlListener(srv, "/live.mp3", user="carol:pw")
+        secure.wait_bytes(20000, 10)
+        old = srv.proc.pid
+        upgrade(srv, drains=True)
+        assert_fed_across_the_upgrade(srv, src, secure, old, settle=2)
+        # a token the new process was not sent: the mount's authentication applies...
+        bad = {"X-Rimecast-Feed": "0" * 32}
+        nobody = srv.listener("/live.mp3", headers=bad)
+        assert nobody.open().status == 401, nobody.response
+        srv.wait_log("feed token refused")
+        # ...and, passed, it is an ordinary listener: counted and listed
+        carol = srv.listener("/live.mp3",
+                             headers=dict(bad, Authorization=wirelib.basic_auth("carol", "pw")))
+        assert carol.open().status == 200, carol.response
+        carol.wait_bytes(10000, 10)
+        wirelib.wait_until(lambda: fl.json_source(srv, "/live.mp3")["listeners"] == 1, 10,
+                           "the listener with a wrong token to be counted")
+        assert len(listener_stats(srv, "/live.mp3")) == 1
+        carol.close()
+        secure.stop()
+        wirelib.wait_until(lambda: not running(old), 10, "the old process to exit")
+        src.stop()
+
+
+def test_a_tls_listener_whose_feed_ends_with_the_source_is_closed_with_a_log_line(server,
+                                                                                  mp3_file):
+    srv, src, lis, secure = tls_live_mount(server, mp3_file)
+    old = srv.proc.pid
+    upgrade(srv, drains=True)
+    srv.wait_log("upgrade: serving 1 TLS listener until it leaves")
+    n = secure.received
+    secure.wait_bytes(n + 8000, 10)
+    src.stop()  # the new process's mount ends: the feed with it
+    secure.wait_closed(10)
+    srv.wait_log("upgrade: closing the TLS listeners of /live.mp3: its feed from the new "
+                 "process ended")
+    wirelib.wait_until(lambda: not running(old), 10, "the old process to exit")
+    lis.close()
+
+
+def test_tls_listeners_of_a_server_with_no_plain_socket_are_closed_at_the_hand_over(server,
+                                                                                    mp3_file):
+    srv, src, lis, secure = tls_live_mount(server, mp3_file)
+    # the config now listens in TLS only (reloaded): the old process has no plain port to be
+    # fed from, and the new process reads the same
+    plain = re.compile(r"<listen-socket>\s*<port>%d</port>.*?</listen-socket>" % srv.port, re.S)
+    text = open(srv.config_path).read()
+    assert plain.search(text)
+    srv.write_config(plain.sub("", text))
+    srv.send_signal(signal.SIGHUP)
+    srv.wait_log("config reloaded")
+    old = srv.proc.pid
+    upgrade(srv, drains=True)
+    secure.wait_closed(10)
+    srv.wait_log("upgrade: closing the TLS listeners of /live.mp3: no plain HTTP listening "
+                 "socket on a wildcard or loopback address")
+    wirelib.wait_until(lambda: not running(old), 10, "the old process to exit")
+    log = srv.error_log()
+    assert log.count("upgrade: closing the TLS listeners of") == 1, log
+    assert "upgrade: the last TLS listener left: exiting" in log
+    lis.close()
+    src.stop()
+
+
+def test_an_old_process_serving_tls_listeners_leaves_its_tls_relay_to_the_new_one(server,
+                                                                                 mp3_file):
+    from test_relay_tls import https_origin, relay_xml
+    from test_tls import TlsListener, tls_server
+    origin, src, ca = https_origin(server, mp3_file)
+    edge, _, _ = tls_server(server, ssl_cafile=ca, extra_xml=relay_xml(
+        "127.0.0.1", origin.tls_port, "/live.mp3", "/edge.mp3"))
+    fl.wait_mount(edge, "/edge.mp3")
+    lis = edge.listener("/edge.mp3")
+    assert lis.open().status == 200, lis.response
+    lis.wait_bytes(30000, 10)
+    before = listener_stats(edge, "/edge.mp3")  # the plain one: the new process's
+    secure = TlsListener(edge, "/edge.mp3")
+    assert secure.open().status == 200, secure.response
+    secure.wait_bytes(10000, 10)
+    old = edge.proc.pid
+    upgrade(edge, drains=True)
+    assert_relay_started_again(edge, "/edge.mp3", lis, before, mp3_file)
+    # the old process pulls nothing: the origin sees the new process's relay alone, over
+    # several of the old relay's retry periods
+    end = time.monotonic() + 4
+    while time.monotonic() < end:
+        assert fl.json_source(origin, "/live.mp3")["listeners"] == 1
+        time.sleep(0.2)
+    assert running(old) and not secure.closed
+    secure.close()
+    wirelib.wait_until(lambda: not running(old), 10, "the old process to exit")
+    src.stop()
+    lis.close()
+
+
+def test_tls_listeners_still_there_after_upgrade_drain_are_closed_with_a_log_line(server,
+                                                                                  mp3_file):
+    srv, src, lis, secure = tls_live_mount(
+        server, mp3_file, extra_xml="<limits><upgrade-drain>2</upgrade-drain></limits>")
+    old = srv.proc.pid
+    upgrade(srv, drains=True)
+    handed = time.monotonic()
+    srv.wait_log("upgrade: serving 1 TLS listener until it leaves, for at most 2 s")
+    secure.wait_closed(10)
+    took = time.monotonic() - handed
+    assert 1.5 < took < 6, took
+    srv.wait_log("upgrade: drain time over: closing 1 TLS listener")
+    wirelib.wait_until(lambda: not running(old), 10, "the old process to exit")
+    n = lis.received
+    lis.wait_bytes(n + 20000, 10)
+    assert not lis.closed, lis.close_reason
+    lis.close()
+    src.stop()
+
+
+def test_with_upgrade_drain_0_tls_listeners_are_closed_at_the_hand_over(server, mp3_file):
+    from test_tls import TlsListener
+    srv, src, lis, secure = tls_live_mount(
+        server, mp3_file, extra_xml="<limits><upgrade-drain>0</upgrade-drain></limits>")
     upgrade(srv)
     srv.wait_log("upgrade: 1 TLS connection closed")
     secure.wait_closed(10)
@@ -737,16 +1098,7 @@ def test_tls_listeners_are_closed_with_a_log_line_and_the_tls_port_serves_on(ser
 
 
 def test_a_listener_logged_in_with_a_user_file_keeps_its_session(server, mp3_file):
-    from test_auth_htpasswd import auth_mount, md5_line, user_dir, write_users
-    d = user_dir()
-    try:
-        users = os.path.join(d, "users")
-        write_users(users, md5_line("carol", "pw"))
-        srv = server(mounts=[auth_mount(users)])
-        src = srv.source("/secret", mp3_file, rate=RATE, chunk=1000)
-        assert src.connect().status == 200
-        src.start()
-        fl.wait_mount(srv, "/secret")
+    with user_file_station(server, mp3_file, "/secret") as (srv, src):
         auth = {"Authorization": wirelib.basic_auth("carol", "pw")}
         lis = srv.listener("/secret", headers=auth)
         assert lis.open().status == 200, lis.response
@@ -768,8 +1120,6 @@ def test_a_listener_logged_in_with_a_user_file_keeps_its_session(server, mp3_fil
             return ok
         wirelib.wait_until(login, 5, "a login once the first listener left")
         src.stop()
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def test_a_url_authenticated_listener_is_carried_and_its_remove_sent_once_by_the_new_process(
