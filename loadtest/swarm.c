@@ -11,6 +11,9 @@
  * check, one client session kept and offered again (resumption) unless --tls-no-resume.
  * With --churn R, once all N listeners are launched, R of them a second leave and connect again
  * (N stay connected), each new session with a user agent and referer of its own.
+ * A listener is judged on the bytes the server delivered to it (read, plus unread in its socket
+ * at the status tick), so that when the swarm reads does not decide it. With --trace FILE it
+ * writes a timeline: a sample of listeners' reads and byte counts, and its own loop turns.
  */
 #define _GNU_SOURCE
 #include <errno.h>
