@@ -21,7 +21,8 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
 
 SWARM_SUM = ["listeners", "connected", "pending", "bytes", "starving", "eligible", "server_closed",
-             "conn_err", "rejected", "sources", "sources_up", "src_err", "src_bytes", "lat_n"]
+             "conn_err", "rejected", "sources", "sources_up", "src_err", "src_bytes", "lat_n",
+             "starving_read"]  # starving: on bytes delivered; starving_read: on bytes read
 SWARM_MIN = ["rate_min_kbps"]
 SWARM_MAX = ["lat_p50_ms", "lat_p99_ms"]  # several probes: report the worst
 SWARM_CPU = ["swarm_cpu_pct"]

@@ -11,6 +11,9 @@
  * check, one client session kept and offered again (resumption) unless --tls-no-resume.
  * With --churn R, once all N listeners are launched, R of them a second leave and connect again
  * (N stay connected), each new session with a user agent and referer of its own.
+ * A listener is judged on the bytes the server delivered to it (read, plus unread in its socket
+ * at the status tick), so that when the swarm reads does not decide it. With --trace FILE it
+ * writes a timeline: a sample of listeners' reads and byte counts, and its own loop turns.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -25,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -55,6 +59,7 @@ typedef struct {
     double t_start, t_stream;
     uint64_t bytes, hdr_bytes;
     uint64_t win[WINDOW_MAX + 1]; /* body bytes at the last status ticks */
+    uint64_t dwin[WINDOW_MAX + 1]; /* the same plus the bytes unread in the socket then */
     uint32_t first_tick;
     uint8_t carry_len;
     uint8_t carry[MARKER_LEN - 1];
@@ -84,6 +89,9 @@ static struct {
     double churn; /* listeners a second that leave and are replaced, once all are launched */
     int random_choice, rcvlowat, rcvbuf, retry, slack;
     int tls, tls_no_resume;
+    int judge_read;         /* judge on bytes read only, not on bytes delivered (read + unread) */
+    const char *trace_path; /* per-read and per-turn timeline of a sample of listeners */
+    unsigned trace_every;
     int probe_listen_only; /* probe listeners without the probe source (another process sends
                             * the markers, e.g. to a relay tree's origin) */
     unsigned max_pending;
@@ -94,13 +102,15 @@ static struct {
     .host = "127.0.0.1", .password = "hackme", .user = "source", .content_type = "audio/mpeg",
     .port = 8000, .hold = 0, .source_hold = 0, .duration = 0, .drain = 10, .window = 4, .slack = 8192, .rcvlowat = -1,
     .max_pending = 1000000, .connect_timeout = 20, .bitrate_kbps = 128, .source_tick = 0.1, .probe_tick = 0.026, .seed = 1,
+    .trace_every = 10,
 };
 
 static struct {
     int ep;
     FILE *status;
     listener_t *l;
-    unsigned nl, launched, connected, pending, starving;
+    unsigned nl, launched, connected, pending, starving, starving_read;
+    FILE *trace;
     double loop_max; /* longest loop iteration away from epoll_wait in this status second (s) */
     unsigned *retry, nretry; /* listeners whose connect failed, to start again (--retry) */
     uint64_t server_closed, server_reset, conn_err, rejected, closed_by_us;
@@ -152,6 +162,17 @@ static uint64_t now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* --trace: is listener idx one of the sample whose reads are written down */
+static int traced(unsigned idx)
+{
+    return g.trace && idx % opt.trace_every == 0;
+}
+
+static long long trace_us(double t)
+{
+    return (long long)((t - g.t0) * 1e6);
 }
 
 static void on_signal(int sig)
@@ -502,6 +523,8 @@ static void listener_readable(unsigned idx, uint32_t events)
     }
     for (;;) {
         ssize_t n = read(l->fd, g.rbuf, READ_BUF_SIZE);
+        if (n > 0 && traced(idx))
+            fprintf(g.trace, "r,%lld,%u,%zd\n", trace_us(now_s()), idx, n);
         if (n > 0) {
             listener_data(l, g.rbuf, (size_t)n);
             if (l->state == L_CLOSED || (n < READ_BUF_SIZE && !to_eof))
@@ -849,15 +872,27 @@ static double cpu_seconds(void)
     return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
-/* Judges one streaming listener over the last window; returns its rate or -1 if too young. */
-static double listener_window_rate(listener_t *l, unsigned w, unsigned slot, double t)
+/* Judges one streaming listener over the last window from its byte count now and at the last
+ * ticks (win); returns its rate or -1 if too young. */
+static double listener_window_rate(listener_t *l, uint64_t *win, uint64_t now, unsigned w,
+                                   unsigned slot, double t)
 {
-    l->win[slot] = l->bytes;
+    win[slot] = now;
     if (g.tick < l->first_tick + w)
         return -1;
     unsigned old = (g.tick - w) % (w + 1);
     double dt = t - g.tick_time[old];
-    return dt > 0 ? (double)(l->bytes - l->win[old]) / dt : -1;
+    return dt > 0 ? (double)(now - win[old]) / dt : -1;
+}
+
+/* Body bytes the server has delivered to l: read, plus what waits unread in its socket (a
+ * listener woken only for --rcvlowat bytes may hold most of a write there). */
+static uint64_t listener_delivered(const listener_t *l)
+{
+    int q = 0;
+    if (l->ssl || ioctl(l->fd, FIONREAD, &q) < 0 || q < 0)
+        q = 0;
+    return l->bytes + (uint64_t)q;
 }
 
 static void status_tick(double t)
@@ -867,7 +902,7 @@ static void status_tick(double t)
      * writing in coarse chunks (e.g. 4 KB every 256 ms) is not judged by where the window cuts */
     double expect = (0.9 * opt.bitrate_kbps * 1000 / 8 * w - opt.slack) / w;
     g.tick_time[slot] = t;
-    g.starving = 0;
+    g.starving = g.starving_read = 0;
     for (unsigned i = 0; i < g.nl; i++) {
         listener_t *l = &g.l[i];
         if ((l->state == L_CONNECTING || l->state == L_HEADER) &&
@@ -875,12 +910,20 @@ static void status_tick(double t)
             listener_close(l, BY_SERVER);
         if (l->state != L_STREAM || g.stop_at > 0)
             continue; /* while stopping, windows are cut short: no verdicts */
-        double r = listener_window_rate(l, w, slot, t);
+        /* judged on what the server delivered: a listener woken only for --rcvlowat bytes
+         * leaves a write smaller than that unread for one more write interval, a second at
+         * the default write window, which the window's slack does not cover */
+        uint64_t d = opt.judge_read && !traced(i) ? l->bytes : listener_delivered(l);
+        if (traced(i))
+            fprintf(g.trace, "k,%lld,%u,%llu,%llu\n", trace_us(t + g.t0), i,
+                    (unsigned long long)l->bytes, (unsigned long long)(d - l->bytes));
+        double rr = listener_window_rate(l, l->win, l->bytes, w, slot, t);
+        double r = opt.judge_read ? rr : listener_window_rate(l, l->dwin, d, w, slot, t);
         if (r < 0)
             continue;
         g.rates[nr++] = (float)r;
-        if (r < expect)
-            g.starving++;
+        g.starving += r < expect;
+        g.starving_read += rr < expect;
     }
     g.rate_min = g.rate_p50 = -1;
     if (nr) {
@@ -897,7 +940,7 @@ static void status_tick(double t)
     fprintf(g.status, "t=%.3f listeners=%u connected=%u pending=%u bytes=%llu starving=%u eligible=%u "
             "rate_min_kbps=%.1f rate_p50_kbps=%.1f server_closed=%llu server_reset=%llu conn_err=%llu "
             "rejected=%llu sources=%u sources_up=%u src_err=%u src_bytes=%llu lat_n=%llu lat_p50_ms=%.2f "
-            "lat_p99_ms=%.2f swarm_cpu_pct=%.1f swarm_loop_max_ms=%.1f churned=%llu\n",
+            "lat_p99_ms=%.2f swarm_cpu_pct=%.1f swarm_loop_max_ms=%.1f churned=%llu starving_read=%u\n",
             t, g.launched, g.connected, g.pending, (unsigned long long)g.total_bytes, g.starving, nr,
             g.rate_min, g.rate_p50, (unsigned long long)g.server_closed,
             (unsigned long long)g.server_reset, (unsigned long long)g.conn_err,
@@ -905,7 +948,9 @@ static void status_tick(double t)
             g.sources_up + (g.probe.fd >= 0), g.src_err, (unsigned long long)g.src_bytes,
             (unsigned long long)g.lat_win_n, lat_percentile(g.lat_win, g.lat_win_n, 0.5),
             lat_percentile(g.lat_win, g.lat_win_n, 0.99), g.cpu_pct, g.loop_max * 1000,
-            (unsigned long long)g.churned);
+            (unsigned long long)g.churned, g.starving_read);
+    if (g.trace)
+        fflush(g.trace);
     g.loop_max = 0;
     fflush(g.status);
     memset(g.lat_win, 0, LAT_BUCKETS * sizeof(*g.lat_win));
@@ -1032,19 +1077,25 @@ static void run(void)
         double busy = now_s() - g.t0 - t;
         if (busy > g.loop_max)
             g.loop_max = busy;
-        int n = epoll_wait(g.ep, evs, 4096, next_timeout_ms(now_s() - g.t0));
+        double t_wait = now_s();
+        int n = epoll_wait(g.ep, evs, 4096, next_timeout_ms(t_wait - g.t0));
         double t1 = now_s();
         for (int i = 0; i < n; i++)
             listener_event((unsigned)evs[i].data.u64, evs[i].events);
         busy = now_s() - t1;
         if (busy > g.loop_max)
             g.loop_max = busy;
+        if (g.trace) /* a turn: when epoll_wait returned, how long it slept, the pass, events */
+            fprintf(g.trace, "e,%lld,%lld,%lld,%d\n", trace_us(t1), (long long)((t1 - t_wait) * 1e6),
+                    (long long)(busy * 1e6), n);
     }
     double t = now_s() - g.t0;
     for (unsigned i = 0; i < g.nl; i++)
         listener_close(&g.l[i], BY_US);
     status_tick(t);
     final_report(t);
+    if (g.trace)
+        fclose(g.trace);
 }
 
 /* ---- set-up ---- */
@@ -1061,6 +1112,7 @@ static void usage(void)
           "  tls:       [--tls] [--tls-no-resume]   (listeners and probe listeners)\n"
           "  common:    [--bitrate KBPS] [--duration SEC] [--drain SEC] [--status FILE]\n"
           "             [--per-mount FILE] [--connect-timeout SEC] [--seed N]\n"
+          "  timeline:  [--judge-read] [--trace FILE [--trace-every K]]\n"
           "SPEC: comma list of mounts; an item /name%d:A-B expands to /nameA../nameB\n", stderr);
     exit(2);
 }
@@ -1079,7 +1131,8 @@ static void parse_args(int argc, char **argv)
         {"tls", 0, 0, '1'}, {"tls-no-resume", 0, 0, '2'}, {"bitrate", 1, 0, 'b'}, {"duration", 1, 0, 'd'},
         {"drain", 1, 0, 'x'}, {"status", 1, 0, 's'}, {"per-mount", 1, 0, 'F'},
         {"connect-timeout", 1, 0, 'C'}, {"seed", 1, 0, 'e'}, {"max-pending", 1, 0, 'X'},
-        {"retry", 0, 0, 'y'}, {"slack", 1, 0, 'Y'}, {"churn", 1, 0, 'Z'}, {0, 0, 0, 0}};
+        {"retry", 0, 0, 'y'}, {"slack", 1, 0, 'Y'}, {"churn", 1, 0, 'Z'}, {"judge-read", 0, 0, 'i'},
+        {"trace", 1, 0, 't'}, {"trace-every", 1, 0, 'E'}, {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
         switch (c) {
@@ -1121,12 +1174,15 @@ static void parse_args(int argc, char **argv)
         case 'y': opt.retry = 1; break;
         case 'Y': opt.slack = atoi(optarg); break;
         case 'Z': opt.churn = atof(optarg); break;
+        case 'i': opt.judge_read = 1; break;
+        case 't': opt.trace_path = optarg; break;
+        case 'E': opt.trace_every = (unsigned)atoi(optarg); break;
         default: usage();
         }
     }
     opt.window = opt.window < 1 ? 1 : opt.window > WINDOW_MAX ? WINDOW_MAX : (int)opt.window;
     if ((opt.listeners && !opt.mounts.n) || (opt.sources && opt.source_mounts.n < opt.sources) ||
-        (opt.probe_listeners && !opt.probe_mount) || optind != argc)
+        (opt.probe_listeners && !opt.probe_mount) || !opt.trace_every || optind != argc)
         usage();
     if (opt.probe_mount && !opt.probe_listeners)
         opt.probe_listeners = 10;
@@ -1201,9 +1257,15 @@ static int setup(void)
     g.status = opt.status_path ? fopen(opt.status_path, "w") : stdout;
     if (!g.status)
         return -errno;
+    if (opt.trace_path && !(g.trace = fopen(opt.trace_path, "w")))
+        return -errno;
+    if (g.trace)
+        setvbuf(g.trace, NULL, _IOFBF, 1 << 20);
     g.all_connected_at = -1;
     g.t0 = now_s();
     g.next_status = 1;
+    if (g.trace) /* the clock the trace's times count from: CLOCK_MONOTONIC, us */
+        fprintf(g.trace, "h,%lld\n", (long long)(g.t0 * 1e6));
     return load_source_data();
 }
 

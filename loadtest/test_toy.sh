@@ -90,7 +90,25 @@ for _ in $(seq 50); do [ -s "$work/lis/status.list" ] && break; sleep 0.1; done
     --stats-every 2 &
 sampler=$!; pids+=($sampler)
 
+# Listeners woken for 2.5 s of stream at a time (--rcvlowat 40000) hold most of what the server
+# wrote unread in their sockets: judged on bytes read they would starve every few seconds, judged
+# on bytes delivered (the rule) they must not; the trace must hold their reads and loop turns.
+"$swarm" --port "$port" --sources 1 --source-mounts /lowat --listeners 10 --mounts /lowat \
+    --rcvlowat 40000 --trace "$work/lowat.trace" --trace-every 5 --duration 14 --drain 2 \
+    --status "$work/lowat.status" 2>"$work/lowat.err" &
+lowat=$!; pids+=($lowat)
+
 sleep "$run_for"
+wait "$lowat"
+judged=$(grep -s '^t=' "$work/lowat.status" | grep -v ' eligible=0 ')
+count_over_0() { echo "$judged" | tr ' ' '\n' | grep -c "^$1=[1-9]"; }
+by_read=$(count_over_0 starving_read); by_delivered=$(count_over_0 starving)
+check "woken every 2.5 s: starving on bytes read in $by_read seconds, on bytes delivered in $by_delivered" \
+    [ "$by_read" -ge 2 -a "$by_delivered" -lt "$by_read" ]
+traced=$(grep -s '^r,' "$work/lowat.trace" | cut -d, -f3 | sort -u | tr '\n' ' ')
+turns=$(grep -sc '^e,' "$work/lowat.trace"); ticks5=$(grep -sc '^k,[0-9]*,5,' "$work/lowat.trace")
+check "trace: reads of listeners 0 and 5 only ($traced), loop turns ($turns), tick samples ($ticks5)" \
+    [ "$traced" = "0 5 " -a "${turns:-0}" -gt 0 -a "${ticks5:-0}" -gt 4 ]
 # Sources stop first, so every listener reads to the server's end of stream before it closes.
 [ -n "$ezmounts" ] && { kill "$ramp_src"; wait "$ramp_src" 2>/dev/null; }
 kill -TERM $(cat "$work/lis/swarm.pids")
