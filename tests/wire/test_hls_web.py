@@ -257,6 +257,17 @@ def test_hls_js_reads_an_opus_title_from_its_emsg_box(web_source, browsers):
            "hls.js to read the title's emsg box")
 
 
+def test_hls_js_raises_an_opus_title_as_a_cue_that_stays(web_source, browsers):
+    """hls.js makes its metadata track (a <track> element, whose cues Chromium clears when it
+    loads the element's empty source) when the first metadata comes: every Opus fragment
+    carries its time in an emsg ID3 tag, so the track is there before a title comes, and the
+    title's cue stays in it, as a packed-audio part's does."""
+    srv = web_source("/live.opus", "opus")
+    wirelib.wait_until(lambda: fl.json_source(srv, "/live.opus").get("hls_url"), 10,
+                       "the Opus mount's hls_url (its codec headers)", interval=0.1)
+    hls_js_raises_a_title_cue(srv, browsers, "/live.opus")
+
+
 def test_the_page_plays_an_mp3_mount_low_latency_hls_without_a_stall(live, browsers):
     """hls.js appends an MP3 mount's parts to an audio/mpeg SourceBuffer (Chromium), and left
     to itself puts every part after a segment's first at a fixed offset: the player stalls at
