@@ -14,9 +14,10 @@ independent of each other, over about a minute of play:
   EXT-X-PROGRAM-DATE-TIME, which the server stamps when a segment's first frame arrives.
 
 The medians after the player's start-up must be under 3 s (the goal of LL-HLS here, against
-15-20 s for classic HLS), and the player must not stall. Each measure's distribution is
+18-24 s for classic HLS of 6 s segments), hls.js must not jump a hole in its buffer, nor
+stall unless the machine was too busy to run the browser. Each measure's distribution is
 printed (pytest -s) and given in the failure message with the player's stalls, which hls.js
-never makes up (its default playback rate stays 1).
+never makes up (its default playback rate stays 1), and the machine's idle share.
 
 An AAC mount meets it. An MP3 mount does not, for hls.js's sake: in a browser whose Media
 Source takes audio/mpeg (Chromium), hls.js appends MP3 as is to an audio/mpeg SourceBuffer,
@@ -24,7 +25,9 @@ whose frames are placed at its timestampOffset; hls.js sets that to the part's s
 the first part of a segment, and for the next parts of the same segment to a fixed offset
 that suits fragmented MP4 only, so they land elsewhere in the timeline. The player plays the
 first part of each segment, stalls, and jumps the hole at the next segment. The test is kept
-(an expected failure) to show when hls.js no longer does so. Rimecast only.
+(an expected failure) to show when hls.js no longer does so. Played by the station's own
+page (status.xsl, app.js), which works around it, an MP3 mount meets the goal (the third
+case). Rimecast only.
 """
 
 import statistics
@@ -36,6 +39,7 @@ import formatlib as fl
 import httprec
 import webuilib
 import wirelib
+from test_hls_web import play_hls
 from test_webui import ADMIN, WEB, browsers  # noqa: F401 (browsers: the fixture)
 
 _missing = webuilib.missing_requirements()
@@ -47,15 +51,26 @@ START_UP = 8.0      # seconds of play before the first title: the player is past
 TITLES = 12         # one every TITLE_EVERY seconds after that
 TITLE_EVERY = 4.0
 LAST = 8            # the median is of the last LAST titles' cues
+BUSY = 25           # per cent idle under which the machine may starve the browser into a stall
+HOLE = "bufferSeekOverHole"  # hls.js jumped a hole in its buffer
 
-# hls.js with its defaults and lowLatencyMode, on an <audio> of a page of its own; the
-# page records each TIT2 cue's entry and the playhead's date.
+# hls.js with its defaults and lowLatencyMode, on an <audio> of a page of its own
 PLAYER = """
-var url = arguments[0], lat = window.lat = {cues: [], dates: [], stalls: [], errors: []};
 var a = document.createElement('audio');
+a.id = 'player';
 a.muted = true;
 document.body.appendChild(a);
-var hls = window.hls = new Hls({lowLatencyMode: true});
+var hls = a.__hls = new Hls({lowLatencyMode: true});
+hls.attachMedia(a);
+hls.loadSource(arguments[0]);
+a.play().catch(function () {});
+"""
+
+# what the page records of the player arguments[0] (an <audio> played by the hls.js in its
+# __hls): each TIT2 cue's entry, the playhead's date, hls.js's errors
+MEASURE = """
+var a = document.querySelector(arguments[0]), hls = a.__hls;
+var lat = window.lat = {cues: [], dates: [], stalls: [], errors: []};
 hls.on(Hls.Events.ERROR, function (e, d) {
     lat.errors.push(d.details + (d.fatal ? ' (fatal)' : ''));
     if (d.details === Hls.ErrorDetails.BUFFER_STALLED_ERROR)
@@ -84,9 +99,6 @@ setInterval(function () {
         lat.dates.push([a.currentTime, Date.now() - d.getTime(), hls.latency,
                         hls.targetLatency, Date.now()]);
 }, 250);
-hls.attachMedia(a);
-hls.loadSource(url);
-a.play().catch(function () {});
 """
 
 
@@ -109,10 +121,10 @@ def cpu_times():
 
 
 def idle_since(before):
-    """The machine's idle share since cpu_times() gave before, as a percentage."""
+    """The machine's idle share since cpu_times() gave before, in per cent."""
     i0, t0 = before
     i1, t1 = cpu_times()
-    return "%.0f %%" % (100.0 * (i1 - i0) / max(1, t1 - t0))
+    return 100.0 * (i1 - i0) / max(1, t1 - t0)
 
 
 def summary(values):
@@ -147,15 +159,35 @@ def live(server):
         fl.stop_process(p)
 
 
-@pytest.mark.parametrize("codec", ["aac", pytest.param("mp3", marks=HLS_JS_MP3_PARTS)])
-def test_hls_js_plays_low_latency_hls_under_three_seconds_from_source_to_ear(live, browsers, pages,
-                                                                             codec):
-    srv, mount = live(codec)
+def third_party_player(browsers, srv, mount, pages):
+    """hls.js with its defaults on a page of another origin, playing mount's HLS and measured
+    from its start: (browser, the player's selector)."""
     b = browsers(js=True)
     open_player_page(b, srv, pages)
     b.js_run(PLAYER, srv.url(mount + "/hls.m3u8"))
-    played = lambda: b.js_run("return document.querySelector('audio').currentTime")  # noqa: E731
-    b.wait(lambda: played() > 0.2, 30, "hls.js to start playing")
+    b.js_run(MEASURE, "#player")
+    b.wait(lambda: b.js_run("return document.querySelector('#player').currentTime") > 0.2, 30,
+           "hls.js to start playing")
+    return b, "#player"
+
+
+def station_page_player(browsers, srv, mount, pages):
+    """The server's own page (status.xsl, app.js) playing mount's HLS, measured once it
+    plays: (browser, the player's selector)."""
+    b, audio = play_hls(srv, browsers, mount)
+    b.js_run(MEASURE, audio)
+    return b, audio
+
+
+@pytest.mark.parametrize("codec,player", [
+    ("aac", third_party_player),
+    pytest.param("mp3", third_party_player, marks=HLS_JS_MP3_PARTS),
+    ("mp3", station_page_player),
+], ids=["aac", "mp3", "mp3-station-page"])
+def test_hls_js_plays_low_latency_hls_under_three_seconds_from_source_to_ear(live, browsers, pages,
+                                                                             codec, player):
+    srv, mount = live(codec)
+    b, _ = player(browsers, srv, mount, pages)
     started, cpu = time.monotonic(), cpu_times()
     wirelib.wait_until(lambda: time.monotonic() - started >= START_UP, START_UP + 1,
                        "the player's start-up", interval=0.2)
@@ -173,7 +205,8 @@ def test_hls_js_plays_low_latency_hls_under_three_seconds_from_source_to_ear(liv
     b.wait(lambda: any(c["title"] == last for c in b.js_run("return window.lat.cues")), 15,
            "the last title's cue")
     lat = b.js_run("return window.lat")
-    idle = idle_since(cpu)
+    idle_share = idle_since(cpu)
+    idle = "%.0f %%" % idle_share
     samples = [d for d in lat["dates"] if d[4] >= lat["from"]]
     assert samples, lat
 
@@ -200,7 +233,10 @@ def test_hls_js_plays_low_latency_hls_under_three_seconds_from_source_to_ear(liv
                  samples[-1][3], stalls, sorted(set(lat["errors"])), len(sent) - len(cues),
                  len(sent), idle))
     print(report)
-    assert len(cues) >= TITLES - 2 and not stalls, report
+    holes = [e for e in lat["errors"] if e.startswith(HOLE)]
+    assert len(cues) >= TITLES - 2 and not holes, report
+    # a stall loses time for good; a starved browser may stall, a served one should not
+    assert not stalls or idle_share < BUSY, report
     # what the server and the player's choice of position give, whatever the machine's load
     assert statistics.median(ears_kept) < GOAL and statistics.median(dates_kept) < GOAL, report
     # and as heard, when the browser kept up with the clock (a starved one plays slower)
