@@ -19,7 +19,7 @@ stall unless the machine was too busy to run the browser. Each measure's distrib
 printed (pytest -s) and given in the failure message with the player's stalls, which hls.js
 never makes up (its default playback rate stays 1), and the machine's idle share.
 
-An AAC mount meets it. An MP3 mount does not, for hls.js's sake: in a browser whose Media
+AAC and Opus mounts meet it. An MP3 mount does not, for hls.js's sake: in a browser whose Media
 Source takes audio/mpeg (Chromium), hls.js appends MP3 as is to an audio/mpeg SourceBuffer,
 whose frames are placed at its timestampOffset; hls.js sets that to the part's start only for
 the first part of a segment, and for the next parts of the same segment to a fixed offset
@@ -181,9 +181,10 @@ def station_page_player(browsers, srv, mount, pages):
 
 @pytest.mark.parametrize("codec,player", [
     ("aac", third_party_player),
+    ("opus", third_party_player),
     pytest.param("mp3", third_party_player, marks=HLS_JS_MP3_PARTS),
     ("mp3", station_page_player),
-], ids=["aac", "mp3", "mp3-station-page"])
+], ids=["aac", "opus", "mp3", "mp3-station-page"])
 def test_hls_js_plays_low_latency_hls_under_three_seconds_from_source_to_ear(live, browsers, pages,
                                                                              codec, player):
     srv, mount = live(codec)
