@@ -101,6 +101,25 @@
     if (p && p.catch) p.catch(function () { /* the listener presses play */ });
   }
 
+  // MP3 goes as it is into an audio/mpeg SourceBuffer (Chromium), whose frames carry no time:
+  // each append is placed at the buffer's timestampOffset, and in its "sequence" mode right
+  // after the one before when the offset is left alone. hls.js sets the offset to the start
+  // of a segment's first part, which is right, but for the segment's next parts to the fixed
+  // offset it uses for fragmented MP4, which puts them elsewhere (a stall at every segment).
+  // Without that offset hls.js leaves the buffer to follow on, and each part lands after the
+  // one before (docs/HLS.md, "Source to ear").
+  function keepMpegPartsInPlace(hls, Hls) {
+    var mpeg = false, trigger = hls.trigger;
+    hls.trigger = function (event, data) {
+      if (event === Hls.Events.BUFFER_CODECS && data) {
+        mpeg = !!(data.audio && data.audio.container === "audio/mpeg");
+      } else if (event === Hls.Events.BUFFER_APPENDING && mpeg && data && data.type === "audio") {
+        data.offset = undefined;
+      }
+      return trigger.apply(this, arguments);
+    };
+  }
+
   // Starts the HLS of button's mount in its player (play: and plays it).
   function startHls(button, audio, play) {
     var url = button.getAttribute("data-hls");
@@ -114,6 +133,7 @@
         audio.removeAttribute("src");
         var hls = new Hls({ lowLatencyMode: true, enableWorker: false });
         audio.__hls = hls;
+        keepMpegPartsInPlace(hls, Hls);
         var recovered = false;
         hls.on(Hls.Events.ERROR, function (ev, data) {     // hls.js retried already
           if (!data.fatal || audio.__hls !== hls) return;

@@ -10,8 +10,8 @@
  *   by reference to that block like any other piece (a private chain of fragment blocks, so
  *   that a segment is its parts' bytes back to back). A new OpusHead (a new source, a chained
  *   stream) makes a new init segment; a chained stream of another codec stops the cutting.
- * Where the title changes, the fragment of the first part cut after it begins with an emsg box
- * carrying it in an ID3 TIT2 frame. Does not decode audio.
+ * Each fragment begins with an emsg box carrying an ID3 tag of its time, with a TIT2 frame in
+ * the first fragment cut after the title changed. Does not decode audio.
  */
 #include "stream/hls_fmp4.h"
 
@@ -464,12 +464,18 @@ int hls_opus_cut_locked(hls_t *h)
     hls_seg_t *s = hls_seg_at(h, h->open_seq);
     if (!o || !o->n || !s || !h->have_open)
         return 0;
+    /* Every fragment carries its time in an emsg ID3 tag, as every packed-audio piece does,
+     * and the title where it changed. hls.js makes its metadata track (a <track> element,
+     * whose cues the browser clears when it loads its empty source) when metadata first
+     * comes: with a title only, the first title's cue was made with the track and lost. */
     unsigned char id3[HLS_ID3_MAX];
+    uint64_t ts90 = o->part_time / FMP4_TIMESCALE * 90000 +
+                    o->part_time % FMP4_TIMESCALE * 90000 / FMP4_TIMESCALE;
     fmp4_frag_t f = {
         .seq = ++o->frag_seq, .tfdt = o->part_time, .durs = o->durs, .sizes = o->sizes,
         .n = o->n, .payload = (const unsigned char *)o->payload.data, .len = o->payload.len,
-        .id3 = o->title ? id3 : NULL,
-        .id3_len = o->title ? hls_id3_title(id3, o->title->title) : 0,
+        .id3 = id3,
+        .id3_len = hls_id3_tag(id3, ts90 & ((1ull << 33) - 1), o->title ? o->title->title : NULL),
     };
     block_t *b = o->payload.error ? NULL : fmp4_fragment(&f);
     if (!b) {

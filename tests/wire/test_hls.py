@@ -182,7 +182,7 @@ def test_settings_of_a_mount_shape_the_playlist(server):
     srv = server(extra_xml="<hls><target-duration>4</target-duration></hls>"
                  "<mount><mount-name>/live.aac</mount-name><hls>"
                  "<target-duration>2</target-duration><segments>4</segments></hls></mount>"
-                 "<mount type=\"default\"><hls><part-target-ms>500</part-target-ms>"
+                 "<mount type=\"default\"><hls><part-target-ms>700</part-target-ms>"
                  "<target-duration>3</target-duration></hls></mount>")
     pa = start_source(srv, "/live.aac", "aac")
     pm = start_source(srv, "/live.mp3", "mp3")
@@ -192,8 +192,8 @@ def test_settings_of_a_mount_shape_the_playlist(server):
     finally:
         fl.stop_process(pa)
         fl.stop_process(pm)
-    assert aac["target"] == 2 and aac["part_target"] == 0.5
-    assert mp3["target"] == 3 and mp3["part_target"] == 0.5
+    assert aac["target"] == 2 and aac["part_target"] == 0.7
+    assert mp3["target"] == 3 and mp3["part_target"] == 0.7
 
 
 def _next_part(pl):

@@ -11,8 +11,10 @@ Screenshots at 1280 px and 360 px go to $WEBUI_SHOTS (as in test_webui_mobile.py
 import pytest
 
 import formatlib as fl
+import hlscheck
 import webuilib
 import wirelib
+from test_hls import playlist
 from test_webui import ADMIN, WEB, browsers  # noqa: F401 (browsers: the fixture)
 from test_webui_mobile import DESKTOP, PHONE, check_fits, emulate
 
@@ -253,3 +255,42 @@ def test_hls_js_reads_an_opus_title_from_its_emsg_box(web_source, browsers):
     tit2 = "TIT2\x00\x00\x00%s\x00\x00\x03%s" % (chr(1 + len(title.encode())), title)
     b.wait(lambda: any(t.endswith(tit2) for t in b.js_run("return window.emsgTitles")), 30,
            "hls.js to read the title's emsg box")
+
+
+def test_hls_js_raises_an_opus_title_as_a_cue_that_stays(web_source, browsers):
+    """hls.js makes its metadata track (a <track> element, whose cues Chromium clears when it
+    loads the element's empty source) when the first metadata comes: every Opus fragment
+    carries its time in an emsg ID3 tag, so the track is there before a title comes, and the
+    title's cue stays in it, as a packed-audio part's does."""
+    srv = web_source("/live.opus", "opus")
+    wirelib.wait_until(lambda: fl.json_source(srv, "/live.opus").get("hls_url"), 10,
+                       "the Opus mount's hls_url (its codec headers)", interval=0.1)
+    hls_js_raises_a_title_cue(srv, browsers, "/live.opus")
+
+
+def test_the_page_plays_an_mp3_mount_low_latency_hls_without_a_stall(live, browsers):
+    """hls.js appends an MP3 mount's parts to an audio/mpeg SourceBuffer (Chromium), and left
+    to itself puts every part after a segment's first at a fixed offset: the player stalls at
+    each segment and skips to the next. The page's player keeps each part after the one
+    before: over two segment boundaries it plays on, its buffer in one piece, and hls.js
+    neither stalls nor jumps a hole."""
+    b, audio = play_hls(live, browsers, "/live.mp3")
+    b.js_run("""var a = document.querySelector(arguments[0]), h = a.__hls;
+        window.hlsTrouble = [];
+        h.on(window.Hls.Events.ERROR, function (e, d) {
+            window.hlsTrouble.push(d.details + ' at ' + a.currentTime.toFixed(2)); });
+        window.hlsFrom = [a.currentTime, Date.now()];""", audio)
+    target = hlscheck.parse(playlist(live, "/live.mp3"))["target"]
+    state = """var a = document.querySelector(arguments[0]), r = [];
+        for (var i = 0; i < a.buffered.length; i++) r.push([a.buffered.start(i), a.buffered.end(i)]);
+        return {played: a.currentTime - window.hlsFrom[0], wall: (Date.now() - window.hlsFrom[1]) / 1000,
+                buffered: r, at: a.currentTime, trouble: window.hlsTrouble};"""
+
+    def two_segments_played():
+        s = b.js_run(state, audio)
+        return s if s["wall"] >= 2 * target + 1 else None
+    s = b.wait(two_segments_played, 2 * target + 15, "two segments of play")
+    around = [r for r in s["buffered"] if r[0] <= s["at"] <= r[1] + 0.1]
+    assert not s["trouble"], s
+    assert around and s["at"] - around[0][0] >= 2 * target - 1, s     # one piece, no holes
+    assert s["played"] >= 0.8 * s["wall"], s
