@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""What a low-latency HLS player costs the server, seen from outside: the eventfd writes that
-wake players when a part closes (strace of the daemon while the project's HLS load generator
-plays).
+"""What a low-latency HLS player costs the server, seen from outside: the writes a part followed
+as it fills is sent in (arrival bursts at a client), and the eventfd writes that wake players
+when a part closes (strace of the daemon while the project's HLS load generator plays).
 docs/PERFORMANCE.md, "HLS". Icecast has no HLS: Rimecast only."""
 import os
 import re
@@ -14,7 +14,7 @@ import pytest
 
 import conftest
 import formatlib as fl
-from test_hls import start_source
+from test_hls import _chunk_times, _hint_just_begun, start_source
 
 pytestmark = pytest.mark.rimecast_only
 
@@ -27,6 +27,35 @@ def _requests(status):
     """The requests hlsswarm made so far (its latest status line)."""
     found = re.findall(r"^t=.* requests=(\d+) ", status.read_text(), re.M)
     return int(found[-1]) if found else 0
+
+
+def _bursts(chunks, gap=0.15):
+    """The chunks grouped by arrival: a new burst after `gap` seconds without one."""
+    bursts = []
+    for t, size in chunks:
+        if bursts and t - bursts[-1][-1][0] < gap:
+            bursts[-1].append((t, size))
+        else:
+            bursts.append([(t, size)])
+    return bursts
+
+
+def test_a_part_followed_as_it_fills_is_written_once_a_window_from_its_start(server):
+    """Asked for the moment it begins, a part of about 1 s at the default window (500 ms)
+    arrives in two writes: what was cut in its first window, then the rest with its end. Not a
+    write for the head and tag when asked, then one at each tick of a clock of its own phase,
+    then the end (three or four)."""
+    srv = server(write_window=500, extra_xml="<hls><sessions>0</sessions></hls>")
+    mount = "/live.mp3"
+    p = start_source(srv, mount, "mp3")
+    try:
+        runs = [_bursts(_chunk_times(srv, _hint_just_begun(srv, mount))) for _ in range(3)]
+    finally:
+        fl.stop_process(p)
+    for bursts in runs:
+        # every byte still comes within a window of being cut, the end at once
+        assert len(bursts) == 2, [[round(t - bursts[0][0][0], 3) for t, _ in b] for b in bursts]
+        assert bursts[0][-1][1] > 0 and bursts[1][-1][1] == 0
 
 
 @pytest.mark.skipif(not os.access(HLSSWARM, os.X_OK) or not shutil.which("strace"),
