@@ -18,11 +18,11 @@ rimecast=${RIMECAST_BIN:-$(find_bin rimecast)}
 swarm=${SWARM_BIN:-$(find_bin loadtest/swarm)}
 hlsswarm=${HLSSWARM_BIN:-$(find_bin loadtest/hlsswarm)}
 port=18600; steps="1000,5000,10000"; hold=20; settle=3; rate=1000; mem_wait=90; modes="plain classic ll"
-dir="loadtest-out/hls-$(date +%Y%m%d-%H%M%S)"; source_file=""
+dir="loadtest-out/hls-$(date +%Y%m%d-%H%M%S)"; source_file=""; extra=""
 usage() {
     echo "usage: hls-ramp.sh [--out DIR] [--port P] [--steps 1000,5000,10000] [--hold SEC]" >&2
     echo "       [--connect-rate R] [--mem-wait SEC (0: no memory phase)] [--modes 'plain classic ll']" >&2
-    echo "       [--source-file MP3] [--rimecast BIN]" >&2
+    echo "       [--source-file MP3] [--rimecast BIN] [--extra XML (config, e.g. <hls>...</hls>)]" >&2
     exit 2
 }
 while [ $# -gt 0 ]; do
@@ -36,6 +36,7 @@ while [ $# -gt 0 ]; do
         --modes) modes=$2; shift 2 ;;
         --source-file) source_file=$2; shift 2 ;;
         --rimecast) rimecast=$2; shift 2 ;;
+        --extra) extra=$2; shift 2 ;;
         *) usage ;;
     esac
 done
@@ -59,7 +60,7 @@ wait_for() { # SECONDS COMMAND...: until the command succeeds, at most SECONDS
     local end=$(( $(date +%s) + $1 )); shift
     until "$@"; do [ "$(date +%s)" -ge "$end" ] && return 1; sleep 0.5; done
 }
-"$here/gen-config.sh" --dir "$dir/run" --port "$port" >/dev/null || exit 1
+"$here/gen-config.sh" --dir "$dir/run" --port "$port" --extra "$extra" >/dev/null || exit 1
 "$rimecast" -c "$dir/run/server.xml" & server=$!; pids+=($server)
 wait_for 10 curl -s -o /dev/null "$base/" || { echo "hls-ramp.sh: the server did not start" >&2; exit 1; }
 "$swarm" --port "$port" --sources 1 --source-mounts "$mount" --source-file "$source_file" \

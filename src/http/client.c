@@ -302,9 +302,11 @@ void client_read_next(conn_t *c)
     client_t *cl = client_of(c);
     if (c->closing)
         return;
-    http_request_t *scratch = malloc(sizeof(*scratch));
-    int head = scratch && c->rbuf ? http_parse_request(c->rbuf, c->rlen, 0, scratch) : -1;
-    free(scratch);
+    /* the head answered is parsed again for its length; a request is 2 KB, and malloc'ing it
+     * for every keep-alive request made glibc consolidate its free lists each time. Used
+     * before the recursion below, so one per thread serves the nested calls too. */
+    static __thread http_request_t scratch;
+    int head = c->rbuf ? http_parse_request(c->rbuf, c->rlen, 0, &scratch) : -1;
     if (head <= 0 || depth >= CLIENT_MAX_PIPELINE_DEPTH) {
         conn_linger_close(c);
         return;

@@ -123,10 +123,14 @@ int worker_post(worker_t *w, void (*fn)(worker_t *, void *), void *arg)
         free(m);
         return -ESHUTDOWN;
     }
+    /* One eventfd write per batch: messages already waiting were signalled by the post that
+     * found the list empty, and the worker reads the eventfd before it takes the list, so
+     * what it has not taken yet it will (a window's part close posts to a thousand waiters). */
+    int signal = list_empty(&w->msgs);
     list_insert_tail(&w->msgs, &m->link);
     pthread_mutex_unlock(&w->msg_lock);
     uint64_t one = 1;
-    if (write(w->evfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+    if (signal && write(w->evfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
         return -errno;
     return 0;
 }

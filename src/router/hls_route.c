@@ -779,6 +779,8 @@ static int filling_send(conn_t *c, filling_t *f)
 static void filling_write(conn_t *c)
 {
     filling_t *f = c->data;
+    if (f->waiter.linked)
+        return; /* a writable edge while the part is waited for: what is queued goes with it */
     for (;;) {
         if (filling_send(c, f) <= 0 || f->waiter.linked)
             return; /* closed, resumes when writable, or waits for the part */
@@ -822,19 +824,25 @@ static int start_filling(conn_t *c, const http_request_t *req, hls_t *h, const h
     hls_piece_t p = {0};
     if (hls_part_so_far(h, u->seq, u->part, &p) != HLS_FILLING)
         return 0;
+    uint64_t held = p.blk ? p.end : 0;
     if (p.blk)
         block_unref(p.blk); /* what it holds is asked for again below */
     filling_t *f = calloc(1, sizeof(*f));
-    char extra[512], head[2048], id3[16];
+    /* the reply head, then the tag as the first chunk: queued at once, one copy */
+    char extra[512], head[2048 + 16 + HLS_ID3_MAX + 2];
     snprintf(extra, sizeof(extra),
              "Transfer-Encoding: chunked\r\nCache-Control: public, max-age=%d, immutable\r\n"
              "ETag: \"%llu.%d\"\r\nAccess-Control-Allow-Origin: *\r\n", SEGMENT_MAX_AGE,
              (unsigned long long)u->seq, u->part);
     int keep = reply_keepalive_wanted(req);
-    size_t hlen = reply_head(head, sizeof(head), keep, 200, hls_piece_type(&p), -1, extra);
-    int n = snprintf(id3, sizeof(id3), "%x\r\n", (unsigned)p.id3_len);
-    if (!f || hlen == 0 || conn_queue(c, head, hlen) < 0 || conn_queue(c, id3, (size_t)n) < 0 ||
-        conn_queue(c, (const char *)p.id3, p.id3_len) < 0 || conn_queue(c, "\r\n", 2) < 0) {
+    size_t hlen = reply_head(head, 2048, keep, 200, hls_piece_type(&p), -1, extra);
+    if (hlen > 0) {
+        hlen += (size_t)snprintf(head + hlen, 16, "%x\r\n", (unsigned)p.id3_len);
+        memcpy(head + hlen, p.id3, p.id3_len);
+        memcpy(head + hlen + p.id3_len, "\r\n", 2);
+        hlen += p.id3_len + 2;
+    }
+    if (!f || hlen == 0 || conn_queue(c, head, hlen) < 0) {
         free(f);
         client_send_error(c, 500, "Internal Server Error");
         return 1;
@@ -855,6 +863,12 @@ static int start_filling(conn_t *c, const http_request_t *req, hls_t *h, const h
     c->ops = &filling_ops;
     /* a part completes within its target: three target durations bound a stalled source */
     conn_set_deadline(c, (uint64_t)hls_target_duration(h) * 3000);
+    /* With a write window, the answer waits for the window's next tick (counted from the
+     * part's start) or the part's end, and goes out in one writev with what was cut by then:
+     * the part asked for the moment it begins holds next to nothing yet. */
+    f->waiter.seen_end = held;
+    if (server_config()->write_window_ms > 0 && hls_wait(h, &f->waiter) > 0)
+        return 1;
     if (filling_more(c, f) >= 0)
         filling_write(c);
     return 1;

@@ -196,6 +196,9 @@ void hls_part_close(hls_t *h, int close)
         h->disc_next |= s->discontinuity;
         h->have_open = 0;
     }
+    /* the followers' window ticks count from the part's start: a part of up to two windows
+     * is sent in two writes (a window in, then its end), whatever the phase of the clock */
+    h->followers_sent_ms = loop_now_ms();
     wake_waiters(h);
 }
 

@@ -1,0 +1,111 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""What a low-latency HLS player costs the server, seen from outside: the writes a part followed
+as it fills is sent in (arrival bursts at a client), and the eventfd writes that wake players
+when a part closes (strace of the daemon while the project's HLS load generator plays).
+docs/PERFORMANCE.md, "HLS". Icecast has no HLS: Rimecast only."""
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+import conftest
+import formatlib as fl
+from test_hls import _chunk_times, _hint_just_begun, start_source
+
+pytestmark = pytest.mark.rimecast_only
+
+HLSSWARM = os.environ.get("HLSSWARM_BIN") or os.path.join(os.path.dirname(conftest.BINARY),
+                                                           "loadtest", "hlsswarm")
+PART_S = 0.984  # the default part target (1 s) in whole MP3 frames at 44.1 kHz
+
+
+def _requests(status):
+    """The requests hlsswarm made so far (its latest status line)."""
+    found = re.findall(r"^t=.* requests=(\d+) ", status.read_text(), re.M)
+    return int(found[-1]) if found else 0
+
+
+def _bursts(chunks, gap=0.15):
+    """The chunks grouped by arrival: a new burst after `gap` seconds without one."""
+    bursts = []
+    for t, size in chunks:
+        if bursts and t - bursts[-1][-1][0] < gap:
+            bursts[-1].append((t, size))
+        else:
+            bursts.append([(t, size)])
+    return bursts
+
+
+def test_a_part_followed_as_it_fills_is_written_once_a_window_from_its_start(server):
+    """Asked for the moment it begins, a part of about 1 s at the default window (500 ms)
+    arrives in two writes: what was cut in its first window, then the rest with its end. Not a
+    write for the head and tag when asked, then one at each tick of a clock of its own phase,
+    then the end (three or four)."""
+    srv = server(write_window=500, extra_xml="<hls><sessions>0</sessions></hls>")
+    mount = "/live.mp3"
+    p = start_source(srv, mount, "mp3")
+    try:
+        runs = [_bursts(_chunk_times(srv, _hint_just_begun(srv, mount))) for _ in range(3)]
+    finally:
+        fl.stop_process(p)
+    for bursts in runs:
+        # every byte still comes within a window of being cut, the end at once
+        assert len(bursts) == 2, [[round(t - bursts[0][0][0], 3) for t, _ in b] for b in bursts]
+        assert bursts[0][-1][1] > 0 and bursts[1][-1][1] == 0
+
+
+@pytest.mark.skipif(not os.access(HLSSWARM, os.X_OK) or not shutil.which("strace"),
+                    reason="needs loadtest/hlsswarm and strace")
+def test_a_part_close_wakes_its_waiting_players_with_one_eventfd_write_not_one_each(server,
+                                                                                 tmp_path):
+    """40 low-latency players on one worker: each part close (and window tick) posts a wake-up
+    to every player waiting for it; the worker's eventfd is written once for the batch, not
+    once a player (about two a second each before)."""
+    players, seconds = 40, 4
+    srv = server(workers=1)
+    mount = "/live.mp3"
+    p = start_source(srv, mount, "mp3")
+    status = tmp_path / "hlsswarm.status"
+    gen = subprocess.Popen([HLSSWARM, "--host", srv.host, "--port", str(srv.port), "--mount",
+                            mount, "--ll", "--clients", str(players), "--duration", "60",
+                            "--status", str(status)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    fd, out = tempfile.mkstemp(prefix="trace.", dir=srv.dir)
+    os.close(fd)
+    try:
+        deadline = time.monotonic() + 30
+        while "all_active clients=%d " % players not in (status.read_text()
+                                                         if status.exists() else ""):
+            assert time.monotonic() < deadline and gen.poll() is None, "players never all active"
+            time.sleep(0.1)
+        tracer = subprocess.Popen(["strace", "-f", "-y", "-e", "trace=write,writev", "-e",
+                                   "signal=none", "-o", out, "-p", str(srv.pid)],
+                                  stderr=subprocess.PIPE, text=True)
+        try:
+            assert "attached" in tracer.stderr.readline()
+            # traced until the players made `seconds` worth of requests (two a second each)
+            start = _requests(status)
+            deadline = time.monotonic() + 6 * seconds
+            while _requests(status) < start + 2 * players * seconds:
+                assert time.monotonic() < deadline, status.read_text()[-1000:]
+                time.sleep(0.1)
+        finally:
+            tracer.terminate()
+            tracer.wait(10)
+    finally:
+        gen.terminate()
+        gen.wait(10)
+        fl.stop_process(p)
+    trace = open(out).read()
+    wakes = len(re.findall(r"^\d+ +write\(\d+<anon_inode:\[eventfd\]>", trace, re.M))
+    sends = len(re.findall(r"^\d+ +writev\(\d+<(?:TCP|socket)", trace, re.M))
+    conftest.note("%d players, %d s: %d writev, %d eventfd writes" % (players, seconds, sends,
+                                                                     wakes))
+    # the players were served meanwhile: a playlist and a part's two writes a second each
+    assert sends >= players * seconds, (sends, wakes)
+    # one write per part close and tick (about three a second), not one per player woken
+    assert wakes < players * seconds / 4, (sends, wakes)
