@@ -399,19 +399,34 @@ int yp_start(void)
     return 0;
 }
 
+/* The thread stopped (if it runs) and every entry dropped: with a "remove" for those listed
+ * (yp_stop), or forgotten (yp_abandon: an answer still to come finds no entry). */
+static void stop_thread(int remove)
+{
+    if (yp_state.running) {
+        pthread_mutex_lock(&yp_state.lock);
+        yp_state.stopping = 1;
+        pthread_cond_signal(&yp_state.wake);
+        pthread_mutex_unlock(&yp_state.lock);
+        pthread_join(yp_state.thread, NULL);
+        yp_state.running = 0;
+    } else if (remove) {
+        return;
+    }
+    pthread_mutex_lock(&yp_state.lock);
+    if (remove)
+        drop_unseen(server_config(), 1);
+    while (yp_state.entries) {
+        yp_entry_t *e = yp_state.entries;
+        yp_state.entries = e->next;
+        entry_free(e);
+    }
+    pthread_mutex_unlock(&yp_state.lock);
+}
+
 void yp_stop(void)
 {
-    if (!yp_state.running)
-        return;
-    pthread_mutex_lock(&yp_state.lock);
-    yp_state.stopping = 1;
-    pthread_cond_signal(&yp_state.wake);
-    pthread_mutex_unlock(&yp_state.lock);
-    pthread_join(yp_state.thread, NULL);
-    yp_state.running = 0;
-    pthread_mutex_lock(&yp_state.lock);
-    drop_unseen(server_config(), 1);
-    pthread_mutex_unlock(&yp_state.lock);
+    stop_thread(1);
 }
 
 /* ---- upgrade ---- */
@@ -449,21 +464,7 @@ void yp_resume(void)
 
 void yp_abandon(void)
 {
-    if (yp_state.running) {
-        pthread_mutex_lock(&yp_state.lock);
-        yp_state.stopping = 1;
-        pthread_cond_signal(&yp_state.wake);
-        pthread_mutex_unlock(&yp_state.lock);
-        pthread_join(yp_state.thread, NULL);
-        yp_state.running = 0;
-    }
-    pthread_mutex_lock(&yp_state.lock);
-    while (yp_state.entries) { /* an answer still to come finds no entry: dropped */
-        yp_entry_t *e = yp_state.entries;
-        yp_state.entries = e->next;
-        entry_free(e);
-    }
-    pthread_mutex_unlock(&yp_state.lock);
+    stop_thread(0);
 }
 
 int yp_restore(rec_reader_t *in)
