@@ -3,7 +3,11 @@
 old one made, under their SIDs and at their pace; nothing is added again or removed, and an
 old process that stays for its TLS listeners lists nothing any more."""
 
+import json
+import os
+import re
 import signal
+import socket
 import threading
 import time
 
@@ -98,6 +102,14 @@ def test_an_old_process_draining_tls_listeners_lists_nothing(server, directory, 
     assert_one_listing_touched_on(d, t1, 2, 10)
     src.stop()
     assert [r.form["sid"] for r in d.wait("remove", 1, 10)] == ["sid-1"], d.requests
+    assert srv.stop() == 0
+    # the old process's local feed was nobody's listener at the new one: no access-log line
+    # (nor session record) for it when it ended with the old process
+    lines = srv.access_log().splitlines()
+    assert [l for l in lines if "Rimecast" in l] == [], lines
+    with open(os.path.join(srv.logdir, "sessions.log")) as f:
+        ended = [json.loads(line) for line in f if line.strip()]
+    assert not [r for r in ended if "Rimecast" in (r.get("agent") or "")], ended
 
 
 # A new binary that reads the whole state, then refuses it: the hand-over fails after the
@@ -130,3 +142,25 @@ def test_a_failed_hand_over_leaves_the_old_process_touching_its_listing(server, 
     assert_one_listing_touched_on(d, t0, 3, 10)
     src.stop()
     assert [r.form["sid"] for r in d.wait("remove", 1, 10)] == ["sid-1"], d.requests
+
+
+def test_a_relay_to_an_ipv6_address_names_it_in_brackets_in_its_host_header(server):
+    """The relay's request is the one the local feed of an upgrade sends to the new process's
+    plain socket, bound to ::1 when the config says so: the Host header must read [::1]:port."""
+    from upstreamlib import read_head
+    sock = socket.socket(socket.AF_INET6)
+    sock.bind(("::1", 0))
+    sock.listen(4)
+    sock.settimeout(15)
+    port = sock.getsockname()[1]
+    server(extra_xml="<relay><server>::1</server><port>%d</port><mount>/up.mp3</mount>"
+                     "<local-mount>/edge.mp3</local-mount><on-demand>0</on-demand></relay>"
+           % port)
+    try:
+        conn, _ = sock.accept()
+        with conn:
+            conn.settimeout(5)
+            head = read_head(conn).decode("latin-1")
+    finally:
+        sock.close()
+    assert re.search(r"(?im)^Host: \[::1\]:%d\r$" % port, head), head
