@@ -375,9 +375,11 @@ static void *yp_main(void *arg)
 {
     pthread_mutex_lock(&yp_state.lock);
     while (!yp_state.stopping) {
-        int held = yp_state.held;
+        /* with no directory left (a reload, or a new process's config): listings carried or
+         * made before are removed */
+        int work = !yp_state.held && (yp_state.entries || server_config()->directories);
         pthread_mutex_unlock(&yp_state.lock);
-        if (server_config()->directories && !held)
+        if (work)
             tick();
         pthread_mutex_lock(&yp_state.lock);
         struct timespec ts;

@@ -112,6 +112,18 @@ def test_an_old_process_draining_tls_listeners_lists_nothing(server, directory, 
     assert not [r for r in ended if "Rimecast" in (r.get("agent") or "")], ended
 
 
+
+def test_a_listing_whose_directory_the_new_config_drops_is_removed(server, directory,
+                                                                  mp3_file):
+    d = directory(numbered_sids())
+    srv = server(extra_xml=yp_xml(d.url("/cgi")))
+    src = listed_station(srv, d, mp3_file)
+    srv.write_config(extra_xml="")  # the new process lists nowhere
+    upgrade(srv)
+    rm = d.wait("remove", 1, 10)
+    assert [r.form["sid"] for r in rm] == ["sid-1"] and len(d.of("add")) == 1, d.requests
+    src.stop()
+
 # A new binary that reads the whole state, then refuses it: the hand-over fails after the
 # old process saved its listings.
 REFUSING = """#!/usr/bin/python3
