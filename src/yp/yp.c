@@ -358,7 +358,8 @@ static void drop_unseen(const config_t *cfg, int all)
 static void visit_mount_locked(mount_t *m, void *arg)
 {
     pthread_mutex_lock(&yp_state.lock);
-    visit_mount(m, arg);
+    if (!yp_state.held) /* an upgrade saved the listings while this tick ran: it sends nothing */
+        visit_mount(m, arg);
     pthread_mutex_unlock(&yp_state.lock);
 }
 
@@ -367,7 +368,8 @@ static void tick(void)
     tick_t t = {server_config(), loop_now_ms()};
     mount_foreach(visit_mount_locked, &t);
     pthread_mutex_lock(&yp_state.lock);
-    drop_unseen(t.cfg, 0);
+    if (!yp_state.held)
+        drop_unseen(t.cfg, 0);
     pthread_mutex_unlock(&yp_state.lock);
 }
 
