@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """YP directory listings across an upgrade: the new process goes on touching the listings the
 old one made, under their SIDs and at their pace; nothing is added again or removed, and an
-old process that stays for its TLS listeners lists nothing any more."""
+old process that stays for its TLS listeners lists nothing any more. Also what the new process
+shows of that old process's local feed: no access-log line, and a Host header an IPv6 plain
+socket can be named by."""
 
 import json
 import os
