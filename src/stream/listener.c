@@ -706,6 +706,8 @@ static int start(conn_t *c, const http_request_t *req, mount_t *m, const char *h
         atomic_fetch_add(&server.stats.client_connections, 1);
     }
     client_of(c)->status = 200;
+    if (feed)
+        client_skip_log(c); /* not a listener: no access-log line when it ends */
     l->conn = c;
     l->feed = feed;
     l->start_ms = session_now_ms();

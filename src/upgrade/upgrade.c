@@ -44,6 +44,7 @@
 #include "stream/source.h"
 #include "upgrade/upgrade_proto.h"
 #include "upstream/relay.h"
+#include "yp/yp.h"
 
 #define UPGRADE_START_MS 30000   /* the new process loads its config and asks */
 #define UPGRADE_PARK_MS 5000     /* every worker stops at a safe point */
@@ -461,6 +462,7 @@ static void save_mounts(state_t *s)
         rec_str(&s->mounts, feeds[i].token);
         rec_end(&s->mounts, at);
     }
+    yp_save(&s->mounts, REC_YP); /* nothing listed from here until the hand-over ends */
     for (size_t i = 0; i < s->t.n; i++) {
         size_t at = rec_begin(&s->metas, REC_META);
         handover_meta_save(&s->t, i, &s->metas);
@@ -797,6 +799,10 @@ static int hand_over(run_t *r, const upgrade_pidfile_t *pf)
         else
             ok = expect(r, 'K', UPGRADE_RESTORE_MS, "taking the state");
     }
+    if (ok)
+        yp_abandon(); /* the new process touches the listings on: no "remove" from here */
+    else
+        yp_resume();
     if (ok) {
         /* TLS listeners stay here, served until they leave (not closed) */
         int drain = server_config()->upgrade_drain, keep = drain ? tls_listeners() : 0;

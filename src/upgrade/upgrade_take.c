@@ -36,6 +36,7 @@
 #include "stream/source.h"
 #include "upgrade/upgrade_proto.h"
 #include "upstream/relay.h"
+#include "yp/yp.h"
 
 /* What the old process sent (main thread only). */
 static struct {
@@ -379,6 +380,8 @@ int upgrade_restore(char *err, size_t cap)
             rc = events_restore(&f) < 0 ? -1 : 1;
         else if (type == REC_FEED_TOKEN)
             rc = load_feed_token(&f) < 0 ? -1 : 1;
+        else if (type == REC_YP)
+            rc = yp_restore(&f) < 0 ? -1 : 1;
         else if (type == REC_HISTORY && history_global() &&
                  history_restore(history_global(), &f) < 0)
             rc = -1;

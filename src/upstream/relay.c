@@ -509,9 +509,10 @@ static void send_request(conn_t *c, relay_t *r)
 {
     const relay_host_t *h = &r->hosts[r->cur];
     char req[2048];
+    int v6 = strchr(r->host, ':') && r->host[0] != '['; /* an IPv6 literal: "[::1]:8000" */
     int n = snprintf(req, sizeof(req),
-                     "GET %s HTTP/1.0\r\nHost: %s:%d\r\nUser-Agent: %s\r\n%s", r->path,
-                     r->host, r->tport, server_ident(),
+                     "GET %s HTTP/1.0\r\nHost: %s%s%s:%d\r\nUser-Agent: %s\r\n%s", r->path,
+                     v6 ? "[" : "", r->host, v6 ? "]" : "", r->tport, server_ident(),
                      h->icy ? "Icy-MetaData: 1\r\n" : "");
     if (r->feed_header && n > 0 && (size_t)n < sizeof(req))
         n += snprintf(req + n, sizeof(req) - (size_t)n, "%s\r\n", r->feed_header);

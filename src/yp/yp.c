@@ -19,6 +19,7 @@
 #include "core/escape.h"
 #include "core/log.h"
 #include "core/loop.h"
+#include "core/record.h"
 #include "core/str.h"
 #include "core/url.h"
 #include "http/fetch.h"
@@ -50,6 +51,7 @@ static struct {
     pthread_cond_t wake;
     pthread_t thread;
     int running, stopping;
+    int held; /* an upgrade saved the entries: nothing is sent until it ends one way or other */
     yp_entry_t *entries;
     uint64_t next_id;
 } yp_state = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
@@ -356,7 +358,8 @@ static void drop_unseen(const config_t *cfg, int all)
 static void visit_mount_locked(mount_t *m, void *arg)
 {
     pthread_mutex_lock(&yp_state.lock);
-    visit_mount(m, arg);
+    if (!yp_state.held) /* an upgrade saved the listings while this tick ran: it sends nothing */
+        visit_mount(m, arg);
     pthread_mutex_unlock(&yp_state.lock);
 }
 
@@ -365,7 +368,8 @@ static void tick(void)
     tick_t t = {server_config(), loop_now_ms()};
     mount_foreach(visit_mount_locked, &t);
     pthread_mutex_lock(&yp_state.lock);
-    drop_unseen(t.cfg, 0);
+    if (!yp_state.held)
+        drop_unseen(t.cfg, 0);
     pthread_mutex_unlock(&yp_state.lock);
 }
 
@@ -373,8 +377,11 @@ static void *yp_main(void *arg)
 {
     pthread_mutex_lock(&yp_state.lock);
     while (!yp_state.stopping) {
+        /* with no directory left (a reload, or a new process's config): listings carried or
+         * made before are removed */
+        int work = !yp_state.held && (yp_state.entries || server_config()->directories);
         pthread_mutex_unlock(&yp_state.lock);
-        if (server_config()->directories)
+        if (work)
             tick();
         pthread_mutex_lock(&yp_state.lock);
         struct timespec ts;
@@ -396,17 +403,103 @@ int yp_start(void)
     return 0;
 }
 
+/* The thread stopped (if it runs) and every entry dropped: with a "remove" for those listed
+ * (yp_stop), or forgotten (yp_abandon: an answer still to come finds no entry). */
+static void stop_thread(int remove)
+{
+    if (yp_state.running) {
+        pthread_mutex_lock(&yp_state.lock);
+        yp_state.stopping = 1;
+        pthread_cond_signal(&yp_state.wake);
+        pthread_mutex_unlock(&yp_state.lock);
+        pthread_join(yp_state.thread, NULL);
+        yp_state.running = 0;
+    } else if (remove) {
+        return;
+    }
+    pthread_mutex_lock(&yp_state.lock);
+    if (remove)
+        drop_unseen(server_config(), 1);
+    while (yp_state.entries) {
+        yp_entry_t *e = yp_state.entries;
+        yp_state.entries = e->next;
+        entry_free(e);
+    }
+    pthread_mutex_unlock(&yp_state.lock);
+}
+
 void yp_stop(void)
 {
-    if (!yp_state.running)
-        return;
+    stop_thread(1);
+}
+
+/* ---- upgrade ---- */
+
+void yp_save(buf_t *out, uint16_t type)
+{
     pthread_mutex_lock(&yp_state.lock);
-    yp_state.stopping = 1;
-    pthread_cond_signal(&yp_state.wake);
+    yp_state.held = 1;
+    uint64_t now = loop_now_ms();
+    for (yp_entry_t *e = yp_state.entries; e; e = e->next) {
+        if (e->gone)
+            continue;
+        /* one waiting for its answer: due a whole interval on (the answer sets that here) */
+        uint64_t due = e->in_flight ? (uint64_t)(e->touch_s ? e->touch_s : 1) * 1000u
+                       : e->next_ms > now ? e->next_ms - now : 0;
+        size_t at = rec_begin(out, type);
+        rec_str(out, e->dir_url);
+        rec_str(out, e->mount);
+        rec_i64(out, (int64_t)e->source_start);
+        rec_str(out, e->sid);
+        rec_u32(out, e->touch_s);
+        rec_u64(out, due);
+        rec_u32(out, e->backoff_s);
+        rec_end(out, at);
+    }
     pthread_mutex_unlock(&yp_state.lock);
-    pthread_join(yp_state.thread, NULL);
-    yp_state.running = 0;
+}
+
+void yp_resume(void)
+{
     pthread_mutex_lock(&yp_state.lock);
-    drop_unseen(server_config(), 1);
+    yp_state.held = 0;
     pthread_mutex_unlock(&yp_state.lock);
+}
+
+void yp_abandon(void)
+{
+    stop_thread(0);
+}
+
+int yp_restore(rec_reader_t *in)
+{
+    char *dir_url = rec_get_str(in), *mount = rec_get_str(in), *sid = NULL;
+    time_t start = (time_t)rec_get_i64(in);
+    sid = rec_get_str(in);
+    uint32_t touch_s = rec_get_u32(in);
+    uint64_t due = rec_get_u64(in);
+    uint32_t backoff_s = rec_get_u32(in);
+    yp_entry_t *e = NULL;
+    int ok = dir_url && mount && sid && !in->error && touch_s <= YP_MAX_BACKOFF_S &&
+             backoff_s <= YP_MAX_BACKOFF_S && due <= YP_MAX_BACKOFF_S * 1000u &&
+             (e = calloc(1, sizeof(*e)));
+    if (ok) {
+        e->dir_url = dir_url;
+        e->mount = mount;
+        dir_url = mount = NULL;
+        e->source_start = start; /* matched against the carried mount's on each tick */
+        clean_copy(e->sid, sizeof(e->sid), sid);
+        e->touch_s = touch_s;
+        e->backoff_s = backoff_s;
+        e->next_ms = loop_now_ms() + due;
+        pthread_mutex_lock(&yp_state.lock);
+        e->id = ++yp_state.next_id;
+        e->next = yp_state.entries;
+        yp_state.entries = e;
+        pthread_mutex_unlock(&yp_state.lock);
+    }
+    free(dir_url);
+    free(mount);
+    free(sid);
+    return ok ? 0 : -1;
 }
