@@ -21,9 +21,15 @@
 #include "stats/stats.h"
 #include "stream/mount.h"
 
+/* A ring's room grows with its samples, from none to RING_FIRST_ROOM and then four times
+ * that until it holds len (it never wraps before): a mount's day ring has no room for its first
+ * 5 minutes, its hour ring a fifth of it for the first 5, and a short-lived mount's rings stay
+ * small. Grown only while the ring has not wrapped, so its samples stay in order. */
+#define RING_FIRST_ROOM 32
 typedef struct ring {
     history_point_t *pts;
-    int cap, head, count;  /* head: next slot to write */
+    int cap, len;          /* cap: room allocated; len: samples the ring keeps */
+    int head, count;       /* head: next slot to write */
 } ring_t;
 
 typedef struct series {
@@ -43,16 +49,30 @@ struct history {
     int n, cap;
 };
 
-static void ring_push(ring_t *r, history_point_t p)
+/* 0, or -ENOMEM when the ring needed more room and found no memory (the sample is lost). */
+static int ring_push(ring_t *r, history_point_t p)
 {
+    if (r->count == r->cap && r->cap < r->len) {
+        int cap = r->cap ? r->cap * 4 : RING_FIRST_ROOM;
+        cap = cap < r->len ? cap : r->len;
+        history_point_t *pts = realloc(r->pts, (size_t)cap * sizeof(*pts));
+        if (!pts)
+            return -ENOMEM;
+        r->pts = pts;
+        r->cap = cap;
+        r->head = r->count; /* it wrapped to 0 when the smaller room filled up */
+    }
     r->pts[r->head] = p;
     r->head = (r->head + 1) % r->cap;
     if (r->count < r->cap)
         r->count++;
+    return 0;
 }
 
 static int ring_copy(const ring_t *r, history_point_t *out, int cap)
 {
+    if (r->count == 0)
+        return 0;
     int n = r->count < cap ? r->count : cap;
     int first = (r->head - r->count + r->cap) % r->cap + (r->count - n);
     for (int i = 0; i < n; i++)
@@ -125,15 +145,13 @@ static series_t *add(history_t *h, const char *name, int64_t now, int *err)
     }
     series_t *s = &h->v[h->n];
     s->name = str_dup(name);
-    s->fine.pts = calloc(HISTORY_FINE_LEN, sizeof(history_point_t));
-    s->coarse.pts = calloc(HISTORY_COARSE_LEN, sizeof(history_point_t));
-    if (!s->name || !s->fine.pts || !s->coarse.pts) {
+    if (!s->name) {
         series_free(s);
         *err = -ENOMEM;
         return NULL;
     }
-    s->fine.cap = HISTORY_FINE_LEN;
-    s->coarse.cap = HISTORY_COARSE_LEN;
+    s->fine.len = HISTORY_FINE_LEN;
+    s->coarse.len = HISTORY_COARSE_LEN;
     h->n++;
     return s;
 }
@@ -160,14 +178,15 @@ int history_sample(history_t *h, const char *name, int64_t now, long long listen
         s->last_bytes = bytes_sent;
         s->have_bytes = 1;
         s->last_seen = now;
-        ring_push(&s->fine, p);
+        err = ring_push(&s->fine, p);
         s->acc_rate += p.bytes_per_s;
         if (p.listeners > s->acc_max)
             s->acc_max = p.listeners;
         if (++s->acc_n == HISTORY_COARSE_STEP / HISTORY_FINE_STEP) {
             history_point_t c = {.t = (uint32_t)now, .listeners = s->acc_max,
                                  .bytes_per_s = saturated(s->acc_rate / (uint64_t)s->acc_n)};
-            ring_push(&s->coarse, c);
+            if (ring_push(&s->coarse, c) < 0)
+                err = -ENOMEM;
             s->acc_rate = 0;
             s->acc_max = 0;
             s->acc_n = 0;
@@ -223,7 +242,7 @@ static void ring_load(ring_t *r, rec_reader_t *in)
     uint32_t n = rec_get_u32(in);
     for (uint32_t i = 0; i < n && !in->error; i++) {
         history_point_t p = {rec_get_u32(in), rec_get_u32(in), rec_get_u32(in)};
-        ring_push(r, p); /* more than the ring holds: the oldest go */
+        (void)ring_push(r, p); /* more than the ring holds: the oldest go; no memory: lost */
     }
 }
 
@@ -256,8 +275,8 @@ int history_restore(history_t *h, rec_reader_t *in)
         int64_t seen = rec_get_i64(in);
         series_t *s = name && !find(h, name) ? add(h, name, seen, &err) : NULL;
         history_point_t pf[HISTORY_FINE_LEN], pc[HISTORY_COARSE_LEN];
-        series_t skip = {.fine = {pf, HISTORY_FINE_LEN, 0, 0},
-                         .coarse = {pc, HISTORY_COARSE_LEN, 0, 0}};
+        series_t skip = {.fine = {pf, HISTORY_FINE_LEN, HISTORY_FINE_LEN, 0, 0},
+                         .coarse = {pc, HISTORY_COARSE_LEN, HISTORY_COARSE_LEN, 0, 0}};
         if (!s)
             s = &skip; /* a duplicate, or no room: read past it */
         s->last_seen = seen;

@@ -18,7 +18,8 @@
 #define HISTORY_COARSE_LEN 288   /* one day */
 #define HISTORY_MAX_SERIES 512
 
-/* 12 bytes: a series keeps 648 of them (7.6 KB), one series per mount. */
+/* 12 bytes: a series keeps 648 of them (7.6 KB), one series per mount, once its rings are
+ * full (their room grows with their samples: a new mount's first hour costs less). */
 typedef struct history_point {
     uint32_t t;            /* unix time of the sample (unsigned 32 bits: until 2106) */
     uint32_t listeners;    /* listeners then (day ring: the most during its 5 min) */

@@ -2,7 +2,8 @@
 /*
  * test_history: the listener and bandwidth rings: rates from running byte totals, the hour
  * ring keeping its last 360 samples oldest first, 30 hour samples folding into one day
- * sample (peak listeners, mean rate), series aging out, and the cap on series.
+ * sample (peak listeners, mean rate), the rings keeping every sample in order at each count
+ * while their room grows, series aging out, and the cap on series.
  */
 #include "stats/history.h"
 
@@ -37,6 +38,27 @@ static void hour_ring_keeps_the_last_hour_oldest_first(void)
     CHECK(p[HISTORY_FINE_LEN - 1].listeners == HISTORY_FINE_LEN + 24);
     CHECK(history_get(h, "", 0, p, 10) == 10);             /* a short buffer: the newest */
     CHECK(p[9].listeners == HISTORY_FINE_LEN + 24 && p[0].listeners == HISTORY_FINE_LEN + 15);
+    history_free(h);
+}
+
+/* The room grows from none in steps (32, 128, then the whole ring): at every count on the way
+ * each sample is there once, oldest first; a day ring has nothing before its first sample. */
+static void rings_keep_every_sample_in_order_while_they_grow(void)
+{
+    history_t *h = history_new(2);
+    static history_point_t p[HISTORY_FINE_LEN];
+    CHECK(history_sample(h, "/g", 10, 0, 0) == 0);
+    CHECK(history_get(h, "/g", 1, p, HISTORY_FINE_LEN) == 0);
+    for (int n = 2; n <= HISTORY_FINE_LEN + 3; n++) {
+        CHECK(history_sample(h, "/g", 10 * n, n - 1, 0) == 0);
+        int want = n < HISTORY_FINE_LEN ? n : HISTORY_FINE_LEN, got;
+        got = history_get(h, "/g", 0, p, HISTORY_FINE_LEN);
+        int ok = got == want;
+        for (int i = 0; ok && i < want; i++)
+            ok = p[i].listeners == (uint32_t)(n - want + i);
+        if (!ok)
+            CHECK(!"hour ring out of order" && n);
+    }
     history_free(h);
 }
 
@@ -80,6 +102,7 @@ int main(void)
 {
     RUN(rates_come_from_byte_totals);
     RUN(hour_ring_keeps_the_last_hour_oldest_first);
+    RUN(rings_keep_every_sample_in_order_while_they_grow);
     RUN(day_ring_folds_thirty_samples);
     RUN(gone_series_age_out_and_the_cap_holds);
     return testlib_done();
