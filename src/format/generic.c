@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * generic: pass-through handler for MP3, AAC and every type without a parser of its own.
- * Audio bytes are never altered. Small reads are gathered into one block until it holds
- * GENERIC_BLOCK bytes or its first byte waited f->coalesce_ms (0: every read is a block at
- * once), so a paced source sending 400-byte chunks costs one block header per few KB and
- * listeners fewer iovecs. MPEG audio and ADTS streams are followed frame by frame (format/mpeg.h):
+ * Audio bytes are never altered. Small reads are gathered until they make GENERIC_BLOCK bytes
+ * or the first byte waited f->coalesce_ms (0: every read is a block at once), so a paced source
+ * sending 400-byte chunks costs one block header per few KB and listeners fewer iovecs. They
+ * are gathered in a buffer of the source's own, kept for its life, and copied into a block of
+ * exactly their size when emitted: a block is never grown or cut down in the heap, which would
+ * leave holes beside the blocks (the queue of every source) that no later block fits. MPEG audio and ADTS streams are followed frame by frame (format/mpeg.h):
  * a block is cut at the last frame start it holds (the rest, less than a frame, begins the next
  * block) and only blocks that begin at a frame are sync points; an ID3v2 tag the stream
  * begins with is a block of its own and no sync point; when the source ends, an incomplete
@@ -51,7 +53,8 @@ typedef struct generic_state {
     unsigned char *last; /* previous metadata, to report changes only */
     size_t last_len;
     int url_set;
-    block_t *pending;    /* audio gathered but not yet emitted */
+    block_t *pending;    /* audio gathered but not yet emitted: the gathering buffer */
+    block_t *spare;      /* the gathering buffer while nothing is gathered */
     uint64_t pending_since_ms;
     uint64_t pending_at;  /* audio offset of pending->data[0] */
     int pending_probe;    /* pending began while frames were not followed: a sync point */
@@ -78,6 +81,8 @@ static void generic_destroy(format_t *f)
     if (st) {
         if (st->pending)
             block_unref(st->pending);
+        if (st->spare)
+            block_unref(st->spare);
         free(st->meta);
         free(st->last);
         free(st->held);
@@ -86,13 +91,17 @@ static void generic_destroy(format_t *f)
     f->state = NULL;
 }
 
-/* A pending block with room for want bytes (at most a whole block): it grows as audio comes
- * (grow_pending), so that an emitted block is the size of what it holds, with no unused room
- * left behind in the heap. */
+/* Starts gathering in the source's buffer (made with room for want bytes, at most a whole
+ * block, the first time: it grows as audio comes, grow_pending, to what the source's rate
+ * fills, and is then reused block after block). */
 static int new_pending(generic_state_t *st, size_t want)
 {
-    if (!(st->pending = block_new(want < GENERIC_BLOCK ? want : GENERIC_BLOCK)))
+    if (st->spare) {
+        st->pending = st->spare;
+        st->spare = NULL;
+    } else if (!(st->pending = block_new(want < GENERIC_BLOCK ? want : GENERIC_BLOCK))) {
         return -ENOMEM;
+    }
     st->pending_at = st->sync.pos;
     st->pending_probe = st->sync.mode == MPEG_SYNC_START || st->sync.mode == MPEG_SYNC_PROBE;
     mpeg_sync_mark(&st->sync, st->pending_at);
@@ -105,10 +114,10 @@ static int generic_frame_open(const mpeg_sync_t *s)
     return s->mode == MPEG_SYNC_LOCKED && (s->pos < s->next || s->have > 0);
 }
 
-/* Emits the pending block. With cut, a followed stream's block ends at the last frame start
- * it holds and the bytes from there begin the next pending block (one copy of less than a
- * frame, per source block); a block that holds nothing but the beginning of one frame waits
- * for the rest (unless it is full: a frame larger than a block). */
+/* Emits what is gathered as a block of its size. With cut, a followed stream's block ends at
+ * the last frame start it holds and the bytes from there stay gathered, moved to the front;
+ * what holds nothing but the beginning of one frame waits for the rest (unless it is a whole
+ * block: a frame larger than a block). */
 static int generic_emit_pending(format_t *f, generic_state_t *st, int cut)
 {
     block_t *b = st->pending;
@@ -125,32 +134,25 @@ static int generic_emit_pending(format_t *f, generic_state_t *st, int cut)
     /* the stream's leading ID3v2 tag is no start point: a listener moved here would get it in
      * the middle of its stream, where decoders take it for a broken frame */
     int sync = st->pending_at >= st->sync.tag_end && (st->pending_probe || st->sync.mark_ok);
-    st->pending = NULL;
+    size_t len = b->len - keep;
+    block_t *out = len ? block_new_copy(b->data, len) : NULL;
+    if (len && !out)
+        return -ENOMEM; /* nothing lost: emitted whole next time */
     if (keep) {
-        if (new_pending(st, keep) < 0) {
-            st->pending = b; /* nothing lost: emitted whole next time */
-            return -ENOMEM;
-        }
+        memmove(b->data, b->data + len, keep);
+        b->len = (uint32_t)keep;
         st->pending_at = frame;
         mpeg_sync_mark(&st->sync, frame);
-        memcpy(st->pending->data, b->data + b->len - keep, keep);
-        st->pending->len = (uint32_t)keep;
         st->pending_since_ms = f->coalesce_ms > 0 ? loop_now_ms() : 0;
-        b->len -= (uint32_t)keep;
+    } else {
+        b->len = 0;
+        st->pending = NULL;
+        st->spare = b;
     }
-    if (b->len == 0) {
-        block_unref(b);
-        return 0;
+    if (out) {
+        out->flags = sync ? BLOCK_SYNC : 0;
+        f->sink.emit(f->sink.ctx, out);
     }
-    if (b->len < b->cap) { /* cut or flushed by age: give back the unused room */
-        block_t *fit = realloc(b, sizeof(*b) + b->len);
-        if (fit) {
-            b = fit;
-            b->cap = b->len;
-        }
-    }
-    b->flags = sync ? BLOCK_SYNC : 0;
-    f->sink.emit(f->sink.ctx, b);
     return 0;
 }
 
@@ -178,6 +180,14 @@ static int generic_joined(format_t *f, generic_state_t *st, uint64_t from)
     while (st->pending && st->pending->len >= GENERIC_BLOCK)
         if (generic_emit_pending(f, st, 1) < 0)
             return -ENOMEM;
+    block_t **kept = st->pending ? &st->pending : &st->spare; /* the gathering buffer */
+    if ((*kept)->cap > GENERIC_BLOCK) { /* held a relay's first bytes: a block's room is enough */
+        block_t *fit = realloc(*kept, sizeof(**kept) + GENERIC_BLOCK);
+        if (fit) {
+            fit->cap = GENERIC_BLOCK;
+            *kept = fit;
+        }
+    }
     return 0;
 }
 
