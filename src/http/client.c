@@ -41,14 +41,42 @@ static const conn_ops_t reading_ops = {
 
 /* ---- lifecycle ---- */
 
+void client_set_log_request(client_t *cl, const char *const value[CLIENT_LOG_FIELDS],
+                            const size_t len[CLIENT_LOG_FIELDS])
+{
+    char **dst[CLIENT_LOG_FIELDS] = {&cl->log_method, &cl->log_uri, &cl->log_protocol,
+                                     &cl->log_agent, &cl->log_referer};
+    free(cl->log_method); /* the allocation holding them all */
+    size_t total = 0;
+    for (size_t i = 0; i < CLIENT_LOG_FIELDS; i++)
+        total += value[i] ? len[i] + 1 : 0;
+    char *p = value[0] ? malloc(total) : NULL;
+    for (size_t i = 0; i < CLIENT_LOG_FIELDS; i++) {
+        *dst[i] = NULL;
+        if (!p || !value[i])
+            continue;
+        memcpy(p, value[i], len[i]);
+        p[len[i]] = '\0';
+        *dst[i] = p;
+        p += len[i] + 1;
+    }
+}
+
+/* The request's fields are only a method ("-": no request was read). */
+static void set_log_method_only(client_t *cl)
+{
+    const char *value[CLIENT_LOG_FIELDS] = {"-"};
+    size_t len[CLIENT_LOG_FIELDS] = {1};
+    client_set_log_request(cl, value, len);
+}
+
 static void clear_log_fields(client_t *cl)
 {
-    char **fields[] = {&cl->log_method, &cl->log_uri, &cl->log_protocol,
-                       &cl->log_agent,  &cl->log_referer, &cl->log_user};
-    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
-        free(*fields[i]);
-        *fields[i] = NULL;
-    }
+    const char *none[CLIENT_LOG_FIELDS] = {NULL};
+    size_t len[CLIENT_LOG_FIELDS] = {0};
+    client_set_log_request(cl, none, len);
+    free(cl->log_user);
+    cl->log_user = NULL;
 }
 
 void client_log_request(conn_t *c)
@@ -78,6 +106,7 @@ static void client_destroy(conn_t *c)
     if (cl->on_end)
         cl->on_end(c, cl->on_end_arg);
     free(cl->req);
+    free(cl->peer);
     free(cl);
 }
 
@@ -99,7 +128,7 @@ static void refuse(conn_t *c)
     size_t len;
     char *resp = response_error(403, "Forbidden: connection limit reached", &len);
     client_t *cl = client_of(c);
-    cl->log_method = strdup("-");
+    set_log_method_only(cl);
     cl->status = 403;
     atomic_fetch_add(&server.stats.connections_refused, 1);
     log_info_limited(&refuse_log, 10000, "client %s refused: <clients> limit (%d) reached",
@@ -158,7 +187,7 @@ void client_accept(worker_t *w, int fd, const char *ip, const listen_conf_t *lc)
     }
     conn_set_deadline(c, (uint64_t)cfg->header_timeout * 1000u);
     if (denied) {
-        cl->log_method = strdup("-");
+        set_log_method_only(cl);
         client_send_error(c, 403, "Forbidden");
     } else if (over_limit) {
         refuse(c);
@@ -183,20 +212,19 @@ void client_send_error(conn_t *c, int status, const char *message)
 
 void client_capture_request(conn_t *c, const http_request_t *req)
 {
-    client_t *cl = client_of(c);
-    free(cl->log_method);
-    free(cl->log_uri);
-    free(cl->log_protocol);
-    free(cl->log_agent);
-    free(cl->log_referer);
-    cl->log_method = str_ndup(req->method_str, req->method_len);
-    cl->log_uri = str_ndup(req->uri, req->uri_len);
     char proto[32];
-    snprintf(proto, sizeof(proto), "%s/%d.%d", req->is_ice ? "ICE" : "HTTP", req->version_major,
-             req->version_minor);
-    cl->log_protocol = strdup(proto);
-    cl->log_agent = http_header_dup(req, "user-agent");
-    cl->log_referer = http_header_dup(req, "referer");
+    int plen = snprintf(proto, sizeof(proto), "%s/%d.%d", req->is_ice ? "ICE" : "HTTP",
+                        req->version_major, req->version_minor);
+    const http_header_t *agent = http_find_header(req, "user-agent");
+    const http_header_t *referer = http_find_header(req, "referer");
+    const char *value[CLIENT_LOG_FIELDS] = {req->method_str, req->uri, proto,
+                                            agent ? agent->value : NULL,
+                                            referer ? referer->value : NULL};
+    size_t len[CLIENT_LOG_FIELDS] = {req->method_len, req->uri_len,
+                                     plen < (int)sizeof(proto) ? (size_t)plen : sizeof(proto) - 1,
+                                     agent ? agent->value_len : 0,
+                                     referer ? referer->value_len : 0};
+    client_set_log_request(client_of(c), value, len);
 }
 
 /* ---- reading the request head ---- */
@@ -209,16 +237,18 @@ static void capture_raw_request_line(conn_t *c)
     while (len < max && c->rbuf[len] != '\r' && c->rbuf[len] != '\n')
         len++;
     const char *p = c->rbuf, *end = c->rbuf + len;
-    char **fields[] = {&cl->log_method, &cl->log_uri, &cl->log_protocol};
-    for (size_t i = 0; i < 3; i++) {
+    const char *value[CLIENT_LOG_FIELDS] = {NULL};
+    size_t words[CLIENT_LOG_FIELDS] = {0};
+    for (size_t i = 0; i < 3; i++) { /* method, URI, protocol */
         while (p < end && *p == ' ')
             p++;
         const char *w = p;
         while (p < end && (*p != ' ' || i == 2))
             p++;
-        free(*fields[i]);
-        *fields[i] = p > w ? str_ndup(w, (size_t)(p - w)) : strdup("-");
+        value[i] = p > w ? w : "-";
+        words[i] = p > w ? (size_t)(p - w) : 1;
     }
+    client_set_log_request(cl, value, words);
 }
 
 static void reject_parse_error(conn_t *c, int err)
@@ -252,8 +282,7 @@ static void reading_on_timeout(conn_t *c)
         return;
     }
     log_info("client %s: request head not complete within header-timeout", CIDR_SHOWN(c->ip));
-    free(cl->log_method);
-    cl->log_method = strdup("-");
+    set_log_method_only(cl);
     client_send_error(c, 408, "Request Timeout");
 }
 

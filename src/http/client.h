@@ -23,12 +23,14 @@ typedef struct client {
     size_t parsed_len;         /* bytes of conn.rbuf the parser has seen */
     unsigned requests;         /* requests dispatched on this connection (keep-alive) */
     const char *shoutcast_mount; /* shoutcast-compat socket: its mount (config string) */
-    /* access log */
+    /* access log: the request's fields in one allocation (log_method's: client_set_log_request),
+     * the user apart (set by the roles that authenticate) */
     char *log_method, *log_uri, *log_protocol, *log_agent, *log_referer, *log_user;
     int status;
     int over_limit;            /* came past <clients> with siblings configured: its request is
                                 * read only to send it to a sibling (302), else 403 */
-    char peer[64];             /* the socket's address when ip was replaced by a forwarded one */
+    char *peer;                /* the socket's address when ip was replaced by a forwarded one
+                                * (allocated then; NULL while ip is the socket's) */
     /* called once when the connection ends, before it is freed (a role above: e.g. an
      * authenticated session; c->bytes_sent and c->start are still valid) */
     void (*on_end)(conn_t *c, void *arg);
@@ -84,6 +86,12 @@ void client_accept(worker_t *w, int fd, const char *ip, const listen_conf_t *lc)
  * gracefully. */
 void client_send_error(conn_t *c, int status, const char *message);
 
+/* Sets the access-log fields of the request, method, URI, protocol, agent and referer, to
+ * copies of value[i] (len[i] bytes; NULL: none) in one allocation, replacing the ones set.
+ * With no method, or without memory, all five are NULL (the request gets no line). */
+#define CLIENT_LOG_FIELDS 5
+void client_set_log_request(client_t *cl, const char *const value[CLIENT_LOG_FIELDS],
+                            const size_t len[CLIENT_LOG_FIELDS]);
 /* Records access-log fields from the parsed request (copies). */
 void client_capture_request(conn_t *c, const http_request_t *req);
 /* Writes the access-log line for the request just answered and clears its fields. */

@@ -32,7 +32,7 @@ void client_save(conn_t *c, buf_t *out)
         rec_str(out, fields[i]);
     rec_u32(out, (uint32_t)cl->status);
     rec_u32(out, cl->requests);
-    rec_str(out, cl->peer);
+    rec_str(out, cl->peer ? cl->peer : "");
 }
 
 /* The listen socket of the new config a connection on port came in on (the first one with
@@ -85,15 +85,18 @@ client_t *client_restore(worker_t *w, int fd, rec_reader_t *in, size_t size,
         c->bytes_sent = sent;
         c->local_port = port;
         int queued = !pending || conn_queue(c, (const char *)wbuf, pending) == 0;
-        char **dst[] = {&cl->log_method, &cl->log_uri, &cl->log_protocol,
-                        &cl->log_agent,  &cl->log_referer, &cl->log_user};
-        for (size_t i = 0; i < 6; i++) {
-            *dst[i] = fields[i];
-            fields[i] = NULL;
-        }
+        size_t len[CLIENT_LOG_FIELDS];
+        for (size_t i = 0; i < CLIENT_LOG_FIELDS; i++)
+            len[i] = fields[i] ? strlen(fields[i]) : 0;
+        client_set_log_request(cl, (const char *const *)fields, len);
+        cl->log_user = fields[5];
+        fields[5] = NULL;
         cl->status = status;
         cl->requests = requests;
-        snprintf(cl->peer, sizeof(cl->peer), "%s", peer ? peer : "");
+        if (peer && *peer) {
+            cl->peer = peer;
+            peer = NULL;
+        }
         if (!queued) {
             conn_close(c); /* closes fd; released with the worker's closed connections */
             cl = NULL;

@@ -63,6 +63,9 @@ typedef struct conn_ops {
     int send_deadline;
 } conn_ops_t;
 
+/* An address as text (inet_ntop: IPv6 at most 45 characters, and its NUL). */
+#define CONN_IP_LEN 46
+
 struct conn {
     loop_handler_t handler;
     const conn_ops_t *ops;
@@ -70,9 +73,11 @@ struct conn {
     const transport_t *transport;
     void *transport_data;
     worker_t *worker;
-    int fd;
     uint64_t id;
-    char ip[64];
+    char ip[CONN_IP_LEN];
+    unsigned char closing;
+    unsigned char counted;    /* holds a slot in server.stats.clients */
+    int fd;
     int local_port;
     const listen_conf_t *listen; /* the listen socket it came in on (config), NULL if outbound */
     time_t start;
@@ -80,11 +85,12 @@ struct conn {
     size_t heap_pos;      /* slot in the worker's deadline heap, 0 = none */
     uint64_t send_mark;   /* bytes_sent + 1 when the send deadline was armed, else 0 */
     int send_outq;        /* bytes in the socket's send queue then (SIOCOUTQ) */
-    int closing;
-    int counted;          /* holds a slot in server.stats.clients */
-    int tls;              /* bytes travel over TLS (net/tls.h): links given to it say https */
-    int draining;         /* kept by a process that handed over to a new one (conn_drain_keep) */
-    int read_again;       /* queued on the worker's read-again list */
+    /* flags (0 or 1), a byte each (a connection is held per listener); two more sit after
+     * ip, in what would be padding */
+    unsigned char tls;        /* bytes travel over TLS (net/tls.h): links given to it say https */
+    unsigned char draining;   /* kept by a process that handed over to a new one
+                               * (conn_drain_keep) */
+    unsigned char read_again; /* queued on the worker's read-again list */
     conn_t *again_next;
 
     /* input buffer (a request head being read); NULL when not needed */

@@ -261,7 +261,7 @@ static int fallback_has_own_auth(const mount_conf_t *asked, const mount_t *fb)
 static int from_loopback(conn_t *c)
 {
     const client_t *cl = client_of(c);
-    const char *ip = cl->peer[0] ? cl->peer : c->ip;
+    const char *ip = cl->peer ? cl->peer : c->ip;
     unsigned char a[16];
     cidr_t v4, v6;
     return cidr_addr_parse(ip, strlen(ip), a) == 0 && cidr_parse("127.0.0.0/8", 11, &v4) == 0 &&
@@ -394,8 +394,8 @@ static int admit_connection(conn_t *c)
 static int admit_request(conn_t *c, const http_request_t *req)
 {
     client_t *cl = client_of(c);
-    const char *peer = cl->peer[0] ? cl->peer : c->ip;
-    char real[64];
+    const char *peer = cl->peer ? cl->peer : c->ip;
+    char real[CONN_IP_LEN];
     int named = access_proxy_trusted(peer) ? access_forwarded_for(req, real, sizeof(real)) : 0;
     if (named < 0) {
         static log_ratelimit_t conflict_log;
@@ -406,8 +406,10 @@ static int admit_request(conn_t *c, const http_request_t *req)
         return 0;
     }
     if (named) {
-        if (!cl->peer[0])
-            snprintf(cl->peer, sizeof(cl->peer), "%s", c->ip);
+        if (!cl->peer && !(cl->peer = strdup(c->ip))) {
+            client_send_error(c, 500, "Internal Server Error");
+            return 0;
+        }
         if (strcmp(real, c->ip) != 0)
             log_debug("access: %s forwards for %s", CIDR_SHOWN(cl->peer), CIDR_SHOWN(real));
         snprintf(c->ip, sizeof(c->ip), "%s", real);
@@ -417,7 +419,7 @@ static int admit_request(conn_t *c, const http_request_t *req)
             client_send_error(c, 403, "Forbidden");
             return 0;
         }
-    } else if (cl->peer[0]) {
+    } else if (cl->peer) {
         snprintf(c->ip, sizeof(c->ip), "%s", cl->peer); /* this request names no one else */
     }
     const http_header_t *ua = http_find_header(req, "user-agent");
