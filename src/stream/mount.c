@@ -4,8 +4,9 @@
  *
  * Queue references: the queue owns one reference on `oldest` and one on `newest`; every block
  * owns one on its successor. Publishing links the new block after `newest`; trimming moves
- * `oldest` forward to the burst start (the newest sync block at or before head - burst-size). A listener cursor on an old
- * block keeps that block and all later ones alive until it moves or is closed for lagging.
+ * `oldest` forward to the burst start (the oldest sync block at or after head - burst-size), so
+ * the queue holds no more than the burst. A listener cursor on an old block keeps that block
+ * and all later ones alive until it moves or is closed for lagging.
  */
 #include "stream/mount.h"
 
@@ -438,20 +439,20 @@ void mount_kill_source(mount_t *m)
         free(id);
 }
 
-/* The newest block a listener may start at for a burst point: the newest sync block at or
- * before target that is not older than from (a chained stream's headers), else the first sync
- * block after target; NULL when there is none yet. Walks only the queue (a few blocks). */
+/* The block a listener starts at for a burst point: the oldest sync block at or after target
+ * that is not older than from (a chained stream's headers), else the newest sync block before
+ * target; NULL when there is none yet. Walks only the queue (a few blocks). */
 static block_t *burst_start_locked(mount_t *m, uint64_t target, uint64_t from)
 {
-    block_t *start = NULL;
+    block_t *before = NULL;
     for (block_t *b = m->oldest; b; b = block_next(b)) {
         if (b->len == 0 || !(b->flags & BLOCK_SYNC) || b->offset < from)
             continue;
-        if (b->offset > target)
-            return start ? start : b;
-        start = b;
+        if (b->offset >= target)
+            return b;
+        before = b;
     }
-    return start;
+    return before;
 }
 
 static uint64_t burst_point(uint64_t head, long burst)
@@ -460,15 +461,13 @@ static uint64_t burst_point(uint64_t head, long burst)
 }
 
 /* Drops the blocks no new listener can start at: those before the start of the burst (the
- * newest sync block at or before head - burst-size). Without such a sync block, every block
- * wholly before the burst point goes (listeners then start at the next sync block). */
+ * oldest sync block at or after head - burst-size, else the newest before it). Without any
+ * sync block, every block wholly before the burst point goes. */
 static void trim_locked(mount_t *m, uint64_t head_end)
 {
     long burst = atomic_load_explicit(&m->burst_size, memory_order_relaxed);
     uint64_t target = burst_point(head_end, burst);
     block_t *keep = burst_start_locked(m, target, 0);
-    if (keep && keep->offset > target)
-        keep = NULL;
     while (m->oldest != m->newest && m->oldest != keep) {
         block_t *next = block_next(m->oldest);
         if (!keep && next->offset > target)
@@ -647,8 +646,8 @@ static block_t *attach(mount_t *m, long burst, uint32_t *pos, block_t **headers)
     uint64_t target = burst_point(m->next_offset, burst);
     if (target < m->headers_offset)
         target = m->headers_offset; /* never start before a chained stream's new headers */
-    /* At least burst-size bytes (the start block begins at or before the burst point), at
-     * most one block more; burst-size 0 starts at the live edge. */
+    /* At most burst-size bytes (the start block begins at or after the burst point), less than
+     * a block fewer when blocks are sync points; burst-size 0 starts at the live edge. */
     block_t *start = burst > 0 ? burst_start_locked(m, target, m->headers_offset) : NULL;
     if (start) {
         *pos = 0;

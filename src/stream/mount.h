@@ -198,9 +198,10 @@ char *mount_get_tag(mount_t *m, const char *key);
  * when the mount is full (nothing taken). Given back with atomic_fetch_sub on m->listeners. */
 int mount_take_listener_slot(mount_t *m);
 
-/* Listener side. Finds the start for a new listener: the newest sync block at or before the
- * burst point (head - burst-size), so it gets at least burst-size bytes and at most one block
- * more; the first sync block after it when there is none; the live edge for burst-size 0.
+/* Listener side. Finds the start for a new listener: the oldest sync block at or after the
+ * burst point (head - burst-size), so it gets at most burst-size bytes, and less than a block
+ * fewer where every block is a sync point (as Icecast 2.4 counts its burst); the newest sync
+ * block before it when there is none; the live edge for burst-size 0.
  * Returns a reference on the block and the offset within it in *pos, and a reference on the
  * codec headers in *headers (or NULL). */
 block_t *mount_attach(mount_t *m, uint32_t *pos, block_t **headers);

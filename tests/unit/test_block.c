@@ -160,29 +160,44 @@ static void test_queue_concurrent(void)
     mount_unref(m);
 }
 
-static void test_burst_start(void)
+/* 100 blocks of 1000 bytes, a sync point every `every` blocks, on a new mount. */
+static mount_t *queue_of_100(const char *name, int every)
 {
     mount_info_t info = {0};
     int err;
-    mount_t *m = mount_create("/b", &info, &feed, &err);
+    mount_t *m = mount_create(name, &info, &feed, &err);
     for (int i = 0; i < 100; i++) {
         block_t *b = block_new(1000);
         memset(b->data, i, 1000);
         b->len = 1000;
-        b->flags = (i % 10 == 0) ? BLOCK_SYNC : 0; /* sync every 10 blocks */
+        b->flags = (i % every == 0) ? BLOCK_SYNC : 0;
         mount_publish(m, b);
     }
+    return m;
+}
+
+static void test_burst_start(void)
+{
+    mount_t *m = queue_of_100("/b", 10);
     uint32_t pos;
     block_t *hdr;
     block_t *b = mount_attach(m, &pos, &hdr);
-    /* burst 65536 from head 100000: the newest sync block at or before offset 34464 is 30000
-     * (at least burst-size bytes), and trimming kept it */
-    CHECK(b->offset == 30000 && pos == 0 && (b->flags & BLOCK_SYNC));
-    CHECK(m->oldest->offset == 30000);
+    /* burst 65536 from head 100000: the oldest sync block at or after offset 34464 is 40000
+     * (at most burst-size bytes), and the queue was trimmed to it */
+    CHECK(b->offset == 40000 && pos == 0 && (b->flags & BLOCK_SYNC));
+    CHECK(m->oldest->offset == 40000);
     block_unref(b);
     atomic_store(&m->burst_size, 0);
     b = mount_attach(m, &pos, &hdr);
     CHECK(b->offset == 99000 && pos == 1000); /* live edge */
+    block_unref(b);
+    mount_end(m);
+    mount_unref(m);
+    /* every block a sync point: less than a block short of burst-size, and the queue holds
+     * no block before it */
+    m = queue_of_100("/every", 1);
+    b = mount_attach(m, &pos, &hdr);
+    CHECK(b->offset == 35000 && pos == 0 && m->oldest == b);
     block_unref(b);
     mount_end(m);
     mount_unref(m);
