@@ -5,12 +5,14 @@
  * or the first byte waited f->coalesce_ms (0: every read is a block at once), so a paced source
  * sending 400-byte chunks costs one block header per few KB and listeners fewer iovecs. They
  * are gathered in a buffer of the source's own, kept for its life, and copied into a block of
- * exactly their size when emitted: a block is never grown or cut down in the heap, which would
- * leave holes beside the blocks (the queue of every source) that no later block fits. MPEG audio and ADTS streams are followed frame by frame (format/mpeg.h):
- * a block is cut at the last frame start it holds (the rest, less than a frame, begins the next
- * block) and only blocks that begin at a frame are sync points; an ID3v2 tag the stream
- * begins with is a block of its own and no sync point; when the source ends, an incomplete
- * last frame is dropped. Data not recognized as frames keeps every block a sync point and
+ * their size when emitted: a block is never grown or cut down in the heap, which would leave
+ * holes beside the blocks (the queue of every source) that no later block fits. A block within
+ * an eighth of the largest the source emitted gets that size, so that a steady source's blocks
+ * come in one size and a freed one fits the next. MPEG audio and ADTS streams are followed
+ * frame by frame (format/mpeg.h): a block is cut at the last frame start it holds (the rest,
+ * less than a frame, begins the next block) and only blocks that begin at a frame are sync
+ * points; an ID3v2 tag the stream begins with is a block of its own and no sync point; when
+ * the source ends, an incomplete last frame is dropped. Data not recognized as frames keeps every block a sync point and
  * every byte. A relay's stream (join_midway) begins wherever its upstream's stream was: its
  * bytes are only followed until the sync locks on a run of frames, and emitting starts at the
  * run's first frame (a tag or partial frame before it is dropped; data that does not lock
@@ -55,6 +57,7 @@ typedef struct generic_state {
     int url_set;
     block_t *pending;    /* audio gathered but not yet emitted: the gathering buffer */
     block_t *spare;      /* the gathering buffer while nothing is gathered */
+    uint32_t block_room; /* the largest block emitted: the room of every block near its size */
     uint64_t pending_since_ms;
     uint64_t pending_at;  /* audio offset of pending->data[0] */
     int pending_probe;    /* pending began while frames were not followed: a sync point */
@@ -135,9 +138,17 @@ static int generic_emit_pending(format_t *f, generic_state_t *st, int cut)
      * the middle of its stream, where decoders take it for a broken frame */
     int sync = st->pending_at >= st->sync.tag_end && (st->pending_probe || st->sync.mark_ok);
     size_t len = b->len - keep;
-    block_t *out = len ? block_new_copy(b->data, len) : NULL;
+    if (len > st->block_room)
+        st->block_room = (uint32_t)len;
+    /* blocks of about the largest size get that room: a freed one then fits the next exactly */
+    size_t room = len >= st->block_room - st->block_room / 8 ? st->block_room : len;
+    block_t *out = len ? block_new(room) : NULL;
     if (len && !out)
         return -ENOMEM; /* nothing lost: emitted whole next time */
+    if (out) {
+        memcpy(out->data, b->data, len);
+        out->len = (uint32_t)len;
+    }
     if (keep) {
         memmove(b->data, b->data + len, keep);
         b->len = (uint32_t)keep;
