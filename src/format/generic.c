@@ -138,10 +138,11 @@ static int generic_emit_pending(format_t *f, generic_state_t *st, int cut)
      * the middle of its stream, where decoders take it for a broken frame */
     int sync = st->pending_at >= st->sync.tag_end && (st->pending_probe || st->sync.mark_ok);
     size_t len = b->len - keep;
-    if (len > st->block_room)
+    if (len > st->block_room && len <= GENERIC_BLOCK) /* not a relay's first bytes at once */
         st->block_room = (uint32_t)len;
     /* blocks of about the largest size get that room: a freed one then fits the next exactly */
-    size_t room = len >= st->block_room - st->block_room / 8 ? st->block_room : len;
+    size_t room = len <= st->block_room && len >= st->block_room - st->block_room / 8
+                      ? st->block_room : len;
     block_t *out = len ? block_new(room) : NULL;
     if (len && !out)
         return -ENOMEM; /* nothing lost: emitted whole next time */

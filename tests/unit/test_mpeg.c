@@ -131,6 +131,8 @@ typedef struct rec {
     size_t first_frame;          /* offset of the first frame (after a tag) */
     int seen_sync;
     size_t first_sync;           /* offset of the first sync block */
+    int room_short;              /* blocks with less room than bytes */
+    uint32_t room[64];           /* the room of the first blocks */
 } rec_t;
 
 static void rec_emit(void *ctx, block_t *b)
@@ -146,6 +148,9 @@ static void rec_emit(void *ctx, block_t *b)
     }
     memcpy(r->out + r->len, b->data, b->len);
     r->len += b->len;
+    r->room_short += b->cap < b->len;
+    if (r->blocks < 64)
+        r->room[r->blocks] = b->cap;
     r->blocks++;
     block_unref(b);
 }
@@ -192,6 +197,27 @@ static void test_generic_cuts_at_frames(void)
         CHECK(r.len == sizeof(sample_adts) && memcmp(r.out, sample_adts, r.len) == 0);
         CHECK(r.sync_not_at_frame == 0);
     }
+}
+
+/* Blocks within an eighth of the largest so far get its room (a freed one fits the next);
+ * others, and the largest, their own size. */
+static void test_generic_blocks_near_the_largest_get_its_room(void)
+{
+    static unsigned char junk[4096 * 3 + 3904 * 2 + 1000];
+    for (size_t i = 0; i < sizeof(junk); i++)
+        junk[i] = (unsigned char)(i * 7 + (i >> 8));
+    static const size_t reads[] = {3904, 4096, 3904, 4096, 1000, 4096};
+    static rec_t r;
+    memset(&r, 0, sizeof(r));
+    format_sink_t sink = {.ctx = &r, .emit = rec_emit};
+    format_t *f = format_new(&format_generic_ops, &sink); /* coalesce 0: a block per read */
+    size_t at = 0;
+    for (size_t i = 0; i < sizeof(reads) / sizeof(reads[0]); at += reads[i++])
+        CHECK(f->ops->ingest(f, junk + at, reads[i]) == 0);
+    format_free(f);
+    CHECK(r.blocks == 6 && r.len == sizeof(junk) && memcmp(r.out, junk, r.len) == 0);
+    CHECK(r.room[0] == 3904 && r.room[1] == 4096 && r.room[2] == 4096 && r.room[3] == 4096);
+    CHECK(r.room[4] == 1000 && r.room[5] == 4096 && r.room_short == 0);
 }
 
 static void test_generic_unframed_data_is_all_sync(void)
@@ -318,6 +344,7 @@ static void test_generic_join_midway_starts_at_a_frame(void)
             CHECK(r.len == sizeof(sample_mp3) - first);
             CHECK(memcmp(r.out, sample_mp3 + first, r.len) == 0);
             CHECK(r.seen_sync && r.first_sync == 0 && r.sync_not_at_frame == 0);
+            CHECK(r.room_short == 0);
         }
     }
     static rec_t r;
@@ -411,6 +438,7 @@ int main(void)
     RUN(test_adts_headers);
     RUN(test_real_frames);
     RUN(test_generic_cuts_at_frames);
+    RUN(test_generic_blocks_near_the_largest_get_its_room);
     RUN(test_generic_unframed_data_is_all_sync);
     RUN(test_generic_relocks_after_garbage);
     RUN(test_generic_drops_an_incomplete_last_frame);
