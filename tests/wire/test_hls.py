@@ -545,8 +545,12 @@ def _hint_just_begun(srv, mount):
     return mount + "/" + pl["hint"]["URI"]
 
 
+# parts of a second (the default is half of one): long enough to see one followed as it fills
+SECOND_PARTS = "<hls><sessions>0</sessions><part-target-ms>1000</part-target-ms></hls>"
+
+
 def test_part_being_cut_is_sent_as_it_fills(server):
-    srv = server(extra_xml="<hls><sessions>0</sessions></hls>")
+    srv = server(extra_xml=SECOND_PARTS)
     mount = "/live.mp3"
     p = start_source(srv, mount, "mp3")
     try:
@@ -600,7 +604,7 @@ def _chunk_times(srv, path, timeout=30):
 def test_part_being_cut_is_sent_at_write_window_ticks(server, window):
     """A part followed as it fills gets what was cut once a write window, as a plain listener
     is written: a chunk of several source blocks, not one per block the source sends."""
-    srv = server(write_window=window, extra_xml="<hls><sessions>0</sessions></hls>")
+    srv = server(write_window=window, extra_xml=SECOND_PARTS)
     mount = "/live.mp3"
     p = start_source(srv, mount, "mp3")
     try:
