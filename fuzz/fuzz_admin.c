@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "admin/admin.h"
 #include "admin/request.h"
 #include "core/url.h"
 

@@ -21,6 +21,8 @@
 #include <stdint.h>
 #include <libxml/tree.h>
 
+#include "admin/request.h" /* ADMIN_VIEW_* */
+
 typedef struct conn conn_t;
 typedef struct worker worker_t;
 typedef struct mount mount_t;
@@ -33,14 +35,6 @@ typedef enum {
                         * only: a source user may do nothing else, as in Icecast) */
     ADMIN_AUTH_RELAY,  /* the relay credentials only (as Icecast: admin gets 401) */
 } admin_auth_t;
-
-enum {
-    ADMIN_VIEW_XML = 1,
-    ADMIN_VIEW_XSL = 2,
-    ADMIN_VIEW_JSON = 4,
-    ADMIN_VIEW_TXT = 8,
-    ADMIN_VIEW_CSV = 16,
-};
 
 typedef struct admin_req admin_req_t;
 

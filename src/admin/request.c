@@ -10,8 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "admin/admin.h"
-
 static const struct {
     const char *suffix;
     int view;

@@ -11,6 +11,16 @@
 
 #include <stddef.h>
 
+/* The views of an admin answer, by the command path's suffix; a command's table row (admin.h)
+ * accepts a set of them, or-ed. */
+enum {
+    ADMIN_VIEW_XML = 1,
+    ADMIN_VIEW_XSL = 2,
+    ADMIN_VIEW_JSON = 4,
+    ADMIN_VIEW_TXT = 8,
+    ADMIN_VIEW_CSV = 16,
+};
+
 /* "/admin/listclients.xsl" -> name "listclients" (NUL-terminated in name[0..cap)), *view the
  * ADMIN_VIEW_* of its suffix (XML without one); "/admin" and "/admin/" are "stats" as XSL,
  * "/admin.cgi" is "admin.cgi"; "/admin/audience/top.json" a sub-command "audience/top". path

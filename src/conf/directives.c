@@ -2,7 +2,7 @@
 /*
  * directives: the icecast.xml vocabulary as tables. Each section (root, limits, authentication,
  * listen-socket, mount, relay, directory, paths, logging, security, http-headers) is a table of
- * {element, type, offsetof field, bounds} applied by the engine in config.c; repeatable blocks
+ * {element, type, offsetof field, bounds} applied by the engine in walk.c; repeatable blocks
  * (mount, relay, listen-socket, ...) have a handler that allocates the object, links it into the
  * config and walks the block's own table. Completion (legacy root port, default-mount merging,
  * burst/queue checks) is here because it needs the tables and the line numbers.
@@ -15,6 +15,8 @@
 #include <strings.h>
 
 #include "conf/directives.h"
+#include "conf/snapshot.h"
+#include "conf/walk.h"
 
 static const word_t loglevel_words[] = {
     {"error", 1}, {"warn", 2}, {"warning", 2}, {"info", 3}, {"information", 3}, {"debug", 4},

@@ -4,12 +4,12 @@
  * what happens to each: refused at start-up (and on reload) when ignoring it would open
  * access, else warned about once. Work that implements a setting deletes its row here; the
  * refusal or warning goes away with it. conf/README.md lists the same settings (a unit test
- * checks that every row is mentioned there). Applied by config_walk() in config.c.
+ * checks that every row is mentioned there). Applied by config_walk() in walk.c.
  */
 #include <stdio.h>
 #include <string.h>
 
-#include "conf/directives.h"
+#include "conf/walk.h"
 
 const policy_t config_policies[] = {
     /* refused: ignoring them would let in someone the file keeps out */
