@@ -41,11 +41,13 @@ def _bursts(chunks, gap=0.15):
 
 
 def test_a_part_followed_as_it_fills_is_written_once_a_window_from_its_start(server):
-    """Asked for the moment it begins, a part of about 1 s at the default window (500 ms)
+    """Asked for the moment it begins, a part of about 1 s (asked for: the default is 500 ms)
+    at the default window (500 ms)
     arrives in two writes: what was cut in its first window, then the rest with its end. Not a
     write for the head and tag when asked, then one at each tick of a clock of its own phase,
     then the end (three or four)."""
-    srv = server(write_window=500, extra_xml="<hls><sessions>0</sessions></hls>")
+    srv = server(write_window=500, extra_xml="<hls><sessions>0</sessions>"
+                 "<part-target-ms>1000</part-target-ms></hls>")
     mount = "/live.mp3"
     p = start_source(srv, mount, "mp3")
     try:
