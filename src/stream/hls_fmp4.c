@@ -6,6 +6,7 @@
  */
 #include "stream/hls_fmp4.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -233,6 +234,23 @@ block_t *fmp4_init_segment(const unsigned char *head, size_t len)
     if (w.overflow)
         return NULL;
     return block_new_copy(out, w.len);
+}
+
+int fmp4_sample_room(uint32_t **durs, uint32_t **sizes, uint32_t *cap, uint32_t n)
+{
+    if (n < *cap)
+        return 0;
+    uint32_t want = *cap ? 2 * *cap : 64;
+    uint32_t *d = realloc(*durs, want * sizeof(*d));
+    if (d)
+        *durs = d;
+    uint32_t *z = d ? realloc(*sizes, want * sizeof(*z)) : NULL;
+    if (z)
+        *sizes = z;
+    if (!z)
+        return -ENOMEM;
+    *cap = want;
+    return 0;
 }
 
 #define EMSG_SCHEME "https://aomedia.org/emsg/ID3"

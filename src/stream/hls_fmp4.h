@@ -48,6 +48,10 @@ typedef struct fmp4_frag {
     size_t id3_len;
 } fmp4_frag_t;
 
+/* Makes room for sample n in the arrays *durs and *sizes of *cap entries each (doubled when
+ * full): 0, or -ENOMEM (the arrays kept as they were). */
+int fmp4_sample_room(uint32_t **durs, uint32_t **sizes, uint32_t *cap, uint32_t n);
+
 /* The fragment: [emsg] moof (mfhd, traf: tfhd, tfdt, trun with each sample's duration and
  * size) then mdat. A new block (refcount 1, offset 0), or NULL when memory ran out. */
 block_t *fmp4_fragment(const fmp4_frag_t *f);

@@ -112,19 +112,8 @@ static int opus_packet(void *arg, const unsigned char *p, size_t len, uint32_t s
             return 1;
         s = &i->segs[i->nsegs++];
     }
-    if (c->n == c->cap) {
-        uint32_t cap = c->cap ? 2 * c->cap : 256;
-        uint32_t *d = realloc(c->durs, cap * sizeof(*d));
-        if (d)
-            c->durs = d;
-        uint32_t *z = d ? realloc(c->sizes, cap * sizeof(*z)) : NULL;
-        if (z)
-            c->sizes = z;
-        if (!z)
-            return 1;
-        c->cap = cap;
-    }
-    if (buf_append(&c->payload, p, len) < 0)
+    if (fmp4_sample_room(&c->durs, &c->sizes, &c->cap, c->n) < 0 ||
+        buf_append(&c->payload, p, len) < 0)
         return 1;
     c->durs[c->n] = samples;
     c->sizes[c->n++] = (uint32_t)len;

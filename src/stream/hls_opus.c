@@ -173,19 +173,7 @@ int hls_opus_cut_locked(hls_t *h)
 
 static int gather_room(struct hls_opus *o)
 {
-    if (o->n < o->cap)
-        return 0;
-    uint32_t cap = o->cap ? 2 * o->cap : 64;
-    uint32_t *d = realloc(o->durs, cap * sizeof(*d));
-    if (d)
-        o->durs = d;
-    uint32_t *z = d ? realloc(o->sizes, cap * sizeof(*z)) : NULL;
-    if (z)
-        o->sizes = z;
-    if (!d || !z)
-        return -ENOMEM;
-    o->cap = cap;
-    return 0;
+    return fmp4_sample_room(&o->durs, &o->sizes, &o->cap, o->n);
 }
 
 /* The part being gathered is cut; close: the stream breaks there. */
