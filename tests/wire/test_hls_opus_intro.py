@@ -6,13 +6,15 @@ The intro, an Ogg Opus file in the webroot, is cut into fragmented MP4 segments 
 behind an init segment of its own OpusHead (here a stereo intro before a mono stream): the
 session's first playlist lists its EXT-X-MAP and segments, then EXT-X-DISCONTINUITY and the
 live stream's map. Their URLs name the file, the same for every session. ffmpeg plays the
-whole (intro first: its tone, then the stream's) with no error; a preroll named by the auth
+whole (intro first: its tone, then the stream's) with no error, and hls.js in Chromium plays
+through it (skipped without chromium and selenium); a preroll named by the auth
 server replaces the intro, and counts once, when its last segment was fetched whole. A file
 that is not Ogg Opus is not played, logged."""
 
 import array
 import os
 import re
+import shutil
 import subprocess
 
 import pytest
@@ -20,11 +22,14 @@ import pytest
 import adminlib
 import formatlib as fl
 import hlscheck
+import webuilib
 import wirelib
 from test_auth_url import auth  # noqa: F401 (the fixture)
 from test_fallback import mount_xml, webdir, webroot_with  # noqa: F401 (webdir: the fixture)
 from test_hls import get
 from test_hls_opus import opus_source
+from test_hls_web import play_hls
+from test_webui import ADMIN, WEB, browsers  # noqa: F401 (browsers: the fixture)
 
 pytestmark = pytest.mark.rimecast_only
 
@@ -207,3 +212,37 @@ def test_an_intro_not_in_ogg_opus_is_skipped_and_logged(server, webdir):
     finally:
         fl.stop_process(p)
     assert srv.error_log().count("intro /intro.mp3 is not") == 1
+
+
+def test_hls_js_plays_the_opus_intro_then_the_stream(server, webdir, browsers):
+    """hls.js, from the public page's HLS toggle in Chromium, takes the intro's init segment and
+    fragments, then the live map after the discontinuity, and the player goes on past the
+    intro with no media error."""
+    if webuilib.missing_requirements():
+        pytest.skip(webuilib.missing_requirements())
+    web = os.path.join(webdir, "web")  # the page and the intro, readable by the server
+    shutil.copytree(WEB, web)
+    os.chmod(web, 0o755)
+    opus_file(web, "intro.opus", INTRO_SECONDS, INTRO_FREQ, 2)
+    srv = server(extra_xml=mount_xml(MOUNT, intro="/intro.opus") + SHORT, webroot=web,
+                 adminroot=ADMIN)
+    p = opus_source(srv)
+    try:
+        b, audio = play_hls(srv, browsers, MOUNT)
+        now = "return document.querySelector(arguments[0]).currentTime"
+        b.wait(lambda: b.js_run(now, audio) >= INTRO_SECONDS + 3, 30,
+               "the player to play past the intro")
+        state = b.js_run("""var a = document.querySelector(arguments[0]);
+            return {error: a.error && a.error.code, paused: a.paused,
+                    fetched: performance.getEntriesByType('resource').map(e => e.name)};""",
+                         audio)
+        errors = b.console_errors()  # while the source is on: its end makes 404s
+    finally:
+        fl.stop_process(p)
+    assert state["error"] is None and not state["paused"], state
+    fetched = [u.split(MOUNT + "/", 1)[-1] for u in state["fetched"]]
+    intro = [u for u in fetched if u.startswith("hls/intro/")]
+    assert intro[:1] and intro[0].startswith("hls/intro/init.mp4?file=/intro.opus"), fetched
+    assert [u for u in intro if re.match(r"hls/intro/\d\.mp4", u)], fetched
+    assert [u for u in fetched if re.fullmatch(r"hls/\d+\.init\.mp4", u)], fetched
+    assert not [e for e in errors if "hls" in str(e).lower()], errors
