@@ -1038,7 +1038,7 @@ static void answer_intro(conn_t *c, const http_request_t *req, hls_t *h)
     uint32_t tag = 0;
     const char *body, *type = in->init ? "audio/mp4" : in->adts ? "audio/aac" : "audio/mpeg";
     size_t len;
-    if (in->init) { /* the tag is in the fragment's emsg box */
+    if (in->init) { /* no ID3 tag: a fragment carries its time (tfdt) */
         const block_t *b = n == HLS_INTRO_INIT ? in->init : in->segs[n].frag;
         body = (const char *)b->data;
         len = b->len;
