@@ -959,17 +959,21 @@ static void answer_piece(conn_t *c, const http_request_t *req, hls_t *h, const h
 }
 
 /* ---- intro segments: <mount>/hls/intro/<n>.<ext>?file=<file>&v=<version> ---- */
+/* (an Opus intro's init segment: <mount>/hls/intro/init.mp4?file=<file>&v=<version>) */
 
-/* If path is an intro segment's URL: 1 with its mount (malloc'd) and number, else 0. */
+/* If path is an intro segment's URL: 1 with its mount (malloc'd) and number (HLS_INTRO_INIT
+ * for an init segment), else 0. */
 static int parse_intro_url(const char *path, char **mount, int *n)
 {
     static const char dir[] = "/hls/intro/";
     const char *d = strstr(path, dir);
-    uint64_t v;
-    const char *p = d && d != path ? read_number(d + sizeof(dir) - 1, &v) : NULL;
-    if (!p || v >= HLS_INTRO_MAX_SEGS || (strcmp(p, ".mp3") != 0 && strcmp(p, ".aac") != 0))
+    const char *at = d && d != path ? d + sizeof(dir) - 1 : NULL;
+    uint64_t v = 0;
+    const char *p = at && strcmp(at, "init.mp4") == 0 ? "" : at ? read_number(at, &v) : NULL;
+    if (!p || v >= HLS_INTRO_MAX_SEGS ||
+        (*p && strcmp(p, ".mp3") != 0 && strcmp(p, ".aac") != 0 && strcmp(p, ".mp4") != 0))
         return 0;
-    *n = (int)v;
+    *n = *p ? (int)v : HLS_INTRO_INIT;
     return (*mount = strndup(path, (size_t)(d - path))) != NULL;
 }
 
@@ -986,7 +990,8 @@ static hls_intro_t *intro_of_request(const http_request_t *req, hls_t *h, int *n
     char *dec = url_decode(req->path, req->path_len, 0, &len);
     if (ok && dec && parse_intro_url(dec, &mount, n) && hls_session_intro_known(h, file))
         in = hls_intro_get(file, hls_target_duration(h));
-    if (in && ((uint64_t)in->version != version || *n >= in->nsegs)) {
+    if (in && ((uint64_t)in->version != version || *n >= in->nsegs ||
+               (*n == HLS_INTRO_INIT && !in->init))) {
         hls_intro_unref(in);
         in = NULL;
     }
@@ -1018,8 +1023,9 @@ static void intro_sent(conn_t *c)
         conn_linger_close(c);
 }
 
-/* An intro segment: its ID3 tag (the intro's own time from 0) and its frames. The bytes are
- * copied to the connection's output: intros are short and a cache in front serves them. */
+/* An intro segment: its ID3 tag (the intro's own time from 0) and its frames; or an Opus
+ * intro's init segment or fragment, built when the intro was cut. The bytes are copied to the
+ * connection's output: intros are short and a cache in front serves them. */
 static void answer_intro(conn_t *c, const http_request_t *req, hls_t *h)
 {
     int n;
@@ -1028,23 +1034,32 @@ static void answer_intro(conn_t *c, const http_request_t *req, hls_t *h)
         client_send_error(c, 404, "The file you requested could not be found");
         return;
     }
-    uint64_t before = 0;
-    for (int i = 0; i < n; i++)
-        before += in->segs[i].samples;
     unsigned char id3[HLS_ID3_MAX];
-    uint32_t tag = hls_id3_tag(id3, before * 90000 / in->rate, NULL);
-    const hls_intro_seg_t *seg = &in->segs[n];
-    size_t len = seg->end - seg->start;
-    char extra[256], head[2048];
+    uint32_t tag = 0;
+    const char *body, *type = in->init ? "audio/mp4" : in->adts ? "audio/aac" : "audio/mpeg";
+    size_t len;
+    if (in->init) { /* no ID3 tag: a fragment carries its time (tfdt) */
+        const block_t *b = n == HLS_INTRO_INIT ? in->init : in->segs[n].frag;
+        body = (const char *)b->data;
+        len = b->len;
+    } else {
+        uint64_t before = 0;
+        for (int i = 0; i < n; i++)
+            before += in->segs[i].samples;
+        tag = hls_id3_tag(id3, before * 90000 / in->rate, NULL);
+        body = (const char *)in->file->data + in->segs[n].start;
+        len = in->segs[n].end - in->segs[n].start;
+    }
+    char extra[256], head[2048], etag[16];
+    snprintf(etag, sizeof(etag), n == HLS_INTRO_INIT ? "init" : "%d", n);
     snprintf(extra, sizeof(extra), "Cache-Control: public, max-age=%d, immutable\r\n"
-             "ETag: \"intro.%lld.%d\"\r\nAccess-Control-Allow-Origin: *\r\n", SEGMENT_MAX_AGE,
-             in->version, n);
+             "ETag: \"intro.%lld.%s\"\r\nAccess-Control-Allow-Origin: *\r\n", SEGMENT_MAX_AGE,
+             in->version, etag);
     int keep = reply_keepalive_wanted(req);
-    size_t hlen = reply_head(head, sizeof(head), keep, 200, in->adts ? "audio/aac" : "audio/mpeg",
-                             (long long)(tag + len), extra);
+    size_t hlen = reply_head(head, sizeof(head), keep, 200, type, (long long)(tag + len), extra);
     int head_only = req->method == HTTP_METHOD_HEAD;
     if (hlen == 0 || conn_queue(c, head, hlen) < 0 ||
-        (!head_only && conn_queue(c, (const char *)id3, tag) < 0)) {
+        (!head_only && tag && conn_queue(c, (const char *)id3, tag) < 0)) {
         hls_intro_unref(in);
         client_send_error(c, 500, "Internal Server Error");
         return;
@@ -1053,8 +1068,7 @@ static void answer_intro(conn_t *c, const http_request_t *req, hls_t *h)
     if (!head_only && count_to_session(c, req, h, tag + len))
         client_skip_log(c); /* counted in its session's line */
     c->ops = &reply_sending_ops;
-    conn_send(c, head_only ? "" : (const char *)in->file->data + seg->start, head_only ? 0 : len,
-              intro_sent);
+    conn_send(c, head_only ? "" : body, head_only ? 0 : len, intro_sent);
     hls_intro_unref(in);
 }
 

@@ -3,7 +3,7 @@
  * hls: the HLS window of an MP3 or AAC (ADTS) mount: segments and low-latency parts cut on
  * frame boundaries from the mount's own blocks (a part is a reference to the block it starts
  * in and a byte range, never a copy), with their timestamps, program date and sequence. An
- * Ogg Opus mount's window cuts fragmented MP4 instead (hls_fmp4.c): each part one fragment
+ * Ogg Opus mount's window cuts fragmented MP4 instead (hls_opus.c): each part one fragment
  * block built when it is cut, after an init segment per OpusHead.
  *
  * One hls_t per mount name, kept for the life of the process so that the media sequence never
@@ -157,7 +157,7 @@ int hls_type_supported(const char *content_type);
 enum { HLS_OFFERED, HLS_DISABLED, HLS_WRONG_TYPE, HLS_NEEDS_AUTH, HLS_STARTING };
 int hls_offered(mount_t *m);
 
-/* ---- the inside of a window: only hls.c (which cuts it), hls_fmp4.c (its Opus branch) and
+/* ---- the inside of a window: only hls.c (which cuts it), hls_opus.c (its Opus branch) and
  * hls_playlist.c (which writes it out) touch these, under hls_t.lock ---- */
 
 typedef struct hls_part {
@@ -244,7 +244,7 @@ struct hls {
     int64_t anchor_ms;        /* wall clock of the epoch's first sample */
     icy_meta_t *last_meta;    /* the title parts announced last (a reference), NULL none */
 
-    /* Opus in fragmented MP4 (hls_fmp4.c): the scan walks Ogg pages instead of frames */
+    /* Opus in fragmented MP4 (hls_opus.c): the scan walks Ogg pages instead of frames */
     int is_opus;
     struct hls_opus *opus;    /* its state, NULL before the first Opus source */
     block_t *init;            /* the init segment new segments get (a reference), or NULL */
@@ -267,7 +267,7 @@ void hls_part_close(hls_t *h, int close);
 void hls_stream_break(hls_t *h);
 void hls_clock_begin(hls_t *h, uint32_t rate);
 
-/* ---- the Opus branch (hls_fmp4.c), under h->lock ---- */
+/* ---- the Opus branch (hls_opus.c), under h->lock ---- */
 
 /* 1 if a mount's codec headers are one logical stream, Opus (its window cuts fMP4). */
 int hls_opus_headers(const block_t *headers);

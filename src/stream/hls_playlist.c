@@ -84,6 +84,7 @@ static void write_intro(buf_t *out, const hls_view_t *v, uint64_t first, const h
     uint64_t seq0 = v->live_from - (uint64_t)v->nsegs, left = 0;
     if (first == seq0)
         buf_append_str(out, "#EXT-X-START:TIME-OFFSET=0\n"); /* the intro is played first */
+    hls_intro_map(in, out); /* an Opus intro's own init segment */
     for (uint64_t q = first; q < v->live_from; q++)
         left += in->segs[q - seq0].samples;
     for (uint64_t q = first; q < v->live_from; q++) {

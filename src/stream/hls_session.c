@@ -528,7 +528,7 @@ int hls_session_playlist(hls_t *h, const char *token, buf_t *out, int ll)
     hls_session_t *s = session_find(h, token);
     if (s && s->intro && h->open_seq > h->first_seq) {
         /* its first playlist: the intro first when it is the stream's format */
-        if (!h->is_opus && s->intro->adts == h->adts && s->intro->rate == h->rate)
+        if (hls_intro_fits(s->intro, h->name, h->is_opus, h->adts, h->rate))
             hls_view_begin_locked(h, s->intro, &s->view);
         else
             hls_intro_unref(s->intro);
