@@ -85,6 +85,7 @@ struct conn {
     int tls;              /* bytes travel over TLS (net/tls.h): links given to it say https */
     int draining;         /* kept by a process that handed over to a new one (conn_drain_keep) */
     int read_again;       /* queued on the worker's read-again list */
+    int drained;          /* a plain read came back short: nothing to read until EPOLLIN */
     conn_t *again_next;
 
     /* input buffer (a request head being read); NULL when not needed */
@@ -145,7 +146,8 @@ void conn_set_deadline(conn_t *c, uint64_t ms);
  * CONN_READ_CHUNK) so that at least a chunk is free, never beyond `limit` bytes in all.
  * Returns the bytes read (> 0, c->rlen advanced), 0 when the socket has nothing now (EAGAIN),
  * -E2BIG when c->rlen already is limit (the rest stays in the socket), -EPIPE at end of stream,
- * -ENOMEM, or another -errno of the transport. EINTR is retried here. */
+ * -ENOMEM, or another -errno of the transport. EINTR is retried here. On a plain socket, a
+ * read that came back short drained it: 0 without a read until the next input event. */
 #define CONN_READ_CHUNK 4096
 ssize_t conn_fill(conn_t *c, size_t limit);
 
