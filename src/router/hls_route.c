@@ -216,16 +216,24 @@ static int park(conn_t *c, hls_t *h, const hls_url_t *u, uint64_t msn, int part)
     return 1;
 }
 
+/* A query parameter of req, decoded into a buffer of the thread's (good until the next call
+ * on it; a query is shorter than a request head), NULL if absent or malformed: a request asks
+ * for up to four, without an allocation each. */
+static const char *query_param(const http_request_t *req, const char *name)
+{
+    static __thread char value[HTTP_MAX_HEAD_BYTES];
+    return req->query ? url_query_value(req->query, req->query_len, name, value, sizeof(value))
+                      : NULL;
+}
+
 /* Reads a decimal query parameter: 1 found (*v), 0 absent, -1 malformed. */
 static int query_number(const http_request_t *req, const char *name, uint64_t *v)
 {
-    char *s = req->query ? url_query_param(req->query, req->query_len, name) : NULL;
+    const char *s = query_param(req, name);
     if (!s)
         return 0;
     const char *end = read_number(s, v);
-    int ok = end && *end == '\0';
-    free(s);
-    return ok ? 1 : -1;
+    return end && *end == '\0' ? 1 : -1;
 }
 
 /* A request without a session: the multivariant playlist naming the media playlist with a
@@ -264,7 +272,7 @@ static int session_poll(conn_t *c, const http_request_t *req, hls_t *h, hls_logi
 {
     if (!hls_sessions_wanted(h->name))
         return 1;
-    char *token = req->query ? url_query_param(req->query, req->query_len, "session") : NULL;
+    const char *token = query_param(req, "session");
     if (!token) {
         answer_multivariant(c, req, h);
         return 0;
@@ -287,7 +295,6 @@ static int session_poll(conn_t *c, const http_request_t *req, hls_t *h, hls_logi
     free(agent);
     free(referer);
     free(uri);
-    free(token);
     if (rc == 0)
         client_skip_log(c); /* the session's own line says it all when it ends */
     else if (rc == -ENOENT)
@@ -447,11 +454,8 @@ static void answer_playlist(conn_t *c, const http_request_t *req, hls_t *h)
 /* The media playlist as the request's session sees it (its intro first), else everyone's. */
 static int playlist_of(const http_request_t *req, hls_t *h, buf_t *out)
 {
-    char *token = req->query && hls_sessions_wanted(h->name)
-                      ? url_query_param(req->query, req->query_len, "session") : NULL;
-    int rc = token ? hls_session_playlist(h, token, out, 1) : hls_playlist(h, out, 1);
-    free(token);
-    return rc;
+    const char *token = hls_sessions_wanted(h->name) ? query_param(req, "session") : NULL;
+    return token ? hls_session_playlist(h, token, out, 1) : hls_playlist(h, out, 1);
 }
 
 /* The playlist, once the request's session went on (blocking reloads parked). */
@@ -1128,11 +1132,10 @@ static void relay_user_verified(conn_t *c, const char *mount)
 static void relay_start(conn_t *c, const http_request_t *req, const char *name)
 {
     const mount_conf_t *mc = config_find_mount(server_config(), name);
-    char *token = mc && mc->auth && req->query && hls_sessions_wanted(name)
-                      ? url_query_param(req->query, req->query_len, "session") : NULL;
+    const char *token = mc && mc->auth && hls_sessions_wanted(name)
+                            ? query_param(req, "session") : NULL;
     hls_t *h = token ? hls_find(name) : NULL;
     int login = token && hls_session_token_valid(token) && !(h && hls_session_known(h, token));
-    free(token);
     if (!login || login_start(c, req, mc, name, relay_url_resumed, relay_user_verified))
         relay_wait(c, name, 0);
 }
