@@ -181,30 +181,22 @@ void client_send_error(conn_t *c, int status, const char *message)
     free(resp);
 }
 
-/* *dst becomes a copy of s (n bytes; NULL: none), kept as it is when it already says that: a
- * keep-alive client's method, protocol, agent and referer are the same request after request. */
-static void log_field_set(char **dst, const char *s, size_t n)
-{
-    if (*dst && s && strlen(*dst) == n && memcmp(*dst, s, n) == 0)
-        return;
-    free(*dst);
-    *dst = s ? str_ndup(s, n) : NULL;
-}
-
 void client_capture_request(conn_t *c, const http_request_t *req)
 {
     client_t *cl = client_of(c);
-    log_field_set(&cl->log_method, req->method_str, req->method_len);
-    log_field_set(&cl->log_uri, req->uri, req->uri_len);
+    free(cl->log_method);
+    free(cl->log_uri);
+    free(cl->log_protocol);
+    free(cl->log_agent);
+    free(cl->log_referer);
+    cl->log_method = str_ndup(req->method_str, req->method_len);
+    cl->log_uri = str_ndup(req->uri, req->uri_len);
     char proto[32];
     snprintf(proto, sizeof(proto), "%s/%d.%d", req->is_ice ? "ICE" : "HTTP", req->version_major,
              req->version_minor);
-    log_field_set(&cl->log_protocol, proto, strlen(proto));
-    const http_header_t *agent = http_find_header(req, "user-agent");
-    const http_header_t *referer = http_find_header(req, "referer");
-    log_field_set(&cl->log_agent, agent ? agent->value : NULL, agent ? agent->value_len : 0);
-    log_field_set(&cl->log_referer, referer ? referer->value : NULL,
-                  referer ? referer->value_len : 0);
+    cl->log_protocol = strdup(proto);
+    cl->log_agent = http_header_dup(req, "user-agent");
+    cl->log_referer = http_header_dup(req, "referer");
 }
 
 /* ---- reading the request head ---- */

@@ -65,8 +65,9 @@ static const char *read_number(const char *p, uint64_t *v)
     return p;
 }
 
-/* 1 if path is an HLS URL of a mount (u filled), else 0. */
-static int parse_url(const char *path, hls_url_t *u)
+/* 1 if path is an HLS URL of a mount (u filled; its mount only when with_mount: a question
+ * of whether it is one needs no copy), else 0. */
+static int parse_url(const char *path, hls_url_t *u, int with_mount)
 {
     static const char playlist[] = "/hls.m3u8";
     size_t len = strlen(path), pl = sizeof(playlist) - 1;
@@ -74,7 +75,7 @@ static int parse_url(const char *path, hls_url_t *u)
     u->part = -1;
     if (len > pl + 1 && strcmp(path + len - pl, playlist) == 0) {
         u->playlist = 1;
-        return (u->mount = strndup(path, len - pl)) != NULL;
+        return !with_mount || (u->mount = strndup(path, len - pl)) != NULL;
     }
     const char *dir = NULL;
     for (const char *p = strstr(path, "/hls/"); p; p = strstr(p + 1, "/hls/"))
@@ -99,7 +100,7 @@ static int parse_url(const char *path, hls_url_t *u)
             u->ext = exts[i];
     if (!u->ext)
         return 0;
-    return (u->mount = strndup(path, (size_t)(dir - path))) != NULL;
+    return !with_mount || (u->mount = strndup(path, (size_t)(dir - path))) != NULL;
 }
 
 /* The window of mount name `name` served by live mount m (the caller's reference is taken):
@@ -226,6 +227,18 @@ static const char *query_param(const http_request_t *req, const char *name)
                       : NULL;
 }
 
+/* The value of header `name` of req as a C string in buf (HTTP_MAX_HEAD_BYTES: a value is
+ * shorter than its head), or NULL without it. */
+static const char *header_value(const http_request_t *req, const char *name, char *buf)
+{
+    const http_header_t *h = http_find_header(req, name);
+    if (!h || h->value_len >= HTTP_MAX_HEAD_BYTES)
+        return NULL;
+    memcpy(buf, h->value, h->value_len);
+    buf[h->value_len] = '\0';
+    return buf;
+}
+
 /* Reads a decimal query parameter: 1 found (*v), 0 absent, -1 malformed. */
 static int query_number(const http_request_t *req, const char *name, uint64_t *v)
 {
@@ -279,22 +292,16 @@ static int session_poll(conn_t *c, const http_request_t *req, hls_t *h, hls_logi
     }
     char *login_name;
     const mount_conf_t *mc = login_conf(h, &login_name);
-    const http_header_t *ua = http_find_header(req, "user-agent");
-    const http_header_t *ref = http_find_header(req, "referer");
-    char *agent = ua ? strndup(ua->value, ua->value_len) : NULL;
-    char *referer = ref ? strndup(ref->value, ref->value_len) : NULL;
-    char *uri = malloc(req->path_len + sizeof("?session=") + HLS_TOKEN_LEN);
-    if (uri)
-        snprintf(uri, req->path_len + sizeof("?session=") + HLS_TOKEN_LEN, "%.*s?session=%s",
-                 (int)req->path_len, req->path, token);
-    hls_client_t who = {c->ip, agent, referer, uri, c->id};
+    /* the agent, referer and URI in buffers of the thread's: copied only by a session begun */
+    static __thread char agent[HTTP_MAX_HEAD_BYTES], referer[HTTP_MAX_HEAD_BYTES];
+    static __thread char uri[HTTP_MAX_HEAD_BYTES + sizeof("?session=") + HLS_TOKEN_LEN];
+    int n = snprintf(uri, sizeof(uri), "%.*s?session=%s", (int)req->path_len, req->path, token);
+    hls_client_t who = {c->ip, header_value(req, "user-agent", agent),
+                        header_value(req, "referer", referer), uri, c->id};
     int rc = !hls_session_token_valid(token) ? -EINVAL
-             : !uri || !login_name ? -ENOMEM
+             : n < 0 || (size_t)n >= sizeof(uri) || !login_name ? -ENOMEM
              : mc || login ? hls_session_poll_login(h, token, &who, login)
                            : hls_session_poll(h, token, &who, 0);
-    free(agent);
-    free(referer);
-    free(uri);
     if (rc == 0)
         client_skip_log(c); /* the session's own line says it all when it ends */
     else if (rc == -ENOENT)
@@ -396,7 +403,7 @@ static hls_t *window_of_request(conn_t *c)
     hls_url_t u = {0};
     int n;
     const char *p = alias ? alias : path;
-    hls_t *h = p && (parse_url(p, &u) || parse_intro_url(p, &u.mount, &n)) ? hls_find(u.mount)
+    hls_t *h = p && (parse_url(p, &u, 1) || parse_intro_url(p, &u.mount, &n)) ? hls_find(u.mount)
                                                                           : NULL;
     free(u.mount);
     free(dec);
@@ -437,12 +444,10 @@ static void login_begin(conn_t *c, const http_request_t *req, hls_t *h, const mo
 /* Bytes sent to the session c belongs to (see hls_session_add_bytes): 1 if it has one. */
 static int count_to_session(conn_t *c, const http_request_t *req, hls_t *h, uint64_t bytes)
 {
-    const http_header_t *ua = http_find_header(req, "user-agent");
-    char *agent = ua ? strndup(ua->value, ua->value_len) : NULL;
-    hls_client_t who = {.ip = c->ip, .agent = agent, .conn_id = c->id};
-    int rc = (!ua || agent) && hls_session_add_bytes(h, &who, bytes);
-    free(agent);
-    return rc;
+    static __thread char agent[HTTP_MAX_HEAD_BYTES];
+    hls_client_t who = {.ip = c->ip, .agent = header_value(req, "user-agent", agent),
+                        .conn_id = c->id};
+    return hls_session_add_bytes(h, &who, bytes);
 }
 
 static void answer_playlist(conn_t *c, const http_request_t *req, hls_t *h)
@@ -1144,7 +1149,7 @@ int hls_route_names(const char *path)
 {
     hls_url_t u;
     char *mount = NULL;
-    int n, yes = parse_url(path, &u) || parse_intro_url(path, &mount, &n);
+    int n, yes = parse_url(path, &u, 0) || parse_intro_url(path, &mount, &n);
     free(u.mount);
     free(mount);
     return yes;
@@ -1164,7 +1169,7 @@ int hls_route(conn_t *c, const http_request_t *req, const char *path)
         free(u.mount);
         return m != NULL;
     }
-    if (!parse_url(path, &u))
+    if (!parse_url(path, &u, 1))
         return 0;
     int on_demand = relay_is_on_demand(u.mount);
     mount_t *m = mount_find(u.mount);
