@@ -61,14 +61,10 @@ def test_a_part_followed_as_it_fills_is_written_once_a_window_from_its_start(ser
         assert bursts[0][-1][1] > 0 and bursts[1][-1][1] == 0
 
 
-@pytest.mark.skipif(not os.access(HLSSWARM, os.X_OK) or not shutil.which("strace"),
-                    reason="needs loadtest/hlsswarm and strace")
-def test_a_part_close_wakes_its_waiting_players_with_one_eventfd_write_not_one_each(server,
-                                                                                 tmp_path):
-    """40 low-latency players on one worker: each part close (and window tick) posts a wake-up
-    to every player waiting for it; the worker's eventfd is written once for the batch, not
-    once a player (about two a second each before)."""
-    players, seconds = 40, 4
+def _traced_players(server, tmp_path, players, seconds, syscalls):
+    """`players` low-latency players of hlsswarm on a one-worker server, the server traced
+    (strace of `syscalls`) from when all are active until they made `seconds` worth of
+    requests (two a second each): (the trace, the requests made meanwhile)."""
     srv = server(workers=1)
     mount = "/live.mp3"
     p = start_source(srv, mount, "mp3")
@@ -85,17 +81,17 @@ def test_a_part_close_wakes_its_waiting_players_with_one_eventfd_write_not_one_e
                                                          if status.exists() else ""):
             assert time.monotonic() < deadline and gen.poll() is None, "players never all active"
             time.sleep(0.1)
-        tracer = subprocess.Popen(["strace", "-f", "-y", "-e", "trace=write,writev", "-e",
+        tracer = subprocess.Popen(["strace", "-f", "-y", "-e", "trace=" + syscalls, "-e",
                                    "signal=none", "-o", out, "-p", str(srv.pid)],
                                   stderr=subprocess.PIPE, text=True)
         try:
             assert "attached" in tracer.stderr.readline()
-            # traced until the players made `seconds` worth of requests (two a second each)
             start = _requests(status)
             deadline = time.monotonic() + 6 * seconds
             while _requests(status) < start + 2 * players * seconds:
                 assert time.monotonic() < deadline, status.read_text()[-1000:]
                 time.sleep(0.1)
+            made = _requests(status) - start
         finally:
             tracer.terminate()
             tracer.wait(10)
@@ -103,7 +99,19 @@ def test_a_part_close_wakes_its_waiting_players_with_one_eventfd_write_not_one_e
         gen.terminate()
         gen.wait(10)
         fl.stop_process(p)
-    trace = open(out).read()
+    with open(out) as f:
+        return f.read(), made
+
+
+@pytest.mark.skipif(not os.access(HLSSWARM, os.X_OK) or not shutil.which("strace"),
+                    reason="needs loadtest/hlsswarm and strace")
+def test_a_part_close_wakes_its_waiting_players_with_one_eventfd_write_not_one_each(server,
+                                                                                 tmp_path):
+    """40 low-latency players on one worker: each part close (and window tick) posts a wake-up
+    to every player waiting for it; the worker's eventfd is written once for the batch, not
+    once a player (about two a second each before)."""
+    players, seconds = 40, 4
+    trace, _ = _traced_players(server, tmp_path, players, seconds, "write,writev")
     wakes = len(re.findall(r"^\d+ +write\(\d+<anon_inode:\[eventfd\]>", trace, re.M))
     sends = len(re.findall(r"^\d+ +writev\(\d+<(?:TCP|socket)", trace, re.M))
     conftest.note("%d players, %d s: %d writev, %d eventfd writes" % (players, seconds, sends,
@@ -168,41 +176,7 @@ def test_after_an_answer_a_drained_socket_is_not_read_again_in_vain(server, tmp_
     the socket, and the next request raises a new input event: the read that found nothing
     after an answer (about one request in five) is not made."""
     players, seconds = 40, 4
-    srv = server(workers=1)
-    mount = "/live.mp3"
-    p = start_source(srv, mount, "mp3")
-    status = tmp_path / "hlsswarm.status"
-    gen = subprocess.Popen([HLSSWARM, "--host", srv.host, "--port", str(srv.port), "--mount",
-                            mount, "--ll", "--clients", str(players), "--duration", "60",
-                            "--status", str(status)],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    fd, out = tempfile.mkstemp(prefix="trace.", dir=srv.dir)
-    os.close(fd)
-    try:
-        deadline = time.monotonic() + 30
-        while "all_active clients=%d " % players not in (status.read_text()
-                                                         if status.exists() else ""):
-            assert time.monotonic() < deadline and gen.poll() is None, "players never all active"
-            time.sleep(0.1)
-        tracer = subprocess.Popen(["strace", "-f", "-y", "-e", "trace=read", "-e",
-                                   "signal=none", "-o", out, "-p", str(srv.pid)],
-                                  stderr=subprocess.PIPE, text=True)
-        try:
-            assert "attached" in tracer.stderr.readline()
-            start = _requests(status)
-            deadline = time.monotonic() + 6 * seconds
-            while _requests(status) < start + 2 * players * seconds:
-                assert time.monotonic() < deadline, status.read_text()[-1000:]
-                time.sleep(0.1)
-            made = _requests(status) - start
-        finally:
-            tracer.terminate()
-            tracer.wait(10)
-    finally:
-        gen.terminate()
-        gen.wait(10)
-        fl.stop_process(p)
-    trace = open(out).read()
+    trace, made = _traced_players(server, tmp_path, players, seconds, "read")
     # the players' sockets: those a request head was read from (not the source's)
     heads = set(re.findall(r"^\d+ +read\((\d+)<(?:TCP|socket)[^,]*, \"GET ", trace, re.M))
     reads = [r for fd, r in re.findall(r"^\d+ +read\((\d+)<(?:TCP|socket)[^\n]*\) += (-?\d+)",
