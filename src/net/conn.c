@@ -74,8 +74,11 @@ static void conn_on_event(loop_handler_t *h, uint32_t events)
     conn_t *c = (conn_t *)h;
     if (c->closing)
         return;
+    /* a peer's end of stream may come in the same event as its last data: after it, a short
+     * read no longer means nothing is left (the read of end of stream raises no new edge) */
+    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP))
+        c->drained = events & (EPOLLRDHUP | EPOLLHUP) ? -1 : 0;
     if (events & (EPOLLIN | EPOLLRDHUP)) {
-        c->drained = 0;
         if (c->ops->on_readable)
             c->ops->on_readable(c);
         if (c->closing)
@@ -157,7 +160,7 @@ ssize_t conn_fill(conn_t *c, size_t limit)
 {
     if (c->rlen >= limit)
         return -E2BIG;
-    if (c->drained && c->transport == &transport_plain)
+    if (c->drained > 0 && c->transport == &transport_plain)
         return 0;
     size_t want = limit - c->rlen < CONN_READ_CHUNK ? limit - c->rlen : CONN_READ_CHUNK;
     if (c->rcap - c->rlen < want) {
@@ -180,13 +183,15 @@ ssize_t conn_fill(conn_t *c, size_t limit)
             /* a stream socket that gave less than asked has nothing more now, and what comes
              * next raises a new edge (epoll(7)): the read after an answer is not needed. Not
              * under TLS, whose records end short of the buffer with more behind them. */
-            c->drained = (size_t)n < room && c->transport == &transport_plain;
+            if (c->drained >= 0)
+                c->drained = (size_t)n < room && c->transport == &transport_plain;
             return n;
         }
         if (n == 0)
             return -EPIPE;
         if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            c->drained = c->transport == &transport_plain;
+            if (c->drained >= 0)
+                c->drained = c->transport == &transport_plain;
             return 0;
         }
         if (errno != EINTR)

@@ -85,7 +85,8 @@ struct conn {
     int tls;              /* bytes travel over TLS (net/tls.h): links given to it say https */
     int draining;         /* kept by a process that handed over to a new one (conn_drain_keep) */
     int read_again;       /* queued on the worker's read-again list */
-    int drained;          /* a plain read came back short: nothing to read until EPOLLIN */
+    int drained;          /* 1: a plain read came back short, nothing to read until EPOLLIN;
+                           * -1: the peer ended its side, read until end of stream */
     conn_t *again_next;
 
     /* input buffer (a request head being read); NULL when not needed */
