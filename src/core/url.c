@@ -33,38 +33,42 @@ static char *alloc_expanded(size_t len, size_t factor)
     return malloc(len * factor + 1);
 }
 
-char *url_decode(const char *s, size_t len, int plus_is_space, size_t *outlen)
+/* Decodes s into out (room for len + 1 bytes): the decoded length, or -1 when malformed. */
+static long decode_to(const char *s, size_t len, int plus_is_space, char *out)
 {
     const unsigned char *p = (const unsigned char *)s;
-    char *out;
     size_t o = 0;
-
-    if (!s && len)
-        return NULL;
-    out = alloc_expanded(len, 1);
-    if (!out)
-        return NULL;
     for (size_t i = 0; i < len; i++) {
         int c = p[i];
         if (c == '%') {
             if (len - i < 3 || hex_value(p[i + 1]) < 0 || hex_value(p[i + 2]) < 0)
-                goto fail;
+                return -1;
             c = hex_value(p[i + 1]) << 4 | hex_value(p[i + 2]);
             i += 2;
         } else if (c == '+' && plus_is_space) {
             c = ' ';
         }
         if (c == 0)
-            goto fail;
+            return -1;
         out[o++] = (char)c;
     }
     out[o] = '\0';
+    return (long)o;
+}
+
+char *url_decode(const char *s, size_t len, int plus_is_space, size_t *outlen)
+{
+    if (!s && len)
+        return NULL;
+    char *out = alloc_expanded(len, 1);
+    long n = out ? decode_to(s ? s : "", len, plus_is_space, out) : -1;
+    if (n < 0) {
+        free(out);
+        return NULL;
+    }
     if (outlen)
-        *outlen = o;
+        *outlen = (size_t)n;
     return out;
-fail:
-    free(out);
-    return NULL;
 }
 
 char *url_encode(const char *s, size_t len)
@@ -105,31 +109,68 @@ int url_form_append(buf_t *b, const char *name, const char *value)
     return 0;
 }
 
-char *url_query_param(const char *query, size_t len, const char *name)
+/* Whether the encoded key (len bytes) decodes to name; a malformed one matches nothing. */
+static int key_is(const char *key, size_t len, const char *name)
+{
+    const unsigned char *p = (const unsigned char *)key;
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++, n++) {
+        int c = p[i];
+        if (c == '%') {
+            if (len - i < 3 || hex_value(p[i + 1]) < 0 || hex_value(p[i + 2]) < 0)
+                return 0;
+            c = hex_value(p[i + 1]) << 4 | hex_value(p[i + 2]);
+            i += 2;
+        } else if (c == '+') {
+            c = ' ';
+        }
+        if (c == 0 || (unsigned char)name[n] != c)
+            return 0;
+    }
+    return name[n] == '\0';
+}
+
+/* The first pair of query whose name is `name`: its value (NULL for "name" without '=') and
+ * length; 0 when there is none. */
+static int find_param(const char *query, size_t len, const char *name, const char **value,
+                      size_t *vlen)
 {
     size_t pos = 0;
-
     if (!query || !name)
-        return NULL;
+        return 0;
     while (pos < len) {
         const char *pair = query + pos;
         const char *amp = memchr(pair, '&', len - pos);
         size_t pair_len = amp ? (size_t)(amp - pair) : len - pos;
         const char *eq = memchr(pair, '=', pair_len);
         size_t key_len = eq ? (size_t)(eq - pair) : pair_len;
-        size_t dec_len;
-        char *key = url_decode(pair, key_len, 1, &dec_len);
-        int match = key && strcmp(key, name) == 0;
-
-        free(key);
-        if (match) {
-            if (!eq)
-                return str_dup("");
-            return url_decode(eq + 1, pair_len - key_len - 1, 1, &dec_len);
+        if (key_is(pair, key_len, name)) {
+            *value = eq ? eq + 1 : NULL;
+            *vlen = eq ? pair_len - key_len - 1 : 0;
+            return 1;
         }
         pos += pair_len + 1;
     }
-    return NULL;
+    return 0;
+}
+
+char *url_query_param(const char *query, size_t len, const char *name)
+{
+    const char *value;
+    size_t vlen, dec_len;
+    if (!find_param(query, len, name, &value, &vlen))
+        return NULL;
+    return value ? url_decode(value, vlen, 1, &dec_len) : str_dup("");
+}
+
+const char *url_query_value(const char *query, size_t len, const char *name, char *out,
+                            size_t cap)
+{
+    const char *value;
+    size_t vlen;
+    if (!find_param(query, len, name, &value, &vlen) || vlen >= cap)
+        return NULL;
+    return decode_to(value ? value : "", vlen, 1, out) < 0 ? NULL : out;
 }
 
 /* Decides what one segment does: 0 keep, 1 skip ("" and "."), 2 pop (".."), -1 reject. */

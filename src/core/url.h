@@ -28,6 +28,10 @@ int url_form_append(buf_t *b, const char *name, const char *value);
  * value (malloc'd; "" for "name" without '='), or NULL if absent or malformed. Names are
  * compared after decoding; the first match wins. */
 char *url_query_param(const char *query, size_t len, const char *name);
+/* The same value decoded into out (cap bytes, NUL included) instead of malloc'd: out, or NULL
+ * if absent, malformed or longer than cap - 1. */
+const char *url_query_value(const char *query, size_t len, const char *name, char *out,
+                            size_t cap);
 
 /* Normalises a request path (already percent-decoded): collapses "//", resolves "." and "..".
  * Returns malloc'd path starting with '/', or NULL if it would leave the root, does not start

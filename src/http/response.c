@@ -37,6 +37,62 @@ static void out_printf(out_t *o, const char *fmt, ...)
         o->len += (size_t)n;
 }
 
+/* Appends len bytes of s: the heads every request is answered with are built without printf. */
+static void out_mem(out_t *o, const char *s, size_t len)
+{
+    if (o->overflow)
+        return;
+    if (len >= o->cap - o->len) {
+        o->overflow = 1;
+        return;
+    }
+    memcpy(o->buf + o->len, s, len);
+    o->len += len;
+    o->buf[o->len] = '\0';
+}
+
+static void out_str(out_t *o, const char *s)
+{
+    out_mem(o, s, strlen(s));
+}
+
+/* A decimal number (a status, a length). */
+static void out_num(out_t *o, long long v)
+{
+    char digits[24], *d = digits + sizeof(digits);
+    unsigned long long u = v < 0 ? 0 - (unsigned long long)v : (unsigned long long)v;
+    do
+        *--d = (char)('0' + u % 10);
+    while (u /= 10);
+    if (v < 0)
+        *--d = '-';
+    out_mem(o, d, (size_t)(digits + sizeof(digits) - d));
+}
+
+/* "name: value\r\n" */
+static void out_header(out_t *o, const char *name, const char *value)
+{
+    out_str(o, name);
+    out_mem(o, ": ", 2);
+    out_str(o, value ? value : "");
+    out_mem(o, "\r\n", 2);
+}
+
+/* The Date header's value, formatted once a second per thread. */
+static const char *http_date_now(void)
+{
+    static __thread time_t at = -1;
+    static __thread char date[64];
+    time_t now = time(NULL);
+    if (now != at) {
+        struct tm tm;
+        gmtime_r(&now, &tm);
+        strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+        at = now;
+    }
+    return date;
+}
+
 /* Is `name` (nlen bytes) one of the configured headers that apply to `status`? Names compare
  * case-insensitively, as HTTP does. */
 static int header_listed(const http_header_conf_t *list, int status, const char *name,
@@ -62,7 +118,7 @@ static void builtin_lines(out_t *o, int status, const http_header_conf_t *mount_
         size_t nlen = colon ? (size_t)(colon - p) : 0;
         if (!colon || (!header_listed(server_config()->http_headers, status, p, nlen) &&
                        !header_listed(mount_headers, 200, p, nlen)))
-            out_printf(o, "%.*s", (int)len, p);
+            out_mem(o, p, len);
         p += len;
     }
 }
@@ -71,19 +127,20 @@ static void builtin_lines(out_t *o, int status, const http_header_conf_t *mount_
  * for this status (unless the mount sets the same name) and the mount's own. */
 static void common_headers(out_t *o, int status, const http_header_conf_t *mount_headers)
 {
-    char date[64];
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
-    out_printf(o, "HTTP/1.0 %d %s\r\nServer: %s\r\nDate: %s\r\nConnection: Close\r\n", status,
-               http_status_text(status), server_ident(), date);
+    out_mem(o, "HTTP/1.0 ", 9);
+    out_num(o, status);
+    out_mem(o, " ", 1);
+    out_str(o, http_status_text(status));
+    out_mem(o, "\r\n", 2);
+    out_header(o, "Server", server_ident());
+    out_header(o, "Date", http_date_now());
+    out_header(o, "Connection", "Close");
     for (const http_header_conf_t *h = server_config()->http_headers; h; h = h->next)
         if ((h->status == 0 || h->status == status) &&
             !header_listed(mount_headers, status, h->name, strlen(h->name)))
-            out_printf(o, "%s: %s\r\n", h->name, h->value ? h->value : "");
+            out_header(o, h->name, h->value);
     for (const http_header_conf_t *h = mount_headers; h; h = h->next)
-        out_printf(o, "%s: %s\r\n", h->name, h->value ? h->value : "");
+        out_header(o, h->name, h->value);
 }
 
 size_t response_head(char *buf, size_t cap, int status, const char *content_type,
@@ -92,11 +149,14 @@ size_t response_head(char *buf, size_t cap, int status, const char *content_type
     out_t o = {buf, cap, 0, 0};
     common_headers(&o, status, NULL);
     if (content_type)
-        out_printf(&o, "Content-Type: %s\r\n", content_type);
-    if (content_length >= 0)
-        out_printf(&o, "Content-Length: %lld\r\n", content_length);
+        out_header(&o, "Content-Type", content_type);
+    if (content_length >= 0) {
+        out_mem(&o, "Content-Length: ", 16);
+        out_num(&o, content_length);
+        out_mem(&o, "\r\n", 2);
+    }
     builtin_lines(&o, status, NULL, extra);
-    out_printf(&o, "\r\n");
+    out_mem(&o, "\r\n", 2);
     return o.overflow ? 0 : o.len;
 }
 
@@ -109,7 +169,7 @@ static void icy_header(out_t *o, const char *name, const char *value, size_t res
     size_t need = strlen(name) + strlen(value) + 4;
     if (o->len + need + reserve > o->cap)
         return;
-    out_printf(o, "%s: %s\r\n", name, value);
+    out_header(o, name, value);
 }
 
 /* Bytes the lines after the icy-* headers may take: icy-pub, the mount's configured headers,
@@ -163,7 +223,7 @@ size_t response_stream_head(char *buf, size_t cap, const response_stream_t *i, i
     out_t o = {buf, cap, 0, 0};
     size_t tail = stream_tail_len(i, metaint);
     common_headers(&o, 200, i->headers);
-    out_printf(&o, "Content-Type: %s\r\n", response_stream_type(i->content_type));
+    out_header(&o, "Content-Type", response_stream_type(i->content_type));
     /* a stream is never a page: no sniffing it into one, and should a browser show it as a
      * document all the same, it has no origin of ours and runs no script */
     builtin_lines(&o, 200, i->headers,

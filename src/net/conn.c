@@ -74,6 +74,10 @@ static void conn_on_event(loop_handler_t *h, uint32_t events)
     conn_t *c = (conn_t *)h;
     if (c->closing)
         return;
+    /* a peer's end of stream may come in the same event as its last data: after it, a short
+     * read no longer means nothing is left (the read of end of stream raises no new edge) */
+    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP))
+        c->drained = events & (EPOLLRDHUP | EPOLLHUP) ? -1 : 0;
     if (events & (EPOLLIN | EPOLLRDHUP)) {
         if (c->ops->on_readable)
             c->ops->on_readable(c);
@@ -96,6 +100,7 @@ static void conn_on_event(loop_handler_t *h, uint32_t events)
 int conn_watch(conn_t *c)
 {
     c->handler.on_event = conn_on_event;
+    c->drained = 0;
     return loop_add(c->worker->epfd, c->fd, CONN_EVENTS, &c->handler);
 }
 
@@ -104,6 +109,7 @@ int conn_rearm(conn_t *c)
     /* EPOLL_CTL_MOD makes the kernel poll the fd again and queue it on the ready list if it is
      * still readable or writable: with edge triggering, data left unread raises no new edge */
     struct epoll_event ev = {.events = CONN_EVENTS, .data.ptr = &c->handler};
+    c->drained = 0;
     return epoll_ctl(c->worker->epfd, EPOLL_CTL_MOD, c->fd, &ev) < 0 ? -errno : 0;
 }
 
@@ -154,6 +160,8 @@ ssize_t conn_fill(conn_t *c, size_t limit)
 {
     if (c->rlen >= limit)
         return -E2BIG;
+    if (c->drained > 0 && c->transport == &transport_plain)
+        return 0;
     size_t want = limit - c->rlen < CONN_READ_CHUNK ? limit - c->rlen : CONN_READ_CHUNK;
     if (c->rcap - c->rlen < want) {
         size_t ncap = c->rcap ? c->rcap : CONN_READ_CHUNK;
@@ -168,15 +176,24 @@ ssize_t conn_fill(conn_t *c, size_t limit)
         c->rcap = ncap;
     }
     for (;;) {
-        ssize_t n = conn_read(c, c->rbuf + c->rlen, c->rcap - c->rlen);
+        size_t room = c->rcap - c->rlen;
+        ssize_t n = conn_read(c, c->rbuf + c->rlen, room);
         if (n > 0) {
             c->rlen += (size_t)n;
+            /* a stream socket that gave less than asked has nothing more now, and what comes
+             * next raises a new edge (epoll(7)): the read after an answer is not needed. Not
+             * under TLS, whose records end short of the buffer with more behind them. */
+            if (c->drained >= 0)
+                c->drained = (size_t)n < room && c->transport == &transport_plain;
             return n;
         }
         if (n == 0)
             return -EPIPE;
-        if (errno == EAGAIN || errno == EWOULDBLOCK)
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            if (c->drained >= 0)
+                c->drained = c->transport == &transport_plain;
             return 0;
+        }
         if (errno != EINTR)
             return -errno;
     }

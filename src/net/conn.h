@@ -85,12 +85,14 @@ struct conn {
     size_t heap_pos;      /* slot in the worker's deadline heap, 0 = none */
     uint64_t send_mark;   /* bytes_sent + 1 when the send deadline was armed, else 0 */
     int send_outq;        /* bytes in the socket's send queue then (SIOCOUTQ) */
-    /* flags (0 or 1), a byte each (a connection is held per listener); two more sit after
+    /* flags, a byte each (a connection is held per listener); two more sit after
      * ip, in what would be padding */
     unsigned char tls;        /* bytes travel over TLS (net/tls.h): links given to it say https */
     unsigned char draining;   /* kept by a process that handed over to a new one
                                * (conn_drain_keep) */
     unsigned char read_again; /* queued on the worker's read-again list */
+    signed char drained;      /* 1: a plain read came back short, nothing to read until
+                               * EPOLLIN; -1: the peer ended its side, read until end of stream */
     conn_t *again_next;
 
     /* input buffer (a request head being read); NULL when not needed */
@@ -151,7 +153,8 @@ void conn_set_deadline(conn_t *c, uint64_t ms);
  * CONN_READ_CHUNK) so that at least a chunk is free, never beyond `limit` bytes in all.
  * Returns the bytes read (> 0, c->rlen advanced), 0 when the socket has nothing now (EAGAIN),
  * -E2BIG when c->rlen already is limit (the rest stays in the socket), -EPIPE at end of stream,
- * -ENOMEM, or another -errno of the transport. EINTR is retried here. */
+ * -ENOMEM, or another -errno of the transport. EINTR is retried here. On a plain socket, a
+ * read that came back short drained it: 0 without a read until the next input event. */
 #define CONN_READ_CHUNK 4096
 ssize_t conn_fill(conn_t *c, size_t limit);
 

@@ -65,8 +65,9 @@ static const char *read_number(const char *p, uint64_t *v)
     return p;
 }
 
-/* 1 if path is an HLS URL of a mount (u filled), else 0. */
-static int parse_url(const char *path, hls_url_t *u)
+/* 1 if path is an HLS URL of a mount (u filled; its mount only when with_mount: a question
+ * of whether it is one needs no copy), else 0. */
+static int parse_url(const char *path, hls_url_t *u, int with_mount)
 {
     static const char playlist[] = "/hls.m3u8";
     size_t len = strlen(path), pl = sizeof(playlist) - 1;
@@ -74,7 +75,7 @@ static int parse_url(const char *path, hls_url_t *u)
     u->part = -1;
     if (len > pl + 1 && strcmp(path + len - pl, playlist) == 0) {
         u->playlist = 1;
-        return (u->mount = strndup(path, len - pl)) != NULL;
+        return !with_mount || (u->mount = strndup(path, len - pl)) != NULL;
     }
     const char *dir = NULL;
     for (const char *p = strstr(path, "/hls/"); p; p = strstr(p + 1, "/hls/"))
@@ -99,7 +100,7 @@ static int parse_url(const char *path, hls_url_t *u)
             u->ext = exts[i];
     if (!u->ext)
         return 0;
-    return (u->mount = strndup(path, (size_t)(dir - path))) != NULL;
+    return !with_mount || (u->mount = strndup(path, (size_t)(dir - path))) != NULL;
 }
 
 /* The window of mount name `name` served by live mount m (the caller's reference is taken):
@@ -216,16 +217,36 @@ static int park(conn_t *c, hls_t *h, const hls_url_t *u, uint64_t msn, int part)
     return 1;
 }
 
+/* A query parameter of req, decoded into a buffer of the thread's (good until the next call
+ * on it; a query is shorter than a request head), NULL if absent or malformed: a request asks
+ * for up to four, without an allocation each. */
+static const char *query_param(const http_request_t *req, const char *name)
+{
+    static __thread char value[HTTP_MAX_HEAD_BYTES];
+    return req->query ? url_query_value(req->query, req->query_len, name, value, sizeof(value))
+                      : NULL;
+}
+
+/* The value of header `name` of req as a C string in buf (HTTP_MAX_HEAD_BYTES: a value is
+ * shorter than its head), or NULL without it. */
+static const char *header_value(const http_request_t *req, const char *name, char *buf)
+{
+    const http_header_t *h = http_find_header(req, name);
+    if (!h || h->value_len >= HTTP_MAX_HEAD_BYTES)
+        return NULL;
+    memcpy(buf, h->value, h->value_len);
+    buf[h->value_len] = '\0';
+    return buf;
+}
+
 /* Reads a decimal query parameter: 1 found (*v), 0 absent, -1 malformed. */
 static int query_number(const http_request_t *req, const char *name, uint64_t *v)
 {
-    char *s = req->query ? url_query_param(req->query, req->query_len, name) : NULL;
+    const char *s = query_param(req, name);
     if (!s)
         return 0;
     const char *end = read_number(s, v);
-    int ok = end && *end == '\0';
-    free(s);
-    return ok ? 1 : -1;
+    return end && *end == '\0' ? 1 : -1;
 }
 
 /* A request without a session: the multivariant playlist naming the media playlist with a
@@ -264,30 +285,23 @@ static int session_poll(conn_t *c, const http_request_t *req, hls_t *h, hls_logi
 {
     if (!hls_sessions_wanted(h->name))
         return 1;
-    char *token = req->query ? url_query_param(req->query, req->query_len, "session") : NULL;
+    const char *token = query_param(req, "session");
     if (!token) {
         answer_multivariant(c, req, h);
         return 0;
     }
     char *login_name;
     const mount_conf_t *mc = login_conf(h, &login_name);
-    const http_header_t *ua = http_find_header(req, "user-agent");
-    const http_header_t *ref = http_find_header(req, "referer");
-    char *agent = ua ? strndup(ua->value, ua->value_len) : NULL;
-    char *referer = ref ? strndup(ref->value, ref->value_len) : NULL;
-    char *uri = malloc(req->path_len + sizeof("?session=") + HLS_TOKEN_LEN);
-    if (uri)
-        snprintf(uri, req->path_len + sizeof("?session=") + HLS_TOKEN_LEN, "%.*s?session=%s",
-                 (int)req->path_len, req->path, token);
-    hls_client_t who = {c->ip, agent, referer, uri, c->id};
+    /* the agent, referer and URI in buffers of the thread's: copied only by a session begun */
+    static __thread char agent[HTTP_MAX_HEAD_BYTES], referer[HTTP_MAX_HEAD_BYTES];
+    static __thread char uri[HTTP_MAX_HEAD_BYTES + sizeof("?session=") + HLS_TOKEN_LEN];
+    int n = snprintf(uri, sizeof(uri), "%.*s?session=%s", (int)req->path_len, req->path, token);
+    hls_client_t who = {c->ip, header_value(req, "user-agent", agent),
+                        header_value(req, "referer", referer), uri, c->id};
     int rc = !hls_session_token_valid(token) ? -EINVAL
-             : !uri || !login_name ? -ENOMEM
+             : n < 0 || (size_t)n >= sizeof(uri) || !login_name ? -ENOMEM
              : mc || login ? hls_session_poll_login(h, token, &who, login)
                            : hls_session_poll(h, token, &who, 0);
-    free(agent);
-    free(referer);
-    free(uri);
-    free(token);
     if (rc == 0)
         client_skip_log(c); /* the session's own line says it all when it ends */
     else if (rc == -ENOENT)
@@ -389,7 +403,7 @@ static hls_t *window_of_request(conn_t *c)
     hls_url_t u = {0};
     int n;
     const char *p = alias ? alias : path;
-    hls_t *h = p && (parse_url(p, &u) || parse_intro_url(p, &u.mount, &n)) ? hls_find(u.mount)
+    hls_t *h = p && (parse_url(p, &u, 1) || parse_intro_url(p, &u.mount, &n)) ? hls_find(u.mount)
                                                                           : NULL;
     free(u.mount);
     free(dec);
@@ -430,12 +444,10 @@ static void login_begin(conn_t *c, const http_request_t *req, hls_t *h, const mo
 /* Bytes sent to the session c belongs to (see hls_session_add_bytes): 1 if it has one. */
 static int count_to_session(conn_t *c, const http_request_t *req, hls_t *h, uint64_t bytes)
 {
-    const http_header_t *ua = http_find_header(req, "user-agent");
-    char *agent = ua ? strndup(ua->value, ua->value_len) : NULL;
-    hls_client_t who = {.ip = c->ip, .agent = agent, .conn_id = c->id};
-    int rc = (!ua || agent) && hls_session_add_bytes(h, &who, bytes);
-    free(agent);
-    return rc;
+    static __thread char agent[HTTP_MAX_HEAD_BYTES];
+    hls_client_t who = {.ip = c->ip, .agent = header_value(req, "user-agent", agent),
+                        .conn_id = c->id};
+    return hls_session_add_bytes(h, &who, bytes);
 }
 
 static void answer_playlist(conn_t *c, const http_request_t *req, hls_t *h)
@@ -447,11 +459,8 @@ static void answer_playlist(conn_t *c, const http_request_t *req, hls_t *h)
 /* The media playlist as the request's session sees it (its intro first), else everyone's. */
 static int playlist_of(const http_request_t *req, hls_t *h, buf_t *out)
 {
-    char *token = req->query && hls_sessions_wanted(h->name)
-                      ? url_query_param(req->query, req->query_len, "session") : NULL;
-    int rc = token ? hls_session_playlist(h, token, out, 1) : hls_playlist(h, out, 1);
-    free(token);
-    return rc;
+    const char *token = hls_sessions_wanted(h->name) ? query_param(req, "session") : NULL;
+    return token ? hls_session_playlist(h, token, out, 1) : hls_playlist(h, out, 1);
 }
 
 /* The playlist, once the request's session went on (blocking reloads parked). */
@@ -1142,11 +1151,10 @@ static void relay_user_verified(conn_t *c, const char *mount)
 static void relay_start(conn_t *c, const http_request_t *req, const char *name)
 {
     const mount_conf_t *mc = config_find_mount(server_config(), name);
-    char *token = mc && mc->auth && req->query && hls_sessions_wanted(name)
-                      ? url_query_param(req->query, req->query_len, "session") : NULL;
+    const char *token = mc && mc->auth && hls_sessions_wanted(name)
+                            ? query_param(req, "session") : NULL;
     hls_t *h = token ? hls_find(name) : NULL;
     int login = token && hls_session_token_valid(token) && !(h && hls_session_known(h, token));
-    free(token);
     if (!login || login_start(c, req, mc, name, relay_url_resumed, relay_user_verified))
         relay_wait(c, name, 0);
 }
@@ -1155,7 +1163,7 @@ int hls_route_names(const char *path)
 {
     hls_url_t u;
     char *mount = NULL;
-    int n, yes = parse_url(path, &u) || parse_intro_url(path, &mount, &n);
+    int n, yes = parse_url(path, &u, 0) || parse_intro_url(path, &mount, &n);
     free(u.mount);
     free(mount);
     return yes;
@@ -1175,7 +1183,7 @@ int hls_route(conn_t *c, const http_request_t *req, const char *path)
         free(u.mount);
         return m != NULL;
     }
-    if (!parse_url(path, &u))
+    if (!parse_url(path, &u, 1))
         return 0;
     int on_demand = relay_is_on_demand(u.mount);
     mount_t *m = mount_find(u.mount);

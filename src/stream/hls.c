@@ -649,10 +649,9 @@ static void syncsafe(unsigned char *p, unsigned v)
     p[3] = (unsigned char)(v & 0x7f);
 }
 
-/* An ID3v2.4 tag: with `stamp`, the PRIV transportStreamTimestamp ts90 (RFC 8216 3.4); with a
- * title, a TIT2 frame (UTF-8, cut to HLS_TITLE_MAX bytes at a character boundary). Returns
- * its length (at most HLS_ID3_MAX). */
-static uint32_t id3_write(unsigned char *p, int stamp, uint64_t ts90, const char *title)
+/* The tag: the PRIV transportStreamTimestamp ts90 (RFC 8216 3.4); with a title, a TIT2 frame
+ * (UTF-8, cut to HLS_TITLE_MAX bytes at a character boundary). */
+uint32_t hls_id3_tag(unsigned char *p, uint64_t ts90, const char *title)
 {
     static const char owner[] = "com.apple.streaming.transportStreamTimestamp";
     size_t tlen = title ? strlen(title) : 0;
@@ -662,16 +661,14 @@ static uint32_t id3_write(unsigned char *p, int stamp, uint64_t ts90, const char
             tlen--; /* not inside a UTF-8 sequence */
     }
     unsigned char *f = p + 10;
-    if (stamp) {
-        unsigned frame = (unsigned)sizeof(owner) + 8; /* owner, its NUL, the timestamp */
-        memcpy(f, "PRIV", 4);
-        syncsafe(f + 4, frame);
-        f[8] = 0, f[9] = 0;
-        memcpy(f + 10, owner, sizeof(owner));
-        for (int i = 0; i < 8; i++)
-            f[10 + sizeof(owner) + i] = (unsigned char)(ts90 >> (56 - 8 * i));
-        f += 10 + frame;
-    }
+    unsigned frame = (unsigned)sizeof(owner) + 8; /* owner, its NUL, the timestamp */
+    memcpy(f, "PRIV", 4);
+    syncsafe(f + 4, frame);
+    f[8] = 0, f[9] = 0;
+    memcpy(f + 10, owner, sizeof(owner));
+    for (int i = 0; i < 8; i++)
+        f[10 + sizeof(owner) + i] = (unsigned char)(ts90 >> (56 - 8 * i));
+    f += 10 + frame;
     if (tlen) {
         memcpy(f, "TIT2", 4);
         syncsafe(f + 4, 1 + (unsigned)tlen);
@@ -683,16 +680,6 @@ static uint32_t id3_write(unsigned char *p, int stamp, uint64_t ts90, const char
     memcpy(p, "ID3\x04\x00\x00", 6);
     syncsafe(p + 6, (unsigned)(f - p - 10));
     return (uint32_t)(f - p);
-}
-
-uint32_t hls_id3_tag(unsigned char *p, uint64_t ts90, const char *title)
-{
-    return id3_write(p, 1, ts90, title);
-}
-
-uint32_t hls_id3_title(unsigned char *p, const char *title)
-{
-    return id3_write(p, 0, 0, title);
 }
 
 /* The title a part announces (it changed there), or NULL. */

@@ -260,9 +260,6 @@ hls_seg_t *hls_seg_at(hls_t *h, uint64_t seq);
 hls_seg_t *hls_part_begin(hls_t *h);
 /* 1 if m's title is not the one parts announced last (it becomes that one), and not empty. */
 int hls_title_changed(hls_t *h, icy_meta_t *m);
-/* Writes at p (room: HLS_ID3_MAX) an ID3v2.4 tag holding only a TIT2 frame of title (an
- * fMP4 emsg box carries it). Returns its length. */
-uint32_t hls_id3_title(unsigned char *p, const char *title);
 void hls_part_close(hls_t *h, int close);
 void hls_stream_break(hls_t *h);
 void hls_clock_begin(hls_t *h, uint32_t rate);

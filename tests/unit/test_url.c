@@ -58,6 +58,16 @@ static void query_params(void)
     CHECK_OWNED(url_query_param("mo%75nt=/x", 10, "mount"), "/x");
     CHECK_OWNED(url_query_param("a=1&b=2", 5, "b"), "");  /* "a=1&b" */
     CHECK_NULL(url_query_param("", 0, "a"));
+    /* the same into a caller's buffer, no longer than it */
+    char v[8];
+    CHECK_STR(url_query_value(q, n, "mount", v, sizeof(v)), "/live");
+    CHECK_STR(url_query_value(q, n, "flag", v, sizeof(v)), "");
+    CHECK_STR(url_query_value("m%6fde=a+b%21", 13, "mode", v, sizeof(v)), "a b!");
+    CHECK(url_query_value(q, n, "x", v, sizeof(v)) == NULL);
+    CHECK(url_query_value(q, n, "mou", v, sizeof(v)) == NULL);
+    CHECK(url_query_value(q, n, "song", v, sizeof(v)) == NULL);  /* 16 bytes decoded */
+    CHECK_STR(url_query_value("a%00=1&a=2", 10, "a", v, sizeof(v)), "2");
+    CHECK(url_query_value("a=%00", 5, "a", v, sizeof(v)) == NULL);
 }
 
 static char *norm(const char *s)
