@@ -43,7 +43,7 @@
 #include "stats/history.h"
 #include "stream/source.h"
 #include "upgrade/upgrade_proto.h"
-#include "upstream/relay.h"
+#include "upstream/relay_handover.h"
 #include "yp/yp.h"
 
 #define UPGRADE_START_MS 30000   /* the new process loads its config and asks */

@@ -35,7 +35,7 @@
 #include "stream/mount.h"
 #include "stream/source.h"
 #include "upgrade/upgrade_proto.h"
-#include "upstream/relay.h"
+#include "upstream/relay_handover.h"
 #include "yp/yp.h"
 
 /* What the old process sent (main thread only). */

@@ -32,6 +32,7 @@
 #include "net/worker.h"
 #include "stream/mount.h"
 #include "upstream/relay.h"
+#include "upstream/relay_handover.h"
 
 #define MASTER_TIMEOUT_MS 10000
 #define MASTER_MAX_BYTES (1 << 20)

@@ -31,7 +31,7 @@
 #include "net/server.h"
 #include "net/worker.h"
 #include "stream/mount.h"
-#include "upstream/relay.h"
+#include "upstream/relay_park.h"
 
 #define ROOM_MAX_BYTES (256 * 1024)
 #define REDIRECT_TICK_MS 1000

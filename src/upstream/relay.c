@@ -2,7 +2,9 @@
 /*
  * relay: pulling a mount from another server (see relay.h): the relay objects, their
  * connections (connect, request, response head, then the source role), reconnect backoff,
- * on-demand starts and stops, and parked listeners.
+ * on-demand starts and stops, and the master's relays. Relays across an upgrade are in
+ * relay_handover.c, the table of on-demand relays and the listeners parked on it in
+ * relay_park.c (relay_internal.h: what the three share).
  *
  * A relay_t belongs to one worker and is touched only on its thread: created anywhere, it is
  * handed over by worker_post; other threads reach it by its mount name through messages. Its
@@ -12,7 +14,6 @@
 #include "upstream/relay.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,11 +22,9 @@
 
 #include "conf/config.h"
 #include "core/escape.h"
-#include "core/record.h"
 #include "core/list.h"
 #include "core/log.h"
 #include "core/str.h"
-#include "core/url.h"
 #include "http/client.h"
 #include "http/parser.h"
 #include "net/conn.h"
@@ -36,6 +35,7 @@
 #include "net/worker.h"
 #include "stream/mount.h"
 #include "stream/source.h"
+#include "upstream/relay_internal.h"
 
 #define RELAY_TICK_MS 200
 #define RELAY_CONNECT_MS 10000
@@ -46,72 +46,11 @@
  * upstream back within the grace period gets its listeners back */
 #define RELAY_HELD_BACKOFF_MAX_MS 2000
 #define RELAY_IDLE_MS 10000  /* on-demand: stay connected after the last listener left */
-#define RELAY_PARK_MS 10000  /* a listener waits this long for an on-demand upstream */
-#define RELAY_PARK_POLL_MS 100
 #define RELAY_MAX_REDIRECTS 5
 #define RELAY_HEAD_CAP (HTTP_MAX_HEAD_BYTES + 4096)
 
-typedef struct relay relay_t;
-
-typedef struct relay_conn {
-    client_t client; /* first: the source role uses client_of() */
-    relay_t *relay;  /* NULL once the relay let go of it */
-} relay_conn_t;
-
-/* One configured upstream (a <relay> may list several: tried in order). */
-typedef struct relay_host {
-    char *server, *path;  /* upstream host and mount path */
-    char *user, *pass;
-    char *bind;           /* <bind>: local address to connect from, NULL = any */
-    int port, icy;
-    int tls;              /* the upstream speaks HTTPS */
-    unsigned timeout_ms;  /* to connect (and the TLS handshake), and again for the head */
-} relay_host_t;
-
-struct relay {
-    /* what to pull */
-    relay_host_t hosts[RELAY_MAX_HOSTS];
-    int nhosts;
-    int cur;              /* the upstream of the current (or next) attempt */
-    char *local;
-    int on_demand, from_master;
-    /* where the current attempt goes (the configured place, or a redirect's) */
-    char *host, *path;
-    int tport, ttls, redirects, redirect_pending;
-    int send_creds;       /* the target is still the configured host: credentials go there */
-    uint64_t bytes_at_start; /* the mount's bytes_read when this connection became its source */
-
-    worker_t *worker;
-    relay_conn_t *rc;     /* connecting, reading the head, or streaming */
-    int resolving;        /* a lookup is under way (it holds a pointer to us) */
-    int stopping;         /* free when the lookup answers */
-    int streaming;        /* rc is a source now */
-    mount_t *mount;       /* ours, kept across reconnects */
-    uint64_t next_try_ms, lost_ms, wanted_ms;
-    unsigned backoff_ms;
-    uint32_t rnd;
-    /* an upgrade's local feed (relay_start_feed): one connection, no retry */
-    relay_feed_end_fn feed_end;
-    char *feed_header;    /* the request header that proves it to the new process */
-    char feed_why[200];   /* why its connection failed, for feed_end's log line */
-    char logname[160];    /* local mount, escaped for the log */
-    list_t link;          /* in worker_relays[its worker] (an empty list until it is added) */
-};
-
-static list_t worker_relays[SERVER_MAX_WORKERS]; /* each touched by its worker only */
-
-/* On-demand relays by local mount (read by the workers' dispatch): cold path, one lock. */
-typedef struct demand {
-    char *name;
-    worker_t *worker;
-    int live;
-    struct demand *next; /* singly linked: a handful, looked up and unlinked by name */
-} demand_t;
-static pthread_mutex_t demand_lock = PTHREAD_MUTEX_INITIALIZER;
-static demand_t *demands;
+list_t relay_lists[SERVER_MAX_WORKERS];
 static atomic_int next_worker;
-
-static void relay_try(relay_t *r);
 
 /* ---- small helpers ---- */
 
@@ -127,47 +66,6 @@ static uint32_t relay_random(relay_t *r)
 static uint64_t jitter(relay_t *r, unsigned ms)
 {
     return ms * 4 / 5 + relay_random(r) % (ms * 2 / 5 + 1);
-}
-
-static void demand_set(const char *name, worker_t *w, int add)
-{
-    pthread_mutex_lock(&demand_lock);
-    demand_t **pp = &demands;
-    while (*pp && strcmp((*pp)->name, name) != 0)
-        pp = &(*pp)->next;
-    if (add && !*pp) {
-        demand_t *d = calloc(1, sizeof(*d));
-        if (d && (d->name = str_dup(name))) {
-            d->worker = w;
-            *pp = d;
-        } else {
-            free(d);
-        }
-    } else if (!add && *pp) {
-        demand_t *d = *pp;
-        *pp = d->next;
-        free(d->name);
-        free(d);
-    }
-    pthread_mutex_unlock(&demand_lock);
-}
-
-static void demand_live(const char *name, int live)
-{
-    pthread_mutex_lock(&demand_lock);
-    for (demand_t *d = demands; d; d = d->next)
-        if (strcmp(d->name, name) == 0)
-            d->live = live;
-    pthread_mutex_unlock(&demand_lock);
-}
-
-void relay_foreach_idle(void (*fn)(const char *mount, void *arg), void *arg)
-{
-    pthread_mutex_lock(&demand_lock);
-    for (demand_t *d = demands; d; d = d->next)
-        if (!d->live)
-            fn(d->name, arg);
-    pthread_mutex_unlock(&demand_lock);
 }
 
 int relay_parse_url(const char *url, size_t len, char **host, int *port, char **path, int *tls)
@@ -224,11 +122,11 @@ static void end_mount(relay_t *r, const char *why)
     mount_unref(r->mount);
     r->mount = NULL;
     if (r->on_demand)
-        demand_live(r->local, 0);
+        relay_demand_live(r->local, 0);
 }
 
 /* Drops the connection without hearing back from it. */
-static void detach_conn(relay_t *r)
+void relay_detach_conn(relay_t *r)
 {
     if (!r->rc)
         return;
@@ -238,7 +136,7 @@ static void detach_conn(relay_t *r)
     r->streaming = 0;
 }
 
-static void relay_free(relay_t *r)
+void relay_free(relay_t *r)
 {
     end_mount(r, "relay stopped");
     for (int i = 0; i < r->nhosts; i++) {
@@ -257,7 +155,7 @@ static void relay_free(relay_t *r)
     free(r);
 }
 
-static void unlink_relay(relay_t *r)
+void relay_unlink(relay_t *r)
 {
     list_remove(&r->link); /* harmless when it was never added, or removed already */
 }
@@ -266,10 +164,10 @@ static void unlink_relay(relay_t *r)
  * answers. */
 static void relay_stop(relay_t *r)
 {
-    unlink_relay(r);
+    relay_unlink(r);
     if (r->on_demand)
-        demand_set(r->local, NULL, 0);
-    detach_conn(r);
+        relay_demand_set(r->local, NULL, 0);
+    relay_detach_conn(r);
     end_mount(r, "relay stopped");
     if (r->resolving)
         r->stopping = 1;
@@ -280,14 +178,12 @@ static void relay_stop(relay_t *r)
 /* ---- connection ---- */
 
 /* The connection ended (released by the worker): plan the next attempt. */
-static void feed_ended(relay_t *r);
-
 static void relay_conn_ended(relay_t *r)
 {
     uint64_t now = loop_now_ms();
     r->rc = NULL;
     if (r->feed_end) {
-        feed_ended(r);
+        relay_feed_ended(r);
         return;
     }
     if (r->redirect_pending) {
@@ -327,7 +223,7 @@ static void relay_conn_ended(relay_t *r)
     r->next_try_ms = now + jitter(r, r->backoff_ms);
 }
 
-static void relay_conn_destroy(conn_t *c)
+void relay_conn_destroy(conn_t *c)
 {
     relay_conn_t *rc = (relay_conn_t *)c;
     relay_t *r = rc->relay;
@@ -434,7 +330,7 @@ static void become_source(conn_t *c, relay_t *r, const http_response_t *resp, si
                  escape_log(esc, sizeof(esc), url, strlen(url)), r->cur + 1, r->nhosts);
     }
     if (r->on_demand)
-        demand_live(r->local, 1);
+        relay_demand_live(r->local, 1);
     conn_set_deadline(c, 0);
     if (!c->closing)
         conn_rearm(c); /* bytes may wait in the socket (edge-triggered) */
@@ -618,7 +514,7 @@ static void relay_resolved(worker_t *w, void *arg, const char *ip)
     relay_connect(r, ip);
 }
 
-static void relay_try(relay_t *r)
+void relay_try(relay_t *r)
 {
     if (r->redirect_pending) {
         r->redirect_pending = 0;
@@ -650,12 +546,10 @@ static void relay_try(relay_t *r)
 
 /* ---- the per-worker tick ---- */
 
-static void feed_check(relay_t *r);
-
 static void relay_check(relay_t *r, uint64_t now)
 {
     if (r->feed_end) {
-        feed_check(r);
+        relay_feed_check(r);
         return;
     }
     if (r->mount && atomic_load(&r->mount->listeners) > 0)
@@ -664,7 +558,7 @@ static void relay_check(relay_t *r, uint64_t now)
     if (!wanted) {
         if (r->rc || r->mount) {
             log_info("relay %s: no listeners, disconnecting (on-demand)", r->logname);
-            detach_conn(r);
+            relay_detach_conn(r);
             end_mount(r, "on-demand relay idle");
             r->cur = 0;
             r->backoff_ms = 0;
@@ -683,21 +577,21 @@ static void relay_tick(worker_t *w, void *arg)
     (void)arg;
     uint64_t now = loop_now_ms();
     relay_t *r, *next;
-    list_foreach_safe(r, next, &worker_relays[w->id], relay_t, link) {
+    list_foreach_safe(r, next, &relay_lists[w->id], relay_t, link) {
         relay_check(r, now);
     }
 }
 
 static int relay_module_init(worker_t *w)
 {
-    list_init(&worker_relays[w->id]);
+    list_init(&relay_lists[w->id]);
     return worker_timer_add(w, RELAY_TICK_MS, relay_tick, NULL);
 }
 
 static void relay_module_fini(worker_t *w)
 {
-    while (!list_empty(&worker_relays[w->id])) {
-        relay_t *r = container_of(worker_relays[w->id].next, relay_t, link);
+    while (!list_empty(&relay_lists[w->id])) {
+        relay_t *r = container_of(relay_lists[w->id].next, relay_t, link);
         r->resolving = 0; /* the resolver stopped before the workers */
         relay_stop(r);
     }
@@ -706,7 +600,7 @@ static void relay_module_fini(worker_t *w)
 /* A draining worker keeps the relays it runs (connected or waiting to reconnect). */
 static int relay_module_busy(worker_t *w)
 {
-    return !list_empty(&worker_relays[w->id]);
+    return !list_empty(&relay_lists[w->id]);
 }
 
 static const worker_module_t relay_module = {
@@ -723,7 +617,7 @@ void relay_register(void)
 
 /* ---- creating and stopping relays ---- */
 
-static relay_t *relay_new(const char *local, int on_demand)
+relay_t *relay_new(const char *local, int on_demand)
 {
     relay_t *r = calloc(1, sizeof(*r));
     if (!r)
@@ -743,9 +637,8 @@ static relay_t *relay_new(const char *local, int on_demand)
 }
 
 /* Appends an upstream to r. 0 or -1 (no memory, or too many). */
-static int relay_add_host(relay_t *r, const char *host, int port, const char *path,
-                          const char *user, const char *pass, int icy, int tls,
-                          const char *bind, int timeout_s)
+int relay_add_host(relay_t *r, const char *host, int port, const char *path, const char *user,
+                   const char *pass, int icy, int tls, const char *bind, int timeout_s)
 {
     if (r->nhosts >= RELAY_MAX_HOSTS)
         return -1;
@@ -769,7 +662,7 @@ static void relay_add_msg(worker_t *w, void *arg)
 {
     relay_t *r = arg;
     r->worker = w;
-    list_insert_head(&worker_relays[w->id], &r->link);
+    list_insert_head(&relay_lists[w->id], &r->link);
     for (int i = 0; i < r->nhosts; i++) {
         const relay_host_t *h = &r->hosts[i];
         char n[48] = "";
@@ -780,30 +673,32 @@ static void relay_add_msg(worker_t *w, void *arg)
     }
 }
 
-/* Set once this process handed its relays over to a new one (relay_forget_all). */
-static atomic_int relays_forgotten;
+worker_t *relay_pick_worker(void)
+{
+    return server.workers[(unsigned)atomic_fetch_add(&next_worker, 1) %
+                          (unsigned)server.nworkers];
+}
 
 static int relay_hand_over(relay_t *r)
 {
-    if (server.nworkers <= 0 || atomic_load(&relays_forgotten)) {
+    if (server.nworkers <= 0 || relay_forgotten()) {
         relay_free(r);
         return -EINVAL;
     }
-    worker_t *w = server.workers[(unsigned)atomic_fetch_add(&next_worker, 1) %
-                                 (unsigned)server.nworkers];
+    worker_t *w = relay_pick_worker();
     if (r->on_demand)
-        demand_set(r->local, w, 1);
+        relay_demand_set(r->local, w, 1);
     int rc = worker_post(w, relay_add_msg, r);
     if (rc < 0) {
         if (r->on_demand)
-            demand_set(r->local, NULL, 0);
+            relay_demand_set(r->local, NULL, 0);
         relay_free(r);
     }
     return rc;
 }
 
 /* A relay as <relay> rc says, not yet on a worker; NULL without memory. */
-static relay_t *relay_from_conf(const relay_conf_t *rc)
+relay_t *relay_from_conf(const relay_conf_t *rc)
 {
     relay_t *r = relay_new(rc->local_mount ? rc->local_mount : "/", rc->on_demand);
     for (const relay_host_conf_t *h = rc->hosts; h && r; h = h->next) {
@@ -818,94 +713,6 @@ static relay_t *relay_from_conf(const relay_conf_t *rc)
         r = NULL;
     }
     return r;
-}
-
-/* The local mounts of relays an upgrade brought over streaming (main thread, at start-up):
- * relay_start_all leaves them be. */
-static char **adopted;
-static int nadopted;
-
-static int relay_adopted(const char *local)
-{
-    for (int i = 0; i < nadopted; i++)
-        if (strcmp(adopted[i], local) == 0)
-            return 1;
-    return 0;
-}
-
-/* ---- an upgrade: relays waiting to reconnect ---- */
-
-/* carried mounts of relays that were waiting: taken by the relays of the config at start-up,
- * and by the master's at its first list (on a worker: hence the lock) */
-static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
-static mount_t **held;
-static int nheld;
-
-int relay_waiting(const mount_t *m)
-{
-    int slots = atomic_load(&server.nslots);
-    for (int i = 0; i < slots && i < SERVER_MAX_WORKERS; i++) {
-        relay_t *r;
-        if (!server.workers[i] || server.workers[i]->gone)
-            continue;
-        list_foreach(r, &worker_relays[i], relay_t, link)
-            if (r->mount == m)
-                return 1;
-    }
-    return 0;
-}
-
-int relay_hold_mount(mount_t *m)
-{
-    pthread_mutex_lock(&held_lock);
-    mount_t **v = realloc(held, (size_t)(nheld + 1) * sizeof(*v));
-    if (v) {
-        held = v;
-        held[nheld++] = mount_ref(m);
-    }
-    pthread_mutex_unlock(&held_lock);
-    return v ? 0 : -ENOMEM;
-}
-
-/* r starts on the held mount of its name, if there is one. */
-static void take_held(relay_t *r)
-{
-    pthread_mutex_lock(&held_lock);
-    for (int i = 0; i < nheld && !r->mount; i++)
-        if (strcmp(held[i]->name, r->local) == 0) {
-            r->mount = held[i]; /* the list's reference is r's now */
-            held[i] = held[--nheld];
-        }
-    pthread_mutex_unlock(&held_lock);
-    if (r->mount) {
-        r->lost_ms = loop_now_ms(); /* its listeners wait the grace period from now */
-        log_info("relay %s: its mount carried over by the upgrade, connecting again",
-                 r->logname);
-    }
-}
-
-/* The held mounts no relay took end (their listeners follow their fallbacks). */
-static void end_held(void)
-{
-    pthread_mutex_lock(&held_lock);
-    mount_t **v = held;
-    int n = nheld;
-    held = NULL;
-    nheld = 0;
-    pthread_mutex_unlock(&held_lock);
-    for (int i = 0; i < n; i++) {
-        char esc[512];
-        log_warn("relay %s: no longer relayed: its carried mount ends",
-                 escape_log_utf8(esc, sizeof(esc), v[i]->name, strlen(v[i]->name)));
-        source_end_mount(v[i]);
-        mount_unref(v[i]);
-    }
-    free(v);
-}
-
-void relay_master_polled(void)
-{
-    end_held();
 }
 
 void relay_start_all(void)
@@ -924,185 +731,13 @@ void relay_start_all(void)
             continue;
         relay_t *r = relay_from_conf(rc);
         if (r)
-            take_held(r);
+            relay_take_held(r);
         if (!r || relay_hand_over(r) < 0)
             log_error("relay of %s: cannot start", rc->local_mount ? rc->local_mount : "/");
     }
     if (!cfg->master_server)
-        end_held(); /* else the master's list may name them: relay_master_polled */
-    for (int i = 0; i < nadopted; i++)
-        free(adopted[i]);
-    free(adopted);
-    adopted = NULL;
-    nadopted = 0;
-}
-
-/* ---- an upgrade ---- */
-
-int relay_save(conn_t *c, buf_t *out)
-{
-    if (c->destroy != relay_conn_destroy)
-        return -ENOENT;
-    relay_t *r = ((relay_conn_t *)c)->relay;
-    if (!r || !r->streaming || !r->mount || r->from_master || c->tls || c->closing)
-        return -ENOTSUP;
-    rec_str(out, r->local);
-    rec_u32(out, (uint32_t)r->cur);
-    rec_str(out, r->host);
-    rec_str(out, r->path);
-    rec_u32(out, (uint32_t)r->tport);
-    rec_u64(out, r->bytes_at_start);
-    return 0;
-}
-
-/* The relay of the config for local, streaming on c (on w, before w runs). */
-static relay_t *relay_adopt_conf(worker_t *w, relay_conn_t *rc, rec_reader_t *in)
-{
-    char *local = rec_get_str(in);
-    uint32_t cur = rec_get_u32(in);
-    char *host = rec_get_str(in), *path = rec_get_str(in);
-    uint32_t tport = rec_get_u32(in);
-    uint64_t bytes_at_start = rec_get_u64(in);
-    const relay_conf_t *conf = server_config()->relays;
-    while (conf && local && strcmp(conf->local_mount ? conf->local_mount : "/", local) != 0)
-        conf = conf->next;
-    relay_t *r = !in->error && conf && host && path ? relay_from_conf(conf) : NULL;
-    char **v = r ? realloc(adopted, (size_t)(nadopted + 1) * sizeof(*v)) : NULL;
-    if (v)
-        adopted = v;
-    if (!v || !(adopted[nadopted] = str_dup(local))) {
-        if (r)
-            relay_free(r);
-        free(local);
-        free(host);
-        free(path);
-        return NULL;
-    }
-    nadopted++;
-    free(local);
-    r->cur = cur < (uint32_t)r->nhosts ? (int)cur : 0;
-    r->host = host;
-    r->path = path;
-    r->tport = (int)tport;
-    r->bytes_at_start = bytes_at_start;
-    r->worker = w;
-    r->rc = rc;
-    r->streaming = 1;
-    rc->relay = r;
-    list_insert_head(&worker_relays[w->id], &r->link);
-    if (r->on_demand) {
-        r->wanted_ms = loop_now_ms();
-        demand_set(r->local, w, 1);
-        demand_live(r->local, 1);
-    }
-    return r;
-}
-
-conn_t *relay_adopt(worker_t *w, int fd, rec_reader_t *in,
-                    mount_t *(*find)(const char *name, void *arg), void *arg)
-{
-    client_t *cl = client_restore(w, fd, in, sizeof(relay_conn_t), relay_conn_destroy);
-    if (!cl)
-        return NULL;
-    conn_t *c = &cl->conn;
-    relay_t *r = relay_adopt_conf(w, (relay_conn_t *)cl, in);
-    if (r && source_adopt(c, in, find, arg) == 0 && (r->mount = find(r->local, arg)) != NULL) {
-        mount_ref(r->mount);
-        return c;
-    }
-    conn_close(c); /* the relay (if any) hears of it when the worker releases it */
-    return NULL;
-}
-
-void relay_forget_all(void)
-{
-    atomic_store(&relays_forgotten, 1);
-    int slots = atomic_load(&server.nslots);
-    for (int i = 0; i < slots && i < SERVER_MAX_WORKERS; i++) {
-        relay_t *r, *next;
-        if (!server.workers[i] || server.workers[i]->gone)
-            continue;
-        list_foreach_safe(r, next, &worker_relays[i], relay_t, link) {
-            unlink_relay(r); /* its tick no longer tries it */
-            if (r->rc)
-                r->rc->relay = NULL; /* its connection's end says nothing to it */
-            r->rc = NULL;
-            r->mount = NULL; /* the mount is the new process's: nothing ends it here */
-            if (r->resolving)
-                r->stopping = 1; /* freed, silently, when its lookup answers */
-        }
-    }
-}
-
-/* ---- an upgrade's local feed ---- */
-
-/* Its connection ended (or never came up): it says why once, and goes. */
-static void feed_ended(relay_t *r)
-{
-    unlink_relay(r);
-    char why[256];
-    snprintf(why, sizeof(why), "%s%s%s", r->streaming ? "its feed from the new process ended"
-             : "no feed from the new process", r->streaming || !r->feed_why[0] ? "" : ": ",
-             r->streaming ? "" : r->feed_why);
-    r->feed_end(r->mount, why);
-    r->streaming = 0;
-    mount_unref(r->mount); /* not ended: the caller closes its listeners */
-    r->mount = NULL;
-    if (r->resolving)
-        r->stopping = 1;
-    else
-        relay_free(r);
-}
-
-/* Tick: its mount's last listener left: the feed closes. */
-static void feed_check(relay_t *r)
-{
-    if (atomic_load(&r->mount->listeners) > 0 || r->resolving)
-        return;
-    log_info("relay %s: local feed closed: its last listener left", r->logname);
-    unlink_relay(r);
-    detach_conn(r);
-    mount_unref(r->mount);
-    r->mount = NULL;
-    relay_free(r);
-}
-
-static void feed_add_msg(worker_t *w, void *arg)
-{
-    relay_t *r = arg;
-    r->worker = w;
-    list_insert_head(&worker_relays[w->id], &r->link);
-    relay_try(r);
-}
-
-int relay_start_feed(mount_t *m, const char *ip, int port, const char *header,
-                     relay_feed_end_fn ended)
-{
-    char *path = url_encode(m->name, strlen(m->name));
-    relay_t *r = path ? relay_new(m->name, 0) : NULL;
-    if (r && (relay_add_host(r, ip, port, path, NULL, NULL, 1, 0, NULL, 5) < 0 ||
-              !(r->feed_header = str_dup(header)))) {
-        relay_free(r);
-        r = NULL;
-    }
-    free(path);
-    if (r && server.nworkers <= 0) {
-        relay_free(r);
-        return -EINVAL;
-    }
-    if (!r)
-        return -ENOMEM;
-    r->mount = mount_ref(m);
-    r->feed_end = ended;
-    worker_t *w = server.workers[(unsigned)atomic_fetch_add(&next_worker, 1) %
-                                 (unsigned)server.nworkers];
-    int rc = worker_post(w, feed_add_msg, r);
-    if (rc < 0) {
-        mount_unref(r->mount);
-        r->mount = NULL;
-        relay_free(r);
-    }
-    return rc;
+        relay_end_held(); /* else the master's list may name them: relay_master_polled */
+    relay_adopted_clear();
 }
 
 void relay_shutdown(void)
@@ -1133,7 +768,7 @@ int relay_start_master(const char *host, int port, int tls, const char *mount,
     if (!r)
         return -ENOMEM;
     r->from_master = 1;
-    take_held(r);
+    relay_take_held(r);
     return relay_hand_over(r);
 }
 
@@ -1141,7 +776,7 @@ static void stop_master_msg(worker_t *w, void *arg)
 {
     char *name = arg;
     relay_t *r;
-    list_foreach(r, &worker_relays[w->id], relay_t, link) {
+    list_foreach(r, &relay_lists[w->id], relay_t, link) {
         if (r->from_master && strcmp(r->local, name) == 0) {
             relay_stop(r);
             break;
@@ -1155,7 +790,7 @@ static void master_listed_msg(worker_t *w, void *arg)
 {
     (void)arg;
     relay_t *r;
-    list_foreach(r, &worker_relays[w->id], relay_t, link) {
+    list_foreach(r, &relay_lists[w->id], relay_t, link) {
         if (r->from_master && !r->rc && !r->resolving) {
             r->backoff_ms = 0;
             r->next_try_ms = 0;
@@ -1178,105 +813,3 @@ void relay_stop_master(const char *local)
     }
 }
 
-/* ---- parked listeners (on-demand) ---- */
-
-typedef struct park {
-    char *name;
-    uint64_t until_ms;
-    unsigned time_limit_s; /* from the listener's authentication, 0 = none */
-    relay_listen_fn listen;
-} park_t;
-
-static void park_release(conn_t *c)
-{
-    park_t *p = c->data;
-    if (p) {
-        free(p->name);
-        free(p);
-        c->data = NULL;
-    }
-}
-
-static void park_check(conn_t *c);
-
-static const conn_ops_t park_ops = {
-    .name = "relay-wait",
-    .on_readable = conn_discard_input,
-    .on_writable = conn_write_pending,
-    .on_timeout = park_check,
-    .on_close = park_release,
-};
-
-static void park_check(conn_t *c)
-{
-    park_t *p = c->data;
-    mount_t *m = mount_find(p->name);
-    if (!m && loop_now_ms() < p->until_ms) {
-        conn_set_deadline(c, RELAY_PARK_POLL_MS);
-        return;
-    }
-    unsigned limit = p->time_limit_s;
-    relay_listen_fn listen = p->listen;
-    park_release(c);
-    c->role = NULL;
-    if (m) {
-        listen(c, m, limit); /* the request was kept while parked */
-        return;
-    }
-    client_send_error(c, 404, "The file you requested could not be found");
-}
-
-static void kick_msg(worker_t *w, void *arg)
-{
-    char *name = arg;
-    uint64_t now = loop_now_ms();
-    relay_t *r;
-    list_foreach(r, &worker_relays[w->id], relay_t, link) {
-        if (r->on_demand && strcmp(r->local, name) == 0) {
-            r->wanted_ms = now;
-            if (!r->rc && !r->resolving && now >= r->next_try_ms)
-                relay_try(r);
-            break;
-        }
-    }
-    free(name);
-}
-
-int relay_is_on_demand(const char *name)
-{
-    int found = 0;
-    pthread_mutex_lock(&demand_lock);
-    for (demand_t *d = demands; d && !found; d = d->next)
-        found = strcmp(d->name, name) == 0;
-    pthread_mutex_unlock(&demand_lock);
-    return found;
-}
-
-int relay_park_listener(conn_t *c, const char *name, unsigned time_limit_s,
-                        relay_listen_fn listen)
-{
-    worker_t *w = NULL;
-    pthread_mutex_lock(&demand_lock);
-    for (demand_t *d = demands; d; d = d->next)
-        if (strcmp(d->name, name) == 0)
-            w = d->worker;
-    pthread_mutex_unlock(&demand_lock);
-    if (!w)
-        return 0;
-    park_t *p = calloc(1, sizeof(*p));
-    char *kick = str_dup(name);
-    if (!p || !kick || !(p->name = str_dup(name)) || worker_post(w, kick_msg, kick) < 0) {
-        free(kick);
-        if (p)
-            free(p->name);
-        free(p);
-        return 0;
-    }
-    p->until_ms = loop_now_ms() + RELAY_PARK_MS;
-    p->time_limit_s = time_limit_s;
-    p->listen = listen;
-    c->data = p;
-    c->ops = c->role = &park_ops;
-    conn_set_deadline(c, RELAY_PARK_POLL_MS);
-    return 1;
-}
