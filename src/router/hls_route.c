@@ -1047,7 +1047,7 @@ static void answer_intro(conn_t *c, const http_request_t *req, hls_t *h)
     uint32_t tag = 0;
     const char *body, *type = in->init ? "audio/mp4" : in->adts ? "audio/aac" : "audio/mpeg";
     size_t len;
-    if (in->init) { /* no ID3 tag: a fragment carries its time (tfdt) */
+    if (in->init) { /* no ID3 tag in front: a fragment carries its time (emsg, tfdt) */
         const block_t *b = n == HLS_INTRO_INIT ? in->init : in->segs[n].frag;
         body = (const char *)b->data;
         len = b->len;

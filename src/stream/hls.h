@@ -29,6 +29,7 @@
 #include "core/buf.h"
 #include "core/list.h"
 #include "format/mpeg.h"
+#include "stream/hls_id3.h"
 
 typedef struct hls hls_t;
 typedef struct hls_session hls_session_t;
@@ -36,9 +37,6 @@ typedef struct mount mount_t;
 typedef struct worker worker_t;
 
 #define HLS_MAX_PARTS 30     /* parts in one segment */
-#define HLS_ID3_LEN 73       /* the ID3v2 tag in front of every segment and part: its time */
-#define HLS_TITLE_MAX 255    /* bytes of a title carried in a TIT2 frame */
-#define HLS_ID3_MAX (HLS_ID3_LEN + 11 + HLS_TITLE_MAX) /* the tag with a title */
 
 /* Where a part or segment stands in the window. */
 enum {
@@ -99,10 +97,6 @@ int hls_part_so_far(hls_t *h, uint64_t msn, int part, hls_piece_t *p);
 /* Fills *p for the init segment `id` (the number in its URI) of an Opus window: HLS_READY, or
  * HLS_GONE when no segment the window holds uses it. */
 int hls_init_piece(hls_t *h, uint64_t id, hls_piece_t *p);
-
-/* Writes the ID3v2.4 tag that opens a piece to p (HLS_ID3_MAX bytes): its 90 kHz time
- * (33 bits) and, with a title (NULL: none), a TIT2 frame. Returns its length. */
-uint32_t hls_id3_tag(unsigned char *p, uint64_t ts90, const char *title);
 
 /* Where (msn, part) stands (part -1: the whole segment). */
 int hls_locate(hls_t *h, uint64_t msn, int part);

@@ -17,6 +17,7 @@
 #include "core/url.h"
 #include "format/mpeg.h"
 #include "stream/hls_fmp4.h"
+#include "stream/hls_id3.h"
 #include "stream/webfile.h"
 
 #define LOG_EVERY_MS 60000 /* a bad or mismatched intro is logged once a minute at most */
@@ -90,10 +91,14 @@ typedef struct opus_cut {
 static int opus_seal(opus_cut_t *c)
 {
     hls_intro_seg_t *s = &c->i->segs[c->i->nsegs - 1];
-    /* no emsg box: the fragment's time is its tfdt, and an intro has no title */
+    /* an emsg box with the fragment's time, as live fragments have: hls.js makes its metadata
+     * track when metadata first comes, and the browser clears the cues of a track just made,
+     * so the live titles that follow the intro stay cues only if the intro made it */
+    unsigned char id3[HLS_ID3_MAX];
     fmp4_frag_t f = {
         .seq = (uint32_t)c->i->nsegs, .tfdt = c->time, .durs = c->durs, .sizes = c->sizes,
         .n = c->n, .payload = (const unsigned char *)c->payload.data, .len = c->payload.len,
+        .id3 = id3, .id3_len = hls_id3_tag(id3, hls_id3_time48(c->time), NULL),
     };
     s->frag = c->payload.error ? NULL : fmp4_fragment(&f);
     c->time += s->samples;

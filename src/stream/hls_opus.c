@@ -143,13 +143,11 @@ int hls_opus_cut_locked(hls_t *h)
      * whose cues the browser clears when it loads its empty source) when metadata first
      * comes: with a title only, the first title's cue was made with the track and lost. */
     unsigned char id3[HLS_ID3_MAX];
-    uint64_t ts90 = o->part_time / FMP4_TIMESCALE * 90000 +
-                    o->part_time % FMP4_TIMESCALE * 90000 / FMP4_TIMESCALE;
     fmp4_frag_t f = {
         .seq = ++o->frag_seq, .tfdt = o->part_time, .durs = o->durs, .sizes = o->sizes,
         .n = o->n, .payload = (const unsigned char *)o->payload.data, .len = o->payload.len,
         .id3 = id3,
-        .id3_len = hls_id3_tag(id3, ts90 & ((1ull << 33) - 1), o->title ? o->title->title : NULL),
+        .id3_len = hls_id3_tag(id3, hls_id3_time48(o->part_time), o->title ? o->title->title : NULL),
     };
     block_t *b = o->payload.error ? NULL : fmp4_fragment(&f);
     if (!b) {

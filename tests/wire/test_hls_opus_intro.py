@@ -5,9 +5,10 @@ Opus mount, as on MP3 and AAC mounts.
 The intro, an Ogg Opus file in the webroot, is cut into fragmented MP4 segments of its own
 behind an init segment of its own OpusHead (here a stereo intro before a mono stream): the
 session's first playlist lists its EXT-X-MAP and segments, then EXT-X-DISCONTINUITY and the
-live stream's map. Their URLs name the file, the same for every session. ffmpeg plays the
-whole (intro first: its tone, then the stream's) with no error, and hls.js in Chromium plays
-through it (skipped without chromium and selenium); a preroll named by the auth
+live stream's map. Their URLs name the file, the same for every session, and each fragment
+carries its time in an emsg ID3 tag as live ones do (so hls.js keeps the title cues that come
+after). ffmpeg plays the whole (intro first: its tone, then the stream's) with no error, and
+hls.js in Chromium plays through it (skipped without chromium and selenium); a preroll named by the auth
 server replaces the intro, and counts once, when its last segment was fetched whole. A file
 that is not Ogg Opus is not played, logged."""
 
@@ -27,8 +28,8 @@ import wirelib
 from test_auth_url import auth  # noqa: F401 (the fixture)
 from test_fallback import mount_xml, webdir, webroot_with  # noqa: F401 (webdir: the fixture)
 from test_hls import get
-from test_hls_opus import opus_source
-from test_hls_web import play_hls
+from test_hls_opus import TIMESTAMP_OWNER, _id3_frames, opus_source
+from test_hls_web import play_hls, title_cues
 from test_webui import ADMIN, WEB, browsers  # noqa: F401 (browsers: the fixture)
 
 pytestmark = pytest.mark.rimecast_only
@@ -115,6 +116,10 @@ def test_session_gets_the_intro_fragments_with_their_map_then_a_discontinuity_an
         assert sh["content-type"] == "audio/mp4" and "session" not in s["uri"]
         frags = hlscheck.fragments(seg)
         assert frags[0]["tfdt"] == t
+        for f in frags:  # each with its time in an emsg ID3 tag, as live fragments
+            (at, scale, tag), = f["emsg"]
+            assert (at, scale) == (f["tfdt"], 48000) and _id3_frames(tag) == {
+                "PRIV": TIMESTAMP_OWNER + (f["tfdt"] * 90000 // 48000).to_bytes(8, "big")}, f
         ticks = sum(sum(f["durations"]) for f in frags)
         assert abs(ticks - s["duration"] * 48000) < 1
         t += ticks
@@ -246,3 +251,43 @@ def test_hls_js_plays_the_opus_intro_then_the_stream(server, webdir, browsers):
     assert [u for u in intro if re.match(r"hls/intro/\d\.mp4", u)], fetched
     assert [u for u in fetched if re.fullmatch(r"hls/\d+\.init\.mp4", u)], fetched
     assert not [e for e in errors if "hls" in str(e).lower()], errors
+
+
+def newest_segment_has(srv, text):
+    """1 when the newest complete segment of a session's playlist holds text (a title)."""
+    segs = hlscheck.parse(playlist(srv, "f" * 16))["segments"]
+    return text.encode() in fetch(srv, segs[-1]["uri"])[1]
+
+
+def test_hls_js_raises_the_titles_after_and_during_the_intro_as_cues(server, webdir, browsers):
+    """hls.js makes its metadata track when the first metadata comes, and Chromium clears the
+    cues of a track just made: an intro's fragments carry their time in an emsg ID3 tag as
+    live ones do, so the first title after the intro stays a cue even when it is in the first
+    live segment the player loads (with the timestamps that would otherwise make the track),
+    and so does a title set while the listener hears the intro."""
+    if webuilib.missing_requirements():
+        pytest.skip(webuilib.missing_requirements())
+    web = os.path.join(webdir, "web")
+    shutil.copytree(WEB, web)
+    os.chmod(web, 0o755)
+    seconds = 4  # one segment of 6 s
+    opus_file(web, "intro.opus", seconds, INTRO_FREQ, 2)
+    srv = server(extra_xml=mount_xml(MOUNT, intro="/intro.opus") + "<hls><segments>3</segments>"
+                 "</hls>", webroot=web, adminroot=ADMIN)
+    p = opus_source(srv)
+    try:
+        after, during = "After the intro – Ünïcode", "During the intro"
+        assert fl.set_metadata(srv, MOUNT, song=after).status == 200
+        # a new session's first live segment is the newest complete one: the one with the title
+        wirelib.wait_until(lambda: newest_segment_has(srv, after), 15,
+                           "the title in the newest complete segment", interval=0.1)
+        b, audio = play_hls(srv, browsers, MOUNT)
+        now = "return document.querySelector(arguments[0]).currentTime"
+        assert fl.set_metadata(srv, MOUNT, song=during).status == 200
+        assert b.js_run(now, audio) < seconds - 1  # set while the intro plays
+        b.wait(lambda: b.js_run(now, audio) >= seconds + 1, 30, "the player past the intro")
+        b.wait(lambda: during in title_cues(b, audio), 30, "the title set during the intro")
+        cues = title_cues(b, audio)
+    finally:
+        fl.stop_process(p)
+    assert after in cues, cues

@@ -189,13 +189,9 @@ def play_hls(srv, browsers, mount):
     return b, audio
 
 
-def hls_js_raises_a_title_cue(srv, browsers, mount):
-    """Plays mount's HLS through the page's toggle, sets a title on the mount, and waits for
-    hls.js to add it as a TIT2 cue of the player's metadata text track."""
-    b, audio = play_hls(srv, browsers, mount)
-    title = "Cue Test – Ünïcode"
-    assert fl.set_metadata(srv, mount, song=title).status == 200
-    cues = """var a = document.querySelector(arguments[0]), out = [];
+def title_cues(b, audio):
+    """The TIT2 cues of the player's metadata text tracks: their titles, in order."""
+    return b.js_run("""var a = document.querySelector(arguments[0]), out = [];
         for (var i = 0; i < a.textTracks.length; i++) {
             var t = a.textTracks[i];
             if (t.kind !== 'metadata' || !t.cues) continue;
@@ -204,8 +200,16 @@ def hls_js_raises_a_title_cue(srv, browsers, mount):
                 if (v && v.key === 'TIT2') out.push(v.data);
             }
         }
-        return out;"""
-    b.wait(lambda: title in b.js_run(cues, audio), 30, "the title cue")
+        return out;""", audio)
+
+
+def hls_js_raises_a_title_cue(srv, browsers, mount):
+    """Plays mount's HLS through the page's toggle, sets a title on the mount, and waits for
+    hls.js to add it as a TIT2 cue of the player's metadata text track."""
+    b, audio = play_hls(srv, browsers, mount)
+    title = "Cue Test – Ünïcode"
+    assert fl.set_metadata(srv, mount, song=title).status == 200
+    b.wait(lambda: title in title_cues(b, audio), 30, "the title cue")
 
 
 def test_hls_js_raises_the_title_as_an_id3_cue(live, browsers):
