@@ -27,6 +27,8 @@
 #include "stream/hls_intro.h"
 #include "stream/mount.h"
 
+#define REDATE_MS 10 /* an epoch is dated again when it began at least this much earlier */
+
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static hls_t *registry; /* every window made; never freed before exit */
 
@@ -391,6 +393,35 @@ static int followers_due(hls_t *h)
     return 1;
 }
 
+/* The segments of the current epoch dated again from anchor_ms, the wall clock of its first
+ * sample. */
+static void date_epoch_locked(hls_t *h, int64_t anchor_ms)
+{
+    h->anchor_ms = anchor_ms;
+    for (uint64_t q = h->first_seq; q <= h->open_seq; q++) {
+        hls_seg_t *s = hls_seg_at(h, q);
+        if (s && s->epoch == h->epoch)
+            s->pdt_ms = h->anchor_ms + (int64_t)(s->epoch_samples * 1000 / s->rate);
+    }
+}
+
+/* A block was just followed as it came: the source sent the last sample it holds no later
+ * than now, so the epoch began no later than now less the epoch's samples. A source sends
+ * its audio in pages or packets of its own (an Ogg muxer about a page a second), so the first
+ * sample of a block was sent before the block came: the earliest bound of the blocks so far
+ * is the anchor (an epoch dated first when it began, or when a window was made from what the
+ * mount held, is dated again when a block shows it began earlier). */
+static void redate_locked(hls_t *h)
+{
+    if (!h->rate || !h->frames_known)
+        return;
+    int64_t begun = wall_ms() - (int64_t)(h->epoch_samples * 1000 / h->rate);
+    if (begun > h->anchor_ms - REDATE_MS)
+        return;
+    date_epoch_locked(h, begun);
+    h->version++;
+}
+
 static void publish_hook(mount_t *m, void *arg)
 {
     /* the windows that follow m: its own, and those of sourceless mounts it is the fallback
@@ -399,6 +430,7 @@ static void publish_hook(mount_t *m, void *arg)
         pthread_mutex_lock(&h->lock);
         if (h->mount == m) {
             advance_locked(h);
+            redate_locked(h);
             if (!list_empty(&h->waiters) && followers_due(h))
                 wake_waiters(h); /* parts being followed as they fill */
         }
@@ -536,15 +568,10 @@ static int attach_locked(hls_t *h, mount_t *m)
     hls_sessions_follow_locked(h, m);
     h->epoch_samples = 0;
     advance_locked(h);
-    /* the burst was cut at once: date it back so that its end is now */
-    if (h->rate) {
-        h->anchor_ms = wall_ms() - (int64_t)(h->epoch_samples * 1000 / h->rate);
-        for (uint64_t q = h->first_seq; q <= h->open_seq; q++) {
-            hls_seg_t *s = hls_seg_at(h, q);
-            if (s && s->epoch == h->epoch)
-                s->pdt_ms = h->anchor_ms + (int64_t)(s->epoch_samples * 1000 / s->rate);
-        }
-    }
+    /* the burst was cut at once: date it back so that its end is now (the blocks that come
+     * next date it better: redate_locked) */
+    if (h->rate)
+        date_epoch_locked(h, wall_ms() - (int64_t)(h->epoch_samples * 1000 / h->rate));
     h->version++; /* the segments were dated again */
     on_mount_add(h, m);
     return 0;
