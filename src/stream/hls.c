@@ -28,6 +28,10 @@
 #include "stream/mount.h"
 
 #define REDATE_MS 10 /* an epoch is dated again when it began at least this much earlier */
+/* ... and only in its first seconds, or in those of a window made from what a mount held: a
+ * page or packet shows its sending time by then, and dates that players have seen move no more
+ * (some players lose their place when a segment's date changes between reloads) */
+#define REDATE_SPAN_MS 5000
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static hls_t *registry; /* every window made; never freed before exit */
@@ -242,6 +246,7 @@ void hls_clock_begin(hls_t *h, uint32_t rate)
         h->clock_samples = 0;
         h->epoch_samples = 0;
         h->anchor_ms = wall_ms();
+        h->redate_until_ms = h->anchor_ms + REDATE_SPAN_MS;
         h->epoch++;
     }
     h->rate = rate;
@@ -415,7 +420,10 @@ static void redate_locked(hls_t *h)
 {
     if (!h->rate || !h->frames_known)
         return;
-    int64_t begun = wall_ms() - (int64_t)(h->epoch_samples * 1000 / h->rate);
+    int64_t now = wall_ms();
+    if (now > h->redate_until_ms)
+        return;
+    int64_t begun = now - (int64_t)(h->epoch_samples * 1000 / h->rate);
     if (begun > h->anchor_ms - REDATE_MS)
         return;
     date_epoch_locked(h, begun);
@@ -570,8 +578,11 @@ static int attach_locked(hls_t *h, mount_t *m)
     advance_locked(h);
     /* the burst was cut at once: date it back so that its end is now (the blocks that come
      * next date it better: redate_locked) */
-    if (h->rate)
-        date_epoch_locked(h, wall_ms() - (int64_t)(h->epoch_samples * 1000 / h->rate));
+    if (h->rate) {
+        int64_t now = wall_ms();
+        date_epoch_locked(h, now - (int64_t)(h->epoch_samples * 1000 / h->rate));
+        h->redate_until_ms = now + REDATE_SPAN_MS;
+    }
     h->version++; /* the segments were dated again */
     on_mount_add(h, m);
     return 0;

@@ -236,6 +236,7 @@ struct hls {
     uint32_t epoch;           /* a new epoch at each source (re)start or rate change */
     uint64_t epoch_samples;
     int64_t anchor_ms;        /* wall clock of the epoch's first sample */
+    int64_t redate_until_ms;  /* the anchor may still move earlier until then (redate_locked) */
     icy_meta_t *last_meta;    /* the title parts announced last (a reference), NULL none */
 
     /* Opus in fragmented MP4 (hls_opus.c): the scan walks Ogg pages instead of frames */

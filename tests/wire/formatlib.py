@@ -539,14 +539,16 @@ ENCODERS = {
 VIDEO_INPUT = ["-f", "lavfi", "-i", "testsrc=size=160x120:rate=10"]
 
 
-def ffmpeg_source(srv, mount, codec, title=None, freq=440, duration=None):
-    """A real-time ffmpeg encoder streaming a sine wave to srv's mount."""
+def ffmpeg_source(srv, mount, codec, title=None, freq=440, duration=None, readrate=None):
+    """A real-time ffmpeg encoder streaming a sine wave to srv's mount (readrate: that many
+    times real time instead, e.g. 1.05 for a source whose clock runs fast)."""
     args, ctype, muxer = ENCODERS[codec]
     url = "icecast://source:%s@%s:%d%s" % (SOURCE_PASSWORD, srv.host, srv.port, mount)
     src = "sine=frequency=%d:sample_rate=44100" % freq
     if duration:
         src += ":duration=%g" % duration
-    cmd = [FFMPEG, "-hide_banner", "-nostdin", "-v", "error", "-re", "-f", "lavfi", "-i", src]
+    pace = ["-readrate", "%g" % readrate] if readrate else ["-re"]
+    cmd = [FFMPEG, "-hide_banner", "-nostdin", "-v", "error"] + pace + ["-f", "lavfi", "-i", src]
     if codec == "theora":
         cmd += ["-re"] + VIDEO_INPUT
     cmd += args

@@ -310,3 +310,36 @@ def test_an_opus_segment_is_dated_when_the_source_sent_it_not_when_the_window_be
     # a second before (a busy machine answers the reload later)
     print("segment ends dated less the moment they were complete:", ends)
     assert all(-1.5 < e <= 0.05 for e in ends), ends
+
+
+def test_a_segment_keeps_its_date_once_the_first_seconds_of_its_window_are_past(server):
+    """The pages that follow a window's start may date its segments earlier (above), but only
+    in its first seconds: some players lose their place when a date they have seen moves
+    between reloads. A source whose clock runs 5 % fast keeps showing an earlier start; after
+    those seconds every reload still gives each segment the date it had."""
+    srv = server(write_window=0, extra_xml="<hls><target-duration>2</target-duration>"
+                 "<segments>3</segments></hls>")
+    mount = "/live.opus"
+    p = fl.ffmpeg_source(srv, mount, "opus", readrate=1.05)
+    try:
+        fl.wait_mount(srv, mount, p)
+        next_page_time(srv, mount)  # the codec headers and audio have come
+        pl = hlscheck.parse(playlist(srv, mount))  # the window is made here
+        made = time.time()
+        msn = pl["msn"]
+        wirelib.wait_until(lambda: time.time() >= made + 6, 8, "the window's first seconds",
+                           interval=0.05)
+        dates = {}
+        moved = []
+        for n in range(msn, msn + 60):
+            body = playlist(srv, mount, "&_HLS_msn=%d" % n)
+            for seg in hlscheck.parse(body)["segments"]:
+                was = dates.setdefault(seg["seq"], seg["pdt"])
+                if was != seg["pdt"]:
+                    moved.append((seg["seq"], was, seg["pdt"]))
+            if time.time() >= made + 12:
+                break
+    finally:
+        fl.stop_process(p)
+    assert len(dates) >= 3, dates
+    assert not moved, moved
