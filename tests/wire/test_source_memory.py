@@ -22,6 +22,7 @@ def open_sources(srv, names, nbytes):
         sources.append(s)
 
     ports = {s.sock.getsockname()[1] for s in sources}
+    ports_seen = set()
 
     def all_read():  # the server's ends of these connections have nothing left unread
         unread = 0
@@ -34,7 +35,6 @@ def open_sources(srv, names, nbytes):
                     ports_seen.add(int(fields[2].split(":")[1], 16))
                     unread += int(fields[4].split(":")[1], 16)
         return len(ports_seen) == len(ports) and unread == 0
-    ports_seen = set()
     # the server reads without being asked anything: no request of ours adds to its heap
     wirelib.wait_until(all_read, 30, "%d sources read" % len(names), interval=0.2)
     return sources
