@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * block: allocation, chain-aware release and ICY metadata blocks (see block.h).
+ * block: allocation, chain-aware release, the gathering a source's bytes wait in before they make
+ * a block, and ICY metadata blocks (see block.h).
  * Freeing a block drops the reference it holds on its successor; the loop below walks the chain
  * instead of recursing, so a long chain released at once cannot overflow the stack.
  */
 #include "core/block.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +36,80 @@ block_t *block_new_copy(const void *data, size_t len)
         b->len = (uint32_t)len;
     }
     return b;
+}
+
+#define GATHER_CHUNKS(n) (((n) + BLOCK_GATHER_CHUNK - 1) / BLOCK_GATHER_CHUNK)
+
+int block_gather_append(block_gather_t *g, const void *data, size_t n)
+{
+    size_t have = GATHER_CHUNKS(g->len), need = GATHER_CHUNKS(g->len + n);
+    for (size_t i = have; i < need; i++) {
+        if (!(g->chunk[i] = malloc(BLOCK_GATHER_CHUNK))) {
+            block_gather_truncate(g, g->len);
+            return -ENOMEM;
+        }
+    }
+    const unsigned char *src = data;
+    while (n > 0) {
+        size_t at = g->len % BLOCK_GATHER_CHUNK, k = BLOCK_GATHER_CHUNK - at;
+        if (k > n)
+            k = n;
+        memcpy(g->chunk[g->len / BLOCK_GATHER_CHUNK] + at, src, k);
+        g->len += (uint32_t)k;
+        src += k;
+        n -= k;
+    }
+    return 0;
+}
+
+void block_gather_copy(const block_gather_t *g, size_t off, void *dst, size_t n)
+{
+    unsigned char *out = dst;
+    while (n > 0) {
+        size_t at = off % BLOCK_GATHER_CHUNK, k = BLOCK_GATHER_CHUNK - at;
+        if (k > n)
+            k = n;
+        memcpy(out, g->chunk[off / BLOCK_GATHER_CHUNK] + at, k);
+        out += k;
+        off += k;
+        n -= k;
+    }
+}
+
+block_t *block_from_gather(const block_gather_t *g, size_t n, size_t cap)
+{
+    block_t *b = block_new(cap);
+    if (b) {
+        block_gather_copy(g, 0, b->data, n);
+        b->len = (uint32_t)n;
+    }
+    return b;
+}
+
+void block_gather_drop(block_gather_t *g, size_t n)
+{
+    size_t rest = g->len - n, to = 0, from = n;
+    while (to < rest) { /* forward, in pieces that stay within one chunk on each side */
+        size_t k = BLOCK_GATHER_CHUNK - from % BLOCK_GATHER_CHUNK;
+        if (k > BLOCK_GATHER_CHUNK - to % BLOCK_GATHER_CHUNK)
+            k = BLOCK_GATHER_CHUNK - to % BLOCK_GATHER_CHUNK;
+        if (k > rest - to)
+            k = rest - to;
+        memmove(g->chunk[to / BLOCK_GATHER_CHUNK] + to % BLOCK_GATHER_CHUNK,
+                g->chunk[from / BLOCK_GATHER_CHUNK] + from % BLOCK_GATHER_CHUNK, k);
+        to += k;
+        from += k;
+    }
+    block_gather_truncate(g, rest);
+}
+
+void block_gather_truncate(block_gather_t *g, size_t n)
+{
+    for (size_t i = GATHER_CHUNKS(n); i < BLOCK_GATHER_MAX / BLOCK_GATHER_CHUNK; i++) {
+        free(g->chunk[i]);
+        g->chunk[i] = NULL;
+    }
+    g->len = (uint32_t)n;
 }
 
 void block_unref(block_t *b)

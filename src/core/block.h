@@ -67,6 +67,30 @@ static inline uint64_t block_end(const block_t *b) { return b->offset + b->len; 
  * Consumes the caller's reference on b (it becomes tail's link reference). */
 void block_link(block_t *tail, block_t *b);
 
+/* A source's bytes gathered until they make a block, in chunks of BLOCK_GATHER_CHUNK bytes
+ * taken as the bytes fill them and freed as they are emptied: between blocks a source holds
+ * what it gathered, rounded up to a chunk, not a whole block's room. Chunks [0, len rounded up)
+ * are allocated, the others NULL. At most BLOCK_GATHER_MAX bytes. Zeroed: empty. Used by one
+ * thread at a time; nothing here is shared with listeners (blocks are made by copying out). */
+#define BLOCK_GATHER_CHUNK 512
+#define BLOCK_GATHER_MAX 4096
+typedef struct block_gather {
+    unsigned char *chunk[BLOCK_GATHER_MAX / BLOCK_GATHER_CHUNK];
+    uint32_t len;
+} block_gather_t;
+
+/* Appends n bytes (len + n <= BLOCK_GATHER_MAX). 0, or -ENOMEM with nothing appended. */
+int block_gather_append(block_gather_t *g, const void *data, size_t n);
+/* Copies n gathered bytes from offset off (off + n <= len) into dst. */
+void block_gather_copy(const block_gather_t *g, size_t off, void *dst, size_t n);
+/* A new block with room for cap bytes (cap >= n) holding the first n gathered bytes, len n;
+ * NULL on ENOMEM. The gathered bytes stay. */
+block_t *block_from_gather(const block_gather_t *g, size_t n, size_t cap);
+/* Drops the first n bytes (n <= len): the rest moves to the front, emptied chunks are freed. */
+void block_gather_drop(block_gather_t *g, size_t n);
+/* Keeps the first n bytes (n <= len) and frees the chunks past them; 0 empties it. */
+void block_gather_truncate(block_gather_t *g, size_t n);
+
 /* ICY metadata. icy_meta_new builds "StreamTitle='title';[StreamUrl='url';]" padded; title/url
  * may be NULL. Text longer than the ICY maximum (4080 bytes) is truncated on a UTF-8 boundary.
  * A single quote inside the title is kept as is (players read up to "';"). */

@@ -4,8 +4,9 @@
  * Audio bytes are never altered. Small reads are gathered until they make GENERIC_BLOCK bytes
  * or the first byte waited f->coalesce_ms (0: every read is a block at once), so a paced source
  * sending 400-byte chunks costs one block header per few KB and listeners fewer iovecs. They
- * are gathered in a buffer of the source's own, kept for its life, and copied into a block of
- * their size when emitted: a block is never grown or cut down in the heap, which would leave
+ * are gathered in chunks of 512 bytes taken and freed as they fill and empty (block_gather_t:
+ * a source holds what it gathered, not a block's room, between blocks) and copied into a block
+ * of their size when emitted: a block is never grown or cut down in the heap, which would leave
  * holes beside the blocks (the queue of every source) that no later block fits. A block within
  * an eighth of the largest the source emitted gets that size, so that a steady source's blocks
  * come in one size and a freed one fits the next. MPEG audio and ADTS streams are followed
@@ -39,7 +40,7 @@
 #include "format/mpeg.h"
 
 #define GENERIC_META_MAX (255 * 16)
-#define GENERIC_BLOCK 4096
+#define GENERIC_BLOCK BLOCK_GATHER_MAX /* the largest block gathered */
 #define GENERIC_JOIN_MAX 32768 /* join_midway: bytes held while looking for frames */
 #define GENERIC_RATE_EVERY 10
 
@@ -55,11 +56,11 @@ typedef struct generic_state {
     unsigned char *last; /* previous metadata, to report changes only */
     size_t last_len;
     int url_set;
-    block_t *pending;    /* audio gathered but not yet emitted: the gathering buffer */
-    block_t *spare;      /* the gathering buffer while nothing is gathered */
+    int gathering;       /* audio is being gathered (pending_at and the rest below hold) */
+    block_gather_t gather; /* the audio gathered but not yet emitted */
     uint32_t block_room; /* the largest block emitted: the room of every block near its size */
     uint64_t pending_since_ms;
-    uint64_t pending_at;  /* audio offset of pending->data[0] */
+    uint64_t pending_at;  /* audio offset of the first byte gathered */
     int pending_probe;    /* pending began while frames were not followed: a sync point */
     mpeg_sync_t sync;
     unsigned char *held;  /* join_midway: the bytes followed before frames were found */
@@ -82,10 +83,7 @@ static void generic_destroy(format_t *f)
 {
     generic_state_t *st = f->state;
     if (st) {
-        if (st->pending)
-            block_unref(st->pending);
-        if (st->spare)
-            block_unref(st->spare);
+        block_gather_truncate(&st->gather, 0);
         free(st->meta);
         free(st->last);
         free(st->held);
@@ -94,21 +92,13 @@ static void generic_destroy(format_t *f)
     f->state = NULL;
 }
 
-/* Starts gathering in the source's buffer (made with room for want bytes, at most a whole
- * block, the first time: it grows as audio comes, grow_pending, to what the source's rate
- * fills, and is then reused block after block). */
-static int new_pending(generic_state_t *st, size_t want)
+/* Starts gathering at the stream's current position. */
+static void new_pending(generic_state_t *st)
 {
-    if (st->spare) {
-        st->pending = st->spare;
-        st->spare = NULL;
-    } else if (!(st->pending = block_new(want < GENERIC_BLOCK ? want : GENERIC_BLOCK))) {
-        return -ENOMEM;
-    }
+    st->gathering = 1;
     st->pending_at = st->sync.pos;
     st->pending_probe = st->sync.mode == MPEG_SYNC_START || st->sync.mode == MPEG_SYNC_PROBE;
     mpeg_sync_mark(&st->sync, st->pending_at);
-    return 0;
 }
 
 /* A followed stream's last frame (or header) is not all there yet. */
@@ -117,54 +107,69 @@ static int generic_frame_open(const mpeg_sync_t *s)
     return s->mode == MPEG_SYNC_LOCKED && (s->pos < s->next || s->have > 0);
 }
 
+/* Of have bytes gathered from pending_at on, how many begin at the last frame start they hold
+ * (a followed stream's block ends there): 0 when they hold none past their first byte. */
+static size_t generic_frame_tail(const generic_state_t *st, size_t have)
+{
+    uint64_t frame = st->sync.frame_start;
+    if (st->sync.mode == MPEG_SYNC_LOCKED && frame > st->pending_at &&
+        frame < st->pending_at + have)
+        return (size_t)(st->pending_at + have - frame);
+    return 0;
+}
+
+/* The room of a block of len bytes: blocks of about the largest size get that room, so that a
+ * freed one fits the next exactly. */
+static size_t generic_room(generic_state_t *st, size_t len)
+{
+    if (len > st->block_room && len <= GENERIC_BLOCK) /* not a relay's first bytes at once */
+        st->block_room = (uint32_t)len;
+    return len <= st->block_room && len >= st->block_room - st->block_room / 8 ? st->block_room
+                                                                              : len;
+}
+
+/* Emits out, the len bytes gathered from pending_at on (NULL: none), with keep bytes after them
+ * that stay gathered: the gathering goes on at the frame they begin with, or ends. */
+static void generic_emit(format_t *f, generic_state_t *st, block_t *out, size_t len, size_t keep)
+{
+    /* the stream's leading ID3v2 tag is no start point: a listener moved here would get it in
+     * the middle of its stream, where decoders take it for a broken frame */
+    int sync = st->pending_at >= st->sync.tag_end && (st->pending_probe || st->sync.mark_ok);
+    if (keep) {
+        st->pending_at += len;
+        mpeg_sync_mark(&st->sync, st->pending_at);
+        st->pending_since_ms = f->coalesce_ms > 0 ? loop_now_ms() : 0;
+    } else {
+        st->gathering = 0;
+    }
+    if (out) {
+        out->flags = sync ? BLOCK_SYNC : 0;
+        f->sink.emit(f->sink.ctx, out);
+    }
+}
+
 /* Emits what is gathered as a block of its size. With cut, a followed stream's block ends at
  * the last frame start it holds and the bytes from there stay gathered, moved to the front;
  * what holds nothing but the beginning of one frame waits for the rest (unless it is a whole
  * block: a frame larger than a block). */
 static int generic_emit_pending(format_t *f, generic_state_t *st, int cut)
 {
-    block_t *b = st->pending;
-    if (!b)
+    if (!st->gathering)
         return 0;
-    uint64_t frame = st->sync.frame_start;
-    if (cut && b->len < GENERIC_BLOCK && (st->sync.mode == MPEG_SYNC_START ||
-                                   (frame == st->pending_at && generic_frame_open(&st->sync))))
+    size_t have = st->gather.len;
+    if (cut && have < GENERIC_BLOCK &&
+        (st->sync.mode == MPEG_SYNC_START ||
+         (st->sync.frame_start == st->pending_at && generic_frame_open(&st->sync))))
         return 0;
-    size_t keep = 0;
-    if (cut && st->sync.mode == MPEG_SYNC_LOCKED && frame > st->pending_at &&
-        frame < st->pending_at + b->len)
-        keep = (size_t)(st->pending_at + b->len - frame);
-    /* the stream's leading ID3v2 tag is no start point: a listener moved here would get it in
-     * the middle of its stream, where decoders take it for a broken frame */
-    int sync = st->pending_at >= st->sync.tag_end && (st->pending_probe || st->sync.mark_ok);
-    size_t len = b->len - keep;
-    if (len > st->block_room && len <= GENERIC_BLOCK) /* not a relay's first bytes at once */
-        st->block_room = (uint32_t)len;
-    /* blocks of about the largest size get that room: a freed one then fits the next exactly */
-    size_t room = len <= st->block_room && len >= st->block_room - st->block_room / 8
-                      ? st->block_room : len;
-    block_t *out = len ? block_new(room) : NULL;
+    size_t keep = cut ? generic_frame_tail(st, have) : 0, len = have - keep;
+    block_t *out = len ? block_from_gather(&st->gather, len, generic_room(st, len)) : NULL;
     if (len && !out)
         return -ENOMEM; /* nothing lost: emitted whole next time */
-    if (out) {
-        memcpy(out->data, b->data, len);
-        out->len = (uint32_t)len;
-    }
-    if (keep) {
-        memmove(b->data, b->data + len, keep);
-        b->len = (uint32_t)keep;
-        st->pending_at = frame;
-        mpeg_sync_mark(&st->sync, frame);
-        st->pending_since_ms = f->coalesce_ms > 0 ? loop_now_ms() : 0;
-    } else {
-        b->len = 0;
-        st->pending = NULL;
-        st->spare = b;
-    }
-    if (out) {
-        out->flags = sync ? BLOCK_SYNC : 0;
-        f->sink.emit(f->sink.ctx, out);
-    }
+    if (keep)
+        block_gather_drop(&st->gather, len);
+    else
+        block_gather_truncate(&st->gather, 0);
+    generic_emit(f, st, out, len, keep);
     return 0;
 }
 
@@ -175,31 +180,31 @@ static int generic_joined(format_t *f, generic_state_t *st, uint64_t from)
     uint64_t held_at = st->sync.pos - st->held_len;
     size_t skip = from > held_at ? (size_t)(from - held_at) : 0;
     size_t keep = skip < st->held_len ? st->held_len - skip : st->held_len;
-    block_t *b = block_new(keep);
-    if (!b)
-        return -ENOMEM;
-    memcpy(b->data, st->held + (st->held_len - keep), keep);
-    b->len = (uint32_t)keep;
-    free(st->held);
-    st->held = NULL;
-    st->held_len = 0;
-    st->pending = b;
+    const unsigned char *data = st->held + (st->held_len - keep);
+    new_pending(st);
     st->pending_at = st->sync.pos - keep;
     st->pending_probe = 1;
     st->pending_since_ms = f->coalesce_ms > 0 ? loop_now_ms() : 0;
     mpeg_sync_mark(&st->sync, st->pending_at);
-    /* more than a block: emitted now, cut at frames (each emit takes at least one frame) */
-    while (st->pending && st->pending->len >= GENERIC_BLOCK)
-        if (generic_emit_pending(f, st, 1) < 0)
+    /* more than a block: emitted now, cut at frames (each block takes at least one frame) */
+    while (keep > GENERIC_BLOCK) {
+        size_t rest = generic_frame_tail(st, keep), len = keep - rest;
+        block_t *out = block_new(generic_room(st, len));
+        if (!out)
             return -ENOMEM;
-    block_t **kept = st->pending ? &st->pending : &st->spare; /* the gathering buffer */
-    if ((*kept)->cap > GENERIC_BLOCK) { /* held a relay's first bytes: a block's room is enough */
-        block_t *fit = realloc(*kept, sizeof(**kept) + GENERIC_BLOCK);
-        if (fit) {
-            fit->cap = GENERIC_BLOCK;
-            *kept = fit;
-        }
+        memcpy(out->data, data, len);
+        out->len = (uint32_t)len;
+        generic_emit(f, st, out, len, rest);
+        data += len;
+        keep = rest;
     }
+    if (keep && block_gather_append(&st->gather, data, keep) < 0)
+        return -ENOMEM;
+    free(st->held);
+    st->held = NULL;
+    st->held_len = 0;
+    if (st->gather.len == GENERIC_BLOCK)
+        return generic_emit_pending(f, st, 1);
     return 0;
 }
 
@@ -217,11 +222,11 @@ static void generic_flush(format_t *f)
             return;
     }
     const mpeg_sync_t *s = &st->sync;
-    block_t *b = st->pending;
-    if (b && generic_frame_open(s) && s->frame_start >= st->pending_at &&
-        s->frame_start < st->pending_at + b->len) {
-        size_t cut = (size_t)(st->pending_at + b->len - s->frame_start);
-        b->len -= (uint32_t)cut;
+    size_t have = st->gather.len;
+    if (st->gathering && generic_frame_open(s) && s->frame_start >= st->pending_at &&
+        s->frame_start < st->pending_at + have) {
+        size_t cut = (size_t)(st->pending_at + have - s->frame_start);
+        block_gather_truncate(&st->gather, have - cut);
         if (f->sink.log) {
             char msg[128];
             snprintf(msg, sizeof(msg),
@@ -280,20 +285,6 @@ static size_t generic_tag_limit(const mpeg_sync_t *s, size_t n)
     return n;
 }
 
-/* Room for n more bytes in the pending block (not yet shared: it may move). */
-static int grow_pending(generic_state_t *st, size_t n)
-{
-    block_t *b = st->pending;
-    if (b->cap - b->len >= n)
-        return 0;
-    block_t *bigger = realloc(b, sizeof(*b) + b->len + n);
-    if (!bigger)
-        return -ENOMEM;
-    bigger->cap = bigger->len + (uint32_t)n;
-    st->pending = bigger;
-    return 0;
-}
-
 /* join_midway: follows (and holds) up to GENERIC_JOIN_MAX bytes until the sync locks on a run
  * of frames; what came before the run (a tag, a partial frame) is dropped. Returns how many
  * of len bytes it took, or -ENOMEM. */
@@ -347,23 +338,19 @@ static int generic_audio(format_t *f, generic_state_t *st, const unsigned char *
         len -= (size_t)n;
     }
     while (len > 0) {
-        if (!st->pending) {
-            if (new_pending(st, len) < 0)
-                return -ENOMEM;
+        if (!st->gathering) {
+            new_pending(st);
             st->pending_since_ms = f->coalesce_ms > 0 ? loop_now_ms() : 0;
         }
-        size_t n = GENERIC_BLOCK - st->pending->len < len ? GENERIC_BLOCK - st->pending->len : len;
-        n = generic_tag_limit(&st->sync, n);
-        if (grow_pending(st, n) < 0)
+        size_t room = GENERIC_BLOCK - st->gather.len;
+        size_t n = generic_tag_limit(&st->sync, room < len ? room : len);
+        if (block_gather_append(&st->gather, data, n) < 0)
             return -ENOMEM;
-        block_t *b = st->pending;
-        memcpy(b->data + b->len, data, n);
-        b->len += (uint32_t)n;
         mpeg_sync_feed(&st->sync, data, n);
         data += n;
         len -= n;
         int tag_done = st->pending_at < st->sync.tag_end && st->sync.pos == st->sync.tag_end;
-        if ((b->len == GENERIC_BLOCK || tag_done) && generic_emit_pending(f, st, 1) < 0)
+        if ((st->gather.len == GENERIC_BLOCK || tag_done) && generic_emit_pending(f, st, 1) < 0)
             return -ENOMEM;
     }
     if (st->sync.mode == MPEG_SYNC_LOCKED)
@@ -426,7 +413,7 @@ static int generic_ingest(format_t *f, const unsigned char *data, size_t len)
     int rc = st->metaint ? generic_demux(f, st, data, len) : generic_audio(f, st, data, len);
     if (rc < 0)
         return rc;
-    if (st->pending && (f->coalesce_ms == 0 ||
+    if (st->gathering && (f->coalesce_ms == 0 ||
                         loop_now_ms() - st->pending_since_ms >= (uint64_t)f->coalesce_ms))
         return generic_emit_pending(f, st, 1);
     return 0;
@@ -448,7 +435,9 @@ static void generic_save(format_t *f, buf_t *out)
     rec_u8(out, (uint8_t)st->url_set);
     rec_u8(out, (uint8_t)f->join_midway);
     rec_bytes(out, st->held, st->held_len);
-    rec_bytes(out, st->pending ? st->pending->data : NULL, st->pending ? st->pending->len : 0);
+    unsigned char gathered[GENERIC_BLOCK];
+    block_gather_copy(&st->gather, 0, gathered, st->gather.len);
+    rec_bytes(out, gathered, st->gather.len);
 }
 
 static int generic_restore(format_t *f, rec_reader_t *in)

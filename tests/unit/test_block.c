@@ -34,6 +34,54 @@ static void test_long_chain_release(void)
     CHECK(1);
 }
 
+/* Gathered bytes come out as they went in, across any split and any drop from the front, and
+ * only the chunks the bytes fill stay allocated. */
+static int gather_chunks_held(const block_gather_t *g)
+{
+    int n = 0;
+    for (size_t i = 0; i < sizeof(g->chunk) / sizeof(g->chunk[0]); i++)
+        n += g->chunk[i] != NULL;
+    return n;
+}
+
+static void test_gather_keeps_bytes_in_order_and_only_filled_chunks(void)
+{
+    static const size_t pieces[] = {1, 7, 511, 512, 513, 1600, 4096};
+    static const size_t drops[] = {0, 1, 418, 512, 1000, 3000};
+    unsigned char in[BLOCK_GATHER_MAX], out[BLOCK_GATHER_MAX];
+    for (size_t i = 0; i < sizeof(in); i++)
+        in[i] = (unsigned char)(i * 7 + i / 251);
+    for (size_t p = 0; p < sizeof(pieces) / sizeof(pieces[0]); p++) {
+        for (size_t d = 0; d < sizeof(drops) / sizeof(drops[0]); d++) {
+            block_gather_t g = {0};
+            for (size_t at = 0; at < sizeof(in); at += pieces[p]) {
+                size_t n = sizeof(in) - at < pieces[p] ? sizeof(in) - at : pieces[p];
+                CHECK(block_gather_append(&g, in + at, n) == 0);
+                CHECK(gather_chunks_held(&g) ==
+                      (int)((g.len + BLOCK_GATHER_CHUNK - 1) / BLOCK_GATHER_CHUNK));
+            }
+            CHECK(g.len == sizeof(in));
+            block_t *b = block_from_gather(&g, 3904, 4096);
+            CHECK(b && b->len == 3904 && b->cap == 4096 && memcmp(b->data, in, 3904) == 0);
+            block_unref(b);
+            block_gather_drop(&g, drops[d]);
+            size_t rest = sizeof(in) - drops[d];
+            CHECK(g.len == rest);
+            block_gather_copy(&g, 0, out, rest);
+            CHECK(memcmp(out, in + drops[d], rest) == 0);
+            CHECK(gather_chunks_held(&g) ==
+                  (int)((rest + BLOCK_GATHER_CHUNK - 1) / BLOCK_GATHER_CHUNK));
+            CHECK(block_gather_append(&g, in, drops[d]) == 0); /* fills up again after a drop */
+            block_gather_copy(&g, rest, out, drops[d]);
+            CHECK(memcmp(out, in, drops[d]) == 0);
+            block_gather_truncate(&g, 100);
+            CHECK(g.len == 100 && gather_chunks_held(&g) == 1);
+            block_gather_truncate(&g, 0);
+            CHECK(g.len == 0 && gather_chunks_held(&g) == 0);
+        }
+    }
+}
+
 static void test_icy_meta(void)
 {
     icy_meta_t *m = icy_meta_new("Artist - Song", NULL);
@@ -215,6 +263,7 @@ int main(void)
     }
     server_set_config(cfg);
     RUN(test_long_chain_release);
+    RUN(test_gather_keeps_bytes_in_order_and_only_filled_chunks);
     RUN(test_icy_meta);
     RUN(test_queue_concurrent);
     RUN(test_burst_start);
