@@ -41,8 +41,11 @@
 #define SEGMENT_MAX_AGE 3600
 #define SEND_IOV 64
 
+/* A mount name taken from a URL path: a buffer of the caller's (no allocation a request). */
+typedef char hls_name_t[HTTP_MAX_URI + 1];
+
 typedef struct hls_url {
-    char *mount;      /* malloc'd */
+    const char *mount; /* in the caller's hls_name_t */
     int playlist;     /* else a segment or part */
     uint64_t seq;
     int part;         /* -1: the whole segment */
@@ -65,9 +68,19 @@ static const char *read_number(const char *p, uint64_t *v)
     return p;
 }
 
-/* 1 if path is an HLS URL of a mount (u filled; its mount only when with_mount: a question
- * of whether it is one needs no copy), else 0. */
-static int parse_url(const char *path, hls_url_t *u, int with_mount)
+/* Copies the first len bytes of path into name as a C string: 1, or 0 when they do not fit. */
+static int name_of(hls_name_t name, const char *path, size_t len)
+{
+    if (len >= sizeof(hls_name_t))
+        return 0;
+    memcpy(name, path, len);
+    name[len] = '\0';
+    return 1;
+}
+
+/* 1 if path is an HLS URL of a mount (u filled; its mount copied into name unless name is
+ * NULL: a question of whether it is one needs no copy), else 0. */
+static int parse_url(const char *path, hls_url_t *u, char *name)
 {
     static const char playlist[] = "/hls.m3u8";
     size_t len = strlen(path), pl = sizeof(playlist) - 1;
@@ -75,7 +88,8 @@ static int parse_url(const char *path, hls_url_t *u, int with_mount)
     u->part = -1;
     if (len > pl + 1 && strcmp(path + len - pl, playlist) == 0) {
         u->playlist = 1;
-        return !with_mount || (u->mount = strndup(path, len - pl)) != NULL;
+        u->mount = name;
+        return !name || name_of(name, path, len - pl);
     }
     const char *dir = NULL;
     for (const char *p = strstr(path, "/hls/"); p; p = strstr(p + 1, "/hls/"))
@@ -100,7 +114,8 @@ static int parse_url(const char *path, hls_url_t *u, int with_mount)
             u->ext = exts[i];
     if (!u->ext)
         return 0;
-    return !with_mount || (u->mount = strndup(path, (size_t)(dir - path))) != NULL;
+    u->mount = name;
+    return !name || name_of(name, path, (size_t)(dir - path));
 }
 
 /* The window of mount name `name` served by live mount m (the caller's reference is taken):
@@ -266,10 +281,10 @@ static void answer_multivariant(conn_t *c, const http_request_t *req, hls_t *h)
 }
 
 /* The mount block whose listener authentication a session of h passes, NULL for none (*name:
- * the mount name it is found by, malloc'd; NULL when out of memory). */
-static const mount_conf_t *login_conf(hls_t *h, char **name)
+ * the mount name it is found by, in buf; NULL when it does not fit). */
+static const mount_conf_t *login_conf(hls_t *h, hls_name_t buf, const char **name)
 {
-    *name = hls_session_login_mount(h);
+    *name = hls_session_login_mount(h, buf, sizeof(hls_name_t));
     const mount_conf_t *mc = *name ? config_find_mount(server_config(), *name) : NULL;
     return mc && mc->auth ? mc : NULL;
 }
@@ -290,8 +305,9 @@ static int session_poll(conn_t *c, const http_request_t *req, hls_t *h, hls_logi
         answer_multivariant(c, req, h);
         return 0;
     }
-    char *login_name;
-    const mount_conf_t *mc = login_conf(h, &login_name);
+    hls_name_t login_buf;
+    const char *login_name;
+    const mount_conf_t *mc = login_conf(h, login_buf, &login_name);
     /* the agent, referer and URI in buffers of the thread's: copied only by a session begun */
     static __thread char agent[HTTP_MAX_HEAD_BYTES], referer[HTTP_MAX_HEAD_BYTES];
     static __thread char uri[HTTP_MAX_HEAD_BYTES + sizeof("?session=") + HLS_TOKEN_LEN];
@@ -316,7 +332,6 @@ static int session_poll(conn_t *c, const http_request_t *req, hls_t *h, hls_logi
         client_send_error(c, 403, "Forbidden: this session reached its time limit");
     else if (rc < 0)
         client_send_error(c, 500, "Internal Server Error");
-    free(login_name);
     return rc == 0;
 }
 
@@ -331,7 +346,7 @@ static void login_done(conn_t *c, hls_t *h, hls_login_t *login)
 }
 
 static hls_t *window_of_request(conn_t *c);
-static int parse_intro_url(const char *path, char **mount, int *n);
+static int parse_intro_url(const char *path, char *name, int *n);
 
 /* URL authentication answered for c: 1 if it accepted (its user goes to the access log),
  * else 0 with the listener's refusal sent and s freed. */
@@ -400,12 +415,12 @@ static hls_t *window_of_request(conn_t *c)
     char *dec = url_decode(req->path, req->path_len, 0, &len);
     char *path = dec && dec[0] == '/' ? url_normalize_path(dec, len) : NULL;
     const char *alias = path ? router_alias(c, path) : NULL;
-    hls_url_t u = {0};
+    hls_url_t u;
+    hls_name_t name;
     int n;
     const char *p = alias ? alias : path;
-    hls_t *h = p && (parse_url(p, &u, 1) || parse_intro_url(p, &u.mount, &n)) ? hls_find(u.mount)
+    hls_t *h = p && (parse_url(p, &u, name) || parse_intro_url(p, name, &n)) ? hls_find(name)
                                                                           : NULL;
-    free(u.mount);
     free(dec);
     free(path);
     return h;
@@ -474,7 +489,11 @@ static void answer_playlist_of_session(conn_t *c, const http_request_t *req, hls
         return;
     }
     int target = hls_target_duration(h);
-    buf_t out = BUF_INIT;
+    /* rendered into a buffer of the thread's: reply_send writes or copies it before it
+     * returns, so the next request on this thread (a pipelined one, even) may reuse it */
+    static __thread buf_t out;
+    if (out.data)
+        out.data[out.len = 0] = '\0';
     const hls_url_t self = {.playlist = 1, .part = -1};
     int rc;
     if (has_msn) {
@@ -501,7 +520,6 @@ static void answer_playlist_of_session(conn_t *c, const http_request_t *req, hls
              has_msn ? 6 * target : target > 1 ? target / 2 : 1);
     count_to_session(c, req, h, out.len);
     reply_send(c, req, 200, PLAYLIST_TYPE, out.data, out.len, extra);
-    buf_free(&out);
 }
 
 /* ---- segments and parts ---- */
@@ -676,6 +694,8 @@ typedef struct filling {
     block_t *blk;          /* the block holding pos (referenced), NULL before the first frame */
     uint64_t start;        /* the part's first byte */
     uint64_t pos, end;     /* sent up to pos; the window had cut up to end */
+    char chunk[20];        /* the head of the chunk [pos, end): its size in hex, CRLF */
+    size_t chunk_off, chunk_len; /* bytes of it written, and in all */
     size_t crlf_left;      /* bytes of the CRLF ending the chunk still to write */
     size_t last_left;      /* bytes of the last (empty) chunk still to write, once complete */
     int complete;          /* end is the part's end */
@@ -705,7 +725,7 @@ static const conn_ops_t filling_ops = {
 };
 
 /* Asks the window how far the part goes now: 1 when there is more to write (a chunk head
- * queued) or it is complete, 0 waiting for it to grow, -1 closed. */
+ * made) or it is complete, 0 waiting for it to grow, -1 closed. */
 static int filling_more(conn_t *c, filling_t *f)
 {
     hls_piece_t p = {0};
@@ -726,12 +746,10 @@ static int filling_more(conn_t *c, filling_t *f)
     }
     f->complete = rc == HLS_READY;
     if (p.end > f->end) {
-        char head[32];
-        int n = snprintf(head, sizeof(head), "%llx\r\n", (unsigned long long)(p.end - f->end));
-        if (conn_queue(c, head, (size_t)n) < 0) {
-            conn_close(c);
-            return -1;
-        }
+        int n = snprintf(f->chunk, sizeof(f->chunk), "%llx\r\n",
+                         (unsigned long long)(p.end - f->end));
+        f->chunk_off = 0;
+        f->chunk_len = (size_t)n;
         f->end = p.end;
         f->crlf_left = 2;
         return 1;
@@ -743,19 +761,22 @@ static int filling_more(conn_t *c, filling_t *f)
     return w == 0 ? filling_more(c, f) : 0; /* 0: grew meanwhile, ask again */
 }
 
-/* Writes what the connection owes in one writev: the output buffer (the chunk head; before the
- * first chunk the reply head and tag), the part's bytes [pos, end), the CRLF ending the chunk,
- * and once the part is complete the last chunk. 1 all written, 0 the socket is full, -1 the
- * connection closed. */
+/* Writes what the connection owes in one writev: the output buffer (before the first chunk
+ * the reply head and tag), the chunk head, the part's bytes [pos, end), the CRLF ending the
+ * chunk, and once the part is complete the last chunk. 1 all written, 0 the socket is full,
+ * -1 the connection closed. */
 static int filling_send(conn_t *c, filling_t *f)
 {
     static const char crlf[] = "\r\n", last[] = "0\r\n\r\n";
-    while (c->woff < c->wlen || f->pos < f->end || f->crlf_left || (f->complete && f->last_left)) {
-        struct iovec iov[SEND_IOV + 3]; /* the output buffer, the blocks, CRLF, last chunk */
+    while (c->woff < c->wlen || f->chunk_off < f->chunk_len || f->pos < f->end || f->crlf_left ||
+           (f->complete && f->last_left)) {
+        struct iovec iov[SEND_IOV + 4]; /* output buffer, chunk head, blocks, CRLF, last chunk */
         int n = 0;
-        size_t queued = c->wlen - c->woff;
+        size_t queued = c->wlen - c->woff, chunk = f->chunk_len - f->chunk_off;
         if (queued)
             iov[n++] = (struct iovec){c->wbuf + c->woff, queued};
+        if (chunk)
+            iov[n++] = (struct iovec){f->chunk + f->chunk_off, chunk};
         uint64_t covered = f->pos;
         if (f->blk && f->pos < f->end)
             n += blocks_iov(f->blk, f->pos, f->end, iov + n, SEND_IOV, &covered);
@@ -773,6 +794,9 @@ static int filling_send(conn_t *c, filling_t *f)
         left -= from_buf;
         if (c->woff == c->wlen)
             c->woff = c->wlen = 0;
+        size_t from_chunk = left < chunk ? left : chunk;
+        f->chunk_off += from_chunk;
+        left -= from_chunk;
         uint64_t from_blocks = left < f->end - f->pos ? left : f->end - f->pos;
         if (from_blocks)
             blocks_advance(&f->blk, &f->pos, from_blocks, f->end);
@@ -970,9 +994,9 @@ static void answer_piece(conn_t *c, const http_request_t *req, hls_t *h, const h
 /* ---- intro segments: <mount>/hls/intro/<n>.<ext>?file=<file>&v=<version> ---- */
 /* (an Opus intro's init segment: <mount>/hls/intro/init.mp4?file=<file>&v=<version>) */
 
-/* If path is an intro segment's URL: 1 with its mount (malloc'd) and number (HLS_INTRO_INIT
- * for an init segment), else 0. */
-static int parse_intro_url(const char *path, char **mount, int *n)
+/* If path is an intro segment's URL: 1 with its mount (copied into name unless it is NULL)
+ * and number (HLS_INTRO_INIT for an init segment), else 0. */
+static int parse_intro_url(const char *path, char *name, int *n)
 {
     static const char dir[] = "/hls/intro/";
     const char *d = strstr(path, dir);
@@ -983,21 +1007,21 @@ static int parse_intro_url(const char *path, char **mount, int *n)
         (*p && strcmp(p, ".mp3") != 0 && strcmp(p, ".aac") != 0 && strcmp(p, ".mp4") != 0))
         return 0;
     *n = *p ? (int)v : HLS_INTRO_INIT;
-    return (*mount = strndup(path, (size_t)(d - path))) != NULL;
+    return !name || name_of(name, path, (size_t)(d - path));
 }
 
 /* The intro a request of c names (the file of its query, at the version it names), if h
  * serves it, and the segment number: a new reference, or NULL. */
 static hls_intro_t *intro_of_request(const http_request_t *req, hls_t *h, int *n)
 {
-    char *mount = NULL;
+    hls_name_t mount;
     uint64_t version = 0;
     char *file = req->query ? url_query_param(req->query, req->query_len, "file") : NULL;
     int ok = file && query_number(req, "v", &version) == 1;
     hls_intro_t *in = NULL;
     size_t len;
     char *dec = url_decode(req->path, req->path_len, 0, &len);
-    if (ok && dec && parse_intro_url(dec, &mount, n) && hls_session_intro_known(h, file))
+    if (ok && dec && parse_intro_url(dec, mount, n) && hls_session_intro_known(h, file))
         in = hls_intro_get(file, hls_target_duration(h));
     if (in && ((uint64_t)in->version != version || *n >= in->nsegs ||
                (*n == HLS_INTRO_INIT && !in->init))) {
@@ -1005,7 +1029,6 @@ static hls_intro_t *intro_of_request(const http_request_t *req, hls_t *h, int *n
         in = NULL;
     }
     free(dec);
-    free(mount);
     free(file);
     return in;
 }
@@ -1162,28 +1185,25 @@ static void relay_start(conn_t *c, const http_request_t *req, const char *name)
 int hls_route_names(const char *path)
 {
     hls_url_t u;
-    char *mount = NULL;
-    int n, yes = parse_url(path, &u, 0) || parse_intro_url(path, &mount, &n);
-    free(u.mount);
-    free(mount);
-    return yes;
+    int n;
+    return parse_url(path, &u, NULL) || parse_intro_url(path, NULL, &n);
 }
 
 int hls_route(conn_t *c, const http_request_t *req, const char *path)
 {
     hls_url_t u;
+    hls_name_t name;
     int intro_n;
-    if (parse_intro_url(path, &u.mount, &intro_n)) {
-        mount_t *m = mount_find(u.mount);
+    if (parse_intro_url(path, name, &intro_n)) {
+        mount_t *m = mount_find(name);
         if (!m)
-            m = fallback_for_sourceless(u.mount);
-        hls_t *h = m ? window_for(c, req, u.mount, m) : NULL;
+            m = fallback_for_sourceless(name);
+        hls_t *h = m ? window_for(c, req, name, m) : NULL;
         if (h)
             answer_intro(c, req, h);
-        free(u.mount);
         return m != NULL;
     }
-    if (!parse_url(path, &u, 1))
+    if (!parse_url(path, &u, name))
         return 0;
     int on_demand = relay_is_on_demand(u.mount);
     mount_t *m = mount_find(u.mount);
@@ -1197,7 +1217,6 @@ int hls_route(conn_t *c, const http_request_t *req, const char *path)
         answer(c, req, &u, u.mount, m);
     else if (start_relay)
         relay_start(c, req, u.mount);
-    free(u.mount);
     /* else not a live mount's: the URL is left to files and the other routes */
     return m || start_relay;
 }
