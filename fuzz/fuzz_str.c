@@ -210,6 +210,24 @@ static void check_path(const char *s, size_t len)
     free(p);
 }
 
+/* A request path decoded and normalised in place into a buffer of the caller's is what
+ * decoding and then normalising into allocations gives; a buffer without room for the NUL
+ * gives nothing. */
+static void check_request_path(const char *s, size_t len)
+{
+    size_t n;
+    char *dec = url_decode(s, len, 0, &n);
+    char *want = dec && dec[0] == '/' ? url_normalize_path(dec, n) : NULL;
+    char *buf = malloc(len + 1);
+    REQUIRE(buf);
+    const char *got = url_request_path(s, len, buf, len + 1);
+    REQUIRE(want ? got && strcmp(got, want) == 0 : got == NULL);
+    REQUIRE(url_request_path(s, len, buf, len) == NULL);
+    free(buf);
+    free(want);
+    free(dec);
+}
+
 static void check_charsets(const char *s, size_t len)
 {
     char *u = utf8_from_charset(s, len, "ISO-8859-1");
@@ -238,6 +256,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check_base64(s, size);
     check_url(s, size);
     check_path(s, size);
+    check_request_path(s, size);
     check_charsets(s, size);
     return 0;
 }

@@ -186,18 +186,15 @@ static int path_segment_kind(const char *seg, size_t n)
 }
 
 /* Like RFC 3986 remove_dot_segments, but ".." above the root is an error, not ignored. A
- * trailing '/', "." or ".." leaves the result ending in '/'. */
-char *url_normalize_path(const char *path, size_t len)
+ * trailing '/', "." or ".." leaves the result ending in '/'. out has room for len + 1 bytes
+ * and may be path itself: what is written never passes what was read. The length, or -1. */
+static long normalize_to(const char *path, size_t len, char *out)
 {
-    char *out;
     size_t o = 0, pos = 1;
     int ends_dir = 0;
 
     if (!path || len == 0 || path[0] != '/' || memchr(path, '\0', len) || memchr(path, '\\', len))
-        return NULL;
-    out = alloc_expanded(len, 1);
-    if (!out)
-        return NULL;
+        return -1;
     while (pos <= len) {
         const char *seg = path + pos;
         const char *slash = memchr(seg, '/', len - pos);
@@ -205,15 +202,15 @@ char *url_normalize_path(const char *path, size_t len)
         int kind = path_segment_kind(seg, n);
 
         if (kind < 0)
-            goto fail;
+            return -1;
         if (kind == 2) {
             if (o == 0)
-                goto fail;
+                return -1;
             while (out[--o] != '/')
                 ;
         } else if (kind == 0) {
             out[o++] = '/';
-            memcpy(out + o, seg, n);
+            memmove(out + o, seg, n);
             o += n;
         }
         ends_dir = kind != 0;
@@ -222,8 +219,23 @@ char *url_normalize_path(const char *path, size_t len)
     if (o == 0 || ends_dir)
         out[o++] = '/';
     out[o] = '\0';
+    return (long)o;
+}
+
+char *url_normalize_path(const char *path, size_t len)
+{
+    char *out = path && len ? alloc_expanded(len, 1) : NULL;
+    if (out && normalize_to(path, len, out) < 0) {
+        free(out);
+        return NULL;
+    }
     return out;
-fail:
-    free(out);
-    return NULL;
+}
+
+const char *url_request_path(const char *raw, size_t len, char *out, size_t cap)
+{
+    if (!raw || len >= cap)
+        return NULL;
+    long n = decode_to(raw, len, 0, out);
+    return n > 0 && normalize_to(out, (size_t)n, out) >= 0 ? out : NULL;
 }

@@ -37,5 +37,8 @@ const char *url_query_value(const char *query, size_t len, const char *name, cha
  * Returns malloc'd path starting with '/', or NULL if it would leave the root, does not start
  * with '/', contains NUL, backslash, or a segment ending in '.' other than "." and "..". */
 char *url_normalize_path(const char *path, size_t len);
+/* A request path as sent (raw, len bytes) percent-decoded ('+' kept) and normalised as above,
+ * into out (cap bytes; it needs len + 1): out, or NULL when malformed or longer. */
+const char *url_request_path(const char *raw, size_t len, char *out, size_t cap);
 
 #endif

@@ -47,6 +47,7 @@ void client_set_log_request(client_t *cl, const char *const value[CLIENT_LOG_FIE
     char **dst[CLIENT_LOG_FIELDS] = {&cl->log_method, &cl->log_uri, &cl->log_protocol,
                                      &cl->log_agent, &cl->log_referer};
     free(cl->log_method); /* the allocation holding them all */
+    cl->log_in_head = 0;
     size_t total = 0;
     for (size_t i = 0; i < CLIENT_LOG_FIELDS; i++)
         total += value[i] ? len[i] + 1 : 0;
@@ -79,9 +80,18 @@ static void clear_log_fields(client_t *cl)
     cl->log_user = NULL;
 }
 
+void client_keep_log(conn_t *c)
+{
+    client_t *cl = client_of(c);
+    if (cl->log_in_head && cl->req)
+        client_capture_request(c, cl->req);
+    cl->log_in_head = 0;
+}
+
 void client_log_request(conn_t *c)
 {
     client_t *cl = client_of(c);
+    client_keep_log(c);
     if (!cl->log_method)
         return;
     log_access_entry_t e = {
@@ -113,6 +123,7 @@ static void client_destroy(conn_t *c)
 void client_drop_request(conn_t *c)
 {
     client_t *cl = client_of(c);
+    client_keep_log(c);
     free(c->rbuf);
     free(cl->req);
     c->rbuf = NULL;
@@ -315,7 +326,7 @@ static void reading_on_readable(conn_t *c)
         }
         if (p > 0) {
             conn_set_deadline(c, 0);
-            client_capture_request(c, cl->req);
+            cl->log_in_head = 1; /* copied only if a line is written (client_keep_log) */
             cl->requests++;
             handlers.request(c, cl->req, (size_t)p);
             return;

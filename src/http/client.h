@@ -22,6 +22,8 @@ typedef struct client {
     http_request_t *req;       /* the request being read or handled; points into conn.rbuf */
     size_t parsed_len;         /* bytes of conn.rbuf the parser has seen */
     unsigned requests;         /* requests dispatched on this connection (keep-alive) */
+    int log_in_head;           /* the request's access-log fields are still only in its head
+                                * (req): copied by client_keep_log when needed */
     const char *shoutcast_mount; /* shoutcast-compat socket: its mount (config string) */
     /* access log: the request's fields in one allocation (log_method's: client_set_log_request),
      * the user apart (set by the roles that authenticate) */
@@ -94,6 +96,11 @@ void client_set_log_request(client_t *cl, const char *const value[CLIENT_LOG_FIE
                             const size_t len[CLIENT_LOG_FIELDS]);
 /* Records access-log fields from the parsed request (copies). */
 void client_capture_request(conn_t *c, const http_request_t *req);
+/* A request read is dispatched with its access-log fields left in its head, which stays as
+ * it is while it is answered: the line is written from a copy made only then, and an HLS
+ * request, whose line is its session's (client_skip_log), never copies them. A role that
+ * reads the fields or frees the head (client_drop_request does) has them copied first. */
+void client_keep_log(conn_t *c);
 /* Writes the access-log line for the request just answered and clears its fields. */
 void client_log_request(conn_t *c);
 /* The request being answered gets no access-log line of its own (a role that logs it another

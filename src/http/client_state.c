@@ -20,6 +20,7 @@
 void client_save(conn_t *c, buf_t *out)
 {
     client_t *cl = client_of(c);
+    client_keep_log(c);
     rec_u64(out, c->id);
     rec_str(out, c->ip);
     rec_u32(out, (uint32_t)c->local_port);

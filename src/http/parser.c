@@ -405,8 +405,11 @@ const http_header_t *http_response_header(const http_response_t *resp, const cha
 
 const http_header_t *http_find_header(const http_request_t *req, const char *name)
 {
-    for (size_t i = 0; i < req->num_headers; i++) {
-        if (str_ieq(req->headers[i].name, req->headers[i].name_len, name))
+    /* a request is asked for ten headers or so: names of another length are passed over
+     * without a look at their letters */
+    size_t len = name ? strlen(name) : 0;
+    for (size_t i = 0; len && i < req->num_headers; i++) {
+        if (req->headers[i].name_len == len && str_ieq(req->headers[i].name, len, name))
             return &req->headers[i];
     }
     return NULL;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/uio.h>
 
 #include "core/record.h"
 #include "http/client.h"
@@ -81,16 +82,10 @@ void reply_send(conn_t *c, const http_request_t *req, int status, const char *ct
     }
     client_of(c)->status = status;
     c->ops = &reply_sending_ops;
-    void (*done)(conn_t *) = keep ? reply_next_request : conn_linger_close;
-    if (head_only || len == 0) {
-        conn_send(c, head, hlen, done);
-        return;
-    }
-    if (conn_queue(c, head, hlen) < 0) {
-        conn_close(c);
-        return;
-    }
-    conn_send(c, body, len, done);
+    /* head and body in one writev, copied only if the socket does not take them */
+    struct iovec iov[2] = {{head, hlen}, {(void *)body, len}};
+    conn_sendv(c, iov, head_only || len == 0 ? 1 : 2,
+               keep ? reply_next_request : conn_linger_close);
 }
 
 /* ---- an upgrade: an answer being written goes on in the new process ---- */

@@ -263,11 +263,15 @@ void conn_release(conn_t *c)
         c->transport->release(c);
     if (c->counted)
         atomic_fetch_sub(&server.stats.clients, 1);
-    free(c->rbuf);
-    free(c->wbuf);
-    c->rbuf = c->wbuf = NULL;
+    /* the request head is still there for destroy (the access-log fields of an HTTP client
+     * may not have been copied out of it yet); c is gone after destroy */
+    char *rbuf = c->rbuf, *wbuf = c->wbuf;
     if (c->destroy)
         c->destroy(c);
+    else
+        c->rbuf = c->wbuf = NULL;
+    free(rbuf);
+    free(wbuf);
 }
 
 /* ---- pending output ---- */
@@ -368,6 +372,37 @@ void conn_send(conn_t *c, const char *data, size_t len, void (*after_write)(conn
     }
     c->after_write = after_write;
     conn_write_pending(c);
+}
+
+void conn_sendv(conn_t *c, const struct iovec *iov, int n, void (*after_write)(conn_t *c))
+{
+    size_t done = 0;
+    if (c->woff >= c->wlen) {
+        ssize_t w;
+        while ((w = conn_writev(c, iov, n)) < 0 && errno == EINTR)
+            ;
+        if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+            conn_close(c);
+            return;
+        }
+        done = w > 0 ? (size_t)w : 0;
+        c->bytes_sent += done;
+    }
+    for (int i = 0; i < n; i++) {
+        size_t len = iov[i].iov_len, sent = done < len ? done : len;
+        done -= sent;
+        if (len > sent && conn_queue(c, (const char *)iov[i].iov_base + sent, len - sent) < 0) {
+            conn_close(c);
+            return;
+        }
+    }
+    c->after_write = after_write;
+    if (c->woff < c->wlen) {
+        conn_write_pending(c); /* the rest when the socket has room */
+    } else if (after_write) {
+        c->after_write = NULL;
+        after_write(c);
+    }
 }
 
 /* ---- graceful close: half-close, drain, then close ---- */

@@ -172,6 +172,9 @@ static inline ssize_t conn_writev(conn_t *c, const struct iovec *iov, int iovcnt
  * after_write (if set) runs; NULL after_write means keep the connection as it is. On
  * allocation failure the connection is closed. */
 void conn_send(conn_t *c, const char *data, size_t len, void (*after_write)(conn_t *c));
+/* The same for the pieces of iov (n of them), written in one writev straight from them when
+ * nothing is pending before them: only what the socket does not take is copied. */
+void conn_sendv(conn_t *c, const struct iovec *iov, int n, void (*after_write)(conn_t *c));
 /* Appends bytes (copied) to the pending output without writing. 0 or -ENOMEM. */
 int conn_queue(conn_t *c, const char *data, size_t len);
 /* Half-closes and drains input briefly before closing, so the peer reads our last bytes. */

@@ -64,14 +64,12 @@ static void answer_options(conn_t *c)
     conn_send(c, head, n, conn_linger_close);
 }
 
-/* The request path, percent-decoded and normalised; NULL if malformed. */
-static char *request_path(const http_request_t *req)
+/* The request path, percent-decoded and normalised into path (a buffer of the caller's: a
+ * request is answered without an allocation for it); NULL if malformed. */
+typedef char request_path_t[HTTP_MAX_URI + 1];
+static const char *request_path(const http_request_t *req, request_path_t path)
 {
-    size_t dlen;
-    char *dec = url_decode(req->path, req->path_len, 0, &dlen);
-    char *path = dec && dec[0] == '/' ? url_normalize_path(dec, dlen) : NULL;
-    free(dec);
-    return path;
+    return url_request_path(req->path, req->path_len, path, sizeof(request_path_t));
 }
 
 static void log_warn_limited_busy(conn_t *c)
@@ -299,7 +297,8 @@ static int mount_is_live(const char *name)
 
 static void handle_get(conn_t *c, const http_request_t *req)
 {
-    char *path = request_path(req);
+    request_path_t buf;
+    const char *path = request_path(req, buf);
     if (!path) {
         client_send_error(c, 400, "Bad Request");
         return;
@@ -311,30 +310,25 @@ static void handle_get(conn_t *c, const http_request_t *req)
     /* An HLS URL that names no mount of its own is answered before the webroot lookup below
      * (a player polls several a second): HLS answers it whatever file has that name anyway. */
     if (req->method != HTTP_METHOD_POST && !(nm && nm->no_mount) && hls_route_names(target) &&
-        !mount_is_live(target) && hls_route(c, req, target)) {
-        free(path);
-        return;
-    }
+        !mount_is_live(target) && hls_route(c, req, target))
+        return; /* its access-log fields were not copied: its session's line has them */
+    client_keep_log(c); /* the roles below may read them, or free the request head */
     /* the server's own pages and files come first, whatever mount has that name */
     int may_be_mount = req->method != HTTP_METHOD_POST && !router_refuses_mount(target, 0);
     if (nm && nm->no_mount && may_be_mount) {
-        free(path);
         client_send_error(c, 403, "Forbidden: mountpoint unavailable");
         return;
     }
     mount_t *m = may_be_mount ? mount_find(target) : NULL;
     if (m) {
-        free(path);
         if (is_local_feed(c, req, m))
             listener_start_feed(c, req, m); /* no authentication, not counted */
         else
             admit_listener(c, req, m);
         return;
     }
-    if (req->method != HTTP_METHOD_POST && hls_route(c, req, target)) {
-        free(path);
+    if (req->method != HTTP_METHOD_POST && hls_route(c, req, target))
         return;
-    }
     /* an on-demand relay's mount is not live until a listener asks for it */
     if (may_be_mount && relay_is_on_demand(target)) {
         const mount_conf_t *mc = config_find_mount(server_config(), target);
@@ -343,7 +337,6 @@ static void handle_get(conn_t *c, const http_request_t *req)
         else if (auth_listener_begin(c, req, target, listener_verified) &&
                  !relay_park_listener(c, target, 0, listen_parked))
             client_send_error(c, 404, "The file you requested could not be found");
-        free(path);
         return;
     }
     /* a mount with no source whose <mount> names a live fallback serves that fallback */
@@ -357,26 +350,24 @@ static void handle_get(conn_t *c, const http_request_t *req)
             listen_or_overflow(c, req, m, target);
         else
             mount_unref(m);
-        free(path);
         return;
     }
     router_handle(c, req, path);
-    free(path);
 }
 
 static void handle_source(conn_t *c, http_request_t *req, size_t head_len)
 {
-    char *path = request_path(req);
+    client_keep_log(c); /* a source frees the request head */
+    request_path_t buf;
+    const char *path = request_path(req, buf);
     const char *why = path ? router_refuses_mount(path, 0) : NULL;
     if (why) {
         char esc[512];
         log_warn("source %s refused: mountpoint %s %s", CIDR_SHOWN(c->ip),
                  escape_log_utf8(esc, sizeof(esc), path, strlen(path)), why);
-        free(path);
         client_send_error(c, 403, "Forbidden: mountpoint name not allowed");
         return;
     }
-    free(path);
     source_start(c, req, head_len);
 }
 
@@ -439,11 +430,10 @@ static int admit_request(conn_t *c, const http_request_t *req)
 static void refuse_over_limit(conn_t *c, const http_request_t *req)
 {
     int listener = req->method == HTTP_METHOD_GET || req->method == HTTP_METHOD_HEAD;
-    char *path = listener ? request_path(req) : NULL;
+    request_path_t buf;
+    const char *path = listener ? request_path(req, buf) : NULL;
     const char *alias = path ? router_alias(c, path) : NULL;
-    int sent = path && redirect_listener(c, req, alias ? alias : path);
-    free(path);
-    if (sent)
+    if (path && redirect_listener(c, req, alias ? alias : path))
         return;
     atomic_fetch_add(&server.stats.connections_refused, 1);
     client_send_error(c, 403, "Forbidden: connection limit reached");

@@ -508,7 +508,7 @@ int hls_session_kill(const char *name, uint64_t id)
     return s != NULL;
 }
 
-char *hls_session_login_mount(hls_t *h)
+const char *hls_session_login_mount(hls_t *h, char *out, size_t cap)
 {
     const config_t *cfg = server_config();
     pthread_mutex_lock(&h->lock);
@@ -516,9 +516,12 @@ char *hls_session_login_mount(hls_t *h)
     /* a sourceless mount's fallback with authentication of its own is entered by that */
     int own = strcmp(serving, h->name) != 0 &&
               !auth_covers(config_find_mount(cfg, h->name), config_find_mount(cfg, serving));
-    char *name = str_dup(own ? serving : h->name);
+    const char *name = own ? serving : h->name;
+    size_t len = strlen(name);
+    if (len < cap)
+        memcpy(out, name, len + 1);
     pthread_mutex_unlock(&h->lock);
-    return name;
+    return len < cap ? out : NULL;
 }
 
 int hls_session_playlist(hls_t *h, const char *token, buf_t *out, int ll)

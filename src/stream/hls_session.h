@@ -46,8 +46,8 @@ int hls_session_known(hls_t *h, const char *token);
 /* The mount name whose <mount> block's authentication a new session of h passes: h's own
  * name, or, while h serves the live fallback of its sourceless mount, that fallback's when its
  * authentication does not cover the one of h's name (as a listener sent to the fallback:
- * auth_covers). Malloc'd (the caller frees), NULL when out of memory. */
-char *hls_session_login_mount(hls_t *h);
+ * auth_covers). Copied into out (cap bytes): out, or NULL when it does not fit. */
+const char *hls_session_login_mount(hls_t *h, char *out, size_t cap);
 
 /* The media playlist as session `token` sees it (appended to out): its intro's segments
  * first while they are listed (hls_playlist_view), else the window's own. 0, -EAGAIN (no

@@ -110,11 +110,40 @@ static void path_normalisation(void)
     free(dec);
 }
 
+/* The request path decoded and normalised in place, in a buffer of the caller's, is what
+ * decoding and then normalising into allocations gives, for every case above and more. */
+static void request_path_in_place(void)
+{
+    static const char *const cases[] = {
+        "/", "/a/b", "//a//b/", "/a/./b/../c", "/a/..", "/x/%2e%2e/y", "/a/%2e%2e/%2E%2e/etc",
+        "/%41%2fb", "/a%00b", "/a%", "/a%4", "/a%zz", "relative", "%2fa", "/a+b", "/..",
+        "/a./b", "/a\\b", "/.", "/a/b/./", "/a/b/..", "/caf%C3%A9/hls.m3u8", "/m/hls/12.3.mp3",
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *raw = cases[i];
+        size_t len = strlen(raw), n;
+        char *dec = url_decode(raw, len, 0, &n);
+        char *want = dec && dec[0] == '/' ? url_normalize_path(dec, n) : NULL;
+        char buf[64];
+        const char *got = url_request_path(raw, len, buf, sizeof(buf));
+        if (want)
+            CHECK_STR(got, want);
+        else
+            CHECK(got == NULL);
+        free(dec);
+        free(want);
+    }
+    char small[6];
+    CHECK(url_request_path("/abcde", 6, small, sizeof(small)) == NULL); /* needs len + 1 */
+    CHECK_STR(url_request_path("/abcd", 5, small, sizeof(small)), "/abcd");
+}
+
 int main(void)
 {
     RUN(url_decode_rejects_malformed_and_nul);
     RUN(query_params);
     RUN(form_fields_escaped_as_icecast);
     RUN(path_normalisation);
+    RUN(request_path_in_place);
     return testlib_done();
 }

@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * hls_admit: a playlist request's session (see hls_route_internal.h): one without a session
+ * gets the multivariant playlist with a new token; a session goes on, or begins, after the
+ * login of a listener on a mount with listener authentication; bytes sent are counted to it.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "auth/auth.h"
+#include "auth/auth_url.h"
+#include "conf/config.h"
+#include "core/buf.h"
+#include "core/str.h"
+#include "http/client.h"
+#include "http/reply.h"
+#include "net/conn.h"
+#include "net/server.h"
+#include "router/hls_route_internal.h"
+#include "stream/hls.h"
+#include "stream/hls_session.h"
+
+/* A request without a session: the multivariant playlist naming the media playlist with a
+ * new session's token. Never cached: each client gets its own. */
+static void answer_multivariant(conn_t *c, const http_request_t *req, hls_t *h)
+{
+    char token[HLS_TOKEN_LEN + 1];
+    buf_t out = BUF_INIT;
+    if (hls_session_token(token) < 0 || hls_multivariant(h, &out, token) < 0) {
+        buf_free(&out);
+        client_send_error(c, 500, "Internal Server Error");
+        return;
+    }
+    reply_send(c, req, 200, PLAYLIST_TYPE, out.data, out.len,
+               "Cache-Control: no-cache, no-store\r\nAccess-Control-Allow-Origin: *\r\n");
+    buf_free(&out);
+}
+
+/* The mount block whose listener authentication a session of h passes, NULL for none (*name:
+ * the mount name it is found by, in buf; NULL when it does not fit). */
+static const mount_conf_t *login_conf(hls_t *h, hls_name_t buf, const char **name)
+{
+    *name = hls_session_login_mount(h, buf, sizeof(hls_name_t));
+    const mount_conf_t *mc = *name ? config_find_mount(server_config(), *name) : NULL;
+    return mc && mc->auth ? mc : NULL;
+}
+
+static void login_begin(conn_t *c, const http_request_t *req, hls_t *h, const mount_conf_t *mc,
+                        const char *name);
+
+/* The session a media playlist request belongs to goes on, or begins (on a mount with listener
+ * authentication, with login: the first request of a session is authenticated, login NULL,
+ * and comes back here once let in): 1, else c was answered or waits for its login. */
+int hls_admit_poll(conn_t *c, const http_request_t *req, hls_t *h, hls_login_t *login)
+{
+    if (!hls_sessions_wanted(h->name))
+        return 1;
+    const char *token = hls_route_query(req, "session");
+    if (!token) {
+        answer_multivariant(c, req, h);
+        return 0;
+    }
+    hls_name_t login_buf;
+    const char *login_name;
+    const mount_conf_t *mc = login_conf(h, login_buf, &login_name);
+    /* the agent, referer and URI in buffers of the thread's: copied only by a session begun */
+    static __thread char agent[HTTP_MAX_HEAD_BYTES], referer[HTTP_MAX_HEAD_BYTES];
+    static __thread char uri[HTTP_MAX_HEAD_BYTES + sizeof("?session=") + HLS_TOKEN_LEN];
+    int n = snprintf(uri, sizeof(uri), "%.*s?session=%s", (int)req->path_len, req->path, token);
+    hls_client_t who = {c->ip, hls_route_header(req, "user-agent", agent),
+                        hls_route_header(req, "referer", referer), uri, c->id};
+    int rc = !hls_session_token_valid(token) ? -EINVAL
+             : n < 0 || (size_t)n >= sizeof(uri) || !login_name ? -ENOMEM
+             : mc || login ? hls_session_poll_login(h, token, &who, login)
+                           : hls_session_poll(h, token, &who, 0);
+    if (rc == 0)
+        client_skip_log(c); /* the session's own line says it all when it ends */
+    else if (rc == -ENOENT)
+        login_begin(c, req, h, mc, login_name); /* its first request: a listener's login */
+    else if (rc == -EINVAL)
+        client_send_error(c, 400, "Bad Request: malformed session");
+    else if (rc == -ENOSPC)
+        client_send_error(c, 403, "Forbidden: too many listeners");
+    else if (rc == -EPERM)
+        client_send_error(c, 403, "Forbidden: this session was ended");
+    else if (rc == -ETIME)
+        client_send_error(c, 403, "Forbidden: this session reached its time limit");
+    else if (rc < 0)
+        client_send_error(c, 500, "Internal Server Error");
+    return rc == 0;
+}
+
+/* ---- a session's login: its first playlist request is authenticated as a listener's GET ---- */
+
+/* The login passed: the session begins with it and its playlist is answered. */
+void hls_admit_login_done(conn_t *c, hls_t *h, hls_login_t *login)
+{
+    const http_request_t *req = client_of(c)->req;
+    if (hls_admit_poll(c, req, h, login))
+        hls_playlists_answer_session(c, req, h);
+}
+
+/* URL authentication answered for c: 1 if it accepted (its user goes to the access log),
+ * else 0 with the listener's refusal sent and s freed. */
+int hls_admit_url_accepted(conn_t *c, auth_url_session_t *s)
+{
+    if (!s->accepted) {
+        auth_url_send_refusal(c, s);
+        auth_url_session_free(s);
+        return 0;
+    }
+    if (s->user) {
+        free(client_of(c)->log_user);
+        client_of(c)->log_user = str_dup(s->user);
+    }
+    return 1;
+}
+
+/* Starts the login of the listener on c (req) of `name`, whose block mc has authentication:
+ * URL authentication (url_done runs with the answer, parked meanwhile or at once), else
+ * htpasswd (user_done runs once verified); refusals are answered as a listener's. 1 when
+ * there is no authentication to pass after all: the caller goes on. */
+int hls_admit_login_start(conn_t *c, const http_request_t *req, const mount_conf_t *mc,
+                          const char *name, auth_url_resume_fn url_done,
+                          auth_admitted_fn user_done)
+{
+    if (!auth_url_enabled(mc))
+        return auth_listener_begin(c, req, name, user_done);
+    auth_url_session_t *s = NULL;
+    switch (auth_url_listener_add(c, mc, name, req, url_done, &s)) {
+    case AUTH_URL_PARKED:
+        break;
+    case AUTH_URL_ACCEPTED:
+        url_done(c, s);
+        break;
+    case AUTH_URL_BUSY:
+        client_send_error(c, 403, "Forbidden: busy, please try again later");
+        break;
+    case AUTH_URL_FAILED:
+        client_send_error(c, 500, "Internal Server Error");
+        break;
+    }
+    return 0;
+}
+
+/* URL authentication answered (on c's worker), or let in at once (no listener_add URL). */
+static void url_login_resumed(conn_t *c, auth_url_session_t *s)
+{
+    hls_t *h = hls_route_window_of(c);
+    if (!h) {
+        auth_url_session_free(s);
+        client_send_error(c, 404, "The file you requested could not be found");
+        return;
+    }
+    if (!hls_admit_url_accepted(c, s))
+        return;
+    /* a preroll the auth server named is played first instead of the mount's intro */
+    hls_login_t login = {.url = s, .user_name = s->user, .time_limit_s = s->timelimit,
+                         .intro = s->preroll};
+    hls_admit_login_done(c, h, &login);
+}
+
+/* The htpasswd file let the listener in (on c's worker): the user's place among the mount's
+ * users, which auth_listener_begin gave the connection to end, is the session's now. */
+static void user_login_verified(conn_t *c, const char *mount)
+{
+    (void)mount;
+    client_t *cl = client_of(c);
+    hls_t *h = hls_route_window_of(c);
+    hls_login_t login = {.user = cl->on_end ? cl->on_end_arg : NULL, .user_name = cl->log_user};
+    cl->on_end = NULL;
+    cl->on_end_arg = NULL;
+    if (!h) {
+        auth_session_end(login.user);
+        client_send_error(c, 404, "The file you requested could not be found");
+        return;
+    }
+    hls_admit_login_done(c, h, &login);
+}
+
+/* Authenticates the first playlist request of a session of h as a listener of `name` (mc its
+ * block): parked while the auth server or the verifier thread decides, refused as a listener
+ * is, or let in (login_done). */
+static void login_begin(conn_t *c, const http_request_t *req, hls_t *h, const mount_conf_t *mc,
+                        const char *name)
+{
+    if (hls_admit_login_start(c, req, mc, name, url_login_resumed, user_login_verified)) {
+        hls_login_t none = {0}; /* the authentication went away (a reload) */
+        hls_admit_login_done(c, h, &none);
+    }
+}
+
+/* Bytes sent to the session c belongs to (see hls_session_add_bytes): 1 if it has one. */
+int hls_admit_count(conn_t *c, const http_request_t *req, hls_t *h, uint64_t bytes)
+{
+    static __thread char agent[HTTP_MAX_HEAD_BYTES];
+    hls_client_t who = {.ip = c->ip, .agent = hls_route_header(req, "user-agent", agent),
+                        .conn_id = c->id};
+    return hls_session_add_bytes(h, &who, bytes);
+}

@@ -1,0 +1,490 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * hls_pieces: segments and parts (see hls_route_internal.h), sent from the mount's blocks (an
+ * ID3 timestamp tag, then writev of the block pieces: nothing copied), ranges and ETags; the
+ * part being cut followed as it fills (chunked, at the write window's ticks).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "conf/config.h"
+#include "http/client.h"
+#include "http/reply.h"
+#include "net/conn.h"
+#include "net/server.h"
+#include "net/worker.h"
+#include "router/hls_route_internal.h"
+#include "stream/hls.h"
+
+#define SEND_IOV 64
+
+typedef struct piece_send {
+    hls_piece_t piece;     /* blk: the block holding pos */
+    uint64_t pos, end;     /* stream offsets still to send */
+    int keep;
+} piece_send_t;
+
+static void piece_release(conn_t *c)
+{
+    piece_send_t *s = c->data;
+    if (!s)
+        return;
+    if (s->piece.blk)
+        block_unref(s->piece.blk);
+    free(s);
+    c->data = NULL;
+}
+
+static void piece_write(conn_t *c);
+
+static const conn_ops_t piece_ops = {
+    .name = "hls segment",
+    .on_writable = piece_write,
+    .on_timeout = conn_send_timeout,
+    .on_close = piece_release,
+};
+
+static void piece_done(conn_t *c)
+{
+    piece_send_t *s = c->data;
+    int keep = s->keep;
+    piece_release(c);
+    c->role = NULL;
+    c->ops = &reply_sending_ops;
+    conn_set_deadline(c, 0);
+    if (keep)
+        reply_next_request(c);
+    else
+        conn_linger_close(c);
+}
+
+/* Points iov (at most max entries) at bytes [pos, end) of the block chain from blk (the block
+ * holding pos): the number of entries; *covered is set to how far they reach. */
+static int blocks_iov(const block_t *blk, uint64_t pos, uint64_t end, struct iovec *iov, int max,
+                      uint64_t *covered)
+{
+    int n = 0;
+    for (const block_t *b = blk; b && n < max && pos < end; b = block_next(b)) {
+        if (block_end(b) <= pos)
+            continue;
+        uint64_t stop = block_end(b) < end ? block_end(b) : end;
+        iov[n].iov_base = (void *)(b->data + (pos - b->offset));
+        iov[n++].iov_len = (size_t)(stop - pos);
+        pos = stop;
+    }
+    *covered = pos;
+    return n;
+}
+
+/* Moves *pos on by n written bytes and *blk (referenced) to the block holding it. */
+static void blocks_advance(block_t **blk, uint64_t *pos, uint64_t n, uint64_t end)
+{
+    *pos += n;
+    while (block_end(*blk) <= *pos && *pos < end) {
+        block_t *next = block_ref(block_next(*blk));
+        block_unref(*blk);
+        *blk = next;
+    }
+}
+
+/* One writev of iov (made again when interrupted): the bytes written, counted in bytes_sent;
+ * 0 the socket is full; -1 the connection closed. */
+static ssize_t writev_counted(conn_t *c, const struct iovec *iov, int n)
+{
+    for (;;) {
+        ssize_t w = conn_writev(c, iov, n);
+        if (w >= 0) {
+            c->bytes_sent += (uint64_t)w;
+            return w;
+        }
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            return 0;
+        if (errno != EINTR) {
+            conn_close(c);
+            return -1;
+        }
+    }
+}
+
+/* Writes bytes [*pos, end) of the block chain from *blk (the block holding *pos, referenced:
+ * moved on as bytes go), as many as the socket takes, one writev of up to SEND_IOV pieces at
+ * a time: 1 all written, 0 the socket is full, -1 the connection closed. */
+static int write_blocks(conn_t *c, block_t **blk, uint64_t *pos, uint64_t end)
+{
+    while (*pos < end) {
+        struct iovec iov[SEND_IOV];
+        uint64_t covered;
+        int n = blocks_iov(*blk, *pos, end, iov, SEND_IOV, &covered);
+        if (n == 0)
+            return 1; /* cannot happen: the bytes asked for are all published */
+        ssize_t w = writev_counted(c, iov, n);
+        if (w <= 0)
+            return (int)w;
+        blocks_advance(blk, pos, (uint64_t)w, end);
+    }
+    return 1;
+}
+
+/* Writes the block pieces, as many as the socket takes (the head and tag went first). */
+static void piece_write(conn_t *c)
+{
+    piece_send_t *s = c->data;
+    int r = s->pos < s->end ? write_blocks(c, &s->piece.blk, &s->pos, s->end) : 1;
+    if (r == 0)
+        conn_set_deadline(c, (uint64_t)server_config()->client_timeout * 1000);
+    if (r == 1)
+        piece_done(c);
+}
+
+/* After the head (and the tag bytes in the range) went out. */
+static void piece_head_sent(conn_t *c)
+{
+    c->ops = &piece_ops;
+    piece_write(c);
+}
+
+/* Parses "Range: bytes=a-b" against size: 1 with [*from, *to), 0 none, -1 unsatisfiable. */
+static int piece_range(const http_request_t *req, uint64_t size, uint64_t *from, uint64_t *to)
+{
+    const http_header_t *h = http_find_header(req, "range");
+    if (!h)
+        return 0;
+    char v[64];
+    if (h->value_len >= sizeof(v))
+        return 0;
+    memcpy(v, h->value, h->value_len);
+    v[h->value_len] = '\0';
+    uint64_t a = 0, b = size - 1;
+    const char *p = strncmp(v, "bytes=", 6) == 0 ? v + 6 : NULL;
+    if (!p || strchr(p, ','))
+        return 0; /* one range only; anything else gets the whole piece */
+    if (*p == '-') {
+        uint64_t n;
+        if (!hls_route_number(p + 1, &n) || n == 0)
+            return -1;
+        a = n >= size ? 0 : size - n;
+    } else {
+        if (!(p = hls_route_number(p, &a)) || *p != '-')
+            return 0;
+        if (p[1] && (!hls_route_number(p + 1, &b) || b < a))
+            return 0;
+        if (b >= size)
+            b = size - 1;
+        if (a >= size)
+            return -1;
+    }
+    *from = a;
+    *to = b + 1;
+    return 1;
+}
+
+/* ---- the part being cut, sent as it fills (chunked) ---- */
+
+/* A part followed as it fills: each stretch of it the window cut is one chunk, written from
+ * the blocks; between stretches the connection waits (a waiter that follows the part). */
+typedef struct filling {
+    hls_waiter_t waiter;
+    hls_t *hls;
+    block_t *blk;          /* the block holding pos (referenced), NULL before the first frame */
+    uint64_t start;        /* the part's first byte */
+    uint64_t pos, end;     /* sent up to pos; the window had cut up to end */
+    char chunk[20];        /* the head of the chunk [pos, end): its size in hex, CRLF */
+    size_t chunk_off, chunk_len; /* bytes of it written, and in all */
+    size_t crlf_left;      /* bytes of the CRLF ending the chunk still to write */
+    size_t last_left;      /* bytes of the last (empty) chunk still to write, once complete */
+    int complete;          /* end is the part's end */
+    int keep;
+    uint32_t id3_len;      /* the tag sent in front */
+} filling_t;
+
+static void filling_release(conn_t *c)
+{
+    filling_t *f = c->data;
+    if (!f)
+        return;
+    hls_unwait(&f->waiter);
+    if (f->blk)
+        block_unref(f->blk);
+    free(f);
+    c->data = NULL;
+}
+
+static void filling_write(conn_t *c);
+
+static const conn_ops_t filling_ops = {
+    .name = "hls part filling",
+    .on_writable = filling_write,
+    /* the part never completed (the source left): the answer ends cut short */
+    .on_close = filling_release,
+};
+
+/* Asks the window how far the part goes now: 1 when there is more to write (a chunk head
+ * made) or it is complete, 0 waiting for it to grow, -1 closed. */
+static int filling_more(conn_t *c, filling_t *f)
+{
+    hls_piece_t p = {0};
+    int rc = hls_part_so_far(f->hls, f->waiter.msn, f->waiter.part, &p);
+    if (rc == HLS_READY)
+        rc = hls_piece(f->hls, f->waiter.msn, f->waiter.part, &p);
+    if (rc == HLS_FILLING || rc == HLS_READY) {
+        if (!f->blk && p.blk) {
+            f->blk = block_ref(p.blk);
+            f->start = f->pos = f->end = p.start;
+        }
+        if (p.blk)
+            block_unref(p.blk);
+    }
+    if ((rc != HLS_READY && rc != HLS_FILLING) || (f->blk && p.start != f->start)) {
+        conn_close(c); /* the stream broke under it */
+        return -1;
+    }
+    f->complete = rc == HLS_READY;
+    if (p.end > f->end) {
+        int n = snprintf(f->chunk, sizeof(f->chunk), "%llx\r\n",
+                         (unsigned long long)(p.end - f->end));
+        f->chunk_off = 0;
+        f->chunk_len = (size_t)n;
+        f->end = p.end;
+        f->crlf_left = 2;
+        return 1;
+    }
+    if (f->complete)
+        return 1;
+    f->waiter.seen_end = f->end;
+    int w = hls_wait(f->hls, &f->waiter);
+    return w == 0 ? filling_more(c, f) : 0; /* 0: grew meanwhile, ask again */
+}
+
+/* Writes what the connection owes in one writev: the output buffer (before the first chunk
+ * the reply head and tag), the chunk head, the part's bytes [pos, end), the CRLF ending the
+ * chunk, and once the part is complete the last chunk. 1 all written, 0 the socket is full,
+ * -1 the connection closed. */
+static int filling_send(conn_t *c, filling_t *f)
+{
+    static const char crlf[] = "\r\n", last[] = "0\r\n\r\n";
+    while (c->woff < c->wlen || f->chunk_off < f->chunk_len || f->pos < f->end || f->crlf_left ||
+           (f->complete && f->last_left)) {
+        struct iovec iov[SEND_IOV + 4]; /* output buffer, chunk head, blocks, CRLF, last chunk */
+        int n = 0;
+        size_t queued = c->wlen - c->woff, chunk = f->chunk_len - f->chunk_off;
+        if (queued)
+            iov[n++] = (struct iovec){c->wbuf + c->woff, queued};
+        if (chunk)
+            iov[n++] = (struct iovec){f->chunk + f->chunk_off, chunk};
+        uint64_t covered = f->pos;
+        if (f->blk && f->pos < f->end)
+            n += blocks_iov(f->blk, f->pos, f->end, iov + n, SEND_IOV, &covered);
+        if (covered == f->end && f->crlf_left)
+            iov[n++] = (struct iovec){(void *)(crlf + 2 - f->crlf_left), f->crlf_left};
+        if (covered == f->end && f->complete && f->last_left)
+            iov[n++] = (struct iovec){(void *)(last + 5 - f->last_left), f->last_left};
+        if (n == 0)
+            return 1; /* cannot happen: the bytes owed are all published */
+        ssize_t w = writev_counted(c, iov, n);
+        if (w <= 0)
+            return (int)w;
+        size_t left = (size_t)w, from_buf = left < queued ? left : queued;
+        c->woff += from_buf;
+        left -= from_buf;
+        if (c->woff == c->wlen)
+            c->woff = c->wlen = 0;
+        size_t from_chunk = left < chunk ? left : chunk;
+        f->chunk_off += from_chunk;
+        left -= from_chunk;
+        uint64_t from_blocks = left < f->end - f->pos ? left : f->end - f->pos;
+        if (from_blocks)
+            blocks_advance(&f->blk, &f->pos, from_blocks, f->end);
+        left -= (size_t)from_blocks;
+        size_t from_crlf = left < f->crlf_left ? left : f->crlf_left;
+        f->crlf_left -= from_crlf;
+        f->last_left -= left - from_crlf;
+    }
+    return 1;
+}
+
+/* Writes what is owed (one writev a chunk), then asks for more or waits. */
+static void filling_write(conn_t *c)
+{
+    filling_t *f = c->data;
+    if (f->waiter.linked)
+        return; /* a writable edge while the part is waited for: what is queued goes with it */
+    for (;;) {
+        if (filling_send(c, f) <= 0 || f->waiter.linked)
+            return; /* closed, resumes when writable, or waits for the part */
+        if (f->complete) {
+            int keep = f->keep;
+            hls_t *h = f->hls;
+            uint64_t bytes = f->id3_len + (f->end - f->start);
+            filling_release(c);
+            c->role = NULL;
+            conn_set_deadline(c, 0);
+            if (hls_admit_count(c, client_of(c)->req, h, bytes))
+                client_skip_log(c); /* counted in its session's line */
+            c->ops = &reply_sending_ops;
+            if (keep) /* all sent, the last chunk too */
+                reply_next_request(c);
+            else
+                conn_linger_close(c);
+            return;
+        }
+        if (filling_more(c, f) < 0)
+            return;
+    }
+}
+
+/* The part a connection follows grew (on its worker). */
+static void filling_woken(worker_t *w, void *arg)
+{
+    conn_t *c = worker_find_conn(w, (uint64_t)(uintptr_t)arg);
+    if (!c || c->ops != &filling_ops || c->closing)
+        return;
+    if (filling_more(c, c->data) > 0)
+        filling_write(c);
+}
+
+/* Starts sending the part being cut (HTTP/1.1, chunked) from what it holds: 1 if it did. */
+static int start_filling(conn_t *c, const http_request_t *req, hls_t *h, const hls_url_t *u)
+{
+    if (u->part < 0 || req->version_minor < 1 || req->method != HTTP_METHOD_GET ||
+        http_find_header(req, "range"))
+        return 0;
+    hls_piece_t p = {0};
+    if (hls_part_so_far(h, u->seq, u->part, &p) != HLS_FILLING)
+        return 0;
+    uint64_t held = p.blk ? p.end : 0;
+    if (p.blk)
+        block_unref(p.blk); /* what it holds is asked for again below */
+    filling_t *f = calloc(1, sizeof(*f));
+    /* the reply head, then the tag as the first chunk: queued at once, one copy */
+    char extra[512], head[2048 + 16 + HLS_ID3_MAX + 2];
+    snprintf(extra, sizeof(extra),
+             "Transfer-Encoding: chunked\r\nCache-Control: public, max-age=%d, immutable\r\n"
+             "ETag: \"%llu.%d\"\r\nAccess-Control-Allow-Origin: *\r\n", SEGMENT_MAX_AGE,
+             (unsigned long long)u->seq, u->part);
+    int keep = reply_keepalive_wanted(req);
+    size_t hlen = reply_head(head, 2048, keep, 200, hls_piece_type(&p), -1, extra);
+    if (hlen > 0) {
+        hlen += (size_t)snprintf(head + hlen, 16, "%x\r\n", (unsigned)p.id3_len);
+        memcpy(head + hlen, p.id3, p.id3_len);
+        memcpy(head + hlen + p.id3_len, "\r\n", 2);
+        hlen += p.id3_len + 2;
+    }
+    if (!f || hlen == 0 || conn_queue(c, head, hlen) < 0) {
+        free(f);
+        client_send_error(c, 500, "Internal Server Error");
+        return 1;
+    }
+    client_of(c)->status = 200;
+    f->hls = h;
+    f->last_left = 5;
+    f->keep = keep;
+    f->id3_len = p.id3_len;
+    f->waiter.msn = u->seq;
+    f->waiter.part = u->part;
+    f->waiter.follow = 1;
+    f->waiter.worker = c->worker;
+    f->waiter.fn = filling_woken;
+    f->waiter.arg = (void *)(uintptr_t)c->id;
+    c->data = f;
+    c->role = &filling_ops;
+    c->ops = &filling_ops;
+    /* a part completes within its target: three target durations bound a stalled source */
+    conn_set_deadline(c, (uint64_t)hls_target_duration(h) * 3000);
+    /* With a write window, the answer waits for the window's next tick (counted from the
+     * part's start) or the part's end, and goes out in one writev with what was cut by then:
+     * the part asked for the moment it begins holds next to nothing yet. */
+    f->waiter.seen_end = held;
+    if (server_config()->write_window_ms > 0 && hls_wait(h, &f->waiter) > 0)
+        return 1;
+    if (filling_more(c, f) >= 0)
+        filling_write(c);
+    return 1;
+}
+
+void hls_pieces_answer(conn_t *c, const http_request_t *req, hls_t *h, const hls_url_t *u)
+{
+    if (start_filling(c, req, h, u))
+        return;
+    piece_send_t *s = calloc(1, sizeof(*s));
+    int rc = !s ? -ENOMEM : u->init ? hls_init_piece(h, u->seq, &s->piece)
+                                    : hls_piece(h, u->seq, u->part, &s->piece);
+    if (rc == HLS_PENDING) {
+        /* the preload hint's part, or one just ahead: sent once it is complete */
+        free(s);
+        if (hls_playlists_park(c, h, u, u->seq, u->part) == 0)
+            hls_pieces_answer(c, req, h, u); /* completed meanwhile */
+        return;
+    }
+    if (rc != HLS_READY || strcmp(u->ext, hls_piece_ext(&s->piece)) != 0) {
+        if (rc == HLS_READY)
+            block_unref(s->piece.blk);
+        free(s);
+        client_send_error(c, rc == -ENOMEM ? 500 : 404,
+                          rc == -ENOMEM ? "Internal Server Error"
+                                        : "The file you requested could not be found");
+        return;
+    }
+    uint64_t id3 = s->piece.id3_len;
+    uint64_t size = id3 + (s->piece.end - s->piece.start), from = 0, to = size;
+    int range = piece_range(req, size, &from, &to);
+    char extra[512], crange[96] = "";
+    if (range < 0) {
+        block_unref(s->piece.blk);
+        free(s);
+        snprintf(extra, sizeof(extra), "Content-Range: bytes */%" PRIu64 "\r\n", size);
+        static const char msg[] = "Request Range Not Satisfiable";
+        reply_send(c, req, 416, "text/plain; charset=utf-8", msg, sizeof(msg) - 1, extra);
+        return;
+    }
+    if (range)
+        snprintf(crange, sizeof(crange), "Content-Range: bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64
+                 "\r\n", from, to - 1, size);
+    char etag[64];
+    if (u->init)
+        snprintf(etag, sizeof(etag), "\"%" PRIu64 ".init\"", u->seq);
+    else if (u->part < 0)
+        snprintf(etag, sizeof(etag), "\"%" PRIu64 "\"", u->seq);
+    else
+        snprintf(etag, sizeof(etag), "\"%" PRIu64 ".%d\"", u->seq, u->part);
+    snprintf(extra, sizeof(extra),
+             "Cache-Control: public, max-age=%d, immutable\r\nETag: %s\r\n"
+             "Accept-Ranges: bytes\r\nAccess-Control-Allow-Origin: *\r\n%s",
+             SEGMENT_MAX_AGE, etag, crange);
+    s->keep = reply_keepalive_wanted(req);
+    char head[2048];
+    size_t hlen = reply_head(head, sizeof(head), s->keep, range ? 206 : 200,
+                             hls_piece_type(&s->piece), (long long)(to - from), extra);
+    const http_header_t *inm = http_find_header(req, "if-none-match");
+    int not_modified = inm && inm->value_len == strlen(etag) &&
+                       memcmp(inm->value, etag, inm->value_len) == 0;
+    if (not_modified)
+        hlen = reply_head(head, sizeof(head), s->keep, 304, NULL, -1, extra);
+    if (hlen == 0 || conn_queue(c, head, hlen) < 0) {
+        block_unref(s->piece.blk);
+        free(s);
+        client_send_error(c, 500, "Internal Server Error");
+        return;
+    }
+    client_of(c)->status = not_modified ? 304 : range ? 206 : 200;
+    s->pos = s->piece.start;
+    s->end = s->piece.end;
+    if (req->method == HTTP_METHOD_HEAD || not_modified) {
+        s->end = s->pos;
+    } else {
+        if (from < id3)
+            conn_queue(c, (const char *)s->piece.id3 + from, (size_t)((to < id3 ? to : id3) - from));
+        s->pos = s->piece.start + (from > id3 ? from - id3 : 0);
+        s->end = to > id3 ? s->piece.start + (to - id3) : s->pos;
+    }
+    if (req->method != HTTP_METHOD_HEAD && !not_modified && hls_admit_count(c, req, h, to - from))
+        client_skip_log(c); /* counted in its session's line */
+    c->data = s;
+    c->role = &piece_ops;
+    c->ops = &reply_sending_ops;
+    c->after_write = piece_head_sent;
+    conn_write_pending(c);
+}
