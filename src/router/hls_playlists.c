@@ -5,6 +5,7 @@
  * is there.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -111,6 +112,20 @@ static int playlist_of(const http_request_t *req, hls_t *h, buf_t *out)
     return token ? hls_session_playlist(h, token, out, 1) : hls_playlist(h, out, 1);
 }
 
+/* The thread's playlist buffer (below), freed when its thread ends. */
+static pthread_key_t out_key;
+static pthread_once_t out_once = PTHREAD_ONCE_INIT;
+
+static void out_free(void *b)
+{
+    buf_free(b);
+}
+
+static void out_key_make(void)
+{
+    pthread_key_create(&out_key, out_free);
+}
+
 /* The playlist, once the request's session went on (blocking reloads parked). */
 void hls_playlists_answer_session(conn_t *c, const http_request_t *req, hls_t *h)
 {
@@ -125,8 +140,12 @@ void hls_playlists_answer_session(conn_t *c, const http_request_t *req, hls_t *h
     /* rendered into a buffer of the thread's: reply_send writes or copies it before it
      * returns, so the next request on this thread (a pipelined one, even) may reuse it */
     static __thread buf_t out;
-    if (out.data)
+    if (out.data) {
         out.data[out.len = 0] = '\0';
+    } else {
+        pthread_once(&out_once, out_key_make);
+        pthread_setspecific(out_key, &out);
+    }
     const hls_url_t self = {.playlist = 1, .part = -1};
     int rc;
     if (has_msn) {
