@@ -44,6 +44,7 @@
 #include "upstream/master.h"
 #include "upstream/redirect.h"
 #include "upstream/relay.h"
+#include "upstream/relay_park.h"
 #include "upgrade/upgrade.h"
 #include "stream/shoutcast.h"
 #include "stream/source.h"

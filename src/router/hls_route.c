@@ -25,7 +25,7 @@
 #include "stream/hls_intro.h"
 #include "stream/hls_session.h"
 #include "stream/mount.h"
-#include "upstream/relay.h"
+#include "upstream/relay_park.h"
 
 /* Reads "<digits>" into *v; returns the end or NULL. */
 const char *hls_route_number(const char *p, uint64_t *v)

@@ -28,7 +28,7 @@
 #include "stream/fallback.h"
 #include "stream/hls.h"
 #include "stream/mount.h"
-#include "upstream/relay.h"
+#include "upstream/relay_park.h"
 
 #define STATS_KEY_MAX 64
 #define STATS_MAX_KEYS 128

@@ -20,16 +20,14 @@
  * take the same path. A relay may have several upstreams (<host>, <upstream>): each (re)connect
  * starts from the first and a failing one hands over to the next at once; the backoff applies
  * when all failed; it stays on a working later one until that fails (no probing back).
- * Also: relay_park.h (the on-demand relays' table, the listeners parked on it: included here,
- * for the callers that park), relay_handover.h (relays across an upgrade).
+ * Also: relay_park.h (the on-demand relays' table, the listeners parked on it),
+ * relay_handover.h (relays across an upgrade).
  * Not here: reloading relay settings on SIGHUP (a restart applies them).
  */
 #ifndef RIMECAST_RELAY_H
 #define RIMECAST_RELAY_H
 
 #include <stddef.h>
-
-#include "upstream/relay_park.h"
 
 typedef struct conn conn_t;
 typedef struct http_request http_request_t;
