@@ -336,7 +336,7 @@ void worker_on_wakeup(loop_handler_t *h, uint32_t events)
 /* ---- accepting, and running out of descriptors ---- */
 
 #define ACCEPT_PAUSE_MS 200
-#define ACCEPT_REFUSE_BATCH 64
+#define ACCEPT_REFUSE_BATCH 1024 /* refusals in one turn at most (about 5 ms) */
 #define ACCEPT_LOG_INTERVAL_MS 10000
 
 static log_ratelimit_t accept_limit_log;
@@ -370,22 +370,30 @@ static void accept_exhausted(worker_t *w, worker_listen_t *ls, int err)
 {
     unsigned refused = 0;
     worker_open_reserve(w); /* lost earlier (taken while we had none): try again */
-    while (w->reserve_fd >= 0 && refused < ACCEPT_REFUSE_BATCH) {
+    if (w->reserve_fd >= 0) {
+        /* The whole backlog is refused at once through the one freed slot: a flood of
+         * thousands is turned away in a turn, not at a batch a pause. Another thread may
+         * take the slot meanwhile: then accept fails again and the rest waits a pause. */
         close(w->reserve_fd);
         w->reserve_fd = -1;
-        int fd = accept4(ls->fd, NULL, NULL, SOCK_CLOEXEC);
-        if (fd >= 0) {
+        while (refused < ACCEPT_REFUSE_BATCH) {
+            int fd = accept4(ls->fd, NULL, NULL, SOCK_CLOEXEC);
+            if (fd < 0) {
+                if (errno == EINTR || errno == ECONNABORTED)
+                    continue;
+                break;
+            }
             close(fd);
             refused++;
         }
         worker_open_reserve(w);
-        if (fd < 0)
-            break;
     }
     atomic_fetch_add(&server.stats.connections_refused, refused);
     log_warn_limited(&accept_limit_log, ACCEPT_LOG_INTERVAL_MS,
                      "accept: %s (open-file limit reached): %u waiting clients refused, "
                      "not accepting for %d ms", strerror(err), refused, ACCEPT_PAUSE_MS);
+    if (refused == ACCEPT_REFUSE_BATCH)
+        return; /* more may wait: the level-triggered listen socket comes back next turn */
     if (!w->accept_resume_ms)
         watch_listeners(w, 0);
     w->accept_resume_ms = loop_now_ms() + ACCEPT_PAUSE_MS;

@@ -144,3 +144,31 @@ def test_refused_over_clients_limit_closed_promptly(server):
         m = re.search(r"<connections_refused>(\d+)<", admin(srv, "/admin/stats").body.decode())
         return int(m.group(1)) if m else 0
     wirelib.wait_until(lambda: refused_count() >= 10, 5, "10 refusals counted in the stats")
+
+
+def test_flood_over_descriptor_limit_refused_at_once(server):
+    """A flood far beyond the free descriptors is turned away in one go, not a few dozen at a
+    time between pauses: every waiting client is closed well within a second of the first connecting
+    (at 64 refusals a 200 ms pause, 970 of them took 3 s)."""
+    srv = server(start=False, header_timeout=60, clients=5000, workers=1)
+    srv.preexec_fn = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (FD_LIMIT, FD_LIMIT))
+    srv.start()
+    flood = 1000
+    free = FD_LIMIT - open_fds(srv.pid)
+    t0 = time.monotonic()
+    socks = connect_idle(srv, flood)
+    try:
+        def count_closed():
+            return sum(drained_closed(s) for s in socks)
+        wirelib.wait_until(lambda: count_closed() >= flood - free - 2, 5,
+                           lambda: "the flood to be refused (%d of %d closed)"
+                           % (count_closed(), flood))
+        took = time.monotonic() - t0
+        note("descriptor flood: %d of %d clients refused %.2f s after the first connected (%d "
+             "descriptors free)" % (count_closed(), flood, took, free))
+        assert took < 1.0, "refusing %d clients took %.2f s" % (flood - free, took)
+    finally:
+        for s in socks:
+            s.close()
+    wirelib.wait_until(lambda: admin(srv, "/admin/stats", timeout=2).status == 200, 5,
+                       "a new client to be served after the flood")
