@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * relay_internal: what the three files of relays call in each other: relay.c (the relay
+ * relay_internal: what the files of relays call in each other: relay.c (the relay
  * objects, their connections, the per-worker tick, starting and stopping), relay_handover.c
  * (relays across an upgrade: carried mounts, saved and adopted connections, the old process's
- * local feed) and relay_park.c (the table of on-demand relays, the listeners parked on it).
+ * local feed), relay_park.c (the table of on-demand relays, the listeners parked on it) and
+ * relay_master.c (the relays a master's list asks for).
  * Nothing else includes it; the APIs are relay.h, relay_handover.h and relay_park.h, none of
  * which it includes.
  */
@@ -90,6 +91,12 @@ void relay_try(relay_t *r);
 void relay_conn_destroy(conn_t *c);
 /* The next worker, round-robin (there is at least one). */
 worker_t *relay_pick_worker(void);
+/* Stops r (its worker's thread): no connection, mount ended, freed now or when its lookup
+ * answers. */
+void relay_stop(relay_t *r);
+/* Gives r (not on a worker yet) to the next worker, which starts it; frees r when it cannot.
+ * 0 or -errno. */
+int relay_hand_over(relay_t *r);
 
 /* ---- relay_handover.c ---- */
 
