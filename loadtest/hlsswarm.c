@@ -275,13 +275,19 @@ static int piece_after(uint64_t seq, int part, uint64_t last_seq, int last_part)
     return seq > last_seq || (seq == last_seq && part > last_part);
 }
 
+/* Drops the d oldest pieces of the queue. */
+static void queue_drop(client_t *c, unsigned d)
+{
+    c->nqueue -= d;
+    memmove(c->queue, c->queue + d, c->nqueue * sizeof(c->queue[0]));
+    memmove(c->queue_part, c->queue_part + d, c->nqueue * sizeof(c->queue_part[0]));
+    memmove(c->queue_avail, c->queue_avail + d, c->nqueue * sizeof(c->queue_avail[0]));
+}
+
 static void queue_piece(client_t *c, uint64_t seq, int part, int64_t avail)
 {
-    if (c->nqueue == QUEUE_MAX) { /* a client this far behind keeps the newest */
-        memmove(c->queue, c->queue + 1, --c->nqueue * sizeof(c->queue[0]));
-        memmove(c->queue_part, c->queue_part + 1, c->nqueue * sizeof(c->queue_part[0]));
-        memmove(c->queue_avail, c->queue_avail + 1, c->nqueue * sizeof(c->queue_avail[0]));
-    }
+    if (c->nqueue == QUEUE_MAX) /* a client this far behind keeps the newest */
+        queue_drop(c, 1);
     c->queue[c->nqueue] = seq;
     c->queue_part[c->nqueue] = part;
     c->queue_avail[c->nqueue++] = avail;
@@ -293,13 +299,8 @@ static void queue_piece(client_t *c, uint64_t seq, int part, int64_t avail)
  * there before the client came). */
 static void queue_start(client_t *c, unsigned keep)
 {
-    if (c->nqueue > keep) {
-        unsigned d = c->nqueue - keep;
-        memmove(c->queue, c->queue + d, keep * sizeof(c->queue[0]));
-        memmove(c->queue_part, c->queue_part + d, keep * sizeof(c->queue_part[0]));
-        memmove(c->queue_avail, c->queue_avail + d, keep * sizeof(c->queue_avail[0]));
-        c->nqueue = keep;
-    }
+    if (c->nqueue > keep)
+        queue_drop(c, c->nqueue - keep);
     c->catchup = (uint8_t)c->nqueue;
 }
 
@@ -412,9 +413,7 @@ static void piece_done(client_t *c, int64_t now)
     else
         latency_add(now - c->queue_avail[0]);
     c->newest_ms = c->queue_avail[0];
-    memmove(c->queue, c->queue + 1, --c->nqueue * sizeof(c->queue[0]));
-    memmove(c->queue_part, c->queue_part + 1, c->nqueue * sizeof(c->queue_part[0]));
-    memmove(c->queue_avail, c->queue_avail + 1, c->nqueue * sizeof(c->queue_avail[0]));
+    queue_drop(c, 1);
     if (c->nqueue)
         client_send(c, piece_conn(c), Q_PIECE);
 }

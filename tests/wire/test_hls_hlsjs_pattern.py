@@ -64,56 +64,53 @@ class Relay:
                 self.conns += 1
                 n = self.conns
                 self.socks += [c, s]
-            threading.Thread(target=self._up, args=(n, c, s), daemon=True).start()
-            threading.Thread(target=self._down, args=(n, s, c), daemon=True).start()
+            threading.Thread(target=self._pump, args=(c, s, self._up(n)), daemon=True).start()
+            threading.Thread(target=self._pump, args=(s, c, self._down(n)), daemon=True).start()
 
-    def _up(self, n, c, s):
-        buf = b""
+    @staticmethod
+    def _pump(src, dst, note):
+        """Copies src to dst, each piece shown to note first, until either side ends."""
         while True:
             try:
-                d = c.recv(65536)
+                d = src.recv(65536)
             except OSError:
                 d = b""
             if not d:
                 break
-            buf += d
-            while b"\r\n\r\n" in buf:  # requests without a body (GET)
-                head, buf = buf.split(b"\r\n\r\n", 1)
-                with self.lock:
-                    self.requests.append({"conn": n, "sent": time.monotonic(), "first": None,
-                                          "line": head.split(b"\r\n", 1)[0].decode("latin-1")})
+            note(d)
             try:
-                s.sendall(d)
+                dst.sendall(d)
             except OSError:
                 break
-        for x in (c, s):
+        for x in (src, dst):
             try:
                 x.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
 
-    def _down(self, n, s, c):
-        while True:
-            try:
-                d = s.recv(65536)
-            except OSError:
-                d = b""
-            if not d:
-                break
+    def _up(self, n):
+        """What connection n's player sends: each request head noted as it passes."""
+        buf = [b""]
+
+        def note(d):
+            buf[0] += d
+            while b"\r\n\r\n" in buf[0]:  # requests without a body (GET)
+                head, buf[0] = buf[0].split(b"\r\n\r\n", 1)
+                with self.lock:
+                    self.requests.append({"conn": n, "sent": time.monotonic(), "first": None,
+                                          "line": head.split(b"\r\n", 1)[0].decode("latin-1")})
+        return note
+
+    def _down(self, n):
+        """What the server sends on connection n: the first byte of each answer noted."""
+        def note(d):
             t = time.monotonic()
             with self.lock:
                 for r in self.requests:  # one request at a time on a connection: the oldest
                     if r["conn"] == n and r["first"] is None:
                         r["first"] = t
                         break
-            try:
-                c.sendall(d)
-            except OSError:
-                break
-        try:
-            c.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
+        return note
 
     def close(self):
         self.closing = True
