@@ -3,8 +3,10 @@
 # hls-ramp.sh: HLS load figures, in one run of one server with one paced MP3 source (/live.mp3,
 # 128 kbit/s): the server's memory without and with an HLS window on the mount, then the server's
 # CPU per 1 000 clients at each step (default 1 000 / 5 000 / 10 000) for plain listeners
-# (swarm), classic HLS clients and low-latency HLS clients (hlsswarm), each step held once all
-# of it is active, and the HLS clients' latency and starving (docs/PERFORMANCE.md, "HLS").
+# (swarm), classic HLS clients and low-latency HLS clients (hlsswarm: ll, players that hold the
+# part the preload hint names; hlsjs, players that poll as hls.js does, on two connections each),
+# each step held once all of it is active, and the HLS clients' latency and starving
+# (docs/PERFORMANCE.md, "HLS").
 # It owns DIR (default loadtest-out/hls-DATE): the config and logs, the source file, samples.csv
 # (sample.py over the whole run), phases.csv (one row per measured window) and report.md.
 # It starts the server, the source and the generators, and stops them (by their pids) at the end.
@@ -21,7 +23,7 @@ port=18600; steps="1000,5000,10000"; hold=20; settle=3; rate=1000; mem_wait=90; 
 dir="loadtest-out/hls-$(date +%Y%m%d-%H%M%S)"; source_file=""; extra=""
 usage() {
     echo "usage: hls-ramp.sh [--out DIR] [--port P] [--steps 1000,5000,10000] [--hold SEC]" >&2
-    echo "       [--connect-rate R] [--mem-wait SEC (0: no memory phase)] [--modes 'plain classic ll']" >&2
+    echo "       [--connect-rate R] [--mem-wait SEC (0: no memory phase)] [--modes 'plain classic ll hlsjs']" >&2
     echo "       [--source-file MP3] [--rimecast BIN] [--extra XML (config, e.g. <hls>...</hls>)]" >&2
     exit 2
 }
@@ -39,6 +41,9 @@ while [ $# -gt 0 ]; do
         --extra) extra=$2; shift 2 ;;
         *) usage ;;
     esac
+done
+for m in $modes; do
+    case "$m" in plain|classic|ll|hlsjs) ;; *) echo "hls-ramp.sh: unknown mode $m" >&2; usage ;; esac
 done
 for b in "$rimecast" "$swarm" "$hlsswarm"; do
     [ -x "$b" ] || { echo "hls-ramp.sh: missing binary (run make): ${b:-rimecast/swarm/hlsswarm}" >&2; exit 1; }
@@ -119,7 +124,7 @@ for mode in $modes; do
         done
         continue
     fi
-    flag=""; [ "$mode" = ll ] && flag=--ll
+    flag=""; [ "$mode" != classic ] && flag=--$mode
     "$hlsswarm" --port "$port" --mount "$mount" $flag --clients "$steps" --connect-rate "$rate" \
         --status "$st" & g=$!; pids+=($g)
     echo $g >> "$dir/gen.pids"
