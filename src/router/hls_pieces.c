@@ -110,41 +110,69 @@ static ssize_t writev_counted(conn_t *c, const struct iovec *iov, int n)
     }
 }
 
-/* Writes bytes [*pos, end) of the block chain from *blk (the block holding *pos, referenced:
- * moved on as bytes go), as many as the socket takes, one writev of up to SEND_IOV pieces at
- * a time: 1 all written, 0 the socket is full, -1 the connection closed. */
-static int write_blocks(conn_t *c, block_t **blk, uint64_t *pos, uint64_t end)
+/* Writes what the connection owes, as many bytes as the socket takes: what waits in the output
+ * buffer, then the iovs pre (the reply's head and tag, not sent before: what the socket does
+ * not take of them is queued), then bytes [*pos, end) of the block chain from *blk (the block
+ * holding *pos, referenced: moved on as bytes go), up to SEND_IOV block pieces a writev, so
+ * that a piece's head and its audio go in one system call. 1 all written, 0 the socket is
+ * full, -1 the connection closed. */
+static int write_blocks(conn_t *c, const struct iovec *pre, int npre, block_t **blk,
+                        uint64_t *pos, uint64_t end)
 {
-    while (*pos < end) {
-        struct iovec iov[SEND_IOV];
+    while (npre || c->woff < c->wlen || *pos < end) {
+        struct iovec iov[SEND_IOV + 3];
+        int n = 0;
+        size_t queued = c->wlen - c->woff;
+        if (queued)
+            iov[n++] = (struct iovec){c->wbuf + c->woff, queued};
+        for (int i = 0; i < npre; i++)
+            iov[n++] = pre[i];
         uint64_t covered;
-        int n = blocks_iov(*blk, *pos, end, iov, SEND_IOV, &covered);
+        if (*pos < end)
+            n += blocks_iov(*blk, *pos, end, iov + n, SEND_IOV, &covered);
         if (n == 0)
             return 1; /* cannot happen: the bytes asked for are all published */
         ssize_t w = writev_counted(c, iov, n);
-        if (w <= 0)
-            return (int)w;
-        blocks_advance(blk, pos, (uint64_t)w, end);
+        if (w < 0)
+            return -1;
+        size_t left = (size_t)w, from_buf = left < queued ? left : queued;
+        c->woff += from_buf;
+        left -= from_buf;
+        if (c->woff == c->wlen)
+            c->woff = c->wlen = 0;
+        for (int i = 0; i < npre; i++) { /* what the socket did not take waits in the buffer */
+            size_t sent = left < pre[i].iov_len ? left : pre[i].iov_len;
+            left -= sent;
+            if (sent < pre[i].iov_len &&
+                conn_queue(c, (const char *)pre[i].iov_base + sent, pre[i].iov_len - sent) < 0) {
+                conn_close(c);
+                return -1;
+            }
+        }
+        npre = 0;
+        if (w == 0)
+            return 0;
+        if (left)
+            blocks_advance(blk, pos, (uint64_t)left, end);
     }
     return 1;
 }
 
-/* Writes the block pieces, as many as the socket takes (the head and tag went first). */
-static void piece_write(conn_t *c)
+/* Writes the reply's head and tag (pre, not sent yet), what waits in the output buffer and
+ * the block pieces, as many as the socket takes; the end of the piece ends the answer. */
+static void piece_send(conn_t *c, const struct iovec *pre, int npre)
 {
     piece_send_t *s = c->data;
-    int r = s->pos < s->end ? write_blocks(c, &s->piece.blk, &s->pos, s->end) : 1;
+    int r = write_blocks(c, pre, npre, &s->piece.blk, &s->pos, s->end);
     if (r == 0)
         conn_set_deadline(c, (uint64_t)server_config()->client_timeout * 1000);
     if (r == 1)
         piece_done(c);
 }
 
-/* After the head (and the tag bytes in the range) went out. */
-static void piece_head_sent(conn_t *c)
+static void piece_write(conn_t *c)
 {
-    c->ops = &piece_ops;
-    piece_write(c);
+    piece_send(c, NULL, 0);
 }
 
 /* Parses "Range: bytes=a-b" against size: 1 with [*from, *to), 0 none, -1 unsatisfiable. */
@@ -463,20 +491,22 @@ void hls_pieces_answer(conn_t *c, const http_request_t *req, hls_t *h, const hls
                        memcmp(inm->value, etag, inm->value_len) == 0;
     if (not_modified)
         hlen = reply_head(head, sizeof(head), s->keep, 304, NULL, -1, extra);
-    if (hlen == 0 || conn_queue(c, head, hlen) < 0) {
+    if (hlen == 0) {
         block_unref(s->piece.blk);
         free(s);
         client_send_error(c, 500, "Internal Server Error");
         return;
     }
     client_of(c)->status = not_modified ? 304 : range ? 206 : 200;
+    struct iovec pre[2] = {{head, hlen}};
+    int npre = 1;
     s->pos = s->piece.start;
     s->end = s->piece.end;
     if (req->method == HTTP_METHOD_HEAD || not_modified) {
         s->end = s->pos;
     } else {
         if (from < id3)
-            conn_queue(c, (const char *)s->piece.id3 + from, (size_t)((to < id3 ? to : id3) - from));
+            pre[npre++] = (struct iovec){s->piece.id3 + from, (size_t)((to < id3 ? to : id3) - from)};
         s->pos = s->piece.start + (from > id3 ? from - id3 : 0);
         s->end = to > id3 ? s->piece.start + (to - id3) : s->pos;
     }
@@ -484,7 +514,6 @@ void hls_pieces_answer(conn_t *c, const http_request_t *req, hls_t *h, const hls
         client_skip_log(c); /* counted in its session's line */
     c->data = s;
     c->role = &piece_ops;
-    c->ops = &reply_sending_ops;
-    c->after_write = piece_head_sent;
-    conn_write_pending(c);
+    c->ops = &piece_ops;
+    piece_send(c, pre, npre); /* head, tag and audio in one writev */
 }

@@ -189,3 +189,52 @@ def test_after_an_answer_a_drained_socket_is_not_read_again_in_vain(server, tmp_
     assert len(reads) - empty >= made // 2, (made, len(reads), empty)
     # only an input event raced by its own data finds nothing: not one request in five
     assert empty <= made // 50, (made, len(reads), empty)
+
+
+@pytest.mark.skipif(not shutil.which("strace"), reason="needs strace")
+def test_a_complete_part_or_segment_is_answered_in_one_writev(server):
+    """A part or segment that exists is answered with its head, ID3 tag and audio in one
+    writev (two before: the head and tag, then the audio), over a keep-alive connection as
+    hls.js fetches each listed part; a range and a HEAD still give the right bytes."""
+    import hlscheck
+    from test_hls import get, playlist
+    srv = server(workers=1)
+    mount = "/live.mp3"
+    p = start_source(srv, mount, "mp3")
+    fd, out = tempfile.mkstemp(prefix="trace.", dir=srv.dir)
+    os.close(fd)
+    try:
+        pl = hlscheck.Checker().check(playlist(srv, mount))
+        pieces = [seg["uri"] for seg in pl["segments"][-3:]]
+        pieces += [part["uri"] for seg in pl["segments"][-2:] for part in seg["parts"]][:6]
+        whole = {u: get(srv, mount + "/" + u)[2] for u in pieces}
+        conn = wirelib.connect(srv.host, srv.port)
+        port = conn.getsockname()[1]
+        tracer = subprocess.Popen(["strace", "-f", "-yy", "-e", "trace=writev,write,sendmsg",
+                                   "-e", "signal=none", "-o", out, "-p", str(srv.pid)],
+                                  stderr=subprocess.PIPE, text=True)
+        try:
+            assert "attached" in tracer.stderr.readline()
+            for u in pieces:
+                conn.sendall(("GET %s/%s HTTP/1.1\r\nHost: x\r\n\r\n" % (mount, u)).encode())
+                resp, body = wirelib.read_head(conn, 10)
+                size = int(resp.header("content-length"))
+                while len(body) < size:
+                    chunk = conn.recv(65536)
+                    assert chunk, "closed after %d of %d bytes" % (len(body), size)
+                    body += chunk
+                assert resp.status == 200 and body == whole[u], u
+        finally:
+            tracer.terminate()
+            tracer.wait(10)
+        conn.close()
+        status, _, ranged = get(srv, mount + "/" + pieces[-1], {"Range": "bytes=5-99"})
+        assert status == 206 and ranged == whole[pieces[-1]][5:100]
+    finally:
+        fl.stop_process(p)
+    with open(out) as f:
+        trace = f.read()
+    ours = [ln for ln in trace.splitlines() if ":%d]>" % port in ln]
+    calls = [re.match(r"^\d+ +(\w+)\(", ln).group(1) for ln in ours]
+    conftest.note("%d pieces over one keep-alive connection: %s" % (len(pieces), calls))
+    assert len(calls) == len(pieces) and set(calls) == {"writev"}, ours

@@ -462,3 +462,38 @@ def test_listener_that_stops_reading_gets_every_byte_once_when_it_reads_again(se
         lis.close()
     finally:
         src.close()
+
+
+def test_hls_parts_and_segments_over_https_keep_alive_are_the_plain_bytes(server):
+    """HLS pieces over HTTPS (a small socket buffer, so answers go out in several writes) on
+    one keep-alive connection: each is the same bytes as over plain HTTP, the range too."""
+    import hlscheck
+    from test_hls import get, playlist, start_source
+    srv, _, _ = tls_server(server, tls_sndbuf=4096)
+    mount = "/live.mp3"
+    p = start_source(srv, mount, "mp3")
+    try:
+        pl = hlscheck.Checker().check(playlist(srv, mount))
+        pieces = [seg["uri"] for seg in pl["segments"][-2:]]
+        pieces += [part["uri"] for part in pl["segments"][-1]["parts"][:4]]
+        with tls_connect(srv, timeout=10) as s:
+            for u in pieces:
+                s.sendall(("GET %s/%s HTTP/1.1\r\nHost: x\r\n\r\n" % (mount, u)).encode())
+                resp, body = wirelib.read_head(s, 10)
+                size = int(resp.header("content-length"))
+                while len(body) < size:
+                    chunk = s.recv(65536)
+                    assert chunk, "closed after %d of %d bytes" % (len(body), size)
+                    body += chunk
+                assert resp.status == 200 and len(body) == size, u
+                assert body == get(srv, mount + "/" + u)[2], u
+            s.sendall(("GET %s/%s HTTP/1.1\r\nHost: x\r\nRange: bytes=7-1999\r\n\r\n"
+                       % (mount, pieces[0])).encode())
+            resp, body = wirelib.read_head(s, 10)
+            while len(body) < 1993:
+                chunk = s.recv(65536)
+                assert chunk
+                body += chunk
+            assert resp.status == 206 and body == get(srv, mount + "/" + pieces[0])[2][7:2000]
+    finally:
+        fl.stop_process(p)
