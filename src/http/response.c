@@ -123,8 +123,8 @@ static void builtin_lines(out_t *o, int status, const http_header_conf_t *mount_
 {
     const char *p = lines;
     while (p && *p) {
-        const char *eol = strstr(p, "\r\n");
-        size_t len = eol ? (size_t)(eol - p) + 2 : strlen(p);
+        const char *eol = strchr(p, '\n'); /* each line ends with CRLF */
+        size_t len = eol ? (size_t)(eol - p) + 1 : strlen(p);
         const char *colon = memchr(p, ':', len);
         size_t nlen = colon ? (size_t)(colon - p) : 0;
         if (!colon || (!header_listed(server_config()->http_headers, status, p, nlen) &&
