@@ -319,7 +319,7 @@ static void reading_on_readable(conn_t *c)
             return;
         }
         int p = http_parse_request(c->rbuf, c->rlen, cl->parsed_len, cl->req);
-        cl->parsed_len = c->rlen;
+        cl->parsed_len = p > 0 ? (size_t)p : c->rlen; /* complete: where the next one starts */
         if (p < 0) {
             reject_parse_error(c, p);
             return;
@@ -342,11 +342,13 @@ void client_read_next(conn_t *c)
     client_t *cl = client_of(c);
     if (c->closing)
         return;
-    /* the head answered is parsed again for its length; a request is 2 KB, and malloc'ing it
-     * for every keep-alive request made glibc consolidate its free lists each time. Used
-     * before the recursion below, so one per thread serves the nested calls too. */
-    static __thread http_request_t scratch;
-    int head = c->rbuf ? http_parse_request(c->rbuf, c->rlen, 0, &scratch) : -1;
+    int head = c->rbuf && cl->parsed_len <= c->rlen ? (int)cl->parsed_len : -1;
+    if (head == 0 && c->rbuf) {
+        /* an answer an upgrade carried over: its head is parsed again for its length. Used
+         * before the recursion below, so one per thread serves the nested calls too. */
+        static __thread http_request_t scratch;
+        head = http_parse_request(c->rbuf, c->rlen, 0, &scratch);
+    }
     if (head <= 0 || depth >= CLIENT_MAX_PIPELINE_DEPTH) {
         conn_linger_close(c);
         return;

@@ -20,7 +20,8 @@
 typedef struct client {
     conn_t conn;
     http_request_t *req;       /* the request being read or handled; points into conn.rbuf */
-    size_t parsed_len;         /* bytes of conn.rbuf the parser has seen */
+    size_t parsed_len;         /* bytes of conn.rbuf the parser has seen; once the head is
+                                * complete and dispatched, its length (0: not known) */
     unsigned requests;         /* requests dispatched on this connection (keep-alive) */
     int log_in_head;           /* the request's access-log fields are still only in its head
                                 * (req): copied by client_keep_log when needed */

@@ -41,19 +41,7 @@ int reply_keepalive_wanted(const http_request_t *req)
 size_t reply_head(char *buf, size_t cap, int keep, int status, const char *ctype,
                    long long content_length, const char *extra)
 {
-    size_t n = response_head(buf, cap, status, ctype, content_length, extra);
-    static const char close_hdr[] = "\r\nConnection: Close\r\n";
-    static const char keep_hdr[] = "\r\nConnection: keep-alive\r\n";
-    char *at = n && keep ? strstr(buf, close_hdr) : NULL;
-    if (!at)
-        return n;
-    size_t grow = sizeof(keep_hdr) - sizeof(close_hdr);
-    if (n + grow + 1 > cap)
-        return 0;
-    size_t tail = n - (size_t)(at - buf) - (sizeof(close_hdr) - 1);
-    memmove(at + sizeof(keep_hdr) - 1, at + sizeof(close_hdr) - 1, tail + 1);
-    memcpy(at, keep_hdr, sizeof(keep_hdr) - 1);
-    return n + grow;
+    return response_head_kept(buf, cap, keep, status, ctype, content_length, extra);
 }
 
 const conn_ops_t reply_sending_ops = {

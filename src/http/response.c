@@ -56,17 +56,28 @@ static void out_str(out_t *o, const char *s)
     out_mem(o, s, strlen(s));
 }
 
+size_t response_number(char *out, unsigned long long v, int hex)
+{
+    char digits[24], *d = digits + sizeof(digits);
+    unsigned base = hex ? 16 : 10;
+    do
+        *--d = "0123456789abcdef"[v % base];
+    while (v /= base);
+    size_t n = (size_t)(digits + sizeof(digits) - d);
+    memcpy(out, d, n);
+    return n;
+}
+
 /* A decimal number (a status, a length). */
 static void out_num(out_t *o, long long v)
 {
-    char digits[24], *d = digits + sizeof(digits);
-    unsigned long long u = v < 0 ? 0 - (unsigned long long)v : (unsigned long long)v;
-    do
-        *--d = (char)('0' + u % 10);
-    while (u /= 10);
+    char digits[24];
+    size_t n = 0;
     if (v < 0)
-        *--d = '-';
-    out_mem(o, d, (size_t)(digits + sizeof(digits) - d));
+        digits[n++] = '-';
+    n += response_number(digits + n, v < 0 ? 0 - (unsigned long long)v : (unsigned long long)v,
+                         0);
+    out_mem(o, digits, n);
 }
 
 /* "name: value\r\n" */
@@ -112,8 +123,8 @@ static void builtin_lines(out_t *o, int status, const http_header_conf_t *mount_
 {
     const char *p = lines;
     while (p && *p) {
-        const char *eol = strstr(p, "\r\n");
-        size_t len = eol ? (size_t)(eol - p) + 2 : strlen(p);
+        const char *eol = strchr(p, '\n'); /* each line ends with CRLF */
+        size_t len = eol ? (size_t)(eol - p) + 1 : strlen(p);
         const char *colon = memchr(p, ':', len);
         size_t nlen = colon ? (size_t)(colon - p) : 0;
         if (!colon || (!header_listed(server_config()->http_headers, status, p, nlen) &&
@@ -123,9 +134,11 @@ static void builtin_lines(out_t *o, int status, const http_header_conf_t *mount_
     }
 }
 
-/* The status line, Server, Date, Connection, then the configured headers: the global ones
- * for this status (unless the mount sets the same name) and the mount's own. */
-static void common_headers(out_t *o, int status, const http_header_conf_t *mount_headers)
+/* The status line, Server, Date, Connection (Close, or keep-alive with keep), then the
+ * configured headers: the global ones for this status (unless the mount sets the same name)
+ * and the mount's own. */
+static void common_headers(out_t *o, int status, const http_header_conf_t *mount_headers,
+                           int keep)
 {
     out_mem(o, "HTTP/1.0 ", 9);
     out_num(o, status);
@@ -134,7 +147,7 @@ static void common_headers(out_t *o, int status, const http_header_conf_t *mount
     out_mem(o, "\r\n", 2);
     out_header(o, "Server", server_ident());
     out_header(o, "Date", http_date_now());
-    out_header(o, "Connection", "Close");
+    out_header(o, "Connection", keep ? "keep-alive" : "Close");
     for (const http_header_conf_t *h = server_config()->http_headers; h; h = h->next)
         if ((h->status == 0 || h->status == status) &&
             !header_listed(mount_headers, status, h->name, strlen(h->name)))
@@ -143,11 +156,11 @@ static void common_headers(out_t *o, int status, const http_header_conf_t *mount
         out_header(o, h->name, h->value);
 }
 
-size_t response_head(char *buf, size_t cap, int status, const char *content_type,
-                     long long content_length, const char *extra)
+size_t response_head_kept(char *buf, size_t cap, int keep, int status, const char *content_type,
+                          long long content_length, const char *extra)
 {
     out_t o = {buf, cap, 0, 0};
-    common_headers(&o, status, NULL);
+    common_headers(&o, status, NULL, keep);
     if (content_type)
         out_header(&o, "Content-Type", content_type);
     if (content_length >= 0) {
@@ -158,6 +171,12 @@ size_t response_head(char *buf, size_t cap, int status, const char *content_type
     builtin_lines(&o, status, NULL, extra);
     out_mem(&o, "\r\n", 2);
     return o.overflow ? 0 : o.len;
+}
+
+size_t response_head(char *buf, size_t cap, int status, const char *content_type,
+                     long long content_length, const char *extra)
+{
+    return response_head_kept(buf, cap, 0, status, content_type, content_length, extra);
 }
 
 /* A source-supplied header, left out when it would not leave `reserve` bytes for the lines
@@ -222,7 +241,7 @@ size_t response_stream_head(char *buf, size_t cap, const response_stream_t *i, i
 {
     out_t o = {buf, cap, 0, 0};
     size_t tail = stream_tail_len(i, metaint);
-    common_headers(&o, 200, i->headers);
+    common_headers(&o, 200, i->headers, 0);
     out_header(&o, "Content-Type", response_stream_type(i->content_type));
     /* a stream is never a page: no sniffing it into one, and should a browser show it as a
      * document all the same, it has no origin of ours and runs no script */

@@ -26,6 +26,13 @@ typedef struct response_stream {
  * Returns the length, or 0 if it did not fit. */
 size_t response_head(char *buf, size_t cap, int status, const char *content_type,
                      long long content_length, const char *extra);
+/* The same with "Connection: keep-alive" instead of "Connection: Close" when keep is set. */
+size_t response_head_kept(char *buf, size_t cap, int keep, int status, const char *content_type,
+                          long long content_length, const char *extra);
+
+/* Writes v in decimal, or in lower-case hex with `hex` (a chunk's size), at out (room for 20
+ * characters), without a NUL: the length. For the numbers of heads built without printf. */
+size_t response_number(char *out, unsigned long long v, int hex);
 
 /* The content type a stream of ctype is served as: ctype when it is audio/ or video/ (any
  * subtype), application/ogg, application/x-ogg or application/octet-stream (parameters kept,

@@ -151,7 +151,7 @@ void conn_set_deadline(conn_t *c, uint64_t ms)
 {
     c->send_mark = 0;
     if (!ms)
-        worker_timeout_remove(c->worker, c);
+        worker_timeout_clear(c->worker, c);
     else if (worker_timeout_add(c->worker, c, loop_now_ms() + ms) < 0)
         conn_close(c);
 }

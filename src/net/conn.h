@@ -82,6 +82,8 @@ struct conn {
     const listen_conf_t *listen; /* the listen socket it came in on (config), NULL if outbound */
     time_t start;
     uint64_t deadline_ms; /* 0 = none */
+    uint64_t heap_at;     /* its place in the worker's deadline heap: deadline_ms, or earlier
+                           * when that moved later or was cleared (worker_timers.c) */
     size_t heap_pos;      /* slot in the worker's deadline heap, 0 = none */
     uint64_t send_mark;   /* bytes_sent + 1 when the send deadline was armed, else 0 */
     int send_outq;        /* bytes in the socket's send queue then (SIOCOUTQ) */

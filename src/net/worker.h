@@ -181,8 +181,11 @@ void worker_wake(worker_t *w);
  * sleep until it ran. */
 void worker_request_pass(worker_t *w);
 
-/* Deadlines (use conn_set_deadline): sets or moves c's deadline. 0 or -ENOMEM. */
+/* Deadlines (use conn_set_deadline): sets or moves c's deadline (0 or -ENOMEM: c then has
+ * none); clears it (its place in the heap given up later, when it comes due); takes c out of
+ * the heap at once (a connection closed or forgotten). */
 int worker_timeout_add(worker_t *w, conn_t *c, uint64_t deadline_ms);
+void worker_timeout_clear(worker_t *w, conn_t *c);
 void worker_timeout_remove(worker_t *w, conn_t *c);
 
 /* Global connection ids (unique across workers). */

@@ -17,11 +17,18 @@
 /* ---- deadlines: a binary min-heap of connections by deadline ----
  * Deadlines of very different lengths coexist (a 2 s linger, a 15 s header timeout, an hour of
  * listening), so an ordered list would cost O(n) per insert; the heap costs O(log n). Each
- * connection knows its slot (heap_pos, 1-based; 0 = not in the heap). */
+ * connection knows its slot (heap_pos, 1-based; 0 = not in the heap).
+ *
+ * A connection's place is kept by heap_at, which may be earlier than its deadline: a keep-alive
+ * connection moves its deadline later several times a request (read, parked, sent, read
+ * again), and a deadline that moves later or is cleared does not move in the heap. When its
+ * place comes due, a connection whose deadline is later takes its place again by it, one
+ * cleared leaves the heap: a connection is sifted about once per timeout instead of on every
+ * request. A deadline moved earlier is sifted up at once, so none runs late. */
 
 static int deadline_before(const conn_t *a, const conn_t *b)
 {
-    return a->deadline_ms < b->deadline_ms;
+    return a->heap_at < b->heap_at;
 }
 
 static void heap_place(worker_t *w, size_t pos, conn_t *c)
@@ -59,29 +66,44 @@ static void heap_down(worker_t *w, size_t pos)
 
 int worker_timeout_add(worker_t *w, conn_t *c, uint64_t deadline_ms)
 {
-    worker_timeout_remove(w, c);
+    c->deadline_ms = deadline_ms;
+    if (c->heap_pos) {
+        if (deadline_ms < c->heap_at) { /* earlier: it takes its place now */
+            c->heap_at = deadline_ms;
+            heap_up(w, c->heap_pos);
+        }
+        return 0; /* later: its place is taken again when it comes due */
+    }
     if (w->heap_len == w->heap_cap) {
         size_t ncap = w->heap_cap ? w->heap_cap * 2 : 256;
         conn_t **nh = realloc(w->heap, ncap * sizeof(*nh));
-        if (!nh)
+        if (!nh) {
+            c->deadline_ms = 0;
             return -ENOMEM;
+        }
         w->heap = nh;
         w->heap_cap = ncap;
     }
-    c->deadline_ms = deadline_ms;
+    c->heap_at = deadline_ms;
     w->heap[w->heap_len++] = c;
     c->heap_pos = w->heap_len;
     heap_up(w, w->heap_len);
     return 0;
 }
 
+void worker_timeout_clear(worker_t *w, conn_t *c)
+{
+    (void)w;
+    c->deadline_ms = 0; /* its place in the heap is given up when it comes due */
+}
+
 void worker_timeout_remove(worker_t *w, conn_t *c)
 {
     size_t pos = c->heap_pos;
+    c->deadline_ms = 0;
     if (!pos)
         return;
     c->heap_pos = 0;
-    c->deadline_ms = 0;
     conn_t *last = w->heap[--w->heap_len];
     if (pos > w->heap_len)
         return; /* it was the last one */
@@ -92,9 +114,17 @@ void worker_timeout_remove(worker_t *w, conn_t *c)
 
 void worker_deadlines_expire(worker_t *w, uint64_t now)
 {
-    while (w->heap_len && w->heap[0]->deadline_ms <= now) {
+    while (w->heap_len && w->heap[0]->heap_at <= now) {
         conn_t *c = w->heap[0];
+        if (c->deadline_ms > now) { /* moved later meanwhile: its place by its deadline */
+            c->heap_at = c->deadline_ms;
+            heap_down(w, 1);
+            continue;
+        }
+        int due = c->deadline_ms != 0; /* else cleared meanwhile: it only leaves */
         worker_timeout_remove(w, c);
+        if (!due)
+            continue;
         if (c->ops->on_timeout)
             c->ops->on_timeout(c);
         else
@@ -106,7 +136,8 @@ int worker_deadline_next(const worker_t *w, uint64_t *at)
 {
     if (!w->heap_len)
         return 0;
-    *at = w->heap[0]->deadline_ms;
+    *at = w->heap[0]->heap_at; /* the deadline, or earlier when it moved (a wake-up that
+                                * only puts it in its place) */
     return 1;
 }
 

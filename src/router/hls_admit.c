@@ -68,11 +68,17 @@ int hls_admit_poll(conn_t *c, const http_request_t *req, hls_t *h, hls_login_t *
     /* the agent, referer and URI in buffers of the thread's: copied only by a session begun */
     static __thread char agent[HTTP_MAX_HEAD_BYTES], referer[HTTP_MAX_HEAD_BYTES];
     static __thread char uri[HTTP_MAX_HEAD_BYTES + sizeof("?session=") + HLS_TOKEN_LEN];
-    int n = snprintf(uri, sizeof(uri), "%.*s?session=%s", (int)req->path_len, req->path, token);
+    size_t tlen = strlen(token);
+    int fits = req->path_len + sizeof("?session=") + tlen <= sizeof(uri);
+    if (fits) {
+        memcpy(uri, req->path, req->path_len);
+        char *u = hls_put(uri + req->path_len, "?session=");
+        memcpy(u, token, tlen + 1);
+    }
     hls_client_t who = {c->ip, hls_route_header(req, "user-agent", agent),
                         hls_route_header(req, "referer", referer), uri, c->id};
     int rc = !hls_session_token_valid(token) ? -EINVAL
-             : n < 0 || (size_t)n >= sizeof(uri) || !login_name ? -ENOMEM
+             : !fits || !login_name ? -ENOMEM
              : mc || login ? hls_session_poll_login(h, token, &who, login)
                            : hls_session_poll(h, token, &who, 0);
     if (rc == 0)

@@ -272,10 +272,9 @@ static int filling_more(conn_t *c, filling_t *f)
     }
     f->complete = rc == HLS_READY;
     if (p.end > f->end) {
-        int n = snprintf(f->chunk, sizeof(f->chunk), "%llx\r\n",
-                         (unsigned long long)(p.end - f->end));
         f->chunk_off = 0;
-        f->chunk_len = (size_t)n;
+        f->chunk_len = (size_t)(hls_put(hls_put_number(f->chunk, p.end - f->end, 1), "\r\n") -
+                                f->chunk);
         f->end = p.end;
         f->crlf_left = 2;
         return 1;
@@ -389,14 +388,14 @@ static int start_filling(conn_t *c, const http_request_t *req, hls_t *h, const h
     filling_t *f = calloc(1, sizeof(*f));
     /* the reply head, then the tag as the first chunk: queued at once, one copy */
     char extra[512], head[2048 + 16 + HLS_ID3_MAX + 2];
-    snprintf(extra, sizeof(extra),
-             "Transfer-Encoding: chunked\r\nCache-Control: public, max-age=%d, immutable\r\n"
-             "ETag: \"%llu.%d\"\r\nAccess-Control-Allow-Origin: *\r\n", SEGMENT_MAX_AGE,
-             (unsigned long long)u->seq, u->part);
+    char *e = hls_put(extra, "Transfer-Encoding: chunked\r\n" SEGMENT_CACHE_CONTROL "ETag: \"");
+    e = hls_put(hls_put_number(e, u->seq, 0), ".");
+    e = hls_put(hls_put_number(e, (unsigned)u->part, 0), "\"\r\n");
+    *hls_put(e, "Access-Control-Allow-Origin: *\r\n") = '\0';
     int keep = reply_keepalive_wanted(req);
     size_t hlen = reply_head(head, 2048, keep, 200, hls_piece_type(&p), -1, extra);
     if (hlen > 0) {
-        hlen += (size_t)snprintf(head + hlen, 16, "%x\r\n", (unsigned)p.id3_len);
+        hlen = (size_t)(hls_put(hls_put_number(head + hlen, p.id3_len, 1), "\r\n") - head);
         memcpy(head + hlen, p.id3, p.id3_len);
         memcpy(head + hlen + p.id3_len, "\r\n", 2);
         hlen += p.id3_len + 2;
@@ -472,16 +471,15 @@ void hls_pieces_answer(conn_t *c, const http_request_t *req, hls_t *h, const hls
         snprintf(crange, sizeof(crange), "Content-Range: bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64
                  "\r\n", from, to - 1, size);
     char etag[64];
+    char *t = hls_put_number(hls_put(etag, "\""), u->seq, 0);
     if (u->init)
-        snprintf(etag, sizeof(etag), "\"%" PRIu64 ".init\"", u->seq);
-    else if (u->part < 0)
-        snprintf(etag, sizeof(etag), "\"%" PRIu64 "\"", u->seq);
-    else
-        snprintf(etag, sizeof(etag), "\"%" PRIu64 ".%d\"", u->seq, u->part);
-    snprintf(extra, sizeof(extra),
-             "Cache-Control: public, max-age=%d, immutable\r\nETag: %s\r\n"
-             "Accept-Ranges: bytes\r\nAccess-Control-Allow-Origin: *\r\n%s",
-             SEGMENT_MAX_AGE, etag, crange);
+        t = hls_put(t, ".init");
+    else if (u->part >= 0)
+        t = hls_put_number(hls_put(t, "."), (unsigned)u->part, 0);
+    *hls_put(t, "\"") = '\0';
+    char *e = hls_put(hls_put(hls_put(extra, SEGMENT_CACHE_CONTROL "ETag: "), etag), "\r\n");
+    *hls_put(hls_put(e, "Accept-Ranges: bytes\r\nAccess-Control-Allow-Origin: *\r\n"), crange) =
+        '\0';
     s->keep = reply_keepalive_wanted(req);
     char head[2048];
     size_t hlen = reply_head(head, sizeof(head), s->keep, range ? 206 : 200,

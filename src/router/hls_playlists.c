@@ -165,11 +165,11 @@ void hls_playlists_answer_session(conn_t *c, const http_request_t *req, hls_t *h
         client_send_error(c, 500, "Internal Server Error");
         return;
     }
-    char extra[256];
+    char extra[128];
     /* a plain reload changes each part; a blocking one names the state it waits for */
-    snprintf(extra, sizeof(extra),
-             "Cache-Control: public, max-age=%d\r\nAccess-Control-Allow-Origin: *\r\n",
-             has_msn ? 6 * target : target > 1 ? target / 2 : 1);
+    char *e = hls_put(extra, "Cache-Control: public, max-age=");
+    e = hls_put_number(e, (unsigned)(has_msn ? 6 * target : target > 1 ? target / 2 : 1), 0);
+    *hls_put(e, "\r\nAccess-Control-Allow-Origin: *\r\n") = '\0';
     hls_admit_count(c, req, h, out.len);
     reply_send(c, req, 200, PLAYLIST_TYPE, out.data, out.len, extra);
 }

@@ -10,17 +10,24 @@
 #define RIMECAST_HLS_ROUTE_INTERNAL_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "auth/auth.h"
 #include "auth/auth_url.h"
 #include "conf/config.h"
 #include "http/parser.h"
+#include "http/response.h"
 #include "net/conn.h"
 #include "stream/hls.h"
 #include "stream/hls_session.h"
 
 #define PLAYLIST_TYPE "application/vnd.apple.mpegurl"
 #define SEGMENT_MAX_AGE 3600
+#define HLS_TEXT_(x) #x
+#define HLS_TEXT(x) HLS_TEXT_(x)
+/* the line a segment or part is cached by: it never changes */
+#define SEGMENT_CACHE_CONTROL \
+    "Cache-Control: public, max-age=" HLS_TEXT(SEGMENT_MAX_AGE) ", immutable\r\n"
 
 /* A mount name taken from a URL path: a buffer of the caller's (no allocation a request). */
 typedef char hls_name_t[HTTP_MAX_URI + 1];
@@ -33,6 +40,19 @@ typedef struct hls_url {
     int init;         /* the init segment seq names (an Opus window's) */
     const char *ext;
 } hls_url_t;
+
+/* The lines of a head built without printf (each request has some): s, or a number, put at
+ * p (the caller's buffer has room); the end of what was put. */
+static inline char *hls_put(char *p, const char *s)
+{
+    size_t n = strlen(s);
+    memcpy(p, s, n);
+    return p + n;
+}
+static inline char *hls_put_number(char *p, unsigned long long v, int hex)
+{
+    return p + response_number(p, v, hex);
+}
 
 /* ---- hls_route.c ---- */
 

@@ -313,11 +313,11 @@ static int session_over_limit(hls_t *h, hls_session_t *s, uint64_t now)
     return s->expired;
 }
 
-/* A playlist request of token: may_begin 0 when a session must exist (-ENOENT). */
-static int poll_locked(hls_t *h, const char *token, const hls_client_t *who, uint64_t bytes,
-                       int may_begin, hls_login_t *login, hls_intro_t **intro)
+/* A playlist request of token, whose session is s (NULL: none yet): may_begin 0 when a
+ * session must exist (-ENOENT). */
+static int poll_locked(hls_t *h, hls_session_t *s, const char *token, const hls_client_t *who,
+                       uint64_t bytes, int may_begin, hls_login_t *login, hls_intro_t **intro)
 {
-    hls_session_t *s = session_find(h, token);
     int rc = 0;
     if (!s && !may_begin)
         return -ENOENT;
@@ -363,12 +363,14 @@ static int poll(hls_t *h, const char *token, const hls_client_t *who, uint64_t b
 {
     hls_intro_t *intro = NULL;
     pthread_mutex_lock(&h->lock);
-    if (may_begin && !session_find(h, token)) {
+    hls_session_t *s = session_find(h, token);
+    if (may_begin && !s) {
         pthread_mutex_unlock(&h->lock);
         intro = intro_for(h, login);
         pthread_mutex_lock(&h->lock);
+        s = session_find(h, token); /* begun meanwhile by another request of its own? */
     }
-    int rc = poll_locked(h, token, who, bytes, may_begin, login, &intro);
+    int rc = poll_locked(h, s, token, who, bytes, may_begin, login, &intro);
     pthread_mutex_unlock(&h->lock);
     hls_intro_unref(intro); /* not taken */
     return rc;

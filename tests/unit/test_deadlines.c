@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test_deadlines: connection deadlines on a real worker loop: 2 000 connections with random
- * deadlines, some moved and some cleared, must time out in deadline order, each once, and the
- * cleared ones never.
+ * deadlines, some moved (earlier, later, later again as a keep-alive connection does on each
+ * request), some cleared and some cleared then set again, must time out in deadline order,
+ * each once and never before its deadline, and the cleared ones never.
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -27,6 +28,7 @@ typedef struct probe {
     int index;
     int fired;
     uint64_t deadline; /* the one it must fire at, 0 = never */
+    uint64_t fired_at;
 } probe_t;
 
 static probe_t probes[N];
@@ -39,6 +41,7 @@ static void on_timeout(conn_t *c)
 {
     probe_t *p = (probe_t *)c;
     p->fired++;
+    p->fired_at = loop_now_ms();
     order[atomic_fetch_add(&nfired, 1)] = p->index;
     conn_close(c);
 }
@@ -60,10 +63,17 @@ static void setup(worker_t *w, void *arg)
     }
     for (int i = 0; i < N; i++) {
         probe_t *p = &probes[i];
-        if (i % 7 == 0)
+        if (i % 7 == 0) {
             conn_set_deadline(&p->conn, 0); /* cleared: never fires */
-        else if (i % 5 == 0)
+        } else if (i % 5 == 0) {
             conn_set_deadline(&p->conn, 50 + (uint64_t)(rand() % 2000)); /* moved */
+        } else if (i % 3 == 0) { /* moved later and later: its place in the heap stays */
+            for (int k = 1; k <= 4; k++)
+                conn_set_deadline(&p->conn, p->conn.deadline_ms - loop_now_ms() + 100 * k);
+        } else if (i % 11 == 0) { /* cleared, then set again, later or earlier */
+            conn_set_deadline(&p->conn, 0);
+            conn_set_deadline(&p->conn, 20 + (uint64_t)(rand() % 2000));
+        }
         p->deadline = p->conn.deadline_ms;
     }
     atomic_store(&setup_done, 1);
@@ -97,13 +107,13 @@ int main(void)
     int expect = 0;
     for (int i = 0; i < N; i++)
         expect += i % 7 != 0;
-    for (int i = 0; i < 500 && atomic_load(&nfired) < expect; i++) {
+    for (int i = 0; i < 600 && atomic_load(&nfired) < expect; i++) {
         struct timespec ts = {0, 10 * 1000000L};
         nanosleep(&ts, NULL);
     }
     CHECK(atomic_load(&setup_done));
     CHECK(atomic_load(&nfired) == expect);
-    int in_order = 1, once = 1, cleared_quiet = 1;
+    int in_order = 1, once = 1, cleared_quiet = 1, not_early = 1;
     for (int i = 1; i < atomic_load(&nfired); i++)
         if (probes[order[i]].deadline < probes[order[i - 1]].deadline)
             in_order = 0;
@@ -112,10 +122,13 @@ int main(void)
             cleared_quiet = 0;
         if (i % 7 != 0 && probes[i].fired != 1)
             once = 0;
+        if (probes[i].fired && probes[i].fired_at < probes[i].deadline)
+            not_early = 0;
     }
     CHECK(in_order);
     CHECK(once);
     CHECK(cleared_quiet);
+    CHECK(not_early);
     worker_stop(w);
     worker_free(w);
     for (int i = 0; i < N; i++)

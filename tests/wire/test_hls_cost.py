@@ -3,6 +3,7 @@
 as it fills is sent in (arrival bursts at a client), and the eventfd writes that wake players
 when a part closes (strace of the daemon while the project's HLS load generator plays).
 docs/PERFORMANCE.md, "HLS". Icecast has no HLS: Rimecast only."""
+import http.client
 import os
 import re
 import shutil
@@ -15,6 +16,7 @@ import pytest
 
 import conftest
 import formatlib as fl
+import hlscheck
 import wirelib
 from test_hls import _chunk_times, _hint_just_begun, start_source
 
@@ -238,3 +240,78 @@ def test_a_complete_part_or_segment_is_answered_in_one_writev(server):
     calls = [re.match(r"^\d+ +(\w+)\(", ln).group(1) for ln in ours]
     conftest.note("%d pieces over one keep-alive connection: %s" % (len(pieces), calls))
     assert len(calls) == len(pieces) and set(calls) == {"writev"}, ours
+
+def _player_requests(srv, conn, mount, token):
+    """A low-latency player's round on one kept-alive connection: a reload, a blocking reload
+    for the hinted part (parked until it exists), that part's successor followed as it fills,
+    and a last reload. Each moves the connection's deadline (read, parked, followed, read again)."""
+    def get(path):
+        conn.request("GET", path)
+        r = conn.getresponse()
+        body = r.read()
+        assert r.status == 200 and r.getheader("connection", "").lower() != "close", r.status
+        return body
+    base = "%s/hls.m3u8?session=%s" % (mount, token)
+    msn, part = _next_part_of(get(base))
+    pl = get("%s&_HLS_msn=%d&_HLS_part=%d" % (base, msn, part))
+    get("%s/%s" % (mount, hlscheck.parse(pl.decode())["hint"]["URI"]))
+    get(base)
+    return time.monotonic()
+
+
+def _next_part_of(body):
+    m = re.search(r"/(\d+)\.(\d+)\.\w+$", "/" + hlscheck.parse(body.decode())["hint"]["URI"])
+    return int(m.group(1)), int(m.group(2))
+
+
+def test_an_idle_or_slow_player_connection_and_an_idle_session_still_end_on_time(server):
+    """A player's connection whose deadline moved with each of its requests is still closed at
+    header-timeout from its last answer, not before: idle, it is closed without a word; with
+    half a request sent, it gets a 408. Its session ends when it has not polled for four target
+    durations (at least 10 s), and not before."""
+    header_timeout = 3
+    srv = server(header_timeout=header_timeout,
+                 extra_xml="<hls><target-duration>2</target-duration>"
+                           "<part-target-ms>500</part-target-ms></hls>")
+    mount = "/live.mp3"
+    p = start_source(srv, mount, "mp3")
+    idle = http.client.HTTPConnection(srv.host, srv.port, timeout=30)
+    slow = http.client.HTTPConnection(srv.host, srv.port, timeout=30)
+    try:
+        wirelib.wait_until(lambda: _has_segment(srv, mount, "0123456789abcdef"), 15,
+                           "the first segment")
+        last_idle = _player_requests(srv, idle, mount, "0123456789abcdef")
+        last_slow = _player_requests(srv, slow, mount, "fedcba9876543210")
+        assert fl.json_source(srv, mount)["listeners"] == 2
+        slow.sock.sendall(("GET %s/hls.m3u8?session=fedcba9876543210 HTTP/1.1\r\nHo"
+                           % mount).encode())
+        # the idle one: closed, nothing sent
+        idle.sock.settimeout(header_timeout + 5)
+        assert idle.sock.recv(4096) == b""
+        waited = time.monotonic() - last_idle
+        assert header_timeout - 0.2 <= waited <= header_timeout + 1.0, waited
+        # the slow one: 408 at the same time from its last answer
+        resp, _ = wirelib.read_head(slow.sock, header_timeout + 5)
+        waited = time.monotonic() - last_slow
+        assert resp is not None and resp.status == 408, resp
+        assert header_timeout - 0.2 <= waited <= header_timeout + 1.0, waited
+        # the sessions: 10 s after their last polls (checked once a second)
+        wirelib.wait_until(lambda: fl.json_source(srv, mount)["listeners"] == 0, 20,
+                           "the sessions to end")
+        ended = time.monotonic()
+        assert 10 - 0.2 <= ended - last_slow <= 10 + 2.0, ended - last_slow
+    finally:
+        idle.close()
+        slow.close()
+        fl.stop_process(p)
+
+
+def _has_segment(srv, mount, token):
+    """The session's playlist lists a segment."""
+    c = http.client.HTTPConnection(srv.host, srv.port, timeout=10)
+    try:
+        c.request("GET", "%s/hls.m3u8?session=%s" % (mount, token))
+        r = c.getresponse()
+        return r.status == 200 and b"#EXTINF" in r.read()
+    finally:
+        c.close()
