@@ -218,13 +218,7 @@ def test_a_complete_part_or_segment_is_answered_in_one_writev(server):
         try:
             assert "attached" in tracer.stderr.readline()
             for u in pieces:
-                conn.sendall(("GET %s/%s HTTP/1.1\r\nHost: x\r\n\r\n" % (mount, u)).encode())
-                resp, body = wirelib.read_head(conn, 10)
-                size = int(resp.header("content-length"))
-                while len(body) < size:
-                    chunk = conn.recv(65536)
-                    assert chunk, "closed after %d of %d bytes" % (len(body), size)
-                    body += chunk
+                resp, body = wirelib.get_kept_alive(conn, mount + "/" + u)
                 assert resp.status == 200 and body == whole[u], u
         finally:
             tracer.terminate()

@@ -478,22 +478,11 @@ def test_hls_parts_and_segments_over_https_keep_alive_are_the_plain_bytes(server
         pieces += [part["uri"] for part in pl["segments"][-1]["parts"][:4]]
         with tls_connect(srv, timeout=10) as s:
             for u in pieces:
-                s.sendall(("GET %s/%s HTTP/1.1\r\nHost: x\r\n\r\n" % (mount, u)).encode())
-                resp, body = wirelib.read_head(s, 10)
-                size = int(resp.header("content-length"))
-                while len(body) < size:
-                    chunk = s.recv(65536)
-                    assert chunk, "closed after %d of %d bytes" % (len(body), size)
-                    body += chunk
-                assert resp.status == 200 and len(body) == size, u
+                resp, body = wirelib.get_kept_alive(s, mount + "/" + u)
+                assert resp.status == 200, u
                 assert body == get(srv, mount + "/" + u)[2], u
-            s.sendall(("GET %s/%s HTTP/1.1\r\nHost: x\r\nRange: bytes=7-1999\r\n\r\n"
-                       % (mount, pieces[0])).encode())
-            resp, body = wirelib.read_head(s, 10)
-            while len(body) < 1993:
-                chunk = s.recv(65536)
-                assert chunk
-                body += chunk
+            resp, body = wirelib.get_kept_alive(s, mount + "/" + pieces[0],
+                                                "Range: bytes=7-1999\r\n")
             assert resp.status == 206 and body == get(srv, mount + "/" + pieces[0])[2][7:2000]
     finally:
         fl.stop_process(p)

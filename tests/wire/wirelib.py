@@ -150,6 +150,20 @@ def read_head(sock, timeout=5.0, limit=65536, buf=b""):
             assert len(buf) < limit, "response head too large"
 
 
+def get_kept_alive(sock, path, headers="", timeout=10.0):
+    """Sends GET path on a kept-alive HTTP/1.1 connection and reads its answer, whose body has
+    a Content-Length: (Response, body)."""
+    sock.sendall(("GET %s HTTP/1.1\r\nHost: x\r\n%s\r\n" % (path, headers)).encode())
+    resp, body = read_head(sock, timeout)
+    assert resp is not None, "closed before an answer to " + path
+    size = int(resp.header("content-length"))
+    while len(body) < size:
+        chunk = sock.recv(65536)
+        assert chunk, "closed after %d of %d bytes" % (len(body), size)
+        body += chunk
+    return resp, body
+
+
 def read_until_closed(sock, timeout=5.0, limit=1 << 20):
     """Read until EOF/reset; return the bytes. Fails if still open at the deadline."""
     deadline = time.monotonic() + timeout
