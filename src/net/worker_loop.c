@@ -389,11 +389,13 @@ static void accept_exhausted(worker_t *w, worker_listen_t *ls, int err)
         worker_open_reserve(w);
     }
     atomic_fetch_add(&server.stats.connections_refused, refused);
+    int more = refused == ACCEPT_REFUSE_BATCH;
     log_warn_limited(&accept_limit_log, ACCEPT_LOG_INTERVAL_MS,
                      "accept: %s (open-file limit reached): %u waiting clients refused, "
-                     "not accepting for %d ms", strerror(err), refused, ACCEPT_PAUSE_MS);
-    if (refused == ACCEPT_REFUSE_BATCH)
-        return; /* more may wait: the level-triggered listen socket comes back next turn */
+                     "not accepting for %d ms", strerror(err), refused,
+                     more ? 0 : ACCEPT_PAUSE_MS); /* 0: more are refused next turn */
+    if (more)
+        return; /* the level-triggered listen socket comes back next turn */
     if (!w->accept_resume_ms)
         watch_listeners(w, 0);
     w->accept_resume_ms = loop_now_ms() + ACCEPT_PAUSE_MS;
