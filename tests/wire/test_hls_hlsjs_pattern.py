@@ -128,7 +128,7 @@ class Relay:
 
 def live_edge_pattern(reqs):
     """From a player's recorded requests: (parts loaded, of them named by an earlier reload,
-    of them asked while that player's next reload was outstanding on another connection,
+    of them asked after the reload of a later part was sent on another connection,
     parts asked before any reload named them, connections used)."""
     reloads = [(r, tuple(map(int, m.groups()))) for r in reqs
                for m in [RELOAD_RE.search(r["line"])] if m]
@@ -141,8 +141,9 @@ def live_edge_pattern(reqs):
             named += 1
         elif any(d == sp for q, d in reloads):
             ahead += 1  # asked first, its reload only after: the preload-hint way
-        if any(q["sent"] <= r["sent"] and (q["first"] is None or q["first"] > r["sent"])
-               and q["conn"] != r["conn"] for q, _ in reloads):
+        # the reload of a later part went out first, on the other connection: sent as the
+        # playlist came, with the part (when the machine is slow, its answer may begin first)
+        if any(q["sent"] <= r["sent"] and d > sp and q["conn"] != r["conn"] for q, d in reloads):
             concurrent += 1
     return len(parts), named, concurrent, ahead, len({r["conn"] for r in reqs})
 
