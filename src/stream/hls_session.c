@@ -86,29 +86,35 @@ int hls_session_token_valid(const char *t)
     return n == HLS_TOKEN_LEN;
 }
 
-/* The session's end as a listener: its access-log line and its session record (as a
- * streaming listener's: stream/session.h), its slot given back. */
-/* Gives back what the session's login holds: listener_remove says how long it lasted (to
- * its last request when it stopped polling: the timeout that noticed is not listening) and
- * what it was sent. */
-static void login_end(hls_session_t *s, session_end_t why, int64_t now_ms)
+/* When a session that ends for `why` stopped listening: at its last request when it stopped
+ * polling (the timeout that noticed is not listening), at its time limit when that was up,
+ * else now. */
+static int64_t session_end_ms(const hls_session_t *s, session_end_t why)
 {
-    if (s->url_auth) {
-        int64_t end = why == SESSION_END_CLIENT       ? s->seen_ms
-                      : why == SESSION_END_TIME_LIMIT ? s->start_ms + s->limit_s * 1000
-                                                      : now_ms;
-        int64_t ms = end > s->start_ms ? end - s->start_ms : 0;
-        auth_url_session_close(s->url_auth, (uint64_t)(ms + 500) / 1000, s->bytes);
-    }
+    int64_t end = why == SESSION_END_CLIENT       ? s->seen_ms
+                  : why == SESSION_END_TIME_LIMIT ? s->start_ms + s->limit_s * 1000
+                                                  : session_now_ms();
+    return end > s->start_ms ? end : s->start_ms;
+}
+
+/* Gives back what the session's login holds: listener_remove says how long it lasted and what
+ * it was sent. */
+static void login_end(hls_session_t *s, int64_t end_ms)
+{
+    if (s->url_auth)
+        auth_url_session_close(s->url_auth, (uint64_t)(end_ms - s->start_ms + 500) / 1000,
+                               s->bytes);
     auth_session_end(s->user_auth);
     s->url_auth = NULL;
     s->user_auth = NULL;
 }
 
+/* The session's end as a listener: its access-log line and its session record (as a
+ * streaming listener's: stream/session.h, ending at session_end_ms), its slot given back. */
 static void session_close(hls_t *h, hls_session_t *s, session_end_t why)
 {
-    int64_t now_ms = session_now_ms();
-    login_end(s, why, now_ms);
+    int64_t end_ms = session_end_ms(s, why);
+    login_end(s, end_ms);
     log_access_entry_t e = {
         .ip = CIDR_SHOWN(s->ip), .start = s->start, .method = "GET", .uri = s->uri,
         .protocol = "HTTP/1.1", .status = 200, .bytes = s->bytes, .referer = s->referer,
@@ -116,7 +122,7 @@ static void session_close(hls_t *h, hls_session_t *s, session_end_t why)
     };
     log_access(&e);
     session_record_t r = {
-        .id = s->id, .mount = h->name, .start_ms = s->start_ms, .end_ms = now_ms,
+        .id = s->id, .mount = h->name, .start_ms = s->start_ms, .end_ms = end_ms,
         .bytes = s->bytes, .address = s->ip, .agent = s->agent, .referer = s->referer,
         .user = s->user, .country = s->country, .end = why, .preroll = s->intro_played,
     };

@@ -475,12 +475,14 @@ def _session_records(srv):
 def test_an_hls_session_ends_as_a_session_record_like_a_listeners(server):
     """An HLS session's end writes the same session record a streaming listener's does (the
     session log and the audience store): killed by killclient it says kicked; one that stops
-    polling says client_left, with its agent and the bytes of what it fetched."""
+    polling says client_left, with its agent and the bytes of what it fetched, and lasted until
+    its last request (not until the timeout that noticed)."""
     srv = server(extra_xml="<hls><target-duration>2</target-duration></hls>")
     mount = "/live.aac"
     p = start_source(srv, mount, "aac")
     try:
         kicked, left = "e" * 16, "f" * 16
+        first = time.time()
         for token in (kicked, left):
             assert get(srv, mount + "/hls.m3u8?session=" + token,
                        {"User-Agent": "hls-rec/" + token[0]})[0] == 200
@@ -492,12 +494,18 @@ def test_an_hls_session_ends_as_a_session_record_like_a_listeners(server):
         [rec] = wirelib.wait_until(lambda: _session_records(srv), 5, "the kicked record")
         assert rec["ended"] == "kicked" and rec["mount"] == mount, rec
         assert rec["user_agent"] == "hls-rec/e" and str(rec["id"]) == ids["hls-rec/e"]
-        # the other stops polling: its session ends after the timeout (10 s at least)
+        # the other polls once more, two seconds on (a known length), then stops polling
+        time.sleep(2)
+        assert get(srv, mount + "/hls.m3u8?session=" + left,
+                   {"User-Agent": "hls-rec/f"})[0] == 200
+        last = time.time()
+        # its session ends after the timeout (10 s at least), lasting to its last request
         recs = wirelib.wait_until(lambda: len(_session_records(srv)) >= 2 and
                                   _session_records(srv), 30, "the second record")
         rec = recs[1]
         assert rec["ended"] == "client_left" and rec["user_agent"] == "hls-rec/f", rec
         assert rec["bytes"] > 0
+        assert 2.0 <= rec["seconds"] <= last - first + 0.5, (rec, last - first)
         assert fl.json_source(srv, mount)["listeners"] == 0
     finally:
         fl.stop_process(p)
