@@ -422,8 +422,8 @@
     var gen = ++generation;
     running = gen;
     lastStart = Date.now();
-    var base = { from: q.from, to: q.to };
-    var one = qs({ from: q.from, to: q.to, mount: q.mount });
+    var base = { from: q.from, to: q.to, period: "all" };   // the whole period in one
+    var one = qs({ from: q.from, to: q.to, period: "all", mount: q.mount });
     var csv = qs(cutBy({ from: q.from, to: q.to }, q.by)) + (q.mount ? "&" + qs({ mount: q.mount }) : "");
     ac("csv").href = "/admin/audience.csv?" + csv;
     ac("table").href = "/admin/audience.xsl?" + csv;

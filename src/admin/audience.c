@@ -7,7 +7,7 @@
  * answered on its worker when they come back. A worker never runs SQL.
  *
  * from and to: unix seconds or ISO 8601 (UTC unless an offset is given); default the last 24
- * hours. period: "hour" or "day" (the whole of from to to in one, by default, or "all").
+ * hours. period: "hour", "day" (the default) or "all" (the whole of from to to in one).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -301,7 +301,7 @@ static const char *read_query(admin_req_t *a, audience_query_t *q)
     else if (period && *period && strcmp(period, "hour") != 0 && strcmp(period, "day") != 0 &&
              strcmp(period, "all") != 0)
         bad = "period: hour or day (or all: the whole of from to to)";
-    q->step_ms = !period                        ? 0
+    q->step_ms = !period || !*period           ? 86400000 /* by day, by default */
                  : strcmp(period, "hour") == 0 ? 3600000
                  : strcmp(period, "day") == 0  ? 86400000
                                                : 0;

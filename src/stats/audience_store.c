@@ -52,6 +52,13 @@ static struct {
 } st = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .tail = &st.head,
        .jobs_tail = &st.jobs};
 
+/* The published times, in Unix seconds (to the millisecond), computed from the stored
+ * milliseconds that the indexes and the figures use: "end" is quoted, END being a keyword. */
+#define TIME_COLUMN_START "start REAL GENERATED ALWAYS AS (start_ms / 1000.0) VIRTUAL"
+#define TIME_COLUMN_END "\"end\" REAL GENERATED ALWAYS AS (end_ms / 1000.0) VIRTUAL"
+#define TIME_COLUMN_SECONDS "seconds REAL GENERATED ALWAYS AS ((end_ms - start_ms) / 1000.0) VIRTUAL"
+#define TIME_COLUMNS " " TIME_COLUMN_START ", " TIME_COLUMN_END ", " TIME_COLUMN_SECONDS
+
 static const char schema[] =
     "PRAGMA journal_mode=WAL;"
     "PRAGMA synchronous=NORMAL;"
@@ -69,35 +76,57 @@ static const char schema[] =
     " user TEXT,"
     " country TEXT,"
     " ended TEXT NOT NULL,"
-    " preroll INTEGER NOT NULL DEFAULT 0);"
+    " preroll INTEGER NOT NULL DEFAULT 0,"
+    TIME_COLUMNS ");"
     "CREATE INDEX IF NOT EXISTS sessions_mount_start ON sessions (mount, start_ms);"
     "CREATE INDEX IF NOT EXISTS sessions_start ON sessions (start_ms);";
 
 /* A store made before the columns took their published names (address, agent; no preroll)
- * is brought to them once, in one transaction. */
-static const char upgrade_sql[] =
+ * is brought to them once, in one transaction; one made before the published times (start,
+ * end, seconds) gets them as computed columns, its rows kept as they are. */
+static const char rename_sql[] =
     "BEGIN;"
     "ALTER TABLE sessions RENAME COLUMN address TO ip;"
     "ALTER TABLE sessions RENAME COLUMN agent TO user_agent;"
     "ALTER TABLE sessions ADD COLUMN preroll INTEGER NOT NULL DEFAULT 0;"
     "COMMIT;";
+static const char times_sql[] =
+    "BEGIN;"
+    "ALTER TABLE sessions ADD COLUMN " TIME_COLUMN_START ";"
+    "ALTER TABLE sessions ADD COLUMN " TIME_COLUMN_END ";"
+    "ALTER TABLE sessions ADD COLUMN " TIME_COLUMN_SECONDS ";"
+    "COMMIT;";
+
+/* Whether the sessions table has these columns. */
+static int has_columns(sqlite3 *sql, const char *columns)
+{
+    char q[128];
+    snprintf(q, sizeof(q), "SELECT %s FROM sessions", columns);
+    sqlite3_stmt *probe = NULL;
+    int has = sqlite3_prepare_v2(sql, q, -1, &probe, NULL) == SQLITE_OK;
+    sqlite3_finalize(probe);
+    return has;
+}
+
+/* Runs one step of the upgrade, or rolls it back. */
+static int upgrade_step(sqlite3 *sql, const char *columns, const char *step, char **err)
+{
+    if (has_columns(sql, columns))
+        return SQLITE_OK;
+    int rc = sqlite3_exec(sql, step, NULL, NULL, err);
+    if (rc != SQLITE_OK)
+        sqlite3_exec(sql, "ROLLBACK", NULL, NULL, NULL);
+    else
+        log_info("audience store: the sessions table has its published columns now (%s)",
+                 columns);
+    return rc;
+}
 
 /* 0 when the table has the columns of this schema (upgraded if it had the old ones). */
 static int upgrade(sqlite3 *sql, char **err)
 {
-    sqlite3_stmt *probe = NULL;
-    int current = sqlite3_prepare_v2(sql, "SELECT ip, user_agent, preroll FROM sessions", -1,
-                                     &probe, NULL) == SQLITE_OK;
-    sqlite3_finalize(probe);
-    if (current)
-        return SQLITE_OK;
-    int rc = sqlite3_exec(sql, upgrade_sql, NULL, NULL, err);
-    if (rc != SQLITE_OK)
-        sqlite3_exec(sql, "ROLLBACK", NULL, NULL, NULL);
-    else
-        log_info("audience store: the sessions table has its columns' published names now "
-                 "(ip, user_agent, preroll)");
-    return rc;
+    int rc = upgrade_step(sql, "ip, user_agent, preroll", rename_sql, err);
+    return rc == SQLITE_OK ? upgrade_step(sql, "start, \"end\", seconds", times_sql, err) : rc;
 }
 
 static const char insert_sql[] =

@@ -50,16 +50,6 @@ int64_t session_now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* "YYYY-MM-DDTHH:MM:SS.mmmZ" */
-static void iso_time(char *out, size_t cap, int64_t ms)
-{
-    time_t t = (time_t)(ms / 1000);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    size_t n = strftime(out, cap, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out + n, cap - n, ".%03dZ", (int)(ms % 1000));
-}
-
 /* ,"name":"escaped text" or ,"name":null */
 static void json_text(buf_t *b, const char *name, const char *s)
 {
@@ -72,17 +62,17 @@ static void json_text(buf_t *b, const char *name, const char *s)
 
 static void write_line(const session_record_t *r)
 {
-    char start[40], end[40];
-    iso_time(start, sizeof(start), r->start_ms);
-    iso_time(end, sizeof(end), r->end_ms);
     int64_t ms = r->end_ms > r->start_ms ? r->end_ms - r->start_ms : 0;
     buf_t b = BUF_INIT;
     buf_appendf(&b, "{\"id\":%llu", (unsigned long long)r->id);
     json_text(&b, "mount", r->mount);
     json_text(&b, "served", r->served ? r->served : r->mount);
-    buf_appendf(&b, ",\"start\":\"%s\",\"end\":\"%s\",\"seconds\":%lld.%03d,\"bytes\":%llu",
-                start, end, (long long)(ms / 1000), (int)(ms % 1000),
-                (unsigned long long)r->bytes);
+    /* times in Unix seconds, to the millisecond */
+    buf_appendf(&b, ",\"start\":%lld.%03d,\"end\":%lld.%03d,\"seconds\":%lld.%03d,"
+                "\"bytes\":%llu",
+                (long long)(r->start_ms / 1000), (int)(r->start_ms % 1000),
+                (long long)(r->end_ms / 1000), (int)(r->end_ms % 1000), (long long)(ms / 1000),
+                (int)(ms % 1000), (unsigned long long)r->bytes);
     json_text(&b, "ip", r->address);
     json_text(&b, "user_agent", r->agent);
     json_text(&b, "referer", r->referer);

@@ -101,7 +101,7 @@ def as_expected(f):
 
 def test_figures_follow_the_definitions_for_each_mount_and_the_server(station):
     srv, db, t0, t1 = station
-    doc = adminlib.admin(srv, "/admin/audience?from=%d&to=%d" % (t0, t1)).xml()
+    doc = adminlib.admin(srv, "/admin/audience?period=all&from=%d&to=%d" % (t0, t1)).xml()
     assert doc.tag == "audience" and doc.findtext("min_session") == str(QUALIFY)
     figs = by_mount([{c.tag: (c.text or "") for c in f} for f in doc.findall("figures")])
     assert sorted(figs) == ["", "/a", "/b"]
@@ -125,7 +125,7 @@ def test_figures_follow_the_definitions_for_each_mount_and_the_server(station):
 
 def test_json_has_the_published_shape_and_csv_says_the_same(station):
     srv, db, t0, t1 = station
-    q = "from=%d&to=%d" % (t0, t1)
+    q = "period=all&from=%d&to=%d" % (t0, t1)
     r = adminlib.admin(srv, "/admin/audience.json?" + q)
     assert r.header("content-type").startswith("application/json")
     j = r.json()
@@ -176,11 +176,23 @@ def test_period_hour_cuts_the_period_at_whole_hours(station):
     assert sum(f["sessions"] for f in j["periods"] if f["mount"] == "/a") >= 5
 
 
+def test_the_period_is_a_day_by_default(station):
+    srv, db, t0, t1 = station
+    span = "from=%d&to=%d" % (t0 - 2 * 86400, t1)   # three days, or four across a midnight
+    by_default = adminlib.admin(srv, "/admin/audience.json?" + span).json()
+    assert by_default == adminlib.admin(srv, "/admin/audience.json?period=day&" + span).json()
+    server_rows = [f for f in by_default["periods"] if f["mount"] is None]
+    assert len(server_rows) in (3, 4)
+    for f in server_rows[1:]:
+        assert f["start"].endswith("T00:00:00Z")
+    assert adminlib.admin(srv, "/admin/audience?" + span).xml().findtext("period") == "day"
+
+
 def test_from_and_to_take_iso_8601_with_an_offset_and_a_mount(station):
     srv, db, t0, t1 = station
     for q in ("from=%s&to=%s" % (iso(t0), iso(t1)),
               "from=%s&to=%s" % (iso(t0, 120).replace("+", "%2B"), iso(t1, -330))):
-        j = adminlib.admin(srv, "/admin/audience.json?mount=/a&" + q).json()
+        j = adminlib.admin(srv, "/admin/audience.json?period=all&mount=/a&" + q).json()
         assert [(p["start"], p["end"], p["mount"]) for p in j["periods"]] == \
             [(iso(t0), iso(t1), "/a")], q
         assert as_expected(j["periods"][0]) == expected(db, "/a")
@@ -249,7 +261,7 @@ def test_a_session_going_on_counts_once_qualified_as_in_progress(server, data):
     t0 = time.time()
 
     def now_figures():
-        j = adminlib.admin(srv, "/admin/audience.json?mount=/a").json()
+        j = adminlib.admin(srv, "/admin/audience.json?period=all&mount=/a").json()
         return j["periods"][0] if j["periods"] else None
 
     # not yet qualified: not counted (it may still end short); then counted as far as it went

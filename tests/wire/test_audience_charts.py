@@ -217,7 +217,7 @@ def test_charts_show_the_figures_and_lists_of_the_store(store, browser):
     assert q["by"] == "hour" and q["to"] - q["from"] == DAY and q["mount"] == ""
     check_buckets(b, srv, q)
     # the figures of the whole period, as the server gives them
-    [whole] = [f for f in figures(srv, "from=%d&to=%d" % (q["from"], q["to"])) if f["mount"] == ""]
+    [whole] = [f for f in figures(srv, "period=all&from=%d&to=%d" % (q["from"], q["to"])) if f["mount"] == ""]
     shown = {k: b.text('[data-figure="%s"]' % k) for k in ("sessions", "qualified_sessions", "cume",
                                                           "peak", "tlh")}
     assert shown == {"sessions": str(whole["sessions"]),

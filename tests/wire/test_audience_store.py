@@ -80,6 +80,9 @@ def test_sessions_are_stored_and_survive_a_restart_and_sighup(server, data):
     assert row["user"] is None and row["country"] is None
     assert row["ended"] == rec["ended"] == "client_left"
     assert abs((row["end_ms"] - row["start_ms"]) / 1000.0 - rec["seconds"]) < 0.002
+    # the published columns: times in Unix seconds, as in the session log
+    assert (row["start"], row["end"], row["seconds"]) == (rec["start"], rec["end"],
+                                                          rec["seconds"])
     con = sqlite3.connect(db_path(srv))
     assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     index = con.execute("SELECT sql FROM sqlite_master WHERE type='index' AND "
@@ -288,5 +291,6 @@ def test_a_store_with_the_columns_old_names_is_brought_to_the_published_ones(ser
     got = wait_rows(srv, 2)
     assert [(r["ip"], r["user_agent"], r["preroll"]) for r in got] == [
         ("192.0.2.9", "old", 0), ("127.0.0.1", "new", 0)]
+    assert (got[0]["start"], got[0]["end"], got[0]["seconds"]) == (1.0, 2.0, 1.0)
     assert "audience store: cannot" not in srv.error_log()
     src.stop()

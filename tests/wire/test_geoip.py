@@ -86,16 +86,16 @@ def test_each_listener_gets_its_country_everywhere(server, data):
     want = {"DE": 1, "FR": 2, "NL": 1, "unknown": 1}
     wirelib.wait_until(lambda: audience(srv).get("/live") == want, 10, "the figures by country")
     assert audience(srv)[None] == want
-    csv_text = adminlib.admin(srv, "/admin/audience.csv").text
+    csv_text = adminlib.admin(srv, "/admin/audience.csv?period=all").text
     assert '"/live",5,' in csv_text and ',"unknown=1;DE=1;FR=2;NL=1"' in csv_text
-    page = adminlib.admin(srv, "/admin/audience.xsl").text
+    page = adminlib.admin(srv, "/admin/audience.xsl?period=all").text
     assert 'data-label="Countries">unknown 1 DE 1 FR 2 NL 1</td>' in " ".join(page.split())
     src.stop()
 
 
 def audience(srv):
     """The sessions per country of each mount (None: the server) in /admin/audience.json."""
-    j = adminlib.admin(srv, "/admin/audience.json").json()
+    j = adminlib.admin(srv, "/admin/audience.json?period=all").json()
     return {p["mount"]: p["countries"] for p in j["periods"]}
 
 

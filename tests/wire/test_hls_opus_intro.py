@@ -166,7 +166,7 @@ def test_ffmpeg_plays_the_intro_then_the_stream_and_it_counts_as_played(station)
 
 
 def figures(srv, key):
-    j = adminlib.admin(srv, "/admin/audience.json?mount=" + MOUNT).json()
+    j = adminlib.admin(srv, "/admin/audience.json?period=all&mount=" + MOUNT).json()
     return sum(p[key] for p in j["periods"])
 
 

@@ -73,7 +73,7 @@ def hear(srv, who, n, rcvbuf=None, port=None):
 
 
 def figures(srv):
-    j = adminlib.admin(srv, "/admin/audience.json?mount=" + MOUNT).json()
+    j = adminlib.admin(srv, "/admin/audience.json?period=all&mount=" + MOUNT).json()
     return j["periods"][0] if j["periods"] else {}
 
 
