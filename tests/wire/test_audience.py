@@ -16,6 +16,7 @@ import datetime
 import io
 import threading
 import time
+import xml.etree.ElementTree as ET
 
 import pytest
 
@@ -102,6 +103,9 @@ def as_expected(f):
 def test_figures_follow_the_definitions_for_each_mount_and_the_server(station):
     srv, db, t0, t1 = station
     doc = adminlib.admin(srv, "/admin/audience?period=all&from=%d&to=%d" % (t0, t1)).xml()
+    xml = adminlib.admin(srv, "/admin/audience.xml?period=all&from=%d&to=%d" % (t0, t1))
+    assert xml.header("content-type").startswith("text/xml")
+    assert ET.tostring(xml.xml()) == ET.tostring(doc)      # the same document by its .xml name
     assert doc.tag == "audience" and doc.findtext("min_session") == str(QUALIFY)
     figs = by_mount([{c.tag: (c.text or "") for c in f} for f in doc.findall("figures")])
     assert sorted(figs) == ["", "/a", "/b"]
