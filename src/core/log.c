@@ -537,7 +537,7 @@ void log_access(const log_access_entry_t *e)
                strlen(e->agent ? e->agent : "-"));
     int n = snprintf(line, sizeof(line), "%s - %s [%s] \"%s %s %s\" %d %llu \"%s\" \"%s\" %lld\n",
                      ip, user, date, method, uri, proto, e->status, (unsigned long long)e->bytes,
-                     referer, agent, (long long)(now - e->start));
+                     referer, agent, (long long)((e->end ? e->end : now) - e->start));
     if (n < 0)
         return;
     if ((size_t)n >= sizeof(line)) {

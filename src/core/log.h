@@ -92,6 +92,7 @@ typedef struct log_access_entry {
     const char *ip;
     const char *user;      /* NULL -> "-" */
     time_t start;          /* connection start (for the duration) */
+    time_t end;            /* 0: now; else when it stopped listening (the duration ends there) */
     const char *method;    /* raw client text, escaped here */
     const char *uri;       /* raw client text, escaped here */
     const char *protocol;  /* e.g. "HTTP/1.1" */

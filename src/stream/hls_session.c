@@ -110,7 +110,8 @@ static void login_end(hls_session_t *s, int64_t end_ms)
 }
 
 /* The session's end as a listener: its access-log line and its session record (as a
- * streaming listener's: stream/session.h, ending at session_end_ms), its slot given back. */
+ * streaming listener's: stream/session.h), both lasting until session_end_ms, its slot given
+ * back. */
 static void session_close(hls_t *h, hls_session_t *s, session_end_t why)
 {
     int64_t end_ms = session_end_ms(s, why);
@@ -118,7 +119,7 @@ static void session_close(hls_t *h, hls_session_t *s, session_end_t why)
     log_access_entry_t e = {
         .ip = CIDR_SHOWN(s->ip), .start = s->start, .method = "GET", .uri = s->uri,
         .protocol = "HTTP/1.1", .status = 200, .bytes = s->bytes, .referer = s->referer,
-        .agent = s->agent, .user = s->user,
+        .agent = s->agent, .user = s->user, .end = (time_t)(end_ms / 1000),
     };
     log_access(&e);
     session_record_t r = {

@@ -506,6 +506,9 @@ def test_an_hls_session_ends_as_a_session_record_like_a_listeners(server):
         assert rec["ended"] == "client_left" and rec["user_agent"] == "hls-rec/f", rec
         assert rec["bytes"] > 0
         assert 2.0 <= rec["seconds"] <= last - first + 0.5, (rec, last - first)
+        # and so does its access-log line's duration (whole seconds)
+        [line] = [l for l in srv.access_log().splitlines() if "session=" + left in l]
+        assert 2 <= int(line.rsplit(" ", 1)[1]) <= last - first + 1, line
         assert fl.json_source(srv, mount)["listeners"] == 0
     finally:
         fl.stop_process(p)
