@@ -23,9 +23,9 @@
     </xsl:with-param>
     <xsl:with-param name="body">
       <p class="lede">
-        <xsl:text>Listeners now, and the audience figures of ended sessions (a qualified session lasted at least </xsl:text>
+        <xsl:text>Listeners now, and the audience figures of the period (a qualified session lasted at least </xsl:text>
         <xsl:value-of select="min_session"/>
-        <xsl:text> s). Times are UTC.</xsl:text>
+        <xsl:text> s; sessions still going on count as far as they went once qualified; the top players and referrers count ended sessions). Times are UTC.</xsl:text>
       </p>
       <noscript>
         <p class="notice">The charts need JavaScript: the same figures are in
