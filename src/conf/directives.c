@@ -370,6 +370,7 @@ static const directive_t audience_dirs[] = {
     BOOL("anonymize-ip", config_t, address_truncation),
     PATH("geoip-db", config_t, geoip_db),
     INT_D("min-session", config_t, qualified_seconds, 1, 86400, 60),
+    INT_D("retention-days", config_t, retention_days, 0, 36500, 0),
     END,
 };
 static const section_t audience_sec = {"audience", audience_dirs};

@@ -251,6 +251,7 @@ typedef struct config {
     char *audience_db;  /* "audience.db": the SQLite store of sessions; "none" = off */
     int address_truncation; /* store and log only IPv4 /24, IPv6 /48 of listeners' addresses */
     int qualified_seconds;  /* 60: a session this long or longer is a qualified one */
+    int retention_days;     /* 0: the store keeps its records; else it removes older ones */
 
     /* <security> */
     int chroot;

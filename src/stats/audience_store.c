@@ -25,6 +25,12 @@
  * then costs a few transactions a second instead of one (and its WAL pages) per record. */
 #define STORE_LINGER_MS 250
 #define STORE_BATCH 1024
+/* With <retention-days>, records that ended before it are removed when the store opens and
+ * every PRUNE_EVERY_MS, PRUNE_ROWS to a transaction and at most PRUNE_TURN of them in one go
+ * (the rest a second later), so that new records never wait behind a large removal. */
+#define PRUNE_EVERY_MS 3600000
+#define PRUNE_ROWS 5000
+#define PRUNE_TURN 200000
 
 /* A record waiting for the thread: the session with its strings copied behind it. */
 typedef struct stored {
@@ -305,6 +311,58 @@ static void write_batch(db_t *db, stored_t *list)
         drop(n - ok, why);
 }
 
+static int64_t monotonic_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Removes the records of sessions that ended more than <retention-days> ago (those that began
+ * before it too, so that the index on start_ms finds them). The monotonic time of the next
+ * pruning: PRUNE_EVERY_MS on, or a second on when there is more to remove. */
+static int64_t prune(db_t *db)
+{
+    int days = server_config()->retention_days;
+    int64_t now = monotonic_ms();
+    if (!db->sql || days <= 0)
+        return now + PRUNE_EVERY_MS;
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    int64_t before = ((int64_t)wall.tv_sec - (int64_t)days * 86400) * 1000;
+    sqlite3_stmt *del = NULL;
+    if (sqlite3_prepare_v2(db->sql,
+                           "DELETE FROM sessions WHERE id IN (SELECT id FROM sessions"
+                           " WHERE start_ms < ?1 AND end_ms < ?1 LIMIT ?2)",
+                           -1, &del, NULL) != SQLITE_OK) {
+        log_warn("audience store: cannot remove old records: %s", sqlite3_errmsg(db->sql));
+        return now + PRUNE_EVERY_MS;
+    }
+    long long removed = 0;
+    int more = 1, rc = SQLITE_DONE;
+    while (more && removed < PRUNE_TURN) {
+        sqlite3_reset(del);
+        sqlite3_bind_int64(del, 1, before);
+        sqlite3_bind_int(del, 2, PRUNE_ROWS);
+        rc = sqlite3_step(del);
+        if (rc != SQLITE_DONE)
+            break;
+        int n = sqlite3_changes(db->sql);
+        removed += n;
+        more = n == PRUNE_ROWS;
+    }
+    if (rc != SQLITE_DONE) {
+        static log_ratelimit_t rl;
+        log_warn_limited(&rl, 60000, "audience store: cannot remove old records: %s",
+                         sqlite3_errmsg(db->sql));
+    }
+    sqlite3_finalize(del);
+    if (removed)
+        log_info("audience store: %lld session record%s removed (ended over %d day%s ago)",
+                 removed, removed == 1 ? "" : "s", days, days == 1 ? "" : "s");
+    return now + (more && rc == SQLITE_DONE ? 1000 : PRUNE_EVERY_MS);
+}
+
 static int same_path(const char *a, const char *b)
 {
     return a == b || (a && b && strcmp(a, b) == 0);
@@ -329,10 +387,17 @@ static void *store_main(void *arg)
     (void)arg;
     db_t db = {0};
     int first = 1;
+    int64_t next_prune = 0;
     for (;;) {
         pthread_mutex_lock(&st.lock);
-        while (!st.head && !st.jobs && !st.stop && !st.reload && !first)
-            pthread_cond_wait(&st.wake, &st.lock);
+        while (!st.head && !st.jobs && !st.stop && !st.reload && !first) {
+            int64_t ms = next_prune - monotonic_ms();
+            if (ms <= 0)
+                break;
+            struct timespec until = {.tv_sec = (time_t)(next_prune / 1000),
+                                     .tv_nsec = (long)(next_prune % 1000) * 1000000L};
+            pthread_cond_timedwait(&st.wake, &st.lock, &until);
+        }
         if (!first)
             linger();
         stored_t *list = st.head;
@@ -354,6 +419,7 @@ static void *store_main(void *arg)
                 if (want)
                     db_open(&db, want, 0);
             }
+            next_prune = 0; /* a new store, or maybe a new <retention-days> */
         }
         if (list && db.stale && db.path) {
             char *again = strdup(db.path);
@@ -363,6 +429,8 @@ static void *store_main(void *arg)
         }
         if (list)
             write_batch(&db, list);
+        if (monotonic_ms() >= next_prune)
+            next_prune = prune(&db);
         while (jobs) {
             job_t *next = jobs->next;
             jobs->fn(db.sql, jobs->arg);

@@ -625,7 +625,8 @@ static void test_audience_section(void)
     config_t *c = load("<icecast>\n"
                        "<audience><database>a.db</database><session-log>s.log</session-log>"
                        "<anonymize-ip>1</anonymize-ip><geoip-db>/g.mmdb</geoip-db>"
-                       "<min-session>30</min-session></audience>\n"
+                       "<min-session>30</min-session><retention-days>90</retention-days>"
+                       "</audience>\n"
                        "</icecast>");
     CHECK(c != NULL && nwarnings == 0);
     if (c) {
@@ -633,10 +634,12 @@ static void test_audience_section(void)
         CHECK_STR(c->sessionlog, "s.log");
         CHECK_STR(c->geoip_db, "/g.mmdb");
         CHECK(c->address_truncation == 1 && c->qualified_seconds == 30);
+        CHECK(c->retention_days == 90);
     }
     config_free(c);
     c = load("<icecast></icecast>");
     CHECK(c && c->qualified_seconds == 60 && !c->address_truncation && !c->geoip_db);
+    CHECK(c && c->retention_days == 0);
     CHECK(c && strcmp(c->audience_db, "audience.db") == 0);
     config_free(c);
     c = load("<icecast>\n<logging><audience-db>x.db</audience-db></logging>\n"
@@ -645,6 +648,7 @@ static void test_audience_section(void)
     CHECK(c && warned("unknown element <geoip-db> in <paths>") && !c->geoip_db);
     config_free(c);
     CHECK(!load("<icecast><audience><min-session>0</min-session></audience></icecast>"));
+    CHECK(!load("<icecast><audience><retention-days>-1</retention-days></audience></icecast>"));
 }
 
 static const struct {

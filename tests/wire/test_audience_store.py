@@ -8,7 +8,8 @@ and a reload can move the store to another file; a database locked by another pr
 (BEGIN EXCLUSIVE), read-only or on a full disk costs records (counted lost in /metrics, said
 once), never listeners, and records are kept again once that is over; sessions ending one
 after another are written a few to a transaction; a store made with the columns' old names is
-brought to the published ones.
+brought to the published ones; <retention-days> removes the records of sessions that ended
+before it when the store opens and after a reload, and without it old records stay.
 """
 
 import os
@@ -293,4 +294,63 @@ def test_a_store_with_the_columns_old_names_is_brought_to_the_published_ones(ser
         ("192.0.2.9", "old", 0), ("127.0.0.1", "new", 0)]
     assert (got[0]["start"], got[0]["end"], got[0]["seconds"]) == (1.0, 2.0, 1.0)
     assert "audience store: cannot" not in srv.error_log()
+    src.stop()
+
+
+def old_rows(srv, ages_days):
+    """Rows of sessions that ended `ages_days` days ago (each a minute long), written while the
+    server is stopped, as the user it runs as."""
+    assert srv.stop() == 0
+    srv.stopped = False
+    now = int(time.time())
+    con = sqlite3.connect(db_path(srv))
+    con.executemany(
+        "INSERT INTO sessions (conn_id, mount, served, start_ms, end_ms, bytes, ip, user_agent,"
+        " referer, user, country, ended) VALUES (?, '/live', '/live', ?, ?, 1, '192.0.2.1',"
+        " ?, NULL, NULL, NULL, 'client_left')",
+        [(i + 1, (now - int(d * 86400) - 60) * 1000, (now - int(d * 86400)) * 1000,
+          "aged-%s" % d) for i, d in enumerate(ages_days)])
+    con.commit()
+    con.close()
+    nobody = pwd.getpwnam("nobody")
+    for name in os.listdir(srv.logdir):
+        if name.startswith("audience.db"):
+            os.chown(os.path.join(srv.logdir, name), nobody.pw_uid, nobody.pw_gid)
+    assert srv._spawn(10), srv.diagnostics()
+
+
+def test_retention_days_removes_older_records_when_opened_and_after_a_reload(server, data):
+    srv = start_server(server, audience_xml="<retention-days>3</retention-days>")
+    wirelib.wait_until(lambda: os.path.exists(db_path(srv)), 10, "the store created")
+    old_rows(srv, [10, 4, 3.01, 2.9, 0.5])
+    srv.wait_log("audience store: 3 session records removed (ended over 3 days ago)", 10)
+    assert [r["user_agent"] for r in rows(srv)] == ["aged-2.9", "aged-0.5"]
+    # the figures of the last ten days have the records kept only
+    j = adminlib.admin(srv, "/admin/audience.json?period=all&from=%d" %
+                       (time.time() - 11 * 86400)).json()
+    assert j["periods"][0]["sessions"] == 2
+    # a reload that shortens it removes what is older than the new one
+    with open(srv.config_path) as f:
+        text = f.read()
+    assert "<retention-days>3</retention-days>" in text
+    srv.write_config(text.replace("<retention-days>3<", "<retention-days>1<"))
+    srv.send_signal(signal.SIGHUP)
+    srv.wait_log("audience store: 1 session record removed (ended over 1 day ago)", 10)
+    assert [r["user_agent"] for r in rows(srv)] == ["aged-0.5"]
+    # new sessions are kept
+    src = live(srv, data)
+    one_session(srv, "new")
+    assert [r["user_agent"] for r in wait_rows(srv, 2)] == ["aged-0.5", "new"]
+    src.stop()
+
+
+def test_without_retention_days_old_records_stay(server, data):
+    srv = start_server(server)
+    wirelib.wait_until(lambda: os.path.exists(db_path(srv)), 10, "the store created")
+    old_rows(srv, [400, 10])
+    srv.wait_log("audience store: sessions are kept in", 10)
+    src = live(srv, data)
+    one_session(srv, "new")
+    assert [r["user_agent"] for r in wait_rows(srv, 3)] == ["aged-400", "aged-10", "new"]
+    assert "session records removed" not in srv.error_log()
     src.stop()
