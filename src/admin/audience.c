@@ -329,7 +329,7 @@ void admin_cmd_audience(admin_req_t *a)
     j->a = a;
     j->q.qualify_s = server_config()->qualified_seconds;
     j->q.anonymize = server_config()->address_truncation;
-    j->q.mount = a->mount_name ? strdup(a->mount_name) : NULL;
+    j->q.mount = a->mount_name && *a->mount_name ? strdup(a->mount_name) : NULL; /* mount=: all */
     conn_t *c = a->conn;
     admin_park(a);
     if (audience_store_run(compute, j) < 0) {
@@ -448,7 +448,7 @@ void admin_cmd_audience_top(admin_req_t *a)
     }
     j->a = a;
     j->t.qualify_s = server_config()->qualified_seconds;
-    j->t.mount = a->mount_name ? strdup(a->mount_name) : NULL;
+    j->t.mount = a->mount_name && *a->mount_name ? strdup(a->mount_name) : NULL;
     conn_t *c = a->conn;
     admin_park(a);
     if (audience_store_run(top_compute, j) < 0) {

@@ -151,6 +151,9 @@ def test_json_has_the_published_shape_and_csv_says_the_same(station):
     assert [l["mount"] for l in lines] == ["", "/a", "/b"]
     assert lines[1]["countries"] == "unknown=5"
     assert as_expected(by_mount(lines)["/a"]) == expected(db, "/a")
+    # empty parameters, as a form sends them, are the defaults: every mount and the server
+    blank = adminlib.admin(srv, "/admin/audience.csv?from=&to=&mount=&period=all")
+    assert [l["mount"] for l in csv.DictReader(io.StringIO(blank.text))] == ["", "/a", "/b"]
     one = adminlib.admin(srv, "/admin/audience.csv?mount=/b&" + q).text
     lines = list(csv.DictReader(io.StringIO(one)))
     assert [l["mount"] for l in lines] == ["/b"]
