@@ -86,14 +86,18 @@ int hls_session_token_valid(const char *t)
     return n == HLS_TOKEN_LEN;
 }
 
-/* When a session that ends for `why` stopped listening: at its last request when it stopped
- * polling (the timeout that noticed is not listening), at its time limit when that was up,
- * else now. */
-static int64_t session_end_ms(const hls_session_t *s, session_end_t why)
+/* When a session that ends for `why` stopped listening. One that stopped polling: a player
+ * asks at least once a target duration while it plays, so it stopped within one target
+ * duration after its last request (playlist, segment or part): it ends there, not when the
+ * timeout noticed four target durations later (nor later than now). At its time limit when
+ * that was up, else now. */
+static int64_t session_end_ms(const hls_t *h, const hls_session_t *s, session_end_t why)
 {
-    int64_t end = why == SESSION_END_CLIENT       ? s->seen_ms
-                  : why == SESSION_END_TIME_LIMIT ? s->start_ms + s->limit_s * 1000
-                                                  : session_now_ms();
+    int64_t now = session_now_ms(), end = now;
+    if (why == SESSION_END_CLIENT && s->seen_ms + (int64_t)h->target * 1000 < now)
+        end = s->seen_ms + (int64_t)h->target * 1000;
+    else if (why == SESSION_END_TIME_LIMIT)
+        end = s->start_ms + s->limit_s * 1000;
     return end > s->start_ms ? end : s->start_ms;
 }
 
@@ -114,7 +118,7 @@ static void login_end(hls_session_t *s, int64_t end_ms)
  * back. */
 static void session_close(hls_t *h, hls_session_t *s, session_end_t why)
 {
-    int64_t end_ms = session_end_ms(s, why);
+    int64_t end_ms = session_end_ms(h, s, why);
     login_end(s, end_ms);
     log_access_entry_t e = {
         .ip = CIDR_SHOWN(s->ip), .start = s->start, .method = "GET", .uri = s->uri,
