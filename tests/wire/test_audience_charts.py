@@ -19,7 +19,6 @@ import calendar
 import csv
 import io
 import os
-import pwd
 import sqlite3
 import time
 import urllib.parse
@@ -29,7 +28,7 @@ import pytest
 import adminlib
 import webuilib
 import wirelib
-from test_audience_store import db_path, wait_rows
+from test_audience_store import db_path, store_to_nobody, wait_rows
 from test_webui import ADMIN, AUTH, WEB, mp3, not_pwned
 
 pytestmark = pytest.mark.rimecast_only
@@ -72,10 +71,7 @@ def store(server):
     con.executemany("INSERT INTO sessions (%s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)" % names, rows)
     con.commit()
     con.close()
-    nobody = pwd.getpwnam("nobody")
-    for name in os.listdir(srv.logdir):
-        if name.startswith("audience.db"):
-            os.chown(os.path.join(srv.logdir, name), nobody.pw_uid, nobody.pw_gid)
+    store_to_nobody(srv)
     srv.cfg["port"] = None          # a new port: the old one may have been taken meanwhile
     srv.start()
     return srv, now, rows

@@ -297,6 +297,14 @@ def test_a_store_with_the_columns_old_names_is_brought_to_the_published_ones(ser
     src.stop()
 
 
+def store_to_nobody(srv):
+    """The store's files (written by the test as root) given to the user the server runs as."""
+    nobody = pwd.getpwnam("nobody")
+    for name in os.listdir(srv.logdir):
+        if name.startswith("audience.db"):
+            os.chown(os.path.join(srv.logdir, name), nobody.pw_uid, nobody.pw_gid)
+
+
 def old_rows(srv, ages_days):
     """Rows of sessions that ended `ages_days` days ago (each a minute long), written while the
     server is stopped, as the user it runs as."""
@@ -312,10 +320,7 @@ def old_rows(srv, ages_days):
           "aged-%s" % d) for i, d in enumerate(ages_days)])
     con.commit()
     con.close()
-    nobody = pwd.getpwnam("nobody")
-    for name in os.listdir(srv.logdir):
-        if name.startswith("audience.db"):
-            os.chown(os.path.join(srv.logdir, name), nobody.pw_uid, nobody.pw_gid)
+    store_to_nobody(srv)
     assert srv._spawn(10), srv.diagnostics()
 
 
