@@ -100,9 +100,9 @@ def ffmpeg(srv, agent, path, seconds, level="error"):
 def stop_hls_after_a_request(client):
     """Stops the HLS player right after the next segment request it makes once its time is up:
     it polls every target duration, so stopped at a random moment its last request could be
-    up to 2 s before its end. (ffmpeg 5.1, told to stop, still waits for its next segment:
-    one more playlist reload and segment request, and it ends. Either way its last request
-    is at its end.)"""
+    up to a target duration before its end. (ffmpeg 5.1, told to stop, may still wait for
+    its next segment: one more playlist reload and segment request, and it ends. Either way
+    its last request is at its end.)"""
     seen = len(client.lines)
     wirelib.wait_until(lambda: any(SEGMENT_REQUEST.search(line)
                                    for _, line in client.lines[seen:]), 10,
