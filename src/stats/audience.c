@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * audience: the figures by SQL over the session store, and the /metrics counters (see
- * audience.h).
+ * audience: the figures of a period, every bucket made in one pass over its sessions read
+ * from the store by one query, and the /metrics counters (see audience.h).
  */
 #include "stats/audience.h"
 
@@ -14,318 +14,413 @@
 #include <string.h>
 
 #include "conf/config.h"
-#include "core/cidr.h"
 #include "net/server.h"
+#include "stats/audience_intern.h"
+#include "stats/audience_live.h"
 
 /* ---- figures ---- */
 
-/* The sessions going on now are copied into a temporary table for each query (with the
- * addresses as the store keeps them); the figures read the stored and the live ones as one.
- * Only those already qualified count: a session that may still end short is not one yet. */
-static const char live_sql[] =
-    "CREATE TEMP TABLE IF NOT EXISTS live (mount TEXT NOT NULL, start_ms INTEGER NOT NULL,"
-    " end_ms INTEGER NOT NULL, ip TEXT NOT NULL, user_agent TEXT, country TEXT,"
-    " preroll INTEGER NOT NULL);"
-    "DELETE FROM temp.live;";
-static const char live_insert_sql[] =
-    "INSERT INTO temp.live VALUES (?,?,?,?,?,?,?)";
-
-/* The sessions of a bucket [?1, ?2): those that overlap it. ?6 is the longest session in the
- * store, so that the index on start_ms bounds the search from below too; ?4 a mount or NULL
- * for all. */
-#define IN_BUCKET                                                                              \
-    " FROM (SELECT mount, start_ms, end_ms, ip, user_agent, country, preroll, 0 AS now"        \
-    "  FROM sessions UNION ALL SELECT mount, start_ms, end_ms, ip, user_agent, country,"       \
-    "  preroll, 1 FROM temp.live)"                                                             \
-    " WHERE start_ms >= ?1 - ?6 AND start_ms < ?2 AND end_ms > ?1"                              \
-    " AND (?4 IS NULL OR mount = ?4)"
-/* Groups: by mount, or (?5 = 1) all mounts as the server "". ?3 is the qualifying length in
- * ms. */
-#define GROUP "SELECT CASE WHEN ?5 THEN '' ELSE mount END AS g,"
-
-static const char figures_sql[] =
-    GROUP " COUNT(*), TOTAL(end_ms - start_ms >= ?3),"
-    " TOTAL(CASE WHEN end_ms - start_ms >= ?3 THEN MIN(end_ms, ?2) - MAX(start_ms, ?1)"
-    "  ELSE 0 END),"
-    " COUNT(DISTINCT CASE WHEN end_ms - start_ms >= ?3"
-    "  THEN ip || char(10) || IFNULL(user_agent, '') END),"
-    " TOTAL(preroll AND start_ms >= ?1), TOTAL(now)"
-    IN_BUCKET " GROUP BY g ORDER BY g";
-
-/* The same sessions, group by group, clipped to the bucket: for the peak. */
-static const char spans_sql[] = GROUP " MAX(start_ms, ?1), MIN(end_ms, ?2)" IN_BUCKET " ORDER BY g";
-
-/* Sessions per country ("" unknown). */
-static const char countries_sql[] =
-    GROUP " IFNULL(country, ''), COUNT(*)" IN_BUCKET " GROUP BY g, 2 ORDER BY g, 2";
+/* The sessions that overlap the period [?1, ?2), stored and going on: ?3 is the longest
+ * session (see "The lower bound" below), ?4 a mount or NULL for all. */
+static const char period_sql[] =
+    "SELECT mount, start_ms, end_ms, ip, IFNULL(user_agent, ''), IFNULL(country, ''),"
+    " preroll, now"
+    " FROM (SELECT mount, start_ms, end_ms, ip, user_agent, country, preroll, 0 AS now"
+    "  FROM sessions UNION ALL SELECT mount, start_ms, end_ms, ip, user_agent, country,"
+    "  preroll, 1 FROM temp.live)"
+    " WHERE start_ms >= ?1 - ?3 AND start_ms < ?2 AND end_ms > ?1"
+    " AND (?4 IS NULL OR mount = ?4)";
 
 static const char longest_sql[] =
     "SELECT MAX(IFNULL((SELECT MAX(end_ms - start_ms) FROM sessions), 0),"
     " IFNULL((SELECT MAX(end_ms - start_ms) FROM temp.live), 0))";
 
-/* The sessions going on, copied under the list's lock (which joins and leaves on the workers
- * wait for) and written to SQLite after it is released. */
-typedef struct live_row {
-    session_record_t r;
-    char ip[CIDR_SHOWN_MAX];
-    char cc[8];
-    char *mount, *agent;
-} live_row_t;
+/* ---- every bucket in one pass ----
+ *
+ * One query reads the sessions that overlap the period, stored and going on, each kept as a
+ * fig_session_t with its texts turned into ids (audience_intern.h: mounts and countries
+ * numbered in the order SQLite sorts text, so the rows come out as its ORDER BY gave them).
+ * Then the buckets are made in order: a list holds the sessions that overlap the current one
+ * (those still on from the one before, then those that begin in it), and each adds itself to
+ * its mount's figures and the server's. CUME and the countries sort the (group, id) keys of
+ * the bucket's sessions and count the distinct ones. The peak comes from one sweep over the
+ * starts and ends of the whole period (an end at t before a start at t) that carries from
+ * one bucket to the next how many are listening at its start; a record that ends where it
+ * starts, or before (a clock stepped back), listens at no time and takes no part in it.
+ *
+ * The lower bound: the store indexes start_ms (alone and after mount), not end_ms. A session
+ * that overlaps the period began at most the longest session's length before it, so the
+ * query starts there, once per call; the sessions of that span that ended before the period
+ * are dropped by SQLite and never reach C. Finding the longest reads the table once. An index
+ * on end_ms would add a third index to every record written and, for a period in the past,
+ * bound nothing (everything since ends after it); with one query instead of three per bucket
+ * the span before the period costs one scan, not one per bucket.
+ *
+ * Memory, for n sessions that overlap the period: the sessions (32 bytes each), two lists of
+ * their indices (by end, and those of the current bucket: 8 bytes), the keys of the current
+ * bucket (16 bytes per session in it: all of them for period=all), and each distinct mount,
+ * country, address, user agent and listener (address and agent) once, with 24 to 40 bytes of
+ * table each. 1 million sessions from 1 million addresses take about 120 MB at most (period
+ * all), about 90 MB by day; the tables of addresses and listeners are freed once read.
+ */
 
-typedef struct live_copy {
-    live_row_t *v;
-    size_t n, cap;
-    int64_t qualify_ms;
-    int truncate;
-    int err;
-} live_copy_t;
+typedef struct fig_session {
+    int64_t start_ms, end_ms;
+    uint32_t group;            /* its mount's id, then (sorted) 1... in byte order: 0 is the
+                                * server */
+    uint32_t country;          /* its country's id, then its place in byte order ("": none) */
+    uint32_t listener;         /* address and agent, when qualified */
+    uint8_t qualified, preroll, now;
+} fig_session_t;
 
-static void copy_live(const session_record_t *r, void *arg)
+typedef struct fig_cell {      /* a group's figures in the bucket being made */
+    uint64_t sessions, qualified, listened_ms, prerolls, in_progress, cume;
+    int64_t peak;
+} fig_cell_t;
+
+typedef struct figures {
+    audience_query_t *q;
+    size_t rows_room;
+    fig_session_t *s;          /* by start, once read */
+    size_t n, room;
+    audience_intern_t mounts, countries, addresses, agents, listeners;
+    uint32_t *mount_of, *country_of; /* by place in byte order: the id */
+    uint32_t *by_end;          /* the sessions that listen some time, by end */
+    size_t nby_end, ends_swept, starts_swept;
+    uint32_t *active;          /* the sessions of the current bucket */
+    size_t nactive, next;      /* next: the first session not yet in a bucket */
+    uint64_t *keys;            /* (group << 32 | id) of the current bucket */
+    size_t nkeys, keys_room;
+    uint32_t *touched;         /* the mounts (groups > 0) with sessions in the current bucket */
+    size_t ntouched;
+    fig_cell_t *cell;          /* per group */
+    int64_t *on;               /* per group: listening at the sweep's time */
+} figures_t;
+
+/* The text of column i as an id of t ("" for NULL). */
+static int64_t intern_column(audience_intern_t *t, sqlite3_stmt *st, int i)
 {
-    live_copy_t *lc = arg;
-    if (lc->err || r->end_ms - r->start_ms < lc->qualify_ms)
-        return;
-    if (lc->n == lc->cap) {
-        size_t ncap = lc->cap ? lc->cap * 2 : 64;
-        live_row_t *v = realloc(lc->v, ncap * sizeof(*v));
-        if (!v) {
-            lc->err = -ENOMEM;
-            return;
-        }
-        lc->v = v;
-        lc->cap = ncap;
+    const unsigned char *text = sqlite3_column_text(st, i);
+    return audience_intern(t, text ? (const char *)text : "", (size_t)sqlite3_column_bytes(st, i));
+}
+
+static int read_session(figures_t *f, sqlite3_stmt *st)
+{
+    if (f->n == f->room) {
+        size_t nroom = f->room ? f->room * 2 : 1024;
+        fig_session_t *s = realloc(f->s, nroom * sizeof(*s));
+        if (!s)
+            return -ENOMEM;
+        f->s = s;
+        f->room = nroom;
     }
-    live_row_t *e = &lc->v[lc->n];
-    *e = (live_row_t){.r = *r, .mount = strdup(r->mount ? r->mount : ""),
-                      .agent = r->agent ? strdup(r->agent) : NULL};
-    session_address(r->address, lc->truncate, e->ip, sizeof(e->ip));
-    snprintf(e->cc, sizeof(e->cc), "%s", r->country ? r->country : "");
-    lc->n++;
-    if (!e->mount || (r->agent && !e->agent))
-        lc->err = -ENOMEM;
-}
-
-static void bind_text_or_null(sqlite3_stmt *s, int i, const char *t)
-{
-    if (t)
-        sqlite3_bind_text(s, i, t, -1, SQLITE_STATIC);
-    else
-        sqlite3_bind_null(s, i);
-}
-
-static int insert_live(sqlite3_stmt *s, const live_row_t *e)
-{
-    sqlite3_reset(s);
-    bind_text_or_null(s, 1, e->mount);
-    sqlite3_bind_int64(s, 2, e->r.start_ms);
-    sqlite3_bind_int64(s, 3, e->r.end_ms);
-    bind_text_or_null(s, 4, e->ip);
-    bind_text_or_null(s, 5, e->agent);
-    bind_text_or_null(s, 6, e->cc[0] ? e->cc : NULL);
-    sqlite3_bind_int(s, 7, e->r.preroll);
-    return sqlite3_step(s) == SQLITE_DONE ? 0 : -EIO;
-}
-
-/* Fills temp.live with the qualified sessions going on now. */
-static int snapshot_live(sqlite3 *db, const audience_query_t *q)
-{
-    live_copy_t lc = {.qualify_ms = (int64_t)q->qualify_s * 1000, .truncate = q->anonymize};
-    sqlite3_stmt *ins = NULL;
-    session_live_each(copy_live, &lc);
-    int err = lc.err;
-    if (!err && (sqlite3_exec(db, live_sql, NULL, NULL, NULL) != SQLITE_OK ||
-                 sqlite3_prepare_v2(db, live_insert_sql, -1, &ins, NULL) != SQLITE_OK))
-        err = -EIO;
-    for (size_t i = 0; i < lc.n; i++) {
-        if (!err)
-            err = insert_live(ins, &lc.v[i]);
-        free(lc.v[i].mount);
-        free(lc.v[i].agent);
+    fig_session_t *e = &f->s[f->n];
+    *e = (fig_session_t){.start_ms = sqlite3_column_int64(st, 1),
+                         .end_ms = sqlite3_column_int64(st, 2),
+                         .preroll = sqlite3_column_int64(st, 6) != 0,
+                         .now = sqlite3_column_int64(st, 7) != 0};
+    e->qualified = e->end_ms - e->start_ms >= (int64_t)f->q->qualify_s * 1000;
+    int64_t mount = intern_column(&f->mounts, st, 0);
+    int64_t country = intern_column(&f->countries, st, 5);
+    if (mount < 0 || country < 0)
+        return -ENOMEM;
+    e->group = (uint32_t)mount;
+    e->country = (uint32_t)country;
+    if (e->qualified) {
+        /* the pair as CUME counts it: an address holds no newline, so this is the pair
+         * address "\n" agent that SQL would compare */
+        int64_t address = intern_column(&f->addresses, st, 3);
+        int64_t agent = intern_column(&f->agents, st, 4);
+        uint32_t pair[2] = {(uint32_t)address, (uint32_t)agent};
+        int64_t listener = address < 0 || agent < 0
+                               ? -ENOMEM
+                               : audience_intern(&f->listeners, pair, sizeof(pair));
+        if (listener < 0)
+            return -ENOMEM;
+        e->listener = (uint32_t)listener;
     }
-    free(lc.v);
-    sqlite3_finalize(ins);
+    f->n++;
+    return 0;
+}
+
+static int read_period(figures_t *f, sqlite3 *db)
+{
+    const audience_query_t *q = f->q;
+    sqlite3_stmt *longest = NULL, *st = NULL;
+    int err = -EIO, rc = SQLITE_DONE;
+    if (sqlite3_prepare_v2(db, longest_sql, -1, &longest, NULL) == SQLITE_OK &&
+        sqlite3_step(longest) == SQLITE_ROW &&
+        sqlite3_prepare_v2(db, period_sql, -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, q->from_ms);
+        sqlite3_bind_int64(st, 2, q->to_ms);
+        sqlite3_bind_int64(st, 3, sqlite3_column_int64(longest, 0));
+        if (q->mount)
+            sqlite3_bind_text(st, 4, q->mount, -1, SQLITE_STATIC);
+        err = 0;
+        while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW)
+            err = read_session(f, st);
+        if (!err && rc != SQLITE_DONE)
+            err = -EIO;
+    }
+    sqlite3_finalize(longest);
+    sqlite3_finalize(st);
     return err;
 }
 
-static int add_row(audience_query_t *q, size_t *cap, sqlite3_stmt *s, int64_t from, int64_t to)
+static int by_start(const void *a, const void *b)
 {
-    if (q->nrows == *cap) {
-        size_t ncap = *cap ? *cap * 2 : 16;
-        audience_row_t *n = realloc(q->rows, ncap * sizeof(*n));
+    int64_t x = ((const fig_session_t *)a)->start_ms, y = ((const fig_session_t *)b)->start_ms;
+    return x < y ? -1 : x > y;
+}
+
+static int by_end(const void *a, const void *b, void *arg)
+{
+    const fig_session_t *s = arg;
+    int64_t x = s[*(const uint32_t *)a].end_ms, y = s[*(const uint32_t *)b].end_ms;
+    return x < y ? -1 : x > y;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The id of each place in byte order (inverting rank, which it frees). */
+static uint32_t *ids_in_order(uint32_t *rank, uint32_t n)
+{
+    uint32_t *id_of = rank ? malloc(((size_t)n + 1) * sizeof(*id_of)) : NULL;
+    for (uint32_t id = 0; id_of && id < n; id++)
+        id_of[rank[id]] = id;
+    return id_of;
+}
+
+/* After reading: mounts and countries numbered in byte order, the sessions by start, the
+ * listening ones by end, and the per-group arrays. */
+static int prepare(figures_t *f)
+{
+    audience_intern_free(&f->addresses);
+    audience_intern_free(&f->agents);
+    audience_intern_free(&f->listeners);
+    uint32_t *mrank = audience_intern_ranks(&f->mounts);
+    uint32_t *crank = audience_intern_ranks(&f->countries);
+    f->mount_of = ids_in_order(mrank, f->mounts.n);
+    f->country_of = ids_in_order(crank, f->countries.n);
+    size_t ngroups = (size_t)f->mounts.n + 1;
+    f->by_end = malloc((f->n + 1) * sizeof(*f->by_end));
+    f->active = malloc((f->n + 1) * sizeof(*f->active));
+    f->touched = malloc(ngroups * sizeof(*f->touched));
+    f->cell = calloc(ngroups, sizeof(*f->cell));
+    f->on = calloc(ngroups, sizeof(*f->on));
+    int err = 0;
+    if (!f->mount_of || !f->country_of || !f->by_end || !f->active || !f->touched ||
+        !f->cell || !f->on) {
+        err = -ENOMEM;
+    } else {
+        for (size_t i = 0; i < f->n; i++) {
+            f->s[i].group = mrank[f->s[i].group] + 1;
+            f->s[i].country = crank[f->s[i].country];
+        }
+        if (f->n)
+            qsort(f->s, f->n, sizeof(*f->s), by_start);
+        for (size_t i = 0; i < f->n; i++)
+            if (f->s[i].end_ms > f->s[i].start_ms)
+                f->by_end[f->nby_end++] = (uint32_t)i;
+        qsort_r(f->by_end, f->nby_end, sizeof(*f->by_end), by_end, f->s);
+    }
+    free(mrank);
+    free(crank);
+    return err;
+}
+
+/* The sessions that overlap [from, to): those still on from the bucket before, then those
+ * that begin before `to`. */
+static void take_sessions(figures_t *f, int64_t from, int64_t to)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < f->nactive; i++)
+        if (f->s[f->active[i]].end_ms > from)
+            f->active[kept++] = f->active[i];
+    f->nactive = kept;
+    for (; f->next < f->n && f->s[f->next].start_ms < to; f->next++)
+        if (f->s[f->next].end_ms > from)
+            f->active[f->nactive++] = (uint32_t)f->next;
+}
+
+static void count_in(fig_cell_t *c, const fig_session_t *s, int64_t from, int64_t to)
+{
+    c->sessions++;
+    if (s->qualified) {
+        c->qualified++;
+        c->listened_ms += (uint64_t)((s->end_ms < to ? s->end_ms : to) -
+                                     (s->start_ms > from ? s->start_ms : from));
+    }
+    c->prerolls += s->preroll && s->start_ms >= from;
+    c->in_progress += s->now;
+}
+
+/* Sorts the bucket's keys (group << 32 | id) for its sessions' mount and the server's:
+ * listeners (qualified sessions only) or countries (every session). */
+static void bucket_keys(figures_t *f, int listeners)
+{
+    f->nkeys = 0;
+    for (size_t i = 0; i < f->nactive; i++) {
+        const fig_session_t *s = &f->s[f->active[i]];
+        if (listeners && !s->qualified)
+            continue;
+        uint64_t id = listeners ? s->listener : s->country;
+        f->keys[f->nkeys++] = (uint64_t)s->group << 32 | id;
+        f->keys[f->nkeys++] = id;
+    }
+    if (f->nkeys)
+        qsort(f->keys, f->nkeys, sizeof(*f->keys), cmp_u64);
+}
+
+/* One start (+1) or end (-1) of a listening session. */
+static void sweep_one(figures_t *f, const fig_session_t *s, int d)
+{
+    f->on[s->group] += d;
+    f->on[0] += d;
+}
+
+/* The most listening at once in [from, to), of each group with sessions in it. */
+static void sweep(figures_t *f, int64_t from, int64_t to)
+{
+    /* how many listen at `from`: every end and start up to it */
+    for (; f->ends_swept < f->nby_end && f->s[f->by_end[f->ends_swept]].end_ms <= from;
+         f->ends_swept++)
+        sweep_one(f, &f->s[f->by_end[f->ends_swept]], -1);
+    for (; f->starts_swept < f->n && f->s[f->starts_swept].start_ms <= from; f->starts_swept++)
+        if (f->s[f->starts_swept].end_ms > f->s[f->starts_swept].start_ms)
+            sweep_one(f, &f->s[f->starts_swept], +1);
+    f->cell[0].peak = f->on[0];
+    for (size_t i = 0; i < f->ntouched; i++)
+        f->cell[f->touched[i]].peak = f->on[f->touched[i]];
+    /* then each time inside it, ends first */
+    for (;;) {
+        while (f->starts_swept < f->n &&
+               f->s[f->starts_swept].end_ms <= f->s[f->starts_swept].start_ms)
+            f->starts_swept++;
+        const fig_session_t *e = f->ends_swept < f->nby_end ? &f->s[f->by_end[f->ends_swept]]
+                                                            : NULL;
+        const fig_session_t *b = f->starts_swept < f->n ? &f->s[f->starts_swept] : NULL;
+        if (e && e->end_ms < to && (!b || e->end_ms <= b->start_ms)) {
+            sweep_one(f, e, -1);
+            f->ends_swept++;
+        } else if (b && b->start_ms < to) {
+            sweep_one(f, b, +1);
+            f->starts_swept++;
+            fig_cell_t *c = &f->cell[b->group];
+            c->peak = f->on[b->group] > c->peak ? f->on[b->group] : c->peak;
+            f->cell[0].peak = f->on[0] > f->cell[0].peak ? f->on[0] : f->cell[0].peak;
+        } else {
+            break;
+        }
+    }
+}
+
+/* Appends group g's row, its countries from the sorted country keys at *key on. */
+static int add_row(figures_t *f, uint32_t g, int64_t from, int64_t to, size_t *key)
+{
+    audience_query_t *q = f->q;
+    if (q->nrows == f->rows_room) {
+        size_t nroom = f->rows_room ? f->rows_room * 2 : 16;
+        audience_row_t *n = realloc(q->rows, nroom * sizeof(*n));
         if (!n)
             return -ENOMEM;
         q->rows = n;
-        *cap = ncap;
+        f->rows_room = nroom;
     }
-    const char *mount = (const char *)sqlite3_column_text(s, 0);
+    const fig_cell_t *c = &f->cell[g];
+    size_t len = 0;
+    const char *name = g ? audience_intern_bytes(&f->mounts, f->mount_of[g - 1], &len) : "";
     audience_row_t *r = &q->rows[q->nrows];
     *r = (audience_row_t){
-        .mount = strdup(mount ? mount : ""), .from_ms = from, .to_ms = to,
-        .sessions = (uint64_t)sqlite3_column_int64(s, 1),
-        .qualified = (uint64_t)sqlite3_column_double(s, 2),
-        .listened_ms = (uint64_t)sqlite3_column_double(s, 3),
-        .cume = (uint64_t)sqlite3_column_int64(s, 4),
-        .prerolls = (uint64_t)sqlite3_column_double(s, 5),
-        .in_progress = (uint64_t)sqlite3_column_double(s, 6),
+        .mount = strndup(name, len), .from_ms = from, .to_ms = to,
+        .sessions = c->sessions, .qualified = c->qualified, .listened_ms = c->listened_ms,
+        .cume = c->cume, .peak = c->peak > 0 ? (uint64_t)c->peak : 0,
+        .prerolls = c->prerolls, .in_progress = c->in_progress,
     };
     if (!r->mount)
         return -ENOMEM;
     q->nrows++;
+    while (*key < f->nkeys && f->keys[*key] >> 32 < g)
+        (*key)++;
+    size_t first = *key, distinct = 0;
+    for (; *key < f->nkeys && f->keys[*key] >> 32 == g; (*key)++)
+        distinct += *key == first || f->keys[*key] != f->keys[*key - 1];
+    if (distinct && !(r->countries = calloc(distinct, sizeof(*r->countries))))
+        return -ENOMEM;
+    for (size_t i = first; i < *key; i++) {
+        if (i == first || f->keys[i] != f->keys[i - 1]) {
+            const char *cc = audience_intern_bytes(
+                &f->countries, f->country_of[(uint32_t)f->keys[i]], &len);
+            snprintf(r->countries[r->ncountries++].cc, sizeof(r->countries->cc), "%.*s",
+                     (int)len, cc);
+        }
+        r->countries[r->ncountries - 1].sessions++;
+    }
     return 0;
 }
 
-static void bind_bucket(sqlite3_stmt *s, const audience_query_t *q, int64_t from, int64_t to,
-                        int server_row, int64_t longest)
+/* The rows of the bucket [from, to): the server's (even when nobody listened), then each
+ * mount's in byte order. */
+static int bucket(figures_t *f, int64_t from, int64_t to)
 {
-    sqlite3_reset(s);
-    sqlite3_bind_int64(s, 1, from);
-    sqlite3_bind_int64(s, 2, to);
-    sqlite3_bind_int64(s, 3, (sqlite3_int64)q->qualify_s * 1000);
-    if (q->mount)
-        sqlite3_bind_text(s, 4, q->mount, -1, SQLITE_STATIC);
-    else
-        sqlite3_bind_null(s, 4);
-    sqlite3_bind_int(s, 5, server_row);
-    sqlite3_bind_int64(s, 6, longest);
-}
-
-static int cmp_ms(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* The most of n spans [start, end) that overlap at one time (an end at t comes before a start
- * at t: they do not overlap). Sorts both arrays. */
-static uint64_t most_at_once(int64_t *start, int64_t *end, size_t n)
-{
-    qsort(start, n, sizeof(*start), cmp_ms);
-    qsort(end, n, sizeof(*end), cmp_ms);
-    uint64_t most = 0;
-    for (size_t i = 0, j = 0; i < n; i++) {
-        while (j < n && end[j] <= start[i])
-            j++;
-        if (i + 1 - j > most)
-            most = i + 1 - j;
+    take_sessions(f, from, to);
+    f->ntouched = 0;
+    for (size_t i = 0; i < f->nactive; i++) {
+        const fig_session_t *s = &f->s[f->active[i]];
+        if (!f->cell[s->group].sessions)
+            f->touched[f->ntouched++] = s->group;
+        count_in(&f->cell[s->group], s, from, to);
+        count_in(&f->cell[0], s, from, to);
     }
-    return most;
-}
-
-/* The row of group g among rows[first, nrows), or NULL. */
-static audience_row_t *row_of(audience_query_t *q, size_t first, const char *g)
-{
-    for (size_t i = first; i < q->nrows; i++)
-        if (strcmp(q->rows[i].mount, g) == 0)
-            return &q->rows[i];
-    return NULL;
-}
-
-/* The peaks of the rows a bucket's grouping added from `first` on. */
-static int peaks(audience_query_t *q, size_t first, sqlite3_stmt *s)
-{
-    size_t n = 0, cap = 0;
-    int64_t *start = NULL, *end = NULL;
-    char g[1024] = "";
-    int rc, err = 0;
-    while (err == 0) {
-        rc = sqlite3_step(s);
-        const char *rg = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(s, 0) : NULL;
-        rg = rg ? rg : "";
-        if (n && (rc != SQLITE_ROW || strcmp(rg, g) != 0)) {
-            audience_row_t *r = row_of(q, first, g);
-            if (r)
-                r->peak = most_at_once(start, end, n);
-            n = 0;
-        }
-        if (rc != SQLITE_ROW)
-            break;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 256;
-            int64_t *ns = realloc(start, cap * sizeof(*ns));
-            if (ns)
-                start = ns;
-            int64_t *ne = ns ? realloc(end, cap * sizeof(*ne)) : NULL;
-            if (ne)
-                end = ne;
-            if (!ns || !ne) {
-                err = -ENOMEM;
-                break;
-            }
-        }
-        snprintf(g, sizeof(g), "%s", rg);
-        start[n] = sqlite3_column_int64(s, 1);
-        end[n++] = sqlite3_column_int64(s, 2);
-    }
-    free(start);
-    free(end);
-    return err ? err : rc == SQLITE_DONE ? 0 : -EIO;
-}
-
-/* The sessions per country of the rows a bucket's grouping added from `first` on. */
-static int countries(audience_query_t *q, size_t first, sqlite3_stmt *s)
-{
-    int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        const char *g = (const char *)sqlite3_column_text(s, 0);
-        const char *cc = (const char *)sqlite3_column_text(s, 1);
-        audience_row_t *r = row_of(q, first, g ? g : "");
-        if (!r)
-            continue;
-        audience_country_t *v = realloc(r->countries, (r->ncountries + 1) * sizeof(*v));
-        if (!v)
+    if (f->keys_room < 2 * f->nactive) {
+        free(f->keys);
+        f->keys_room = 2 * f->nactive;
+        if (!(f->keys = malloc(f->keys_room * sizeof(*f->keys))))
             return -ENOMEM;
-        r->countries = v;
-        v = &v[r->ncountries++];
-        snprintf(v->cc, sizeof(v->cc), "%s", cc ? cc : "");
-        v->sessions = (uint64_t)sqlite3_column_int64(s, 2);
     }
-    return rc == SQLITE_DONE ? 0 : -EIO;
+    bucket_keys(f, 1);
+    for (size_t i = 0; i < f->nkeys; i++)
+        f->cell[f->keys[i] >> 32].cume += i == 0 || f->keys[i] != f->keys[i - 1];
+    sweep(f, from, to);
+    bucket_keys(f, 0);
+    if (f->ntouched)
+        qsort(f->touched, f->ntouched, sizeof(*f->touched), cmp_u32);
+    size_t key = 0;
+    int err = f->q->mount ? 0 : add_row(f, 0, from, to, &key);
+    for (size_t i = 0; i < f->ntouched && !err; i++)
+        err = add_row(f, f->touched[i], from, to, &key);
+    f->cell[0] = (fig_cell_t){0};
+    for (size_t i = 0; i < f->ntouched; i++)
+        f->cell[f->touched[i]] = (fig_cell_t){0};
+    return err;
 }
 
-/* An empty bucket still has its server row, all zero. */
-static int add_empty_row(audience_query_t *q, size_t *cap, sqlite3 *db, int64_t from, int64_t to)
+static void figures_free(figures_t *f)
 {
-    sqlite3_stmt *z = NULL;
-    int rc = sqlite3_prepare_v2(db, "SELECT '',0,0,0,0,0,0", -1, &z, NULL) == SQLITE_OK &&
-                     sqlite3_step(z) == SQLITE_ROW
-                 ? add_row(q, cap, z, from, to)
-                 : -EIO;
-    sqlite3_finalize(z);
-    return rc;
-}
-
-typedef struct statements {
-    sqlite3_stmt *fig, *spans, *countries;
-} statements_t;
-
-/* The rows of one bucket: the server's (even when nobody listened), then each mount's. */
-static int bucket(audience_query_t *q, size_t *cap, const statements_t *st, int64_t from,
-                  int64_t to, int64_t longest)
-{
-    for (int server_row = 1; server_row >= 0; server_row--) {
-        if (server_row && q->mount)
-            continue;
-        size_t first = q->nrows;
-        bind_bucket(st->fig, q, from, to, server_row, longest);
-        int rc;
-        while ((rc = sqlite3_step(st->fig)) == SQLITE_ROW)
-            if (add_row(q, cap, st->fig, from, to) < 0)
-                return -ENOMEM;
-        if (rc != SQLITE_DONE)
-            return -EIO;
-        if (server_row && q->nrows == first) {
-            if (add_empty_row(q, cap, sqlite3_db_handle(st->fig), from, to) < 0)
-                return -EIO;
-            continue;
-        }
-        bind_bucket(st->spans, q, from, to, server_row, longest);
-        if ((rc = peaks(q, first, st->spans)) < 0)
-            return rc;
-        bind_bucket(st->countries, q, from, to, server_row, longest);
-        if ((rc = countries(q, first, st->countries)) < 0)
-            return rc;
-    }
-    return 0;
+    audience_intern_free(&f->mounts);
+    audience_intern_free(&f->countries);
+    audience_intern_free(&f->addresses);
+    audience_intern_free(&f->agents);
+    audience_intern_free(&f->listeners);
+    free(f->s);
+    free(f->mount_of);
+    free(f->country_of);
+    free(f->by_end);
+    free(f->active);
+    free(f->keys);
+    free(f->touched);
+    free(f->cell);
+    free(f->on);
 }
 
 void audience_figures(sqlite3 *db, audience_query_t *q)
@@ -333,34 +428,22 @@ void audience_figures(sqlite3 *db, audience_query_t *q)
     q->err = db ? 0 : -ENODEV;
     if (!db)
         return;
-    statements_t st = {0};
-    sqlite3_stmt *longest = NULL;
-    int64_t most = 0;
-    if (snapshot_live(db, q) < 0 ||
-        sqlite3_prepare_v2(db, figures_sql, -1, &st.fig, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(db, spans_sql, -1, &st.spans, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(db, countries_sql, -1, &st.countries, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(db, longest_sql, -1, &longest, NULL) != SQLITE_OK ||
-        sqlite3_step(longest) != SQLITE_ROW) {
-        q->err = -EIO;
-    } else {
-        most = sqlite3_column_int64(longest, 0);
-    }
-    size_t cap = 0;
+    figures_t f = {.q = q};
+    q->err = audience_live_snapshot(db, q->qualify_s, q->anonymize) < 0 ? -EIO
+                                                                       : read_period(&f, db);
+    if (q->err == 0)
+        q->err = prepare(&f);
     int64_t from = q->from_ms;
     while (from < q->to_ms && q->err == 0) {
         /* buckets end at whole hours or days (UTC) */
         int64_t to = q->step_ms ? (from / q->step_ms + 1) * q->step_ms : q->to_ms;
         if (to > q->to_ms)
             to = q->to_ms;
-        q->err = bucket(q, &cap, &st, from, to, most);
+        q->err = bucket(&f, from, to);
         from = to;
     }
-    sqlite3_finalize(st.fig);
-    sqlite3_finalize(st.spans);
-    sqlite3_finalize(st.countries);
-    sqlite3_finalize(longest);
-    sqlite3_exec(db, "DELETE FROM temp.live", NULL, NULL, NULL);
+    figures_free(&f);
+    audience_live_clear(db);
 }
 
 void audience_query_clear(audience_query_t *q)

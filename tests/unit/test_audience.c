@@ -6,12 +6,16 @@
  * qualified sessions, peak the most sessions at once, prerolls those played through of the
  * sessions that began in it; the server line sums the mounts; mount= and sessions per
  * country; sessions going on count once qualified; and the address truncation of the
- * privacy setting.
+ * privacy setting. And the figures of every bucket, made in one pass, against a brute force
+ * straight from those definitions on random sessions (seconds to days long, some going on,
+ * several mounts and countries, listeners coming back) by hour, by day and whole, for every
+ * mount or one.
  */
 #include "stats/audience.h"
 
 #include <errno.h>
 #include <sqlite3.h>
+#include <stdint.h>
 
 #include "core/cidr.h"
 #include "stats/audience_store.h"
@@ -19,6 +23,7 @@
 
 #define MIN 60000LL
 #define HOUR 3600000LL
+#define DAY (24 * HOUR)
 
 static sqlite3 *store(void)
 {
@@ -164,6 +169,268 @@ static void sessions_going_on_count_once_qualified(void)
     sqlite3_close(db);
 }
 
+/* ---- the one pass against a brute force ---- */
+
+typedef struct rnd_session {
+    const char *mount, *agent, *country; /* agent, country may be NULL */
+    char address[64];          /* as the figures see it (a live one's truncated if asked) */
+    int64_t start_ms, end_ms;  /* a live one's end: after every period asked */
+    int preroll, live;
+} rnd_session_t;
+
+#define RND_MAX 400
+
+static uint64_t rnd_state;
+
+static uint64_t rnd(uint64_t n)
+{
+    rnd_state = rnd_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (rnd_state >> 33) % n;
+}
+
+static const char *const rnd_mounts[] = {"/live", "/b", "/a", "/jazz.ogg", "/z"};
+static const char *const rnd_agents[] = {"x", "y", NULL, "", "Mozilla/5.0 (X11; Linux x86_64)"};
+static const char *const rnd_countries[] = {"DE", NULL, "FR", "NL", "US", "BR"};
+#define PICK(a) (a)[rnd(sizeof(a) / sizeof((a)[0]))]
+
+/* A length from seconds (some too short to qualify) to days. */
+static int64_t rnd_length(void)
+{
+    switch (rnd(20)) {
+    case 0: return DAY + (int64_t)rnd(3 * DAY);
+    case 1: case 2: case 3: return 5 * HOUR + (int64_t)rnd(19 * HOUR);
+    case 4: case 5: case 6: case 7: case 8: case 9: case 10: case 11:
+        return 2 * MIN + (int64_t)rnd(5 * HOUR);
+    default: return 1000 + (int64_t)rnd(119000);
+    }
+}
+
+/* A time in [lo, lo + span): on a quarter hour one time in three, so that ends and starts
+ * fall on each other and on the buckets' edges. */
+static int64_t rnd_time(int64_t lo, int64_t span)
+{
+    int64_t t = lo + (int64_t)rnd((uint64_t)span);
+    return rnd(3) ? t : t - t % (15 * MIN);
+}
+
+/* Stores n random sessions in db (and in v), beginning in the 1 to 4 days from 3 days before
+ * base, and has `live` more going on, joined (into joined) since times before base. */
+static size_t rnd_sessions(sqlite3 *db, rnd_session_t *v, size_t n, size_t live, int64_t base,
+                           int anonymize, session_live_t **joined)
+{
+    sqlite3_stmt *ins = NULL;
+    int64_t span = (1 + (int64_t)rnd(4)) * DAY; /* crowded or not */
+    CHECK(sqlite3_prepare_v2(db, "INSERT INTO sessions (conn_id, mount, served, start_ms, end_ms,"
+                             " bytes, ip, user_agent, country, ended, preroll)"
+                             " VALUES (?1, ?2, ?2, ?3, ?4, 1, ?5, ?6, ?7, 'client_left', ?8)",
+                             -1, &ins, NULL) == SQLITE_OK);
+    for (size_t i = 0; i < n + live; i++) {
+        rnd_session_t *s = &v[i];
+        *s = (rnd_session_t){.mount = PICK(rnd_mounts), .agent = PICK(rnd_agents),
+                             .country = PICK(rnd_countries), .preroll = rnd(3) == 0,
+                             .live = i >= n};
+        /* forty listeners, coming back with the same or another player */
+        snprintf(s->address, sizeof(s->address), "192.0.2.%u", (unsigned)rnd(40));
+        s->start_ms = rnd_time(base - 3 * DAY, span);
+        s->end_ms = s->start_ms + rnd_length();
+        if (rnd(2)) /* on a quarter hour too, often where another starts */
+            s->end_ms = s->end_ms - s->end_ms % (15 * MIN) > s->start_ms
+                            ? s->end_ms - s->end_ms % (15 * MIN)
+                            : s->start_ms + 15 * MIN;
+        if (s->live) {
+            session_record_t r = {.id = 1000 + i, .mount = s->mount, .start_ms = s->start_ms,
+                                  .address = s->address, .agent = s->agent,
+                                  .country = s->country};
+            joined[i - n] = session_listener_join(&r);
+            CHECK(joined[i - n] != NULL);
+            if (s->preroll)
+                session_live_preroll(joined[i - n]);
+            s->end_ms = INT64_MAX;
+            char shown[64];
+            session_address(s->address, anonymize, shown, sizeof(shown));
+            snprintf(s->address, sizeof(s->address), "%s", shown);
+            continue;
+        }
+        sqlite3_reset(ins);
+        sqlite3_bind_int64(ins, 1, (sqlite3_int64)i);
+        sqlite3_bind_text(ins, 2, s->mount, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(ins, 3, s->start_ms);
+        sqlite3_bind_int64(ins, 4, s->end_ms);
+        sqlite3_bind_text(ins, 5, s->address, -1, SQLITE_STATIC);
+        if (s->agent)
+            sqlite3_bind_text(ins, 6, s->agent, -1, SQLITE_STATIC);
+        else
+            sqlite3_bind_null(ins, 6);
+        if (s->country)
+            sqlite3_bind_text(ins, 7, s->country, -1, SQLITE_STATIC);
+        else
+            sqlite3_bind_null(ins, 7);
+        sqlite3_bind_int(ins, 8, s->preroll);
+        CHECK(sqlite3_step(ins) == SQLITE_DONE);
+    }
+    sqlite3_finalize(ins);
+    return n + live;
+}
+
+/* Whether s belongs to group g ("" the server) of the query and listened in [from, to). */
+static int rnd_in(const rnd_session_t *s, const char *g, const char *only, int64_t from,
+                  int64_t to)
+{
+    return (!only || strcmp(s->mount, only) == 0) && (!*g || strcmp(s->mount, g) == 0) &&
+           s->start_ms < to && s->end_ms > from;
+}
+
+static int same_listener(const rnd_session_t *a, const rnd_session_t *b)
+{
+    return strcmp(a->address, b->address) == 0 &&
+           strcmp(a->agent ? a->agent : "", b->agent ? b->agent : "") == 0;
+}
+
+/* The row of group g for [from, to) by the definitions; 0 if it has no session (the
+ * server's is made all the same). Countries in r->countries (room for 8). */
+static int brute_row(const rnd_session_t *v, size_t n, const char *g, const char *only,
+                     int64_t from, int64_t to, audience_row_t *r)
+{
+    const int64_t qualify = 60000;
+    *r = (audience_row_t){.from_ms = from, .to_ms = to, .countries = r->countries};
+    for (size_t i = 0; i < n; i++) {
+        const rnd_session_t *s = &v[i];
+        if (!rnd_in(s, g, only, from, to))
+            continue;
+        r->sessions++;
+        r->in_progress += s->live;
+        r->prerolls += s->preroll && s->start_ms >= from;
+        int qualified = s->end_ms - s->start_ms >= qualify;
+        if (qualified) {
+            r->qualified++;
+            r->listened_ms += (uint64_t)((s->end_ms < to ? s->end_ms : to) -
+                                         (s->start_ms > from ? s->start_ms : from));
+            int seen = 0; /* CUME: the first qualified session of each listener */
+            for (size_t j = 0; j < i && !seen; j++)
+                seen = rnd_in(&v[j], g, only, from, to) &&
+                       v[j].end_ms - v[j].start_ms >= qualify && same_listener(&v[j], s);
+            r->cume += !seen;
+        }
+        /* the peak: how many listen at `from` or at a start inside the bucket */
+        int64_t t = s->start_ms > from ? s->start_ms : from;
+        uint64_t at = 0;
+        for (size_t j = 0; j < n; j++)
+            at += rnd_in(&v[j], g, only, from, to) && v[j].start_ms <= t && v[j].end_ms > t;
+        r->peak = at > r->peak ? at : r->peak;
+        const char *cc = s->country ? s->country : "";
+        size_t c = 0;
+        while (c < r->ncountries && strcmp(r->countries[c].cc, cc) != 0)
+            c++;
+        if (c == r->ncountries) {
+            snprintf(r->countries[c].cc, sizeof(r->countries[c].cc), "%s", cc);
+            r->countries[r->ncountries++].sessions = 0;
+        }
+        r->countries[c].sessions++;
+    }
+    return r->sessions > 0;
+}
+
+static int by_cc(const void *a, const void *b)
+{
+    return strcmp(((const audience_country_t *)a)->cc, ((const audience_country_t *)b)->cc);
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Checks q's answer row by row against the definitions; returns the rows that differ. */
+static int brute_compare(const rnd_session_t *v, size_t n, const audience_query_t *q)
+{
+    const char *groups[8] = {""};
+    size_t ng = 1;
+    for (size_t m = 0; m < sizeof(rnd_mounts) / sizeof(rnd_mounts[0]); m++)
+        groups[ng++] = rnd_mounts[m];
+    qsort(groups + 1, ng - 1, sizeof(groups[0]), by_name);
+    size_t at = 0;
+    int wrong = 0;
+    for (int64_t from = q->from_ms; from < q->to_ms;) {
+        int64_t to = q->step_ms ? from - from % q->step_ms + q->step_ms : q->to_ms;
+        to = to < q->to_ms ? to : q->to_ms;
+        for (size_t g = q->mount ? 1 : 0; g < ng; g++) {
+            audience_country_t cc[8];
+            audience_row_t want = {.countries = cc};
+            if (!brute_row(v, n, groups[g], q->mount, from, to, &want) && g > 0)
+                continue;
+            qsort(cc, want.ncountries, sizeof(cc[0]), by_cc);
+            const audience_row_t *r = at < q->nrows ? &q->rows[at] : NULL;
+            at++;
+            int same = r && strcmp(r->mount, groups[g]) == 0 && r->from_ms == from &&
+                       r->to_ms == to && r->sessions == want.sessions &&
+                       r->qualified == want.qualified && r->listened_ms == want.listened_ms &&
+                       r->cume == want.cume && r->peak == want.peak &&
+                       r->prerolls == want.prerolls && r->in_progress == want.in_progress &&
+                       r->ncountries == want.ncountries;
+            for (size_t c = 0; same && c < want.ncountries; c++)
+                same = strcmp(r->countries[c].cc, cc[c].cc) == 0 &&
+                       r->countries[c].sessions == cc[c].sessions;
+            if (!same && wrong++ < 3)
+                fprintf(stderr, "row %zu (%s, %lld): want %llu sessions %llu qualified %llu ms"
+                        " cume %llu peak %llu prerolls %llu on %llu\n", at - 1, groups[g],
+                        (long long)from, (unsigned long long)want.sessions,
+                        (unsigned long long)want.qualified, (unsigned long long)want.listened_ms,
+                        (unsigned long long)want.cume, (unsigned long long)want.peak,
+                        (unsigned long long)want.prerolls, (unsigned long long)want.in_progress);
+        }
+        from = to;
+    }
+    return wrong + (at != q->nrows);
+}
+
+static void one_pass_matches_the_definitions(void)
+{
+    /* days start at midnight UTC; the periods asked end a day before now, so that the
+     * sessions going on reach past them whenever the figures are made */
+    int64_t now = session_now_ms(), base = now - now % DAY - 4 * DAY;
+    static rnd_session_t v[RND_MAX + 16];
+    for (uint64_t seed = 1; seed <= 40; seed++) {
+        rnd_state = seed;
+        sqlite3 *db = NULL;
+        CHECK(sqlite3_open(":memory:", &db) == SQLITE_OK);
+        CHECK(sqlite3_exec(db, audience_store_schema(), NULL, NULL, NULL) == SQLITE_OK);
+        int anonymize = seed % 3 == 0;
+        session_live_t *joined[16];
+        size_t live = (size_t)rnd(16);
+        size_t n = rnd_sessions(db, v, (size_t)rnd(RND_MAX), live, base, anonymize, joined);
+        /* one that has not listened min-session yet: not in the figures */
+        session_record_t young = {.id = 999, .mount = "/b", .start_ms = now - 10000,
+                                  .address = "192.0.2.1", .agent = "x"};
+        session_live_t *y = session_listener_join(&young);
+        const struct { int64_t from, to, step; } periods[] = {
+            {base, base + 3 * DAY, HOUR},           /* the last two days: nobody */
+            {base - 3 * DAY + 5 * HOUR + 17, base + 3 * DAY, DAY},
+            {base - 2 * DAY, base + 2 * DAY + 12 * HOUR, 0},
+            {base - 10 * DAY, base - 9 * DAY, HOUR}, /* before anything */
+        };
+        for (size_t p = 0; p < sizeof(periods) / sizeof(periods[0]); p++) {
+            for (int filtered = 0; filtered < 2; filtered++) {
+                audience_query_t q = {.from_ms = periods[p].from, .to_ms = periods[p].to,
+                                      .step_ms = periods[p].step, .qualify_s = 60,
+                                      .anonymize = anonymize,
+                                      .mount = filtered ? strdup(PICK(rnd_mounts)) : NULL};
+                audience_figures(db, &q);
+                CHECK(q.err == 0);
+                int wrong = brute_compare(v, n, &q);
+                if (wrong)
+                    fprintf(stderr, "seed %llu, period %zu, mount %s: %d rows differ\n",
+                            (unsigned long long)seed, p, q.mount ? q.mount : "(all)", wrong);
+                CHECK(wrong == 0);
+                audience_query_clear(&q);
+            }
+        }
+        session_listener_leave(y);
+        for (size_t i = 0; i < live; i++)
+            session_listener_leave(joined[i]);
+        sqlite3_close(db);
+    }
+}
+
 static void truncation_keeps_the_network(void)
 {
     char out[64];
@@ -188,5 +455,6 @@ int main(void)
     a_mount_and_countries();
     sessions_going_on_count_once_qualified();
     truncation_keeps_the_network();
+    one_pass_matches_the_definitions();
     return testlib_done();
 }
