@@ -111,14 +111,10 @@ static int64_t intern_column(audience_intern_t *t, sqlite3_stmt *st, int i)
 
 static int read_session(figures_t *f, sqlite3_stmt *st)
 {
-    if (f->n == f->room) {
-        size_t nroom = f->room ? f->room * 2 : 1024;
-        fig_session_t *s = realloc(f->s, nroom * sizeof(*s));
-        if (!s)
-            return -ENOMEM;
-        f->s = s;
-        f->room = nroom;
-    }
+    fig_session_t *s = audience_intern_room(f->s, &f->room, f->n, sizeof(*s));
+    if (!s)
+        return -ENOMEM;
+    f->s = s;
     fig_session_t *e = &f->s[f->n];
     *e = (fig_session_t){.start_ms = sqlite3_column_int64(st, 1),
                          .end_ms = sqlite3_column_int64(st, 2),
@@ -191,7 +187,7 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* The id of each place in byte order (inverting rank, which it frees). */
+/* The id at each place in byte order (rank inverted; NULL when rank is, or on ENOMEM). */
 static uint32_t *ids_in_order(uint32_t *rank, uint32_t n)
 {
     uint32_t *id_of = rank ? malloc(((size_t)n + 1) * sizeof(*id_of)) : NULL;
@@ -326,14 +322,10 @@ static void sweep(figures_t *f, int64_t from, int64_t to)
 static int add_row(figures_t *f, uint32_t g, int64_t from, int64_t to, size_t *key)
 {
     audience_query_t *q = f->q;
-    if (q->nrows == f->rows_room) {
-        size_t nroom = f->rows_room ? f->rows_room * 2 : 16;
-        audience_row_t *n = realloc(q->rows, nroom * sizeof(*n));
-        if (!n)
-            return -ENOMEM;
-        q->rows = n;
-        f->rows_room = nroom;
-    }
+    audience_row_t *rows = audience_intern_room(q->rows, &f->rows_room, q->nrows, sizeof(*rows));
+    if (!rows)
+        return -ENOMEM;
+    q->rows = rows;
     const fig_cell_t *c = &f->cell[g];
     size_t len = 0;
     const char *name = g ? audience_intern_bytes(&f->mounts, f->mount_of[g - 1], &len) : "";

@@ -79,29 +79,28 @@ static int grow_slots(audience_intern_t *t)
     return 0;
 }
 
+void *audience_intern_room(void *v, size_t *room, size_t n, size_t size)
+{
+    if (n < *room)
+        return v;
+    size_t nroom = *room ? *room * 2 : 64;
+    void *nv = nroom > n && nroom <= SIZE_MAX / size ? realloc(v, nroom * size) : NULL;
+    if (nv)
+        *room = nroom;
+    return nv;
+}
+
 /* Room for one more id and len more bytes of text. */
 static int make_room(audience_intern_t *t, size_t len)
 {
     if (t->n >= UINT32_MAX / 2 - 1)
         return -E2BIG;
-    if (t->n == t->vroom) {
-        uint32_t nroom = t->vroom ? t->vroom * 2 : 64;
-        audience_interned_t *v = realloc(t->v, nroom * sizeof(*v));
-        if (!v)
-            return -ENOMEM;
-        t->v = v;
-        t->vroom = nroom;
-    }
-    if (!t->text || t->used + len > t->room) {
-        size_t nroom = t->room ? t->room * 2 : 1024;
-        while (nroom < t->used + len)
-            nroom *= 2;
-        char *text = realloc(t->text, nroom);
-        if (!text)
-            return -ENOMEM;
-        t->text = text;
-        t->room = nroom;
-    }
+    audience_interned_t *v = audience_intern_room(t->v, &t->vroom, t->n, sizeof(*v));
+    if (!v)
+        return -ENOMEM;
+    t->v = v;
+    if (buf_reserve(&t->text, len) < 0)
+        return -ENOMEM;
     /* at most half the slots taken: probes stay short */
     if ((t->n + 1) * 2 > t->mask)
         return grow_slots(t);
@@ -121,17 +120,15 @@ int64_t audience_intern(audience_intern_t *t, const void *s, size_t len)
     for (uint32_t i = t->mask ? hash & t->mask : 0; t->slots && t->slots[i];
          i = (i + 1) & t->mask) {
         const audience_interned_t *e = &t->v[t->slots[i] - 1];
-        if (e->hash == hash && e->len == len && memcmp(t->text + e->at, s, len) == 0)
+        if (e->hash == hash && e->len == len && memcmp(t->text.data + e->at, s, len) == 0)
             return t->slots[i] - 1;
     }
     int err = make_room(t, len);
     if (err < 0)
         return err;
     uint32_t id = t->n++;
-    t->v[id] = (audience_interned_t){.at = t->used, .len = (uint32_t)len, .hash = hash};
-    if (len)
-        memcpy(t->text + t->used, s, len);
-    t->used += len;
+    t->v[id] = (audience_interned_t){.at = t->text.len, .len = (uint32_t)len, .hash = hash};
+    buf_append(&t->text, s, len); /* room made above */
     uint32_t i = hash & t->mask;
     while (t->slots[i])
         i = (i + 1) & t->mask;
@@ -142,7 +139,7 @@ int64_t audience_intern(audience_intern_t *t, const void *s, size_t len)
 const char *audience_intern_bytes(const audience_intern_t *t, uint32_t id, size_t *len)
 {
     *len = t->v[id].len;
-    return t->text ? t->text + t->v[id].at : "";
+    return t->text.data ? t->text.data + t->v[id].at : "";
 }
 
 static int by_bytes(const void *a, const void *b, void *arg)
@@ -175,7 +172,7 @@ uint32_t *audience_intern_ranks(const audience_intern_t *t)
 
 void audience_intern_free(audience_intern_t *t)
 {
-    free(t->text);
+    buf_free(&t->text);
     free(t->v);
     free(t->slots);
     *t = (audience_intern_t){0};

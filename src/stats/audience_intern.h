@@ -13,13 +13,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/buf.h"
+
 typedef struct audience_interned audience_interned_t;
 
 typedef struct audience_intern {
-    char *text;                /* the strings, back to back */
-    size_t used, room;
+    buf_t text;                /* the strings, back to back */
     audience_interned_t *v;    /* per id: where its bytes are */
-    uint32_t n, vroom;
+    size_t vroom;
+    uint32_t n;
     uint32_t *slots;           /* open addressing: id + 1, 0 free; mask + 1 of them */
     uint32_t mask;
     uint64_t key[2];           /* the hash's random key: a client's user agents cannot be
@@ -35,5 +37,10 @@ const char *audience_intern_bytes(const audience_intern_t *t, uint32_t id, size_
 uint32_t *audience_intern_ranks(const audience_intern_t *t);
 /* Frees everything t holds and empties it. */
 void audience_intern_free(audience_intern_t *t);
+
+/* The array v of *room elements of size bytes with room for its element n (doubling, first
+ * 64; *room updated): v itself, or moved, or NULL (v left as it was) on ENOMEM. For the
+ * figures' other arrays too. */
+void *audience_intern_room(void *v, size_t *room, size_t n, size_t size);
 
 #endif
