@@ -352,13 +352,15 @@ class Server:
             if self.proc.poll() is not None:
                 return False        # maybe the port was taken; caller retries
             try:
-                with socket.create_connection((self.host, self.port), timeout=0.5):
-                    pass
+                with socket.create_connection((self.host, self.port), timeout=0.5) as probe:
+                    probe_port = probe.getsockname()[1]
             except OSError:
                 time.sleep(0.02)
                 continue
-            # the probe counts against <clients> until the server has seen it close
-            while wirelib.peers_held(self.proc.pid, self.port):
+            # the probe counts against <clients> from when the server accepts it until it has
+            # seen it close: wait for that, not only until no process holds it (before it is
+            # accepted, in the backlog, none does)
+            while wirelib.server_side_open(self.port, probe_port):
                 if time.monotonic() >= deadline or self.proc.poll() is not None:
                     return False
                 time.sleep(0.01)

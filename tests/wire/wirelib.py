@@ -675,6 +675,25 @@ def tcp_state(local_port, remote_port):
     return None
 
 
+def server_side_open(local_port, peer_port):
+    """Whether the server's end of a connection from peer_port to local_port is still open
+    (established, or the peer closed and the server has not yet): also while it waits in the
+    backlog, not yet accepted, when no process holds it."""
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                lines = f.readlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if (int(fields[1].rsplit(":", 1)[1], 16) == local_port and
+                    int(fields[2].rsplit(":", 1)[1], 16) == peer_port and
+                    fields[3] in ("01", "08")):     # ESTABLISHED, CLOSE_WAIT
+                return True
+    return False
+
+
 def peers_held(pid, local_port):
     """Remote ports of the IPv4 TCP sockets open in process pid whose local port is
     local_port: the clients a server holds a descriptor for (whatever else it has open)."""
