@@ -17,6 +17,7 @@
 
 #include "conf/config.h"
 #include "core/log.h"
+#include "core/loop.h"
 #include "net/server.h"
 #include "stream/session.h"
 
@@ -311,25 +312,16 @@ static void write_batch(db_t *db, stored_t *list)
         drop(n - ok, why);
 }
 
-static int64_t monotonic_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Removes the records of sessions that ended more than <retention-days> ago (those that began
  * before it too, so that the index on start_ms finds them). The monotonic time of the next
  * pruning: PRUNE_EVERY_MS on, or a second on when there is more to remove. */
-static int64_t prune(db_t *db)
+static uint64_t prune(db_t *db)
 {
     int days = server_config()->retention_days;
-    int64_t now = monotonic_ms();
+    uint64_t now = loop_now_ms(); /* the clock st.wake runs on */
     if (!db->sql || days <= 0)
         return now + PRUNE_EVERY_MS;
-    struct timespec wall;
-    clock_gettime(CLOCK_REALTIME, &wall);
-    int64_t before = ((int64_t)wall.tv_sec - (int64_t)days * 86400) * 1000;
+    int64_t before = session_now_ms() - (int64_t)days * 86400000;
     sqlite3_stmt *del = NULL;
     if (sqlite3_prepare_v2(db->sql,
                            "DELETE FROM sessions WHERE id IN (SELECT id FROM sessions"
@@ -387,12 +379,11 @@ static void *store_main(void *arg)
     (void)arg;
     db_t db = {0};
     int first = 1;
-    int64_t next_prune = 0;
+    uint64_t next_prune = 0;
     for (;;) {
         pthread_mutex_lock(&st.lock);
         while (!st.head && !st.jobs && !st.stop && !st.reload && !first) {
-            int64_t ms = next_prune - monotonic_ms();
-            if (ms <= 0)
+            if (loop_now_ms() >= next_prune)
                 break;
             struct timespec until = {.tv_sec = (time_t)(next_prune / 1000),
                                      .tv_nsec = (long)(next_prune % 1000) * 1000000L};
@@ -429,7 +420,7 @@ static void *store_main(void *arg)
         }
         if (list)
             write_batch(&db, list);
-        if (monotonic_ms() >= next_prune)
+        if (loop_now_ms() >= next_prune)
             next_prune = prune(&db);
         while (jobs) {
             job_t *next = jobs->next;
