@@ -22,7 +22,7 @@
 #include "net/conn.h"
 #include "net/worker.h"
 #include "stats/stats.h"
-#include "stream/hls.h"
+#include "hls/hls.h"
 #include "stream/sub.h"
 #include "stream/listener.h"
 #include "stream/session.h"

@@ -26,19 +26,20 @@
 #include "core/escape.h"
 #include "core/str.h"
 #include "core/url.h"
+#include "http/alias.h"
 #include "http/client.h"
 #include "http/parser.h"
 #include "http/response.h"
 #include "net/conn.h"
 #include "net/server.h"
 #include "net/worker.h"
-#include "router/hls_route.h"
+#include "hls/hls_route.h"
 #include "router/router.h"
 #include "stats/history.h"
 #include "stream/fallback.h"
 #include "stream/fanout.h"
 #include "stream/filemount.h"
-#include "stream/hls.h"
+#include "hls/hls.h"
 #include "stream/listener.h"
 #include "stream/mount.h"
 #include "upstream/master.h"
@@ -304,7 +305,7 @@ static void handle_get(conn_t *c, const http_request_t *req)
         client_send_error(c, 400, "Bad Request");
         return;
     }
-    const char *alias = router_alias(c, path);
+    const char *alias = alias_lookup(c, path);
     const char *target = alias ? alias : path;
     /* <no-mount>: reachable as a fallback or a move's destination, never directly */
     const mount_conf_t *nm = config_find_mount(server_config(), target);
@@ -433,7 +434,7 @@ static void refuse_over_limit(conn_t *c, const http_request_t *req)
     int listener = req->method == HTTP_METHOD_GET || req->method == HTTP_METHOD_HEAD;
     request_path_t buf;
     const char *path = listener ? request_path(req, buf) : NULL;
-    const char *alias = path ? router_alias(c, path) : NULL;
+    const char *alias = path ? alias_lookup(c, path) : NULL;
     if (path && redirect_listener(c, req, alias ? alias : path))
         return;
     atomic_fetch_add(&server.stats.connections_refused, 1);

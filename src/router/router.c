@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/socket.h>
 
 #include "admin/admin.h"
 #include "admin/json.h"
@@ -23,6 +22,7 @@
 #include "core/log.h"
 #include "core/escape.h"
 #include "core/url.h"
+#include "http/alias.h"
 #include "http/client.h"
 #include "http/files.h"
 #include "http/parser.h"
@@ -30,7 +30,6 @@
 #include "router/playlist.h"
 #include "http/response.h"
 #include "net/conn.h"
-#include "net/listen.h"
 #include "net/server.h"
 #include "stats/metrics.h"
 #include "stats/stats.h"
@@ -73,28 +72,6 @@ const char *router_refuses_mount(const char *name, int file_mount)
 }
 
 /* ---- routes ---- */
-
-/* 1 if the connection came in on the local address addr (numeric, as in the config). */
-static int came_in_on(const conn_t *c, const char *addr)
-{
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof(ss);
-    char local[64];
-    if (getsockname(c->fd, (struct sockaddr *)&ss, &len) < 0)
-        return 0;
-    listen_format_addr(&ss, local, sizeof(local));
-    return strcmp(local, addr) == 0;
-}
-
-const char *router_alias(const conn_t *c, const char *path)
-{
-    for (const alias_conf_t *a = server_config()->aliases; a; a = a->next)
-        if (a->source && strcmp(a->source, path) == 0 &&
-            (a->port < 0 || a->port == c->local_port) &&
-            (!a->bind_address || came_in_on(c, a->bind_address)))
-            return a->destination;
-    return NULL;
-}
 
 static int has_suffix(const char *s, const char *suffix)
 {
@@ -201,7 +178,7 @@ static void serve_path(conn_t *c, const http_request_t *req, const char *path)
 void router_handle(conn_t *c, const http_request_t *req, const char *path)
 {
     atomic_fetch_add(&server.stats.client_connections, 1);
-    const char *alias = router_alias(c, path);
+    const char *alias = alias_lookup(c, path);
     if (alias)
         path = alias;
     if (is_admin_path(path)) {

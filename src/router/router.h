@@ -12,10 +12,6 @@
 typedef struct conn conn_t;
 typedef struct http_request http_request_t;
 
-/* <alias source= destination= [port=]> exact rewrite of a decoded path: the destination, or
- * NULL when no alias applies. Valid while the config snapshot is. */
-const char *router_alias(const conn_t *c, const char *path);
-
 /* path: the request path, percent-decoded and normalised (starts with '/'). The router owns
  * the connection from here: it answers (conn_send / client_send_error) and closes or lingers. */
 void router_handle(conn_t *c, const http_request_t *req, const char *path);

@@ -26,7 +26,7 @@
 #include "net/conn.h"
 #include "net/server.h"
 #include "stream/fallback.h"
-#include "stream/hls.h"
+#include "hls/hls.h"
 #include "stream/mount.h"
 #include "upstream/relay_park.h"
 

@@ -84,7 +84,7 @@ struct mount {
     struct worker *source_worker;
     uint64_t source_conn_id;
     time_t start;                  /* set before publication, never changed */
-    /* its HLS window (stream/hls.h) while HLS clients ask, else NULL: set and cleared by the
+    /* its HLS window (hls/hls.h) while HLS clients ask, else NULL: set and cleared by the
      * window, read by the publish hook */
     _Atomic(void *) hls;
 

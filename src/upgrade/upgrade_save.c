@@ -24,7 +24,7 @@
 #include "stats/history.h"
 #include "stream/events.h"
 #include "stream/handover.h"
-#include "stream/hls.h"
+#include "hls/hls.h"
 #include "stream/listener.h"
 #include "stream/mount.h"
 #include "stream/source.h"

@@ -5,7 +5,7 @@
  * the init segment's box tree and dOps fields, and a fragment's moof/trun/mdat layout (with
  * an emsg box in front when it carries a title).
  */
-#include "stream/hls_fmp4.h"
+#include "hls/hls_fmp4.h"
 
 #include <stdint.h>
 #include <string.h>

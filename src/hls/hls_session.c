@@ -31,9 +31,9 @@
 #include "core/str.h"
 #include "net/server.h"
 #include "net/worker.h"
-#include "stream/hls.h"
-#include "stream/hls_intro.h"
-#include "stream/hls_session.h"
+#include "hls/hls.h"
+#include "hls/hls_intro.h"
+#include "hls/hls_session.h"
 #include "stream/mount.h"
 #include "stream/session.h"
 

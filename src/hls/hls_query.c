@@ -5,7 +5,7 @@
  * them, the part being cut so far, the next part, the window's geometry. The window itself
  * (cutting the mount's blocks, the waiters, the registry) is in hls.c.
  */
-#include "stream/hls.h"
+#include "hls/hls.h"
 
 #include <pthread.h>
 

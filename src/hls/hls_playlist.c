@@ -12,8 +12,8 @@
 #include <pthread.h>
 #include <time.h>
 
-#include "stream/hls.h"
-#include "stream/hls_intro.h"
+#include "hls/hls.h"
+#include "hls/hls_intro.h"
 
 #define PARTS_LISTED_SEGMENTS 2 /* complete segments whose parts stay listed */
 

@@ -29,7 +29,7 @@
 #include "core/buf.h"
 #include "core/list.h"
 #include "format/mpeg.h"
-#include "stream/hls_id3.h"
+#include "hls/hls_id3.h"
 
 typedef struct hls hls_t;
 typedef struct hls_session hls_session_t;

@@ -5,9 +5,9 @@
  * mount's init segments <mount>/hls/<id>.init.mp4, and intro segments under
  * <mount>/hls/intro/. This file reads the URL and the request and finds the window; an
  * on-demand relay's playlist starts its relay here. What answers each is in the files named
- * in hls_route_internal.h. The window itself (cutting, waiting lists) is stream/hls.c.
+ * in hls_route_internal.h. The window itself (cutting, waiting lists) is hls.c.
  */
-#include "router/hls_route.h"
+#include "hls/hls_route.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -16,14 +16,14 @@
 #include "auth/auth_url.h"
 #include "conf/config.h"
 #include "core/url.h"
+#include "http/alias.h"
 #include "http/client.h"
 #include "net/conn.h"
-#include "router/hls_route_internal.h"
-#include "router/router.h"
+#include "hls/hls_route_internal.h"
 #include "stream/fallback.h"
-#include "stream/hls.h"
-#include "stream/hls_intro.h"
-#include "stream/hls_session.h"
+#include "hls/hls.h"
+#include "hls/hls_intro.h"
+#include "hls/hls_session.h"
 #include "stream/mount.h"
 #include "upstream/relay_park.h"
 
@@ -159,7 +159,7 @@ hls_t *hls_route_window_of(conn_t *c)
     size_t len;
     char *dec = url_decode(req->path, req->path_len, 0, &len);
     char *path = dec && dec[0] == '/' ? url_normalize_path(dec, len) : NULL;
-    const char *alias = path ? router_alias(c, path) : NULL;
+    const char *alias = path ? alias_lookup(c, path) : NULL;
     hls_url_t u;
     hls_name_t name;
     int n;

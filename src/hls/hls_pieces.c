@@ -17,8 +17,8 @@
 #include "net/conn.h"
 #include "net/server.h"
 #include "net/worker.h"
-#include "router/hls_route_internal.h"
-#include "stream/hls.h"
+#include "hls/hls_route_internal.h"
+#include "hls/hls.h"
 
 #define SEND_IOV 64
 

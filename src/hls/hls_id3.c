@@ -2,7 +2,7 @@
 /*
  * hls_id3: the ID3v2.4 tag of an HLS piece (hls_id3.h).
  */
-#include "stream/hls_id3.h"
+#include "hls/hls_id3.h"
 
 #include <string.h>
 

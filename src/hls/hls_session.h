@@ -14,7 +14,7 @@
 
 #include <stdint.h>
 
-#include "stream/hls.h"
+#include "hls/hls.h"
 
 typedef struct auth_url_session auth_url_session_t;
 typedef struct auth_session auth_session_t;

@@ -4,7 +4,7 @@
  * packet reading it is fed by (hls_fmp4.h): pure functions, used by the window's Opus branch
  * (hls_opus.c) and by Opus intros (hls_intro.c). Does not decode audio.
  */
-#include "stream/hls_fmp4.h"
+#include "hls/hls_fmp4.h"
 
 #include <errno.h>
 #include <stdlib.h>

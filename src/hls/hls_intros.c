@@ -12,10 +12,10 @@
 #include "http/client.h"
 #include "http/reply.h"
 #include "net/conn.h"
-#include "router/hls_route_internal.h"
-#include "stream/hls.h"
-#include "stream/hls_intro.h"
-#include "stream/hls_session.h"
+#include "hls/hls_route_internal.h"
+#include "hls/hls.h"
+#include "hls/hls_intro.h"
+#include "hls/hls_session.h"
 #include "stream/webfile.h"
 
 /* ---- intro segments: <mount>/hls/intro/<n>.<ext>?file=<file>&v=<version> ---- */

@@ -9,7 +9,7 @@
  * target; a segment the number of parts that fits in the target duration. So no EXTINF ever
  * rounds above the target duration, and every segment starts with an independent part.
  */
-#include "stream/hls.h"
+#include "hls/hls.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -25,7 +25,7 @@
 #include "net/server.h"
 #include "net/worker.h"
 #include "stream/fallback.h"
-#include "stream/hls_intro.h"
+#include "hls/hls_intro.h"
 #include "stream/mount.h"
 
 #define REDATE_MS 10 /* an epoch is dated again when it began at least this much earlier */

@@ -18,9 +18,9 @@
 #include "http/reply.h"
 #include "net/conn.h"
 #include "net/server.h"
-#include "router/hls_route_internal.h"
-#include "stream/hls.h"
-#include "stream/hls_session.h"
+#include "hls/hls_route_internal.h"
+#include "hls/hls.h"
+#include "hls/hls_session.h"
 
 /* A request without a session: the multivariant playlist naming the media playlist with a
  * new session's token. Never cached: each client gets its own. */

@@ -5,7 +5,7 @@
  * per intro segment request; an entry is cut again when its file changed. An Ogg Opus file's
  * fragments are built with its entry: a request copies their bytes, it builds nothing.
  */
-#include "stream/hls_intro.h"
+#include "hls/hls_intro.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -16,8 +16,8 @@
 #include "core/str.h"
 #include "core/url.h"
 #include "format/mpeg.h"
-#include "stream/hls_fmp4.h"
-#include "stream/hls_id3.h"
+#include "hls/hls_fmp4.h"
+#include "hls/hls_id3.h"
 #include "stream/webfile.h"
 
 #define LOG_EVERY_MS 60000 /* a bad or mismatched intro is logged once a minute at most */

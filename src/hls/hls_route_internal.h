@@ -18,8 +18,8 @@
 #include "http/parser.h"
 #include "http/response.h"
 #include "net/conn.h"
-#include "stream/hls.h"
-#include "stream/hls_session.h"
+#include "hls/hls.h"
+#include "hls/hls_session.h"
 
 #define PLAYLIST_TYPE "application/vnd.apple.mpegurl"
 #define SEGMENT_MAX_AGE 3600

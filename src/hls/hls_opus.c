@@ -16,8 +16,8 @@
 #include <string.h>
 
 #include "core/log.h"
-#include "stream/hls.h"
-#include "stream/hls_fmp4.h"
+#include "hls/hls.h"
+#include "hls/hls_fmp4.h"
 
 #define OPUS_HEAD_KEPT 512       /* bytes of an OpusHead compared to tell a new one */
 #define PART_BYTES_MAX (1u << 20) /* a part's packets: over 5 s at Opus's 510 kbit/s */

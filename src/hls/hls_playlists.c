@@ -14,9 +14,9 @@
 #include "http/reply.h"
 #include "net/conn.h"
 #include "net/worker.h"
-#include "router/hls_route_internal.h"
-#include "stream/hls.h"
-#include "stream/hls_session.h"
+#include "hls/hls_route_internal.h"
+#include "hls/hls.h"
+#include "hls/hls_session.h"
 
 /* A request waiting for a part: a blocking playlist reload, or a part (the preload hint) or
  * segment asked for before it is complete. */
