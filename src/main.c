@@ -31,6 +31,7 @@
 #include "core/log.h"
 #include "core/safefile.h"
 #include "core/sdnotify.h"
+#include "hls/hls_token.h"
 #include "http/fetch.h"
 #include "net/worker.h"
 #include "upstream/relay.h"
@@ -633,6 +634,7 @@ int main(int argc, char **argv)
     }
     warn_unreadable_page_roots(cfg);
     audience_store_start(); /* as the final user: the database files are its own */
+    hls_token_init(cfg->logdir); /* the same: its key file is the user's */
     geoip_load();
     if (fetch_start() < 0) {
         fprintf(stderr, "rimecast: cannot start the HTTP client thread\n");

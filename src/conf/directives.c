@@ -689,7 +689,8 @@ static int fn_no_yp(parse_t *p, xmlNodePtr n, void *obj)
     INT_D("target-duration", st, hls.target_duration, 2, 60, d_target),                        \
     INT_D("segments", st, hls.segments, 3, 100, d_segments),                                   \
     INT_D("part-target-ms", st, hls.part_target_ms, 200, 5000, d_part),                        \
-    BOOL_D("sessions", st, hls.sessions, d_sessions), END
+    BOOL_D("sessions", st, hls.sessions, d_sessions),                                         \
+    INT_D("sessions-per-address", st, hls.sessions_per_address, -1, INT_MAX, -1), END
 static const directive_t hls_dirs[] = {HLS_DIRS(config_t, 1, 6, 6, 500, 1)};
 static const section_t hls_sec = {"hls", hls_dirs};
 static const directive_t mount_hls_dirs[] = {HLS_DIRS(mount_conf_t, -1, -1, -1, -1, -1)};

@@ -52,6 +52,8 @@ typedef struct hls_conf {
     int segments;        /* complete segments a playlist lists; 6 */
     int part_target_ms;  /* a low-latency part lasts at most this; 1000 */
     int sessions;        /* 1: hls.m3u8 hands out session tokens (listeners counted); 1 */
+    int sessions_per_address; /* sessions one address may hold on a mount, 0 no limit;
+                               * -1 (the default): half of max-listeners, at most 100 */
 } hls_conf_t;
 
 typedef struct mount_conf {

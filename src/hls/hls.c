@@ -73,6 +73,8 @@ static hls_conf_t settings_for(const config_t *cfg, const char *name)
         g.segments = o->segments > 0 ? o->segments : g.segments;
         g.part_target_ms = o->part_target_ms > 0 ? o->part_target_ms : g.part_target_ms;
         g.sessions = o->sessions >= 0 ? o->sessions : g.sessions;
+        g.sessions_per_address =
+            o->sessions_per_address >= 0 ? o->sessions_per_address : g.sessions_per_address;
     }
     return g;
 }
@@ -108,6 +110,11 @@ int hls_offered(mount_t *m)
 int hls_sessions_wanted(const char *name)
 {
     return settings_for(server_config(), name).sessions;
+}
+
+int hls_sessions_per_address(const char *name)
+{
+    return settings_for(server_config(), name).sessions_per_address;
 }
 
 /* ---- the window's segments ---- */
@@ -711,15 +718,20 @@ static void follow_locked(hls_t *h)
         mount_unref(m);
 }
 
+#define TICK_MS 1000
+#define TICK_BUSY_MS 50 /* while sessions are left to expire */
+
 static void hls_tick(worker_t *w, void *arg)
 {
-    (void)w, (void)arg;
+    (void)arg;
     uint64_t now = loop_now_ms();
+    int more = 0;
     pthread_mutex_lock(&registry_lock);
     for (hls_t *h = registry; h; h = h->next) {
         pthread_mutex_lock(&h->lock);
         uint64_t idle_ms = h->target * 6000u > 20000u ? h->target * 6000u : 20000u;
-        hls_sessions_expire_locked(h, now, 0);
+        /* a crowd of sessions that ended together is ended in batches, one a turn */
+        more |= !more && hls_sessions_expire_locked(h, now, 0);
         if (h->segs && now - h->last_request_ms > idle_ms && list_empty(&h->waiters) &&
             !h->sessions) {
             hls_stream_break(h);
@@ -734,11 +746,15 @@ static void hls_tick(worker_t *w, void *arg)
         pthread_mutex_unlock(&h->lock);
     }
     pthread_mutex_unlock(&registry_lock);
+    static int busy; /* worker 0's only */
+    if (busy != more)
+        worker_timer_period(w, hls_tick, more ? TICK_BUSY_MS : TICK_MS);
+    busy = more;
 }
 
 static int hls_module_init(worker_t *w)
 {
-    return w->id == 0 ? worker_timer_add(w, 1000, hls_tick, NULL) : 0;
+    return w->id == 0 ? worker_timer_add(w, TICK_MS, hls_tick, NULL) : 0;
 }
 
 /* At exit, once every worker stopped (worker 0 is freed first): the sessions end with their

@@ -30,6 +30,7 @@
 #include "core/list.h"
 #include "format/mpeg.h"
 #include "hls/hls_id3.h"
+#include "hls/hls_token.h"
 
 typedef struct hls hls_t;
 typedef struct hls_session hls_session_t;
@@ -276,30 +277,39 @@ void hls_opus_free_locked(hls_t *h);
 
 /* ---- sessions (hls_session.c): an HLS listener is a listener ---- */
 
-#define HLS_TOKEN_LEN 16 /* hex digits of a session token */
-
-/* Who polls: the request's address, agent and referer (raw, NULL when absent), the playlist
- * path (for the access log) and the connection it came by. */
+/* Who asks: the request's address, agent and referer (raw, NULL when absent), the playlist
+ * path (for the access log), the connection it came by, the session token a piece's URL
+ * carries (NULL: none), and the mount name whose listener authentication covers the window
+ * now (NULL: an open mount; see hls_session_login_mount). */
 typedef struct hls_client {
     const char *ip, *agent, *referer, *uri;
     uint64_t conn_id;
+    const char *token;
+    const char *login;
 } hls_client_t;
 
 /* 1 if mount name `name` hands out sessions (<hls><sessions>), else its hls.m3u8 is the
  * media playlist itself, the same for every client (a CDN's origin). */
 int hls_sessions_wanted(const char *name);
-/* Writes a new random token (HLS_TOKEN_LEN hex digits and a NUL) to out. 0 or -EIO. */
-int hls_session_token(char *out);
-/* 1 if t is a token's form. */
-int hls_session_token_valid(const char *t);
-/* A media playlist request of session `token` (bytes: its answer): the session begins (a
- * listener slot of the mount is taken) or goes on. 0, -ENOSPC when the mount is full, or
- * -EPERM for a session killclient ended. */
+/* <hls><sessions-per-address> of mount name `name`: the sessions one address may hold, 0 no
+ * limit, -1 unset (hls_session.c's default: half of max-listeners, at most 100). */
+int hls_sessions_per_address(const char *name);
+/* A media playlist request of session `token` (bytes: its answer): the session begins
+ * (pending until it fetches audio: hls_session_piece) or goes on. 0; -EACCES a token this
+ * server did not issue for h, or (who->login) a session of another address; -ENOSPC the mount
+ * is full; -EDQUOT who's address holds its share of the mount; -EMFILE the server holds
+ * <clients>; -EPERM a session killclient ended; -ETIME one past its time limit. */
 int hls_session_poll(hls_t *h, const char *token, const hls_client_t *who, uint64_t bytes);
 /* A segment or part of `bytes` went to `who` (uri unused): counted to the session whose last
  * playlist came by the same connection, else to one of the same address and agent. 1 if
  * there is one, else 0. */
 int hls_session_add_bytes(hls_t *h, const hls_client_t *who, uint64_t bytes);
+/* May `who` have a piece (segment, part, init or intro segment) of h? On a mount with
+ * listener authentication (who->login) only within a session its token names, from that
+ * session's address, whose login covers the window now: else -EACCES (-EPERM: killclient
+ * ended it). With audio (a GET, not a HEAD) the session found, if pending, becomes a
+ * listener: -ENOSPC when the mount is full. 0: yes. */
+int hls_session_piece(hls_t *h, const hls_client_t *who, int audio);
 /* What listclients shows of a session. */
 typedef struct hls_session_view {
     uint64_t id;             /* in the connections' id space (killclient) */
@@ -314,8 +324,9 @@ void hls_sessions_foreach(const char *name, void (*fn)(const hls_session_view_t 
  * slot given back); its token is refused (403) until it stops polling. 1 if it was found. */
 int hls_session_kill(const char *name, uint64_t id);
 
-/* Ends the sessions that stopped polling (all: every one), each with its access-log line. */
-void hls_sessions_expire_locked(hls_t *h, uint64_t now, int all);
+/* Ends the sessions that stopped polling (all: every one), each with its access-log line, for
+ * at most 20 ms (all: without a bound): 1 when some are left for the next call. */
+int hls_sessions_expire_locked(hls_t *h, uint64_t now, int all);
 /* The window follows mount m now (a new source): its sessions count as m's listeners. */
 void hls_sessions_follow_locked(hls_t *h, mount_t *m);
 

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * hls_admit: a playlist request's session (see hls_route_internal.h): one without a session
- * gets the multivariant playlist with a new token; a session goes on, or begins, after the
- * login of a listener on a mount with listener authentication; bytes sent are counted to it.
+ * hls_admit: who may have what of an HLS window (see hls_route_internal.h). A playlist
+ * request without a session gets the multivariant playlist with a new token; a session goes
+ * on, or begins, after the login of a listener on a mount with listener authentication; a
+ * piece (segment, part, init or intro segment) of such a mount answers only within a session
+ * (hls_session_piece), and any piece makes its session a listener; bytes sent are counted to
+ * the session.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -13,6 +16,8 @@
 #include "auth/auth_url.h"
 #include "conf/config.h"
 #include "core/buf.h"
+#include "core/cidr.h"
+#include "core/log.h"
 #include "core/str.h"
 #include "http/client.h"
 #include "http/reply.h"
@@ -21,14 +26,26 @@
 #include "hls/hls_route_internal.h"
 #include "hls/hls.h"
 #include "hls/hls_session.h"
+#include "hls/hls_token.h"
 
 /* A request without a session: the multivariant playlist naming the media playlist with a
  * new session's token. Never cached: each client gets its own. */
 static void answer_multivariant(conn_t *c, const http_request_t *req, hls_t *h)
 {
+    hls_admit_multivariant(c, req, h->name, h);
+}
+
+void hls_admit_multivariant(conn_t *c, const http_request_t *req, const char *name, hls_t *h)
+{
     char token[HLS_TOKEN_LEN + 1];
     buf_t out = BUF_INIT;
-    if (hls_session_token(token) < 0 || hls_multivariant(h, &out, token) < 0) {
+    int rc = hls_token_issue(name, token);
+    if (rc == 0 && h)
+        rc = hls_multivariant(h, &out, token);
+    else if (rc == 0) /* a mount not served yet: what its stream is comes with its window */
+        rc = buf_appendf(&out, "#EXTM3U\n#EXT-X-VERSION:6\n#EXT-X-INDEPENDENT-SEGMENTS\n"
+                         "#EXT-X-STREAM-INF:BANDWIDTH=320000\nhls.m3u8?session=%s\n", token);
+    if (rc < 0) {
         buf_free(&out);
         client_send_error(c, 500, "Internal Server Error");
         return;
@@ -45,6 +62,33 @@ static const mount_conf_t *login_conf(hls_t *h, hls_name_t buf, const char **nam
     *name = hls_session_login_mount(h, buf, sizeof(hls_name_t));
     const mount_conf_t *mc = *name ? config_find_mount(server_config(), *name) : NULL;
     return mc && mc->auth ? mc : NULL;
+}
+
+int hls_admit_protected(hls_t *h)
+{
+    hls_name_t buf;
+    const char *name;
+    return login_conf(h, buf, &name) != NULL;
+}
+
+/* The session token of req's query, copied into out when it has a token's form, else NULL. */
+static const char *request_token(const http_request_t *req, char *out)
+{
+    const char *t = hls_route_query(req, "session");
+    if (!t || !hls_token_form(t))
+        return NULL;
+    memcpy(out, t, strlen(t) + 1);
+    return out;
+}
+
+/* The connection carried a session's request: it and the session count once in <clients>. */
+static void mark_carrier(conn_t *c)
+{
+    client_t *cl = client_of(c);
+    if (!cl->carries_session) {
+        cl->carries_session = 1;
+        atomic_fetch_add(&server.stats.session_carriers, 1);
+    }
 }
 
 static void login_begin(conn_t *c, const http_request_t *req, hls_t *h, const mount_conf_t *mc,
@@ -76,17 +120,26 @@ int hls_admit_poll(conn_t *c, const http_request_t *req, hls_t *h, hls_login_t *
         memcpy(u, token, tlen + 1);
     }
     hls_client_t who = {c->ip, hls_route_header(req, "user-agent", agent),
-                        hls_route_header(req, "referer", referer), uri, c->id};
-    int rc = !hls_session_token_valid(token) ? -EINVAL
+                        hls_route_header(req, "referer", referer), uri, c->id, NULL,
+                        mc ? login_name : NULL};
+    int rc = !hls_token_form(token) ? -EINVAL
              : !fits || !login_name ? -ENOMEM
              : mc || login ? hls_session_poll_login(h, token, &who, login)
                            : hls_session_poll(h, token, &who, 0);
-    if (rc == 0)
+    if (rc == 0) {
         client_skip_log(c); /* the session's own line says it all when it ends */
+        mark_carrier(c);
+    }
     else if (rc == -ENOENT)
         login_begin(c, req, h, mc, login_name); /* its first request: a listener's login */
     else if (rc == -EINVAL)
         client_send_error(c, 400, "Bad Request: malformed session");
+    else if (rc == -EACCES)
+        client_send_error(c, 403, "Forbidden: unknown session (ask hls.m3u8 for a new one)");
+    else if (rc == -EDQUOT)
+        client_send_error(c, 403, "Forbidden: too many sessions from this address");
+    else if (rc == -EMFILE)
+        client_send_error(c, 403, "Forbidden: connection limit reached");
     else if (rc == -ENOSPC)
         client_send_error(c, 403, "Forbidden: too many listeners");
     else if (rc == -EPERM)
@@ -202,7 +255,40 @@ static void login_begin(conn_t *c, const http_request_t *req, hls_t *h, const mo
 int hls_admit_count(conn_t *c, const http_request_t *req, hls_t *h, uint64_t bytes)
 {
     static __thread char agent[HTTP_MAX_HEAD_BYTES];
+    char token[HTTP_MAX_HEAD_BYTES];
     hls_client_t who = {.ip = c->ip, .agent = hls_route_header(req, "user-agent", agent),
-                        .conn_id = c->id};
+                        .conn_id = c->id, .token = request_token(req, token)};
     return hls_session_add_bytes(h, &who, bytes);
+}
+
+/* May the request on c have a piece of h (see hls_route_internal.h)? */
+int hls_admit_piece(conn_t *c, const http_request_t *req, hls_t *h, int *private_)
+{
+    static log_ratelimit_t refused_log;
+    *private_ = 0;
+    if (!hls_sessions_wanted(h->name))
+        return 1; /* a CDN's origin: hls_offered serves no mount with authentication so */
+    hls_name_t login_buf;
+    const char *login_name;
+    const mount_conf_t *mc = login_conf(h, login_buf, &login_name);
+    static __thread char agent[HTTP_MAX_HEAD_BYTES];
+    char token[HTTP_MAX_HEAD_BYTES];
+    hls_client_t who = {.ip = c->ip, .agent = hls_route_header(req, "user-agent", agent),
+                        .conn_id = c->id, .token = request_token(req, token),
+                        .login = mc ? login_name : NULL};
+    *private_ = mc != NULL;
+    int rc = hls_session_piece(h, &who, req->method == HTTP_METHOD_GET);
+    if (rc == 0)
+        return 1;
+    if (rc == -ENOSPC) {
+        client_send_error(c, 403, "Forbidden: too many listeners");
+        return 0;
+    }
+    log_info_limited(&refused_log, 10000, "hls: %s refused a piece of %s: %s", CIDR_SHOWN(c->ip),
+                     h->name, rc == -EPERM ? "its session was ended" : who.token ?
+                     "its session is unknown, over, or another address's" : "no session named");
+    client_send_error(c, 403, rc == -EPERM ? "Forbidden: this session was ended"
+                                           : "Forbidden: this stream's HLS answers only within "
+                                             "a logged-in session");
+    return 0;
 }

@@ -16,6 +16,7 @@
 #include "hls/hls.h"
 #include "hls/hls_intro.h"
 #include "hls/hls_session.h"
+#include "hls/hls_token.h"
 #include "stream/webfile.h"
 
 /* ---- intro segments: <mount>/hls/intro/<n>.<ext>?file=<file>&v=<version> ---- */
@@ -55,7 +56,9 @@ static void intro_sent(conn_t *c)
     if (in && req->method == HTTP_METHOD_GET) {
         const http_header_t *ua = http_find_header(req, "user-agent");
         char *agent = ua ? strndup(ua->value, ua->value_len) : NULL;
-        hls_client_t who = {.ip = c->ip, .agent = agent, .conn_id = c->id};
+        const char *t = hls_route_query(req, "session");
+        hls_client_t who = {.ip = c->ip, .agent = agent, .conn_id = c->id,
+                            .token = t && hls_token_form(t) ? t : NULL};
         hls_session_intro_fetched(h, &who, in->name, n);
         free(agent);
     }
@@ -69,7 +72,7 @@ static void intro_sent(conn_t *c)
 /* An intro segment: its ID3 tag (the intro's own time from 0) and its frames; or an Opus
  * intro's init segment or fragment, built when the intro was cut. The bytes are copied to the
  * connection's output: intros are short and a cache in front serves them. */
-void hls_intros_answer(conn_t *c, const http_request_t *req, hls_t *h)
+void hls_intros_answer(conn_t *c, const http_request_t *req, hls_t *h, int private_)
 {
     int n;
     hls_intro_t *in = intro_of_request(req, h, &n);
@@ -95,9 +98,9 @@ void hls_intros_answer(conn_t *c, const http_request_t *req, hls_t *h)
     }
     char extra[256], head[2048], etag[16];
     snprintf(etag, sizeof(etag), n == HLS_INTRO_INIT ? "init" : "%d", n);
-    snprintf(extra, sizeof(extra), "Cache-Control: public, max-age=%d, immutable\r\n"
-             "ETag: \"intro.%lld.%s\"\r\nAccess-Control-Allow-Origin: *\r\n", SEGMENT_MAX_AGE,
-             in->version, etag);
+    snprintf(extra, sizeof(extra), "Cache-Control: %s, max-age=%d, immutable\r\n"
+             "ETag: \"intro.%lld.%s\"\r\nAccess-Control-Allow-Origin: *\r\n",
+             private_ ? "private" : "public", SEGMENT_MAX_AGE, in->version, etag);
     int keep = reply_keepalive_wanted(req);
     size_t hlen = reply_head(head, sizeof(head), keep, 200, type, (long long)(tag + len), extra);
     int head_only = req->method == HTTP_METHOD_HEAD;

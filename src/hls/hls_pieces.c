@@ -388,7 +388,9 @@ static int start_filling(conn_t *c, const http_request_t *req, hls_t *h, const h
     filling_t *f = calloc(1, sizeof(*f));
     /* the reply head, then the tag as the first chunk: queued at once, one copy */
     char extra[512], head[2048 + 16 + HLS_ID3_MAX + 2];
-    char *e = hls_put(extra, "Transfer-Encoding: chunked\r\n" SEGMENT_CACHE_CONTROL "ETag: \"");
+    char *e = hls_put(hls_put(extra, "Transfer-Encoding: chunked\r\n"),
+                      u->private_ ? SEGMENT_CACHE_CONTROL_PRIVATE : SEGMENT_CACHE_CONTROL);
+    e = hls_put(e, "ETag: \"");
     e = hls_put(hls_put_number(e, u->seq, 0), ".");
     e = hls_put(hls_put_number(e, (unsigned)u->part, 0), "\"\r\n");
     *hls_put(e, "Access-Control-Allow-Origin: *\r\n") = '\0';
@@ -477,7 +479,8 @@ void hls_pieces_answer(conn_t *c, const http_request_t *req, hls_t *h, const hls
     else if (u->part >= 0)
         t = hls_put_number(hls_put(t, "."), (unsigned)u->part, 0);
     *hls_put(t, "\"") = '\0';
-    char *e = hls_put(hls_put(hls_put(extra, SEGMENT_CACHE_CONTROL "ETag: "), etag), "\r\n");
+    char *e = hls_put(extra, u->private_ ? SEGMENT_CACHE_CONTROL_PRIVATE : SEGMENT_CACHE_CONTROL);
+    e = hls_put(hls_put(hls_put(e, "ETag: "), etag), "\r\n");
     *hls_put(hls_put(e, "Accept-Ranges: bytes\r\nAccess-Control-Allow-Origin: *\r\n"), crange) =
         '\0';
     s->keep = reply_keepalive_wanted(req);

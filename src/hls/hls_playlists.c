@@ -17,6 +17,7 @@
 #include "hls/hls_route_internal.h"
 #include "hls/hls.h"
 #include "hls/hls_session.h"
+#include "hls/hls_token.h"
 
 /* A request waiting for a part: a blocking playlist reload, or a part (the preload hint) or
  * segment asked for before it is complete. */
@@ -118,7 +119,8 @@ static pthread_once_t out_once = PTHREAD_ONCE_INIT;
 
 static void out_free(void *b)
 {
-    buf_free(b);
+    buf_free(&((buf_t *)b)[0]);
+    buf_free(&((buf_t *)b)[1]);
 }
 
 static void out_key_make(void)
@@ -139,12 +141,13 @@ void hls_playlists_answer_session(conn_t *c, const http_request_t *req, hls_t *h
     int target = hls_target_duration(h);
     /* rendered into a buffer of the thread's: reply_send writes or copies it before it
      * returns, so the next request on this thread (a pipelined one, even) may reuse it */
-    static __thread buf_t out;
-    if (out.data) {
-        out.data[out.len = 0] = '\0';
+    static __thread buf_t bufs[2]; /* the playlist, and the same with its URIs tagged */
+    buf_t *out = &bufs[0], *tagged = &bufs[1];
+    if (out->data) {
+        out->data[out->len = 0] = '\0';
     } else {
         pthread_once(&out_once, out_key_make);
-        pthread_setspecific(out_key, &out);
+        pthread_setspecific(out_key, bufs);
     }
     const hls_url_t self = {.playlist = 1, .part = -1};
     int rc;
@@ -152,24 +155,37 @@ void hls_playlists_answer_session(conn_t *c, const http_request_t *req, hls_t *h
         if ((rc = hls_playlists_park(c, h, &self, msn, has_part ? (int)part : -1)) != 0)
             return;
     }
-    if ((rc = playlist_of(req, h, &out)) == -EAGAIN) {
+    if ((rc = playlist_of(req, h, out)) == -EAGAIN) {
         /* the window has no complete segment yet: the first one is waited for */
         int next_part;
         hls_next_part(h, &msn, &next_part);
         if (hls_playlists_park(c, h, &self, msn, -1) != 0)
             return;
-        rc = playlist_of(req, h, &out);
+        rc = playlist_of(req, h, out);
+    }
+    /* a protected mount's pieces answer only to the session's token: its URIs carry it */
+    const char *token = rc >= 0 && hls_admit_protected(h) ? hls_route_query(req, "session")
+                                                          : NULL;
+    int private_ = token != NULL;
+    if (token) {
+        if (tagged->data)
+            tagged->data[tagged->len = 0] = '\0';
+        rc = hls_token_form(token) ? hls_token_tag_playlist(out->data, out->len, token, tagged)
+                                   : -EINVAL;
     }
     if (rc < 0) {
-        buf_free(&out);
+        buf_free(out);
+        buf_free(tagged);
         client_send_error(c, 500, "Internal Server Error");
         return;
     }
+    const buf_t *sent = private_ ? tagged : out;
     char extra[128];
     /* a plain reload changes each part; a blocking one names the state it waits for */
-    char *e = hls_put(extra, "Cache-Control: public, max-age=");
+    char *e = hls_put(extra, private_ ? "Cache-Control: private, max-age="
+                                      : "Cache-Control: public, max-age=");
     e = hls_put_number(e, (unsigned)(has_msn ? 6 * target : target > 1 ? target / 2 : 1), 0);
     *hls_put(e, "\r\nAccess-Control-Allow-Origin: *\r\n") = '\0';
-    hls_admit_count(c, req, h, out.len);
-    reply_send(c, req, 200, PLAYLIST_TYPE, out.data, out.len, extra);
+    hls_admit_count(c, req, h, sent->len);
+    reply_send(c, req, 200, PLAYLIST_TYPE, sent->data, sent->len, extra);
 }

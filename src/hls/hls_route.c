@@ -24,6 +24,7 @@
 #include "hls/hls.h"
 #include "hls/hls_intro.h"
 #include "hls/hls_session.h"
+#include "hls/hls_token.h"
 #include "stream/mount.h"
 #include "upstream/relay_park.h"
 
@@ -194,10 +195,13 @@ static void answer(conn_t *c, const http_request_t *req, const hls_url_t *u, con
     hls_t *h = window_for(c, req, name, m);
     if (!h)
         return;
-    if (u->playlist)
+    if (u->playlist) {
         hls_playlists_answer(c, req, h);
-    else
-        hls_pieces_answer(c, req, h, u);
+        return;
+    }
+    hls_url_t admitted = *u;
+    if (hls_admit_piece(c, req, h, &admitted.private_))
+        hls_pieces_answer(c, req, h, &admitted);
 }
 
 /* ---- an on-demand relay's playlist: the session's login, then the relay ---- */
@@ -257,10 +261,16 @@ static void relay_user_verified(conn_t *c, const char *mount)
 static void relay_start(conn_t *c, const http_request_t *req, const char *name)
 {
     const mount_conf_t *mc = config_find_mount(server_config(), name);
-    const char *token = mc && mc->auth && hls_sessions_wanted(name)
-                            ? hls_route_query(req, "session") : NULL;
+    const char *token = hls_sessions_wanted(name) ? hls_route_query(req, "session") : NULL;
+    if (hls_sessions_wanted(name) && !token) {
+        /* the multivariant playlist: a token, and the relay starts with the session */
+        hls_admit_multivariant(c, req, name, NULL);
+        return;
+    }
+    if (!(mc && mc->auth))
+        token = NULL;
     hls_t *h = token ? hls_find(name) : NULL;
-    int login = token && hls_session_token_valid(token) && !(h && hls_session_known(h, token));
+    int login = token && hls_token_form(token) && !(h && hls_session_known(h, token));
     if (!login || hls_admit_login_start(c, req, mc, name, relay_url_resumed, relay_user_verified))
         relay_wait(c, name, 0);
 }
@@ -282,8 +292,9 @@ int hls_route(conn_t *c, const http_request_t *req, const char *path)
         if (!m)
             m = fallback_for_sourceless(name);
         hls_t *h = m ? window_for(c, req, name, m) : NULL;
-        if (h)
-            hls_intros_answer(c, req, h);
+        int private_;
+        if (h && hls_admit_piece(c, req, h, &private_))
+            hls_intros_answer(c, req, h, private_);
         return m != NULL;
     }
     if (!parse_url(path, &u, name))

@@ -25,9 +25,12 @@
 #define SEGMENT_MAX_AGE 3600
 #define HLS_TEXT_(x) #x
 #define HLS_TEXT(x) HLS_TEXT_(x)
-/* the line a segment or part is cached by: it never changes */
+/* the line a segment or part is cached by: it never changes; a protected mount's is for the
+ * session's client only */
 #define SEGMENT_CACHE_CONTROL \
     "Cache-Control: public, max-age=" HLS_TEXT(SEGMENT_MAX_AGE) ", immutable\r\n"
+#define SEGMENT_CACHE_CONTROL_PRIVATE \
+    "Cache-Control: private, max-age=" HLS_TEXT(SEGMENT_MAX_AGE) ", immutable\r\n"
 
 /* A mount name taken from a URL path: a buffer of the caller's (no allocation a request). */
 typedef char hls_name_t[HTTP_MAX_URI + 1];
@@ -39,6 +42,7 @@ typedef struct hls_url {
     int part;         /* -1: the whole segment */
     int init;         /* the init segment seq names (an Opus window's) */
     const char *ext;
+    int private_;     /* a protected mount's piece: Cache-Control private (hls_admit_piece) */
 } hls_url_t;
 
 /* The lines of a head built without printf (each request has some): s, or a number, put at
@@ -84,6 +88,11 @@ int hls_playlists_park(conn_t *c, hls_t *h, const hls_url_t *u, uint64_t msn, in
 
 /* ---- hls_admit.c ---- */
 
+/* Answers a playlist request without a session: the multivariant playlist of mount `name`
+ * with a new token; h its window, or NULL for a mount not served yet (an on-demand relay's:
+ * a token is handed out without starting the relay). */
+void hls_admit_multivariant(conn_t *c, const http_request_t *req, const char *name, hls_t *h);
+
 /* The session a media playlist request belongs to goes on, or begins (with login on a mount
  * with listener authentication): 1, else c was answered or waits for its login. */
 int hls_admit_poll(conn_t *c, const http_request_t *req, hls_t *h, hls_login_t *login);
@@ -100,6 +109,13 @@ int hls_admit_login_start(conn_t *c, const http_request_t *req, const mount_conf
                           auth_admitted_fn user_done);
 /* Bytes sent to the session c belongs to (see hls_session_add_bytes): 1 if it has one. */
 int hls_admit_count(conn_t *c, const http_request_t *req, hls_t *h, uint64_t bytes);
+/* 1 if h's pieces answer only within a session: the mount whose authentication covers h now
+ * has listener authentication (its playlists list them with the session's token, private). */
+int hls_admit_protected(hls_t *h);
+/* The one check before any piece of h (segment, part, init or intro segment) is sent to the
+ * request on c: 1 go on (*private_: 1 when the answer may not be cached by others), else 0
+ * with the refusal answered (403). See hls_session_piece. */
+int hls_admit_piece(conn_t *c, const http_request_t *req, hls_t *h, int *private_);
 
 /* ---- hls_pieces.c ---- */
 
@@ -108,7 +124,8 @@ void hls_pieces_answer(conn_t *c, const http_request_t *req, hls_t *h, const hls
 
 /* ---- hls_intros.c ---- */
 
-/* Answers an intro segment of h (404 when h does not serve it). */
-void hls_intros_answer(conn_t *c, const http_request_t *req, hls_t *h);
+/* Answers an intro segment of h (404 when h does not serve it); private_: a protected
+ * mount's (Cache-Control private). */
+void hls_intros_answer(conn_t *c, const http_request_t *req, hls_t *h, int private_);
 
 #endif

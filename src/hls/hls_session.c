@@ -1,18 +1,22 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * hls_session: HLS listeners as listeners. A session is named by the token in its media
- * playlist URL (<mount>/hls.m3u8?session=<token>, handed out by the multivariant playlist);
- * it begins at its first playlist request, holds a listener slot of the mount (max-listeners,
- * the listener counts) and ends when it stopped polling for four target durations (at least
- * 10 s), with one access-log line (its duration, and the bytes of its playlists and of the
- * segments it fetched: segment URLs carry no token, so a segment counts to the session whose
- * playlist came by the same connection, else to one polling from the same address with the
- * same agent). On a mount with listener authentication a session begins only with the login
- * its first request passed (hls_session.h), and ends that login with it. A session whose
- * mount has an intro (or whose login named a preroll) sees the playlist through a view of its
- * own that lists the intro first (hls_intro.h, hls_playlist_view). Sessions are found by
- * token and by connection through a hash index (a poll and a segment cost the same with ten or
- * ten thousand sessions). Under hls_t.lock, but for the token.
+ * playlist URL (<mount>/hls.m3u8?session=<token>, issued by the multivariant playlist: see
+ * hls_token.h); it begins at its first playlist request with a token issued for its mount,
+ * and ends when it stopped polling for four target durations (at least 10 s), with one
+ * access-log line. It is pending until it fetches audio (a segment, part or intro segment):
+ * only then does it hold a listener slot of the mount (max-listeners, the listener counts),
+ * join the audience figures and get a session record. Pending or not, it counts against
+ * <clients> and against its address's share of the mount (<hls><sessions-per-address>).
+ * Segment URLs of an open mount carry no token (a cache serves them to all), so a segment
+ * counts to the session whose playlist came by the same connection, else to one polling from
+ * the same address with the same agent. On a mount with listener authentication a session
+ * begins only with the login its first request passed (hls_session.h), is bound to the
+ * address it logged in from, and its pieces answer only to its token; it ends that login with
+ * it. A session whose mount has an intro (or whose login named a preroll) sees the playlist
+ * through a view of its own that lists the intro first (hls_intro.h, hls_playlist_view).
+ * Sessions are found by token, by connection and by address through a hash index (a poll and
+ * a segment cost the same with ten or ten thousand sessions). Under hls_t.lock.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -34,14 +38,21 @@
 #include "hls/hls.h"
 #include "hls/hls_intro.h"
 #include "hls/hls_session.h"
+#include "hls/hls_token.h"
 #include "stream/mount.h"
 #include "stream/session.h"
 
 #define SESSION_MIN_TIMEOUT_MS 10000
+#define SESSION_TEXT_MAX 512       /* bytes kept of a session's agent, referer and URI */
+#define PER_ADDRESS_CAP 100        /* the default share of one address: see docs/HLS.md */
+#define EXPIRE_BATCH_MS 20         /* one expiry pass ends sessions for at most this long */
 
 struct hls_session {
     char token[HLS_TOKEN_LEN + 1];
     uint64_t id;
+    int active;          /* it fetched audio: a listener (slot, counts, session record) */
+    char *login;         /* the mount name whose authentication it passed, NULL: none */
+    unsigned char akey[16]; /* its address as <sessions-per-address> counts it (IPv6: /64) */
     int killed;          /* ended by killclient: its polls are refused until they stop */
     int expired;         /* ended at the time limit of its login: refused the same way */
     time_t start;
@@ -64,27 +75,8 @@ struct hls_session {
     session_live_t *live; /* among the sessions going on (stream/session.h), or NULL */
     char *agent, *referer, *uri;
     hls_session_t *next;
-    hls_session_t *token_next, *conn_next; /* chains of the index */
+    hls_session_t *token_next, *conn_next, *addr_next; /* chains of the index */
 };
-
-int hls_session_token(char *out)
-{
-    unsigned char rnd[HLS_TOKEN_LEN / 2];
-    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
-        return -EIO;
-    for (size_t i = 0; i < sizeof(rnd); i++)
-        snprintf(out + 2 * i, 3, "%02x", rnd[i]);
-    return 0;
-}
-
-int hls_session_token_valid(const char *t)
-{
-    size_t n = 0;
-    for (; t[n]; n++)
-        if (!((t[n] >= '0' && t[n] <= '9') || (t[n] >= 'a' && t[n] <= 'f')))
-            return 0;
-    return n == HLS_TOKEN_LEN;
-}
 
 /* When a session that ends for `why` stopped listening. One that stopped polling: a player
  * asks at least once a target duration while it plays, so it stopped within one target
@@ -113,9 +105,9 @@ static void login_end(hls_session_t *s, int64_t end_ms)
     s->user_auth = NULL;
 }
 
-/* The session's end as a listener: its access-log line and its session record (as a
- * streaming listener's: stream/session.h), both lasting until session_end_ms, its slot given
- * back. */
+/* The session's end: its access-log line; and, once it was a listener (it fetched audio), its
+ * session record (as a streaming listener's: stream/session.h), both lasting until
+ * session_end_ms, and its slot given back. */
 static void session_close(hls_t *h, hls_session_t *s, session_end_t why)
 {
     int64_t end_ms = session_end_ms(h, s, why);
@@ -126,6 +118,9 @@ static void session_close(hls_t *h, hls_session_t *s, session_end_t why)
         .agent = s->agent, .user = s->user, .end = (time_t)(end_ms / 1000),
     };
     log_access(&e);
+    atomic_fetch_sub(&server.stats.hls_sessions, 1);
+    if (!s->active)
+        return;
     session_record_t r = {
         .id = s->id, .mount = h->name, .start_ms = s->start_ms, .end_ms = end_ms,
         .bytes = s->bytes, .address = s->ip, .agent = s->agent, .referer = s->referer,
@@ -149,6 +144,7 @@ static void session_free(hls_t *h, hls_session_t *s)
     h->nsessions--;
     hls_intro_unref(s->intro);
     hls_intro_unref((hls_intro_t *)s->view.intro);
+    free(s->login);
     free(s->user);
     free(s->agent);
     free(s->referer);
@@ -156,7 +152,7 @@ static void session_free(hls_t *h, hls_session_t *s)
     free(s);
 }
 
-/* ---- the index: two tables of index_size chains, by token and by connection ---- */
+/* ---- the index: three tables of index_size chains, by token, connection and address ---- */
 
 static size_t token_hash(const hls_t *h, const char *token)
 {
@@ -171,31 +167,65 @@ static size_t conn_hash(const hls_t *h, uint64_t conn_id)
     return h->index_size + (size_t)((conn_id * 11400714819323198485ull >> 32) % h->index_size);
 }
 
-static void chain_remove(hls_session_t **pp, hls_session_t *s, int by_token)
+static size_t addr_hash(const hls_t *h, const unsigned char *akey)
 {
-    for (; *pp; pp = by_token ? &(*pp)->token_next : &(*pp)->conn_next)
+    uint64_t x = 1469598103934665603ull;
+    for (int i = 0; i < 16; i++)
+        x = (x ^ akey[i]) * 1099511628211ull;
+    return 2 * h->index_size + (size_t)(x % h->index_size);
+}
+
+/* The address key of ip: the address, an IPv6 one cut to its /64 (a host has a whole /64);
+ * an address that does not parse (none should) is its text's hash. */
+static void address_key(const char *ip, unsigned char *akey)
+{
+    static const unsigned char v4_mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    if (cidr_addr_parse(ip, strlen(ip), akey) < 0) {
+        memset(akey, 0, 16);
+        for (size_t i = 0; ip[i]; i++)
+            akey[i % 16] = (unsigned char)(akey[i % 16] * 31 + (unsigned char)ip[i]);
+        return;
+    }
+    if (memcmp(akey, v4_mapped, sizeof(v4_mapped)) != 0)
+        memset(akey + 8, 0, 8);
+}
+
+enum { BY_TOKEN, BY_CONN, BY_ADDR };
+
+static hls_session_t **chain_next(hls_session_t *s, int by)
+{
+    return by == BY_TOKEN ? &s->token_next : by == BY_CONN ? &s->conn_next : &s->addr_next;
+}
+
+static void chain_remove(hls_session_t **pp, hls_session_t *s, int by)
+{
+    for (; *pp; pp = chain_next(*pp, by))
         if (*pp == s) {
-            *pp = by_token ? s->token_next : s->conn_next;
+            *pp = *chain_next(s, by);
             return;
         }
 }
 
+static void chain_push(hls_session_t **head, hls_session_t *s, int by)
+{
+    *chain_next(s, by) = *head;
+    *head = s;
+}
+
 static void index_add(hls_t *h, hls_session_t *s)
 {
-    hls_session_t **t = &h->session_index[token_hash(h, s->token)];
-    s->token_next = *t;
-    *t = s;
-    hls_session_t **c = &h->session_index[conn_hash(h, s->conn_id)];
-    s->conn_next = *c;
-    *c = s;
+    chain_push(&h->session_index[token_hash(h, s->token)], s, BY_TOKEN);
+    chain_push(&h->session_index[conn_hash(h, s->conn_id)], s, BY_CONN);
+    chain_push(&h->session_index[addr_hash(h, s->akey)], s, BY_ADDR);
 }
 
 static void index_remove(hls_t *h, hls_session_t *s)
 {
     if (!h->session_index)
         return;
-    chain_remove(&h->session_index[token_hash(h, s->token)], s, 1);
-    chain_remove(&h->session_index[conn_hash(h, s->conn_id)], s, 0);
+    chain_remove(&h->session_index[token_hash(h, s->token)], s, BY_TOKEN);
+    chain_remove(&h->session_index[conn_hash(h, s->conn_id)], s, BY_CONN);
+    chain_remove(&h->session_index[addr_hash(h, s->akey)], s, BY_ADDR);
 }
 
 /* Room for one more session: the tables grow to twice the sessions (at least 64 chains). */
@@ -204,7 +234,7 @@ static int index_reserve(hls_t *h)
     if (h->session_index && (size_t)h->nsessions < h->index_size)
         return 0;
     size_t size = h->index_size ? 2 * h->index_size : 64;
-    hls_session_t **index = calloc(2 * size, sizeof(*index));
+    hls_session_t **index = calloc(3 * size, sizeof(*index));
     if (!index)
         return -ENOMEM;
     free(h->session_index);
@@ -229,11 +259,9 @@ static void session_moved(hls_t *h, hls_session_t *s, uint64_t conn_id)
 {
     if (s->conn_id == conn_id)
         return;
-    chain_remove(&h->session_index[conn_hash(h, s->conn_id)], s, 0);
+    chain_remove(&h->session_index[conn_hash(h, s->conn_id)], s, BY_CONN);
     s->conn_id = conn_id;
-    hls_session_t **c = &h->session_index[conn_hash(h, s->conn_id)];
-    s->conn_next = *c;
-    *c = s;
+    chain_push(&h->session_index[conn_hash(h, s->conn_id)], s, BY_CONN);
 }
 
 static hls_session_t *session_find(hls_t *h, const char *token)
@@ -242,6 +270,55 @@ static hls_session_t *session_find(hls_t *h, const char *token)
     while (s && strcmp(s->token, token) != 0)
         s = s->token_next;
     return s;
+}
+
+/* Sessions of h from the address with key akey that are not over (pending or listening). */
+static int address_sessions(hls_t *h, const unsigned char *akey)
+{
+    int n = 0;
+    for (hls_session_t *s = h->session_index ? h->session_index[addr_hash(h, akey)] : NULL; s;
+         s = s->addr_next)
+        n += !s->killed && !s->expired && memcmp(s->akey, akey, 16) == 0;
+    return n;
+}
+
+/* The share of h's mount one address may hold: <hls><sessions-per-address>, else half of the
+ * mount's max-listeners but at most PER_ADDRESS_CAP (0: no limit). */
+static int address_cap(hls_t *h)
+{
+    int cap = hls_sessions_per_address(h->name);
+    if (cap >= 0)
+        return cap;
+    int max = h->mount ? atomic_load(&h->mount->max_listeners) : -1;
+    if (max < 0)
+        return PER_ADDRESS_CAP;
+    cap = max / 2 > 0 ? max / 2 : 1;
+    return cap < PER_ADDRESS_CAP ? cap : PER_ADDRESS_CAP;
+}
+
+/* 1 if one more session would take the server past <clients>: a session counts as a client
+ * as a connection does, but a connection that carries a session's requests and the session
+ * count as one. */
+static int clients_full(void)
+{
+    int sessions = atomic_load(&server.stats.hls_sessions);
+    int carriers = atomic_load(&server.stats.session_carriers);
+    int extra = sessions > carriers ? sessions - carriers : 0;
+    return atomic_load(&server.stats.clients) + extra + 1 > server_config()->clients;
+}
+
+/* A copy of text (NULL: NULL) cut to SESSION_TEXT_MAX bytes at a character's start. */
+static char *text_capped(const char *text)
+{
+    if (!text)
+        return NULL;
+    size_t n = strlen(text);
+    if (n > SESSION_TEXT_MAX) {
+        n = SESSION_TEXT_MAX;
+        while (n > 0 && ((unsigned char)text[n] & 0xc0) == 0x80)
+            n--;
+    }
+    return strndup(text, n);
 }
 
 /* An id no other session of h has: the connection's (what the auth server was told as the
@@ -254,35 +331,47 @@ static uint64_t session_id(hls_t *h, uint64_t conn_id)
     return conn_id ? conn_id : worker_next_conn_id();
 }
 
-/* A new session of token, let in by login (NULL: none needed); its listener slot taken.
- * NULL with *rc set when it cannot begin. */
+/* Why a session of who may not begin on h now: 0 it may, -ENOSPC the mount is full, -EDQUOT
+ * its address holds its share, -EMFILE the server holds <clients>. */
+static int begin_refused(hls_t *h, const unsigned char *akey)
+{
+    int max = h->mount ? atomic_load(&h->mount->max_listeners) : 0;
+    if (!h->mount || (max >= 0 && atomic_load(&h->mount->listeners) >= max))
+        return -ENOSPC;
+    int cap = address_cap(h);
+    if (cap > 0 && address_sessions(h, akey) >= cap)
+        return -EDQUOT;
+    return clients_full() ? -EMFILE : 0;
+}
+
+/* A new session of token, let in by login (NULL: none needed), pending until it fetches
+ * audio. NULL with *rc set when it cannot begin. */
 static hls_session_t *session_begin(hls_t *h, const char *token, const hls_client_t *who,
                                     hls_login_t *login, hls_intro_t **intro, int *rc)
 {
+    unsigned char akey[16];
+    address_key(who->ip, akey);
+    if ((*rc = begin_refused(h, akey)) < 0)
+        return NULL;
     hls_session_t *s = NULL;
-    if (index_reserve(h) < 0) {
-        *rc = -ENOMEM;
-        return NULL;
-    }
-    if (!h->mount || mount_take_listener_slot(h->mount) < 0) {
-        *rc = -ENOSPC;
-        return NULL;
-    }
-    if (!(s = calloc(1, sizeof(*s))) || !(s->uri = str_dup(who->uri)) ||
+    if (index_reserve(h) < 0 || !(s = calloc(1, sizeof(*s))) ||
+        !(s->uri = text_capped(who->uri)) ||
+        (who->login && !(s->login = str_dup(who->login))) ||
         (login && login->user_name && !(s->user = str_dup(login->user_name)))) {
         if (s) {
             free(s->uri);
+            free(s->login);
             free(s);
         }
-        atomic_fetch_sub(&h->mount->listeners, 1);
         *rc = -ENOMEM;
         return NULL;
     }
     snprintf(s->token, sizeof(s->token), "%s", token);
+    memcpy(s->akey, akey, sizeof(akey));
     s->id = session_id(h, login && login->url ? who->conn_id : 0);
     snprintf(s->ip, sizeof(s->ip), "%s", who->ip);
-    s->agent = who->agent ? str_dup(who->agent) : NULL;
-    s->referer = who->referer ? str_dup(who->referer) : NULL;
+    s->agent = text_capped(who->agent);
+    s->referer = text_capped(who->referer);
     s->start = time(NULL);
     s->start_ms = session_now_ms();
     if (login) {
@@ -301,17 +390,30 @@ static hls_session_t *session_begin(hls_t *h, const char *token, const hls_clien
         s->limit_ms = loop_now_ms() + (uint64_t)s->limit_s * 1000u;
     s->intro = *intro; /* its view is fixed with its first playlist */
     *intro = NULL;
+    s->conn_id = who->conn_id;
+    session_link(h, s);
+    atomic_fetch_add(&server.stats.hls_sessions, 1);
+    return s;
+}
+
+/* The pending session s fetched audio: it becomes a listener of h's mount (a slot taken, the
+ * counts and the figures joined). 0, or -ENOSPC when the mount is full. */
+static int session_activate(hls_t *h, hls_session_t *s)
+{
+    if (s->active)
+        return 0;
+    if (!h->mount || mount_take_listener_slot(h->mount) < 0)
+        return -ENOSPC;
+    s->active = 1;
     session_locate(s->ip, s->country, sizeof(s->country));
     session_record_t r = {.id = s->id, .mount = h->name, .start_ms = s->start_ms,
                           .address = s->ip, .agent = s->agent, .user = s->user,
                           .country = s->country};
     s->live = session_listener_join(&r);
     s->counted = mount_ref(h->mount);
-    s->conn_id = who->conn_id;
-    session_link(h, s);
     atomic_fetch_add(&server.stats.listeners, 1);
     atomic_fetch_add(&server.stats.listener_connections, 1);
-    return s;
+    return 0;
 }
 
 /* Ends s at its time limit if that passed: 1 if it did (now or before). */
@@ -324,14 +426,52 @@ static int session_over_limit(hls_t *h, hls_session_t *s, uint64_t now)
     return s->expired;
 }
 
+/* Ends s at once and forgets it (its token may begin a session again). */
+static void session_drop(hls_t *h, hls_session_t *s)
+{
+    for (hls_session_t **pp = &h->sessions; *pp; pp = &(*pp)->next)
+        if (*pp == s) {
+            *pp = s->next;
+            break;
+        }
+    index_remove(h, s);
+    session_free(h, s);
+}
+
+/* 1 if the login s passed covers what who's request must pass now (who->login: the mount
+ * name whose authentication covers the window now, NULL for none). */
+static int login_covers(const hls_session_t *s, const hls_client_t *who)
+{
+    if (!who->login)
+        return 1;
+    if (!s->login)
+        return 0;
+    const config_t *cfg = server_config();
+    return strcmp(s->login, who->login) == 0 ||
+           auth_covers(config_find_mount(cfg, s->login), config_find_mount(cfg, who->login));
+}
+
 /* A playlist request of token, whose session is s (NULL: none yet): may_begin 0 when a
- * session must exist (-ENOENT). */
+ * session must exist (-ENOENT). A session begins only with a token issued for h (-EACCES).
+ * On a mount with authentication the session's login must cover the window's now (else it
+ * ends: -ENOENT, its request logs in again) and the request come from its address
+ * (-EACCES). */
 static int poll_locked(hls_t *h, hls_session_t *s, const char *token, const hls_client_t *who,
                        uint64_t bytes, int may_begin, hls_login_t *login, hls_intro_t **intro)
 {
     int rc = 0;
+    if (s && !s->killed && !s->expired && !login_covers(s, who)) {
+        log_info("hls: session %llu of %s ends: the mount now serves audio its login does not "
+                 "reach", (unsigned long long)s->id, h->name);
+        session_drop(h, s);
+        s = NULL;
+    }
+    if (s && who->login && strcmp(s->ip, who->ip) != 0)
+        return -EACCES;
     if (!s && !may_begin)
         return -ENOENT;
+    if (!s && !hls_token_issued(h->name, token))
+        return -EACCES;
     if (!s && !(s = session_begin(h, token, who, login, intro, &rc)))
         return rc;
     s->last_ms = loop_now_ms();
@@ -419,20 +559,28 @@ int hls_session_known(hls_t *h, const char *token)
     return known;
 }
 
-/* The session a segment request of `who` counts to: the one whose playlist came by the same
- * connection, else one polling from the same address with the same agent; NULL none. */
+/* The session a piece request of `who` counts to: the one its token names (who->token), else
+ * the one whose playlist came by the same connection, else one polling from the same address
+ * with the same agent; NULL none. */
 static hls_session_t *session_of_client(hls_t *h, const hls_client_t *who)
 {
+    if (who->token)
+        return session_find(h, who->token);
     hls_session_t *s = h->session_index ? h->session_index[conn_hash(h, who->conn_id)] : NULL;
     while (s && s->conn_id != who->conn_id)
         s = s->conn_next;
-    /* else the first polling from the same address with the same agent (a walk of them all:
-     * a segment fetched on a connection that carried no playlist) */
-    for (hls_session_t *o = s ? NULL : h->sessions; o && !s; o = o->next)
+    if (s || !h->session_index)
+        return s;
+    /* else the first polling from the same address with the same agent: a walk of that
+     * address's sessions (a piece fetched on a connection that carried no playlist) */
+    unsigned char akey[16];
+    address_key(who->ip, akey);
+    for (hls_session_t *o = h->session_index[addr_hash(h, akey)]; o; o = o->addr_next)
         if (strcmp(o->ip, who->ip) == 0 &&
-            (o->agent && who->agent ? strcmp(o->agent, who->agent) == 0 : !o->agent && !who->agent))
-            s = o;
-    return s;
+            (o->agent && who->agent ? strncmp(o->agent, who->agent, SESSION_TEXT_MAX) == 0
+                                    : !o->agent && !who->agent))
+            return o;
+    return NULL;
 }
 
 int hls_session_add_bytes(hls_t *h, const hls_client_t *who, uint64_t bytes)
@@ -449,14 +597,35 @@ int hls_session_add_bytes(hls_t *h, const hls_client_t *who, uint64_t bytes)
     return s != NULL;
 }
 
-void hls_sessions_expire_locked(hls_t *h, uint64_t now, int all)
+int hls_session_piece(hls_t *h, const hls_client_t *who, int audio)
+{
+    pthread_mutex_lock(&h->lock);
+    hls_session_t *s = session_of_client(h, who);
+    int rc = 0;
+    if (who->login && (!s || s->killed || s->expired || strcmp(s->ip, who->ip) != 0 ||
+                       !login_covers(s, who)))
+        rc = s && s->killed ? -EPERM : -EACCES; /* a protected mount's pieces: its sessions' */
+    else if (s && !s->killed && !s->expired && audio)
+        rc = session_activate(h, s);
+    pthread_mutex_unlock(&h->lock);
+    return rc;
+}
+
+int hls_sessions_expire_locked(hls_t *h, uint64_t now, int all)
 {
     uint64_t timeout = (uint64_t)h->target * 4000u;
     if (timeout < SESSION_MIN_TIMEOUT_MS)
         timeout = SESSION_MIN_TIMEOUT_MS;
+    int more = 0, ended = 0;
     for (hls_session_t **pp = &h->sessions; *pp;) {
         hls_session_t *s = *pp;
         if (all || now - s->last_ms > timeout) {
+            /* a batch ends after EXPIRE_BATCH_MS (the clock read every 64 sessions): the rest
+             * wait for the next pass, so that no worker turn stalls on a crowd leaving */
+            if (!all && ++ended % 64 == 0 && loop_now_ms() - now > EXPIRE_BATCH_MS) {
+                more = 1;
+                break;
+            }
             *pp = s->next;
             index_remove(h, s);
             session_free(h, s);
@@ -470,12 +639,13 @@ void hls_sessions_expire_locked(hls_t *h, uint64_t now, int all)
         h->session_index = NULL;
         h->index_size = 0;
     }
+    return more;
 }
 
 void hls_sessions_follow_locked(hls_t *h, mount_t *m)
 {
     for (hls_session_t *s = h->sessions; s; s = s->next) {
-        if (s->counted == m || s->killed || s->expired)
+        if (s->counted == m || s->killed || s->expired || !s->active)
             continue;
         if (s->counted) {
             atomic_fetch_sub(&s->counted->listeners, 1);
@@ -496,8 +666,8 @@ void hls_sessions_foreach(const char *name, void (*fn)(const hls_session_view_t 
     time_t now = time(NULL);
     pthread_mutex_lock(&h->lock);
     for (hls_session_t *s = h->sessions; s; s = s->next) {
-        if (s->killed || s->expired)
-            continue;
+        if (s->killed || s->expired || !s->active)
+            continue; /* a pending session is no listener yet */
         hls_session_view_t v = {s->id, s->ip, s->agent, (long long)(now - s->start)};
         fn(&v, arg);
     }
@@ -511,7 +681,7 @@ int hls_session_kill(const char *name, uint64_t id)
         return 0;
     pthread_mutex_lock(&h->lock);
     hls_session_t *s = h->sessions;
-    while (s && (s->id != id || s->killed || s->expired))
+    while (s && (s->id != id || s->killed || s->expired || !s->active))
         s = s->next;
     if (s) {
         session_close(h, s, SESSION_END_KICKED);
@@ -621,6 +791,8 @@ void hls_sessions_save(const char *name, buf_t *out)
         if (s->url_auth)
             auth_url_session_save(s->url_auth, out);
         auth_user_session_save(s->user_auth, out); /* a user file's login */
+        rec_u8(out, (uint8_t)s->active);
+        rec_str(out, s->login);
     }
     if (h)
         pthread_mutex_unlock(&h->lock);
@@ -672,6 +844,8 @@ int hls_sessions_restore(mount_t *m, rec_reader_t *in, uint64_t *max_id)
             in->error = 1;
         if (!in->error && auth_user_session_restore(in, &s->user_auth) < 0)
             in->error = 1;
+        s->active = rec_get_u8(in) != 0;
+        s->login = rec_get_str(in);
         if (s->id > *max_id)
             *max_id = s->id;
         if (in->error || index_reserve(h) < 0) {
@@ -681,18 +855,23 @@ int hls_sessions_restore(mount_t *m, rec_reader_t *in, uint64_t *max_id)
             free(s->agent);
             free(s->referer);
             free(s->user);
+            free(s->login);
             free(s);
             in->error = 1;
             break;
         }
-        session_record_t r = {.id = s->id, .mount = h->name, .start_ms = s->start_ms,
-                              .address = s->ip, .agent = s->agent, .user = s->user,
-                              .country = s->country};
-        s->live = session_listener_join(&r);
-        atomic_fetch_add(&m->listeners, 1);
-        s->counted = mount_ref(m);
+        address_key(s->ip, s->akey);
+        if (s->active) {
+            session_record_t r = {.id = s->id, .mount = h->name, .start_ms = s->start_ms,
+                                  .address = s->ip, .agent = s->agent, .user = s->user,
+                                  .country = s->country};
+            s->live = session_listener_join(&r);
+            atomic_fetch_add(&m->listeners, 1);
+            s->counted = mount_ref(m);
+            atomic_fetch_add(&server.stats.listeners, 1);
+        }
         session_link(h, s);
-        atomic_fetch_add(&server.stats.listeners, 1);
+        atomic_fetch_add(&server.stats.hls_sessions, 1);
     }
     pthread_mutex_unlock(&h->lock);
     return in->error ? -EINVAL : 0;

@@ -22,6 +22,9 @@ typedef struct server_stats {
     atomic_int clients;            /* open client connections of every kind */
     atomic_int sources;            /* connected sources */
     atomic_int listeners;          /* streaming listeners */
+    atomic_int hls_sessions;       /* HLS sessions, pending or listening */
+    atomic_int session_carriers;   /* open connections that carried an HLS session's requests:
+                                    * <clients> counts such a connection and its session once */
     atomic_ullong connections;     /* accepted connections */
     atomic_ullong connections_refused; /* closed on arrival: out of descriptors, <clients> */
     atomic_ullong client_connections;

@@ -294,3 +294,73 @@ def fragments(data):
     if emsg:
         raise PlaylistError("an emsg box after the last fragment")
     return out
+
+
+# ---------------------------------------------------------------- issued session tokens
+
+TOKEN_RE = re.compile(r"hls\.m3u8\?session=([0-9a-f]{32})")
+
+
+def issue_token(host, port, mount, headers=None, timeout=30, source_ip=None):
+    """A new session token for `mount`, as a player gets one: the one its multivariant playlist
+    (<mount>/hls.m3u8 without a session) names. source_ip: the local address to ask from."""
+    import http.client
+    c = http.client.HTTPConnection(host, port, timeout=timeout,
+                                   source_address=(source_ip, 0) if source_ip else None)
+    try:
+        c.request("GET", mount + "/hls.m3u8", headers=headers or {})
+        r = c.getresponse()
+        body = r.read().decode(errors="replace")
+    finally:
+        c.close()
+    m = TOKEN_RE.search(body)
+    if r.status != 200 or not m:
+        raise AssertionError("no session token from %s/hls.m3u8: %d %s" % (mount, r.status,
+                                                                          body[:200]))
+    return m.group(1)
+
+
+def token(srv, mount, label="", headers=None):
+    """The token of the session named `label` on `mount` of server srv: issued on first ask
+    (issue_token), the same one after (a test's several sessions each have a label)."""
+    tokens = srv.__dict__.setdefault("_hls_tokens", {})
+    key = (mount, label)
+    if key not in tokens:
+        tokens[key] = issue_token(srv.host, srv.port, mount, headers)
+    return tokens[key]
+
+
+def fetch_first_piece(host, port, mount, playlist_text, headers=None, timeout=30):
+    """Fetches the newest complete segment a media playlist lists (its URI as listed: with the
+    session's token where the mount's pieces need one), as a player does once it starts: the
+    session becomes a listener. Its status and body."""
+    import http.client
+    uri = parse(playlist_text)["segments"][-1]["uri"]
+    c = http.client.HTTPConnection(host, port, timeout=timeout)
+    try:
+        c.request("GET", mount + "/" + uri, headers=headers or {})
+        r = c.getresponse()
+        return r.status, r.read()
+    finally:
+        c.close()
+
+
+def listen(srv, mount, label="", headers=None, timeout=30):
+    """Session `label` of `mount` starts playing as a player does: its media playlist, then a
+    segment (so that it counts as a listener). Returns (token, playlist text)."""
+    import http.client
+    t = token(srv, mount, label, headers)
+    c = http.client.HTTPConnection(srv.host, srv.port, timeout=timeout)
+    try:
+        c.request("GET", "%s/hls.m3u8?session=%s" % (mount, t), headers=headers or {})
+        r = c.getresponse()
+        text = r.read().decode(errors="replace")
+    finally:
+        c.close()
+    if r.status != 200:
+        raise AssertionError("%s/hls.m3u8 of session %r: %d %s" % (mount, label, r.status,
+                                                                   text[:200]))
+    status, _ = fetch_first_piece(srv.host, srv.port, mount, text, headers, timeout)
+    if status != 200:
+        raise AssertionError("the first segment of session %r: %d" % (label, status))
+    return t, text

@@ -35,12 +35,10 @@ def get(srv, path, headers=None, method="GET", timeout=30):
         c.close()
 
 
-SESSION = "0123456789abcdef"
-
-
 def playlist(srv, mount, query=""):
     """The media playlist, as a session that polls it (query: more parameters, "&...")."""
-    status, headers, body = get(srv, mount + "/hls.m3u8?session=" + SESSION + query)
+    status, headers, body = get(srv, mount + "/hls.m3u8?session=" + hlscheck.token(srv, mount)
+                                + query)
     assert status == 200, (status, body[:300])
     return body.decode()
 
@@ -251,9 +249,9 @@ def test_blocking_reload_is_answered_when_the_part_exists(server):
         msn, _ = _next_part(pl)
         # a part several segments ahead is refused at once
         t0 = time.monotonic()
-        status, _, _ = get(srv, mount + "/hls.m3u8?session=%s&_HLS_msn=%d&_HLS_part=0" % (SESSION, msn + 5))
+        status, _, _ = get(srv, mount + "/hls.m3u8?session=%s&_HLS_msn=%d&_HLS_part=0" % (hlscheck.token(srv, mount), msn + 5))
         assert status == 400 and time.monotonic() - t0 < 1
-        assert get(srv, mount + "/hls.m3u8?session=%s&_HLS_part=1" % SESSION)[0] == 400
+        assert get(srv, mount + "/hls.m3u8?session=%s&_HLS_part=1" % hlscheck.token(srv, mount))[0] == 400
     finally:
         fl.stop_process(p)
 
@@ -276,7 +274,7 @@ def test_parts_play_and_are_cacheable(server, tmp_path):
         status, h3, piece = get(srv, mount + "/" + part, {"Range": "bytes=50-199"})
         assert status == 206 and piece == body[50:200]
         assert h3["content-range"] == "bytes 50-199/%d" % len(body)
-        status, h4, _ = get(srv, mount + "/hls.m3u8?session=" + SESSION)
+        status, h4, _ = get(srv, mount + "/hls.m3u8?session=" + hlscheck.token(srv, mount))
         assert "max-age=3" in h4["cache-control"]
         assert h4["content-type"] == "application/vnd.apple.mpegurl"
     finally:
@@ -385,7 +383,7 @@ def test_hls_listener_is_a_listener_from_first_poll_to_timeout(server):
             return v if "CODECS" in v else None  # named once the first frames came
         variant = wirelib.wait_until(variant_with_codecs, 10, "the codec in the variant")
         assert variant["BANDWIDTH"] > 0 and variant["CODECS"] == "mp4a.40.34"
-        assert re.fullmatch(r"hls\.m3u8\?session=[0-9a-f]{16}", variant["uri"])
+        assert re.fullmatch(r"hls\.m3u8\?session=[0-9a-f]{32}", variant["uri"])
         assert fl.json_source(srv, mount)["listeners"] == 0  # not a session yet
         # ffmpeg plays in real time: a session while it polls
         player = subprocess.Popen([fl.FFMPEG, "-hide_banner", "-nostdin", "-v", "error", "-re",
@@ -408,7 +406,7 @@ def test_hls_listener_is_a_listener_from_first_poll_to_timeout(server):
         fl.stop_process(p)
     # one line for the session: its duration and the bytes of its playlists and segments
     lines = [l for l in srv.access_log().splitlines()
-             if re.search(r'"GET %s/hls.m3u8\?session=[0-9a-f]{16} HTTP/1.1"' % mount, l)]
+             if re.search(r'"GET %s/hls.m3u8\?session=[0-9a-f]{32} HTTP/1.1"' % mount, l)]
     assert len(lines) == 1, lines
     m = re.search(r'" 200 (\d+) ".*" ".*" (\d+)$', lines[0])
     # at least one segment (about 2 s at 64 kbit/s: 16 kB) and its playlists; it lasted from
@@ -422,11 +420,11 @@ def test_hls_sessions_count_against_max_listeners(server):
     srv = server(mounts=[{"mount_name": "/live.aac", "max_listeners": 1}])
     p = start_source(srv, "/live.aac", "aac")
     try:
-        assert get(srv, "/live.aac/hls.m3u8?session=" + "a" * 16)[0] == 200
-        status, _, body = get(srv, "/live.aac/hls.m3u8?session=" + "b" * 16)
+        hlscheck.listen(srv, "/live.aac", "a")
+        status, _, body = get(srv, "/live.aac/hls.m3u8?session=" + hlscheck.token(srv, "/live.aac", "b"))
         assert status == 403 and b"too many listeners" in body
         # the first session polls on; a plain listener is refused too
-        assert get(srv, "/live.aac/hls.m3u8?session=" + "a" * 16)[0] == 200
+        assert get(srv, "/live.aac/hls.m3u8?session=" + hlscheck.token(srv, "/live.aac", "a"))[0] == 200
         lis = srv.listener("/live.aac")
         assert lis.open().status == 403
         assert get(srv, "/live.aac/hls.m3u8?session=xyz")[0] == 400
@@ -439,10 +437,7 @@ def test_listclients_shows_hls_sessions_and_killclient_ends_one(server):
     mount = "/live.aac"
     p = start_source(srv, mount, "aac")
     try:
-        token = "c" * 16
-        status, _, _ = get(srv, mount + "/hls.m3u8?session=" + token,
-                           {"User-Agent": "hls-test/1"})
-        assert status == 200
+        token, _ = hlscheck.listen(srv, mount, "c", {"User-Agent": "hls-test/1"})
         r = adminlib.admin(srv, "/admin/listclients?mount=" + mount)
         doc = ET.fromstring(r.body)
         listeners = doc.findall("source/listener")
@@ -457,7 +452,7 @@ def test_listclients_shows_hls_sessions_and_killclient_ends_one(server):
         # the ended session's polls are refused; another session may begin
         status, _, body = get(srv, mount + "/hls.m3u8?session=" + token)
         assert status == 403 and b"session was ended" in body
-        assert get(srv, mount + "/hls.m3u8?session=" + "d" * 16)[0] == 200
+        hlscheck.listen(srv, mount, "d")
         assert fl.json_source(srv, mount)["listeners"] == 1
     finally:
         fl.stop_process(p)
@@ -481,11 +476,10 @@ def test_an_hls_session_ends_as_a_session_record_like_a_listeners(server):
     mount = "/live.aac"
     p = start_source(srv, mount, "aac")
     try:
-        kicked, left = "e" * 16, "f" * 16
         first = time.time()
-        for token in (kicked, left):
-            assert get(srv, mount + "/hls.m3u8?session=" + token,
-                       {"User-Agent": "hls-rec/" + token[0]})[0] == 200
+        for label in ("e", "f"):
+            hlscheck.listen(srv, mount, label, {"User-Agent": "hls-rec/" + label})
+        left = hlscheck.token(srv, mount, "f")
         r = adminlib.admin(srv, "/admin/listclients?mount=" + mount)
         ids = {l.findtext("UserAgent"): l.findtext("ID")
                for l in ET.fromstring(r.body).findall("source/listener")}
@@ -690,9 +684,9 @@ def test_sessions_still_polling_get_their_line_when_the_server_stops(server):
     srv = server()
     p = start_source(srv, "/live.aac", "aac")
     try:
-        assert get(srv, "/live.aac/hls.m3u8?session=" + "e" * 16)[0] == 200
+        token, _ = hlscheck.listen(srv, "/live.aac", "e")
     finally:
         fl.stop_process(p)
     assert srv.stop() == 0
-    assert re.search(r'"GET /live.aac/hls.m3u8\?session=e{16} HTTP/1.1" 200 \d+',
+    assert re.search(r'"GET /live.aac/hls.m3u8\?session=%s HTTP/1.1" 200 \d+' % token,
                      srv.access_log())

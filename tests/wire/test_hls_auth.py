@@ -7,7 +7,8 @@ for a refused one, the time limit of the auth server's answer ending the session
 playlist is refused), and listener_remove at the session's end (it stopped polling, or
 killclient) with its real length and the bytes it was sent. With an htpasswd file, the
 first playlist needs the credentials (ffmpeg plays with them in the URL) and the session's
-later polls only its token. Segment URLs stay the same for everyone."""
+later polls only its token. A session is a listener once it fetched a segment; the segments
+its playlist lists carry its token (tests/wire/test_hls_door.py holds them to it)."""
 
 import os
 import re
@@ -38,6 +39,12 @@ def poll(srv, token, headers=None):
                dict({"User-Agent": "hls-auth/1"}, **(headers or {})))
 
 
+def play_segment(srv, playlist_body):
+    """Fetches the newest segment a session's playlist lists (its URI carries the token)."""
+    seg = hlscheck.parse(playlist_body.decode())["segments"][-1]
+    return get(srv, MOUNT + "/" + seg["uri"], {"User-Agent": "hls-auth/1"})
+
+
 def live_url_mount(server, rec, **options):
     srv = server(mounts=[url_mount(rec, MOUNT, **options)], extra_xml=SHORT)
     return srv, start_source(srv, MOUNT, "aac")
@@ -46,7 +53,7 @@ def live_url_mount(server, rec, **options):
 def test_listener_add_once_per_session_and_remove_with_its_length_and_bytes(server, auth):
     rec = auth()
     srv, p = live_url_mount(server, rec)
-    token = "1" * 16
+    token = hlscheck.token(srv, MOUNT, "1")
     try:
         got = 0
         first = time.monotonic()  # the session begins with its first request
@@ -69,7 +76,7 @@ def test_listener_add_once_per_session_and_remove_with_its_length_and_bytes(serv
         assert add.form["mount"] == MOUNT + "/hls.m3u8?session=" + token
         assert add.form["agent"] == "hls-auth/1"
         # a second session is a second listener_add
-        assert poll(srv, "2" * 16)[0] == 200
+        assert poll(srv, hlscheck.token(srv, MOUNT, "2"))[0] == 200
         assert len(rec.wait("listener_add", 2)) == 2
         # both stop polling: after the timeout (10 s here) they end, maybe in the same walk
         # and the second first
@@ -89,32 +96,33 @@ def test_refused_session_gets_the_listeners_refusal_and_no_place(server, auth):
     rec = auth(lambda req: (403, {"icecast-auth-message": "no ticket"}))
     srv, p = live_url_mount(server, rec)
     try:
-        status, _, body = poll(srv, "3" * 16)
+        token = hlscheck.token(srv, MOUNT, "3")
+        status, _, body = poll(srv, token)
         assert status == 403 and b"no ticket" in body
         # refused again on its next poll: it never began
-        assert poll(srv, "3" * 16)[0] == 403
+        assert poll(srv, token)[0] == 403
         assert len(rec.of("listener_add")) == 2
         assert fl.json_source(srv, MOUNT)["listeners"] == 0
-        # segments stay the same for everyone
-        status, _, body = get(srv, MOUNT + "/hls.m3u8")  # the multivariant: no session yet
-        assert status == 200 and b"session=" in body
     finally:
         fl.stop_process(p)
     assert rec.of("listener_remove") == []
 
 
 def test_time_limit_ends_the_session_and_its_next_playlist_is_refused(server, auth):
-    token = "4" * 16
+    limited = {}
 
     def answer(req):  # only the session under test has a time limit
-        limit = {"icecast-auth-timelimit": "2"} if req.form["mount"].endswith(token) else {}
+        limit = ({"icecast-auth-timelimit": "2"}
+                 if "t" in limited and req.form["mount"].endswith(limited["t"]) else {})
         return 200, dict({"icecast-auth-user": "1"}, **limit)
     rec = auth(answer)
     srv, p = live_url_mount(server, rec)
+    token = limited["t"] = hlscheck.token(srv, MOUNT, "4")
     try:
         # another session's first playlist waits for the window's first segment, so that the
-        # one under test is answered at once
-        assert poll(srv, "0" * 16)[0] == 200
+        # one under test is answered at once; it plays (a listener)
+        status, _, body = poll(srv, hlscheck.token(srv, MOUNT, "0"))
+        assert status == 200 and play_segment(srv, body)[0] == 200
         begun = time.monotonic()
         assert poll(srv, token)[0] == 200
         assert poll(srv, token)[0] == 200
@@ -137,9 +145,10 @@ def test_time_limit_ends_the_session_and_its_next_playlist_is_refused(server, au
 def test_killclient_ends_the_session_and_sends_listener_remove(server, auth):
     rec = auth()
     srv, p = live_url_mount(server, rec)
-    token = "5" * 16
+    token = hlscheck.token(srv, MOUNT, "5")
     try:
-        assert poll(srv, token, {"Authorization": wirelib.basic_auth("al", "pw")})[0] == 200
+        status, _, body = poll(srv, token, {"Authorization": wirelib.basic_auth("al", "pw")})
+        assert status == 200 and play_segment(srv, body)[0] == 200
         [add] = rec.of("listener_add")
         assert add.form["user"] == "al"
         doc = ET.fromstring(adminlib.admin(srv, "/admin/listclients?mount=" + MOUNT).body)
@@ -175,15 +184,18 @@ def htpasswd_station(server):
 
 def test_htpasswd_session_logs_in_once_and_polls_by_its_token(htpasswd_station):
     srv = htpasswd_station
-    token = "6" * 16
+    token = hlscheck.token(srv, MOUNT, "6")
     status, headers, _ = poll(srv, token)
     assert status == 401 and headers["www-authenticate"].startswith("Basic")
     assert poll(srv, token, {"Authorization": wirelib.basic_auth("ann", "wrong")})[0] == 401
     assert fl.json_source(srv, MOUNT)["listeners"] == 0
     assert poll(srv, token, {"Authorization": wirelib.basic_auth("ann", "secret")})[0] == 200
     # later polls carry only the token; another token needs the credentials again
-    assert poll(srv, token)[0] == 200
-    assert poll(srv, "7" * 16)[0] == 401
+    status, _, body = poll(srv, token)
+    assert status == 200
+    assert poll(srv, hlscheck.token(srv, MOUNT, "7"))[0] == 401
+    assert fl.json_source(srv, MOUNT)["listeners"] == 0  # not before it fetched audio
+    assert play_segment(srv, body)[0] == 200
     assert fl.json_source(srv, MOUNT)["listeners"] == 1
     doc = ET.fromstring(adminlib.admin(srv, "/admin/listclients?mount=" + MOUNT).body)
     sid = doc.find("source/listener").findtext("ID")
@@ -208,17 +220,21 @@ def test_max_listener_duration_ends_an_hls_session_as_it_ends_a_listener(server)
     srv = server(extra_xml=SHORT + "<mount type=\"normal\"><mount-name>" + MOUNT +
                  "</mount-name><max-listener-duration>2</max-listener-duration></mount>")
     p = start_source(srv, MOUNT, "aac")
-    token = "6" * 16
     try:
         # sessions that wait for the window's first segment may meet their limit first:
         # warm it up with throwaway sessions until one is answered
         deadline = time.monotonic() + 20
         for n in range(100):
-            if poll(srv, "%016x" % n)[0] == 200:
+            status, _, body = poll(srv, hlscheck.token(srv, MOUNT, "warm%d" % n))
+            if status == 200:
+                play_segment(srv, body)
                 break
             assert time.monotonic() < deadline, "the window never got its first segment"
+        token = hlscheck.token(srv, MOUNT, "6")
         begun = time.monotonic()
-        assert poll(srv, token)[0] == 200
+        status, _, body = poll(srv, token)
+        assert status == 200 and play_segment(srv, body)[0] == 200
+        assert fl.json_source(srv, MOUNT)["listeners"] >= 1
         # both end at their limit, polled or not (the first one earlier): no listener left
         deadline = begun + 6
         while fl.json_source(srv, MOUNT)["listeners"] != 0:

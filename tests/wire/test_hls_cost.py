@@ -146,8 +146,8 @@ def test_requests_pipelined_in_one_packet_or_split_across_packets_are_all_answer
     srv = server()
     mount = "/live.mp3"
     p = start_source(srv, mount, "mp3")
-    req = ("GET %s/hls.m3u8?session=0123456789abcdef HTTP/1.1\r\nHost: x\r\n\r\n"
-           % mount).encode()
+    req = ("GET %s/hls.m3u8?session=%s HTTP/1.1\r\nHost: x\r\n\r\n"
+           % (mount, hlscheck.token(srv, mount))).encode()
     s = wirelib.connect(srv.host, srv.port, 10)
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
@@ -272,13 +272,15 @@ def test_an_idle_or_slow_player_connection_and_an_idle_session_still_end_on_time
     idle = http.client.HTTPConnection(srv.host, srv.port, timeout=30)
     slow = http.client.HTTPConnection(srv.host, srv.port, timeout=30)
     try:
-        wirelib.wait_until(lambda: _has_segment(srv, mount, "0123456789abcdef"), 15,
+        idle_token = hlscheck.token(srv, mount, "idle")
+        slow_token = hlscheck.token(srv, mount, "slow")
+        wirelib.wait_until(lambda: _has_segment(srv, mount, idle_token), 15,
                            "the first segment")
-        last_idle = _player_requests(srv, idle, mount, "0123456789abcdef")
-        last_slow = _player_requests(srv, slow, mount, "fedcba9876543210")
+        last_idle = _player_requests(srv, idle, mount, idle_token)
+        last_slow = _player_requests(srv, slow, mount, slow_token)
         assert fl.json_source(srv, mount)["listeners"] == 2
-        slow.sock.sendall(("GET %s/hls.m3u8?session=fedcba9876543210 HTTP/1.1\r\nHo"
-                           % mount).encode())
+        slow.sock.sendall(("GET %s/hls.m3u8?session=%s HTTP/1.1\r\nHo"
+                           % (mount, slow_token)).encode())
         # the idle one: closed, nothing sent
         idle.sock.settimeout(header_timeout + 5)
         assert idle.sock.recv(4096) == b""

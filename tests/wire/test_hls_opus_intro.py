@@ -60,7 +60,7 @@ def file_opus_head(data):
 
 
 def playlist(srv, token):
-    status, _, body = get(srv, MOUNT + "/hls.m3u8?session=" + token)
+    status, _, body = get(srv, MOUNT + "/hls.m3u8?session=" + hlscheck.token(srv, MOUNT, token))
     assert status == 200, (status, body[:300])
     return body.decode()
 

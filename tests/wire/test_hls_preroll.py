@@ -41,7 +41,7 @@ def station(server, webdir):
 
 
 def playlist(srv, token):
-    status, _, body = get(srv, MOUNT + "/hls.m3u8?session=" + token)
+    status, _, body = get(srv, MOUNT + "/hls.m3u8?session=" + hlscheck.token(srv, MOUNT, token))
     assert status == 200, (status, body[:300])
     return body.decode()
 
@@ -125,11 +125,15 @@ def test_url_auth_preroll_replaces_the_intro_and_its_end_is_an_impression(server
         assert intro_segs and all("?file=/pre.aac&v=" in s["uri"] for s in intro_segs), segs
         frames = b"".join(strip_tag(get(srv, MOUNT + "/" + s["uri"])[2]) for s in intro_segs)
         assert frames == pre
-        # a session that never fetches its preroll's end has no impression
-        assert hlscheck.parse(playlist(srv, "e" * 16))["segments"][0]["uri"] == intro_segs[0]["uri"]
+        # a session that never fetches its preroll's end has no impression (it plays a live
+        # segment: a listener, with a session record); each session's URIs carry its token
+        segs_e = hlscheck.parse(playlist(srv, "e" * 16))["segments"]
+        first = segs_e[0]["uri"]
+        assert first.split("&session=")[0] == intro_segs[0]["uri"].split("&session=")[0]
+        assert get(srv, MOUNT + "/" + segs_e[-1]["uri"])[0] == 200
         for token in ("d", "e"):
             sid = [r for r in rec.of("listener_add")
-                   if r.form["mount"].endswith("session=" + token * 16)][0].form["client"]
+                   if r.form["mount"].endswith("session=" + hlscheck.token(srv, MOUNT, token * 16))][0].form["client"]
             assert adminlib.admin(srv, "/admin/killclient?mount=%s&id=%s"
                                   % (MOUNT, sid)).status == 200
         recs = wirelib.wait_until(lambda: len(_session_records(srv)) == 2 and
@@ -138,6 +142,6 @@ def test_url_auth_preroll_replaces_the_intro_and_its_end_is_an_impression(server
         fl.stop_process(p)
     played = {r["id"]: r["preroll"] for r in recs}
     ids = {t: [r for r in rec.of("listener_add")
-               if r.form["mount"].endswith("session=" + t * 16)][0].form["client"]
+               if r.form["mount"].endswith("session=" + hlscheck.token(srv, MOUNT, t * 16))][0].form["client"]
            for t in ("d", "e")}
     assert played == {int(ids["d"]): 1, int(ids["e"]): 0}, (played, ids)

@@ -38,7 +38,8 @@ def test_playlist_of_an_on_demand_relay_starts_it_and_ffmpeg_plays_it(server):
         time.sleep(1)  # an on-demand relay stays away until asked
         assert listeners_on(origin, "/live.aac") == 0
         t0 = time.monotonic()
-        status, _, body = get(edge, "/od.aac/hls.m3u8?session=" + "a" * 16, timeout=20)
+        status, _, body = get(edge, "/od.aac/hls.m3u8?session=" + hlscheck.token(edge, "/od.aac", "a"),
+                              timeout=20)
         waited = time.monotonic() - t0
         assert status == 200, (body, waited, edge.error_log()[-2000:])
         # the relay connected, and the playlist waited for its first segment
@@ -61,7 +62,8 @@ def test_playlist_of_an_on_demand_relay_whose_upstream_never_comes_is_answered_i
     origin = server()  # has no such mount
     edge = server(extra_xml=SHORT + relay_xml(origin, "/none.aac", "/od.aac", on_demand=1))
     t0 = time.monotonic()
-    status, _, _ = get(edge, "/od.aac/hls.m3u8?session=" + "b" * 16, timeout=30)
+    status, _, _ = get(edge, "/od.aac/hls.m3u8?session=" + hlscheck.token(edge, "/od.aac", "b"),
+                    timeout=30)
     # as a listener of the relay is: 404 once the relay's wait (10 s) is over
     assert status == 404 and time.monotonic() - t0 < 13
     # the playlist request did start the relay: it asked the origin
@@ -81,25 +83,28 @@ def test_on_demand_relays_hls_session_logs_in_before_the_relay_connects(server, 
     edge = server(mounts=[url_mount(rec, "/od.aac")],
                   extra_xml=SHORT + relay_xml(origin, "/live.aac", "/od.aac", on_demand=1))
     try:
-        status, _, body = get(edge, "/od.aac/hls.m3u8?session=" + "e" * 16)
+        status, _, body = get(edge, "/od.aac/hls.m3u8?session=" + hlscheck.token(edge, "/od.aac", "e"))
         assert status == 403 and b"no ticket" in body
         time.sleep(1.5)  # a relay the refused session had started would be connected by now
         assert listeners_on(origin, "/live.aac") == 0
         verdict["accept"] = True
-        status, _, body = get(edge, "/od.aac/hls.m3u8?session=" + "e" * 16, timeout=20)
+        status, _, body = get(edge, "/od.aac/hls.m3u8?session=" + hlscheck.token(edge, "/od.aac", "e"), timeout=20)
         assert status == 200 and hlscheck.parse(body.decode())["segments"], body
         assert listeners_on(origin, "/live.aac") == 1
-        assert fl.json_source(edge, "/od.aac")["listeners"] == 1
+        assert fl.json_source(edge, "/od.aac")["listeners"] == 0  # not before it plays
+        status, _ = hlscheck.fetch_first_piece(edge.host, edge.port, "/od.aac", body.decode())
+        assert status == 200 and fl.json_source(edge, "/od.aac")["listeners"] == 1
         assert len(rec.of("listener_add")) == 2  # the refused request and the session
         # its next polls are the session's: no login again
-        assert get(edge, "/od.aac/hls.m3u8?session=" + "e" * 16)[0] == 200
+        assert get(edge, "/od.aac/hls.m3u8?session=" + hlscheck.token(edge, "/od.aac", "e"))[0] == 200
         assert len(rec.of("listener_add")) == 2
     finally:
         fl.stop_process(p)
 
 
-def playlist(srv, mount, token, headers=None):
-    status, _, body = get(srv, mount + "/hls.m3u8?session=" + token, headers)
+def playlist(srv, mount, label, headers=None):
+    status, _, body = get(srv, mount + "/hls.m3u8?session=" + hlscheck.token(srv, mount, label),
+                          headers)
     assert status == 200, (status, body[:300])
     return body.decode()
 
@@ -149,9 +154,11 @@ def test_fallbacks_own_authentication_applies_to_the_sourceless_mounts_hls(serve
                  extra_xml=SHORT)
     fb = start_source(srv, "/fb.aac", "aac")
     try:
-        status, _, _ = get(srv, "/main.aac/hls.m3u8?session=" + "d" * 16)
+        status, _, _ = get(srv, "/main.aac/hls.m3u8?session=" + hlscheck.token(srv, "/main.aac", "d"))
         assert status == 401
-        playlist(srv, "/main.aac", "d" * 16, {"Authorization": wirelib.basic_auth("ann", "secret")})
+        text = playlist(srv, "/main.aac", "d", {"Authorization": wirelib.basic_auth("ann", "secret")})
+        # its pieces are the session's only, and make it a listener of the fallback
+        assert hlscheck.fetch_first_piece(srv.host, srv.port, "/main.aac", text)[0] == 200
         assert fl.json_source(srv, "/fb.aac")["listeners"] == 1
     finally:
         fl.stop_process(fb)

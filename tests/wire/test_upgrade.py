@@ -20,6 +20,7 @@ import pytest
 
 import adminlib
 import formatlib as fl
+import hlscheck
 import wirelib
 from conftest import BINARY, port_pair
 from test_auth_url import auth, url_mount  # noqa: F401 (auth: the recording auth server)
@@ -641,8 +642,9 @@ class HlsPoller:
     session every half second on a kept-alive connection, fetches each new segment, and
     retries what it cannot get (a new connection)."""
 
-    def __init__(self, srv, mount, token="0123456789abcdef"):
-        self.srv, self.mount, self.token = srv, mount, token
+    def __init__(self, srv, mount, token=None):
+        self.srv, self.mount = srv, mount
+        self.token = token or hlscheck.issue_token(srv.host, srv.port, mount)
         self.segments = []  # (sequence number, bytes)
         self.retries = 0
         self.conn = None
@@ -1156,7 +1158,7 @@ def test_an_hls_session_with_a_url_login_keeps_its_time_limit_and_remove(server,
     from test_hls_auth import MOUNT, live_url_mount, poll
     rec = auth(lambda req: (200, {"icecast-auth-user": "1", "icecast-auth-timelimit": "7"}))
     srv, enc = live_url_mount(server, rec)
-    token = "7" * 16
+    token = hlscheck.token(srv, MOUNT, "7")
     try:
         t0 = time.monotonic()
         assert poll(srv, token, {"Authorization": wirelib.basic_auth("al", "pw")})[0] == 200

@@ -7,8 +7,9 @@ import pytest
 
 import adminlib
 import formatlib as fl
+import hlscheck
 import wirelib
-from test_hls_auth import MOUNT, htpasswd_station, poll  # noqa: F401 (the fixture)
+from test_hls_auth import MOUNT, htpasswd_station, play_segment, poll  # noqa: F401 (the fixture)
 from test_upgrade import listener_stats, upgrade
 
 pytestmark = pytest.mark.rimecast_only
@@ -25,8 +26,9 @@ def login_refused(srv):
 
 def test_an_htpasswd_hls_session_keeps_its_login_across_an_upgrade(htpasswd_station):
     srv = htpasswd_station
-    token = "8" * 16
-    assert poll(srv, token, ANN)[0] == 200
+    token = hlscheck.token(srv, MOUNT, "8")
+    status, _, body = poll(srv, token, ANN)
+    assert status == 200 and play_segment(srv, body)[0] == 200  # a listener now
     assert login_refused(srv)  # ann listens: duplicate logins are refused by default
     before = listener_stats(srv, MOUNT)
     upgrade(srv)
