@@ -600,7 +600,9 @@ int hls_session_add_bytes(hls_t *h, const hls_client_t *who, uint64_t bytes)
 int hls_session_piece(hls_t *h, const hls_client_t *who, int audio)
 {
     pthread_mutex_lock(&h->lock);
-    hls_session_t *s = session_of_client(h, who);
+    /* a protected mount's piece belongs to the session its token names, and to no other */
+    hls_session_t *s = !who->login ? session_of_client(h, who)
+                       : who->token ? session_find(h, who->token) : NULL;
     int rc = 0;
     if (who->login && (!s || s->killed || s->expired || strcmp(s->ip, who->ip) != 0 ||
                        !login_covers(s, who)))

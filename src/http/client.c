@@ -181,7 +181,11 @@ void client_accept(worker_t *w, int fd, const char *ip, const listen_conf_t *lc)
     conn_t *c = &cl->conn;
     c->ops = &reading_ops;
     atomic_fetch_add(&server.stats.connections, 1);
-    int over_limit = atomic_load(&server.stats.clients) > cfg->clients;
+    /* an HLS session counts as a client too, once with the connection that carries it */
+    int sessions = atomic_load(&server.stats.hls_sessions);
+    int carriers = atomic_load(&server.stats.session_carriers);
+    int over_limit = atomic_load(&server.stats.clients) +
+                         (sessions > carriers ? sessions - carriers : 0) > cfg->clients;
     int denied = handlers.admit && !handlers.admit(c);
     if (over_limit && !denied && cfg->siblings) {
         cl->over_limit = 1; /* its request says which mount a sibling should serve */
