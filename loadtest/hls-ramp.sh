@@ -65,6 +65,8 @@ wait_for() { # SECONDS COMMAND...: until the command succeeds, at most SECONDS
     local end=$(( $(date +%s) + $1 )); shift
     until "$@"; do [ "$(date +%s)" -ge "$end" ] && return 1; sleep 0.5; done
 }
+# the generators' players all come from one address: its share of the mount is lifted
+extra="<hls><sessions-per-address>0</sessions-per-address></hls>$extra"
 "$here/gen-config.sh" --dir "$dir/run" --port "$port" --extra "$extra" >/dev/null || exit 1
 "$rimecast" -c "$dir/run/server.xml" & server=$!; pids+=($server)
 wait_for 10 curl -s -o /dev/null "$base/" || { echo "hls-ramp.sh: the server did not start" >&2; exit 1; }
