@@ -221,10 +221,11 @@ int hls_playlist_view(hls_t *h, buf_t *out, int ll, const hls_view_t *v)
 #define BANDWIDTH_UNKNOWN 320000.0
 #define OPUS_PACKET_MS 20 /* the usual Opus packet, before the window has seen any */
 
-/* The stream's bit rate (bit/s, 0 unknown), as the stats report it: what the format handler
- * measured of the frames (the "audio_bitrate" tag, after a second of audio), else what the
- * source declared (ice-bitrate, icy-br, ice-audio-info) or <mount><bitrate> set. The
- * measure comes first: it is what the segments will hold. AAC's leaves out the ADTS headers. */
+/* The stream's bit rate (bit/s, 0 unknown), from the two figures the stats report: what the
+ * format handler measured of the frames (the "audio_bitrate" tag, after a second of audio),
+ * else what the source declared (ice-bitrate, icy-br, ice-audio-info) or <mount><bitrate>
+ * set. The stats show the declared one first; here the measure comes first, as it is what
+ * the segments will hold. AAC's counts its raw blocks, without their ADTS headers. */
 static double mount_rate(mount_t *m)
 {
     char *tag = mount_get_tag(m, "audio_bitrate");
@@ -237,16 +238,17 @@ static double mount_rate(mount_t *m)
     return kbps > 0 && kbps <= 100000 ? kbps * 1000.0 : 0;
 }
 
-/* What a window of this kind serves beyond the stream's bit rate (bit/s): for packed audio
- * the ID3 tag in front of each segment and, for AAC, the ADTS header of each frame (7 bytes a
- * 1024 samples); for Opus each part's fragment boxes (emsg with its ID3 tag, moof with a trun
- * entry a packet, mdat header), for packets of OPUS_PACKET_MS. */
+/* What the multivariant playlist needs of a window, taken under its lock. */
 typedef struct window_kind {
     int opus, adts;
     uint32_t rate; /* samples a second, 0 unknown */
     int target, part_ms;
 } window_kind_t;
 
+/* What a window of this kind serves beyond the stream's bit rate (bit/s): for packed audio
+ * the ID3 tag in front of each segment and, for AAC, the ADTS header of each frame (7 bytes a
+ * 1024 samples); for Opus each part's fragment boxes (emsg with its ID3 tag, moof with a trun
+ * entry a packet, mdat header), made once without payload for packets of OPUS_PACKET_MS. */
 static double overhead_rate(const window_kind_t *k)
 {
     if (!k->opus) {
