@@ -2,7 +2,8 @@
 /*
  * hls_pieces: segments and parts (see hls_route_internal.h), sent from the mount's blocks (an
  * ID3 timestamp tag, then writev of the block pieces: nothing copied), ranges and ETags; the
- * part being cut followed as it fills (chunked, at the write window's ticks).
+ * part being cut followed as it fills (chunked, to HTTP/1.1 requests, at the write window's
+ * ticks).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -373,10 +374,12 @@ static void filling_woken(worker_t *w, void *arg)
         filling_write(c);
 }
 
-/* Starts sending the part being cut (HTTP/1.1, chunked) from what it holds: 1 if it did. */
+/* Starts sending the part being cut (HTTP/1.1, chunked) from what it holds: 1 if it did. An
+ * HTTP/1.0 request is not answered chunked (RFC 9112 section 7.1): it waits for the part to
+ * be complete, as a part further ahead does, and gets it with a length. */
 static int start_filling(conn_t *c, const http_request_t *req, hls_t *h, const hls_url_t *u)
 {
-    if (u->part < 0 || req->version_minor < 1 || req->method != HTTP_METHOD_GET ||
+    if (u->part < 0 || !response_may_chunk(req) || req->method != HTTP_METHOD_GET ||
         http_find_header(req, "range"))
         return 0;
     hls_piece_t p = {0};
@@ -388,14 +391,13 @@ static int start_filling(conn_t *c, const http_request_t *req, hls_t *h, const h
     filling_t *f = calloc(1, sizeof(*f));
     /* the reply head, then the tag as the first chunk: queued at once, one copy */
     char extra[512], head[2048 + 16 + HLS_ID3_MAX + 2];
-    char *e = hls_put(hls_put(extra, "Transfer-Encoding: chunked\r\n"),
-                      u->private_ ? SEGMENT_CACHE_CONTROL_PRIVATE : SEGMENT_CACHE_CONTROL);
+    char *e = hls_put(extra, u->private_ ? SEGMENT_CACHE_CONTROL_PRIVATE : SEGMENT_CACHE_CONTROL);
     e = hls_put(e, "ETag: \"");
     e = hls_put(hls_put_number(e, u->seq, 0), ".");
     e = hls_put(hls_put_number(e, (unsigned)u->part, 0), "\"\r\n");
     *hls_put(e, "Access-Control-Allow-Origin: *\r\n") = '\0';
     int keep = reply_keepalive_wanted(req);
-    size_t hlen = reply_head(head, 2048, keep, 200, hls_piece_type(&p), -1, extra);
+    size_t hlen = response_head_chunked(head, 2048, keep, 200, hls_piece_type(&p), extra);
     if (hlen > 0) {
         hlen = (size_t)(hls_put(hls_put_number(head + hlen, p.id3_len, 1), "\r\n") - head);
         memcpy(head + hlen, p.id3, p.id3_len);

@@ -5,14 +5,20 @@
  * the last segments, the open segment's parts and the hint of the part to come.
  * Segment URIs are relative to the playlist (<mount>/hls.m3u8 -> <mount>/hls/<seq>.mp3) and
  * the same for every client, so that a cache serves them to all. An Opus window's segments
- * (.mp4) follow the EXT-X-MAP of their init segment, written again where it changes.
+ * (.mp4) follow the EXT-X-MAP of their init segment, written again where it changes. The
+ * multivariant playlist's one variant, with its bit rates: measured on the segments, or the
+ * stream's own before there is one.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
+#include "stream/mount.h"
 #include "hls/hls.h"
+#include "hls/hls_fmp4.h"
 #include "hls/hls_intro.h"
 
 #define PARTS_LISTED_SEGMENTS 2 /* complete segments whose parts stay listed */
@@ -209,25 +215,103 @@ int hls_playlist_view(hls_t *h, buf_t *out, int ll, const hls_view_t *v)
     return out->error;
 }
 
+/* ---- the multivariant playlist ---- */
+
+/* BANDWIDTH while neither a segment nor the stream's rate is known: a guess from above. */
+#define BANDWIDTH_UNKNOWN 320000.0
+#define OPUS_PACKET_MS 20 /* the usual Opus packet, before the window has seen any */
+
+/* The stream's bit rate (bit/s, 0 unknown), from the two figures the stats report: what the
+ * format handler measured of the frames (the "audio_bitrate" tag, after a second of audio),
+ * else what the source declared (ice-bitrate, icy-br, ice-audio-info) or <mount><bitrate>
+ * set. The stats show the declared one first; here the measure comes first, as it is what
+ * the segments will hold. AAC's counts its raw blocks, without their ADTS headers. */
+static double mount_rate(mount_t *m)
+{
+    char *tag = mount_get_tag(m, "audio_bitrate");
+    long bps = tag ? strtol(tag, NULL, 10) : 0;
+    free(tag);
+    if (bps >= 1000 && bps <= 100000000)
+        return (double)bps;
+    const char *declared = mount_info(m)->bitrate;
+    long kbps = declared ? strtol(declared, NULL, 10) : 0;
+    return kbps > 0 && kbps <= 100000 ? kbps * 1000.0 : 0;
+}
+
+/* What the multivariant playlist needs of a window, taken under its lock. */
+typedef struct window_kind {
+    int opus, adts;
+    uint32_t rate; /* samples a second, 0 unknown */
+    int target, part_ms;
+} window_kind_t;
+
+/* What a window of this kind serves beyond the stream's bit rate (bit/s): for packed audio
+ * the ID3 tag in front of each segment and, for AAC, the ADTS header of each frame (7 bytes a
+ * 1024 samples); for Opus each part's fragment boxes (emsg with its ID3 tag, moof with a trun
+ * entry a packet, mdat header), made once without payload for packets of OPUS_PACKET_MS. */
+static double overhead_rate(const window_kind_t *k)
+{
+    if (!k->opus) {
+        double adts = k->adts ? 7.0 * 8 * (k->rate ? k->rate : 48000) / 1024 : 0;
+        return HLS_ID3_LEN * 8.0 / k->target + adts;
+    }
+    uint32_t n = (uint32_t)(k->part_ms / OPUS_PACKET_MS), *durs = calloc(n + 1, sizeof(*durs));
+    unsigned char id3[HLS_ID3_MAX], none = 0;
+    fmp4_frag_t f = {.durs = durs, .sizes = durs, .n = n, .payload = &none, .id3 = id3,
+                     .id3_len = hls_id3_tag(id3, 0, NULL)};
+    block_t *b = durs ? fmp4_fragment(&f) : NULL; /* the boxes alone: no payload */
+    double bits = b ? 8.0 * b->len : 0;
+    if (b)
+        block_unref(b);
+    free(durs);
+    return bits * 1000.0 / k->part_ms;
+}
+
+/* A bit rate as an attribute: whole bits a second, rounded up. */
+static unsigned bits_up(double r)
+{
+    unsigned u = (unsigned)r;
+    return u + ((double)u < r);
+}
+
+/* BANDWIDTH is the peak segment bit rate, AVERAGE-BANDWIDTH the average (RFC 8216bis section
+ * 4.4.6.2), both of the segments as served (tag and boxes included): measured on the
+ * segments the window holds, else, before the first is complete, the stream's rate plus
+ * the overhead of the window's kind (both then the same). */
 int hls_multivariant(hls_t *h, buf_t *out, const char *token)
 {
     pthread_mutex_lock(&h->lock);
-    /* the peak bit rate of the segments held (a guess from above before the first one) */
-    double peak = 0;
+    double peak = 0, bits = 0, secs = 0;
+    uint32_t tag_bits = h->is_opus ? 0 : 8 * HLS_ID3_LEN; /* the time tag of every segment */
     for (uint64_t q = h->first_seq; h->segs && q < h->open_seq; q++) {
         const hls_seg_t *s = hls_seg_at(h, q);
         if (s && s->nparts && s->samples) {
-            double bits = 8.0 * (double)(s->parts[s->nparts - 1].end - s->parts[0].start);
-            double rate = bits * s->rate / (double)s->samples;
-            peak = rate > peak ? rate : peak;
+            double b = 8.0 * (double)(s->parts[s->nparts - 1].end - s->parts[0].start) + tag_bits;
+            double d = (double)s->samples / s->rate;
+            peak = b / d > peak ? b / d : peak;
+            bits += b;
+            secs += d;
         }
     }
     int known = h->frames_known || h->open_seq > h->first_seq;
     const char *codecs = h->is_opus ? "Opus" : !known ? NULL : h->adts ? "mp4a.40.2"
                                                                         : "mp4a.40.34";
+    mount_t *m = h->mount && secs == 0 ? mount_ref(h->mount) : NULL;
+    window_kind_t kind = {.opus = h->is_opus, .adts = h->adts, .rate = h->rate,
+                          .target = h->target, .part_ms = h->part_ms};
     pthread_mutex_unlock(&h->lock);
+    double average = secs > 0 ? bits / secs : 0;
+    if (m) { /* no segment yet: the stream's own rate (the mount is read without our lock) */
+        double rate = mount_rate(m);
+        if (!known) /* no frame seen yet: AAC by its content type */
+            kind.adts = strstr(mount_info(m)->content_type, "aac") != NULL;
+        mount_unref(m);
+        average = peak = rate > 0 ? rate + overhead_rate(&kind) : 0;
+    }
     buf_appendf(out, "#EXTM3U\n#EXT-X-VERSION:6\n#EXT-X-INDEPENDENT-SEGMENTS\n"
-                "#EXT-X-STREAM-INF:BANDWIDTH=%u", peak > 0 ? (unsigned)(peak + 0.5) : 320000u);
+                "#EXT-X-STREAM-INF:BANDWIDTH=%u", bits_up(peak > 0 ? peak : BANDWIDTH_UNKNOWN));
+    if (average > 0)
+        buf_appendf(out, ",AVERAGE-BANDWIDTH=%u", bits_up(average));
     if (codecs)
         buf_appendf(out, ",CODECS=\"%s\"", codecs);
     buf_appendf(out, "\nhls.m3u8?session=%s\n", token);

@@ -278,6 +278,7 @@ static void reject_parse_error(conn_t *c, int err)
         {HTTP_PARSE_TOO_MANY_HEADERS, 431, "Too Many Request Header Fields"},
         {HTTP_PARSE_URI_TOO_LONG, 414, "URI Too Long"},
         {HTTP_PARSE_BAD_VERSION, 505, "HTTP Version Not Supported"},
+        {HTTP_PARSE_NOT_IMPLEMENTED, 501, "Not Implemented: Transfer-Encoding"},
     };
     int status = 400;
     const char *msg = "Bad Request";

@@ -267,6 +267,45 @@ static int parse_content_length(http_request_t *req)
     return 0;
 }
 
+/* The codings of every Transfer-Encoding header: none, or "chunked" once (RFC 9112 section
+ * 6.1). 0, HTTP_PARSE_NOT_IMPLEMENTED for any other coding (gzip, identity, a parameter,
+ * garbage: a body we cannot frame), or HTTP_PARSE_ERROR for chunked twice or an empty list. */
+static int parse_transfer_coding(const http_request_t *req)
+{
+    int seen = 0, chunked = 0;
+    for (size_t i = 0; i < req->num_headers; i++) {
+        const http_header_t *h = &req->headers[i];
+        if (!str_ieq(h->name, h->name_len, "transfer-encoding"))
+            continue;
+        seen = 1;
+        const char *p = h->value, *end = h->value + h->value_len;
+        while (p < end) {
+            const char *comma = memchr(p, ',', (size_t)(end - p));
+            const char *e = comma ? comma : end;
+            while (p < e && (*p == ' ' || *p == '\t'))
+                p++;
+            const char *last = e;
+            while (last > p && (last[-1] == ' ' || last[-1] == '\t'))
+                last--;
+            if (last > p) { /* empty list elements are allowed and mean nothing */
+                if (!str_ieq(p, (size_t)(last - p), "chunked"))
+                    return HTTP_PARSE_NOT_IMPLEMENTED;
+                chunked++;
+            }
+            p = comma ? comma + 1 : end;
+        }
+    }
+    return seen && chunked != 1 ? HTTP_PARSE_ERROR : 0;
+}
+
+/* 1 if the line ending at lf (its LF, never the buffer's first byte) must be refused: it
+ * ends in a bare LF (RFC 9112 section 2.2), in a request other than SOURCE. A SOURCE login
+ * keeps them: DarkIce writes its head with bare LFs, and Icecast takes it. */
+static int bare_lf_refused(const char *lf, const http_request_t *req)
+{
+    return lf[-1] != '\r' && req->method != HTTP_METHOD_SOURCE;
+}
+
 /* Parses the lines in buf[0..len) up to the blank line and returns the head length; a partial
  * head has its complete lines checked, its request line as far as it goes, and gives PARTIAL. */
 static int parse_lines(const char *buf, size_t len, int partial, http_request_t *req)
@@ -280,13 +319,21 @@ static int parse_lines(const char *buf, size_t len, int partial, http_request_t 
     rc = parse_request_line(buf + pos, strip_cr(buf + pos, (size_t)(lf - buf) - pos), 0, req);
     if (rc)
         return rc;
+    if (bare_lf_refused(lf, req))
+        return HTTP_PARSE_ERROR;
     for (pos = (size_t)(lf - buf) + 1; pos < len; pos = (size_t)(lf - buf) + 1) {
         lf = memchr(buf + pos, '\n', len - pos);
         if (!lf)
             break;
+        if (bare_lf_refused(lf, req))
+            return HTTP_PARSE_ERROR;
         size_t n = strip_cr(buf + pos, (size_t)(lf - buf) - pos);
-        if (n == 0) /* the blank line: head length */
-            return parse_content_length(req) ? HTTP_PARSE_ERROR : (int)(lf - buf) + 1;
+        if (n == 0) { /* the blank line: head length */
+            if (parse_content_length(req))
+                return HTTP_PARSE_ERROR;
+            rc = parse_transfer_coding(req);
+            return rc ? rc : (int)(lf - buf) + 1;
+        }
         if (req->num_headers == HTTP_MAX_HEADERS)
             return HTTP_PARSE_TOO_MANY_HEADERS;
         rc = parse_header_line(buf + pos, n, &req->headers[req->num_headers]);

@@ -6,10 +6,12 @@
  * `prev_len` lets the caller skip rescanning for the end of the head. Results point into the
  * caller's buffer, which must stay unchanged while they are used. Accepts what broadcast
  * clients send: methods GET HEAD PUT POST SOURCE OPTIONS STATS (others parse and are reported
- * as HTTP_METHOD_OTHER), protocols "HTTP/x.y" and "ICE/x.y", CRLF or bare LF line ends, and
- * "\r\r\n" (NSV encoders). Header names are tokens; obsolete line folding is rejected.
- * Content-Length must be decimal digits within a long long; repeated, it must repeat the same
- * number (anything else is a malformed head: a body of unknown length).
+ * as HTTP_METHOD_OTHER), protocols "HTTP/x.y" and "ICE/x.y", CRLF line ends and "\r\r\n"
+ * (NSV encoders); a bare LF ends a line only in a SOURCE request (DarkIce's login), anywhere
+ * else it is a malformed head (RFC 9112 section 2.2). Header names are tokens; obsolete line
+ * folding is rejected. Content-Length must be decimal digits within a long long; repeated, it
+ * must repeat the same number (anything else is a malformed head: a body of unknown length).
+ * Transfer-Encoding may only say "chunked", once (a coding we do not know: NOT_IMPLEMENTED).
  * It does not decode percent-escapes or read bodies. http_parse_response() reads the status
  * line and headers of an upstream server's answer (relays) with the same limits.
  */
@@ -29,7 +31,9 @@ enum {
     HTTP_PARSE_TOO_MANY_HEADERS = -3, /* -> 431 */
     HTTP_PARSE_URI_TOO_LONG = -4,   /* -> 414 */
     HTTP_PARSE_BAD_VERSION = -5,    /* protocol not HTTP/1.x or ICE/1.x -> 505 */
+    HTTP_PARSE_NOT_IMPLEMENTED = -6, /* a transfer coding other than chunked -> 501 */
 };
+#define HTTP_PARSE_LOWEST HTTP_PARSE_NOT_IMPLEMENTED /* every result is at least this */
 
 typedef enum {
     HTTP_METHOD_OTHER = 0,

@@ -134,13 +134,13 @@ static void builtin_lines(out_t *o, int status, const http_header_conf_t *mount_
     }
 }
 
-/* The status line, Server, Date, Connection (Close, or keep-alive with keep), then the
- * configured headers: the global ones for this status (unless the mount sets the same name)
- * and the mount's own. */
-static void common_headers(out_t *o, int status, const http_header_conf_t *mount_headers,
-                           int keep)
+/* The status line (HTTP/1.0 as Icecast's, HTTP/1.1 with http11), Server, Date, Connection
+ * (Close, or keep-alive with keep), then the configured headers: the global ones for this
+ * status (unless the mount sets the same name) and the mount's own. */
+static void common_headers(out_t *o, int http11, int status,
+                           const http_header_conf_t *mount_headers, int keep)
 {
-    out_mem(o, "HTTP/1.0 ", 9);
+    out_mem(o, http11 ? "HTTP/1.1 " : "HTTP/1.0 ", 9);
     out_num(o, status);
     out_mem(o, " ", 1);
     out_str(o, http_status_text(status));
@@ -156,21 +156,44 @@ static void common_headers(out_t *o, int status, const http_header_conf_t *mount
         out_header(o, h->name, h->value);
 }
 
-size_t response_head_kept(char *buf, size_t cap, int keep, int status, const char *content_type,
-                          long long content_length, const char *extra)
+/* A head with a Content-Length (>= 0), none (-1), or chunked (HTTP/1.1). */
+enum { LENGTH_NONE = -1, LENGTH_CHUNKED = -2 };
+
+static size_t build_head(char *buf, size_t cap, int keep, int status, const char *content_type,
+                         long long content_length, const char *extra)
 {
     out_t o = {buf, cap, 0, 0};
-    common_headers(&o, status, NULL, keep);
+    common_headers(&o, content_length == LENGTH_CHUNKED, status, NULL, keep);
     if (content_type)
         out_header(&o, "Content-Type", content_type);
     if (content_length >= 0) {
         out_mem(&o, "Content-Length: ", 16);
         out_num(&o, content_length);
         out_mem(&o, "\r\n", 2);
+    } else if (content_length == LENGTH_CHUNKED) {
+        out_str(&o, "Transfer-Encoding: chunked\r\n");
     }
     builtin_lines(&o, status, NULL, extra);
     out_mem(&o, "\r\n", 2);
     return o.overflow ? 0 : o.len;
+}
+
+size_t response_head_kept(char *buf, size_t cap, int keep, int status, const char *content_type,
+                          long long content_length, const char *extra)
+{
+    return build_head(buf, cap, keep, status, content_type,
+                      content_length >= 0 ? content_length : LENGTH_NONE, extra);
+}
+
+int response_may_chunk(const http_request_t *req)
+{
+    return !req->is_ice && req->version_major == 1 && req->version_minor >= 1;
+}
+
+size_t response_head_chunked(char *buf, size_t cap, int keep, int status,
+                             const char *content_type, const char *extra)
+{
+    return build_head(buf, cap, keep, status, content_type, LENGTH_CHUNKED, extra);
 }
 
 size_t response_head(char *buf, size_t cap, int status, const char *content_type,
@@ -241,7 +264,7 @@ size_t response_stream_head(char *buf, size_t cap, const response_stream_t *i, i
 {
     out_t o = {buf, cap, 0, 0};
     size_t tail = stream_tail_len(i, metaint);
-    common_headers(&o, 200, i->headers, 0);
+    common_headers(&o, 0, 200, i->headers, 0); /* Icecast's HTTP/1.0: players expect it */
     out_header(&o, "Content-Type", response_stream_type(i->content_type));
     /* a stream is never a page: no sniffing it into one, and should a browser show it as a
      * document all the same, it has no origin of ours and runs no script */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * response: builds HTTP response heads into caller buffers: the common headers every answer
- * carries (Server, Date, Connection, the config's <http-headers>), error pages, and the head a
- * listener gets before the stream. Values that came from clients are sanitized where stored
+ * carries (Server, Date, Connection, the config's <http-headers>), error pages, the head a
+ * listener gets before the stream, and the head of every chunked answer (HTTP/1.1 only). Values that came from clients are sanitized where stored
  * (no CR/LF can reach a header) and HTML-escaped in pages.
  */
 #ifndef RIMECAST_RESPONSE_H
@@ -19,9 +19,10 @@ typedef struct response_stream {
     const http_header_conf_t *headers; /* the mount's <http-headers>, or NULL */
 } response_stream_t;
 
-/* "HTTP/1.0 <status> <text>\r\n" + Server, Date, Connection: Close, the configured extra
- * headers for this status, Content-Type (if not NULL), Content-Length (if >= 0) and `extra`
- * (complete header lines, may be NULL). A configured header replaces a line of `extra` with
+/* "HTTP/1.0 <status> <text>\r\n" (Icecast's status line: every answer has it but a chunked
+ * one) + Server, Date, Connection: Close, the configured extra headers for this status,
+ * Content-Type (if not NULL), Content-Length (if >= 0) and `extra` (complete header lines,
+ * may be NULL). A configured header replaces a line of `extra` with
  * the same name (case-insensitive); it never appears twice. Ends with the blank line.
  * Returns the length, or 0 if it did not fit. */
 size_t response_head(char *buf, size_t cap, int status, const char *content_type,
@@ -29,6 +30,17 @@ size_t response_head(char *buf, size_t cap, int status, const char *content_type
 /* The same with "Connection: keep-alive" instead of "Connection: Close" when keep is set. */
 size_t response_head_kept(char *buf, size_t cap, int keep, int status, const char *content_type,
                           long long content_length, const char *extra);
+
+/* 1 if req may be answered chunked: HTTP/1.1 or later, never HTTP/1.0 nor ICE (RFC 9112
+ * section 7.1). Another answer of unknown length waits to be complete for a Content-Length. */
+typedef struct http_request http_request_t;
+int response_may_chunk(const http_request_t *req);
+/* A head for a body sent chunked, to a request response_may_chunk takes: "HTTP/1.1 <status>"
+ * (chunked framing under an HTTP/1.0 status line is faulty, RFC 9112 section 6.1), then the
+ * lines of response_head_kept with "Transfer-Encoding: chunked" in place of a length. Every
+ * chunked answer is made here. The length, or 0 if it did not fit. */
+size_t response_head_chunked(char *buf, size_t cap, int keep, int status,
+                             const char *content_type, const char *extra);
 
 /* Writes v in decimal, or in lower-case hex with `hex` (a chunk's size), at out (room for 20
  * characters), without a NUL: the length. For the numbers of heads built without printf. */

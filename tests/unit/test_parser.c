@@ -109,17 +109,40 @@ static void odd_spacing_is_trimmed(void)
     CHECK(parse("GET / HTTP/1.1\r\nHost : x\r\n\r\n") == HTTP_PARSE_ERROR); /* space before ':' */
 }
 
-static void lf_only_and_cr_cr_lf_line_ends(void)
+static void bare_lf_line_ends_are_refused(void)
 {
-    const char *lf = "GET /x HTTP/1.0\nHost: a\nUser-Agent: b\n\n";
-    CHECK(parse(lf) == (int)strlen(lf));
-    CHECK(header_is("User-Agent", "b") && req.num_headers == 2);
+    /* any line of the head ending in LF without CR, the blank line too */
+    const char *bad[] = {
+        "GET /x HTTP/1.0\nHost: a\nUser-Agent: b\n\n",
+        "GET /x HTTP/1.1\nHost: a\r\n\r\n",
+        "GET / HTTP/1.1\r\nA: 1\nB: 2\r\n\r\n",
+        "GET / HTTP/1.1\r\nA: 1\r\n\n",
+        "PUT /live.mp3 HTTP/1.1\r\nContent-Type: audio/mpeg\n\r\n",
+        "GET /x ICE/1.0\n\n",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        CHECK(parse(bad[i]) == HTTP_PARSE_ERROR);
+    /* refused as soon as the line is complete, not when the head is */
+    CHECK(parse("GET /x HTTP/1.1\n") == HTTP_PARSE_ERROR);
+    CHECK(parse("GET /x HTTP/1.1\r\nHost: a\n") == HTTP_PARSE_ERROR);
+    CHECK(parse("GET /x HTTP/1.1\r\nHost: a\r") == HTTP_PARSE_PARTIAL);
+}
+
+static void source_logins_keep_bare_lf_and_cr_cr_lf(void)
+{
+    /* DarkIce's login, as it writes it: LF line ends, then CRLF CRLF */
+    const char *darkice = "SOURCE /live.mp3 HTTP/1.0\nContent-type: audio/mpeg\n"
+                          "Authorization: Basic c291cmNlOmhhY2ttZQ==\nUser-Agent: DarkIce/1.4\n"
+                          "ice-bitrate: 128\nice-public: 0\nice-name: Radio\r\n\r\n";
+    CHECK(parse(darkice) == (int)strlen(darkice));
+    CHECK(req.method == HTTP_METHOD_SOURCE && req.num_headers == 6);
+    CHECK(header_is("ice-name", "Radio") && header_is("ice-bitrate", "128"));
+    /* its ICE/1.0 login of old, LF only */
+    const char *ice = "SOURCE /live ICE/1.0\nice-password: hackme\n\n";
+    CHECK(parse(ice) == (int)strlen(ice) && req.is_ice);
     const char *nsv = "SOURCE /nsv ICE/1.0\r\r\ncontent-type: video/nsv\r\r\n\r\r\n";
     CHECK(parse(nsv) == (int)strlen(nsv));
     CHECK(header_is("content-type", "video/nsv"));
-    const char *mixed = "GET / HTTP/1.1\r\nA: 1\nB: 2\r\r\n\n";
-    CHECK(parse(mixed) == (int)strlen(mixed));
-    CHECK(header_is("B", "2"));
     const char *lead = "\r\nGET / HTTP/1.1\r\n\r\n";
     CHECK(parse(lead) == (int)strlen(lead) && req.method == HTTP_METHOD_GET);
 }
@@ -140,9 +163,12 @@ static void split_delivery_byte_by_byte(void)
     CHECK(header_is("Expect", "100-continue"));
     CHECK(span_is(req.query, req.query_len, "x=1"));
 
-    const char *lf = "GET / HTTP/1.0\n\n";
-    CHECK(http_parse_request(lf, 15, 14, &req) == HTTP_PARSE_PARTIAL);
-    CHECK(http_parse_request(lf, 16, 15, &req) == 16);
+    const char *lf = "SOURCE / HTTP/1.0\n\n";
+    CHECK(http_parse_request(lf, 18, 17, &req) == HTTP_PARSE_PARTIAL);
+    CHECK(http_parse_request(lf, 19, 18, &req) == 19);
+    const char *get = "GET / HTTP/1.1\r\nA: b\n";
+    CHECK(http_parse_request(get, 16, 0, &req) == HTTP_PARSE_PARTIAL);
+    CHECK(http_parse_request(get, 22, 16, &req) == HTTP_PARSE_ERROR);
     CHECK(http_parse_request("", 0, 0, &req) == HTTP_PARSE_PARTIAL);
 }
 
@@ -378,6 +404,45 @@ static void content_length_must_be_one_plain_number(void)
     CHECK(parse("PUT /a HTTP/1.1\r\nContent-Length: -1\r\n") == HTTP_PARSE_PARTIAL);
 }
 
+static int with_transfer_encoding(const char *method, const char *lines)
+{
+    char head[256];
+    snprintf(head, sizeof(head), "%s /live HTTP/1.1\r\nHost: x\r\n%s\r\n\r\n", method, lines);
+    return parse(head);
+}
+
+static void transfer_encoding_is_chunked_once_or_refused(void)
+{
+    const char *ok[] = {
+        "Transfer-Encoding: chunked", "transfer-encoding: CHUNKED", "Transfer-Encoding:  chunked\t",
+        "Transfer-Encoding: , chunked ,", /* empty list elements count for nothing */
+    };
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        CHECK(with_transfer_encoding("PUT", ok[i]) > 0);
+        CHECK(with_transfer_encoding("GET", ok[i]) > 0); /* what the server does with it: not ours */
+    }
+    /* a coding we do not know: 501 (RFC 9112 section 6.1) */
+    const char *unknown[] = {
+        "Transfer-Encoding: gzip", "Transfer-Encoding: identity", "Transfer-Encoding: gzip, chunked",
+        "Transfer-Encoding: identity, chunked", "Transfer-Encoding: chunked, gzip",
+        "Transfer-Encoding: chunked;q=1", "Transfer-Encoding: chunk", "Transfer-Encoding: chunkeds",
+        "Transfer-Encoding: @#!", "Transfer-Encoding: chunked\r\nTransfer-Encoding: x-garbage",
+        "Transfer-Encoding: chunked chunked",
+    };
+    for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++)
+        CHECK(with_transfer_encoding("PUT", unknown[i]) == HTTP_PARSE_NOT_IMPLEMENTED);
+    CHECK(with_transfer_encoding("GET", "Transfer-Encoding: gzip") == HTTP_PARSE_NOT_IMPLEMENTED);
+    CHECK(with_transfer_encoding("SOURCE", "Transfer-Encoding: br") == HTTP_PARSE_NOT_IMPLEMENTED);
+    /* chunked twice, or a list of nothing: malformed framing, 400 */
+    CHECK(with_transfer_encoding("PUT", "Transfer-Encoding: chunked, chunked") == HTTP_PARSE_ERROR);
+    CHECK(with_transfer_encoding("PUT", "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked") ==
+          HTTP_PARSE_ERROR);
+    CHECK(with_transfer_encoding("PUT", "Transfer-Encoding:") == HTTP_PARSE_ERROR);
+    CHECK(with_transfer_encoding("PUT", "Transfer-Encoding: , ") == HTTP_PARSE_ERROR);
+    /* judged once the head is complete */
+    CHECK(parse("PUT /a HTTP/1.1\r\nTransfer-Encoding: gzip\r\n") == HTTP_PARSE_PARTIAL);
+}
+
 static void status_texts(void)
 {
     const int codes[] = {100, 101, 200, 204, 206, 301, 302, 304, 400, 401, 403, 404, 405,
@@ -460,7 +525,8 @@ int main(void)
     RUN(put_with_expect_continue);
     RUN(methods_are_case_sensitive);
     RUN(odd_spacing_is_trimmed);
-    RUN(lf_only_and_cr_cr_lf_line_ends);
+    RUN(bare_lf_line_ends_are_refused);
+    RUN(source_logins_keep_bare_lf_and_cr_cr_lf);
     RUN(split_delivery_byte_by_byte);
     RUN(absolute_uri_options_and_query);
     RUN(malformed_request_lines);
@@ -471,6 +537,7 @@ int main(void)
     RUN(uri_length_limit);
     RUN(basic_auth);
     RUN(content_length_must_be_one_plain_number);
+    RUN(transfer_encoding_is_chunked_once_or_refused);
     RUN(status_texts);
     RUN(response_heads_of_icecast_and_shoutcast);
     RUN(response_heads_partial_and_malformed);
