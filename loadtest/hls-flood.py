@@ -93,14 +93,13 @@ def begin_sessions(port, mount, n, source_ip="127.0.0.1", batch=100):
             s.sendall(b"".join(b"GET %s/hls.m3u8 HTTP/1.1\r\nHost: x\r\n\r\n" % mount.encode()
                                for _ in range(k)))
             answers, rest = read_answers(s, k, rest)
+            if os.environ.get("FLOOD_DEBUG"):
+                print("debug", source_ip, len(answers), answers[:1], flush=True)
             tokens = [TOKEN.search(b).group(1) for st, b in answers if st == 200]
             s.sendall(b"".join(b"GET %s/hls.m3u8?session=%s HTTP/1.1\r\nHost: x\r\n\r\n"
                                % (mount.encode(), t) for t in tokens))
             answers, rest = read_answers(s, len(tokens), rest)
             statuses += [st for st, _ in answers]
-            if any(st != 200 for st in statuses[-len(answers):]) and source_ip == "127.0.0.1" \
-                    and n > batch and False:
-                break
     finally:
         s.close()
     return statuses
@@ -114,6 +113,14 @@ def http_get(port, path, source_ip):
         return answers[0] if answers else (0, b"")
     finally:
         s.close()
+
+
+def has_segment(port, mount):
+    """The mount's HLS lists a segment (asked from an address of its own)."""
+    st, body = http_get(port, mount + "/hls.m3u8", "127.0.0.9")
+    m = TOKEN.search(body) if st == 200 else None
+    return bool(m) and b"#EXTINF" in http_get(port, "%s/hls.m3u8?session=%s"
+                                              % (mount, m.group(1).decode()), "127.0.0.9")[1]
 
 
 def main():
@@ -137,11 +144,10 @@ def main():
     try:
         srv = subprocess.Popen([a.rimecast, "-c", out + "/run/server.xml"])
         procs.append(srv)
-        base = "http://127.0.0.1:%d" % a.port
         deadline = time.monotonic() + 10
         while True:
             try:
-                urllib.request.urlopen(base + "/", timeout=1).read()
+                socket.create_connection(("127.0.0.1", a.port), 1).close()
                 break
             except OSError:
                 if time.monotonic() > deadline:
@@ -155,11 +161,7 @@ def main():
         procs.append(src)
         mount = "/live.mp3"
         deadline = time.monotonic() + 30
-        while b"#EXTINF" not in http_get(a.port, mount + "/hls.m3u8?session=" +
-                                         TOKEN.search(http_get(a.port, mount + "/hls.m3u8",
-                                                               "127.0.0.9")[1] or b"x" * 0 +
-                                                      b"hls.m3u8?session=" + b"0" * 32)
-                                         .group(1).decode(), "127.0.0.9")[1]:
+        while not has_segment(a.port, mount):
             if time.monotonic() > deadline:
                 sys.exit("hls-flood.py: the mount has no HLS segment")
             time.sleep(0.5)
@@ -181,7 +183,7 @@ def main():
         seg_st = http_get(a.port, mount + "/" + segs[-1], "127.0.0.2")[0] if segs else 0
         check(st == 200 and seg_st == 200, "a player from another address still plays "
               "(playlist %d, segment %d)" % (st, seg_st))
-        check(http_get(a.port, mount, "127.0.0.3")[0] == 200 or True,
+        check(http_get(a.port, mount, "127.0.0.3")[0] == 200,
               "a plain listener from another address is admitted")
 
         # 2. many addresses, then all expire together

@@ -356,7 +356,7 @@ void client_read_next(conn_t *c)
         static __thread http_request_t scratch;
         head = http_parse_request(c->rbuf, c->rlen, 0, &scratch);
     }
-    if (head <= 0 || depth >= CLIENT_MAX_PIPELINE_DEPTH) {
+    if (head <= 0) {
         conn_linger_close(c);
         return;
     }
@@ -369,7 +369,14 @@ void client_read_next(conn_t *c)
     c->start = time(NULL);
     c->ops = &reading_ops;
     conn_set_deadline(c, (uint64_t)server_config()->header_timeout * 1000u);
-    /* edge-triggered epoll: what arrived meanwhile is read now, not on a future event */
+    /* edge-triggered epoll: what arrived meanwhile is read now, not on a future event; past
+     * CLIENT_MAX_PIPELINE_DEPTH answers in one go (each answered request calls this again),
+     * on the loop's next turn, so that a long pipeline neither deepens the stack nor holds the
+     * worker */
+    if (depth >= CLIENT_MAX_PIPELINE_DEPTH) {
+        conn_read_again(c);
+        return;
+    }
     depth++;
     reading_on_readable(c);
     depth--;

@@ -52,6 +52,7 @@ typedef struct server_metric {
 READ_FN(read_clients, clients)
 READ_FN(read_sources, sources)
 READ_FN(read_listeners, listeners)
+READ_FN(read_hls_sessions, hls_sessions)
 READ_FN(read_connections, connections)
 READ_FN(read_refused, connections_refused)
 READ_FN(read_client_conns, client_connections)
@@ -86,6 +87,9 @@ static const server_metric_t server_metrics[] = {
      "Worker threads past <workers> (after a reload) still serving their connections.",
      read_draining},
     {"rimecast_server_listeners", "gauge", "Listeners on all mounts.", read_listeners},
+    {"rimecast_hls_sessions", "gauge",
+     "HLS sessions, pending (no audio fetched yet) or listening, on all mounts.",
+     read_hls_sessions},
     {"rimecast_connections_total", "counter", "Accepted connections.", read_connections},
     {"rimecast_connections_refused_total", "counter",
      "Connections closed on arrival (out of descriptors, or over <clients>).", read_refused},

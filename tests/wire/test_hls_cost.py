@@ -139,6 +139,28 @@ def _answer(sock, buf=b""):
     return resp.status, buf[:size], buf[size:]
 
 
+def test_a_hundred_requests_pipelined_in_one_packet_are_all_answered(server):
+    """A client that sends many requests at once gets every answer on the same connection: past
+    a few answered in one go, the rest are read on the loop's next turns (the connection was
+    closed after sixteen)."""
+    srv = server()
+    mount = "/live.mp3"
+    p = start_source(srv, mount, "mp3")
+    hlscheck.token(srv, mount)  # the window's first segment is there
+    s = wirelib.connect(srv.host, srv.port, 10)
+    try:
+        s.sendall(b"GET %s/hls.m3u8 HTTP/1.1\r\nHost: x\r\n\r\n" % mount.encode() * 100)
+        rest, tokens = b"", set()
+        for _ in range(100):
+            status, body, rest = _answer(s, rest)
+            assert status == 200
+            tokens.add(hlscheck.TOKEN_RE.search(body.decode()).group(1))
+        assert len(tokens) == 100  # each a new session's
+    finally:
+        s.close()
+        fl.stop_process(p)
+
+
 def test_requests_pipelined_in_one_packet_or_split_across_packets_are_all_answered(server):
     """A keep-alive player's requests however they come: the rest of the first packet read is
     parsed after each answer, and a request whose end comes in a later packet is read when it
