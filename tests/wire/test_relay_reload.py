@@ -5,8 +5,10 @@ A <relay> added to the config starts (an on-demand one when a listener asks); on
 stops, its listeners moved to the mount's <fallback-mount> or closed, as Icecast 2.4 does; one
 whose settings changed reconnects on them, its listeners staying through the reconnect (Icecast
 closes them); a changed <master-server> is asked for its list at once, the mounts it lists
-appear, those only the old master listed stop, and those both list reconnect to the new one.
-A reload that changes nothing about relays touches none of them. Each change is logged once.
+appear, those only the old master listed stop, and those both list reconnect to the new one;
+a master removed has its relays stopped; a <relay> added for a mount the master relays takes
+it over. A relay an upgrade brought over is followed like the others. A reload that changes
+nothing about relays touches none of them. Each change is logged once.
 """
 
 import os
@@ -292,6 +294,26 @@ def test_a_master_removed_by_a_reload_has_its_relays_stopped(server, d1):
                          % master.port) == 1
     finally:
         master.close()
+
+
+def test_a_relay_added_by_a_reload_takes_over_a_mount_the_master_relays(server, d1, d2):
+    master = FakeUpstream(listing=b"/a.mp3\n", streams={"/a.mp3": d1})
+    up = FakeUpstream(streams={"/other.mp3": d2})
+    try:
+        xml = master_xml(master.port, interval=120, password=SOURCE_PASSWORD)
+        slave = server(extra_xml=xml)
+        formatlib.wait_mount(slave, "/a.mp3")
+        reload(slave, extra_xml=xml + relay_xml(up.port, "/other.mp3", "/a.mp3"))
+        wirelib.wait_until(lambda: upstream_conns(slave, master.port) == 0, 5,
+                           "the master's relay of /a.mp3 to stop")
+        wirelib.wait_until(lambda: up.requests_for("/other.mp3"), 5,
+                           "the <relay> to connect")
+        formatlib.wait_mount(slave, "/a.mp3")
+        listen(slave, "/a.mp3", d2).close()
+        assert log_count(slave, "relay /a.mp3: added by the reload, starting") == 1
+    finally:
+        master.close()
+        up.close()
 
 
 def test_a_reload_that_changes_nothing_about_relays_restarts_none(server, d1):
