@@ -425,6 +425,7 @@ static void reload(const char *path)
     mount_foreach(apply_mount_config, NULL);
     worker_reload_all(); /* listen sockets, write window, sources' settings */
     worker_set_count(worker_count(cfg)); /* more: started; fewer: drained */
+    relay_reload(); /* the <relay> blocks; the master is followed by worker 0's reload hook */
     audience_store_reload();
     geoip_load(); /* read again: a new database file replaces the old one */
     log_info("config reloaded");

@@ -7,6 +7,10 @@
  * for itself, is refused (logged once while listed); the master's credentials go to it only. With
  * <master-ssl-port> (Icecast-KH) the list and the mounts it names by path are fetched over
  * TLS from that port (verified as every upstream is: net/tls.h).
+ * A reload that changes the master (its address, credentials or <relays-on-demand>) is
+ * followed at once: the new master is asked for its list, an answer still coming from the old
+ * one is dropped, and at the new list each mount it names again reconnects to it (keeping its
+ * mount), each it does not name stops. Without a master any more, the master's relays stop.
  */
 #include "upstream/master.h"
 
@@ -42,17 +46,28 @@ typedef struct relayed {
     char *name;
     int seen;
     int refused;  /* listed, but not relayed (logged once, while it stays listed) */
+    int stale;    /* relayed from a master the config no longer names: its next list decides */
     struct relayed *next; /* singly linked: walked whole at each list fetch, unlinked there */
 } relayed_t;
 
 static relayed_t *relayed;      /* mounts we relay from the master */
 static uint64_t next_fetch_ms;
 static int busy;                /* a fetch (lookup or connection) is under way */
+static uint64_t last_fetch_ms;  /* when the last fetch started */
+static const config_t *polled;  /* the snapshot whose master settings are followed */
+static unsigned generation;     /* counts changes of the master: older answers are dropped */
 
 
 typedef struct master_conn {
     client_t client;
+    unsigned generation; /* of the master asked */
 } master_conn_t;
+
+/* How often the list is fetched, in seconds. */
+static int interval_s(const config_t *cfg)
+{
+    return cfg->master_update_interval > 0 ? cfg->master_update_interval : 120;
+}
 
 /* The port the master is asked on, and whether over TLS. */
 static int master_port(const config_t *cfg)
@@ -128,6 +143,30 @@ static relayed_t *add_entry(const config_t *cfg, const char *mount, char *local)
     return r;
 }
 
+/* A mount relayed from the old master, listed by the new one: its relay reconnects there
+ * (or starts, or stops, as the new master's rules for the line say). */
+static void follow_new_master(const config_t *cfg, relayed_t *r, const char *mount)
+{
+    int was_refused = r->refused;
+    r->stale = 0;
+    r->seen = 1;
+    r->refused = entry_refused(cfg, mount, r->name);
+    if (r->refused) {
+        if (!was_refused)
+            relay_stop_master(r->name);
+    } else if (!was_refused) {
+        relay_restart_master(cfg->master_server, master_port(cfg), cfg->master_ssl_port > 0,
+                             r->name, r->name, cfg->master_username, cfg->master_password,
+                             cfg->relays_on_demand);
+    } else if (relay_start_master(cfg->master_server, master_port(cfg),
+                                  cfg->master_ssl_port > 0, r->name, r->name,
+                                  cfg->master_username, cfg->master_password,
+                                  cfg->relays_on_demand) < 0) {
+        r->refused = 1;
+        r->seen = 0; /* dropped: the next list tries it again */
+    }
+}
+
 static void apply_list(const char *body, size_t len)
 {
     const config_t *cfg = server_config();
@@ -153,7 +192,11 @@ static void apply_list(const char *body, size_t len)
         }
         char *mount = str_ndup(line, n);
         relayed_t *r = find(local);
-        if (r)
+        if (r && relay_configured(local))
+            r->refused = 1; /* a <relay> added by a reload took it over: dropped quietly */
+        else if (r && r->stale && mount)
+            follow_new_master(cfg, r, mount);
+        else if (r)
             r->seen = 1;
         else if (mount && count < MASTER_MAX_MOUNTS && !relay_configured(local) &&
                  add_entry(cfg, mount, local))
@@ -184,6 +227,10 @@ static void apply_list(const char *body, size_t len)
 static void fetched(conn_t *c)
 {
     const config_t *cfg = server_config();
+    if (((master_conn_t *)c)->generation != generation) {
+        next_fetch_ms = 0; /* the old master's list: the new one is asked now */
+        return;
+    }
     http_response_t resp;
     int head = c->rbuf ? http_parse_response(c->rbuf, c->rlen, &resp) : HTTP_PARSE_PARTIAL;
     if (head <= 0) {
@@ -302,6 +349,7 @@ static void fetch_from(worker_t *w, const char *ip)
     if (!mc)
         return;
     busy = 1;
+    mc->generation = generation;
     int err = connect_start(&mc->client.conn, w, ip, master_port(server_config()),
                             MASTER_TIMEOUT_MS, list_connected, list_destroy);
     if (err < 0) {
@@ -313,8 +361,11 @@ static void fetch_from(worker_t *w, const char *ip)
 
 static void resolved(worker_t *w, void *arg, const char *ip)
 {
-    (void)arg;
     busy = 0;
+    if ((unsigned)(uintptr_t)arg != generation) {
+        next_fetch_ms = 0; /* the old master's address: the new one is looked up now */
+        return;
+    }
     if (!ip) {
         log_warn("master %s: cannot resolve", server_config()->master_server);
         return;
@@ -329,39 +380,94 @@ static void master_tick(worker_t *w, void *arg)
     const config_t *cfg = server_config();
     if (!cfg->master_server || busy || now_ms < next_fetch_ms)
         return;
-    int interval = cfg->master_update_interval > 0 ? cfg->master_update_interval : 120;
-    next_fetch_ms = now_ms + (uint64_t)interval * 1000u;
+    last_fetch_ms = now_ms;
+    next_fetch_ms = now_ms + (uint64_t)interval_s(cfg) * 1000u;
     if (master_port(cfg) <= 0) {
         log_warn("master %s: no <master-server-port> (or <master-ssl-port>)", cfg->master_server);
         return;
     }
     if (resolve_numeric(cfg->master_server)) {
         fetch_from(w, cfg->master_server);
-    } else if (resolve_start(w, cfg->master_server, resolved, NULL) == 0) {
+    } else if (resolve_start(w, cfg->master_server, resolved,
+                             (void *)(uintptr_t)generation) == 0) {
         busy = 1;
     }
 }
 
-static void master_fini(worker_t *w)
+/* Forgets every relayed mount; stop_relays: their relays stop too. */
+static void forget_all(int stop_relays)
 {
-    if (w->id != 0)
-        return;
     while (relayed) {
         relayed_t *r = relayed;
         relayed = r->next;
+        if (stop_relays && !r->refused)
+            relay_stop_master(r->name);
         free(r->name);
         free(r);
     }
 }
 
+static void master_fini(worker_t *w)
+{
+    if (w->id == 0)
+        forget_all(0);
+}
+
+static int same_text(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* Whether a and b name the same master, with the same credentials, for relays of the same
+ * kind (on demand or not). */
+static int same_master(const config_t *a, const config_t *b)
+{
+    return same_text(a->master_server, b->master_server) && master_port(a) == master_port(b) &&
+           (a->master_ssl_port > 0) == (b->master_ssl_port > 0) &&
+           same_text(a->master_username, b->master_username) &&
+           same_text(a->master_password, b->master_password) &&
+           a->relays_on_demand == b->relays_on_demand;
+}
+
+/* A reload (worker 0): a changed master is asked at once, its relays marked for its list;
+ * a changed interval counts from the last fetch. */
+static void master_reload(worker_t *w)
+{
+    const config_t *cfg = server_config(), *old = polled;
+    if (w->id != 0 || !old || old == cfg)
+        return;
+    polled = cfg;
+    if (same_master(old, cfg)) {
+        if (!cfg->master_server || interval_s(old) == interval_s(cfg))
+            return;
+        next_fetch_ms = last_fetch_ms + (uint64_t)interval_s(cfg) * 1000u;
+    } else {
+        generation++;
+        next_fetch_ms = 0;
+        if (!cfg->master_server) {
+            log_info("master: no longer polling %s:%d: its relays stop", old->master_server,
+                     master_port(old));
+            forget_all(1);
+            return;
+        }
+        for (relayed_t *r = relayed; r; r = r->next)
+            r->stale = 1;
+    }
+    log_info("master: now polling %s%s:%d (every %d s)", cfg->master_ssl_port > 0 ? "https://"
+             : "", cfg->master_server, master_port(cfg), interval_s(cfg));
+}
+
 static int master_init(worker_t *w)
 {
-    return w->id == 0 ? worker_timer_add(w, MASTER_TICK_MS, master_tick, NULL) : 0;
+    if (w->id != 0)
+        return 0;
+    polled = server_config();
+    return worker_timer_add(w, MASTER_TICK_MS, master_tick, NULL);
 }
 
 void master_register(void)
 {
     static const worker_module_t module = {.name = "master", .init = master_init,
-                                           .fini = master_fini};
+                                           .fini = master_fini, .reload = master_reload};
     worker_register(&module);
 }

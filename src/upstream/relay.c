@@ -2,9 +2,10 @@
 /*
  * relay: pulling a mount from another server (see relay.h): the relay objects, their
  * connections (connect, request, response head, then the source role), reconnect backoff,
- * on-demand starts and stops, and the master's relays. Relays across an upgrade are in
- * relay_handover.c, the table of on-demand relays and the listeners parked on it in
- * relay_park.c (relay_internal.h: what the three share).
+ * on-demand starts and stops, a relay given new upstreams (relay_retarget). Relays across an
+ * upgrade are in relay_handover.c, the table of on-demand relays and the listeners parked on it
+ * in relay_park.c, the master's relays in relay_master.c, the config's <relay> blocks (start-up,
+ * reload) in relay_config.c (relay_internal.h: what they share).
  *
  * A relay_t belongs to one worker and is touched only on its thread: created anywhere, it is
  * handed over by worker_post; other threads reach it by its mount name through messages. Its
@@ -112,12 +113,14 @@ int relay_parse_url(const char *url, size_t len, char **host, int *port, char **
 
 /* ---- the relay's mount ---- */
 
+/* Ends r's mount, saying why (NULL: the caller said it). */
 static void end_mount(relay_t *r, const char *why)
 {
     r->lost_ms = 0;
     if (!r->mount)
         return;
-    log_info("relay %s: mount ended (%s)", r->logname, why);
+    if (why)
+        log_info("relay %s: mount ended (%s)", r->logname, why);
     source_end_mount(r->mount);
     mount_unref(r->mount);
     r->mount = NULL;
@@ -160,19 +163,47 @@ void relay_unlink(relay_t *r)
     list_remove(&r->link); /* harmless when it was never added, or removed already */
 }
 
-/* Stops r (its worker's thread): no connection, mount ended, freed now or when its lookup
- * answers. */
-void relay_stop(relay_t *r)
+void relay_stop(relay_t *r, const char *why)
 {
     relay_unlink(r);
     if (r->on_demand)
         relay_demand_set(r->local, NULL, 0);
     relay_detach_conn(r);
-    end_mount(r, "relay stopped");
+    end_mount(r, why);
     if (r->resolving)
         r->stopping = 1;
     else
         relay_free(r);
+}
+
+void relay_retarget(relay_t *r, relay_t *fresh)
+{
+    for (int i = 0; i < r->nhosts; i++) {
+        free(r->hosts[i].server);
+        free(r->hosts[i].path);
+        free(r->hosts[i].user);
+        free(r->hosts[i].pass);
+        free(r->hosts[i].bind);
+    }
+    memcpy(r->hosts, fresh->hosts, sizeof(r->hosts));
+    r->nhosts = fresh->nhosts;
+    fresh->nhosts = 0; /* the strings are r's now */
+    if (r->on_demand != fresh->on_demand) {
+        r->on_demand = fresh->on_demand;
+        relay_demand_set(r->local, r->worker, r->on_demand);
+        if (r->on_demand)
+            relay_demand_live(r->local, r->mount != NULL);
+    }
+    relay_free(fresh);
+    relay_detach_conn(r);
+    if (r->resolving)
+        r->lookup_stale = 1; /* its answer is for the old upstream */
+    r->cur = 0;
+    r->redirects = r->redirect_pending = 0;
+    r->backoff_ms = 0;
+    r->next_try_ms = 0; /* the next tick connects */
+    if (r->mount)
+        r->lost_ms = loop_now_ms(); /* its listeners wait the grace period for the new one */
 }
 
 /* ---- connection ---- */
@@ -506,6 +537,11 @@ static void relay_resolved(worker_t *w, void *arg, const char *ip)
         relay_free(r);
         return;
     }
+    if (r->lookup_stale) { /* r was given other upstreams meanwhile: the tick tries them */
+        r->lookup_stale = 0;
+        r->next_try_ms = 0;
+        return;
+    }
     if (!ip) {
         log_warn("relay %s: cannot resolve %s", r->logname, r->host);
         relay_conn_ended(r);
@@ -593,7 +629,7 @@ static void relay_module_fini(worker_t *w)
     while (!list_empty(&relay_lists[w->id])) {
         relay_t *r = container_of(relay_lists[w->id].next, relay_t, link);
         r->resolving = 0; /* the resolver stopped before the workers */
-        relay_stop(r);
+        relay_stop(r, "relay stopped");
     }
 }
 
@@ -681,11 +717,15 @@ worker_t *relay_pick_worker(void)
 
 int relay_hand_over(relay_t *r)
 {
-    if (server.nworkers <= 0 || relay_forgotten()) {
+    return relay_hand_over_to(r, server.nworkers > 0 ? relay_pick_worker() : NULL);
+}
+
+int relay_hand_over_to(relay_t *r, worker_t *w)
+{
+    if (!w || relay_forgotten()) {
         relay_free(r);
         return -EINVAL;
     }
-    worker_t *w = relay_pick_worker();
     if (r->on_demand)
         relay_demand_set(r->local, w, 1);
     int rc = worker_post(w, relay_add_msg, r);
@@ -697,60 +737,7 @@ int relay_hand_over(relay_t *r)
     return rc;
 }
 
-/* A relay as <relay> rc says, not yet on a worker; NULL without memory. */
-relay_t *relay_from_conf(const relay_conf_t *rc)
-{
-    relay_t *r = relay_new(rc->local_mount ? rc->local_mount : "/", rc->on_demand);
-    for (const relay_host_conf_t *h = rc->hosts; h && r; h = h->next) {
-        if (relay_add_host(r, h->server, h->port, h->mount, h->username, h->password,
-                           h->relay_shoutcast_metadata, h->tls, h->bind, h->timeout) < 0) {
-            relay_free(r);
-            r = NULL;
-        }
-    }
-    if (r && !r->nhosts) {
-        relay_free(r);
-        r = NULL;
-    }
-    return r;
-}
-
-void relay_start_all(void)
-{
-    const config_t *cfg = server_config();
-    for (const relay_conf_t *rc = cfg->relays; rc; rc = rc->next) {
-        const char *local = rc->local_mount ? rc->local_mount : "/";
-        const char *why = mount_name_refused(local, 0);
-        if (why) {
-            char esc[512];
-            escape_log_utf8(esc, sizeof(esc), local, strlen(local));
-            log_warn("relay %s refused: mountpoint %s %s", esc, esc, why);
-            continue;
-        }
-        if (relay_adopted(local))
-            continue;
-        relay_t *r = relay_from_conf(rc);
-        if (r)
-            relay_take_held(r);
-        if (!r || relay_hand_over(r) < 0)
-            log_error("relay of %s: cannot start", rc->local_mount ? rc->local_mount : "/");
-    }
-    if (!cfg->master_server)
-        relay_end_held(); /* else the master's list may name them: relay_master_polled */
-    relay_adopted_clear();
-}
-
 void relay_shutdown(void)
 {
     resolve_shutdown();
-}
-
-int relay_configured(const char *local)
-{
-    for (const relay_conf_t *rc = server_config()->relays; rc; rc = rc->next) {
-        const char *l = rc->local_mount ? rc->local_mount : rc->mount ? rc->mount : "/";
-        if (strcmp(l, local) == 0)
-            return 1;
-    }
-    return 0;
 }

@@ -20,9 +20,11 @@
  * take the same path. A relay may have several upstreams (<host>, <upstream>): each (re)connect
  * starts from the first and a failing one hands over to the next at once; the backoff applies
  * when all failed; it stays on a working later one until that fails (no probing back).
+ * A reload (relay_reload) stops the relays whose <relay> went, restarts those whose block
+ * changed on the new settings (their mount, and its listeners, stay through the reconnect)
+ * and starts the new ones; master.c follows a changed <master-server>.
  * Also: relay_park.h (the on-demand relays' table, the listeners parked on it),
  * relay_handover.h (relays across an upgrade).
- * Not here: reloading relay settings on SIGHUP (a restart applies them).
  */
 #ifndef RIMECAST_RELAY_H
 #define RIMECAST_RELAY_H
@@ -39,6 +41,13 @@ void relay_register(void);
 /* Starts the configured relays and the master-server poller (main thread, after the workers
  * started). */
 void relay_start_all(void);
+/* After a reload (main thread; server_config() is the new snapshot): the configured relays
+ * follow the new <relay> blocks, each by its local mount. A block that went: its relay stops
+ * and its mount ends (listeners to the fallback, or closed). A changed block (any upstream
+ * setting, on-demand): its relay reconnects on the new settings, its mount kept for the grace
+ * period. A new block: started as at start-up. Each logged once; a relay whose block did not
+ * change is not touched. Changes reach the workers by worker_post. */
+void relay_reload(void);
 /* Stops name lookups (main thread, before the workers stop); relays end with their workers. */
 void relay_shutdown(void);
 
@@ -48,6 +57,11 @@ void relay_shutdown(void);
  * name no mount may have). */
 int relay_start_master(const char *host, int port, int tls, const char *mount,
                        const char *local, const char *user, const char *pass, int on_demand);
+/* For upstream/master.c, after a reload changed the master: the master relay of local mount
+ * `local` reconnects to the new master (arguments as relay_start_master), keeping its mount.
+ * Thread-safe. */
+void relay_restart_master(const char *host, int port, int tls, const char *mount,
+                          const char *local, const char *user, const char *pass, int on_demand);
 /* For upstream/master.c: the master answered its stream list (after the stops and starts it
  * called for): the master's relays waiting to reconnect try at once, instead of waiting out
  * their backoff. Thread-safe. */

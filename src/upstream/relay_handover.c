@@ -189,6 +189,7 @@ static relay_t *relay_adopt_conf(worker_t *w, relay_conn_t *rc, rec_reader_t *in
     r->streaming = 1;
     rc->relay = r;
     list_insert_head(&relay_lists[w->id], &r->link);
+    relay_track(conf, w); /* a reload follows it as the relays relay_start_all starts */
     if (r->on_demand) {
         r->wanted_ms = loop_now_ms();
         relay_demand_set(r->local, w, 1);

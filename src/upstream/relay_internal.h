@@ -54,6 +54,7 @@ struct relay {
     relay_conn_t *rc;     /* connecting, reading the head, or streaming */
     int resolving;        /* a lookup is under way (it holds a pointer to us) */
     int stopping;         /* free when the lookup answers */
+    int lookup_stale;     /* the lookup under way is for upstreams r no longer has */
     int streaming;        /* rc is a source now */
     mount_t *mount;       /* ours, kept across reconnects */
     uint64_t next_try_ms, lost_ms, wanted_ms;
@@ -77,8 +78,6 @@ relay_t *relay_new(const char *local, int on_demand);
 /* Appends an upstream to r. 0 or -1 (no memory, or too many). */
 int relay_add_host(relay_t *r, const char *host, int port, const char *path, const char *user,
                    const char *pass, int icy, int tls, const char *bind, int timeout_s);
-/* A relay as <relay> rc says, not yet on a worker; NULL without memory. */
-relay_t *relay_from_conf(const relay_conf_t *rc);
 /* Ends r's mount (if it still has one) and frees r: it is on no list and has no lookup. */
 void relay_free(relay_t *r);
 /* Takes r off its worker's list (harmless when it is on none). */
@@ -91,12 +90,24 @@ void relay_try(relay_t *r);
 void relay_conn_destroy(conn_t *c);
 /* The next worker, round-robin (there is at least one). */
 worker_t *relay_pick_worker(void);
-/* Stops r (its worker's thread): no connection, mount ended, freed now or when its lookup
- * answers. */
-void relay_stop(relay_t *r);
-/* Gives r (not on a worker yet) to the next worker, which starts it; frees r when it cannot.
- * 0 or -errno. */
+/* Stops r (its worker's thread): no connection, mount ended (logged with `why`, or not when
+ * NULL: the caller said it), freed now or when its lookup answers. */
+void relay_stop(relay_t *r, const char *why);
+/* r (on its worker's thread) takes the upstreams and on-demand setting of fresh (a relay not
+ * on a worker, freed here) and reconnects to them at its next tick. Its mount stays: its
+ * listeners wait the grace period for the new upstream, as through any reconnect. */
+void relay_retarget(relay_t *r, relay_t *fresh);
+/* Gives r (not on a worker yet) to the next worker, or to w, which starts it; frees r when it
+ * cannot. 0 or -errno. */
 int relay_hand_over(relay_t *r);
+int relay_hand_over_to(relay_t *r, worker_t *w);
+
+/* ---- relay_config.c (main thread) ---- */
+
+/* A relay as <relay> rc says, not yet on a worker; NULL without memory. Any thread. */
+relay_t *relay_from_conf(const relay_conf_t *rc);
+/* The configured relay of rc runs on w (an upgrade brought it over): a reload follows it. */
+void relay_track(const relay_conf_t *rc, worker_t *w);
 
 /* ---- relay_handover.c ---- */
 

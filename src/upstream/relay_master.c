@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * relay_master: the relays a master server's list asks for (see master.c): starting one,
- * stopping one the list no longer names, and waking those waiting out a backoff when the
- * master answered. They are relays like the configured ones, marked from_master.
+ * stopping one the list no longer names, moving one to a new master (a reload changed it) and
+ * waking those waiting out a backoff when the master answered. They are relays like the
+ * configured ones, marked from_master.
  */
 #include "upstream/relay.h"
 
@@ -11,27 +12,63 @@
 #include <string.h>
 
 #include "core/list.h"
+#include "core/log.h"
 #include "core/str.h"
 #include "net/server.h"
 #include "net/worker.h"
 #include "stream/mount.h"
 #include "upstream/relay_internal.h"
 
-int relay_start_master(const char *host, int port, int tls, const char *mount,
-                       const char *local, const char *user, const char *pass, int on_demand)
+/* A master relay built again for its worker to take (relay_restart_master). */
+static relay_t *master_relay_new(const char *host, int port, int tls, const char *mount,
+                                 const char *local, const char *user, const char *pass,
+                                 int on_demand)
 {
-    if (mount[0] != '/' || mount_name_refused(local, 0)) /* the caller checked and logged */
-        return -EPERM;
     relay_t *r = relay_new(local, on_demand);
     if (r && relay_add_host(r, host, port, mount, user, pass, 1, tls, NULL, 0) < 0) {
         relay_free(r);
         r = NULL;
     }
+    if (r)
+        r->from_master = 1;
+    return r;
+}
+
+int relay_start_master(const char *host, int port, int tls, const char *mount,
+                       const char *local, const char *user, const char *pass, int on_demand)
+{
+    if (mount[0] != '/' || mount_name_refused(local, 0)) /* the caller checked and logged */
+        return -EPERM;
+    relay_t *r = master_relay_new(host, port, tls, mount, local, user, pass, on_demand);
     if (!r)
         return -ENOMEM;
-    r->from_master = 1;
     relay_take_held(r);
     return relay_hand_over(r);
+}
+
+/* The worker that runs the master relay of fresh's local mount retargets it; the others drop
+ * their copy. */
+static void restart_master_msg(worker_t *w, void *arg)
+{
+    relay_t *fresh = arg, *r;
+    list_foreach(r, &relay_lists[w->id], relay_t, link) {
+        if (r->from_master && strcmp(r->local, fresh->local) == 0) {
+            log_info("relay %s: changed by the reload (master): restarting", r->logname);
+            relay_retarget(r, fresh);
+            return;
+        }
+    }
+    relay_free(fresh);
+}
+
+void relay_restart_master(const char *host, int port, int tls, const char *mount,
+                          const char *local, const char *user, const char *pass, int on_demand)
+{
+    for (int i = 0; i < server.nslots; i++) { /* draining workers' relays too */
+        relay_t *fresh = master_relay_new(host, port, tls, mount, local, user, pass, on_demand);
+        if (fresh && worker_post(server.workers[i], restart_master_msg, fresh) < 0)
+            relay_free(fresh);
+    }
 }
 
 static void stop_master_msg(worker_t *w, void *arg)
@@ -40,7 +77,7 @@ static void stop_master_msg(worker_t *w, void *arg)
     relay_t *r;
     list_foreach(r, &relay_lists[w->id], relay_t, link) {
         if (r->from_master && strcmp(r->local, name) == 0) {
-            relay_stop(r);
+            relay_stop(r, "relay stopped");
             break;
         }
     }
