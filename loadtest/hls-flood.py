@@ -82,9 +82,10 @@ def read_answers(sock, n, buf=b""):
     return out, buf
 
 
-def begin_sessions(port, mount, n, source_ip="127.0.0.1", batch=100):
+def begin_sessions(port, mount, n, source_ip="127.0.0.1", batch=100, play=False):
     """One kept-alive connection from source_ip: n tokens and a session begun with each,
-    pipelined by batch. The statuses of the session requests."""
+    pipelined by batch; with play, each session then fetches the newest segment its playlist
+    lists (it becomes a listener). The statuses of the session requests."""
     s = socket.create_connection(("127.0.0.1", port), 30, source_address=(source_ip, 0))
     statuses, rest = [], b""
     try:
@@ -98,6 +99,12 @@ def begin_sessions(port, mount, n, source_ip="127.0.0.1", batch=100):
                                % (mount.encode(), t) for t in tokens))
             answers, rest = read_answers(s, len(tokens), rest)
             statuses += [st for st, _ in answers]
+            if play:
+                segs = [[l for l in b.decode().splitlines() if l.startswith("hls/")][-1]
+                        for st, b in answers if st == 200]
+                s.sendall(b"".join(b"GET %s/%s HTTP/1.1\r\nHost: x\r\n\r\n"
+                                   % (mount.encode(), seg.encode()) for seg in segs))
+                _, rest = read_answers(s, len(segs), rest)
     finally:
         s.close()
     return statuses
@@ -129,6 +136,8 @@ def main():
     ap.add_argument("--tokens", type=int, default=10000)
     ap.add_argument("--sessions", type=int, default=30000)
     ap.add_argument("--per-address", type=int, default=100)
+    ap.add_argument("--play", action="store_true",
+                    help="the sessions of step 2 fetch a segment each: listeners, with records")
     a = ap.parse_args()
     if not a.rimecast:
         sys.exit("hls-flood.py: no rimecast binary (run make)")
@@ -191,7 +200,7 @@ def main():
         total = 0
         for i in range(n_addr):
             ip = "127.0.%d.%d" % (1 + i // 250, 1 + i % 250)
-            total += begin_sessions(a.port, mount, a.per_address, ip).count(200)
+            total += begin_sessions(a.port, mount, a.per_address, ip, play=a.play).count(200)
         took = time.monotonic() - t0
         rss2 = rss_kb(srv.pid)
         sessions = metric(a.port, "rimecast_hls_sessions")
@@ -220,9 +229,14 @@ def main():
               "no worker turn over 50 ms (%.1f ms)" % (1000 * (turn_after or 0)))
         log = os.path.join(out, "run", "log", "sessions.log")
         records = sum(1 for _ in open(log)) if os.path.exists(log) else 0
-        # the player from 127.0.0.2 and the plain listener from 127.0.0.3 are the only listeners
-        check(records <= 2, "no session record for sessions that fetched no audio (%d records: "
-              "the two real listeners')" % records)
+        if a.play:
+            check(records >= 0.9 * a.sessions, "the sessions that played left their records "
+                  "(%d)" % records)
+        else:
+            # the player from 127.0.0.2 and the plain listener from 127.0.0.3 are the only
+            # listeners
+            check(records <= 2, "no session record for sessions that fetched no audio (%d "
+                  "records: the two real listeners')" % records)
     finally:
         for p in reversed(procs):
             if p.poll() is None:
