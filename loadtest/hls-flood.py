@@ -100,8 +100,11 @@ def begin_sessions(port, mount, n, source_ip="127.0.0.1", batch=100, play=False)
             answers, rest = read_answers(s, len(tokens), rest)
             statuses += [st for st, _ in answers]
             if play:
+                # one connection carries them all: each segment names its session (a token
+                # in a piece's query is honoured on any mount), or all would count to one
                 segs = [[l for l in b.decode().splitlines() if l.startswith("hls/")][-1]
-                        for st, b in answers if st == 200]
+                        + "?session=" + t.decode()
+                        for (st, b), t in zip(answers, tokens) if st == 200]
                 s.sendall(b"".join(b"GET %s/%s HTTP/1.1\r\nHost: x\r\n\r\n"
                                    % (mount.encode(), seg.encode()) for seg in segs))
                 _, rest = read_answers(s, len(segs), rest)

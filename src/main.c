@@ -26,7 +26,7 @@
 #include "admin/xslt.h"
 #include "auth/verify.h"
 #include "conf/config.h"
-#include "config.h"
+#include "build-config.h"
 #include "core/fault.h"
 #include "core/log.h"
 #include "core/safefile.h"
@@ -535,29 +535,14 @@ static void take_over(int hfd)
     }
 }
 
-int main(int argc, char **argv)
+/* Start-up to the point where the server may serve: the config loaded and checked (root needs
+ * <changeowner>), descriptors raised, the logs opened, the config published, TLS set up. 0, or
+ * the exit status (what went wrong said, an upgrade's old process told). */
+static int load(const options_t *opt, int hfd)
 {
-    options_t opt = {0};
     char err[1024];
     config_t *cfg = NULL;
-    upgrade_pidfile_t handed_pidfile = {-1, NULL, 0, 0};
-    if (parse_args(argc, argv, &opt) < 0)
-        return 2;
-    if (opt.upgrade)
-        return upgrade_cmd_run(opt.config_file, (pid_t)opt.upgrade_pid,
-                               opt.upgrade_timeout ? (int)opt.upgrade_timeout : 60);
-    upgrade_remember(argc, argv);
-    int hfd = upgrade_inherited(); /* started by an upgrade: the old process waits on it */
-#ifdef RIMECAST_FAULT_INJECTION
-    const char *faults = getenv("RIMECAST_FAULT");
-    if (fault_init(faults, err, sizeof(err)) < 0) {
-        fprintf(stderr, "%s\n", err);
-        return 1;
-    }
-    if (faults && *faults)
-        fprintf(stderr, "fault injection armed: RIMECAST_FAULT=%s\n", faults);
-#endif
-    if (config_load(opt.config_file, &cfg, err, sizeof(err), NULL) < 0) {
+    if (config_load(opt->config_file, &cfg, err, sizeof(err), NULL) < 0) {
         fprintf(stderr, "%s\n", err);
         if (hfd >= 0)
             upgrade_refuse(hfd, err);
@@ -566,12 +551,12 @@ int main(int argc, char **argv)
     if (geteuid() == 0 && !cfg->user) {
         fprintf(stderr, "rimecast: refusing to run as root; set <security><changeowner><user>"
                         "(and <group>) in %s so that it drops privileges after start-up\n",
-                opt.config_file);
+                opt->config_file);
         config_free(cfg);
         return 1;
     }
     raise_fd_limit();
-    if (set_file_owner(cfg, opt.config_file) < 0) {
+    if (set_file_owner(cfg, opt->config_file) < 0) {
         config_free(cfg);
         return 1;
     }
@@ -595,10 +580,12 @@ int main(int argc, char **argv)
         server_free_configs();
         return 1;
     }
-    if (opt.background && hfd < 0 && daemonize() < 0) {
-        fprintf(stderr, "rimecast: cannot daemonize: %s\n", strerror(errno));
-        return 1;
-    }
+    return 0;
+}
+
+/* The signals the main thread takes through a signalfd (returned, -1 on failure). */
+static int signals_take(void)
+{
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGHUP);
@@ -607,31 +594,31 @@ int main(int argc, char **argv)
     sigaddset(&set, SIGUSR2);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
-    int sfd = signalfd(-1, &set, SFD_CLOEXEC);
-    int rc = 1;
-    int curl_ready = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
-    if (hfd >= 0 && upgrade_receive(hfd, &handed_pidfile, err, sizeof(err)) < 0) {
-        log_error("upgrade: not taking over: %s", err);
-        upgrade_refuse(hfd, err);
-        _exit(1); /* the descriptors received are the old process's, still in use there */
-    }
-    if (sfd < 0 || !curl_ready || start_workers(cfg) < 0) {
+    return signalfd(-1, &set, SFD_CLOEXEC);
+}
+
+/* The workers made (or taken over from an upgrade's old process), privileges dropped, the
+ * threads and stores of the subsystems started, the workers running. 0, or -1 (said on
+ * standard error; the caller stops what started). */
+static int start(const config_t *cfg, int hfd, upgrade_pidfile_t *handed_pidfile)
+{
+    if (start_workers(cfg) < 0) {
         fprintf(stderr, "rimecast: start-up failed, see the error log\n");
         if (hfd >= 0) {
             upgrade_refuse(hfd, "start-up failed, see its error log");
             _exit(1);
         }
-        goto out;
+        return -1;
     }
     if (hfd >= 0) {
         take_over(hfd);
-        take_pidfile(&handed_pidfile);
+        take_pidfile(handed_pidfile);
     } else {
         write_pidfile(cfg);
     }
     if (hfd < 0 && drop_privileges(cfg) < 0) {
         fprintf(stderr, "rimecast: cannot drop privileges, see the error log\n");
-        goto out;
+        return -1;
     }
     warn_unreadable_page_roots(cfg);
     audience_store_start(); /* as the final user: the database files are its own */
@@ -639,11 +626,11 @@ int main(int argc, char **argv)
     geoip_load();
     if (fetch_start() < 0) {
         fprintf(stderr, "rimecast: cannot start the HTTP client thread\n");
-        goto out;
+        return -1;
     }
     if (verify_start(0) < 0) {
         fprintf(stderr, "rimecast: cannot start the password verifier threads\n");
-        goto out;
+        return -1;
     }
     for (int i = 0; i < server.nworkers; i++)
         worker_start(server.workers[i]);
@@ -659,18 +646,12 @@ int main(int argc, char **argv)
     relay_start_all();
     if (hfd < 0)
         notify_manager("READY=1"); /* listening since the workers started */
-    int handed = signal_loop(sfd, opt.config_file);
-    if (handed) {
-        /* handed over: the connections, mounts and pidfile are the new process's now; the
-         * workers stay stopped and nothing of theirs is closed or logged as ending, except
-         * the TLS listeners kept here, served until they leave */
-        if (handed == 2)
-            upgrade_drain(sfd);
-        audience_store_stop();
-        _exit(0);
-    }
-    rc = 0;
-out:
+    return 0;
+}
+
+/* Everything stopped in order, for an exit (not after a hand-over: that exits at once). */
+static void stop(int sfd, int curl_ready)
+{
     session_server_stopping(); /* the listeners that end from here on end as "shutdown" */
     yp_stop();
     /* before the workers: what it cancels is answered on them (parked clients refused) */
@@ -697,5 +678,65 @@ out:
     xmlCleanupParser();
     if (curl_ready)
         curl_global_cleanup();
+}
+
+/* The life of the process: start-up (load, start), serving (the signal loop), then stop; or,
+ * when handed over to a new binary, an exit with nothing of the connections closed. */
+int main(int argc, char **argv)
+{
+    options_t opt = {0};
+    char err[1024];
+    upgrade_pidfile_t handed_pidfile = {-1, NULL, 0, 0};
+    if (parse_args(argc, argv, &opt) < 0)
+        return 2;
+    if (opt.upgrade)
+        return upgrade_cmd_run(opt.config_file, (pid_t)opt.upgrade_pid,
+                               opt.upgrade_timeout ? (int)opt.upgrade_timeout : 60);
+    upgrade_remember(argc, argv);
+    int hfd = upgrade_inherited(); /* started by an upgrade: the old process waits on it */
+#ifdef RIMECAST_FAULT_INJECTION
+    const char *faults = getenv("RIMECAST_FAULT");
+    if (fault_init(faults, err, sizeof(err)) < 0) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    if (faults && *faults)
+        fprintf(stderr, "fault injection armed: RIMECAST_FAULT=%s\n", faults);
+#endif
+    int rc = load(&opt, hfd);
+    if (rc)
+        return rc;
+    if (opt.background && hfd < 0 && daemonize() < 0) {
+        fprintf(stderr, "rimecast: cannot daemonize: %s\n", strerror(errno));
+        return 1;
+    }
+    int sfd = signals_take();
+    int curl_ready = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
+    if (hfd >= 0 && upgrade_receive(hfd, &handed_pidfile, err, sizeof(err)) < 0) {
+        log_error("upgrade: not taking over: %s", err);
+        upgrade_refuse(hfd, err);
+        _exit(1); /* the descriptors received are the old process's, still in use there */
+    }
+    rc = 1;
+    if (sfd < 0 || !curl_ready) {
+        fprintf(stderr, "rimecast: start-up failed, see the error log\n");
+        if (hfd >= 0) {
+            upgrade_refuse(hfd, "start-up failed, see its error log");
+            _exit(1);
+        }
+    } else if (start(server_config(), hfd, &handed_pidfile) == 0) {
+        int handed = signal_loop(sfd, opt.config_file);
+        if (handed) {
+            /* handed over: the connections, mounts and pidfile are the new process's now;
+             * the workers stay stopped and nothing of theirs is closed or logged as ending,
+             * except the TLS listeners kept here, served until they leave */
+            if (handed == 2)
+                upgrade_drain(sfd);
+            audience_store_stop();
+            _exit(0);
+        }
+        rc = 0;
+    }
+    stop(sfd, curl_ready);
     return rc;
 }

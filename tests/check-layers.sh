@@ -5,7 +5,7 @@
 LAYERS="core conf,format net http auth stream upstream hls stats yp admin upgrade router main"
 # A folder may include its own headers and those of any lower layer; folders sharing a layer
 # (conf,format) may not include each other. src/main.c is the layer "main"; the generated
-# config.h (package version) is allowed everywhere.
+# build-config.h (package version) is allowed everywhere.
 # Inside a folder, files (a .c with its .h as one unit) must not include each other in a ring:
 # a ring fails the check.
 #   tests/check-layers.sh              the check of $RIMECAST_SRCDIR/src, then the self-test

@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 
-#include "config.h"
+#include "build-config.h"
 
 typedef enum fault_point {
     FAULT_LISTENER_HEAD,   /* stream/listener.c: queueing a new listener's response head */

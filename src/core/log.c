@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "core/escape.h"
+#include "core/loop.h"
 #include "core/safefile.h"
 
 /* One log file: its descriptor (never closed while running once > 2: reopening and rotating
@@ -433,17 +434,10 @@ void log_msg(int level, const char *func, const char *fmt, ...)
     write_line(&error_log, line, n);
 }
 
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 int log_msg_limited(log_ratelimit_t *rl, unsigned interval_ms, int level, const char *func,
                     const char *fmt, ...)
 {
-    uint64_t now = now_ms();
+    uint64_t now = loop_now_ms();
     unsigned long long next = atomic_load_explicit(&rl->next_ms, memory_order_relaxed);
     if (now < next || !atomic_compare_exchange_strong(&rl->next_ms, &next, now + interval_ms)) {
         atomic_fetch_add_explicit(&rl->suppressed, 1, memory_order_relaxed);

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "core/escape.h"
+#include "core/loop.h"
 #include "core/list.h"
 #include "core/log.h"
 
@@ -62,13 +63,6 @@ static pthread_t spawn_thread;
 static child_t *children;
 static int nchildren;
 static int spawn_grace_ms = 2000; /* set by spawn_shutdown before `quitting` */
-
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 /* ---- starting ---- */
 
@@ -124,7 +118,7 @@ static void start_request(spawn_req_t *r)
     }
     c->pid = pid;
     snprintf(c->what, sizeof(c->what), "%s", r->what);
-    c->deadline_ms = r->timeout_s > 0 ? now_ms() + (uint64_t)r->timeout_s * 1000u : 0;
+    c->deadline_ms = r->timeout_s > 0 ? loop_now_ms() + (uint64_t)r->timeout_s * 1000u : 0;
     c->next = children;
     children = c;
     nchildren++;
@@ -266,7 +260,7 @@ static void *spawn_main(void *arg)
     child_t *who[SPAWN_MAX_FDS + 1];
     for (;;) {
         int quit = take_requests();
-        uint64_t now = now_ms();
+        uint64_t now = loop_now_ms();
         if (quit && !quit_at)
             quit_at = now + (uint64_t)spawn_grace_ms;
         for (child_t *c = children; c; c = c->next)

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "config.h"
+#include "build-config.h"
 #include "core/cidr.h"
 
 server_t server;
