@@ -351,6 +351,11 @@ int log_session_open(const char *path, char *msg, size_t cap)
     return open_optional("session", &session_log, &session_on, path, msg, cap);
 }
 
+int log_session_active(void)
+{
+    return atomic_load_explicit(&session_on, memory_order_acquire);
+}
+
 void log_session_line(const char *line, size_t len)
 {
     if (atomic_load_explicit(&session_on, memory_order_acquire))

@@ -122,5 +122,7 @@ void log_playlist(const char *mount, int listeners, const char *title);
 int log_session_open(const char *path, char *msg, size_t cap);
 /* Writes one complete line (ending in '\n', already escaped) to the session log, if open. */
 void log_session_line(const char *line, size_t len);
+/* 1 if the session log is open (its lines are written somewhere). */
+int log_session_active(void);
 
 #endif

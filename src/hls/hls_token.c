@@ -90,7 +90,9 @@ int hls_token_init(const char *dir)
         return -EIO;
     }
     key_set = 1;
-    log_warn("hls: session token key %s/%s not used (%s): tokens issued now are valid until "
+    /* info, not a warning: a station without a writable log directory (a test, a checkout)
+     * loses nothing but tokens issued just before a restart */
+    log_info("hls: session token key %s/%s not used (%s): tokens issued now are valid until "
              "this process ends, not across a restart or an upgrade", dir ? dir : "(none)",
              HLS_TOKEN_KEY_FILE, why);
     return 0;

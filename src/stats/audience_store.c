@@ -238,8 +238,10 @@ static void db_open(db_t *db, char *path, int quiet)
     if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v2(db->sql, insert_sql, -1, &db->insert, NULL);
     if (rc != SQLITE_OK) {
-        log_error("audience store: cannot use %s: %s; sessions are only logged", path,
-                  err ? err : db->sql ? sqlite3_errmsg(db->sql) : sqlite3_errstr(rc));
+        log_error("audience store: cannot use %s: %s; %s", path,
+                  err ? err : db->sql ? sqlite3_errmsg(db->sql) : sqlite3_errstr(rc),
+                  log_session_active() ? "sessions are recorded in the session log only"
+                                       : "sessions are recorded nowhere (no session log either)");
         sqlite3_free(err);
         sqlite3_finalize(db->insert);
         sqlite3_close(db->sql);
