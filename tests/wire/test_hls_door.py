@@ -253,6 +253,21 @@ def test_an_issued_token_stays_valid_across_a_restart(server):
         fl.stop_process(p)
 
 
+def test_an_issued_token_stays_valid_across_an_upgrade(server):
+    from test_upgrade import upgrade
+    srv = server(extra_xml=SHORT)
+    mount = "/live.mp3"
+    p = start_source(srv, mount, "mp3")
+    try:
+        token = hlscheck.issue_token(srv.host, srv.port, mount)  # not begun yet
+        upgrade(srv)
+        status, _, body = media(srv, mount, token)
+        assert status == 200, body[:200]
+        assert media(srv, mount, "0" * 32)[0] == 403  # and a forged one is still refused
+    finally:
+        fl.stop_process(p)
+
+
 def test_one_address_holds_at_most_its_share_and_others_still_get_in(server):
     srv = server(mounts=[{"mount_name": "/live.mp3", "max_listeners": 10}], extra_xml=SHORT)
     mount = "/live.mp3"
