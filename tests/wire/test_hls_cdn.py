@@ -24,6 +24,7 @@ import urllib.parse
 
 import pytest
 
+import adminlib
 import formatlib as fl
 import hlscheck
 import wirelib
@@ -228,3 +229,48 @@ def test_many_players_through_nginx_cost_the_origin_one_request_per_piece(cdn):
     # one playlist per reload window: the blocking reloads are asked for each part once
     assert n_pl <= (len(parts) + len(segments)) * 1.5 + 10, summary
     assert n_pl * PLAYERS / 2 <= playlist_requests, summary
+
+
+def test_a_session_played_through_the_docs_block_has_the_players_address(server):
+    """The block sends the player's address (X-Forwarded-For) and the server believes nginx, a
+    trusted proxy: a session played through it is listed and counted with the player's
+    address, not nginx's."""
+    if not NGINX:
+        pytest.skip("nginx is not installed (Debian: nginx)")
+    d = tempfile.mkdtemp(prefix="wire-proxies-")
+    os.chmod(d, 0o755)
+    proxies = os.path.join(d, "proxies")
+    with open(proxies, "w") as f:
+        f.write("127.0.0.1\n")
+    os.chmod(proxies, 0o644)
+    srv = server(extra_xml="<paths><trusted-proxies>%s</trusted-proxies></paths>"
+                 "<hls><target-duration>2</target-duration></hls>" % proxies)
+    p = fl.ffmpeg_source(srv, MOUNT, "mp3")
+    ng = None
+    try:
+        fl.wait_mount(srv, MOUNT, p)
+        ng = Nginx("%s:%d" % (srv.host, srv.port))
+        player = "127.0.0.7"
+
+        def via_nginx(path):
+            c = http.client.HTTPConnection("127.0.0.1", ng.port, timeout=20,
+                                           source_address=(player, 0))
+            try:
+                c.request("GET", path)
+                r = c.getresponse()
+                return r.status, r.read().decode(errors="replace")
+            finally:
+                c.close()
+        status, text = via_nginx(MOUNT + "/hls.m3u8")
+        token = hlscheck.TOKEN_RE.search(text).group(1)
+        status, text = via_nginx("%s/hls.m3u8?session=%s" % (MOUNT, token))
+        assert status == 200, text[:200]
+        seg = hlscheck.parse(text)["segments"][-1]["uri"]
+        assert via_nginx(MOUNT + "/" + seg)[0] == 200
+        doc = adminlib.admin(srv, "/admin/listclients?mount=" + MOUNT).xml()
+        assert [l.findtext("IP") for l in doc.findall("source/listener")] == [player]
+    finally:
+        if ng:
+            ng.stop()
+        fl.stop_process(p)
+        shutil.rmtree(d, ignore_errors=True)
