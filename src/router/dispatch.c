@@ -115,6 +115,14 @@ static void listen_or_overflow(conn_t *c, const http_request_t *req, mount_t *m,
     for (int depth = 0; listener_start(c, req, m, depth ? want : home) == LISTENER_FULL;
          depth++) {
         mount_t *alt = depth < FALLBACK_MAX_DEPTH ? fallback_when_full(m) : NULL;
+        if (alt && !listener_may_enter(want, client_of(c)->log_user, alt)) {
+            static log_ratelimit_t closed_log;
+            log_info_limited(&closed_log, 10000, "listener %s: %s is full and its "
+                             "<fallback-when-full> %s has authentication it did not pass",
+                             CIDR_SHOWN(c->ip), m->name, alt->name);
+            mount_unref(alt); /* as if there were none: a sibling, else 403 */
+            alt = NULL;
+        }
         if (!alt) {
             if (!redirect_listener(c, req, want))
                 client_send_error(c, 403, "Forbidden: max listeners reached");

@@ -440,17 +440,22 @@ static void keep_tail(listener_t *l)
     }
 }
 
-/* May l be moved to dest? (see listener_move). A password is never verified here: that
- * takes a verifier thread, and moves run on the worker, listener after listener; the identity
- * a listener logged in with is what it brings along. */
-static int may_enter(const listener_t *l, const mount_t *dest)
+/* A password is never verified here: that takes a verifier thread, and moves run on the
+ * worker, listener after listener; the identity a listener logged in with is what it brings
+ * along. */
+int listener_may_enter(const char *asked, const char *user, const mount_t *dest)
 {
     const config_t *cfg = server_config();
-    if (l->asked && strcmp(l->asked, dest->name) == 0)
+    if (asked && strcmp(asked, dest->name) == 0)
         return 1;
-    const mount_conf_t *from = l->asked && client_of(l->conn)->log_user
-                                   ? config_find_mount(cfg, l->asked) : NULL;
+    const mount_conf_t *from = asked && user ? config_find_mount(cfg, asked) : NULL;
     return auth_covers(from, config_find_mount(cfg, dest->name));
+}
+
+/* May l be moved to dest? (see listener_move) */
+static int may_enter(const listener_t *l, const mount_t *dest)
+{
+    return listener_may_enter(l->asked, client_of(l->conn)->log_user, dest);
 }
 
 /* A listener's framing was promised in its response head and cannot change mid-connection:

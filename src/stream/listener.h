@@ -94,6 +94,11 @@ int listener_flush(listener_t *l);
  * authentication refuses l, -ENOSPC if dest has max-listeners listeners: then nothing changed
  * and l stays where it was. */
 int listener_move(listener_t *l, mount_t *dest);
+/* May a listener that asked for mount `asked` (user: the user its login there named, NULL
+ * when it did not log in) have dest's audio without logging in again? Yes for the mount it
+ * asked for, for a mount without authentication, and for one of the same htpasswd file when
+ * it logged in: the rule of listener_move, and of a <fallback-when-full> (router/dispatch.c). */
+int listener_may_enter(const char *asked, const char *user, const mount_t *dest);
 
 /* Ends c's session `seconds` from now if c is (still) a streaming listener: a time limit
  * from its authentication. 0 = none. Worker thread only. */

@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """A mount with authentication stays closed to listeners moved there: by a fallback, by
-/admin/moveclients or by fallback-override. A listener may go only where it logged in (the
-mount it asked for) or to a mount of the same htpasswd file (its user is one of that mount's
-users); the others are closed (fallback, as if there were none) or stay where they are
-(moveclients, override), and the refusal is logged once. Each case has its control: an open
-destination takes everyone."""
+/admin/moveclients or by fallback-override, and to listeners sent there by the
+<fallback-when-full> of a full mount. A listener may go only where it logged in (the mount it
+asked for) or to a mount of the same htpasswd file (its user is one of that mount's users);
+the others are closed (fallback, as if there were none), stay where they are (moveclients,
+override), or are refused as if the full mount had no such fallback (403), and the refusal
+is logged once. Each case has its control: an open destination takes everyone."""
 
 import hashlib
 import os
@@ -130,6 +131,37 @@ def test_moveclients_to_a_protected_mount_leaves_the_others_where_they_are(serve
         still_playing(anonymous)
     finally:
         close_all(anonymous, member, *srcs)
+
+
+def test_fallback_when_full_into_a_protected_mount_takes_only_its_users(server, users):
+    # max-listeners 0: every listener of these mounts is one too many
+    srv = server(extra_xml="".join([
+        mount("/open.mp3", max_listeners=0, fallback_mount="/prot.mp3", fallback_when_full=1),
+        mount("/member.mp3", users, max_listeners=0, fallback_mount="/prot.mp3",
+              fallback_when_full=1),
+        mount("/prot.mp3", users),
+        mount("/control.mp3", max_listeners=0, fallback_mount="/free.mp3", fallback_when_full=1),
+    ]))
+    srcs = [source(srv, m, i) for i, m in enumerate(
+        ("/open.mp3", "/member.mp3", "/prot.mp3", "/control.mp3", "/free.mp3"))]
+    anonymous = srv.listener("/open.mp3")
+    got = []
+    try:
+        # /open.mp3 is full: its fallback would be /prot.mp3, whose users it does not know
+        assert anonymous.open().status == 403
+        srv.wait_log("/open.mp3 is full and its <fallback-when-full> /prot.mp3 has "
+                     "authentication it did not pass")
+        assert listeners_on(srv, "/prot.mp3") == 0
+        # a listener whose login there is good for /prot.mp3 (the same file) gets it
+        got.append(listener(srv, "/member.mp3", login=True))
+        assert listeners_on(srv, "/prot.mp3") == 1
+        # control: an open fallback takes anyone
+        got.append(listener(srv, "/control.mp3"))
+        assert listeners_on(srv, "/free.mp3") == 1
+        for lis in got:
+            still_playing(lis)
+    finally:
+        close_all(anonymous, *got, *srcs)
 
 
 def test_override_into_a_protected_mount_brings_back_only_those_who_logged_in(server, users):
