@@ -139,7 +139,7 @@ static void list_session(const hls_session_view_t *v, void *arg)
     e->id = v->id;
     snprintf(e->ip, sizeof(e->ip), "%s", CIDR_SHOWN(v->ip));
     e->agent = v->agent ? strdup(v->agent) : NULL;
-    e->user = NULL;
+    e->user = v->user ? strdup(v->user) : NULL; /* the login's user, as a listener's */
     e->connected = v->connected;
 }
 

@@ -315,13 +315,16 @@ typedef struct hls_session_view {
     uint64_t id;             /* in the connections' id space (killclient) */
     const char *ip, *agent;
     long long connected;     /* seconds */
+    const char *user;        /* the user its login named, NULL none */
 } hls_session_view_t;
-/* Calls fn for each live session of mount name `name` (under its window's lock: fn must not
- * call into hls). */
+/* Calls fn for each listening session counted on the live mount named `name`: those of its
+ * own window and of the windows of sourceless mounts it serves as their fallback, as its
+ * listeners are (under the window's lock: fn must not call into hls). */
 void hls_sessions_foreach(const char *name, void (*fn)(const hls_session_view_t *v, void *arg),
                           void *arg);
-/* Ends session `id` of mount name `name` now (its access-log line is written, its listener
- * slot given back); its token is refused (403) until it stops polling. 1 if it was found. */
+/* Ends session `id`, one of those hls_sessions_foreach lists for `name`, now (its access-log
+ * line is written, its listener slot given back); its token is refused (403) until it stops
+ * polling. 1 if it was found. */
 int hls_session_kill(const char *name, uint64_t id);
 
 /* Ends the sessions that stopped polling (all: every one), each with its access-log line, for

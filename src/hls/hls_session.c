@@ -659,38 +659,63 @@ void hls_sessions_follow_locked(hls_t *h, mount_t *m)
     }
 }
 
+/* Calls fn(h, s, arg) for each listening session counted on the live mount named `name`,
+ * under its window's lock, until fn returns nonzero: the sessions of the windows that follow
+ * the mount (its own, and those of sourceless mounts it is the fallback of), as its plain
+ * listeners are those of its subscriptions. The list is walked as the publish hook walks it
+ * (windows are never freed). 1 if fn stopped the walk. */
+static int counted_foreach(const char *name, int (*fn)(hls_t *, hls_session_t *, void *),
+                           void *arg)
+{
+    mount_t *m = mount_find(name);
+    int stop = 0;
+    for (hls_t *h = m ? atomic_load(&m->hls) : NULL; h && !stop;
+         h = atomic_load(&h->next_on_mount)) {
+        pthread_mutex_lock(&h->lock);
+        for (hls_session_t *s = h->sessions; s && !stop; s = s->next)
+            if (s->counted == m && s->active && !s->killed && !s->expired)
+                stop = fn(h, s, arg);
+        pthread_mutex_unlock(&h->lock);
+    }
+    if (m)
+        mount_unref(m);
+    return stop;
+}
+
+typedef struct {
+    void (*fn)(const hls_session_view_t *v, void *arg);
+    void *arg;
+    time_t now;
+} list_walk_t;
+
+static int list_one(hls_t *h, hls_session_t *s, void *arg)
+{
+    (void)h;
+    list_walk_t *w = arg;
+    hls_session_view_t v = {s->id, s->ip, s->agent, (long long)(w->now - s->start), s->user};
+    w->fn(&v, w->arg);
+    return 0;
+}
+
 void hls_sessions_foreach(const char *name, void (*fn)(const hls_session_view_t *v, void *arg),
                           void *arg)
 {
-    hls_t *h = hls_find(name);
-    if (!h)
-        return;
-    time_t now = time(NULL);
-    pthread_mutex_lock(&h->lock);
-    for (hls_session_t *s = h->sessions; s; s = s->next) {
-        if (s->killed || s->expired || !s->active)
-            continue; /* a pending session is no listener yet */
-        hls_session_view_t v = {s->id, s->ip, s->agent, (long long)(now - s->start)};
-        fn(&v, arg);
-    }
-    pthread_mutex_unlock(&h->lock);
+    list_walk_t w = {fn, arg, time(NULL)};
+    counted_foreach(name, list_one, &w);
+}
+
+static int kill_one(hls_t *h, hls_session_t *s, void *arg)
+{
+    if (s->id != *(const uint64_t *)arg)
+        return 0;
+    session_close(h, s, SESSION_END_KICKED);
+    s->killed = 1;
+    return 1;
 }
 
 int hls_session_kill(const char *name, uint64_t id)
 {
-    hls_t *h = hls_find(name);
-    if (!h)
-        return 0;
-    pthread_mutex_lock(&h->lock);
-    hls_session_t *s = h->sessions;
-    while (s && (s->id != id || s->killed || s->expired || !s->active))
-        s = s->next;
-    if (s) {
-        session_close(h, s, SESSION_END_KICKED);
-        s->killed = 1;
-    }
-    pthread_mutex_unlock(&h->lock);
-    return s != NULL;
+    return counted_foreach(name, kill_one, &id);
 }
 
 const char *hls_session_login_mount(hls_t *h, char *out, size_t cap)
