@@ -6,8 +6,9 @@ refused at accept is).
 
 Kinds: a plain GET listener, a TLS listener, an HLS session (a token, its media playlist, then
 a segment), an HLS piece without a session (a segment, part or HEAD of one, asked for bare),
-an intro segment (<mount>/hls/intro/...), a relay listener (a GET of a relayed mount). Knows
-nothing of the rules: the test files set them up."""
+an intro segment (<mount>/hls/intro/...), a relay listener (a GET of a relayed mount, always
+on or on demand). KindStation is a station that has them all; the rules are the test files'
+to set."""
 
 import hashlib
 import http.client
@@ -30,11 +31,6 @@ SHORT_HLS = ("<hls><target-duration>2</target-duration><part-target-ms>500</part
 
 
 # ---------------------------------------------------------------- servers for a module
-
-def started(**cfg):
-    """A started conftest.Server (stop it with stop_checked)."""
-    return conftest.Server(**cfg).start()
-
 
 def stop_checked(srv):
     """Stops srv as the server fixture does: it must still run and exit 0 at SIGTERM."""
@@ -185,6 +181,12 @@ def listeners(srv, mount):
     return r.xml().findall("source/listener")
 
 
+def live_mounts(srv):
+    """The mounts /admin/listmounts lists: those live now."""
+    return [m.get("mount") for m in adminlib.admin(srv, "/admin/listmounts").xml().findall(
+        "source")]
+
+
 def listener_count(srv, mount):
     s = fl.stats_source(srv, mount)
     return int(s.findtext("listeners")) if s is not None else None
@@ -261,6 +263,9 @@ class Listener(wirelib.Listener):
         super().__init__(srv.host, srv.tls_port if tls else srv.port, mount, **kw)
         self.srv, self.tls, self.source_ip = srv, tls, source_ip
 
+    def request_bytes(self):
+        return request_bytes(self.method, self.mount, self.extra_headers, self.version)
+
     def open(self, timeout=10.0, start=True):
         self.sock = connect(self.srv, self.tls, self.source_ip, timeout)
         if self.sock is None:
@@ -326,8 +331,8 @@ def newest_segment(text):
 
 
 def intro_segments(text):
-    return [s["uri"] for s in hlscheck.parse(text)["segments"] if "/intro/" in s["uri"]
-            or s["uri"].startswith("hls/intro/")]
+    """The intro segments a media playlist lists (their URIs as listed)."""
+    return [s["uri"] for s in hlscheck.parse(text)["segments"] if s["uri"].startswith("hls/intro/")]
 
 
 def without_token(uri):
@@ -368,3 +373,69 @@ def session_status(srv, mount, headers=None, source_ip=None):
 def bare_piece_status(srv, mount, uri, headers=None, source_ip=None, method="GET"):
     """A piece of mount asked for without a session (its URI without a token)."""
     return exchange(srv, mount + "/" + without_token(uri), headers, method, source_ip)[0]
+
+
+# ---------------------------------------------------------------- one station, every kind
+
+KINDS = ["plain", "tls", "hls_session", "bare_piece", "intro", "relay", "relay_on_demand"]
+
+
+class KindStation(Bench):
+    """An origin (/up.mp3) and an edge with a TLS socket, MOUNT (HLS with an intro), and two
+    relays of the origin's mount: /relay.mp3 always on, /od.mp3 on demand. With an htpasswd
+    file (users) all three ask for its login. attempt(kind) asks for audio as each kind
+    does."""
+
+    MOUNT = "/live.mp3"
+    RELAYED = {"relay": "/relay.mp3", "relay_on_demand": "/od.mp3"}
+
+    def start(self, users=None, more="", **cfg):
+        self.more = more
+        self.origin = self.server()
+        self.keep(paced_source(self.origin, "/up.mp3"), lambda s: s.stop())
+        web = self.dir(web_dir())
+        self.srv = conftest.Server(tls_mode="1", webroot=web, extra_xml=self.edge_xml(users),
+                                   **cfg)
+        self.srv.cfg["ssl_certificate"] = make_cert(self.srv.dir)
+        self.server(self.srv)
+        self.keep(mp3_source(self.srv, self.MOUNT), fl.stop_process)
+        fl.wait_mount(self.srv, "/relay.mp3")
+        return self
+
+    def edge_xml(self, users=None):
+        return (mount_xml(self.MOUNT, users, intro="/intro.mp3") + SHORT_HLS +
+                mount_xml("/relay.mp3", users) + mount_xml("/od.mp3", users) +
+                relay_xml(self.origin, "/up.mp3", "/relay.mp3") +
+                relay_xml(self.origin, "/up.mp3", "/od.mp3", on_demand=True) + self.more)
+
+    def reload(self, users=None):
+        """The edge's config rewritten (users: its mounts' htpasswd file, None: open) and
+        applied by SIGHUP."""
+        import signal
+        srv = self.srv
+        before = srv.error_log().count("config reloaded")
+        srv.write_config(extra_xml=self.edge_xml(users))
+        srv.send_signal(signal.SIGHUP)
+        wirelib.wait_until(lambda: srv.error_log().count("config reloaded") > before, 10,
+                           "the reload")
+
+    def mount_of(self, kind):
+        return self.RELAYED.get(kind, self.MOUNT)
+
+    def piece_uri(self, kind, headers=None):
+        """A piece of MOUNT as a session's playlist lists it (a session of its own, with the
+        login headers): its newest segment, or for "intro" its first intro segment."""
+        text = Session(self.srv, self.MOUNT, headers, play=False).text
+        return intro_segments(text)[0] if kind == "intro" else newest_segment(text)
+
+    def attempt(self, kind, uri=None):
+        """A function of (headers, source_ip) asking for audio as `kind` does: the status it
+        got. A piece's kind asks for uri bare (without a token), else for one it finds now."""
+        srv = self.srv
+        if kind in ("plain", "tls", "relay", "relay_on_demand"):
+            mount = self.mount_of(kind)
+            return lambda headers, ip: stream(srv, mount, headers, ip, tls=kind == "tls")[0]
+        if kind == "hls_session":
+            return lambda headers, ip: session_status(srv, self.MOUNT, headers, ip)
+        uri = uri or self.piece_uri(kind)
+        return lambda headers, ip: bare_piece_status(srv, self.MOUNT, uri, headers, ip)
