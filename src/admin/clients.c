@@ -166,7 +166,8 @@ static void list_done(worker_t *self, void *arg)
     char *name = stats_clean_text(a->mount->name);
     xmlNewProp(src, BAD_CAST "mount", BAD_CAST(name ? name : ""));
     free(name);
-    stats_add_number(src, "Listeners", j->n);
+    stats_add_number(src, "Listeners", j->n); /* Icecast 2.4's name */
+    stats_add_number(src, "listeners", j->n); /* Icecast-KH's (AzuraCast reads it) */
     for (int i = 0; i < j->n; i++) {
         xmlNodePtr l = xmlNewChild(src, NULL, BAD_CAST "listener", NULL);
         stats_add_text(l, "IP", j->entries[i].ip);

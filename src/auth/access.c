@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * access: allow-ip, deny-ip, deny-agents and trusted-proxies files as lock-free snapshots, and
- * the forwarded-address rules (see access.h). Checked once per connection (IP) or request
+ * access: allow-ip, deny-ip, deny-agents and trusted-proxies files as lock-free snapshots (the
+ * proxies of <x-forwarded-for> are in the config itself), and the forwarded-address rules (see
+ * access.h). Checked once per connection (IP) or request
  * (agent, forwarded address): one stat per file per check, never on the listener hot path.
  */
 #include "auth/access.h"
@@ -145,16 +146,23 @@ int access_agent_allowed(const char *agent, size_t len)
     return 1;
 }
 
+/* A proxy of the trusted-proxies file or of the config's own <x-forwarded-for> list (the
+ * Icecast-KH name for the same trust). */
 static int trusted_addr(const unsigned char addr[16])
 {
-    const snap_t *s = snapshot(server_config()->trusted_proxies, 0);
+    const config_t *cfg = server_config();
+    if (cidr_list_match(&cfg->forwarded_for, addr))
+        return 1;
+    const snap_t *s = snapshot(cfg->trusted_proxies, 0);
     return s && cidr_list_match(&s->ranges, addr);
 }
 
 int access_proxy_trusted(const char *peer)
 {
+    const config_t *cfg = server_config();
     unsigned char addr[16];
-    if (!server_config()->trusted_proxies || cidr_addr_parse(peer, strlen(peer), addr) < 0)
+    if ((!cfg->trusted_proxies && cfg->forwarded_for.n == 0) ||
+        cidr_addr_parse(peer, strlen(peer), addr) < 0)
         return 0;
     return trusted_addr(addr);
 }

@@ -6,7 +6,8 @@
  *   deny-agents      User-Agent patterns refused (fnmatch wildcards, case-insensitive,
  *                    matched against the whole header; "*bot*" refuses any agent with "bot")
  *   trusted-proxies  addresses / CIDR ranges of reverse proxies whose X-Forwarded-For or
- *                    Forwarded: for= header names the real client
+ *                    Forwarded: for= header names the real client; the <x-forwarded-for>
+ *                    elements of <paths> (Icecast-KH) add proxies trusted the same way
  * One entry a line, '#' starts a comment. Each file is re-read when it changes on disk
  * (core/watched.h: mtime to the nanosecond, size, inode), into an immutable snapshot that
  * readers use without a lock. A file that does not exist is an empty list; one that exists
@@ -28,7 +29,7 @@ typedef struct http_request http_request_t;
 int access_ip_allowed(const char *ip);
 /* 1 if the agent (may be NULL: no header) is not refused by deny-agents. */
 int access_agent_allowed(const char *agent, size_t len);
-/* 1 if peer is listed in trusted-proxies. */
+/* 1 if peer is listed in trusted-proxies or <x-forwarded-for>. */
 int access_proxy_trusted(const char *peer);
 
 /* The client behind a trusted proxy, from every X-Forwarded-For line (in order, as one

@@ -39,6 +39,9 @@ static const word_t loglevel_words[] = {
 #define OLD_FN(n, f, why) {.name = n, .type = D_FN, .fn = f, .flags = F_DEPRECATED, .note = why}
 #define OLD_IGNORE(n, why) {.name = n, .type = D_IGNORE, .flags = F_DEPRECATED, .note = why}
 #define END {.name = NULL}
+/* an Icecast-KH setting not implemented: accepted, then warned about (or refused) by its row in
+ * policy.c */
+#define KH(n) {.name = n, .type = D_IGNORE}
 /* rows with the value a field has until the file sets it */
 #define DEF(d) .def = (d), .flags = F_DEFAULT
 #define INT_D(n, st, f, lo, hi, d) ROW(n, D_INT, st, f, .min = lo, .max = hi, DEF(d))
@@ -60,6 +63,7 @@ static const word_t loglevel_words[] = {
 #endif
 #define PORT_MAX 65535
 #define SIZE_MAX_BYTES (1L << 30)
+#define RATE_MAX 100000000000L /* bits/s: 100 Gbit/s */
 
 /* ---------------------------------------------------------------- lists */
 
@@ -120,6 +124,13 @@ static int fn_header(parse_t *p, xmlNodePtr n, void *obj)
     }
     if (!header_name_ok(h->name) || strpbrk(h->value, "\r\n")) {
         config_err(p, n, "<header> name or value contains characters not allowed in HTTP");
+        goto done;
+    }
+    if (status && strpbrk(status, "*?[")) {
+        char buf[48];
+        config_err(p, n, "<header> status=\"%s\" is an Icecast-KH pattern, not supported: give "
+                   "one status code (200), or none for every status",
+                   config_shown(status, buf, sizeof(buf)));
         goto done;
     }
     if (status) {
@@ -317,6 +328,10 @@ static const directive_t limits_dirs[] = {
     INT_D("write-window", config_t, write_window_ms, 0, 1000, 500),
     INT_D("script-timeout", config_t, script_timeout, 1, 86400, 60),
     INT_D("upgrade-drain", config_t, upgrade_drain, 0, 604800, 3600),
+    INT_D("max-listeners", config_t, max_listeners, -1, INT_MAX, -1), /* Icecast-KH */
+    KH("max-bandwidth"),
+    KH("min-queue-size"),
+    KH("inactivity-timeout"),
     END,
 };
 static const section_t limits_sec = {"limits", limits_dirs};
@@ -331,6 +346,76 @@ static const directive_t auth_dirs[] = {
 };
 static const section_t auth_sec = {"authentication", auth_dirs};
 
+/* Icecast-KH matches <x-forwarded-for> as a pattern on the address text: the patterns it
+ * documents end in whole-octet wildcards ("192.168.1.*", "10.*"), which are IPv4 ranges. The
+ * range of such a pattern into out, 0; -1 for any other text. */
+static int octet_wildcard(const char *v, cidr_t *out)
+{
+    unsigned octets[4] = {0, 0, 0, 0};
+    int known = 0;
+    const char *s = v;
+
+    while (known < 4 && *s >= '0' && *s <= '9') {
+        char *end;
+        unsigned long x = strtoul(s, &end, 10);
+        if (x > 255 || end - s > 3 || *end != '.')
+            return -1;
+        octets[known++] = (unsigned)x;
+        s = end + 1;
+    }
+    if (known == 0 || known == 4)
+        return -1;
+    if (strcmp(s, "*") != 0) /* one "*" for the rest, or one for each octet left */
+        for (int i = known; i < 4; i++, s += 2)
+            if (s[0] != '*' || s[1] != (i == 3 ? '\0' : '.'))
+                return -1;
+    char text[32];
+    snprintf(text, sizeof(text), "%u.%u.%u.%u/%d", octets[0], octets[1], octets[2], octets[3],
+             known * 8);
+    return cidr_parse(text, strlen(text), out);
+}
+
+/* The address or range n holds (with kh_patterns, or an Icecast-KH octet wildcard), appended
+ * to l. */
+static int add_range(parse_t *p, xmlNodePtr n, cidr_list_t *l, int kh_patterns)
+{
+    const directive_t d = {.name = (const char *)n->name, .type = D_PATH, .off = 0};
+    char *text = NULL, buf[48];
+    cidr_t r, *grown;
+    int rc = -1;
+
+    if (config_set_value(p, n, &d, &text))
+        return -1;
+    if (cidr_parse(text, strlen(text), &r) < 0 && (!kh_patterns || octet_wildcard(text, &r) < 0)) {
+        config_err(p, n, "<%s> \"%s\" is not an address or a range (192.0.2.7, "
+                   "192.0.2.0/24, %s2001:db8::/48)", (const char *)n->name,
+                   config_shown(text, buf, sizeof(buf)), kh_patterns ? "192.0.2.*, " : "");
+        goto done;
+    }
+    if (!(grown = realloc(l->v, (l->n + 1) * sizeof(*l->v)))) {
+        config_err(p, n, "out of memory");
+        goto done;
+    }
+    l->v = grown;
+    l->v[l->n++] = r;
+    rc = 0;
+done:
+    free(text);
+    return rc;
+}
+
+/* <login-backoff><exempt>: an address or range never blocked (repeatable) */
+static int fn_backoff_exempt(parse_t *p, xmlNodePtr n, void *obj)
+{
+    return add_range(p, n, &((config_t *)obj)->backoff.exempt, 0);
+}
+
+/* <paths><x-forwarded-for> (Icecast-KH, repeatable): a proxy trusted as <trusted-proxies> */
+static int fn_forwarded_for(parse_t *p, xmlNodePtr n, void *obj)
+{
+    return add_range(p, n, &((config_t *)obj)->forwarded_for, 1);
+}
+
 static const directive_t paths_dirs[] = {
     PATH_D("basedir", config_t, basedir, PKGDATADIR),
     PATH_D("logdir", config_t, logdir, LOCALSTATEDIR "/log/rimecast"),
@@ -341,10 +426,15 @@ static const directive_t paths_dirs[] = {
     PATH("deny-ip", config_t, deny_ip),
     PATH("deny-agents", config_t, deny_agents),
     PATH("trusted-proxies", config_t, trusted_proxies),
+    FN("x-forwarded-for", fn_forwarded_for),                 /* Icecast-KH */
+    PATH("banfile", config_t, deny_ip),                      /* Icecast-KH: deny-ip */
+    PATH("ban-file", config_t, deny_ip),                     /* Icecast-KH: deny-ip */
+    PATH("mime-types", config_t, mime_types),                /* Icecast-KH: the root's */
     PATH("ssl-certificate", config_t, ssl_certificate),
     PATH("ssl-private-key", config_t, ssl_private_key), /* Icecast-KH */
     STR("ssl-allowed-ciphers", config_t, ssl_allowed_ciphers),
     PATH("ssl-cafile", config_t, ssl_cafile), /* Icecast-KH: CAs for upstreams (relays) */
+    PATH("ssl_certificate", config_t, ssl_certificate), /* Icecast-KH: ssl-certificate */
     FN("alias", fn_alias),
     END,
 };
@@ -358,6 +448,12 @@ static const directive_t logging_dirs[] = {
         DEF(3)),
     INT("logsize", config_t, logsize, 0, INT_MAX),
     BOOL("logarchive", config_t, logarchive),
+    KH("preroll-log"),
+    KH("accesslog_ip"),
+    KH("accesslog_exclude_ext"),
+    KH("accesslog_lines"),
+    KH("errorlog_lines"),
+    KH("playlistlog_lines"),
     END,
 };
 static const section_t logging_sec = {"logging", logging_dirs};
@@ -390,34 +486,6 @@ static const directive_t tls_context_dirs[] = {
     END,
 };
 static const section_t tls_context_sec = {"tls-context", tls_context_dirs};
-
-/* <login-backoff><exempt>: an address or range never blocked (repeatable) */
-static int fn_backoff_exempt(parse_t *p, xmlNodePtr n, void *obj)
-{
-    static const directive_t d = {.name = "exempt", .type = D_PATH, .off = 0};
-    cidr_list_t *l = &((config_t *)obj)->backoff.exempt;
-    char *text = NULL, buf[48];
-    cidr_t r, *grown;
-    int rc = -1;
-
-    if (config_set_value(p, n, &d, &text))
-        return -1;
-    if (cidr_parse(text, strlen(text), &r) < 0) {
-        config_err(p, n, "<exempt> \"%s\" is not an address or a range (192.0.2.7, "
-                   "192.0.2.0/24, 2001:db8::/48)", config_shown(text, buf, sizeof(buf)));
-        goto done;
-    }
-    if (!(grown = realloc(l->v, (l->n + 1) * sizeof(*l->v)))) {
-        config_err(p, n, "out of memory");
-        goto done;
-    }
-    l->v = grown;
-    l->v[l->n++] = r;
-    rc = 0;
-done:
-    free(text);
-    return rc;
-}
 
 #define BACKOFF(n, f, lo, hi, d) INT_D(n, config_t, backoff.f, lo, hi, d)
 static const directive_t backoff_dirs[] = {
@@ -460,6 +528,8 @@ static const directive_t listen_dirs[] = {
     BOOL("ssl", listen_conf_t, tls),
     ROW("tls", D_BOOL, listen_conf_t, tls, .min = 0, .max = 1, .words = tls_words), /* 2.5 */
     INT("so-sndbuf", listen_conf_t, so_sndbuf, 0, INT_MAX),
+    KH("queue-len"),
+    KH("so-mss"),
     END,
 };
 static const section_t listen_sec = {"listen-socket", listen_dirs};
@@ -489,6 +559,7 @@ static int fn_listen(parse_t *p, xmlNodePtr n, void *obj)
 /* Icecast-KH's <host> and Icecast 2.5's <upstream> inside <relay>: one upstream each. */
 static const directive_t relay_host_dirs[] = {
     PATH("server", relay_host_conf_t, server),
+    PATH("ip", relay_host_conf_t, server), /* Icecast-KH: server */
     INT("port", relay_host_conf_t, port, 1, PORT_MAX),
     PATH("mount", relay_host_conf_t, mount),
     STR("username", relay_host_conf_t, username),
@@ -498,6 +569,8 @@ static const directive_t relay_host_dirs[] = {
     TRI_D("tls", relay_host_conf_t, tls, -1), /* -1: the <relay>'s */
     TRI_D("ssl", relay_host_conf_t, tls, -1),
     INT("timeout", relay_host_conf_t, timeout, 1, 3600),
+    KH("priority"),
+    KH("http-headers"),
     END,
 };
 static const section_t relay_host_sec = {"host", relay_host_dirs};
@@ -524,18 +597,24 @@ static int fn_relay_host(parse_t *p, xmlNodePtr n, void *obj)
 
 static const directive_t relay_dirs[] = {
     PATH("server", relay_conf_t, server),
+    PATH("ip", relay_conf_t, server), /* Icecast-KH: server */
     INT_D("port", relay_conf_t, port, 1, PORT_MAX, 8000),
     PATH("mount", relay_conf_t, mount),
     MOUNT("local-mount", relay_conf_t, local_mount),
     STR("username", relay_conf_t, username),
     STR("password", relay_conf_t, password),
     BOOL_D("relay-shoutcast-metadata", relay_conf_t, relay_shoutcast_metadata, 1),
+    BOOL_D("relay-icy-metadata", relay_conf_t, relay_shoutcast_metadata, 1), /* Icecast-KH */
     TRI_D("on-demand", relay_conf_t, on_demand, -1), /* -1: <relays-on-demand>, maybe later */
     PATH("bind", relay_conf_t, bind),
     BOOL("tls", relay_conf_t, tls), /* Icecast-KH (in <host>): the upstream speaks HTTPS */
     BOOL("ssl", relay_conf_t, tls),
     FN("host", fn_relay_host),     /* Icecast-KH */
     FN("upstream", fn_relay_host), /* Icecast 2.5 */
+    KH("enable"),
+    KH("retry-delay"),
+    KH("run-on"),
+    KH("http-headers"),
     END,
 };
 static const section_t relay_sec = {"relay", relay_dirs};
@@ -552,6 +631,7 @@ static int relay_flat_host(parse_t *p, xmlNodePtr n, relay_conf_t *r)
 
     for (xmlNodePtr ch = n->children; ch && !flat; ch = ch->next)
         flat = ch->type == XML_ELEMENT_NODE && (strcmp((const char *)ch->name, "server") == 0 ||
+                                                strcmp((const char *)ch->name, "ip") == 0 ||
                                                 strcmp((const char *)ch->name, "port") == 0 ||
                                                 strcmp((const char *)ch->name, "mount") == 0);
     if (!flat)
@@ -708,9 +788,15 @@ static const directive_t mount_dirs[] = {
     INT_D("source-timeout", mount_conf_t, source_timeout, -1, 86400, -1),
     INT_D("mp3-metadata-interval", mount_conf_t, mp3_metadata_interval, -1, 1 << 24, -1),
     INT_D("icy-metadata-interval", mount_conf_t, mp3_metadata_interval, -1, 1 << 24, -1),
+    INT_D("metadata-interval", mount_conf_t, mp3_metadata_interval, -1, 1 << 24, -1), /* KH */
+    /* Icecast-KH: a source's bits/s on average ("128k"); -1 unset, 0 no limit */
+    ROW("limit-rate", D_LONG, mount_conf_t, limit_rate, .min = 0, .max = RATE_MAX,
+        .flags = F_DEFAULT | F_BITRATE, .def = -1),
+    PATH("listenurl", mount_conf_t, listenurl), /* Icecast-KH */
     PATH("dump-file", mount_conf_t, dump_file),
     PATH("intro", mount_conf_t, intro),
     PATH("fallback-mount", mount_conf_t, fallback_mount),
+    PATH("fallback", mount_conf_t, fallback_mount), /* Icecast-KH: fallback-mount */
     BOOL("fallback-override", mount_conf_t, fallback_override),
     BOOL("fallback-when-full", mount_conf_t, fallback_when_full),
     PATH("charset", mount_conf_t, charset),
@@ -731,18 +817,56 @@ static const directive_t mount_dirs[] = {
     FN("authentication", fn_mount_auth),
     FN("http-headers", fn_mount_headers),
     SECTION("hls", mount_hls_sec),
+    KH("priority"),
+    KH("min-queue-size"),
+    KH("file-seekable"),
+    KH("hijack"),
+    KH("allow-chunked"),
+    KH("max-bandwidth"),
+    KH("wait-time"),
+    KH("filter-theora"),
+    KH("skip-accesslog"),
+    KH("max-send-size"),
+    KH("linger-for"),
+    KH("redirect"),
+    KH("redirect-to"),
+    KH("ogg-passthrough"),
+    KH("admin_comments_only"),
+    KH("allow-url-ogg-metadata"),
+    KH("ban-client"),
+    KH("intro-skip-replay"),
+    KH("so-sndbuf"),
+    KH("max-stream-duration"),
+    KH("preroll-log"),
+    KH("accesslog"),
     END,
 };
 static const section_t mount_sec = {"mount", mount_dirs};
 
+/* An element without attributes and without child elements ("<mount/>", which AzuraCast
+ * writes for a station without mount points). */
+static int is_empty(xmlNodePtr n)
+{
+    if (n->properties)
+        return 0;
+    for (xmlNodePtr ch = n->children; ch; ch = ch->next)
+        if (ch->type == XML_ELEMENT_NODE)
+            return 0;
+    return 1;
+}
+
 static int fn_mount(parse_t *p, xmlNodePtr n, void *obj)
 {
     config_t *c = obj;
-    mount_conf_t *m = new_item(p, n, sizeof(*m));
+    mount_conf_t *m;
     char *type = NULL, buf[48];
     const char *shown;
 
-    if (!m)
+    if (is_empty(n)) {
+        config_warn_at(p, "mount", NULL, config_line(n), "empty <mount> ignored");
+        return 0;
+    }
+    if (!(m = new_item(p, n, sizeof(*m))))
         return -1;
     config_set_defaults(&mount_sec, m); /* numbers only: cannot fail */
     APPEND(c->mounts, m);
@@ -827,6 +951,7 @@ static const directive_t root_dirs[] = {
     TEXT_D("admin", config_t, admin, "icemaster@localhost"),
     PATH_D("hostname", config_t, hostname, "localhost"),
     TEXT("server-id", config_t, server_id),
+    TEXT("server_id", config_t, server_id), /* Icecast-KH: server-id */
     BOOL_D("fileserve", config_t, fileserve, 1),
     PATH_D("mime-types", config_t, mime_types, "/etc/mime.types"),
     BOOL("icelogin", config_t, icelogin),
@@ -854,6 +979,13 @@ static const directive_t root_dirs[] = {
     FN("directory", fn_directory),
     FN("http-headers", fn_root_headers),
     SECTION("hls", hls_sec),
+    KH("master-bind"),
+    KH("master-relay-auth"),
+    KH("master-redirect"),
+    KH("max-redirect-slaves"),
+    KH("redirect"),
+    KH("master"),
+    KH("include"),
     END,
 };
 static const section_t root_sec = {"icecast", root_dirs};
@@ -936,6 +1068,7 @@ void directives_free(config_t *c)
     }
     free_headers(c->http_headers);
     cidr_list_free(&c->backoff.exempt);
+    cidr_list_free(&c->forwarded_for);
 }
 
 /* ---------------------------------------------------------------- completion */

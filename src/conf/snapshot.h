@@ -67,6 +67,10 @@ typedef struct mount_conf {
     long queue_size;    /* -1 = global */
     int source_timeout; /* -1 = global */
     int mp3_metadata_interval; /* -1 = default (source's or 16000); 0 disables */
+    long limit_rate;    /* <limit-rate> (Icecast-KH): bits/s a source may send on average, read
+                         * no faster (stream/source.c); -1 unset, 0 no limit */
+    char *listenurl;    /* <listenurl> (Icecast-KH): the URL published as the mount's listenurl
+                         * (stats, status pages, YP); NULL = built from <hostname> and port */
     char *dump_file;
     char *intro;
     char *fallback_mount;
@@ -206,6 +210,7 @@ typedef struct config {
     int source_timeout; /* 10 */
     long burst_size;    /* 65536; burst-on-connect 0 -> 0 */
     int workers;        /* 0 = number of online CPUs (Rimecast extension) */
+    int max_listeners;  /* listeners on all mounts together (Icecast-KH); -1 or 0 = no limit */
     int write_window_ms; /* listener write coalescing window, ms; 0 = write every block (Rimecast);
                           * default 500 */
     int script_timeout; /* s before an on-connect/on-disconnect script is killed (Rimecast); 60 */
@@ -234,6 +239,8 @@ typedef struct config {
     char *deny_ip;
     char *deny_agents;  /* file of User-Agent patterns, one a line (Rimecast, as Icecast-KH) */
     char *trusted_proxies; /* file of proxy addresses whose X-Forwarded-For is believed */
+    cidr_list_t forwarded_for; /* <x-forwarded-for> (Icecast-KH, repeatable): more such proxies,
+                                * addresses and ranges written in the config itself */
     char *geoip_db;     /* MaxMind .mmdb (Country or City): listeners' countries; NULL = none */
     char *ssl_certificate;      /* PEM: certificate chain, and the key unless ssl_private_key */
     char *ssl_private_key;      /* PEM key (Icecast-KH), NULL = in ssl_certificate */

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <libxml/tree.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -210,10 +211,17 @@ int config_number(parse_t *p, xmlNodePtr n, const directive_t *d, const char *v,
         }
     errno = 0;
     x = strtol(v, &end, 10);
+    if ((d->flags & F_BITRATE) && end != v && end[0] && !end[1] && strchr("kKmM", end[0])) {
+        long unit = end[0] == 'k' || end[0] == 'K' ? 1000 : 1000000;
+        errno = x > LONG_MAX / unit || x < LONG_MIN / unit ? ERANGE : errno;
+        x *= errno ? 1 : unit;
+        end++;
+    }
     if (end == v || *end)
         return config_err(p, n, "<%s> value \"%s\" is not %s", d->name,
                           config_shown(v, buf, sizeof(buf)),
                           d->type == D_BOOL ? "a boolean (0/1, true/false, yes/no, on/off)"
+                          : d->flags & F_BITRATE ? "a bit rate (133572, 128k, 1m)"
                           : "a number");
     if (errno == ERANGE || x < d->min || x > d->max)
         return config_err(p, n, "<%s> value %s is out of range (%ld..%ld)", d->name,
@@ -259,12 +267,30 @@ int config_set_value(parse_t *p, xmlNodePtr n, const directive_t *d, void *obj)
     return 0;
 }
 
+/* Whether the value of an element that is not stored asks for anything: not empty, 0 or a
+ * boolean word for "no". */
+static int text_enabled(xmlNodePtr n)
+{
+    static const char *const off[] = {"", "0", "no", "false", "off", NULL};
+    char *v = (char *)xmlNodeGetContent(n);
+    int on = 1;
+
+    if (v) {
+        trim(v);
+        for (int i = 0; off[i] && on; i++)
+            on = strcasecmp(v, off[i]) != 0;
+        xmlFree(v);
+    }
+    return on;
+}
+
 /* Whether the value just stored asks for the feature: a non-zero number, any text. */
-static int value_enabled(const directive_t *d, const void *obj)
+static int value_enabled(const directive_t *d, const void *obj, xmlNodePtr n)
 {
     const char *field = (const char *)obj + d->off;
 
     switch (d->type) {
+    case D_IGNORE: return text_enabled(n);
     case D_INT:
     case D_BOOL: return *(const int *)field != 0;
     case D_LONG: return *(const long *)field != 0;
@@ -300,7 +326,7 @@ int config_walk(parse_t *p, xmlNodePtr parent, const section_t *sec, void *obj)
         case D_IGNORE: break;
         default: rc = config_set_value(p, n, d, obj); break;
         }
-        if (rc || config_policy_apply(p, n, sec->name, NULL, value_enabled(d, obj)))
+        if (rc || config_policy_apply(p, n, sec->name, NULL, value_enabled(d, obj, n)))
             return -1;
     }
     return 0;

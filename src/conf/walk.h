@@ -30,6 +30,8 @@ typedef enum {
 #define F_EMPTY_OK 1u   /* free text that may be empty */
 #define F_DEPRECATED 2u /* warn once with `note` */
 #define F_DEFAULT 4u    /* `def` (numbers) or `sdef` (text) is the value until the file sets one */
+#define F_BITRATE 8u    /* a number of bits/s, "k" or "m" after it (x 1000, x 1000000; as
+                         * Icecast-KH reads <limit-rate>) */
 
 typedef struct parse parse_t;
 typedef struct section section_t;

@@ -22,8 +22,9 @@
 #include "core/safefile.h"
 
 /* One log file: its descriptor (never closed while running once > 2: reopening and rotating
- * dup2 onto it, so a writer never races a close), the path it was opened at (NULL for stderr)
- * and the bytes written since then, which is all rotation by size looks at. */
+ * dup2 onto it, so a writer never races a close), the path it was opened at (NULL for the
+ * process's standard error or output) and the bytes written since then, which is all rotation
+ * by size looks at. */
 typedef struct log_file {
     int fd;
     char *path;
@@ -67,7 +68,8 @@ static int open_named(const char *name, const char *path, char *msg, size_t cap)
 static void set_path(log_file_t *lf, const char *path)
 {
     free(lf->path);
-    lf->path = path && strcmp(path, "-") != 0 ? strdup(path) : NULL;
+    /* standard error ("-", "/dev/stderr") or output ("/dev/stdout"): nothing to rotate */
+    lf->path = path && strcmp(path, "-") != 0 && !safefile_std_stream(path) ? strdup(path) : NULL;
     struct stat st;
     atomic_store(&lf->written, lf->path && lf->fd >= 0 && fstat(lf->fd, &st) == 0
                                    ? (unsigned long long)st.st_size : 0);

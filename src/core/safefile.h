@@ -30,7 +30,14 @@ enum {
 
 /* Opens path for writing, created with mode 0644 when missing (O_CLOEXEC). Returns the
  * descriptor, or -errno with *why set to a sentence fragment saying why ("it is a symbolic
- * link", "it is not a plain file with a single link", ...; static text). */
+ * link", "it is not a plain file with a single link", ...; static text). The two names
+ * "/dev/stdout" and "/dev/stderr" (symbolic links on Linux, which Icecast-KH configs such as
+ * AzuraCast's name as their error log) are the process's own standard output and error: a
+ * copy of descriptor 1 or 2, never opened by name; not for SAFEFILE_ROOTS. */
 int safefile_open(const char *path, int flags, const char **why);
+
+/* 1 or 2 when path is exactly "/dev/stdout" or "/dev/stderr", else 0: a file of that name is
+ * the process's own output, which is neither rotated nor renamed. */
+int safefile_std_stream(const char *path);
 
 #endif

@@ -90,6 +90,11 @@ xmlDocPtr stats_new_doc(const char *root)
 void stats_listenurl(char *buf, size_t cap, const char *mount, const conn_t *via)
 {
     const config_t *cfg = server_config();
+    const mount_conf_t *mc = config_find_mount(cfg, mount);
+    if (mc && mc->listenurl) { /* <listenurl> (Icecast-KH): as the config writes it */
+        snprintf(buf, cap, "%s", mc->listenurl);
+        return;
+    }
     int tls = via && via->tls;
     int port = tls ? via->local_port : cfg->listen ? cfg->listen->port : 8000;
     snprintf(buf, cap, "%s://%s:%d%s", tls ? "https" : "http",
@@ -216,7 +221,8 @@ static void kv_emit(kvset_t *s, xmlNodePtr parent)
  * make its mount look protected or relayed). */
 static int valid_element_name(const char *k, size_t len)
 {
-    static const char *const server_only[] = {"authenticator", "relay_upstream"};
+    static const char *const server_only[] = {"authenticator", "relay_upstream",
+                                              "yp_currently_playing"};
     if (len == 0 || len >= STATS_KEY_MAX || strncasecmp(k, "xml", 3) == 0)
         return 0;
     for (size_t i = 0; i < sizeof(server_only) / sizeof(server_only[0]); i++)
@@ -255,6 +261,21 @@ static void add_audio_info_keys(kvset_t *s, const char *info)
         if (*p == ';')
             p++;
     }
+}
+
+/* "artist - title" (or whichever of the two there is) as Icecast-KH's yp_currently_playing,
+ * which it sets on every title change (Icecast 2.4 only for a mount listed in a directory). */
+static void add_currently_playing(kvset_t *s, mount_t *m)
+{
+    char *artist = mount_get_tag(m, "artist"), *title = mount_get_tag(m, "title");
+    int a = artist && *artist, t = title && *title;
+    char *both = a && t ? malloc(strlen(artist) + strlen(title) + 4) : NULL;
+    if (both)
+        sprintf(both, "%s - %s", artist, title);
+    kv_add(s, "yp_currently_playing", both ? both : t ? title : a ? artist : NULL);
+    free(both);
+    free(artist);
+    free(title);
 }
 
 static void add_tags(kvset_t *s, mount_t *m)
@@ -330,6 +351,7 @@ static void add_source_fields(kvset_t *s, mount_t *m, const conn_t *via, int adm
         free(url);
         kv_add(s, "authenticator", authenticator(m->name));
     }
+    add_currently_playing(s, m);
     add_tags(s, m); /* title, artist, codec values */
     if (i->audio_info)
         add_audio_info_keys(s, i->audio_info);

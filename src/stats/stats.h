@@ -51,7 +51,8 @@ char *stats_clean_text(const char *value);
  * NULL when neither. */
 const char *stats_bitrate(mount_t *m, char *buf, size_t cap);
 
-/* "http://<hostname>:<first port><mount>" into buf; for a connection that came over TLS
+/* The mount's <listenurl> (Icecast-KH) when its <mount> block sets one, else
+ * "http://<hostname>:<first port><mount>" into buf; for a connection that came over TLS
  * (via->tls), "https://<hostname>:<the port it came to><mount>". via may be NULL. */
 void stats_listenurl(char *buf, size_t cap, const char *mount, const conn_t *via);
 

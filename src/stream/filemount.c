@@ -99,14 +99,28 @@ static int ogg_setup(filemount_t *fm, long fallback_rate)
     return 0;
 }
 
+/* The bit rate a file's name gives in brackets, as Icecast-KH reads "/fallback-[128].mp3"
+ * (kbit/s; AzuraCast names its fallback files so); 0 when there is none. */
+static long name_bitrate(const char *path)
+{
+    const char *open = strchr(path, '[');
+    char *end;
+    long kbps = open ? strtol(open + 1, &end, 10) : 0;
+    return open && end != open + 1 && *end == ']' && kbps > 0 && kbps <= 100000 ? kbps * 1000
+                                                                                : 0;
+}
+
 static filemount_t *filemount_new(const char *path, webfile_t *f, long bitrate_hint)
 {
     filemount_t *fm = calloc(1, sizeof(*fm));
     mount_info_t info = {0};
     info.public = 0;
     info.content_type = strdup(f->content_type);
-    long bitrate = f->bitrate ? f->bitrate : bitrate_hint ? bitrate_hint
-                                                           : FILEMOUNT_DEFAULT_BITRATE;
+    long named = name_bitrate(path);
+    long bitrate = f->bitrate      ? f->bitrate
+                   : bitrate_hint ? bitrate_hint
+                   : named        ? named
+                                  : FILEMOUNT_DEFAULT_BITRATE;
     char br[32];
     snprintf(br, sizeof(br), "%ld", (bitrate + 500) / 1000);
     info.bitrate = strdup(br);

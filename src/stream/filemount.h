@@ -7,7 +7,8 @@
  * in the registry (it is no live mount: not listed, not reachable by its name), whose queue
  * is fed by one timer on worker 0 instead of a source: every tick it publishes the bytes due
  * at the file's bitrate (from its MP3 frames, else the bitrate of the mount the listeners came
- * from, else 128 kbit/s), looping over the file's audio (ID3 tags left out). Listeners
+ * from, else the one its name gives in brackets as Icecast-KH's "/fallback-[128].aac", else
+ * 128 kbit/s), looping over the file's audio (ID3 tags left out). Listeners
  * subscribe to it like to any mount, so they are written by the usual fan-out, move away with
  * fallback-override and are counted as usual; no thread and no copy per listener. A file mount
  * nobody used for FILEMOUNT_IDLE_MS is ended and dropped; a changed file (mtime) gets a new

@@ -309,10 +309,11 @@ int listener_check_lag(listener_t *l, uint64_t head)
     return -1;
 }
 
-/* Takes a listener slot on m (max-listeners), as a new listener or one moving in. */
-static int reserve_slot(mount_t *m)
+/* Takes a listener slot on m (max-listeners), as a new listener or one moving in (already
+ * counted among the server's listeners). */
+static int reserve_slot(mount_t *m, int moving)
 {
-    return mount_take_listener_slot(m);
+    return moving ? mount_take_moving_slot(m) : mount_take_listener_slot(m);
 }
 
 /* A listener that cannot follow its ended mount to the fallback is closed; the mount logs it
@@ -473,7 +474,7 @@ int listener_move(listener_t *l, mount_t *dest)
         return -EPROTO;
     if (!may_enter(l, dest))
         return -EACCES;
-    if (reserve_slot(dest) < 0)
+    if (reserve_slot(dest, 1) < 0)
         return -ENOSPC;
     sub_remove(w, l->sub, &l->link);
     atomic_fetch_sub(&old->listeners, 1);
@@ -683,7 +684,7 @@ static int start(conn_t *c, const http_request_t *req, mount_t *m, const char *h
         answer_head(c, req, m);
         return 0;
     }
-    if (!feed && reserve_slot(m) < 0)
+    if (!feed && reserve_slot(m, 0) < 0)
         return LISTENER_FULL;
     listener_t *l = calloc(1, sizeof(*l));
     char head[8192]; /* six source values of up to 1 KB each fit */

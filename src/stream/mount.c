@@ -480,6 +480,16 @@ static void trim_locked(mount_t *m, uint64_t head_end)
 
 int mount_take_listener_slot(mount_t *m)
 {
+    /* KH's server-wide limit (-1 and 0: none). Checked, then taken: listeners arriving at the
+     * same moment on other workers may pass it by one each. */
+    int all = server_config()->max_listeners;
+    if (all > 0 && atomic_load(&server.stats.listeners) >= all)
+        return -1;
+    return mount_take_moving_slot(m);
+}
+
+int mount_take_moving_slot(mount_t *m)
+{
     int max = atomic_load(&m->max_listeners);
     int now = atomic_fetch_add(&m->listeners, 1) + 1;
     if (max >= 0 && now > max) {

@@ -195,8 +195,12 @@ block_t *mount_live_edge(mount_t *m);
 char *mount_get_tag(mount_t *m, const char *key);
 
 /* Takes a listener slot on m within max-listeners (the count and the peak go up): 0, or -1
- * when the mount is full (nothing taken). Given back with atomic_fetch_sub on m->listeners. */
+ * when the mount is full, or the server holds <limits><max-listeners> listeners on all mounts
+ * (Icecast-KH; nothing taken). Given back with atomic_fetch_sub on m->listeners. */
 int mount_take_listener_slot(mount_t *m);
+/* The same for a listener already counted that moves to m (a fallback, an override, a move):
+ * only m's own max-listeners applies. */
+int mount_take_moving_slot(mount_t *m);
 
 /* Listener side. Finds the start for a new listener: the oldest sync block at or after the
  * burst point (head - burst-size), so it gets at most burst-size bytes, and less than a block

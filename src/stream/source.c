@@ -21,6 +21,7 @@
 #include "auth/auth_url.h"
 #include "auth/guard.h"
 #include "conf/config.h"
+#include "core/bucket.h"
 #include "core/cidr.h"
 #include "core/escape.h"
 #include "core/list.h"
@@ -44,6 +45,12 @@
 #define SOURCE_READ_BUF 65536
 #define SOURCE_READ_BUDGET (256 * 1024) /* per readable event: see source_on_readable */
 #define SOURCE_INFO_MAX 1024
+/* <limit-rate> (Icecast-KH): the source is read no faster than the rate on average over a
+ * minute, as KH averages it; a source that connects may send two seconds' worth at once. While
+ * over, reading pauses for at least LIMIT_PAUSE_MS (KH: 310 ms) and the rest waits in TCP. */
+#define LIMIT_WINDOW_S 60
+#define LIMIT_START_S 2
+#define LIMIT_PAUSE_MS 250
 
 typedef struct source source_t;
 struct source {
@@ -59,6 +66,10 @@ struct source {
     int relayed; /* a relay's connection: the mount is the relay's and outlives it */
     int quiet;   /* an upgrade's local feed (source_become_feed): no events, scripts, recording */
     list_t link; /* in worker_sources[its worker] */
+    long limit;        /* <limit-rate> in bytes/s, 0: none */
+    bucket_t allowance; /* what it may send (when limit) */
+    int paused;        /* over its limit: reading waits for the deadline */
+    int limit_said;
 };
 
 static list_t worker_sources[SERVER_MAX_WORKERS]; /* each touched by its worker only */
@@ -253,17 +264,71 @@ static void source_stream_meta(source_t *s)
     free(artist);
 }
 
+/* The mount's <limit-rate> for s (at start and reload; an upgrade's local feed has none). */
+static void limit_setup(source_t *s, const mount_conf_t *mc)
+{
+    long limit = !s->quiet && mc && mc->limit_rate > 0 ? mc->limit_rate / 8 : 0;
+    if (limit == s->limit)
+        return;
+    s->limit = limit;
+    bucket_init(&s->allowance, limit, LIMIT_WINDOW_S, LIMIT_START_S, loop_now_ms());
+    if (!limit && s->paused) {
+        s->paused = 0;
+        conn_set_deadline(s->conn, 0);
+        conn_rearm(s->conn);
+    }
+}
+
+/* Bytes s may read now: SIZE_MAX without a limit; 0 when it is over its limit, its reading
+ * then paused until the deadline (on_timeout: limit_resume). */
+static size_t limit_room(source_t *s)
+{
+    if (!s->limit)
+        return SIZE_MAX;
+    size_t room = bucket_room(&s->allowance, loop_now_ms());
+    if (room && s->paused) {
+        s->paused = 0;
+        conn_set_deadline(s->conn, 0);
+    } else if (!room && !s->paused) {
+        uint64_t wait = bucket_wait_ms(&s->allowance);
+        s->paused = 1;
+        conn_set_deadline(s->conn, wait > LIMIT_PAUSE_MS ? wait : LIMIT_PAUSE_MS);
+        if (!s->limit_said++)
+            log_info("source %s on %s sends faster than its limit-rate (%ld bit/s): read no "
+                     "faster", CIDR_SHOWN(s->conn->ip), s->mount->name, s->limit * 8);
+    }
+    return room;
+}
+
+/* The pause of a source over its limit ended; any other deadline of a source ends it. */
+static void limit_resume(conn_t *c)
+{
+    source_t *s = c->data;
+    if (!s || !s->paused) {
+        source_end(c, "timed out");
+        return;
+    }
+    s->paused = 0;
+    c->ops->on_readable(c);
+}
+
 /* Reads at most SOURCE_READ_BUDGET bytes per readable event, so a source that sends faster
  * than we read cannot hold its worker (other connections, timers, listener passes); what is
- * left is read on the next loop iteration, after the other events (conn_rearm). */
+ * left is read on the next loop iteration, after the other events (conn_rearm). A source over
+ * its <limit-rate> is read again when its pause ends (limit_room). */
 static void source_on_readable(conn_t *c)
 {
     source_t *s = c->data;
     size_t budget = SOURCE_READ_BUDGET;
     while (budget > 0) {
-        ssize_t n = conn_read(c, read_buf, budget < sizeof(read_buf) ? budget : sizeof(read_buf));
+        size_t room = limit_room(s), want = budget < sizeof(read_buf) ? budget : sizeof(read_buf);
+        if (room == 0)
+            return;
+        ssize_t n = conn_read(c, read_buf, room < want ? room : want);
         if (n > 0) {
             budget -= (size_t)n;
+            if (s->limit)
+                bucket_take(&s->allowance, (size_t)n);
             s->last_read_ms = loop_now_ms();
             atomic_fetch_add_explicit(&s->mount->bytes_read, (uint64_t)n, memory_order_relaxed);
             if ((n = source_decode_body(c, read_buf, n)) < 0)
@@ -329,6 +394,7 @@ static const conn_ops_t source_ops = {
     .on_readable = source_on_readable,
     .on_writable = conn_write_pending,
     .on_hangup = NULL,
+    .on_timeout = limit_resume,
     .on_close = source_release,
 };
 
@@ -468,6 +534,9 @@ static int become(conn_t *c, const http_request_t *req, const char *mount_name,
     if (source_format(s, fops, req, mc) < 0)
         return 500;
     source_announce(s, mount_name, mc);
+    limit_setup(s, mc);
+    if (s->limit)
+        bucket_take(&s->allowance, leftover_len);
     client_of(c)->status = 200;
     if (response)
         conn_send(c, response, strlen(response), NULL);
@@ -759,6 +828,7 @@ int source_adopt(conn_t *c, rec_reader_t *in, mount_t *(*find)(const char *name,
         return -ENOMEM;
     s->fmt->charset = mc ? mc->charset : NULL;
     s->fmt->coalesce_ms = server_config()->write_window_ms / 4;
+    limit_setup(s, mc);
     return fops->restore(s->fmt, in);
 }
 
@@ -769,7 +839,7 @@ static int source_module_init(worker_t *w)
 }
 
 /* A reload: this worker's sources gather reads for the new write window, and take the new
- * <charset> of their mount. */
+ * <charset> and <limit-rate> of their mount. */
 static void source_module_reload(worker_t *w)
 {
     const config_t *cfg = server_config();
@@ -780,6 +850,7 @@ static void source_module_reload(worker_t *w)
         s->fmt->coalesce_ms = cfg->write_window_ms / 4;
         const mount_conf_t *mc = config_find_mount(cfg, s->mount->name);
         s->fmt->charset = mc ? mc->charset : NULL;
+        limit_setup(s, mc);
     }
 }
 

@@ -9,15 +9,19 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "conf/config.h"
 #include "core/escape.h"
 #include "core/log.h"
 #include "http/files.h"
+#include "net/server.h"
 
 #define WEBFILE_BLOCK (64 * 1024)
 
@@ -173,11 +177,35 @@ fail:
     return NULL;
 }
 
+/* Icecast-KH opens an <intro> (or a fallback file) at the webroot followed by its name, so a
+ * name with a ".." segment reaches outside the webroot: AzuraCast's intros sit in the
+ * station's directory ("../../../../var/azuracast/stations/x/config/intro.mp3"). Such names
+ * come from the config or the admin only (auth_url.c refuses ".." in a preroll an auth server
+ * names; an HLS intro request may only name one its session has), so a name with ".." is
+ * opened where it leads: a regular file, not through a symbolic link at its last name. 0 with
+ * *real set, or -errno. */
+static int resolve_outside(const char *path, char **real)
+{
+    const char *root = server_config()->webroot;
+    char full[PATH_MAX], resolved[PATH_MAX];
+    struct stat st;
+    if (!strstr(path, "/../") || !root)
+        return -EACCES;
+    if (snprintf(full, sizeof(full), "%s%s", root, path) >= (int)sizeof(full))
+        return -ENAMETOOLONG;
+    if (lstat(full, &st) < 0 || !S_ISREG(st.st_mode) || !realpath(full, resolved))
+        return -ENOENT;
+    return (*real = strdup(resolved)) ? 0 : -ENOMEM;
+}
+
 webfile_t *webfile_get(const char *path)
 {
     char *real = NULL;
     struct stat st;
-    if (files_resolve(path, &real) < 0)
+    int rc = files_resolve(path, &real);
+    if (rc == -EACCES)
+        rc = resolve_outside(path, &real);
+    if (rc < 0)
         return NULL;
     if (stat(real, &st) < 0 || (size_t)st.st_size > WEBFILE_MAX) {
         char esc[512];

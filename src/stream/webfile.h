@@ -33,8 +33,9 @@ struct webfile {
     webfile_t *next;
 };
 
-/* The webroot file at request path `path` (normalised, e.g. "/silence.mp3"), read if needed.
- * A new reference, or NULL (not a regular file in the webroot, too big, unreadable). */
+/* The webroot file at request path `path` (normalised, e.g. "/silence.mp3"), read if needed;
+ * a path with a ".." segment may lead out of the webroot (Icecast-KH's <intro>: see
+ * webfile.c). A new reference, or NULL (not a regular file, too big, unreadable). */
 webfile_t *webfile_get(const char *path);
 webfile_t *webfile_ref(webfile_t *f);
 void webfile_unref(webfile_t *f);

@@ -229,8 +229,7 @@ static void send_add(yp_entry_t *e, mount_t *m, const directory_conf_t *d, const
     const mount_info_t *i = mount_info(m);
     const mount_conf_t *mc = config_find_mount(cfg, m->name);
     char listen[600];
-    snprintf(listen, sizeof(listen), "http://%s:%d%s", cfg->hostname ? cfg->hostname : "localhost",
-             cfg->listen ? cfg->listen->port : 8000, m->name);
+    stats_listenurl(listen, sizeof(listen), m->name, NULL);
     buf_t b = {0};
     buf_append_str(&b, "action=add");
     url_form_append(&b, "sn", i->name && *i->name ? i->name : "Unspecified name");

@@ -782,7 +782,226 @@ static const struct {
     {"<icecast>\n<mount><mount-name>/a</mount-name>\n<authentication/></mount>"
      "</icecast>",
      "t.xml:3: <authentication> needs a non-empty type"},
+    /* Icecast-KH's settings: a proxy that is no address, range or octet wildcard (a name, a
+     * wildcard inside the address, KH's general patterns); a rate that is no bit rate; a
+     * header status pattern; a block form of a log */
+    {"<icecast>\n<paths>\n<x-forwarded-for>proxy.example</x-forwarded-for></paths></icecast>",
+     "t.xml:3: <x-forwarded-for> \"proxy.example\" is not an address or a range (192.0.2.7, "
+     "192.0.2.0/24, 192.0.2.*, 2001:db8::/48)"},
+    {"<icecast><paths><x-forwarded-for>192.168.*.1</x-forwarded-for></paths></icecast>",
+     "t.xml:1: <x-forwarded-for> \"192.168.*.1\" is not an address or a range"},
+    {"<icecast><paths><x-forwarded-for>10.0.0.1?</x-forwarded-for></paths></icecast>",
+     "t.xml:1: <x-forwarded-for> \"10.0.0.1?\" is not an address or a range"},
+    {"<icecast><paths><x-forwarded-for>*</x-forwarded-for></paths></icecast>",
+     "t.xml:1: <x-forwarded-for> \"*\" is not an address or a range"},
+    {"<icecast><paths><x-forwarded-for>256.1.*</x-forwarded-for></paths></icecast>",
+     "t.xml:1: <x-forwarded-for> \"256.1.*\" is not an address or a range"},
+    {"<icecast><paths><x-forwarded-for/></paths></icecast>",
+     "t.xml:1: <x-forwarded-for> is empty"},
+    {"<icecast>\n<mount><mount-name>/a</mount-name>\n<limit-rate>fast</limit-rate></mount>"
+     "</icecast>",
+     "t.xml:3: <limit-rate> value \"fast\" is not a bit rate (133572, 128k, 1m)"},
+    {"<icecast><mount><mount-name>/a</mount-name><limit-rate>128kb</limit-rate></mount>"
+     "</icecast>",
+     "t.xml:1: <limit-rate> value \"128kb\" is not a bit rate"},
+    {"<icecast><mount><mount-name>/a</mount-name><limit-rate>-1</limit-rate></mount>"
+     "</icecast>",
+     "t.xml:1: <limit-rate> value -1 is out of range"},
+    {"<icecast><mount><mount-name>/a</mount-name><limit-rate>99999999999m</limit-rate></mount>"
+     "</icecast>",
+     "t.xml:1: <limit-rate> value 99999999999m is out of range"},
+    {"<icecast>\n<limits><max-listeners>-2</max-listeners></limits></icecast>",
+     "t.xml:2: <max-listeners> value -2 is out of range"},
+    {"<icecast>\n<http-headers>\n<header name=\"X\" value=\"y\" status=\"[24]*\"/>"
+     "</http-headers></icecast>",
+     "t.xml:3: <header> status=\"[24]*\" is an Icecast-KH pattern, not supported"},
+    {"<icecast>\n<logging>\n<errorlog><name>error.log</name></errorlog></logging></icecast>",
+     "t.xml:3: unexpected element <name> inside <errorlog>"},
 };
+
+/* Icecast-KH's settings (AzuraCast writes several): the proxies of <x-forwarded-for>, a mount's
+ * <limit-rate> (inherited from a default block like any setting) and <listenurl>, the global
+ * <max-listeners>, the names KH reads for other settings, an empty <mount/>. */
+static void test_icecast_kh_settings(void)
+{
+    config_t *c = load(
+        "<icecast>\n<limits><max-listeners>50</max-listeners></limits>\n<paths>"
+        "<x-forwarded-for>127.0.0.1</x-forwarded-for>"
+        "<x-forwarded-for> 10.0.0.0/8 </x-forwarded-for>"
+        "<x-forwarded-for>192.168.1.*</x-forwarded-for>"
+        "<x-forwarded-for>172.16.*</x-forwarded-for>"
+        "<x-forwarded-for>100.64.*.*</x-forwarded-for>"
+        "<x-forwarded-for>2001:db8::/32</x-forwarded-for>"
+        "<banfile>/b</banfile><ssl_certificate>/c.pem</ssl_certificate><mime-types>/m</mime-types>"
+        "</paths>\n<server_id>KH</server_id>\n"
+        "<mount type=\"default\"><limit-rate>64k</limit-rate></mount>\n"
+        "<mount><mount-name>/a</mount-name><limit-rate>133572</limit-rate>"
+        "<listenurl> https://r.example/listen/s/a.mp3 </listenurl>"
+        "<metadata-interval>8192</metadata-interval><fallback>/fallback-[128].mp3</fallback>"
+        "</mount>\n<mount><mount-name>/b</mount-name></mount>\n"
+        "<mount><mount-name>/c</mount-name><limit-rate>1M</limit-rate></mount>\n"
+        "<mount/>\n"
+        "<relay><ip>10.1.1.1</ip><mount>/x</mount><local-mount>/y</local-mount>"
+        "<relay-icy-metadata>0</relay-icy-metadata></relay>\n</icecast>");
+    static const struct {
+        const char *addr;
+        int trusted;
+    } proxies[] = {{"127.0.0.1", 1}, {"127.0.0.2", 0}, {"10.200.0.1", 1}, {"192.168.1.77", 1},
+                   {"192.168.2.1", 0}, {"172.16.250.3", 1}, {"172.17.0.1", 0},
+                   {"100.64.9.9", 1}, {"100.65.0.1", 0}, {"2001:db8:5::1", 1},
+                   {"2001:db9::1", 0}};
+
+    CHECK(c != NULL);
+    if (!c) {
+        fprintf(stderr, "  %s\n", err);
+        return;
+    }
+    CHECK(c->max_listeners == 50 && c->forwarded_for.n == 6);
+    for (size_t i = 0; i < sizeof(proxies) / sizeof(proxies[0]); i++) {
+        unsigned char a[16];
+        CHECK(cidr_addr_parse(proxies[i].addr, strlen(proxies[i].addr), a) == 0);
+        CHECK(cidr_list_match(&c->forwarded_for, a) == proxies[i].trusted);
+        if (cidr_list_match(&c->forwarded_for, a) != proxies[i].trusted)
+            fprintf(stderr, "  %s: trusted %d\n", proxies[i].addr, !proxies[i].trusted);
+    }
+    CHECK_STR(c->deny_ip, "/b");
+    CHECK_STR(c->ssl_certificate, "/c.pem");
+    CHECK_STR(c->mime_types, "/m");
+    CHECK_STR(c->server_id, "KH");
+    const mount_conf_t *a = config_find_mount(c, "/a"), *b = config_find_mount(c, "/b");
+    const mount_conf_t *m3 = config_find_mount(c, "/c");
+    CHECK(a && a->limit_rate == 133572 && a->mp3_metadata_interval == 8192);
+    CHECK(a && a->listenurl && strcmp(a->listenurl, "https://r.example/listen/s/a.mp3") == 0);
+    CHECK(a && a->fallback_mount && strcmp(a->fallback_mount, "/fallback-[128].mp3") == 0);
+    CHECK(b && b->limit_rate == 64000 && !b->listenurl); /* from the default block */
+    CHECK(m3 && m3->limit_rate == 1000000);
+    int n = 0;
+    for (const mount_conf_t *m = c->mounts; m; m = m->next)
+        n++;
+    CHECK(n == 4); /* the empty one is not a mount */
+    CHECK(nwarnings == 1 && warned("t.xml:9: empty <mount> ignored"));
+    CHECK(c->relays && strcmp(c->relays->server, "10.1.1.1") == 0);
+    CHECK(c->relays && c->relays->hosts && strcmp(c->relays->hosts->server, "10.1.1.1") == 0);
+    CHECK(c->relays && c->relays->relay_shoutcast_metadata == 0 &&
+          c->relays->hosts->relay_shoutcast_metadata == 0);
+    config_free(c);
+
+    /* without them: no proxy, no rate, no global limit */
+    c = load("<icecast><mount><mount-name>/a</mount-name></mount></icecast>");
+    CHECK(c && c->forwarded_for.n == 0 && c->max_listeners == -1);
+    CHECK(c && c->mounts->limit_rate == -1 && !c->mounts->listenurl);
+    config_free(c);
+    /* 0 asks for nothing: a KH setting off is not warned about */
+    c = load("<icecast><mount><mount-name>/a</mount-name><limit-rate>0</limit-rate>"
+             "<skip-accesslog>0</skip-accesslog><hijack>no</hijack><max-bandwidth>0"
+             "</max-bandwidth></mount></icecast>");
+    CHECK(c && c->mounts->limit_rate == 0 && nwarnings == 0);
+    config_free(c);
+    c = load("<icecast><mount><mount-name>/a</mount-name>\n<skip-accesslog>1</skip-accesslog>"
+             "</mount></icecast>");
+    CHECK(c && nwarnings == 1 && warned("t.xml:2: <skip-accesslog> in <mount> is not supported "
+                                        "yet, ignored: Icecast-KH's; "));
+    config_free(c);
+    c = load("<icecast><mount><mount-name>/a</mount-name>\n<ban-client>0</ban-client>"
+             "</mount></icecast>");
+    CHECK(c && nwarnings == 0);
+    config_free(c);
+}
+
+/* The config AzuraCast writes for a station (its Icecast.php, by its XML writer: no XML
+ * declaration, the paths of its Docker image) loads without a single warning. */
+static void test_azuracast_config(void)
+{
+    static const char xml[] =
+        "<icecast>\n"
+        "    <location>AzuraCast</location>\n"
+        "    <admin>icemaster@localhost</admin>\n"
+        "    <hostname>radio.example.com</hostname>\n"
+        "    <limits>\n"
+        "        <clients>100</clients>\n"
+        "        <max-listeners>50</max-listeners>\n"
+        "        <sources>2</sources>\n"
+        "        <queue-size>524288</queue-size>\n"
+        "        <client-timeout>30</client-timeout>\n"
+        "        <header-timeout>15</header-timeout>\n"
+        "        <source-timeout>10</source-timeout>\n"
+        "        <burst-size>65535</burst-size>\n"
+        "    </limits>\n"
+        "    <authentication>\n"
+        "        <source-password>s</source-password>\n"
+        "        <relay-password>r</relay-password>\n"
+        "        <admin-user>admin</admin-user>\n"
+        "        <admin-password>a</admin-password>\n"
+        "    </authentication>\n"
+        "    <listen-socket>\n"
+        "        <port>8000</port>\n"
+        "    </listen-socket>\n"
+        "    <mount type=\"normal\">\n"
+        "        <mount-name>/radio.mp3</mount-name>\n"
+        "        <charset>UTF8</charset>\n"
+        "        <stream-name>Radio</stream-name>\n"
+        "        <listenurl>https://radio.example.com/listen/radio/radio.mp3</listenurl>\n"
+        "        <limit-rate>133572</limit-rate>\n"
+        "        <intro>../../../../var/azuracast/stations/radio/config/intro.mp3</intro>\n"
+        "        <fallback-mount>/fallback-[128].mp3</fallback-mount>\n"
+        "        <fallback-override>1</fallback-override>\n"
+        "        <max-listener-duration>3600</max-listener-duration>\n"
+        "        <authentication type=\"url\">\n"
+        "            <option name=\"listener_add\" value=\"http://127.0.0.1:6010/api/internal/"
+        "1/listener-auth/k\"/>\n"
+        "            <option name=\"auth_header\" value=\"icecast-auth-user: 1\"/>\n"
+        "        </authentication>\n"
+        "    </mount>\n"
+        "    <fileserve>1</fileserve>\n"
+        "    <paths>\n"
+        "        <basedir>/usr/local/share/icecast</basedir>\n"
+        "        <logdir>/var/azuracast/stations/radio/config</logdir>\n"
+        "        <webroot>/usr/local/share/icecast/web</webroot>\n"
+        "        <adminroot>/usr/local/share/icecast/admin</adminroot>\n"
+        "        <pidfile>/var/azuracast/stations/radio/config/icecast.pid</pidfile>\n"
+        "        <alias source=\"/\" dest=\"/status.xsl\"/>\n"
+        "        <ssl-private-key>/var/azuracast/storage/acme/ssl.key</ssl-private-key>\n"
+        "        <ssl-certificate>/var/azuracast/storage/acme/ssl.crt</ssl-certificate>\n"
+        "        <ssl-allowed-ciphers>ECDH+AESGCM:DH+AESGCM:!aNULL:!MD5:!DSS"
+        "</ssl-allowed-ciphers>\n"
+        "        <deny-ip>/var/azuracast/stations/radio/config/ip_bans.txt</deny-ip>\n"
+        "        <deny-agents>/var/azuracast/stations/radio/config/user_agent_bans.txt"
+        "</deny-agents>\n"
+        "        <x-forwarded-for>127.0.0.1</x-forwarded-for>\n"
+        "    </paths>\n"
+        "    <logging>\n"
+        "        <accesslog>icecast_access.log</accesslog>\n"
+        "        <errorlog>/dev/stderr</errorlog>\n"
+        "        <loglevel>2</loglevel>\n"
+        "        <logsize>10000</logsize>\n"
+        "    </logging>\n"
+        "    <security>\n"
+        "        <chroot>0</chroot>\n"
+        "    </security>\n"
+        "    <relay>\n"
+        "        <server>relay.example.org</server>\n"
+        "        <port>8000</port>\n"
+        "        <mount>/live</mount>\n"
+        "        <local-mount>/relayed.mp3</local-mount>\n"
+        "    </relay>\n"
+        "</icecast>\n";
+    config_t *c = load(xml);
+
+    CHECK(c != NULL && nwarnings == 0);
+    if (!c) {
+        fprintf(stderr, "  %s\n", err);
+        return;
+    }
+    if (nwarnings)
+        fprintf(stderr, "  warned: %s\n", warnings[0]);
+    CHECK(c->max_listeners == 50 && c->forwarded_for.n == 1);
+    CHECK_STR(c->errorlog, "/dev/stderr");
+    const mount_conf_t *m = config_find_mount(c, "/radio.mp3");
+    CHECK(m && m->limit_rate == 133572 && m->max_listener_duration == 3600);
+    CHECK(m && m->auth && strcmp(m->auth->type, "url") == 0);
+    CHECK(c->aliases && strcmp(c->aliases->destination, "/status.xsl") == 0);
+    config_free(c);
+}
 
 static void test_errors(void)
 {
@@ -952,8 +1171,9 @@ static void policy_config(const policy_t *r, char *buf, size_t len)
 
     if (strcmp(r->section, "icecast") != 0 && strcmp(r->section, "mount") != 0) {
         static char o[64], c[64];
-        snprintf(o, sizeof(o), "<%s>", r->section);
-        snprintf(c, sizeof(c), "</%s>", r->section);
+        int host = strcmp(r->section, "host") == 0; /* a <relay>'s upstream */
+        snprintf(o, sizeof(o), "%s<%s>", host ? "<relay>" : "", r->section);
+        snprintf(c, sizeof(c), "</%s>%s", r->section, host ? "</relay>" : "");
         open = o;
         close = c;
     }
@@ -1159,6 +1379,8 @@ int main(void)
     RUN(test_warnings_kept_in_snapshot);
     RUN(test_policy_listed_in_readme);
     RUN(test_errors);
+    RUN(test_icecast_kh_settings);
+    RUN(test_azuracast_config);
     RUN(test_quiet);
     RUN(test_path);
     RUN(test_icecast_shipped_configs);
