@@ -17,6 +17,7 @@
  * Requests that wait for a part or segment (a blocking playlist reload, the first playlist of
  * a window not yet one segment long) are hls_waiter_t: linked into the window and posted back
  * to their worker the moment the part exists. This file knows no HTTP: the router answers.
+ * An upgrade hands the window, whole, to the new process with its mount (hls_carry.h).
  */
 #ifndef RIMECAST_HLS_H
 #define RIMECAST_HLS_H
@@ -349,9 +350,10 @@ int hls_sessions_expire_locked(hls_t *h, uint64_t now, int all);
 void hls_sessions_follow_locked(hls_t *h, mount_t *m);
 
 /* An upgrade: the live sessions of mount name `name` as record fields; and, in the new
- * process before its workers run, the same sessions on m's window (made now: it fills from
- * the carried queue, its first segment marked as a discontinuity), each a listener of m
- * again with its id, start and bytes (*max_id: raised to the largest id). 0 or -errno. */
+ * process before its workers run, the same sessions on m's window (the one carried with m,
+ * hls_carry.h; made now when none came: it fills from the carried queue, its first segment
+ * marked as a discontinuity), each a listener of m again with its id, start and bytes
+ * (*max_id: raised to the largest id). 0 or -errno. */
 struct rec_reader;
 void hls_sessions_save(const char *name, buf_t *out);
 /* Windows made from now on number their segments after seq at least (an upgrade: after those

@@ -9,6 +9,7 @@ and as a CDN's origin (<sessions>0); ffmpeg and hls.js play on across it. Rimeca
 
 import http.client
 import re
+import select
 import subprocess
 import time
 
@@ -146,17 +147,15 @@ CASES = [("/live.mp3", False), ("/live.mp3", True), ("/live.aac", False), ("/liv
          ("/live.opus", False), ("/live.opus", True), ("/cdn.aac", True), ("/cdn.opus", False)]
 
 
-@pytest.mark.parametrize("mount,ll", CASES, ids=["%s-%s" % (m[1:], "ll" if ll else "classic")
-                                                  for m, ll in CASES])
-def test_the_window_moves_with_the_mount(server, mount, ll):
-    srv = hls_server(server)
+def window_moves_with_the_mount(srv, mount, ll, upgrades=1):
     p = start(srv, mount)
     try:
         check = hlscheck.Checker(min_window_targets=0)
         before, pieces = window_before(srv, mount, check)
         if not ll:  # a classic player fetches segments only
             pieces = {u: b for u, b in pieces.items() if u.count(".") == 1 or "init" in u}
-        upgrade(srv)
+        for _ in range(upgrades):
+            upgrade(srv)
         took = first_playlist_after(srv, mount)
         after = check.check(load(srv, mount))  # numbering and discontinuities run on
         assert took < HOLD_BACK, "the first playlist took %.2f s" % took
@@ -178,6 +177,17 @@ def test_the_window_moves_with_the_mount(server, mount, ll):
         assert_times_run_on(srv, mount, after)
     finally:
         fl.stop_process(p)
+
+
+@pytest.mark.parametrize("mount,ll", CASES, ids=["%s-%s" % (m[1:], "ll" if ll else "classic")
+                                                  for m, ll in CASES])
+def test_the_window_moves_with_the_mount(server, mount, ll):
+    window_moves_with_the_mount(hls_server(server), mount, ll)
+
+
+def test_the_window_moves_on_over_upgrades_in_a_row(server):
+    """Three upgrades one after the other: each new process hands on the window it took."""
+    window_moves_with_the_mount(hls_server(server), "/live.opus", True, upgrades=3)
 
 
 # ---------------------------------------------------------------- requests in flight
@@ -292,24 +302,32 @@ def test_requests_waiting_at_the_hand_over_are_answered(server, mount):
 
 def test_a_part_being_sent_as_it_fills_completes_after_the_hand_over(server):
     """A part asked for while it is being cut is sent as it fills (chunked); at the hand-over
-    the new process goes on with it: the answer ends with the part's last frame, the same
-    bytes the part answers later."""
-    srv = server(extra_xml="<hls><target-duration>4</target-duration>"
-                 "<part-target-ms>2000</part-target-ms></hls>", burst_size=0)
+    the new process goes on with it (and hands it on at the next): the answer ends with the
+    part's last frame, the same bytes the part answers later."""
+    srv = server(extra_xml="<hls><target-duration>8</target-duration>"
+                 "<part-target-ms>4000</part-target-ms></hls>", burst_size=0)
     mount = "/live.mp3"
     p = start(srv, mount)
     try:
         pl = hlscheck.parse(load(srv, mount))
         msn, part = _next_part(pl)
-        # the hinted part complete, the next one begins: asked for at once, it fills 2 s
+        # the hinted part complete, the next one begins: asked for at once, it fills 4 s
         pl = hlscheck.parse(load(srv, mount, query="_HLS_msn=%d&_HLS_part=%d" % (msn, part)))
         msn, part = _next_part(pl)
         uri = "hls/%d.%d.mp3" % (msn, part)
-        filling = send_request(srv, "%s/%s" % (mount, uri))
+        # one answer not begun (its head waits for the first write window, 500 ms) ...
+        early = send_request(srv, "%s/%s" % (mount, uri))
         upgrade(srv)
-        status, head, body = read_answer(filling)
-        assert status == 200 and (head.header("transfer-encoding") or "").lower() == "chunked"
-        assert body == fetch(srv, mount, uri)
+        # ... one whose head and first frames went out, to the second process; which also
+        # hands on the first, as the first process handed it over
+        begun = send_request(srv, "%s/%s" % (mount, uri))
+        wirelib.wait_until(lambda: select.select([begun], [], [], 0)[0], 10, "the first chunk")
+        assert load(srv, mount).count(uri) == 1  # only the hint names it: still being cut
+        upgrade(srv)
+        for s in (early, begun):
+            status, head, body = read_answer(s)
+            assert status == 200 and (head.header("transfer-encoding") or "").lower() == "chunked"
+            assert body == fetch(srv, mount, uri)
     finally:
         fl.stop_process(p)
 
