@@ -190,6 +190,39 @@ def test_the_window_moves_on_over_upgrades_in_a_row(server):
     window_moves_with_the_mount(hls_server(server), "/live.opus", True, upgrades=3)
 
 
+def test_segments_of_a_source_before_go_over_too(server):
+    """A source reconnected shortly before the upgrade: the window still lists segments of
+    the source before (in blocks of its own, no longer the mount's), then the discontinuity
+    and the new source's; all of them go over, with the discontinuity where it was."""
+    srv = hls_server(server)
+    mount = "/live.aac"
+    p = [start(srv, mount)]
+    try:
+        check = hlscheck.Checker(min_window_targets=0)
+        window_before(srv, mount, check)
+        fl.stop_process(p[0])
+        p[0] = start(srv, mount)
+        before = check.reload_until(
+            lambda: load(srv, mount),
+            lambda pl: any(s["discontinuity"] for s in pl["segments"][1:]) and pl, 30,
+            "the new source's first segment")
+        old = [s["uri"] for s in before["segments"]
+               if s["seq"] < min(x["seq"] for x in before["segments"] if x["discontinuity"])]
+        assert old, before
+        pieces = {u: fetch(srv, mount, u) for u in uris(before)}
+        upgrade(srv)
+        after = check.check(load(srv, mount))
+        assert [s["seq"] for s in after["segments"] if s["discontinuity"]] == \
+            [s["seq"] for s in before["segments"] if s["discontinuity"]]
+        assert after["dseq"] == before["dseq"]
+        assert [u for u in old if u in uris(after)] == old  # the source before's, all listed
+        for u in uris(after):
+            if u in pieces:
+                assert fetch(srv, mount, u) == pieces[u], "%s answers other bytes" % u
+    finally:
+        fl.stop_process(p[0])
+
+
 # ---------------------------------------------------------------- requests in flight
 
 def server_side(srv, sock):
