@@ -26,7 +26,6 @@ from test_webui import browsers  # noqa: F401 (the fixture)
 
 pytestmark = pytest.mark.rimecast_only
 
-TOKEN = "0123456789abcdef"
 HOLD_BACK = 1.5  # the part hold-back at the default part target (500 ms)
 # short segments, so that a window of several fills within seconds; burst-size 0 makes a
 # window begin at the live edge, as a window made again after a hand-over would
@@ -58,14 +57,16 @@ def get(srv, path, headers=None, timeout=30):
         c.close()
 
 
-def playlist_path(mount, token=TOKEN, query=""):
+def playlist_path(srv, mount, query=""):
+    """The media playlist's path: a session's (the same one all along), or the CDN origin's."""
     if not sessions(mount):
         return mount + "/hls.m3u8" + ("?" + query if query else "")
-    return mount + "/hls.m3u8?session=" + token + ("&" + query if query else "")
+    return mount + "/hls.m3u8?session=" + hlscheck.token(srv, mount) + ("&" + query if query
+                                                                         else "")
 
 
-def load(srv, mount, token=TOKEN, query=""):
-    status, _, body = get(srv, playlist_path(mount, token, query))
+def load(srv, mount, query=""):
+    status, _, body = get(srv, playlist_path(srv, mount, query))
     assert status == 200, (status, body[:300])
     return body.decode()
 
@@ -90,7 +91,7 @@ def uris(pl):
 def start(srv, mount):
     p = start_source(srv, mount, codec_of(mount))
     if codec_of(mount) == "opus":  # 503 until its codec headers came
-        wirelib.wait_until(lambda: get(srv, playlist_path(mount))[0] == 200, 15,
+        wirelib.wait_until(lambda: get(srv, mount + "/hls.m3u8")[0] == 200, 15,
                            "the Opus mount's HLS", interval=0.1)
     return p
 
@@ -318,7 +319,7 @@ def test_requests_waiting_at_the_hand_over_are_answered(server, mount):
         # seconds ahead: they wait across the whole hand-over
         r_msn, r_part = part_after(pl, msn, part, 4)
         p_msn, p_part = part_after(pl, msn, part, 5)
-        reload = send_request(srv, playlist_path(mount, query="_HLS_msn=%d&_HLS_part=%d" % (
+        reload = send_request(srv, playlist_path(srv, mount, query="_HLS_msn=%d&_HLS_part=%d" % (
             r_msn, r_part)))
         piece = send_request(srv, "%s/hls/%d.%d.aac" % (mount, p_msn, p_part), "1.0")
         assert load(srv, mount).count("hls/%d.%d.aac" % (p_msn, p_part)) == 0  # still to come
