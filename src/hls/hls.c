@@ -622,7 +622,7 @@ void hls_number_after(uint64_t seq)
         seq_floor = seq;
 }
 
-static hls_t *find_or_make(const char *name)
+hls_t *hls_registry_get(const char *name)
 {
     pthread_mutex_lock(&registry_lock);
     hls_t *h = find_locked(name);
@@ -653,7 +653,7 @@ hls_t *hls_touch(mount_t *m)
 
 hls_t *hls_touch_as(const char *name, mount_t *m)
 {
-    hls_t *h = find_or_make(name);
+    hls_t *h = hls_registry_get(name);
     if (!h)
         return NULL;
     pthread_mutex_lock(&h->lock);
@@ -665,6 +665,21 @@ hls_t *hls_touch_as(const char *name, mount_t *m)
         advance_locked(h);
     pthread_mutex_unlock(&h->lock);
     return rc < 0 ? NULL : h;
+}
+
+/* ---- an upgrade: a window carried (hls_carry.c) ---- */
+
+void hls_follow_locked(hls_t *h, mount_t *m)
+{
+    detach_locked(h);
+    h->mount = mount_ref(m);
+    on_mount_add(h, m);
+}
+
+void hls_window_drop_locked(hls_t *h)
+{
+    detach_locked(h);
+    window_free_locked(h);
 }
 
 /* ---- waiting for a part (the queries on a window are in hls_query.c) ---- */

@@ -17,6 +17,7 @@
  * Requests that wait for a part or segment (a blocking playlist reload, the first playlist of
  * a window not yet one segment long) are hls_waiter_t: linked into the window and posted back
  * to their worker the moment the part exists. This file knows no HTTP: the router answers.
+ * An upgrade hands the window, whole, to the new process with its mount (hls_carry.h).
  */
 #ifndef RIMECAST_HLS_H
 #define RIMECAST_HLS_H
@@ -152,8 +153,9 @@ int hls_type_supported(const char *content_type);
 enum { HLS_OFFERED, HLS_DISABLED, HLS_WRONG_TYPE, HLS_NEEDS_AUTH, HLS_STARTING };
 int hls_offered(mount_t *m);
 
-/* ---- the inside of a window: only hls.c (which cuts it), hls_opus.c (its Opus branch) and
- * hls_playlist.c (which writes it out) touch these, under hls_t.lock ---- */
+/* ---- the inside of a window: only hls.c (which cuts it), hls_opus.c (its Opus branch),
+ * hls_playlist.c (which writes it out) and hls_carry.c (which hands it to the next process on
+ * an upgrade) touch these, under hls_t.lock ---- */
 
 typedef struct hls_part {
     block_t *blk;       /* reference on the block holding `start` */
@@ -260,6 +262,14 @@ void hls_part_close(hls_t *h, int close);
 void hls_stream_break(hls_t *h);
 void hls_clock_begin(hls_t *h, uint32_t rate);
 
+/* What hls.c lends an upgrade (hls_carry.c): the window of mount name `name`, made empty (not
+ * attached) when there is none (NULL without memory); under h->lock, the window follows m (a
+ * new reference) from now on, and the window dropped (its segments, scan and Opus state
+ * freed, following no mount). */
+hls_t *hls_registry_get(const char *name);
+void hls_follow_locked(hls_t *h, mount_t *m);
+void hls_window_drop_locked(hls_t *h);
+
 /* ---- the Opus branch (hls_opus.c), under h->lock ---- */
 
 /* 1 if a mount's codec headers are one logical stream, Opus (its window cuts fMP4). */
@@ -274,6 +284,15 @@ void hls_opus_scan_locked(hls_t *h, const block_t *b);
 int hls_opus_cut_locked(hls_t *h);
 /* Frees the Opus state and the init segment. */
 void hls_opus_free_locked(hls_t *h);
+/* An upgrade: the Opus state as record fields (its fragment blocks are carried by the caller
+ * as a chain ending at hls_opus_tail), and back in the new process on the carried chain's last
+ * block `tail` (a reference given, NULL none). 0, -EINVAL or -ENOMEM. */
+struct handover_metas;
+struct rec_reader;
+const block_t *hls_opus_tail(const hls_t *h);
+void hls_opus_save_locked(hls_t *h, struct handover_metas *t, buf_t *out);
+int hls_opus_restore_locked(hls_t *h, const struct handover_metas *t, struct rec_reader *in,
+                            block_t *tail);
 
 /* ---- sessions (hls_session.c): an HLS listener is a listener ---- */
 
@@ -334,9 +353,10 @@ int hls_sessions_expire_locked(hls_t *h, uint64_t now, int all);
 void hls_sessions_follow_locked(hls_t *h, mount_t *m);
 
 /* An upgrade: the live sessions of mount name `name` as record fields; and, in the new
- * process before its workers run, the same sessions on m's window (made now: it fills from
- * the carried queue, its first segment marked as a discontinuity), each a listener of m
- * again with its id, start and bytes (*max_id: raised to the largest id). 0 or -errno. */
+ * process before its workers run, the same sessions on m's window (the one carried with m,
+ * hls_carry.h; made now when none came: it fills from the carried queue, its first segment
+ * marked as a discontinuity), each a listener of m again with its id, start and bytes
+ * (*max_id: raised to the largest id). 0 or -errno. */
 struct rec_reader;
 void hls_sessions_save(const char *name, buf_t *out);
 /* Windows made from now on number their segments after seq at least (an upgrade: after those

@@ -9,15 +9,19 @@
  * blocks, so that a segment is its parts' bytes back to back). A new OpusHead (a new source, a
  * chained stream) makes a new init segment; a chained stream of another codec stops the
  * cutting. Each fragment begins with an emsg box carrying an ID3 tag of its time, with a TIT2
- * frame in the first fragment cut after the title changed. Does not decode audio.
+ * frame in the first fragment cut after the title changed. On an upgrade its state goes to the
+ * new process as record fields (hls_opus_save_locked), the packets of the part being gathered
+ * too. Does not decode audio.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/log.h"
+#include "core/record.h"
 #include "hls/hls.h"
 #include "hls/hls_fmp4.h"
+#include "stream/handover.h"
 
 #define OPUS_HEAD_KEPT 512       /* bytes of an OpusHead compared to tell a new one */
 #define PART_BYTES_MAX (1u << 20) /* a part's packets: over 5 s at Opus's 510 kbit/s */
@@ -365,4 +369,83 @@ int hls_init_piece(hls_t *h, uint64_t id, hls_piece_t *p)
     }
     pthread_mutex_unlock(&h->lock);
     return rc;
+}
+
+/* ---- an upgrade ---- */
+
+const block_t *hls_opus_tail(const hls_t *h)
+{
+    return h->opus ? h->opus->tail : NULL;
+}
+
+void hls_opus_save_locked(hls_t *h, handover_metas_t *t, buf_t *out)
+{
+    struct hls_opus *o = h->opus;
+    rec_u8(out, o != NULL);
+    if (!o)
+        return;
+    rec_bytes(out, o->head, o->head_len);
+    rec_u32(out, o->serial);
+    rec_u8(out, (uint8_t)o->following);
+    rec_u32(out, (uint32_t)o->tags_left);
+    rec_u8(out, (uint8_t)o->partial);
+    rec_bytes(out, o->pkt.data, o->pkt.len);
+    rec_bytes(out, o->payload.data, o->payload.len);
+    rec_u32(out, o->n);
+    for (uint32_t i = 0; i < o->n; i++) {
+        rec_u32(out, o->durs[i]);
+        rec_u32(out, o->sizes[i]);
+    }
+    rec_u64(out, o->time48);
+    rec_u64(out, o->part_time);
+    rec_u32(out, o->frag_seq);
+    rec_u32(out, handover_meta_id(t, o->title));
+}
+
+int hls_opus_restore_locked(hls_t *h, const handover_metas_t *t, rec_reader_t *in,
+                            block_t *tail)
+{
+    hls_opus_free_locked(h);
+    if (!rec_get_u8(in)) {
+        if (tail)
+            block_unref(tail);
+        return in->error ? -EINVAL : 0;
+    }
+    struct hls_opus *o = calloc(1, sizeof(*o));
+    if (!o) {
+        if (tail)
+            block_unref(tail);
+        return -ENOMEM;
+    }
+    h->opus = o;
+    o->tail = tail;
+    size_t n;
+    const unsigned char *head = rec_get_bytes(in, &n);
+    o->head_len = n < sizeof(o->head) ? n : sizeof(o->head);
+    if (head)
+        memcpy(o->head, head, o->head_len);
+    o->serial = rec_get_u32(in);
+    o->following = rec_get_u8(in);
+    o->tags_left = (int)rec_get_u32(in);
+    o->partial = rec_get_u8(in);
+    const unsigned char *p = rec_get_bytes(in, &n);
+    if (n)
+        buf_append(&o->pkt, p, n);
+    p = rec_get_bytes(in, &n);
+    if (n)
+        buf_append(&o->payload, p, n);
+    uint32_t count = rec_get_u32(in);
+    for (uint32_t i = 0; i < count && !in->error; i++) {
+        if (gather_room(o) < 0)
+            return -ENOMEM;
+        o->durs[o->n] = rec_get_u32(in);
+        o->sizes[o->n++] = rec_get_u32(in);
+    }
+    o->time48 = rec_get_u64(in);
+    o->part_time = rec_get_u64(in);
+    o->frag_seq = rec_get_u32(in);
+    o->title = icy_meta_ref(handover_meta_of(t, rec_get_u32(in)));
+    if (in->error)
+        return -EINVAL;
+    return o->pkt.error || o->payload.error ? -ENOMEM : 0;
 }

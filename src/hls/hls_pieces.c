@@ -520,3 +520,38 @@ void hls_pieces_answer(conn_t *c, const http_request_t *req, hls_t *h, const hls
     c->ops = &piece_ops;
     piece_send(c, pre, npre); /* head, tag and audio in one writev */
 }
+
+/* ---- an upgrade: what a connection owes goes to the new process (hls_playlists.c) ---- */
+
+static void blocks_append(buf_t *out, const block_t *b, uint64_t pos, uint64_t end)
+{
+    for (; b && pos < end; b = block_next(b))
+        if (block_end(b) > pos) {
+            uint64_t stop = block_end(b) < end ? block_end(b) : end;
+            buf_append(out, b->data + (pos - b->offset), (size_t)(stop - pos));
+            pos = stop;
+        }
+}
+
+int hls_pieces_owed(conn_t *c, buf_t *out, hls_owed_t *o)
+{
+    memset(o, 0, sizeof(*o));
+    if (c->ops == &piece_ops) {
+        piece_send_t *s = c->data;
+        blocks_append(out, s->piece.blk, s->pos, s->end);
+        o->keep = s->keep;
+        return 0;
+    }
+    if (c->ops != &filling_ops)
+        return -ENOENT;
+    filling_t *f = c->data;
+    buf_append(out, f->chunk + f->chunk_off, f->chunk_len - f->chunk_off);
+    blocks_append(out, f->blk, f->pos, f->end);
+    buf_append(out, "\r\n" + 2 - f->crlf_left, f->crlf_left);
+    if (f->complete)
+        buf_append(out, "0\r\n\r\n" + 5 - f->last_left, f->last_left);
+    *o = (hls_owed_t){.hls = f->hls, .msn = f->waiter.msn, .start = f->start, .end = f->end,
+                      .part = f->waiter.part, .follow = !f->complete, .started = f->blk != NULL,
+                      .id3_len = f->id3_len, .keep = f->keep};
+    return 0;
+}

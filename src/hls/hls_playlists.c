@@ -2,20 +2,24 @@
 /*
  * hls_playlists: the media playlist of a session (see hls_route_internal.h), and blocking
  * reloads (_HLS_msn/_HLS_part) and pieces asked for before they exist parked until the part
- * is there.
+ * is there. On an upgrade (hls_carry.h) the requests parked, and the segments and parts being
+ * sent, go to the new process with their request, which answers them on its carried window.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/buf.h"
+#include "core/record.h"
 #include "http/client.h"
 #include "http/reply.h"
 #include "net/conn.h"
 #include "net/worker.h"
 #include "hls/hls_route_internal.h"
 #include "hls/hls.h"
+#include "hls/hls_carry.h"
 #include "hls/hls_session.h"
 #include "hls/hls_token.h"
 
@@ -188,4 +192,281 @@ void hls_playlists_answer_session(conn_t *c, const http_request_t *req, hls_t *h
     *hls_put(e, "\r\nAccess-Control-Allow-Origin: *\r\n") = '\0';
     hls_admit_count(c, req, h, sent->len);
     reply_send(c, req, 200, PLAYLIST_TYPE, sent->data, sent->len, extra);
+}
+
+/* ---- an upgrade: the requests in flight go to the new process ---- */
+
+enum { CARRIED_PARKED, CARRIED_OWED };
+
+/* A part that was being sent as it filled when the process handed over: what was sent of it
+ * is known (o), the rest goes once the part is complete. */
+typedef struct owed {
+    hls_waiter_t waiter;
+    hls_owed_t o;
+} owed_t;
+
+static void owed_release(conn_t *c)
+{
+    owed_t *w = c->data;
+    if (!w)
+        return;
+    hls_unwait(&w->waiter);
+    free(w);
+    c->data = NULL;
+}
+
+static const conn_ops_t owed_ops = {
+    .name = "hls part carried",
+    .on_writable = conn_write_pending, /* what was owed at the hand-over, meanwhile */
+    /* the part never completed (the source left): the answer ends cut short */
+    .on_close = owed_release,
+};
+
+static void save_owed(const hls_owed_t *o, const buf_t *bytes, buf_t *out)
+{
+    rec_u8(out, CARRIED_OWED);
+    rec_str(out, o->hls ? o->hls->name : NULL);
+    rec_bytes(out, bytes->data, bytes->len);
+    rec_u64(out, o->msn);
+    rec_u32(out, (uint32_t)o->part);
+    rec_u8(out, (uint8_t)o->follow);
+    rec_u8(out, (uint8_t)o->started);
+    rec_u64(out, o->start);
+    rec_u64(out, o->end);
+    rec_u32(out, o->id3_len);
+    rec_u8(out, (uint8_t)o->keep);
+}
+
+int hls_playlists_carry_save(conn_t *c, buf_t *out)
+{
+    buf_t bytes = BUF_INIT;
+    hls_owed_t o;
+    if (c->closing || c->tls) {
+        return -ENOENT;
+    } else if (c->ops == &parked_ops) {
+        const parked_t *p = c->data;
+        rec_u8(out, CARRIED_PARKED);
+        rec_str(out, p->hls ? p->hls->name : NULL);
+        rec_u8(out, (uint8_t)p->url.playlist);
+        rec_u64(out, p->url.seq);
+        rec_u32(out, (uint32_t)p->url.part);
+        rec_u8(out, (uint8_t)p->url.init);
+        rec_str(out, p->url.ext);
+    } else if (c->ops == &owed_ops) { /* carried by an upgrade before, still waiting */
+        save_owed(&((owed_t *)c->data)->o, &bytes, out);
+    } else if (hls_pieces_owed(c, &bytes, &o) == 0) {
+        save_owed(&o, &bytes, out);
+        if (bytes.error)
+            out->error = bytes.error;
+        buf_free(&bytes);
+    } else {
+        return -ENOENT;
+    }
+    client_input_save(c, out); /* the request, answered again or counted in the new process */
+    return 0;
+}
+
+/* The request c was answering, carried in its input: parsed again (c->rbuf). */
+static int request_restore(conn_t *c, rec_reader_t *in)
+{
+    client_t *cl = client_of(c);
+    int rc = client_input_restore(c, in);
+    if (rc < 0 || !c->rbuf)
+        return rc < 0 ? rc : -EINVAL;
+    if (!(cl->req = malloc(sizeof(*cl->req))))
+        return -ENOMEM;
+    int head = http_parse_request(c->rbuf, c->rlen, 0, cl->req);
+    if (head <= 0)
+        return -EINVAL;
+    cl->parsed_len = (size_t)head;
+    return 0;
+}
+
+/* A carried parked request, on its worker's first turn: answered again on the carried window
+ * (parked again if its part is still to come). */
+static void carried_woken(worker_t *w, void *arg)
+{
+    conn_t *c = worker_find_conn(w, (uint64_t)(uintptr_t)arg);
+    if (!c || c->ops != &parked_ops || c->closing)
+        return;
+    if (((parked_t *)c->data)->hls) {
+        parked_woken(w, arg);
+        return;
+    }
+    parked_release(c);
+    c->role = NULL;
+    conn_set_deadline(c, 0);
+    client_send_error(c, 503, "Service Unavailable: the stream did not come with the upgrade");
+}
+
+static int adopt_parked(conn_t *c, rec_reader_t *in, hls_t *h)
+{
+    static const char *const exts[] = {"mp3", "aac", "mp4"};
+    parked_t *p = calloc(1, sizeof(*p));
+    if (!p)
+        return -ENOMEM;
+    p->hls = h;
+    p->url.playlist = rec_get_u8(in);
+    p->url.seq = rec_get_u64(in);
+    p->url.part = (int)(int32_t)rec_get_u32(in);
+    p->url.init = rec_get_u8(in);
+    char *ext = rec_get_str(in);
+    for (size_t i = 0; ext && i < sizeof(exts) / sizeof(exts[0]); i++)
+        if (strcmp(ext, exts[i]) == 0)
+            p->url.ext = exts[i]; /* a static string, as the router's */
+    int bad = !p->url.playlist && !p->url.ext;
+    free(ext);
+    int rc = bad ? -EINVAL : request_restore(c, in);
+    if (rc < 0 || in->error) {
+        free(p);
+        return rc < 0 ? rc : -EINVAL;
+    }
+    p->waiter.worker = c->worker;
+    p->waiter.fn = parked_woken;
+    p->waiter.arg = (void *)(uintptr_t)c->id;
+    c->data = p;
+    c->role = &parked_ops;
+    c->ops = &parked_ops;
+    return worker_post(c->worker, carried_woken, (void *)(uintptr_t)c->id);
+}
+
+/* The rest of the answer once owed is queued: written, then the next request or the end. */
+static void owed_finish(conn_t *c, int keep)
+{
+    c->ops = &reply_sending_ops;
+    c->after_write = keep ? reply_next_request : conn_linger_close;
+    if (c->woff < c->wlen) {
+        conn_write_pending(c);
+    } else {
+        void (*fn)(conn_t *) = c->after_write;
+        c->after_write = NULL;
+        fn(c);
+    }
+}
+
+/* The piece's bytes counted to its session (a part sent as it filled: once complete). */
+static void owed_count(conn_t *c, hls_t *h, uint64_t bytes)
+{
+    if (h && hls_admit_count(c, client_of(c)->req, h, bytes))
+        client_skip_log(c); /* counted in its session's line */
+}
+
+/* A carried part sent as it filled (on its worker): once complete, its last chunk and the
+ * empty one end the answer; a stream that broke under it cuts it short, as it would have. */
+static void owed_woken(worker_t *w, void *arg)
+{
+    conn_t *c = worker_find_conn(w, (uint64_t)(uintptr_t)arg);
+    if (!c || c->ops != &owed_ops || c->closing)
+        return;
+    owed_t *x = c->data;
+    hls_piece_t p = {0};
+    int rc;
+    while ((rc = x->o.hls ? hls_piece(x->o.hls, x->o.msn, x->o.part, &p) : HLS_GONE) ==
+           HLS_PENDING)
+        if (hls_wait(x->o.hls, &x->waiter) > 0)
+            return;
+    if (rc != HLS_READY || (x->o.started && (p.start != x->o.start || p.end < x->o.end))) {
+        if (rc == HLS_READY)
+            block_unref(p.blk);
+        conn_close(c);
+        return;
+    }
+    uint64_t from = x->o.started ? x->o.end : p.start;
+    buf_t b = BUF_INIT;
+    if (p.end > from) {
+        char head[20];
+        buf_append(&b, head, (size_t)(hls_put(hls_put_number(head, p.end - from, 1), "\r\n") -
+                                      head));
+        for (const block_t *k = p.blk; k && from < p.end; k = block_next(k))
+            if (block_end(k) > from) {
+                uint64_t stop = block_end(k) < p.end ? block_end(k) : p.end;
+                buf_append(&b, k->data + (from - k->offset), (size_t)(stop - from));
+                from = stop;
+            }
+        buf_append_str(&b, "\r\n");
+    }
+    buf_append_str(&b, "0\r\n\r\n");
+    block_unref(p.blk);
+    int keep = x->o.keep;
+    hls_t *h = x->o.hls;
+    uint64_t bytes = x->o.id3_len + (p.end - p.start);
+    owed_release(c);
+    c->role = NULL;
+    conn_set_deadline(c, 0);
+    if (b.error || conn_queue(c, b.data, b.len) < 0) {
+        buf_free(&b);
+        conn_close(c);
+        return;
+    }
+    buf_free(&b);
+    owed_count(c, h, bytes);
+    owed_finish(c, keep);
+}
+
+/* A carried answer with nothing left to write (on its worker): it ends. */
+static void owed_sent(worker_t *w, void *arg)
+{
+    conn_t *c = worker_find_conn(w, (uint64_t)(uintptr_t)arg);
+    if (c && c->ops == &reply_sending_ops && !c->closing && c->after_write)
+        owed_finish(c, c->after_write == reply_next_request);
+}
+
+/* A piece that was being sent: its owed bytes go out, and a part still being cut is then
+ * followed to its end. */
+static int adopt_owed(conn_t *c, rec_reader_t *in, hls_t *h)
+{
+    size_t n;
+    const unsigned char *bytes = rec_get_bytes(in, &n);
+    hls_owed_t o = {.hls = h};
+    o.msn = rec_get_u64(in);
+    o.part = (int)rec_get_u32(in);
+    o.follow = rec_get_u8(in);
+    o.started = rec_get_u8(in);
+    o.start = rec_get_u64(in);
+    o.end = rec_get_u64(in);
+    o.id3_len = rec_get_u32(in);
+    o.keep = rec_get_u8(in);
+    int rc = request_restore(c, in);
+    if (rc < 0 || in->error)
+        return rc < 0 ? rc : -EINVAL;
+    if (n && conn_queue(c, (const char *)bytes, n) < 0)
+        return -ENOMEM;
+    if (!o.follow) {
+        if (o.started)
+            owed_count(c, h, o.id3_len + (o.end - o.start));
+        c->ops = &reply_sending_ops;
+        c->after_write = o.keep ? reply_next_request : conn_linger_close;
+        /* written when the socket says it has room, as a carried answer */
+        return c->woff < c->wlen ? 0
+                                 : worker_post(c->worker, owed_sent, (void *)(uintptr_t)c->id);
+    }
+    owed_t *x = calloc(1, sizeof(*x));
+    if (!x)
+        return -ENOMEM;
+    x->o = o;
+    x->waiter.msn = o.msn;
+    x->waiter.part = o.part;
+    x->waiter.worker = c->worker;
+    x->waiter.fn = owed_woken;
+    x->waiter.arg = (void *)(uintptr_t)c->id;
+    c->data = x;
+    c->role = &owed_ops;
+    c->ops = &owed_ops;
+    c->after_write = NULL;
+    if (!c->deadline_ms && h)
+        conn_set_deadline(c, (uint64_t)hls_target_duration(h) * 3000);
+    return worker_post(c->worker, owed_woken, (void *)(uintptr_t)c->id);
+}
+
+int hls_playlists_carry_adopt(conn_t *c, rec_reader_t *in)
+{
+    int kind = rec_get_u8(in);
+    char *name = rec_get_str(in);
+    hls_t *h = name ? hls_find(name) : NULL;
+    free(name);
+    if (in->error)
+        return -EINVAL;
+    return kind == CARRIED_PARKED ? adopt_parked(c, in, h)
+           : kind == CARRIED_OWED ? adopt_owed(c, in, h)
+                                  : -EINVAL;
 }

@@ -121,6 +121,17 @@ int hls_admit_piece(conn_t *c, const http_request_t *req, hls_t *h, int *private
 
 /* Answers a segment, part or init segment u of h (parked while it is not there yet). */
 void hls_pieces_answer(conn_t *c, const http_request_t *req, hls_t *h, const hls_url_t *u);
+/* An upgrade: what c still owes of the segment or part it is sending. */
+typedef struct hls_owed {
+    hls_t *hls;              /* a part sent as it fills: its window (else NULL) */
+    uint64_t msn, start, end; /* ... the part, its first byte and how far it was cut */
+    int part, follow, started; /* follow: not complete yet; started: start is known */
+    uint32_t id3_len;
+    int keep;
+} hls_owed_t;
+/* Appends the bytes c owes (with its chunks' framing) to out and fills *o: 0, or -ENOENT when
+ * c sends no piece. */
+int hls_pieces_owed(conn_t *c, buf_t *out, hls_owed_t *o);
 
 /* ---- hls_intros.c ---- */
 

@@ -77,7 +77,7 @@ int handover_meta_load(handover_metas_t *t, rec_reader_t *in)
     return 0;
 }
 
-static icy_meta_t *meta_of(const handover_metas_t *t, uint32_t id)
+icy_meta_t *handover_meta_of(const handover_metas_t *t, uint32_t id)
 {
     return id && id <= t->n ? t->v[id - 1] : NULL;
 }
@@ -128,8 +128,7 @@ static void save_block(const block_t *b, handover_metas_t *t, buf_t *out)
     rec_bytes(out, b->data, b->len);
 }
 
-/* b and the blocks after it (up to `count` of them; 0: all). */
-static void save_chain(const block_t *b, uint32_t count, handover_metas_t *t, buf_t *out)
+void handover_chain_save(const block_t *b, uint32_t count, handover_metas_t *t, buf_t *out)
 {
     uint32_t n = 0;
     for (const block_t *x = b; x && (!count || n < count); x = block_next(x))
@@ -139,10 +138,8 @@ static void save_chain(const block_t *b, uint32_t count, handover_metas_t *t, bu
         save_block(b, t, out);
 }
 
-/* A chain of blocks from its fields (linked; the first one's reference is the caller's),
- * or NULL (none, or on error: in->error set, or *bad). *last: the last block. */
-static block_t *load_chain(rec_reader_t *in, const handover_metas_t *t, block_t **last,
-                           int *bad)
+block_t *handover_chain_load(rec_reader_t *in, const handover_metas_t *t, block_t **last,
+                            int *bad)
 {
     uint32_t n = rec_get_u32(in);
     block_t *first = NULL, *prev = NULL;
@@ -150,7 +147,7 @@ static block_t *load_chain(rec_reader_t *in, const handover_metas_t *t, block_t 
     for (uint32_t i = 0; i < n && !in->error; i++) {
         uint64_t offset = rec_get_u64(in);
         uint32_t flags = rec_get_u32(in);
-        icy_meta_t *meta = meta_of(t, rec_get_u32(in));
+        icy_meta_t *meta = handover_meta_of(t, rec_get_u32(in));
         size_t len;
         const unsigned char *data = rec_get_bytes(in, &len);
         block_t *b = in->error || !data ? NULL : block_new_copy(data, len);
@@ -199,10 +196,10 @@ void handover_mount_save(mount_t *m, const block_t *from, handover_metas_t *t, b
         rec_str(out, g->value);
     }
     rec_u64(out, m->headers_offset);
-    save_chain(m->headers, 0, t, out);
+    handover_chain_save(m->headers, 0, t, out);
     rec_u64(out, m->oldest->offset);
     rec_u64(out, m->next_offset);
-    save_chain(from ? from : m->oldest, 0, t, out);
+    handover_chain_save(from ? from : m->oldest, 0, t, out);
     pthread_mutex_unlock(&m->lock);
     rec_u32(out, (uint32_t)atomic_load(&m->listener_peak));
     rec_u64(out, atomic_load(&m->slow_listeners));
@@ -217,7 +214,7 @@ static int restore_fields(mount_t *m, rec_reader_t *in, const handover_metas_t *
     int bad = 0;
     m->start = (time_t)rec_get_i64(in);
     char *fallback = rec_get_str(in), *relay_url = rec_get_str(in);
-    icy_meta_t *meta = meta_of(t, rec_get_u32(in));
+    icy_meta_t *meta = handover_meta_of(t, rec_get_u32(in));
     if (fallback)
         mount_set_fallback(m, fallback);
     if (relay_url)
@@ -233,10 +230,10 @@ static int restore_fields(mount_t *m, rec_reader_t *in, const handover_metas_t *
         free(v);
     }
     uint64_t headers_offset = rec_get_u64(in);
-    block_t *last, *headers = load_chain(in, t, &last, &bad);
+    block_t *last, *headers = handover_chain_load(in, t, &last, &bad);
     *queue_start = rec_get_u64(in);
     uint64_t head = rec_get_u64(in);
-    block_t *first = load_chain(in, t, &last, &bad);
+    block_t *first = handover_chain_load(in, t, &last, &bad);
     if (!first || bad || in->error || block_end(last) != head) {
         if (first)
             block_unref(first);
@@ -385,9 +382,9 @@ int handover_listener_save(conn_t *c, handover_metas_t *t, buf_t *out)
     uint64_t now = loop_now_ms();
     rec_u64(out, c->deadline_ms > now ? c->deadline_ms - now : c->deadline_ms ? 1 : 0);
     /* the rest of its intro, and of the block it was in before a move (not in the queue) */
-    save_chain(l->intro, 0, t, out);
+    handover_chain_save(l->intro, 0, t, out);
     rec_u32(out, l->intro_pos);
-    save_chain(l->tail, 1, t, out);
+    handover_chain_save(l->tail, 1, t, out);
     rec_u32(out, l->tail_pos);
     return 0;
 }
@@ -423,8 +420,8 @@ int handover_listener_restore(conn_t *c, rec_reader_t *in, const handover_metas_
     l->need_sync = rec_get_u8(in);
     l->metaint = rec_get_u32(in);
     l->since_meta = rec_get_u32(in);
-    l->last_meta = icy_meta_ref(meta_of(t, rec_get_u32(in)));
-    l->meta_cur = icy_meta_ref(meta_of(t, rec_get_u32(in)));
+    l->last_meta = icy_meta_ref(handover_meta_of(t, rec_get_u32(in)));
+    l->meta_cur = icy_meta_ref(handover_meta_of(t, rec_get_u32(in)));
     l->meta_off = rec_get_u32(in);
     l->meta_zero = rec_get_u8(in);
     l->home = rec_get_str(in);
@@ -436,9 +433,9 @@ int handover_listener_restore(conn_t *c, rec_reader_t *in, const handover_metas_
     free(country);
     int bad = 0;
     block_t *last;
-    l->intro = load_chain(in, t, &last, &bad);
+    l->intro = handover_chain_load(in, t, &last, &bad);
     l->intro_pos = rec_get_u32(in);
-    l->tail = load_chain(in, t, &last, &bad);
+    l->tail = handover_chain_load(in, t, &last, &bad);
     l->tail_pos = rec_get_u32(in);
     l->blk = in->error ? NULL : block_at(m, offset, -1);
     l->hdr = hdr >= 0 && l->blk ? block_at(m, 0, hdr) : NULL;

@@ -34,15 +34,26 @@ typedef struct handover_metas {
 uint32_t handover_meta_id(handover_metas_t *t, icy_meta_t *m);
 /* Save: the fields of the i-th metadata of the table (one record each). */
 void handover_meta_save(const handover_metas_t *t, size_t i, buf_t *out);
+/* Restore: the metadata of id (0 or an unknown id: NULL; borrowed from the table). */
+icy_meta_t *handover_meta_of(const handover_metas_t *t, uint32_t id);
 /* Restore: one metadata record, given the next id. 0 or -EINVAL / -ENOMEM. */
 int handover_meta_load(handover_metas_t *t, rec_reader_t *in);
 /* Frees the table (restore: drops its references). */
 void handover_metas_free(handover_metas_t *t, int owned);
 
+/* Save: block b and those after it (up to `count` of them; 0: to the end of its chain), with
+ * their offsets, flags and metadata ids. */
+void handover_chain_save(const block_t *b, uint32_t count, handover_metas_t *t, buf_t *out);
+/* Restore: such a chain, linked (the first block's reference is the caller's; *last its last
+ * block), or NULL: none, or on error (in->error set, or *bad: offsets not contiguous, no
+ * memory). */
+block_t *handover_chain_load(rec_reader_t *in, const handover_metas_t *t, block_t **last,
+                             int *bad);
+
 /* Why m cannot be carried (a mount with no source connection: a file's), or NULL. */
 const char *handover_mount_unmovable(mount_t *m);
-/* Save: m's fields, its blocks from `from` (the oldest any carried listener is on, or m's
- * oldest) to the live edge. */
+/* Save: m's fields, its blocks from `from` (the oldest any carried listener is on or an HLS
+ * window lists, which may be older than m's oldest; NULL: m's oldest) to the live edge. */
 void handover_mount_save(mount_t *m, const block_t *from, handover_metas_t *t, buf_t *out);
 /* Restore: a mount registered whole from such fields, fed by the connection the fields name
  * on worker_of(old worker id). The queue starts at its first carried block until

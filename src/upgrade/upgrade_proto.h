@@ -10,9 +10,9 @@
  *                'E' the end (descriptor count and byte count), 'G' go on
  * The state is UPGRADE_MAGIC, the format version (32 bits), then records (core/record.h): the
  * listening sockets, the pidfile, the counters, the event ring, the history, the ICY metadata,
- * the mounts (each with its HLS sessions), the feed tokens, the YP listings, the sources and
- * relays, then the connections
- * (listeners, event feeds, clients waiting for a request, answers being written). A
+ * the mounts (each with its HLS windows and sessions), the feed tokens, the YP listings, the
+ * sources and relays, then the connections (listeners, event feeds, clients waiting for a
+ * request, answers being written, HLS requests waiting or being sent). A
  * connection's record names its descriptor by its index among those sent.
  */
 #ifndef RIMECAST_UPGRADE_PROTO_H
@@ -46,6 +46,9 @@ enum {
     REC_FEED_TOKEN, /* a mount the old process goes on serving TLS listeners of, and the
                      * one-time token its local feed presents (upgrade.h) */
     REC_YP,         /* a YP directory listing, touched on by the new process (yp/yp.h) */
+    REC_HLS_WINDOW, /* the HLS windows following a mount (hls/hls_carry.h), before its
+                     * sessions (REC_HLS) */
+    REC_HLS_CONN,   /* an HLS request in flight: parked, or a segment or part being sent */
 };
 
 /* A message as received: its kind, its bytes, the descriptors that came with it (the

@@ -25,6 +25,7 @@
 #include "stream/events.h"
 #include "stream/handover.h"
 #include "hls/hls.h"
+#include "hls/hls_carry.h"
 #include "stream/listener.h"
 #include "stream/mount.h"
 #include "stream/source.h"
@@ -177,6 +178,11 @@ static int save_reply_role(conn_t *c, state_t *s)
     return reply_save(c, &s->conns);
 }
 
+static int save_hls_role(conn_t *c, state_t *s)
+{
+    return hls_playlists_carry_save(c, &s->conns);
+}
+
 /* The sources of the carried mounts (a mount whose source cannot be carried stays; a relay's
  * goes without when its connection cannot: the new process starts that relay again on it),
  * then the plain listeners of those mounts. */
@@ -213,7 +219,8 @@ static void save_conns(state_t *s)
                 s->listeners++;
             } else if (!l && !c->tls && (save_conn(s, c, REC_FEED, save_feed_role) == 0 ||
                                          save_conn(s, c, REC_READING, save_reading_role) == 0 ||
-                                         save_conn(s, c, REC_REPLY, save_reply_role) == 0)) {
+                                         save_conn(s, c, REC_REPLY, save_reply_role) == 0 ||
+                                         save_conn(s, c, REC_HLS_CONN, save_hls_role) == 0)) {
                 s->others++;
             }
         }
@@ -221,11 +228,28 @@ static void save_conns(state_t *s)
     s->left = all - s->listeners - s->sources - s->others;
 }
 
+/* Where m's queue is carried from: the oldest block a carried listener is on or an HLS window
+ * lists (NULL: the whole queue). */
+static const block_t *carried_from(mount_t *m, const block_t *from)
+{
+    const block_t *listed = hls_carry_oldest(m);
+    pthread_mutex_lock(&m->lock);
+    if (listed && listed->offset < (from ? from : m->oldest)->offset)
+        from = listed;
+    pthread_mutex_unlock(&m->lock);
+    return from;
+}
+
 static void save_mounts(state_t *s)
 {
     for (int i = 0; i < s->nm; i++) {
+        mount_t *m = s->mv[i].m;
         size_t at = rec_begin(&s->mounts, REC_MOUNT);
-        handover_mount_save(s->mv[i].m, s->mv[i].from, &s->t, &s->mounts);
+        handover_mount_save(m, carried_from(m, s->mv[i].from), &s->t, &s->mounts);
+        rec_end(&s->mounts, at);
+        at = rec_begin(&s->mounts, REC_HLS_WINDOW);
+        rec_str(&s->mounts, m->name);
+        hls_carry_save(m, &s->t, &s->mounts);
         rec_end(&s->mounts, at);
         at = rec_begin(&s->mounts, REC_HLS);
         rec_str(&s->mounts, s->mv[i].m->name);

@@ -32,6 +32,7 @@
 #include "stream/events.h"
 #include "stream/handover.h"
 #include "hls/hls.h"
+#include "hls/hls_carry.h"
 #include "stream/mount.h"
 #include "stream/source.h"
 #include "upgrade/upgrade_proto.h"
@@ -316,6 +317,7 @@ static int restore_conn(rec_reader_t *f, int type)
              : type == REC_FEED     ? events_feed_adopt(c, f)
              : type == REC_READING  ? client_reading_adopt(c, f)
              : type == REC_REPLY    ? reply_adopt(c, f)
+             : type == REC_HLS_CONN ? hls_playlists_carry_adopt(c, f)
                                     : handover_listener_restore(c, f, &rs.t, find_restored, NULL);
     }
     if (c->id > rs.max_id)
@@ -345,6 +347,15 @@ static int restore_mount(rec_reader_t *f, const char **why)
     return 0;
 }
 
+/* The HLS windows following a carried mount. */
+static int restore_hls_windows(rec_reader_t *f)
+{
+    char *name = rec_get_str(f);
+    mount_t *m = name ? find_restored(name, NULL) : NULL;
+    free(name);
+    return m ? hls_carry_restore(m, f, &rs.t) : -1;
+}
+
 /* The HLS sessions of a carried mount. */
 static int restore_hls(rec_reader_t *f)
 {
@@ -372,9 +383,12 @@ int upgrade_restore(char *err, size_t cap)
             sources++;
         else if (type == REC_LISTENER && (rc = restore_conn(&f, type) < 0 ? -1 : 1) > 0)
             listeners++;
+        else if (type == REC_HLS_WINDOW)
+            rc = restore_hls_windows(&f) < 0 ? -1 : 1;
         else if (type == REC_HLS)
             rc = restore_hls(&f) < 0 ? -1 : 1;
-        else if (type == REC_FEED || type == REC_READING || type == REC_REPLY)
+        else if (type == REC_FEED || type == REC_READING || type == REC_REPLY ||
+                 type == REC_HLS_CONN)
             rc = restore_conn(&f, type) < 0 ? -1 : 1;
         else if (type == REC_EVENTS)
             rc = events_restore(&f) < 0 ? -1 : 1;
