@@ -81,16 +81,6 @@ static const char *request_token(const http_request_t *req, char *out)
     return out;
 }
 
-/* The connection carried a session's request: it and the session count once in <clients>. */
-static void mark_carrier(conn_t *c)
-{
-    client_t *cl = client_of(c);
-    if (!cl->carries_session) {
-        cl->carries_session = 1;
-        atomic_fetch_add(&server.stats.session_carriers, 1);
-    }
-}
-
 static void login_begin(conn_t *c, const http_request_t *req, hls_t *h, const mount_conf_t *mc,
                         const char *name);
 
@@ -128,7 +118,7 @@ int hls_admit_poll(conn_t *c, const http_request_t *req, hls_t *h, hls_login_t *
                            : hls_session_poll(h, token, &who, 0);
     if (rc == 0) {
         client_skip_log(c); /* the session's own line says it all when it ends */
-        mark_carrier(c);
+        conn_mark_carrier(c); /* it and the session count once in <clients> */
     }
     else if (rc == -ENOENT)
         login_begin(c, req, h, mc, login_name); /* its first request: a listener's login */

@@ -115,8 +115,6 @@ static void client_destroy(conn_t *c)
     client_log_request(c);
     if (cl->on_end)
         cl->on_end(c, cl->on_end_arg);
-    if (cl->carries_session)
-        atomic_fetch_sub(&server.stats.session_carriers, 1);
     free(cl->req);
     free(cl->peer);
     free(cl);

@@ -32,8 +32,6 @@ typedef struct client {
     int status;
     int over_limit;            /* came past <clients> with siblings configured: its request is
                                 * read only to send it to a sibling (302), else 403 */
-    int carries_session;       /* it carried an HLS session's request (counted in
-                                * server.stats.session_carriers until it closes) */
     char *peer;                /* the socket's address when ip was replaced by a forwarded one
                                 * (allocated then; NULL while ip is the socket's) */
     /* called once when the connection ends, before it is freed (a role above: e.g. an

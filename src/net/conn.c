@@ -236,9 +236,25 @@ void conn_forget(conn_t *c)
         c->fd = -1;
     }
     list_remove(&c->link);
+    conn_uncount(c);
+}
+
+void conn_uncount(conn_t *c)
+{
     if (c->counted)
         atomic_fetch_sub(&server.stats.clients, 1);
+    if (c->counted && c->carrier)
+        atomic_fetch_sub(&server.stats.session_carriers, 1);
     c->counted = 0;
+    c->carrier = 0;
+}
+
+void conn_mark_carrier(conn_t *c)
+{
+    if (c->counted && !c->carrier) {
+        c->carrier = 1;
+        atomic_fetch_add(&server.stats.session_carriers, 1);
+    }
 }
 
 void conn_drain_keep(conn_t *c)
@@ -261,8 +277,7 @@ void conn_release(conn_t *c)
         c->role->on_close(c);
     if (c->transport->release)
         c->transport->release(c);
-    if (c->counted)
-        atomic_fetch_sub(&server.stats.clients, 1);
+    conn_uncount(c);
     /* the request head is still there for destroy (the access-log fields of an HTTP client
      * may not have been copied out of it yet); c is gone after destroy */
     char *rbuf = c->rbuf, *wbuf = c->wbuf;
@@ -450,10 +465,7 @@ static void linger_for(conn_t *c, uint64_t ms)
     c->transport->shutdown(c);
     c->ops = &linger_ops;
     /* a connection that only drains before closing no longer holds a <clients> slot */
-    if (c->counted) {
-        c->counted = 0;
-        atomic_fetch_sub(&server.stats.clients, 1);
-    }
+    conn_uncount(c);
     conn_set_deadline(c, ms);
     conn_discard_input(c);
 }

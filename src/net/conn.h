@@ -77,6 +77,9 @@ struct conn {
     char ip[CONN_IP_LEN];
     unsigned char closing;
     unsigned char counted;    /* holds a slot in server.stats.clients */
+    unsigned char carrier;    /* counted, and carried an HLS session's request: counted in
+                               * server.stats.session_carriers too, until it is no more
+                               * counted (conn_uncount) */
     int fd;
     int local_port;
     const listen_conf_t *listen; /* the listen socket it came in on (config), NULL if outbound */
@@ -136,6 +139,13 @@ void conn_release(conn_t *c);
  * its copy of the fd closed. Its memory stays (the process exits after its drain). On its
  * worker's thread, or while that worker is parked. */
 void conn_forget(conn_t *c);
+/* c no longer holds a slot in server.stats.clients (nor, if it was one, in
+ * session_carriers): it is closed, lingers or became a feed. */
+void conn_uncount(conn_t *c);
+/* c carried an HLS session's request: while it is counted, it and that session hold one slot
+ * of <clients> between them. */
+void conn_mark_carrier(conn_t *c);
+
 /* An upgrade left c with this process, which serves it until it ends (counted until its
  * release); the number of those still open. */
 void conn_drain_keep(conn_t *c);

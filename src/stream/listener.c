@@ -704,8 +704,7 @@ static int start(conn_t *c, const http_request_t *req, mount_t *m, const char *h
         return 0;
     }
     if (feed && c->counted) { /* not among the clients either */
-        atomic_fetch_sub(&server.stats.clients, 1);
-        c->counted = 0;
+        conn_uncount(c);
     } else if (!feed) {
         atomic_fetch_add(&server.stats.listeners, 1);
         atomic_fetch_add(&server.stats.listener_connections, 1);

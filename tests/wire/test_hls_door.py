@@ -17,6 +17,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 import adminlib
+import conftest
 import formatlib as fl
 import hlscheck
 import wirelib
@@ -316,7 +317,15 @@ def test_sessions_count_against_clients(server):
                  "</sessions-per-address></hls>")
     p = start_source(srv, "/live.mp3", "mp3")  # the source: one client
     c = http.client.HTTPConnection(srv.host, srv.port, timeout=30)
+
+    def clients_now():  # asked on the kept-alive connection itself
+        c.request("GET", "/metrics", headers={"Authorization": wirelib.basic_auth(
+            conftest.ADMIN_USER, conftest.ADMIN_PASSWORD)})
+        text = c.getresponse().read().decode()
+        return int(re.search(r"^rimecast_clients (\d+)$", text, re.M).group(1))
     try:
+        # the connections of the test's earlier requests have closed: the source and this one
+        wirelib.wait_until(lambda: clients_now() == 2, 10, "only the source and this client")
         got = []
         for _ in range(8):  # one kept-alive connection begins sessions until refused
             c.request("GET", "/live.mp3/hls.m3u8")
