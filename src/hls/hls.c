@@ -10,6 +10,7 @@
  * rounds above the target duration, and every segment starts with an independent part.
  */
 #include "hls/hls.h"
+#include "hls/hls_window_internal.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -25,6 +25,7 @@
 #include "net/server.h"
 #include "hls/hls_route_internal.h"
 #include "hls/hls.h"
+#include "hls/hls_window_internal.h"
 #include "hls/hls_session.h"
 #include "hls/hls_token.h"
 

@@ -19,6 +19,7 @@
 #include "core/log.h"
 #include "core/loop.h"
 #include "hls/hls.h"
+#include "hls/hls_window_internal.h"
 #include "stream/mount.h"
 
 #define NO_INDEX UINT32_MAX

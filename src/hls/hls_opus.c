@@ -20,6 +20,7 @@
 #include "core/log.h"
 #include "core/record.h"
 #include "hls/hls.h"
+#include "hls/hls_window_internal.h"
 #include "hls/hls_fmp4.h"
 #include "stream/handover.h"
 

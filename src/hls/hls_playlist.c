@@ -18,6 +18,7 @@
 
 #include "stream/mount.h"
 #include "hls/hls.h"
+#include "hls/hls_window_internal.h"
 #include "hls/hls_fmp4.h"
 #include "hls/hls_intro.h"
 

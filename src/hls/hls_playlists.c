@@ -19,6 +19,7 @@
 #include "net/worker.h"
 #include "hls/hls_route_internal.h"
 #include "hls/hls.h"
+#include "hls/hls_window_internal.h"
 #include "hls/hls_carry.h"
 #include "hls/hls_session.h"
 #include "hls/hls_token.h"

@@ -6,6 +6,7 @@
  * (cutting the mount's blocks, the waiters, the registry) is in hls.c.
  */
 #include "hls/hls.h"
+#include "hls/hls_window_internal.h"
 
 #include <pthread.h>
 

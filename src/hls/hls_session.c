@@ -36,6 +36,7 @@
 #include "net/server.h"
 #include "net/worker.h"
 #include "hls/hls.h"
+#include "hls/hls_window_internal.h"
 #include "hls/hls_intro.h"
 #include "hls/hls_session.h"
 #include "hls/hls_token.h"
