@@ -139,9 +139,9 @@ void relay_detach_conn(relay_t *r)
     r->streaming = 0;
 }
 
-void relay_free(relay_t *r)
+/* Frees the strings of r's upstreams (r->hosts[0..nhosts)). */
+static void hosts_free(relay_t *r)
 {
-    end_mount(r, "relay stopped");
     for (int i = 0; i < r->nhosts; i++) {
         free(r->hosts[i].server);
         free(r->hosts[i].path);
@@ -149,6 +149,12 @@ void relay_free(relay_t *r)
         free(r->hosts[i].pass);
         free(r->hosts[i].bind);
     }
+}
+
+void relay_free(relay_t *r)
+{
+    end_mount(r, "relay stopped");
+    hosts_free(r);
     free(r->local);
     free(r->host);
     free(r->path);
@@ -178,13 +184,7 @@ void relay_stop(relay_t *r, const char *why)
 
 void relay_retarget(relay_t *r, relay_t *fresh)
 {
-    for (int i = 0; i < r->nhosts; i++) {
-        free(r->hosts[i].server);
-        free(r->hosts[i].path);
-        free(r->hosts[i].user);
-        free(r->hosts[i].pass);
-        free(r->hosts[i].bind);
-    }
+    hosts_free(r);
     memcpy(r->hosts, fresh->hosts, sizeof(r->hosts));
     r->nhosts = fresh->nhosts;
     fresh->nhosts = 0; /* the strings are r's now */

@@ -25,8 +25,10 @@ pytestmark = pytest.mark.rimecast_only
 EXT = {"mp3": "mp3", "aac": "aac"}
 
 
-def get(srv, path, headers=None, method="GET", timeout=30):
-    c = http.client.HTTPConnection(srv.host, srv.port, timeout=timeout)
+def get(srv, path, headers=None, method="GET", timeout=30, source_ip=None):
+    """(status, headers, body) of one request on a connection of its own (from source_ip)."""
+    c = http.client.HTTPConnection(srv.host, srv.port, timeout=timeout,
+                                   source_address=(source_ip, 0) if source_ip else None)
     try:
         c.request(method, path, headers=headers or {})
         r = c.getresponse()

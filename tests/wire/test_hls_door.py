@@ -23,7 +23,7 @@ import hlscheck
 import wirelib
 from test_auth_htpasswd import md5_line, user_dir, write_users
 from test_auth_url import auth, url_mount  # noqa: F401 (auth: the fixture)
-from test_hls import start_source
+from test_hls import get, start_source
 
 pytestmark = pytest.mark.rimecast_only
 
@@ -31,17 +31,6 @@ SHORT = ("<hls><target-duration>2</target-duration><part-target-ms>500</part-tar
          "<segments>3</segments></hls>")
 ANN = {"Authorization": wirelib.basic_auth("ann", "secret")}
 OTHER = "127.0.0.2"  # another client address (all of 127/8 is this machine)
-
-
-def get(srv, path, headers=None, method="GET", source_ip=None, timeout=30):
-    c = http.client.HTTPConnection(srv.host, srv.port, timeout=timeout,
-                                   source_address=(source_ip, 0) if source_ip else None)
-    try:
-        c.request(method, path, headers=headers or {})
-        r = c.getresponse()
-        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
-    finally:
-        c.close()
 
 
 def media(srv, mount, token, headers=None, source_ip=None):
