@@ -17,6 +17,7 @@
 #include "conf/config.h"
 #include "core/buf.h"
 #include "core/cidr.h"
+#include "core/escape.h"
 #include "core/log.h"
 #include "core/str.h"
 #include "http/client.h"
@@ -275,8 +276,10 @@ int hls_admit_piece(conn_t *c, const http_request_t *req, hls_t *h, int *private
         client_send_error(c, 403, "Forbidden: too many listeners");
         return 0;
     }
+    char esc[512];
     log_info_limited(&refused_log, 10000, "hls: %s refused a piece of %s: %s", CIDR_SHOWN(c->ip),
-                     h->name, rc == -EPERM ? "its session was ended" : who.token ?
+                     escape_log_utf8(esc, sizeof(esc), h->name, strlen(h->name)),
+                     rc == -EPERM ? "its session was ended" : who.token ?
                      "its session is unknown, over, or another address's" : "no session named");
     client_send_error(c, 403, rc == -EPERM ? "Forbidden: this session was ended"
                                            : "Forbidden: this stream's HLS answers only within "

@@ -30,6 +30,7 @@
 #include "conf/config.h"
 #include "core/log.h"
 #include "core/cidr.h"
+#include "core/escape.h"
 #include "core/loop.h"
 #include "core/record.h"
 #include "core/str.h"
@@ -462,8 +463,10 @@ static int poll_locked(hls_t *h, hls_session_t *s, const char *token, const hls_
 {
     int rc = 0;
     if (s && !s->killed && !s->expired && !login_covers(s, who)) {
+        char esc[512];
         log_info("hls: session %llu of %s ends: the mount now serves audio its login does not "
-                 "reach", (unsigned long long)s->id, h->name);
+                 "reach", (unsigned long long)s->id,
+                 escape_log_utf8(esc, sizeof(esc), h->name, strlen(h->name)));
         session_drop(h, s);
         s = NULL;
     }
