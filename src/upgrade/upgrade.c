@@ -335,6 +335,10 @@ int upgrade_run(int sfd, const upgrade_pidfile_t *pidfile, int *stop)
         snprintf(r.why, sizeof(r.why), "the path this binary was started from is unknown");
     } else if (server_config()->chroot) {
         snprintf(r.why, sizeof(r.why), "not possible with <chroot>");
+    } else if (access(installed_path, X_OK) < 0) {
+        /* said by name here: once forked, a binary that is not there is only an exit status */
+        snprintf(r.why, sizeof(r.why), "the new binary %s cannot be run: %s", installed_path,
+                 strerror(errno));
     } else if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
         snprintf(r.why, sizeof(r.why), "socketpair: %s", strerror(errno));
     } else if ((r.pid = spawn_new(sv[1])) < 0) {

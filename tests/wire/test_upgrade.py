@@ -19,6 +19,7 @@ import time
 import pytest
 
 import adminlib
+import conftest
 import formatlib as fl
 import hlscheck
 import wirelib
@@ -1296,4 +1297,22 @@ def test_a_recording_goes_on_in_the_same_file(server, mp3_file):
     assert wirelib.locate_slice(mp3_file, body) == 0, "not the stream from its first byte"
     assert [f for f in os.listdir(srv.logdir) if f.startswith("recording")] == ["recording.mp3"]
     src.stop()
+    lis.close()
+
+
+def test_an_upgrade_to_a_binary_that_is_gone_names_its_path_and_serves_on(server):
+    d = tempfile.mkdtemp(dir=conftest.run_dir())
+    os.chmod(d, 0o755)
+    binary = os.path.join(d, "rimecast")
+    shutil.copy(conftest.BINARY, binary)
+    os.chmod(binary, 0o755)
+    srv = server(binary=binary)
+    os.unlink(binary)  # a package removed it, say
+    srv.send_signal(signal.SIGUSR2)
+    wirelib.wait_until(lambda: "upgrade: failed" in srv.error_log(), 20, "the failure")
+    line = [l for l in srv.error_log().splitlines() if "upgrade: failed" in l][0]
+    assert "the new binary %s cannot be run: No such file or directory" % binary in line, line
+    assert "status 127" not in line
+    lis = srv.listener("/nothing-here")
+    assert lis.open().status == 404  # still serving
     lis.close()
