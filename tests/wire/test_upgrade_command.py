@@ -6,6 +6,7 @@ that nothing happened in time. Stand-in servers (upgrade_fake.py, run by a copy 
 interpreter named rimecast) play each kind of server; the last test runs the daemon itself."""
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -14,6 +15,7 @@ import time
 
 import pytest
 
+import conftest
 import wirelib
 from conftest import BINARY, HERE, free_port
 
@@ -182,3 +184,11 @@ def test_the_daemon_with_a_listener(server, data):
         if new:
             os.kill(new, signal.SIGTERM)
             wirelib.wait_until(lambda: not os.path.exists("/proc/%d" % new), 10, "the new PID gone")
+
+
+def test_the_docs_example_shows_the_version_the_binary_has():
+    with open(os.path.join(conftest.SRCDIR, "docs", "UPGRADE.md")) as f:
+        shown = set(re.findall(r"Server: Rimecast (\d+\.\d+\.\d+)", f.read()))
+    version = subprocess.run([conftest.BINARY, "-v"], capture_output=True, text=True,
+                             check=True).stdout.split()[-1]
+    assert shown == {version}, (shown, version)
