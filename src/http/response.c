@@ -295,8 +295,9 @@ char *response_error(int status, const char *message, size_t *len)
     char *esc = escape_xml(message, strlen(message));
     char body[2048];
     int blen = snprintf(body, sizeof(body),
-                        "<html><head><title>Error %d</title></head><body><b>%d - %s</b></body>"
-                        "</html>\r\n",
+                        "<html><head><title>Error %d</title><meta name=\"viewport\" "
+                        "content=\"width=device-width, initial-scale=1\"></head><body><b>%d - "
+                        "%s</b></body></html>\r\n",
                         status, status, esc ? esc : "");
     free(esc);
     if (blen < 0 || (size_t)blen >= sizeof(body))

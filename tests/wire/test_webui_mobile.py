@@ -228,3 +228,19 @@ def test_the_listening_line_never_starts_with_its_dot(station, browsers, width):
             if width < 560:              # a narrow screen has the whole line, with its dots
                 assert len(dots) >= 2, (page, dots)
         shoot(b, os.path.join(shots_dir(), "listening%s-%d.png" % (page.replace("/", "-")[:-4], width)))
+
+
+@pytest.mark.parametrize("size", [PHONE, DESKTOP], ids=["360px", "1280px"])
+def test_an_error_page_is_laid_out_at_the_screens_width(station, browsers, size, tmp_path):
+    """An error page (404 here) says it is for the device's width: on a phone it is laid out at
+    the screen's 360 px, not at a desktop's 980, and its text is not cut."""
+    width, height = size
+    st = station({})
+    b = browsers(js=True, width=width, height=height)
+    emulate(b, width, height)
+    b.get(st.srv.url("/no/such/page"))
+    b.wait(lambda: "404" in b.html, what="the error page")
+    laid_out = b.js_run("return document.documentElement.clientWidth;")
+    assert laid_out == width, (laid_out, width)
+    assert b.js_run("return document.documentElement.scrollWidth;") <= width
+    shoot(b, str(tmp_path / ("error-%d.png" % width)))
