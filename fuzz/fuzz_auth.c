@@ -4,7 +4,7 @@
  * ranges and range lists. A range that parses must match its own address; a parsed
  * htpasswd line must point inside its input.
  */
-// fuzz-sources: src/auth/htpasswd.c src/auth/md5.c src/core/cidr.c src/core/watched.c src/core/str.c src/core/escape.c src/core/log.c src/core/safefile.c src/core/buf.c src/core/utf8.c
+// fuzz-sources: src/auth/htpasswd.c src/auth/md5.c src/core/cidr.c src/core/watched.c src/core/str.c src/core/escape.c src/core/log.c src/core/loop.c src/core/safefile.c src/core/buf.c src/core/utf8.c
 // fuzz-pkgs: libxcrypt
 #include <stdint.h>
 #include <stdlib.h>

@@ -190,5 +190,5 @@ def test_the_docs_example_shows_the_version_the_binary_has():
     with open(os.path.join(conftest.SRCDIR, "docs", "UPGRADE.md")) as f:
         shown = set(re.findall(r"Server: Rimecast (\d+\.\d+\.\d+)", f.read()))
     version = subprocess.run([conftest.BINARY, "-v"], capture_output=True, text=True,
-                             check=True).stdout.split()[-1]
+                             check=True).stdout.splitlines()[0].split()[-1]
     assert shown == {version}, (shown, version)
