@@ -1,4 +1,4 @@
-// fuzz-sources: src/conf/config.c src/conf/snapshot.c src/conf/walk.c src/core/cidr.c src/conf/directives.c src/conf/policy.c
+// fuzz-sources: src/conf/config.c src/conf/snapshot.c src/conf/walk.c src/core/cidr.c src/conf/directives.c src/conf/blocks.c src/conf/lists.c src/conf/policy.c
 // fuzz-pkgs: libxml-2.0
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
