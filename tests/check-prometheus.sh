@@ -28,7 +28,7 @@ bad = []
 # the families that exist: the catalogue's, the recording rules', and Prometheus's own `up`
 text = open(catalogue, encoding="utf-8").read()
 if catalogue.endswith(".md"):
-    families = set(re.findall(r"^\| `(rimecast_\w+)`", text, re.M))
+    families = set(re.findall(r"^\| `(rimecast_\w+)` \| (?:gauge|counter) \|", text, re.M))
 else:
     families = set(re.findall(r"^# TYPE (\S+) ", text, re.M))
 if not families:
