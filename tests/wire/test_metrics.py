@@ -70,11 +70,13 @@ def test_metrics_parse_and_count_listeners_and_bytes(station):
 
 
 def test_metrics_label_values_are_escaped(server):
-    """A source's mount with a double quote, and a mount of the config with a backslash and a
-    double quote (a source's URL cannot carry a backslash), as the exposition format escapes
-    them; the strict parser reads the names back."""
+    """A source's mount with a double quote, a mount of the config with a backslash and a
+    double quote (a source's URL cannot carry a backslash, nor a name a newline), and a
+    <server-id> with all three, as the exposition format escapes them; the strict parser reads
+    the values back."""
     odd = '/back\\sl"ash.mp3'
-    st = Station(server, ["/we%22ird.mp3"], mounts=[dict(mount_name=odd)])
+    st = Station(server, ["/we%22ird.mp3"], mounts=[dict(mount_name=odd)],
+                 extra_xml='<server-id>Rime\\cast&#10;"one"</server-id>')
     try:
         text = admin(st.srv, "/metrics").text
         fams = parse_prometheus(text)
@@ -82,6 +84,9 @@ def test_metrics_label_values_are_escaped(server):
         assert 'mount="/we\\"ird.mp3"' in text
         assert sample(fams, "rimecast_source_up", mount=odd) == 0
         assert 'rimecast_source_up{mount="/back\\\\sl\\"ash.mp3"} 0\n' in text
+        (_, labels, _), = fams["rimecast_info"]["samples"]
+        assert labels["server_id"] == 'Rime\\cast\n"one"'
+        assert 'server_id="Rime\\\\cast\\n\\"one\\""' in text
     finally:
         st.close()
 
@@ -92,7 +97,8 @@ def test_promtool_passes_the_exposition(server):
     counters and only there, base units, label escaping) finds nothing to say about /metrics
     of a server with live mounts, a listener, escaped names and a sourceless mount."""
     st = Station(server, ["/a.mp3", "/we%22ird.mp3"],
-                 mounts=[dict(mount_name='/c\\o"nf.mp3'), dict(mount_name="/a.mp3")])
+                 mounts=[dict(mount_name='/c\\o"nf.mp3'), dict(mount_name="/a.mp3")],
+                 extra_xml='<server-id>Rime\\cast&#10;"one"</server-id>')
     try:
         lis = st.srv.listener("/a.mp3")
         assert lis.open().status == 200
