@@ -245,7 +245,8 @@ static void server_families(buf_t *o)
            "connections waited meanwhile).");
     for (size_t i = 0; i < sizeof(over_ms) / sizeof(over_ms[0]); i++)
         buf_appendf(o, "rimecast_worker_slow_turns_total{over_seconds=\"%g\"} %llu\n",
-                    over_ms[i] / 1000.0, (unsigned long long)atomic_load(&server.stats.slow_turns[i]));
+                    over_ms[i] / 1000.0,
+                    (unsigned long long)atomic_load(&server.stats.slow_turns[i]));
     family(o, "rimecast_worker_turn_max_seconds", "gauge",
            "The longest turn of a worker's event loop since start.");
     buf_appendf(o, "rimecast_worker_turn_max_seconds %.6f\n",
