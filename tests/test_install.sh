@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # `make install` keeps an edited config: installs into a temporary DESTDIR twice with an edit
 # in between (the edit survives, the new default lands next to it as rimecast.xml.dist), then
-# `make uninstall` keeps the edited config and removes an unedited one.
+# `make uninstall` keeps the edited config and removes an unedited one. The first install also
+# puts the Prometheus rules and the Grafana dashboard in the data folder.
 set -eu
 builddir=${RIMECAST_BUILDDIR:-.}
 work=$(mktemp -d "${TMPDIR:-/tmp}/rimecast-install.XXXXXX")
@@ -19,6 +20,20 @@ make -s -C "$builddir" install DESTDIR="$dest" >"$log" 2>&1 || { cat "$log"; fai
 [ -f "$conf" ] || fail "no config installed at $conf"
 grep -q '<source-password>' "$conf" || fail "installed config is not the default config"
 [ ! -e "$conf.dist" ] || fail "rimecast.xml.dist on a first install"
+
+# the Prometheus rules (with their unit tests, which run where they are installed) and the
+# Grafana dashboard go to the data folder
+pkgdata=$(env MAKEFLAGS= make -s --no-print-directory -C "$builddir" print-pkgdatadir)
+for f in prometheus/rimecast.rules.yml prometheus/rimecast.alerts.yml \
+    prometheus/tests/rimecast.rules_test.yml prometheus/tests/rimecast.alerts_test.yml \
+    grafana/rimecast.json; do
+	[ -f "$dest$pkgdata/$f" ] || fail "$f is not installed in $pkgdata"
+done
+if command -v promtool >/dev/null 2>&1; then
+	for t in "$dest$pkgdata"/prometheus/tests/*.yml; do
+		promtool test rules "$t" >"$log" 2>&1 || { cat "$log"; fail "installed $t"; }
+	done
+fi
 
 # a second install of the same build changes nothing
 make -s -C "$builddir" install DESTDIR="$dest" >"$log" 2>&1 || { cat "$log"; fail "second install"; }

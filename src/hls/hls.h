@@ -181,9 +181,9 @@ int hls_sessions_per_address(const char *name);
  * is full; -EDQUOT who's address holds its share of the mount; -EMFILE the server holds
  * <clients>; -EPERM a session killclient ended; -ETIME one past its time limit. */
 int hls_session_poll(hls_t *h, const char *token, const hls_client_t *who, uint64_t bytes);
-/* A segment or part of `bytes` went to `who` (uri unused): counted to the session whose last
- * playlist came by the same connection, else to one of the same address and agent. 1 if
- * there is one, else 0. */
+/* A segment or part of `bytes` went to `who` (uri unused): counted to the mount the window
+ * follows (bytes_sent and hls_bytes_sent), and to the session whose last playlist came by the
+ * same connection, else to one of the same address and agent. 1 if there is one, else 0. */
 int hls_session_add_bytes(hls_t *h, const hls_client_t *who, uint64_t bytes);
 /* May `who` have a piece (segment, part, init or intro segment) of h? On a mount with
  * listener authentication (who->login) only within a session its token names, from that
@@ -203,6 +203,8 @@ typedef struct hls_session_view {
  * listeners are (under the window's lock: fn must not call into hls). */
 void hls_sessions_foreach(const char *name, void (*fn)(const hls_session_view_t *v, void *arg),
                           void *arg);
+/* How many sessions hls_sessions_foreach would list for `name`: the mount's HLS listeners. */
+int hls_listeners(const char *name);
 /* Ends session `id`, one of those hls_sessions_foreach lists for `name`, now (its access-log
  * line is written, its listener slot given back); its token is refused (403) until it stops
  * polling. 1 if it was found. */

@@ -590,6 +590,10 @@ static hls_session_t *session_of_client(hls_t *h, const hls_client_t *who)
 int hls_session_add_bytes(hls_t *h, const hls_client_t *who, uint64_t bytes)
 {
     pthread_mutex_lock(&h->lock);
+    if (h->mount) { /* bytes to the mount's listeners: what feeds the window */
+        atomic_fetch_add_explicit(&h->mount->bytes_sent, bytes, memory_order_relaxed);
+        atomic_fetch_add_explicit(&h->mount->hls_bytes_sent, bytes, memory_order_relaxed);
+    }
     hls_session_t *s = session_of_client(h, who);
     if (s && (s->killed || s->expired))
         s = NULL;
@@ -706,6 +710,21 @@ void hls_sessions_foreach(const char *name, void (*fn)(const hls_session_view_t 
 {
     list_walk_t w = {fn, arg, time(NULL)};
     counted_foreach(name, list_one, &w);
+}
+
+static int count_one(hls_t *h, hls_session_t *s, void *arg)
+{
+    (void)h;
+    (void)s;
+    (*(int *)arg)++;
+    return 0;
+}
+
+int hls_listeners(const char *name)
+{
+    int n = 0;
+    counted_foreach(name, count_one, &n);
+    return n;
 }
 
 static int kill_one(hls_t *h, hls_session_t *s, void *arg)

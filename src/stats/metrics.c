@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * metrics: Prometheus text exposition of server_t and mount_t counters (see metrics.h).
- * Metric families are rows of a table: name, type, help, and how to read the value.
+ * Metric families are rows of a table: name, type, help, and how to read the value. The names
+ * follow Prometheus's conventions (base units, _total on counters); docs/METRICS.md lists them,
+ * with the names they replaced.
  */
 #include "stats/metrics.h"
 
@@ -9,7 +11,10 @@
 #include <string.h>
 
 #include "auth/verify.h"
+#include "build-config.h"
+#include "conf/config.h"
 #include "core/buf.h"
+#include "hls/hls.h"
 #include "net/server.h"
 #include "stats/audience.h"
 #include "stats/audience_store.h"
@@ -51,7 +56,6 @@ typedef struct server_metric {
     static long long fn(void) { return (long long)atomic_load(&server.stats.field); }
 READ_FN(read_clients, clients)
 READ_FN(read_sources, sources)
-READ_FN(read_listeners, listeners)
 READ_FN(read_hls_sessions, hls_sessions)
 READ_FN(read_connections, connections)
 READ_FN(read_refused, connections_refused)
@@ -86,9 +90,9 @@ static const server_metric_t server_metrics[] = {
     {"rimecast_workers_draining", "gauge",
      "Worker threads past <workers> (after a reload) still serving their connections.",
      read_draining},
-    {"rimecast_server_listeners", "gauge", "Listeners on all mounts.", read_listeners},
     {"rimecast_hls_sessions", "gauge",
-     "HLS sessions, pending (no audio fetched yet) or listening, on all mounts.",
+     "HLS sessions, pending (no audio fetched yet) or listening, on all mounts (each holds a "
+     "place among <clients>).",
      read_hls_sessions},
     {"rimecast_connections_total", "counter", "Accepted connections.", read_connections},
     {"rimecast_connections_refused_total", "counter",
@@ -121,46 +125,138 @@ typedef struct mount_metric {
 } mount_metric_t;
 
 static long long m_listeners(mount_t *m) { return atomic_load(&m->listeners); }
+static long long m_hls_listeners(mount_t *m) { return hls_listeners(m->name); }
 static long long m_peak(mount_t *m) { return atomic_load(&m->listener_peak); }
 static long long m_slow(mount_t *m) { return (long long)atomic_load(&m->slow_listeners); }
-static long long m_read(mount_t *m) { return (long long)atomic_load(&m->bytes_read); }
+static long long m_received(mount_t *m) { return (long long)atomic_load(&m->bytes_read); }
 static long long m_sent(mount_t *m) { return (long long)atomic_load(&m->bytes_sent); }
+static long long m_hls_sent(mount_t *m) { return (long long)atomic_load(&m->hls_bytes_sent); }
 static long long m_start(mount_t *m) { return (long long)m->start; }
 
 static const mount_metric_t mount_metrics[] = {
-    {"rimecast_listeners", "gauge", "Listeners connected to the mount.", m_listeners},
+    {"rimecast_listeners", "gauge",
+     "Listeners connected to the mount, streaming or HLS (as the status pages count them).",
+     m_listeners},
+    {"rimecast_hls_listeners", "gauge",
+     "Of rimecast_listeners, the HLS sessions that fetched audio.", m_hls_listeners},
     {"rimecast_listener_peak", "gauge", "Most listeners at once since the source connected.",
      m_peak},
     {"rimecast_slow_listeners_total", "counter", "Listeners dropped for lagging.", m_slow},
-    {"rimecast_bytes_read_total", "counter", "Bytes received from the source.", m_read},
-    {"rimecast_bytes_sent_total", "counter", "Bytes sent to listeners.", m_sent},
+    {"rimecast_source_received_bytes_total", "counter", "Bytes received from the source.",
+     m_received},
+    {"rimecast_sent_bytes_total", "counter",
+     "Bytes sent to listeners, streaming and HLS (playlists and pieces).", m_sent},
+    {"rimecast_hls_sent_bytes_total", "counter",
+     "Of rimecast_sent_bytes_total, the bytes of HLS playlists and pieces.", m_hls_sent},
     {"rimecast_source_start_time_seconds", "gauge", "When the source connected (Unix time).",
      m_start},
 };
 
-char *metrics_render(size_t *len)
+static int by_name(const void *a, const void *b)
 {
-    buf_t o = BUF_INIT;
-    buf_append_str(&o, "# HELP rimecast_info Server identity.\n# TYPE rimecast_info gauge\n"
-                       "rimecast_info{server_id=\"");
-    label_value(&o, server_ident());
-    buf_append_str(&o, "\"} 1\n");
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The mount names the config expects a source on: each <mount> with a plain name (not a
+ * pattern, not a default block) and each <relay> started without waiting for a listener,
+ * that a source could take. Sorted; a name may repeat. The strings are the config's. */
+static int expected_mounts(const config_t *cfg, const char ***out)
+{
+    int n = 0, cap = 0;
+    for (const mount_conf_t *mc = cfg->mounts; mc; mc = mc->next)
+        cap++;
+    for (const relay_conf_t *rc = cfg->relays; rc; rc = rc->next)
+        cap++;
+    const char **v = calloc((size_t)cap + 1, sizeof(*v));
+    if (!v)
+        return -1;
+    for (const mount_conf_t *mc = cfg->mounts; mc; mc = mc->next)
+        if (!mc->is_default && mc->mount_name && !strpbrk(mc->mount_name, "*?["))
+            v[n++] = mc->mount_name;
+    for (const relay_conf_t *rc = cfg->relays; rc; rc = rc->next)
+        if (!rc->on_demand && rc->local_mount)
+            v[n++] = rc->local_mount;
+    int kept = 0;
+    for (int i = 0; i < n; i++)
+        if (!mount_name_refused(v[i], 0))
+            v[kept++] = v[i];
+    qsort(v, (size_t)kept, sizeof(*v), by_name);
+    *out = v;
+    return kept;
+}
+
+static int is_live(mount_t **live, int nlive, const char *name)
+{
+    int lo = 0, hi = nlive;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2, c = strcmp(live[mid]->name, name);
+        if (c == 0)
+            return 1;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return 0;
+}
+
+/* rimecast_source_up: 1 for each live mount, 0 for each mount the config expects a source on
+ * that has none now (live: sorted by name, as stats_mounts gives them). */
+static int sources_up(buf_t *o, mount_t **live, int nlive)
+{
+    const char **expected = NULL;
+    int n = expected_mounts(server_config(), &expected);
+    if (n < 0)
+        return -1;
+    family(o, "rimecast_source_up", "gauge",
+           "1 while a source (or relay) feeds the mount; 0 for a mount named in a <mount> or "
+           "<relay> of the config that has none.");
+    for (int k = 0; k < nlive; k++) {
+        buf_append_str(o, "rimecast_source_up{mount=\"");
+        label_value(o, live[k]->name);
+        buf_append_str(o, "\"} 1\n");
+    }
+    for (int i = 0; i < n; i++) {
+        if ((i > 0 && strcmp(expected[i], expected[i - 1]) == 0) ||
+            is_live(live, nlive, expected[i]))
+            continue;
+        buf_append_str(o, "rimecast_source_up{mount=\"");
+        label_value(o, expected[i]);
+        buf_append_str(o, "\"} 0\n");
+    }
+    free(expected);
+    return 0;
+}
+
+static void server_families(buf_t *o)
+{
+    family(o, "rimecast_info", "gauge", "Server identity: its <server-id> and version.");
+    buf_append_str(o, "rimecast_info{server_id=\"");
+    label_value(o, server_ident());
+    buf_append_str(o, "\",version=\"" PACKAGE_VERSION "\"} 1\n");
     for (size_t i = 0; i < sizeof(server_metrics) / sizeof(server_metrics[0]); i++) {
         const server_metric_t *sm = &server_metrics[i];
-        family(&o, sm->name, sm->type, sm->help);
-        buf_appendf(&o, "%s %lld\n", sm->name, sm->read());
+        family(o, sm->name, sm->type, sm->help);
+        buf_appendf(o, "%s %lld\n", sm->name, sm->read());
     }
     static const unsigned over_ms[] = SERVER_SLOW_TURN_MS;
-    family(&o, "rimecast_worker_slow_turns_total", "counter",
+    family(o, "rimecast_worker_slow_turns_total", "counter",
            "Turns of a worker's event loop that took longer than over_seconds (its "
            "connections waited meanwhile).");
     for (size_t i = 0; i < sizeof(over_ms) / sizeof(over_ms[0]); i++)
-        buf_appendf(&o, "rimecast_worker_slow_turns_total{over_seconds=\"%g\"} %llu\n",
-                    over_ms[i] / 1000.0, (unsigned long long)atomic_load(&server.stats.slow_turns[i]));
-    family(&o, "rimecast_worker_turn_max_seconds", "gauge",
+        buf_appendf(o, "rimecast_worker_slow_turns_total{over_seconds=\"%g\"} %llu\n",
+                    over_ms[i] / 1000.0,
+                    (unsigned long long)atomic_load(&server.stats.slow_turns[i]));
+    family(o, "rimecast_worker_turn_max_seconds", "gauge",
            "The longest turn of a worker's event loop since start.");
-    buf_appendf(&o, "rimecast_worker_turn_max_seconds %.6f\n",
+    buf_appendf(o, "rimecast_worker_turn_max_seconds %.6f\n",
                 atomic_load(&server.stats.turn_max_us) / 1e6);
+}
+
+char *metrics_render(size_t *len)
+{
+    buf_t o = BUF_INIT;
+    server_families(&o);
     audience_metrics(&o, label_value);
     audience_store_metrics(&o);
     mount_t **v = NULL;
@@ -174,9 +270,10 @@ char *metrics_render(size_t *len)
             buf_appendf(&o, "\"} %lld\n", mm->read(v[k]));
         }
     }
+    int failed = n < 0 || sources_up(&o, v, n) < 0;
     if (n > 0)
         stats_mounts_free(v, n);
-    if (n < 0) {
+    if (failed) {
         buf_free(&o);
         return NULL;
     }

@@ -93,7 +93,8 @@ struct mount {
     atomic_int listener_peak;
     atomic_ullong slow_listeners;
     atomic_ullong bytes_read;
-    atomic_ullong bytes_sent;
+    atomic_ullong bytes_sent;      /* to its listeners, streaming and HLS */
+    atomic_ullong hls_bytes_sent;  /* of those, HLS playlists and pieces (hls/) */
     atomic_int worker_listeners[SERVER_MAX_WORKERS];
     /* admin metadata updates in the current second: (monotonic second << 16) | count; the
      * admin layer refuses updates over its per-mount limit (admin/commands.c) */

@@ -287,6 +287,12 @@ def parse_prometheus(text):
     return families
 
 
+def family_sum(fams, name):
+    """The sum of a family's samples (e.g. rimecast_listeners over its mounts: the server's
+    listeners); 0 when it has none."""
+    return sum(v for _, _, v in fams[name]["samples"])
+
+
 # ---------------------------------------------------------------- SSE
 
 class EventStream:

@@ -398,7 +398,8 @@ def test_hls_listener_is_a_listener_from_first_poll_to_timeout(server):
         assert fl.json_source(srv, mount)["listeners"] == 1
         metrics = adminlib.admin(srv, "/metrics").body.decode()
         assert re.search(r'^rimecast_listeners\{mount="%s"\} 1$' % re.escape(mount), metrics, re.M)
-        assert re.search(r"^rimecast_server_listeners 1$", metrics, re.M)
+        assert re.search(r'^rimecast_hls_listeners\{mount="%s"\} 1$' % re.escape(mount),
+                         metrics, re.M)
         assert "?session=" not in srv.access_log()
         fl.stop_process(player)
         wirelib.wait_until(lambda: fl.json_source(srv, mount)["listeners"] == 0, 20,
