@@ -12,6 +12,7 @@
 #include <getopt.h>
 #include <grp.h>
 #include <libxml/parser.h>
+#include <poll.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -474,6 +475,38 @@ static void notify_reloading(void)
     notify_manager(state);
 }
 
+/* SIGTERM/SIGINT with <shutdown-grace>: the server serves on for that long while it says it is
+ * stopping (/health answers 503, its siblings send it nobody and it sends its new listeners to
+ * them), so that load balancers take it out before its connections close. A second SIGTERM or
+ * SIGINT ends the wait; SIGHUP and SIGUSR2 are ignored meanwhile. */
+static void shutdown_grace(int sfd)
+{
+    int grace = server_config()->shutdown_grace;
+    if (grace <= 0)
+        return;
+    log_info("stopping in %d s (<shutdown-grace>): /health answers 503 meanwhile; a second "
+             "SIGTERM stops at once", grace);
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    long long until = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000 + grace * 1000LL;
+    for (;;) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        long long left = until - ((long long)now.tv_sec * 1000 + now.tv_nsec / 1000000);
+        struct pollfd p = {.fd = sfd, .events = POLLIN};
+        int n = left > 0 ? poll(&p, 1, (int)left) : 0;
+        if (n < 0 && errno == EINTR)
+            continue;
+        struct signalfd_siginfo si;
+        if (n <= 0 || read(sfd, &si, sizeof(si)) != sizeof(si))
+            return;
+        if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
+            log_info("signal %d: stopping now", (int)si.ssi_signo);
+            return;
+        }
+        log_info("signal %d ignored: the server is stopping", (int)si.ssi_signo);
+    }
+}
+
 /* Until a signal stops the server (0) or an upgrade handed over (upgrade_run's 1 or 2). */
 static int signal_loop(int sfd, const char *config_file)
 {
@@ -495,6 +528,7 @@ static int signal_loop(int sfd, const char *config_file)
             if (handed)
                 return handed;
             if (stop) {
+                atomic_store(&server.state, SERVER_STOPPING);
                 notify_manager("STOPPING=1");
                 return 0;
             }
@@ -503,6 +537,8 @@ static int signal_loop(int sfd, const char *config_file)
             /* here only: a process that handed over to a new one must not say it, or systemd
              * would stop the service the new process runs */
             notify_manager("STOPPING=1");
+            atomic_store(&server.state, SERVER_STOPPING);
+            shutdown_grace(sfd);
             return 0;
         }
     }
@@ -646,12 +682,15 @@ static int start(const config_t *cfg, int hfd, upgrade_pidfile_t *handed_pidfile
     relay_start_all();
     if (hfd < 0)
         notify_manager("READY=1"); /* listening since the workers started */
+    FAULT_HOLD(FAULT_SERVER_STARTING); /* a test's window into "starting" */
+    atomic_store(&server.state, SERVER_SERVING);
     return 0;
 }
 
 /* Everything stopped in order, for an exit (not after a hand-over: that exits at once). */
 static void stop(int sfd, int curl_ready)
 {
+    atomic_store(&server.state, SERVER_STOPPING);
     session_server_stopping(); /* the listeners that end from here on end as "shutdown" */
     yp_stop();
     /* before the workers: what it cancels is answered on them (parked clients refused) */

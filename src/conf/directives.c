@@ -105,6 +105,7 @@ static const directive_t limits_dirs[] = {
     INT_D("write-window", config_t, write_window_ms, 0, 1000, 500),
     INT_D("script-timeout", config_t, script_timeout, 1, 86400, 60),
     INT_D("upgrade-drain", config_t, upgrade_drain, 0, 604800, 3600),
+    INT_D("shutdown-grace", config_t, shutdown_grace, 0, 3600, 0),
     INT_D("max-listeners", config_t, max_listeners, -1, INT_MAX, -1), /* Icecast-KH */
     KH("max-bandwidth"),
     KH("min-queue-size"),
@@ -324,6 +325,7 @@ static int fn_sibling(parse_t *p, xmlNodePtr n, void *obj)
 
 static const directive_t siblings_dirs[] = {
     INT_D("poll-interval", config_t, sibling_poll_interval, 1, 3600, 5),
+    INT_D("redirect-share", config_t, sibling_share, 0, 100, 100),
     FN("sibling", fn_sibling),
     END,
 };

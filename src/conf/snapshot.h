@@ -140,7 +140,8 @@ typedef struct directory_conf {
     struct directory_conf *next;
 } directory_conf_t;
 
-/* A sibling server new listeners are sent to (302) when this one is full (Rimecast):
+/* A sibling server new listeners are sent to (302) when this one is full or past its
+ * <redirect-share> (Rimecast):
  * "http://host:port" or "https://host:port", checked at load time. */
 typedef struct sibling_conf {
     char *url;
@@ -200,6 +201,9 @@ typedef struct config {
     char *master_password;
     sibling_conf_t *siblings;   /* <redirect-siblings><sibling> (Rimecast) */
     int sibling_poll_interval;  /* <redirect-siblings><poll-interval>, seconds; 5 */
+    int sibling_share;          /* <redirect-siblings><redirect-share>: percent of this server's
+                                 * limits above which new listeners go to a less loaded sibling;
+                                 * 100 (only when full) */
 
     /* <limits> */
     int clients;        /* 256 */
@@ -215,6 +219,7 @@ typedef struct config {
                           * default 500 */
     int script_timeout; /* s before an on-connect/on-disconnect script is killed (Rimecast); 60 */
     int upgrade_drain;  /* s the old process of an upgrade serves its TLS listeners (Rimecast); 3600 */
+    int shutdown_grace; /* s a stopping server serves on with /health at 503 (Rimecast); 0 */
 
     /* <authentication> */
     char *source_password;

@@ -18,6 +18,7 @@ static const char *const names[FAULT_POINTS] = {
     [FAULT_MOUNT_PUBLISHED] = "mount_published",
     [FAULT_UPGRADE_TAKEOVER] = "upgrade_takeover",
     [FAULT_UPGRADE_VERSION] = "upgrade_version",
+    [FAULT_SERVER_STARTING] = "server_starting",
 };
 
 static unsigned long armed[FAULT_POINTS]; /* the pass that fails (1 = the first), 0 = none */

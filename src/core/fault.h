@@ -20,6 +20,7 @@ typedef enum fault_point {
     FAULT_MOUNT_PUBLISHED, /* stream/mount.c: a mount just registered (a hold, not a failure) */
     FAULT_UPGRADE_TAKEOVER, /* upgrade/upgrade.c: the new process dies before it confirms */
     FAULT_UPGRADE_VERSION,  /* upgrade/upgrade.c: the state read as of another format version */
+    FAULT_SERVER_STARTING,  /* main.c: start-up's end, workers running (a hold, not a failure) */
     FAULT_POINTS
 } fault_point_t;
 

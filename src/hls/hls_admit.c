@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * hls_admit: who may have what of an HLS window (see hls_route_internal.h). A playlist
- * request without a session gets the multivariant playlist with a new token; a session goes
+ * request without a session gets the multivariant playlist with a new token (or, from a server
+ * past its <redirect-share> or full, a 302 to a sibling: upstream/redirect.h); a session goes
  * on, or begins, after the login of a listener on a mount with listener authentication; a
  * piece (segment, part, init or intro segment) of such a mount answers only within a session
  * (hls_session_piece), and any piece makes its session a listener; bytes sent are counted to
@@ -29,6 +30,7 @@
 #include "hls/hls_window_internal.h"
 #include "hls/hls_session.h"
 #include "hls/hls_token.h"
+#include "upstream/redirect.h"
 
 /* A request without a session: the multivariant playlist naming the media playlist with a
  * new session's token. Never cached: each client gets its own. */
@@ -39,6 +41,10 @@ static void answer_multivariant(conn_t *c, const http_request_t *req, hls_t *h)
 
 void hls_admit_multivariant(conn_t *c, const http_request_t *req, const char *name, hls_t *h)
 {
+    /* a new session: past its share, or full (a full mount refuses a session at its first
+     * media playlist), this server sends it to a sibling, where it begins */
+    if (redirect_admit(c, req, name, REDIRECT_SPREAD | REDIRECT_FULL))
+        return;
     char token[HLS_TOKEN_LEN + 1];
     buf_t out = BUF_INIT;
     int rc = hls_token_issue(name, token);

@@ -55,3 +55,15 @@ const char *server_ident(void)
 {
     return server.server_id;
 }
+
+const char *server_state_name(int state)
+{
+    switch (state) {
+    case SERVER_STARTING:
+        return "starting";
+    case SERVER_SERVING:
+        return "serving";
+    default:
+        return "stopping";
+    }
+}

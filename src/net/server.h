@@ -44,6 +44,15 @@ typedef struct server_stats {
 
 #define SERVER_SLOW_TURN_MS {10, 100, 500, 1000}
 
+/* What the process is doing, as /health and the room document say it: starting (the workers
+ * accept, start-up is not over), serving, or stopping (a signal came: <shutdown-grace>, then
+ * the exit). Written by the main thread only. */
+typedef enum server_state {
+    SERVER_STARTING,
+    SERVER_SERVING,
+    SERVER_STOPPING,
+} server_state_t;
+
 typedef struct server {
     _Atomic(config_t *) config;
     /* Workers 0..nworkers-1 accept. Slots nworkers..nslots-1 hold workers that a reload to
@@ -57,6 +66,7 @@ typedef struct server {
     worker_t *workers[SERVER_MAX_WORKERS];
     time_t start_time;
     atomic_int running;
+    atomic_int state; /* server_state_t */
     server_stats_t stats;
     char server_id[128]; /* "Rimecast 0.1.0" or <server-id> */
 } server_t;
@@ -73,6 +83,8 @@ static inline const config_t *server_config(void)
 void server_set_config(config_t *c);
 /* Frees every snapshot (at exit, after the workers stopped). */
 void server_free_configs(void);
+/* The name of a server_state_t ("starting", "serving", "stopping"). */
+const char *server_state_name(int state);
 /* The Server: header value. */
 const char *server_ident(void);
 

@@ -333,6 +333,8 @@ static void handle_get(conn_t *c, const http_request_t *req)
     if (m) {
         if (is_local_feed(c, req, m))
             listener_start_feed(c, req, m); /* no authentication, not counted */
+        else if (redirect_admit(c, req, m->name, REDIRECT_SPREAD))
+            mount_unref(m); /* past its share: a less loaded sibling takes it */
         else
             admit_listener(c, req, m);
         return;
@@ -342,6 +344,8 @@ static void handle_get(conn_t *c, const http_request_t *req)
     /* an on-demand relay's mount is not live until a listener asks for it */
     if (may_be_mount && relay_is_on_demand(target)) {
         const mount_conf_t *mc = config_find_mount(server_config(), target);
+        if (redirect_admit(c, req, target, REDIRECT_SPREAD))
+            return; /* a sibling takes it: the relay does not start for it */
         if (auth_url_enabled(mc))
             url_auth_listener(c, req, target, NULL, mc); /* the relay starts once accepted */
         else if (auth_listener_begin(c, req, target, listener_verified) &&

@@ -2,7 +2,8 @@
 /*
  * router: routes a non-stream request (see router.h): <alias> rewrites, then by rule order
  * /admin and /admin.cgi (admin commands), /metrics, *.xsl (public stats through a webroot
- * stylesheet; /status-json.xsl built in when the file is absent), static files, generated
+ * stylesheet; /status-json.xsl built in when the file is absent), /room.txt and /health (the
+ * server's load and state, for siblings and load balancers), static files, generated
  * playlists of live mounts; "/" without an alias is webroot/index.html, else /status.xsl.
  * Also the reply and keep-alive helpers every answer uses.
  */
@@ -48,7 +49,7 @@ static int is_admin_path(const char *path)
 int router_owns(const char *path)
 {
     return is_admin_path(path) || has_suffix(path, ".xsl") || strcmp(path, "/metrics") == 0 ||
-           strcmp(path, "/room.txt") == 0 ||
+           strcmp(path, "/room.txt") == 0 || strcmp(path, "/health") == 0 ||
            strcmp(path, "/") == 0;
 }
 
@@ -127,7 +128,8 @@ static void serve_public_xsl(conn_t *c, const http_request_t *req, const char *p
     free(out);
 }
 
-/* The room document siblings poll before sending this server their listeners. */
+/* The room document siblings poll before sending this server their listeners: 503 while
+ * the server is not serving, so that none sends it any. */
 static void serve_room(conn_t *c, const http_request_t *req)
 {
     size_t len = 0;
@@ -136,8 +138,28 @@ static void serve_room(conn_t *c, const http_request_t *req)
         client_send_error(c, 500, "Internal Server Error");
         return;
     }
-    reply_send(c, req, 200, "text/plain; charset=utf-8", text, len, REPLY_NO_CACHE);
+    int serving = atomic_load(&server.state) == SERVER_SERVING;
+    reply_send(c, req, serving ? 200 : 503, "text/plain; charset=utf-8", text, len,
+               REPLY_NO_CACHE);
     free(text);
+}
+
+/* /health, for load balancers and DNS failover (public: counts only): 200 while serving, 503
+ * while starting or stopping; the state and the server-wide load as JSON. */
+static void serve_health(conn_t *c, const http_request_t *req)
+{
+    redirect_load_t l;
+    redirect_load_here(NULL, &l);
+    int state = atomic_load(&server.state);
+    long ppm = redirect_load_ppm(&l);
+    char body[320];
+    int n = snprintf(body, sizeof(body),
+                     "{\"state\":\"%s\",\"clients\":%ld,\"clients_limit\":%ld,"
+                     "\"listeners\":%ld,\"listeners_limit\":%ld,\"share\":%ld.%03ld}\n",
+                     server_state_name(state), l.clients, l.clients_max, l.listeners,
+                     l.listeners_max, ppm / 1000000, ppm % 1000000 / 1000);
+    reply_send(c, req, state == SERVER_SERVING ? 200 : 503, "application/json", body,
+               (size_t)n, "Cache-Control: no-store\r\n");
 }
 
 static void serve_path(conn_t *c, const http_request_t *req, const char *path)
@@ -152,6 +174,10 @@ static void serve_path(conn_t *c, const http_request_t *req, const char *path)
     }
     if (strcmp(path, "/room.txt") == 0) {
         serve_room(c, req);
+        return;
+    }
+    if (strcmp(path, "/health") == 0) {
+        serve_health(c, req);
         return;
     }
     if (!server_config()->fileserve) {

@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * redirect: the room document, the sibling poller and the 302 to a sibling (see redirect.h).
+ * redirect: the room document, this server's load, and the sibling poller (see redirect.h).
  *
- * The sibling table is rebuilt by worker 0's timer when the config snapshot changes; polls go
- * through the fetch thread, whose callbacks store the answer under the table's mutex. Lookups
- * (only for listeners a full server turns away) parse the stored text under the same mutex:
- * this is the cold path. A sibling's room is lowered by the redirects sent to it since its
- * last answer, so a burst of refused listeners spreads instead of landing on one sibling.
+ * The sibling table (redirect_internal.h) is rebuilt by worker 0's timer when the config
+ * snapshot changes; polls go through the fetch thread, whose callbacks store the answer under
+ * the table's mutex; a sibling that stops or starts taking listeners is logged once.
+ * redirect_choose.c reads the table when a listener is sent away.
  */
 #include "upstream/redirect.h"
 
@@ -30,28 +29,47 @@
 #include "net/conn.h"
 #include "net/server.h"
 #include "net/worker.h"
+#include "core/escape.h"
 #include "stream/mount.h"
+#include "upstream/redirect_internal.h"
 #include "upstream/relay_park.h"
 
 #define ROOM_MAX_BYTES (256 * 1024)
 #define REDIRECT_TICK_MS 1000
-#define SIBLINGS_MAX 64
 
-typedef struct sibling {
-    char *url;
-    char *room;           /* the last answer (a room document), or NULL */
-    size_t room_len;
-    uint64_t answered_ms; /* when it came */
-    long sent;            /* redirects sent to it since */
-    int polling;
-} sibling_t;
-
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static sibling_t siblings[SIBLINGS_MAX];
-static int nsiblings;
+pthread_mutex_t redirect_lock = PTHREAD_MUTEX_INITIALIZER;
+redirect_sibling_t redirect_siblings[REDIRECT_SIBLINGS_MAX];
+int redirect_nsiblings;
 static unsigned generation;       /* bumped when the table is rebuilt */
 static const config_t *table_cfg; /* the snapshot the table was built from (worker 0) */
 static uint64_t next_poll_ms;
+
+/* ---- this server's load ---- */
+
+void redirect_load_here(const char *mount, redirect_load_t *out)
+{
+    const config_t *cfg = server_config();
+    /* an HLS session counts as a client too, once with the connection that carries it */
+    int sessions = atomic_load(&server.stats.hls_sessions);
+    int carriers = atomic_load(&server.stats.session_carriers);
+    *out = (redirect_load_t){
+        .clients = atomic_load(&server.stats.clients) + (sessions > carriers ? sessions - carriers : 0),
+        .clients_max = cfg->clients,
+        .listeners = atomic_load(&server.stats.listeners),
+        .listeners_max = cfg->max_listeners > 0 ? cfg->max_listeners : -1,
+        .mount_max = -1,
+        .serving = atomic_load(&server.state) == SERVER_SERVING,
+    };
+    mount_t *m = mount ? mount_find(mount) : NULL;
+    if (m) {
+        out->mount = atomic_load(&m->listeners);
+        out->mount_max = atomic_load(&m->max_listeners);
+        mount_unref(m);
+    } else if (mount) { /* an on-demand relay's, not connected: its block's limit */
+        const mount_conf_t *mc = config_find_mount(cfg, mount);
+        out->mount_max = mc ? mc->max_listeners : -1;
+    }
+}
 
 /* ---- the room document ---- */
 
@@ -80,8 +98,11 @@ static void room_idle(const char *name, void *arg)
 char *redirect_room_text(size_t *len)
 {
     buf_t b = BUF_INIT;
-    buf_appendf(&b, "rimecast-room 1\nclients %d %d\n", atomic_load(&server.stats.clients),
-               server_config()->clients);
+    redirect_load_t l;
+    redirect_load_here(NULL, &l);
+    buf_appendf(&b, "rimecast-room 1\nclients %ld %ld\nlisteners %ld %ld\nstate %s\n",
+                l.clients, l.clients_max, l.listeners, l.listeners_max,
+                server_state_name(atomic_load(&server.state)));
     mount_foreach(room_live, &b);
     relay_foreach_idle(room_idle, &b);
     return buf_take(&b, len);
@@ -94,49 +115,84 @@ typedef struct poll_arg {
     int index;
 } poll_arg_t;
 
+/* Why a sibling's answer makes it one that takes no listener (NULL: it takes them). */
+static const char *refusal(const fetch_result_t *r, char *buf, size_t cap)
+{
+    if (r->error) {
+        char esc[256];
+        snprintf(buf, cap, "%s", escape_log_utf8(esc, sizeof(esc), r->error_text,
+                                                 strlen(r->error_text)));
+        return buf;
+    }
+    int room = strncmp(r->body, "rimecast-room 1\n", 16) == 0;
+    if (room && r->status == 503)
+        return "it answers 503: starting or stopping";
+    if (!room || r->status != 200) {
+        snprintf(buf, cap, "no room document (status %ld)", r->status);
+        return buf;
+    }
+    return NULL;
+}
+
+/* A sibling that starts or stops taking listeners is said once (under redirect_lock). */
+static void note_up(redirect_sibling_t *s, int up, const char *why)
+{
+    if (up == s->up)
+        return;
+    if (up)
+        log_info("redirect: sibling %s answers: listeners may be sent to it", s->url);
+    else
+        log_info("redirect: sibling %s takes no listeners: %s", s->url, why);
+    s->up = up;
+}
+
 static void poll_done(worker_t *w, const fetch_result_t *r, void *arg)
 {
     (void)w;
     poll_arg_t *pa = arg;
-    pthread_mutex_lock(&lock);
-    if (pa->generation == generation && pa->index < nsiblings) {
-        sibling_t *s = &siblings[pa->index];
+    pthread_mutex_lock(&redirect_lock);
+    if (pa->generation == generation && pa->index < redirect_nsiblings) {
+        redirect_sibling_t *s = &redirect_siblings[pa->index];
         s->polling = 0;
-        char *copy = NULL;
-        if (r->error == 0 && r->status == 200 &&
-            strncmp(r->body, "rimecast-room 1\n", 16) == 0 &&
-            (copy = malloc(r->body_len + 1))) {
+        char why[300], *copy = NULL;
+        const char *no = refusal(r, why, sizeof(why));
+        if (!no && !(copy = malloc(r->body_len + 1)))
+            no = "out of memory";
+        free(s->room); /* gone, not serving, or not one of ours: never chosen */
+        s->room = NULL;
+        if (copy) {
             memcpy(copy, r->body, r->body_len + 1);
-            free(s->room);
             s->room = copy;
             s->room_len = r->body_len;
             s->answered_ms = loop_now_ms();
             s->sent = 0;
-        } else {
-            free(s->room); /* gone, or not one of ours: never chosen */
-            s->room = NULL;
-            log_debug("redirect: sibling %s: %s (status %ld)", s->url,
-                      r->error ? r->error_text : "no room document", r->status);
         }
+        note_up(s, !no, no);
     }
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&redirect_lock);
     free(pa);
 }
 
 static void rebuild_table(const config_t *cfg)
 {
-    pthread_mutex_lock(&lock);
-    for (int i = 0; i < nsiblings; i++) {
-        free(siblings[i].url);
-        free(siblings[i].room);
+    pthread_mutex_lock(&redirect_lock);
+    for (int i = 0; i < redirect_nsiblings; i++) {
+        free(redirect_siblings[i].url);
+        free(redirect_siblings[i].room);
     }
-    memset(siblings, 0, sizeof(siblings));
-    nsiblings = 0;
+    memset(redirect_siblings, 0, sizeof(redirect_siblings));
+    redirect_nsiblings = 0;
     generation++;
-    for (const sibling_conf_t *sc = cfg->siblings; sc && nsiblings < SIBLINGS_MAX; sc = sc->next)
-        if ((siblings[nsiblings].url = strdup(sc->url)))
-            nsiblings++;
-    pthread_mutex_unlock(&lock);
+    for (const sibling_conf_t *sc = cfg->siblings;
+         sc && redirect_nsiblings < REDIRECT_SIBLINGS_MAX; sc = sc->next) {
+        redirect_sibling_t *s = &redirect_siblings[redirect_nsiblings];
+        if (!(s->url = strdup(sc->url)))
+            continue;
+        s->tls = strncmp(sc->url, "https://", 8) == 0;
+        s->up = -1;
+        redirect_nsiblings++;
+    }
+    pthread_mutex_unlock(&redirect_lock);
     table_cfg = cfg;
 }
 
@@ -144,9 +200,9 @@ static void poll_siblings(void)
 {
     const config_t *cfg = server_config();
     unsigned period = (unsigned)cfg->sibling_poll_interval * 1000u;
-    pthread_mutex_lock(&lock);
-    for (int i = 0; i < nsiblings; i++) {
-        sibling_t *s = &siblings[i];
+    pthread_mutex_lock(&redirect_lock);
+    for (int i = 0; i < redirect_nsiblings; i++) {
+        redirect_sibling_t *s = &redirect_siblings[i];
         if (s->polling)
             continue;
         char url[1100];
@@ -166,7 +222,7 @@ static void poll_siblings(void)
             free(pa);
         }
     }
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&redirect_lock);
 }
 
 static void redirect_tick(worker_t *w, void *arg)
@@ -177,7 +233,7 @@ static void redirect_tick(worker_t *w, void *arg)
     if (cfg != table_cfg)
         rebuild_table(cfg);
     uint64_t now = loop_now_ms();
-    if (nsiblings == 0 || now < next_poll_ms)
+    if (redirect_nsiblings == 0 || now < next_poll_ms)
         return;
     next_poll_ms = now + (uint64_t)cfg->sibling_poll_interval * 1000u;
     poll_siblings();
@@ -198,57 +254,4 @@ static const worker_module_t redirect_module = {
 void redirect_register(void)
 {
     worker_register(&redirect_module);
-}
-
-/* ---- the 302 ---- */
-
-/* The sibling with the most room for mount now, its room lowered by one; -1 if none. An
- * answer older than three poll intervals is not trusted. */
-static int choose_sibling(const char *mount, char *url, size_t cap)
-{
-    uint64_t now = loop_now_ms();
-    uint64_t stale = 3ull * (uint64_t)server_config()->sibling_poll_interval * 1000u;
-    int best = -1;
-    long best_room = 0;
-    pthread_mutex_lock(&lock);
-    for (int i = 0; i < nsiblings; i++) {
-        sibling_t *s = &siblings[i];
-        if (!s->room || now - s->answered_ms > stale)
-            continue;
-        long room = redirect_parse_room(s->room, s->room_len, mount);
-        if (room > 0 && room != LONG_MAX)
-            room -= s->sent;
-        if (room > best_room) {
-            best_room = room;
-            best = i;
-        }
-    }
-    if (best >= 0) {
-        siblings[best].sent++;
-        snprintf(url, cap, "%s", siblings[best].url);
-    }
-    pthread_mutex_unlock(&lock);
-    return best;
-}
-
-int redirect_listener(conn_t *c, const http_request_t *req, const char *name)
-{
-    if (!server_config()->siblings || req->uri_len == 0 || req->uri[0] != '/')
-        return 0;
-    char base[1024];
-    if (choose_sibling(name, base, sizeof(base)) < 0)
-        return 0;
-    char extra[3000], head[4096];
-    int n = snprintf(extra, sizeof(extra), "Location: %s%.*s\r\n", base, (int)req->uri_len,
-                     req->uri);
-    if (n < 0 || (size_t)n >= sizeof(extra))
-        return 0;
-    size_t hlen = reply_head(head, sizeof(head), 0, 302, "text/plain", 0, extra);
-    if (hlen == 0)
-        return 0;
-    log_info("listener %s: %s is full here, sent to %s", CIDR_SHOWN(c->ip), name, base);
-    client_of(c)->status = 302;
-    c->ops = &conn_writing_ops;
-    conn_send(c, head, hlen, conn_linger_close);
-    return 1;
 }

@@ -85,7 +85,7 @@ def test_tree_listeners_get_the_origins_bytes_and_a_full_edge_sends_to_its_sibli
     wirelib.wait_until(lambda: get_location(edge_a).status == 302, 10,
                        "edge A to redirect once it has polled edge B")
     resp = get_location(edge_a)
-    assert resp.header("location") == "http://127.0.0.1:%d/live.mp3?x=1" % edge_b.port
+    assert resp.header("location") == "http://127.0.0.1:%d/live.mp3?x=1&sibling-redirect=1" % edge_b.port
     redirected = wirelib.Listener(edge_b.host, edge_b.port, "/live.mp3?x=1")
     assert redirected.open().status == 200
     redirected.wait_bytes(100000, 10)  # past the burst, which may hold the first source's end
@@ -146,7 +146,7 @@ def test_a_head_request_to_a_full_edge_gets_the_302_a_get_gets(server, data):
                        "edge A to redirect once it has polled edge B")
     head = get_location(edge_a, method="HEAD")
     assert head.status == 302, head
-    assert head.header("location") == "http://127.0.0.1:%d/live.mp3?x=1" % edge_b.port
+    assert head.header("location") == "http://127.0.0.1:%d/live.mp3?x=1&sibling-redirect=1" % edge_b.port
     assert head.header("location") == get_location(edge_a).header("location")
     assert get_location(edge_b, method="HEAD").status == 200    # edge B has room
     for lis in full:
