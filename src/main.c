@@ -668,6 +668,8 @@ static int start(const config_t *cfg, int hfd, upgrade_pidfile_t *handed_pidfile
         fprintf(stderr, "rimecast: cannot start the password verifier threads\n");
         return -1;
     }
+    if (hfd >= 0) /* it took over a serving server: its mounts, relays and listeners */
+        atomic_store(&server.state, SERVER_SERVING);
     for (int i = 0; i < server.nworkers; i++)
         worker_start(server.workers[i]);
     atomic_store(&server.running, 1);

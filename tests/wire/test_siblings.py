@@ -36,11 +36,12 @@ def siblings_xml(ports, share, interval=1):
                                          for p in ports)))
 
 
-def start_siblings(server, count, share, extra_xml="", **cfg):
-    """count servers, each naming all the others as siblings."""
+def start_siblings(server, count, share, extra_xml="", last_xml="", **cfg):
+    """count servers, each naming all the others as siblings (the last one with last_xml
+    too)."""
     ports = [free_port() for _ in range(count)]
     return [server(port=p, extra_xml=siblings_xml([q for q in ports if q != p], share)
-                   + extra_xml, **cfg) for p in ports]
+                   + extra_xml + (last_xml if p == ports[-1] else ""), **cfg) for p in ports]
 
 
 def feed(srv, mount="/live.mp3"):
@@ -341,3 +342,104 @@ def test_a_stopped_sibling_is_never_chosen(server):
     close_all(held, socks)
     for s in srcs:
         s.stop()
+
+
+# ---------------------------------------------------------------- the kinds of listener
+
+def test_an_hls_player_sent_away_at_its_first_playlist_plays_on_the_sibling(busy_pair):
+    a, b = busy_pair
+    # the first playlist request, which has no session yet, goes to b with its query
+    status, headers, _ = mx.exchange(a, "/live.mp3/hls.m3u8?x=1")
+    assert status == 302, status
+    assert headers["location"] == "http://127.0.0.1:%d/live.mp3/hls.m3u8?x=1&%s" % (b.port,
+                                                                                      MARK)
+    # ffmpeg follows it: its session begins on b, which issued its token, and plays there
+    cmd = [fl.FFMPEG, "-hide_banner", "-nostdin", "-v", "error", "-i",
+           a.url("/live.mp3/hls.m3u8"), "-t", "6", "-f", "null", "-"]
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        def players(srv):
+            return [x for x in mx.listeners(srv, "/live.mp3")
+                    if (x.findtext("UserAgent") or "").startswith("Lavf")]
+        wirelib.wait_until(lambda: players(b), 20, "ffmpeg's session on b")
+        assert players(a) == []
+        _, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 0, err
+    complaints = [line for line in fl._decode_complaints(err).splitlines()
+                  if "non monotonically increasing dts" not in line]  # see test_hls.py
+    assert complaints == [], err
+
+
+def test_pieces_and_a_sessions_own_requests_are_never_sent_away(busy_pair):
+    a, b = busy_pair
+    # a session a began (its first request came marked) polls on and fetches its pieces on a,
+    # however loaded a is: only a session's first request is ever sent away
+    status, headers, body = mx.exchange(a, "/live.mp3/hls.m3u8?" + MARK)
+    assert status == 200, status
+    token = hlscheck.TOKEN_RE.search(body.decode()).group(1)
+    status, text = mx.media(a, "/live.mp3", token)
+    assert status == 200
+    uri = mx.newest_segment(text)
+    assert mx.exchange(a, "/live.mp3/" + uri)[0] == 200
+    # a bare piece (a cache's fetch) is no new listener either
+    assert mx.exchange(a, "/live.mp3/" + mx.without_token(uri))[0] == 200
+
+
+def test_a_tls_listener_is_never_sent_to_a_plain_http_sibling(server):
+    pa, pb = free_port(), free_port()
+    a = server(port=pa, start=False, tls_mode="1", extra_xml=siblings_xml([pb], share=0))
+    a.cfg["ssl_certificate"] = mx.make_cert(a.dir)
+    a.start()
+    b = server(port=pb, extra_xml=siblings_xml([pa], share=0))
+    srcs = [feed(a), feed(b)]
+    try:
+        wait_polled(a, [b])
+        held = hold(a, 5)
+        wait_seen(a, 1)
+        # past its share, a sends a plain listener to b (http://), a TLS one it keeps: its
+        # only sibling would take it out of TLS
+        sock, hops = arrive(a.port, "/live.mp3")
+        assert [h[:2] for h in hops] == [(a.port, 302), (b.port, 200)], hops
+        held.append(sock)
+        status, body = mx.stream(a, "/live.mp3", tls=True)
+        assert status == 200 and len(body) >= 8192
+        close_all(held)
+    finally:
+        for s in srcs:
+            s.stop()
+
+
+@pytest.mark.parametrize("on_demand", [False, True], ids=["always", "on_demand"])
+def test_a_relayed_mounts_listener_goes_to_the_less_loaded_sibling(server, on_demand):
+    origin = server()
+    srcs = [feed(origin, "/live.mp3"), feed(origin, "/od.mp3")]
+    relays = (mx.relay_xml(origin, "/live.mp3", "/live.mp3") +
+              mx.relay_xml(origin, "/od.mp3", "/od.mp3", on_demand=on_demand))
+    a, b = start_siblings(server, 2, share=0, extra_xml=relays)
+    try:
+        for s in (a, b):
+            fl.wait_mount(s, "/live.mp3")
+            if not on_demand:
+                fl.wait_mount(s, "/od.mp3")
+        held = hold(a, 5)  # a is the more loaded
+        wait_seen(a, 1)
+        sock, hops = arrive(a.port, "/od.mp3?n=1")
+        assert hops == [(a.port, 302, "http://127.0.0.1:%d/od.mp3?n=1&%s" % (b.port, MARK)),
+                        (b.port, 200, None)], hops
+        sock.recv(1)
+        held.append(sock)
+        # the origin feeds b's relay (and a's too when it relays all the time); an on-demand
+        # relay of a did not connect for a listener it sent away
+        want = 2 if not on_demand else 1
+        wirelib.wait_until(lambda: mx.listener_count(origin, "/od.mp3") == want, 10,
+                           "the origin's relay listeners of /od.mp3")
+        if on_demand:
+            assert "/od.mp3" not in mx.live_mounts(a)
+        close_all(held)
+    finally:
+        for s in srcs:
+            s.stop()
