@@ -2,7 +2,8 @@
 /*
  * main: start-up (config, logs, limits, listen sockets, privileges, workers), the signal loop
  * (SIGHUP reloads the config and reopens the logs; SIGUSR2 hands everything over to the binary
- * installed now, upgrade/; SIGTERM/SIGINT shut down) and shutdown. A process started by an
+ * installed now, upgrade/; SIGTERM/SIGINT shut down, after <shutdown-grace>) and shutdown,
+ * with the process state /health shows (starting, serving, stopping). A process started by an
  * upgrade takes its sockets and connections from the old one instead of binding.
  * Everything that serves clients runs in the workers.
  */

@@ -443,3 +443,31 @@ def test_a_relayed_mounts_listener_goes_to_the_less_loaded_sibling(server, on_de
     finally:
         for s in srcs:
             s.stop()
+
+
+def test_a_full_servers_hls_player_is_sent_to_a_sibling_with_room(server):
+    # <redirect-share> left at 100: only a full server sends listeners away
+    pa, pb = free_port(), free_port()
+    a = server(port=pa, extra_xml=siblings_xml([pb], share=100),
+               mounts=[{"mount_name": "/live.mp3", "max_listeners": 1}])
+    b = server(port=pb, extra_xml=siblings_xml([pa], share=100))
+    srcs = [feed(a), feed(b)]
+    try:
+        wait_polled(a, [b])
+        # not full: a issues sessions itself, and keeps its first listener
+        assert mx.exchange(a, "/live.mp3/hls.m3u8")[0] == 200
+        held = hold(a, 1)
+        wait_seen(a, 1)
+        # full: a new session would be refused at its first media playlist; it goes to b at
+        # its first playlist request instead, and a plain listener too
+        status, headers, _ = mx.exchange(a, "/live.mp3/hls.m3u8")
+        assert status == 302, status
+        assert headers["location"] == "http://127.0.0.1:%d/live.mp3/hls.m3u8?%s" % (b.port, MARK)
+        status, _, body = mx.exchange(b, "/live.mp3/hls.m3u8?" + MARK)
+        assert status == 200 and hlscheck.TOKEN_RE.search(body.decode())
+        sock, hops = arrive(a.port, "/live.mp3")
+        assert [h[:2] for h in hops] == [(a.port, 302), (b.port, 200)], hops
+        close_all(held, [sock])
+    finally:
+        for s in srcs:
+            s.stop()
