@@ -6,8 +6,10 @@
  * fetch_has_header_line. First byte 1 (mod 4): a sibling's room document, read for a mount
  * named by the second byte. 3: a master's stream list, each line read as a mount to relay.
  * Values must be trimmed copies of text inside the input, and a value found must also be found
- * as the exact "name: value" line; a room is never negative except for "not listed"; a mount
- * from the list is a clean path taken from its line, in normal form.
+ * as the exact "name: value" line; a room is never negative except for "not listed", and a
+ * load read from a room document has no negative count, share or room, even with the
+ * listeners sent since added; a mount from the list is a clean path taken from its line, in
+ * normal form.
  */
 // fuzz-sources: src/http/fetch_headers.c src/upstream/redirect_parse.c src/upstream/master_parse.c src/core/url.c src/core/str.c src/core/buf.c
 // fuzz-args: -max_len=8192
@@ -73,6 +75,20 @@ static void room(const char *text, size_t len, const char *mount)
 {
     long left = redirect_parse_room(text, len, mount);
     REQUIRE(left >= -1);
+    redirect_load_t l;
+    if (redirect_parse_load(text, len, mount, &l) < 0) {
+        REQUIRE(left == -1);
+        return;
+    }
+    /* counts never negative; a sibling's counts raised by the listeners sent to it (as the
+     * choice does) never overflow the share or the room */
+    REQUIRE(l.clients >= 0 && l.listeners >= 0 && l.mount >= 0);
+    REQUIRE(redirect_load_room(&l) == left && left >= 0);
+    REQUIRE(redirect_load_ppm(&l) >= 0);
+    l.clients += 1000000;
+    l.listeners += 1000000;
+    l.mount += 1000000;
+    REQUIRE(redirect_load_ppm(&l) >= 0 && redirect_load_room(&l) >= 0);
 }
 
 static void master_list(const char *text, size_t len)
