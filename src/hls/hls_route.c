@@ -275,6 +275,13 @@ static void relay_start(conn_t *c, const http_request_t *req, const char *name)
         relay_wait(c, name, 0);
 }
 
+const char *hls_route_first_playlist(const http_request_t *req, const char *path, char *name)
+{
+    hls_url_t u;
+    return parse_url(path, &u, name) && u.playlist && !hls_route_query(req, "session") ? name
+                                                                                    : NULL;
+}
+
 int hls_route_names(const char *path)
 {
     hls_url_t u;

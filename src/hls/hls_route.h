@@ -15,5 +15,9 @@ int hls_route(conn_t *c, const http_request_t *req, const char *path);
 /* 1 if path has the form of an HLS URL (a playlist, segment, part, init or intro URL of some
  * mount name), live or not. */
 int hls_route_names(const char *path);
+/* If path (decoded, normalised) is a mount's playlist URL (<mount>/hls.m3u8) and req's query
+ * has no session token (a player's first request, which a full server may send to a
+ * sibling): the mount's name, copied into name (HTTP_MAX_URI + 1 bytes); else NULL. */
+const char *hls_route_first_playlist(const http_request_t *req, const char *path, char *name);
 
 #endif

@@ -439,15 +439,17 @@ static int admit_request(conn_t *c, const http_request_t *req)
 }
 
 /* A connection past <clients> (kept only because siblings are configured): a listener of a
- * mount a sibling has room for (GET, or HEAD: the answer a GET would get) is sent there,
- * anyone else refused. */
+ * mount a sibling has room for (GET, or HEAD: the answer a GET would get; or an HLS player's
+ * first playlist request) is sent there, anyone else refused. */
 static void refuse_over_limit(conn_t *c, const http_request_t *req)
 {
     int listener = req->method == HTTP_METHOD_GET || req->method == HTTP_METHOD_HEAD;
-    request_path_t buf;
+    request_path_t buf, hls_mount;
     const char *path = listener ? request_path(req, buf) : NULL;
     const char *alias = path ? alias_lookup(c, path) : NULL;
-    if (path && redirect_listener(c, req, alias ? alias : path))
+    const char *target = alias ? alias : path;
+    const char *session_mount = target ? hls_route_first_playlist(req, target, hls_mount) : NULL;
+    if (target && redirect_listener(c, req, session_mount ? session_mount : target))
         return;
     atomic_fetch_add(&server.stats.connections_refused, 1);
     client_send_error(c, 403, "Forbidden: connection limit reached");

@@ -471,3 +471,26 @@ def test_a_full_servers_hls_player_is_sent_to_a_sibling_with_room(server):
     finally:
         for s in srcs:
             s.stop()
+
+
+def test_a_server_past_its_clients_sends_an_hls_players_first_playlist_to_a_sibling(server):
+    b = server()  # no siblings of its own: nobody's poll takes one of a's places
+    a = server(clients=3, extra_xml=siblings_xml([b.port], share=100))
+    srcs = [feed(a), feed(b)]
+    try:
+        wait_polled(a, [b])
+        held = []
+        for _ in range(2):  # the source and two listeners fill a's <clients>
+            sock, hops = arrive(a.port, "/live.mp3?" + MARK)
+            assert sock is not None, hops
+            held.append(sock)
+        status, headers, _ = mx.exchange(a, "/live.mp3/hls.m3u8?x=1")
+        assert status == 302, status
+        assert headers["location"] == "http://127.0.0.1:%d/live.mp3/hls.m3u8?x=1&%s" % (b.port,
+                                                                                          MARK)
+        # a session's own poll is no new listener: refused as before
+        assert mx.exchange(a, "/live.mp3/hls.m3u8?session=" + "0" * 32)[0] == 403
+        close_all(held)
+    finally:
+        for s in srcs:
+            s.stop()
