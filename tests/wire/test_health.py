@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-import matrixlib as mx
 import wirelib
+from conftest import free_port
 from test_faults import POINTS
 from test_siblings import (arrive, close_all, feed, hold, start_siblings,
                            wait_polled, wait_seen)
@@ -148,7 +148,7 @@ def test_health_answers_503_while_the_server_starts(server, monkeypatch):
             except (OSError, AttributeError, TypeError):
                 pass  # not listening yet
             time.sleep(0.01)
-    srv.cfg["port"] = mx.conftest.free_port()
+    srv.cfg["port"] = free_port()
     t = threading.Thread(target=poll, daemon=True)
     t.start()
     try:

@@ -17,7 +17,6 @@ from urllib.parse import urlsplit
 
 import pytest
 
-import adminlib
 import formatlib as fl
 import hlscheck
 import matrixlib as mx
