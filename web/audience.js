@@ -148,11 +148,20 @@
 
   function int(n) { return Math.round(Number(n) || 0).toLocaleString("en"); }
 
+  // Seconds as 1d 03h, 2h 05m, 12m 30s or 45s, as the audience table writes them.
   function duration(s) {
     s = Math.max(0, Math.floor(Number(s) || 0));
-    if (s >= 3600) return Math.floor(s / 3600) + " h " + String(Math.floor(s % 3600 / 60)).padStart(2, "0") + " min";
-    if (s >= 60) return Math.floor(s / 60) + " min " + String(s % 60).padStart(2, "0") + " s";
-    return s + " s";
+    var two = function (n) { return String(n).padStart(2, "0"); };
+    if (s >= DAY) return Math.floor(s / DAY) + "d " + two(Math.floor(s % DAY / 3600)) + "h";
+    if (s >= 3600) return Math.floor(s / 3600) + "h " + two(Math.floor(s % 3600 / 60)) + "m";
+    if (s >= 60) return Math.floor(s / 60) + "m " + two(s % 60) + "s";
+    return s + "s";
+  }
+
+  // Hours to a tenth, as the audience table writes them: "< 0.1" for a little that is not none.
+  function hours(h) {
+    h = Number(h) || 0;
+    return h > 0 && h < 0.05 ? "< 0.1" : h.toLocaleString("en", { minimumFractionDigits: 1, maximumFractionDigits: 1 });
   }
 
   var regionNames = null;
@@ -336,7 +345,7 @@
     var f = {
       sessions: int(row ? row.sessions : 0),
       qualified_sessions: int(row ? row.qualified_sessions : 0),
-      tlh: (Number(row ? row.tlh : 0) || 0).toFixed(2),
+      tlh: hours(row ? row.tlh : 0),
       atsl_seconds: duration(row ? row.atsl_seconds : 0),
       cume: int(row ? row.cume : 0),
       peak: int(row ? row.peak : 0)

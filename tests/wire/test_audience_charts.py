@@ -169,6 +169,23 @@ def normal(row):
             "peak": int(pick("peak_listeners", "peak"))}
 
 
+def short(seconds):
+    """Seconds as the audience pages write them: 12m 13s, 2h 00m, 1d 03h, 45s."""
+    n = int(math.floor(seconds))
+    if n >= DAY:
+        return "%dd %02dh" % (n // DAY, n % DAY // 3600)
+    if n >= 3600:
+        return "%dh %02dm" % (n // 3600, n % 3600 // 60)
+    if n >= 60:
+        return "%dm %02ds" % (n // 60, n % 60)
+    return "%ds" % n
+
+
+def hours(h):
+    """Hours as the audience pages write them: to a tenth, "< 0.1" for a little."""
+    return "< 0.1" if 0 < h < 0.05 else "{:,.1f}".format(h)
+
+
 def figures(srv, query, by=None):
     """/admin/audience.json?query, cut by hour or day (by) whichever name the server takes."""
     if by:
@@ -224,7 +241,10 @@ def test_charts_show_the_figures_and_lists_of_the_store(store, browser):
     assert shown == {"sessions": str(whole["sessions"]),
                      "qualified_sessions": str(whole["qualified_sessions"]),
                      "cume": str(whole["cume"]), "peak": str(whole["peak"]),
-                     "tlh": "%.2f" % float(whole["tlh"])}
+                     "tlh": hours(float(whole["tlh"]))}
+    [raw] = [p for p in adminlib.admin(srv, "/admin/audience.json?period=all&from=%d&to=%d"
+                                       % (q["from"], q["to"])).json()["periods"] if p["mount"] is None]
+    assert b.text('[data-figure="atsl_seconds"]') == short(raw["atsl_seconds"])
     period = in_period(rows, q["from"], q["to"])
     assert whole["sessions"] == len(period)
     # the charts in words, for screen readers
