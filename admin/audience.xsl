@@ -5,7 +5,10 @@
   sessions, qualified sessions, TLH, ATSL, CUME, peak listeners, prerolls and sessions per
   country for the server and each mount, hour by hour, day by day or for the whole period, with a form to choose the period and links to the same figures
   as XML, JSON and CSV. The definitions are in docs/AUDIENCE.md. Mount names are written
-  as text only.
+  as text only. The figures are shown rounded for reading (TLH in hours to a tenth, ATSL as
+  12m 30s, times to the minute, countries as "DE 12, FR 3"); the XML, JSON and CSV keep the
+  server's values. The period form asks for UTC times with the browser's date and time picker
+  and sends them as 2026-11-25T21:00, which the server reads as UTC.
 -->
 <xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
 <xsl:import href="layout.xsl"/>
@@ -25,30 +28,37 @@
     <xsl:with-param name="active" select="'audience'"/>
     <xsl:with-param name="body">
       <p class="lede">
-        <xsl:text>From </xsl:text><span class="mono"><xsl:value-of select="from"/></span>
-        <xsl:text> to </xsl:text><span class="mono"><xsl:value-of select="to"/></span>
+        <xsl:text>From </xsl:text>
+        <xsl:call-template name="utc-time"><xsl:with-param name="t" select="from"/></xsl:call-template>
+        <xsl:text> to </xsl:text>
+        <xsl:call-template name="utc-time"><xsl:with-param name="t" select="to"/></xsl:call-template>
         <xsl:text> (UTC), by </xsl:text><xsl:value-of select="period"/>
         <xsl:text>. A qualified session lasted at least </xsl:text>
         <xsl:value-of select="min_session"/>
         <xsl:text> s; sessions still going on count as far as they went once qualified.</xsl:text>
       </p>
-      <form class="audience-period" method="get" action="/admin/audience.xsl">
-        <label>From <input type="text" name="from" value="{from}" size="20"/></label>
-        <xsl:text> </xsl:text>
-        <label>To <input type="text" name="to" value="{to}" size="20"/></label>
-        <xsl:text> </xsl:text>
-        <label>By
-          <select name="period">
-            <option value="all"><xsl:if test="period = 'all'"><xsl:attribute name="selected">selected</xsl:attribute></xsl:if>period</option>
+      <!-- datetime-local sends 2026-11-25T21:00: the server reads a time without an offset as UTC -->
+      <form class="inline audience-period card" method="get" action="/admin/audience.xsl">
+        <div class="field">
+          <label for="au-from">From (UTC)</label>
+          <input id="au-from" type="datetime-local" name="from" value="{substring(from, 1, 16)}"/>
+        </div>
+        <div class="field">
+          <label for="au-to">To (UTC)</label>
+          <input id="au-to" type="datetime-local" name="to" value="{substring(to, 1, 16)}"/>
+        </div>
+        <div class="field">
+          <label for="au-by">By</label>
+          <select id="au-by" name="period">
+            <option value="all"><xsl:if test="period = 'all'"><xsl:attribute name="selected">selected</xsl:attribute></xsl:if>whole period</option>
             <option value="day"><xsl:if test="period = 'day'"><xsl:attribute name="selected">selected</xsl:attribute></xsl:if>day</option>
             <option value="hour"><xsl:if test="period = 'hour'"><xsl:attribute name="selected">selected</xsl:attribute></xsl:if>hour</option>
           </select>
-        </label>
+        </div>
         <xsl:if test="$mount != ''">
           <input type="hidden" name="mount" value="{$mount}"/>
         </xsl:if>
-        <xsl:text> </xsl:text>
-        <button class="button small" type="submit">Show</button>
+        <button class="primary" type="submit">Show</button>
       </form>
       <p class="actions">
         <a class="button small" href="/admin/audience?{$query}">XML</a>
@@ -87,7 +97,11 @@
             <xsl:for-each select="figures">
               <tr>
                 <xsl:if test="mount = ''"><xsl:attribute name="class">server-row</xsl:attribute></xsl:if>
-                <td class="time mono" data-label="From"><xsl:value-of select="start"/></td>
+                <td class="time" data-label="From">
+                  <time datetime="{start}">
+                    <xsl:call-template name="utc-time"><xsl:with-param name="t" select="start"/></xsl:call-template>
+                  </time>
+                </td>
                 <td class="mount" data-label="Mount">
                   <xsl:choose>
                     <xsl:when test="mount = ''">server</xsl:when>
@@ -96,9 +110,11 @@
                 </td>
                 <td class="num" data-label="Sessions"><xsl:value-of select="sessions"/></td>
                 <td class="num" data-label="Qualified"><xsl:value-of select="qualified_sessions"/></td>
-                <td class="num" data-label="TLH"><xsl:value-of select="tlh_hours"/></td>
+                <td class="num" data-label="TLH">
+                  <xsl:call-template name="hours"><xsl:with-param name="h" select="tlh_hours"/></xsl:call-template>
+                </td>
                 <td class="num" data-label="ATSL">
-                  <xsl:call-template name="duration">
+                  <xsl:call-template name="duration-short">
                     <xsl:with-param name="s" select="atsl_seconds"/>
                   </xsl:call-template>
                 </td>
@@ -107,8 +123,8 @@
                 <td class="num" data-label="Prerolls"><xsl:value-of select="prerolls"/></td>
                 <td class="country" data-label="Countries">
                   <xsl:for-each select="countries/country">
-                    <xsl:if test="position() > 1"><xsl:text> </xsl:text></xsl:if>
-                    <xsl:value-of select="@code"/><xsl:text> </xsl:text><xsl:value-of select="."/>
+                    <xsl:if test="position() > 1"><xsl:text>, </xsl:text></xsl:if>
+                    <span class="cc"><xsl:value-of select="@code"/><xsl:text> </xsl:text><xsl:value-of select="."/></span>
                   </xsl:for-each>
                 </td>
               </tr>
@@ -118,6 +134,38 @@
       </div>
     </xsl:with-param>
   </xsl:call-template>
+</xsl:template>
+
+<!-- 2026-11-25T21:00:00Z as 2026-11-25 21:00 (anything else as it is). -->
+<xsl:template name="utc-time">
+  <xsl:param name="t"/>
+  <xsl:choose>
+    <xsl:when test="string-length($t) &gt;= 16 and substring($t, 11, 1) = 'T'">
+      <xsl:value-of select="concat(substring($t, 1, 10), ' ', substring($t, 12, 5))"/>
+    </xsl:when>
+    <xsl:otherwise><xsl:value-of select="$t"/></xsl:otherwise>
+  </xsl:choose>
+</xsl:template>
+
+<!-- Hours to a tenth (1,234.5); a time under three minutes that is not none as "&lt; 0.1", not as
+     a 0.0 that reads like nobody listened; the exact time in the title. -->
+<xsl:template name="hours">
+  <xsl:param name="h"/>
+  <xsl:variable name="v" select="number($h)"/>
+  <xsl:choose>
+    <xsl:when test="not($v = $v)"><xsl:value-of select="$h"/></xsl:when>
+    <xsl:otherwise>
+      <span>
+        <xsl:attribute name="title">
+          <xsl:call-template name="duration-short"><xsl:with-param name="s" select="round($v * 3600)"/></xsl:call-template>
+        </xsl:attribute>
+        <xsl:choose>
+          <xsl:when test="$v &gt; 0 and $v &lt; 0.05">&lt; 0.1</xsl:when>
+          <xsl:otherwise><xsl:value-of select="format-number($v, '#,##0.0')"/></xsl:otherwise>
+        </xsl:choose>
+      </span>
+    </xsl:otherwise>
+  </xsl:choose>
 </xsl:template>
 
 </xsl:stylesheet>

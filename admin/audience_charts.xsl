@@ -98,6 +98,7 @@
             <div class="ac-plot" data-plot="tlh" role="img" aria-label="No data yet"></div>
           </section>
         </div>
+        <p class="hint ac-partial" data-ac="partial" hidden="hidden"></p>
 
         <div class="ac-grid ac-lists">
           <section class="card" aria-labelledby="ac-countries-h">

@@ -4,7 +4,7 @@
   layout.xsl: shared parts of the admin pages, imported by every admin/<command>.xsl:
   the page frame (header, navigation, footer, stylesheet and admin.js), the per-mount
   tabs with the kill-source confirmation, the <iceresponse> result page, and helpers
-  (URL encoding of parameters, durations, byte counts). Not a command of its own.
+  (URL encoding of parameters, durations long and short, byte counts). Not a command of its own.
   Values are always written as text (never disable-output-escaping); forms use GET
   so every action works without JavaScript.
 -->
@@ -203,6 +203,25 @@
       <xsl:value-of select="concat(floor($n div 60), ' min ', format-number($n mod 60, '00'), ' s')"/>
     </xsl:when>
     <xsl:otherwise><xsl:value-of select="concat($n, ' s')"/></xsl:otherwise>
+  </xsl:choose>
+</xsl:template>
+
+<!-- Seconds as "2d 03h", "1h 02m", "12m 30s" or "45s": short enough for a table's column. -->
+<xsl:template name="duration-short">
+  <xsl:param name="s"/>
+  <xsl:variable name="n" select="floor(number($s))"/>
+  <xsl:choose>
+    <xsl:when test="not($n = $n) or $n &lt; 0"><xsl:value-of select="$s"/></xsl:when>
+    <xsl:when test="$n &gt;= 86400">
+      <xsl:value-of select="concat(floor($n div 86400), 'd ', format-number(floor(($n mod 86400) div 3600), '00'), 'h')"/>
+    </xsl:when>
+    <xsl:when test="$n &gt;= 3600">
+      <xsl:value-of select="concat(floor($n div 3600), 'h ', format-number(floor(($n mod 3600) div 60), '00'), 'm')"/>
+    </xsl:when>
+    <xsl:when test="$n &gt;= 60">
+      <xsl:value-of select="concat(floor($n div 60), 'm ', format-number($n mod 60, '00'), 's')"/>
+    </xsl:when>
+    <xsl:otherwise><xsl:value-of select="concat($n, 's')"/></xsl:otherwise>
   </xsl:choose>
 </xsl:template>
 

@@ -4,9 +4,11 @@
  * input itself. Every emitted block and header chain must consist of whole, well-formed pages.
  * Inputs whose first byte is even are read as packets for up to four logical streams and paged
  * with libogg first, so that valid CRCs reach the codec header parsers and the chaining logic.
- * Halfway through, a metadata update (set_meta) asks for a chain link of the handler's own.
+ * Halfway through, a metadata update (set_meta) asks for a chain link of the handler's own
+ * (into an Opus stream too, or not: opus_title_updates). Each header chain is also read by
+ * format_ogg_codec.
  */
-// fuzz-sources: src/format/format.c src/format/generic.c src/format/mpeg.c src/format/icy.c src/format/ogg.c src/format/ogg_vorbis.c src/format/ogg_opus.c src/format/ogg_flac.c src/format/ogg_theora.c src/format/ogg_speex.c src/format/ogg_comment.c src/core/block.c src/core/str.c src/core/utf8.c src/core/loop.c src/core/record.c src/core/buf.c
+// fuzz-sources: src/format/format.c src/format/generic.c src/format/mpeg.c src/format/icy.c src/format/ogg.c src/format/ogg_vorbis.c src/format/ogg_opus.c src/format/ogg_flac.c src/format/ogg_theora.c src/format/ogg_speex.c src/format/ogg_comment.c src/format/ogg_file.c src/core/block.c src/core/str.c src/core/utf8.c src/core/loop.c src/core/record.c src/core/buf.c
 // fuzz-pkgs: ogg
 // fuzz-args: -max_len=70000
 #include <stdint.h>
@@ -49,6 +51,9 @@ static void sink_set_headers(void *ctx, block_t *h)
     (void)ctx;
     for (block_t *b = h; b; b = block_next(b))
         check_pages(b->data, b->len);
+    const char *codec = format_ogg_codec(h); /* what the admin layer asks of a mount's headers */
+    if (codec && strlen(codec) > 8)
+        abort();
     block_unref(h);
 }
 
@@ -135,6 +140,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     size_t step = size > 0 ? (size_t)data[0] * 7 + 1 : 1;
+    f->opus_title_updates = (step & 4) != 0; /* an Opus stream carries the update, or not */
     if (built.p) {
         data = built.p;
         size = built.len;

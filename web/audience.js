@@ -5,7 +5,10 @@
  *   - listeners of one mount or of the server over the last hour or day (the server's
  *     listener history, /admin/history.json, redrawn every 10 s; a time without samples is
  *     left blank) or week (the peak of each hour from /admin/audience.json);
- *   - sessions and qualified sessions, and TLH, per hour (periods up to two days) or per day;
+ *   - sessions and qualified sessions, and TLH, per hour (periods up to two days) or per day:
+ *     a rolling period starts at a whole UTC hour (24 hours) or day (7 and 30 days), so each
+ *     bucket is a whole hour or day but the one going on, which is drawn lighter and said to
+ *     be "so far"; a bar is as wide as most of its bucket;
  * and fills the figures of the whole period, sessions per country and the top
  * players and referrers (/admin/audience/top.json). The period picker (last 24 h, 7 days,
  * 30 days, or whole UTC days from / to) and the mount picker set one query for all of them
@@ -16,8 +19,9 @@
  * shown and says why.
  * The figures are read in either shape a server answers with (figureRows).
  * Client text (mounts, user agents, referrers, countries) is set with textContent only.
- * For tests and tools: window.rimecastCharts.query (the query of the last refresh) and
- * .plotted() (the series each chart was given), and data-updated on the page's root.
+ * For tests and tools: window.rimecastCharts.query (the query of the last refresh),
+ * .plotted() (the series each chart was given), .bars() (the bars drawn), and data-updated
+ * on the page's root.
  */
 (function () {
   "use strict";
@@ -30,6 +34,7 @@
   var HOURLY_UP_TO = 2 * DAY;          // longer periods are cut into days
   var TOP = 10;
   var PLOT_H = 220;
+  var BAR = 0.7;                       // a bar's share of its bucket
   var COUNT_STEPS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000,
                      100000, 200000, 500000, 1000000];
 
@@ -40,6 +45,8 @@
                 range: "hour" };
   var plots = {};                      // name -> uPlot
   var spans = {};                      // name -> [first, last] of its time axis
+  var cuts = {};                       // name -> {step, partial} of its buckets (bar charts)
+  var drawn = {};                      // name -> the bars last drawn (for tests and tools)
   var mountsSeen = {};
   var generation = 0;                  // answers of an older query are dropped
   var current = null;                  // the query of the last refresh
@@ -85,25 +92,36 @@
     return isNaN(t) ? null : t / 1000;
   }
 
-  // {from, to, by} in unix seconds for the picked period, or null (custom days not set yet).
+  // {from, to, by, step, partial} in unix seconds for the picked period, or null (custom days
+  // not set yet). A rolling period ends now and starts at a whole hour or UTC day: as many
+  // whole buckets as it has, the last of them the one going on (a first bucket cut at the
+  // minute the page was opened would read like an hour or day with few listeners).
+  // partial: the start of the bucket going on (counted so far), or null.
   function periodQuery() {
-    var from, to;
+    var from, to, by, now = nowS();
     if (state.period === "custom") {
       from = dayStart(state.from);
       to = dayStart(state.to);
       if (from == null || to == null) return null;
       to += DAY;                       // "to" is inclusive: up to the end of that day
       if (from >= to) return null;
+      by = to - from <= HOURLY_UP_TO ? "hour" : "day";
     } else {
-      to = nowS();
-      from = to - (PERIODS[state.period] || DAY);
+      var span = PERIODS[state.period] || DAY;
+      by = span <= HOURLY_UP_TO ? "hour" : "day";
+      to = now;
+      from = Math.ceil(to / bucketSize(by)) * bucketSize(by) - span;
     }
-    return { from: from, to: to, by: to - from <= HOURLY_UP_TO ? "hour" : "day" };
+    var step = bucketSize(by), last = Math.min(now, to), going = Math.floor(last / step) * step;
+    return { from: from, to: to, by: by, step: step,
+             partial: going >= from && going < last ? going : null };
   }
+
+  function bucketSize(by) { return by === "hour" ? HOUR : DAY; }
 
   // The buckets the server cuts [from, to) into: ends at whole UTC hours or days.
   function buckets(q) {
-    var step = q.by === "hour" ? HOUR : DAY, out = [];
+    var step = bucketSize(q.by), out = [];
     for (var t = q.from; t < q.to && out.length < 2000; t = Math.min(q.to, (Math.floor(t / step) + 1) * step)) {
       out.push(t);
     }
@@ -130,11 +148,20 @@
 
   function int(n) { return Math.round(Number(n) || 0).toLocaleString("en"); }
 
+  // Seconds as 1d 03h, 2h 05m, 12m 30s or 45s, as the audience table writes them.
   function duration(s) {
     s = Math.max(0, Math.floor(Number(s) || 0));
-    if (s >= 3600) return Math.floor(s / 3600) + " h " + String(Math.floor(s % 3600 / 60)).padStart(2, "0") + " min";
-    if (s >= 60) return Math.floor(s / 60) + " min " + String(s % 60).padStart(2, "0") + " s";
-    return s + " s";
+    var two = function (n) { return String(n).padStart(2, "0"); };
+    if (s >= DAY) return Math.floor(s / DAY) + "d " + two(Math.floor(s % DAY / 3600)) + "h";
+    if (s >= 3600) return Math.floor(s / 3600) + "h " + two(Math.floor(s % 3600 / 60)) + "m";
+    if (s >= 60) return Math.floor(s / 60) + "m " + two(s % 60) + "s";
+    return s + "s";
+  }
+
+  // Hours to a tenth, as the audience table writes them: "< 0.1" for a little that is not none.
+  function hours(h) {
+    h = Number(h) || 0;
+    return h > 0 && h < 0.05 ? "< 0.1" : h.toLocaleString("en", { minimumFractionDigits: 1, maximumFractionDigits: 1 });
   }
 
   var regionNames = null;
@@ -170,12 +197,43 @@
     });
   }
 
-  // A uPlot in box with the given series ({label, bars, fill, color}); data set later.
+  // The bars of chart name: each BAR of its bucket wide and centred on the bucket's start (its
+  // tick), whatever the distance to its neighbours; the bucket going on (cuts[name].partial)
+  // in the soft colour with an outline. Each bar drawn is noted in drawn[name] (CSS pixels
+  // from the canvas's left and top, and the width of a whole bucket).
+  function barPaths(name, color, soft) {
+    function cut() { return cuts[name] || { step: HOUR, partial: null }; }
+    function per(u, whole, part) {
+      var c = cut();
+      return u.data[0].map(function (t) { return t === c.partial ? part : whole; });
+    }
+    return uPlot.paths.bars({
+      size: [BAR, Infinity, 2],        // at least 2 px, however many buckets
+      disp: {
+        x0: { unit: 1, values: function (u) {
+          var c = cut();
+          return u.data[0].map(function (t) { return t - c.step * BAR / 2; });
+        } },
+        size: { unit: 1, values: function () { return [cut().step * BAR]; } },
+        fill: { unit: 3, values: function (u) { return per(u, color, soft); } },
+        stroke: { unit: 3, values: function (u) { return per(u, color, color); } }
+      },
+      each: function (u, sidx, i, left, top, width, height) {
+        var px = window.devicePixelRatio || 1, t = u.data[0][i], c = cut();
+        (drawn[name] = drawn[name] || []).push({ start: t, partial: t === c.partial, left: left / px, top: top / px,
+                           width: width / px, height: height / px,
+                           bucket: u.valToPos(t + c.step, "x") - u.valToPos(t, "x") });
+      }
+    });
+  }
+
+  // A uPlot in box with the given series ({label, bars, format}); data set later.
   function makePlot(name, defs) {
     var box = $('[data-plot="' + name + '"]');
     if (!box || !window.uPlot) return null;
     var text = cssVar("--muted", "#566178"), grid = cssVar("--border", "#d9dfeb");
     var colors = [cssVar("--accent", "#5b3fd9"), cssVar("--ok", "#137a4b")];
+    var soft = cssVar("--accent-soft", "#ebe6ff");
     var axis = { stroke: text, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 } };
     var yAxis = Object.assign({ size: 48 }, axis);
     if (!defs[0].format) yAxis.incrs = COUNT_STEPS;   // counts: whole numbers on the axis
@@ -185,9 +243,13 @@
       return d.getUTCDate() + " " + MONTHS[d.getUTCMonth()] + " " + d.toISOString().slice(11, 16);
     } }].concat(defs.map(function (d, i) {
       var s = { label: d.label, stroke: colors[i % colors.length], width: 2,
-                value: function (u, v) { return v == null ? "—" : d.format ? d.format(v) : int(v); } };
+                value: function (u, v, sidx, idx) {
+                  if (v == null) return "—";
+                  var c = cuts[name], going = c && idx != null && u.data[0][idx] === c.partial;
+                  return (d.format ? d.format(v) : int(v)) + (going ? " so far" : "");
+                } };
       if (d.bars) {
-        s.paths = uPlot.paths.bars({ size: [0.7, 40] });
+        s.paths = barPaths(name, colors[i % colors.length], soft);
         s.fill = colors[i % colors.length];
         s.points = { show: false };
       }
@@ -204,7 +266,8 @@
       },
       axes: [Object.assign({ values: timeLabels }, axis), yAxis],
       cursor: { y: false },
-      legend: { live: true }
+      legend: { live: true },
+      hooks: { drawClear: [function () { drawn[name] = []; }] }
     };
     var plot = new uPlot(opts, [[]].concat(defs.map(function () { return []; })), box);
     if (window.ResizeObserver) {
@@ -217,9 +280,11 @@
     return plot;
   }
 
-  // span: [first, last] time of the axis (unix s), else the data's.
-  function setData(name, data, span) {
+  // span: [first, last] time of the axis (unix s), else the data's; cut: {step, partial} of the
+  // buckets a bar chart draws.
+  function setData(name, data, span, cut) {
     spans[name] = span || null;
+    cuts[name] = cut || null;
     if (!plots[name]) return;
     plots[name].setData(data);
     describe(name, data);
@@ -280,7 +345,7 @@
     var f = {
       sessions: int(row ? row.sessions : 0),
       qualified_sessions: int(row ? row.qualified_sessions : 0),
-      tlh: (Number(row ? row.tlh : 0) || 0).toFixed(2),
+      tlh: hours(row ? row.tlh : 0),
       atsl_seconds: duration(row ? row.atsl_seconds : 0),
       cume: int(row ? row.cume : 0),
       peak: int(row ? row.peak : 0)
@@ -391,9 +456,20 @@
     rows.forEach(function (r) { if (r.mount === q.mount) byStart[r.start] = r; });
     var xs = buckets(q);
     var get = function (k) { return xs.map(function (t) { return byStart[t] ? Number(byStart[t][k]) : 0; }); };
-    setData("sessions", [xs, get("sessions"), get("qualified_sessions")]);
-    setData("tlh", [xs, get("tlh")]);
+    // each bucket's tick under its middle: half a bucket before the first and after the last
+    var span = xs.length ? [xs[0] - q.step / 2, xs[xs.length - 1] + q.step / 2] : null;
+    var cut = { step: q.step, partial: q.partial };
+    setData("sessions", [xs, get("sessions"), get("qualified_sessions")], span, cut);
+    setData("tlh", [xs, get("tlh")], span, cut);
     $all('[data-ac="bucket"]').forEach(function (el) { el.textContent = "per " + q.by; });
+    var note = ac("partial");
+    note.hidden = q.partial == null;
+    if (q.partial != null) {
+      var d = new Date(q.partial * 1000);
+      note.textContent = (q.by === "hour" ? "The hour from " + d.toISOString().slice(11, 16) :
+        "The day of " + d.getUTCDate() + " " + MONTHS[d.getUTCMonth()]) +
+        " is going on: its figures are counted so far (the lighter bar).";
+    }
   }
 
   // Figures fetched again by the clock or the events feed: never while the last ones are still
@@ -588,6 +664,14 @@
     }, HISTORY_MS);
   }
 
+  // The bars each bar chart drew last: {chart: [{start, partial, left, top, width, height,
+  // bucket}]}, CSS pixels from the canvas's corner; bucket: the width of a whole bucket.
+  function bars() {
+    var out = {};
+    Object.keys(drawn).forEach(function (name) { out[name] = drawn[name].slice(); });
+    return out;
+  }
+
   // What each chart was given: {chart: {x: [...], <series label>: [...]}}.
   function plotted() {
     var out = {};
@@ -602,6 +686,7 @@
   window.rimecastCharts = {
     get query() { return current; },
     plotted: plotted,
+    bars: bars,
     refresh: function () { return Promise.all([refreshFigures(), refreshListeners()]); }
   };
 

@@ -24,6 +24,7 @@
 #include "core/str.h"
 #include "core/url.h"
 #include "core/utf8.h"
+#include "format/format.h"
 #include "http/client.h"
 #include "http/parser.h"
 #include "net/conn.h"
@@ -357,16 +358,59 @@ static int meta_from_elsewhere(admin_req_t *a, mount_t *m, int admin)
     return 1;
 }
 
+/* Why m takes no title update (a sentence for the admin page), or NULL if it does. An Ogg
+ * Opus mount takes none unless its <mount> has <opus-title-updates>: the new chain link that
+ * would carry it is read badly by ffmpeg 5.1 and the players built on it (mpv shows the old
+ * and new titles joined), and Icecast 2.4 refuses updates on Opus too. A mount whose header
+ * pages have not all come yet (its source has just connected) is taken as not Opus; should
+ * it be, its Ogg handler leaves the update out of the stream (format_t.opus_title_updates).
+ * A refusal is logged (rate-limited). */
+static const char *meta_codec_refusal(mount_t *m)
+{
+    if (!atomic_load(&m->is_ogg))
+        return NULL;
+    const mount_conf_t *mc = config_find_mount(server_config(), m->name);
+    if (mc && mc->opus_title_updates)
+        return NULL;
+    block_t *headers = NULL;
+    if (mount_headers_at(m, mount_head_end(m), &headers) < 0 || !headers)
+        return NULL;
+    const char *codec = format_ogg_codec(headers);
+    block_unref(headers);
+    if (!codec || strcmp(codec, "Opus") != 0)
+        return NULL;
+    static log_ratelimit_t rl;
+    char esc[512];
+    log_info_limited(&rl, 10000, "metadata of %s refused: an Ogg Opus stream takes title "
+                     "updates only with <opus-title-updates> in its <mount>",
+                     escape_log(esc, sizeof(esc), m->name, strlen(m->name)));
+    return "Not taken: this mount's stream is Ogg Opus, which takes title updates only when "
+           "its <mount> has <opus-title-updates>1</opus-title-updates>.";
+}
+
+/* Icecast 2.4's answer to an update a mount does not take (200, return 1); the HTML page says
+ * why, as not done. */
+static void meta_not_taken(admin_req_t *a, const char *why)
+{
+    if (a->view == ADMIN_VIEW_XSL)
+        admin_send_response(a, why, 0);
+    else
+        admin_send_response(a, "Mountpoint will not accept URL updates", 1);
+}
+
 static void cmd_metadata(admin_req_t *a)
 {
     meta_params_t p = {0};
     char who[AUDIT_WHO_LEN];
+    const char *why;
     if (meta_params_get(a, &p) < 0)
         return;
     audit_who(a, a->admin, who);
     /* Ogg mounts accept updates too: a new chain link carries them (apply_metadata). */
     if (meta_from_elsewhere(a, a->mount, a->admin))
         admin_send_response(a, "Mountpoint will not accept URL updates", 0); /* Icecast's */
+    else if ((why = meta_codec_refusal(a->mount)))
+        meta_not_taken(a, why);
     else if (!meta_rate_ok(a->mount))
         admin_send_error(a, 429, "Too many metadata updates");
     else if (apply_metadata(a->mount, p.song, p.artist, p.title, p.charset, who) < 0)
@@ -418,6 +462,8 @@ static void cmd_admin_cgi(admin_req_t *a)
         admin_send_error(a, 400, "Source does not exist");
     else if (meta_from_elsewhere(a, m, admin))
         admin_send_error(a, 403, "Forbidden: Mountpoint will not accept URL updates");
+    else if (meta_codec_refusal(m))
+        admin_send_error(a, 400, "illegal metadata call"); /* Icecast's, on any Ogg mount */
     else if (!meta_rate_ok(m))
         admin_send_error(a, 429, "Too many metadata updates");
     else if (apply_metadata(m, p.song ? p.song : "", NULL, NULL, p.charset, who) < 0)

@@ -403,6 +403,7 @@ static const directive_t mount_dirs[] = {
     BOOL("fallback-override", mount_conf_t, fallback_override),
     BOOL("fallback-when-full", mount_conf_t, fallback_when_full),
     PATH("charset", mount_conf_t, charset),
+    BOOL("opus-title-updates", mount_conf_t, opus_title_updates), /* Rimecast */
     TRI_D("public", mount_conf_t, public, -1),
     OLD_FN("no-yp", fn_no_yp, "use <public>"),
     BOOL("hidden", mount_conf_t, hidden),

@@ -77,6 +77,9 @@ typedef struct mount_conf {
     int fallback_override;
     int fallback_when_full;
     char *charset;
+    int opus_title_updates; /* <opus-title-updates> 1: admin title updates are carried into an
+                             * Ogg Opus stream as a new chain link; 0 (default): refused, as
+                             * Icecast 2.4 refuses them (admin/commands.c) */
     int public;         /* -1 = source decides */
     int hidden;
     int no_mount;

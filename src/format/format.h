@@ -78,6 +78,8 @@ struct format {
     const char *charset;    /* generic only: charset of inbound ICY titles (NULL = ISO-8859-1) */
     int coalesce_ms;        /* generic only: how long small reads may be gathered into one block
                              * (0 = every read becomes a block at once) */
+    int opus_title_updates; /* ogg only: set_meta is carried into an Opus stream too (the
+                             * mount's <opus-title-updates>); 0: left out of it, logged once */
     int join_midway;        /* generic only: the stream may begin anywhere (a relay joins its
                              * upstream's stream where it is): nothing is emitted before the
                              * first run of frames the sync locks on (a leading ID3v2 tag or
@@ -89,6 +91,11 @@ struct format {
  * application/ogg, audio/ogg, video/ogg, application/x-ogg, audio/opus, audio/flac+ogg -> ogg;
  * everything else -> generic. */
 const format_ops_t *format_for_content_type(const char *content_type);
+
+/* The codec of Ogg header pages (a chain of whole pages, as set_headers gives them) holding
+ * one logical stream: "Vorbis", "Opus", "FLAC", "Theora" or "Speex"; NULL for several
+ * streams, another codec, or bytes that are not whole pages. Pure (format/ogg_comment.c). */
+const char *format_ogg_codec(const block_t *headers);
 
 /* Creates a handler; NULL on failure. sink is copied. */
 format_t *format_new(const format_ops_t *ops, const format_sink_t *sink);

@@ -12,7 +12,8 @@
  * link playing, the kept header packets go out again under a new serial with the comment
  * packet rewritten (ogg_comment.c), inline and as the headers for new listeners, and the
  * source's pages go on relabelled (serial, sequence, granule positions from 0) until the
- * source starts a group of its own.
+ * source starts a group of its own. An Opus group carries one only when f->opus_title_updates
+ * says so (the admin layer refuses updates on Opus mounts that do not).
  */
 #include "format/format.h"
 #include "format/ogg_codec.h"
@@ -424,6 +425,8 @@ static int ogg_new_head(ogg_state_t *st, ogg_head_packet_t *pk)
     const ogg_codec_ops_t *ops = st->nstreams == 1 ? st->streams[0].codec.ops : NULL;
     if (!ops || !ops->comment_rewrite || !st->kept_all || st->nkept == 0)
         return -1;
+    if (ops == &ogg_opus_ops && !st->f->opus_title_updates)
+        return -1;
     int at = -1;
     for (int i = 0; i < st->nkept; i++) {
         pk[i] = st->kept[i];
@@ -453,7 +456,9 @@ static int ogg_relink(ogg_state_t *st, const ogg_lstream_t *ls)
         if (!st->meta_logged)
             ogg_logf(st, LOG_WARN, "Ogg: metadata updates are not carried into this stream "
                      "(%s): listeners keep the stream's own comments",
-                     st->nstreams != 1 ? "several logical streams" : "its codec's comments");
+                     st->nstreams != 1 ? "several logical streams" :
+                     st->streams[0].codec.ops == &ogg_opus_ops ? "Opus, without "
+                     "<opus-title-updates> in its <mount>" : "its codec's comments");
         st->meta_logged = 1;
         return 0;
     }

@@ -3,10 +3,14 @@
  * ogg_comment: what a metadata update carried into an Ogg stream is made of (see ogg.c): the
  * Vorbis comment structure rewritten with a new TITLE and ARTIST (every other comment kept),
  * the header packets laid out as the pages of a fresh logical stream, the empty EOS page that
- * ends the link playing before it, and the relabelling of a source page into the new link.
+ * ends the link playing before it, and the relabelling of a source page into the new link;
+ * and which codec a mount's header pages are (format_ogg_codec: whether an update may be
+ * carried at all is the admin layer's decision).
  * Pure: bytes in, bytes out; no state, no sink. Never reads past a length it was given.
  */
+#include "format/format.h"
 #include "format/ogg_codec.h"
+#include "format/ogg_file.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -167,4 +171,35 @@ void ogg_eos_page(unsigned char page[OGG_EOS_PAGE_LEN], uint32_t serial, uint32_
     memset(page, 0, OGG_EOS_PAGE_LEN);
     memcpy(page, "OggS", 4);
     ogg_page_relabel(page, OGG_EOS_PAGE_LEN, 0, serial, seq, granule, 0x04);
+}
+
+/* ---- the codec of header pages ---- */
+
+const char *format_ogg_codec(const block_t *headers)
+{
+    static const ogg_codec_ops_t *const known[] = {&ogg_vorbis_ops, &ogg_opus_ops, &ogg_flac_ops,
+                                                   &ogg_theora_ops, &ogg_speex_ops};
+    const char *name = NULL;
+    int bos = 0;
+    for (const block_t *b = headers; b; b = block_next(b)) {
+        for (size_t pos = 0, n; pos < b->len; pos += n) {
+            if (!(n = ogg_file_page_len(b->data, pos, b->len)))
+                return NULL;
+            const unsigned char *pg = b->data + pos;
+            if (!(pg[5] & 0x02))
+                continue;
+            if (++bos > 1)
+                return NULL;
+            size_t nseg = pg[26], len = 0; /* the first packet: lacing values up to one < 255 */
+            for (size_t i = 0; i < nseg; i++) {
+                len += pg[27 + i];
+                if (pg[27 + i] < 255)
+                    break;
+            }
+            for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++)
+                if (known[k]->bos_matches(pg + 27 + nseg, len) == OGG_BOS_YES)
+                    name = known[k]->name;
+        }
+    }
+    return name;
 }

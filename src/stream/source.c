@@ -485,6 +485,7 @@ static int source_format(source_t *s, const format_ops_t *fops, const http_reque
     if (s->fmt->icy_metaint < 0)
         s->fmt->icy_metaint = 0;
     s->fmt->charset = mc ? mc->charset : NULL;
+    s->fmt->opus_title_updates = mc && mc->opus_title_updates;
     /* listeners are written once per window anyway: gathering reads for a quarter of it adds
      * little delay and saves block headers and iovecs */
     s->fmt->coalesce_ms = server_config()->write_window_ms / 4;
@@ -827,6 +828,7 @@ int source_adopt(conn_t *c, rec_reader_t *in, mount_t *(*find)(const char *name,
     if (!(s->fmt = format_new(fops, &sink)))
         return -ENOMEM;
     s->fmt->charset = mc ? mc->charset : NULL;
+    s->fmt->opus_title_updates = mc && mc->opus_title_updates;
     s->fmt->coalesce_ms = server_config()->write_window_ms / 4;
     limit_setup(s, mc);
     return fops->restore(s->fmt, in);
@@ -839,7 +841,7 @@ static int source_module_init(worker_t *w)
 }
 
 /* A reload: this worker's sources gather reads for the new write window, and take the new
- * <charset> and <limit-rate> of their mount. */
+ * <charset>, <opus-title-updates> and <limit-rate> of their mount. */
 static void source_module_reload(worker_t *w)
 {
     const config_t *cfg = server_config();
@@ -850,6 +852,7 @@ static void source_module_reload(worker_t *w)
         s->fmt->coalesce_ms = cfg->write_window_ms / 4;
         const mount_conf_t *mc = config_find_mount(cfg, s->mount->name);
         s->fmt->charset = mc ? mc->charset : NULL;
+        s->fmt->opus_title_updates = mc && mc->opus_title_updates;
         limit_setup(s, mc);
     }
 }

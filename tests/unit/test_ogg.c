@@ -1236,6 +1236,38 @@ static void test_metadata_update_not_carried_by_a_mux(void)
     free(mux.p);
 }
 
+static void test_codec_of_header_pages(void)
+{
+    /* what the admin layer asks before a title update: Opus, Vorbis, or not one stream */
+    unsigned char head[19] = "OpusHead\x01\x02\x38\x01\x80\xbb\0\0\0\0\0", tags[64];
+    const char *const t[] = {"TITLE=x", NULL};
+    memcpy(tags, "OpusTags", 8);
+    ogg_head_packet_t pk[2] = {{head, sizeof(head)}, {tags, 8 + comments(tags + 8, t)}};
+    int pages;
+    block_t *opus = ogg_head_pages(7, pk, 2, &pages);
+    CHECK(opus && pages == 2);
+    CHECK_STR(format_ogg_codec(opus), "Opus");
+    buf_t in = {0};
+    make_vorbis(&in, 5, "Song", 2);
+    rec_t r;
+    run_ogg(&r, in.p, in.len, 0);
+    block_t *vorbis = block_new_copy(r.headers, r.headers_len);
+    CHECK_STR(format_ogg_codec(vorbis), "Vorbis");
+    /* a chain of blocks is read whole: a second BOS page is a second stream */
+    block_t *two = block_new_copy(opus->data, opus->len);
+    block_link(two, block_new_copy(vorbis->data, vorbis->len));
+    CHECK(format_ogg_codec(two) == NULL);
+    /* not whole pages, or nothing */
+    block_t *cut = block_new_copy(opus->data, opus->len - 1);
+    CHECK(format_ogg_codec(cut) == NULL && format_ogg_codec(NULL) == NULL);
+    block_unref(cut);
+    block_unref(two);
+    block_unref(vorbis);
+    block_unref(opus);
+    rec_free(&r);
+    free(in.p);
+}
+
 int main(void)
 {
     const char *base = getenv("TMPDIR");
@@ -1266,6 +1298,7 @@ int main(void)
     RUN(test_codec_comment_packets_rewritten);
     RUN(test_metadata_update_starts_a_chain_link);
     RUN(test_metadata_update_not_carried_by_a_mux);
+    RUN(test_codec_of_header_pages);
     char cmd[160];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
     if (system(cmd) != 0)

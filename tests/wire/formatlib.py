@@ -717,6 +717,13 @@ def wait_title(srv, mount, title, timeout=10):
     assert s is not None and s.get("title") == title, s
 
 
+def opus_titles_xml(mount):
+    """A <mount> block that lets an Ogg Opus mount take admin title updates (refused without
+    it, as Icecast 2.4 refuses them: test_opus_title_updates.py)."""
+    return ('<mount type="normal"><mount-name>%s</mount-name>'
+            '<opus-title-updates>1</opus-title-updates></mount>' % mount)
+
+
 def set_metadata(srv, mount, **params):
     """GET /admin/metadata with mode=updinfo and the given parameters (str or bytes values)."""
     q = [("mount", mount), ("mode", "updinfo")] + list(params.items())

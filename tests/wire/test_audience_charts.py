@@ -8,7 +8,9 @@ by= or limit=); in a real Chromium the charts plot the numbers of /admin/audienc
 countries and top players and referrers lists show the sessions of the store, client text as
 text (an agent holding <script> runs nothing), the charts in words for screen readers; the
 period and mount pickers change the query and the CSV link, which downloads a CSV of the same
-numbers; the listeners chart shows the listener history and, over a week, the peak of each
+numbers; a rolling period starts at a whole hour or day, each TLH bar is most of its bucket
+wide (per hour and per day, at 1280 and 360 px) and the bucket going on is drawn lighter and
+said to be so far; the listeners chart shows the listener history and, over a week, the peak of each
 hour; a listener who leaves shows up without a reload, listeners leaving together cost one
 computation; the navigation and the figures' table link the page; it fits 1280 and 360 px
 (screenshots under $TMPDIR) with no console error (the admin pages' CSP allows no inline
@@ -18,6 +20,7 @@ script or style).
 import calendar
 import csv
 import io
+import math
 import os
 import sqlite3
 import time
@@ -166,6 +169,23 @@ def normal(row):
             "peak": int(pick("peak_listeners", "peak"))}
 
 
+def short(seconds):
+    """Seconds as the audience pages write them: 12m 13s, 2h 00m, 1d 03h, 45s."""
+    n = int(math.floor(seconds))
+    if n >= DAY:
+        return "%dd %02dh" % (n // DAY, n % DAY // 3600)
+    if n >= 3600:
+        return "%dh %02dm" % (n // 3600, n % 3600 // 60)
+    if n >= 60:
+        return "%dm %02ds" % (n // 60, n % 60)
+    return "%ds" % n
+
+
+def hours(h):
+    """Hours as the audience pages write them: to a tenth, "< 0.1" for a little."""
+    return "< 0.1" if 0 < h < 0.05 else "{:,.1f}".format(h)
+
+
 def figures(srv, query, by=None):
     """/admin/audience.json?query, cut by hour or day (by) whichever name the server takes."""
     if by:
@@ -210,7 +230,9 @@ def test_charts_show_the_figures_and_lists_of_the_store(store, browser):
     srv, now, rows = store
     b = browser
     q = open_page(b, srv)
-    assert q["by"] == "hour" and q["to"] - q["from"] == DAY and q["mount"] == ""
+    # the last 24 hours from a whole hour: 24 buckets, the last one going on
+    assert q["by"] == "hour" and q["from"] % H == 0 and DAY - H < q["to"] - q["from"] <= DAY
+    assert q["mount"] == ""
     check_buckets(b, srv, q)
     # the figures of the whole period, as the server gives them
     [whole] = [f for f in figures(srv, "period=all&from=%d&to=%d" % (q["from"], q["to"])) if f["mount"] == ""]
@@ -219,7 +241,10 @@ def test_charts_show_the_figures_and_lists_of_the_store(store, browser):
     assert shown == {"sessions": str(whole["sessions"]),
                      "qualified_sessions": str(whole["qualified_sessions"]),
                      "cume": str(whole["cume"]), "peak": str(whole["peak"]),
-                     "tlh": "%.2f" % float(whole["tlh"])}
+                     "tlh": hours(float(whole["tlh"]))}
+    [raw] = [p for p in adminlib.admin(srv, "/admin/audience.json?period=all&from=%d&to=%d"
+                                       % (q["from"], q["to"])).json()["periods"] if p["mount"] is None]
+    assert b.text('[data-figure="atsl_seconds"]') == short(raw["atsl_seconds"])
     period = in_period(rows, q["from"], q["to"])
     assert whole["sessions"] == len(period)
     # the charts in words, for screen readers
@@ -282,7 +307,7 @@ def test_the_pickers_change_the_query_and_the_csv_link(store, browser):
     before = updated(b)
     pick(b, "period", "7d")
     q = wait_update(b, before, "the 7-day figures")
-    assert q["by"] == "day" and q["to"] - q["from"] == 7 * DAY
+    assert q["by"] == "day" and q["from"] % DAY == 0 and 6 * DAY < q["to"] - q["from"] <= 7 * DAY
     check_buckets(b, srv, q)
     assert "period=7d" in b.js_run("return location.search")
     query = "from=%d&to=%d&by=day&period=day" % (q["from"], q["to"])
@@ -414,6 +439,81 @@ def test_listeners_leaving_together_cost_one_computation_of_the_figures(store, b
     assert top_requests(srv) == 2
     assert sum(plotted(b)["sessions"]["Sessions"]) >= 5
     src.stop()
+
+
+# The colours of the canvas at points of it (CSS pixels), as [r, g, b, a].
+PIXELS_JS = """
+var c = document.querySelector('[data-plot="' + arguments[0] + '"] canvas');
+var k = c.width / c.getBoundingClientRect().width, ctx = c.getContext("2d");
+return arguments[1].map(function (p) {
+  return Array.prototype.slice.call(ctx.getImageData(Math.floor(p[0] * k), Math.floor(p[1] * k), 1, 1).data);
+});
+"""
+
+
+@pytest.mark.parametrize("size", [(1280, 800), (360, 740)], ids=["1280px", "360px"])
+@pytest.mark.parametrize("period,step,count", [("24h", H, 24), ("7d", DAY, 7), ("30d", DAY, 30)])
+def test_tlh_bars_are_as_wide_as_their_buckets(store, browser, size, period, step, count):
+    """A rolling period starts at a whole hour or day, so no first bucket of a few minutes reads
+    like an hour or day with few listeners, and each bar is drawn 70 % of its bucket wide
+    (a first bucket of a minute made every bar a pixel or two wide); the bucket going on is
+    the last, lighter, and the page says it is counted so far."""
+    from test_webui_mobile import emulate, shoot, shots_dir
+    srv, now, rows = store
+    b = browser
+    emulate(b, *size)
+    q = open_page(b, srv, "?period=" + period)
+    assert q["from"] % step == 0 and q["step"] == step, q
+    assert (count - 1) * step < q["to"] - q["from"] <= count * step, q
+    p = plotted(b)["tlh"]
+    assert p["x"] == [q["from"] + i * step for i in range(len(p["x"]))] and len(p["x"]) == count
+    bars = b.js_run("return window.rimecastCharts.bars().tlh")
+    shoot(b, os.path.join(shots_dir(), "audience-charts-%s-%d.png" % (period, size[0])))
+    assert [r["start"] for r in bars] == p["x"], bars
+    bucket = bars[0]["bucket"]
+    # a bucket is a fair share of the chart: the canvas less its axis, over the buckets
+    canvas = b.js_run("return document.querySelector('[data-plot=\"tlh\"] canvas')"
+                      ".getBoundingClientRect().width")
+    assert bucket > (canvas - 80) / count, (bucket, canvas)
+    for r in bars:
+        assert abs(r["bucket"] - bucket) < 0.5 and 0.6 * bucket <= r["width"] <= 0.8 * bucket, r
+        assert r["width"] >= 3, r
+    # the bucket going on: the last, the only one drawn lighter, and said so
+    going = now // step * step
+    assert [r["start"] for r in bars if r["partial"]] == [going] == [p["x"][-1]]
+    assert b.one('[data-ac="partial"]').is_displayed()
+    assert "so far" in b.text('[data-ac="partial"]')
+    # the legend says so too, with the pointer over that bar, and not over a whole bucket's
+    legend = '[data-plot="tlh"] .u-legend'
+    for r in (bars[-1], bars[-2]):
+        b.js_run("var box = document.querySelector('[data-plot=\"tlh\"]'), c = box.querySelector('canvas');"
+                 " c.scrollIntoView({block: 'center'}); var at = c.getBoundingClientRect();"
+                 " box.querySelector('.u-over').dispatchEvent(new MouseEvent('mousemove', {bubbles: true,"
+                 " clientX: at.left + arguments[0], clientY: at.top + arguments[1]}));",
+                 r["left"] + r["width"] / 2, r["top"] + r["height"] / 2)
+        tm = time.gmtime(r["start"])
+        when = "%d %s" % (tm.tm_mday, time.strftime("%b %H:%M", tm))     # 29 Nov 04:00
+        b.wait(lambda: when in b.text(legend), 5, "the legend of the bar at " + when)
+        assert ("so far" in b.text(legend)) == r["partial"], (r, b.text(legend))
+    # on the canvas, a row of pixels across each bar tall enough to hit: its outline (the
+    # line colour, the same for every bar) at both edges, filled with it for a whole bucket
+    # and lighter for the one going on, and no bar between two
+    tall = [r for r in bars if r["height"] >= 6]
+    points = []
+    for r in tall:
+        y, right = math.floor(r["top"] + r["height"] / 2), r["left"] + r["width"]
+        points += [(math.floor(r["left"] + 1), y), (math.floor(r["left"] + r["width"] / 2), y),
+                   (math.floor(right - 1), y), (math.floor(r["left"] - (bucket - r["width"]) / 2), y)]
+    colours = b.js_run(PIXELS_JS, "tlh", points)
+    near = lambda c, d: max(abs(x - y) for x, y in zip(c[:3], d[:3])) <= 8  # noqa: E731
+    assert tall, bars
+    line = colours[0]
+    for i, r in enumerate(tall):
+        left, middle, right, between = colours[4 * i:4 * i + 4]
+        assert near(left, line) and near(right, line) and left[3] > 200 and right[3] > 200, (r, left, right)
+        assert middle[3] > 200 and near(middle, line) != r["partial"], (r, middle, line)
+        assert between[3] < 50 or not near(between, line), (r, between)
+    assert not b.console_errors(), b.console_errors()
 
 
 @pytest.mark.parametrize("size", [(1280, 800), (360, 740)], ids=["1280px", "360px"])

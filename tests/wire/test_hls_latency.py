@@ -159,7 +159,9 @@ def live(server):
     procs = []
 
     def start(codec):
-        srv, mount = server(webroot=WEB, adminroot=ADMIN), "/live." + codec
+        mount = "/live." + codec
+        srv = server(webroot=WEB, adminroot=ADMIN,
+                     extra_xml=fl.opus_titles_xml(mount) if codec == "opus" else "")
         procs.append(fl.ffmpeg_source(srv, mount, codec))
         fl.wait_mount(srv, mount, procs[-1])
         return srv, mount

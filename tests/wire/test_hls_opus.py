@@ -116,7 +116,8 @@ def test_init_segment_describes_the_opus_stream_and_segments_last_their_extinf(s
 
 def test_opus_playlist_rules_hold_over_reloads_and_a_source_reconnect(server):
     srv = server(extra_xml="<hls><target-duration>2</target-duration>"
-                 "<part-target-ms>500</part-target-ms><segments>3</segments></hls>")
+                 "<part-target-ms>500</part-target-ms><segments>3</segments></hls>" +
+                 fl.opus_titles_xml(MOUNT))
     check = hlscheck.Checker()
     p = [opus_source(srv)]
 
@@ -202,7 +203,7 @@ def test_a_title_change_travels_in_an_emsg_box_of_the_next_part(server):
     fragment cut after the change, at that fragment's time. Every fragment has an emsg box
     whose ID3 tag holds its time (the PRIV timestamp frame, 90 kHz, as packed audio's);
     the parts after the change have no TIT2."""
-    srv = server()
+    srv = server(extra_xml=fl.opus_titles_xml(MOUNT))
     p = opus_source(srv)
     try:
         playlist(srv, MOUNT)  # the window exists from here

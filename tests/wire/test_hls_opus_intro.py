@@ -272,7 +272,8 @@ def test_hls_js_raises_the_titles_after_and_during_the_intro_as_cues(server, web
     os.chmod(web, 0o755)
     seconds = 4  # one segment of 6 s
     opus_file(web, "intro.opus", seconds, INTRO_FREQ, 2)
-    srv = server(extra_xml=mount_xml(MOUNT, intro="/intro.opus") + "<hls><segments>3</segments>"
+    srv = server(extra_xml=mount_xml(MOUNT, intro="/intro.opus", opus_title_updates=1) +
+                 "<hls><segments>3</segments>"
                  "</hls>", webroot=web, adminroot=ADMIN)
     p = opus_source(srv)
     try:

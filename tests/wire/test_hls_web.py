@@ -30,7 +30,8 @@ def web_source(server):
     procs = []
 
     def start(mount, codec):
-        srv = server(webroot=WEB, adminroot=ADMIN)
+        srv = server(webroot=WEB, adminroot=ADMIN,
+                     extra_xml=fl.opus_titles_xml(mount) if codec == "opus" else "")
         procs.append(fl.ffmpeg_source(srv, mount, codec))
         fl.wait_mount(srv, mount, procs[-1])
         return srv

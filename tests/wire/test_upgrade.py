@@ -343,7 +343,7 @@ def assert_pages_continue(data):
 
 @pytest.mark.parametrize("codec", ["vorbis", "opus"])
 def test_ogg_mount_listeners_play_on_across_an_upgrade(server, codec):
-    srv = server()
+    srv = server(extra_xml=fl.opus_titles_xml("/live.ogg") if codec == "opus" else "")
     enc = fl.ffmpeg_source(srv, "/live.ogg", codec, title="Ogg before")
     try:
         fl.wait_mount(srv, "/live.ogg", enc)
