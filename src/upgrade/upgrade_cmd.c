@@ -241,6 +241,16 @@ static int wait_handover(upgrade_t *u, double timeout_s)
                     "serving. From %s:\n%s\n", (int)u->old_pid, u->errlog, u->failed_line);
             return UPGRADE_FAILED;
         }
+        if (!u->errlog && u->cfg->pidfile) {
+            /* no log to read (the server logs to its standard streams): the pidfile names the
+             * new process once it has taken over, while the old one may still drain */
+            pid_t p = read_pidfile(u->cfg->pidfile);
+            if (p > 0 && p != u->old_pid && pid_alive(p)) {
+                u->new_pid = p;
+                u->handed_over_s = seconds_since(&u->start);
+                return 0;
+            }
+        }
         if (!pid_alive(u->old_pid) && scan_log(u) == 0) {
             /* gone without a line we saw (a log that is stderr): the pidfile may still say */
             pid_t p = u->cfg->pidfile ? read_pidfile(u->cfg->pidfile) : -1;
@@ -370,7 +380,10 @@ int upgrade_cmd_run(const char *config_file, pid_t pid, int timeout_s)
     int rc = find_server(&u, pid);
     if (rc)
         goto out;
-    if (strcmp(u.cfg->errorlog, "-") != 0)
+    /* a log on the server's standard streams is not ours to read: /dev/stderr here is this
+     * command's own */
+    if (strcmp(u.cfg->errorlog, "-") != 0 && strcmp(u.cfg->errorlog, "/dev/stderr") != 0 &&
+        strcmp(u.cfg->errorlog, "/dev/stdout") != 0)
         u.errlog = config_path(u.cfg->logdir, u.cfg->errorlog);
     struct stat st;
     u.log_offset = u.errlog && stat(u.errlog, &st) == 0 ? st.st_size : 0;

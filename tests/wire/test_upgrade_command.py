@@ -18,6 +18,7 @@ import pytest
 import conftest
 import wirelib
 from conftest import BINARY, HERE, free_port
+from test_upgrade import mp3_file  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.rimecast_only
 
@@ -184,6 +185,34 @@ def test_the_daemon_with_a_listener(server, data):
         if new:
             os.kill(new, signal.SIGTERM)
             wirelib.wait_until(lambda: not os.path.exists("/proc/%d" % new), 10, "the new PID gone")
+
+
+def test_a_server_logging_to_stderr_is_upgraded_and_the_new_pid_named(server, mp3_file):
+    """<errorlog>/dev/stderr</errorlog> (containers, AzuraCast): the command has no log of the
+    server's to read (its own /dev/stderr is another stream), so it follows the pidfile; a TLS
+    listener the old process keeps does not make it wait for that process to end."""
+    from test_upgrade import running, tls_live_mount
+    srv, src, lis, secure = tls_live_mount(server, mp3_file)
+    srv.write_config(text=conftest.render_config(srv.cfg).replace(
+        "<errorlog>error.log</errorlog>", "<errorlog>/dev/stderr</errorlog>"))
+    old = srv.pid
+    rc, out, err = upgrade(srv, "--timeout=20", timeout=60)
+    new = pidfile_pid(srv)
+    try:
+        assert rc == 0, (rc, out, err)
+        assert new != old and "PID %d handed over to PID %d" % (old, new) in out, out
+        assert running(old), "the old process serves its TLS listener until it leaves"
+        n = secure.received
+        secure.wait_bytes(n + 10000, 10)
+    finally:
+        src.stop()
+        for x in (secure, lis):
+            x.close()
+        if new and new != old:
+            os.kill(new, signal.SIGTERM)
+            wirelib.wait_until(lambda: not running(new), 10, "the new PID gone")
+        wirelib.wait_until(lambda: not running(old), 10, "the old PID gone")
+        srv.stopped = True
 
 
 def test_the_docs_example_shows_the_version_the_binary_has():
