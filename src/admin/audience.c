@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * audience: /admin/audience[.xsl|.json|.csv]?from=&to=&mount=&period=, the audience figures of
- * a period (stats/audience.h) as XML (its XSLT view from admin.c), JSON or CSV, in the
+ * a period (audience/audience.h) as XML (its XSLT view from admin.c), JSON or CSV, in the
  * published shape (docs/AUDIENCE.md) that other software reads.
  * The figures are made by SQL on the store's thread: the request is parked meanwhile and
  * answered on its worker when they come back. A worker never runs SQL.
@@ -22,9 +22,9 @@
 #include "http/reply.h"
 #include "net/server.h"
 #include "net/worker.h"
-#include "stats/audience.h"
-#include "stats/audience_store.h"
-#include "stats/audience_top.h"
+#include "audience/audience.h"
+#include "audience/audience_store.h"
+#include "audience/audience_top.h"
 #include "stats/stats.h"
 
 typedef struct audience_job {
@@ -276,10 +276,10 @@ static void deliver(worker_t *w, void *arg)
 }
 
 /* On the store's thread. */
-static void compute(sqlite3 *db, void *arg)
+static void compute(audience_db_t *db, void *arg)
 {
     audience_job_t *j = arg;
-    audience_figures(db, &j->q);
+    audience_store_figures(db, &j->q);
     if (worker_post(j->a->worker, deliver, j) < 0) { /* its worker is gone, and the client */
         admin_req_free(j->a);
         job_free(j);
@@ -341,7 +341,7 @@ void admin_cmd_audience(admin_req_t *a)
 
 /* ---- audience/top and the charts page ----
  * /admin/audience/top[.json]?from=&to=&mount=&by=agent|referer&limit=: the user agents or
- * referrers with the most sessions in the period (stats/audience_top.h), computed on the
+ * referrers with the most sessions in the period (audience/audience_top.h), computed on the
  * store's thread like the figures; /admin/audience_charts.xsl: the charts page
  * (admin/audience_charts.xsl, web/audience.js). */
 
@@ -398,10 +398,10 @@ static void top_deliver(worker_t *w, void *arg)
 }
 
 /* On the store's thread. */
-static void top_compute(sqlite3 *db, void *arg)
+static void top_compute(audience_db_t *db, void *arg)
 {
     top_job_t *j = arg;
-    audience_top(db, &j->t);
+    audience_store_top(db, &j->t);
     if (worker_post(j->a->worker, top_deliver, j) < 0) { /* its worker is gone, and the client */
         admin_req_free(j->a);
         top_job_free(j);

@@ -236,8 +236,8 @@ static const directive_t logging_dirs[] = {
 };
 static const section_t logging_sec = {"logging", logging_dirs};
 
-/* <audience>: listener sessions (stream/session.h), their store (stats/audience_store.h),
- * the figures' qualifying length (stats/audience.h) and countries (stats/geoip.h) */
+/* <audience>: listener sessions (stream/session.h), their store (audience/audience_store.h),
+ * the figures' qualifying length (audience/audience.h) and countries (audience/geoip.h) */
 static const directive_t audience_dirs[] = {
     PATH_D("database", config_t, audience_db, "audience.db"),
     PATH_D("session-log", config_t, sessionlog, "sessions.log"),

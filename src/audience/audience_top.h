@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * audience_top: the user agents (players) or referrers that brought the most sessions in a
- * period, by SQL over the session store, on the store's thread like the figures
- * (stats/audience.h): a session counts when it was listening at some time in [from, to), and
+ * period, by SQL over the session store (the backend's, audience_store_top), on the store's
+ * thread like the figures
+ * (audience/audience.h): a session counts when it was listening at some time in [from, to), and
  * its qualified time is clipped to the period as for TLH. Does not render anything
  * (admin/audience.c does).
  */
@@ -11,8 +12,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-
-typedef struct sqlite3 sqlite3;
 
 #define AUDIENCE_TOP_DEFAULT 10
 #define AUDIENCE_TOP_MAX 100
@@ -37,8 +36,6 @@ typedef struct audience_top {
     int err;                   /* 0, -ENODEV (no database), -EIO, -ENOMEM */
 } audience_top_t;
 
-/* Fills t's answer from db (NULL: -ENODEV). Store thread (stats/audience_store.h). */
-void audience_top(sqlite3 *db, audience_top_t *t);
 /* Frees t's answer and mount. */
 void audience_top_clear(audience_top_t *t);
 

@@ -9,9 +9,10 @@
  *   CUME                distinct listeners (address + user agent) among qualified sessions
  *   peak                the most sessions listening at once
  *   prerolls            prerolls (or intros) played to their end
- * and the sessions per country (the session's, from GeoIP; "" unknown), made by SQL from the
- * store (audience_figures, run on the store's thread), and the counters of /metrics kept in
- * memory since start-up (audience_count, called for each ended session). Sessions still going
+ * and the sessions per country (the session's, from GeoIP; "" unknown), made where the data
+ * lives by the store's backend (audience_store_figures, on the store's thread), and the
+ * counters of /metrics kept in memory since start-up (audience_count, called for each ended
+ * session). Sessions still going
  * on count as far as they went, once they are qualified (stream/session.h session_live).
  * Does not render XML, JSON or CSV (admin/audience.c does).
  */
@@ -23,8 +24,6 @@
 
 #include "core/buf.h"
 #include "stream/session.h"
-
-typedef struct sqlite3 sqlite3;
 
 #define AUDIENCE_MAX_BUCKETS 1500  /* two months of hours */
 
@@ -58,9 +57,6 @@ typedef struct audience_query {
     int err;                   /* 0, -ENODEV (no database), -EIO (a query failed), -ENOMEM */
 } audience_query_t;
 
-/* Fills q's answer from db (NULL: -ENODEV), the sessions going on now included. Store thread
- * (stats/audience_store.h). */
-void audience_figures(sqlite3 *db, audience_query_t *q);
 /* Frees q's answer and mount. */
 void audience_query_clear(audience_query_t *q);
 

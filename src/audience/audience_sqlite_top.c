@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * audience_top: top user agents and referrers by SQL over the session store (see
- * audience_top.h).
+ * audience_sqlite_top: top user agents and referrers by SQL over the SQLite store (see
+ * audience_top.h, audience_sqlite.h).
  */
-#include "stats/audience_top.h"
+#include "audience/audience_sqlite.h"
 
 #include <errno.h>
 #include <sqlite3.h>
@@ -55,7 +55,7 @@ static int add_entry(audience_top_t *t, sqlite3_stmt *s)
     return 0;
 }
 
-void audience_top(sqlite3 *db, audience_top_t *t)
+void audience_sqlite_top(sqlite3 *db, audience_top_t *t)
 {
     t->err = db ? 0 : -ENODEV;
     sqlite3_stmt *s = NULL;
@@ -82,15 +82,4 @@ void audience_top(sqlite3 *db, audience_top_t *t)
     if (t->err == 0 && rc != SQLITE_DONE)
         t->err = -EIO;
     sqlite3_finalize(s);
-}
-
-void audience_top_clear(audience_top_t *t)
-{
-    for (size_t i = 0; i < t->n; i++)
-        free(t->entries[i].name);
-    free(t->entries);
-    free(t->mount);
-    t->entries = NULL;
-    t->n = 0;
-    t->mount = NULL;
 }

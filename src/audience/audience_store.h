@@ -1,25 +1,29 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * audience_store: every ended listener session (stream/session.h) kept in an embedded SQLite
- * database (<audience><database>, default audience.db under <logdir>; "none": no store), so
- * that the audience figures survive restarts and reloads.
+ * audience_store: every ended listener session (stream/session.h) kept in a database
+ * (<audience><database>: an SQLite file, default audience.db under <logdir>; "none": no
+ * store), so that the audience figures survive restarts and reloads. The database is a
+ * backend behind one interface (audience_backend.h).
  *
  * The store has a thread of its own: the session sink only copies a record into a bounded
- * queue (a worker never touches SQLite); the thread inserts what waits in one transaction
- * (WAL journal). A full queue drops records, counted and said in the error log (rate-limited).
- * The database is opened by the thread, after privileges were dropped, and reopened when a
- * reload names another file. Schema: table sessions, indexes (mount, start_ms) and (start_ms).
+ * queue (a worker never touches the database); the thread writes what waits in one
+ * transaction. A full queue drops records, counted and said in the error log (rate-limited).
+ * The database is opened by the thread, after privileges were dropped, and opened again when
+ * a reload names another one. Queries (the figures, the top lists) run on the thread too.
  */
 #ifndef RIMECAST_AUDIENCE_STORE_H
 #define RIMECAST_AUDIENCE_STORE_H
 
 #include <stdint.h>
 
+#include "audience/audience.h"
+#include "audience/audience_top.h"
 #include "core/buf.h"
 
-typedef struct sqlite3 sqlite3;
-
 #define AUDIENCE_QUEUE_MAX 8192   /* records waiting for the thread at most */
+
+/* An open store, whatever its backend. */
+typedef struct audience_db audience_db_t;
 
 /* Starts the thread and registers the session sink. 0 or -errno (then sessions are only
  * logged). Call once the server runs as its final user. */
@@ -33,10 +37,12 @@ void audience_store_stop(void);
 /* Runs fn(db, arg) on the store's thread, after the records queued before it are written;
  * db is NULL when there is no database (none configured, or it could not be opened).
  * -ENOMEM (fn not run), -ESHUTDOWN if the store is not running, else 0. Any thread. */
-int audience_store_run(void (*fn)(sqlite3 *db, void *arg), void *arg);
+int audience_store_run(void (*fn)(audience_db_t *db, void *arg), void *arg);
 
-/* The SQL that creates the store's table and index (if not there) in WAL mode. */
-const char *audience_store_schema(void);
+/* On the store's thread (in a function given to audience_store_run): the figures of q, and
+ * the top list of t, from db (NULL: -ENODEV in their err). */
+void audience_store_figures(audience_db_t *db, audience_query_t *q);
+void audience_store_top(audience_db_t *db, audience_top_t *t);
 
 /* Records stored and records dropped (queue full, or the database could not be written) since
  * start-up. */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * audience_live: the sessions going on now, for the audience figures (stats/audience.c): a
+ * audience_live: the sessions going on now, for the audience figures on the SQLite
+ * store (audience_sqlite_figures.c): a
  * temporary table temp.live (mount, start_ms, end_ms, ip, user_agent, country, preroll: the
  * columns of the store's sessions, end_ms now) that a query reads beside the stored ones.
  * Only the qualified ones are there: a session that may still end short is not one yet.

@@ -3,7 +3,7 @@
  * audience_live: the sessions going on, as the audience figures read them (see
  * audience_live.h).
  */
-#include "stats/audience_live.h"
+#include "audience/audience_live.h"
 
 #include <errno.h>
 #include <sqlite3.h>
