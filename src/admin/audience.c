@@ -8,6 +8,8 @@
  *
  * from and to: unix seconds or ISO 8601 (UTC unless an offset is given); default the last 24
  * hours. period: "hour", "day" (the default) or "all" (the whole of from to to in one).
+ * server: the sessions of one server of those sharing the store (<server-name>); by default
+ * those of all of them together.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -140,6 +142,8 @@ static xmlDocPtr figures_doc(const audience_query_t *q, const char *period)
     iso(t, sizeof(t), q->to_ms);
     stats_add_text(root, "to", t);
     stats_add_text(root, "period", period);
+    if (q->server)
+        stats_add_text(root, "server", q->server);
     stats_add_number(root, "min_session", q->qualify_s);
     for (size_t i = 0; i < q->nrows; i++) {
         const audience_row_t *r = &q->rows[i];
@@ -253,6 +257,8 @@ static void deliver(worker_t *w, void *arg)
     admin_req_t *a = j->a;
     if (j->q.err == -ENODEV) {
         admin_send_error(a, 503, "No audience database (<audience><database>)");
+    } else if (j->q.err == -EAGAIN) {
+        admin_send_error(a, 503, "The audience database cannot be reached now");
     } else if (j->q.err < 0) {
         admin_send_error(a, 500, "Internal Server Error: the audience figures failed");
     } else if (a->view == ADMIN_VIEW_CSV || a->view == ADMIN_VIEW_JSON) {
@@ -284,6 +290,17 @@ static void compute(audience_db_t *db, void *arg)
         admin_req_free(j->a);
         job_free(j);
     }
+}
+
+/* The server a request asks for (malloc'd), or NULL for all of them (none, or empty). */
+static char *server_param(admin_req_t *a)
+{
+    char *name = admin_param(a, "server");
+    if (name && !*name) {
+        free(name);
+        name = NULL;
+    }
+    return name;
 }
 
 /* The query a request asks for, or a message saying what is wrong with it. */
@@ -330,6 +347,7 @@ void admin_cmd_audience(admin_req_t *a)
     j->q.qualify_s = server_config()->qualified_seconds;
     j->q.anonymize = server_config()->address_truncation;
     j->q.mount = a->mount_name && *a->mount_name ? strdup(a->mount_name) : NULL; /* mount=: all */
+    j->q.server = server_param(a); /* server=: all */
     conn_t *c = a->conn;
     admin_park(a);
     if (audience_store_run(compute, j) < 0) {
@@ -364,6 +382,8 @@ xmlDocPtr admin_audience_top_doc(const audience_top_t *t)
     stats_add_text(root, "by", t->by_referer ? "referer" : "agent");
     if (t->mount)
         stats_add_text(root, "mount", t->mount);
+    if (t->server)
+        stats_add_text(root, "server", t->server);
     stats_add_number(root, "sessions", (long long)t->sessions);
     for (size_t i = 0; i < t->n; i++) {
         const audience_top_entry_t *e = &t->entries[i];
@@ -390,6 +410,8 @@ static void top_deliver(worker_t *w, void *arg)
     top_job_t *j = arg;
     if (j->t.err == -ENODEV)
         admin_send_error(j->a, 503, "No audience database");
+    else if (j->t.err == -EAGAIN)
+        admin_send_error(j->a, 503, "The audience database cannot be reached now");
     else if (j->t.err < 0)
         admin_send_error(j->a, 500, "Internal Server Error: the audience figures failed");
     else
@@ -449,6 +471,7 @@ void admin_cmd_audience_top(admin_req_t *a)
     j->a = a;
     j->t.qualify_s = server_config()->qualified_seconds;
     j->t.mount = a->mount_name && *a->mount_name ? strdup(a->mount_name) : NULL;
+    j->t.server = server_param(a);
     conn_t *c = a->conn;
     admin_park(a);
     if (audience_store_run(top_compute, j) < 0) {

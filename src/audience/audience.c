@@ -22,9 +22,10 @@ void audience_query_clear(audience_query_t *q)
     }
     free(q->rows);
     free(q->mount);
+    free(q->server);
     q->rows = NULL;
     q->nrows = 0;
-    q->mount = NULL;
+    q->mount = q->server = NULL;
 }
 
 void audience_top_clear(audience_top_t *t)
@@ -33,9 +34,10 @@ void audience_top_clear(audience_top_t *t)
         free(t->entries[i].name);
     free(t->entries);
     free(t->mount);
+    free(t->server);
     t->entries = NULL;
     t->n = 0;
-    t->mount = NULL;
+    t->mount = t->server = NULL;
 }
 
 /* ---- counters for /metrics ---- */

@@ -49,15 +49,18 @@ typedef struct audience_query {
     int64_t from_ms, to_ms;    /* the period [from, to) */
     int64_t step_ms;           /* 3600000 (hours), 86400000 (days), 0: the whole period */
     char *mount;               /* NULL: every mount and the server */
+    char *server;              /* NULL: the sessions of every server sharing the store; else
+                                * those of the server of that name (<server-name>) */
     int qualify_s;             /* <min-session> */
     int anonymize;             /* <anonymize-ip>: sessions going on count by their network */
     /* answered */
     audience_row_t *rows;      /* bucket by bucket; in each, the server first, then mounts */
     size_t nrows;
-    int err;                   /* 0, -ENODEV (no database), -EIO (a query failed), -ENOMEM */
+    int err;                   /* 0, -ENODEV (no database), -EAGAIN (the database cannot be
+                                * reached now), -EIO (a query failed), -ENOMEM */
 } audience_query_t;
 
-/* Frees q's answer and mount. */
+/* Frees q's answer, mount and server. */
 void audience_query_clear(audience_query_t *q);
 
 /* Counts an ended session for /metrics (any thread). */

@@ -35,6 +35,7 @@ typedef enum audience_write {
 
 struct audience_backend {
     const char *name;          /* "SQLite", "PostgreSQL" */
+    const char *pruned;        /* what prune removes, for the log: "ended" (over N days ago) */
     /* Opens db->where (db->impl set); quiet: the same store opened again, said only when it
      * fails. 0, or -errno with the error log told why. A backend that can be away may
      * return 0 and connect later. */
@@ -49,11 +50,15 @@ struct audience_backend {
     /* The figures and the top lists (audience.h, audience_top.h). */
     void (*figures)(audience_db_t *db, audience_query_t *q);
     void (*top)(audience_db_t *db, audience_top_t *t);
+    /* Optional: 0 when the database cannot be reached now (records are then kept, not
+     * written); without it, always 1. */
+    int (*ready)(audience_db_t *db);
     /* Optional: called on each turn of the thread, with the monotonic time; returns the
      * monotonic time it wants to be called again at the latest (0: no wish). */
     uint64_t (*tick)(audience_db_t *db, uint64_t now_ms);
 };
 
 extern const audience_backend_t audience_sqlite_backend;
+extern const audience_backend_t audience_pg_backend;
 
 #endif

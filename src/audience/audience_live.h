@@ -1,23 +1,36 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * audience_live: the sessions going on now, for the audience figures on the SQLite
- * store (audience_sqlite_figures.c): a
- * temporary table temp.live (mount, start_ms, end_ms, ip, user_agent, country, preroll: the
- * columns of the store's sessions, end_ms now) that a query reads beside the stored ones.
- * Only the qualified ones are there: a session that may still end short is not one yet.
- * Store thread; the sessions are copied under the list's lock (which the workers' joins and
- * leaves wait for) and written to SQLite after it is released.
+ * audience_live: the sessions going on now, as the audience figures count them: only the
+ * qualified ones (a session that may still end short is not one yet), each with its end now
+ * and its address as the store keeps it. Copied under the list's lock (which the workers'
+ * joins and leaves wait for) into an array the store's thread then gives its backend (the
+ * SQLite store's temp.live table, the PostgreSQL store's live_sessions rows). Store thread.
  */
 #ifndef RIMECAST_AUDIENCE_LIVE_H
 #define RIMECAST_AUDIENCE_LIVE_H
 
-typedef struct sqlite3 sqlite3;
+#include <stddef.h>
 
-/* Fills temp.live (made when missing) with the sessions going on that lasted qualify_s
- * seconds, their addresses as the store keeps them (anonymize: their network). 0, -ENOMEM or
- * -EIO. */
-int audience_live_snapshot(sqlite3 *db, int qualify_s, int anonymize);
-/* Empties temp.live. */
-void audience_live_clear(sqlite3 *db);
+#include "core/cidr.h"
+#include "stream/session.h"
+
+typedef struct audience_live_row {
+    session_record_t r;        /* mount and agent point to mount and agent below; address and
+                                * country are NULL: read ip and cc */
+    char ip[CIDR_SHOWN_MAX];   /* as stored: with anonymize, its network */
+    char cc[8];                /* "" unknown */
+    char *mount, *agent;
+} audience_live_row_t;
+
+typedef struct audience_live {
+    audience_live_row_t *v;
+    size_t n, cap;
+} audience_live_t;             /* zeroed: empty */
+
+/* Fills l with the sessions going on that lasted qualify_s seconds, their addresses as the
+ * store keeps them (anonymize: their network). 0 or -ENOMEM (l holds what was copied). */
+int audience_live_copy(audience_live_t *l, int qualify_s, int anonymize);
+/* Frees what l holds and empties it. */
+void audience_live_free(audience_live_t *l);
 
 #endif

@@ -7,10 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-audience_record_t *audience_record_copy(const session_record_t *r, const char *server)
+
+audience_record_t *audience_record_copy(const session_record_t *r, const char *name)
 {
     const char *s[] = {r->mount, r->served, r->address, r->agent, r->referer, r->user,
-                       r->country, server};
+                       r->country, name};
     size_t n = sizeof(s) / sizeof(s[0]), size = 0;
     for (size_t i = 0; i < n; i++)
         size += s[i] ? strlen(s[i]) + 1 : 0;

@@ -23,8 +23,8 @@ typedef struct audience_record {
     char text[];
 } audience_record_t;
 
-/* A copy of r and server (NULL: none), strings included; NULL without memory. */
-audience_record_t *audience_record_copy(const session_record_t *r, const char *server);
+/* A copy of r and the server's name (NULL: none), strings included; NULL without memory. */
+audience_record_t *audience_record_copy(const session_record_t *r, const char *name);
 /* Frees a list of records; returns how many there were. */
 size_t audience_record_free_list(audience_record_t *list);
 

@@ -46,19 +46,24 @@ static const char schema[] =
     " country TEXT,"
     " ended TEXT NOT NULL,"
     " preroll INTEGER NOT NULL DEFAULT 0,"
+    " server TEXT,"
     TIME_COLUMNS ");"
     "CREATE INDEX IF NOT EXISTS sessions_mount_start ON sessions (mount, start_ms);"
     "CREATE INDEX IF NOT EXISTS sessions_start ON sessions (start_ms);";
 
 /* A store made before the columns took their published names (address, agent; no preroll)
  * is brought to them once, in one transaction; one made before the published times (start,
- * end, seconds) gets them as computed columns, its rows kept as they are. */
+ * end, seconds) gets them as computed columns, one made before records carried the server's
+ * name gets the column (empty in the rows it has: they are this server's), its rows kept as
+ * they are. */
 static const char rename_sql[] =
     "BEGIN;"
     "ALTER TABLE sessions RENAME COLUMN address TO ip;"
     "ALTER TABLE sessions RENAME COLUMN agent TO user_agent;"
     "ALTER TABLE sessions ADD COLUMN preroll INTEGER NOT NULL DEFAULT 0;"
     "COMMIT;";
+static const char server_sql[] =
+    "ALTER TABLE sessions ADD COLUMN server TEXT;";
 static const char times_sql[] =
     "BEGIN;"
     "ALTER TABLE sessions ADD COLUMN " TIME_COLUMN_START ";"
@@ -68,7 +73,7 @@ static const char times_sql[] =
 
 static const char insert_sql[] =
     "INSERT INTO sessions (conn_id, mount, served, start_ms, end_ms, bytes, ip, user_agent,"
-    " referer, user, country, ended, preroll) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)";
+    " referer, user, country, ended, preroll, server) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
 
 typedef struct sqlite_db {
     sqlite3 *sql;
@@ -111,7 +116,8 @@ static int upgrade_step(sqlite3 *sql, const char *columns, const char *step, cha
 static int upgrade(sqlite3 *sql, char **err)
 {
     int rc = upgrade_step(sql, "ip, user_agent, preroll", rename_sql, err);
-    return rc == SQLITE_OK ? upgrade_step(sql, "start, \"end\", seconds", times_sql, err) : rc;
+    rc = rc == SQLITE_OK ? upgrade_step(sql, "start, \"end\", seconds", times_sql, err) : rc;
+    return rc == SQLITE_OK ? upgrade_step(sql, "server", server_sql, err) : rc;
 }
 
 static void sqlite_close(audience_db_t *db)
@@ -167,8 +173,9 @@ static void bind_text(sqlite3_stmt *s, int i, const char *t)
         sqlite3_bind_null(s, i);
 }
 
-static int insert(sqlite_db_t *db, const session_record_t *r)
+static int insert(sqlite_db_t *db, const audience_record_t *e)
 {
+    const session_record_t *r = &e->r;
     sqlite3_stmt *s = db->insert;
     sqlite3_reset(s);
     sqlite3_bind_int64(s, 1, (sqlite3_int64)r->id);
@@ -184,6 +191,7 @@ static int insert(sqlite_db_t *db, const session_record_t *r)
     bind_text(s, 11, r->country);
     bind_text(s, 12, session_end_name(r->end));
     sqlite3_bind_int(s, 13, r->preroll ? 1 : 0);
+    bind_text(s, 14, e->server);
     return sqlite3_step(s) == SQLITE_DONE ? 0 : -EIO;
 }
 
@@ -209,7 +217,7 @@ static audience_write_t sqlite_write(audience_db_t *db, audience_record_t *const
     int open = s && sqlite3_exec(s->sql, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
     snprintf(why, cap, "%s", s ? sqlite3_errmsg(s->sql) : "no database");
     for (size_t i = 0; open && i < n; i++) {
-        if (insert(s, &v[i]->r) < 0) {
+        if (insert(s, v[i]) < 0) {
             snprintf(why, cap, "%s", sqlite3_errmsg(s->sql));
             s->stale = (sqlite3_errcode(s->sql) & 0xff) == SQLITE_READONLY;
             break;
@@ -279,6 +287,7 @@ static void sqlite_top(audience_db_t *db, audience_top_t *t)
 
 const audience_backend_t audience_sqlite_backend = {
     .name = "SQLite",
+    .pruned = "ended",
     .open = sqlite_open,
     .close = sqlite_close,
     .write = sqlite_write,

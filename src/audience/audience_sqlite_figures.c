@@ -14,20 +14,72 @@
 
 #include "audience/audience_intern.h"
 #include "audience/audience_live.h"
+#include "audience/audience_store.h"
+
+/* ---- the sessions going on ----
+ * copied into a temporary table for each query (audience_live.h: with the addresses as the
+ * store keeps them); the figures read the stored and the live ones as one. */
+static const char live_sql[] =
+    "CREATE TEMP TABLE IF NOT EXISTS live (mount TEXT NOT NULL, start_ms INTEGER NOT NULL,"
+    " end_ms INTEGER NOT NULL, ip TEXT NOT NULL, user_agent TEXT, country TEXT,"
+    " preroll INTEGER NOT NULL);"
+    "DELETE FROM temp.live;";
+static const char live_insert_sql[] =
+    "INSERT INTO temp.live VALUES (?,?,?,?,?,?,?)";
+
+static void bind_text_or_null(sqlite3_stmt *s, int i, const char *t)
+{
+    if (t)
+        sqlite3_bind_text(s, i, t, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(s, i);
+}
+
+static int insert_live(sqlite3_stmt *s, const audience_live_row_t *e)
+{
+    sqlite3_reset(s);
+    bind_text_or_null(s, 1, e->mount);
+    sqlite3_bind_int64(s, 2, e->r.start_ms);
+    sqlite3_bind_int64(s, 3, e->r.end_ms);
+    bind_text_or_null(s, 4, e->ip);
+    bind_text_or_null(s, 5, e->agent);
+    bind_text_or_null(s, 6, e->cc[0] ? e->cc : NULL);
+    sqlite3_bind_int(s, 7, e->r.preroll);
+    return sqlite3_step(s) == SQLITE_DONE ? 0 : -EIO;
+}
+
+/* Fills temp.live (made when missing) with the qualified sessions going on. 0, -ENOMEM or
+ * -EIO. */
+static int live_snapshot(sqlite3 *db, int qualify_s, int anonymize)
+{
+    audience_live_t l = {0};
+    sqlite3_stmt *ins = NULL;
+    int err = audience_live_copy(&l, qualify_s, anonymize);
+    if (!err && (sqlite3_exec(db, live_sql, NULL, NULL, NULL) != SQLITE_OK ||
+                 sqlite3_prepare_v2(db, live_insert_sql, -1, &ins, NULL) != SQLITE_OK))
+        err = -EIO;
+    for (size_t i = 0; !err && i < l.n; i++)
+        err = insert_live(ins, &l.v[i]);
+    audience_live_free(&l);
+    sqlite3_finalize(ins);
+    return err;
+}
 
 /* ---- figures ---- */
 
 /* The sessions that overlap the period [?1, ?2), stored and going on, by start (the index on
  * start_ms gives the stored ones in that order; SQLite merges the few going on into them): ?3
- * is the longest session (see "The lower bound" below), ?4 a mount or NULL for all. */
+ * is the longest session (see "The lower bound" below), ?4 a mount or NULL for all, ?5 a
+ * server or NULL for all, ?6 this server's name (the sessions going on are its own, and so
+ * are records without a name, written before records had one). */
 static const char period_sql[] =
     "SELECT mount, start_ms, end_ms, ip, IFNULL(user_agent, ''), IFNULL(country, ''),"
     " preroll, now"
-    " FROM (SELECT mount, start_ms, end_ms, ip, user_agent, country, preroll, 0 AS now"
-    "  FROM sessions UNION ALL SELECT mount, start_ms, end_ms, ip, user_agent, country,"
-    "  preroll, 1 FROM temp.live)"
+    " FROM (SELECT mount, start_ms, end_ms, ip, user_agent, country, preroll, 0 AS now,"
+    "  IFNULL(server, ?6) AS srv FROM sessions UNION ALL SELECT mount, start_ms, end_ms, ip,"
+    "  user_agent, country, preroll, 1, ?6 FROM temp.live)"
     " WHERE start_ms >= ?1 - ?3 AND start_ms < ?2 AND end_ms > ?1"
-    " AND (?4 IS NULL OR mount = ?4) ORDER BY start_ms";
+    " AND (?4 IS NULL OR mount = ?4) AND (?5 IS NULL OR srv = ?5) ORDER BY start_ms";
 
 static const char longest_sql[] =
     "SELECT MAX(IFNULL((SELECT MAX(end_ms - start_ms) FROM sessions), 0),"
@@ -154,6 +206,10 @@ static int read_period(figures_t *f, sqlite3 *db)
         sqlite3_bind_int64(st, 3, sqlite3_column_int64(longest, 0));
         if (q->mount)
             sqlite3_bind_text(st, 4, q->mount, -1, SQLITE_STATIC);
+        if (q->server) {
+            sqlite3_bind_text(st, 5, q->server, -1, SQLITE_STATIC);
+            sqlite3_bind_text(st, 6, audience_store_server_name(), -1, SQLITE_TRANSIENT);
+        }
         err = 0;
         while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW)
             err = read_session(f, st);
@@ -415,7 +471,7 @@ void audience_sqlite_figures(sqlite3 *db, audience_query_t *q)
     if (!db)
         return;
     figures_t f = {.q = q};
-    q->err = audience_live_snapshot(db, q->qualify_s, q->anonymize) < 0 ? -EIO
+    q->err = live_snapshot(db, q->qualify_s, q->anonymize) < 0 ? -EIO
                                                                        : read_period(&f, db);
     if (q->err == 0)
         q->err = prepare(&f);
@@ -429,5 +485,5 @@ void audience_sqlite_figures(sqlite3 *db, audience_query_t *q)
         from = to;
     }
     figures_free(&f);
-    audience_live_clear(db);
+    sqlite3_exec(db, "DELETE FROM temp.live", NULL, NULL, NULL);
 }

@@ -13,6 +13,8 @@
 #include <time.h>
 
 #include "audience/audience_backend.h"
+#include "audience/audience_backlog.h"
+#include "audience/audience_pgconn.h"
 #include "audience/audience_record.h"
 #include "conf/config.h"
 #include "core/log.h"
@@ -25,6 +27,9 @@
  * then costs a few transactions a second instead of one (and its WAL pages) per record. */
 #define STORE_LINGER_MS 250
 #define STORE_BATCH 1024
+/* Batches of what waited (the spool, then memory) written in one turn at most, so that the
+ * figures asked meanwhile wait a few seconds at most. */
+#define STORE_TURN_BATCHES 8
 /* With <retention-days>, records that ended before it are removed when the store opens and
  * every PRUNE_EVERY_MS (a second later while there is more). */
 #define PRUNE_EVERY_MS 3600000
@@ -44,7 +49,9 @@ static struct {
     size_t len;
     int started, stop, reload;
     pthread_t thread;
-    atomic_ullong written, dropped;
+    atomic_ullong written, dropped, spooled_total;
+    atomic_ullong held, spooled; /* the thread's backlog after its last turn */
+    atomic_int up;               /* 1: a database takes records now */
 } st = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .tail = &st.head,
        .jobs_tail = &st.jobs};
 
@@ -56,6 +63,12 @@ static void drop(uint64_t n, const char *why)
                      (unsigned long long)n, why);
 }
 
+const char *audience_store_server_name(void)
+{
+    const config_t *cfg = server_config();
+    return cfg->audience_server ? cfg->audience_server : cfg->hostname ? cfg->hostname : "";
+}
+
 /* Copies *r (strings included) to the back of the queue; never blocks on the database. */
 static void store_sink(const session_record_t *r)
 {
@@ -63,7 +76,7 @@ static void store_sink(const session_record_t *r)
     const char *want = server_config()->audience_db;
     if (!want || strcmp(want, "none") == 0)
         return;
-    audience_record_t *e = audience_record_copy(r, NULL);
+    audience_record_t *e = audience_record_copy(r, audience_store_server_name());
     if (!e) {
         drop(1, "out of memory");
         return;
@@ -84,13 +97,18 @@ static void store_sink(const session_record_t *r)
     }
 }
 
-/* The store the config names now: its backend and where it is (malloc'd), or NULL for none. */
+/* The store the config names now: its backend and where it is (malloc'd), or NULL for none:
+ * a libpq URI is a PostgreSQL database, anything else an SQLite file. */
 static char *wanted(const audience_backend_t **be)
 {
     const config_t *cfg = server_config();
     *be = &audience_sqlite_backend;
     if (!cfg->audience_db || strcmp(cfg->audience_db, "none") == 0)
         return NULL;
+    if (audience_pg_is_uri(cfg->audience_db)) {
+        *be = &audience_pg_backend;
+        return strdup(cfg->audience_db);
+    }
     return config_path(cfg->logdir, cfg->audience_db);
 }
 
@@ -107,7 +125,7 @@ static void db_close(audience_db_t *db)
 static void db_open(audience_db_t *db, const audience_backend_t *be, char *where)
 {
     db->where = where;
-    db->shown = strdup(where);
+    db->shown = be == &audience_pg_backend ? audience_pg_shown(where) : strdup(where);
     if (!db->shown || be->open(db, 0) < 0)
         return;
     db->be = be;
@@ -133,28 +151,21 @@ static void follow_config(audience_db_t *db)
         db_open(db, be, want);
 }
 
-/* Writes a batch in order and frees it. */
-static void write_batch(audience_db_t *db, audience_record_t *list)
+/* What a turn's writing (or spilling) came to, in the counters. */
+static void count(const audience_tally_t *t)
 {
-    size_t n = 0;
-    for (audience_record_t *e = list; e; e = e->next)
-        n++;
-    audience_record_t **v = malloc(n * sizeof(*v));
-    size_t written = 0;
-    char why[200] = "no database";
-    if (!v) {
-        snprintf(why, sizeof(why), "out of memory");
-    } else if (db->be) {
-        size_t i = 0;
-        for (audience_record_t *e = list; e; e = e->next)
-            v[i++] = e;
-        db->be->write(db, v, n, &written, why, sizeof(why));
-    }
-    free(v);
-    audience_record_free_list(list);
-    atomic_fetch_add(&st.written, written);
-    if (written < n)
-        drop(n - written, why);
+    atomic_fetch_add(&st.written, t->written);
+    atomic_fetch_add(&st.spooled_total, t->spooled);
+    if (t->lost)
+        drop(t->lost, t->why);
+}
+
+/* The backlog's gauges for /metrics, and whether a database takes records now. */
+static void publish(const audience_backlog_t *b, const audience_db_t *db)
+{
+    atomic_store(&st.held, audience_backlog_held(b));
+    atomic_store(&st.spooled, audience_backlog_spooled(b));
+    atomic_store(&st.up, db->be && (!db->be->ready || db->be->ready((audience_db_t *)db)));
 }
 
 /* Removes the records older than <retention-days>; the monotonic time of the next pruning:
@@ -168,8 +179,9 @@ static uint64_t prune(audience_db_t *db)
     int more = 0;
     int64_t removed = db->be->prune(db, days, &more);
     if (removed > 0)
-        log_info("audience store: %lld session record%s removed (ended over %d day%s ago)",
-                 (long long)removed, removed == 1 ? "" : "s", days, days == 1 ? "" : "s");
+        log_info("audience store: %lld session record%s removed (%s over %d day%s ago)",
+                 (long long)removed, removed == 1 ? "" : "s", db->be->pruned, days,
+                 days == 1 ? "" : "s");
     return now + (more ? 1000 : PRUNE_EVERY_MS);
 }
 
@@ -199,15 +211,37 @@ static void wait_work(uint64_t until)
     }
 }
 
+/* One turn's records: behind what waits, then as much as the database takes now; what it
+ * cannot take waits (in memory, then in the spool). */
+static int write_waiting(audience_backlog_t *b, audience_db_t *db, audience_record_t *list,
+                         int stop)
+{
+    audience_tally_t t = {0};
+    long spool_max = server_config()->spool_size;
+    audience_backlog_add(b, list);
+    int more = audience_backlog_write(b, db->be ? db : NULL, STORE_BATCH,
+                                      stop ? 1 << 30 : STORE_TURN_BATCHES, spool_max, &t);
+    if (db->be)
+        audience_backlog_spill(b, db, stop, spool_max, &t);
+    if (stop && audience_backlog_held(b)) { /* neither written nor spooled */
+        t.lost += audience_backlog_held(b);
+        snprintf(t.why, sizeof(t.why), "the server stopped and they could not be kept");
+    }
+    count(&t);
+    return more;
+}
+
 static void *store_main(void *arg)
 {
     (void)arg;
     audience_db_t db = {0};
-    int first = 1;
+    audience_backlog_t backlog;
+    audience_backlog_init(&backlog, server_config()->logdir);
+    int first = 1, more = 0;
     uint64_t next_prune = 0, next_tick = 0;
     for (;;) {
         pthread_mutex_lock(&st.lock);
-        if (!first) {
+        if (!first && !more) {
             wait_work(next_prune < next_tick || !next_tick ? next_prune : next_tick);
             linger();
         }
@@ -227,8 +261,8 @@ static void *store_main(void *arg)
         }
         if (db.be && db.be->tick)
             next_tick = db.be->tick(&db, loop_now_ms());
-        if (list)
-            write_batch(&db, list);
+        more = write_waiting(&backlog, &db, list, stop);
+        publish(&backlog, &db);
         if (loop_now_ms() >= next_prune)
             next_prune = prune(&db);
         while (jobs) {
@@ -241,6 +275,7 @@ static void *store_main(void *arg)
             break;
     }
     db_close(&db);
+    audience_backlog_fini(&backlog);
     return NULL;
 }
 
@@ -336,14 +371,36 @@ uint64_t audience_store_dropped(void)
 
 void audience_store_metrics(buf_t *o)
 {
-    buf_appendf(o, "# HELP rimecast_audience_records_stored_total Session records written to "
+    pthread_mutex_lock(&st.lock);
+    unsigned long long queued = st.len + atomic_load(&st.held);
+    pthread_mutex_unlock(&st.lock);
+    buf_appendf(o, "# HELP rimecast_audience_records_written_total Session records written to "
                    "the audience store since start-up.\n"
-                   "# TYPE rimecast_audience_records_stored_total counter\n"
-                   "rimecast_audience_records_stored_total %llu\n"
+                   "# TYPE rimecast_audience_records_written_total counter\n"
+                   "rimecast_audience_records_written_total %llu\n"
                    "# HELP rimecast_audience_records_lost_total Session records the audience "
-                   "store could not keep (queue full, database locked, read-only or full).\n"
+                   "store could not keep (queue full, database locked, read-only or full, the "
+                   "spool full).\n"
                    "# TYPE rimecast_audience_records_lost_total counter\n"
-                   "rimecast_audience_records_lost_total %llu\n",
+                   "rimecast_audience_records_lost_total %llu\n"
+                   "# HELP rimecast_audience_records_queued Session records waiting in memory "
+                   "for the audience store.\n"
+                   "# TYPE rimecast_audience_records_queued gauge\n"
+                   "rimecast_audience_records_queued %llu\n"
+                   "# HELP rimecast_audience_records_spooled Session records waiting in the "
+                   "spool file for the audience store's database.\n"
+                   "# TYPE rimecast_audience_records_spooled gauge\n"
+                   "rimecast_audience_records_spooled %llu\n"
+                   "# HELP rimecast_audience_records_spooled_total Session records put in the "
+                   "spool file since start-up (the database was away).\n"
+                   "# TYPE rimecast_audience_records_spooled_total counter\n"
+                   "rimecast_audience_records_spooled_total %llu\n"
+                   "# HELP rimecast_audience_database_up 1 when the audience store's database "
+                   "takes records, else 0.\n"
+                   "# TYPE rimecast_audience_database_up gauge\n"
+                   "rimecast_audience_database_up %d\n",
                 (unsigned long long)audience_store_written(),
-                (unsigned long long)audience_store_dropped());
+                (unsigned long long)audience_store_dropped(), queued,
+                (unsigned long long)atomic_load(&st.spooled),
+                (unsigned long long)atomic_load(&st.spooled_total), atomic_load(&st.up));
 }

@@ -44,6 +44,10 @@ int audience_store_run(void (*fn)(audience_db_t *db, void *arg), void *arg);
 void audience_store_figures(audience_db_t *db, audience_query_t *q);
 void audience_store_top(audience_db_t *db, audience_top_t *t);
 
+/* The name this server's records carry: <audience><server-name>, else <hostname>. Any
+ * thread. */
+const char *audience_store_server_name(void);
+
 /* Records stored and records dropped (queue full, or the database could not be written) since
  * start-up. */
 uint64_t audience_store_written(void);

@@ -26,6 +26,7 @@ typedef struct audience_top {
     /* asked */
     int64_t from_ms, to_ms;    /* the period [from, to) */
     char *mount;               /* NULL: every mount */
+    char *server;              /* NULL: every server sharing the store; else that one's */
     int by_referer;            /* 0: by user agent, 1: by referrer */
     int limit;                 /* entries at most, 1..AUDIENCE_TOP_MAX */
     int qualify_s;             /* <qualified-session-seconds> */
@@ -33,10 +34,11 @@ typedef struct audience_top {
     audience_top_entry_t *entries; /* most sessions first, ties by name */
     size_t n;
     uint64_t sessions;         /* every session of the period, listed or not */
-    int err;                   /* 0, -ENODEV (no database), -EIO, -ENOMEM */
+    int err;                   /* 0, -ENODEV (no database), -EAGAIN (it cannot be reached
+                                * now), -EIO, -ENOMEM */
 } audience_top_t;
 
-/* Frees t's answer and mount. */
+/* Frees t's answer, mount and server. */
 void audience_top_clear(audience_top_t *t);
 
 #endif

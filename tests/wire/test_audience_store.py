@@ -143,7 +143,7 @@ def lost_while(srv, failing, lifted, what, name="audience.db"):
     assert keeper.open().status == 200
     keeper.wait_bytes(1, 5)
     before = len(rows(srv, name))
-    stored = metric(srv, "rimecast_audience_records_stored_total")
+    stored = metric(srv, "rimecast_audience_records_written_total")
     failing()
     try:
         for i in range(3):
@@ -160,7 +160,7 @@ def lost_while(srv, failing, lifted, what, name="audience.db"):
     one_session(srv, "%s-after" % what)
     assert wait_rows(srv, before + 1, name)[-1]["user_agent"] == "%s-after" % what
     assert metric(srv, "rimecast_audience_records_lost_total") == 3
-    assert metric(srv, "rimecast_audience_records_stored_total") == stored + 1
+    assert metric(srv, "rimecast_audience_records_written_total") == stored + 1
     # the three failing ones end as the server notices each close, on either worker: in any
     # order among themselves, all before the one after
     last = [r["user_agent"] for r in records(srv)][-4:]
