@@ -15,9 +15,39 @@
 #include "conf/config.h"
 #include "core/log.h"
 #include "core/loop.h"
-#include "net/server.h"
 
 #define SPOOL_NAME "audience.spool"
+#define SPOOL_WAIT_MS 5000     /* a stopping server waits this long for the spool */
+
+/* The spool is held (open, locked) only while records are in it or go to it: during an
+ * upgrade the process before and the one after each take it in turn. */
+
+/* Opens a spool with records found in the log directory: an earlier run's, or that of the
+ * process before an upgrade, which holds it until it exits (looked for each turn the spool
+ * is not open; an empty one is let go at once). */
+static void take_left_spool(audience_backlog_t *b)
+{
+    if (b->spool.fd >= 0)
+        return;
+    char *path = config_path(b->logdir, SPOOL_NAME);
+    const char *why = "out of memory";
+    int rc = !path ? -ENOMEM
+             : access(path, F_OK) == 0 ? audience_spool_open(&b->spool, path, &why) : 0;
+    if (rc == -EAGAIN && !b->left_held)
+        log_info("audience store: the spool %s is the process before's until it exits: its "
+                 "records are written then", path);
+    else if (rc < 0 && rc != -EAGAIN)
+        log_error("audience store: cannot read the spool %s: %s; the records in it are not "
+                  "written", path ? path : SPOOL_NAME, why);
+    else if (b->spool.records)
+        log_info("audience store: the spool %s holds %llu records from before: they are "
+                 "written once the database answers", path,
+                 (unsigned long long)b->spool.records);
+    b->left_held = rc == -EAGAIN;
+    if (rc == 0 && b->spool.fd >= 0 && !b->spool.records)
+        audience_spool_close(&b->spool);
+    free(path);
+}
 
 void audience_backlog_init(audience_backlog_t *b, const char *logdir)
 {
@@ -27,22 +57,15 @@ void audience_backlog_init(audience_backlog_t *b, const char *logdir)
         uint64_t t = (uint64_t)session_now_ms() ^ ((uint64_t)getpid() << 40);
         memcpy(b->prefix, &t, sizeof(t));
     }
-    char *path = config_path(logdir, SPOOL_NAME);
-    const char *why;
-    if (path && access(path, F_OK) == 0 && audience_spool_open(&b->spool, path, &why) < 0)
-        log_error("audience store: cannot read the spool %s: %s; the records in it are not "
-                  "written", path, why);
-    else if (b->spool.records)
-        log_info("audience store: the spool %s holds %llu records from before: they are "
-                 "written once the database answers", path,
-                 (unsigned long long)b->spool.records);
-    free(path);
+    b->logdir = logdir ? strdup(logdir) : NULL;
+    take_left_spool(b);
 }
 
 void audience_backlog_fini(audience_backlog_t *b)
 {
     audience_record_free_list(b->head);
     audience_spool_close(&b->spool);
+    free(b->logdir);
     *b = (audience_backlog_t){.tail = &b->head, .spool = {.fd = -1}};
 }
 
@@ -156,6 +179,7 @@ static int write_spooled(audience_backlog_t *b, audience_db_t *db, size_t batch,
     if (!b->spool.records) {
         log_info("audience store: the spool %s is written out", b->spool.path);
         b->replaying = b->spooling = b->full = 0;
+        audience_spool_close(&b->spool); /* another process may take it now */
     }
     return 1;
 }
@@ -169,6 +193,7 @@ int audience_backlog_write(audience_backlog_t *b, audience_db_t *db, size_t batc
         audience_record_free_list(take(b, b->n));
         return 0;
     }
+    take_left_spool(b);
     int ready = !db->be->ready || db->be->ready(db);
     if (ready)
         b->away_since = 0;
@@ -191,15 +216,21 @@ int audience_backlog_write(audience_backlog_t *b, audience_db_t *db, size_t batc
     return ready && (b->n || b->spool.records);
 }
 
-/* Opens the spool when it is not open yet. 0 or -1 (said once). */
-static int open_spool(audience_backlog_t *b)
+/* Opens the spool when it is not open yet; held by another process (the one before or after
+ * an upgrade), waited for up to wait_ms. 0 or -1 (said once). */
+static int open_spool(audience_backlog_t *b, int wait_ms)
 {
     static int said;
     if (b->spool.fd >= 0)
         return 0;
-    char *path = config_path(server_config()->logdir, SPOOL_NAME);
+    char *path = config_path(b->logdir, SPOOL_NAME);
     const char *why = "out of memory";
-    if (path && audience_spool_open(&b->spool, path, &why) == 0) {
+    uint64_t until = loop_now_ms() + (uint64_t)wait_ms;
+    int rc = -ENOMEM;
+    while (path && (rc = audience_spool_open(&b->spool, path, &why)) == -EAGAIN &&
+           loop_now_ms() < until)
+        usleep(20000);
+    if (rc == 0) {
         free(path);
         said = 0;
         return 0;
@@ -219,7 +250,7 @@ void audience_backlog_spill(audience_backlog_t *b, audience_db_t *db, int all, l
     int held_long = b->away_since && loop_now_ms() - b->away_since >= AUDIENCE_HOLD_MS;
     if (!b->n || (!all && !b->spooling && b->n <= AUDIENCE_HOLD_MAX && !held_long))
         return;
-    if (open_spool(b) < 0) {
+    if (open_spool(b, all ? SPOOL_WAIT_MS : 0) < 0) {
         if (b->n > AUDIENCE_HOLD_MAX) { /* the newest beyond the bound */
             audience_record_t *keep = take(b, AUDIENCE_HOLD_MAX);
             size_t over = b->n;

@@ -36,6 +36,8 @@ typedef struct audience_backlog {
     int full;                  /* the spool was full (said) */
     int replaying;             /* writing the spool out (said) */
     uint64_t away_since;       /* monotonic ms: the database took nothing since; 0: it does */
+    char *logdir;              /* where the spool is */
+    int left_held;             /* a spool left there is another process's still */
     uint8_t prefix[8];         /* of the records' ids */
     uint64_t seq;
 } audience_backlog_t;

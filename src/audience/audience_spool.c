@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -219,6 +220,12 @@ int audience_spool_open(audience_spool_t *s, const char *path, const char **why)
         *why = "it is not a plain file with a single link";
         close(fd);
         return -EINVAL;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        int err = errno == EWOULDBLOCK ? EAGAIN : errno;
+        *why = err == EAGAIN ? "another process of the server holds it" : strerror(err);
+        close(fd);
+        return -err;
     }
     s->fd = fd;
     s->path = strdup(path);

@@ -6,8 +6,9 @@
  * appended in the order they ended and read back in that order; once all were written the
  * file is emptied. A record read back may be written twice (a stop between the write and the
  * emptying): its id makes the second write do nothing. The file is the server's user's, mode
- * 0600 (it holds listeners' addresses), never reached through a symbolic link. Store thread
- * only.
+ * 0600 (it holds listeners' addresses), never reached through a symbolic link, and held by
+ * one process at a time (an exclusive flock: during an upgrade the process before keeps it
+ * until it has put what it held in it and exits). Store thread only.
  */
 #ifndef RIMECAST_AUDIENCE_SPOOL_H
 #define RIMECAST_AUDIENCE_SPOOL_H
@@ -28,7 +29,8 @@ typedef struct audience_spool {
 } audience_spool_t;
 
 /* Opens (creating) path; the records an earlier run left are counted (a last line cut short
- * by a crash is cut off). 0 or -errno (*why: a sentence fragment). s->fd is -1 before. */
+ * by a crash is cut off). 0 or -errno (*why: a sentence fragment); -EAGAIN when another
+ * process holds it. */
 int audience_spool_open(audience_spool_t *s, const char *path, const char **why);
 void audience_spool_close(audience_spool_t *s);
 

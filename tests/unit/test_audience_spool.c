@@ -4,7 +4,7 @@
  * line and back (text with tabs, newlines and backslashes, fields without a value), lines that
  * are not records refused; the file: records appended and read back in order, a few at a time,
  * emptied once all were written, never past its size, a last line cut short (a crash) cut off
- * when it is opened again, a symbolic link refused. And a libpq URI as logs show it: its
+ * when it is opened again, held by one opener at a time, a symbolic link refused. And a libpq URI as logs show it: its
  * password replaced, wherever it is.
  */
 #include "audience/audience_spool.h"
@@ -109,6 +109,9 @@ static void the_file_gives_back_its_records_in_order(const char *dir)
     audience_spool_t s;
     const char *why;
     CHECK(audience_spool_open(&s, path, &why) == 0 && s.records == 0);
+    /* one process at a time: another open (the process after an upgrade) waits for it */
+    audience_spool_t other;
+    CHECK(audience_spool_open(&other, path, &why) == -EAGAIN && other.fd < 0);
     struct stat st;
     CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600);
     audience_record_t *v[10];

@@ -10,7 +10,9 @@ CUME, and with server=NAME those of one server; a session going on on one server
 the figures another server gives; the database stopped for 20 s under load loses no record
 and counts none twice once back (memory, then the spool, then written in order; each change
 of state one line in the error log, the counts in /metrics); records held when the server
-stops while the database is away are written after a restart; a wrong password or a database
+stops while the database is away are written after a restart, and those of the process
+before an upgrade reach the database through the spool the process after takes over once
+the one before let it go; a wrong password or a database
 that cannot be reached is said in the error log with the password replaced, and the server
 streams anyway (the figures answer 503); <retention-days> drops whole days' partitions.
 A PostgreSQL cluster of the test process's own runs them (pglib.py).
@@ -237,10 +239,12 @@ def test_the_database_away_for_20_s_under_load_loses_no_record_and_counts_none_t
                  % (cluster.port, db), 15)
     load.stop()
     held.close()
-    wirelib.wait_until(lambda: same_records(srv, cluster, db), 30,
-                       "every session once in the database")
-    assert metric(srv, "rimecast_audience_records_spooled") == 0
-    assert metric(srv, "rimecast_audience_records_queued") == 0
+    # every session ended (the load's and the held one) is in the log, and once in the database,
+    # nothing waiting any more
+    wirelib.wait_until(lambda: len(records(srv)) >= load.done + 1 and
+                       metric(srv, "rimecast_audience_records_queued") == 0 and
+                       metric(srv, "rimecast_audience_records_spooled") == 0 and
+                       same_records(srv, cluster, db), 30, "every session once in the database")
     assert metric(srv, "rimecast_audience_records_lost_total") == 0
     assert metric(srv, "rimecast_audience_database_up") == 1
     rows = pg_rows(cluster, db)
@@ -281,6 +285,32 @@ def test_records_held_when_the_server_stops_with_the_database_away_are_written_a
     assert sorted(r["user_agent"] for r in rows) == [
         "before", "while-away-1", "while-away-2", "while-away-3"]
     wirelib.wait_until(lambda: os.path.getsize(spool) == 0, 10, "the spool emptied")
+
+
+def test_an_upgrade_while_the_database_is_away_hands_its_records_on_through_the_spool(
+        server, data, cluster):
+    from test_upgrade import upgrade
+    db = cluster.new_database()
+    srv = pg_server(server, cluster.uri(db), "edge-u")
+    src = live(srv, data)
+    hold(srv, "/live", "before", 0.1)
+    wait_pg_rows(cluster, db, 1)
+    cluster.stop()
+    try:
+        for agent in ("away-1", "away-2", "away-3"):
+            hold(srv, "/live", agent, 0.1)
+        wirelib.wait_until(lambda: metric(srv, "rimecast_audience_records_queued") >= 3, 10,
+                           "three records held")
+        upgrade(srv)    # the process before puts them in the spool as it exits
+        hold(srv, "/live", "after-upgrade", 0.1)
+    finally:
+        cluster.start()
+    rows = wirelib.wait_until(lambda: len(pg_rows(cluster, db)) >= 5 and pg_rows(cluster, db),
+                              20, "every record written")
+    assert sorted(r["user_agent"] for r in rows) == [
+        "after-upgrade", "away-1", "away-2", "away-3", "before"]
+    assert metric(srv, "rimecast_audience_records_lost_total") == 0
+    src.stop()
 
 
 def test_a_wrong_password_is_said_without_it_and_the_server_streams(server, data, cluster):
