@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * audience_store: every ended listener session (stream/session.h) kept in a database
- * (<audience><database>: an SQLite file, default audience.db under <logdir>; "none": no
- * store), so that the audience figures survive restarts and reloads. The database is a
- * backend behind one interface (audience_backend.h).
+ * (<audience><database>: an SQLite file, default audience.db under <logdir>, or a libpq URI
+ * naming the PostgreSQL database a network's servers share; "none": no store), so that the
+ * audience figures survive restarts and reloads. The database is a backend behind one
+ * interface (audience_backend.h).
  *
  * The store has a thread of its own: the session sink only copies a record into a bounded
  * queue (a worker never touches the database); the thread writes what waits in one
- * transaction. A full queue drops records, counted and said in the error log (rate-limited).
+ * transaction, or keeps it while the database is away (audience_backlog.h: memory, then the
+ * spool). A full queue drops records, counted and said in the error log (rate-limited).
  * The database is opened by the thread, after privileges were dropped, and opened again when
  * a reload names another one. Queries (the figures, the top lists) run on the thread too.
  */
