@@ -54,7 +54,9 @@ const char *audience_store_server_name(void);
  * start-up. */
 uint64_t audience_store_written(void);
 uint64_t audience_store_dropped(void);
-/* The two as /metrics counter families (rimecast_audience_records_stored_total, _lost_total). */
+/* The store's /metrics families: records written (rimecast_audience_records_written_total),
+ * lost (_lost_total), waiting in memory (_queued) and in the spool (_spooled), put in the
+ * spool (_spooled_total), and whether the database takes records (_database_up). */
 void audience_store_metrics(buf_t *o);
 
 #endif
