@@ -74,7 +74,7 @@ metric() { curl -s -m 5 -u admin:hackme "http://127.0.0.1:$port/metrics" | awk -
 records_settled() { # stored+lost unchanged for 2 s (the store's queue is empty), at most 60 s
     local prev=-1 cur
     for _ in $(seq 60); do
-        cur=$(metric rimecast_audience_records_stored_total)/$(metric rimecast_audience_records_lost_total)
+        cur=$(metric rimecast_audience_records_written_total)/$(metric rimecast_audience_records_lost_total)
         [ "$cur" = "$prev" ] && return 0
         prev=$cur; sleep 2
     done

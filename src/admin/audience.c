@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * audience: /admin/audience[.xsl|.json|.csv]?from=&to=&mount=&period=, the audience figures of
- * a period (stats/audience.h) as XML (its XSLT view from admin.c), JSON or CSV, in the
+ * a period (audience/audience.h) as XML (its XSLT view from admin.c), JSON or CSV, in the
  * published shape (docs/AUDIENCE.md) that other software reads.
  * The figures are made by SQL on the store's thread: the request is parked meanwhile and
  * answered on its worker when they come back. A worker never runs SQL.
  *
  * from and to: unix seconds or ISO 8601 (UTC unless an offset is given); default the last 24
  * hours. period: "hour", "day" (the default) or "all" (the whole of from to to in one).
+ * server: the sessions of one server of those sharing the store (<server-name>); by default
+ * those of all of them together.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -22,9 +24,9 @@
 #include "http/reply.h"
 #include "net/server.h"
 #include "net/worker.h"
-#include "stats/audience.h"
-#include "stats/audience_store.h"
-#include "stats/audience_top.h"
+#include "audience/audience.h"
+#include "audience/audience_store.h"
+#include "audience/audience_top.h"
 #include "stats/stats.h"
 
 typedef struct audience_job {
@@ -140,6 +142,8 @@ static xmlDocPtr figures_doc(const audience_query_t *q, const char *period)
     iso(t, sizeof(t), q->to_ms);
     stats_add_text(root, "to", t);
     stats_add_text(root, "period", period);
+    if (q->server)
+        stats_add_text(root, "server", q->server);
     stats_add_number(root, "min_session", q->qualify_s);
     for (size_t i = 0; i < q->nrows; i++) {
         const audience_row_t *r = &q->rows[i];
@@ -253,6 +257,8 @@ static void deliver(worker_t *w, void *arg)
     admin_req_t *a = j->a;
     if (j->q.err == -ENODEV) {
         admin_send_error(a, 503, "No audience database (<audience><database>)");
+    } else if (j->q.err == -EAGAIN) {
+        admin_send_error(a, 503, "The audience database cannot be reached now");
     } else if (j->q.err < 0) {
         admin_send_error(a, 500, "Internal Server Error: the audience figures failed");
     } else if (a->view == ADMIN_VIEW_CSV || a->view == ADMIN_VIEW_JSON) {
@@ -276,14 +282,25 @@ static void deliver(worker_t *w, void *arg)
 }
 
 /* On the store's thread. */
-static void compute(sqlite3 *db, void *arg)
+static void compute(audience_db_t *db, void *arg)
 {
     audience_job_t *j = arg;
-    audience_figures(db, &j->q);
+    audience_store_figures(db, &j->q);
     if (worker_post(j->a->worker, deliver, j) < 0) { /* its worker is gone, and the client */
         admin_req_free(j->a);
         job_free(j);
     }
+}
+
+/* The server a request asks for (malloc'd), or NULL for all of them (none, or empty). */
+static char *server_param(admin_req_t *a)
+{
+    char *name = admin_param(a, "server");
+    if (name && !*name) {
+        free(name);
+        name = NULL;
+    }
+    return name;
 }
 
 /* The query a request asks for, or a message saying what is wrong with it. */
@@ -330,6 +347,7 @@ void admin_cmd_audience(admin_req_t *a)
     j->q.qualify_s = server_config()->qualified_seconds;
     j->q.anonymize = server_config()->address_truncation;
     j->q.mount = a->mount_name && *a->mount_name ? strdup(a->mount_name) : NULL; /* mount=: all */
+    j->q.server = server_param(a); /* server=: all */
     conn_t *c = a->conn;
     admin_park(a);
     if (audience_store_run(compute, j) < 0) {
@@ -341,7 +359,7 @@ void admin_cmd_audience(admin_req_t *a)
 
 /* ---- audience/top and the charts page ----
  * /admin/audience/top[.json]?from=&to=&mount=&by=agent|referer&limit=: the user agents or
- * referrers with the most sessions in the period (stats/audience_top.h), computed on the
+ * referrers with the most sessions in the period (audience/audience_top.h), computed on the
  * store's thread like the figures; /admin/audience_charts.xsl: the charts page
  * (admin/audience_charts.xsl, web/audience.js). */
 
@@ -364,6 +382,8 @@ xmlDocPtr admin_audience_top_doc(const audience_top_t *t)
     stats_add_text(root, "by", t->by_referer ? "referer" : "agent");
     if (t->mount)
         stats_add_text(root, "mount", t->mount);
+    if (t->server)
+        stats_add_text(root, "server", t->server);
     stats_add_number(root, "sessions", (long long)t->sessions);
     for (size_t i = 0; i < t->n; i++) {
         const audience_top_entry_t *e = &t->entries[i];
@@ -390,6 +410,8 @@ static void top_deliver(worker_t *w, void *arg)
     top_job_t *j = arg;
     if (j->t.err == -ENODEV)
         admin_send_error(j->a, 503, "No audience database");
+    else if (j->t.err == -EAGAIN)
+        admin_send_error(j->a, 503, "The audience database cannot be reached now");
     else if (j->t.err < 0)
         admin_send_error(j->a, 500, "Internal Server Error: the audience figures failed");
     else
@@ -398,10 +420,10 @@ static void top_deliver(worker_t *w, void *arg)
 }
 
 /* On the store's thread. */
-static void top_compute(sqlite3 *db, void *arg)
+static void top_compute(audience_db_t *db, void *arg)
 {
     top_job_t *j = arg;
-    audience_top(db, &j->t);
+    audience_store_top(db, &j->t);
     if (worker_post(j->a->worker, top_deliver, j) < 0) { /* its worker is gone, and the client */
         admin_req_free(j->a);
         top_job_free(j);
@@ -449,6 +471,7 @@ void admin_cmd_audience_top(admin_req_t *a)
     j->a = a;
     j->t.qualify_s = server_config()->qualified_seconds;
     j->t.mount = a->mount_name && *a->mount_name ? strdup(a->mount_name) : NULL;
+    j->t.server = server_param(a);
     conn_t *c = a->conn;
     admin_park(a);
     if (audience_store_run(top_compute, j) < 0) {

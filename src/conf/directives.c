@@ -236,8 +236,9 @@ static const directive_t logging_dirs[] = {
 };
 static const section_t logging_sec = {"logging", logging_dirs};
 
-/* <audience>: listener sessions (stream/session.h), their store (stats/audience_store.h),
- * the figures' qualifying length (stats/audience.h) and countries (stats/geoip.h) */
+/* <audience>: listener sessions (stream/session.h), their store (audience/audience_store.h:
+ * an SQLite file or a PostgreSQL URI, the server's name its records carry, the spool),
+ * the figures' qualifying length (audience/audience.h) and countries (audience/geoip.h) */
 static const directive_t audience_dirs[] = {
     PATH_D("database", config_t, audience_db, "audience.db"),
     PATH_D("session-log", config_t, sessionlog, "sessions.log"),
@@ -245,6 +246,8 @@ static const directive_t audience_dirs[] = {
     PATH("geoip-db", config_t, geoip_db),
     INT_D("min-session", config_t, qualified_seconds, 1, 86400, 60),
     INT_D("retention-days", config_t, retention_days, 0, 36500, 0),
+    STR("server-name", config_t, audience_server),
+    SIZE_D("spool-size", config_t, spool_size, 0, 1L << 40, 64L << 20),
     END,
 };
 static const section_t audience_sec = {"audience", audience_dirs};

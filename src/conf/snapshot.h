@@ -265,7 +265,10 @@ typedef struct config {
     int logsize;
     int logarchive;
     char *sessionlog;   /* "sessions.log": a JSON line per listener session; "none" = off */
-    char *audience_db;  /* "audience.db": the SQLite store of sessions; "none" = off */
+    char *audience_db;  /* "audience.db": the SQLite store of sessions, or a libpq URI
+                         * (postgresql://...): a PostgreSQL store; "none" = off */
+    char *audience_server; /* <server-name>: the name its records carry; NULL = <hostname> */
+    long spool_size;    /* bytes the spool of records waiting for PostgreSQL may hold */
     int address_truncation; /* store and log only IPv4 /24, IPv6 /48 of listeners' addresses */
     int qualified_seconds;  /* 60: a session this long or longer is a qualified one */
     int retention_days;     /* 0: the store keeps its records; else it removes older ones */

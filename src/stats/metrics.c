@@ -16,8 +16,8 @@
 #include "core/buf.h"
 #include "hls/hls.h"
 #include "net/server.h"
-#include "stats/audience.h"
-#include "stats/audience_store.h"
+#include "audience/audience.h"
+#include "audience/audience_store.h"
 #include "stats/stats.h"
 #include "stream/mount.h"
 

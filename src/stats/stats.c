@@ -10,7 +10,7 @@
 #include "stats/stats.h"
 
 #include "core/cidr.h"
-#include "stats/geoip.h"
+#include "audience/geoip.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -4,7 +4,7 @@
  * and ended, the bytes sent, who listened (address, or only its network with
  * <anonymize-ip>; user agent, referer, user, country) and how it ended. session_end()
  * writes it as one JSON line to the session log (core/log.h) and hands it to the sink the
- * layer above registered (the audience store, stats/audience_store.h).
+ * layer above registered (the audience store, audience/audience_store.h).
  *
  * A streaming listener ends its record when it is released (stream/listener.c); any other
  * kind of session (segments over HTTP, say) fills a session_record_t and calls session_end()
@@ -56,7 +56,7 @@ void session_end(const session_record_t *r);
  * never block. Set at start-up before the workers run, or NULL after they stopped. */
 void session_set_sink(void (*sink)(const session_record_t *r));
 
-/* Countries. The locator (the GeoIP database, stats/geoip.h; NULL: none) writes the ISO code
+/* Countries. The locator (the GeoIP database, audience/geoip.h; NULL: none) writes the ISO code
  * of an address's country into cc (cap bytes) and returns 0, or returns -1 when unknown. Set
  * at start-up before the workers run. */
 void session_set_locator(int (*locate)(const char *ip, char *cc, size_t cap));

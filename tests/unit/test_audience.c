@@ -11,14 +11,14 @@
  * several mounts and countries, listeners coming back) by hour, by day and whole, for every
  * mount or one.
  */
-#include "stats/audience.h"
+#include "audience/audience.h"
 
 #include <errno.h>
 #include <sqlite3.h>
 #include <stdint.h>
 
 #include "core/cidr.h"
-#include "stats/audience_store.h"
+#include "audience/audience_sqlite.h"
 #include "testlib.h"
 
 #define MIN 60000LL
@@ -29,7 +29,7 @@ static sqlite3 *store(void)
 {
     sqlite3 *db = NULL;
     CHECK(sqlite3_open(":memory:", &db) == SQLITE_OK);
-    CHECK(sqlite3_exec(db, audience_store_schema(), NULL, NULL, NULL) == SQLITE_OK);
+    CHECK(sqlite3_exec(db, audience_sqlite_schema(), NULL, NULL, NULL) == SQLITE_OK);
     /* mount, address, agent, country, start, end (ms); qualifying at 60 s */
     static const char rows[] =
         "INSERT INTO sessions (conn_id, mount, served, start_ms, end_ms, bytes, ip, user_agent,"
@@ -73,7 +73,7 @@ static void hours_split_sessions_that_span_them(void)
 {
     sqlite3 *db = store();
     audience_query_t q = {.from_ms = 0, .to_ms = 2 * HOUR, .step_ms = HOUR, .qualify_s = 60};
-    audience_figures(db, &q);
+    audience_sqlite_figures(db, &q);
     CHECK(q.err == 0);
     CHECK(q.nrows == 6);
     CHECK(q.nrows && q.rows[0].mount[0] == '\0'); /* the server first */
@@ -96,7 +96,7 @@ static void a_whole_period_counts_each_session_once(void)
 {
     sqlite3 *db = store();
     audience_query_t q = {.from_ms = 0, .to_ms = 2 * HOUR, .qualify_s = 60};
-    audience_figures(db, &q);
+    audience_sqlite_figures(db, &q);
     CHECK(q.err == 0 && q.nrows == 3);
     CHECK_ROW(row(&q, 0, "/a"), 4, 2, 900000 + 200000, 2, 2);
     CHECK_ROW(row(&q, 0, ""), 5, 3, 900000 + 200000 + 3400000, 2, 2);
@@ -104,7 +104,7 @@ static void a_whole_period_counts_each_session_once(void)
     /* a bucket that ends inside a day: buckets end at whole days, the last at `to` */
     q = (audience_query_t){.from_ms = 30 * MIN, .to_ms = 50 * MIN, .step_ms = 24 * HOUR,
                            .qualify_s = 60};
-    audience_figures(db, &q);
+    audience_sqlite_figures(db, &q);
     CHECK(q.nrows == 2 && q.rows[0].from_ms == 30 * MIN && q.rows[0].to_ms == 50 * MIN);
     CHECK_ROW(row(&q, 30 * MIN, ""), 1, 1, 20 * MIN, 1, 1); /* s4 only */
     audience_query_clear(&q);
@@ -116,11 +116,11 @@ static void a_mount_and_countries(void)
     sqlite3 *db = store();
     audience_query_t q = {.from_ms = 0, .to_ms = 2 * HOUR, .qualify_s = 60,
                           .mount = strdup("/b")};
-    audience_figures(db, &q);
+    audience_sqlite_figures(db, &q);
     CHECK(q.nrows == 1 && strcmp(q.rows[0].mount, "/b") == 0);
     audience_query_clear(&q);
     q = (audience_query_t){.from_ms = 0, .to_ms = 2 * HOUR, .qualify_s = 60};
-    audience_figures(db, &q);
+    audience_sqlite_figures(db, &q);
     CHECK(q.err == 0);
     const audience_row_t *a = row(&q, 0, "/a"), *all = row(&q, 0, "");
     CHECK(a && a->ncountries == 3 && all && all->ncountries == 3);
@@ -129,12 +129,12 @@ static void a_mount_and_countries(void)
     audience_query_clear(&q);
     /* an empty period still has its server line */
     q = (audience_query_t){.from_ms = 10 * HOUR, .to_ms = 11 * HOUR, .qualify_s = 60};
-    audience_figures(db, &q);
+    audience_sqlite_figures(db, &q);
     CHECK_ROW(row(&q, 10 * HOUR, ""), 0, 0, 0, 0, 0);
     CHECK(q.nrows == 1);
     audience_query_clear(&q);
     q = (audience_query_t){.from_ms = 0, .to_ms = HOUR, .qualify_s = 60};
-    audience_figures(NULL, &q);
+    audience_sqlite_figures(NULL, &q);
     CHECK(q.err == -ENODEV);
     audience_query_clear(&q);
     sqlite3_close(db);
@@ -153,7 +153,7 @@ static void sessions_going_on_count_once_qualified(void)
     CHECK(s1 && s2);
     session_live_preroll(s2);
     audience_query_t q = {.from_ms = now - HOUR, .to_ms = now + MIN, .qualify_s = 60};
-    audience_figures(db, &q);
+    audience_sqlite_figures(db, &q);
     CHECK(q.err == 0);
     const audience_row_t *r = row(&q, now - HOUR, "/live");
     CHECK(r && r->sessions == 1 && r->qualified == 1 && r->in_progress == 1 && r->cume == 1);
@@ -163,7 +163,7 @@ static void sessions_going_on_count_once_qualified(void)
     session_listener_leave(s1);
     session_listener_leave(s2);
     q = (audience_query_t){.from_ms = now - HOUR, .to_ms = now + MIN, .qualify_s = 60};
-    audience_figures(db, &q);
+    audience_sqlite_figures(db, &q);
     CHECK(q.err == 0 && !row(&q, now - HOUR, "/live"));
     audience_query_clear(&q);
     sqlite3_close(db);
@@ -393,7 +393,7 @@ static void one_pass_matches_the_definitions(void)
         rnd_state = seed;
         sqlite3 *db = NULL;
         CHECK(sqlite3_open(":memory:", &db) == SQLITE_OK);
-        CHECK(sqlite3_exec(db, audience_store_schema(), NULL, NULL, NULL) == SQLITE_OK);
+        CHECK(sqlite3_exec(db, audience_sqlite_schema(), NULL, NULL, NULL) == SQLITE_OK);
         int anonymize = seed % 3 == 0;
         session_live_t *joined[16];
         size_t live = (size_t)rnd(16);
@@ -414,7 +414,7 @@ static void one_pass_matches_the_definitions(void)
                                       .step_ms = periods[p].step, .qualify_s = 60,
                                       .anonymize = anonymize,
                                       .mount = filtered ? strdup(PICK(rnd_mounts)) : NULL};
-                audience_figures(db, &q);
+                audience_sqlite_figures(db, &q);
                 CHECK(q.err == 0);
                 int wrong = brute_compare(v, n, &q);
                 if (wrong)

@@ -7,7 +7,7 @@
  * (quotes, "</script>", control characters, invalid UTF-8 made valid); with the user agents in
  * a column "agent" as in the first stores, or "user_agent".
  */
-#include "stats/audience_top.h"
+#include "audience/audience_sqlite.h"
 
 #include <errno.h>
 #include <sqlite3.h>
@@ -48,7 +48,7 @@ static void agents_with_the_most_sessions_come_first(const char *agent_col)
 {
     sqlite3 *db = store(agent_col);
     audience_top_t t = {.from_ms = 0, .to_ms = HOUR, .limit = 10, .qualify_s = 60};
-    audience_top(db, &t);
+    audience_sqlite_top(db, &t);
     CHECK(t.err == 0);
     CHECK(t.sessions == 7);        /* the later one is out of the period */
     CHECK(t.n == 4);
@@ -65,23 +65,23 @@ static void agents_with_the_most_sessions_come_first(const char *agent_col)
     audience_top_clear(&t);
     /* the period clips the qualified time; mount= keeps one mount; the limit cuts the list */
     t = (audience_top_t){.from_ms = 6 * MIN, .to_ms = HOUR, .limit = 10, .qualify_s = 60};
-    audience_top(db, &t);
+    audience_sqlite_top(db, &t);
     CHECK(t.sessions == 1 && t.n == 1 && t.entries[0].listened_ms == 4 * MIN);
     audience_top_clear(&t);
     t = (audience_top_t){.from_ms = 0, .to_ms = HOUR, .limit = 1, .qualify_s = 60,
                          .mount = strdup("/a")};
-    audience_top(db, &t);
+    audience_sqlite_top(db, &t);
     CHECK(t.sessions == 4 && t.n == 1 && t.entries[0].sessions == 2);
     audience_top_clear(&t);
     t = (audience_top_t){.from_ms = 0, .to_ms = HOUR, .limit = 10, .by_referer = 1,
                          .qualify_s = 60};
-    audience_top(db, &t);
+    audience_sqlite_top(db, &t);
     CHECK(t.n == 2 && t.entries[0].name == NULL && t.entries[0].sessions == 5);
     CHECK(t.n == 2 && t.entries[1].sessions == 2);
     CHECK_STR(t.n == 2 ? t.entries[1].name : NULL, "http://r.example/");
     audience_top_clear(&t);
     t = (audience_top_t){.from_ms = 0, .to_ms = HOUR, .limit = 10};
-    audience_top(NULL, &t);
+    audience_sqlite_top(NULL, &t);
     CHECK(t.err == -ENODEV);
     sqlite3_close(db);
 }
@@ -89,7 +89,7 @@ static void agents_with_the_most_sessions_come_first(const char *agent_col)
 static char *top_json(sqlite3 *db, int64_t from, int64_t to)
 {
     audience_top_t t = {.from_ms = from, .to_ms = to, .limit = 10, .qualify_s = 60};
-    audience_top(db, &t);
+    audience_sqlite_top(db, &t);
     xmlDocPtr doc = admin_audience_top_doc(&t);
     size_t len = 0;
     char *json = doc ? json_render(doc, &len) : NULL;

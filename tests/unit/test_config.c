@@ -641,7 +641,21 @@ static void test_audience_section(void)
     CHECK(c && c->qualified_seconds == 60 && !c->address_truncation && !c->geoip_db);
     CHECK(c && c->retention_days == 0);
     CHECK(c && strcmp(c->audience_db, "audience.db") == 0);
+    CHECK(c && !c->audience_server && c->spool_size == 64L << 20);
     config_free(c);
+    /* a network's shared store: a libpq URI, the name this server's records carry, the
+     * spool's size */
+    c = load("<icecast><audience><database>postgresql://rc:pw@db.example:5432/audience"
+             "</database><server-name>edge-1</server-name><spool-size>1048576</spool-size>"
+             "</audience></icecast>");
+    CHECK(c != NULL && nwarnings == 0);
+    if (c) {
+        CHECK_STR(c->audience_db, "postgresql://rc:pw@db.example:5432/audience");
+        CHECK_STR(c->audience_server, "edge-1");
+        CHECK(c->spool_size == 1048576);
+    }
+    config_free(c);
+    CHECK(!load("<icecast><audience><spool-size>-1</spool-size></audience></icecast>"));
     c = load("<icecast>\n<logging><audience-db>x.db</audience-db></logging>\n"
              "<paths><geoip-db>/g.mmdb</geoip-db></paths>\n</icecast>");
     CHECK(c && nwarnings == 2 && warned("unknown element <audience-db> in <logging>"));

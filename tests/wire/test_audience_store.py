@@ -8,8 +8,10 @@ and a reload can move the store to another file; a database locked by another pr
 (BEGIN EXCLUSIVE), read-only or on a full disk costs records (counted lost in /metrics, said
 once), never listeners, and records are kept again once that is over; sessions ending one
 after another are written a few to a transaction; a store made with the columns' old names is
-brought to the published ones; <retention-days> removes the records of sessions that ended
-before it when the store opens and after a reload, and without it old records stay.
+brought to the published ones; each record carries the server's name (<server-name>), and
+server= keeps one server's sessions (those of records without a name are this server's);
+<retention-days> removes the records of sessions that ended before it when the store opens
+and after a reload, and without it old records stay.
 """
 
 import os
@@ -143,7 +145,7 @@ def lost_while(srv, failing, lifted, what, name="audience.db"):
     assert keeper.open().status == 200
     keeper.wait_bytes(1, 5)
     before = len(rows(srv, name))
-    stored = metric(srv, "rimecast_audience_records_stored_total")
+    stored = metric(srv, "rimecast_audience_records_written_total")
     failing()
     try:
         for i in range(3):
@@ -160,7 +162,7 @@ def lost_while(srv, failing, lifted, what, name="audience.db"):
     one_session(srv, "%s-after" % what)
     assert wait_rows(srv, before + 1, name)[-1]["user_agent"] == "%s-after" % what
     assert metric(srv, "rimecast_audience_records_lost_total") == 3
-    assert metric(srv, "rimecast_audience_records_stored_total") == stored + 1
+    assert metric(srv, "rimecast_audience_records_written_total") == stored + 1
     # the three failing ones end as the server notices each close, on either worker: in any
     # order among themselves, all before the one after
     last = [r["user_agent"] for r in records(srv)][-4:]
@@ -294,6 +296,34 @@ def test_a_store_with_the_columns_old_names_is_brought_to_the_published_ones(ser
         ("192.0.2.9", "old", 0), ("127.0.0.1", "new", 0)]
     assert (got[0]["start"], got[0]["end"], got[0]["seconds"]) == (1.0, 2.0, 1.0)
     assert "audience store: cannot" not in srv.error_log()
+    src.stop()
+
+
+def test_records_carry_the_server_name_and_server_picks_one_server(server, data):
+    srv = start_server(server, audience_xml="<server-name>edge-s</server-name>")
+    src = live(srv, data)
+    t0 = int(time.time()) - 1
+    one_session(srv, "named")
+    [row] = wait_rows(srv, 1)
+    assert row["server"] == "edge-s"
+    # a record written before records had a name counts as this server's
+    con = sqlite3.connect(db_path(srv))
+    con.execute("INSERT INTO sessions (conn_id, mount, served, start_ms, end_ms, bytes, ip,"
+                " ended) VALUES (9, ?, ?, ?, ?, 1, '192.0.2.9', 'client_left')",
+                (MOUNT, MOUNT, row["start_ms"], row["end_ms"]))
+    con.commit()
+    con.close()
+    span = "period=all&from=%d&to=%d" % (t0, int(time.time()) + 1)
+    def server_sessions(q):
+        periods = adminlib.admin(srv, "/admin/audience.json?" + q).json()["periods"]
+        return [p["sessions"] for p in periods if p["mount"] is None]
+    assert server_sessions(span) == [2]
+    assert server_sessions("server=edge-s&" + span) == [2]
+    assert server_sessions("server=edge-other&" + span) == [0]
+    doc = adminlib.admin(srv, "/admin/audience?server=edge-s&" + span).xml()
+    assert doc.findtext("server") == "edge-s"
+    top = adminlib.admin(srv, "/admin/audience/top.json?server=edge-other&" + span[11:]).json()
+    assert top["audience_top"]["sessions"] == 0
     src.stop()
 
 

@@ -3,7 +3,7 @@
  * geoip: the MaxMind database and the country lookup (see geoip.h). The handle is swapped
  * under a read-write lock: lookups (a listener joining: the cold path) take it shared.
  */
-#include "stats/geoip.h"
+#include "audience/geoip.h"
 
 #include <maxminddb.h>
 #include <pthread.h>

@@ -3,7 +3,7 @@
  * audience_intern: byte strings to small ids (0, 1, 2 ... in the order first seen), each
  * distinct string kept once and compared whole (a hash only finds where to look; it never
  * stands for a string), and the ids' order by bytes as SQLite's BINARY collation sorts text.
- * The audience figures (stats/audience.c) use it for mounts, countries, addresses, user
+ * The SQLite store's figures (audience_sqlite_figures.c) use it for mounts, countries, addresses, user
  * agents and listeners while they read a period's sessions. One thread; no removal: a table
  * lives for one computation and is freed whole.
  */

@@ -2,7 +2,7 @@
 /*
  * audience_intern: byte strings to small ids (see audience_intern.h).
  */
-#include "stats/audience_intern.h"
+#include "audience/audience_intern.h"
 
 #include <errno.h>
 #include <stdlib.h>

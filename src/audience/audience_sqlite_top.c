@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * audience_top: top user agents and referrers by SQL over the session store (see
- * audience_top.h).
+ * audience_sqlite_top: top user agents and referrers by SQL over the SQLite store (see
+ * audience_top.h, audience_sqlite.h).
  */
-#include "stats/audience_top.h"
+#include "audience/audience_sqlite.h"
+
+#include "audience/audience_store.h"
 
 #include <errno.h>
 #include <sqlite3.h>
@@ -14,7 +16,7 @@
 /* ?1, ?2: the period; ?3 the qualifying length in ms; ?4 a mount or NULL for all; ?5 1 to
  * group by referrer; ?6 the limit. The longest session bounds the search on start_ms from
  * below, as for the figures; the total of every group comes before the limit cuts them.
- * %s: the column of user agents. */
+ * The first %s: the column of user agents; the second: for one server, SERVER_SQL. */
 static const char top_sql[] =
     "SELECT CASE WHEN ?5 THEN referer ELSE %s END AS k, COUNT(*),"
     " TOTAL(end_ms - start_ms >= ?3),"
@@ -22,8 +24,10 @@ static const char top_sql[] =
     "  ELSE 0 END),"
     " SUM(COUNT(*)) OVER ()"
     " FROM sessions WHERE start_ms >= ?1 - (SELECT IFNULL(MAX(end_ms - start_ms), 0)"
-    "  FROM sessions) AND start_ms < ?2 AND end_ms > ?1 AND (?4 IS NULL OR mount = ?4)"
+    "  FROM sessions) AND start_ms < ?2 AND end_ms > ?1 AND (?4 IS NULL OR mount = ?4)%s"
     " GROUP BY k ORDER BY COUNT(*) DESC, k LIMIT ?6";
+/* ?7 the server asked for, ?8 this one's name (that of records written before they had one) */
+#define SERVER_SQL " AND IFNULL(server, ?8) = ?7"
 
 /* The store's column of user agents: user_agent, or agent in the first stores' schema. */
 static const char *agent_column(sqlite3 *db)
@@ -55,14 +59,14 @@ static int add_entry(audience_top_t *t, sqlite3_stmt *s)
     return 0;
 }
 
-void audience_top(sqlite3 *db, audience_top_t *t)
+void audience_sqlite_top(sqlite3 *db, audience_top_t *t)
 {
     t->err = db ? 0 : -ENODEV;
     sqlite3_stmt *s = NULL;
     if (!db)
         return;
-    char sql[sizeof(top_sql) + 16];
-    snprintf(sql, sizeof(sql), top_sql, agent_column(db));
+    char sql[sizeof(top_sql) + sizeof(SERVER_SQL) + 16];
+    snprintf(sql, sizeof(sql), top_sql, agent_column(db), t->server ? SERVER_SQL : "");
     if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) {
         t->err = -EIO;
         return;
@@ -76,21 +80,14 @@ void audience_top(sqlite3 *db, audience_top_t *t)
         sqlite3_bind_null(s, 4);
     sqlite3_bind_int(s, 5, t->by_referer);
     sqlite3_bind_int(s, 6, t->limit);
+    if (t->server) {
+        sqlite3_bind_text(s, 7, t->server, -1, SQLITE_STATIC);
+        sqlite3_bind_text(s, 8, audience_store_server_name(), -1, SQLITE_TRANSIENT);
+    }
     int rc;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW && t->err == 0)
         t->err = add_entry(t, s);
     if (t->err == 0 && rc != SQLITE_DONE)
         t->err = -EIO;
     sqlite3_finalize(s);
-}
-
-void audience_top_clear(audience_top_t *t)
-{
-    for (size_t i = 0; i < t->n; i++)
-        free(t->entries[i].name);
-    free(t->entries);
-    free(t->mount);
-    t->entries = NULL;
-    t->n = 0;
-    t->mount = NULL;
 }

@@ -9,9 +9,10 @@
  *   CUME                distinct listeners (address + user agent) among qualified sessions
  *   peak                the most sessions listening at once
  *   prerolls            prerolls (or intros) played to their end
- * and the sessions per country (the session's, from GeoIP; "" unknown), made by SQL from the
- * store (audience_figures, run on the store's thread), and the counters of /metrics kept in
- * memory since start-up (audience_count, called for each ended session). Sessions still going
+ * and the sessions per country (the session's, from GeoIP; "" unknown), made where the data
+ * lives by the store's backend (audience_store_figures, on the store's thread), and the
+ * counters of /metrics kept in memory since start-up (audience_count, called for each ended
+ * session). Sessions still going
  * on count as far as they went, once they are qualified (stream/session.h session_live).
  * Does not render XML, JSON or CSV (admin/audience.c does).
  */
@@ -23,8 +24,6 @@
 
 #include "core/buf.h"
 #include "stream/session.h"
-
-typedef struct sqlite3 sqlite3;
 
 #define AUDIENCE_MAX_BUCKETS 1500  /* two months of hours */
 
@@ -50,18 +49,18 @@ typedef struct audience_query {
     int64_t from_ms, to_ms;    /* the period [from, to) */
     int64_t step_ms;           /* 3600000 (hours), 86400000 (days), 0: the whole period */
     char *mount;               /* NULL: every mount and the server */
+    char *server;              /* NULL: the sessions of every server sharing the store; else
+                                * those of the server of that name (<server-name>) */
     int qualify_s;             /* <min-session> */
     int anonymize;             /* <anonymize-ip>: sessions going on count by their network */
     /* answered */
     audience_row_t *rows;      /* bucket by bucket; in each, the server first, then mounts */
     size_t nrows;
-    int err;                   /* 0, -ENODEV (no database), -EIO (a query failed), -ENOMEM */
+    int err;                   /* 0, -ENODEV (no database), -EAGAIN (the database cannot be
+                                * reached now), -EIO (a query failed), -ENOMEM */
 } audience_query_t;
 
-/* Fills q's answer from db (NULL: -ENODEV), the sessions going on now included. Store thread
- * (stats/audience_store.h). */
-void audience_figures(sqlite3 *db, audience_query_t *q);
-/* Frees q's answer and mount. */
+/* Frees q's answer, mount and server. */
 void audience_query_clear(audience_query_t *q);
 
 /* Counts an ended session for /metrics (any thread). */

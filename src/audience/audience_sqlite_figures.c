@@ -1,36 +1,85 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * audience: the figures of a period, every bucket made in one pass over its sessions read
- * from the store by one query, and the /metrics counters (see audience.h).
+ * audience_sqlite_figures: the figures of a period on the SQLite store, every bucket made in
+ * one pass over its sessions read by one query (see audience_sqlite.h).
  */
-#include "stats/audience.h"
+#include "audience/audience_sqlite.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <sqlite3.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "conf/config.h"
-#include "net/server.h"
-#include "stats/audience_intern.h"
-#include "stats/audience_live.h"
+#include "audience/audience_intern.h"
+#include "audience/audience_live.h"
+#include "audience/audience_store.h"
+
+/* ---- the sessions going on ----
+ * copied into a temporary table for each query (audience_live.h: with the addresses as the
+ * store keeps them); the figures read the stored and the live ones as one. */
+static const char live_sql[] =
+    "CREATE TEMP TABLE IF NOT EXISTS live (mount TEXT NOT NULL, start_ms INTEGER NOT NULL,"
+    " end_ms INTEGER NOT NULL, ip TEXT NOT NULL, user_agent TEXT, country TEXT,"
+    " preroll INTEGER NOT NULL);"
+    "DELETE FROM temp.live;";
+static const char live_insert_sql[] =
+    "INSERT INTO temp.live VALUES (?,?,?,?,?,?,?)";
+
+static void bind_text_or_null(sqlite3_stmt *s, int i, const char *t)
+{
+    if (t)
+        sqlite3_bind_text(s, i, t, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(s, i);
+}
+
+static int insert_live(sqlite3_stmt *s, const audience_live_row_t *e)
+{
+    sqlite3_reset(s);
+    bind_text_or_null(s, 1, e->mount);
+    sqlite3_bind_int64(s, 2, e->r.start_ms);
+    sqlite3_bind_int64(s, 3, e->r.end_ms);
+    bind_text_or_null(s, 4, e->ip);
+    bind_text_or_null(s, 5, e->agent);
+    bind_text_or_null(s, 6, e->cc[0] ? e->cc : NULL);
+    sqlite3_bind_int(s, 7, e->r.preroll);
+    return sqlite3_step(s) == SQLITE_DONE ? 0 : -EIO;
+}
+
+/* Fills temp.live (made when missing) with the qualified sessions going on. 0, -ENOMEM or
+ * -EIO. */
+static int live_snapshot(sqlite3 *db, int qualify_s, int anonymize)
+{
+    audience_live_t l = {0};
+    sqlite3_stmt *ins = NULL;
+    int err = audience_live_copy(&l, qualify_s, anonymize);
+    if (!err && (sqlite3_exec(db, live_sql, NULL, NULL, NULL) != SQLITE_OK ||
+                 sqlite3_prepare_v2(db, live_insert_sql, -1, &ins, NULL) != SQLITE_OK))
+        err = -EIO;
+    for (size_t i = 0; !err && i < l.n; i++)
+        err = insert_live(ins, &l.v[i]);
+    audience_live_free(&l);
+    sqlite3_finalize(ins);
+    return err;
+}
 
 /* ---- figures ---- */
 
 /* The sessions that overlap the period [?1, ?2), stored and going on, by start (the index on
  * start_ms gives the stored ones in that order; SQLite merges the few going on into them): ?3
- * is the longest session (see "The lower bound" below), ?4 a mount or NULL for all. */
+ * is the longest session (see "The lower bound" below), ?4 a mount or NULL for all, ?5 a
+ * server or NULL for all, ?6 this server's name (the sessions going on are its own, and so
+ * are records without a name, written before records had one). */
 static const char period_sql[] =
     "SELECT mount, start_ms, end_ms, ip, IFNULL(user_agent, ''), IFNULL(country, ''),"
     " preroll, now"
-    " FROM (SELECT mount, start_ms, end_ms, ip, user_agent, country, preroll, 0 AS now"
-    "  FROM sessions UNION ALL SELECT mount, start_ms, end_ms, ip, user_agent, country,"
-    "  preroll, 1 FROM temp.live)"
+    " FROM (SELECT mount, start_ms, end_ms, ip, user_agent, country, preroll, 0 AS now,"
+    "  IFNULL(server, ?6) AS srv FROM sessions UNION ALL SELECT mount, start_ms, end_ms, ip,"
+    "  user_agent, country, preroll, 1, ?6 FROM temp.live)"
     " WHERE start_ms >= ?1 - ?3 AND start_ms < ?2 AND end_ms > ?1"
-    " AND (?4 IS NULL OR mount = ?4) ORDER BY start_ms";
+    " AND (?4 IS NULL OR mount = ?4) AND (?5 IS NULL OR srv = ?5) ORDER BY start_ms";
 
 static const char longest_sql[] =
     "SELECT MAX(IFNULL((SELECT MAX(end_ms - start_ms) FROM sessions), 0),"
@@ -157,6 +206,10 @@ static int read_period(figures_t *f, sqlite3 *db)
         sqlite3_bind_int64(st, 3, sqlite3_column_int64(longest, 0));
         if (q->mount)
             sqlite3_bind_text(st, 4, q->mount, -1, SQLITE_STATIC);
+        if (q->server) {
+            sqlite3_bind_text(st, 5, q->server, -1, SQLITE_STATIC);
+            sqlite3_bind_text(st, 6, audience_store_server_name(), -1, SQLITE_TRANSIENT);
+        }
         err = 0;
         while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW)
             err = read_session(f, st);
@@ -412,13 +465,13 @@ static void figures_free(figures_t *f)
     free(f->on);
 }
 
-void audience_figures(sqlite3 *db, audience_query_t *q)
+void audience_sqlite_figures(sqlite3 *db, audience_query_t *q)
 {
     q->err = db ? 0 : -ENODEV;
     if (!db)
         return;
     figures_t f = {.q = q};
-    q->err = audience_live_snapshot(db, q->qualify_s, q->anonymize) < 0 ? -EIO
+    q->err = live_snapshot(db, q->qualify_s, q->anonymize) < 0 ? -EIO
                                                                        : read_period(&f, db);
     if (q->err == 0)
         q->err = prepare(&f);
@@ -432,105 +485,5 @@ void audience_figures(sqlite3 *db, audience_query_t *q)
         from = to;
     }
     figures_free(&f);
-    audience_live_clear(db);
-}
-
-void audience_query_clear(audience_query_t *q)
-{
-    for (size_t i = 0; i < q->nrows; i++) {
-        free(q->rows[i].mount);
-        free(q->rows[i].countries);
-    }
-    free(q->rows);
-    free(q->mount);
-    q->rows = NULL;
-    q->nrows = 0;
-    q->mount = NULL;
-}
-
-/* ---- counters for /metrics ---- */
-
-#define AUDIENCE_MAX_COUNTED 1024  /* mounts counted at most (names from the config or sources) */
-
-typedef struct counted {
-    char *mount;
-    uint64_t sessions, qualified, listened_ms;
-} counted_t;
-
-static struct {
-    pthread_mutex_t lock;
-    counted_t *v;
-    size_t n, cap;
-} counters = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
-static counted_t *counted_find(const char *mount)
-{
-    for (size_t i = 0; i < counters.n; i++)
-        if (strcmp(counters.v[i].mount, mount) == 0)
-            return &counters.v[i];
-    if (counters.n == AUDIENCE_MAX_COUNTED)
-        return NULL;
-    if (counters.n == counters.cap) {
-        size_t ncap = counters.cap ? counters.cap * 2 : 16;
-        counted_t *n = realloc(counters.v, ncap * sizeof(*n));
-        if (!n)
-            return NULL;
-        counters.v = n;
-        counters.cap = ncap;
-    }
-    char *name = strdup(mount);
-    if (!name)
-        return NULL;
-    counters.v[counters.n] = (counted_t){.mount = name};
-    return &counters.v[counters.n++];
-}
-
-void audience_count(const session_record_t *r)
-{
-    int64_t ms = r->end_ms > r->start_ms ? r->end_ms - r->start_ms : 0;
-    int qualified = ms >= (int64_t)server_config()->qualified_seconds * 1000;
-    pthread_mutex_lock(&counters.lock);
-    counted_t *c = counted_find(r->mount ? r->mount : "");
-    if (c) {
-        c->sessions++;
-        if (qualified) {
-            c->qualified++;
-            c->listened_ms += (uint64_t)ms;
-        }
-    }
-    pthread_mutex_unlock(&counters.lock);
-}
-
-void audience_metrics(buf_t *o, void (*label)(buf_t *o, const char *value))
-{
-    static const struct {
-        const char *name, *help;
-        size_t off;
-        int ms;
-    } families[] = {
-        {"rimecast_audience_sessions_total", "Listener sessions ended since start-up.",
-         offsetof(counted_t, sessions), 0},
-        {"rimecast_audience_qualified_sessions_total",
-         "Listener sessions ended since start-up that lasted at least "
-         "min-session.", offsetof(counted_t, qualified), 0},
-        {"rimecast_audience_listening_seconds_total",
-         "Seconds listened in qualified sessions ended since start-up (TLH in seconds).",
-         offsetof(counted_t, listened_ms), 1},
-    };
-    pthread_mutex_lock(&counters.lock);
-    for (size_t f = 0; f < sizeof(families) / sizeof(families[0]); f++) {
-        buf_appendf(o, "# HELP %s %s\n# TYPE %s counter\n", families[f].name, families[f].help,
-                    families[f].name);
-        for (size_t i = 0; i < counters.n; i++) {
-            uint64_t v = *(const uint64_t *)((const char *)&counters.v[i] + families[f].off);
-            buf_appendf(o, "%s{mount=\"", families[f].name);
-            label(o, counters.v[i].mount);
-            if (families[f].ms)
-                buf_appendf(o, "\"} %llu.%03u\n", (unsigned long long)(v / 1000),
-                            (unsigned)(v % 1000));
-            else
-                buf_appendf(o, "\"} %llu\n", (unsigned long long)v);
-        }
-    }
-    pthread_mutex_unlock(&counters.lock);
+    sqlite3_exec(db, "DELETE FROM temp.live", NULL, NULL, NULL);
 }

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * fuzz_spool: libFuzzer driver for what the audience store reads back or shows: a line of the
+ * spool (audience_spool_decode) and a libpq URI as logs show it (audience_pg_shown).
+ *
+ * A line that decodes must encode to one line (a newline at its end only, 16 fields) that
+ * decodes to the same record; a URI shown has *** where its user part's password was.
+ */
+// fuzz-sources: src/audience/audience_spool.c src/audience/audience_record.c src/audience/audience_pgconn.c src/core/buf.c src/core/loop.c
+// fuzz-pkgs: libpq
+// fuzz-args: -max_len=4096
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "audience/audience_pgconn.h"
+#include "audience/audience_spool.h"
+
+#include "fuzz.h"
+
+static int same_text(const char *a, const char *b)
+{
+    return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+static void line_round_trip(const uint8_t *data, size_t size)
+{
+    audience_record_t *e = audience_spool_decode((const char *)data, size);
+    if (!e)
+        return;
+    buf_t b = BUF_INIT;
+    REQUIRE(audience_spool_encode(&b, e) == 0);
+    REQUIRE(b.len > 0 && b.data[b.len - 1] == '\n' && !memchr(b.data, '\n', b.len - 1));
+    size_t tabs = 0;
+    for (size_t i = 0; i < b.len; i++)
+        tabs += b.data[i] == '\t';
+    REQUIRE(tabs == 15);
+    audience_record_t *again = audience_spool_decode(b.data, b.len - 1);
+    REQUIRE(again != NULL);
+    REQUIRE(memcmp(e->uid, again->uid, 16) == 0 && same_text(e->server, again->server));
+    REQUIRE(e->r.id == again->r.id && e->r.start_ms == again->r.start_ms &&
+            e->r.end_ms == again->r.end_ms && e->r.bytes == again->r.bytes &&
+            e->r.end == again->r.end && e->r.preroll == again->r.preroll);
+    REQUIRE(same_text(e->r.mount, again->r.mount) && same_text(e->r.served, again->r.served) &&
+            same_text(e->r.address, again->r.address) && same_text(e->r.agent, again->r.agent) &&
+            same_text(e->r.referer, again->r.referer) && same_text(e->r.user, again->r.user) &&
+            same_text(e->r.country, again->r.country));
+    free(again);
+    free(e);
+    buf_free(&b);
+}
+
+static void uri_shown(const uint8_t *data, size_t size)
+{
+    char *uri = malloc(size + 1);
+    if (!uri)
+        return;
+    memcpy(uri, data, size);
+    uri[size] = '\0';
+    char *shown = audience_pg_shown(uri);
+    if (shown && audience_pg_is_uri(uri)) {
+        /* the user part ends at the first '@' before any '/'; its password is after its first
+         * ':': shown keeps what comes before and puts *** in its place */
+        const char *rest = strstr(uri, "://") + 3;
+        size_t end = strcspn(rest, "@/");
+        const char *colon = memchr(rest, ':', end);
+        if (rest[end] == '@' && colon && colon + 1 < rest + end) { /* a password, not empty */
+            size_t keep = (size_t)(colon + 1 - uri);
+            REQUIRE(strncmp(shown, uri, keep) == 0 && strncmp(shown + keep, "***@", 4) == 0);
+        }
+    }
+    free(shown);
+    free(uri);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    line_round_trip(data, size);
+    uri_shown(data, size);
+    return 0;
+}

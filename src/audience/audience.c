@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * audience: the answers of the figures and top lists freed, and the /metrics counters of ended sessions (see
+ * audience.h). The figures themselves are made by the store's backend.
+ */
+#include "audience/audience.h"
+#include "audience/audience_top.h"
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conf/config.h"
+#include "net/server.h"
+
+void audience_query_clear(audience_query_t *q)
+{
+    for (size_t i = 0; i < q->nrows; i++) {
+        free(q->rows[i].mount);
+        free(q->rows[i].countries);
+    }
+    free(q->rows);
+    free(q->mount);
+    free(q->server);
+    q->rows = NULL;
+    q->nrows = 0;
+    q->mount = q->server = NULL;
+}
+
+void audience_top_clear(audience_top_t *t)
+{
+    for (size_t i = 0; i < t->n; i++)
+        free(t->entries[i].name);
+    free(t->entries);
+    free(t->mount);
+    free(t->server);
+    t->entries = NULL;
+    t->n = 0;
+    t->mount = t->server = NULL;
+}
+
+/* ---- counters for /metrics ---- */
+
+#define AUDIENCE_MAX_COUNTED 1024  /* mounts counted at most (names from the config or sources) */
+
+typedef struct counted {
+    char *mount;
+    uint64_t sessions, qualified, listened_ms;
+} counted_t;
+
+static struct {
+    pthread_mutex_t lock;
+    counted_t *v;
+    size_t n, cap;
+} counters = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static counted_t *counted_find(const char *mount)
+{
+    for (size_t i = 0; i < counters.n; i++)
+        if (strcmp(counters.v[i].mount, mount) == 0)
+            return &counters.v[i];
+    if (counters.n == AUDIENCE_MAX_COUNTED)
+        return NULL;
+    if (counters.n == counters.cap) {
+        size_t ncap = counters.cap ? counters.cap * 2 : 16;
+        counted_t *n = realloc(counters.v, ncap * sizeof(*n));
+        if (!n)
+            return NULL;
+        counters.v = n;
+        counters.cap = ncap;
+    }
+    char *name = strdup(mount);
+    if (!name)
+        return NULL;
+    counters.v[counters.n] = (counted_t){.mount = name};
+    return &counters.v[counters.n++];
+}
+
+void audience_count(const session_record_t *r)
+{
+    int64_t ms = r->end_ms > r->start_ms ? r->end_ms - r->start_ms : 0;
+    int qualified = ms >= (int64_t)server_config()->qualified_seconds * 1000;
+    pthread_mutex_lock(&counters.lock);
+    counted_t *c = counted_find(r->mount ? r->mount : "");
+    if (c) {
+        c->sessions++;
+        if (qualified) {
+            c->qualified++;
+            c->listened_ms += (uint64_t)ms;
+        }
+    }
+    pthread_mutex_unlock(&counters.lock);
+}
+
+void audience_metrics(buf_t *o, void (*label)(buf_t *o, const char *value))
+{
+    static const struct {
+        const char *name, *help;
+        size_t off;
+        int ms;
+    } families[] = {
+        {"rimecast_audience_sessions_total", "Listener sessions ended since start-up.",
+         offsetof(counted_t, sessions), 0},
+        {"rimecast_audience_qualified_sessions_total",
+         "Listener sessions ended since start-up that lasted at least "
+         "min-session.", offsetof(counted_t, qualified), 0},
+        {"rimecast_audience_listening_seconds_total",
+         "Seconds listened in qualified sessions ended since start-up (TLH in seconds).",
+         offsetof(counted_t, listened_ms), 1},
+    };
+    pthread_mutex_lock(&counters.lock);
+    for (size_t f = 0; f < sizeof(families) / sizeof(families[0]); f++) {
+        buf_appendf(o, "# HELP %s %s\n# TYPE %s counter\n", families[f].name, families[f].help,
+                    families[f].name);
+        for (size_t i = 0; i < counters.n; i++) {
+            uint64_t v = *(const uint64_t *)((const char *)&counters.v[i] + families[f].off);
+            buf_appendf(o, "%s{mount=\"", families[f].name);
+            label(o, counters.v[i].mount);
+            if (families[f].ms)
+                buf_appendf(o, "\"} %llu.%03u\n", (unsigned long long)(v / 1000),
+                            (unsigned)(v % 1000));
+            else
+                buf_appendf(o, "\"} %llu\n", (unsigned long long)v);
+        }
+    }
+    pthread_mutex_unlock(&counters.lock);
+}

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * audience_pg: the PostgreSQL backend of the audience store (audience_backend.h), for a
+ * network of servers sharing one database (<audience><database> a libpq URI). Its state and
+ * what its files share: audience_pg.c connects (again, after a back-off, when the database was
+ * away), creates and migrates the schema (a version table), makes the day partitions of the
+ * sessions table ahead, writes batches (each record once: its id is unique), drops the
+ * partitions <retention-days> leaves behind and publishes this server's sessions going on;
+ * audience_pg_figures.c makes the figures and the top lists by SQL in the database. Store
+ * thread only; inside src/audience/ only.
+ */
+#ifndef RIMECAST_AUDIENCE_PG_H
+#define RIMECAST_AUDIENCE_PG_H
+
+#include <stdint.h>
+
+#include "audience/audience_backend.h"
+#include "audience/audience_pgconn.h"
+
+#define AUDIENCE_PG_DAY_MS 86400000LL
+#define AUDIENCE_PG_HOUR_MS 3600000LL
+/* A live session another server published counts while its row is younger than this (each
+ * server publishes its own every AUDIENCE_PG_LIVE_EVERY_MS). */
+#define AUDIENCE_PG_LIVE_EVERY_MS 30000
+#define AUDIENCE_PG_LIVE_STALE_MS (3 * AUDIENCE_PG_LIVE_EVERY_MS)
+
+typedef struct audience_pg {
+    PGconn *conn;              /* NULL: away (or not reached yet) */
+    int reached;               /* it was reached once since the store was opened */
+    int away_said;             /* that it cannot be used was said (until it answers again) */
+    int backoff_ms;            /* before the next try */
+    uint64_t retry_at;         /* monotonic: the next try to connect */
+    uint64_t next_partitions, next_live, next_ahead;
+    int tries;                 /* of the batch that keeps failing (not for being away) */
+    audience_pg_err_t err;     /* the last failure */
+} audience_pg_t;
+
+extern const audience_backend_t audience_pg_backend;
+
+/* Runs a command on db's connection (audience_pg_exec); when the connection is gone it is
+ * closed (the next tick connects again) and the change said in the error log. NULL when there
+ * is no connection or the command failed (p->err says why). */
+PGresult *audience_pg_run(audience_db_t *db, const char *sql, int n,
+                          const char *const *params, int timeout_ms);
+/* Replaces this server's rows of sessions going on with the qualified ones now. 0 or -1. */
+int audience_pg_publish_live(audience_db_t *db, int qualify_s, int anonymize);
+
+/* The figures and the top lists (audience_pg_figures.c). */
+void audience_pg_figures(audience_db_t *db, audience_query_t *q);
+/* The figures of q, this server's sessions going on as last published; the buckets made
+ * (those not read from the cache). */
+int audience_pg_make_figures(audience_db_t *db, audience_query_t *q);
+void audience_pg_top(audience_db_t *db, audience_top_t *t);
+
+#endif

@@ -1,0 +1,316 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * audience_spool: records waiting in a file while the database is away (see audience_spool.h).
+ */
+#include "audience/audience_spool.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SPOOL_TAG "R1"
+#define SPOOL_FIELDS 16
+#define SPOOL_CHUNK 65536
+
+/* ---- one line ---- */
+
+static int put_text(buf_t *b, const char *s)
+{
+    if (!s)
+        return buf_append_str(b, "\t\\N");
+    buf_append_char(b, '\t');
+    for (; *s; s++) {
+        const char *esc = *s == '\\' ? "\\\\" : *s == '\t' ? "\\t" : *s == '\n' ? "\\n"
+                        : *s == '\r' ? "\\r" : NULL;
+        if (esc)
+            buf_append_str(b, esc);
+        else
+            buf_append_char(b, *s);
+    }
+    return 0;
+}
+
+int audience_spool_encode(buf_t *b, const audience_record_t *e)
+{
+    const session_record_t *r = &e->r;
+    buf_append_str(b, SPOOL_TAG "\t");
+    for (int i = 0; i < 16; i++)
+        buf_appendf(b, "%02x", e->uid[i]);
+    put_text(b, e->server);
+    buf_appendf(b, "\t%llu", (unsigned long long)r->id);
+    put_text(b, r->mount);
+    put_text(b, r->served);
+    buf_appendf(b, "\t%lld\t%lld\t%llu", (long long)r->start_ms, (long long)r->end_ms,
+                (unsigned long long)r->bytes);
+    put_text(b, r->address);
+    put_text(b, r->agent);
+    put_text(b, r->referer);
+    put_text(b, r->user);
+    put_text(b, r->country);
+    return buf_appendf(b, "\t%d\t%d\n", (int)r->end, r->preroll ? 1 : 0);
+}
+
+/* Field f unescaped into out (NUL-terminated; out has room for f's length + 1); 0, 1 when it
+ * is \N (none), -1 when malformed. */
+static int unescape(const char *f, size_t len, char *out)
+{
+    if (len == 2 && f[0] == '\\' && f[1] == 'N')
+        return 1;
+    size_t o = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (f[i] != '\\') {
+            if (f[i] == '\0')
+                return -1;
+            out[o++] = f[i];
+            continue;
+        }
+        if (++i == len)
+            return -1;
+        switch (f[i]) {
+        case '\\': out[o++] = '\\'; break;
+        case 't': out[o++] = '\t'; break;
+        case 'n': out[o++] = '\n'; break;
+        case 'r': out[o++] = '\r'; break;
+        default: return -1;
+        }
+    }
+    out[o] = '\0';
+    return 0;
+}
+
+/* A decimal integer filling the field, within [lo, hi]. */
+static int number(const char *f, size_t len, long long lo, long long hi, long long *out)
+{
+    char tmp[24];
+    if (len == 0 || len >= sizeof(tmp))
+        return -1;
+    memcpy(tmp, f, len);
+    tmp[len] = '\0';
+    size_t skip = tmp[0] == '-' ? 1 : 0;
+    if (!tmp[skip] || strspn(tmp + skip, "0123456789") != len - skip)
+        return -1;
+    errno = 0;
+    long long v = strtoll(tmp, NULL, 10);
+    if (errno || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int hex_digit(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+static int hex_uid(const char *f, size_t len, uint8_t uid[16])
+{
+    if (len != 32)
+        return -1;
+    for (int i = 0; i < 16; i++) {
+        int hi = hex_digit(f[2 * i]), lo = hex_digit(f[2 * i + 1]);
+        if (hi < 0 || lo < 0)
+            return -1;
+        uid[i] = (uint8_t)(hi << 4 | lo);
+    }
+    return 0;
+}
+
+audience_record_t *audience_spool_decode(const char *line, size_t len)
+{
+    const char *f[SPOOL_FIELDS];
+    size_t flen[SPOOL_FIELDS], n = 0, start = 0;
+    for (size_t i = 0; i <= len; i++) {
+        if (i < len && line[i] != '\t')
+            continue;
+        if (n == SPOOL_FIELDS)
+            return NULL;
+        f[n] = line + start;
+        flen[n++] = i - start;
+        start = i + 1;
+    }
+    if (n != SPOOL_FIELDS || flen[0] != 2 || memcmp(f[0], SPOOL_TAG, 2) != 0)
+        return NULL;
+    /* the texts, unescaped into one scratch copy: server, mount, served, address, agent,
+     * referer, user, country */
+    static const int text_at[] = {2, 4, 5, 9, 10, 11, 12, 13};
+    char *scratch = malloc(len + sizeof(text_at) / sizeof(text_at[0]));
+    if (!scratch)
+        return NULL;
+    const char *texts[8];
+    char *p = scratch;
+    int bad = 0;
+    for (size_t k = 0; k < 8 && !bad; k++) {
+        int rc = unescape(f[text_at[k]], flen[text_at[k]], p);
+        bad = rc < 0;
+        texts[k] = rc == 0 ? p : NULL;
+        p += flen[text_at[k]] + 1;
+    }
+    long long id, start_ms, end_ms, bytes, end, preroll;
+    session_record_t r = {0};
+    uint8_t uid[16];
+    audience_record_t *e = NULL;
+    if (!bad && hex_uid(f[1], flen[1], uid) == 0 &&
+        number(f[3], flen[3], 0, INT64_MAX, &id) == 0 &&
+        number(f[6], flen[6], INT64_MIN + 1, INT64_MAX, &start_ms) == 0 &&
+        number(f[7], flen[7], INT64_MIN + 1, INT64_MAX, &end_ms) == 0 &&
+        number(f[8], flen[8], 0, INT64_MAX, &bytes) == 0 &&
+        number(f[14], flen[14], SESSION_END_CLIENT, SESSION_END_SHUTDOWN, &end) == 0 &&
+        number(f[15], flen[15], 0, 1, &preroll) == 0 && texts[1] && texts[3]) {
+        r = (session_record_t){.id = (uint64_t)id, .mount = texts[1], .served = texts[2],
+                               .start_ms = start_ms, .end_ms = end_ms, .bytes = (uint64_t)bytes,
+                               .address = texts[3], .agent = texts[4], .referer = texts[5],
+                               .user = texts[6], .country = texts[7],
+                               .end = (session_end_t)end, .preroll = (int)preroll};
+        e = audience_record_copy(&r, texts[0]);
+        if (e)
+            memcpy(e->uid, uid, sizeof(uid));
+    }
+    free(scratch);
+    return e;
+}
+
+/* ---- the file ---- */
+
+void audience_spool_close(audience_spool_t *s)
+{
+    if (s->fd >= 0)
+        close(s->fd);
+    free(s->path);
+    *s = (audience_spool_t){.fd = -1};
+}
+
+/* Counts the lines of the file; a last one without its newline is cut off. */
+static int count_records(audience_spool_t *s)
+{
+    char buf[SPOOL_CHUNK];
+    off_t at = 0, last_end = 0;
+    ssize_t got;
+    while ((got = pread(s->fd, buf, sizeof(buf), at)) > 0) {
+        for (ssize_t i = 0; i < got; i++)
+            if (buf[i] == '\n') {
+                s->records++;
+                last_end = at + i + 1;
+            }
+        at += got;
+    }
+    if (got < 0)
+        return -errno;
+    if (last_end != at && ftruncate(s->fd, last_end) < 0)
+        return -errno;
+    s->size = last_end;
+    return 0;
+}
+
+int audience_spool_open(audience_spool_t *s, const char *path, const char **why)
+{
+    *s = (audience_spool_t){.fd = -1};
+    int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    struct stat sb;
+    *why = "it cannot be opened";
+    if (fd < 0) {
+        *why = errno == ELOOP ? "it is a symbolic link" : strerror(errno);
+        return -errno;
+    }
+    if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_nlink != 1) {
+        *why = "it is not a plain file with a single link";
+        close(fd);
+        return -EINVAL;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        int err = errno == EWOULDBLOCK ? EAGAIN : errno;
+        *why = err == EAGAIN ? "another process of the server holds it" : strerror(err);
+        close(fd);
+        return -err;
+    }
+    s->fd = fd;
+    s->path = strdup(path);
+    int rc = s->path ? count_records(s) : -ENOMEM;
+    if (rc < 0) {
+        *why = "it cannot be read";
+        audience_spool_close(s);
+    }
+    return rc;
+}
+
+size_t audience_spool_append(audience_spool_t *s, audience_record_t *const *v, size_t n,
+                             long max)
+{
+    buf_t b = BUF_INIT;
+    size_t fit = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t before = b.len;
+        audience_spool_encode(&b, v[i]);
+        if (b.error || s->size + (off_t)b.len > (off_t)max) {
+            b.len = before;
+            break;
+        }
+        fit++;
+    }
+    size_t done = 0;
+    while (s->fd >= 0 && !b.error && done < b.len) {
+        ssize_t w = pwrite(s->fd, b.data + done, b.len - done, s->size + (off_t)done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break;
+        done += (size_t)w;
+    }
+    if (done < b.len) { /* nothing of it kept: a partial line must not stay */
+        if (s->fd >= 0 && ftruncate(s->fd, s->size) < 0)
+            s->size = lseek(s->fd, 0, SEEK_END); /* what is there is read back as it is */
+        fit = 0;
+    } else {
+        s->size += (off_t)b.len;
+        s->records += fit;
+    }
+    buf_free(&b);
+    return fit;
+}
+
+audience_record_t *audience_spool_read(audience_spool_t *s, size_t max, size_t *n, off_t *next,
+                                       size_t *bad)
+{
+    audience_record_t *head = NULL, **tail = &head;
+    buf_t line = BUF_INIT;
+    char chunk[SPOOL_CHUNK];
+    off_t at = s->read_at;
+    *n = *bad = 0;
+    *next = at;
+    while (*n < max && at < s->size) {
+        ssize_t got = pread(s->fd, chunk, sizeof(chunk), at);
+        if (got <= 0)
+            break;
+        ssize_t i = 0;
+        while (i < got && *n < max) {
+            char *nl = memchr(chunk + i, '\n', (size_t)(got - i));
+            size_t take = nl ? (size_t)(nl - (chunk + i)) : (size_t)(got - i);
+            buf_append(&line, chunk + i, take);
+            i += (ssize_t)take + (nl ? 1 : 0);
+            if (!nl)
+                break;
+            audience_record_t *e = line.error ? NULL : audience_spool_decode(line.data, line.len);
+            *tail = e;
+            tail = e ? &e->next : tail;
+            *n += e != NULL;
+            *bad += e == NULL;
+            *next = at + i;
+            line.len = 0;
+        }
+        at += i;
+    }
+    buf_free(&line);
+    return head;
+}
+
+void audience_spool_done(audience_spool_t *s, off_t next, size_t n)
+{
+    s->read_at = next;
+    s->records = s->records > n ? s->records - n : 0;
+    if (s->read_at >= s->size && ftruncate(s->fd, 0) == 0) /* everything written */
+        s->size = s->read_at = 0, s->records = 0;
+}

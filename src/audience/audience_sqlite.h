@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * audience_sqlite: the SQLite backend of the audience store (audience_backend.h): one file
+ * (<audience><database>, default audience.db under <logdir>), table sessions in WAL mode,
+ * indexes (mount, start_ms) and (start_ms). The figures are made in one pass over the
+ * period's sessions read by one indexed query (audience_sqlite_figures.c), the top lists by
+ * SQL (audience_top.c). Store thread only; the functions below take the sqlite3 handle so
+ * that a test can run them on a database in memory.
+ */
+#ifndef RIMECAST_AUDIENCE_SQLITE_H
+#define RIMECAST_AUDIENCE_SQLITE_H
+
+#include "audience/audience.h"
+#include "audience/audience_top.h"
+
+typedef struct sqlite3 sqlite3;
+
+/* The SQL that creates the store's table and indexes (if not there) in WAL mode. */
+const char *audience_sqlite_schema(void);
+/* Fills q's answer from db (NULL: -ENODEV), the sessions going on now included. */
+void audience_sqlite_figures(sqlite3 *db, audience_query_t *q);
+/* Fills t's answer from db (NULL: -ENODEV). */
+void audience_sqlite_top(sqlite3 *db, audience_top_t *t);
+
+#endif
