@@ -16,8 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include "core/buf.h"
+#include "core/cidr.h"
 #include "core/list.h"
 #include "core/log.h"
 #include "net/server.h"
@@ -33,6 +36,8 @@ struct fetch_job {
     CURL *easy;
     buf_t hdr;       /* header lines of the response being received */
     size_t max_body; /* a GET keeping up to this much of the body */
+    int public_only; /* refuse internal addresses (fetch_request_t) */
+    int refused;     /* ... and one was refused */
     buf_t resp;      /* that body */
     fetch_result_t res;
     char errbuf[CURL_ERROR_SIZE];
@@ -148,6 +153,26 @@ static size_t on_body(char *data, size_t size, size_t n, void *arg)
     return buf_append(&j->resp, data, take) == 0 ? len : 0;
 }
 
+/* public_only: the address libcurl is about to connect to (the host's, or a proxy's) must not
+ * be internal; a refusal ends the transfer with -EACCES. */
+static curl_socket_t open_public(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
+{
+    fetch_job_t *j = arg;
+    unsigned char addr[16] = {0};
+    (void)purpose;
+    if (a->family == AF_INET) {
+        addr[10] = addr[11] = 0xff;
+        memcpy(addr + 12, &((const struct sockaddr_in *)&a->addr)->sin_addr, 4);
+    } else if (a->family == AF_INET6) {
+        memcpy(addr, &((const struct sockaddr_in6 *)&a->addr)->sin6_addr, 16);
+    }
+    if ((a->family != AF_INET && a->family != AF_INET6) || cidr_is_internal(addr)) {
+        j->refused = 1;
+        return CURL_SOCKET_BAD;
+    }
+    return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+}
+
 static int job_begin(fetch_job_t *j)
 {
     CURL *e = j->easy = curl_easy_init();
@@ -179,6 +204,10 @@ static int job_begin(fetch_job_t *j)
 #else
     curl_easy_setopt(e, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
 #endif
+    if (j->public_only) {
+        curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_public);
+        curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, j);
+    }
     if (j->userpwd) {
         curl_easy_setopt(e, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
         curl_easy_setopt(e, CURLOPT_USERPWD, j->userpwd);
@@ -239,7 +268,12 @@ static void collect_finished(void)
         curl_easy_getinfo(j->easy, CURLINFO_RESPONSE_CODE, &j->res.status);
         if (rc != CURLE_OK && !j->errbuf[0])
             snprintf(j->errbuf, sizeof(j->errbuf), "%s", curl_easy_strerror(rc));
-        complete(j, map_error(rc));
+        if (j->refused) {
+            snprintf(j->errbuf, sizeof(j->errbuf), "an internal address is not reached");
+            complete(j, -EACCES);
+        } else {
+            complete(j, map_error(rc));
+        }
     }
 }
 
@@ -309,6 +343,7 @@ int fetch_submit(const fetch_request_t *req)
     j->userpwd = req->userpwd ? strdup(req->userpwd) : NULL;
     j->timeout_ms = req->timeout_ms ? req->timeout_ms : 15000;
     j->max_body = req->max_body;
+    j->public_only = req->public_only;
     j->reply_to = req->reply_to;
     j->done = req->done;
     j->arg = req->arg;

@@ -25,7 +25,8 @@ typedef struct worker worker_t;
 
 typedef struct fetch_result {
     /* 0: an HTTP answer came (any status); else -ETIMEDOUT, -ECONNREFUSED, -ECANCELED (shut
-     * down), -EIO (anything else: error_text says what) */
+     * down), -EACCES (public_only: the address is internal), -EIO (anything else: error_text
+     * says what) */
     int error;
     long status;
     const char *headers; /* the final response's header lines, "\r\n"-separated, NUL-ended */
@@ -47,6 +48,8 @@ typedef struct fetch_request {
     size_t max_body;       /* 0: a POST whose body is dropped; else a GET keeping this much */
     const char *userpwd;   /* "user:password" for HTTP Basic, or NULL; copied */
     unsigned timeout_ms;   /* the whole exchange, connect included */
+    int public_only;       /* 1: never connect to an internal address (cidr_is_internal):
+                            * the URL came from an untrusted party; the answer is -EACCES */
     worker_t *reply_to;    /* NULL: done runs on the fetch thread */
     fetch_done_fn done;    /* may be NULL (fire and forget) */
     void *arg;
