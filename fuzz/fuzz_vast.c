@@ -1,4 +1,4 @@
-// fuzz-sources: src/ads/vast.c src/ads/ads_url.c src/core/buf.c src/core/utf8.c src/core/str.c
+// fuzz-sources: src/ads/vast.c src/ads/ads_url.c src/ads/creative.c src/core/block.c src/format/mpeg.c src/core/buf.c src/core/utf8.c src/core/str.c
 // fuzz-pkgs: libxml-2.0
 // fuzz-args: -max_len=65536
 /* SPDX-License-Identifier: GPL-2.0-or-later */
@@ -9,16 +9,20 @@
  * VAST_URL_MAX bytes, and still so once its macros are replaced; titles valid UTF-8 without
  * control characters, at most VAST_TITLE_MAX bytes; a wrapper always has its tag URI. The
  * input's first line is also expanded as a <vast-url> template: the result never holds a byte
- * the listener's values could not put there unencoded.
+ * the listener's values could not put there unencoded. The whole input is also taken as a
+ * creative (ads/creative.c): when it is one, its blocks are whole frames of one format, sync
+ * points, the input's bytes in order, and its tracking marks are in order within it.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "ads/ads.h"
 #include "ads/ads_url.h"
 #include "ads/vast.h"
 #include "core/utf8.h"
+#include "format/mpeg.h"
 #include "fuzz.h"
 
 static void check_url(const char *u)
@@ -87,6 +91,41 @@ static void check_template(const uint8_t *data, size_t size)
     free(tmpl);
 }
 
+static void check_creative(const uint8_t *data, size_t size)
+{
+    ads_creative_t *c = NULL;
+    char title[200];
+    size_t tl = size < sizeof(title) - 1 ? size : sizeof(title) - 1;
+    memcpy(title, data, tl);
+    title[tl] = '\0';
+    int rc = ads_creative_build(data, size, title, &c);
+    if (rc != 0) {
+        REQUIRE(rc == VAST_ERR_MEDIA_BROKEN && !c);
+        return;
+    }
+    uint64_t off = 0;
+    for (const block_t *b = c->blocks; b; b = block_next(b)) {
+        REQUIRE(b->flags == BLOCK_SYNC && b->offset == off && b->len > 0);
+        REQUIRE(memmem(data, size, b->data, b->len) != NULL);
+        for (uint32_t at = 0; at < b->len;) {
+            mpeg_frame_t f;
+            ads_format_t ff;
+            REQUIRE(mpeg_frame_parse(b->data + at, b->len - at, &f) == 1 && f.len <= b->len - at);
+            REQUIRE(ads_format_of(b->data + at, b->len - at, &ff) == 0 &&
+                    ads_format_equal(&ff, &c->fmt));
+            at += f.len;
+        }
+        off += b->len;
+    }
+    REQUIRE(off == c->bytes && c->bytes <= size);
+    for (int i = 0; i < ADS_MARKS; i++)
+        REQUIRE(c->mark[i] > 0 && c->mark[i] <= c->bytes);
+    REQUIRE(c->mark[ADS_MARK_Q1] <= c->mark[ADS_MARK_MID] &&
+            c->mark[ADS_MARK_MID] <= c->mark[ADS_MARK_Q3]);
+    REQUIRE(strlen(c->title) <= 120 && !strchr(c->title, '\'') && !strchr(c->title, ';'));
+    ads_creative_unref(c);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -105,5 +144,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     vast_free(&doc);
     check_template(data, size);
+    check_creative(data, size);
     return 0;
 }
