@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ads/ads.h"
 #include "auth/verify.h"
 #include "core/buf.h"
 #include "net/server.h"
@@ -77,6 +78,24 @@ VERIFY_FN(read_verify_ran, ran)
 VERIFY_FN(read_verify_expired, expired)
 VERIFY_FN(read_verify_refused, refused)
 
+#define ADS_FN(fn, field) \
+    static long long fn(void) \
+    { \
+        ads_counters_t ac; \
+        ads_get_counters(&ac); \
+        return (long long)ac.field; \
+    }
+ADS_FN(read_ads_requests, requests)
+ADS_FN(read_ads_fills, fills)
+ADS_FN(read_ads_no_fills, no_fills)
+ADS_FN(read_ads_impressions, impressions)
+ADS_FN(read_ads_completes, completes)
+ADS_FN(read_ads_errors, errors)
+ADS_FN(read_ads_creatives, creatives)
+ADS_FN(read_ads_beacons_sent, beacons_sent)
+ADS_FN(read_ads_beacons_failed, beacons_failed)
+ADS_FN(read_ads_beacons_dropped, beacons_dropped)
+
 static const server_metric_t server_metrics[] = {
     {"rimecast_start_time_seconds", "gauge", "Start time of the server (Unix time).", read_start},
     {"rimecast_clients", "gauge", "Open client connections of every kind.", read_clients},
@@ -111,6 +130,29 @@ static const server_metric_t server_metrics[] = {
     {"rimecast_verifier_refused_total", "counter",
      "Password checks and user file changes refused: the verifier's queue was full (busy).",
      read_verify_refused},
+    {"rimecast_ads_requests_total", "counter",
+     "Requests to ad servers for listeners' ad breaks, wrappers' included.", read_ads_requests},
+    {"rimecast_ads_fills_total", "counter", "Ads placed in listeners' ad breaks.",
+     read_ads_fills},
+    {"rimecast_ads_no_fills_total", "counter",
+     "Listeners' ad breaks without an ad (none offered, none fit, or a failure).",
+     read_ads_no_fills},
+    {"rimecast_ads_impressions_total", "counter",
+     "Ad impressions counted: two seconds of an ad delivered to a listener.",
+     read_ads_impressions},
+    {"rimecast_ads_completes_total", "counter", "Ads delivered to a listener to their end.",
+     read_ads_completes},
+    {"rimecast_ads_errors_total", "counter",
+     "Failures of ad servers, wrappers and creatives (VAST errors reported included).",
+     read_ads_errors},
+    {"rimecast_ads_creatives_total", "counter", "Creatives fetched, checked and kept.",
+     read_ads_creatives},
+    {"rimecast_ads_beacons_sent_total", "counter", "Tracking and error URLs fired.",
+     read_ads_beacons_sent},
+    {"rimecast_ads_beacons_failed_total", "counter",
+     "Tracking and error URLs given up after their retries.", read_ads_beacons_failed},
+    {"rimecast_ads_beacons_dropped_total", "counter",
+     "Tracking and error URLs dropped unsent: their queue was full.", read_ads_beacons_dropped},
 };
 
 /* ---- per mount ---- */
