@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ads_http: the ad layer's GETs, bounded per kind (see ads_internal.h). A break that starts
- * for 5 000 listeners at once asks the ad server 5 000 times: at most ACTIVE of them run at a
- * time on the fetch thread (leaving it free for URL authentication and the directories), the
- * rest wait here in order and are dropped unsent once their listener stopped waiting.
+ * for 5 000 listeners at once asks the ad server 5 000 times, and fires six tracking URLs for
+ * each of them: at most active_max of each kind run at a time on the fetch thread (outside its
+ * own bound, so URL authentication and the directories keep theirs; connections to an ad
+ * server or a tracker are kept for the next request), the rest wait here in order, and those
+ * whose listener stopped waiting are dropped unsent.
  *
  * One mutex guards the queues and counts; no callback runs under it.
  */
@@ -17,8 +19,8 @@
 #include "core/loop.h"
 #include "net/worker.h"
 
-static const unsigned active_max[ADS_HTTP_KINDS] = {8, 4, 4};
-static const unsigned queued_max[ADS_HTTP_KINDS] = {20000, 256, 4096};
+static const unsigned active_max[ADS_HTTP_KINDS] = {32, 4, 64};
+static const unsigned queued_max[ADS_HTTP_KINDS] = {20000, 256, 32768};
 
 typedef struct entry {
     ads_get_t g;        /* url points at url_copy */
@@ -79,7 +81,8 @@ static int submit(entry_t *e)
         timeout = (unsigned)(e->g.deadline_ms - now);
     fetch_request_t req = {.url = e->url_copy, .max_body = e->g.max_body ? e->g.max_body : 1,
                            .timeout_ms = timeout ? timeout : 1,
-                           .public_only = e->g.public_only, .reply_to = e->g.reply_to,
+                           .public_only = e->g.public_only, .self_bounded = 1,
+                           .reply_to = e->g.reply_to,
                            .done = on_done, .arg = e};
     return fetch_submit(&req);
 }

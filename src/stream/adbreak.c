@@ -192,9 +192,8 @@ static void on_decided(worker_t *w, uint64_t owner, uint64_t tag, ads_pod_t *pod
 {
     conn_t *c = worker_find_conn(w, owner);
     listener_t *l = c ? listener_of(c) : NULL;
-    if (!l || !l->ad || l->ad->tag != tag || l->ad->state != AD_ASKED ||
-        loop_now_ms() >= l->ad->deadline_ms) {
-        ads_pod_free(pod); /* gone, moved on, or too late: it has heard the live stream */
+    if (!l || !l->ad || l->ad->tag != tag || l->ad->state != AD_ASKED) {
+        ads_pod_free(pod); /* gone, or gave up waiting (adbreak_where): it is on the live stream */
         return;
     }
     if (pod) {
@@ -203,8 +202,8 @@ static void on_decided(worker_t *w, uint64_t owner, uint64_t tag, ads_pod_t *pod
     } else {
         free_play(l);
     }
-    if (!l->blocked)
-        listener_flush(l);
+    /* Its next write is the fan-out's next pass (within a write window), in its slice: the
+     * decisions of a break arrive together, and writing them all here would be one long turn. */
 }
 
 /* ---- playing ---- */
@@ -230,6 +229,8 @@ static void skip_live(listener_t *l)
         }
         block_t *n = block_next(b);
         if (!n) {
+            if (atomic_load(&l->mount->ended))
+                a->skip = 0; /* nothing more will come: what there was is the rest */
             return;
         }
         block_ref(n);
@@ -260,10 +261,13 @@ static void play(listener_t *l)
     for (int i = 0; i < a->pod->n; i++)
         a->skip += a->pod->ad[i].creative->samples;
     start_ad(a);
-    char esc[256];
-    log_debug("listener %" PRIu64 " on %s: %d ad(s), %u ms", l->conn->id,
-              escape_log(esc, sizeof(esc), l->mount->name, strlen(l->mount->name)), a->pod->n,
-              a->pod->duration_ms);
+    char ids[256] = "", esc[256], mesc[256];
+    for (int i = 0; i < a->pod->n; i++)
+        snprintf(ids + strlen(ids), sizeof(ids) - strlen(ids), "%s%s", i ? " " : "",
+                 a->pod->ad[i].id);
+    log_debug("listener %" PRIu64 " on %s: ads %s, %u ms", l->conn->id,
+              escape_log(mesc, sizeof(mesc), l->mount->name, strlen(l->mount->name)),
+              escape_log(esc, sizeof(esc), ids, strlen(ids)), a->pod->duration_ms);
 }
 
 int adbreak_where(listener_t *l, block_t **b, uint32_t *pos, uint64_t *stop)
