@@ -168,6 +168,10 @@ static long long m_slow(mount_t *m) { return (long long)atomic_load(&m->slow_lis
 static long long m_read(mount_t *m) { return (long long)atomic_load(&m->bytes_read); }
 static long long m_sent(mount_t *m) { return (long long)atomic_load(&m->bytes_sent); }
 static long long m_start(mount_t *m) { return (long long)m->start; }
+static long long m_ad_asked(mount_t *m) { return (long long)atomic_load(&m->ad_asked); }
+static long long m_ad_fills(mount_t *m) { return (long long)atomic_load(&m->ad_fills); }
+static long long m_ad_impr(mount_t *m) { return (long long)atomic_load(&m->ad_impressions); }
+static long long m_ad_done(mount_t *m) { return (long long)atomic_load(&m->ad_completes); }
 
 static const mount_metric_t mount_metrics[] = {
     {"rimecast_listeners", "gauge", "Listeners connected to the mount.", m_listeners},
@@ -178,6 +182,14 @@ static const mount_metric_t mount_metrics[] = {
     {"rimecast_bytes_sent_total", "counter", "Bytes sent to listeners.", m_sent},
     {"rimecast_source_start_time_seconds", "gauge", "When the source connected (Unix time).",
      m_start},
+    {"rimecast_mount_ad_breaks_total", "counter",
+     "Listeners' ad breaks on the mount whose ads were asked for.", m_ad_asked},
+    {"rimecast_mount_ad_fills_total", "counter", "Ads placed in the mount's listeners' breaks.",
+     m_ad_fills},
+    {"rimecast_mount_ad_impressions_total", "counter",
+     "Ad impressions on the mount: two seconds of an ad delivered.", m_ad_impr},
+    {"rimecast_mount_ad_completes_total", "counter",
+     "Ads delivered to the mount's listeners to their end.", m_ad_done},
 };
 
 char *metrics_render(size_t *len)

@@ -147,7 +147,9 @@ static void begin(listener_t *l, const ads_settings_t *set, const ads_format_t *
     if (ads_ask(c->worker, &ask, c->id, tag, on_decided) < 0) {
         l->ad = NULL;
         free(a);
+        return;
     }
+    atomic_fetch_add_explicit(&l->mount->ad_asked, 1, memory_order_relaxed);
 }
 
 void adbreak_sub_begin(worker_t *w, sub_t *s)
@@ -199,6 +201,8 @@ static void on_decided(worker_t *w, uint64_t owner, uint64_t tag, ads_pod_t *pod
     if (pod) {
         l->ad->pod = pod;
         l->ad->state = AD_READY;
+        atomic_fetch_add_explicit(&l->mount->ad_fills, (unsigned long long)pod->n,
+                                  memory_order_relaxed);
     } else {
         free_play(l);
     }
@@ -302,8 +306,8 @@ int adbreak_where(listener_t *l, block_t **b, uint32_t *pos, uint64_t *stop)
     }
 }
 
-/* Tracking of the ad playing, now that `sent` of its bytes were delivered. */
-static void track(adplay_t *a, uint64_t sent)
+/* Tracking of the ad playing, now that `sent` of its bytes were delivered (counted on m). */
+static void track(adplay_t *a, uint64_t sent, mount_t *m)
 {
     const ads_ad_t *ad = &a->pod->ad[a->cur];
     const ads_creative_t *c = ad->creative;
@@ -321,6 +325,10 @@ static void track(adplay_t *a, uint64_t sent)
         if (!(a->fired & steps[i].bit) && sent >= at) {
             a->fired |= steps[i].bit;
             ads_track(ad, steps[i].ev, a->pod->allow_private);
+            if (steps[i].ev == ADS_EV_IMPRESSION)
+                atomic_fetch_add_explicit(&m->ad_impressions, 1, memory_order_relaxed);
+            else if (steps[i].ev == VAST_EV_COMPLETE)
+                atomic_fetch_add_explicit(&m->ad_completes, 1, memory_order_relaxed);
         }
     }
 }
@@ -334,7 +342,7 @@ void adbreak_commit(listener_t *l, block_t *b, uint32_t pos)
         a->blk = b;
     }
     a->pos = pos;
-    track(a, b->offset + pos);
+    track(a, b->offset + pos, l->mount);
     if (pos < b->len || block_next(b))
         return;
     block_unref(a->blk); /* this ad is all delivered */

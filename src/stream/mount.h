@@ -108,6 +108,9 @@ struct mount {
     uint64_t adbreak_start;        /* stream offset where it begins (a frame boundary) */
     unsigned adbreak_ms;           /* how long it lasts */
     uint64_t adbreak_at_ms;        /* loop_now_ms() when it was signalled */
+    /* its listeners' ad breaks (stream/adbreak.c): asked for, ads placed, impressions and
+     * completes fired */
+    atomic_ullong ad_asked, ad_fills, ad_impressions, ad_completes;
 
     mount_t *reg_next;
 };

@@ -6,7 +6,8 @@ ad server and its tracking endpoint are a fake on 127.0.0.1 (adserver.py), so th
 Covers: a break asked for with /admin/adbreak splices the creative into an MP3 or AAC
 listener's stream at frame boundaries (the creative's frames are in the capture whole, ffmpeg
 decodes it all without an error) and the live stream goes on; the listener rejoins the live
-stream as far on as the ad lasted; the ICY title names the ad, then the live title again; a
+stream as far on as the ad lasted; a listener moved to another mount in the middle of an ad
+gets the rest of the creative's block and then that mount, whole frames throughout; the ICY title names the ad, then the live title again; a
 title ADBREAK_LENGTH_<ms> set by the source starts a break of that length (and another prefix
 when <title-prefix> says so); a preroll plays before the stream; wrappers are followed (their
 tracking fired too) and a chain deeper than three is refused with VAST error 302; a creative
@@ -179,6 +180,43 @@ def test_the_icy_title_names_the_ad_then_the_live_title_again(server, ads, tmp_p
     decodes(tmp_path, got, "mp3", "icy.mp3")
     lis.close()
     fl.stop_process(src)
+
+
+def test_a_listener_moved_in_the_middle_of_an_ad_gets_whole_frames_then_the_other_mount(
+        server, ads, tmp_path):
+    data = offer(ads, tmp_path, seconds=20)
+    audio = audio_of(data)
+    xml = (mount_xml(MOUNT).replace("</mount>", ads_xml(ads) + "</mount>") +
+           mount_xml("/other.mp3"))
+    srv = server(extra_xml=xml, sndbuf=8192)
+    a = fl.ffmpeg_source(srv, MOUNT, "mp3", freq=440)
+    b = fl.ffmpeg_source(srv, "/other.mp3", "mp3", freq=660)
+    fl.wait_mount(srv, MOUNT, a)
+    fl.wait_mount(srv, "/other.mp3", b)
+    lis = srv.listener(MOUNT, rcvbuf=4096)
+    assert lis.open(timeout=10, start=False).status == 200
+    got = bytearray(lis.snapshot())
+    lis.sock.settimeout(10)
+    while len(got) < 16384:                     # the stream has frames
+        got += lis.sock.recv(4096)
+    assert adbreak(srv, 30).status == 200
+    while True:                                 # a third of the ad, read slowly enough
+        at = got.find(audio[:1024])
+        if at >= 0 and len(got) >= at + len(audio) // 3:
+            break
+        got += lis.sock.recv(4096)
+    r = adminlib.admin(srv, "/admin/moveclients?mount=%s&destination=/other.mp3" % MOUNT)
+    assert r.status == 200, r.body
+    lis._add(bytes(got[len(lis.snapshot()):]))     # what was read by hand, then the reader
+    lis.start()
+    lis.wait_bytes(len(got) + 49152, 15)
+    body = lis.snapshot()
+    assert body.find(audio) < 0                 # not the whole ad: the rest of a block at most
+    decodes(tmp_path, body, "mp3", "moved.mp3")
+    assert not ads.events("a1").get("complete")
+    lis.close()
+    for p in (a, b):
+        fl.stop_process(p)
 
 
 # ---------------------------------------------------------------- signals

@@ -7,7 +7,7 @@ Covers: N listeners in a break give N impressions, starts, quartiles and complet
 creative is fetched once for all of them); a listener that leaves halfway through an ad
 gives impression, start, first quartile and midpoint only; a tracking URL that fails is
 tried again until it answers; /metrics counts requests, fills, impressions, completes and
-errors.
+errors, over the server and per mount.
 """
 
 import pytest
@@ -24,9 +24,15 @@ EVENTS = ("impression", "start", "firstQuartile", "midpoint", "thirdQuartile", "
 
 
 def metrics(srv):
+    """The ad families of /metrics: the server's totals by name, the mount's with "@mount"."""
     fams = adminlib.parse_prometheus(adminlib.admin(srv, "/metrics").text)
-    return {name: fam["samples"][0][2] for name, fam in fams.items()
-            if name.startswith("rimecast_ads_")}
+    out = {name: fam["samples"][0][2] for name, fam in fams.items()
+           if name.startswith("rimecast_ads_")}
+    for name, fam in fams.items():
+        if name.startswith("rimecast_mount_ad_"):
+            for _, labels, value in fam["samples"]:
+                out[name + "@" + labels["mount"]] = value
+    return out
 
 
 def test_n_listeners_give_n_impressions_and_n_completes(server, ads, tmp_path):
@@ -49,6 +55,8 @@ def test_n_listeners_give_n_impressions_and_n_completes(server, ads, tmp_path):
     assert m["rimecast_ads_impressions_total"] == n and m["rimecast_ads_completes_total"] == n
     assert m["rimecast_ads_creatives_total"] == 1 and m["rimecast_ads_errors_total"] == 0
     assert m["rimecast_ads_no_fills_total"] == 0 and m["rimecast_ads_beacons_dropped_total"] == 0
+    for family in ("breaks", "fills", "impressions", "completes"):
+        assert m["rimecast_mount_ad_%s_total@%s" % (family, MOUNT)] == n, family
     for lis in listeners:
         lis.close()
     fl.stop_process(src)
