@@ -9,12 +9,13 @@ decodes it all without an error) and the live stream goes on; the listener rejoi
 stream as far on as the ad lasted; a listener moved to another mount in the middle of an ad
 gets the rest of the creative's block and then that mount, whole frames throughout; the ICY title names the ad, then the live title again; a
 title ADBREAK_LENGTH_<ms> set by the source starts a break of that length (and another prefix
-when <title-prefix> says so); a preroll plays before the stream; wrappers are followed (their
+when <title-prefix> says so), also when the source sends it inline as ICY metadata, where it
+sends it; a preroll plays before the stream; wrappers are followed (their
 tracking fired too) and a chain deeper than three is refused with VAST error 302; a creative
 in another format is not spliced and its error URL gets 403; an ad longer than the break is
 left out; an ad server that times out, or one at a loopback address without <allow-private>,
 leaves every listener on the live stream with one line in the log; the admin command's
-errors and its origin check.
+errors, its credentials (the admin's or the source's) and its origin check.
 """
 
 import os
@@ -25,6 +26,7 @@ import adminlib
 import adserver
 import formatlib as fl
 import wirelib
+from conftest import SOURCE_PASSWORD
 from test_fallback import mount_xml
 
 pytestmark = pytest.mark.rimecast_only      # Icecast has no ad breaks
@@ -238,6 +240,38 @@ def test_a_title_with_the_break_prefix_starts_a_break_of_that_length(server, ads
     fl.stop_process(src)
 
 
+def test_an_inline_icy_title_from_the_source_starts_a_break(server, ads, tmp_path):
+    """A Shoutcast-style source (or a relay of one) sends its titles in the stream: the title
+    that opens the break arrives there, at the point it is sent."""
+    data = offer(ads, tmp_path, seconds=2)
+    live = audio_of(adserver.encode(os.path.join(str(tmp_path), "live.mp3"), 60, freq=440))
+    metaint = 8000                                   # a metadata point a second (64 kbit/s)
+    points = len(live) // metaint
+
+    def meta_at(i):
+        if i == 0:
+            return fl.icy_block("StreamTitle='Live show';")
+        if i == 6:
+            return fl.icy_block("StreamTitle='ADBREAK_LENGTH_9000';")
+        if i == points // 2:
+            return fl.icy_block("StreamTitle='Live show';")
+        return b"\0"
+    xml = mount_xml(MOUNT).replace("</mount>", ads_xml(ads) + "</mount>")
+    srv = server(extra_xml=xml)
+    src = srv.source(MOUNT, fl.icy_interleave(live, metaint, meta_at), rate=8200, chunk=1000,
+                     headers={"icy-metaint": str(metaint)})
+    assert src.connect().status == 200
+    src.start()
+    lis = listen(srv)
+    at = wait_spliced(lis, audio_of(data), after=8192)
+    [vast] = ads.of("/vast")
+    assert vast.params["d"] == "9"
+    # the ad went in where the title was: about six seconds of the live stream before it
+    assert abs(live.find(lis.snapshot()[at - 1024:at]) + 1024 - 6 * metaint) < 3 * metaint
+    lis.close()
+    src.close()
+
+
 def test_a_preroll_plays_before_the_stream(server, ads, tmp_path):
     data = offer(ads, tmp_path, seconds=2)
     audio = audio_of(data)
@@ -366,8 +400,13 @@ def test_the_admin_command_refuses_bad_durations_mounts_without_ads_and_other_or
     assert r.status == 400 and b"no ad server" in r.body
     assert adbreak(srv, 10, mount="/nothere.mp3").status == 400
     assert adbreak(srv, 10, auth=None).status == 401
+    assert adbreak(srv, 10, auth=("source", "wrong")).status == 401
     r = adbreak(srv, 10, headers={"Origin": "http://evil.example", "Sec-Fetch-Site": "cross-site"})
     assert r.status == 403
     assert not ads.of("/vast")
+    wirelib.wait_until(lambda: fl.stats_source(srv, MOUNT).findtext("audio_bitrate"), 10,
+                       "the stream's first second of frames")
+    r = adbreak(srv, 10, auth=("source", SOURCE_PASSWORD))     # the source may, as metadata
+    assert r.status == 200 and b"Ad break started" in r.body
     for p in (a, b):
         fl.stop_process(p)
