@@ -137,12 +137,13 @@ static void on_fetched(worker_t *w, const fetch_result_t *r, void *arg)
     centry_t *e = arg;
     ads_creative_t *c;
     int err = build(r, e->title, &c);
-    char esc[256];
+    char esc[256], why[256];
     if (err) {
         static log_ratelimit_t rl;
+        const char *text = r->error ? r->error_text : "not whole frames of one MP3/AAC format";
         log_warn_limited(&rl, 10000, "ads: creative %s not kept (VAST error %d: %s)",
                          escape_log(esc, sizeof(esc), e->url, strlen(e->url)), err,
-                         r->error ? r->error_text : "not whole frames of one MP3/AAC format");
+                         escape_log(why, sizeof(why), text, strlen(text)));
         ads_count(ADS_C_ERRORS, 1);
     } else {
         ads_count(ADS_C_CREATIVES, 1);

@@ -77,10 +77,11 @@ static void on_answer(worker_t *w, const fetch_result_t *r, void *arg)
     }
     if (++b->tries >= BEACON_TRIES || r->error == -EACCES || r->error == -ECANCELED) {
         static log_ratelimit_t rl;
-        char esc[256];
+        char esc[256], why[256];
+        const char *text = r->error ? r->error_text : "an error status";
         log_warn_limited(&rl, 10000, "ads: tracking URL %s failed %d times (%s), dropped",
                          escape_log(esc, sizeof(esc), b->url, strlen(b->url)), b->tries,
-                         r->error ? r->error_text : "an error status");
+                         escape_log(why, sizeof(why), text, strlen(text)));
         ads_count(ADS_C_BEACONS_FAILED, 1);
         beacon_free(b);
         return;

@@ -159,7 +159,9 @@ static void next_media(slot_t *s)
 {
     req_t *r = s->req;
     if (s->media_next >= s->nmedia) {
-        SAY(r, "ad %s has no media file in the stream's format (VAST error %d)", s->id,
+        char id[128];
+        SAY(r, "ad %s has no media file in the stream's format (VAST error %d)",
+            escape_log(id, sizeof(id), s->id, strlen(s->id)),
             s->last_err ? s->last_err : VAST_ERR_MEDIA_UNSUPPORTED);
         fail_slot(s, s->last_err ? s->last_err : VAST_ERR_MEDIA_UNSUPPORTED);
         return;
@@ -222,7 +224,9 @@ static void advance(req_t *r)
 static int read_answer(req_t *r, const fetch_result_t *res, vast_doc_t *doc, const char *what)
 {
     if (res->error) {
-        SAY(r, "%s did not answer (%s)", what, res->error_text);
+        char why[256];
+        SAY(r, "%s did not answer (%s)", what,
+            escape_log(why, sizeof(why), res->error_text, strlen(res->error_text)));
         return res->error == -ETIMEDOUT ? VAST_ERR_WRAPPER_TIMEOUT : VAST_ERR_WRAPPER;
     }
     if (res->status != 200 && res->status != 204) {
