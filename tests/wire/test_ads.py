@@ -7,7 +7,8 @@ Covers: a break asked for with /admin/adbreak splices the creative into an MP3 o
 listener's stream at frame boundaries (the creative's frames are in the capture whole, ffmpeg
 decodes it all without an error) and the live stream goes on; the listener rejoins the live
 stream as far on as the ad lasted; a listener moved to another mount in the middle of an ad
-gets the rest of the creative's block and then that mount, whole frames throughout; the ICY title names the ad, then the live title again; a
+gets the rest of the creative's block and then that mount, whole frames throughout; one whose
+source leaves in the middle of the break hears its ad to the end, then is closed; the ICY title names the ad, then the live title again; a
 title ADBREAK_LENGTH_<ms> set by the source starts a break of that length (and another prefix
 when <title-prefix> says so), also when the source sends it inline as ICY metadata, where it
 sends it; a preroll plays before the stream; wrappers are followed (their
@@ -219,6 +220,22 @@ def test_a_listener_moved_in_the_middle_of_an_ad_gets_whole_frames_then_the_othe
     lis.close()
     for p in (a, b):
         fl.stop_process(p)
+
+
+def test_a_source_leaving_during_the_break_lets_its_listeners_finish_their_ad(server, ads,
+                                                                           tmp_path):
+    data = offer(ads, tmp_path, seconds=4)
+    audio = audio_of(data)
+    srv, src = station(server, ads)
+    lis = listen(srv)
+    assert adbreak(srv, 10).status == 200
+    wirelib.wait_until(lambda: lis.snapshot().find(audio[:1024]) >= 0, 15, "the ad begun")
+    fl.stop_process(src)
+    lis.wait_closed(15)                        # the mount ended: no fallback, so it closes
+    body = lis.snapshot()
+    assert body.find(audio) > 0                # the whole ad first
+    decodes(tmp_path, body, "mp3", "ended.mp3")
+    wirelib.wait_until(lambda: ads.events("a1").get("complete") == 1, 10, "complete")
 
 
 # ---------------------------------------------------------------- signals
