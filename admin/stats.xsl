@@ -308,6 +308,15 @@
         </xsl:if>
         <div class="wide"><dt>Source client</dt><dd><xsl:value-of select="user_agent"/></dd></div>
       </dl>
+      <xsl:if test="ad_breaks = '1'">
+        <form action="/admin/adbreak.xsl" method="get" class="adbreak">
+          <input type="hidden" name="mount" value="{@mount}"/>
+          <label>Ad break of <input type="number" name="duration" min="1" max="600" value="30"
+            required="required" inputmode="numeric"/> s</label>
+          <xsl:text> </xsl:text>
+          <button type="submit" class="small">Start an ad break</button>
+        </form>
+      </xsl:if>
       <xsl:call-template name="mount-tabs">
         <xsl:with-param name="mount" select="@mount"/>
         <xsl:with-param name="active" select="'none'"/>

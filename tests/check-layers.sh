@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Fails when a file of src/ includes a header of a higher layer. The layers, lowest first
 # (one line, the only place they are listed; docs/ARCHITECTURE.md explains them):
-LAYERS="core conf,format net http auth stream upstream hls audience stats yp admin upgrade router main"
+LAYERS="core conf,format net http auth ads stream upstream hls audience stats yp admin upgrade router main"
 # A folder may include its own headers and those of any lower layer; folders sharing a layer
 # (conf,format) may not include each other. src/main.c is the layer "main"; the generated
 # build-config.h (package version) is allowed everywhere.

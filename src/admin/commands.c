@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * commands: the admin route table and the commands that need no other worker: stats,
- * listmounts, streamlist, killsource, metadata (and Shoutcast's /admin.cgi), fallbacks,
+ * listmounts, streamlist, killsource, metadata (and Shoutcast's /admin.cgi), fallbacks, adbreak,
  * updatemetadata, buildm3u, history, the recent error-log lines and the event stream. Listener commands (listclients,
  * moveclients, killclient) are in clients.c.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,7 @@
 #include "net/server.h"
 #include "stats/stats.h"
 #include "stream/events.h"
+#include "stream/listener.h"
 #include "stats/history.h"
 #include "stream/mount.h"
 
@@ -172,6 +174,32 @@ static void cmd_killsource(admin_req_t *a)
     audit_log(who, "killing the source of %s", a->mount->name);
     mount_kill_source(a->mount);
     admin_send_response(a, "Source Removed", 1);
+}
+
+/* /admin/adbreak?mount=M&duration=SECONDS: an ad break on M from now (docs/ADS.md): each
+ * listener hears the ads the mount's ad server chooses for it. */
+static void cmd_adbreak(admin_req_t *a)
+{
+    char *d = admin_param(a, "duration"), *end = NULL;
+    unsigned long secs = d && *d >= '0' && *d <= '9' ? strtoul(d, &end, 10) : 0;
+    int ok = end && *end == '\0' && secs >= 1 && secs <= ADBREAK_MAX_MS / 1000;
+    free(d);
+    if (!ok) {
+        admin_send_error(a, 400, "Invalid duration (1 to 600 seconds)");
+        return;
+    }
+    int rc = adbreak_signal(a->mount, (unsigned)secs * 1000u, "admin");
+    if (rc == -ENOENT) {
+        admin_send_error(a, 400, "Mountpoint has no ad server");
+    } else if (rc < 0) {
+        admin_send_error(a, 400, "Mountpoint stream is not MP3 or AAC audio");
+    } else {
+        char who[AUDIT_WHO_LEN], esc[256];
+        audit_who(a, a->admin, who);
+        audit_log(who, "ad break of %lu s on %s", secs,
+                  escape_log(esc, sizeof(esc), a->mount->name, strlen(a->mount->name)));
+        admin_send_response(a, "Ad break started", 1);
+    }
 }
 
 static void send_html_success(admin_req_t *a, const char *message)
@@ -542,6 +570,7 @@ static const admin_cmd_t commands[] = {
     {"killsource",     1, ADMIN_AUTH_GLOBAL, cmd_killsource,     XML_VIEWS, CHANGES},
     {"metadata",       1, ADMIN_AUTH_SOURCE, cmd_metadata,       XML_VIEWS, CHANGES},
     {"fallbacks",      1, ADMIN_AUTH_GLOBAL, cmd_fallbacks,      XML_VIEWS, CHANGES},
+    {"adbreak",        1, ADMIN_AUTH_SOURCE, cmd_adbreak,        XML_VIEWS, CHANGES},
     {"updatemetadata", 1, ADMIN_AUTH_SOURCE, cmd_updatemetadata, XML_VIEWS, READS}, /* a form */
     {"buildm3u",       0, ADMIN_AUTH_NONE,   cmd_buildm3u,       ADMIN_VIEW_XML, READS},
     {"events",         0, ADMIN_AUTH_GLOBAL, cmd_events,         ADMIN_VIEW_XML, READS},

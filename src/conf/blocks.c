@@ -379,6 +379,19 @@ const section_t blocks_hls_sec = {"hls", hls_dirs};
 static const directive_t mount_hls_dirs[] = {HLS_DIRS(mount_conf_t, -1, -1, -1, -1, -1)};
 static const section_t mount_hls_sec = {"hls", mount_hls_dirs};
 
+/* <mount><ads>: -1 and NULL are unset (a default block's value, else the default: ads.h) */
+static const directive_t mount_ads_dirs[] = {
+    PATH("vast-url", mount_conf_t, ads.vast_url),
+    TRI_D("preroll", mount_conf_t, ads.preroll, -1),
+    INT_D("preroll-duration", mount_conf_t, ads.preroll_seconds, -1, 600, -1),
+    TRI_D("allow-private", mount_conf_t, ads.allow_private, -1),
+    PATH("title-prefix", mount_conf_t, ads.title_prefix),
+    INT_D("request-timeout-ms", mount_conf_t, ads.request_timeout_ms, -1, 30000, -1),
+    INT_D("creative-timeout-ms", mount_conf_t, ads.creative_timeout_ms, -1, 120000, -1),
+    END,
+};
+static const section_t mount_ads_sec = {"ads", mount_ads_dirs};
+
 static const directive_t mount_dirs[] = {
     MOUNT("mount-name", mount_conf_t, mount_name),
     STR("username", mount_conf_t, username),
@@ -421,6 +434,7 @@ static const directive_t mount_dirs[] = {
     FN("authentication", fn_mount_auth),
     FN("http-headers", fn_mount_headers),
     SECTION("hls", mount_hls_sec),
+    SECTION("ads", mount_ads_sec),
     KH("priority"),
     KH("min-queue-size"),
     KH("file-seekable"),
@@ -459,6 +473,20 @@ static int is_empty(xmlNodePtr n)
     return 1;
 }
 
+/* What the <ads> rows' bounds cannot say (-1 there is "unset"). */
+static int check_ads(parse_t *p, xmlNodePtr n, const ads_conf_t *a)
+{
+    if (a->vast_url && strncasecmp(a->vast_url, "http://", 7) != 0 &&
+        strncasecmp(a->vast_url, "https://", 8) != 0)
+        return config_err(p, n, "<ads><vast-url> must be an http:// or https:// URL");
+    if (a->preroll_seconds == 0)
+        return config_err(p, n, "<ads><preroll-duration> must be 1 to 600 seconds");
+    if ((a->request_timeout_ms >= 0 && a->request_timeout_ms < 100) ||
+        (a->creative_timeout_ms >= 0 && a->creative_timeout_ms < 100))
+        return config_err(p, n, "<ads> timeouts are 100 ms at least");
+    return 0;
+}
+
 int blocks_mount(parse_t *p, xmlNodePtr n, void *obj)
 {
     config_t *c = obj;
@@ -489,6 +517,8 @@ int blocks_mount(parse_t *p, xmlNodePtr n, void *obj)
         return -1;
     if (!m->is_default && !m->mount_name)
         return config_err(p, n, "<mount> without <mount-name>");
+    if (check_ads(p, n, &m->ads))
+        return -1;
     shown = config_shown(m->mount_name ? m->mount_name : "type=\"default\"", buf, sizeof(buf));
     if (!m->fallback_mount && (m->fallback_override || m->fallback_when_full))
         config_warn_at(p, "fallback-mount", NULL, config_line(n),

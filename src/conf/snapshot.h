@@ -56,6 +56,19 @@ typedef struct hls_conf {
                                * -1 (the default): half of max-listeners, at most 100 */
 } hls_conf_t;
 
+/* <mount><ads> (Rimecast): ad breaks on the mount, each listener hearing the ads an ad server
+ * (VAST) chooses for it (docs/ADS.md). -1 and NULL: unset (taken from a default block, else the
+ * default named beside each). */
+typedef struct ads_conf {
+    char *vast_url;          /* the ad server's URL template ({ip} {ua} ...); NULL: no ads */
+    int preroll;             /* 1: a listener joining hears ads first; 0 */
+    int preroll_seconds;     /* the longest preroll; 30 */
+    int allow_private;       /* 1: URLs may reach loopback, link-local, private addresses; 0 */
+    char *title_prefix;      /* a title starting so signals a break; "ADBREAK_LENGTH_" */
+    int request_timeout_ms;  /* an ad server's answer (each wrapper too); 2000 */
+    int creative_timeout_ms; /* fetching a creative; 10000 */
+} ads_conf_t;
+
 typedef struct mount_conf {
     char *mount_name;   /* NULL for type="default", unless it carries a pattern ("/live*") */
     int is_default;     /* <mount type="default"> */
@@ -96,6 +109,7 @@ typedef struct mount_conf {
     auth_conf_t *auth;
     http_header_conf_t *http_headers;
     hls_conf_t hls;     /* -1 members: the global <hls> */
+    ads_conf_t ads;     /* <ads> */
     struct mount_conf *next;
 } mount_conf_t;
 

@@ -65,6 +65,24 @@ int cidr_match(const cidr_t *r, const unsigned char addr[16])
     return (addr[full] & mask) == r->addr[full];
 }
 
+/* Ranges a server must not be steered into reaching on an untrusted party's word. */
+static const char *const internal_ranges[] = {
+    "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
+    "172.16.0.0/12", "192.0.0.0/24", "192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/3",
+    "::/127", "fc00::/7", "fe80::/10", "ff00::/8", "64:ff9b:1::/48",
+};
+
+int cidr_is_internal(const unsigned char addr[16])
+{
+    for (size_t i = 0; i < sizeof(internal_ranges) / sizeof(internal_ranges[0]); i++) {
+        cidr_t r;
+        if (cidr_parse(internal_ranges[i], strlen(internal_ranges[i]), &r) == 0 &&
+            cidr_match(&r, addr))
+            return 1;
+    }
+    return 0;
+}
+
 static int is_space(char c)
 {
     return c == ' ' || c == '\t' || c == '\r';

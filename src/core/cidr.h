@@ -27,6 +27,11 @@ int cidr_parse(const char *s, size_t len, cidr_t *out);
 /* 1 if addr is inside the range. */
 int cidr_match(const cidr_t *r, const unsigned char addr[16]);
 
+/* 1 if addr is an address no outbound request on an untrusted party's word may reach:
+ * unspecified, loopback, private (RFC 1918, fc00::/7), shared (100.64/10), link-local,
+ * benchmarking, multicast and reserved ranges. IPv4-mapped addresses count as IPv4. */
+int cidr_is_internal(const unsigned char addr[16]);
+
 /* Parses a file's text into out (malloc'd array, free with cidr_list_free). Returns the number
  * of ranges or -1 on ENOMEM; *malformed (may be NULL) gets the number of lines skipped. */
 long cidr_list_parse(const char *text, size_t len, cidr_list_t *out, long *malformed);

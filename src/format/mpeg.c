@@ -54,6 +54,7 @@ static int parse_mpeg_audio(const unsigned char *p, size_t n, mpeg_frame_t *f)
     f->samples = layer == 3 ? 384 : (layer == 1 && !mpeg1) ? 576 : 1152;
     f->payload = len;
     f->kbps = bitrates[table][br_idx];
+    f->channels = (p[3] >> 6) == 3 ? 1 : 2;
     f->key = ((uint32_t)(p[1] & 0xFE) << 8) | (p[2] & 0x0C);
     return 1;
 }
@@ -77,6 +78,8 @@ static int parse_adts(const unsigned char *p, size_t n, mpeg_frame_t *f)
     f->samples = 1024u * ((p[6] & 3) + 1u); /* raw data blocks in the frame */
     f->payload = len - head;
     f->kbps = 0;
+    unsigned config = ((p[2] & 1u) << 2) | (p[3] >> 6);
+    f->channels = (uint8_t)(config == 7 ? 8 : config);
     f->key = 0x10000u | ((uint32_t)(p[2] & 0xFD) << 8) | (p[3] & 0xC0);
     return 1;
 }

@@ -32,6 +32,8 @@ typedef struct mpeg_frame {
     uint32_t samples;   /* audio samples per channel the frame decodes to */
     uint32_t payload;   /* bytes that count toward the bitrate (ADTS: without its header) */
     uint16_t kbps;      /* MPEG audio: the header's bitrate; ADTS: 0 (none named) */
+    uint8_t channels;   /* MPEG audio: 1 (mono) or 2; ADTS: its channel configuration's count,
+                         * 0 when the configuration is carried in the audio itself */
 } mpeg_frame_t;
 
 /* Reads the header at p (n bytes available). Returns 1 and fills *f for a valid header,

@@ -16,8 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include "core/buf.h"
+#include "core/cidr.h"
 #include "core/list.h"
 #include "core/log.h"
 #include "net/server.h"
@@ -33,6 +36,9 @@ struct fetch_job {
     CURL *easy;
     buf_t hdr;       /* header lines of the response being received */
     size_t max_body; /* a GET keeping up to this much of the body */
+    int public_only; /* refuse internal addresses (fetch_request_t) */
+    int self_bounded; /* outside the counts and the queue (fetch_request_t) */
+    int refused;     /* ... and one was refused */
     buf_t resp;      /* that body */
     fetch_result_t res;
     char errbuf[CURL_ERROR_SIZE];
@@ -46,6 +52,7 @@ static struct {
     int stopping; /* fetch_stop was called */
     CURLM *multi;
     list_t queue;             /* queued, oldest first (lock) */
+    list_t direct;            /* self-bounded, to start at once (lock) */
     unsigned queued;          /* (lock) */
     list_t active;            /* running (fetch thread only) */
     unsigned nactive;         /* (lock for readers) */
@@ -53,6 +60,7 @@ static struct {
     unsigned long long done, failed, refused;
 } fetch_state = {.lock = PTHREAD_MUTEX_INITIALIZER,
        .queue = LIST_INIT(fetch_state.queue),
+       .direct = LIST_INIT(fetch_state.direct),
        .active = LIST_INIT(fetch_state.active)};
 
 static void job_free(fetch_job_t *j)
@@ -148,6 +156,26 @@ static size_t on_body(char *data, size_t size, size_t n, void *arg)
     return buf_append(&j->resp, data, take) == 0 ? len : 0;
 }
 
+/* public_only: the address libcurl is about to connect to (the host's, or a proxy's) must not
+ * be internal; a refusal ends the transfer with -EACCES. */
+static curl_socket_t open_public(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
+{
+    fetch_job_t *j = arg;
+    unsigned char addr[16] = {0};
+    (void)purpose;
+    if (a->family == AF_INET) {
+        addr[10] = addr[11] = 0xff;
+        memcpy(addr + 12, &((const struct sockaddr_in *)&a->addr)->sin_addr, 4);
+    } else if (a->family == AF_INET6) {
+        memcpy(addr, &((const struct sockaddr_in6 *)&a->addr)->sin6_addr, 16);
+    }
+    if ((a->family != AF_INET && a->family != AF_INET6) || cidr_is_internal(addr)) {
+        j->refused = 1;
+        return CURL_SOCKET_BAD;
+    }
+    return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+}
+
 static int job_begin(fetch_job_t *j)
 {
     CURL *e = j->easy = curl_easy_init();
@@ -157,8 +185,10 @@ static int job_begin(fetch_job_t *j)
     if (j->max_body) {
         curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
         /* an occasional poll (a sibling's room): no idle connection left holding one of the
-         * other server's <clients> slots between polls */
-        curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
+         * other server's <clients> slots between polls; the ad layer's many GETs to few hosts
+         * keep theirs, when they were to a public address (a connection is reused by a later
+         * request whatever it may reach: one allowed internal addresses leaves none behind) */
+        curl_easy_setopt(e, CURLOPT_FORBID_REUSE, j->self_bounded && j->public_only ? 0L : 1L);
     } else {
         curl_easy_setopt(e, CURLOPT_POSTFIELDS, j->body);
         curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(j->body));
@@ -179,6 +209,10 @@ static int job_begin(fetch_job_t *j)
 #else
     curl_easy_setopt(e, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
 #endif
+    if (j->public_only) {
+        curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_public);
+        curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, j);
+    }
     if (j->userpwd) {
         curl_easy_setopt(e, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
         curl_easy_setopt(e, CURLOPT_USERPWD, j->userpwd);
@@ -193,9 +227,28 @@ static void unlink_active(fetch_job_t *j)
 {
     list_remove(&j->link);
     curl_multi_remove_handle(fetch_state.multi, j->easy);
+    if (j->self_bounded)
+        return;
     pthread_mutex_lock(&fetch_state.lock);
     fetch_state.nactive--;
     pthread_mutex_unlock(&fetch_state.lock);
+}
+
+/* Starts the self-bounded jobs submitted since the last turn. */
+static void start_direct(void)
+{
+    pthread_mutex_lock(&fetch_state.lock);
+    list_t q;
+    list_take_all(&q, &fetch_state.direct);
+    pthread_mutex_unlock(&fetch_state.lock);
+    fetch_job_t *j, *n;
+    list_foreach_safe(j, n, &q, fetch_job_t, link) {
+        list_remove(&j->link);
+        if (job_begin(j) < 0) {
+            j->res.error_text = "cannot start the request";
+            complete(j, -ENOMEM);
+        }
+    }
 }
 
 /* Moves queued jobs into the multi handle while fewer than FETCH_MAX_ACTIVE run. */
@@ -239,7 +292,12 @@ static void collect_finished(void)
         curl_easy_getinfo(j->easy, CURLINFO_RESPONSE_CODE, &j->res.status);
         if (rc != CURLE_OK && !j->errbuf[0])
             snprintf(j->errbuf, sizeof(j->errbuf), "%s", curl_easy_strerror(rc));
-        complete(j, map_error(rc));
+        if (j->refused) {
+            snprintf(j->errbuf, sizeof(j->errbuf), "an internal address is not reached");
+            complete(j, -EACCES);
+        } else {
+            complete(j, map_error(rc));
+        }
     }
 }
 
@@ -253,6 +311,11 @@ static void cancel_all(void)
     pthread_mutex_lock(&fetch_state.lock);
     list_t q;
     list_take_all(&q, &fetch_state.queue);
+    while (!list_empty(&fetch_state.direct)) {
+        list_t *d = fetch_state.direct.next;
+        list_remove(d);
+        list_insert_tail(&q, d);
+    }
     fetch_state.queued = 0;
     pthread_mutex_unlock(&fetch_state.lock);
     fetch_job_t *j, *n;
@@ -270,6 +333,7 @@ static void *fetch_main(void *arg)
         pthread_mutex_unlock(&fetch_state.lock);
         if (stop)
             break;
+        start_direct();
         start_queued();
         int still;
         curl_multi_perform(fetch_state.multi, &still);
@@ -309,6 +373,8 @@ int fetch_submit(const fetch_request_t *req)
     j->userpwd = req->userpwd ? strdup(req->userpwd) : NULL;
     j->timeout_ms = req->timeout_ms ? req->timeout_ms : 15000;
     j->max_body = req->max_body;
+    j->public_only = req->public_only;
+    j->self_bounded = req->self_bounded;
     j->reply_to = req->reply_to;
     j->done = req->done;
     j->arg = req->arg;
@@ -320,9 +386,11 @@ int fetch_submit(const fetch_request_t *req)
     pthread_mutex_lock(&fetch_state.lock);
     if (!fetch_state.running || fetch_state.stopping)
         rc = -ESHUTDOWN;
-    else if (fetch_state.queued >= FETCH_MAX_QUEUED)
+    else if (!j->self_bounded && fetch_state.queued >= FETCH_MAX_QUEUED)
         rc = -EBUSY;
-    if (rc == 0) {
+    if (rc == 0 && j->self_bounded) {
+        list_insert_tail(&fetch_state.direct, &j->link);
+    } else if (rc == 0) {
         list_insert_tail(&fetch_state.queue, &j->link);
         fetch_state.queued++;
     } else if (rc == -EBUSY) {

@@ -4,7 +4,8 @@
  * redirect siblings' room documents): libcurl's multi interface on a thread of its own, so no
  * worker ever waits for a remote server. Requests are form POSTs (or GETs whose body is kept,
  * for small documents); at most FETCH_MAX_ACTIVE run at once, up to FETCH_MAX_QUEUED more wait
- * in a queue, and beyond that fetch_submit() refuses (-EBUSY). It sits in http/, above the
+ * in a queue, and beyond that fetch_submit() refuses (-EBUSY); a caller that bounds its own
+ * requests (self_bounded) is started at once beside them. It sits in http/, above the
  * worker loops it posts answers to (net/worker.h), below its users (auth/, stream/, yp/).
  *
  * Lifecycle: fetch_start() once at start-up (after curl_global_init), fetch_submit() from any
@@ -25,7 +26,8 @@ typedef struct worker worker_t;
 
 typedef struct fetch_result {
     /* 0: an HTTP answer came (any status); else -ETIMEDOUT, -ECONNREFUSED, -ECANCELED (shut
-     * down), -EIO (anything else: error_text says what) */
+     * down), -EACCES (public_only: the address is internal), -EIO (anything else: error_text
+     * says what) */
     int error;
     long status;
     const char *headers; /* the final response's header lines, "\r\n"-separated, NUL-ended */
@@ -47,6 +49,12 @@ typedef struct fetch_request {
     size_t max_body;       /* 0: a POST whose body is dropped; else a GET keeping this much */
     const char *userpwd;   /* "user:password" for HTTP Basic, or NULL; copied */
     unsigned timeout_ms;   /* the whole exchange, connect included */
+    int public_only;       /* 1: never connect to an internal address (cidr_is_internal):
+                            * the URL came from an untrusted party; the answer is -EACCES */
+    int self_bounded;      /* 1: not counted in FETCH_MAX_ACTIVE or FETCH_MAX_QUEUED, started
+                            * at once: the caller bounds how many it has going (the ad layer,
+                            * ads/ads_http.c); a public_only GET then keeps its connection for
+                            * the next */
     worker_t *reply_to;    /* NULL: done runs on the fetch thread */
     fetch_done_fn done;    /* may be NULL (fire and forget) */
     void *arg;
@@ -68,7 +76,7 @@ const char *fetch_header(const fetch_result_t *r, const char *name, char *buf, s
  * exactly after trimming blanks), as Icecast's auth_header option is matched. */
 int fetch_has_header_line(const fetch_result_t *r, const char *line);
 
-/* Counters for tests and stats. */
+/* Counters for tests and stats (self-bounded requests are not among active and queued). */
 typedef struct fetch_counters {
     unsigned active, queued, max_active_seen;
     unsigned long long done, failed, refused;

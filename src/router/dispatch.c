@@ -37,6 +37,7 @@
 #include "router/router.h"
 #include "stats/history.h"
 #include "stream/fallback.h"
+#include "ads/ads.h"
 #include "stream/fanout.h"
 #include "stream/filemount.h"
 #include "hls/hls.h"
@@ -493,6 +494,8 @@ void dispatch_init(void)
     worker_set_accept(client_accept);
     mount_set_name_check(router_refuses_mount);
     fanout_register();
+    adbreak_register();
+    ads_register();
     source_register();
     relay_register();
     master_register();

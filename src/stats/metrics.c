@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ads/ads.h"
 #include "auth/verify.h"
 #include "build-config.h"
 #include "conf/config.h"
@@ -81,6 +82,24 @@ VERIFY_FN(read_verify_ran, ran)
 VERIFY_FN(read_verify_expired, expired)
 VERIFY_FN(read_verify_refused, refused)
 
+#define ADS_FN(fn, field) \
+    static long long fn(void) \
+    { \
+        ads_counters_t ac; \
+        ads_get_counters(&ac); \
+        return (long long)ac.field; \
+    }
+ADS_FN(read_ads_requests, requests)
+ADS_FN(read_ads_fills, fills)
+ADS_FN(read_ads_no_fills, no_fills)
+ADS_FN(read_ads_impressions, impressions)
+ADS_FN(read_ads_completes, completes)
+ADS_FN(read_ads_errors, errors)
+ADS_FN(read_ads_creatives, creatives)
+ADS_FN(read_ads_beacons_sent, beacons_sent)
+ADS_FN(read_ads_beacons_failed, beacons_failed)
+ADS_FN(read_ads_beacons_dropped, beacons_dropped)
+
 static const server_metric_t server_metrics[] = {
     {"rimecast_start_time_seconds", "gauge", "Start time of the server (Unix time).", read_start},
     {"rimecast_clients", "gauge", "Open client connections of every kind.", read_clients},
@@ -115,6 +134,29 @@ static const server_metric_t server_metrics[] = {
     {"rimecast_verifier_refused_total", "counter",
      "Password checks and user file changes refused: the verifier's queue was full (busy).",
      read_verify_refused},
+    {"rimecast_ads_requests_total", "counter",
+     "Requests to ad servers for listeners' ad breaks, wrappers' included.", read_ads_requests},
+    {"rimecast_ads_fills_total", "counter", "Ads placed in listeners' ad breaks.",
+     read_ads_fills},
+    {"rimecast_ads_no_fills_total", "counter",
+     "Listeners' ad breaks without an ad (none offered, none fit, or a failure).",
+     read_ads_no_fills},
+    {"rimecast_ads_impressions_total", "counter",
+     "Ad impressions counted: two seconds of an ad delivered to a listener.",
+     read_ads_impressions},
+    {"rimecast_ads_completes_total", "counter", "Ads delivered to a listener to their end.",
+     read_ads_completes},
+    {"rimecast_ads_errors_total", "counter",
+     "Failures of ad servers, wrappers and creatives (VAST errors reported included).",
+     read_ads_errors},
+    {"rimecast_ads_creatives_total", "counter", "Creatives fetched, checked and kept.",
+     read_ads_creatives},
+    {"rimecast_ads_beacons_sent_total", "counter", "Tracking and error URLs fired.",
+     read_ads_beacons_sent},
+    {"rimecast_ads_beacons_failed_total", "counter",
+     "Tracking and error URLs given up after their retries.", read_ads_beacons_failed},
+    {"rimecast_ads_beacons_dropped_total", "counter",
+     "Tracking and error URLs dropped unsent: their queue was full.", read_ads_beacons_dropped},
 };
 
 /* ---- per mount ---- */
@@ -132,6 +174,10 @@ static long long m_received(mount_t *m) { return (long long)atomic_load(&m->byte
 static long long m_sent(mount_t *m) { return (long long)atomic_load(&m->bytes_sent); }
 static long long m_hls_sent(mount_t *m) { return (long long)atomic_load(&m->hls_bytes_sent); }
 static long long m_start(mount_t *m) { return (long long)m->start; }
+static long long m_ad_asked(mount_t *m) { return (long long)atomic_load(&m->ad_asked); }
+static long long m_ad_fills(mount_t *m) { return (long long)atomic_load(&m->ad_fills); }
+static long long m_ad_impr(mount_t *m) { return (long long)atomic_load(&m->ad_impressions); }
+static long long m_ad_done(mount_t *m) { return (long long)atomic_load(&m->ad_completes); }
 
 static const mount_metric_t mount_metrics[] = {
     {"rimecast_listeners", "gauge",
@@ -150,6 +196,14 @@ static const mount_metric_t mount_metrics[] = {
      "Of rimecast_sent_bytes_total, the bytes of HLS playlists and pieces.", m_hls_sent},
     {"rimecast_source_start_time_seconds", "gauge", "When the source connected (Unix time).",
      m_start},
+    {"rimecast_mount_ad_breaks_total", "counter",
+     "Listeners' ad breaks on the mount whose ads were asked for.", m_ad_asked},
+    {"rimecast_mount_ad_fills_total", "counter", "Ads placed in the mount's listeners' breaks.",
+     m_ad_fills},
+    {"rimecast_mount_ad_impressions_total", "counter",
+     "Ad impressions on the mount: two seconds of an ad delivered.", m_ad_impr},
+    {"rimecast_mount_ad_completes_total", "counter",
+     "Ads delivered to the mount's listeners to their end.", m_ad_done},
 };
 
 static int by_name(const void *a, const void *b)

@@ -222,7 +222,7 @@ static void kv_emit(kvset_t *s, xmlNodePtr parent)
 static int valid_element_name(const char *k, size_t len)
 {
     static const char *const server_only[] = {"authenticator", "relay_upstream",
-                                              "yp_currently_playing"};
+                                              "yp_currently_playing", "ad_breaks"};
     if (len == 0 || len >= STATS_KEY_MAX || strncasecmp(k, "xml", 3) == 0)
         return 0;
     for (size_t i = 0; i < sizeof(server_only) / sizeof(server_only[0]); i++)
@@ -350,6 +350,9 @@ static void add_source_fields(kvset_t *s, mount_t *m, const conn_t *via, int adm
         kv_add(s, "relay_upstream", url);
         free(url);
         kv_add(s, "authenticator", authenticator(m->name));
+        const mount_conf_t *mc = config_find_mount(server_config(), m->name);
+        if (mc && mc->ads.vast_url) /* the admin page offers an ad break (docs/ADS.md) */
+            kv_add(s, "ad_breaks", "1");
     }
     add_currently_playing(s, m);
     add_tags(s, m); /* title, artist, codec values */

@@ -26,6 +26,8 @@
 static int fanout_slice(worker_t *w, sub_t *s)
 {
     if (!s->in_pass) {
+        if (atomic_load_explicit(&s->mount->adbreak_id, memory_order_relaxed) != s->adbreak_seen)
+            adbreak_sub_begin(w, s); /* a break began: its listeners' ads are asked for */
         int ended = atomic_load_explicit(&s->mount->ended, memory_order_acquire);
         uint64_t head = mount_head_end(s->mount);
         if (head == s->seen_end && !ended)

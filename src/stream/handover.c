@@ -357,6 +357,7 @@ int handover_listener_save(conn_t *c, handover_metas_t *t, buf_t *out)
     listener_t *l = listener_of(c);
     if (!l || l->feed) /* a feed's old process cannot follow: it is closed, and its end too */
         return -ENOTSUP;
+    adbreak_end(l); /* not carried: the rest of an ad's block goes as its tail, then live */
     mount_t *m = l->mount;
     pthread_mutex_lock(&m->lock);
     long hdr = l->hdr ? header_index(m, l->hdr) : -1;

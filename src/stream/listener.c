@@ -41,11 +41,11 @@
 #define LISTENER_IOV 64
 #define LISTENER_MAX_WRITE (256 * 1024)
 
-enum { SEG_WBUF, SEG_HDR, SEG_DATA, SEG_META, SEG_INTRO, SEG_TAIL };
+enum { SEG_WBUF, SEG_HDR, SEG_DATA, SEG_META, SEG_INTRO, SEG_TAIL, SEG_AD };
 
 typedef struct seg {
     int kind;
-    block_t *blk;      /* SEG_HDR, SEG_DATA, SEG_INTRO, SEG_TAIL */
+    block_t *blk;      /* SEG_HDR, SEG_DATA, SEG_INTRO, SEG_TAIL, SEG_AD */
     uint32_t pos;      /* start within blk */
     icy_meta_t *meta;  /* SEG_META: NULL = the single zero byte */
     uint32_t total;    /* SEG_META: full length of that metadata */
@@ -63,11 +63,12 @@ static icy_meta_t *meta_at(block_t *b, uint32_t pos)
     return b->meta;
 }
 
-/* Plans audio from block b at p (the stream, the intro or a move's tail: kind) with ICY
- * metadata spliced in every metaint bytes, after n segments of `bytes`, up to the end of block
- * `stop` (NULL: as far as the chain goes); returns the new count. */
+/* Plans audio from block b at p (the stream, the intro, a move's tail or an ad: kind) with
+ * ICY metadata spliced in every metaint bytes, after n segments of `bytes`, up to the end of
+ * the block that ends at or after offset `stop` (UINT64_MAX: as far as the chain goes);
+ * returns the new count. */
 static inline int plan_audio(listener_t *l, struct iovec *iov, seg_t *seg, int n, size_t bytes,
-                             block_t *b, uint32_t p, int kind, const block_t *stop)
+                             block_t *b, uint32_t p, int kind, uint64_t stop)
 {
     uint32_t since = l->since_meta;
     icy_meta_t *last = l->last_meta;
@@ -96,7 +97,7 @@ static inline int plan_audio(listener_t *l, struct iovec *iov, seg_t *seg, int n
         }
         first = 0;
         if (p >= b->len) {
-            if (b == stop)
+            if (block_end(b) >= stop)
                 break;
             block_t *nb = block_next(b);
             if (!nb)
@@ -129,11 +130,24 @@ static int plan(listener_t *l, struct iovec *iov, seg_t *seg)
         bytes += c->wlen - c->woff;
     }
     if (l->intro) /* the stream follows on the next plan, once the intro is all sent */
-        return plan_audio(l, iov, seg, n, bytes, l->intro, l->intro_pos, SEG_INTRO, NULL);
+        return plan_audio(l, iov, seg, n, bytes, l->intro, l->intro_pos, SEG_INTRO, UINT64_MAX);
     if (l->tail) /* a move's pending rest of a block: the new mount follows on the next plan */
-        return plan_audio(l, iov, seg, n, bytes, l->tail, l->tail_pos, SEG_TAIL, l->tail);
+        return plan_audio(l, iov, seg, n, bytes, l->tail, l->tail_pos, SEG_TAIL,
+                          block_end(l->tail));
     if (l->need_sync)
         return n; /* its headers are chosen with its start block (skip_to_sync) */
+    uint64_t stop = UINT64_MAX;
+    if (l->ad) { /* in an ad break: the ads' blocks, or the stream up to where they go in */
+        block_t *ab;
+        uint32_t ap;
+        int where = adbreak_where(l, &ab, &ap, &stop);
+        if (where == ADBREAK_AD)
+            return plan_audio(l, iov, seg, n, bytes, ab, ap, SEG_AD, UINT64_MAX);
+        if (where == ADBREAK_HOLD)
+            return n;
+        if (where == ADBREAK_LIVE)
+            stop = UINT64_MAX;
+    }
     uint32_t hp = l->hdr_pos;
     for (block_t *h = l->hdr; h && n < LISTENER_IOV; h = block_next(h), hp = 0) {
         if (h->len > hp) {
@@ -142,7 +156,7 @@ static int plan(listener_t *l, struct iovec *iov, seg_t *seg)
             bytes += h->len - hp;
         }
     }
-    return plan_audio(l, iov, seg, n, bytes, l->blk, l->pos, SEG_DATA, NULL);
+    return plan_audio(l, iov, seg, n, bytes, l->blk, l->pos, SEG_DATA, stop);
 }
 
 static void move_cursor(listener_t *l, block_t *b, uint32_t pos)
@@ -257,6 +271,10 @@ static void commit(listener_t *l, const struct iovec *iov, const seg_t *seg, int
             commit_tail(l, &seg[i], take);
             l->since_meta += (uint32_t)take;
             break;
+        case SEG_AD:
+            adbreak_commit(l, seg[i].blk, seg[i].pos + (uint32_t)take);
+            l->since_meta += (uint32_t)take;
+            break;
         }
     }
 }
@@ -296,6 +314,8 @@ static void skip_to_sync(listener_t *l)
 
 int listener_check_lag(listener_t *l, uint64_t head)
 {
+    if (l->ad) /* a blocked listener playing ads: its place in the stream moves on */
+        adbreak_follow(l);
     uint64_t at = l->blk->offset + l->pos;
     uint64_t lag = head > at ? head - at : 0;
     long limit = atomic_load_explicit(&l->mount->queue_size, memory_order_relaxed);
@@ -374,7 +394,8 @@ static int follow_fallback(listener_t *l)
 static int stream_finished(listener_t *l)
 {
     return atomic_load_explicit(&l->mount->ended, memory_order_acquire) &&
-           l->conn->woff >= l->conn->wlen && !l->hdr && !l->intro && !l->tail && l->pos >= l->blk->len &&
+           l->conn->woff >= l->conn->wlen && !l->hdr && !l->intro && !l->tail && !l->ad &&
+           l->pos >= l->blk->len &&
            !block_next(l->blk) && !l->meta_cur && !l->meta_zero;
 }
 
@@ -478,6 +499,7 @@ int listener_move(listener_t *l, mount_t *dest)
         return -ENOSPC;
     sub_remove(w, l->sub, &l->link);
     atomic_fetch_sub(&old->listeners, 1);
+    adbreak_end(l); /* its ads were chosen for the mount it leaves */
     keep_tail(l);
     if (l->blk)
         block_unref(l->blk);
@@ -576,6 +598,7 @@ static void listener_release(conn_t *c)
         atomic_fetch_sub(&server.stats.listeners, 1);
     }
     sub_remove(c->worker, l->sub, &l->link);
+    adbreak_end(l);
     block_unref(l->blk);
     if (l->hdr)
         block_unref(l->hdr);
@@ -741,6 +764,8 @@ static int start(conn_t *c, const http_request_t *req, mount_t *m, const char *h
         };
         l->live = session_listener_join(&r);
     }
+    if (!feed)
+        adbreak_preroll(l); /* asked before the request buffer (its agent) goes */
     /* a streaming listener keeps no request buffer (req points into it: not used after this) */
     client_drop_request(c);
     listener_flush(l);

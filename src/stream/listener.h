@@ -2,7 +2,8 @@
 /*
  * listener: a connection that streams a mount: a cursor (block, offset) into the mount's
  * shared queue, an optional header-chain cursor (Ogg codec headers), an optional intro cursor
- * (the mount's <intro> file, shared blocks, sent first) and ICY metadata state.
+ * (the mount's <intro> file, shared blocks, sent first), ICY metadata state, and its ad break
+ * (the creatives' shared blocks read instead of the mount's, stream/adbreak.c).
  *
  * The hot path is listener_flush(): one writev over the pending response head, headers and as
  * many queued blocks as fit, with ICY metadata spliced in as extra iovecs; no allocation, no
@@ -20,6 +21,7 @@ typedef struct conn conn_t;
 typedef struct mount mount_t;
 typedef struct sub sub_t;
 typedef struct http_request http_request_t;
+typedef struct worker worker_t;
 
 typedef struct listener listener_t;
 struct listener {
@@ -37,6 +39,7 @@ struct listener {
                              * left (owned reference), sent before anything of the new mount so
                              * that no frame or Ogg page is cut; NULL when done */
     uint32_t tail_pos;
+    struct adplay *ad;      /* its ad break (below), NULL when it is in none */
     int need_sync;          /* skip to the next sync block before sending stream data */
     int blocked;            /* socket buffer full: wait for EPOLLOUT */
 
@@ -114,5 +117,52 @@ int listener_check_lag(listener_t *l, uint64_t head);
  * there all along). Worker thread, or before the worker runs. */
 listener_t *listener_of(conn_t *c);
 void listener_adopt(conn_t *c, listener_t *l);
+
+/* ---- ad breaks (stream/adbreak.c; docs/ADS.md) ----
+ * A break is signalled on a mount (the admin command, a title starting with the mount's
+ * <title-prefix>): it begins at the live edge (a frame boundary) and lasts a given time. Each
+ * worker's fan-out notices it once per subscription and asks the ad layer (ads/ads.h) for the
+ * ads of each listener there; a listener joining a mount with <preroll> asks for a break of its
+ * own. A listener whose cursor reaches the break's start waits there for its answer (until the
+ * ad server's deadline at most), then reads the creatives' shared blocks instead of the
+ * mount's, one after the other, while its cursor in the mount's queue skips as much audio as
+ * the ads last, frame by frame; then it goes on from there, at a frame boundary. Without ads
+ * (none came, none fit, a failure) it stays on the live stream. Tracking fires by bytes
+ * delivered (impression once two seconds of an ad were taken by the socket, start,
+ * quartiles, complete). Worker thread only, but adbreak_signal. A listener not in a break
+ * costs nothing here but a NULL test in its write. */
+#define ADBREAK_MAX_MS 600000 /* the longest break */
+
+/* Starts a break of duration_ms on m now (any thread); why names the signal in the log.
+ * 0; -ENOENT: m has no ad server (<ads><vast-url>); -EINVAL: m's stream is not MP3 or AAC
+ * frames (or has no audio yet); -ERANGE: duration_ms is not 1 ms to ADBREAK_MAX_MS. */
+int adbreak_signal(mount_t *m, unsigned duration_ms, const char *why);
+
+/* The fan-out, when s->adbreak_seen differs from its mount's adbreak_id: the break begins for
+ * each listener of s. */
+void adbreak_sub_begin(worker_t *w, sub_t *s);
+
+/* A new listener: its preroll, when its mount asks for one. */
+void adbreak_preroll(listener_t *l);
+
+/* What a listener in a break (l->ad) sends now, from its write's plan: */
+enum {
+    ADBREAK_LIVE,       /* the mount's stream, as usual (the break is over for it) */
+    ADBREAK_LIVE_UNTIL, /* the mount's stream up to offset *stop, where the ads go in */
+    ADBREAK_AD,         /* the creative's blocks from (*b, *pos) */
+    ADBREAK_HOLD,       /* nothing yet (its ads are being decided, or the live stream has not
+                         * reached the point it rejoins at) */
+};
+int adbreak_where(listener_t *l, block_t **b, uint32_t *pos, uint64_t *stop);
+/* The socket took a creative's bytes up to (b, pos). */
+void adbreak_commit(listener_t *l, block_t *b, uint32_t pos);
+/* A blocked listener's lag check: its cursor in the mount's queue keeps skipping. */
+void adbreak_follow(listener_t *l);
+/* The listener leaves, or moves to another mount: its break ends. A creative's block it was
+ * partway through becomes its tail (l->tail), so that no frame is cut. */
+void adbreak_end(listener_t *l);
+
+/* Start-up: the title signal (mount_set_title_hook). */
+void adbreak_register(void);
 
 #endif

@@ -348,7 +348,7 @@ void mount_unref(mount_t *m)
     free(m);
 }
 
-static void wake_workers(mount_t *m)
+void mount_wake_workers(mount_t *m)
 {
     int n = atomic_load_explicit(&server.nslots, memory_order_acquire); /* draining too */
     for (int i = 0; i < n; i++)
@@ -367,14 +367,14 @@ void mount_end(mount_t *m)
             registry_count--;
             atomic_store(&m->ended, 1);
             pthread_mutex_unlock(&registry_lock);
-            wake_workers(m);
+            mount_wake_workers(m);
             mount_unref(m); /* the registry's reference */
             return;
         }
     }
     pthread_mutex_unlock(&registry_lock);
     if (!atomic_exchange(&m->ended, 1)) /* a detached mount (file mount) */
-        wake_workers(m);
+        mount_wake_workers(m);
 }
 
 /* A text field of m under its lock: replaced by a copy of value (NULL clears it), or read as
@@ -526,7 +526,7 @@ void mount_publish(mount_t *m, block_t *b)
     if (hls && publish_hook)
         publish_hook(m, hls);
     if (server_config()->write_window_ms == 0)
-        wake_workers(m);
+        mount_wake_workers(m);
 }
 
 void mount_set_headers(mount_t *m, block_t *headers)
@@ -611,6 +611,13 @@ int mount_take_stream_meta(mount_t *m, char **title, char **artist)
     return waiting;
 }
 
+static void (*title_hook)(mount_t *m, const char *title);
+
+void mount_set_title_hook(void (*fn)(mount_t *m, const char *title))
+{
+    title_hook = fn;
+}
+
 void mount_update_meta(mount_t *m)
 {
     pthread_mutex_lock(&m->lock);
@@ -631,6 +638,8 @@ void mount_update_meta(mount_t *m)
     /* Every title change (admin update, Ogg comments, inbound ICY) passes here. */
     if (buf[0])
         log_playlist(m->name, atomic_load(&m->listeners), buf);
+    if (title_hook)
+        title_hook(m, buf);
 }
 
 block_t *mount_live_edge(mount_t *m)

@@ -103,6 +103,15 @@ struct mount {
      * source's worker takes it; stream_meta_waiting is read without the lock */
     char *stream_title, *stream_artist;
     atomic_int stream_meta_waiting;
+    /* the last ad break signalled (stream/adbreak.h): written under lock, the id last; 0 none.
+     * A subscription whose last id differs starts the break for its listeners. */
+    atomic_ullong adbreak_id;
+    uint64_t adbreak_start;        /* stream offset where it begins (a frame boundary) */
+    unsigned adbreak_ms;           /* how long it lasts */
+    uint64_t adbreak_at_ms;        /* loop_now_ms() when it was signalled */
+    /* its listeners' ad breaks (stream/adbreak.c): asked for, ads placed, impressions and
+     * completes fired */
+    atomic_ullong ad_asked, ad_fills, ad_impressions, ad_completes;
 
     mount_t *reg_next;
 };
@@ -148,6 +157,8 @@ void mount_set_feed(mount_t *m, const mount_feed_t *feed);
 mount_t *mount_find(const char *name);
 mount_t *mount_ref(mount_t *m);
 void mount_unref(mount_t *m);
+/* Requests a pass on every worker with listeners on m (any thread). */
+void mount_wake_workers(mount_t *m);
 /* Marks the mount ended, unregisters it and wakes its listeners' workers. Listeners drain what
  * was queued, then move to m->fallback if set, else close. */
 void mount_end(mount_t *m);
@@ -177,6 +188,9 @@ void mount_publish(mount_t *m, block_t *b);
 /* Sets the function mount_publish calls, after the block is published, for a mount whose `hls`
  * is set (with that pointer). Once, at start-up. */
 void mount_set_publish_hook(void (*fn)(mount_t *m, void *hls));
+/* Sets the function mount_update_meta calls (outside the lock) with m's new title (never
+ * NULL). Once, at start-up. */
+void mount_set_title_hook(void (*fn)(mount_t *m, const char *title));
 void mount_set_headers(mount_t *m, block_t *headers);
 void mount_set_tag(mount_t *m, const char *key, const char *value);
 /* Rebuilds the ICY metadata from the "title"/"artist"/"url" tags and writes the resulting title

@@ -40,6 +40,7 @@ sub_t *sub_get(worker_t *w, mount_t *m)
         abort(); /* a few bytes per mount per worker; nothing sensible to do without them */
     s->mount = mount_ref(m);
     s->seen_end = mount_head_end(m);
+    s->adbreak_seen = atomic_load(&m->adbreak_id); /* a break that began before it is not its */
     list_init(&s->listeners);
     s->resume = &s->listeners;
     s->next = subs[w->id];

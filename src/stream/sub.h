@@ -30,6 +30,7 @@ typedef struct sub {
     int in_pass;
     int continuing;         /* in_pass when the current round began */
     uint64_t bytes_pending; /* bytes sent since the last flush into the mount's counter */
+    uint64_t adbreak_seen;  /* the mount's last ad break its listeners were asked for */
     struct sub *next; /* singly linked: new ones at the front, emptied ones unlinked by the
                        * walk of sub_gc, between passes */
 } sub_t;

@@ -1017,6 +1017,50 @@ static void test_azuracast_config(void)
     config_free(c);
 }
 
+static void test_ads(void)
+{
+    config_t *c = load(
+        "<icecast>\n"
+        "<mount type=\"default\"><mount-name>/ad*</mount-name>\n"
+        "  <ads><vast-url>https://ads.example/vast?ip={ip}&amp;d={duration}</vast-url>\n"
+        "  <allow-private>1</allow-private><request-timeout-ms>500</request-timeout-ms></ads>\n"
+        "</mount>\n"
+        "<mount><mount-name>/ad1</mount-name><ads><preroll>1</preroll>\n"
+        "  <preroll-duration>20</preroll-duration><title-prefix>AD_</title-prefix>\n"
+        "  <creative-timeout-ms>3000</creative-timeout-ms></ads></mount>\n"
+        "<mount><mount-name>/plain</mount-name></mount>\n"
+        "</icecast>");
+    CHECK(c != NULL);
+    if (!c)
+        return;
+    const mount_conf_t *m = config_find_mount(c, "/ad1");
+    CHECK(m && m->ads.vast_url &&
+          strcmp(m->ads.vast_url, "https://ads.example/vast?ip={ip}&d={duration}") == 0);
+    CHECK(m && m->ads.preroll == 1 && m->ads.preroll_seconds == 20 && m->ads.allow_private == 1);
+    CHECK(m && m->ads.title_prefix && strcmp(m->ads.title_prefix, "AD_") == 0);
+    CHECK(m && m->ads.request_timeout_ms == 500 && m->ads.creative_timeout_ms == 3000);
+    m = config_find_mount(c, "/plain");
+    CHECK(m && !m->ads.vast_url && m->ads.preroll == -1 && m->ads.allow_private == -1 &&
+          m->ads.request_timeout_ms == -1 && !m->ads.title_prefix);
+    CHECK(nwarnings == 0);
+    config_free(c);
+    const char *bad[] = {
+        "<icecast><mount><mount-name>/a</mount-name><ads><vast-url>ftp://x/</vast-url>"
+        "</ads></mount></icecast>",
+        "<icecast><mount><mount-name>/a</mount-name><ads><preroll-duration>0"
+        "</preroll-duration></ads></mount></icecast>",
+        "<icecast><mount><mount-name>/a</mount-name><ads><request-timeout-ms>50"
+        "</request-timeout-ms></ads></mount></icecast>",
+        "<icecast><mount><mount-name>/a</mount-name><ads><preroll>2</preroll></ads>"
+        "</mount></icecast>",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        c = load(bad[i]);
+        CHECK(c == NULL && strstr(err, "t.xml:1:") && strstr(err, ">"));
+        config_free(c);
+    }
+}
+
 static void test_errors(void)
 {
     for (size_t i = 0; i < sizeof(error_cases) / sizeof(error_cases[0]); i++) {
@@ -1392,6 +1436,7 @@ int main(void)
     RUN(test_policy_warned);
     RUN(test_warnings_kept_in_snapshot);
     RUN(test_policy_listed_in_readme);
+    RUN(test_ads);
     RUN(test_errors);
     RUN(test_icecast_kh_settings);
     RUN(test_azuracast_config);

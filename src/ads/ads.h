@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * ads: what the ad layer offers the stream layer (docs/ADS.md). For one listener in a break,
+ * ads_ask() asks the mount's ad server (VAST, wrappers followed), picks the audio media files
+ * in the mount's format, fetches each creative once (kept by URL, checked frame by frame, cut
+ * into shared blocks) and hands back a pod: whole ads that fit the break, each with the URLs
+ * to count it by. ads_track() fires those URLs through a bounded, retrying queue.
+ *
+ * Every request leaves through the outbound HTTP client thread (http/fetch.h), bounded per
+ * kind (ad server, creatives, tracking) and never on a worker's time; answers come back to
+ * the asking worker. The layer knows no mount, listener or connection: the stream layer
+ * splices the pod's blocks (stream/adbreak.h). Everything an ad server says is untrusted: see
+ * vast.h for the reader, and no URL it names reaches an internal address unless the mount
+ * allows it (<allow-private>).
+ */
+#ifndef RIMECAST_ADS_H
+#define RIMECAST_ADS_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "ads/ads_url.h"
+#include "ads/vast.h"
+#include "core/block.h"
+
+typedef struct worker worker_t;
+typedef struct mount_conf mount_conf_t;
+
+#define ADS_POD_MAX VAST_MAX_ADS
+#define ADS_WRAPPER_DEPTH 3             /* wrappers followed, one below the other */
+#define ADS_CREATIVE_MAX (8 << 20)      /* bytes of one creative */
+#define ADS_IMPRESSION_MS 2000          /* an impression: this much of the ad delivered */
+#define ADS_TITLE_PREFIX "ADBREAK_LENGTH_"
+
+/* A mount's <ads> with the defaults filled in. */
+typedef struct ads_settings {
+    const char *vast_url;   /* NULL: the mount has no ads */
+    int preroll;
+    unsigned preroll_ms;
+    int allow_private;
+    const char *title_prefix;
+    unsigned request_timeout_ms;
+    unsigned creative_timeout_ms;
+} ads_settings_t;
+
+/* mc's settings (mc NULL: none, vast_url NULL). The strings point into mc. */
+ads_settings_t ads_settings(const mount_conf_t *mc);
+
+/* An MPEG audio or ADTS stream's format: what an ad must share with the mount to be spliced
+ * in without transcoding (codec, version and layer or profile, sample rate, channels). */
+typedef struct ads_format {
+    uint32_t key;        /* format/mpeg.h mpeg_frame_t.key */
+    uint32_t samplerate;
+    uint8_t channels;
+    uint8_t adts;        /* 1: AAC in ADTS, 0: MPEG audio */
+} ads_format_t;
+
+/* The format of the frame header at p (n bytes): 0, or -1 when p starts none. */
+int ads_format_of(const unsigned char *p, size_t n, ads_format_t *f);
+int ads_format_equal(const ads_format_t *a, const ads_format_t *b);
+
+/* Byte marks of a creative at which tracking fires (the end of the frame that reaches them). */
+enum { ADS_MARK_IMPRESSION, ADS_MARK_Q1, ADS_MARK_MID, ADS_MARK_Q3, ADS_MARKS };
+
+/* A creative: an ad's audio checked frame by frame and cut into blocks (at most
+ * BLOCK_GATHER_MAX bytes, whole frames, each a sync point carrying the ad's ICY metadata).
+ * Shared by every listener hearing it; immutable once built; freed with its last reference. */
+typedef struct ads_creative {
+    atomic_int refcount;
+    ads_format_t fmt;
+    block_t *blocks;        /* the chain (owned reference); offsets count from 0 */
+    uint64_t bytes;
+    uint64_t samples;
+    uint32_t duration_ms;
+    uint64_t mark[ADS_MARKS];
+    char *title;            /* as the ICY metadata names it (plain, sanitized) */
+} ads_creative_t;
+
+/* Checks len bytes of an audio file and cuts them into a creative: an ID3v2 tag at the start,
+ * an MP3 Xing/Info/VBRI frame and an ID3v1 tag at the end are left out; everything else must
+ * be whole frames of one format (ads_format_t) with nothing between them. title names the ad
+ * in ICY metadata (cleaned: control characters and quotes dropped, cut at 120 bytes). Returns 0
+ * with *out (one reference), VAST_ERR_MEDIA_BROKEN, or -ENOMEM. */
+int ads_creative_build(const unsigned char *data, size_t len, const char *title,
+                       ads_creative_t **out);
+ads_creative_t *ads_creative_ref(ads_creative_t *c);
+void ads_creative_unref(ads_creative_t *c);
+
+/* One ad of a listener's pod. */
+typedef struct ads_ad {
+    ads_creative_t *creative;   /* owned reference */
+    char id[64];
+    vast_urls_t impression, error; /* the inline ad's and its wrappers' */
+    vast_urls_t track[VAST_EV_COUNT];
+} ads_ad_t;
+
+typedef struct ads_pod {
+    int n;
+    int allow_private;      /* the mount's: its tracking URLs may reach internal addresses */
+    uint32_t duration_ms;   /* of the n ads together */
+    ads_ad_t ad[ADS_POD_MAX];
+} ads_pod_t;
+
+void ads_pod_free(ads_pod_t *pod);
+
+/* What one listener's ads are asked with. */
+typedef struct ads_ask {
+    const ads_settings_t *settings;
+    ads_url_vars_t vars;    /* the listener's values ({duration} is set from break_ms) */
+    ads_format_t fmt;       /* the mount's */
+    unsigned break_ms;      /* the ads together last at most this */
+    const char *mount;      /* for log lines */
+} ads_ask_t;
+
+/* The decision: runs once on the asking worker, with the pod (the caller owns it) or NULL
+ * (no ads: none came, none fit, or the ad server failed; said in the log, rate-limited).
+ * owner and tag are the caller's, handed back as given. */
+typedef void (*ads_done_fn)(worker_t *w, uint64_t owner, uint64_t tag, ads_pod_t *pod);
+
+/* Asks for a listener's ads (worker thread w). 0 (done will run), or -EBUSY (too many
+ * requests waiting: done will not run), -ENOMEM. Everything in ask is copied. */
+int ads_ask(worker_t *w, const ads_ask_t *ask, uint64_t owner, uint64_t tag, ads_done_fn done);
+
+/* Tracking: what a listener's delivery reached. */
+enum { ADS_EV_IMPRESSION = VAST_EV_COUNT, ADS_EV_KINDS };
+
+/* Fires the URLs of event ev (VAST_EV_START ... VAST_EV_COMPLETE, ADS_EV_IMPRESSION) of ad:
+ * queued, retried, never blocking (a full queue drops and counts). Any thread. */
+void ads_track(const ads_ad_t *ad, int ev, int allow_private);
+/* Reports error code (VAST_ERR_*) to the URLs of list (their [ERRORCODE] replaced). */
+void ads_report_error(const vast_urls_t *list, int code, int allow_private);
+
+/* Counters (for /metrics), summed over every mount. */
+typedef struct ads_counters {
+    unsigned long long requests;      /* ad server requests, wrappers' included */
+    unsigned long long fills;         /* ads placed in listeners' pods */
+    unsigned long long no_fills;      /* listeners' breaks without an ad */
+    unsigned long long impressions;   /* impressions counted (fired) */
+    unsigned long long completes;
+    unsigned long long errors;        /* failures: ad server, wrapper, creative, reported codes */
+    unsigned long long creatives;     /* creatives fetched and kept */
+    unsigned long long beacons_sent, beacons_failed, beacons_dropped;
+} ads_counters_t;
+void ads_get_counters(ads_counters_t *out);
+
+/* Internal to src/ads: counting. */
+typedef enum {
+    ADS_C_REQUESTS, ADS_C_FILLS, ADS_C_NO_FILLS, ADS_C_IMPRESSIONS, ADS_C_COMPLETES,
+    ADS_C_ERRORS, ADS_C_CREATIVES, ADS_C_BEACONS_SENT, ADS_C_BEACONS_FAILED,
+    ADS_C_BEACONS_DROPPED, ADS_C_COUNT
+} ads_counter_t;
+void ads_count(ads_counter_t which, unsigned long long n);
+
+/* The beacon queue's retry timer (a worker module on worker 0): registered at start-up. */
+void ads_register(void);
+
+#endif

@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * beacon: VAST tracking and error URLs fired by the server (see ads.h). Each is one GET
+ * through ads_http (BEACON kind: a few at a time, a bounded queue), answered on the fetch
+ * thread; one that fails (no answer, or a status of 400 or more) is tried again after 1, 2 and
+ * 4 s from a retry list that a timer on worker 0 empties. A full queue or list drops the
+ * beacon and counts it (rimecast_ads_beacons_total{result="dropped"}): counting never slows
+ * a listener. What is queued is the URL only; its macros were replaced by the caller.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ads/ads_internal.h"
+#include "core/escape.h"
+#include "core/list.h"
+#include "core/log.h"
+#include "core/loop.h"
+#include "net/worker.h"
+
+#define BEACON_TRIES 4
+#define BEACON_RETRY_MAX 4096
+#define BEACON_TIMEOUT_MS 5000
+#define BEACON_TICK_MS 250
+
+typedef struct beacon {
+    char *url;
+    int allow_private;
+    int tries;
+    uint64_t due_ms;
+    list_t link;
+} beacon_t;
+
+static struct {
+    pthread_mutex_t lock;
+    list_t retry; /* waiting to be tried again, in due order (equal delays: appended) */
+    unsigned nretry;
+} bq = {.lock = PTHREAD_MUTEX_INITIALIZER, .retry = LIST_INIT(bq.retry)};
+
+static void beacon_free(beacon_t *b)
+{
+    free(b->url);
+    free(b);
+}
+
+static void send_beacon(beacon_t *b);
+
+static void retry_later(beacon_t *b)
+{
+    b->due_ms = loop_now_ms() + (1000u << (b->tries - 1));
+    pthread_mutex_lock(&bq.lock);
+    int room = bq.nretry < BEACON_RETRY_MAX;
+    if (room) {
+        list_t *at = bq.retry.prev; /* after the last one due no later */
+        while (at != &bq.retry && container_of(at, beacon_t, link)->due_ms > b->due_ms)
+            at = at->prev;
+        list_link(&b->link, at, at->next);
+        bq.nretry++;
+    }
+    pthread_mutex_unlock(&bq.lock);
+    if (!room) {
+        ads_count(ADS_C_BEACONS_DROPPED, 1);
+        beacon_free(b);
+    }
+}
+
+static void on_answer(worker_t *w, const fetch_result_t *r, void *arg)
+{
+    beacon_t *b = arg;
+    (void)w;
+    if (r->error == 0 && r->status > 0 && r->status < 400) {
+        ads_count(ADS_C_BEACONS_SENT, 1);
+        beacon_free(b);
+        return;
+    }
+    if (++b->tries >= BEACON_TRIES || r->error == -EACCES || r->error == -ECANCELED) {
+        static log_ratelimit_t rl;
+        char esc[256], why[256];
+        const char *text = r->error ? r->error_text : "an error status";
+        log_warn_limited(&rl, 10000, "ads: tracking URL %s failed %d times (%s), dropped",
+                         escape_log(esc, sizeof(esc), b->url, strlen(b->url)), b->tries,
+                         escape_log(why, sizeof(why), text, strlen(text)));
+        ads_count(ADS_C_BEACONS_FAILED, 1);
+        beacon_free(b);
+        return;
+    }
+    retry_later(b);
+}
+
+static void send_beacon(beacon_t *b)
+{
+    ads_get_t g = {.kind = ADS_HTTP_BEACON, .url = b->url, .max_body = 1,
+                   .timeout_ms = BEACON_TIMEOUT_MS, .public_only = !b->allow_private,
+                   .done = on_answer, .arg = b};
+    if (ads_http_get(&g) < 0) {
+        ads_count(ADS_C_BEACONS_DROPPED, 1);
+        beacon_free(b);
+    }
+}
+
+void ads_beacon(const char *url, int allow_private)
+{
+    beacon_t *b = calloc(1, sizeof(*b));
+    if (!b || !(b->url = strdup(url))) {
+        free(b);
+        ads_count(ADS_C_BEACONS_DROPPED, 1);
+        return;
+    }
+    b->allow_private = allow_private;
+    send_beacon(b);
+}
+
+static void fire_list(const vast_urls_t *list, int code, int allow_private)
+{
+    for (int i = 0; i < list->n; i++) {
+        char *u = ads_url_macros(list->v[i], code, (uint32_t)rand(), (int64_t)time(NULL));
+        if (u)
+            ads_beacon(u, allow_private);
+        else
+            ads_count(ADS_C_BEACONS_DROPPED, 1);
+        free(u);
+    }
+}
+
+void ads_track(const ads_ad_t *ad, int ev, int allow_private)
+{
+    if (ev == ADS_EV_IMPRESSION)
+        ads_count(ADS_C_IMPRESSIONS, 1);
+    else if (ev == VAST_EV_COMPLETE)
+        ads_count(ADS_C_COMPLETES, 1);
+    fire_list(ev == ADS_EV_IMPRESSION ? &ad->impression : &ad->track[ev], 0, allow_private);
+}
+
+void ads_report_error(const vast_urls_t *list, int code, int allow_private)
+{
+    ads_count(ADS_C_ERRORS, 1);
+    fire_list(list, code, allow_private);
+}
+
+/* Worker 0's timer: the retries that are due. */
+static void on_tick(worker_t *w, void *arg)
+{
+    uint64_t now = loop_now_ms();
+    for (;;) {
+        beacon_t *b = NULL;
+        pthread_mutex_lock(&bq.lock);
+        if (!list_empty(&bq.retry)) {
+            b = list_first_entry(&bq.retry, beacon_t, link);
+            if (b->due_ms <= now) {
+                list_remove(&b->link);
+                bq.nretry--;
+            } else {
+                b = NULL;
+            }
+        }
+        pthread_mutex_unlock(&bq.lock);
+        if (!b)
+            return;
+        send_beacon(b);
+    }
+}
+
+static int beacon_init(worker_t *w)
+{
+    return w->id == 0 ? worker_timer_add(w, BEACON_TICK_MS, on_tick, NULL) : 0;
+}
+
+static void beacon_fini(worker_t *w)
+{
+    if (w->id != 0)
+        return;
+    pthread_mutex_lock(&bq.lock);
+    list_t all;
+    list_take_all(&all, &bq.retry);
+    bq.nretry = 0;
+    pthread_mutex_unlock(&bq.lock);
+    beacon_t *b, *n;
+    list_foreach_safe(b, n, &all, beacon_t, link) {
+        list_remove(&b->link);
+        beacon_free(b);
+    }
+    ads_cache_clear();
+}
+
+static const worker_module_t beacon_module = {
+    .name = "ads",
+    .init = beacon_init,
+    .fini = beacon_fini,
+};
+
+void ads_register(void)
+{
+    worker_register(&beacon_module);
+}

@@ -1,0 +1,366 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * adbreak: ad breaks on a mount, spliced per listener (declared in listener.h, whose write
+ * asks adbreak_where what to send; docs/ADS.md).
+ *
+ * A listener in a break has an adplay_t (allocated when its break begins, freed when it ends:
+ * per break, never per write). Its states: ASKED (the ad layer decides), READY (its pod is
+ * here; the live cursor has not reached the start), PLAYING (the creatives' blocks are sent,
+ * the live cursor skips meanwhile), REJOIN (all sent; the live cursor still skips until the
+ * ads' duration is made up). The creatives' blocks are shared by every listener playing them;
+ * a listener holds one reference on the block it is in, as in the mount's queue.
+ */
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ads/ads.h"
+#include "conf/config.h"
+#include "core/escape.h"
+#include "core/log.h"
+#include "core/loop.h"
+#include "format/mpeg.h"
+#include "http/client.h"
+#include "net/conn.h"
+#include "net/server.h"
+#include "net/worker.h"
+#include "stream/listener.h"
+#include "stream/mount.h"
+#include "stream/sub.h"
+
+enum { AD_ASKED, AD_READY, AD_PLAYING, AD_REJOIN };
+
+/* Bits of adplay_t.fired, in the order they fire. */
+enum { F_START = 1, F_IMPRESSION = 2, F_Q1 = 4, F_MID = 8, F_Q3 = 16, F_COMPLETE = 32 };
+
+typedef struct adplay {
+    int state;
+    int preroll;          /* its own break, as it joined: no start point to wait for */
+    uint64_t tag;         /* the break's id (its decision is matched by it) */
+    uint64_t start;       /* stream offset the ads go in at (not for a preroll) */
+    uint64_t deadline_ms; /* ASKED: held at the start at most until then */
+    ads_pod_t *pod;
+    int cur;              /* the ad playing */
+    block_t *blk;         /* cursor in its creative (a reference), NULL once all are sent */
+    uint32_t pos;
+    unsigned fired;
+    uint64_t skip;        /* samples of the mount's stream still to skip */
+} adplay_t;
+
+static uint64_t next_tag = 1; /* prerolls' tags: odd, by worker thread (see preroll_tag) */
+
+/* ---- signalling ---- */
+
+/* The format of the mount's stream now: of the frame that begins its newest sync block (the
+ * newest block may be none: the ID3v2 tag a source begins with). Walks the queue (a few hundred
+ * blocks at most) under the mount's lock: once per break and worker, or per preroll. */
+static int stream_format(mount_t *m, ads_format_t *fmt)
+{
+    int rc = -1;
+    pthread_mutex_lock(&m->lock);
+    for (const block_t *b = m->oldest; b; b = block_next(b))
+        if ((b->flags & BLOCK_SYNC) && ads_format_of(b->data, b->len, fmt) == 0)
+            rc = 0;
+    pthread_mutex_unlock(&m->lock);
+    return rc;
+}
+
+int adbreak_signal(mount_t *m, unsigned duration_ms, const char *why)
+{
+    const mount_conf_t *mc = config_find_mount(server_config(), m->name);
+    if (!mc || !mc->ads.vast_url)
+        return -ENOENT;
+    if (duration_ms == 0 || duration_ms > ADBREAK_MAX_MS)
+        return -ERANGE;
+    ads_format_t fmt;
+    if (atomic_load(&m->is_ogg) || stream_format(m, &fmt) < 0)
+        return -EINVAL;
+    static _Atomic uint64_t ids;
+    pthread_mutex_lock(&m->lock);
+    m->adbreak_start = m->next_offset;
+    m->adbreak_ms = duration_ms;
+    m->adbreak_at_ms = loop_now_ms();
+    uint64_t id = (atomic_fetch_add(&ids, 1) + 1) * 2; /* even: prerolls' tags are odd */
+    atomic_store(&m->adbreak_id, id);
+    uint64_t start = m->adbreak_start;
+    pthread_mutex_unlock(&m->lock);
+    char esc[256];
+    log_info("ad break of %u ms on %s from byte %" PRIu64 " (%s)", duration_ms,
+             escape_log(esc, sizeof(esc), m->name, strlen(m->name)), start, why);
+    mount_wake_workers(m);
+    return 0;
+}
+
+/* A title "<prefix><milliseconds>" on a mount with an ad server. */
+static void on_title(mount_t *m, const char *title)
+{
+    const mount_conf_t *mc = config_find_mount(server_config(), m->name);
+    if (!mc || !mc->ads.vast_url)
+        return;
+    ads_settings_t s = ads_settings(mc);
+    size_t plen = strlen(s.title_prefix);
+    if (strncmp(title, s.title_prefix, plen) != 0)
+        return;
+    const char *digits = title + plen;
+    char *end;
+    unsigned long ms = strtoul(digits, &end, 10);
+    if (end == digits || *end || *digits == '-' || *digits == '+' || ms > ADBREAK_MAX_MS) {
+        static log_ratelimit_t rl;
+        char esc[256];
+        log_warn_limited(&rl, 10000, "ad break title on %s has no length in ms it takes "
+                         "(1..%u): ignored", escape_log(esc, sizeof(esc), m->name,
+                                                        strlen(m->name)), ADBREAK_MAX_MS);
+        return;
+    }
+    adbreak_signal(m, (unsigned)ms, "title");
+}
+
+void adbreak_register(void)
+{
+    mount_set_title_hook(on_title);
+}
+
+/* ---- asking ---- */
+
+static void on_decided(worker_t *w, uint64_t owner, uint64_t tag, ads_pod_t *pod);
+
+/* l's break begins: its ads are asked for. */
+static void begin(listener_t *l, const ads_settings_t *set, const ads_format_t *fmt,
+                  uint64_t tag, uint64_t start, unsigned break_ms, uint64_t at_ms, int preroll)
+{
+    adplay_t *a = calloc(1, sizeof(*a));
+    if (!a)
+        return;
+    *a = (adplay_t){.state = AD_ASKED, .preroll = preroll, .tag = tag, .start = start,
+                    .deadline_ms = at_ms + set->request_timeout_ms};
+    conn_t *c = l->conn;
+    char session[24];
+    snprintf(session, sizeof(session), "%" PRIu64, c->id);
+    ads_ask_t ask = {.settings = set, .fmt = *fmt, .break_ms = break_ms, .mount = l->mount->name,
+                     .vars = {.ip = c->ip, .ua = client_of(c)->log_agent, .country = l->country,
+                              .session = session, .mount = l->asked ? l->asked : l->mount->name,
+                              .cachebuster = (uint32_t)rand()}};
+    l->ad = a;
+    if (ads_ask(c->worker, &ask, c->id, tag, on_decided) < 0) {
+        l->ad = NULL;
+        free(a);
+        return;
+    }
+    atomic_fetch_add_explicit(&l->mount->ad_asked, 1, memory_order_relaxed);
+}
+
+void adbreak_sub_begin(worker_t *w, sub_t *s)
+{
+    mount_t *m = s->mount;
+    pthread_mutex_lock(&m->lock);
+    uint64_t id = atomic_load(&m->adbreak_id), start = m->adbreak_start, at = m->adbreak_at_ms;
+    unsigned ms = m->adbreak_ms;
+    pthread_mutex_unlock(&m->lock);
+    s->adbreak_seen = id;
+    ads_settings_t set = ads_settings(config_find_mount(server_config(), m->name));
+    ads_format_t fmt;
+    if (!set.vast_url || stream_format(m, &fmt) < 0)
+        return;
+    listener_t *l;
+    list_foreach(l, &s->listeners, listener_t, link)
+        if (!l->feed && !l->ad && !l->conn->closing && l->blk->offset + l->pos <= start)
+            begin(l, &set, &fmt, id, start, ms, at, 0);
+}
+
+void adbreak_preroll(listener_t *l)
+{
+    ads_settings_t set = ads_settings(config_find_mount(server_config(), l->mount->name));
+    ads_format_t fmt;
+    if (!set.vast_url || !set.preroll || l->feed || stream_format(l->mount, &fmt) < 0)
+        return;
+    uint64_t tag = __atomic_add_fetch(&next_tag, 2, __ATOMIC_RELAXED); /* odd */
+    begin(l, &set, &fmt, tag, 0, set.preroll_ms, loop_now_ms(), 1);
+}
+
+static void free_play(listener_t *l)
+{
+    adplay_t *a = l->ad;
+    if (a->blk)
+        block_unref(a->blk);
+    ads_pod_free(a->pod);
+    free(a);
+    l->ad = NULL;
+}
+
+static void on_decided(worker_t *w, uint64_t owner, uint64_t tag, ads_pod_t *pod)
+{
+    conn_t *c = worker_find_conn(w, owner);
+    listener_t *l = c ? listener_of(c) : NULL;
+    if (!l || !l->ad || l->ad->tag != tag || l->ad->state != AD_ASKED) {
+        ads_pod_free(pod); /* gone, or gave up waiting (adbreak_where): it is on the live stream */
+        return;
+    }
+    if (pod) {
+        l->ad->pod = pod;
+        l->ad->state = AD_READY;
+        atomic_fetch_add_explicit(&l->mount->ad_fills, (unsigned long long)pod->n,
+                                  memory_order_relaxed);
+    } else {
+        free_play(l);
+    }
+    /* Its next write is the fan-out's next pass (within a write window), in its slice: the
+     * decisions of a break arrive together, and writing them all here would be one long turn. */
+}
+
+/* ---- playing ---- */
+
+/* The live cursor moves on by the ads' duration, frame by frame, as far as the mount's queue
+ * goes (blocks of a followed stream begin at frames; where one does not, the next block). */
+static void skip_live(listener_t *l)
+{
+    adplay_t *a = l->ad;
+    while (a->skip > 0) {
+        block_t *b = l->blk;
+        uint32_t p = l->pos;
+        mpeg_frame_t f;
+        if (p < b->len && mpeg_frame_parse(b->data + p, b->len - p, &f) == 1 &&
+            f.len <= b->len - p && f.samples > 0) {
+            if (a->skip < f.samples / 2) { /* the nearest frame boundary */
+                a->skip = 0;
+                return;
+            }
+            a->skip = a->skip > f.samples ? a->skip - f.samples : 0;
+            l->pos = p + f.len;
+            continue;
+        }
+        block_t *n = block_next(b);
+        if (!n) {
+            if (atomic_load(&l->mount->ended))
+                a->skip = 0; /* nothing more will come: what there was is the rest */
+            return;
+        }
+        block_ref(n);
+        block_unref(b);
+        l->blk = n;
+        l->pos = 0;
+    }
+}
+
+void adbreak_follow(listener_t *l)
+{
+    if (l->ad && (l->ad->state == AD_PLAYING || l->ad->state == AD_REJOIN))
+        skip_live(l);
+}
+
+static void start_ad(adplay_t *a)
+{
+    a->blk = block_ref(a->pod->ad[a->cur].creative->blocks);
+    a->pos = 0;
+    a->fired = 0;
+}
+
+static void play(listener_t *l)
+{
+    adplay_t *a = l->ad;
+    a->state = AD_PLAYING;
+    a->cur = 0;
+    for (int i = 0; i < a->pod->n; i++)
+        a->skip += a->pod->ad[i].creative->samples;
+    start_ad(a);
+    char ids[256] = "", esc[256], mesc[256];
+    for (int i = 0; i < a->pod->n; i++)
+        snprintf(ids + strlen(ids), sizeof(ids) - strlen(ids), "%s%s", i ? " " : "",
+                 a->pod->ad[i].id);
+    log_debug("listener %" PRIu64 " on %s: ads %s, %u ms", l->conn->id,
+              escape_log(mesc, sizeof(mesc), l->mount->name, strlen(l->mount->name)),
+              escape_log(esc, sizeof(esc), ids, strlen(ids)), a->pod->duration_ms);
+}
+
+int adbreak_where(listener_t *l, block_t **b, uint32_t *pos, uint64_t *stop)
+{
+    adplay_t *a = l->ad;
+    switch (a->state) {
+    case AD_ASKED:
+    case AD_READY:
+        if (!a->preroll && l->blk->offset + l->pos < a->start) {
+            *stop = a->start;
+            return ADBREAK_LIVE_UNTIL;
+        }
+        if (a->state == AD_ASKED) {
+            if (loop_now_ms() < a->deadline_ms)
+                return ADBREAK_HOLD;
+            free_play(l); /* undecided in time: the live stream goes on */
+            return ADBREAK_LIVE;
+        }
+        play(l);
+        /* fall through */
+    case AD_PLAYING:
+        skip_live(l);
+        *b = a->blk;
+        *pos = a->pos;
+        return ADBREAK_AD;
+    default: /* AD_REJOIN */
+        skip_live(l);
+        if (a->skip > 0)
+            return ADBREAK_HOLD;
+        free_play(l);
+        return ADBREAK_LIVE;
+    }
+}
+
+/* Tracking of the ad playing, now that `sent` of its bytes were delivered (counted on m). */
+static void track(adplay_t *a, uint64_t sent, mount_t *m)
+{
+    const ads_ad_t *ad = &a->pod->ad[a->cur];
+    const ads_creative_t *c = ad->creative;
+    static const struct { unsigned bit; int ev, mark; } steps[] = {
+        {F_START, VAST_EV_START, -1},
+        {F_IMPRESSION, ADS_EV_IMPRESSION, ADS_MARK_IMPRESSION},
+        {F_Q1, VAST_EV_FIRST_QUARTILE, ADS_MARK_Q1},
+        {F_MID, VAST_EV_MIDPOINT, ADS_MARK_MID},
+        {F_Q3, VAST_EV_THIRD_QUARTILE, ADS_MARK_Q3},
+        {F_COMPLETE, VAST_EV_COMPLETE, -2},
+    };
+    for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+        uint64_t at = steps[i].mark == -1 ? 1 : steps[i].mark == -2 ? c->bytes
+                                                                     : c->mark[steps[i].mark];
+        if (!(a->fired & steps[i].bit) && sent >= at) {
+            a->fired |= steps[i].bit;
+            ads_track(ad, steps[i].ev, a->pod->allow_private);
+            if (steps[i].ev == ADS_EV_IMPRESSION)
+                atomic_fetch_add_explicit(&m->ad_impressions, 1, memory_order_relaxed);
+            else if (steps[i].ev == VAST_EV_COMPLETE)
+                atomic_fetch_add_explicit(&m->ad_completes, 1, memory_order_relaxed);
+        }
+    }
+}
+
+void adbreak_commit(listener_t *l, block_t *b, uint32_t pos)
+{
+    adplay_t *a = l->ad;
+    if (b != a->blk) {
+        block_ref(b);
+        block_unref(a->blk);
+        a->blk = b;
+    }
+    a->pos = pos;
+    track(a, b->offset + pos, l->mount);
+    if (pos < b->len || block_next(b))
+        return;
+    block_unref(a->blk); /* this ad is all delivered */
+    a->blk = NULL;
+    if (++a->cur < a->pod->n)
+        start_ad(a);
+    else
+        a->state = AD_REJOIN;
+}
+
+void adbreak_end(listener_t *l)
+{
+    adplay_t *a = l->ad;
+    if (!a)
+        return;
+    if (a->state == AD_PLAYING && a->blk && a->pos > 0 && a->pos < a->blk->len && !l->tail) {
+        l->tail = block_ref(a->blk); /* the rest of its frames first, wherever it goes */
+        l->tail_pos = a->pos;
+    }
+    free_play(l);
+}
