@@ -103,6 +103,9 @@ typedef struct figures_text {
     char start[32], end[32];
     char tlh_hours[32];      /* "0.123456" */
     char atsl_seconds[32];   /* "12.345": TLH / qualified sessions (0 without any) */
+    char tsl_hours[32];      /* "0.123456": TLH / CUME (0 without any) */
+    char aas[32];            /* "1.234": TLH / hours in the bucket */
+    char aqh[32];            /* "1.234": listeners per whole quarter-hour (0 without any) */
 } figures_text_t;
 
 static void figures_text(figures_text_t *t, const audience_row_t *r)
@@ -113,13 +116,18 @@ static void figures_text(figures_text_t *t, const audience_row_t *r)
     snprintf(t->tlh_hours, sizeof(t->tlh_hours), "%.6f", r->listened_ms / 3600000.0);
     snprintf(t->atsl_seconds, sizeof(t->atsl_seconds), "%llu.%03u",
              (unsigned long long)(atsl / 1000), (unsigned)(atsl % 1000));
+    audience_derived_t d = audience_row_derived(r);
+    snprintf(t->tsl_hours, sizeof(t->tsl_hours), "%.6f", d.tsl_hours);
+    snprintf(t->aas, sizeof(t->aas), "%.3f", d.aas);
+    snprintf(t->aqh, sizeof(t->aqh), "%.3f", d.aqh);
 }
 
 /* The counts of a row, by their published names. */
 #define ROW_COUNTS(r)                                                                          \
     {"sessions", (r)->sessions}, {"qualified_sessions", (r)->qualified}, {"cume", (r)->cume}, \
         {"peak_listeners", (r)->peak}, {"prerolls", (r)->prerolls},                            \
-        {"in_progress", (r)->in_progress}
+        {"in_progress", (r)->in_progress}, {"active_sessions", (r)->active},                   \
+        {"sessions_started", (r)->started}
 typedef struct named_count {
     const char *name;
     uint64_t n;
@@ -155,6 +163,9 @@ static xmlDocPtr figures_doc(const audience_query_t *q, const char *period)
         stats_add_text(f, "mount", r->mount);
         stats_add_text(f, "tlh_hours", ft.tlh_hours);
         stats_add_text(f, "atsl_seconds", ft.atsl_seconds);
+        stats_add_text(f, "tsl_hours", ft.tsl_hours);
+        stats_add_text(f, "aas", ft.aas);
+        stats_add_text(f, "aqh", ft.aqh);
         const named_count_t counts[] = {ROW_COUNTS(r)};
         for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++)
             stats_add_number(f, counts[k].name, (long long)counts[k].n);
@@ -184,7 +195,8 @@ static char *figures_json(const audience_query_t *q, size_t *len)
             escape_json_buf(&b, r->mount, strlen(r->mount), 1);
         else
             buf_append_str(&b, "null");
-        buf_appendf(&b, ",\"tlh_hours\":%s,\"atsl_seconds\":%s", ft.tlh_hours, ft.atsl_seconds);
+        buf_appendf(&b, ",\"tlh_hours\":%s,\"atsl_seconds\":%s,\"tsl_hours\":%s,\"aas\":%s,"
+                    "\"aqh\":%s", ft.tlh_hours, ft.atsl_seconds, ft.tsl_hours, ft.aas, ft.aqh);
         const named_count_t counts[] = {ROW_COUNTS(r)};
         for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++)
             buf_appendf(&b, ",\"%s\":%llu", counts[k].name, (unsigned long long)counts[k].n);
@@ -216,7 +228,8 @@ static char *figures_csv(const audience_query_t *q, size_t *len)
 {
     buf_t b = BUF_INIT;
     buf_append_str(&b, "start,end,mount,sessions,qualified_sessions,tlh_hours,atsl_seconds,cume,"
-                       "peak_listeners,prerolls,in_progress,countries\r\n");
+                       "peak_listeners,prerolls,in_progress,countries,active_sessions,"
+                       "sessions_started,tsl_hours,aas,aqh\r\n");
     for (size_t i = 0; i < q->nrows; i++) {
         const audience_row_t *r = &q->rows[i];
         figures_text_t ft;
@@ -233,7 +246,8 @@ static char *figures_csv(const audience_query_t *q, size_t *len)
             csv_text(&b, country_name(&r->countries[k]));
             buf_appendf(&b, "=%llu", (unsigned long long)r->countries[k].sessions);
         }
-        buf_append_str(&b, "\"\r\n");
+        buf_appendf(&b, "\",%llu,%llu,%s,%s,%s\r\n", (unsigned long long)r->active,
+                    (unsigned long long)r->started, ft.tsl_hours, ft.aas, ft.aqh);
     }
     return buf_take(&b, len);
 }

@@ -14,6 +14,47 @@
 #include "conf/config.h"
 #include "net/server.h"
 
+/* The first and the end of the whole quarter-hours of [from, to) (times are after 1970). */
+static int64_t quarter_up(int64_t t)
+{
+    return (t + AUDIENCE_QH_MS - 1) / AUDIENCE_QH_MS * AUDIENCE_QH_MS;
+}
+
+int64_t audience_quarters(int64_t from_ms, int64_t to_ms)
+{
+    int64_t a = quarter_up(from_ms), b = to_ms / AUDIENCE_QH_MS * AUDIENCE_QH_MS;
+    return b > a ? (b - a) / AUDIENCE_QH_MS : 0;
+}
+
+/* Only the first and last quarter-hours the session touches can hold less than all of it;
+ * those between are whole (the same sum as audience_pg_figures.c's AQH_SQL). */
+int64_t audience_session_quarters(int64_t start_ms, int64_t end_ms, int64_t from_ms,
+                                  int64_t to_ms)
+{
+    int64_t qa = quarter_up(from_ms), qb = to_ms / AUDIENCE_QH_MS * AUDIENCE_QH_MS;
+    int64_t a = start_ms > qa ? start_ms : qa, b = end_ms < qb ? end_ms : qb;
+    if (b <= a)
+        return 0;
+    int64_t i1 = a / AUDIENCE_QH_MS, i2 = (b - 1) / AUDIENCE_QH_MS;
+    if (i1 == i2)
+        return b - a >= AUDIENCE_AQH_MIN_MS;
+    return ((i1 + 1) * AUDIENCE_QH_MS - a >= AUDIENCE_AQH_MIN_MS) +
+           (b - i2 * AUDIENCE_QH_MS >= AUDIENCE_AQH_MIN_MS) + (i2 - i1 - 1);
+}
+
+audience_derived_t audience_row_derived(const audience_row_t *r)
+{
+    int64_t quarters = audience_quarters(r->from_ms, r->to_ms);
+    audience_derived_t d = {0};
+    if (r->cume)
+        d.tsl_hours = (double)r->listened_ms / 3600000.0 / (double)r->cume;
+    if (r->to_ms > r->from_ms)
+        d.aas = (double)r->listened_ms / (double)(r->to_ms - r->from_ms);
+    if (quarters)
+        d.aqh = (double)r->aqh_quarters / (double)quarters;
+    return d;
+}
+
 void audience_query_clear(audience_query_t *q)
 {
     for (size_t i = 0; i < q->nrows; i++) {

@@ -9,6 +9,12 @@
  *   CUME                distinct listeners (address + user agent) among qualified sessions
  *   peak                the most sessions listening at once
  *   prerolls            prerolls (or intros) played to their end
+ * and by Webcast Metrics' rules (a session counts from one minute in total, AUDIENCE_WM_MIN_MS):
+ *   AS                  active sessions: those listening at some time in the period
+ *   SS                  sessions started: those of them that began in the period
+ *   AQH                 listeners of each clock quarter-hour wholly in the period that listened
+ *                       five minutes of it, averaged over those quarter-hours
+ *   AAS, TSL            TLH / hours in the period, TLH / CUME (made from the others)
  * and the sessions per country (the session's, from GeoIP; "" unknown), made where the data
  * lives by the store's backend (audience_store_figures, on the store's thread), and the
  * counters of /metrics kept in memory since start-up (audience_count, called for each ended
@@ -26,6 +32,9 @@
 #include "stream/session.h"
 
 #define AUDIENCE_MAX_BUCKETS 1500  /* two months of hours */
+#define AUDIENCE_WM_MIN_MS 60000   /* Webcast Metrics: a session counts from one minute */
+#define AUDIENCE_QH_MS 900000      /* a clock quarter-hour */
+#define AUDIENCE_AQH_MIN_MS 300000 /* AQH: five minutes within the quarter-hour */
 
 typedef struct audience_country {
     char cc[8];                /* ISO code, "" unknown */
@@ -40,6 +49,10 @@ typedef struct audience_row {
     uint64_t prerolls;         /* prerolls (or intros) played to their end, of the sessions
                                 * that began in the bucket */
     uint64_t in_progress;      /* of the sessions, those still going on (counted so far) */
+    uint64_t active, started;  /* AS and SS: sessions of one minute or more in total, listening
+                                * in the bucket / begun in it */
+    uint64_t aqh_quarters;     /* the sum over the bucket's whole clock quarter-hours of the
+                                * sessions with five minutes in each (AQH: / audience_quarters) */
     audience_country_t *countries; /* sessions per country, ncountries of them */
     size_t ncountries;
 } audience_row_t;
@@ -59,6 +72,20 @@ typedef struct audience_query {
     int err;                   /* 0, -ENODEV (no database), -EAGAIN (the database cannot be
                                 * reached now), -EIO (a query failed), -ENOMEM */
 } audience_query_t;
+
+/* The clock quarter-hours wholly inside [from, to). */
+int64_t audience_quarters(int64_t from_ms, int64_t to_ms);
+/* Of those, how many the session [start, end) listened five minutes or more of. */
+int64_t audience_session_quarters(int64_t start_ms, int64_t end_ms, int64_t from_ms,
+                                  int64_t to_ms);
+
+/* The figures made from a row's others: TSL (TLH / CUME, hours), AAS (TLH / hours in the
+ * bucket) and AQH (aqh_quarters / the bucket's whole quarter-hours); each 0 without a
+ * divisor. */
+typedef struct audience_derived {
+    double tsl_hours, aas, aqh;
+} audience_derived_t;
+audience_derived_t audience_row_derived(const audience_row_t *r);
 
 /* Frees q's answer, mount and server. */
 void audience_query_clear(audience_query_t *q);

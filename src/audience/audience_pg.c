@@ -37,10 +37,11 @@
                                 * then record by record: those that fail alone are lost */
 
 /* ---- the schema ----
- * Version 1 is the whole of it. A server finding an older version brings it up to its own in
- * one transaction, under an advisory lock (servers starting together wait for each other); a
- * newer one (a later binary on another server) is used as it is. Text columns compare bytes
- * (COLLATE "C"): the order of mounts and countries is the SQLite store's. */
+ * Version 1 made it; version 2 keeps the figures of Webcast Metrics (AS, SS, AQH) in the cache
+ * too. A server finding an older version brings it up to its own in one transaction, under an
+ * advisory lock (servers starting together wait for each other); a newer one (a later binary
+ * on another server) is used as it is. Text columns compare bytes (COLLATE "C"): the order of
+ * mounts and countries is the SQLite store's. */
 #define SCHEMA_LOCK "7236120936"   /* pg_advisory_xact_lock keys of this store */
 #define PARTITION_LOCK "7236120937"
 
@@ -128,6 +129,10 @@ static const char *const migrations[] = {
     "  DELETE FROM figures_cache WHERE bucket_ms < day * 86400000;"
     "  RETURN total + n;"
     " END $f$;",
+    /* 2: the figures by Webcast Metrics' rules (AS, SS, AQH) kept beside the others; rows
+     * kept without them (NULL: by a server before this version) are made again */
+    "ALTER TABLE figures_cache ADD COLUMN active bigint, ADD COLUMN started bigint,"
+    " ADD COLUMN aqh_quarters bigint;",
 };
 
 #define SCHEMA_VERSION ((int)(sizeof(migrations) / sizeof(migrations[0])))

@@ -51,18 +51,33 @@
     " AND NOT EXISTS (SELECT 1 FROM sessions x WHERE x.start_ms = l.start_ms"                 \
     " AND x.conn_id = l.conn_id AND x.server = l.server)"
 
+/* AQH: of the whole clock quarter-hours of the bucket [bf, bt), how many the session
+ * listened five minutes or more of (audience_session_quarters, in SQL): a and b are the
+ * session cut to those quarter-hours, i1 and i2 the first and last quarter-hour it touches. */
+#define AQH_SQL                                                                                \
+    "(SELECT CASE WHEN b <= a THEN 0 WHEN a / 900000 = (b - 1) / 900000"                       \
+    "  THEN (b - a >= 300000)::int"                                                           \
+    "  ELSE ((a / 900000 + 1) * 900000 - a >= 300000)::int"                                    \
+    "  + (b - (b - 1) / 900000 * 900000 >= 300000)::int + (b - 1) / 900000 - a / 900000 - 1 END"\
+    "  FROM (SELECT greatest(start_ms, (bf + 899999) / 900000 * 900000) AS a,"                \
+    "  least(end_ms, bt / 900000 * 900000) AS b) q)"
+
 /* $1, $2: the buckets' starts and ends; $3 the qualifying length (ms); $7 the cache's scope
  * ('' every server); $8 the step; $9 each bucket's fingerprint, NULL when it is not kept. */
 static const char figures_sql[] =
     "WITH m AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $9::numeric[])"
     "  WITH ORDINALITY AS m(bf, bt, fp, b)),"
-    " sb AS MATERIALIZED (SELECT m.b, m.bf, m.bt, s.*, s.end_ms - s.start_ms >= $3 AS qual"
+    " sb AS MATERIALIZED (SELECT m.b, m.bf, m.bt, s.*, s.end_ms - s.start_ms >= $3 AS qual,"
+    "  s.end_ms - s.start_ms >= 60000 AS wm"
     "  FROM m, LATERAL (" BUCKET_SESSIONS ") s),"
     " agg AS (SELECT b, mount, count(*) AS sessions, count(*) FILTER (WHERE qual) AS qualified,"
     "  coalesce(sum(least(end_ms, bt) - greatest(start_ms, bf)) FILTER (WHERE qual), 0)"
     "   AS listened,"
     "  count(*) FILTER (WHERE preroll AND start_ms >= bf) AS prerolls,"
-    "  count(*) FILTER (WHERE now) AS in_progress"
+    "  count(*) FILTER (WHERE now) AS in_progress,"
+    "  count(*) FILTER (WHERE wm) AS active,"
+    "  count(*) FILTER (WHERE wm AND start_ms >= bf) AS started,"
+    "  coalesce(sum(" AQH_SQL ") FILTER (WHERE wm), 0) AS aqh"
     "  FROM sb GROUP BY GROUPING SETS ((b), (b, mount))),"
     " lm AS (SELECT b, mount, ip, ua FROM sb WHERE qual GROUP BY b, mount, ip, ua),"
     " cume AS (SELECT b, mount, count(*) AS n FROM lm GROUP BY b, mount"
@@ -83,20 +98,22 @@ static const char figures_sql[] =
     " res AS (SELECT m.b, m.bf, m.fp, a.mount, coalesce(a.sessions, 0) AS sessions,"
     "  coalesce(a.qualified, 0) AS qualified, coalesce(a.listened, 0) AS listened,"
     "  coalesce(a.prerolls, 0) AS prerolls, coalesce(a.in_progress, 0) AS in_progress,"
-    "  coalesce(c.n, 0) AS cume, coalesce(p.peak, 0) AS peak,"
+    "  coalesce(c.n, 0) AS cume, coalesce(p.peak, 0) AS peak, coalesce(a.active, 0) AS active,"
+    "  coalesce(a.started, 0) AS started, coalesce(a.aqh, 0) AS aqh,"
     "  coalesce(x.countries, '') AS countries"
     "  FROM m LEFT JOIN agg a ON a.b = m.b"
     "  LEFT JOIN cume c ON c.b = a.b AND c.mount IS NOT DISTINCT FROM a.mount"
     "  LEFT JOIN pk p ON p.b = a.b AND p.mount IS NOT DISTINCT FROM a.mount"
     "  LEFT JOIN ccs x ON x.b = a.b AND x.mount IS NOT DISTINCT FROM a.mount),"
     " kept AS (INSERT INTO figures_cache (scope, qualify_ms, step_ms, bucket_ms, fingerprint,"
-    "  mount, sessions, qualified, listened_ms, prerolls, cume, peak, countries)"
+    "  mount, sessions, qualified, listened_ms, prerolls, cume, peak, countries, active,"
+    "  started, aqh_quarters)"
     "  SELECT $7, $3, $8, bf, fp, coalesce(mount, ''), sessions, qualified, listened, prerolls,"
-    "  cume, peak, countries FROM res WHERE fp IS NOT NULL AND in_progress = 0"
+    "  cume, peak, countries, active, started, aqh FROM res WHERE fp IS NOT NULL AND in_progress = 0"
     "  AND $4::text IS NULL"
     "  ON CONFLICT DO NOTHING)"
     " SELECT b, mount, sessions, qualified, listened, prerolls, in_progress, cume, peak,"
-    "  countries FROM res ORDER BY b, mount NULLS FIRST";
+    "  countries, active, started, aqh FROM res ORDER BY b, mount NULLS FIRST";
 
 /* Each bucket's fingerprint, and the start of the oldest session going on (of the servers
  * asked for) that the figures count. $1, $2 the buckets, $3 the oldest fresh row, $4 a server
@@ -112,10 +129,10 @@ static const char state_sql[] =
  * length $2, step $3), each bucket's server row first ('' mount). */
 static const char cached_sql[] =
     "SELECT c.bucket_ms, c.mount, c.sessions, c.qualified, c.listened_ms, c.prerolls, 0,"
-    " c.cume, c.peak, c.countries FROM figures_cache c"
+    " c.cume, c.peak, c.countries, c.active, c.started, c.aqh_quarters FROM figures_cache c"
     " JOIN unnest($4::bigint[], $5::numeric[]) AS w(bucket_ms, fp)"
     " ON c.bucket_ms = w.bucket_ms AND c.fingerprint = w.fp"
-    " WHERE c.scope = $1 AND c.qualify_ms = $2 AND c.step_ms = $3"
+    " WHERE c.scope = $1 AND c.qualify_ms = $2 AND c.step_ms = $3 AND c.active IS NOT NULL"
     " ORDER BY c.bucket_ms, c.mount";
 
 static const char forget_sql[] =
@@ -189,7 +206,7 @@ static int parse_countries(audience_row_t *r, const char *text)
 }
 
 /* The row of result line i of res (columns: bucket, mount, sessions, qualified, listened,
- * prerolls, in_progress, cume, peak, countries) into r, for bucket b. */
+ * prerolls, in_progress, cume, peak, countries, active, started, aqh) into r, for bucket b. */
 static int fill_row(audience_row_t *r, const PGresult *res, int i, const bucket_t *b)
 {
     const char *mount = PQgetisnull(res, i, 1) ? "" : PQgetvalue(res, i, 1);
@@ -202,6 +219,9 @@ static int fill_row(audience_row_t *r, const PGresult *res, int i, const bucket_
         .in_progress = strtoull(PQgetvalue(res, i, 6), NULL, 10),
         .cume = strtoull(PQgetvalue(res, i, 7), NULL, 10),
         .peak = strtoull(PQgetvalue(res, i, 8), NULL, 10),
+        .active = strtoull(PQgetvalue(res, i, 10), NULL, 10),
+        .started = strtoull(PQgetvalue(res, i, 11), NULL, 10),
+        .aqh_quarters = strtoull(PQgetvalue(res, i, 12), NULL, 10),
     };
     return r->mount && parse_countries(r, PQgetvalue(res, i, 9)) == 0 ? 0 : -ENOMEM;
 }

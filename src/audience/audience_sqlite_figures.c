@@ -129,6 +129,7 @@ typedef struct fig_session {
 
 typedef struct fig_cell {      /* a group's figures in the bucket being made */
     uint64_t sessions, qualified, listened_ms, prerolls, in_progress, cume;
+    uint64_t active, started, aqh_quarters;
     int64_t peak;
 } fig_cell_t;
 
@@ -309,6 +310,11 @@ static void count_in(fig_cell_t *c, const fig_session_t *s, int64_t from, int64_
     }
     c->prerolls += s->preroll && s->start_ms >= from;
     c->in_progress += s->now;
+    if (s->end_ms - s->start_ms >= AUDIENCE_WM_MIN_MS) {
+        c->active++;
+        c->started += s->start_ms >= from;
+        c->aqh_quarters += (uint64_t)audience_session_quarters(s->start_ms, s->end_ms, from, to);
+    }
 }
 
 /* Sorts the bucket's keys (group << 32 | id) for its sessions' mount and the server's:
@@ -388,6 +394,7 @@ static int add_row(figures_t *f, uint32_t g, int64_t from, int64_t to, size_t *k
         .sessions = c->sessions, .qualified = c->qualified, .listened_ms = c->listened_ms,
         .cume = c->cume, .peak = c->peak > 0 ? (uint64_t)c->peak : 0,
         .prerolls = c->prerolls, .in_progress = c->in_progress,
+        .active = c->active, .started = c->started, .aqh_quarters = c->aqh_quarters,
     };
     if (!r->mount)
         return -ENOMEM;

@@ -9,7 +9,8 @@
  * privacy setting. And the figures of every bucket, made in one pass, against a brute force
  * straight from those definitions on random sessions (seconds to days long, some going on,
  * several mounts and countries, listeners coming back) by hour, by day and whole, for every
- * mount or one.
+ * mount or one. Webcast Metrics' figures (AS, SS, AQH, TSL, AAS) on the worked example of
+ * docs/AUDIENCE.md and in the brute force.
  */
 #include "audience/audience.h"
 
@@ -169,6 +170,62 @@ static void sessions_going_on_count_once_qualified(void)
     sqlite3_close(db);
 }
 
+/* ---- the worked example of docs/AUDIENCE.md (Webcast Metrics' figures) ----
+ * The hour 10:00-11:00 UTC of 1970-01-01 on /wm:
+ *   A 10:00:00-10:00:59 (59 s): under a minute, in no figure of Webcast Metrics
+ *   B 10:00:00-10:01:01 (61 s): AS and SS, 61 s of TLH, no quarter-hour (under 5 min)
+ *   C 10:12:00-10:20:00 (8 min, B's listener): 3 min of 10:00-10:15, 5 of 10:15-10:30: AQH in
+ *     the second only
+ *   D 09:50:00-10:40:00: AS, not SS (began before); 10:00-10:15, 10:15-10:30 whole and 10 min
+ *     of 10:30-10:45: three quarter-hours
+ * AS 3, SS 2, TLH 61 + 480 + 2400 s = 0.816944 h, CUME 2, TSL 0.408472 h, AAS 0.816944,
+ * AQH: 1, 2, 1 and 0 listeners in the four quarter-hours, (1 + 2 + 1 + 0) / 4 = 1.000. */
+static void webcast_metrics_worked_example(void)
+{
+    sqlite3 *db = NULL;
+    CHECK(sqlite3_open(":memory:", &db) == SQLITE_OK);
+    CHECK(sqlite3_exec(db, audience_sqlite_schema(), NULL, NULL, NULL) == SQLITE_OK);
+    static const char rows[] =
+        "INSERT INTO sessions (conn_id, mount, served, start_ms, end_ms, bytes, ip, user_agent,"
+        " ended) VALUES"
+        " (1, '/wm', '/wm', 36000000, 36059000, 1, 'A', 'a', 'client_left'),"
+        " (2, '/wm', '/wm', 36000000, 36061000, 1, 'B', 'b', 'client_left'),"
+        " (3, '/wm', '/wm', 36720000, 37200000, 1, 'B', 'b', 'client_left'),"
+        " (4, '/wm', '/wm', 35400000, 38400000, 1, 'D', 'd', 'client_left')";
+    CHECK(sqlite3_exec(db, rows, NULL, NULL, NULL) == SQLITE_OK);
+    audience_query_t q = {.from_ms = 10 * HOUR, .to_ms = 11 * HOUR, .step_ms = HOUR,
+                          .qualify_s = 60};
+    audience_sqlite_figures(db, &q);
+    CHECK(q.err == 0);
+    const audience_row_t *r = row(&q, 10 * HOUR, "/wm");
+    CHECK(r != NULL);
+    if (r) {
+        CHECK(r->sessions == 4 && r->qualified == 3);
+        CHECK(r->active == 3 && r->started == 2);
+        CHECK(r->listened_ms == (61 + 480 + 2400) * 1000ULL && r->cume == 2);
+        CHECK(r->aqh_quarters == 4);
+        audience_derived_t d = audience_row_derived(r);
+        char text[64];
+        snprintf(text, sizeof(text), "%.6f %.6f %.3f", d.tsl_hours, d.aas, d.aqh);
+        CHECK_STR(text, "0.408472 0.816944 1.000");
+    }
+    audience_query_clear(&q);
+    /* 59 s against 61 s, alone in their bucket */
+    q = (audience_query_t){.from_ms = 10 * HOUR, .to_ms = 10 * HOUR + 2 * MIN, .qualify_s = 60};
+    audience_sqlite_figures(db, &q);
+    r = row(&q, 10 * HOUR, "/wm");
+    CHECK(q.err == 0 && r && r->sessions == 3 && r->active == 2 && r->started == 1);
+    audience_query_clear(&q);
+    sqlite3_close(db);
+    /* the quarter-hours by themselves: 5 min on either side of an edge, and a bucket with no
+     * whole quarter-hour */
+    CHECK(audience_session_quarters(10 * MIN, 20 * MIN, 0, HOUR) == 2);
+    CHECK(audience_session_quarters(11 * MIN, 20 * MIN, 0, HOUR) == 1);
+    CHECK(audience_session_quarters(11 * MIN, 19 * MIN, 0, HOUR) == 0);
+    CHECK(audience_session_quarters(0, 60 * MIN, 7 * MIN, HOUR) == 3);
+    CHECK(audience_quarters(7 * MIN, HOUR) == 3 && audience_quarters(7 * MIN, 20 * MIN) == 0);
+}
+
 /* ---- the one pass against a brute force ---- */
 
 typedef struct rnd_session {
@@ -300,6 +357,16 @@ static int brute_row(const rnd_session_t *v, size_t n, const char *g, const char
         r->sessions++;
         r->in_progress += s->live;
         r->prerolls += s->preroll && s->start_ms >= from;
+        if (s->end_ms - s->start_ms >= 60000) { /* Webcast Metrics: AS, SS, AQH */
+            r->active++;
+            r->started += s->start_ms >= from;
+            for (int64_t qh = from - from % (15 * MIN) + (from % (15 * MIN) ? 15 * MIN : 0);
+                 qh + 15 * MIN <= to; qh += 15 * MIN) {
+                int64_t a = s->start_ms > qh ? s->start_ms : qh;
+                int64_t b = s->end_ms < qh + 15 * MIN ? s->end_ms : qh + 15 * MIN;
+                r->aqh_quarters += b - a >= 5 * MIN;
+            }
+        }
         int qualified = s->end_ms - s->start_ms >= qualify;
         if (qualified) {
             r->qualified++;
@@ -366,17 +433,22 @@ static int brute_compare(const rnd_session_t *v, size_t n, const audience_query_
                        r->qualified == want.qualified && r->listened_ms == want.listened_ms &&
                        r->cume == want.cume && r->peak == want.peak &&
                        r->prerolls == want.prerolls && r->in_progress == want.in_progress &&
+                       r->active == want.active && r->started == want.started &&
+                       r->aqh_quarters == want.aqh_quarters &&
                        r->ncountries == want.ncountries;
             for (size_t c = 0; same && c < want.ncountries; c++)
                 same = strcmp(r->countries[c].cc, cc[c].cc) == 0 &&
                        r->countries[c].sessions == cc[c].sessions;
             if (!same && wrong++ < 3)
                 fprintf(stderr, "row %zu (%s, %lld): want %llu sessions %llu qualified %llu ms"
-                        " cume %llu peak %llu prerolls %llu on %llu\n", at - 1, groups[g],
+                        " cume %llu peak %llu prerolls %llu on %llu AS %llu SS %llu AQH %llu\n",
+                        at - 1, groups[g],
                         (long long)from, (unsigned long long)want.sessions,
                         (unsigned long long)want.qualified, (unsigned long long)want.listened_ms,
                         (unsigned long long)want.cume, (unsigned long long)want.peak,
-                        (unsigned long long)want.prerolls, (unsigned long long)want.in_progress);
+                        (unsigned long long)want.prerolls, (unsigned long long)want.in_progress,
+                        (unsigned long long)want.active, (unsigned long long)want.started,
+                        (unsigned long long)want.aqh_quarters);
         }
         from = to;
     }
@@ -455,6 +527,7 @@ int main(void)
     a_mount_and_countries();
     sessions_going_on_count_once_qualified();
     truncation_keeps_the_network();
+    webcast_metrics_worked_example();
     one_pass_matches_the_definitions();
     return testlib_done();
 }

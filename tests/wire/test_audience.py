@@ -86,7 +86,8 @@ def station(server, data):
 
 
 PUBLISHED = ["start", "end", "mount", "sessions", "qualified_sessions", "tlh_hours",
-             "atsl_seconds", "cume", "peak_listeners", "prerolls", "in_progress", "countries"]
+             "atsl_seconds", "cume", "peak_listeners", "prerolls", "in_progress", "countries",
+             "active_sessions", "sessions_started", "tsl_hours", "aas", "aqh"]
 COUNTS = ("sessions", "qualified_sessions", "cume", "peak_listeners", "prerolls",
           "in_progress")
 

@@ -8,7 +8,8 @@ to a target duration after its last request, not to the timeout that noticed it 
 polling), and /admin/audience.json and .csv (period=all) give for the mount and the
 server exactly the figures docs/AUDIENCE.md defines: sessions, qualified sessions (60 s),
 CUME (distinct address and agent among the qualified), peak listeners, TLH (six decimals)
-and ATSL (to the millisecond) computed from the stored rows.
+and ATSL (to the millisecond) computed from the stored rows, and Webcast Metrics' active
+sessions and sessions started (the sessions of a minute or more).
 """
 
 import csv
@@ -212,3 +213,11 @@ def test_real_clients_sessions_give_the_defined_figures(server):
     for l in lines:
         assert as_figures(l) == want, (l, want)
         assert l["countries"] == "unknown=5"
+    # by Webcast Metrics' rules (a session counts from one minute, whatever <min-session>):
+    # the four long sessions, all begun in the period
+    wm = sum(1 for r in rows if r["end_ms"] - r["start_ms"] >= 60000)
+    assert wm == 4
+    for p in periods:
+        assert (p["active_sessions"], p["sessions_started"]) == (wm, wm), p
+    for l in lines:
+        assert (int(l["active_sessions"]), int(l["sessions_started"])) == (wm, wm), l

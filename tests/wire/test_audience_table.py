@@ -68,7 +68,8 @@ def test_the_figures_views_keep_their_names_and_raw_values(store):
     lines = list(csv.DictReader(io.StringIO(text)))
     assert [l["tlh_hours"] for l in lines] == [f.findtext("tlh_hours") for f in figs]
     assert text.splitlines()[0] == ("start,end,mount,sessions,qualified_sessions,tlh_hours,"
-                                    "atsl_seconds,cume,peak_listeners,prerolls,in_progress,countries")
+                                    "atsl_seconds,cume,peak_listeners,prerolls,in_progress,countries,"
+                                    "active_sessions,sessions_started,tsl_hours,aas,aqh")
 
 
 @pytest.mark.parametrize("size", [(1280, 800), (360, 740)], ids=["1280px", "360px"])
