@@ -9,7 +9,8 @@
  * from and to: unix seconds or ISO 8601 (UTC unless an offset is given); default the last 24
  * hours. period: "hour", "day" (the default) or "all" (the whole of from to to in one).
  * server: the sessions of one server of those sharing the store (<server-name>); by default
- * those of all of them together.
+ * those of all of them together. The XML and JSON name the servers with sessions in the
+ * period (whatever mount and server were asked), for a picker; the CSV does not.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -176,11 +177,14 @@ static xmlDocPtr figures_doc(const audience_query_t *q, const char *period)
             xmlNewProp(c, BAD_CAST "code", BAD_CAST country_name(&r->countries[k]));
         }
     }
+    xmlNodePtr servers = xmlNewChild(root, NULL, BAD_CAST "servers", NULL);
+    for (size_t i = 0; i < q->nservers; i++)
+        stats_add_text(servers, "server", q->servers[i]);
     return doc;
 }
 
 /* {"periods": [{start, end, mount (null: the server), tlh_hours, atsl_seconds, the counts,
- * countries: {ISO: sessions}}]} */
+ * countries: {ISO: sessions}}], "servers": [the servers with sessions in the period]} */
 static char *figures_json(const audience_query_t *q, size_t *len)
 {
     buf_t b = BUF_INIT;
@@ -208,6 +212,11 @@ static char *figures_json(const audience_query_t *q, size_t *len)
             buf_appendf(&b, ":%llu", (unsigned long long)r->countries[k].sessions);
         }
         buf_append_str(&b, "}}");
+    }
+    buf_append_str(&b, "],\"servers\":[");
+    for (size_t i = 0; i < q->nservers; i++) {
+        buf_append_str(&b, i ? "," : "");
+        escape_json_buf(&b, q->servers[i], strlen(q->servers[i]), 1);
     }
     buf_append_str(&b, "]}\n");
     return buf_take(&b, len);
@@ -498,8 +507,11 @@ void admin_cmd_audience_top(admin_req_t *a)
 void admin_cmd_audience_charts(admin_req_t *a)
 {
     xmlDocPtr doc = stats_new_doc("audience_charts");
-    if (doc)
-        stats_add_number(xmlDocGetRootElement(doc), "min_session",
-                         server_config()->qualified_seconds);
+    if (doc) {
+        xmlNodePtr root = xmlDocGetRootElement(doc);
+        stats_add_number(root, "min_session", server_config()->qualified_seconds);
+        /* the name this server's records carry: its listener history is its own */
+        stats_add_text(root, "server_name", audience_store_server_name());
+    }
     admin_send_doc(a, doc);
 }

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * audience: the answers of the figures and top lists freed, and the /metrics counters of ended sessions (see
- * audience.h). The figures themselves are made by the store's backend.
+ * audience: the answers of the figures and top lists freed (and the servers of a figures'
+ * answer added), and the /metrics counters of ended sessions (see audience.h). The figures
+ * themselves are made by the store's backend.
  */
 #include "audience/audience.h"
 #include "audience/audience_top.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -62,11 +64,28 @@ void audience_query_clear(audience_query_t *q)
         free(q->rows[i].countries);
     }
     free(q->rows);
+    for (size_t i = 0; i < q->nservers; i++)
+        free(q->servers[i]);
+    free(q->servers);
     free(q->mount);
     free(q->server);
     q->rows = NULL;
     q->nrows = 0;
+    q->servers = NULL;
+    q->nservers = 0;
     q->mount = q->server = NULL;
+}
+
+int audience_query_add_server(audience_query_t *q, const char *name)
+{
+    char **v = realloc(q->servers, (q->nservers + 1) * sizeof(*v));
+    if (!v)
+        return -ENOMEM;
+    q->servers = v;
+    if (!(v[q->nservers] = strdup(name)))
+        return -ENOMEM;
+    q->nservers++;
+    return 0;
 }
 
 void audience_top_clear(audience_top_t *t)

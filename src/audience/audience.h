@@ -69,6 +69,10 @@ typedef struct audience_query {
     /* answered */
     audience_row_t *rows;      /* bucket by bucket; in each, the server first, then mounts */
     size_t nrows;
+    char **servers;            /* the servers with sessions in the period, whatever mount and
+                                * server were asked, in byte order (audience_query_add_server;
+                                * records without a name are this server's) */
+    size_t nservers;
     int err;                   /* 0, -ENODEV (no database), -EAGAIN (the database cannot be
                                 * reached now), -EIO (a query failed), -ENOMEM */
 } audience_query_t;
@@ -89,6 +93,8 @@ audience_derived_t audience_row_derived(const audience_row_t *r);
 
 /* Frees q's answer, mount and server. */
 void audience_query_clear(audience_query_t *q);
+/* Appends a copy of name to q->servers (the backends give them in order). 0 or -ENOMEM. */
+int audience_query_add_server(audience_query_t *q, const char *name);
 
 /* Counts an ended session for /metrics (any thread). */
 void audience_count(const session_record_t *r);

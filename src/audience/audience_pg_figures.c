@@ -460,12 +460,44 @@ int audience_pg_make_figures(audience_db_t *db, audience_query_t *q)
     return err ? 0 : (int)f.made;
 }
 
+/* The servers with sessions in the period [$1, $2), stored or going on (rows fresher than
+ * $3), whatever mount and server were asked: found as for a bucket, in byte order (the column
+ * collates as "C"). */
+static const char servers_sql[] =
+    "SELECT server FROM sessions WHERE start_ms >= $1::bigint - 3600000 AND start_ms < $2"
+    " AND end_ms > $1"
+    " UNION SELECT server FROM sessions WHERE end_ms > $1 AND start_ms < $1::bigint - 3600000"
+    " AND end_ms - start_ms > 3600000"
+    " UNION SELECT server FROM live_sessions WHERE end_ms >= $3 AND start_ms < $2"
+    " AND end_ms > $1 ORDER BY 1";
+
+static void read_servers(audience_db_t *db, audience_query_t *q)
+{
+    audience_pg_t *p = db->impl;
+    char from[24], to[24], fresh[24];
+    snprintf(from, sizeof(from), "%lld", (long long)q->from_ms);
+    snprintf(to, sizeof(to), "%lld", (long long)q->to_ms);
+    snprintf(fresh, sizeof(fresh), "%lld",
+             (long long)(session_now_ms() - AUDIENCE_PG_LIVE_STALE_MS));
+    const char *params[] = {from, to, fresh};
+    PGresult *r = audience_pg_run(db, servers_sql, 3, params, FIGURES_MS);
+    if (!r) {
+        q->err = p->conn ? -EIO : -EAGAIN;
+        return;
+    }
+    for (int i = 0; i < PQntuples(r) && q->err == 0; i++)
+        q->err = audience_query_add_server(q, PQgetvalue(r, i, 0));
+    PQclear(r);
+}
+
 void audience_pg_figures(audience_db_t *db, audience_query_t *q)
 {
     audience_pg_t *p = db->impl;
     if (p->conn) /* this server's sessions going on as they are now: they count too */
         audience_pg_publish_live(db, q->qualify_s, q->anonymize);
     audience_pg_make_figures(db, q);
+    if (q->err == 0)
+        read_servers(db, q);
 }
 
 /* ---- top lists ---- */

@@ -81,6 +81,14 @@ static const char period_sql[] =
     " WHERE start_ms >= ?1 - ?3 AND start_ms < ?2 AND end_ms > ?1"
     " AND (?4 IS NULL OR mount = ?4) AND (?5 IS NULL OR srv = ?5) ORDER BY start_ms";
 
+/* The servers with sessions in the period [?1, ?2), whatever mount and server were asked, in
+ * byte order: ?3 this server's name (of the sessions going on, and of records without one),
+ * ?4 the longest session (the lower bound on start_ms, as above). */
+static const char servers_sql[] =
+    "SELECT IFNULL(server, ?3) AS srv FROM sessions"
+    " WHERE start_ms >= ?1 - ?4 AND start_ms < ?2 AND end_ms > ?1"
+    " UNION SELECT ?3 FROM temp.live WHERE start_ms < ?2 AND end_ms > ?1 ORDER BY srv";
+
 static const char longest_sql[] =
     "SELECT MAX(IFNULL((SELECT MAX(end_ms - start_ms) FROM sessions), 0),"
     " IFNULL((SELECT MAX(end_ms - start_ms) FROM temp.live), 0))";
@@ -150,6 +158,7 @@ typedef struct figures {
     size_t ntouched;
     fig_cell_t *cell;          /* per group */
     int64_t *on;               /* per group: listening at the sweep's time */
+    int64_t longest_ms;        /* the longest session (read_period) */
 } figures_t;
 
 /* The text of column i as an id of t ("" for NULL). */
@@ -204,7 +213,8 @@ static int read_period(figures_t *f, sqlite3 *db)
         sqlite3_prepare_v2(db, period_sql, -1, &st, NULL) == SQLITE_OK) {
         sqlite3_bind_int64(st, 1, q->from_ms);
         sqlite3_bind_int64(st, 2, q->to_ms);
-        sqlite3_bind_int64(st, 3, sqlite3_column_int64(longest, 0));
+        f->longest_ms = sqlite3_column_int64(longest, 0);
+        sqlite3_bind_int64(st, 3, f->longest_ms);
         if (q->mount)
             sqlite3_bind_text(st, 4, q->mount, -1, SQLITE_STATIC);
         if (q->server) {
@@ -218,6 +228,28 @@ static int read_period(figures_t *f, sqlite3 *db)
             err = -EIO;
     }
     sqlite3_finalize(longest);
+    sqlite3_finalize(st);
+    return err;
+}
+
+static int read_servers(figures_t *f, sqlite3 *db)
+{
+    audience_query_t *q = f->q;
+    sqlite3_stmt *st = NULL;
+    int err = -EIO, rc = SQLITE_DONE;
+    if (sqlite3_prepare_v2(db, servers_sql, -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, q->from_ms);
+        sqlite3_bind_int64(st, 2, q->to_ms);
+        sqlite3_bind_text(st, 3, audience_store_server_name(), -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(st, 4, f->longest_ms);
+        err = 0;
+        while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+            const char *name = (const char *)sqlite3_column_text(st, 0);
+            err = name ? audience_query_add_server(q, name) : -ENOMEM;
+        }
+        if (!err && rc != SQLITE_DONE)
+            err = -EIO;
+    }
     sqlite3_finalize(st);
     return err;
 }
@@ -491,6 +523,8 @@ void audience_sqlite_figures(sqlite3 *db, audience_query_t *q)
         q->err = bucket(&f, from, to);
         from = to;
     }
+    if (q->err == 0)
+        q->err = read_servers(&f, db);
     figures_free(&f);
     sqlite3_exec(db, "DELETE FROM temp.live", NULL, NULL, NULL);
 }

@@ -17,8 +17,12 @@
 #include <errno.h>
 #include <sqlite3.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "conf/config.h"
 #include "core/cidr.h"
+#include "net/server.h"
 #include "audience/audience_sqlite.h"
 #include "testlib.h"
 
@@ -520,8 +524,49 @@ static void truncation_keeps_the_network(void)
     CHECK_STR(out, "-");
 }
 
+/* The servers with sessions in the period, whatever mount and server are asked: a record
+ * without a name is this server's (<server-name>); none in a period without sessions. */
+static void the_servers_of_the_period(void)
+{
+    sqlite3 *db = store();
+    CHECK(sqlite3_exec(db, "UPDATE sessions SET server = 'edge-b' WHERE conn_id = 4;"
+                           "UPDATE sessions SET server = 'a-first' WHERE conn_id = 5",
+                       NULL, NULL, NULL) == SQLITE_OK);
+    audience_query_t q = {.from_ms = 0, .to_ms = 2 * HOUR, .qualify_s = 60,
+                          .mount = strdup("/a"), .server = strdup("unit-1")};
+    audience_sqlite_figures(db, &q);
+    CHECK(q.err == 0 && q.nservers == 3);
+    if (q.nservers == 3) {
+        CHECK_STR(q.servers[0], "a-first");
+        CHECK_STR(q.servers[1], "edge-b");
+        CHECK_STR(q.servers[2], "unit-1");
+    }
+    audience_query_clear(&q);
+    /* from 3750 s: sessions 1 (this server's) and 5 (a-first); 4 (edge-b) ended at 3700 s */
+    q = (audience_query_t){.from_ms = 3750000, .to_ms = 2 * HOUR, .qualify_s = 60};
+    audience_sqlite_figures(db, &q);
+    CHECK(q.err == 0 && q.nservers == 2);
+    if (q.nservers == 2) {
+        CHECK_STR(q.servers[0], "a-first");
+        CHECK_STR(q.servers[1], "unit-1");
+    }
+    audience_query_clear(&q);
+    q = (audience_query_t){.from_ms = 5 * HOUR, .to_ms = 6 * HOUR, .qualify_s = 60};
+    audience_sqlite_figures(db, &q);
+    CHECK(q.err == 0 && q.nservers == 0);
+    audience_query_clear(&q);
+    sqlite3_close(db);
+}
+
 int main(void)
 {
+    /* the name this server's records carry (the figures name it for records without one) */
+    static const char xml[] = "<icecast><audience><server-name>unit-1</server-name></audience>"
+                              "</icecast>";
+    config_t *cfg = NULL;
+    char err[256];
+    CHECK(config_load_buffer(xml, sizeof(xml) - 1, "t.xml", &cfg, err, sizeof(err), NULL) == 0);
+    server_set_config(cfg);
     hours_split_sessions_that_span_them();
     a_whole_period_counts_each_session_once();
     a_mount_and_countries();
@@ -529,5 +574,7 @@ int main(void)
     truncation_keeps_the_network();
     webcast_metrics_worked_example();
     one_pass_matches_the_definitions();
+    the_servers_of_the_period();
+    server_free_configs();
     return testlib_done();
 }

@@ -108,6 +108,7 @@ def test_figures_follow_the_definitions_for_each_mount_and_the_server(station):
     assert xml.header("content-type").startswith("text/xml")
     assert ET.tostring(xml.xml()) == ET.tostring(doc)      # the same document by its .xml name
     assert doc.tag == "audience" and doc.findtext("min_session") == str(QUALIFY)
+    assert [s.text for s in doc.findall("servers/server")] == sorted({r["server"] for r in db})
     figs = by_mount([{c.tag: (c.text or "") for c in f} for f in doc.findall("figures")])
     assert sorted(figs) == ["", "/a", "/b"]
     assert as_expected(figs["/a"]) == expected(db, "/a")
@@ -134,7 +135,9 @@ def test_json_has_the_published_shape_and_csv_says_the_same(station):
     r = adminlib.admin(srv, "/admin/audience.json?" + q)
     assert r.header("content-type").startswith("application/json")
     j = r.json()
-    assert list(j) == ["periods"]
+    assert list(j) == ["periods", "servers"]
+    # the servers with sessions in the period (for a picker): this one, as its records say
+    assert j["servers"] == sorted({r["server"] for r in db}) and len(j["servers"]) == 1
     assert [p["mount"] for p in j["periods"]] == [None, "/a", "/b"]
     for p in j["periods"]:
         assert sorted(p) == sorted(PUBLISHED)
