@@ -5,9 +5,11 @@
   the frame that web/audience.js fills with uPlot charts (web/vendor) and lists from
   /admin/history.json, /admin/audience.json and /admin/audience/top.json: listeners of the
   last hour, day or week, sessions and TLH per hour or day, the figures of the period,
-  sessions per country, top players and referrers, a period and a mount picker and the CSV
-  of the same query. Everything a client sent is set as text by the script. Without
-  JavaScript the page points to the table of the figures (audience.xsl).
+  sessions per country, top players and referrers, a period, a mount and a server picker
+  (servers sharing one store; shown when it holds more than one) and the CSV of the same
+  query, and with all servers picked each server's figures of the period. Everything a client
+  or server sent is set as text by the script. Without JavaScript the page points to the
+  table of the figures (audience.xsl).
 -->
 <xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
 <xsl:import href="layout.xsl"/>
@@ -31,7 +33,7 @@
         <p class="notice">The charts need JavaScript: the same figures are in
           <a href="/admin/audience.xsl">the audience table</a>.</p>
       </noscript>
-      <div class="audience-charts" data-audience-charts="" data-ac-mount="{$mount}">
+      <div class="audience-charts" data-audience-charts="" data-ac-mount="{$mount}" data-ac-server-name="{server_name}">
         <form class="ac-controls card" method="get" action="/admin/audience_charts.xsl">
           <div class="field">
             <label for="ac-period">Period</label>
@@ -59,6 +61,12 @@
               </xsl:if>
             </select>
           </div>
+          <div class="field" data-ac="server-field" hidden="hidden">
+            <label for="ac-server">Server</label>
+            <select id="ac-server" name="server" data-ac="server">
+              <option value="">All servers</option>
+            </select>
+          </div>
           <div class="ac-links">
             <a class="button small" data-ac="csv" href="/admin/audience.csv" download="audience.csv">CSV</a>
             <a class="button small" data-ac="table" href="/admin/audience.xsl">Table</a>
@@ -73,6 +81,28 @@
           <div class="card stat"><span class="num" data-figure="atsl_seconds">—</span><span class="what">ATSL</span></div>
           <div class="card stat"><span class="num" data-figure="cume">—</span><span class="what">CUME</span></div>
           <div class="card stat"><span class="num" data-figure="peak">—</span><span class="what">Peak listeners</span></div>
+        </section>
+
+        <section class="ac-servers" data-ac="servers" aria-labelledby="ac-servers-h" hidden="hidden">
+          <h2 id="ac-servers-h">By server</h2>
+          <p class="hint">Each server's figures of the period. A listener who listened on several servers counts once in the network's CUME, and once in each server's.</p>
+          <div class="table-wrap">
+            <table class="data ac-server-table">
+              <thead>
+                <tr>
+                  <th scope="col">Server</th>
+                  <th scope="col" class="num">Sessions</th>
+                  <th scope="col" class="num">Qualified</th>
+                  <th scope="col" class="num">TLH (hours)</th>
+                  <th scope="col" class="num">ATSL</th>
+                  <th scope="col" class="num">CUME</th>
+                  <th scope="col" class="num">Peak</th>
+                  <th scope="col">Share of sessions</th>
+                </tr>
+              </thead>
+              <tbody data-ac="server-rows"></tbody>
+            </table>
+          </div>
         </section>
 
         <section class="card ac-chart" data-chart-box="listeners" aria-labelledby="ac-listeners-h">

@@ -11,14 +11,20 @@
  *     be "so far"; a bar is as wide as most of its bucket;
  * and fills the figures of the whole period, sessions per country and the top
  * players and referrers (/admin/audience/top.json). The period picker (last 24 h, 7 days,
- * 30 days, or whole UTC days from / to) and the mount picker set one query for all of them
- * and for the CSV link; the query is kept in the page's URL. The figures are fetched again when
+ * 30 days, or whole UTC days from / to), the mount picker and the server picker (the servers
+ * sharing the store that had sessions in the period, as the figures name them; shown when
+ * there are more than one) set one query for all of them and for the CSV and table links; the
+ * query is kept in the page's URL. With all servers picked and more than one, a table gives
+ * each server's figures of the period (one more query per server) beside the network's. The
+ * listener history of the last hour and day is the server's that sends the page, whichever
+ * server is picked. The figures are fetched again when
  * a listener leaves (the events feed, /admin/events: its session is then in the store) and
  * every minute for a rolling period, ending at the new now; at most every 10 s and one
  * computation at a time, since the store's thread makes them. A failing fetch keeps what is
  * shown and says why.
  * The figures are read in either shape a server answers with (figureRows).
- * Client text (mounts, user agents, referrers, countries) is set with textContent only.
+ * Client and server text (mounts, user agents, referrers, countries, server names) is set
+ * with textContent only.
  * For tests and tools: window.rimecastCharts.query (the query of the last refresh),
  * .plotted() (the series each chart was given), .bars() (the bars drawn), and data-updated
  * on the page's root.
@@ -42,7 +48,8 @@
   if (!root || !window.fetch) return;
 
   var state = { period: "24h", from: "", to: "", mount: root.getAttribute("data-ac-mount") || "",
-                range: "hour" };
+                server: "", range: "hour" };
+  var thisServer = root.getAttribute("data-ac-server-name") || "";
   var plots = {};                      // name -> uPlot
   var spans = {};                      // name -> [first, last] of its time axis
   var cuts = {};                       // name -> {step, partial} of its buckets (bar charts)
@@ -134,13 +141,15 @@
     state.from = p.get("from") || "";
     state.to = p.get("to") || "";
     if (p.get("mount") != null) state.mount = p.get("mount");
+    if (p.get("server") != null) state.server = p.get("server");
     if (p.get("range") && /^(hour|day|week)$/.test(p.get("range"))) state.range = p.get("range");
   }
 
   function writeUrl() {
     var custom = state.period === "custom";
     var s = qs({ period: state.period, from: custom ? state.from : "", to: custom ? state.to : "",
-                 mount: state.mount, range: state.range === "hour" ? "" : state.range });
+                 mount: state.mount, server: state.server,
+                 range: state.range === "hour" ? "" : state.range });
     try { history.replaceState(null, "", location.pathname + (s ? "?" + s : "")); } catch (e) { /* file: */ }
   }
 
@@ -495,12 +504,14 @@
       return Promise.resolve();
     }
     q.mount = state.mount;
+    q.server = state.server;
     var gen = ++generation;
     running = gen;
     lastStart = Date.now();
-    var base = { from: q.from, to: q.to, period: "all" };   // the whole period in one
-    var one = qs({ from: q.from, to: q.to, period: "all", mount: q.mount });
-    var csv = qs(cutBy({ from: q.from, to: q.to }, q.by)) + (q.mount ? "&" + qs({ mount: q.mount }) : "");
+    var pick = { mount: q.mount, server: q.server };
+    var base = { from: q.from, to: q.to, period: "all", server: q.server };   // the whole period in one
+    var one = qs({ from: q.from, to: q.to, period: "all", mount: q.mount, server: q.server });
+    var csv = qs(cutBy({ from: q.from, to: q.to }, q.by)) + (q.mount || q.server ? "&" + qs(pick) : "");
     ac("csv").href = "/admin/audience.csv?" + csv;
     ac("table").href = "/admin/audience.xsl?" + csv;
     var jobs = [
@@ -516,14 +527,26 @@
       running = 0;
       if (again) { again = false; figuresLater(); }
     };
-    return Promise.all(jobs).then(function (got) {
+    // with all servers and more than one: each server's figures of the period, for the split
+    var split = function (got) {
+      var names = serversOf(got[1]);
+      if (q.server || names.length < 2) return [got, names, null];
+      return Promise.all(names.map(function (name) {
+        return getJson("/admin/audience.json?" + qs({ from: q.from, to: q.to, period: "all",
+                                                      mount: q.mount, server: name }));
+      })).then(function (per) { return [got, names, per]; });
+    };
+    return Promise.all(jobs).then(split).then(function (all) {
+      var got = all[0];
       done();
       if (gen !== generation) return;
       current = q;
       showBuckets(q, figureRows(got[0]));
       var whole = figureRows(got[1]);
       fillMounts(whole, got[5]);
+      fillServers(all[1]);
       showSummary(rowOf(whole, q.mount));
+      showSplit(all[1], all[2], rowOf(whole, q.mount), q.mount);
       showCountries(figureRows(got[2]), q.mount);
       showTop("agents", got[3]);
       showTop("referers", got[4]);
@@ -536,6 +559,86 @@
       if (gen !== generation) return;
       status.textContent = "Figures unavailable: " + ((err && err.message) || String(err));
     });
+  }
+
+  // ------------------------------------------------------------ servers
+
+  // The servers an /admin/audience.json answer names (those with sessions in the period), in
+  // either shape: {servers: [...]} or {audience: {servers: {server: ...}}}; [] from a server
+  // that names none.
+  function serversOf(doc) {
+    var names = doc && Array.isArray(doc.servers) ? doc.servers :
+      list(doc && doc.audience && doc.audience.servers && doc.audience.servers.server);
+    return names.filter(function (n) { return typeof n === "string" && n !== ""; });
+  }
+
+  // The server picker: All servers, each server of the period and the picked one; hidden while
+  // there is one server at most and none is picked.
+  function fillServers(names) {
+    var sel = ac("server");
+    var all = names.slice();
+    if (state.server && all.indexOf(state.server) < 0) all.push(state.server);
+    all.sort();
+    ac("server-field").hidden = all.length < 2 && !state.server;
+    var have = Array.prototype.slice.call(sel.options, 1).map(function (o) { return o.value; });
+    if (have.join("\n") !== all.join("\n")) {
+      while (sel.options.length > 1) sel.remove(1);
+      all.forEach(function (name) {
+        var o = document.createElement("option");
+        o.value = name;
+        o.textContent = name;
+        sel.appendChild(o);
+      });
+    }
+    sel.value = state.server;
+  }
+
+  function cell(tr, label, text, cls) {
+    var td = document.createElement("td");
+    if (cls) td.className = cls;
+    td.setAttribute("data-label", label);
+    td.textContent = text;
+    tr.appendChild(td);
+    return td;
+  }
+
+  // The split: a row of each server's figures of the period (per: their answers, in the order
+  // of names) and the network's (total), each server's share of the sessions as a meter; hidden
+  // without per.
+  function showSplit(names, per, total, mount) {
+    var box = ac("servers"), body = ac("server-rows");
+    box.hidden = !per;
+    if (!per) { body.textContent = ""; return; }
+    var frag = document.createDocumentFragment();
+    var rows = names.map(function (name, i) { return { name: name, row: rowOf(figureRows(per[i]), mount) }; });
+    rows.push({ name: "Network (all servers)", row: total, total: true });
+    var most = Math.max(1, total ? total.sessions : 0);
+    rows.forEach(function (it) {
+      var r = it.row || { sessions: 0, qualified_sessions: 0, tlh: 0, atsl_seconds: 0, cume: 0, peak: 0 };
+      var tr = document.createElement("tr");
+      if (it.total) tr.className = "ac-total";
+      else tr.setAttribute("data-server", it.name);
+      cell(tr, "Server", it.name, "name");
+      cell(tr, "Sessions", int(r.sessions), "num").setAttribute("data-figure", "sessions");
+      cell(tr, "Qualified", int(r.qualified_sessions), "num").setAttribute("data-figure", "qualified_sessions");
+      cell(tr, "TLH (hours)", hours(r.tlh), "num").setAttribute("data-figure", "tlh");
+      cell(tr, "ATSL", duration(r.atsl_seconds), "num").setAttribute("data-figure", "atsl_seconds");
+      cell(tr, "CUME", int(r.cume), "num").setAttribute("data-figure", "cume");
+      cell(tr, "Peak", int(r.peak), "num").setAttribute("data-figure", "peak");
+      var share = cell(tr, "Share of sessions", "", "share");
+      if (!it.total) {
+        var meter = document.createElement("meter");
+        meter.min = 0;
+        meter.max = most;
+        meter.value = r.sessions;
+        meter.textContent = Math.round(100 * r.sessions / most) + " %";
+        meter.title = meter.textContent;
+        share.appendChild(meter);
+      }
+      frag.appendChild(tr);
+    });
+    body.textContent = "";
+    body.appendChild(frag);
   }
 
   // ------------------------------------------------------------ listeners
@@ -559,13 +662,13 @@
 
   function refreshListeners() {
     var note = ac("listeners-note");
-    var mount = state.mount, range = state.range;
+    var mount = state.mount, range = state.range, server = state.server;
     var now = nowS();
     var job;
     if (range === "week") {
       weekFetched = Date.now();
       var from = (Math.floor(now / HOUR) - 7 * 24 + 1) * HOUR;
-      job = getJson("/admin/audience.json?" + qs(cutBy({ from: from, to: now, mount: mount }, "hour")))
+      job = getJson("/admin/audience.json?" + qs(cutBy({ from: from, to: now, mount: mount, server: server }, "hour")))
         .then(function (doc) {
           var q = { from: from, to: now, by: "hour", mount: mount };
           var byStart = {};
@@ -578,13 +681,17 @@
       job = getJson("/admin/history.json" + (mount ? "?mount=" + encodeURIComponent(mount) : ""))
         .then(function (doc) {
           var span = range === "hour" ? HOUR : DAY;
+          // each server keeps its own history: another server picked still shows this one's
+          var whose = server && server !== thisServer ?
+            " These are the listeners of " + (thisServer || "the server of this page") +
+            ", which sends this page; Week shows those of the server picked." : "";
           return { data: historyData(doc, range, span, now), span: [now - span, now],
-                   text: range === "hour" ? "Listeners every 10 s, as the server counts them now." :
-                     "The most listeners in each 5 minutes, since the server started (at most a day)." };
+                   text: (range === "hour" ? "Listeners every 10 s, as the server counts them now." :
+                     "The most listeners in each 5 minutes, since the server started (at most a day).") + whose };
         });
     }
     return job.then(function (got) {
-      if (mount !== state.mount || range !== state.range) return;
+      if (mount !== state.mount || range !== state.range || server !== state.server) return;
       setData("listeners", got.data, got.span);
       var any = got.data[1].some(function (v) { return v != null; });
       note.textContent = got.text + (any ? "" : " No samples yet.");
@@ -612,6 +719,7 @@
     ac("from").value = state.from;
     ac("to").value = state.to;
     ac("mount").value = state.mount;
+    ac("server").value = state.server;
     $all("[data-range]").forEach(function (b) {
       b.setAttribute("aria-pressed", String(b.getAttribute("data-range") === state.range));
     });
@@ -637,7 +745,7 @@
     form.addEventListener("submit", function (ev) { ev.preventDefault(); changed(); });
     form.addEventListener("change", function (ev) {
       var k = ev.target.getAttribute("data-ac");
-      if (k === "period" || k === "from" || k === "to" || k === "mount") {
+      if (k === "period" || k === "from" || k === "to" || k === "mount" || k === "server") {
         state[k] = ev.target.value;
         changed();
       }
