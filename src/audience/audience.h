@@ -35,6 +35,8 @@
 #define AUDIENCE_WM_MIN_MS 60000   /* Webcast Metrics: a session counts from one minute */
 #define AUDIENCE_QH_MS 900000      /* a clock quarter-hour */
 #define AUDIENCE_AQH_MIN_MS 300000 /* AQH: five minutes within the quarter-hour */
+#define AUDIENCE_CHAIN_MS 3600000  /* pauses: a session's chain is followed this far before
+                                    * and after a period (above <resume-seconds>' maximum) */
 
 typedef struct audience_country {
     char cc[8];                /* ISO code, "" unknown */
@@ -66,6 +68,9 @@ typedef struct audience_query {
                                 * those of the server of that name (<server-name>) */
     int qualify_s;             /* <min-session> */
     int anonymize;             /* <anonymize-ip>: sessions going on count by their network */
+    int resume_s;              /* <resume-seconds>: a session of the same listener key and mount
+                                * that began at most this long after one ended continues it
+                                * (its chain); 0: every session stands alone */
     /* answered */
     audience_row_t *rows;      /* bucket by bucket; in each, the server first, then mounts */
     size_t nrows;
