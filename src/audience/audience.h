@@ -6,7 +6,8 @@
  *   qualified sessions  those of them that lasted at least <min-session>
  *   TLH                 hours listened in the period by qualified sessions
  *   ATSL                TLH / qualified sessions (hours)
- *   CUME                distinct listeners (address + user agent) among qualified sessions
+ *   CUME                distinct listeners (listener keys, stream/session.h; a record without
+ *                       one: address + user agent) among qualified sessions
  *   peak                the most sessions listening at once
  *   prerolls            prerolls (or intros) played to their end
  * and by Webcast Metrics' rules (a session counts from one minute in total, AUDIENCE_WM_MIN_MS):
@@ -15,7 +16,9 @@
  *   AQH                 listeners of each clock quarter-hour wholly in the period that listened
  *                       five minutes of it, averaged over those quarter-hours
  *   AAS, TSL            TLH / hours in the period, TLH / CUME (made from the others)
- * and the sessions per country (the session's, from GeoIP; "" unknown), made where the data
+ * with <resume-seconds>, a listener's sessions on a mount with pauses that short between them
+ * are one chain: one session for the qualifying length, AS, SS and qualified sessions; and the
+ * sessions per country (the session's, from GeoIP; "" unknown), made where the data
  * lives by the store's backend (audience_store_figures, on the store's thread), and the
  * counters of /metrics kept in memory since start-up (audience_count, called for each ended
  * session). Sessions still going
