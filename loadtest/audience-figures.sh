@@ -85,7 +85,7 @@ stop_pid "$spid"; spid=""
 now=$(date +%s)
 echo "filling the store: $sessions sessions over $days days" >&2
 python3 - "$db" "$sessions" "$days" "$now" <<'PY' || exit 2
-import random, sqlite3, sys
+import hashlib, random, sqlite3, sys
 path, n, days, now = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
 rnd = random.Random(1)
 MIN, HOUR, DAY = 60000, 3600000, 86400000
@@ -110,6 +110,10 @@ def length():
     return rnd.randint(DAY, 7 * DAY)                    # a speaker left on
 
 con = sqlite3.connect(path)
+# each record's listener key (a store made by a binary before keys gets the column; it
+# ignores it): one per listener, so that pauses (<resume-seconds>) join its sessions
+if "listener_key" not in [r[1] for r in con.execute("PRAGMA table_info(sessions)")]:
+    con.execute("ALTER TABLE sessions ADD COLUMN listener_key TEXT")
 con.execute("BEGIN")
 batch = []
 for i in range(n):
@@ -119,17 +123,18 @@ for i in range(n):
     row = (i + 1, mount, mount, start, min(start + length(), end_ms), 100000,
            "10.%d.%d.%d" % (who >> 16 & 255, who >> 8 & 255, who & 255),
            agents[who % len(agents)], None, None, countries[who % len(countries)],
-           "client_left", int(rnd.random() < 0.3))
+           "client_left", int(rnd.random() < 0.3),
+           hashlib.sha256(b"listener %d" % who).hexdigest()[:32])
     batch.append(row)
     if len(batch) == 50000:
         con.executemany("INSERT INTO sessions (conn_id, mount, served, start_ms, end_ms, bytes,"
-                         " ip, user_agent, referer, user, country, ended, preroll)"
-                         " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", batch)
+                         " ip, user_agent, referer, user, country, ended, preroll, listener_key)"
+                         " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", batch)
         batch = []
 if batch:
     con.executemany("INSERT INTO sessions (conn_id, mount, served, start_ms, end_ms, bytes,"
-                    " ip, user_agent, referer, user, country, ended, preroll)"
-                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", batch)
+                    " ip, user_agent, referer, user, country, ended, preroll, listener_key)"
+                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", batch)
 con.execute("COMMIT")
 con.close()
 PY

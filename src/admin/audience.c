@@ -368,6 +368,7 @@ void admin_cmd_audience(admin_req_t *a)
     }
     j->a = a;
     j->q.qualify_s = server_config()->qualified_seconds;
+    j->q.resume_s = server_config()->resume_seconds;
     j->q.anonymize = server_config()->address_truncation;
     j->q.mount = a->mount_name && *a->mount_name ? strdup(a->mount_name) : NULL; /* mount=: all */
     j->q.server = server_param(a); /* server=: all */

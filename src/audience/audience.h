@@ -6,7 +6,8 @@
  *   qualified sessions  those of them that lasted at least <min-session>
  *   TLH                 hours listened in the period by qualified sessions
  *   ATSL                TLH / qualified sessions (hours)
- *   CUME                distinct listeners (address + user agent) among qualified sessions
+ *   CUME                distinct listeners (listener keys, stream/session.h; a record without
+ *                       one: address + user agent) among qualified sessions
  *   peak                the most sessions listening at once
  *   prerolls            prerolls (or intros) played to their end
  * and by Webcast Metrics' rules (a session counts from one minute in total, AUDIENCE_WM_MIN_MS):
@@ -15,7 +16,9 @@
  *   AQH                 listeners of each clock quarter-hour wholly in the period that listened
  *                       five minutes of it, averaged over those quarter-hours
  *   AAS, TSL            TLH / hours in the period, TLH / CUME (made from the others)
- * and the sessions per country (the session's, from GeoIP; "" unknown), made where the data
+ * with <resume-seconds>, a listener's sessions on a mount with pauses that short between them
+ * are one chain: one session for the qualifying length, AS, SS and qualified sessions; and the
+ * sessions per country (the session's, from GeoIP; "" unknown), made where the data
  * lives by the store's backend (audience_store_figures, on the store's thread), and the
  * counters of /metrics kept in memory since start-up (audience_count, called for each ended
  * session). Sessions still going
@@ -35,6 +38,8 @@
 #define AUDIENCE_WM_MIN_MS 60000   /* Webcast Metrics: a session counts from one minute */
 #define AUDIENCE_QH_MS 900000      /* a clock quarter-hour */
 #define AUDIENCE_AQH_MIN_MS 300000 /* AQH: five minutes within the quarter-hour */
+#define AUDIENCE_CHAIN_MS 3600000  /* pauses: a session's chain is followed this far before
+                                    * and after a period (above <resume-seconds>' maximum) */
 
 typedef struct audience_country {
     char cc[8];                /* ISO code, "" unknown */
@@ -66,6 +71,9 @@ typedef struct audience_query {
                                 * those of the server of that name (<server-name>) */
     int qualify_s;             /* <min-session> */
     int anonymize;             /* <anonymize-ip>: sessions going on count by their network */
+    int resume_s;              /* <resume-seconds>: a session of the same listener key and mount
+                                * that began at most this long after one ended continues it
+                                * (its chain); 0: every session stands alone */
     /* answered */
     audience_row_t *rows;      /* bucket by bucket; in each, the server first, then mounts */
     size_t nrows;

@@ -39,11 +39,12 @@ static void copy_live(const session_record_t *r, void *arg)
                                .agent = r->agent ? strdup(r->agent) : NULL};
     session_address(r->address, lc->truncate, e->ip, sizeof(e->ip));
     snprintf(e->cc, sizeof(e->cc), "%s", r->country ? r->country : "");
+    snprintf(e->key, sizeof(e->key), "%s", r->key ? r->key : "");
     /* what r pointed to lives only under the list's lock: its own copies instead (the
      * address and country are in the row itself, which moves as the array grows) */
     e->r.mount = e->mount;
     e->r.agent = e->agent;
-    e->r.address = e->r.country = e->r.served = e->r.referer = e->r.user = NULL;
+    e->r.address = e->r.country = e->r.key = e->r.served = e->r.referer = e->r.user = NULL;
     l->n++;
     if (!e->mount || (r->agent && !e->agent))
         lc->err = -ENOMEM;

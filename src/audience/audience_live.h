@@ -19,6 +19,7 @@ typedef struct audience_live_row {
                                 * country are NULL: read ip and cc */
     char ip[CIDR_SHOWN_MAX];   /* as stored: with anonymize, its network */
     char cc[8];                /* "" unknown */
+    char key[SESSION_KEY_LEN + 1]; /* the listener key */
     char *mount, *agent;
 } audience_live_row_t;
 

@@ -38,7 +38,7 @@
 
 /* ---- the schema ----
  * Version 1 made it; version 2 keeps the figures of Webcast Metrics (AS, SS, AQH) in the cache
- * too. A server finding an older version brings it up to its own in one transaction, under an
+ * too; version 3 has the listener key. A server finding an older version brings it up to its own in one transaction, under an
  * advisory lock (servers starting together wait for each other); a newer one (a later binary
  * on another server) is used as it is. Text columns compare bytes (COLLATE "C"): the order of
  * mounts and countries is the SQLite store's. */
@@ -133,6 +133,15 @@ static const char *const migrations[] = {
      * kept without them (NULL: by a server before this version) are made again */
     "ALTER TABLE figures_cache ADD COLUMN active bigint, ADD COLUMN started bigint,"
     " ADD COLUMN aqh_quarters bigint;",
+    /* 3: the listener key of each session (CUME, pauses), going on too; the records before
+     * have none (the figures count them by address and agent); the figures kept before are
+     * not read again (their scope did not name <resume-seconds>) */
+    "ALTER TABLE sessions ADD COLUMN listener_key text COLLATE \"C\";"
+    "ALTER TABLE live_sessions ADD COLUMN listener_key text COLLATE \"C\";"
+    "CREATE OR REPLACE VIEW session_records AS SELECT record_id, server, conn_id, mount, served,"
+    " start_ms / 1000.0 AS start, end_ms / 1000.0 AS \"end\","
+    " (end_ms - start_ms) / 1000.0 AS seconds, bytes, ip, user_agent, referer, \"user\","
+    " country, ended, preroll, listener_key FROM sessions;",
 };
 
 #define SCHEMA_VERSION ((int)(sizeof(migrations) / sizeof(migrations[0])))
@@ -382,10 +391,11 @@ static int record_params(params_t *ps, const audience_record_t *e)
     err = err ? err : param_text(ps, r->country);
     err = err ? err : param_text(ps, session_end_name(r->end));
     err = err ? err : param(ps, r->preroll ? "1" : "0", NULL);
+    err = err ? err : param_text(ps, r->key);
     return err;
 }
 
-#define RECORD_PARAMS 15
+#define RECORD_PARAMS 16
 
 /* One statement: the records (those already there skipped: their ids are unique), and the
  * version of every hour they cover bumped (the figures' cache follows it), hours in order so
@@ -394,9 +404,10 @@ static int batch_sql(buf_t *b, size_t n)
 {
     static const char *const types[RECORD_PARAMS] = {
         "uuid", "text", "bigint", "text", "text", "bigint", "bigint", "bigint",
-        "text", "text", "text", "text", "text", "text", "smallint"};
+        "text", "text", "text", "text", "text", "text", "smallint", "text"};
     buf_append_str(b, "WITH v (record_id, server, conn_id, mount, served, start_ms, end_ms, bytes,"
-                      " ip, user_agent, referer, \"user\", country, ended, preroll) AS (VALUES ");
+                      " ip, user_agent, referer, \"user\", country, ended, preroll, listener_key)"
+                      " AS (VALUES ");
     for (size_t i = 0; i < n; i++) {
         buf_append_str(b, i ? ",(" : "(");
         for (int k = 0; k < RECORD_PARAMS; k++)
@@ -500,7 +511,7 @@ static int64_t pg_prune(audience_db_t *db, int days, int *more)
 
 /* ---- the sessions going on ---- */
 
-#define LIVE_PARAMS 9
+#define LIVE_PARAMS 10
 #define LIVE_CHUNK 5000        /* rows to a statement (PostgreSQL takes 65535 parameters) */
 
 static int live_chunk(audience_db_t *db, const audience_live_row_t *v, size_t n,
@@ -509,13 +520,13 @@ static int live_chunk(audience_db_t *db, const audience_live_row_t *v, size_t n,
     params_t ps = {0};
     buf_t sql = BUF_INIT;
     buf_append_str(&sql, "INSERT INTO live_sessions (server, conn_id, mount, start_ms, end_ms,"
-                         " ip, user_agent, country, preroll) VALUES ");
+                         " ip, user_agent, country, preroll, listener_key) VALUES ");
     int err = 0;
     for (size_t i = 0; i < n && !err; i++) {
         size_t k = i * LIVE_PARAMS;
         buf_appendf(&sql, "%s($%zu,$%zu::bigint,$%zu,$%zu::bigint,$%zu::bigint,$%zu,$%zu,$%zu,"
-                          "$%zu::smallint)", i ? "," : "", k + 1, k + 2, k + 3, k + 4, k + 5,
-                    k + 6, k + 7, k + 8, k + 9);
+                          "$%zu::smallint,$%zu)", i ? "," : "", k + 1, k + 2, k + 3, k + 4,
+                    k + 5, k + 6, k + 7, k + 8, k + 9, k + 10);
         err = param_text(&ps, name);
         err = err ? err : param_i64(&ps, (int64_t)v[i].r.id);
         err = err ? err : param_text(&ps, v[i].mount);
@@ -525,6 +536,7 @@ static int live_chunk(audience_db_t *db, const audience_live_row_t *v, size_t n,
         err = err ? err : param_text(&ps, v[i].agent);
         err = err ? err : param_text(&ps, v[i].cc[0] ? v[i].cc : NULL);
         err = err ? err : param(&ps, v[i].r.preroll ? "1" : "0", NULL);
+        err = err ? err : param_text(&ps, v[i].key[0] ? v[i].key : NULL);
     }
     size_t len;
     char *text = buf_take(&sql, &len);
@@ -575,7 +587,7 @@ static void figures_ahead(audience_db_t *db)
     int64_t today = session_now_ms() / AUDIENCE_PG_DAY_MS * AUDIENCE_PG_DAY_MS;
     audience_query_t q = {.from_ms = today - AHEAD_DAYS * AUDIENCE_PG_DAY_MS, .to_ms = today,
                           .step_ms = AUDIENCE_PG_DAY_MS, .qualify_s = cfg->qualified_seconds,
-                          .anonymize = cfg->address_truncation};
+                          .anonymize = cfg->address_truncation, .resume_s = cfg->resume_seconds};
     uint64_t t0 = loop_now_ms();
     int made = audience_pg_make_figures(db, &q);
     audience_query_clear(&q);

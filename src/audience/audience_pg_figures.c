@@ -33,23 +33,53 @@
 
 #define FIGURES_MS 120000      /* the figures made within this, or the connection is cut */
 
-/* The sessions of bucket m (a row of m below) as one relation: $4 a mount or NULL, $5 a
- * server or NULL, $6 the oldest fresh row of a session going on. */
+/* The sessions of bucket m (a row of m below) widened by $10 each side (with pauses,
+ * AUDIENCE_CHAIN_MS: its sessions' chains) as one relation: $4 a mount or NULL, $5 a server or
+ * NULL, $6 the oldest fresh row of a session going on. */
 #define BUCKET_SESSIONS                                                                        \
     "SELECT mount, start_ms, end_ms, ip, coalesce(user_agent, '') AS ua,"                     \
-    " coalesce(country, '') AS cc, preroll <> 0 AS preroll, false AS now FROM sessions"        \
-    " WHERE start_ms >= m.bf - 3600000 AND start_ms < m.bt AND end_ms > m.bf"                 \
+    " coalesce(country, '') AS cc, preroll <> 0 AS preroll, false AS now, listener_key AS k"  \
+    " FROM sessions WHERE start_ms >= m.bf - $10::bigint - 3600000"                           \
+    " AND start_ms < m.bt + $10::bigint AND end_ms > m.bf - $10::bigint"                      \
     " AND ($4::text IS NULL OR mount = $4) AND ($5::text IS NULL OR server = $5)"             \
     " UNION ALL SELECT mount, start_ms, end_ms, ip, coalesce(user_agent, ''),"                \
-    " coalesce(country, ''), preroll <> 0, false FROM sessions"                               \
-    " WHERE end_ms > m.bf AND start_ms < m.bf - 3600000 AND end_ms - start_ms > 3600000"      \
+    " coalesce(country, ''), preroll <> 0, false, listener_key FROM sessions"                 \
+    " WHERE end_ms > m.bf - $10::bigint AND start_ms < m.bf - $10::bigint - 3600000"          \
+    " AND end_ms - start_ms > 3600000"                                                         \
     " AND ($4::text IS NULL OR mount = $4) AND ($5::text IS NULL OR server = $5)"             \
     " UNION ALL SELECT mount, start_ms, end_ms, ip, coalesce(user_agent, ''),"                \
-    " coalesce(country, ''), preroll <> 0, true FROM live_sessions l"                          \
-    " WHERE l.end_ms >= $6 AND l.start_ms < m.bt AND l.end_ms > m.bf"                         \
+    " coalesce(country, ''), preroll <> 0, true, listener_key FROM live_sessions l"           \
+    " WHERE l.end_ms >= $6 AND l.start_ms < m.bt + $10::bigint"                               \
+    " AND l.end_ms > m.bf - $10::bigint"                                                      \
     " AND ($4::text IS NULL OR mount = $4) AND ($5::text IS NULL OR server = $5)"             \
     " AND NOT EXISTS (SELECT 1 FROM sessions x WHERE x.start_ms = l.start_ms"                 \
     " AND x.conn_id = l.conn_id AND x.server = l.server)"
+
+/* Pauses (audience_sqlite_figures.c does the same in C, by following each session to the one
+ * it continues): the sessions of a listener key on a mount, by start (rn). One that began when
+ * every one before it had ended (le: the last end), at most $11 ms (<resume-seconds>; 0: none)
+ * after, continues (pe: that end) the chain of the one that ended last (ties: the later one).
+ * In SQL: the continuing sessions cut the sessions into segments (sg), the one that ended last
+ * in a segment (lr) is what the next segment's first continues; a segment "carries" (ca) when
+ * its first continues and ended last in it, so the chain of a continuing session is that of
+ * the last segment before it that does not carry (ch: its number; a session that begins a
+ * chain and ends last in its segment is that chain; any other alone, -rn). Each gets its
+ * chain's length (cl, the time its sessions listened); the bucket's own sessions are kept. */
+#define CHAINED                                                                                \
+    "SELECT *, sum(end_ms - start_ms) OVER (PARTITION BY b, k, mount, ch) AS cl FROM ("        \
+    " SELECT *, CASE WHEN pe IS NOT NULL THEN max(sg) FILTER (WHERE NOT ca) OVER (PARTITION BY" \
+    "   b, k, mount ORDER BY rn ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"            \
+    "  WHEN lr = rn THEN sg ELSE -rn END AS ch FROM ("                                        \
+    "  SELECT *, bool_or(pe IS NOT NULL AND lr = rn) OVER (PARTITION BY b, k, mount, sg) AS ca"\
+    "  FROM (SELECT *, first_value(rn) OVER (PARTITION BY b, k, mount, sg"                     \
+    "    ORDER BY end_ms DESC, rn DESC) AS lr FROM ("                                         \
+    "   SELECT *, count(pe) OVER (PARTITION BY b, k, mount ORDER BY rn) AS sg FROM ("         \
+    "    SELECT *, CASE WHEN $11::bigint > 0 AND k IS NOT NULL AND start_ms >= le"            \
+    "     AND start_ms - le <= $11::bigint THEN le END AS pe FROM ("                          \
+    "     SELECT *, max(end_ms) OVER (PARTITION BY b, k, mount ORDER BY rn"                   \
+    "      ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS le FROM ("                    \
+    "      SELECT *, row_number() OVER (PARTITION BY b, k, mount ORDER BY start_ms, end_ms)"  \
+    "       AS rn FROM sw) r) l) c) g) m) a) h"
 
 /* AQH: of the whole clock quarter-hours of the bucket [bf, bt), how many the session
  * listened five minutes or more of (audience_session_quarters, in SQL): a and b are the
@@ -63,25 +93,29 @@
     "  least(end_ms, bt / 900000 * 900000) AS b) q)"
 
 /* $1, $2: the buckets' starts and ends; $3 the qualifying length (ms); $7 the cache's scope
- * ('' every server); $8 the step; $9 each bucket's fingerprint, NULL when it is not kept. */
+ * ('' every server); $8 the step; $9 each bucket's fingerprint, NULL when it is not kept; $10
+ * the widening, $11 the longest pause (BUCKET_SESSIONS, CHAINED). */
 static const char figures_sql[] =
     "WITH m AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $9::numeric[])"
     "  WITH ORDINALITY AS m(bf, bt, fp, b)),"
-    " sb AS MATERIALIZED (SELECT m.b, m.bf, m.bt, s.*, s.end_ms - s.start_ms >= $3 AS qual,"
-    "  s.end_ms - s.start_ms >= 60000 AS wm"
-    "  FROM m, LATERAL (" BUCKET_SESSIONS ") s),"
-    " agg AS (SELECT b, mount, count(*) AS sessions, count(*) FILTER (WHERE qual) AS qualified,"
+    " sw AS (SELECT m.b, m.bf, m.bt, s.* FROM m, LATERAL (" BUCKET_SESSIONS ") s),"
+    " sb AS MATERIALIZED (SELECT c.*, cl >= $3 AS qual, cl >= 60000 AS wm,"
+    "  pe IS NULL OR pe <= bf AS first_here FROM (" CHAINED ") c"
+    "  WHERE start_ms < bt AND end_ms > bf),"
+    " agg AS (SELECT b, mount, count(*) AS sessions,"
+    "  count(*) FILTER (WHERE qual AND first_here) AS qualified,"
     "  coalesce(sum(least(end_ms, bt) - greatest(start_ms, bf)) FILTER (WHERE qual), 0)"
     "   AS listened,"
     "  count(*) FILTER (WHERE preroll AND start_ms >= bf) AS prerolls,"
     "  count(*) FILTER (WHERE now) AS in_progress,"
-    "  count(*) FILTER (WHERE wm) AS active,"
-    "  count(*) FILTER (WHERE wm AND start_ms >= bf) AS started,"
+    "  count(*) FILTER (WHERE wm AND first_here) AS active,"
+    "  count(*) FILTER (WHERE wm AND pe IS NULL AND start_ms >= bf) AS started,"
     "  coalesce(sum(" AQH_SQL ") FILTER (WHERE wm), 0) AS aqh"
     "  FROM sb GROUP BY GROUPING SETS ((b), (b, mount))),"
-    " lm AS (SELECT b, mount, ip, ua FROM sb WHERE qual GROUP BY b, mount, ip, ua),"
+    " lm AS (SELECT b, mount, k, CASE WHEN k IS NULL THEN ip END AS ip,"
+    "  CASE WHEN k IS NULL THEN ua END AS ua FROM sb WHERE qual GROUP BY 1, 2, 3, 4, 5),"
     " cume AS (SELECT b, mount, count(*) AS n FROM lm GROUP BY b, mount"
-    "  UNION ALL SELECT b, NULL, count(*) FROM (SELECT DISTINCT b, ip, ua FROM lm) x"
+    "  UNION ALL SELECT b, NULL, count(*) FROM (SELECT DISTINCT b, k, ip, ua FROM lm) x"
     "  GROUP BY b),"
     " cc AS (SELECT b, mount, cc, count(*) AS n FROM sb"
     "  GROUP BY GROUPING SETS ((b, cc), (b, mount, cc))),"
@@ -115,12 +149,13 @@ static const char figures_sql[] =
     " SELECT b, mount, sessions, qualified, listened, prerolls, in_progress, cume, peak,"
     "  countries, active, started, aqh FROM res ORDER BY b, mount NULLS FIRST";
 
-/* Each bucket's fingerprint, and the start of the oldest session going on (of the servers
- * asked for) that the figures count. $1, $2 the buckets, $3 the oldest fresh row, $4 a server
- * or NULL. */
+/* Each bucket's fingerprint (the hours it is widened over included), and the start of the
+ * oldest session going on (of the servers asked for) that the figures count. $1, $2 the
+ * buckets, $3 the oldest fresh row, $4 a server or NULL, $5 the widening. */
 static const char state_sql[] =
     "SELECT (SELECT coalesce(sum(version), 0) FROM session_hours"
-    "  WHERE hour >= m.bf / 3600000 AND hour < (m.bt + 3599999) / 3600000)::text,"
+    "  WHERE hour >= (m.bf - $5::bigint) / 3600000"
+    "  AND hour < (m.bt + $5::bigint + 3599999) / 3600000)::text,"
     " (SELECT min(start_ms) FROM live_sessions WHERE end_ms >= $3"
     "  AND ($4::text IS NULL OR server = $4))"
     " FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS m(bf, bt, b) ORDER BY b";
@@ -283,8 +318,10 @@ static int make_buckets(figures_t *f)
 static int read_state(figures_t *f, const char *scope_server, const char *fresh)
 {
     char *bf = array_of(f, 0, NULL), *bt = array_of(f, 1, NULL);
-    const char *params[] = {bf, bt, fresh, scope_server};
-    PGresult *r = bf && bt ? audience_pg_run(f->db, state_sql, 4, params, FIGURES_MS) : NULL;
+    char widen[24];
+    snprintf(widen, sizeof(widen), "%d", f->q->resume_s ? AUDIENCE_CHAIN_MS : 0);
+    const char *params[] = {bf, bt, fresh, scope_server, widen};
+    PGresult *r = bf && bt ? audience_pg_run(f->db, state_sql, 5, params, FIGURES_MS) : NULL;
     free(bf);
     free(bt);
     if (!r || PQntuples(r) != (int)f->nb) {
@@ -363,8 +400,12 @@ static int make_rest(figures_t *f, const char *scope, const char *qualify, const
     buf_append_char(&fp, '}');
     size_t len;
     char *fps = buf_take(&fp, &len);
-    const char *params[] = {bf, bt, qualify, q->mount, q->server, fresh, scope, step, fps};
-    r = bf && bt && fps ? audience_pg_run(f->db, figures_sql, 9, params, FIGURES_MS) : NULL;
+    char widen[24], resume[24];
+    snprintf(widen, sizeof(widen), "%d", q->resume_s ? AUDIENCE_CHAIN_MS : 0);
+    snprintf(resume, sizeof(resume), "%lld", (long long)q->resume_s * 1000);
+    const char *params[] = {bf,    bt,   qualify, q->mount, q->server, fresh,
+                            scope, step, fps,     widen,    resume};
+    r = bf && bt && fps ? audience_pg_run(f->db, figures_sql, 11, params, FIGURES_MS) : NULL;
     free(bf);
     free(bt);
     free(fps);
@@ -432,7 +473,18 @@ int audience_pg_make_figures(audience_db_t *db, audience_query_t *q)
     snprintf(step, sizeof(step), "%lld", (long long)q->step_ms);
     snprintf(fresh, sizeof(fresh), "%lld",
              (long long)(session_now_ms() - AUDIENCE_PG_LIVE_STALE_MS));
-    const char *scope = q->server ? q->server : "";
+    /* the figures kept follow the servers asked for and the pauses: "r180|edge-1" */
+    const char *server = q->server ? q->server : "";
+    size_t cap = strlen(server) + 16;
+    char *scope = malloc(cap);
+    if (!scope) {
+        q->err = -ENOMEM;
+        return 0;
+    }
+    if (q->resume_s)
+        snprintf(scope, cap, "r%d|%s", q->resume_s, server);
+    else
+        snprintf(scope, cap, "%s", server);
     PGresult *r = audience_pg_run(db, "BEGIN; SET LOCAL work_mem = '256MB'; SET LOCAL jit = off",
                                   0, NULL, FIGURES_MS);
     PQclear(r);
@@ -457,6 +509,7 @@ int audience_pg_make_figures(audience_db_t *db, audience_query_t *q)
     }
     q->err = err == -EIO && !p->conn ? -EAGAIN : err;
     figures_free(&f);
+    free(scope);
     return err ? 0 : (int)f.made;
 }
 

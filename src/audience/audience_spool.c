@@ -13,8 +13,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define SPOOL_TAG "R1"
-#define SPOOL_FIELDS 16
+/* R2: R1's fields and the listener key (\N: none); R1 lines (written before records had a
+ * key) are still read */
+#define SPOOL_TAG "R2"
+#define SPOOL_TAG_R1 "R1"
+#define SPOOL_FIELDS 17
 #define SPOOL_CHUNK 65536
 
 /* ---- one line ---- */
@@ -52,7 +55,9 @@ int audience_spool_encode(buf_t *b, const audience_record_t *e)
     put_text(b, r->referer);
     put_text(b, r->user);
     put_text(b, r->country);
-    return buf_appendf(b, "\t%d\t%d\n", (int)r->end, r->preroll ? 1 : 0);
+    buf_appendf(b, "\t%d\t%d", (int)r->end, r->preroll ? 1 : 0);
+    put_text(b, r->key);
+    return buf_append_char(b, '\n');
 }
 
 /* Field f unescaped into out (NUL-terminated; out has room for f's length + 1); 0, 1 when it
@@ -133,8 +138,23 @@ audience_record_t *audience_spool_decode(const char *line, size_t len)
         flen[n++] = i - start;
         start = i + 1;
     }
-    if (n != SPOOL_FIELDS || flen[0] != 2 || memcmp(f[0], SPOOL_TAG, 2) != 0)
+    int r1 = n == SPOOL_FIELDS - 1 && flen[0] == 2 && memcmp(f[0], SPOOL_TAG_R1, 2) == 0;
+    if (!r1 && (n != SPOOL_FIELDS || flen[0] != 2 || memcmp(f[0], SPOOL_TAG, 2) != 0))
         return NULL;
+    /* the key: SESSION_KEY_LEN lower-case hex digits, or \N */
+    char key[SESSION_KEY_LEN + 1];
+    const char *kf = r1 ? NULL : f[16];
+    size_t klen = r1 ? 0 : flen[16];
+    int has_key = kf && !(klen == 2 && kf[0] == '\\' && kf[1] == 'N');
+    if (has_key) {
+        if (klen != SESSION_KEY_LEN)
+            return NULL;
+        for (size_t i = 0; i < klen; i++)
+            if (hex_digit(kf[i]) < 0)
+                return NULL;
+        memcpy(key, kf, klen);
+        key[klen] = '\0';
+    }
     /* the texts, unescaped into one scratch copy: server, mount, served, address, agent,
      * referer, user, country */
     static const int text_at[] = {2, 4, 5, 9, 10, 11, 12, 13};
@@ -165,7 +185,8 @@ audience_record_t *audience_spool_decode(const char *line, size_t len)
                                .start_ms = start_ms, .end_ms = end_ms, .bytes = (uint64_t)bytes,
                                .address = texts[3], .agent = texts[4], .referer = texts[5],
                                .user = texts[6], .country = texts[7],
-                               .end = (session_end_t)end, .preroll = (int)preroll};
+                               .end = (session_end_t)end, .preroll = (int)preroll,
+                               .key = has_key ? key : NULL};
         e = audience_record_copy(&r, texts[0]);
         if (e)
             memcpy(e->uid, uid, sizeof(uid));

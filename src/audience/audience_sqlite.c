@@ -47,6 +47,7 @@ static const char schema[] =
     " ended TEXT NOT NULL,"
     " preroll INTEGER NOT NULL DEFAULT 0,"
     " server TEXT,"
+    " listener_key TEXT,"
     TIME_COLUMNS ");"
     "CREATE INDEX IF NOT EXISTS sessions_mount_start ON sessions (mount, start_ms);"
     "CREATE INDEX IF NOT EXISTS sessions_start ON sessions (start_ms);";
@@ -64,6 +65,10 @@ static const char rename_sql[] =
     "COMMIT;";
 static const char server_sql[] =
     "ALTER TABLE sessions ADD COLUMN server TEXT;";
+/* one made before records carried the listener key gets the column (NULL in the rows it
+ * has: the figures count those by address and agent) */
+static const char key_sql[] =
+    "ALTER TABLE sessions ADD COLUMN listener_key TEXT;";
 static const char times_sql[] =
     "BEGIN;"
     "ALTER TABLE sessions ADD COLUMN " TIME_COLUMN_START ";"
@@ -73,7 +78,8 @@ static const char times_sql[] =
 
 static const char insert_sql[] =
     "INSERT INTO sessions (conn_id, mount, served, start_ms, end_ms, bytes, ip, user_agent,"
-    " referer, user, country, ended, preroll, server) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+    " referer, user, country, ended, preroll, server, listener_key)"
+    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
 
 typedef struct sqlite_db {
     sqlite3 *sql;
@@ -117,7 +123,8 @@ static int upgrade(sqlite3 *sql, char **err)
 {
     int rc = upgrade_step(sql, "ip, user_agent, preroll", rename_sql, err);
     rc = rc == SQLITE_OK ? upgrade_step(sql, "start, \"end\", seconds", times_sql, err) : rc;
-    return rc == SQLITE_OK ? upgrade_step(sql, "server", server_sql, err) : rc;
+    rc = rc == SQLITE_OK ? upgrade_step(sql, "server", server_sql, err) : rc;
+    return rc == SQLITE_OK ? upgrade_step(sql, "listener_key", key_sql, err) : rc;
 }
 
 static void sqlite_close(audience_db_t *db)
@@ -192,6 +199,7 @@ static int insert(sqlite_db_t *db, const audience_record_t *e)
     bind_text(s, 12, session_end_name(r->end));
     sqlite3_bind_int(s, 13, r->preroll ? 1 : 0);
     bind_text(s, 14, e->server);
+    bind_text(s, 15, r->key);
     return sqlite3_step(s) == SQLITE_DONE ? 0 : -EIO;
 }
 

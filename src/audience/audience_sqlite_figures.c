@@ -22,10 +22,10 @@
 static const char live_sql[] =
     "CREATE TEMP TABLE IF NOT EXISTS live (mount TEXT NOT NULL, start_ms INTEGER NOT NULL,"
     " end_ms INTEGER NOT NULL, ip TEXT NOT NULL, user_agent TEXT, country TEXT,"
-    " preroll INTEGER NOT NULL);"
+    " preroll INTEGER NOT NULL, listener_key TEXT);"
     "DELETE FROM temp.live;";
 static const char live_insert_sql[] =
-    "INSERT INTO temp.live VALUES (?,?,?,?,?,?,?)";
+    "INSERT INTO temp.live VALUES (?,?,?,?,?,?,?,?)";
 
 static void bind_text_or_null(sqlite3_stmt *s, int i, const char *t)
 {
@@ -45,6 +45,7 @@ static int insert_live(sqlite3_stmt *s, const audience_live_row_t *e)
     bind_text_or_null(s, 5, e->agent);
     bind_text_or_null(s, 6, e->cc[0] ? e->cc : NULL);
     sqlite3_bind_int(s, 7, e->r.preroll);
+    bind_text_or_null(s, 8, e->key[0] ? e->key : NULL);
     return sqlite3_step(s) == SQLITE_DONE ? 0 : -EIO;
 }
 
@@ -67,17 +68,18 @@ static int live_snapshot(sqlite3 *db, int qualify_s, int anonymize)
 
 /* ---- figures ---- */
 
-/* The sessions that overlap the period [?1, ?2), stored and going on, by start (the index on
+/* The sessions that overlap the period [?1, ?2) (with pauses, widened by AUDIENCE_CHAIN_MS
+ * each side: the chains of its sessions), stored and going on, by start (the index on
  * start_ms gives the stored ones in that order; SQLite merges the few going on into them): ?3
  * is the longest session (see "The lower bound" below), ?4 a mount or NULL for all, ?5 a
  * server or NULL for all, ?6 this server's name (the sessions going on are its own, and so
  * are records without a name, written before records had one). */
 static const char period_sql[] =
     "SELECT mount, start_ms, end_ms, ip, IFNULL(user_agent, ''), IFNULL(country, ''),"
-    " preroll, now"
+    " preroll, now, listener_key"
     " FROM (SELECT mount, start_ms, end_ms, ip, user_agent, country, preroll, 0 AS now,"
-    "  IFNULL(server, ?6) AS srv FROM sessions UNION ALL SELECT mount, start_ms, end_ms, ip,"
-    "  user_agent, country, preroll, 1, ?6 FROM temp.live)"
+    "  IFNULL(server, ?6) AS srv, listener_key FROM sessions UNION ALL SELECT mount, start_ms,"
+    "  end_ms, ip, user_agent, country, preroll, 1, ?6, listener_key FROM temp.live)"
     " WHERE start_ms >= ?1 - ?3 AND start_ms < ?2 AND end_ms > ?1"
     " AND (?4 IS NULL OR mount = ?4) AND (?5 IS NULL OR srv = ?5) ORDER BY start_ms";
 
@@ -131,8 +133,13 @@ typedef struct fig_session {
     uint32_t group;            /* its mount's id, then (sorted) 1... in byte order: 0 is the
                                 * server */
     uint32_t country;          /* its country's id, then its place in byte order ("": none) */
-    uint32_t listener;         /* address and agent, when qualified */
+    uint32_t listener;         /* its listener key, else address and agent (CUME) */
     uint8_t qualified, preroll, now;
+    uint8_t keyed;             /* it has a listener key (a record made before has none) */
+    uint8_t cont;              /* in the current bucket: it continues the chain of the session
+                                * before it (a pause of at most <resume-seconds>) */
+    int64_t chain_ms;          /* in the current bucket: its chain's length (time listened) */
+    int64_t prev_end;          /* when cont: where the session it continues ended */
 } fig_session_t;
 
 typedef struct fig_cell {      /* a group's figures in the bucket being made */
@@ -152,6 +159,11 @@ typedef struct figures {
     size_t nby_end, ends_swept, starts_swept;
     uint32_t *active;          /* the sessions of the current bucket */
     size_t nactive, next;      /* next: the first session not yet in a bucket */
+    uint32_t *near;            /* with pauses: those of the bucket widened by AUDIENCE_CHAIN_MS
+                                * each side, sorted by listener, mount and start */
+    size_t nnear, near_next;
+    uint32_t *chain_of;        /* per place in near: the place of its chain's first session */
+    int64_t *chain_len;        /* per place in near (a chain's first): the chain's length */
     uint64_t *keys;            /* (group << 32 | id) of the current bucket */
     size_t nkeys, keys_room;
     uint32_t *touched;         /* the mounts (groups > 0) with sessions in the current bucket */
@@ -179,14 +191,22 @@ static int read_session(figures_t *f, sqlite3_stmt *st)
                          .end_ms = sqlite3_column_int64(st, 2),
                          .preroll = sqlite3_column_int64(st, 6) != 0,
                          .now = sqlite3_column_int64(st, 7) != 0};
-    e->qualified = e->end_ms - e->start_ms >= (int64_t)f->q->qualify_s * 1000;
+    e->chain_ms = e->end_ms - e->start_ms;
+    e->qualified = e->chain_ms >= (int64_t)f->q->qualify_s * 1000;
+    e->keyed = sqlite3_column_type(st, 8) != SQLITE_NULL;
     int64_t mount = intern_column(&f->mounts, st, 0);
     int64_t country = intern_column(&f->countries, st, 5);
     if (mount < 0 || country < 0)
         return -ENOMEM;
     e->group = (uint32_t)mount;
     e->country = (uint32_t)country;
-    if (e->qualified) {
+    if (e->keyed) {
+        /* the listener key (32 bytes: never the 8 of a pair below) */
+        int64_t listener = intern_column(&f->listeners, st, 8);
+        if (listener < 0)
+            return -ENOMEM;
+        e->listener = (uint32_t)listener;
+    } else if (e->qualified || f->q->resume_s) {
         /* the pair as CUME counts it: an address holds no newline, so this is the pair
          * address "\n" agent that SQL would compare */
         int64_t address = intern_column(&f->addresses, st, 3);
@@ -211,8 +231,9 @@ static int read_period(figures_t *f, sqlite3 *db)
     if (sqlite3_prepare_v2(db, longest_sql, -1, &longest, NULL) == SQLITE_OK &&
         sqlite3_step(longest) == SQLITE_ROW &&
         sqlite3_prepare_v2(db, period_sql, -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_int64(st, 1, q->from_ms);
-        sqlite3_bind_int64(st, 2, q->to_ms);
+        int64_t widen = q->resume_s ? AUDIENCE_CHAIN_MS : 0;
+        sqlite3_bind_int64(st, 1, q->from_ms - widen);
+        sqlite3_bind_int64(st, 2, q->to_ms + widen);
         f->longest_ms = sqlite3_column_int64(longest, 0);
         sqlite3_bind_int64(st, 3, f->longest_ms);
         if (q->mount)
@@ -296,11 +317,15 @@ static int prepare(figures_t *f)
     size_t ngroups = (size_t)f->mounts.n + 1;
     f->by_end = malloc((f->n + 1) * sizeof(*f->by_end));
     f->active = malloc((f->n + 1) * sizeof(*f->active));
+    f->near = malloc((f->n + 1) * sizeof(*f->near));
+    f->chain_of = malloc((f->n + 1) * sizeof(*f->chain_of));
+    f->chain_len = malloc((f->n + 1) * sizeof(*f->chain_len));
     f->touched = malloc(ngroups * sizeof(*f->touched));
     f->cell = calloc(ngroups, sizeof(*f->cell));
     f->on = calloc(ngroups, sizeof(*f->on));
     int err = 0;
-    if (!f->mount_of || !f->country_of || !f->by_end || !f->active || !f->touched ||
+    if (!f->mount_of || !f->country_of || !f->by_end || !f->active || !f->near || !f->chain_of ||
+        !f->chain_len || !f->touched ||
         !f->cell || !f->on) {
         err = -ENOMEM;
     } else {
@@ -334,18 +359,82 @@ static void take_sessions(figures_t *f, int64_t from, int64_t to)
 
 static void count_in(fig_cell_t *c, const fig_session_t *s, int64_t from, int64_t to)
 {
+    /* a chain counts once, by its first session in the bucket */
+    int first_here = !s->cont || s->prev_end <= from;
     c->sessions++;
     if (s->qualified) {
-        c->qualified++;
+        c->qualified += first_here;
         c->listened_ms += (uint64_t)((s->end_ms < to ? s->end_ms : to) -
                                      (s->start_ms > from ? s->start_ms : from));
     }
     c->prerolls += s->preroll && s->start_ms >= from;
     c->in_progress += s->now;
-    if (s->end_ms - s->start_ms >= AUDIENCE_WM_MIN_MS) {
-        c->active++;
-        c->started += s->start_ms >= from;
+    if (s->chain_ms >= AUDIENCE_WM_MIN_MS) {
+        c->active += first_here;
+        c->started += !s->cont && s->start_ms >= from;
         c->aqh_quarters += (uint64_t)audience_session_quarters(s->start_ms, s->end_ms, from, to);
+    }
+}
+
+/* ---- pauses ----
+ * With <resume-seconds>, the sessions of a listener key on a mount, by start, form chains: a
+ * session that began when every one before it had ended, the last at most resume-seconds
+ * before, continues the chain of that last one; any other begins a chain (two at once are two
+ * sessions). A chain counts once (by its first session in a bucket), from its first session's
+ * start, by its sessions' time together. For each bucket the sessions that overlap it widened by AUDIENCE_CHAIN_MS each side are sorted by key, mount and start, and each is given its chain's length (the time
+ * its sessions listened), whether it continues one and where that one ended; as the widening
+ * is longer than any pause, a session of the bucket always sees the one it continues. */
+
+static int by_chain(const void *a, const void *b, void *arg)
+{
+    const fig_session_t *x = &((const fig_session_t *)arg)[*(const uint32_t *)a];
+    const fig_session_t *y = &((const fig_session_t *)arg)[*(const uint32_t *)b];
+    if (x->listener != y->listener)
+        return x->listener < y->listener ? -1 : 1;
+    if (x->group != y->group)
+        return x->group < y->group ? -1 : 1;
+    if (x->start_ms != y->start_ms)
+        return x->start_ms < y->start_ms ? -1 : 1;
+    return x->end_ms < y->end_ms ? -1 : x->end_ms > y->end_ms;
+}
+
+static void chains(figures_t *f, int64_t from, int64_t to)
+{
+    int64_t lo = from - AUDIENCE_CHAIN_MS, hi = to + AUDIENCE_CHAIN_MS;
+    int64_t resume_ms = (int64_t)f->q->resume_s * 1000;
+    int64_t qualify_ms = (int64_t)f->q->qualify_s * 1000;
+    size_t kept = 0;
+    for (size_t i = 0; i < f->nnear; i++)
+        if (f->s[f->near[i]].end_ms > lo)
+            f->near[kept++] = f->near[i];
+    f->nnear = kept;
+    for (; f->near_next < f->n && f->s[f->near_next].start_ms < hi; f->near_next++)
+        if (f->s[f->near_next].end_ms > lo && f->s[f->near_next].keyed)
+            f->near[f->nnear++] = (uint32_t)f->near_next;
+    qsort_r(f->near, f->nnear, sizeof(*f->near), by_chain, f->s);
+    /* each continues the session of its key and mount that ended last before it when every
+     * one before it had ended, at most resume_ms before it began (ties: the later one) */
+    int64_t last_end = 0;      /* the latest end of those before it */
+    uint32_t latest = 0;       /* which one that was (a place in near) */
+    for (uint32_t i = 0; i < f->nnear; i++) {
+        fig_session_t *s = &f->s[f->near[i]], *p = i ? &f->s[f->near[i - 1]] : NULL;
+        int same = p && p->listener == s->listener && p->group == s->group;
+        s->cont = same && s->start_ms >= last_end && s->start_ms - last_end <= resume_ms;
+        s->prev_end = s->cont ? last_end : 0;
+        f->chain_of[i] = s->cont ? f->chain_of[latest] : i;
+        f->chain_len[i] = 0;
+        if (!same || s->end_ms >= last_end) {
+            last_end = s->end_ms;
+            latest = i;
+        }
+    }
+    /* each chain's length, then given to each of its sessions */
+    for (uint32_t i = 0; i < f->nnear; i++)
+        f->chain_len[f->chain_of[i]] += f->s[f->near[i]].end_ms - f->s[f->near[i]].start_ms;
+    for (uint32_t i = 0; i < f->nnear; i++) {
+        fig_session_t *s = &f->s[f->near[i]];
+        s->chain_ms = f->chain_len[f->chain_of[i]];
+        s->qualified = s->chain_ms >= qualify_ms;
     }
 }
 
@@ -455,6 +544,8 @@ static int add_row(figures_t *f, uint32_t g, int64_t from, int64_t to, size_t *k
 static int bucket(figures_t *f, int64_t from, int64_t to)
 {
     take_sessions(f, from, to);
+    if (f->q->resume_s)
+        chains(f, from, to);
     f->ntouched = 0;
     for (size_t i = 0; i < f->nactive; i++) {
         const fig_session_t *s = &f->s[f->active[i]];
@@ -498,6 +589,9 @@ static void figures_free(figures_t *f)
     free(f->country_of);
     free(f->by_end);
     free(f->active);
+    free(f->near);
+    free(f->chain_of);
+    free(f->chain_len);
     free(f->keys);
     free(f->touched);
     free(f->cell);

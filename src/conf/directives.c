@@ -248,6 +248,8 @@ static const directive_t audience_dirs[] = {
     INT_D("retention-days", config_t, retention_days, 0, 36500, 0),
     STR("server-name", config_t, audience_server),
     SIZE_D("spool-size", config_t, spool_size, 0, 1L << 40, 64L << 20),
+    STR("listener-id-param", config_t, listener_id_param),
+    INT_D("resume-seconds", config_t, resume_seconds, 0, 1800, 180),
     END,
 };
 static const section_t audience_sec = {"audience", audience_dirs};

@@ -286,6 +286,9 @@ typedef struct config {
     int address_truncation; /* store and log only IPv4 /24, IPv6 /48 of listeners' addresses */
     int qualified_seconds;  /* 60: a session this long or longer is a qualified one */
     int retention_days;     /* 0: the store keeps its records; else it removes older ones */
+    char *listener_id_param; /* <listener-id-param>: the query parameter a player's listener
+                              * id comes in (the listener key); NULL: none */
+    int resume_seconds;     /* 180: a listener back this soon continues its session; 0: off */
 
     /* <security> */
     int chroot;

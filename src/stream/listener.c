@@ -26,6 +26,7 @@
 #include "core/fault.h"
 #include "core/log.h"
 #include "core/str.h"
+#include "core/url.h"
 #include "http/client.h"
 #include "http/response.h"
 #include "net/conn.h"
@@ -580,6 +581,7 @@ static void end_session(conn_t *c, const listener_t *l)
         .address = c->ip, .agent = cl->log_agent, .referer = cl->log_referer,
         .user = cl->log_user, .end = (session_end_t)l->end_reason,
         .country = l->country[0] ? l->country : NULL, .preroll = l->preroll,
+        .key = l->key[0] ? l->key : NULL,
     };
     session_listener_leave(l->live);
     session_end(&r);
@@ -698,6 +700,18 @@ static int is_full(mount_t *m)
     return max >= 0 && atomic_load(&m->listeners) >= max;
 }
 
+/* The listener key from the listener id the player sent in the query parameter the station
+ * names (<audience><listener-id-param>): up to 256 bytes, not empty; else it stays "" (made
+ * from address and agent). Only its hash is kept. */
+static void listener_key_from_id(listener_t *l, const http_request_t *req)
+{
+    const char *param = server_config()->listener_id_param;
+    char id[257];
+    if (param && req->query &&
+        url_query_value(req->query, req->query_len, param, id, sizeof(id)) && id[0])
+        session_listener_key(NULL, NULL, id, l->key);
+}
+
 /* listener_start; a feed (listener_start_feed) takes no slot and is not counted. */
 static int start(conn_t *c, const http_request_t *req, mount_t *m, const char *home, int feed)
 {
@@ -739,8 +753,10 @@ static int start(conn_t *c, const http_request_t *req, mount_t *m, const char *h
     l->conn = c;
     l->feed = feed;
     l->start_ms = session_now_ms();
-    if (!feed)
+    if (!feed) {
         session_locate(c->ip, l->country, sizeof(l->country));
+        listener_key_from_id(l, req);
+    }
     l->mount = m; /* the caller's reference becomes ours */
     l->metaint = (uint32_t)metaint;
     l->home = home ? strdup(home) : NULL; /* without memory: no way back with an override */
@@ -761,6 +777,7 @@ static int start(conn_t *c, const http_request_t *req, mount_t *m, const char *h
         session_record_t r = {
             .id = c->id, .mount = l->asked ? l->asked : "", .start_ms = l->start_ms,
             .address = c->ip, .agent = client_of(c)->log_agent, .country = l->country,
+            .key = l->key[0] ? l->key : NULL,
         };
         l->live = session_listener_join(&r);
     }
@@ -798,6 +815,7 @@ void listener_adopt(conn_t *c, listener_t *l)
     session_record_t r = {
         .id = c->id, .mount = l->asked ? l->asked : "", .start_ms = l->start_ms,
         .address = c->ip, .agent = client_of(c)->log_agent, .country = l->country,
+        .key = l->key[0] ? l->key : NULL,
     };
     l->live = session_listener_join(&r);
 }

@@ -16,6 +16,7 @@
 
 #include "core/block.h"
 #include "core/list.h"
+#include "stream/session.h"
 
 typedef struct conn conn_t;
 typedef struct mount mount_t;
@@ -60,6 +61,8 @@ struct listener {
     struct session_live *live; /* among the sessions going on (stream/session.h), or NULL */
     int preroll;            /* 1 once its preroll or intro was sent to its end */
     char country[8];        /* ISO code of its address's country, "" unknown (GeoIP) */
+    char key[SESSION_KEY_LEN + 1]; /* its listener key from the listener id it sent
+                                    * (<listener-id-param>); "": from address and agent */
     int feed;               /* an upgrade's local feed (listener_start_feed): not counted */
     int end_reason;         /* how it is ending (session_end_t, stream/session.h): set where
                              * it is closed for a reason of the server's; 0 = the client left */

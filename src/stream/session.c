@@ -12,6 +12,9 @@
 #include <string.h>
 #include <time.h>
 
+#include <arpa/inet.h>
+#include <openssl/evp.h>
+
 #include "conf/config.h"
 #include "core/buf.h"
 #include "core/cidr.h"
@@ -41,6 +44,41 @@ void session_address(const char *ip, int truncate, char *out, size_t cap)
         cidr_truncate(ip, out, cap);
     else
         snprintf(out, cap, "%s", ip ? ip : "-");
+}
+
+void session_listener_key(const char *ip, const char *agent, const char *id, char *out)
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char md[EVP_MAX_MD_SIZE], a[16];
+    unsigned int mdlen = 0;
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    int ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
+    if (id) { /* "rimecast-listener" NUL "id" NUL id */
+        ok = ok && EVP_DigestUpdate(ctx, "rimecast-listener\0id", 21) &&
+             EVP_DigestUpdate(ctx, id, strlen(id) + 1);
+    } else {  /* "rimecast-listener" NUL "ip" NUL address bytes (or text) NUL agent */
+        const void *addr = ip ? ip : "";
+        size_t alen = strlen(addr);
+        if (ip && inet_pton(AF_INET, ip, a) == 1) {
+            addr = a, alen = 4;
+        } else if (ip && inet_pton(AF_INET6, ip, a) == 1) {
+            static const unsigned char mapped[12] = {[10] = 0xff, [11] = 0xff};
+            int v4 = memcmp(a, mapped, sizeof(mapped)) == 0;
+            addr = v4 ? a + 12 : a, alen = v4 ? 4 : 8; /* IPv6: its /64 */
+        }
+        ok = ok && EVP_DigestUpdate(ctx, "rimecast-listener\0ip", 21) &&
+             EVP_DigestUpdate(ctx, addr, alen) && EVP_DigestUpdate(ctx, "", 1) &&
+             EVP_DigestUpdate(ctx, agent ? agent : "", agent ? strlen(agent) : 0);
+    }
+    ok = ok && EVP_DigestFinal_ex(ctx, md, &mdlen) && mdlen >= SESSION_KEY_LEN / 2;
+    EVP_MD_CTX_free(ctx);
+    if (!ok)
+        memset(md, 0, sizeof(md));
+    for (int i = 0; i < SESSION_KEY_LEN / 2; i++) {
+        out[2 * i] = hex[md[i] >> 4];
+        out[2 * i + 1] = hex[md[i] & 15];
+    }
+    out[SESSION_KEY_LEN] = '\0';
 }
 
 int64_t session_now_ms(void)
@@ -79,6 +117,7 @@ static void write_line(const session_record_t *r)
     json_text(&b, "user", r->user);
     json_text(&b, "country", r->country);
     json_text(&b, "ended", session_end_name(r->end));
+    json_text(&b, "listener_key", r->key);
     buf_appendf(&b, ",\"preroll\":%d}\n", r->preroll ? 1 : 0);
     size_t len;
     char *line = buf_take(&b, &len);
@@ -90,7 +129,11 @@ static void write_line(const session_record_t *r)
 void session_end(const session_record_t *r)
 {
     session_record_t rec = *r;
-    char addr[64];
+    char addr[64], key[SESSION_KEY_LEN + 1];
+    if (!rec.key) { /* from the whole address, before it is cut */
+        session_listener_key(r->address, r->agent, NULL, key);
+        rec.key = key;
+    }
     session_address(r->address, server_config()->address_truncation, addr, sizeof(addr));
     rec.address = addr;
     /* while the server stops, a listener may see its client go or its mount end (the
@@ -136,6 +179,7 @@ struct session_live {
     int64_t start_ms;
     atomic_int preroll;
     char cc[8];
+    char key[SESSION_KEY_LEN + 1]; /* the listener key */
     char *mount, *address, *agent;
 };
 
@@ -205,6 +249,10 @@ session_live_t *session_listener_join(const session_record_t *r)
     s->mount = strdup(r->mount ? r->mount : "");
     s->address = strdup(r->address ? r->address : "-");
     s->agent = r->agent ? strdup(r->agent) : NULL;
+    if (r->key)
+        snprintf(s->key, sizeof(s->key), "%s", r->key);
+    else
+        session_listener_key(r->address, r->agent, NULL, s->key);
     if (!s->mount || !s->address || (r->agent && !s->agent)) {
         live_free(s);
         return NULL;
@@ -242,7 +290,7 @@ void session_live_each(void (*fn)(const session_record_t *r, void *arg), void *a
         session_record_t r = {
             .id = s->id, .mount = s->mount, .start_ms = s->start_ms, .end_ms = now,
             .address = s->address, .agent = s->agent, .country = s->cc[0] ? s->cc : NULL,
-            .preroll = atomic_load(&s->preroll),
+            .preroll = atomic_load(&s->preroll), .key = s->key,
         };
         fn(&r, arg);
     }

@@ -35,6 +35,8 @@ typedef struct session_record {
     uint64_t bytes;           /* bytes sent */
     const char *address;      /* the listener's address (a trusted proxy's forwarded one) */
     const char *agent, *referer, *user, *country; /* raw text or NULL */
+    const char *key;          /* the listener key (session_listener_key); NULL: session_end
+                               * makes it from address and agent */
     session_end_t end;
     int preroll;              /* 1: its preroll (or the mount's intro) was played to its end */
 } session_record_t;
@@ -46,6 +48,14 @@ const char *session_end_name(session_end_t end);
  * an IPv6 address's /48 ("2001:db8:1::"), IPv4-mapped IPv6 as IPv4; else a copy. Something
  * that is not an address becomes "-" when truncating (nothing of it may be kept). */
 void session_address(const char *ip, int truncate, char *out, size_t cap);
+
+/* The listener key: the figures' listener (CUME, pauses), SESSION_KEY_LEN hex digits into out
+ * (SESSION_KEY_LEN + 1 bytes): the first 128 bits of SHA-256 over a label and either id (the
+ * listener id a player sent, when not NULL) or the address, IPv6 cut to its /64 (IPv4 and
+ * IPv4-mapped whole), and the agent. Made from the whole address (before <anonymize-ip>
+ * cuts it); the same on every server. */
+#define SESSION_KEY_LEN 32
+void session_listener_key(const char *ip, const char *agent, const char *id, char *out);
 
 /* Ends a session: truncates the address when <anonymize-ip> is on, writes the JSON line
  * to the session log and passes the record (with the stored address) to the sink. r and its

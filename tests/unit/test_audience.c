@@ -237,6 +237,9 @@ typedef struct rnd_session {
     char address[64];          /* as the figures see it (a live one's truncated if asked) */
     int64_t start_ms, end_ms;  /* a live one's end: after every period asked */
     int preroll, live;
+    char key[SESSION_KEY_LEN + 1]; /* its listener key, "" none (a record made before) */
+    int cont;                  /* with pauses: it continues the session before it */
+    int64_t prev_end, chain_ms; /* where that one ended; its chain's length */
 } rnd_session_t;
 
 #define RND_MAX 400
@@ -282,8 +285,9 @@ static size_t rnd_sessions(sqlite3 *db, rnd_session_t *v, size_t n, size_t live,
     sqlite3_stmt *ins = NULL;
     int64_t span = (1 + (int64_t)rnd(4)) * DAY; /* crowded or not */
     CHECK(sqlite3_prepare_v2(db, "INSERT INTO sessions (conn_id, mount, served, start_ms, end_ms,"
-                             " bytes, ip, user_agent, country, ended, preroll)"
-                             " VALUES (?1, ?2, ?2, ?3, ?4, 1, ?5, ?6, ?7, 'client_left', ?8)",
+                             " bytes, ip, user_agent, country, ended, preroll, listener_key)"
+                             " VALUES (?1, ?2, ?2, ?3, ?4, 1, ?5, ?6, ?7, 'client_left', ?8,"
+                             " ?9)",
                              -1, &ins, NULL) == SQLITE_OK);
     for (size_t i = 0; i < n + live; i++) {
         rnd_session_t *s = &v[i];
@@ -294,6 +298,20 @@ static size_t rnd_sessions(sqlite3 *db, rnd_session_t *v, size_t n, size_t live,
         snprintf(s->address, sizeof(s->address), "192.0.2.%u", (unsigned)rnd(40));
         s->start_ms = rnd_time(base - 3 * DAY, span);
         s->end_ms = s->start_ms + rnd_length();
+        if (i > 0 && i < n && rnd(3) == 0) { /* back after a pause of up to 6 minutes */
+            const rnd_session_t *b = &v[rnd(i)];
+            s->mount = b->mount;
+            s->agent = b->agent;
+            memcpy(s->address, b->address, sizeof(s->address));
+            s->start_ms = b->end_ms + (int64_t)rnd(6 * MIN);
+            s->end_ms = s->start_ms + (rnd(2) ? 1000 + (int64_t)rnd(80000) : rnd_length());
+        }
+        for (size_t j = 0; j < i; j++) /* no two of one listener and mount alike */
+            if (strcmp(v[j].address, s->address) == 0 && v[j].mount == s->mount &&
+                v[j].start_ms == s->start_ms && v[j].end_ms == s->end_ms)
+                s->end_ms += 1;
+        if (s->live || rnd(4)) /* a record made before keys has none */
+            session_listener_key(s->address, s->agent, NULL, s->key);
         if (rnd(2)) /* on a quarter hour too, often where another starts */
             s->end_ms = s->end_ms - s->end_ms % (15 * MIN) > s->start_ms
                             ? s->end_ms - s->end_ms % (15 * MIN)
@@ -327,6 +345,10 @@ static size_t rnd_sessions(sqlite3 *db, rnd_session_t *v, size_t n, size_t live,
         else
             sqlite3_bind_null(ins, 7);
         sqlite3_bind_int(ins, 8, s->preroll);
+        if (s->key[0])
+            sqlite3_bind_text(ins, 9, s->key, -1, SQLITE_STATIC);
+        else
+            sqlite3_bind_null(ins, 9);
         CHECK(sqlite3_step(ins) == SQLITE_DONE);
     }
     sqlite3_finalize(ins);
@@ -343,8 +365,61 @@ static int rnd_in(const rnd_session_t *s, const char *g, const char *only, int64
 
 static int same_listener(const rnd_session_t *a, const rnd_session_t *b)
 {
+    if (a->key[0] || b->key[0]) /* by the key; a record without one by address and agent */
+        return strcmp(a->key, b->key) == 0;
     return strcmp(a->address, b->address) == 0 &&
            strcmp(a->agent ? a->agent : "", b->agent ? b->agent : "") == 0;
+}
+
+/* Whether a comes before b among the sessions of one key and mount (by start, then end). */
+static int rnd_before(const rnd_session_t *a, const rnd_session_t *b)
+{
+    return a->start_ms < b->start_ms || (a->start_ms == b->start_ms && a->end_ms < b->end_ms);
+}
+
+static int rnd_same_chain_group(const rnd_session_t *a, const rnd_session_t *b)
+{
+    return a->key[0] && strcmp(a->key, b->key) == 0 && strcmp(a->mount, b->mount) == 0;
+}
+
+/* Pauses by their definition: a keyed session continues the session of its key and mount
+ * that ended last before it (ties: the later one) when every one before it had ended, at most
+ * resume_ms before it began; a chain's length is the time its sessions listened (one going
+ * on: long enough). */
+static void rnd_chains(rnd_session_t *v, size_t n, int64_t resume_ms)
+{
+    static size_t parent[RND_MAX + 16];
+    for (size_t i = 0; i < n; i++) {
+        rnd_session_t *s = &v[i];
+        s->cont = 0;
+        s->prev_end = 0;
+        parent[i] = i;
+        const rnd_session_t *last = NULL;
+        for (size_t j = 0; resume_ms && j < n; j++)
+            if (j != i && rnd_same_chain_group(&v[j], s) && rnd_before(&v[j], s) &&
+                (!last || v[j].end_ms > last->end_ms ||
+                 (v[j].end_ms == last->end_ms && rnd_before(last, &v[j]))))
+                last = &v[j];
+        if (last && s->start_ms >= last->end_ms && s->start_ms - last->end_ms <= resume_ms) {
+            s->cont = 1;
+            s->prev_end = last->end_ms;
+            parent[i] = (size_t)(last - v);
+        }
+    }
+    for (size_t i = 0; i < n; i++) { /* the chain's first session, then every one of it */
+        size_t root = i;
+        while (parent[root] != root)
+            root = parent[root];
+        int64_t len = 0;
+        for (size_t j = 0; j < n; j++) {
+            size_t r = j;
+            while (parent[r] != r)
+                r = parent[r];
+            if (r == root)
+                len += v[j].live ? DAY : v[j].end_ms - v[j].start_ms;
+        }
+        v[i].chain_ms = len;
+    }
 }
 
 /* The row of group g for [from, to) by the definitions; 0 if it has no session (the
@@ -361,9 +436,10 @@ static int brute_row(const rnd_session_t *v, size_t n, const char *g, const char
         r->sessions++;
         r->in_progress += s->live;
         r->prerolls += s->preroll && s->start_ms >= from;
-        if (s->end_ms - s->start_ms >= 60000) { /* Webcast Metrics: AS, SS, AQH */
-            r->active++;
-            r->started += s->start_ms >= from;
+        int first_here = !s->cont || s->prev_end <= from; /* a chain counts once */
+        if (s->chain_ms >= 60000) { /* Webcast Metrics: AS, SS, AQH */
+            r->active += first_here;
+            r->started += !s->cont && s->start_ms >= from;
             for (int64_t qh = from - from % (15 * MIN) + (from % (15 * MIN) ? 15 * MIN : 0);
                  qh + 15 * MIN <= to; qh += 15 * MIN) {
                 int64_t a = s->start_ms > qh ? s->start_ms : qh;
@@ -371,15 +447,15 @@ static int brute_row(const rnd_session_t *v, size_t n, const char *g, const char
                 r->aqh_quarters += b - a >= 5 * MIN;
             }
         }
-        int qualified = s->end_ms - s->start_ms >= qualify;
+        int qualified = s->chain_ms >= qualify;
         if (qualified) {
-            r->qualified++;
+            r->qualified += first_here;
             r->listened_ms += (uint64_t)((s->end_ms < to ? s->end_ms : to) -
                                          (s->start_ms > from ? s->start_ms : from));
             int seen = 0; /* CUME: the first qualified session of each listener */
             for (size_t j = 0; j < i && !seen; j++)
-                seen = rnd_in(&v[j], g, only, from, to) &&
-                       v[j].end_ms - v[j].start_ms >= qualify && same_listener(&v[j], s);
+                seen = rnd_in(&v[j], g, only, from, to) && v[j].chain_ms >= qualify &&
+                       same_listener(&v[j], s);
             r->cume += !seen;
         }
         /* the peak: how many listen at `from` or at a start inside the bucket */
@@ -453,6 +529,13 @@ static int brute_compare(const rnd_session_t *v, size_t n, const audience_query_
                         (unsigned long long)want.prerolls, (unsigned long long)want.in_progress,
                         (unsigned long long)want.active, (unsigned long long)want.started,
                         (unsigned long long)want.aqh_quarters);
+            if (!same && r && wrong <= 3)
+                fprintf(stderr, "  got %llu sessions %llu qualified %llu ms cume %llu peak %llu"
+                        " AS %llu SS %llu AQH %llu\n", (unsigned long long)r->sessions,
+                        (unsigned long long)r->qualified, (unsigned long long)r->listened_ms,
+                        (unsigned long long)r->cume, (unsigned long long)r->peak,
+                        (unsigned long long)r->active, (unsigned long long)r->started,
+                        (unsigned long long)r->aqh_quarters);
         }
         from = to;
     }
@@ -465,6 +548,7 @@ static void one_pass_matches_the_definitions(void)
      * sessions going on reach past them whenever the figures are made */
     int64_t now = session_now_ms(), base = now - now % DAY - 4 * DAY;
     static rnd_session_t v[RND_MAX + 16];
+    size_t continued = 0;      /* sessions that continued another (pauses were tried) */
     for (uint64_t seed = 1; seed <= 40; seed++) {
         rnd_state = seed;
         sqlite3 *db = NULL;
@@ -484,11 +568,15 @@ static void one_pass_matches_the_definitions(void)
             {base - 2 * DAY, base + 2 * DAY + 12 * HOUR, 0},
             {base - 10 * DAY, base - 9 * DAY, HOUR}, /* before anything */
         };
-        for (size_t p = 0; p < sizeof(periods) / sizeof(periods[0]); p++) {
+        for (size_t p = 0; p < 2 * sizeof(periods) / sizeof(periods[0]); p++) {
+            int resume_s = p % 2 ? 180 : 0; /* without pauses and with */
+            rnd_chains(v, n, resume_s * 1000LL);
+            for (size_t i = 0; i < n; i++)
+                continued += v[i].cont;
             for (int filtered = 0; filtered < 2; filtered++) {
-                audience_query_t q = {.from_ms = periods[p].from, .to_ms = periods[p].to,
-                                      .step_ms = periods[p].step, .qualify_s = 60,
-                                      .anonymize = anonymize,
+                audience_query_t q = {.from_ms = periods[p / 2].from, .to_ms = periods[p / 2].to,
+                                      .step_ms = periods[p / 2].step, .qualify_s = 60,
+                                      .anonymize = anonymize, .resume_s = resume_s,
                                       .mount = filtered ? strdup(PICK(rnd_mounts)) : NULL};
                 audience_sqlite_figures(db, &q);
                 CHECK(q.err == 0);
@@ -505,6 +593,94 @@ static void one_pass_matches_the_definitions(void)
             session_listener_leave(joined[i]);
         sqlite3_close(db);
     }
+    CHECK(continued > 100);
+}
+
+/* ---- pauses and the listener key: the worked examples of docs/AUDIENCE.md ----
+ * The hour 10:00-11:00 UTC of 1970-01-01 on /p, <resume-seconds> 180:
+ *   E 10:00:00-10:00:40 and 10:02:40-10:03:10: a pause of 2 minutes, one session of 70 s
+ *   F 10:10:00-10:11:30 and 10:15:30-10:17:00: a pause of 4 minutes, two sessions of 90 s
+ *   G 10:20:00-10:22:00 from 2001:db8:1:2::10, 10:40:00-10:42:00 from 2001:db8:1:2:ffff::7
+ *     (one /64, the same agent): one listener, two sessions
+ *   H 10:30:00-10:32:00 from 192.0.2.8, 10:50:00-10:52:00 from 198.51.100.9, both with
+ *     listener id "h-1": one listener, two sessions
+ * AS 1 + 2 + 2 + 2 = 7, SS 7, CUME 4; without pauses E's two parts (40 and 30 s) are in no
+ * figure: AS 6, CUME 3. */
+static void insert_keyed(sqlite3 *db, int64_t start, int64_t end, const char *ip,
+                         const char *agent, const char *id)
+{
+    char key[SESSION_KEY_LEN + 1], sql[512];
+    session_listener_key(ip, agent, id, key);
+    snprintf(sql, sizeof(sql), "INSERT INTO sessions (conn_id, mount, served, start_ms, end_ms,"
+             " bytes, ip, user_agent, ended, listener_key) VALUES (1, '/p', '/p', %lld, %lld, 1,"
+             " '%s', '%s', 'client_left', '%s')", (long long)start, (long long)end, ip, agent,
+             key);
+    CHECK(sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK);
+}
+
+static void pauses_and_listener_keys_worked_example(void)
+{
+    char k1[SESSION_KEY_LEN + 1], k2[SESSION_KEY_LEN + 1];
+    session_listener_key("2001:db8:1:2::10", "g", NULL, k1);
+    session_listener_key("2001:db8:1:2:ffff::7", "g", NULL, k2);
+    CHECK_STR(k1, k2);                     /* one /64 */
+    session_listener_key("2001:db8:1:3::10", "g", NULL, k2);
+    CHECK(strcmp(k1, k2) != 0);            /* another /64 */
+    session_listener_key("192.0.2.8", "g", NULL, k1);
+    session_listener_key("192.0.2.9", "g", NULL, k2);
+    CHECK(strcmp(k1, k2) != 0);            /* IPv4 whole */
+    session_listener_key("::ffff:192.0.2.8", "g", NULL, k2);
+    CHECK_STR(k1, k2);
+    session_listener_key("192.0.2.8", "h", NULL, k2);
+    CHECK(strcmp(k1, k2) != 0);            /* another agent */
+    session_listener_key("192.0.2.8", "g", "h-1", k1);
+    session_listener_key("198.51.100.9", "x", "h-1", k2);
+    CHECK_STR(k1, k2);                     /* the listener id alone */
+    CHECK(strlen(k1) == SESSION_KEY_LEN && strspn(k1, "0123456789abcdef") == SESSION_KEY_LEN);
+
+    sqlite3 *db = NULL;
+    CHECK(sqlite3_open(":memory:", &db) == SQLITE_OK);
+    CHECK(sqlite3_exec(db, audience_sqlite_schema(), NULL, NULL, NULL) == SQLITE_OK);
+    int64_t t = 10 * HOUR, s = 1000;
+    insert_keyed(db, t, t + 40 * s, "192.0.2.5", "e", NULL);
+    insert_keyed(db, t + 160 * s, t + 190 * s, "192.0.2.5", "e", NULL);
+    insert_keyed(db, t + 10 * MIN, t + 10 * MIN + 90 * s, "192.0.2.6", "f", NULL);
+    insert_keyed(db, t + 15 * MIN + 30 * s, t + 17 * MIN, "192.0.2.6", "f", NULL);
+    insert_keyed(db, t + 20 * MIN, t + 22 * MIN, "2001:db8:1:2::10", "g", NULL);
+    insert_keyed(db, t + 40 * MIN, t + 42 * MIN, "2001:db8:1:2:ffff::7", "g", NULL);
+    insert_keyed(db, t + 30 * MIN, t + 32 * MIN, "192.0.2.8", "h", "h-1");
+    insert_keyed(db, t + 50 * MIN, t + 52 * MIN, "198.51.100.9", "h", "h-1");
+    audience_query_t q = {.from_ms = t, .to_ms = t + HOUR, .step_ms = HOUR, .qualify_s = 60,
+                          .resume_s = 180};
+    audience_sqlite_figures(db, &q);
+    const audience_row_t *r = row(&q, t, "/p");
+    CHECK(q.err == 0 && r);
+    if (r) {
+        CHECK(r->sessions == 8 && r->active == 7 && r->started == 7 && r->qualified == 7);
+        CHECK(r->cume == 4 && r->listened_ms == (70 + 180 + 240 + 240) * 1000ULL);
+    }
+    audience_query_clear(&q);
+    q = (audience_query_t){.from_ms = t, .to_ms = t + HOUR, .step_ms = HOUR, .qualify_s = 60};
+    audience_sqlite_figures(db, &q);
+    r = row(&q, t, "/p");
+    CHECK(q.err == 0 && r);
+    if (r) {
+        CHECK(r->sessions == 8 && r->active == 6 && r->started == 6 && r->qualified == 6);
+        CHECK(r->cume == 3 && r->listened_ms == (180 + 240 + 240) * 1000ULL);
+    }
+    audience_query_clear(&q);
+    /* the hour after: E's chain began before it (no SS), split across 10:59:30 */
+    CHECK(sqlite3_exec(db, "DELETE FROM sessions", NULL, NULL, NULL) == SQLITE_OK);
+    insert_keyed(db, t + 59 * MIN + 30 * s, t + HOUR, "192.0.2.5", "e", NULL);
+    insert_keyed(db, t + HOUR + 60 * s, t + HOUR + 100 * s, "192.0.2.5", "e", NULL);
+    q = (audience_query_t){.from_ms = t, .to_ms = t + 2 * HOUR, .step_ms = HOUR,
+                           .qualify_s = 60, .resume_s = 180};
+    audience_sqlite_figures(db, &q);
+    const audience_row_t *a = row(&q, t, "/p"), *b = row(&q, t + HOUR, "/p");
+    CHECK(a && a->active == 1 && a->started == 1 && a->listened_ms == 30000 && a->cume == 1);
+    CHECK(b && b->active == 1 && b->started == 0 && b->listened_ms == 40000 && b->cume == 1);
+    audience_query_clear(&q);
+    sqlite3_close(db);
 }
 
 static void truncation_keeps_the_network(void)
@@ -573,6 +749,7 @@ int main(void)
     sessions_going_on_count_once_qualified();
     truncation_keeps_the_network();
     webcast_metrics_worked_example();
+    pauses_and_listener_keys_worked_example();
     one_pass_matches_the_definitions();
     the_servers_of_the_period();
     server_free_configs();

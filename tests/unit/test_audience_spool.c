@@ -22,7 +22,8 @@ static audience_record_t *record(uint64_t id, const char *agent, const char *ser
     session_record_t r = {.id = id, .mount = "/live", .start_ms = 1795000000123LL + (int64_t)id,
                           .end_ms = 1795000060456LL, .bytes = 12345, .address = "192.0.2.7",
                           .agent = agent, .country = id % 2 ? "DE" : NULL,
-                          .end = SESSION_END_TOO_SLOW, .preroll = (int)(id % 2)};
+                          .end = SESSION_END_TOO_SLOW, .preroll = (int)(id % 2),
+                          .key = id % 2 ? "0123456789abcdef0123456789abcdef" : NULL};
     audience_record_t *e = audience_record_copy(&r, server);
     for (int i = 0; e && i < 16; i++)
         e->uid[i] = (uint8_t)(id * 16 + (uint64_t)i);
@@ -38,7 +39,8 @@ static int same(const audience_record_t *a, const audience_record_t *b)
            x->start_ms == y->start_ms && x->end_ms == y->end_ms && x->bytes == y->bytes &&
            SAME_TEXT(x->address, y->address) && SAME_TEXT(x->agent, y->agent) &&
            SAME_TEXT(x->referer, y->referer) && SAME_TEXT(x->user, y->user) &&
-           SAME_TEXT(x->country, y->country) && x->end == y->end && x->preroll == y->preroll;
+           SAME_TEXT(x->country, y->country) && x->end == y->end && x->preroll == y->preroll &&
+           SAME_TEXT(x->key, y->key);
 #undef SAME_TEXT
 }
 
@@ -67,6 +69,10 @@ static void a_record_makes_a_line_and_back(void)
         "R1\t00000000000000000000000000000000\tx\t1x\t/m\t\\N\t1\t2\t3\ta\t\\N\t\\N\t\\N\t\\N\t0\t0",
         "R1\t00000000000000000000000000000000\tx\t1\t/m\t\\N\t1\t2\t3\ta\t\\N\t\\N\t\\N\t\\N\t9\t0",
         "R1\t00000000000000000000000000000000\tx\t1\t/m\\q\t\\N\t1\t2\t3\ta\t\\N\t\\N\t\\N\t\\N\t0\t0",
+        /* a listener key that is not one */
+        "R2\t00000000000000000000000000000000\tx\t1\t/m\t\\N\t1\t2\t3\ta\t\\N\t\\N\t\\N\t\\N\t0\t0\tk",
+        "R2\t00000000000000000000000000000000\tx\t1\t/m\t\\N\t1\t2\t3\ta\t\\N\t\\N\t\\N\t\\N\t0\t0"
+        "\t0123456789abcdef0123456789abcdeg",
         /* no mount */
         "R1\t00000000000000000000000000000000\tx\t1\t\\N\t\\N\t1\t2\t3\ta\t\\N\t\\N\t\\N\t\\N\t0\t0",
     };
@@ -79,6 +85,17 @@ static void a_record_makes_a_line_and_back(void)
         "R1\t00000000000000000000000000000000\tx\t1\t/m\t\\N\t1\t2\t3\ta\t\\N\t\\N\t\\N\t\\N\t0\t0";
     audience_record_t *e = audience_spool_decode(good, strlen(good));
     CHECK(e && e->r.served == NULL && e->r.agent == NULL && strcmp(e->r.address, "a") == 0);
+    CHECK(e && e->r.key == NULL); /* a line from before records had a key */
+    free(e);
+    good = "R2\t00000000000000000000000000000000\tx\t1\t/m\t\\N\t1\t2\t3\ta\t\\N\t\\N\t\\N"
+           "\t\\N\t0\t0\t0123456789abcdef0123456789abcdef";
+    e = audience_spool_decode(good, strlen(good));
+    CHECK(e && e->r.key && strcmp(e->r.key, "0123456789abcdef0123456789abcdef") == 0);
+    free(e);
+    good = "R2\t00000000000000000000000000000000\tx\t1\t/m\t\\N\t1\t2\t3\ta\t\\N\t\\N\t\\N"
+           "\t\\N\t0\t0\t\\N";
+    e = audience_spool_decode(good, strlen(good));
+    CHECK(e && e->r.key == NULL);
     free(e);
 }
 
