@@ -3,17 +3,24 @@
 # ab.sh: two server binaries side by side under the same listener load at the same time, so
 # whatever else the machine does falls on both alike; prints each one's CPU per 1 000 listeners.
 # For before/after measurements of a change (compare.sh compares servers one after the other).
+# --tls: the listeners of both connect over TLS (a throw-away self-signed certificate, swarm
+# --tls); --tls-b: only B's, so that with A and B the same binary a round gives the TLS / plain
+# ratio of that build under one load.
 # Usage: ab.sh BIN_A BIN_B [--listeners 2000] [--seconds 30] [--window MS] [--rounds 3]
+#              [--tls | --tls-b] [--port 19100 (A's; B's is 10 above)]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 a=$1 b=$2; shift 2
-listeners=2000 seconds=30 window=500 rounds=3
+listeners=2000 seconds=30 window=500 rounds=3 tls="" base=19100
 while [ $# -gt 0 ]; do
     case "$1" in
         --listeners) listeners=$2; shift 2 ;;
         --seconds) seconds=$2; shift 2 ;;
         --window) window=$2; shift 2 ;;
         --rounds) rounds=$2; shift 2 ;;
+        --tls) tls="A B"; shift ;;
+        --tls-b) tls="B"; shift ;;
+        --port) base=$2; shift 2 ;;
         *) echo "ab.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -24,6 +31,14 @@ chmod 755 "$out"
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$out"; }
 trap cleanup EXIT
+if [ -n "$tls" ]; then
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+        -subj /CN=127.0.0.1 -keyout "$out/key.pem" -out "$out/cert.pem" 2>/dev/null
+    cat "$out/cert.pem" "$out/key.pem" >"$out/combined.pem"
+    chmod 644 "$out/combined.pem"
+fi
+# A or B -> whether its listeners speak TLS
+over_tls() { case " $tls " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
@@ -31,9 +46,10 @@ run_round() {
     local i=0 port pid
     local ports=() spids=()
     for bin in "$a" "$b"; do
-        port=$((19100 + i * 10))
+        port=$((base + i * 10))
         mkdir -p "$out/$i"
-        "$here/gen-config.sh" --dir "$out/$i" --port "$port" --write-window "$window" >/dev/null
+        "$here/gen-config.sh" --dir "$out/$i" --port "$port" --write-window "$window" \
+            ${tls:+--tls-port $((port + 1)) --ssl-cert "$out/combined.pem"} >/dev/null
         "$bin" -c "$out/$i/server.xml" >"$out/$i/server.out" 2>&1 &
         pid=$!; pids+=("$pid"); spids+=("$pid"); ports+=("$port")
         i=$((i + 1))
@@ -45,10 +61,14 @@ run_round() {
         pids+=("$!")
     done
     sleep 2
+    local side=A lport targs
     for port in "${ports[@]}"; do
-        "$swarm" --port "$port" --listeners "$listeners" --mounts /live --bitrate 128 \
-            --connect-rate 1000 --duration $((seconds + 20)) >/dev/null 2>&1 &
+        lport=$port; targs=()
+        if over_tls "$side"; then lport=$((port + 1)); targs=(--tls); fi
+        "$swarm" --port "$lport" --listeners "$listeners" --mounts /live --bitrate 128 \
+            --connect-rate 1000 --duration $((seconds + 20)) "${targs[@]}" >/dev/null 2>&1 &
         pids+=("$!")
+        side=B
     done
     sleep 12 # all connected and past the burst
     local t0=() t1=()
@@ -67,7 +87,7 @@ run_round() {
 
 echo "A = $a"
 echo "B = $b"
-echo "CPU % of one core per 1000 listeners (window ${window} ms, $listeners listeners each, ${seconds} s):"
+echo "CPU % of one core per 1000 listeners (window ${window} ms, $listeners listeners each, ${seconds} s${tls:+; over TLS: $tls}):"
 for r in $(seq "$rounds"); do
     run_round | tr '\n' ' '
     echo
