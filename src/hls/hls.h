@@ -158,12 +158,15 @@ int hls_offered(mount_t *m);
 
 /* ---- sessions (hls_session.c): an HLS listener is a listener ---- */
 
-/* Who asks: the request's address, agent and referer (raw, NULL when absent), the playlist
- * path (for the access log), the connection it came by, the session token a piece's URL
- * carries (NULL: none), and the mount name whose listener authentication covers the window
- * now (NULL: an open mount; see hls_session_login_mount). */
+/* Who asks: the request's address, its agent and referer (raw, as long as given: views into
+ * the request's head, NULL when absent), the playlist path as sent (for the access log, with
+ * the session's token as its query), the connection it came by, the session token a piece's
+ * URL carries (NULL: none), and the mount name whose listener authentication covers the
+ * window now (NULL: an open mount; see hls_session_login_mount). */
 typedef struct hls_client {
-    const char *ip, *agent, *referer, *uri;
+    const char *ip;
+    const char *agent, *referer, *path;
+    size_t agent_len, referer_len, path_len;
     uint64_t conn_id;
     const char *token;
     const char *login;
