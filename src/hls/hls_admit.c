@@ -60,7 +60,8 @@ const mount_conf_t *hls_admit_login_of(hls_request_t *r)
 {
     if (r->login_known)
         return r->login_conf;
-    r->login = hls_session_login_mount(r->window, r->login_buf, sizeof(hls_name_t));
+    r->login = hls_session_login_mount(r->window, r->login_buf,
+                                       r->login_buf ? sizeof(hls_name_t) : 0);
     /* the window's own name (the usual case): its block is the request's, looked up once */
     int own = r->login && strcmp(r->login, r->mount) == 0;
     const mount_conf_t *mc = own ? r->conf

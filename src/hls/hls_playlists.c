@@ -315,8 +315,9 @@ static void carried_request(hls_request_t *r, conn_t *c, hls_t *h)
     hls_request_read_head(r, c, client_of(c)->req);
     r->window = h;
     r->mount = h ? h->name : NULL;
-    r->conf = h ? config_find_mount(server_config(), h->name) : NULL;
-    r->sessions = h && hls_sessions_wanted(h->name);
+    const config_t *cfg = server_config();
+    r->conf = h ? config_find_mount(cfg, h->name) : NULL;
+    r->sessions = h && hls_sessions_wanted_conf(cfg, h->name, r->conf);
 }
 
 /* A carried parked request, on its worker's first turn: answered again on the carried window

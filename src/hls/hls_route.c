@@ -182,8 +182,9 @@ int hls_route(conn_t *c, const http_request_t *req, const char *path)
     if (!hls_request_read(&r, c, req, path, name))
         return 0;
     r.login_buf = login_buf;
-    r.conf = config_find_mount(server_config(), r.mount);
-    r.sessions = hls_sessions_wanted(r.mount);
+    const config_t *cfg = server_config();
+    r.conf = config_find_mount(cfg, r.mount);
+    r.sessions = hls_sessions_wanted_conf(cfg, r.mount, r.conf);
     /* an intro segment's mount: its own or its fallback, whatever its relay does */
     int on_demand = !r.url.intro && relay_is_on_demand(r.mount);
     mount_t *m = serving(&r, on_demand);

@@ -86,7 +86,8 @@ typedef struct hls_request {
     /* the query and headers */
     int token_arg;               /* session=: HLS_ARG_SET when it has a token's form */
     char token[HLS_TOKEN_LEN + 1];
-    int msn_arg, part_arg;       /* _HLS_msn, _HLS_part: read for a playlist only */
+    int msn_arg, part_arg;       /* _HLS_msn, _HLS_part: read for a playlist only (no
+                                  * _HLS_skip: no playlist offers CAN-SKIP-UNTIL) */
     uint64_t msn, hls_part;
     const char *agent, *referer; /* User-Agent, Referer as sent (in the head), NULL: none */
     size_t agent_len, referer_len;
