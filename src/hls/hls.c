@@ -58,13 +58,13 @@ int hls_type_supported(const char *ct)
     return 0;
 }
 
-/* The <hls> settings of mount name `name`: its normal <mount> block's, then for what that
- * leaves unset a default <mount> block's, then the global ones. */
-static hls_conf_t settings_for(const config_t *cfg, const char *name)
+/* The <hls> settings of mount name `name` whose normal <mount> block is mc (as
+ * config_find_mount finds it in cfg): mc's, then for what that leaves unset a default <mount>
+ * block's, then the global ones. */
+static hls_conf_t settings_of(const config_t *cfg, const char *name, const mount_conf_t *mc)
 {
     hls_conf_t g = cfg->hls;
-    const mount_conf_t *layers[2] = {config_find_default_mount(cfg, name),
-                                     config_find_mount(cfg, name)};
+    const mount_conf_t *layers[2] = {config_find_default_mount(cfg, name), mc};
     for (int i = 0; i < 2; i++) {
         const hls_conf_t *o = layers[i] ? &layers[i]->hls : NULL;
         if (!o)
@@ -78,6 +78,11 @@ static hls_conf_t settings_for(const config_t *cfg, const char *name)
             o->sessions_per_address >= 0 ? o->sessions_per_address : g.sessions_per_address;
     }
     return g;
+}
+
+static hls_conf_t settings_for(const config_t *cfg, const char *name)
+{
+    return settings_of(cfg, name, config_find_mount(cfg, name));
 }
 
 /* Whether the Ogg mount m is served: HLS_OFFERED when it carries one logical stream, Opus;
@@ -98,12 +103,13 @@ int hls_offered(mount_t *m)
 {
     const config_t *cfg = server_config();
     const mount_conf_t *mc = config_find_mount(cfg, m->name);
-    if (!settings_for(cfg, m->name).enabled)
+    hls_conf_t g = settings_of(cfg, m->name, mc);
+    if (!g.enabled)
         return HLS_DISABLED;
     if (!atomic_load(&m->is_ogg) && !hls_type_supported(mount_info(m)->content_type))
         return HLS_WRONG_TYPE;
     /* listener authentication is passed by a session's first playlist request */
-    if (mc && mc->auth && !settings_for(cfg, m->name).sessions)
+    if (mc && mc->auth && !g.sessions)
         return HLS_NEEDS_AUTH;
     return atomic_load(&m->is_ogg) ? ogg_offered(m) : HLS_OFFERED;
 }
@@ -111,6 +117,11 @@ int hls_offered(mount_t *m)
 int hls_sessions_wanted(const char *name)
 {
     return settings_for(server_config(), name).sessions;
+}
+
+int hls_sessions_wanted_conf(const config_t *cfg, const char *name, const mount_conf_t *mc)
+{
+    return settings_of(cfg, name, mc).sessions;
 }
 
 int hls_sessions_per_address(const char *name)

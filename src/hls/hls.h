@@ -37,6 +37,8 @@ typedef struct hls hls_t; /* its fields: hls_window_internal.h */
 typedef struct hls_session hls_session_t;
 typedef struct mount mount_t;
 typedef struct worker worker_t;
+typedef struct config config_t;
+typedef struct mount_conf mount_conf_t;
 
 #define HLS_MAX_PARTS 30     /* parts in one segment */
 
@@ -158,12 +160,15 @@ int hls_offered(mount_t *m);
 
 /* ---- sessions (hls_session.c): an HLS listener is a listener ---- */
 
-/* Who asks: the request's address, agent and referer (raw, NULL when absent), the playlist
- * path (for the access log), the connection it came by, the session token a piece's URL
- * carries (NULL: none), and the mount name whose listener authentication covers the window
- * now (NULL: an open mount; see hls_session_login_mount). */
+/* Who asks: the request's address, its agent and referer (raw, as long as given: views into
+ * the request's head, NULL when absent), the playlist path as sent (for the access log, with
+ * the session's token as its query), the connection it came by, the session token a piece's
+ * URL carries (NULL: none), and the mount name whose listener authentication covers the
+ * window now (NULL: an open mount; see hls_session_login_mount). */
 typedef struct hls_client {
-    const char *ip, *agent, *referer, *uri;
+    const char *ip;
+    const char *agent, *referer, *path;
+    size_t agent_len, referer_len, path_len;
     uint64_t conn_id;
     const char *token;
     const char *login;
@@ -172,6 +177,9 @@ typedef struct hls_client {
 /* 1 if mount name `name` hands out sessions (<hls><sessions>), else its hls.m3u8 is the
  * media playlist itself, the same for every client (a CDN's origin). */
 int hls_sessions_wanted(const char *name);
+/* The same in config snapshot cfg, where the caller found name's <mount> block mc
+ * (config_find_mount: NULL for none). */
+int hls_sessions_wanted_conf(const config_t *cfg, const char *name, const mount_conf_t *mc);
 /* <hls><sessions-per-address> of mount name `name`: the sessions one address may hold, 0 no
  * limit, -1 unset (hls_session.c's default: half of max-listeners, at most 100). */
 int hls_sessions_per_address(const char *name);

@@ -32,104 +32,90 @@
 #include "hls/hls_token.h"
 #include "upstream/redirect.h"
 
-/* A request without a session: the multivariant playlist naming the media playlist with a
- * new session's token. Never cached: each client gets its own. */
-static void answer_multivariant(conn_t *c, const http_request_t *req, hls_t *h)
-{
-    hls_admit_multivariant(c, req, h->name, h);
-}
-
-void hls_admit_multivariant(conn_t *c, const http_request_t *req, const char *name, hls_t *h)
+void hls_admit_multivariant(const hls_request_t *r)
 {
     /* a new session: past its share, or full (a full mount refuses a session at its first
      * media playlist), this server sends it to a sibling, where it begins */
-    if (redirect_admit(c, req, name, REDIRECT_SPREAD | REDIRECT_FULL))
+    if (redirect_admit(r->c, r->http, r->mount, REDIRECT_SPREAD | REDIRECT_FULL))
         return;
     char token[HLS_TOKEN_LEN + 1];
     buf_t out = BUF_INIT;
-    int rc = hls_token_issue(name, token);
-    if (rc == 0 && h)
-        rc = hls_multivariant(h, &out, token);
+    int rc = hls_token_issue(r->mount, token);
+    if (rc == 0 && r->window)
+        rc = hls_multivariant(r->window, &out, token);
     else if (rc == 0) /* a mount not served yet: what its stream is comes with its window */
         rc = buf_appendf(&out, "#EXTM3U\n#EXT-X-VERSION:6\n#EXT-X-INDEPENDENT-SEGMENTS\n"
                          "#EXT-X-STREAM-INF:BANDWIDTH=320000\nhls.m3u8?session=%s\n", token);
     if (rc < 0) {
         buf_free(&out);
-        client_send_error(c, 500, "Internal Server Error");
+        client_send_error(r->c, 500, "Internal Server Error");
         return;
     }
-    reply_send(c, req, 200, PLAYLIST_TYPE, out.data, out.len,
+    reply_send(r->c, r->http, 200, PLAYLIST_TYPE, out.data, out.len,
                "Cache-Control: no-cache, no-store\r\nAccess-Control-Allow-Origin: *\r\n");
     buf_free(&out);
 }
 
-/* The mount block whose listener authentication a session of h passes, NULL for none (*name:
- * the mount name it is found by, in buf; NULL when it does not fit). */
-static const mount_conf_t *login_conf(hls_t *h, hls_name_t buf, const char **name)
+const mount_conf_t *hls_admit_login_of(hls_request_t *r)
 {
-    *name = hls_session_login_mount(h, buf, sizeof(hls_name_t));
-    const mount_conf_t *mc = *name ? config_find_mount(server_config(), *name) : NULL;
-    return mc && mc->auth ? mc : NULL;
+    if (r->login_known)
+        return r->login_conf;
+    r->login = hls_session_login_mount(r->window, r->login_buf,
+                                       r->login_buf ? sizeof(hls_name_t) : 0);
+    /* the window's own name (the usual case): its block is the request's, looked up once */
+    int own = r->login && strcmp(r->login, r->mount) == 0;
+    const mount_conf_t *mc = own ? r->conf
+                             : r->login ? config_find_mount(server_config(), r->login) : NULL;
+    if (own)
+        r->login = r->mount; /* kept as long as the window */
+    r->login_conf = mc && mc->auth ? mc : NULL;
+    r->login_known = 1;
+    return r->login_conf;
 }
 
-int hls_admit_protected(hls_t *h)
+int hls_admit_protected(hls_request_t *r)
 {
-    hls_name_t buf;
-    const char *name;
-    return login_conf(h, buf, &name) != NULL;
+    return hls_admit_login_of(r) != NULL;
 }
 
-/* The session token of req's query, copied into out when it has a token's form, else NULL. */
-static const char *request_token(const http_request_t *req, char *out)
+/* Who r's request is, as the sessions see it; login: the mount whose login covers the window
+ * (NULL: an open one). */
+static hls_client_t client_of_request(const hls_request_t *r, const char *login)
 {
-    const char *t = hls_route_query(req, "session");
-    if (!t || !hls_token_form(t))
-        return NULL;
-    memcpy(out, t, strlen(t) + 1);
-    return out;
+    return (hls_client_t){.ip = r->c->ip, .agent = r->agent, .agent_len = r->agent_len,
+                          .referer = r->referer, .referer_len = r->referer_len,
+                          .path = r->http->path, .path_len = r->http->path_len,
+                          .conn_id = r->c->id, .token = hls_request_token(r), .login = login};
 }
 
-static void login_begin(conn_t *c, const http_request_t *req, hls_t *h, const mount_conf_t *mc,
-                        const char *name);
+static void login_begin(hls_request_t *r, const mount_conf_t *mc, const char *name);
 
 /* The session a media playlist request belongs to goes on, or begins (on a mount with listener
  * authentication, with login: the first request of a session is authenticated, login NULL,
- * and comes back here once let in): 1, else c was answered or waits for its login. */
-int hls_admit_poll(conn_t *c, const http_request_t *req, hls_t *h, hls_login_t *login)
+ * and comes back here once let in): 1, else the request was answered or waits for its
+ * login. */
+int hls_admit_poll(hls_request_t *r, hls_login_t *login)
 {
-    if (!hls_sessions_wanted(h->name))
+    if (!r->sessions)
         return 1;
-    const char *token = hls_route_query(req, "session");
-    if (!token) {
-        answer_multivariant(c, req, h);
+    if (r->token_arg == HLS_ARG_ABSENT) {
+        hls_admit_multivariant(r);
         return 0;
     }
-    hls_name_t login_buf;
-    const char *login_name;
-    const mount_conf_t *mc = login_conf(h, login_buf, &login_name);
-    /* the agent, referer and URI in buffers of the thread's: copied only by a session begun */
-    static __thread char agent[HTTP_MAX_HEAD_BYTES], referer[HTTP_MAX_HEAD_BYTES];
-    static __thread char uri[HTTP_MAX_HEAD_BYTES + sizeof("?session=") + HLS_TOKEN_LEN];
-    size_t tlen = strlen(token);
-    int fits = req->path_len + sizeof("?session=") + tlen <= sizeof(uri);
-    if (fits) {
-        memcpy(uri, req->path, req->path_len);
-        char *u = hls_put(uri + req->path_len, "?session=");
-        memcpy(u, token, tlen + 1);
-    }
-    hls_client_t who = {c->ip, hls_route_header(req, "user-agent", agent),
-                        hls_route_header(req, "referer", referer), uri, c->id, NULL,
-                        mc ? login_name : NULL};
-    int rc = !hls_token_form(token) ? -EINVAL
-             : !fits || !login_name ? -ENOMEM
-             : mc || login ? hls_session_poll_login(h, token, &who, login)
-                           : hls_session_poll(h, token, &who, 0);
+    const mount_conf_t *mc = hls_admit_login_of(r);
+    hls_client_t who = client_of_request(r, mc ? r->login : NULL);
+    const char *token = hls_request_token(r);
+    int rc = !token ? -EINVAL
+             : !r->login ? -ENOMEM
+             : mc || login ? hls_session_poll_login(r->window, token, &who, login)
+                           : hls_session_poll(r->window, token, &who, 0);
+    conn_t *c = r->c;
     if (rc == 0) {
         client_skip_log(c); /* the session's own line says it all when it ends */
         conn_mark_carrier(c); /* it and the session count once in <clients> */
     }
     else if (rc == -ENOENT)
-        login_begin(c, req, h, mc, login_name); /* its first request: a listener's login */
+        login_begin(r, mc, r->login); /* its first request: a listener's login */
     else if (rc == -EINVAL)
         client_send_error(c, 400, "Bad Request: malformed session");
     else if (rc == -EACCES)
@@ -152,11 +138,10 @@ int hls_admit_poll(conn_t *c, const http_request_t *req, hls_t *h, hls_login_t *
 /* ---- a session's login: its first playlist request is authenticated as a listener's GET ---- */
 
 /* The login passed: the session begins with it and its playlist is answered. */
-void hls_admit_login_done(conn_t *c, hls_t *h, hls_login_t *login)
+void hls_admit_login_done(hls_request_t *r, hls_login_t *login)
 {
-    const http_request_t *req = client_of(c)->req;
-    if (hls_admit_poll(c, req, h, login))
-        hls_playlists_answer_session(c, req, h);
+    if (hls_admit_poll(r, login))
+        hls_playlists_answer_session(r);
 }
 
 /* URL authentication answered for c: 1 if it accepted (its user goes to the access log),
@@ -175,18 +160,28 @@ int hls_admit_url_accepted(conn_t *c, auth_url_session_t *s)
     return 1;
 }
 
-/* Starts the login of the listener on c (req) of `name`, whose block mc has authentication:
- * URL authentication (url_done runs with the answer, parked meanwhile or at once), else
- * htpasswd (user_done runs once verified); refusals are answered as a listener's. 1 when
- * there is no authentication to pass after all: the caller goes on. */
-int hls_admit_login_start(conn_t *c, const http_request_t *req, const mount_conf_t *mc,
-                          const char *name, auth_url_resume_fn url_done,
-                          auth_admitted_fn user_done)
+/* Starts the login of r's listener of `name`, whose block mc has authentication: URL
+ * authentication (url_done runs with the answer, parked meanwhile or at once), else htpasswd
+ * (user_done runs once verified); refusals are answered as a listener's. r is held with its
+ * connection meanwhile. 1 when there is no authentication to pass after all: the caller goes
+ * on (nothing held). */
+int hls_admit_login_start(const hls_request_t *r, const mount_conf_t *mc, const char *name,
+                          auth_url_resume_fn url_done, auth_admitted_fn user_done)
 {
-    if (!auth_url_enabled(mc))
-        return auth_listener_begin(c, req, name, user_done);
+    conn_t *c = r->c;
+    if (hls_request_hold(c, r) < 0) {
+        client_send_error(c, 500, "Internal Server Error");
+        return 0;
+    }
+    if (!auth_url_enabled(mc)) {
+        if (!auth_listener_begin(c, r->http, name, user_done))
+            return 0;
+        hls_request_t back;
+        hls_request_take(c, &back, NULL); /* no authentication after all: r goes on */
+        return 1;
+    }
     auth_url_session_t *s = NULL;
-    switch (auth_url_listener_add(c, mc, name, req, url_done, &s)) {
+    switch (auth_url_listener_add(c, mc, name, r->http, url_done, &s)) {
     case AUTH_URL_PARKED:
         break;
     case AUTH_URL_ACCEPTED:
@@ -202,13 +197,15 @@ int hls_admit_login_start(conn_t *c, const http_request_t *req, const mount_conf
     return 0;
 }
 
-/* URL authentication answered (on c's worker), or let in at once (no listener_add URL). */
+/* URL authentication answered (on c's worker), or let in at once (no listener_add URL): the
+ * request held with c goes on, on the window it asked for. */
 static void url_login_resumed(conn_t *c, auth_url_session_t *s)
 {
-    hls_t *h = hls_route_window_of(c);
-    if (!h) {
+    hls_name_t login_buf;
+    hls_request_t r;
+    if (!hls_request_take(c, &r, login_buf)) { /* cannot happen: login_begin held it */
         auth_url_session_free(s);
-        client_send_error(c, 404, "The file you requested could not be found");
+        client_send_error(c, 500, "Internal Server Error");
         return;
     }
     if (!hls_admit_url_accepted(c, s))
@@ -216,7 +213,7 @@ static void url_login_resumed(conn_t *c, auth_url_session_t *s)
     /* a preroll the auth server named is played first instead of the mount's intro */
     hls_login_t login = {.url = s, .user_name = s->user, .time_limit_s = s->timelimit,
                          .intro = s->preroll};
-    hls_admit_login_done(c, h, &login);
+    hls_admit_login_done(&r, &login);
 }
 
 /* The htpasswd file let the listener in (on c's worker): the user's place among the mount's
@@ -225,57 +222,49 @@ static void user_login_verified(conn_t *c, const char *mount)
 {
     (void)mount;
     client_t *cl = client_of(c);
-    hls_t *h = hls_route_window_of(c);
     hls_login_t login = {.user = cl->on_end ? cl->on_end_arg : NULL, .user_name = cl->log_user};
     cl->on_end = NULL;
     cl->on_end_arg = NULL;
-    if (!h) {
+    hls_name_t login_buf;
+    hls_request_t r;
+    if (!hls_request_take(c, &r, login_buf)) { /* cannot happen: login_begin held it */
         auth_session_end(login.user);
-        client_send_error(c, 404, "The file you requested could not be found");
+        client_send_error(c, 500, "Internal Server Error");
         return;
     }
-    hls_admit_login_done(c, h, &login);
+    hls_admit_login_done(&r, &login);
 }
 
-/* Authenticates the first playlist request of a session of h as a listener of `name` (mc its
- * block): parked while the auth server or the verifier thread decides, refused as a listener
- * is, or let in (login_done). */
-static void login_begin(conn_t *c, const http_request_t *req, hls_t *h, const mount_conf_t *mc,
-                        const char *name)
+/* Authenticates the first playlist request of a session of r's window as a listener of
+ * `name` (mc its block): parked while the auth server or the verifier thread decides, refused
+ * as a listener is, or let in (login_done). */
+static void login_begin(hls_request_t *r, const mount_conf_t *mc, const char *name)
 {
-    if (hls_admit_login_start(c, req, mc, name, url_login_resumed, user_login_verified)) {
+    if (hls_admit_login_start(r, mc, name, url_login_resumed, user_login_verified)) {
         hls_login_t none = {0}; /* the authentication went away (a reload) */
-        hls_admit_login_done(c, h, &none);
+        hls_admit_login_done(r, &none);
     }
 }
 
-/* Bytes sent to the session c belongs to (see hls_session_add_bytes): 1 if it has one. */
-int hls_admit_count(conn_t *c, const http_request_t *req, hls_t *h, uint64_t bytes)
+int hls_admit_count(const hls_request_t *r, uint64_t bytes)
 {
-    static __thread char agent[HTTP_MAX_HEAD_BYTES];
-    char token[HTTP_MAX_HEAD_BYTES];
-    hls_client_t who = {.ip = c->ip, .agent = hls_route_header(req, "user-agent", agent),
-                        .conn_id = c->id, .token = request_token(req, token)};
-    return hls_session_add_bytes(h, &who, bytes);
+    hls_client_t who = client_of_request(r, NULL);
+    return hls_session_add_bytes(r->window, &who, bytes);
 }
 
-/* May the request on c have a piece of h (see hls_route_internal.h)? */
-int hls_admit_piece(conn_t *c, const http_request_t *req, hls_t *h, int *private_)
+/* May the request have a piece of its window (see hls_route_internal.h)? */
+int hls_admit_piece(hls_request_t *r)
 {
     static log_ratelimit_t refused_log;
-    *private_ = 0;
-    if (!hls_sessions_wanted(h->name))
+    r->private_ = 0;
+    if (!r->sessions)
         return 1; /* a CDN's origin: hls_offered serves no mount with authentication so */
-    hls_name_t login_buf;
-    const char *login_name;
-    const mount_conf_t *mc = login_conf(h, login_buf, &login_name);
-    static __thread char agent[HTTP_MAX_HEAD_BYTES];
-    char token[HTTP_MAX_HEAD_BYTES];
-    hls_client_t who = {.ip = c->ip, .agent = hls_route_header(req, "user-agent", agent),
-                        .conn_id = c->id, .token = request_token(req, token),
-                        .login = mc ? login_name : NULL};
-    *private_ = mc != NULL;
-    int rc = hls_session_piece(h, &who, req->method == HTTP_METHOD_GET);
+    const mount_conf_t *mc = hls_admit_login_of(r);
+    hls_client_t who = client_of_request(r, mc ? r->login : NULL);
+    r->private_ = mc != NULL;
+    conn_t *c = r->c;
+    hls_t *h = r->window;
+    int rc = hls_session_piece(h, &who, r->http->method == HTTP_METHOD_GET);
     if (rc == 0)
         return 1;
     if (rc == -ENOSPC) {

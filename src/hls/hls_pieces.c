@@ -193,13 +193,13 @@ static int piece_range(const http_request_t *req, uint64_t size, uint64_t *from,
         return 0; /* one range only; anything else gets the whole piece */
     if (*p == '-') {
         uint64_t n;
-        if (!hls_route_number(p + 1, &n) || n == 0)
+        if (!hls_request_number(p + 1, &n) || n == 0)
             return -1;
         a = n >= size ? 0 : size - n;
     } else {
-        if (!(p = hls_route_number(p, &a)) || *p != '-')
+        if (!(p = hls_request_number(p, &a)) || *p != '-')
             return 0;
-        if (p[1] && (!hls_route_number(p + 1, &b) || b < a))
+        if (p[1] && (!hls_request_number(p + 1, &b) || b < a))
             return 0;
         if (b >= size)
             b = size - 1;
@@ -218,6 +218,8 @@ static int piece_range(const http_request_t *req, uint64_t size, uint64_t *from,
 typedef struct filling {
     hls_waiter_t waiter;
     hls_t *hls;
+    hls_request_t req;     /* a kept copy: the part's bytes are counted to its session once
+                            * complete */
     block_t *blk;          /* the block holding pos (referenced), NULL before the first frame */
     uint64_t start;        /* the part's first byte */
     uint64_t pos, end;     /* sent up to pos; the window had cut up to end */
@@ -345,12 +347,12 @@ static void filling_write(conn_t *c)
             return; /* closed, resumes when writable, or waits for the part */
         if (f->complete) {
             int keep = f->keep;
-            hls_t *h = f->hls;
+            hls_request_t r = f->req;
             uint64_t bytes = f->id3_len + (f->end - f->start);
             filling_release(c);
             c->role = NULL;
             conn_set_deadline(c, 0);
-            if (hls_admit_count(c, client_of(c)->req, h, bytes))
+            if (hls_admit_count(&r, bytes))
                 client_skip_log(c); /* counted in its session's line */
             c->ops = &reply_sending_ops;
             if (keep) /* all sent, the last chunk too */
@@ -374,11 +376,38 @@ static void filling_woken(worker_t *w, void *arg)
         filling_write(c);
 }
 
+#define FILLING_HEAD_MAX (2048 + 16 + HLS_ID3_MAX + 2)
+
+/* The head of the chunked answer to r, the part being cut (p: what it holds, its tag), then
+ * the tag as its first chunk, into head (FILLING_HEAD_MAX): queued at once, one copy. Its
+ * length, 0 when it does not fit. */
+static size_t filling_head(const hls_request_t *r, const hls_piece_t *p, int keep, char *head)
+{
+    char extra[512];
+    char *e = hls_put(extra, r->private_ ? SEGMENT_CACHE_CONTROL_PRIVATE : SEGMENT_CACHE_CONTROL);
+    e = hls_put(e, "ETag: \"");
+    e = hls_put(hls_put_number(e, r->url.seq, 0), ".");
+    e = hls_put(hls_put_number(e, (unsigned)r->url.part, 0), "\"\r\n");
+    *hls_put(e, "Access-Control-Allow-Origin: *\r\n") = '\0';
+    size_t hlen = response_head_chunked(head, 2048, keep, 200, hls_piece_type(p), extra);
+    if (hlen > 0) {
+        hlen = (size_t)(hls_put(hls_put_number(head + hlen, p->id3_len, 1), "\r\n") - head);
+        memcpy(head + hlen, p->id3, p->id3_len);
+        memcpy(head + hlen + p->id3_len, "\r\n", 2);
+        hlen += p->id3_len + 2;
+    }
+    return hlen;
+}
+
 /* Starts sending the part being cut (HTTP/1.1, chunked) from what it holds: 1 if it did. An
  * HTTP/1.0 request is not answered chunked (RFC 9112 section 7.1): it waits for the part to
  * be complete, as a part further ahead does, and gets it with a length. */
-static int start_filling(conn_t *c, const http_request_t *req, hls_t *h, const hls_url_t *u)
+static int start_filling(const hls_request_t *r)
 {
+    conn_t *c = r->c;
+    const http_request_t *req = r->http;
+    const hls_url_t *u = &r->url;
+    hls_t *h = r->window;
     if (u->part < 0 || !response_may_chunk(req) || req->method != HTTP_METHOD_GET ||
         http_find_header(req, "range"))
         return 0;
@@ -389,21 +418,9 @@ static int start_filling(conn_t *c, const http_request_t *req, hls_t *h, const h
     if (p.blk)
         block_unref(p.blk); /* what it holds is asked for again below */
     filling_t *f = calloc(1, sizeof(*f));
-    /* the reply head, then the tag as the first chunk: queued at once, one copy */
-    char extra[512], head[2048 + 16 + HLS_ID3_MAX + 2];
-    char *e = hls_put(extra, u->private_ ? SEGMENT_CACHE_CONTROL_PRIVATE : SEGMENT_CACHE_CONTROL);
-    e = hls_put(e, "ETag: \"");
-    e = hls_put(hls_put_number(e, u->seq, 0), ".");
-    e = hls_put(hls_put_number(e, (unsigned)u->part, 0), "\"\r\n");
-    *hls_put(e, "Access-Control-Allow-Origin: *\r\n") = '\0';
+    char head[FILLING_HEAD_MAX];
     int keep = reply_keepalive_wanted(req);
-    size_t hlen = response_head_chunked(head, 2048, keep, 200, hls_piece_type(&p), extra);
-    if (hlen > 0) {
-        hlen = (size_t)(hls_put(hls_put_number(head + hlen, p.id3_len, 1), "\r\n") - head);
-        memcpy(head + hlen, p.id3, p.id3_len);
-        memcpy(head + hlen + p.id3_len, "\r\n", 2);
-        hlen += p.id3_len + 2;
-    }
+    size_t hlen = filling_head(r, &p, keep, head);
     if (!f || hlen == 0 || conn_queue(c, head, hlen) < 0) {
         free(f);
         client_send_error(c, 500, "Internal Server Error");
@@ -411,6 +428,7 @@ static int start_filling(conn_t *c, const http_request_t *req, hls_t *h, const h
     }
     client_of(c)->status = 200;
     f->hls = h;
+    hls_request_keep(&f->req, r);
     f->last_left = 5;
     f->keep = keep;
     f->id3_len = p.id3_len;
@@ -436,76 +454,99 @@ static int start_filling(conn_t *c, const http_request_t *req, hls_t *h, const h
     return 1;
 }
 
-void hls_pieces_answer(conn_t *c, const http_request_t *req, hls_t *h, const hls_url_t *u)
+/* Finds the piece r asks for into s->piece (referenced; s NULL: no memory): 1, else 0 with r
+ * answered (404, 500), or parked until the part is complete and then answered again. */
+static int piece_find(const hls_request_t *r, piece_send_t *s)
 {
-    if (start_filling(c, req, h, u))
-        return;
-    piece_send_t *s = calloc(1, sizeof(*s));
-    int rc = !s ? -ENOMEM : u->init ? hls_init_piece(h, u->seq, &s->piece)
-                                    : hls_piece(h, u->seq, u->part, &s->piece);
+    const hls_url_t *u = &r->url;
+    int rc = !s ? -ENOMEM : u->init ? hls_init_piece(r->window, u->seq, &s->piece)
+                                    : hls_piece(r->window, u->seq, u->part, &s->piece);
     if (rc == HLS_PENDING) {
         /* the preload hint's part, or one just ahead: sent once it is complete */
-        free(s);
-        if (hls_playlists_park(c, h, u, u->seq, u->part) == 0)
-            hls_pieces_answer(c, req, h, u); /* completed meanwhile */
-        return;
+        if (hls_playlists_park(r, u->seq, u->part) == 0)
+            hls_pieces_answer(r); /* completed meanwhile */
+        return 0;
     }
     if (rc != HLS_READY || strcmp(u->ext, hls_piece_ext(&s->piece)) != 0) {
         if (rc == HLS_READY)
             block_unref(s->piece.blk);
-        free(s);
-        client_send_error(c, rc == -ENOMEM ? 500 : 404,
+        client_send_error(r->c, rc == -ENOMEM ? 500 : 404,
                           rc == -ENOMEM ? "Internal Server Error"
                                         : "The file you requested could not be found");
-        return;
+        return 0;
     }
-    uint64_t id3 = s->piece.id3_len;
-    uint64_t size = id3 + (s->piece.end - s->piece.start), from = 0, to = size;
-    int range = piece_range(req, size, &from, &to);
-    char extra[512], crange[96] = "";
-    if (range < 0) {
-        block_unref(s->piece.blk);
-        free(s);
-        snprintf(extra, sizeof(extra), "Content-Range: bytes */%" PRIu64 "\r\n", size);
-        static const char msg[] = "Request Range Not Satisfiable";
-        reply_send(c, req, 416, "text/plain; charset=utf-8", msg, sizeof(msg) - 1, extra);
-        return;
-    }
+    return 1;
+}
+
+/* The head of the answer to r for bytes [from, to) of its piece (size bytes; range: asked for
+ * as a range) into head (2048 bytes): its length, 0 when it does not fit; *status 200, 206,
+ * or 304 when the request's If-None-Match names the piece's ETag. */
+static size_t piece_head(const hls_request_t *r, const piece_send_t *s, int range,
+                         uint64_t from, uint64_t to, uint64_t size, char *head, int *status)
+{
+    const hls_url_t *u = &r->url;
+    char extra[512], crange[96] = "", etag[64];
     if (range)
         snprintf(crange, sizeof(crange), "Content-Range: bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64
                  "\r\n", from, to - 1, size);
-    char etag[64];
     char *t = hls_put_number(hls_put(etag, "\""), u->seq, 0);
     if (u->init)
         t = hls_put(t, ".init");
     else if (u->part >= 0)
         t = hls_put_number(hls_put(t, "."), (unsigned)u->part, 0);
     *hls_put(t, "\"") = '\0';
-    char *e = hls_put(extra, u->private_ ? SEGMENT_CACHE_CONTROL_PRIVATE : SEGMENT_CACHE_CONTROL);
+    char *e = hls_put(extra, r->private_ ? SEGMENT_CACHE_CONTROL_PRIVATE : SEGMENT_CACHE_CONTROL);
     e = hls_put(hls_put(hls_put(e, "ETag: "), etag), "\r\n");
     *hls_put(hls_put(e, "Accept-Ranges: bytes\r\nAccess-Control-Allow-Origin: *\r\n"), crange) =
         '\0';
-    s->keep = reply_keepalive_wanted(req);
-    char head[2048];
-    size_t hlen = reply_head(head, sizeof(head), s->keep, range ? 206 : 200,
-                             hls_piece_type(&s->piece), (long long)(to - from), extra);
-    const http_header_t *inm = http_find_header(req, "if-none-match");
+    const http_header_t *inm = http_find_header(r->http, "if-none-match");
     int not_modified = inm && inm->value_len == strlen(etag) &&
                        memcmp(inm->value, etag, inm->value_len) == 0;
-    if (not_modified)
-        hlen = reply_head(head, sizeof(head), s->keep, 304, NULL, -1, extra);
+    *status = not_modified ? 304 : range ? 206 : 200;
+    return not_modified ? reply_head(head, 2048, s->keep, 304, NULL, -1, extra)
+                        : reply_head(head, 2048, s->keep, *status, hls_piece_type(&s->piece),
+                                     (long long)(to - from), extra);
+}
+
+void hls_pieces_answer(const hls_request_t *r)
+{
+    conn_t *c = r->c;
+    const http_request_t *req = r->http;
+    if (start_filling(r))
+        return;
+    piece_send_t *s = calloc(1, sizeof(*s));
+    if (!piece_find(r, s)) {
+        free(s);
+        return;
+    }
+    uint64_t id3 = s->piece.id3_len;
+    uint64_t size = id3 + (s->piece.end - s->piece.start), from = 0, to = size;
+    int range = piece_range(req, size, &from, &to);
+    if (range < 0) {
+        block_unref(s->piece.blk);
+        free(s);
+        char extra[96];
+        snprintf(extra, sizeof(extra), "Content-Range: bytes */%" PRIu64 "\r\n", size);
+        static const char msg[] = "Request Range Not Satisfiable";
+        reply_send(c, req, 416, "text/plain; charset=utf-8", msg, sizeof(msg) - 1, extra);
+        return;
+    }
+    s->keep = reply_keepalive_wanted(req);
+    char head[2048];
+    int status;
+    size_t hlen = piece_head(r, s, range, from, to, size, head, &status);
     if (hlen == 0) {
         block_unref(s->piece.blk);
         free(s);
         client_send_error(c, 500, "Internal Server Error");
         return;
     }
-    client_of(c)->status = not_modified ? 304 : range ? 206 : 200;
+    client_of(c)->status = status;
     struct iovec pre[2] = {{head, hlen}};
-    int npre = 1;
+    int npre = 1, audio = req->method != HTTP_METHOD_HEAD && status != 304;
     s->pos = s->piece.start;
     s->end = s->piece.end;
-    if (req->method == HTTP_METHOD_HEAD || not_modified) {
+    if (!audio) {
         s->end = s->pos;
     } else {
         if (from < id3)
@@ -513,7 +554,7 @@ void hls_pieces_answer(conn_t *c, const http_request_t *req, hls_t *h, const hls
         s->pos = s->piece.start + (from > id3 ? from - id3 : 0);
         s->end = to > id3 ? s->piece.start + (to - id3) : s->pos;
     }
-    if (req->method != HTTP_METHOD_HEAD && !not_modified && hls_admit_count(c, req, h, to - from))
+    if (audio && hls_admit_count(r, to - from))
         client_skip_log(c); /* counted in its session's line */
     c->data = s;
     c->role = &piece_ops;

@@ -16,6 +16,7 @@
 #include "http/client.h"
 #include "http/reply.h"
 #include "net/conn.h"
+#include "net/server.h"
 #include "net/worker.h"
 #include "hls/hls_route_internal.h"
 #include "hls/hls.h"
@@ -25,11 +26,12 @@
 #include "hls/hls_token.h"
 
 /* A request waiting for a part: a blocking playlist reload, or a part (the preload hint) or
- * segment asked for before it is complete. */
+ * segment asked for before it is complete. It keeps its request value, and is answered again
+ * from it. */
 typedef struct parked {
     hls_waiter_t waiter;
-    hls_t *hls;
-    hls_url_t url;      /* what was asked for (mount not kept) */
+    hls_request_t req;  /* a kept copy (hls_request_keep); req.window NULL: a carried one whose
+                         * stream did not come */
 } parked_t;
 
 static void parked_release(conn_t *c)
@@ -55,67 +57,76 @@ static const conn_ops_t parked_ops = {
     .on_close = parked_release,
 };
 
-/* A part a parked request waits for exists (on its worker): it is answered again. */
+/* A part a parked request waits for exists (on its worker): it is answered again, from the
+ * request value it kept. */
 static void parked_woken(worker_t *w, void *arg)
 {
     conn_t *c = worker_find_conn(w, (uint64_t)(uintptr_t)arg);
     if (!c || c->ops != &parked_ops || c->closing)
         return;
     parked_t *p = c->data;
-    hls_t *h = p->hls;
-    hls_url_t u = p->url;
+    hls_name_t login_buf;
+    hls_request_t r = p->req;
+    hls_request_resume(&r, login_buf);
     parked_release(c);
     c->role = NULL;
     conn_set_deadline(c, 0);
-    if (u.playlist)
-        hls_playlists_answer(c, client_of(c)->req, h);
+    if (r.url.playlist)
+        hls_playlists_answer(&r);
     else
-        hls_pieces_answer(c, client_of(c)->req, h, &u);
+        hls_pieces_answer(&r);
 }
 
-/* Parks c until (msn, part) exists to answer u again: 1 parked, 0 it is there (answer now),
- * -1 answered (400). */
-int hls_playlists_park(conn_t *c, hls_t *h, const hls_url_t *u, uint64_t msn, int part)
+/* A parked request of c, its waiter set for (msn, part): NULL without memory. */
+static parked_t *parked_new(conn_t *c, uint64_t msn, int part)
 {
     parked_t *p = calloc(1, sizeof(*p));
-    if (!p) {
-        client_send_error(c, 500, "Internal Server Error");
-        return -1;
-    }
-    p->hls = h;
-    p->url = *u;
-    p->url.mount = NULL;
+    if (!p)
+        return NULL;
     p->waiter.msn = msn;
     p->waiter.part = part;
     p->waiter.worker = c->worker;
     p->waiter.fn = parked_woken;
     p->waiter.arg = (void *)(uintptr_t)c->id;
-    int rc = hls_wait(h, &p->waiter);
+    return p;
+}
+
+int hls_playlists_park(const hls_request_t *r, uint64_t msn, int part)
+{
+    conn_t *c = r->c;
+    parked_t *p = parked_new(c, msn, part);
+    if (!p) {
+        client_send_error(c, 500, "Internal Server Error");
+        return -1;
+    }
+    int rc = hls_wait(r->window, &p->waiter);
     if (rc <= 0) {
         free(p);
         if (rc < 0)
             client_send_error(c, 400, "Bad Request: _HLS_msn or _HLS_part is too far ahead");
         return rc;
     }
+    hls_request_keep(&p->req, r);
     c->data = p;
     c->role = &parked_ops;
     c->ops = &parked_ops;
     /* a blocking reload is answered within three target durations, else 503 */
-    conn_set_deadline(c, (uint64_t)hls_target_duration(h) * 3000);
+    conn_set_deadline(c, (uint64_t)hls_target_duration(r->window) * 3000);
     return 1;
 }
 
-void hls_playlists_answer(conn_t *c, const http_request_t *req, hls_t *h)
+void hls_playlists_answer(hls_request_t *r)
 {
-    if (hls_admit_poll(c, req, h, NULL))
-        hls_playlists_answer_session(c, req, h);
+    if (hls_admit_poll(r, NULL))
+        hls_playlists_answer_session(r);
 }
 
 /* The media playlist as the request's session sees it (its intro first), else everyone's. */
-static int playlist_of(const http_request_t *req, hls_t *h, buf_t *out)
+static int playlist_of(const hls_request_t *r, buf_t *out)
 {
-    const char *token = hls_sessions_wanted(h->name) ? hls_route_query(req, "session") : NULL;
-    return token ? hls_session_playlist(h, token, out, 1) : hls_playlist(h, out, 1);
+    const char *token = r->sessions ? hls_request_token(r) : NULL;
+    return token ? hls_session_playlist(r->window, token, out, 1)
+                 : hls_playlist(r->window, out, 1);
 }
 
 /* The thread's playlist buffer (below), freed when its thread ends. */
@@ -133,50 +144,64 @@ static void out_key_make(void)
     pthread_key_create(&out_key, out_free);
 }
 
-/* The playlist, once the request's session went on (blocking reloads parked). */
-void hls_playlists_answer_session(conn_t *c, const http_request_t *req, hls_t *h)
+/* The thread's buffers for a playlist, and the same with its URIs tagged: emptied. */
+static buf_t *playlist_bufs(void)
 {
-    uint64_t msn, part = 0;
-    int has_msn = hls_route_query_number(req, "_HLS_msn", &msn);
-    int has_part = hls_route_query_number(req, "_HLS_part", &part);
-    if (has_msn < 0 || has_part < 0 || (has_part && !has_msn) || part >= HLS_MAX_PARTS) {
-        client_send_error(c, 400, "Bad Request: malformed _HLS_msn or _HLS_part");
-        return;
-    }
-    int target = hls_target_duration(h);
-    /* rendered into a buffer of the thread's: reply_send writes or copies it before it
-     * returns, so the next request on this thread (a pipelined one, even) may reuse it */
-    static __thread buf_t bufs[2]; /* the playlist, and the same with its URIs tagged */
-    buf_t *out = &bufs[0], *tagged = &bufs[1];
-    if (out->data) {
-        out->data[out->len = 0] = '\0';
+    /* rendered into buffers of the thread's: reply_send writes or copies them before it
+     * returns, so the next request on this thread (a pipelined one, even) may reuse them */
+    static __thread buf_t bufs[2];
+    if (bufs[0].data) {
+        bufs[0].data[bufs[0].len = 0] = '\0';
     } else {
         pthread_once(&out_once, out_key_make);
         pthread_setspecific(out_key, bufs);
     }
-    const hls_url_t self = {.playlist = 1, .part = -1};
-    int rc;
-    if (has_msn) {
-        if ((rc = hls_playlists_park(c, h, &self, msn, has_part ? (int)part : -1)) != 0)
-            return;
-    }
-    if ((rc = playlist_of(req, h, out)) == -EAGAIN) {
+    if (bufs[1].data)
+        bufs[1].data[bufs[1].len = 0] = '\0';
+    return bufs;
+}
+
+/* Renders r's playlist into out, parking r while what it waits for is not there: 0 (>= 0)
+ * rendered, 1 parked or answered, < 0 an error to answer. */
+static int playlist_render(hls_request_t *r, buf_t *out)
+{
+    hls_t *h = r->window;
+    if (r->msn_arg == HLS_ARG_SET &&
+        hls_playlists_park(r, r->msn, r->part_arg == HLS_ARG_SET ? (int)r->hls_part : -1) != 0)
+        return 1;
+    int rc = playlist_of(r, out);
+    if (rc == -EAGAIN) {
         /* the window has no complete segment yet: the first one is waited for */
+        uint64_t msn;
         int next_part;
         hls_next_part(h, &msn, &next_part);
-        if (hls_playlists_park(c, h, &self, msn, -1) != 0)
-            return;
-        rc = playlist_of(req, h, out);
+        if (hls_playlists_park(r, msn, -1) != 0)
+            return 1;
+        rc = playlist_of(r, out);
     }
+    return rc < 0 ? rc : 0;
+}
+
+/* The playlist, once the request's session went on (blocking reloads parked). */
+void hls_playlists_answer_session(hls_request_t *r)
+{
+    conn_t *c = r->c;
+    int has_msn = r->msn_arg == HLS_ARG_SET, has_part = r->part_arg == HLS_ARG_SET;
+    if (r->msn_arg == HLS_ARG_BAD || r->part_arg == HLS_ARG_BAD || (has_part && !has_msn) ||
+        (has_part && r->hls_part >= HLS_MAX_PARTS)) {
+        client_send_error(c, 400, "Bad Request: malformed _HLS_msn or _HLS_part");
+        return;
+    }
+    int target = hls_target_duration(r->window);
+    buf_t *out = playlist_bufs(), *tagged = out + 1;
+    int rc = playlist_render(r, out);
+    if (rc > 0)
+        return;
     /* a protected mount's pieces answer only to the session's token: its URIs carry it */
-    const char *token = rc >= 0 && hls_admit_protected(h) ? hls_route_query(req, "session")
-                                                          : NULL;
-    int private_ = token != NULL;
-    if (token) {
-        if (tagged->data)
-            tagged->data[tagged->len = 0] = '\0';
-        rc = hls_token_form(token) ? hls_token_tag_playlist(out->data, out->len, token, tagged)
-                                   : -EINVAL;
+    int private_ = rc >= 0 && hls_admit_protected(r) && r->token_arg != HLS_ARG_ABSENT;
+    if (private_) {
+        const char *token = hls_request_token(r);
+        rc = token ? hls_token_tag_playlist(out->data, out->len, token, tagged) : -EINVAL;
     }
     if (rc < 0) {
         buf_free(out);
@@ -191,8 +216,8 @@ void hls_playlists_answer_session(conn_t *c, const http_request_t *req, hls_t *h
                                       : "Cache-Control: public, max-age=");
     e = hls_put_number(e, (unsigned)(has_msn ? 6 * target : target > 1 ? target / 2 : 1), 0);
     *hls_put(e, "\r\nAccess-Control-Allow-Origin: *\r\n") = '\0';
-    hls_admit_count(c, req, h, sent->len);
-    reply_send(c, req, 200, PLAYLIST_TYPE, sent->data, sent->len, extra);
+    hls_admit_count(r, sent->len);
+    reply_send(c, r->http, 200, PLAYLIST_TYPE, sent->data, sent->len, extra);
 }
 
 /* ---- an upgrade: the requests in flight go to the new process ---- */
@@ -247,12 +272,12 @@ int hls_playlists_carry_save(conn_t *c, buf_t *out)
     } else if (c->ops == &parked_ops) {
         const parked_t *p = c->data;
         rec_u8(out, CARRIED_PARKED);
-        rec_str(out, p->hls ? p->hls->name : NULL);
-        rec_u8(out, (uint8_t)p->url.playlist);
-        rec_u64(out, p->url.seq);
-        rec_u32(out, (uint32_t)p->url.part);
-        rec_u8(out, (uint8_t)p->url.init);
-        rec_str(out, p->url.ext);
+        rec_str(out, p->req.window ? p->req.window->name : NULL);
+        rec_u8(out, (uint8_t)p->req.url.playlist);
+        rec_u64(out, p->req.url.seq);
+        rec_u32(out, (uint32_t)p->req.url.part);
+        rec_u8(out, (uint8_t)p->req.url.init);
+        rec_str(out, p->req.url.ext);
     } else if (c->ops == &owed_ops) { /* carried by an upgrade before, still waiting */
         save_owed(&((owed_t *)c->data)->o, &bytes, out);
     } else if (hls_pieces_owed(c, &bytes, &o) == 0) {
@@ -283,6 +308,18 @@ static int request_restore(conn_t *c, rec_reader_t *in)
     return 0;
 }
 
+/* The request value of a carried request of window h (NULL: its stream did not come), its URL
+ * in r->url: the rest read from its restored head (the record names the window). */
+static void carried_request(hls_request_t *r, conn_t *c, hls_t *h)
+{
+    hls_request_read_head(r, c, client_of(c)->req);
+    r->window = h;
+    r->mount = h ? h->name : NULL;
+    const config_t *cfg = server_config();
+    r->conf = h ? config_find_mount(cfg, h->name) : NULL;
+    r->sessions = h && hls_sessions_wanted_conf(cfg, h->name, r->conf);
+}
+
 /* A carried parked request, on its worker's first turn: answered again on the carried window
  * (parked again if its part is still to come). */
 static void carried_woken(worker_t *w, void *arg)
@@ -290,7 +327,7 @@ static void carried_woken(worker_t *w, void *arg)
     conn_t *c = worker_find_conn(w, (uint64_t)(uintptr_t)arg);
     if (!c || c->ops != &parked_ops || c->closing)
         return;
-    if (((parked_t *)c->data)->hls) {
+    if (((parked_t *)c->data)->req.window) {
         parked_woken(w, arg);
         return;
     }
@@ -303,28 +340,26 @@ static void carried_woken(worker_t *w, void *arg)
 static int adopt_parked(conn_t *c, rec_reader_t *in, hls_t *h)
 {
     static const char *const exts[] = {"mp3", "aac", "mp4"};
-    parked_t *p = calloc(1, sizeof(*p));
+    parked_t *p = parked_new(c, 0, 0);
     if (!p)
         return -ENOMEM;
-    p->hls = h;
-    p->url.playlist = rec_get_u8(in);
-    p->url.seq = rec_get_u64(in);
-    p->url.part = (int)(int32_t)rec_get_u32(in);
-    p->url.init = rec_get_u8(in);
+    hls_url_t *u = &p->req.url;
+    u->playlist = rec_get_u8(in);
+    u->seq = rec_get_u64(in);
+    u->part = (int)(int32_t)rec_get_u32(in);
+    u->init = rec_get_u8(in);
     char *ext = rec_get_str(in);
     for (size_t i = 0; ext && i < sizeof(exts) / sizeof(exts[0]); i++)
         if (strcmp(ext, exts[i]) == 0)
-            p->url.ext = exts[i]; /* a static string, as the router's */
-    int bad = !p->url.playlist && !p->url.ext;
+            u->ext = exts[i]; /* a static string, as the router's */
+    int bad = !u->playlist && !u->ext;
     free(ext);
     int rc = bad ? -EINVAL : request_restore(c, in);
     if (rc < 0 || in->error) {
         free(p);
         return rc < 0 ? rc : -EINVAL;
     }
-    p->waiter.worker = c->worker;
-    p->waiter.fn = parked_woken;
-    p->waiter.arg = (void *)(uintptr_t)c->id;
+    carried_request(&p->req, c, h);
     c->data = p;
     c->role = &parked_ops;
     c->ops = &parked_ops;
@@ -348,7 +383,11 @@ static void owed_finish(conn_t *c, int keep)
 /* The piece's bytes counted to its session (a part sent as it filled: once complete). */
 static void owed_count(conn_t *c, hls_t *h, uint64_t bytes)
 {
-    if (h && hls_admit_count(c, client_of(c)->req, h, bytes))
+    hls_request_t r = {.url = {.part = -1}};
+    if (!h)
+        return;
+    carried_request(&r, c, h);
+    if (hls_admit_count(&r, bytes))
         client_skip_log(c); /* counted in its session's line */
 }
 

@@ -9,8 +9,10 @@
 typedef struct conn conn_t;
 typedef struct http_request http_request_t;
 
-/* If path (decoded, normalised) is an HLS URL of a live mount, answers it (or parks it) and
- * returns 1; else 0 and c is untouched. */
+/* If path (decoded, normalised, alias applied) is an HLS URL of a live mount, answers it (or
+ * parks it) and returns 1; else 0 and c is untouched. The request is read once, here, into
+ * the value the HLS answers receive (hls_route_internal.h); nothing in src/hls/ decodes req's
+ * path again. */
 int hls_route(conn_t *c, const http_request_t *req, const char *path);
 /* 1 if path has the form of an HLS URL (a playlist, segment, part, init or intro URL of some
  * mount name), live or not. */

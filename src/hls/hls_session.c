@@ -309,18 +309,51 @@ static int clients_full(void)
     return atomic_load(&server.stats.clients) + extra + 1 > server_config()->clients;
 }
 
-/* A copy of text (NULL: NULL) cut to SESSION_TEXT_MAX bytes at a character's start. */
-static char *text_capped(const char *text)
+/* The length of text (len bytes) cut to SESSION_TEXT_MAX bytes at a character's start. */
+static size_t text_cap(const char *text, size_t len)
 {
-    if (!text)
-        return NULL;
-    size_t n = strlen(text);
-    if (n > SESSION_TEXT_MAX) {
-        n = SESSION_TEXT_MAX;
-        while (n > 0 && ((unsigned char)text[n] & 0xc0) == 0x80)
-            n--;
+    if (len > SESSION_TEXT_MAX) {
+        len = SESSION_TEXT_MAX;
+        while (len > 0 && ((unsigned char)text[len] & 0xc0) == 0x80)
+            len--;
     }
-    return strndup(text, n);
+    return len;
+}
+
+/* A copy of text (len bytes; NULL: NULL) cut to SESSION_TEXT_MAX bytes at a character's
+ * start. */
+static char *text_capped(const char *text, size_t len)
+{
+    return text ? strndup(text, text_cap(text, len)) : NULL;
+}
+
+/* The session's URI for the access log: the playlist path as sent with its token as the
+ * query, cut as text_capped cuts. NULL without memory. */
+static char *uri_of(const hls_client_t *who, const char *token)
+{
+    static const char query[] = "?session=";
+    size_t p = who->path ? who->path_len : 0, t = strlen(token);
+    char *u = malloc(p + sizeof(query) + t);
+    if (!u)
+        return NULL;
+    if (p)
+        memcpy(u, who->path, p);
+    memcpy(u + p, query, sizeof(query) - 1);
+    memcpy(u + p + sizeof(query) - 1, token, t);
+    u[text_cap(u, p + sizeof(query) - 1 + t)] = '\0';
+    return u;
+}
+
+/* 1 if a session's agent (as kept: cut by text_capped, NULL none) is the one of who's
+ * request as strncmp would say over SESSION_TEXT_MAX bytes. */
+static int agent_matches(const char *kept, const hls_client_t *who)
+{
+    if (!kept || !who->agent)
+        return !kept && !who->agent;
+    size_t k = strlen(kept), n = who->agent_len;
+    if (k < SESSION_TEXT_MAX || n < SESSION_TEXT_MAX)
+        return k == n && memcmp(kept, who->agent, k) == 0;
+    return memcmp(kept, who->agent, SESSION_TEXT_MAX) == 0;
 }
 
 /* An id no other session of h has: the connection's (what the auth server was told as the
@@ -357,7 +390,7 @@ static hls_session_t *session_begin(hls_t *h, const char *token, const hls_clien
         return NULL;
     hls_session_t *s = NULL;
     if (index_reserve(h) < 0 || !(s = calloc(1, sizeof(*s))) ||
-        !(s->uri = text_capped(who->uri)) ||
+        !(s->uri = uri_of(who, token)) ||
         (who->login && !(s->login = str_dup(who->login))) ||
         (login && login->user_name && !(s->user = str_dup(login->user_name)))) {
         if (s) {
@@ -372,8 +405,8 @@ static hls_session_t *session_begin(hls_t *h, const char *token, const hls_clien
     memcpy(s->akey, akey, sizeof(akey));
     s->id = session_id(h, login && login->url ? who->conn_id : 0);
     snprintf(s->ip, sizeof(s->ip), "%s", who->ip);
-    s->agent = text_capped(who->agent);
-    s->referer = text_capped(who->referer);
+    s->agent = text_capped(who->agent, who->agent_len);
+    s->referer = text_capped(who->referer, who->referer_len);
     s->start = time(NULL);
     s->start_ms = session_now_ms();
     if (login) {
@@ -580,9 +613,7 @@ static hls_session_t *session_of_client(hls_t *h, const hls_client_t *who)
     unsigned char akey[16];
     address_key(who->ip, akey);
     for (hls_session_t *o = h->session_index[addr_hash(h, akey)]; o; o = o->addr_next)
-        if (strcmp(o->ip, who->ip) == 0 &&
-            (o->agent && who->agent ? strncmp(o->agent, who->agent, SESSION_TEXT_MAX) == 0
-                                    : !o->agent && !who->agent))
+        if (strcmp(o->ip, who->ip) == 0 && agent_matches(o->agent, who))
             return o;
     return NULL;
 }

@@ -80,16 +80,29 @@ typedef struct park {
     uint64_t until_ms;
     unsigned time_limit_s; /* from the listener's authentication, 0 = none */
     relay_listen_fn listen;
+    const conn_ops_t *held_role; /* the role c had (a request held with it), and its data */
+    void *held_data;
 } park_t;
 
-static void park_release(conn_t *c)
+/* c leaves the park: the role it had, and its data, are its own again. */
+static void park_leave(conn_t *c)
 {
     park_t *p = c->data;
-    if (p) {
-        free(p->name);
-        free(p);
-        c->data = NULL;
-    }
+    c->role = p->held_role;
+    c->data = p->held_data;
+    free(p->name);
+    free(p);
+}
+
+/* c closed while parked: the role it had releases its data too. */
+static void park_release(conn_t *c)
+{
+    if (!c->data)
+        return;
+    park_leave(c);
+    if (c->role && c->role->on_close)
+        c->role->on_close(c);
+    c->role = NULL;
 }
 
 static void park_check(conn_t *c);
@@ -112,8 +125,7 @@ static void park_check(conn_t *c)
     }
     unsigned limit = p->time_limit_s;
     relay_listen_fn listen = p->listen;
-    park_release(c);
-    c->role = NULL;
+    park_leave(c);
     if (m) {
         listen(c, m, limit); /* the request was kept while parked */
         return;
@@ -170,6 +182,8 @@ int relay_park_listener(conn_t *c, const char *name, unsigned time_limit_s,
     p->until_ms = loop_now_ms() + RELAY_PARK_MS;
     p->time_limit_s = time_limit_s;
     p->listen = listen;
+    p->held_role = c->role;
+    p->held_data = c->data;
     c->data = p;
     c->ops = c->role = &park_ops;
     conn_set_deadline(c, RELAY_PARK_POLL_MS);

@@ -19,7 +19,10 @@ typedef void (*relay_listen_fn)(conn_t *c, mount_t *m, unsigned time_limit_s);
 /* A listener asked for `name`, which is not live: if it is an on-demand relay's mount, the
  * relay is asked to connect, c waits (its request kept) and 1 is returned; then listen(c, m,
  * time_limit_s) runs when the mount is live (time_limit_s: what its authentication allowed,
- * 0 = no limit), or c gets 404 after 10 s. 0 if name is no on-demand relay. */
+ * 0 = no limit), or c gets 404 after 10 s. A role c has (c->role, c->data: what the layer
+ * above keeps with it, an HLS request) is set aside meanwhile and given back before listen
+ * runs or the 404 is sent; if c closes while it waits, that role's on_close runs. 0 if name
+ * is no on-demand relay (c untouched). */
 int relay_park_listener(conn_t *c, const char *name, unsigned time_limit_s,
                         relay_listen_fn listen);
 /* 1 if name is the local mount of an on-demand relay (connected or not). Any thread. */

@@ -13,7 +13,9 @@ its playlist lists carry its token (tests/wire/test_hls_door.py holds them to it
 import os
 import re
 import shutil
+import signal
 import subprocess
+import threading
 import time
 import xml.etree.ElementTree as ET
 
@@ -166,6 +168,46 @@ def test_killclient_ends_the_session_and_sends_listener_remove(server, auth):
         fl.stop_process(p)
     assert re.search(r' - al \[.*"GET %s/hls.m3u8\?session=%s ' % (MOUNT, token),
                      srv.access_log())
+
+
+def test_a_login_answered_after_a_reload_plays_the_mount_it_asked_for(server, auth):
+    """The playlist request that waits for its login keeps what it asked for: a reload that
+    drops the alias it came by while the auth server decides changes nothing, it is answered
+    with the playlist of the mount it logged in for (not 404 for a path that names nothing
+    now), and its session polls on by that mount's own URL."""
+    release = threading.Event()
+
+    def slow(req):
+        if req.path == "/listener_add":
+            release.wait(20)
+        return 200, {"icecast-auth-user": "1"}
+    rec = auth(slow)
+    alias = '<paths><alias source="/radio.m3u8" destination="%s/hls.m3u8"/></paths>' % MOUNT
+    srv = server(mounts=[url_mount(rec, MOUNT, timeout=30)], extra_xml=SHORT + alias)
+    p = start_source(srv, MOUNT, "aac")
+    try:
+        token = hlscheck.token(srv, MOUNT, "alias")
+        got = {}
+        waiting = threading.Thread(target=lambda: got.update(
+            answer=get(srv, "/radio.m3u8?session=" + token, {"User-Agent": "hls-auth/1"})))
+        waiting.start()
+        rec.wait("listener_add")  # it waits for its login
+        reloads = srv.error_log().count("config reloaded")
+        srv.write_config(extra_xml=SHORT)  # the alias is gone
+        srv.send_signal(signal.SIGHUP)
+        wirelib.wait_until(lambda: srv.error_log().count("config reloaded") > reloads, 10,
+                           "the reload")
+        assert get(srv, "/radio.m3u8?session=" + token)[0] == 404  # names nothing now
+        release.set()
+        waiting.join(30)
+        status, _, body = got["answer"]
+        assert status == 200, body
+        assert hlscheck.parse(body.decode())["segments"]
+        assert poll(srv, token)[0] == 200
+        assert len(rec.of("listener_add")) == 1
+    finally:
+        release.set()
+        fl.stop_process(p)
 
 
 @pytest.fixture
