@@ -348,12 +348,14 @@ void mount_unref(mount_t *m)
     free(m);
 }
 
+_Static_assert(SERVER_MAX_WORKERS <= 64, "one bit per worker in listening_workers");
+
 void mount_wake_workers(mount_t *m)
 {
     int n = atomic_load_explicit(&server.nslots, memory_order_acquire); /* draining too */
+    uint64_t listening = atomic_load_explicit(&m->listening_workers, memory_order_relaxed);
     for (int i = 0; i < n; i++)
-        if (atomic_load_explicit(&m->worker_listeners[i], memory_order_relaxed) > 0 &&
-            server.workers[i])
+        if ((listening >> i & 1) && server.workers[i])
             worker_wake(server.workers[i]);
 }
 

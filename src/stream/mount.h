@@ -95,7 +95,9 @@ struct mount {
     atomic_ullong bytes_read;
     atomic_ullong bytes_sent;      /* to its listeners, streaming and HLS */
     atomic_ullong hls_bytes_sent;  /* of those, HLS playlists and pieces (hls/) */
-    atomic_int worker_listeners[SERVER_MAX_WORKERS];
+    /* bit i: worker i has listeners on this mount (the workers to wake); each worker sets and
+     * clears only its own bit, when its subscription's first listener comes and its last goes */
+    _Atomic uint64_t listening_workers;
     /* admin metadata updates in the current second: (monotonic second << 16) | count; the
      * admin layer refuses updates over its per-mount limit (admin/commands.c) */
     atomic_ullong meta_updates;

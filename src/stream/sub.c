@@ -51,8 +51,8 @@ sub_t *sub_get(worker_t *w, mount_t *m)
 void sub_add(worker_t *w, sub_t *s, list_t *link)
 {
     list_insert_head(&s->listeners, link);
-    s->count++;
-    atomic_fetch_add(&s->mount->worker_listeners[w->id], 1);
+    if (s->count++ == 0)
+        atomic_fetch_or(&s->mount->listening_workers, (uint64_t)1 << w->id);
 }
 
 void sub_flush_counters(sub_t *s)
@@ -68,8 +68,8 @@ void sub_remove(worker_t *w, sub_t *s, list_t *link)
     if (s->resume == link)
         s->resume = link->next;
     list_remove(link);
-    s->count--;
-    atomic_fetch_sub(&s->mount->worker_listeners[w->id], 1);
+    if (--s->count == 0)
+        atomic_fetch_and(&s->mount->listening_workers, ~((uint64_t)1 << w->id));
     /* an empty subscription is freed by the next pass (sub_gc), never under a running one */
 }
 
