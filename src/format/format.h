@@ -41,6 +41,11 @@ typedef struct format_sink {
     void (*tags_done)(void *ctx);
     /* level: LOG_ERROR..LOG_DEBUG (see core/log.h). Text is plain, the sink escapes it. */
     void (*log)(void *ctx, int level, const char *msg);
+    /* The handler now holds `bytes` of audio that it read and will emit (the generic
+     * handler's gathering), after the blocks it emitted: the sink counts them in the burst, so
+     * that what is retained for new listeners and what waits add up to burst-size. May be
+     * NULL; a handler that never calls it holds nothing worth counting. */
+    void (*gathered)(void *ctx, size_t bytes);
 } format_sink_t;
 
 typedef struct format format_t;
@@ -50,7 +55,9 @@ typedef struct format_ops {
     /* Allocates handler state in f->state. 0 or -errno. */
     int (*init)(format_t *f);
     /* Consumes len bytes of source data. Returns 0, or -errno if the source must be dropped
-     * (only for unrecoverable conditions: broken pages are skipped, not fatal). */
+     * (only for unrecoverable conditions: broken pages are skipped, not fatal). len 0: nothing
+     * new came and the source has been quiet for a while; the handler emits what is due (the
+     * generic handler's gathering once it waited its coalescing time). */
     int (*ingest)(format_t *f, const unsigned char *data, size_t len);
     /* Source finished: flush anything pending, except an incomplete last MPEG/ADTS frame of a
      * followed stream or an incomplete Ogg page (never sent to listeners). May be NULL. */

@@ -24,6 +24,9 @@
  * The bitrate the followed frames show (format/mpeg.h) is reported as the "audio_bitrate" tag
  * (bit/s): after a second of audio, then when it changes, at most once per
  * GENERIC_RATE_EVERY seconds of audio.
+ * After each ingest the sink learns how many bytes wait gathered (format_sink_t.gathered: they
+ * count in the mount's burst); an ingest of no bytes (the source went quiet) emits the
+ * gathering once it waited its coalescing time, as a read would.
  */
 #include "format/format.h"
 
@@ -408,15 +411,16 @@ static int generic_ingest(format_t *f, const unsigned char *data, size_t len)
                             !(st->last = malloc(GENERIC_META_MAX))))
             return -ENOMEM;
     }
-    if (len == 0)
-        return 0;
-    int rc = st->metaint ? generic_demux(f, st, data, len) : generic_audio(f, st, data, len);
-    if (rc < 0)
-        return rc;
-    if (st->gathering && (f->coalesce_ms == 0 ||
+    /* len 0: nothing new (the source went quiet): what waited its coalescing time goes out */
+    int rc = 0;
+    if (len > 0)
+        rc = st->metaint ? generic_demux(f, st, data, len) : generic_audio(f, st, data, len);
+    if (rc == 0 && st->gathering && (f->coalesce_ms == 0 ||
                         loop_now_ms() - st->pending_since_ms >= (uint64_t)f->coalesce_ms))
-        return generic_emit_pending(f, st, 1);
-    return 0;
+        rc = generic_emit_pending(f, st, 1);
+    if (f->sink.gathered)
+        f->sink.gathered(f->sink.ctx, st->gathering ? st->gather.len : 0);
+    return rc;
 }
 
 /* The state as fields: the inbound ICY framing where it is, the last metadata, and the audio

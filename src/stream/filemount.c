@@ -92,7 +92,7 @@ static int ogg_setup(filemount_t *fm, long fallback_rate)
 {
     const webfile_t *f = fm->file;
     long rate = ogg_file_byte_rate(f->data + f->audio_start, f->audio_end - f->audio_start);
-    format_sink_t sink = {fm, ogg_emit, ogg_set_headers, ogg_set_tag, ogg_tags_done, ogg_log};
+    format_sink_t sink = {fm, ogg_emit, ogg_set_headers, ogg_set_tag, ogg_tags_done, ogg_log, NULL};
     if (rate < 0 || !(fm->ogg = format_new(&format_ogg_ops, &sink)))
         return -1;
     fm->byte_rate = rate > 0 ? rate : fallback_rate;

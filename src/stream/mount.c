@@ -522,13 +522,22 @@ void mount_publish(mount_t *m, block_t *b)
     block_link(prev, b);  /* prev now owns b's first reference */
     block_unref(prev);    /* the queue's old newest reference */
     atomic_store_explicit(&m->head_end, m->next_offset, memory_order_release);
-    trim_locked(m, m->next_offset);
+    m->gathered = m->gathered > b->len ? m->gathered - b->len : 0; /* now published */
+    trim_locked(m, m->next_offset + m->gathered);
     pthread_mutex_unlock(&m->lock);
     void *hls = atomic_load_explicit(&m->hls, memory_order_acquire);
     if (hls && publish_hook)
         publish_hook(m, hls);
     if (server_config()->write_window_ms == 0)
         mount_wake_workers(m);
+}
+
+void mount_set_gathered(mount_t *m, size_t bytes)
+{
+    pthread_mutex_lock(&m->lock);
+    m->gathered = bytes;
+    trim_locked(m, m->next_offset + bytes);
+    pthread_mutex_unlock(&m->lock);
 }
 
 void mount_set_headers(mount_t *m, block_t *headers)
@@ -664,7 +673,7 @@ int mount_headers_at(mount_t *m, uint64_t offset, block_t **headers)
 static block_t *attach(mount_t *m, long burst, uint32_t *pos, block_t **headers)
 {
     pthread_mutex_lock(&m->lock);
-    uint64_t target = burst_point(m->next_offset, burst);
+    uint64_t target = burst_point(m->next_offset + m->gathered, burst);
     if (target < m->headers_offset)
         target = m->headers_offset; /* never start before a chained stream's new headers */
     /* At most burst-size bytes (the start block begins at or after the burst point), less than

@@ -51,6 +51,7 @@ struct mount {
     block_t *newest;               /* queue's reference; the live edge */
     _Atomic uint64_t head_end;     /* stream offset after the newest byte */
     uint64_t next_offset;          /* producer only */
+    uint64_t gathered;             /* producer, under lock: audio read, not yet published */
     atomic_int ended;
 
     /* settings (updated on reload) */
@@ -187,6 +188,11 @@ void mount_apply_config(mount_t *m);
 /* Producer side (source worker). Publishes b (takes the reference), trims the queue to the
  * burst window and wakes workers in low-latency mode. */
 void mount_publish(mount_t *m, block_t *b);
+/* Producer side: the source's format handler holds `bytes` of audio read after the last block
+ * published (format_sink_t.gathered). They count in the burst: the queue keeps the blocks a
+ * new listener starts at for a burst point of (newest byte read - burst-size), so that what is
+ * retained and what waits are at most burst-size together, and mount_attach starts there. */
+void mount_set_gathered(mount_t *m, size_t bytes);
 /* Sets the function mount_publish calls, after the block is published, for a mount whose `hls`
  * is set (with that pointer). Once, at start-up. */
 void mount_set_publish_hook(void (*fn)(mount_t *m, void *hls));

@@ -70,6 +70,11 @@ struct source {
     bucket_t allowance; /* what it may send (when limit) */
     int paused;        /* over its limit: reading waits for the deadline */
     int limit_said;
+    /* the format handler holds bytes it gathered (format_sink_t.gathered): once the source
+     * stops sending for quiet_ms(), the deadline has them emitted (quiet_armed) */
+    size_t gathered;
+    uint32_t read_gap_ms; /* between its last two reads */
+    int quiet_armed;
 };
 
 static list_t worker_sources[SERVER_MAX_WORKERS]; /* each touched by its worker only */
@@ -110,6 +115,13 @@ static void sink_log(void *ctx, int level, const char *msg)
     char esc[1024];
     escape_log_utf8(esc, sizeof(esc), msg, strlen(msg));
     log_msg(level, "format", "%s: %s", s->mount->name, esc);
+}
+
+static void sink_gathered(void *ctx, size_t bytes)
+{
+    source_t *s = ctx;
+    s->gathered = bytes;
+    mount_set_gathered(s->mount, bytes);
 }
 
 /* ---- stream info from headers ---- */
@@ -274,6 +286,7 @@ static void limit_setup(source_t *s, const mount_conf_t *mc)
     bucket_init(&s->allowance, limit, LIMIT_WINDOW_S, LIMIT_START_S, loop_now_ms());
     if (!limit && s->paused) {
         s->paused = 0;
+        s->quiet_armed = 0;
         conn_set_deadline(s->conn, 0);
         conn_rearm(s->conn);
     }
@@ -292,6 +305,7 @@ static size_t limit_room(source_t *s)
     } else if (!room && !s->paused) {
         uint64_t wait = bucket_wait_ms(&s->allowance);
         s->paused = 1;
+        s->quiet_armed = 0; /* the pause's deadline instead; reading resumes after it */
         conn_set_deadline(s->conn, wait > LIMIT_PAUSE_MS ? wait : LIMIT_PAUSE_MS);
         if (!s->limit_said++)
             log_info("source %s on %s sends faster than its limit-rate (%ld bit/s): read no "
@@ -300,16 +314,46 @@ static size_t limit_room(source_t *s)
     return room;
 }
 
-/* The pause of a source over its limit ended; any other deadline of a source ends it. */
-static void limit_resume(conn_t *c)
+/* How long a source that holds gathered bytes may stay silent before they are emitted without
+ * waiting for its next read: twice the coalescing time, or twice the gap between its last two
+ * reads for a source that sends less often (its next read would have emitted them). */
+static uint64_t quiet_ms(const source_t *s)
+{
+    uint64_t coalesce = (uint64_t)s->fmt->coalesce_ms * 2, gap = (uint64_t)s->read_gap_ms * 2;
+    return gap > coalesce ? gap : coalesce;
+}
+
+/* After a read: the deadline for the gathered bytes, if none is set (it is not moved at every
+ * read: when it passes early it is set again for what is left). */
+static void quiet_arm(source_t *s)
+{
+    if (s->gathered && !s->paused && !s->quiet_armed && s->fmt->coalesce_ms > 0) {
+        s->quiet_armed = 1;
+        conn_set_deadline(s->conn, quiet_ms(s));
+    }
+}
+
+/* A source's deadline: the pause of a source over its limit ended, or the source stayed quiet
+ * with gathered bytes (they are emitted: a listener coming now gets them in its burst, which
+ * counts them); any other deadline of a source ends it. */
+static void source_on_timeout(conn_t *c)
 {
     source_t *s = c->data;
-    if (!s || !s->paused) {
+    if (s && s->paused) {
+        s->paused = 0;
+        c->ops->on_readable(c);
+    } else if (s && s->quiet_armed) {
+        s->quiet_armed = 0;
+        uint64_t silent = loop_now_ms() - s->last_read_ms, due = quiet_ms(s);
+        if (silent < due) {
+            s->quiet_armed = 1;
+            conn_set_deadline(c, due - silent);
+        } else if (s->fmt->ops->ingest(s->fmt, NULL, 0) < 0) {
+            source_end(c, "dropped: format error");
+        }
+    } else {
         source_end(c, "timed out");
-        return;
     }
-    s->paused = 0;
-    c->ops->on_readable(c);
 }
 
 /* Reads at most SOURCE_READ_BUDGET bytes per readable event, so a source that sends faster
@@ -329,7 +373,10 @@ static void source_on_readable(conn_t *c)
             budget -= (size_t)n;
             if (s->limit)
                 bucket_take(&s->allowance, (size_t)n);
-            s->last_read_ms = loop_now_ms();
+            uint64_t now = loop_now_ms();
+            uint64_t gap = now - s->last_read_ms;
+            s->read_gap_ms = gap < 60000 ? (uint32_t)gap : 60000;
+            s->last_read_ms = now;
             atomic_fetch_add_explicit(&s->mount->bytes_read, (uint64_t)n, memory_order_relaxed);
             if ((n = source_decode_body(c, read_buf, n)) < 0)
                 return;
@@ -348,6 +395,8 @@ static void source_on_readable(conn_t *c)
             continue;
         if (errno != EAGAIN && errno != EWOULDBLOCK)
             source_end(c, "disconnected (read error)");
+        else
+            quiet_arm(s);
         return;
     }
     if (conn_rearm(c) < 0)
@@ -394,7 +443,7 @@ static const conn_ops_t source_ops = {
     .on_readable = source_on_readable,
     .on_writable = conn_write_pending,
     .on_hangup = NULL,
-    .on_timeout = limit_resume,
+    .on_timeout = source_on_timeout,
     .on_close = source_release,
 };
 
@@ -476,7 +525,8 @@ static int source_mount(source_t *s, const http_request_t *req, const char *moun
 static int source_format(source_t *s, const format_ops_t *fops, const http_request_t *req,
                          const mount_conf_t *mc)
 {
-    format_sink_t sink = {s, sink_emit, sink_set_headers, sink_set_tag, sink_tags_done, sink_log};
+    format_sink_t sink = {s, sink_emit, sink_set_headers, sink_set_tag, sink_tags_done, sink_log,
+                          sink_gathered};
     if (!(s->fmt = format_new(fops, &sink)))
         return -ENOMEM;
     const http_header_t *mi = http_find_header(req, "icy-metaint");
@@ -545,6 +595,8 @@ static int become(conn_t *c, const http_request_t *req, const char *mount_name,
     if (leftover_len && !c->closing &&
         s->fmt->ops->ingest(s->fmt, (const unsigned char *)leftover, leftover_len) < 0)
         source_end(c, "dropped: format error");
+    else if (leftover_len && !c->closing)
+        quiet_arm(s);
     return 0;
 }
 
@@ -824,7 +876,8 @@ int source_adopt(conn_t *c, rec_reader_t *in, mount_t *(*find)(const char *name,
     list_insert_head(&worker_sources[c->worker->id], &s->link);
     s->linked = 1;
     const mount_conf_t *mc = config_find_mount(server_config(), m->name);
-    format_sink_t sink = {s, sink_emit, sink_set_headers, sink_set_tag, sink_tags_done, sink_log};
+    format_sink_t sink = {s, sink_emit, sink_set_headers, sink_set_tag, sink_tags_done, sink_log,
+                          sink_gathered};
     if (!(s->fmt = format_new(fops, &sink)))
         return -ENOMEM;
     s->fmt->charset = mc ? mc->charset : NULL;

@@ -251,6 +251,32 @@ static void test_burst_start(void)
     mount_unref(m);
 }
 
+/* Bytes the source gathered count in the burst: the queue keeps the blocks a new listener
+ * starts at for a burst point of (newest byte read - burst-size), and starts it there. */
+static void test_gathered_bytes_count_in_the_burst(void)
+{
+    mount_t *m = queue_of_100("/g", 1);
+    uint32_t pos;
+    block_t *hdr;
+    mount_set_gathered(m, 2500); /* read up to 102500: burst point 36964 */
+    CHECK(m->oldest->offset == 37000);
+    block_t *b = mount_attach(m, &pos, &hdr);
+    CHECK(b->offset == 37000 && pos == 0);
+    block_unref(b);
+    block_t *more = block_new(1000); /* 1000 of the 2500 become a block */
+    memset(more->data, 0, 1000);
+    more->len = 1000;
+    more->flags = BLOCK_SYNC;
+    mount_publish(m, more);
+    CHECK(m->gathered == 1500 && m->oldest->offset == 37000);
+    mount_set_gathered(m, 0); /* the queue does not grow back: the listener starts after */
+    b = mount_attach(m, &pos, &hdr);
+    CHECK(b->offset == 37000 && pos == 0);
+    block_unref(b);
+    mount_end(m);
+    mount_unref(m);
+}
+
 int main(void)
 {
     static const char xml[] = "<icecast><limits><burst-size>65536</burst-size>"
@@ -267,6 +293,7 @@ int main(void)
     RUN(test_icy_meta);
     RUN(test_queue_concurrent);
     RUN(test_burst_start);
+    RUN(test_gathered_bytes_count_in_the_burst);
     server_free_configs();
     return testlib_done();
 }

@@ -58,7 +58,8 @@ def test_a_source_whose_bytes_made_a_block_holds_no_gathering_room(server):
     srv = server(sources=2 * n + 10, clients=2 * n + 50)
     kept = open_sources(srv, ["/warm%d" % i for i in range(10)], BLOCK)  # first-use costs
     rss0 = rss_kb(srv.pid)
-    # one byte short of a block: the bytes wait, gathered, for more
+    # one byte short of a block: the bytes wait gathered for more, then (the source quiet) go
+    # out as a block of their size
     kept += open_sources(srv, ["/waiting%d" % i for i in range(n)], BLOCK - 1)
     rss1 = rss_kb(srv.pid)
     # a whole block: it goes to the queue at once and nothing is left gathered

@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+import adminlib
 import wirelib
 from conftest import CONNECT_PENDING, IS_ICECAST, note
 
@@ -229,6 +230,36 @@ def test_burst_on_connect_is_at_most_burst_size_and_less_than_a_block_fewer_rand
     at = payload.find(got[:64])
     assert at >= 0 and payload[at:at + len(got)] == got
     assert at + len(got) >= len(payload) - 4096
+
+
+def test_burst_counts_what_is_gathered_and_a_quiet_source_gathers_no_longer(server, data):
+    """burst-size 16384, 20000 bytes sent at once, then nothing: the server makes four blocks of
+    4096 and gathers the last 3616 bytes toward the next. They count in the burst: a new
+    listener gets at most burst-size bytes of what the source sent before it came (from the
+    first block after 20000 - 16384), and they reach it although the source sends nothing
+    more (a source that went quiet has its gathered bytes emitted)."""
+    if IS_ICECAST:
+        pytest.skip("rimecast's gathering of a source's reads into blocks")
+    payload = data[:20000]
+    srv = server(burst_size=16384, queue_size=262144)
+    src = srv.source("/gather.raw", payload, rate=1 << 22, chunk=8192)
+    assert src.connect().status == 200
+    src.start()
+    src.wait_done(10)
+
+    def read():
+        doc = adminlib.admin(srv, "/admin/stats").xml()
+        return int(adminlib.source_elements(doc, "/gather.raw").findtext("total_bytes_read"))
+    wirelib.wait_until(lambda: read() >= len(payload), 5, "the server to read what was sent")
+    lis = srv.listener("/gather.raw")
+    assert lis.open().status == 200
+    lis.wait_bytes(len(payload) - 4096, 5)
+    got = lis.snapshot()
+    note("burst 16384 after 20000 bytes, 3616 of them gathered: listener got %d bytes from %d"
+         % (len(got), payload.find(got[:64])))
+    assert got == payload[4096:]
+    lis.close()
+    src.stop()
 
 
 def test_burst_on_connect_is_at_most_burst_size_and_less_than_a_page_fewer_vorbis(server,
