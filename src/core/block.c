@@ -1,31 +1,198 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * block: allocation, chain-aware release, the gathering a source's bytes wait in before they make
- * a block, and ICY metadata blocks (see block.h).
+ * block: allocation (from the heap, or from the pools of blocks of one room), chain-aware
+ * release, the gathering a source's bytes wait in before they make a block, and ICY metadata
+ * blocks (see block.h).
  * Freeing a block drops the reference it holds on its successor; the loop below walks the chain
  * instead of recursing, so a long chain released at once cannot overflow the stack.
+ * A pool hands out units of one size from regions mapped for it, under its own lock (taken
+ * by whoever frees the block: the heap's free takes its arena's lock the same way); a region
+ * that empties out stays mapped until block_pools_trim, so that no free makes a system call.
  */
 #include "core/block.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define ICY_META_MAX_BODY (255 * 16)
 
-block_t *block_new(size_t cap)
+/* ---- pools ---- */
+
+#define REGION_SIZE ((size_t)256 * 1024)
+
+typedef struct pool pool_t;
+typedef struct region region_t;
+struct region {
+    pool_t *pool;
+    region_t *prev, *next; /* in its pool's list of regions with a free unit */
+    void *free;            /* units given back, linked through their first word */
+    uint32_t used, fresh;  /* units handed out; those from `fresh` on were never touched */
+};
+#define REGION_HEAD ((sizeof(region_t) + 15) & ~(size_t)15)
+
+struct pool {
+    _Atomic size_t unit; /* bytes per unit; 0: not in use yet (set once, under pools_lock) */
+    uint32_t per_region;
+    pthread_mutex_t lock;
+    region_t *with_room; /* most recently given back to first */
+};
+
+static pool_t pools[BLOCK_POOLS];
+static pthread_mutex_t pools_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The pool of units of `unit` bytes, made on first use; NULL when every pool has a size. */
+static pool_t *pool_for(size_t unit)
 {
-    block_t *b = malloc(sizeof(*b) + cap);
-    if (!b)
+    for (int i = 0; i < BLOCK_POOLS; i++) {
+        size_t u = atomic_load_explicit(&pools[i].unit, memory_order_acquire);
+        if (u == unit)
+            return &pools[i];
+        if (u)
+            continue;
+        pthread_mutex_lock(&pools_lock);
+        if (!atomic_load_explicit(&pools[i].unit, memory_order_relaxed)) {
+            pthread_mutex_init(&pools[i].lock, NULL);
+            pools[i].per_region = (uint32_t)((REGION_SIZE - REGION_HEAD) / unit);
+            pools[i].with_room = NULL;
+            atomic_store_explicit(&pools[i].unit, unit, memory_order_release);
+        }
+        pthread_mutex_unlock(&pools_lock);
+        i--; /* look at it again: ours, or another size taken meanwhile */
+    }
+    return NULL;
+}
+
+static void region_unlink(region_t *r)
+{
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        r->pool->with_room = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    r->prev = r->next = NULL;
+}
+
+static void region_push(region_t *r)
+{
+    r->prev = NULL;
+    r->next = r->pool->with_room;
+    if (r->next)
+        r->next->prev = r;
+    r->pool->with_room = r;
+}
+
+/* A region aligned to its size (a unit finds its region by rounding its address down). */
+static region_t *region_new(pool_t *p)
+{
+    unsigned char *m = mmap(NULL, 2 * REGION_SIZE, PROT_READ | PROT_WRITE,
+                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
         return NULL;
+    uintptr_t at = ((uintptr_t)m + REGION_SIZE - 1) & ~(uintptr_t)(REGION_SIZE - 1);
+    if (at > (uintptr_t)m)
+        munmap(m, at - (uintptr_t)m);
+    if ((uintptr_t)m + 2 * REGION_SIZE > at + REGION_SIZE)
+        munmap((void *)(at + REGION_SIZE), (uintptr_t)m + 2 * REGION_SIZE - at - REGION_SIZE);
+    region_t *r = (region_t *)at;
+    r->pool = p;
+    r->free = NULL;
+    r->used = r->fresh = 0;
+    region_push(r);
+    return r;
+}
+
+static void *unit_take(pool_t *p)
+{
+    void *u = NULL;
+    pthread_mutex_lock(&p->lock);
+    region_t *r = p->with_room ? p->with_room : region_new(p);
+    if (r) {
+        if (r->free) {
+            u = r->free;
+            r->free = *(void **)u;
+        } else {
+            u = (unsigned char *)r + REGION_HEAD + (size_t)r->fresh++ * p->unit;
+        }
+        if (++r->used == p->per_region)
+            region_unlink(r);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return u;
+}
+
+static void unit_give(void *u)
+{
+    region_t *r = (region_t *)((uintptr_t)u & ~(uintptr_t)(REGION_SIZE - 1));
+    pool_t *p = r->pool;
+    pthread_mutex_lock(&p->lock);
+    *(void **)u = r->free;
+    r->free = u;
+    if (r->used-- == p->per_region)
+        region_push(r);
+    pthread_mutex_unlock(&p->lock);
+}
+
+void block_pools_trim(void)
+{
+    for (int i = 0; i < BLOCK_POOLS; i++) {
+        pool_t *p = &pools[i];
+        if (!atomic_load_explicit(&p->unit, memory_order_acquire))
+            break;
+        region_t *gone = NULL;
+        int spare = 1;
+        pthread_mutex_lock(&p->lock);
+        for (region_t *r = p->with_room, *next; r; r = next) {
+            next = r->next;
+            if (r->used == 0 && spare) {
+                spare = 0;
+            } else if (r->used == 0) {
+                region_unlink(r);
+                r->next = gone;
+                gone = r;
+            }
+        }
+        pthread_mutex_unlock(&p->lock);
+        for (region_t *next; gone; gone = next) {
+            next = gone->next;
+            munmap(gone, REGION_SIZE);
+        }
+    }
+}
+
+static size_t unit_of(size_t cap)
+{
+    return (sizeof(block_t) + cap + 7) & ~(size_t)7;
+}
+
+static block_t *block_init(block_t *b, uint32_t cap)
+{
     atomic_init(&b->refcount, 1);
     b->flags = 0;
     b->len = 0;
-    b->cap = (uint32_t)cap;
+    b->cap = cap;
     b->offset = 0;
     atomic_init(&b->next, NULL);
     b->meta = NULL;
     return b;
+}
+
+block_t *block_new_pooled(size_t cap)
+{
+    pool_t *p = cap >= BLOCK_POOL_MIN && cap <= BLOCK_GATHER_MAX ? pool_for(unit_of(cap)) : NULL;
+    if (!p)
+        return block_new(cap);
+    block_t *b = unit_take(p);
+    return b ? block_init(b, (uint32_t)cap | BLOCK_POOLED) : NULL;
+}
+
+block_t *block_new(size_t cap)
+{
+    block_t *b = malloc(sizeof(*b) + cap);
+    return b ? block_init(b, (uint32_t)cap) : NULL;
 }
 
 block_t *block_new_copy(const void *data, size_t len)
@@ -40,11 +207,111 @@ block_t *block_new_copy(const void *data, size_t len)
 
 #define GATHER_CHUNKS(n) (((n) + BLOCK_GATHER_CHUNK - 1) / BLOCK_GATHER_CHUNK)
 
+/* ---- gathering slabs ---- */
+
+#define SLAB_CHUNKS 8
+#define SLAB_FULL ((1u << SLAB_CHUNKS) - 1)
+
+typedef struct gather_pool gather_pool_t;
+typedef struct gather_slab gather_slab_t;
+struct gather_slab {
+    gather_pool_t *owner;
+    gather_slab_t *prev, *next; /* in its owner's list of slabs with a free chunk */
+    uint16_t used;              /* one bit per chunk taken */
+    uint16_t heap;              /* from the heap: the pool of 4096-byte rooms had no room */
+    _Alignas(8) unsigned char data[][BLOCK_GATHER_CHUNK];
+};
+_Static_assert(sizeof(gather_slab_t) + SLAB_CHUNKS * BLOCK_GATHER_CHUNK <=
+                   sizeof(block_t) + BLOCK_GATHER_MAX,
+               "a slab is a unit of the pool of 4096-byte rooms");
+_Static_assert(SLAB_CHUNKS * BLOCK_GATHER_CHUNK == BLOCK_GATHER_MAX, "a gathering fills a slab");
+
+/* A thread's slabs with a free chunk, most recently given back to first (chunks are taken
+ * from few slabs, so that the others empty out). Allocated once per thread and never freed: a
+ * gathering may be emptied after its thread stopped. */
+struct gather_pool {
+    gather_slab_t *with_room;
+};
+static __thread gather_pool_t *gather_pool;
+
+static void slab_unlink(gather_slab_t *s)
+{
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        s->owner->with_room = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    s->prev = s->next = NULL;
+}
+
+static void slab_push(gather_slab_t *s)
+{
+    s->prev = NULL;
+    s->next = s->owner->with_room;
+    if (s->next)
+        s->next->prev = s;
+    s->owner->with_room = s;
+}
+
+static gather_slab_t *slab_new(void)
+{
+    pool_t *p = pool_for(unit_of(BLOCK_GATHER_MAX));
+    gather_slab_t *s = p ? unit_take(p) : NULL;
+    if (s) {
+        s->heap = 0;
+    } else if ((s = malloc(sizeof(*s) + SLAB_CHUNKS * BLOCK_GATHER_CHUNK))) {
+        s->heap = 1;
+    } else {
+        return NULL;
+    }
+    s->owner = gather_pool;
+    s->used = 0;
+    slab_push(s);
+    return s;
+}
+
+/* A free chunk of this thread's slabs; its place in its slab in *slot. NULL on ENOMEM. */
+static unsigned char *chunk_take(uint8_t *slot)
+{
+    if (!gather_pool && !(gather_pool = calloc(1, sizeof(*gather_pool))))
+        return NULL;
+    gather_slab_t *s = gather_pool->with_room ? gather_pool->with_room : slab_new();
+    if (!s)
+        return NULL;
+    int i = __builtin_ctz(~(unsigned)s->used);
+    s->used |= (uint16_t)(1u << i);
+    if (s->used == SLAB_FULL)
+        slab_unlink(s);
+    *slot = (uint8_t)i;
+    return s->data[i];
+}
+
+static void chunk_give(unsigned char *chunk, uint8_t slot)
+{
+    gather_slab_t *s = (gather_slab_t *)(chunk - offsetof(gather_slab_t, data) -
+                                         (size_t)slot * BLOCK_GATHER_CHUNK);
+    int was_full = s->used == SLAB_FULL;
+    s->used &= (uint16_t)~(1u << slot);
+    if (s->used == 0) {
+        if (!was_full)
+            slab_unlink(s);
+        if (s->heap)
+            free(s);
+        else
+            unit_give(s);
+    } else if (was_full) {
+        slab_push(s);
+    }
+}
+
+/* ---- gathering ---- */
+
 int block_gather_append(block_gather_t *g, const void *data, size_t n)
 {
     size_t have = GATHER_CHUNKS(g->len), need = GATHER_CHUNKS(g->len + n);
     for (size_t i = have; i < need; i++) {
-        if (!(g->chunk[i] = malloc(BLOCK_GATHER_CHUNK))) {
+        if (!(g->chunk[i] = chunk_take(&g->slot[i]))) {
             block_gather_truncate(g, g->len);
             return -ENOMEM;
         }
@@ -76,16 +343,6 @@ void block_gather_copy(const block_gather_t *g, size_t off, void *dst, size_t n)
     }
 }
 
-block_t *block_from_gather(const block_gather_t *g, size_t n, size_t cap)
-{
-    block_t *b = block_new(cap);
-    if (b) {
-        block_gather_copy(g, 0, b->data, n);
-        b->len = (uint32_t)n;
-    }
-    return b;
-}
-
 void block_gather_drop(block_gather_t *g, size_t n)
 {
     size_t rest = g->len - n, to = 0, from = n;
@@ -106,7 +363,8 @@ void block_gather_drop(block_gather_t *g, size_t n)
 void block_gather_truncate(block_gather_t *g, size_t n)
 {
     for (size_t i = GATHER_CHUNKS(n); i < BLOCK_GATHER_MAX / BLOCK_GATHER_CHUNK; i++) {
-        free(g->chunk[i]);
+        if (g->chunk[i])
+            chunk_give(g->chunk[i], g->slot[i]);
         g->chunk[i] = NULL;
     }
     g->len = (uint32_t)n;
@@ -119,7 +377,10 @@ void block_unref(block_t *b)
             return;
         block_t *next = atomic_load_explicit(&b->next, memory_order_acquire);
         icy_meta_unref(b->meta);
-        free(b);
+        if (b->cap & BLOCK_POOLED)
+            unit_give(b);
+        else
+            free(b);
         b = next;
     }
 }

@@ -4,12 +4,13 @@
  * Audio bytes are never altered. Small reads are gathered until they make GENERIC_BLOCK bytes
  * or the first byte waited f->coalesce_ms (0: every read is a block at once), so a paced source
  * sending 400-byte chunks costs one block header per few KB and listeners fewer iovecs. They
- * are gathered in chunks of 512 bytes taken and freed as they fill and empty (block_gather_t:
- * a source holds what it gathered, not a block's room, between blocks) and copied into a block
- * of their size when emitted: a block is never grown or cut down in the heap, which would leave
- * holes beside the blocks (the queue of every source) that no later block fits. A block within
- * an eighth of the largest the source emitted gets that size, so that a steady source's blocks
- * come in one size and a freed one fits the next. MPEG audio and ADTS streams are followed
+ * are gathered in chunks of 512 bytes taken and given back as they fill and empty
+ * (block_gather_t: a source holds what it gathered, not a block's room, between blocks) and
+ * copied into a block of their size when emitted: a block is never grown or cut down, which
+ * would leave holes beside the blocks (the queue of every source) that no later block fits. A
+ * block within an eighth of the largest the source emitted gets that size, so that a steady
+ * source's blocks come in one size and a freed one fits the next; those come from the pool of
+ * that size (block_new_pooled), apart from the heap's small allocations. MPEG audio and ADTS streams are followed
  * frame by frame (format/mpeg.h): a block is cut at the last frame start it holds (the rest,
  * less than a frame, begins the next block) and only blocks that begin at a frame are sync
  * points; an ID3v2 tag the stream begins with is a block of its own and no sync point; when
@@ -121,14 +122,17 @@ static size_t generic_frame_tail(const generic_state_t *st, size_t have)
     return 0;
 }
 
-/* The room of a block of len bytes: blocks of about the largest size get that room, so that a
- * freed one fits the next exactly. */
-static size_t generic_room(generic_state_t *st, size_t len)
+/* A block of len bytes, not filled: blocks of about the largest size get that room, so that a
+ * freed one fits the next exactly, and come from the pool of that room once an earlier block
+ * set it (a source's first blocks, growing to their size, stay in the heap). */
+static block_t *generic_block(generic_state_t *st, size_t len)
 {
-    if (len > st->block_room && len <= GENERIC_BLOCK) /* not a relay's first bytes at once */
+    int grew = len > st->block_room && len <= GENERIC_BLOCK; /* not a relay's first bytes */
+    if (grew)
         st->block_room = (uint32_t)len;
-    return len <= st->block_room && len >= st->block_room - st->block_room / 8 ? st->block_room
-                                                                              : len;
+    if (len > st->block_room || len < st->block_room - st->block_room / 8)
+        return block_new(len);
+    return grew ? block_new(st->block_room) : block_new_pooled(st->block_room);
 }
 
 /* Emits out, the len bytes gathered from pending_at on (NULL: none), with keep bytes after them
@@ -165,7 +169,11 @@ static int generic_emit_pending(format_t *f, generic_state_t *st, int cut)
          (st->sync.frame_start == st->pending_at && generic_frame_open(&st->sync))))
         return 0;
     size_t keep = cut ? generic_frame_tail(st, have) : 0, len = have - keep;
-    block_t *out = len ? block_from_gather(&st->gather, len, generic_room(st, len)) : NULL;
+    block_t *out = len ? generic_block(st, len) : NULL;
+    if (out) {
+        block_gather_copy(&st->gather, 0, out->data, len);
+        out->len = (uint32_t)len;
+    }
     if (len && !out)
         return -ENOMEM; /* nothing lost: emitted whole next time */
     if (keep)
@@ -192,7 +200,7 @@ static int generic_joined(format_t *f, generic_state_t *st, uint64_t from)
     /* more than a block: emitted now, cut at frames (each block takes at least one frame) */
     while (keep > GENERIC_BLOCK) {
         size_t rest = generic_frame_tail(st, keep), len = keep - rest;
-        block_t *out = block_new(generic_room(st, len));
+        block_t *out = generic_block(st, len);
         if (!out)
             return -ENOMEM;
         memcpy(out->data, data, len);

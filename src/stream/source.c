@@ -11,6 +11,10 @@
 #include "stream/source.h"
 
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +82,8 @@ struct source {
 };
 
 static list_t worker_sources[SERVER_MAX_WORKERS]; /* each touched by its worker only */
+/* sources that began or ended since the heap was last trimmed (heap_trim_after_churn) */
+static atomic_uint source_churn;
 static __thread unsigned char read_buf[SOURCE_READ_BUF];
 
 /* ---- format sink ---- */
@@ -434,6 +440,7 @@ static void source_release(conn_t *c)
     }
     if (s->counted)
         atomic_fetch_sub(&server.stats.sources, 1);
+    atomic_fetch_add_explicit(&source_churn, 1, memory_order_relaxed);
     free(s);
     c->data = NULL;
 }
@@ -447,9 +454,27 @@ static const conn_ops_t source_ops = {
     .on_close = source_release,
 };
 
-/* Drops sources idle for longer than their source-timeout (a 1 s timer on every worker). */
+/* Sources coming and going leave free memory in the heap that is no block's: the requests and
+ * read buffers of their connections, in the middle of the structures of those that stayed.
+ * Every 10 s after sources began or ended, worker 0 gives its whole free pages back. */
+static void heap_trim_after_churn(worker_t *w)
+{
+    static unsigned ticks;
+    if (w->id != 0 || ++ticks % 10 != 0 ||
+        !atomic_exchange_explicit(&source_churn, 0, memory_order_relaxed))
+        return;
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+}
+
+/* Drops sources idle for longer than their source-timeout (a 1 s timer on every worker), gives
+ * back the block pools' emptied regions (here, so that no listener's free unmaps) and trims the
+ * heap after sources came and went. */
 static void check_timeouts(worker_t *w, void *arg)
 {
+    block_pools_trim();
+    heap_trim_after_churn(w);
     uint64_t now_ms = loop_now_ms();
     const config_t *cfg = server_config();
     source_t *s, *tmp;
@@ -481,6 +506,7 @@ static source_t *source_new(conn_t *c, const char *mount_name, int relayed, int 
         return NULL;
     }
     s->counted = 1;
+    atomic_fetch_add_explicit(&source_churn, 1, memory_order_relaxed);
     s->conn = c;
     s->relayed = relayed;
     c->data = s;
@@ -589,8 +615,8 @@ static int become(conn_t *c, const http_request_t *req, const char *mount_name,
     if (s->limit)
         bucket_take(&s->allowance, leftover_len);
     client_of(c)->status = 200;
-    if (response)
-        conn_send(c, response, strlen(response), NULL);
+    if (response) /* its buffer is not kept for the source's life */
+        conn_send(c, response, strlen(response), conn_drop_wbuf);
     atomic_fetch_add(&s->mount->bytes_read, leftover_len);
     if (leftover_len && !c->closing &&
         s->fmt->ops->ingest(s->fmt, (const unsigned char *)leftover, leftover_len) < 0)

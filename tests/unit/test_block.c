@@ -6,8 +6,11 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "conf/config.h"
 #include "core/block.h"
@@ -32,6 +35,60 @@ static void test_long_chain_release(void)
     CHECK(block_next(head) != NULL);
     block_unref(head);
     CHECK(1);
+}
+
+/* Pooled blocks: a freed one is the next one's place, the regions that empty out go back to
+ * the system (all but one) when trimmed, and a room outside the pools' range, or past the
+ * number of pools, comes from the heap. */
+static int mapped(const void *p)
+{
+    unsigned char v;
+    uintptr_t page = (uintptr_t)p & ~(uintptr_t)(sysconf(_SC_PAGESIZE) - 1);
+    return mincore((void *)page, 1, &v) == 0;
+}
+
+static void test_pooled_blocks(void)
+{
+    enum { N = 200 };
+    static block_t *b[N];
+    static void *was[N];
+    for (int i = 0; i < N; i++) {
+        b[i] = block_new_pooled(4096);
+        CHECK(b[i] && (b[i]->cap & BLOCK_POOLED) && block_cap(b[i]) == 4096 && b[i]->len == 0);
+        memset(b[i]->data, i, 4096);
+        was[i] = b[i];
+    }
+    for (int i = 0; i < N; i++) {
+        CHECK(b[i]->data[0] == (unsigned char)i && b[i]->data[4095] == (unsigned char)i);
+        block_unref(b[i]);
+    }
+    for (int i = 0; i < N; i++) { /* the same places again */
+        b[i] = block_new_pooled(4096);
+        int found = 0;
+        for (int k = 0; k < N && !found; k++)
+            found = was[k] == (void *)b[i];
+        CHECK(found);
+    }
+    for (int i = 0; i < N; i++)
+        block_unref(b[i]);
+    block_pools_trim();
+    int unmapped = 0;
+    for (int i = 0; i < N; i++)
+        unmapped += !mapped(was[i]);
+    CHECK(unmapped >= N - 64); /* 63 blocks a region: one region kept */
+    block_t *small = block_new_pooled(BLOCK_POOL_MIN - 1), *big = block_new_pooled(5000);
+    CHECK(small && !(small->cap & BLOCK_POOLED) && big && !(big->cap & BLOCK_POOLED));
+    block_unref(small);
+    block_unref(big);
+    int pooled = 0;
+    for (int i = 0; i < BLOCK_POOLS + 4; i++) {
+        b[i] = block_new_pooled(2000 + 64 * (size_t)i);
+        CHECK(b[i] && block_cap(b[i]) == 2000 + 64 * (size_t)i);
+        pooled += !!(b[i]->cap & BLOCK_POOLED);
+    }
+    CHECK(pooled <= BLOCK_POOLS - 1); /* the pool of 4096 took one */
+    for (int i = 0; i < BLOCK_POOLS + 4; i++)
+        block_unref(b[i]);
 }
 
 /* Gathered bytes come out as they went in, across any split and any drop from the front, and
@@ -61,9 +118,9 @@ static void test_gather_keeps_bytes_in_order_and_only_filled_chunks(void)
                       (int)((g.len + BLOCK_GATHER_CHUNK - 1) / BLOCK_GATHER_CHUNK));
             }
             CHECK(g.len == sizeof(in));
-            block_t *b = block_from_gather(&g, 3904, 4096);
-            CHECK(b && b->len == 3904 && b->cap == 4096 && memcmp(b->data, in, 3904) == 0);
-            block_unref(b);
+            unsigned char first[3904];
+            block_gather_copy(&g, 0, first, sizeof(first));
+            CHECK(memcmp(first, in, sizeof(first)) == 0);
             block_gather_drop(&g, drops[d]);
             size_t rest = sizeof(in) - drops[d];
             CHECK(g.len == rest);
@@ -184,7 +241,8 @@ static void test_queue_concurrent(void)
     unsigned seed = 1;
     while (off < PRODUCE_BYTES) {
         size_t len = 1 + (size_t)(rand_r(&seed) % 6000);
-        block_t *b = block_new(len);
+        /* consumers free pooled blocks from their threads too */
+        block_t *b = len % 2 ? block_new(len) : block_new_pooled(len);
         for (size_t i = 0; i < len; i++)
             b->data[i] = pattern(off + i);
         b->len = (uint32_t)len;
@@ -289,6 +347,7 @@ int main(void)
     }
     server_set_config(cfg);
     RUN(test_long_chain_release);
+    RUN(test_pooled_blocks);
     RUN(test_gather_keeps_bytes_in_order_and_only_filled_chunks);
     RUN(test_icy_meta);
     RUN(test_queue_concurrent);

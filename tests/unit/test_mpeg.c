@@ -133,6 +133,7 @@ typedef struct rec {
     size_t first_sync;           /* offset of the first sync block */
     int room_short;              /* blocks with less room than bytes */
     uint32_t room[64];           /* the room of the first blocks */
+    uint64_t pooled;             /* bit i: the block i came from a pool */
 } rec_t;
 
 static void rec_emit(void *ctx, block_t *b)
@@ -148,9 +149,11 @@ static void rec_emit(void *ctx, block_t *b)
     }
     memcpy(r->out + r->len, b->data, b->len);
     r->len += b->len;
-    r->room_short += b->cap < b->len;
+    r->room_short += block_cap(b) < b->len;
     if (r->blocks < 64)
-        r->room[r->blocks] = b->cap;
+        r->room[r->blocks] = (uint32_t)block_cap(b);
+    if (r->blocks < 64 && (b->cap & BLOCK_POOLED))
+        r->pooled |= (uint64_t)1 << r->blocks;
     r->blocks++;
     block_unref(b);
 }
@@ -200,7 +203,8 @@ static void test_generic_cuts_at_frames(void)
 }
 
 /* Blocks within an eighth of the largest so far get its room (a freed one fits the next);
- * others, and the largest, their own size. */
+ * others, and the largest, their own size. Those given the room an earlier block set come
+ * from its pool. */
 static void test_generic_blocks_near_the_largest_get_its_room(void)
 {
     static unsigned char junk[4096 * 3 + 3904 * 2 + 1000];
@@ -218,6 +222,7 @@ static void test_generic_blocks_near_the_largest_get_its_room(void)
     CHECK(r.blocks == 6 && r.len == sizeof(junk) && memcmp(r.out, junk, r.len) == 0);
     CHECK(r.room[0] == 3904 && r.room[1] == 4096 && r.room[2] == 4096 && r.room[3] == 4096);
     CHECK(r.room[4] == 1000 && r.room[5] == 4096 && r.room_short == 0);
+    CHECK(r.pooled == ((1u << 2) | (1u << 3) | (1u << 5)));
 }
 
 static void test_generic_unframed_data_is_all_sync(void)
