@@ -32,6 +32,18 @@ int tls_setup(const config_t *cfg, char *err, size_t errlen);
  * context stays as built at start-up (a changed <ssl-cafile> is warned about). Main thread. */
 int tls_reload(const config_t *cfg);
 
+/* The session-ticket keys of the server context in use (name, HMAC key, AES key: what
+ * OpenSSL's ticket control moves), for the new process of an upgrade, which takes them over
+ * the upgrade's socket (never a file): a listener that reconnects to it resumes its session.
+ * TLS_TICKET_KEYS_LEN bytes in out, or 0 when there is no server context. Main thread. */
+#define TLS_TICKET_KEYS_LEN 80
+size_t tls_ticket_keys_get(unsigned char out[TLS_TICKET_KEYS_LEN]);
+/* The new process of an upgrade: the old one's keys for the server context, so that tickets it
+ * issued resume here (those this process issues use them too). 0; 1 when this process has no
+ * server context (nothing to do); -1 when OpenSSL refused them or they are of another length.
+ * Main thread, before the workers run. */
+int tls_ticket_keys_set(const unsigned char *keys, size_t len);
+
 /* Frees the context (at exit, after the workers stopped). */
 void tls_cleanup(void);
 

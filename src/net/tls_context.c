@@ -286,7 +286,7 @@ int tls_setup(const config_t *cfg, char *err, size_t errlen)
  * ctx_current). */
 static void keep_ticket_keys(SSL_CTX *ctx)
 {
-    unsigned char keys[80]; /* name, HMAC key, AES key: what OpenSSL's ticket control moves */
+    unsigned char keys[TLS_TICKET_KEYS_LEN];
     pthread_mutex_lock(&ctx_lock);
     SSL_CTX *old = ctx_current;
     pthread_mutex_unlock(&ctx_lock);
@@ -294,6 +294,29 @@ static void keep_ticket_keys(SSL_CTX *ctx)
         SSL_CTX_set_tlsext_ticket_keys(ctx, keys, sizeof(keys)) != 1)
         log_warn("TLS: session tickets issued before the reload will not resume");
     OPENSSL_cleanse(keys, sizeof(keys));
+}
+
+size_t tls_ticket_keys_get(unsigned char out[TLS_TICKET_KEYS_LEN])
+{
+    pthread_mutex_lock(&ctx_lock);
+    int ok = ctx_current &&
+             SSL_CTX_get_tlsext_ticket_keys(ctx_current, out, TLS_TICKET_KEYS_LEN) == 1;
+    pthread_mutex_unlock(&ctx_lock);
+    return ok ? TLS_TICKET_KEYS_LEN : 0;
+}
+
+int tls_ticket_keys_set(const unsigned char *keys, size_t len)
+{
+    unsigned char copy[TLS_TICKET_KEYS_LEN];
+    if (len != TLS_TICKET_KEYS_LEN)
+        return -1;
+    memcpy(copy, keys, len); /* OpenSSL's control takes a writable buffer */
+    pthread_mutex_lock(&ctx_lock);
+    int rc = !ctx_current ? 1
+             : SSL_CTX_set_tlsext_ticket_keys(ctx_current, copy, len) == 1 ? 0 : -1;
+    pthread_mutex_unlock(&ctx_lock);
+    OPENSSL_cleanse(copy, sizeof(copy));
+    return rc;
 }
 
 int tls_reload(const config_t *cfg)

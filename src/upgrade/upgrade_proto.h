@@ -49,6 +49,9 @@ enum {
     REC_HLS_WINDOW, /* the HLS windows following a mount (hls/hls_carry.h), before its
                      * sessions (REC_HLS) */
     REC_HLS_CONN,   /* an HLS request in flight: parked, or a segment or part being sent */
+    REC_TLS_KEYS,   /* the TLS session-ticket keys (net/tls.h): a reconnecting listener's
+                     * ticket resumes in the new process; a binary that does not know the
+                     * record skips it, as it skips any record it does not know */
 };
 
 /* A message as received: its kind, its bytes, the descriptors that came with it (the

@@ -20,6 +20,7 @@
 #include "http/reply.h"
 #include "net/conn.h"
 #include "net/server.h"
+#include "net/tls.h"
 #include "net/worker.h"
 #include "stats/history.h"
 #include "stream/events.h"
@@ -81,6 +82,14 @@ static void save_listens(state_t *s, const upgrade_pidfile_t *pf)
     for (int i = 0; i < n; i++)
         rec_u64(&s->head, atomic_load(c[i]));
     rec_end(&s->head, at);
+    unsigned char keys[TLS_TICKET_KEYS_LEN];
+    size_t nkeys = tls_ticket_keys_get(keys);
+    if (nkeys) { /* over the socket only: the state is never written to a file */
+        at = rec_begin(&s->head, REC_TLS_KEYS);
+        rec_bytes(&s->head, keys, nkeys);
+        rec_end(&s->head, at);
+        explicit_bzero(keys, sizeof(keys));
+    }
     at = rec_begin(&s->head, REC_EVENTS);
     events_save(&s->head);
     rec_end(&s->head, at);
@@ -267,6 +276,8 @@ static void save_mounts(state_t *s)
 
 void upgrade_state_free(state_t *s)
 {
+    if (s->head.data)
+        explicit_bzero(s->head.data, s->head.len); /* the TLS session-ticket keys were there */
     buf_free(&s->head);
     buf_free(&s->metas);
     if (s->mounts.data)

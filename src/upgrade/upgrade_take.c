@@ -27,6 +27,7 @@
 #include "http/reply.h"
 #include "net/conn.h"
 #include "net/server.h"
+#include "net/tls.h"
 #include "net/worker.h"
 #include "stats/history.h"
 #include "stream/events.h"
@@ -110,6 +111,7 @@ static int receive_all(char *err, size_t cap)
             break;
         }
     }
+    explicit_bzero(m, sizeof(*m)); /* its last chunk of the state (secrets in it) */
     free(m);
     in.len = b.len;
     in.state = (unsigned char *)buf_take(&b, NULL);
@@ -141,6 +143,21 @@ static void restore_stats(rec_reader_t *r)
         if (!r->error)
             atomic_store(c[i], v);
     }
+}
+
+/* The old process's TLS session-ticket keys: a listener that resumes a session it began there
+ * makes an abbreviated handshake here too. Without them (this config has no TLS listen socket,
+ * or OpenSSL refused them) every such listener makes a full handshake: said, not fatal. */
+static void take_ticket_keys(rec_reader_t *f)
+{
+    size_t n = 0;
+    const unsigned char *keys = rec_get_bytes(f, &n);
+    int rc = f->error ? -1 : tls_ticket_keys_set(keys, n);
+    if (rc == 0)
+        log_info("upgrade: TLS session tickets of the old process resume here");
+    else if (rc < 0)
+        log_warn("upgrade: the old process's TLS session-ticket keys could not be taken: "
+                 "listeners reconnecting make a full handshake");
 }
 
 int upgrade_receive(int fd, upgrade_pidfile_t *pf, char *err, size_t cap)
@@ -184,6 +201,8 @@ int upgrade_receive(int fd, upgrade_pidfile_t *pf, char *err, size_t cap)
             pf->ino = (ino_t)rec_get_u64(&f);
         } else if (type == REC_STATS) {
             restore_stats(&f);
+        } else if (type == REC_TLS_KEYS) {
+            take_ticket_keys(&f);
         }
         if (rc < 0)
             break;

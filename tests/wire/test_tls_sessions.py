@@ -111,3 +111,44 @@ def test_a_session_made_before_a_reload_resumes_after_it(server):
         renewed = f.read()
     served = re.search(r"-----BEGIN CERTIFICATE-----.*?-----END CERTIFICATE-----", out, re.S)
     assert served and served.group(0) in renewed
+
+
+def test_a_session_made_before_an_upgrade_resumes_in_the_new_process(server):
+    """`rimecast --upgrade`: the old process hands its session-ticket keys to the new one over
+    the upgrade's socket, so a listener that reconnects after the upgrade with a session of the
+    old process makes an abbreviated handshake with the new one: TLS 1.3 and TLS 1.2 (Python's
+    ssl) and openssl s_client's saved session ("Reused")."""
+    from test_upgrade import Adopted, pidfile_pid
+    from test_upgrade_command import upgrade
+    srv, _, _ = tls_server(server)
+    ctx13 = client_context()
+    ctx12 = client_context()
+    ctx12.maximum_version = ssl.TLSVersion.TLSv1_2
+    sessions = {}
+    for label, ctx in (("1.3", ctx13), ("1.2", ctx12)):
+        _, _, sess, reused = fetch_status(srv, ctx)
+        assert sess is not None and not reused
+        sessions[label] = sess
+    saved = os.path.join(srv.dir, "openssl.sess")
+    out = openssl_client(srv, "-sess_out", saved)
+    assert "New, TLSv1.3" in out and os.path.getsize(saved) > 0, out[-800:]
+
+    old = srv.pid
+    rc, out, err = upgrade(srv, timeout=60)
+    assert rc == 0, (rc, out, err)
+    new = pidfile_pid(srv)
+    assert new != old
+    srv.proc.wait(30)  # no TLS listener to keep: the old process leaves once it handed over
+    srv.proc = Adopted(new, srv)
+    srv.wait_log("upgrade: TLS session tickets of the old process resume here")
+
+    out = openssl_client(srv, "-sess_in", saved)
+    assert "Reused, TLSv1.3" in out, out[-800:]
+    for label, ctx in (("1.3", ctx13), ("1.2", ctx12)):
+        _, proto, _, reused = fetch_status(srv, ctx, sessions[label])
+        assert reused, "TLS %s session made before the upgrade not resumed" % label
+        assert proto == "TLSv" + label
+    # a client without a session makes a full handshake, and its session resumes in turn
+    _, _, sess, reused = fetch_status(srv, ctx13)
+    assert not reused
+    assert fetch_status(srv, ctx13, sess)[3]
