@@ -17,27 +17,58 @@
 #include <string.h>
 #include <sys/mman.h>
 
+/* A unit handed out is a heap block to valgrind (massif counts it where it was taken, memcheck
+ * checks its use) and to AddressSanitizer (a unit given back is poisoned until taken again). */
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/memcheck.h>
+#include <valgrind/valgrind.h>
+#define UNIT_TAKEN(u, n) VALGRIND_MALLOCLIKE_BLOCK(u, n, 0, 0)
+#define UNIT_GIVEN(u) VALGRIND_FREELIKE_BLOCK(u, 0)
+#define UNIT_LINK_OPEN(u) VALGRIND_MAKE_MEM_DEFINED(u, sizeof(void *))
+#endif
+#endif
+#ifndef UNIT_TAKEN
+#define UNIT_TAKEN(u, n) ((void)0)
+#define UNIT_GIVEN(u) ((void)0)
+#define UNIT_LINK_OPEN(u) ((void)0)
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define UNIT_POISON(u, n) ASAN_POISON_MEMORY_REGION(u, n)
+#define UNIT_UNPOISON(u, n) ASAN_UNPOISON_MEMORY_REGION(u, n)
+#else
+#define UNIT_POISON(u, n) ((void)0)
+#define UNIT_UNPOISON(u, n) ((void)0)
+#endif
+
 #define ICY_META_MAX_BODY (255 * 16)
 
 /* ---- pools ---- */
 
 #define REGION_SIZE ((size_t)256 * 1024)
+#define POOL_REGIONS 8192 /* 2 GB of blocks of one room; past it, blocks come from the heap */
 
 typedef struct pool pool_t;
 typedef struct region region_t;
 struct region {
     pool_t *pool;
-    region_t *prev, *next; /* in its pool's list of regions with a free unit */
     void *free;            /* units given back, linked through their first word */
     uint32_t used, fresh;  /* units handed out; those from `fresh` on were never touched */
+    uint32_t id;           /* its place in its pool's table */
 };
 #define REGION_HEAD ((sizeof(region_t) + 15) & ~(size_t)15)
 
+/* A unit is taken from the region of the lowest id that has a free one: a queue frees its
+ * blocks within seconds, so the units in use gather in the first regions and the last ones
+ * empty out (and go back to the system), as they would not if units were taken anywhere. */
 struct pool {
     _Atomic size_t unit; /* bytes per unit; 0: not in use yet (set once, under pools_lock) */
     uint32_t per_region;
+    uint32_t nids;       /* the ids in use are below it */
     pthread_mutex_t lock;
-    region_t *with_room; /* most recently given back to first */
+    uint64_t room[POOL_REGIONS / 64]; /* bit id: region id has a free unit */
+    region_t *regions[POOL_REGIONS];  /* by id, NULL when not mapped */
 };
 
 static pool_t pools[BLOCK_POOLS];
@@ -56,7 +87,6 @@ static pool_t *pool_for(size_t unit)
         if (!atomic_load_explicit(&pools[i].unit, memory_order_relaxed)) {
             pthread_mutex_init(&pools[i].lock, NULL);
             pools[i].per_region = (uint32_t)((REGION_SIZE - REGION_HEAD) / unit);
-            pools[i].with_room = NULL;
             atomic_store_explicit(&pools[i].unit, unit, memory_order_release);
         }
         pthread_mutex_unlock(&pools_lock);
@@ -65,29 +95,31 @@ static pool_t *pool_for(size_t unit)
     return NULL;
 }
 
-static void region_unlink(region_t *r)
+static void room_set(pool_t *p, uint32_t id, int has)
 {
-    if (r->prev)
-        r->prev->next = r->next;
+    if (has)
+        p->room[id / 64] |= (uint64_t)1 << (id % 64);
     else
-        r->pool->with_room = r->next;
-    if (r->next)
-        r->next->prev = r->prev;
-    r->prev = r->next = NULL;
+        p->room[id / 64] &= ~((uint64_t)1 << (id % 64));
 }
 
-static void region_push(region_t *r)
+static region_t *lowest_with_room(pool_t *p)
 {
-    r->prev = NULL;
-    r->next = r->pool->with_room;
-    if (r->next)
-        r->next->prev = r;
-    r->pool->with_room = r;
+    for (uint32_t w = 0; w * 64 < p->nids; w++)
+        if (p->room[w])
+            return p->regions[w * 64 + (uint32_t)__builtin_ctzll(p->room[w])];
+    return NULL;
 }
 
-/* A region aligned to its size (a unit finds its region by rounding its address down). */
+/* A region aligned to its size (a unit finds its region by rounding its address down), at the
+ * lowest free id. NULL when the table is full or the system has no memory. */
 static region_t *region_new(pool_t *p)
 {
+    uint32_t id = 0;
+    while (id < p->nids && p->regions[id])
+        id++;
+    if (id == POOL_REGIONS)
+        return NULL;
     unsigned char *m = mmap(NULL, 2 * REGION_SIZE, PROT_READ | PROT_WRITE,
                             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED)
@@ -101,7 +133,11 @@ static region_t *region_new(pool_t *p)
     r->pool = p;
     r->free = NULL;
     r->used = r->fresh = 0;
-    region_push(r);
+    r->id = id;
+    p->regions[id] = r;
+    if (id == p->nids)
+        p->nids++;
+    room_set(p, id, 1);
     return r;
 }
 
@@ -109,18 +145,25 @@ static void *unit_take(pool_t *p)
 {
     void *u = NULL;
     pthread_mutex_lock(&p->lock);
-    region_t *r = p->with_room ? p->with_room : region_new(p);
+    region_t *r = lowest_with_room(p);
+    if (!r)
+        r = region_new(p);
     if (r) {
         if (r->free) {
             u = r->free;
+            UNIT_LINK_OPEN(u);
             r->free = *(void **)u;
         } else {
             u = (unsigned char *)r + REGION_HEAD + (size_t)r->fresh++ * p->unit;
         }
         if (++r->used == p->per_region)
-            region_unlink(r);
+            room_set(p, r->id, 0);
     }
     pthread_mutex_unlock(&p->lock);
+    if (u) {
+        UNIT_UNPOISON(u, p->unit);
+        UNIT_TAKEN(u, p->unit);
+    }
     return u;
 }
 
@@ -128,11 +171,14 @@ static void unit_give(void *u)
 {
     region_t *r = (region_t *)((uintptr_t)u & ~(uintptr_t)(REGION_SIZE - 1));
     pool_t *p = r->pool;
+    UNIT_GIVEN(u);
     pthread_mutex_lock(&p->lock);
-    *(void **)u = r->free;
+    UNIT_LINK_OPEN(u);
+    *(void **)u = r->free; /* the link stays readable; the rest is poisoned while free */
+    UNIT_POISON((unsigned char *)u + sizeof(void *), p->unit - sizeof(void *));
     r->free = u;
     if (r->used-- == p->per_region)
-        region_push(r);
+        room_set(p, r->id, 1);
     pthread_mutex_unlock(&p->lock);
 }
 
@@ -142,23 +188,27 @@ void block_pools_trim(void)
         pool_t *p = &pools[i];
         if (!atomic_load_explicit(&p->unit, memory_order_acquire))
             break;
-        region_t *gone = NULL;
-        int spare = 1;
+        region_t *gone[64];
+        int n = 0, spare = 1;
         pthread_mutex_lock(&p->lock);
-        for (region_t *r = p->with_room, *next; r; r = next) {
-            next = r->next;
-            if (r->used == 0 && spare) {
+        for (uint32_t id = 0; id < p->nids && n < 64; id++) {
+            region_t *r = p->regions[id];
+            if (!r || r->used)
+                continue;
+            if (spare) { /* the lowest empty one stays, for the next unit */
                 spare = 0;
-            } else if (r->used == 0) {
-                region_unlink(r);
-                r->next = gone;
-                gone = r;
+                continue;
             }
+            p->regions[id] = NULL;
+            room_set(p, id, 0);
+            gone[n++] = r;
         }
+        while (p->nids && !p->regions[p->nids - 1])
+            p->nids--;
         pthread_mutex_unlock(&p->lock);
-        for (region_t *next; gone; gone = next) {
-            next = gone->next;
-            munmap(gone, REGION_SIZE);
+        for (int k = 0; k < n; k++) {
+            UNIT_UNPOISON(gone[k], REGION_SIZE); /* the addresses may be mapped again */
+            munmap(gone[k], REGION_SIZE);
         }
     }
 }
@@ -186,7 +236,7 @@ block_t *block_new_pooled(size_t cap)
     if (!p)
         return block_new(cap);
     block_t *b = unit_take(p);
-    return b ? block_init(b, (uint32_t)cap | BLOCK_POOLED) : NULL;
+    return b ? block_init(b, (uint32_t)cap | BLOCK_POOLED) : block_new(cap);
 }
 
 block_t *block_new(size_t cap)
@@ -231,8 +281,22 @@ _Static_assert(SLAB_CHUNKS * BLOCK_GATHER_CHUNK == BLOCK_GATHER_MAX, "a gatherin
  * gathering may be emptied after its thread stopped. */
 struct gather_pool {
     gather_slab_t *with_room;
+    gather_pool_t *all_next; /* in all_gather_pools */
 };
 static __thread gather_pool_t *gather_pool;
+/* every thread's, so that they stay reachable (a leak checker's view) after their thread ends */
+static gather_pool_t *_Atomic all_gather_pools;
+
+static gather_pool_t *gather_pool_new(void)
+{
+    gather_pool_t *g = calloc(1, sizeof(*g));
+    if (g) {
+        g->all_next = atomic_load_explicit(&all_gather_pools, memory_order_relaxed);
+        while (!atomic_compare_exchange_weak(&all_gather_pools, &g->all_next, g))
+            ;
+    }
+    return g;
+}
 
 static void slab_unlink(gather_slab_t *s)
 {
@@ -274,7 +338,7 @@ static gather_slab_t *slab_new(void)
 /* A free chunk of this thread's slabs; its place in its slab in *slot. NULL on ENOMEM. */
 static unsigned char *chunk_take(uint8_t *slot)
 {
-    if (!gather_pool && !(gather_pool = calloc(1, sizeof(*gather_pool))))
+    if (!gather_pool && !(gather_pool = gather_pool_new()))
         return NULL;
     gather_slab_t *s = gather_pool->with_room ? gather_pool->with_room : slab_new();
     if (!s)

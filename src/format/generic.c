@@ -8,9 +8,10 @@
  * (block_gather_t: a source holds what it gathered, not a block's room, between blocks) and
  * copied into a block of their size when emitted: a block is never grown or cut down, which
  * would leave holes beside the blocks (the queue of every source) that no later block fits. A
- * block within an eighth of the largest the source emitted gets that size, so that a steady
- * source's blocks come in one size and a freed one fits the next; those come from the pool of
- * that size (block_new_pooled), apart from the heap's small allocations. MPEG audio and ADTS streams are followed
+ * block of at least half the largest the source emitted gets that size, so that a source's
+ * blocks come in one size and a freed one fits the next; those come from the pool of that size
+ * (block_new_pooled), apart from the heap's small allocations (a block cut short by the
+ * coalescing time wastes some room there; in the heap, it split a freed block's room). MPEG audio and ADTS streams are followed
  * frame by frame (format/mpeg.h): a block is cut at the last frame start it holds (the rest,
  * less than a frame, begins the next block) and only blocks that begin at a frame are sync
  * points; an ID3v2 tag the stream begins with is a block of its own and no sync point; when
@@ -122,15 +123,15 @@ static size_t generic_frame_tail(const generic_state_t *st, size_t have)
     return 0;
 }
 
-/* A block of len bytes, not filled: blocks of about the largest size get that room, so that a
- * freed one fits the next exactly, and come from the pool of that room once an earlier block
- * set it (a source's first blocks, growing to their size, stay in the heap). */
+/* A block of len bytes, not filled: blocks of at least half the largest size get that room, so
+ * that a freed one fits the next exactly, and come from the pool of that room once an earlier
+ * block set it (a source's first blocks, growing to their size, stay in the heap). */
 static block_t *generic_block(generic_state_t *st, size_t len)
 {
     int grew = len > st->block_room && len <= GENERIC_BLOCK; /* not a relay's first bytes */
     if (grew)
         st->block_room = (uint32_t)len;
-    if (len > st->block_room || len < st->block_room - st->block_room / 8)
+    if (len > st->block_room || len < st->block_room / 2)
         return block_new(len);
     return grew ? block_new(st->block_room) : block_new_pooled(st->block_room);
 }

@@ -202,15 +202,15 @@ static void test_generic_cuts_at_frames(void)
     }
 }
 
-/* Blocks within an eighth of the largest so far get its room (a freed one fits the next);
+/* Blocks of at least half the largest so far get its room (a freed one fits the next);
  * others, and the largest, their own size. Those given the room an earlier block set come
  * from its pool. */
 static void test_generic_blocks_near_the_largest_get_its_room(void)
 {
-    static unsigned char junk[4096 * 3 + 3904 * 2 + 1000];
+    static unsigned char junk[4096 * 3 + 3904 * 2 + 1000 + 2100 + 2000];
     for (size_t i = 0; i < sizeof(junk); i++)
         junk[i] = (unsigned char)(i * 7 + (i >> 8));
-    static const size_t reads[] = {3904, 4096, 3904, 4096, 1000, 4096};
+    static const size_t reads[] = {3904, 4096, 3904, 4096, 1000, 2100, 2000, 4096};
     static rec_t r;
     memset(&r, 0, sizeof(r));
     format_sink_t sink = {.ctx = &r, .emit = rec_emit};
@@ -219,10 +219,11 @@ static void test_generic_blocks_near_the_largest_get_its_room(void)
     for (size_t i = 0; i < sizeof(reads) / sizeof(reads[0]); at += reads[i++])
         CHECK(f->ops->ingest(f, junk + at, reads[i]) == 0);
     format_free(f);
-    CHECK(r.blocks == 6 && r.len == sizeof(junk) && memcmp(r.out, junk, r.len) == 0);
+    CHECK(r.blocks == 8 && r.len == sizeof(junk) && memcmp(r.out, junk, r.len) == 0);
     CHECK(r.room[0] == 3904 && r.room[1] == 4096 && r.room[2] == 4096 && r.room[3] == 4096);
-    CHECK(r.room[4] == 1000 && r.room[5] == 4096 && r.room_short == 0);
-    CHECK(r.pooled == ((1u << 2) | (1u << 3) | (1u << 5)));
+    CHECK(r.room[4] == 1000 && r.room[5] == 4096 && r.room[6] == 2000 && r.room[7] == 4096);
+    CHECK(r.room_short == 0);
+    CHECK(r.pooled == ((1u << 2) | (1u << 3) | (1u << 5) | (1u << 7)));
 }
 
 static void test_generic_unframed_data_is_all_sync(void)
