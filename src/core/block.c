@@ -6,8 +6,9 @@
  * Freeing a block drops the reference it holds on its successor; the loop below walks the chain
  * instead of recursing, so a long chain released at once cannot overflow the stack.
  * A pool hands out units of one size from regions mapped for it, under its own lock (taken
- * by whoever frees the block: the heap's free takes its arena's lock the same way); a region
- * that empties out stays mapped until block_pools_trim, so that no free makes a system call.
+ * by whoever frees the block: the heap's free takes its arena's lock the same way), from the
+ * region of the lowest number with a free unit; a region that empties out stays mapped until
+ * block_pools_trim, so that no free makes a system call.
  */
 #include "core/block.h"
 

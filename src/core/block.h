@@ -49,8 +49,8 @@ block_t *block_new(size_t cap);
  * (256 KB, mapped apart from the heap) and a freed one is the next one's place: the heap's
  * small, long-lived allocations (a new source's structures, strings) never land in the middle
  * of a source's queue, where they split the room of a block that is freed into pieces no
- * later block fits. A room outside [BLOCK_POOL_MIN, BLOCK_GATHER_MAX], or a new room when
- * BLOCK_POOLS rooms have pools, comes from the heap (block_new). Freed by block_unref like
+ * later block fits. A room outside [BLOCK_POOL_MIN, BLOCK_GATHER_MAX], a new room when
+ * BLOCK_POOLS rooms have pools, or a unit past a pool's 2 GB, comes from the heap (block_new). Freed by block_unref like
  * any block, from any thread. */
 #define BLOCK_POOLED (1u << 31)
 #define BLOCK_POOL_MIN 1024

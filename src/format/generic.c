@@ -125,7 +125,10 @@ static size_t generic_frame_tail(const generic_state_t *st, size_t have)
 
 /* A block of len bytes, not filled: blocks of at least half the largest size get that room, so
  * that a freed one fits the next exactly, and come from the pool of that room once an earlier
- * block set it (a source's first blocks, growing to their size, stay in the heap). */
+ * block set it. A source's first blocks, growing to their size, take the room of the largest
+ * block there can be from its pool (that of the gathering's slabs, always there): in the heap
+ * they would leave, when the queue frees them, holes between the structures of the sources
+ * that came after, which only blocks fit. */
 static block_t *generic_block(generic_state_t *st, size_t len)
 {
     int grew = len > st->block_room && len <= GENERIC_BLOCK; /* not a relay's first bytes */
@@ -133,7 +136,9 @@ static block_t *generic_block(generic_state_t *st, size_t len)
         st->block_room = (uint32_t)len;
     if (len > st->block_room || len < st->block_room / 2)
         return block_new(len);
-    return grew ? block_new(st->block_room) : block_new_pooled(st->block_room);
+    if (grew)
+        return len >= BLOCK_POOL_MIN ? block_new_pooled(GENERIC_BLOCK) : block_new(len);
+    return block_new_pooled(st->block_room);
 }
 
 /* Emits out, the len bytes gathered from pending_at on (NULL: none), with keep bytes after them
