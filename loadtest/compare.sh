@@ -25,7 +25,7 @@ floor=${FLOOR_BIN:-$(first_x "$here/writev_floor" "$top/build/loadtest/writev_fl
 out=""; port=""; servers="rimecast rimecast-ll icecast2 floor"; source_tool=swarm; per_proc=18000
 sources=1000; source_step=50; source_hold=5
 listeners=15000; listener_step=1000; hold=20; rate=500; probe_n=10; flash=10000; bitrate=128
-workers=0; python=python3; max_time=3600; timed=0
+workers=0; python=python3; max_time=3600; timed=0; gen_nice=0; gen_wrap=()
 usage() {
     cat >&2 <<USAGE
 usage: compare.sh [--quick] [--out DIR] [--servers "rimecast rimecast-ll icecast2 floor" (+ floor-ll)]
@@ -35,6 +35,8 @@ usage: compare.sh [--quick] [--out DIR] [--servers "rimecast rimecast-ll icecast
   [--probe-listeners 10] [--flash 10000] [--bitrate 128] [--max-time 3600 (listener ramp cap, s)]
   [--per-proc 18000 (listeners per swarm process)]
   [--timed K (the latency of /live itself: K of its listeners time the markers its source writes)]
+  [--gen-nice N] [--gen-batch] (the listener phase's swarms run at nice N, or as SCHED_BATCH: their
+  wake-ups on a server's writes then do not preempt the server's threads on the shared cores)
 --quick: 100 sources, 2000 listeners in steps of 500 held 8 s, a flash crowd of 2000.
 Phases can be skipped with --sources 0, --listeners 0, --flash 0.
 USAGE
@@ -64,6 +66,8 @@ while [ $# -gt 0 ]; do
         --max-time) max_time=$2; shift 2 ;;
         --per-proc) per_proc=$2; shift 2 ;;
         --timed) timed=$2; shift 2 ;;
+        --gen-nice) gen_nice=$2; shift 2 ;;
+        --gen-batch) gen_wrap=(chrt --batch 0); shift ;;
         *) usage ;;
     esac
 done
@@ -175,13 +179,13 @@ phase_listeners() {
     [ "$timed" -eq 0 ] && feed+=(--probe-mount /probe --probe-listeners "$probe_n")
     if [ "${1%-ll}" != floor ]; then
         # the stream and the latency probe come from their own swarm, so the ramp's clock starts at once
-        "$swarm" --port "$port" "${feed[@]}" --bitrate "$bitrate" --drain 5 \
+        "${gen_wrap[@]}" nice -n "$gen_nice" "$swarm" --port "$port" "${feed[@]}" --bitrate "$bitrate" --drain 5 \
             --status "$d/source.status" 2>"$d/source.err" &
         src=$!; echo $src >> "$gen"; list="$d/source.status,"
         sleep 2
     fi
     log "$1: listener ramp to $listeners on /live ($listener_step more ${hold}s after each step is in)"
-    "$here/ramp-listeners.sh" --dir "$d" --port "$port" --listeners "$listeners" --mounts /live \
+    "${gen_wrap[@]}" nice -n "$gen_nice" "$here/ramp-listeners.sh" --dir "$d" --port "$port" --listeners "$listeners" --mounts /live \
         --step "$listener_step" --hold "$hold" --connect-rate "$rate" --bitrate "$bitrate" \
         --duration "$max_time" --per-proc "$per_proc" --swarm "$swarm" "${timing[@]}" 2>"$d/ramp.err" &
     local ramp=$!
