@@ -42,16 +42,19 @@
     " FROM sessions WHERE start_ms >= m.bf - $10::bigint - 3600000"                           \
     " AND start_ms < m.bt + $10::bigint AND end_ms > m.bf - $10::bigint"                      \
     " AND ($4::text IS NULL OR mount = $4) AND ($5::text IS NULL OR server = $5)"             \
+    " AND ($12::boolean OR invalid = '')"                                                      \
     " UNION ALL SELECT mount, start_ms, end_ms, ip, coalesce(user_agent, ''),"                \
     " coalesce(country, ''), preroll <> 0, false, listener_key FROM sessions"                 \
     " WHERE end_ms > m.bf - $10::bigint AND start_ms < m.bf - $10::bigint - 3600000"          \
     " AND end_ms - start_ms > 3600000"                                                         \
     " AND ($4::text IS NULL OR mount = $4) AND ($5::text IS NULL OR server = $5)"             \
+    " AND ($12::boolean OR invalid = '')"                                                      \
     " UNION ALL SELECT mount, start_ms, end_ms, ip, coalesce(user_agent, ''),"                \
     " coalesce(country, ''), preroll <> 0, true, listener_key FROM live_sessions l"           \
     " WHERE l.end_ms >= $6 AND l.start_ms < m.bt + $10::bigint"                               \
     " AND l.end_ms > m.bf - $10::bigint"                                                      \
     " AND ($4::text IS NULL OR mount = $4) AND ($5::text IS NULL OR server = $5)"             \
+    " AND ($12::boolean OR invalid = '')"                                                      \
     " AND NOT EXISTS (SELECT 1 FROM sessions x WHERE x.start_ms = l.start_ms"                 \
     " AND x.conn_id = l.conn_id AND x.server = l.server)"
 
@@ -404,8 +407,8 @@ static int make_rest(figures_t *f, const char *scope, const char *qualify, const
     snprintf(widen, sizeof(widen), "%d", q->resume_s ? AUDIENCE_CHAIN_MS : 0);
     snprintf(resume, sizeof(resume), "%lld", (long long)q->resume_s * 1000);
     const char *params[] = {bf,    bt,   qualify, q->mount, q->server, fresh,
-                            scope, step, fps,     widen,    resume};
-    r = bf && bt && fps ? audience_pg_run(f->db, figures_sql, 11, params, FIGURES_MS) : NULL;
+                            scope, step, fps,     widen,    resume,   q->gross ? "t" : "f"};
+    r = bf && bt && fps ? audience_pg_run(f->db, figures_sql, 12, params, FIGURES_MS) : NULL;
     free(bf);
     free(bt);
     free(fps);
@@ -473,16 +476,18 @@ int audience_pg_make_figures(audience_db_t *db, audience_query_t *q)
     snprintf(step, sizeof(step), "%lld", (long long)q->step_ms);
     snprintf(fresh, sizeof(fresh), "%lld",
              (long long)(session_now_ms() - AUDIENCE_PG_LIVE_STALE_MS));
-    /* the figures kept follow the servers asked for and the pauses: "r180|edge-1" */
+    /* the figures kept follow the servers asked for, the pauses and the traffic: "r180|edge-1",
+     * "gr180|edge-1" (gross; net's scope is the one kept before invalid traffic was told
+     * apart, when every session was a valid one) */
     const char *server = q->server ? q->server : "";
-    size_t cap = strlen(server) + 16;
+    size_t cap = strlen(server) + 24;
     char *scope = malloc(cap);
     if (!scope) {
         q->err = -ENOMEM;
         return 0;
     }
-    if (q->resume_s)
-        snprintf(scope, cap, "r%d|%s", q->resume_s, server);
+    if (q->resume_s || q->gross)
+        snprintf(scope, cap, "%sr%d|%s", q->gross ? "g" : "", q->resume_s, server);
     else
         snprintf(scope, cap, "%s", server);
     PGresult *r = audience_pg_run(db, "BEGIN; SET LOCAL work_mem = '256MB'; SET LOCAL jit = off",
