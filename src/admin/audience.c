@@ -415,6 +415,7 @@ xmlDocPtr admin_audience_top_doc(const audience_top_t *t)
         stats_add_text(root, "mount", t->mount);
     if (t->server)
         stats_add_text(root, "server", t->server);
+    stats_add_text(root, "traffic", t->gross ? "gross" : "net");
     stats_add_number(root, "sessions", (long long)t->sessions);
     for (size_t i = 0; i < t->n; i++) {
         const audience_top_entry_t *e = &t->entries[i];
@@ -465,9 +466,10 @@ static void top_compute(audience_db_t *db, void *arg)
 static const char *read_top(admin_req_t *a, audience_top_t *t)
 {
     char *from = admin_param(a, "from"), *to = admin_param(a, "to"), *by = admin_param(a, "by");
-    char *limit = admin_param(a, "limit");
+    char *limit = admin_param(a, "limit"), *traffic = admin_param(a, "traffic");
     const char *bad = NULL;
     t->by_referer = by && strcmp(by, "referer") == 0;
+    t->gross = traffic && strcmp(traffic, "gross") == 0;
     t->limit = AUDIENCE_TOP_DEFAULT;
     if (parse_time(to, ((int64_t)time(NULL) + 1) * 1000, &t->to_ms) < 0 ||
         parse_time(from, t->to_ms - 86400000, &t->from_ms) < 0)
@@ -476,6 +478,8 @@ static const char *read_top(admin_req_t *a, audience_top_t *t)
         bad = "from must come before to";
     else if (by && !t->by_referer && strcmp(by, "agent") != 0)
         bad = "by: agent or referer";
+    else if (traffic && *traffic && !t->gross && strcmp(traffic, "net") != 0)
+        bad = "traffic: net (valid sessions only, the default) or gross (every session)";
     else if (limit) {
         size_t digits = strspn(limit, "0123456789");
         t->limit = digits && digits <= 3 && !limit[digits] ? atoi(limit) : 0;
@@ -486,6 +490,7 @@ static const char *read_top(admin_req_t *a, audience_top_t *t)
     free(to);
     free(by);
     free(limit);
+    free(traffic);
     return bad;
 }
 

@@ -561,7 +561,7 @@ void audience_pg_figures(audience_db_t *db, audience_query_t *q)
 /* ---- top lists ---- */
 
 /* $1, $2 the period; $3 the qualifying length; $4 a mount or NULL; $5 by referrer; $6 the
- * limit; $7 a server or NULL. The sessions found as for a bucket (BUCKET_SESSIONS, stored
+ * limit; $7 a server or NULL; $8 true for every session (gross), false for the valid ones. The sessions found as for a bucket (BUCKET_SESSIONS, stored
  * ones only). */
 static const char top_sql[] =
     "SELECT k, count(*), count(*) FILTER (WHERE end_ms - start_ms >= $3),"
@@ -571,10 +571,12 @@ static const char top_sql[] =
     " FROM (SELECT CASE WHEN $5 THEN referer ELSE user_agent END AS k, start_ms, end_ms"
     "  FROM sessions WHERE start_ms >= $1::bigint - 3600000 AND start_ms < $2 AND end_ms > $1"
     "  AND ($4::text IS NULL OR mount = $4) AND ($7::text IS NULL OR server = $7)"
+    "  AND ($8::boolean OR invalid = '')"
     "  UNION ALL SELECT CASE WHEN $5 THEN referer ELSE user_agent END, start_ms, end_ms"
     "  FROM sessions WHERE end_ms > $1 AND start_ms < $1::bigint - 3600000"
     "  AND end_ms - start_ms > 3600000"
-    "  AND ($4::text IS NULL OR mount = $4) AND ($7::text IS NULL OR server = $7)) s"
+    "  AND ($4::text IS NULL OR mount = $4) AND ($7::text IS NULL OR server = $7)"
+    "  AND ($8::boolean OR invalid = '')) s"
     " GROUP BY k ORDER BY count(*) DESC, k NULLS FIRST LIMIT $6";
 
 void audience_pg_top(audience_db_t *db, audience_top_t *t)
@@ -590,8 +592,8 @@ void audience_pg_top(audience_db_t *db, audience_top_t *t)
     snprintf(qualify, sizeof(qualify), "%lld", (long long)t->qualify_s * 1000);
     snprintf(limit, sizeof(limit), "%d", t->limit);
     const char *params[] = {from, to, qualify, t->mount, t->by_referer ? "true" : "false",
-                            limit, t->server};
-    PGresult *r = audience_pg_run(db, top_sql, 7, params, FIGURES_MS);
+                            limit, t->server, t->gross ? "t" : "f"};
+    PGresult *r = audience_pg_run(db, top_sql, 8, params, FIGURES_MS);
     if (!r) {
         t->err = p->conn ? -EIO : -EAGAIN;
         return;
