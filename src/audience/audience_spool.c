@@ -146,11 +146,12 @@ audience_record_t *audience_spool_decode(const char *line, size_t len)
     int r2 = n == SPOOL_FIELDS - 2 && flen[0] == 2 && memcmp(f[0], SPOOL_TAG_R2, 2) == 0;
     if (!r1 && !r2 && (n != SPOOL_FIELDS || flen[0] != 2 || memcmp(f[0], SPOOL_TAG, 2) != 0))
         return NULL;
-    /* R3: the reason (a short word, nothing to unescape in it) and the kind */
+    /* R3: the reason (a short word of lower-case letters: nothing to unescape) and the kind */
     char invalid[16] = "";
     long long hls = 0;
     if (n == SPOOL_FIELDS) {
-        if (flen[17] >= sizeof(invalid) || memchr(f[17], '\\', flen[17]) ||
+        if (flen[17] >= sizeof(invalid) || strspn(f[17], "abcdefghijklmnopqrstuvwxyz_") <
+                                                 flen[17] ||
             number(f[18], flen[18], 0, 1, &hls) < 0)
             return NULL;
         memcpy(invalid, f[17], flen[17]);
