@@ -329,6 +329,26 @@ static char *server_param(admin_req_t *a)
     return name;
 }
 
+const char *admin_audience_span(admin_req_t *a, int64_t *from_ms, int64_t *to_ms)
+{
+    char *from = admin_param(a, "from"), *to = admin_param(a, "to"), *day = admin_param(a, "day");
+    const char *bad = NULL;
+    int64_t now = ((int64_t)time(NULL) + 1) * 1000; /* the second going on included */
+    if (day && *day) {
+        if (strlen(day) != 10 || parse_iso(day, from_ms) < 0)
+            bad = "day: YYYY-MM-DD (a UTC day)";
+        *to_ms = *from_ms + 86400000;
+    } else if (parse_time(to, now, to_ms) < 0 || parse_time(from, *to_ms - 86400000, from_ms) < 0) {
+        bad = "from and to: unix seconds or ISO 8601 (YYYY-MM-DD[THH:MM[:SS[.fff]]][Z|+HH:MM])";
+    }
+    if (!bad && *from_ms >= *to_ms)
+        bad = "from must come before to";
+    free(from);
+    free(to);
+    free(day);
+    return bad;
+}
+
 /* The query a request asks for, or a message saying what is wrong with it. */
 static const char *read_query(admin_req_t *a, audience_query_t *q)
 {

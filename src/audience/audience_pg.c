@@ -654,6 +654,7 @@ const audience_backend_t audience_pg_backend = {
     .prune = pg_prune,
     .figures = audience_pg_figures,
     .top = audience_pg_top,
+    .sessions = audience_pg_sessions,
     .tick = pg_tick,
     .ready = pg_ready,
 };

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "audience/audience_backend.h"
+#include "audience/audience_export.h"
 #include "core/log.h"
 #include "stream/session.h"
 
@@ -305,6 +306,12 @@ static void sqlite_top(audience_db_t *db, audience_top_t *t)
     audience_sqlite_top(s ? s->sql : NULL, t);
 }
 
+static void sqlite_sessions(audience_db_t *db, audience_export_t *x)
+{
+    sqlite_db_t *s = db->impl;
+    audience_sqlite_sessions(s ? s->sql : NULL, x);
+}
+
 const audience_backend_t audience_sqlite_backend = {
     .name = "SQLite",
     .pruned = "ended",
@@ -314,4 +321,5 @@ const audience_backend_t audience_sqlite_backend = {
     .prune = sqlite_prune,
     .figures = sqlite_figures,
     .top = sqlite_top,
+    .sessions = sqlite_sessions,
 };

@@ -252,6 +252,7 @@ static const directive_t audience_dirs[] = {
     INT_D("resume-seconds", config_t, resume_seconds, 0, 1800, 180),
     PATH("bots", config_t, audience_bots),
     INT_D("max-concurrent-per-listener", config_t, max_concurrent, 0, 100000, 10),
+    PATH("export-dir", config_t, audience_export),
     END,
 };
 static const section_t audience_sec = {"audience", audience_dirs};

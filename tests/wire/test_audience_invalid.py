@@ -10,7 +10,8 @@ and valid listeners: curl, ffmpeg on the stream and ffmpeg playing the mount's H
 session is recorded with why it is invalid (bot, concurrent, '' valid) and its kind (HLS or
 not), in the session log and the store; /admin/audience.json and .csv give with traffic=net
 (the default) and traffic=gross the figures of the valid sessions and of all of them, as the
-stored rows define them, and say which.
+stored rows define them, and say which; /admin/audience/sessions lists the eight sessions, the
+HLS one as one session.
 """
 
 import csv
@@ -196,5 +197,15 @@ def test_invalid_sessions_are_recorded_and_left_out_of_net_figures(server, reque
         x = adminlib.admin(srv, "/admin/audience?" + ask).xml()
         assert x.findtext("traffic") == (traffic or "net")
     assert figures_of(stored)["sessions"] == 8 and figures_of(valid)["cume"] == 3
+    # the session log out: the eight sessions, the HLS one a session (not its playlists and
+    # segments), each with why it is invalid
+    r = adminlib.admin(srv, "/admin/audience/sessions?format=tsv&" + q)
+    assert r.status == 200, r.text
+    lines = r.text.splitlines()
+    head = lines[0].split("\t")
+    out = sorted((d["user_agent"], d["invalid"], d["kind"])
+                 for d in (dict(zip(head, line.split("\t"))) for line in lines[1:]))
+    assert out == sorted((r["user_agent"], r["invalid"], "hls" if r["hls"] else "stream")
+                         for r in log)
     r = adminlib.admin(srv, "/admin/audience.json?traffic=all")
     assert r.status == 400
