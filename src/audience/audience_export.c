@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include "audience/audience_backend.h"
-#include "audience/audience_store.h"
 #include "conf/config.h"
 #include "core/log.h"
 #include "core/loop.h"
@@ -196,7 +195,7 @@ void audience_export_chunk(audience_db_t *db, audience_export_t *x)
 
 /* Writes the sessions of [from, from + 1 day) to path (made under a temporary name and
  * renamed into place). 0 or -errno. */
-static int write_day(audience_db_t *db, const char *dir, int64_t from)
+static int write_day(audience_db_t *db, const char *dir, int64_t from, const char *name_of)
 {
     char name[64], path[4096], tmp[4096];
     char d[16], t[24];
@@ -209,8 +208,7 @@ static int write_day(audience_db_t *db, const char *dir, int64_t from)
     if (fd < 0)
         return -errno;
     audience_export_t x;
-    int err = audience_export_init(&x, from, from + DAY_MS, NULL, audience_store_server_name(),
-                                   AUDIENCE_FORMAT_W3C);
+    int err = audience_export_init(&x, from, from + DAY_MS, NULL, name_of, AUDIENCE_FORMAT_W3C);
     buf_t head = BUF_INIT;
     audience_export_head(&head, AUDIENCE_FORMAT_W3C, session_now_ms());
     if (!err && (size_t)write(fd, head.data, head.len) != head.len)
@@ -235,7 +233,7 @@ static int write_day(audience_db_t *db, const char *dir, int64_t from)
     return err;
 }
 
-uint64_t audience_export_days(audience_db_t *db)
+uint64_t audience_export_days(audience_db_t *db, const char *own)
 {
     const char *dir = server_config()->audience_export;
     uint64_t now = loop_now_ms();
@@ -250,7 +248,7 @@ uint64_t audience_export_days(audience_db_t *db)
         struct stat sb;
         if (stat(path, &sb) == 0)
             continue;
-        int err = write_day(db, dir, day);
+        int err = write_day(db, dir, day, own);
         if (err) {
             static log_ratelimit_t rl;
             log_warn_limited(&rl, 3600000, "audience: cannot write the sessions of %s to %s: %s",

@@ -76,9 +76,10 @@ void audience_export_chunk(struct audience_db *db, audience_export_t *x);
 
 /* On the store's thread: writes into <export-dir> the file of the oldest of the last
  * AUDIENCE_EXPORT_DAYS whole UTC days (those that ended a minute ago or more) that has none
- * yet, sessions-YYYY-MM-DD.log (W3C; this server's sessions), under a temporary name renamed
- * into place once complete. Returns the monotonic time it wants to be called again. */
+ * yet, sessions-YYYY-MM-DD.log (W3C; the sessions of the server of that name), under a
+ * temporary name renamed into place once complete. Returns the monotonic time it wants to be
+ * called again. */
 #define AUDIENCE_EXPORT_DAYS 7
-uint64_t audience_export_days(struct audience_db *db);
+uint64_t audience_export_days(struct audience_db *db, const char *own);
 
 #endif

@@ -270,7 +270,7 @@ static void *store_main(void *arg)
             next_prune = prune(&db);
         if (loop_now_ms() >= next_export && !stop)
             next_export = audience_export_days(db.be && (!db.be->ready || db.be->ready(&db))
-                                                   ? &db : NULL);
+                                                   ? &db : NULL, audience_store_server_name());
         while (jobs) {
             job_t *next = jobs->next;
             jobs->fn(db.be ? &db : NULL, jobs->arg);
