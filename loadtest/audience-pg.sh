@@ -19,7 +19,9 @@
 # once more for the gross ones. With --before BIN a build from before invalid traffic was told
 # apart answers the same questions first, on the same store (the figures it kept forgotten
 # before the server under test starts: they count every session).
-# Prints a table: seconds (the first ask, the median of the others), the machine's idle % while
+# Prints a table: seconds (the first ask, the median of the others), the CPU seconds per ask of
+# the server and of PostgreSQL's processes (user and system, from /proc: what the asks cost,
+# which other work on a busy machine moves far less than the time), the machine's idle % while
 # they ran, the periods and rows answered.
 #   audience-pg.sh [--sessions 1000000] [--days 30] [--repeat 3] [--sqlite] [--rimecast BIN]
 #                  [--before BIN] [--keep]
@@ -204,12 +206,14 @@ chown nobody "$work"/srv/log/audience.db* 2>/dev/null
 # ask NAME QUERY ASKS STORE-INDEX QUERY-INDEX: times the query ASKS times, prints its row
 ask() {
     local name=$1 q=$2 asks=$3 si=$4 qi=$5
-    times=(); read -r i0 t0 < <(cpu_now)
+    times=(); read -r i0 t0 < <(cpu_now); s0=$(server_cpu); d0=$(db_cpu)
     for _ in $(seq "$asks"); do
         times+=("$(curl -s -m 600 -u admin:hackme -o "$work/answer.json" -w '%{time_total}' \
             "http://127.0.0.1:$port/admin/audience.json?$q")")
     done
-    read -r i1 t1 < <(cpu_now)
+    read -r i1 t1 < <(cpu_now); s1=$(server_cpu); d1=$(db_cpu)
+    cpu=$(awk -v a="$s0" -v b="$s1" -v c="$d0" -v d="$d1" -v n="$asks" \
+        'BEGIN { printf "%.2f | %.2f", (b - a) / n, (d - c) / n }')
     [ "$si" = 0 ] && cp "$work/answer.json" "$work/first-$qi.json"
     same=-; [ "$si" != 0 ] && [ "$si" != b ] && { same=no; cmp -s "$work/answer.json" "$work/first-$qi.json" && same=yes; }
     read -r periods rows < <(python3 -c '
@@ -219,10 +223,21 @@ print(len({e["start"] for e in p}), len(p))' "$work/answer.json" 2>/dev/null || 
     sorted=$(printf '%s\n' "${times[@]}" | sort -g)
     median=$(sed -n "$(( (asks + 1) / 2 ))p" <<<"$sorted"); slowest=$(tail -1 <<<"$sorted")
     idle=$(awk -v i="$((i1 - i0))" -v t="$((t1 - t0))" 'BEGIN { printf "%.0f", t ? 100 * i / t : 0 }')
-    printf '| %s | %s | %s | %.2f | %.2f | %s | %s | %s | %s |\n' "$store" "$name" "$asks" \
-        "$median" "$slowest" "$idle" "$periods" "$rows" "$same"
+    printf '| %s | %s | %s | %.2f | %.2f | %s | %s | %s | %s | %s |\n' "$store" "$name" "$asks" \
+        "$median" "$slowest" "$cpu" "$idle" "$periods" "$rows" "$same"
 }
 
+# CPU seconds so far (user and system) of the server, and of PostgreSQL's processes going on
+proc_cpu() { awk -v hz="$(getconf CLK_TCK)" '{ t += $14 + $15 } END { printf "%.2f", t / hz }' "$@" 2>/dev/null; }
+server_cpu() { proc_cpu "/proc/$spid/stat"; }
+db_cpu() {  # its processes going on, and those that ended (parallel workers: the postmaster's
+            # children's times)
+    local p files=() reaped
+    for p in $(pgrep -P "$pgpid"); do files+=("/proc/$p/stat"); done
+    reaped=$(awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15 + $16 + $17) / hz }' \
+        "/proc/$pgpid/stat")
+    awk -v a="$(proc_cpu "${files[@]}")" -v b="$reaped" 'BEGIN { printf "%.2f", a + b }'
+}
 # the machine's idle jiffies and all jiffies
 cpu_now() { awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print $5 + $6, t }' /proc/stat; }
 
@@ -237,8 +252,8 @@ queries=("30 days by day, nothing kept|$d30|1"
          "30 days by day, gross, nothing kept|${d30%net}gross|1"
          "30 days by day, gross, again|${d30%net}gross|$repeat")
 printf '\n%s sessions over %s days from 3 servers\n\n' "$sessions" "$days"
-printf '| store | query | asks | median s | slowest s | machine idle %% | periods | rows | same |\n'
-printf '|---|---|---|---|---|---|---|---|---|\n'
+printf '| store | query | asks | median s | slowest s | server CPU s | database CPU s | machine idle %% | periods | rows | same |\n'
+printf '|---|---|---|---|---|---|---|---|---|---|---|\n'
 stores=("PostgreSQL|$uri")
 [ "$sqlite" = 1 ] && stores+=("SQLite|audience.db")
 if [ -n "$before" ]; then  # the build before, on the same store, first
