@@ -82,6 +82,36 @@ static conn_t *job_conn(export_job_t *j)
     return c && !c->closing && c->ops == &export_ops && c->data == j ? c : NULL;
 }
 
+/* The response head and the log's first lines; the connection becomes the job's. -1 when it
+ * closed meanwhile. */
+static int start_stream(conn_t *c, export_job_t *j)
+{
+    int w3c = j->x.format == AUDIENCE_FORMAT_W3C;
+    char head[1024];
+    size_t hlen = response_head(head, sizeof(head), 200,
+                                w3c ? "text/plain; charset=utf-8"
+                                    : "text/tab-separated-values; charset=utf-8",
+                                -1, w3c ? "Cache-Control: no-store\r\n"
+                                          "Content-Disposition: attachment; "
+                                          "filename=\"sessions.log\"\r\n"
+                                        : "Cache-Control: no-store\r\n"
+                                          "Content-Disposition: attachment; "
+                                          "filename=\"sessions.tsv\"\r\n");
+    buf_t lines = BUF_INIT;
+    audience_export_head(&lines, j->x.format, session_now_ms());
+    admin_req_free(j->a);
+    j->a = NULL;
+    j->started = 1;
+    client_of(c)->status = 200;
+    c->data = j;
+    c->ops = c->role = &export_ops;
+    conn_send(c, head, hlen, NULL);
+    if (!c->closing)
+        conn_send(c, lines.data, lines.len, NULL);
+    buf_free(&lines);
+    return c->closing ? -1 : 0;
+}
+
 /* On the worker: a chunk came back. */
 static void deliver(worker_t *w, void *arg)
 {
@@ -111,33 +141,8 @@ static void deliver(worker_t *w, void *arg)
         job_free(j);
         return;
     }
-    if (!j->started) {
-        int w3c = j->x.format == AUDIENCE_FORMAT_W3C;
-        char head[1024];
-        size_t hlen = response_head(head, sizeof(head), 200,
-                                    w3c ? "text/plain; charset=utf-8"
-                                        : "text/tab-separated-values; charset=utf-8",
-                                    -1, w3c ? "Cache-Control: no-store\r\n"
-                                              "Content-Disposition: attachment; "
-                                              "filename=\"sessions.log\"\r\n"
-                                            : "Cache-Control: no-store\r\n"
-                                              "Content-Disposition: attachment; "
-                                              "filename=\"sessions.tsv\"\r\n");
-        buf_t lines = BUF_INIT;
-        audience_export_head(&lines, j->x.format, session_now_ms());
-        admin_req_free(j->a);
-        j->a = NULL;
-        j->started = 1;
-        client_of(c)->status = 200;
-        c->data = j;
-        c->ops = c->role = &export_ops;
-        conn_send(c, head, hlen, NULL);
-        if (!c->closing)
-            conn_send(c, lines.data, lines.len, NULL);
-        buf_free(&lines);
-        if (c->closing)
-            return;
-    }
+    if (!j->started && start_stream(c, j) < 0)
+        return;
     /* a failure after the head: the log ends short (the connection closes early) */
     int last = j->x.err || !j->x.more;
     if (j->x.out.len)
