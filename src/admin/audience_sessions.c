@@ -143,15 +143,18 @@ static void deliver(worker_t *w, void *arg)
     }
     if (!j->started && start_stream(c, j) < 0)
         return;
-    /* a failure after the head: the log ends short (the connection closes early) */
+    /* a failure after the head: the log ends short (the connection closes early). The chunk
+     * is copied or written by conn_send before chunk_written asks for the next one, which the
+     * store's thread then reads into the same buffer: nothing here touches it after that. */
     int last = j->x.err || !j->x.more;
-    if (j->x.out.len)
-        conn_send(c, j->x.out.data, j->x.out.len, last ? conn_linger_close : chunk_written);
+    const char *data = j->x.out.data;
+    size_t len = j->x.out.len;
+    if (len)
+        conn_send(c, data, len, last ? conn_linger_close : chunk_written);
     else if (last)
         conn_linger_close(c);
     else
         chunk_written(c);
-    j->x.out.len = 0;
 }
 
 /* On the store's thread. */
