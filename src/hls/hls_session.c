@@ -130,7 +130,7 @@ static void session_close(hls_t *h, hls_session_t *s, session_end_t why)
         .id = s->id, .mount = h->name, .start_ms = s->start_ms, .end_ms = end_ms,
         .bytes = s->bytes, .address = s->ip, .agent = s->agent, .referer = s->referer,
         .user = s->user, .country = s->country, .end = why, .preroll = s->intro_played,
-        .key = s->key[0] ? s->key : NULL,
+        .key = s->key[0] ? s->key : NULL, .invalid = session_live_invalid(s->live), .hls = 1,
     };
     session_end(&r);
     session_listener_leave(s->live);
