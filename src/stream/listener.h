@@ -60,6 +60,7 @@ struct listener {
     int64_t start_ms;       /* when it joined (wall clock, ms): its session record */
     struct session_live *live; /* among the sessions going on (stream/session.h), or NULL */
     int preroll;            /* 1 once its preroll or intro was sent to its end */
+    int probe;              /* it asked for bytes 0-1 (or 0-0): a probe if it ends soon */
     char country[8];        /* ISO code of its address's country, "" unknown (GeoIP) */
     char key[SESSION_KEY_LEN + 1]; /* its listener key from the listener id it sent
                                     * (<listener-id-param>); "": from address and agent */

@@ -65,6 +65,7 @@ void session_listener_key(const char *ip, const char *agent, const char *id, cha
  * before the workers run. */
 #define SESSION_INVALID_BOT "bot"
 #define SESSION_INVALID_CONCURRENT "concurrent"
+#define SESSION_INVALID_PROBE "probe" /* a range probe that ended at once (listener.c) */
 void session_set_classifier(const char *(*classify)(const char *agent));
 /* The classifier's answer for agent ("" without one). Any thread. */
 const char *session_classify(const char *agent);

@@ -1,16 +1,17 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Invalid traffic: the audience figures gross and net, on the SQLite store and on PostgreSQL.
 
-Covers: real clients at once on one mount: curl with HEAD and with a 0-1 byte range probe
-(answered with the stream's head, no session), a scripted robot (a raw socket sending a
+Covers: real clients at once on one mount: curl with HEAD (the stream's head, no session), a
+0-1 byte range probe as Safari sends it (answered with the stream as Icecast answers it; gone
+after two bytes, its session is a probe), a scripted robot (a raw socket sending a
 self-declared bot's agent, in the built-in list), a client whose agent the station's
 <audience><bots> file names (the IAB/ABC format, start-of-string), one listener (curl, one
 agent, one address) opening three connections at once over <max-concurrent-per-listener> 2,
 and valid listeners: curl, ffmpeg on the stream and ffmpeg playing the mount's HLS. Every
-session is recorded with why it is invalid (bot, concurrent, '' valid) and its kind (HLS or
+session is recorded with why it is invalid (bot, concurrent, probe, '' valid) and its kind (HLS or
 not), in the session log and the store; /admin/audience.json and .csv give with traffic=net
 (the default) and traffic=gross the figures of the valid sessions and of all of them, as the
-stored rows define them, and say which; /admin/audience/sessions lists the eight sessions, the
+stored rows define them, and say which; /admin/audience/sessions lists the nine sessions, the
 HLS one as one session.
 """
 
@@ -71,15 +72,22 @@ def robot(srv, done):
 
 
 def probes(srv):
-    """HEAD and a 0-1 byte range probe: the stream's head, no body, no session."""
-    head = subprocess.run(["curl", "-s", "-I", "-A", "inv-probe/1", "--max-time", "10",
+    """HEAD (the stream's head, no body, no session) and a 0-1 byte range probe as Safari
+    sends it: answered with the stream, as Icecast answers it; the prober reads two bytes and
+    goes (its session is a probe)."""
+    head = subprocess.run(["curl", "-s", "-I", "-A", "inv-head/1", "--max-time", "10",
                            srv.url(MOUNT)], capture_output=True, timeout=20)
     assert head.returncode == 0 and head.stdout.startswith(b"HTTP/1."), head
-    rng = subprocess.run(["curl", "-s", "-D", "-", "-o", os.devnull, "-r", "0-1", "-A",
-                          "inv-probe/1", "--max-time", "10", srv.url(MOUNT)],
-                         capture_output=True, timeout=20)
-    # it ends at once (not at --max-time, exit 28): the head alone
-    assert rng.returncode == 0 and b" 200 " in rng.stdout.split(b"\r\n")[0], rng
+    s = wirelib.connect(srv.host, srv.port, 5)
+    s.sendall(("GET %s HTTP/1.1\r\nHost: x\r\nRange: bytes=0-1\r\nUser-Agent: inv-probe/1"
+               "\r\n\r\n" % MOUNT).encode())
+    head, rest = wirelib.read_head(s, 5)
+    assert head.status == 200
+    while len(rest) < 2:
+        more = s.recv(2 - len(rest))
+        assert more, "the stream ended"
+        rest += more
+    s.close()
 
 
 def figures_of(rows):
@@ -156,28 +164,29 @@ def test_invalid_sessions_are_recorded_and_left_out_of_net_figures(server, reque
         for c in clients:
             c.kill()
         # the HLS session's record comes once the server noticed it stopped polling
-        log = wirelib.wait_until(lambda: len(records(srv)) >= 8 and records(srv), 40,
-                                 "8 session records")
+        log = wirelib.wait_until(lambda: len(records(srv)) >= 9 and records(srv), 40,
+                                 "9 session records")
     finally:
         for c in clients:
             c.kill()
         fl.stop_process(source)
     t1 = int(time.time()) + 1
     # every session recorded, none for the probes, each saying why it is invalid
-    assert len(log) == 8, log
+    assert len(log) == 9, log
     why = {r["user_agent"]: set() for r in log}
     for r in log:
         why[r["user_agent"]].add(r["invalid"])
     assert why == {"inv-curl/1": {""}, "inv-many/1": {"concurrent"}, "inv-custom/1": {"bot"},
-                   ROBOT: {"bot"}, "inv-ffmpeg/1": {""}, "inv-hls/1": {""}}, why
-    assert sorted(r["hls"] for r in log) == [0] * 7 + [1]
+                   ROBOT: {"bot"}, "inv-ffmpeg/1": {""}, "inv-hls/1": {""},
+                   "inv-probe/1": {"probe"}}, why
+    assert sorted(r["hls"] for r in log) == [0] * 8 + [1]
     assert [r["user_agent"] for r in log if r["hls"]] == ["inv-hls/1"]
     # the store has them as the log does
     if store == "sqlite":
-        stored = wait_rows(srv, 8)
+        stored = wait_rows(srv, 9)
     else:
-        stored = wirelib.wait_until(lambda: len(pg_records(cluster, name)) >= 8 and
-                                    pg_records(cluster, name), 15, "8 rows")
+        stored = wirelib.wait_until(lambda: len(pg_records(cluster, name)) >= 9 and
+                                    pg_records(cluster, name), 15, "9 rows")
     assert sorted((r["user_agent"], r["invalid"], r["hls"]) for r in stored) == \
         sorted((r["user_agent"], r["invalid"], r["hls"]) for r in log)
     valid = [r for r in stored if not r["invalid"]]
@@ -196,8 +205,8 @@ def test_invalid_sessions_are_recorded_and_left_out_of_net_figures(server, reque
         assert as_figures(line) == want, (traffic, line, want)
         x = adminlib.admin(srv, "/admin/audience?" + ask).xml()
         assert x.findtext("traffic") == (traffic or "net")
-    assert figures_of(stored)["sessions"] == 8 and figures_of(valid)["cume"] == 3
-    # the session log out: the eight sessions, the HLS one a session (not its playlists and
+    assert figures_of(stored)["sessions"] == 9 and figures_of(valid)["cume"] == 3
+    # the session log out: the nine sessions, the HLS one a session (not its playlists and
     # segments), each with why it is invalid
     r = adminlib.admin(srv, "/admin/audience/sessions?format=tsv&" + q)
     assert r.status == 200, r.text
