@@ -4,7 +4,7 @@
   audience.xsl: the audience figures of a period (/admin/audience.xsl?from=&to=&period=&mount=):
   sessions, qualified sessions, TLH, ATSL, CUME, peak listeners, prerolls and sessions per
   country for the server and each mount, hour by hour, day by day or for the whole period, with a form to choose the period and links to the same figures
-  as XML, JSON and CSV. The definitions are in docs/AUDIENCE.md. Mount names are written
+  as XML, JSON and CSV; the form and the links keep the mount and the server (server=) asked. The definitions are in docs/AUDIENCE.md. Mount names are written
   as text only. The figures are shown rounded for reading (TLH in hours to a tenth, ATSL as
   12m 30s, times to the minute, countries as "DE 12, FR 3"); the XML, JSON and CSV keep the
   server's values. The period form asks for UTC times with the browser's date and time picker
@@ -21,6 +21,10 @@
     <xsl:if test="$mount != ''">
       <xsl:text>&amp;mount=</xsl:text>
       <xsl:call-template name="uri-encode"><xsl:with-param name="s" select="$mount"/></xsl:call-template>
+    </xsl:if>
+    <xsl:if test="server != ''">
+      <xsl:text>&amp;server=</xsl:text>
+      <xsl:call-template name="uri-encode"><xsl:with-param name="s" select="server"/></xsl:call-template>
     </xsl:if>
   </xsl:variable>
   <xsl:call-template name="page">
@@ -58,6 +62,9 @@
         <xsl:if test="$mount != ''">
           <input type="hidden" name="mount" value="{$mount}"/>
         </xsl:if>
+        <xsl:if test="server != ''">
+          <input type="hidden" name="server" value="{server}"/>
+        </xsl:if>
         <button class="primary" type="submit">Show</button>
       </form>
       <p class="actions">
@@ -68,10 +75,18 @@
         <a class="button small" href="/admin/audience.csv?{$query}">CSV</a>
         <xsl:text> </xsl:text>
         <a class="button small" href="/admin/audience_charts.xsl" data-charts="">
-          <xsl:if test="$mount != ''">
+          <xsl:if test="$mount != '' or server != ''">
             <xsl:attribute name="href">
-              <xsl:text>/admin/audience_charts.xsl?mount=</xsl:text>
-              <xsl:call-template name="uri-encode"><xsl:with-param name="s" select="$mount"/></xsl:call-template>
+              <xsl:text>/admin/audience_charts.xsl?</xsl:text>
+              <xsl:if test="$mount != ''">
+                <xsl:text>mount=</xsl:text>
+                <xsl:call-template name="uri-encode"><xsl:with-param name="s" select="$mount"/></xsl:call-template>
+              </xsl:if>
+              <xsl:if test="server != ''">
+                <xsl:if test="$mount != ''"><xsl:text>&amp;</xsl:text></xsl:if>
+                <xsl:text>server=</xsl:text>
+                <xsl:call-template name="uri-encode"><xsl:with-param name="s" select="server"/></xsl:call-template>
+              </xsl:if>
             </xsl:attribute>
           </xsl:if>
           <xsl:text>Charts</xsl:text>
