@@ -59,27 +59,37 @@
  * it continues): the sessions of a listener key on a mount, by start (rn). One that began when
  * every one before it had ended (le: the last end), at most $11 ms (<resume-seconds>; 0: none)
  * after, continues (pe: that end) the chain of the one that ended last (ties: the later one).
- * In SQL: the continuing sessions cut the sessions into segments (sg), the one that ended last
- * in a segment (lr) is what the next segment's first continues; a segment "carries" (ca) when
- * its first continues and ended last in it, so the chain of a continuing session is that of
- * the last segment before it that does not carry (ch: its number; a session that begins a
- * chain and ends last in its segment is that chain; any other alone, -rn). Each gets its
- * chain's length (cl, the time its sessions listened); the bucket's own sessions are kept. */
+ * PAUSED is every session with rn, le and pe, and whether any of its key's sessions on the
+ * mount continues another (cs): most do not, and then each session is a chain of its own.
+ * CHAINED follows the chains of the others only: the continuing sessions cut them into
+ * segments (sg), the one that ended last in a segment (lr) is what the next segment's first
+ * continues; a segment "carries" (ca) when its first continues and ended last in it, so the
+ * chain of a continuing session is that of the last segment before it that does not carry
+ * (ch: its number; a session that begins a chain and ends last in its segment is that chain;
+ * any other alone, -rn). Each gets its chain's length (cl, the time its sessions listened). */
+#define PAUSED                                                                                 \
+    "SELECT *, bool_or(pe IS NOT NULL) OVER (PARTITION BY b, k, mount) AS cs FROM ("          \
+    " SELECT *, CASE WHEN $11::bigint > 0 AND k IS NOT NULL AND start_ms >= le"               \
+    "  AND start_ms - le <= $11::bigint THEN le END AS pe FROM ("                             \
+    "  SELECT *, max(end_ms) OVER (PARTITION BY b, k, mount ORDER BY rn"                      \
+    "   ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS le FROM ("                       \
+    "   SELECT *, row_number() OVER (PARTITION BY b, k, mount ORDER BY start_ms, end_ms)"     \
+    "    AS rn FROM sw) r) l) c"
+
+#define CHAIN_COLUMNS "b, bf, bt, mount, start_ms, end_ms, ip, ua, cc, preroll, now, k, pe"
+
 #define CHAINED                                                                                \
-    "SELECT *, sum(end_ms - start_ms) OVER (PARTITION BY b, k, mount, ch) AS cl FROM ("        \
+    "SELECT " CHAIN_COLUMNS ", end_ms - start_ms AS cl FROM pz WHERE NOT cs"                  \
+    " UNION ALL SELECT " CHAIN_COLUMNS ","                                                     \
+    " sum(end_ms - start_ms) OVER (PARTITION BY b, k, mount, ch) AS cl FROM ("                 \
     " SELECT *, CASE WHEN pe IS NOT NULL THEN max(sg) FILTER (WHERE NOT ca) OVER (PARTITION BY" \
     "   b, k, mount ORDER BY rn ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"            \
     "  WHEN lr = rn THEN sg ELSE -rn END AS ch FROM ("                                        \
     "  SELECT *, bool_or(pe IS NOT NULL AND lr = rn) OVER (PARTITION BY b, k, mount, sg) AS ca"\
     "  FROM (SELECT *, first_value(rn) OVER (PARTITION BY b, k, mount, sg"                     \
     "    ORDER BY end_ms DESC, rn DESC) AS lr FROM ("                                         \
-    "   SELECT *, count(pe) OVER (PARTITION BY b, k, mount ORDER BY rn) AS sg FROM ("         \
-    "    SELECT *, CASE WHEN $11::bigint > 0 AND k IS NOT NULL AND start_ms >= le"            \
-    "     AND start_ms - le <= $11::bigint THEN le END AS pe FROM ("                          \
-    "     SELECT *, max(end_ms) OVER (PARTITION BY b, k, mount ORDER BY rn"                   \
-    "      ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS le FROM ("                    \
-    "      SELECT *, row_number() OVER (PARTITION BY b, k, mount ORDER BY start_ms, end_ms)"  \
-    "       AS rn FROM sw) r) l) c) g) m) a) h"
+    "   SELECT *, count(pe) OVER (PARTITION BY b, k, mount ORDER BY rn) AS sg"                \
+    "    FROM pz WHERE cs) g) m) a) h"
 
 /* AQH: of the whole clock quarter-hours of the bucket [bf, bt), how many the session
  * listened five minutes or more of (audience_session_quarters, in SQL): a and b are the
@@ -99,6 +109,7 @@ static const char figures_sql[] =
     "WITH m AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $9::numeric[])"
     "  WITH ORDINALITY AS m(bf, bt, fp, b)),"
     " sw AS (SELECT m.b, m.bf, m.bt, s.* FROM m, LATERAL (" BUCKET_SESSIONS ") s),"
+    " pz AS MATERIALIZED (" PAUSED "),"
     " sb AS MATERIALIZED (SELECT c.*, cl >= $3 AS qual, cl >= 60000 AS wm,"
     "  pe IS NULL OR pe <= bf AS first_here FROM (" CHAINED ") c"
     "  WHERE start_ms < bt AND end_ms > bf),"
