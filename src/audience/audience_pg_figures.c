@@ -13,11 +13,12 @@
  * its start) and ends, ends first at the same time.
  *
  * The cache: the figures of a whole hour or day in the past that no session going on
- * overlaps are kept in figures_cache, with the bucket's fingerprint (the sum of the versions
- * of its hours: every record written bumps the version of each hour it covers). A later ask
- * for the same bucket, the same <min-session> and servers, whose fingerprint has not moved
- * reads the kept figures instead of making them again; so only the buckets that changed are
- * made, and the figures of a month by day cost about the last day or two.
+ * overlaps, or of a period asked as one from a whole hour to a whole hour (kept under its
+ * length as the step), are kept in figures_cache, with the bucket's fingerprint (the sum of
+ * the versions of its hours: every record written bumps the version of each hour it covers).
+ * A later ask for the same bucket, the same <min-session> and servers, whose fingerprint has
+ * not moved reads the kept figures instead of making them again; so only the buckets that
+ * changed are made, and the figures of a month by day cost about the last day or two.
  */
 #include "audience/audience_pg.h"
 
@@ -345,8 +346,10 @@ static int read_state(figures_t *f, const char *scope_server, const char *fresh)
         int64_t live = PQgetisnull(r, (int)i, 1) ? INT64_MAX
                                                  : strtoll(PQgetvalue(r, (int)i, 1), NULL, 10);
         snprintf(b->fp, sizeof(b->fp), "%s", PQgetvalue(r, (int)i, 0));
-        b->keep = step && b->from % step == 0 && b->to - b->from == step && b->to <= now &&
-                  b->to <= live;
+        /* an hour or a day whole; a period asked as one that begins and ends on whole hours */
+        int whole = step ? b->from % step == 0 && b->to - b->from == step
+                         : b->from % AUDIENCE_PG_HOUR_MS == 0 && b->to % AUDIENCE_PG_HOUR_MS == 0;
+        b->keep = whole && b->to <= now && b->to <= live;
     }
     PQclear(r);
     return 0;
@@ -481,7 +484,10 @@ int audience_pg_make_figures(audience_db_t *db, audience_query_t *q)
     figures_t f = {.db = db, .q = q};
     char qualify[24], step[24], fresh[24];
     snprintf(qualify, sizeof(qualify), "%lld", (long long)q->qualify_s * 1000);
-    snprintf(step, sizeof(step), "%lld", (long long)q->step_ms);
+    /* a period asked as one is kept under its length: that of a whole hour or day is the
+     * same bucket with the same figures as the hour's or the day's */
+    snprintf(step, sizeof(step), "%lld",
+             (long long)(q->step_ms ? q->step_ms : q->to_ms - q->from_ms));
     snprintf(fresh, sizeof(fresh), "%lld",
              (long long)(session_now_ms() - AUDIENCE_PG_LIVE_STALE_MS));
     /* the figures kept follow the servers asked for and the pauses: "r180|edge-1" */
