@@ -4,6 +4,7 @@
  * audience_pgconn.h).
  */
 #include "audience/audience_pgconn.h"
+#include "audience/audience_pgresolve.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -132,11 +133,25 @@ PGconn *audience_pg_connect(const char *uri, int timeout_ms, audience_pg_err_t *
     char *why = err->why;
     size_t cap = sizeof(err->why);
     *err = (audience_pg_err_t){.gone = 1};
-    /* the URI comes last: what it says wins over these defaults */
-    const char *const keys[] = {"application_name", "client_encoding", "dbname", NULL};
-    const char *const values[] = {"rimecast", "UTF8", uri, NULL};
     uint64_t deadline = loop_now_ms() + (uint64_t)timeout_ms;
+    /* the hosts' names looked up here, within the deadline: libpq's own lookup has none */
+    audience_pg_hosts_t hosts;
+    if (audience_pg_resolve(uri, deadline, &hosts, why, cap) < 0)
+        return NULL;
+    /* the URI comes after the defaults (what it says wins over them), the addresses found
+     * after the URI */
+    const char *keys[7] = {"application_name", "client_encoding", "dbname"};
+    const char *values[7] = {"rimecast", "UTF8", uri};
+    int k = 3;
+    if (hosts.hostaddr) {
+        keys[k] = "host", values[k++] = hosts.host;
+        keys[k] = "hostaddr", values[k++] = hosts.hostaddr;
+    }
+    if (hosts.port)
+        keys[k] = "port", values[k++] = hosts.port;
+    keys[k] = values[k] = NULL;
     PGconn *c = PQconnectStartParams(keys, values, 1);
+    audience_pg_hosts_free(&hosts);
     if (!c) {
         say(why, cap, "out of memory", NULL);
         return NULL;
