@@ -9,10 +9,17 @@ name was not looked up in time (the server streams meanwhile), starts no second 
 the first is under way, and connects with the address once it comes; a name the DNS server
 says does not exist is said as such at once; a name of two addresses is reached at the
 one the database listens on.
+
+TLS: a cluster with ssl=on and a certificate of the test's own CA (openssl): the store reaches
+it with sslmode=require and with verify-full (the CA in sslrootcert, the certificate checked
+against the URI's host name though libpq is handed the address); a wrong CA, or an address
+the certificate does not name, is one clear line in the error log (the password never in it)
+and the server streams while the figures answer 503.
 """
 
 import ctypes
 import os
+import shutil
 import socket
 import struct
 import threading
@@ -20,7 +27,10 @@ import time
 
 import pytest
 
+import adminlib
 import conftest
+import pglib
+import testca
 import wirelib
 from test_audience_pg import cluster, pg_rows, wait_pg_rows   # noqa: F401 (a fixture)
 from test_audience import hold
@@ -180,3 +190,85 @@ def test_a_database_name_of_several_addresses_is_reached_at_the_one_that_answers
         src.stop()
     finally:
         dns.close()
+
+
+# ---------------------------------------------------------------- TLS to the database
+
+@pytest.fixture(scope="module")
+def tls_cluster():
+    """A cluster with ssl=on, its certificate (localhost, no IP entry) signed by a CA of the
+    test's; (cluster, the CA's certificate, another CA's)."""
+    if not pglib.bindir():
+        pytest.skip("no PostgreSQL in /usr/lib/postgresql (dev.sh installs it)")
+    if not shutil.which("openssl"):
+        pytest.skip("no openssl tool")
+    c = pglib.Cluster().init()
+    ca = testca.make_ca(c.dir, "db-ca", "rimecast test database CA")
+    other = testca.make_ca(c.dir, "other-ca", "rimecast test other CA")
+    cert, key, _ = testca.make_leaf(ca, c.data, "server", san="DNS:localhost")
+    for path in (cert, key):
+        os.chown(path, c.user.pw_uid, c.user.pw_gid)
+    with open(os.path.join(c.data, "postgresql.auto.conf"), "a") as f:
+        f.write("ssl = on\nssl_cert_file = '%s'\nssl_key_file = '%s'\n" % (cert, key))
+    c.start()
+    yield c, ca[0], other[0]
+    c.stop()
+
+
+def tls_uri(c, db, host, query):
+    return "postgresql://%s:%s@%s:%d/%s?%s" % (pglib.ROLE, pglib.PASSWORD, host, c.port, db, query)
+
+
+def tls_server(server, uri, name):
+    return server(extra_xml="<audience><database>%s</database><server-name>%s</server-name>"
+                  "</audience>" % (uri.replace("&", "&amp;"), name))
+
+
+def ssl_in_use(c, db):
+    """Whether the server's connections to db (application_name rimecast) are over TLS."""
+    return c.psql("SELECT bool_and(s.ssl)::text FROM pg_stat_activity a JOIN pg_stat_ssl s"
+                  " USING (pid) WHERE a.application_name = 'rimecast' AND a.datname = '%s'"
+                  % db)[0][0]
+
+
+@pytest.mark.parametrize("mode", ["require", "verify-full"])
+def test_the_store_reaches_its_database_over_tls(server, data, tls_cluster, mode):
+    c, ca, _ = tls_cluster
+    db = c.new_database()
+    query = "sslmode=require" if mode == "require" else "sslmode=verify-full&sslrootcert=" + ca
+    # verify-full by name: libpq gets the address looked up and checks the certificate
+    # against the name (localhost), not the address (which the certificate does not name)
+    srv = tls_server(server, tls_uri(c, db, "localhost", query), "edge-tls")
+    srv.wait_log("audience store: sessions are kept in postgresql://rimecast:***@localhost:%d/%s"
+                 % (c.port, db), 10)
+    src = live(srv, data, "/live")
+    hold(srv, "/live", "over-tls", 0.1)
+    assert [r["user_agent"] for r in wait_pg_rows(c, db, 1)] == ["over-tls"]
+    assert ssl_in_use(c, db) == "true"
+    src.stop()
+
+
+@pytest.mark.parametrize("case", ["wrong-ca", "wrong-name"])
+def test_a_database_certificate_that_does_not_verify_is_said_and_the_server_streams(
+        server, data, tls_cluster, case):
+    c, ca, other = tls_cluster
+    db = c.new_database()
+    if case == "wrong-ca":
+        uri = tls_uri(c, db, "localhost", "sslmode=verify-full&sslrootcert=" + other)
+        why = "certificate verify failed"
+    else:    # the right CA, but asked by an address the certificate does not name
+        uri = tls_uri(c, db, "127.0.0.1", "sslmode=verify-full&sslrootcert=" + ca)
+        why = 'does not match host name "127.0.0.1"'
+    srv = tls_server(server, uri, "edge-bad")
+    srv.wait_log("audience store: cannot connect to postgresql://rimecast:***@", 10)
+    line = [x for x in srv.error_log().splitlines() if "cannot connect to" in x]
+    assert len(line) == 1 and why in line[0], line
+    assert pglib.PASSWORD not in srv.error_log()
+    src = live(srv, data, "/live")
+    listener = srv.listener("/live")
+    assert listener.open().status == 200
+    conftest.assert_server_healthy(srv, listener)
+    listener.close()
+    r = adminlib.admin(srv, "/admin/audience.json?period=all")
+    assert r.status == 503
+    src.stop()
