@@ -575,26 +575,50 @@ int audience_pg_publish_live(audience_db_t *db, int qualify_s, int anonymize)
 
 /* ---- figures made ahead ---- */
 
+/* The figures of the last AHEAD_DAYS whole days of one scope (name: one server; NULL: the
+ * network) made where they are not kept (or changed since); with servers, the servers of the
+ * period read into it. The days made. */
+static int make_ahead(audience_db_t *db, const char *name, audience_query_t *servers)
+{
+    const config_t *cfg = server_config();
+    int64_t today = session_now_ms() / AUDIENCE_PG_DAY_MS * AUDIENCE_PG_DAY_MS;
+    audience_query_t q = {.from_ms = today - AHEAD_DAYS * AUDIENCE_PG_DAY_MS, .to_ms = today,
+                          .step_ms = AUDIENCE_PG_DAY_MS, .qualify_s = cfg->qualified_seconds,
+                          .anonymize = cfg->address_truncation, .resume_s = cfg->resume_seconds};
+    if (name && !(q.server = strdup(name)))
+        return 0;
+    int made = audience_pg_make_figures(db, &q);
+    if (servers && q.err == 0) {
+        audience_pg_read_servers(db, &q);
+        servers->servers = q.servers, servers->nservers = q.nservers;
+        q.servers = NULL, q.nservers = 0;
+    }
+    audience_query_clear(&q);
+    return made;
+}
+
+/* The network's figures of the last days, then each server's when the store holds more than
+ * one (server= asks, the charts page's split by server): a first ask reads them. */
 static void figures_ahead(audience_db_t *db)
 {
+    audience_pg_t *p = db->impl;
     PGresult *r = audience_pg_run(db, "SELECT pg_try_advisory_lock(" AHEAD_LOCK ")", 0, NULL,
                                   WRITE_MS);
     int mine = r && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
     PQclear(r);
     if (!mine) /* another server is at it */
         return;
-    const config_t *cfg = server_config();
-    int64_t today = session_now_ms() / AUDIENCE_PG_DAY_MS * AUDIENCE_PG_DAY_MS;
-    audience_query_t q = {.from_ms = today - AHEAD_DAYS * AUDIENCE_PG_DAY_MS, .to_ms = today,
-                          .step_ms = AUDIENCE_PG_DAY_MS, .qualify_s = cfg->qualified_seconds,
-                          .anonymize = cfg->address_truncation, .resume_s = cfg->resume_seconds};
     uint64_t t0 = loop_now_ms();
-    int made = audience_pg_make_figures(db, &q);
-    audience_query_clear(&q);
+    audience_query_t servers = {0};
+    int made = make_ahead(db, NULL, &servers), theirs = 0;
+    for (size_t i = 0; servers.nservers > 1 && i < servers.nservers && p->conn; i++)
+        theirs += make_ahead(db, servers.servers[i], NULL);
+    audience_query_clear(&servers);
     PQclear(audience_pg_run(db, "SELECT pg_advisory_unlock(" AHEAD_LOCK ")", 0, NULL, WRITE_MS));
-    if (made)
-        log_info("audience store: the figures of %d day%s made ahead in %.1f s", made,
-                 made == 1 ? "" : "s", (double)(loop_now_ms() - t0) / 1000);
+    if (made || theirs)
+        log_info("audience store: the figures of %d day%s and %d of single servers made ahead "
+                 "in %.1f s", made, made == 1 ? "" : "s", theirs,
+                 (double)(loop_now_ms() - t0) / 1000);
 }
 
 /* ---- the thread's turn ---- */

@@ -51,5 +51,7 @@ void audience_pg_figures(audience_db_t *db, audience_query_t *q);
  * (those not read from the cache). */
 int audience_pg_make_figures(audience_db_t *db, audience_query_t *q);
 void audience_pg_top(audience_db_t *db, audience_top_t *t);
+/* The servers with sessions in q's period, into q->servers (q->err set on failure). */
+void audience_pg_read_servers(audience_db_t *db, audience_query_t *q);
 
 #endif

@@ -541,7 +541,7 @@ static const char servers_sql[] =
     " UNION SELECT server FROM live_sessions WHERE end_ms >= $3 AND start_ms < $2"
     " AND end_ms > $1 ORDER BY 1";
 
-static void read_servers(audience_db_t *db, audience_query_t *q)
+void audience_pg_read_servers(audience_db_t *db, audience_query_t *q)
 {
     audience_pg_t *p = db->impl;
     char from[24], to[24], fresh[24];
@@ -567,7 +567,7 @@ void audience_pg_figures(audience_db_t *db, audience_query_t *q)
         audience_pg_publish_live(db, q->qualify_s, q->anonymize);
     audience_pg_make_figures(db, q);
     if (q->err == 0)
-        read_servers(db, q);
+        audience_pg_read_servers(db, q);
 }
 
 /* ---- top lists ---- */

@@ -13,7 +13,8 @@ of state one line in the error log, the counts in /metrics); records held when t
 stops while the database is away are written after a restart, and those of the process
 before an upgrade reach the database through the spool the process after takes over once
 the one before let it go; a period asked as one from a whole hour to a whole hour is kept
-until a record written over it changes it; a wrong password or a database
+until a record written over it changes it; the last days' figures of the network and of each
+server are made ahead; a wrong password or a database
 that cannot be reached is said in the error log with the password replaced, and the server
 streams anyway (the figures answer 503); <retention-days> drops whole days' partitions.
 A PostgreSQL cluster of the test process's own runs them (pglib.py).
@@ -171,11 +172,11 @@ def test_a_session_going_on_on_one_server_counts_in_the_figures_of_another(serve
     src.stop()
 
 
-def insert_sessions(cluster, db, sessions):
+def insert_sessions(cluster, db, sessions, server="edge-x"):
     """Stores (mount, start_ms, end_ms, ip) sessions as a server's batch does: the rows, and
     the version of each hour they cover bumped (the figures kept follow it)."""
-    values = ",".join("(gen_random_uuid(), 'edge-x', %d, '%s', '%s', %d, %d, 1000, '%s', 'agent',"
-                      " 'client_left')" % (i + 1, m, m, a, b, ip)
+    values = ",".join("(gen_random_uuid(), '%s', %d, '%s', '%s', %d, %d, 1000, '%s', 'agent',"
+                      " 'client_left')" % (server, i + 1, m, m, a, b, ip)
                       for i, (m, a, b, ip) in enumerate(sessions))
     cluster.psql("WITH ins AS (INSERT INTO sessions (record_id, server, conn_id, mount, served,"
                  " start_ms, end_ms, bytes, ip, user_agent, ended) VALUES %s"
@@ -218,6 +219,30 @@ def test_a_period_asked_as_one_from_whole_hour_to_whole_hour_is_kept_until_it_ch
     assert adminlib.admin(srv, "/admin/audience.json?" + cut).json()["periods"][0]["sessions"] == 3
     assert cluster.psql("SELECT count(*) FROM figures_cache WHERE bucket_ms = %d"
                         % (t0 + 30000), db) == [["0"]]
+
+
+@pytest.mark.slow
+def test_the_days_figures_of_the_network_and_of_each_server_are_made_ahead(server, cluster):
+    db = cluster.new_database()
+    srv = pg_server(server, cluster.uri(db), "edge-a")
+    srv.wait_log("audience store: sessions are kept in", 10)
+    assert srv.stop() == 0
+    day = (int(time.time()) // 86400 - 2) * 86400000
+    for name, ip in (("edge-x", "192.0.2.1"), ("edge-y", "192.0.2.2")):
+        insert_sessions(cluster, db, [("/a", day + 3600000, day + 7200000, ip)], server=name)
+    srv.stopped = False
+    assert srv._spawn(10), srv.diagnostics()
+    # 10 s after it connects, the server makes the last days' figures: the network's, and
+    # each server's as server= asks for them
+    srv.wait_log("and 62 of single servers made ahead", 30)
+    kept = cluster.psql("SELECT scope, sessions FROM figures_cache WHERE bucket_ms = %d"
+                        " AND mount = '' ORDER BY scope" % day, db)
+    assert kept == [["r180|", "2"], ["r180|edge-x", "1"], ["r180|edge-y", "1"]], kept
+    q = "period=day&from=%d&to=%d" % (day // 1000, day // 1000 + 86400)
+    # a server's first ask reads them: its answer is what was kept
+    cluster.psql("UPDATE figures_cache SET sessions = 5 WHERE scope = 'r180|edge-y'"
+                 " AND bucket_ms = %d AND mount = ''" % day, db)
+    assert figures(srv, "server=edge-y&" + q)[""]["sessions"] == 5
 
 
 class Load:
