@@ -305,6 +305,7 @@ static void pg_close(audience_db_t *db)
     }
     if (p->conn)
         PQfinish(p->conn);
+    audience_query_clear(&p->ahead);
     free(p);
     db->impl = NULL;
 }
@@ -597,28 +598,37 @@ static int make_ahead(audience_db_t *db, const char *name, audience_query_t *ser
     return made;
 }
 
-/* The network's figures of the last days, then each server's when the store holds more than
- * one (server= asks, the charts page's split by server): a first ask reads them. */
-static void figures_ahead(audience_db_t *db)
+/* One turn of making the last days' figures ahead: the network's, then each server's when the
+ * store holds more than one (server= asks, the charts page's split by server), one server a
+ * turn so that the records and asks waiting are served between turns: a first ask reads
+ * them. 1 while turns remain. */
+static int figures_ahead(audience_db_t *db)
 {
     audience_pg_t *p = db->impl;
     PGresult *r = audience_pg_run(db, "SELECT pg_try_advisory_lock(" AHEAD_LOCK ")", 0, NULL,
                                   WRITE_MS);
     int mine = r && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
     PQclear(r);
-    if (!mine) /* another server is at it */
-        return;
-    uint64_t t0 = loop_now_ms();
-    audience_query_t servers = {0};
-    int made = make_ahead(db, NULL, &servers), theirs = 0;
-    for (size_t i = 0; servers.nservers > 1 && i < servers.nservers && p->conn; i++)
-        theirs += make_ahead(db, servers.servers[i], NULL);
-    audience_query_clear(&servers);
-    PQclear(audience_pg_run(db, "SELECT pg_advisory_unlock(" AHEAD_LOCK ")", 0, NULL, WRITE_MS));
-    if (made || theirs)
+    if (mine && !p->ahead.nservers) {
+        p->ahead_t0 = loop_now_ms();
+        p->ahead_made = make_ahead(db, NULL, &p->ahead);
+        p->ahead_next = p->ahead.nservers > 1 ? 0 : p->ahead.nservers;
+    } else if (mine) {
+        p->ahead_theirs += make_ahead(db, p->ahead.servers[p->ahead_next++], NULL);
+    }
+    if (mine)
+        PQclear(audience_pg_run(db, "SELECT pg_advisory_unlock(" AHEAD_LOCK ")", 0, NULL,
+                                WRITE_MS));
+    if (mine && p->conn && p->ahead_next < p->ahead.nservers)
+        return 1;
+    if (mine && (p->ahead_made || p->ahead_theirs))
         log_info("audience store: the figures of %d day%s and %d of single servers made ahead "
-                 "in %.1f s", made, made == 1 ? "" : "s", theirs,
-                 (double)(loop_now_ms() - t0) / 1000);
+                 "in %.1f s", p->ahead_made, p->ahead_made == 1 ? "" : "s", p->ahead_theirs,
+                 (double)(loop_now_ms() - p->ahead_t0) / 1000);
+    audience_query_clear(&p->ahead);
+    p->ahead.nservers = p->ahead_next = 0;
+    p->ahead_made = p->ahead_theirs = 0;
+    return 0;
 }
 
 /* ---- the thread's turn ---- */
@@ -639,10 +649,8 @@ static uint64_t pg_tick(audience_db_t *db, uint64_t now)
         audience_pg_publish_live(db, cfg->qualified_seconds, cfg->address_truncation);
         p->next_live = now + AUDIENCE_PG_LIVE_EVERY_MS;
     }
-    if (p->conn && now >= p->next_ahead) {
-        figures_ahead(db);
-        p->next_ahead = loop_now_ms() + AHEAD_EVERY_MS;
-    }
+    if (p->conn && now >= p->next_ahead) /* the next turn at once, or in a while */
+        p->next_ahead = loop_now_ms() + (figures_ahead(db) ? 0 : AHEAD_EVERY_MS);
     if (!p->conn)
         return p->retry_at;
     uint64_t next = p->next_live < p->next_partitions ? p->next_live : p->next_partitions;

@@ -31,6 +31,12 @@ typedef struct audience_pg {
     int backoff_ms;            /* before the next try */
     uint64_t retry_at;         /* monotonic: the next try to connect */
     uint64_t next_partitions, next_live, next_ahead;
+    /* figures made ahead, a turn at a time: the servers whose turn is to come (ahead.servers
+     * from ahead_next), the days made so far and when the first turn began */
+    audience_query_t ahead;
+    size_t ahead_next;
+    int ahead_made, ahead_theirs;
+    uint64_t ahead_t0;
     int tries;                 /* of the batch that keeps failing (not for being away) */
     audience_pg_err_t err;     /* the last failure */
 } audience_pg_t;
