@@ -6,7 +6,8 @@ Past its share of its limits, a server sends a new listener (a GET of a mount, o
 player's first playlist request) with a 302 to the sibling with the most room among those less
 loaded than itself, keeping the path and query and marking the URL (sibling-redirect=1): a
 marked request is never redirected again. A sibling that is down, or says it is stopping, is
-never chosen.
+never chosen. An https:// sibling whose certificate a private CA signed is polled (and sent TLS
+listeners) once that CA is in <ssl-cafile>, and takes no listeners without it.
 """
 
 import shutil
