@@ -306,6 +306,7 @@ static void pg_close(audience_db_t *db)
     if (p->conn)
         PQfinish(p->conn);
     audience_query_clear(&p->ahead);
+    audience_pg_memo_free(p);
     free(p);
     db->impl = NULL;
 }
@@ -588,9 +589,8 @@ static int make_ahead(audience_db_t *db, const char *name, audience_query_t *ser
                           .anonymize = cfg->address_truncation, .resume_s = cfg->resume_seconds};
     if (name && !(q.server = strdup(name)))
         return 0;
-    int made = audience_pg_make_figures(db, &q);
+    int made = audience_pg_make_figures(db, &q, servers != NULL);
     if (servers && q.err == 0) {
-        audience_pg_read_servers(db, &q);
         servers->servers = q.servers, servers->nservers = q.nservers;
         q.servers = NULL, q.nservers = 0;
     }

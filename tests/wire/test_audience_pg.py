@@ -221,6 +221,29 @@ def test_a_period_asked_as_one_from_whole_hour_to_whole_hour_is_kept_until_it_ch
                         % (t0 + 30000), db) == [["0"]]
 
 
+def test_the_servers_named_follow_records_written_over_a_kept_day(server, cluster):
+    """Each answer names the servers with sessions in the period; a past day's are found once
+    and remembered while its hours are unchanged: a record written over it is seen."""
+    db = cluster.new_database()
+    srv = pg_server(server, cluster.uri(db), "edge-a")
+    srv.wait_log("audience store: sessions are kept in", 10)
+    day = (int(time.time()) // 86400 - 2) * 86400000
+    insert_sessions(cluster, db, [("/a", day + 3600000, day + 7200000, "192.0.2.1")],
+                    server="edge-x")
+    q = "period=day&from=%d&to=%d" % (day // 1000 - 86400, int(time.time()))
+    for _ in range(2):     # made, then read back
+        assert adminlib.admin(srv, "/admin/audience.json?" + q).json()["servers"] == ["edge-x"]
+    insert_sessions(cluster, db, [("/b", day + 9000000, day + 9600000, "192.0.2.9")],
+                    server="edge-0")
+    got = adminlib.admin(srv, "/admin/audience.json?" + q).json()
+    assert got["servers"] == ["edge-0", "edge-x"]
+    # and by server, or for a mount, the same list
+    assert adminlib.admin(srv, "/admin/audience.json?server=edge-x&" + q).json()["servers"] == [
+        "edge-0", "edge-x"]
+    assert adminlib.admin(srv, "/admin/audience.json?mount=/a&" + q).json()["servers"] == [
+        "edge-0", "edge-x"]
+
+
 @pytest.mark.slow
 def test_the_days_figures_of_the_network_and_of_each_server_are_made_ahead(server, cluster):
     db = cluster.new_database()
