@@ -5,7 +5,7 @@
   sessions, qualified sessions, TLH, ATSL, CUME, peak listeners, prerolls, Webcast Metrics'
   AS, SS, TSL, AAS and AQH, and sessions per country for the server and each mount, net (valid
   sessions only) or gross (every session, invalid traffic too) as the page says, hour by hour, day by day or for the whole period, with a form to choose the period and links to the same figures
-  as XML, JSON and CSV. The definitions are in docs/AUDIENCE.md. Mount names are written
+  as XML, JSON and CSV; the form and the links keep the mount and the server (server=) asked. The definitions are in docs/AUDIENCE.md. Mount names are written
   as text only. The figures are shown rounded for reading (TLH in hours to a tenth, ATSL as
   12m 30s, times to the minute, countries as "DE 12, FR 3"); the XML, JSON and CSV keep the
   server's values. The period form asks for UTC times with the browser's date and time picker
@@ -20,13 +20,13 @@
     <xsl:text>&amp;to=</xsl:text><xsl:value-of select="to"/>
     <xsl:text>&amp;period=</xsl:text><xsl:value-of select="period"/>
     <xsl:text>&amp;traffic=</xsl:text><xsl:value-of select="traffic"/>
-    <xsl:if test="server">
-      <xsl:text>&amp;server=</xsl:text>
-      <xsl:call-template name="uri-encode"><xsl:with-param name="s" select="server"/></xsl:call-template>
-    </xsl:if>
     <xsl:if test="$mount != ''">
       <xsl:text>&amp;mount=</xsl:text>
       <xsl:call-template name="uri-encode"><xsl:with-param name="s" select="$mount"/></xsl:call-template>
+    </xsl:if>
+    <xsl:if test="server != ''">
+      <xsl:text>&amp;server=</xsl:text>
+      <xsl:call-template name="uri-encode"><xsl:with-param name="s" select="server"/></xsl:call-template>
     </xsl:if>
   </xsl:variable>
   <xsl:call-template name="page">
@@ -44,11 +44,11 @@
         <xsl:text> s; sessions still going on count as far as they went once qualified. </xsl:text>
         <strong class="traffic">
           <xsl:choose>
-            <xsl:when test="traffic = 'gross'">Gross traffic: every session, robots and listeners over the concurrency limit included.</xsl:when>
-            <xsl:otherwise>Net traffic: valid sessions only (robots and listeners over the concurrency limit left out).</xsl:otherwise>
+            <xsl:when test="traffic = 'gross'">Gross traffic: every session, robots, probes and listeners over the concurrency limit included.</xsl:when>
+            <xsl:otherwise>Net traffic: valid sessions only (robots, probes and listeners over the concurrency limit left out).</xsl:otherwise>
           </xsl:choose>
         </strong>
-        <xsl:if test="server">
+        <xsl:if test="server != ''">
           <xsl:text> Server </xsl:text><xsl:value-of select="server"/><xsl:text>.</xsl:text>
         </xsl:if>
       </p>
@@ -80,7 +80,7 @@
         <xsl:if test="$mount != ''">
           <input type="hidden" name="mount" value="{$mount}"/>
         </xsl:if>
-        <xsl:if test="server">
+        <xsl:if test="server != ''">
           <input type="hidden" name="server" value="{server}"/>
         </xsl:if>
         <button class="primary" type="submit">Show</button>
@@ -93,10 +93,18 @@
         <a class="button small" href="/admin/audience.csv?{$query}">CSV</a>
         <xsl:text> </xsl:text>
         <a class="button small" href="/admin/audience_charts.xsl" data-charts="">
-          <xsl:if test="$mount != ''">
+          <xsl:if test="$mount != '' or server != ''">
             <xsl:attribute name="href">
-              <xsl:text>/admin/audience_charts.xsl?mount=</xsl:text>
-              <xsl:call-template name="uri-encode"><xsl:with-param name="s" select="$mount"/></xsl:call-template>
+              <xsl:text>/admin/audience_charts.xsl?</xsl:text>
+              <xsl:if test="$mount != ''">
+                <xsl:text>mount=</xsl:text>
+                <xsl:call-template name="uri-encode"><xsl:with-param name="s" select="$mount"/></xsl:call-template>
+              </xsl:if>
+              <xsl:if test="server != ''">
+                <xsl:if test="$mount != ''"><xsl:text>&amp;</xsl:text></xsl:if>
+                <xsl:text>server=</xsl:text>
+                <xsl:call-template name="uri-encode"><xsl:with-param name="s" select="server"/></xsl:call-template>
+              </xsl:if>
             </xsl:attribute>
           </xsl:if>
           <xsl:text>Charts</xsl:text>

@@ -18,20 +18,23 @@
 # (invalid traffic): the queries ask for the net figures (traffic=net), and the 30 days by day
 # once more for the gross ones. With --before BIN a build from before invalid traffic was told
 # apart answers the same questions first, on the same store (the figures it kept forgotten
-# before the server under test starts: they count every session).
+# before the server under test starts: they count every session). With --cold, the first ask
+# of each store comes cold (the server and PostgreSQL stopped, the page cache dropped, both
+# started again: root only), and after the days made ahead the 30 days by day and one
+# server's are asked once more cold.
 # Prints a table: seconds (the first ask, the median of the others), the CPU seconds per ask of
 # the server and of PostgreSQL's processes (user and system, from /proc: what the asks cost,
 # which other work on a busy machine moves far less than the time), the machine's idle % while
 # they ran, the periods and rows answered.
 #   audience-pg.sh [--sessions 1000000] [--days 30] [--repeat 3] [--sqlite] [--rimecast BIN]
-#                  [--before BIN] [--keep]
+#                  [--before BIN] [--keep] [--cold]
 # Run it under the machine's measurement lock when others measure (flock LOCKFILE ...). As
 # root (PostgreSQL runs as postgres, the server drops to nobody); every process it started is
 # stopped on exit, by PID.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
-sessions=1000000; days=30; repeat=3; sqlite=0; keep=0; bin=""; before=""
+sessions=1000000; days=30; repeat=3; sqlite=0; keep=0; bin=""; before=""; cold_runs=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --sessions) sessions=$2; shift 2 ;;
@@ -41,7 +44,8 @@ while [ $# -gt 0 ]; do
         --rimecast) bin=$2; shift 2 ;;
         --before) before=$2; shift 2 ;;
         --keep) keep=1; shift ;;
-        *) sed -n 3,26p "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+        --cold) cold_runs=1; shift ;;
+        *) sed -n 3,30p "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
     esac
 done
 for c in "$bin" "${RIMECAST_BIN:-}" "$top/build/rimecast" "$top/rimecast"; do
@@ -85,10 +89,13 @@ echo rimecast-pw >"$work/pw"; chown postgres "$work/pw"
 as_pg "'$pgbin/initdb' -D '$work/data' -U postgres --pwfile '$work/pw' --auth-local=trust \
     --auth-host=scram-sha-256 -E UTF8 --no-sync" >"$work/initdb.log" 2>&1 ||
     { echo "audience-pg.sh: initdb failed (see $work/initdb.log)" >&2; keep=1; exit 2; }
-as_pg "'$pgbin/pg_ctl' -D '$work/data' -l '$work/postgres.log' -w -t 60 -o \
-    '-c listen_addresses=127.0.0.1 -p $pgport -k $work -c shared_buffers=512MB' start" \
-    >/dev/null || { echo "audience-pg.sh: PostgreSQL did not start" >&2; keep=1; exit 2; }
-pgpid=$(head -1 "$work/data/postmaster.pid")
+pg_start() {
+    as_pg "'$pgbin/pg_ctl' -D '$work/data' -l '$work/postgres.log' -w -t 60 -o \
+        '-c listen_addresses=127.0.0.1 -p $pgport -k $work -c shared_buffers=512MB' start" \
+        >/dev/null || { echo "audience-pg.sh: PostgreSQL did not start" >&2; keep=1; exit 2; }
+    pgpid=$(head -1 "$work/data/postmaster.pid")
+}
+pg_start
 psql_su -c "CREATE ROLE rimecast LOGIN PASSWORD 'rimecast-pw'" -c "CREATE DATABASE audience OWNER rimecast"
 uri="postgresql://rimecast:rimecast-pw@127.0.0.1:$pgport/audience"
 
@@ -238,6 +245,19 @@ db_cpu() {  # its processes going on, and those that ended (parallel workers: th
         "/proc/$pgpid/stat")
     awk -v a="$(proc_cpu "${files[@]}")" -v b="$reaped" 'BEGIN { printf "%.2f", a + b }'
 }
+# cold STORE: the server and PostgreSQL stopped, the kernel's page cache dropped (as root:
+# the database's files are read from the disk again), both started again
+cold() {
+    stop_pid "$spid"; spid=""
+    kill -INT "$pgpid" 2>/dev/null
+    for _ in $(seq 600); do kill -0 "$pgpid" 2>/dev/null || break; sleep 0.1; done
+    sync
+    echo 3 2>/dev/null >/proc/sys/vm/drop_caches ||
+        echo "audience-pg.sh: the page cache could not be dropped (not root?)" >&2
+    pg_start
+    start "$1"
+}
+
 # the machine's idle jiffies and all jiffies
 cpu_now() { awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print $5 + $6, t }' /proc/stat; }
 
@@ -272,6 +292,7 @@ for si in "${!stores[@]}"; do
     start "${stores[$si]#*|}"
     for qi in "${!queries[@]}"; do
         IFS='|' read -r name q asks <<<"${queries[$qi]}"
+        [ "$cold_runs" = 1 ] && [ "$qi" = 0 ] && { cold "${stores[$si]#*|}"; name="$name, cold"; }
         ask "$name" "$q" "$asks" "$si" "$qi"
     done
     if [ "$si" = 0 ]; then  # the days' figures made ahead by the server itself
@@ -285,6 +306,11 @@ for si in "${!stores[@]}"; do
         done
         grep -o "the figures of .* made ahead in .*" "$work/srv/log/error.log" >&2
         ask "30 days by day, made ahead" "$d30" "$repeat" 1 0
+        if [ "$cold_runs" = 1 ]; then
+            cold "${stores[$si]#*|}"
+            ask "30 days by day, made ahead, cold" "$d30" 1 1 0
+            ask "one server, 30 days by day, made ahead" "server=edge2&$d30" 1 1 4
+        fi
     fi
     stop_pid "$spid"; spid=""
 done

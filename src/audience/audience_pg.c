@@ -315,6 +315,8 @@ static void pg_close(audience_db_t *db)
     }
     if (p->conn)
         PQfinish(p->conn);
+    audience_query_clear(&p->ahead);
+    audience_pg_memo_free(p);
     free(p);
     db->impl = NULL;
 }
@@ -588,26 +590,58 @@ int audience_pg_publish_live(audience_db_t *db, int qualify_s, int anonymize)
 
 /* ---- figures made ahead ---- */
 
-static void figures_ahead(audience_db_t *db)
+/* The figures of the last AHEAD_DAYS whole days of one scope (name: one server; NULL: the
+ * network) made where they are not kept (or changed since); with servers, the servers of the
+ * period read into it. The days made. */
+static int make_ahead(audience_db_t *db, const char *name, audience_query_t *servers)
 {
-    PGresult *r = audience_pg_run(db, "SELECT pg_try_advisory_lock(" AHEAD_LOCK ")", 0, NULL,
-                                  WRITE_MS);
-    int mine = r && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
-    PQclear(r);
-    if (!mine) /* another server is at it */
-        return;
     const config_t *cfg = server_config();
     int64_t today = session_now_ms() / AUDIENCE_PG_DAY_MS * AUDIENCE_PG_DAY_MS;
     audience_query_t q = {.from_ms = today - AHEAD_DAYS * AUDIENCE_PG_DAY_MS, .to_ms = today,
                           .step_ms = AUDIENCE_PG_DAY_MS, .qualify_s = cfg->qualified_seconds,
                           .anonymize = cfg->address_truncation, .resume_s = cfg->resume_seconds};
-    uint64_t t0 = loop_now_ms();
-    int made = audience_pg_make_figures(db, &q);
+    if (name && !(q.server = strdup(name)))
+        return 0;
+    int made = audience_pg_make_figures(db, &q, servers != NULL);
+    if (servers && q.err == 0) {
+        servers->servers = q.servers, servers->nservers = q.nservers;
+        q.servers = NULL, q.nservers = 0;
+    }
     audience_query_clear(&q);
-    PQclear(audience_pg_run(db, "SELECT pg_advisory_unlock(" AHEAD_LOCK ")", 0, NULL, WRITE_MS));
-    if (made)
-        log_info("audience store: the figures of %d day%s made ahead in %.1f s", made,
-                 made == 1 ? "" : "s", (double)(loop_now_ms() - t0) / 1000);
+    return made;
+}
+
+/* One turn of making the last days' figures ahead: the network's, then each server's when the
+ * store holds more than one (server= asks, the charts page's split by server), one server a
+ * turn so that the records and asks waiting are served between turns: a first ask reads
+ * them. 1 while turns remain. */
+static int figures_ahead(audience_db_t *db)
+{
+    audience_pg_t *p = db->impl;
+    PGresult *r = audience_pg_run(db, "SELECT pg_try_advisory_lock(" AHEAD_LOCK ")", 0, NULL,
+                                  WRITE_MS);
+    int mine = r && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+    PQclear(r);
+    if (mine && !p->ahead.nservers) {
+        p->ahead_t0 = loop_now_ms();
+        p->ahead_made = make_ahead(db, NULL, &p->ahead);
+        p->ahead_next = p->ahead.nservers > 1 ? 0 : p->ahead.nservers;
+    } else if (mine) {
+        p->ahead_theirs += make_ahead(db, p->ahead.servers[p->ahead_next++], NULL);
+    }
+    if (mine)
+        PQclear(audience_pg_run(db, "SELECT pg_advisory_unlock(" AHEAD_LOCK ")", 0, NULL,
+                                WRITE_MS));
+    if (mine && p->conn && p->ahead_next < p->ahead.nservers)
+        return 1;
+    if (mine && (p->ahead_made || p->ahead_theirs))
+        log_info("audience store: the figures of %d day%s and %d of single servers made ahead "
+                 "in %.1f s", p->ahead_made, p->ahead_made == 1 ? "" : "s", p->ahead_theirs,
+                 (double)(loop_now_ms() - p->ahead_t0) / 1000);
+    audience_query_clear(&p->ahead);
+    p->ahead.nservers = p->ahead_next = 0;
+    p->ahead_made = p->ahead_theirs = 0;
+    return 0;
 }
 
 /* ---- the thread's turn ---- */
@@ -628,10 +662,8 @@ static uint64_t pg_tick(audience_db_t *db, uint64_t now)
         audience_pg_publish_live(db, cfg->qualified_seconds, cfg->address_truncation);
         p->next_live = now + AUDIENCE_PG_LIVE_EVERY_MS;
     }
-    if (p->conn && now >= p->next_ahead) {
-        figures_ahead(db);
-        p->next_ahead = loop_now_ms() + AHEAD_EVERY_MS;
-    }
+    if (p->conn && now >= p->next_ahead) /* the next turn at once, or in a while */
+        p->next_ahead = loop_now_ms() + (figures_ahead(db) ? 0 : AHEAD_EVERY_MS);
     if (!p->conn)
         return p->retry_at;
     uint64_t next = p->next_live < p->next_partitions ? p->next_live : p->next_partitions;

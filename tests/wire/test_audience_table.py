@@ -167,3 +167,33 @@ def test_the_period_form_picks_utc_times_and_sends_what_the_server_reads(store, 
     figs = adminlib.admin(srv, "/admin/audience?from=%s&to=%s&period=hour&mount=/a"
                           % (first, last)).xml().findall("figures")
     assert starts == [f.findtext("start") for f in figs] and starts[0] == first + ":00Z"
+
+
+def test_the_form_and_the_links_keep_the_server_asked(store, browser):
+    """A server picked (server=, on a store several servers share) stays picked: the period form
+    sends it again, and the XML, JSON, CSV and charts links carry it."""
+    srv, now, rows = store
+    b = browser
+    server = "edge 1&2"             # a name that has to be encoded in a URL
+    q = urllib.parse.urlencode({"period": "day", "mount": "/a", "server": server})
+    b.get(srv.url("/admin/audience.xsl?" + q))
+    b.wait(lambda: b.find("form.audience-period"), 10, "the period form")
+    links = b.js_run("return Array.prototype.map.call(document.querySelectorAll("
+                     "'p.actions a'), function (a) { return a.href; })")
+    assert len(links) == 4, links
+    for href in links:
+        sent = urllib.parse.parse_qs(urllib.parse.urlsplit(href).query)
+        assert sent.get("server") == [server] and sent.get("mount") == ["/a"], href
+    first = time.strftime("%Y-%m-%dT%H:00", time.gmtime(now - 2 * DAY))
+    b.js_run("var f = document.querySelector('form.audience-period');"
+             " f.elements.from.value = arguments[0];"
+             " f.querySelector('button[type=submit]').click();", first)
+    b.wait(lambda: first in urllib.parse.unquote(b.driver.current_url), 10, "the form sent")
+    sent = urllib.parse.parse_qs(urllib.parse.urlsplit(b.driver.current_url).query)
+    assert sent["server"] == [server] and sent["mount"] == ["/a"], sent
+    assert sent["from"] == [first] and sent["period"] == ["day"], sent
+    # the page answered is that server's: its XML says so, and its form keeps it again
+    b.wait(lambda: b.text("p.lede"), 10, "the new page")
+    kept = b.js_run("var e = document.querySelector('form.audience-period input[name=server]');"
+                    " return e && e.value;")
+    assert kept == server
