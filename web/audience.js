@@ -730,8 +730,8 @@
     ac("server").value = state.server;
     ac("traffic").value = state.traffic;
     ac("traffic-note").textContent = state.traffic === "gross"
-      ? "Gross traffic: every session, robots and listeners over the concurrency limit included."
-      : "Net traffic: valid sessions only (robots and listeners over the concurrency limit left out).";
+      ? "Gross traffic: every session, robots, probes and listeners over the concurrency limit included."
+      : "Net traffic: valid sessions only (robots, probes and listeners over the concurrency limit left out).";
     $all("[data-range]").forEach(function (b) {
       b.setAttribute("aria-pressed", String(b.getAttribute("data-range") === state.range));
     });
