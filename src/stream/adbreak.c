@@ -9,6 +9,9 @@
  * the live cursor skips meanwhile), REJOIN (all sent; the live cursor still skips until the
  * ads' duration is made up). The creatives' blocks are shared by every listener playing them;
  * a listener holds one reference on the block it is in, as in the mount's queue.
+ * On an Ogg mount the ads are chain links of their own (ads/ads_ogg.h): the live cursor skips
+ * pages by their granule positions, and the listener rejoins at a page a listener may start on,
+ * after the mount's header pages (a new link, as a new listener starts).
  */
 
 #include <errno.h>
@@ -18,6 +21,7 @@
 #include <string.h>
 
 #include "ads/ads.h"
+#include "ads/ads_ogg.h"
 #include "conf/config.h"
 #include "core/escape.h"
 #include "core/log.h"
@@ -47,7 +51,9 @@ typedef struct adplay {
     block_t *blk;         /* cursor in its creative (a reference), NULL once all are sent */
     uint32_t pos;
     unsigned fired;
-    uint64_t skip;        /* samples of the mount's stream still to skip */
+    uint64_t skip;        /* samples of the mount's stream still to skip (Ogg: granule units) */
+    int ogg;              /* an Ogg mount: pages are skipped, the rejoin is a new link */
+    int64_t granule;      /* Ogg: the granule position of the last live page passed, -1 none */
 } adplay_t;
 
 static uint64_t next_tag = 1; /* prerolls' tags: odd, by worker thread (see preroll_tag) */
@@ -61,6 +67,11 @@ static int stream_format(mount_t *m, ads_format_t *fmt)
 {
     int rc = -1;
     pthread_mutex_lock(&m->lock);
+    if (atomic_load(&m->is_ogg)) { /* the header pages new listeners get: one Vorbis or Opus */
+        rc = m->headers ? ads_ogg_format_of(m->headers, fmt) : -1;
+        pthread_mutex_unlock(&m->lock);
+        return rc;
+    }
     for (const block_t *b = m->oldest; b; b = block_next(b))
         if ((b->flags & BLOCK_SYNC) && ads_format_of(b->data, b->len, fmt) == 0)
             rc = 0;
@@ -76,7 +87,7 @@ int adbreak_signal(mount_t *m, unsigned duration_ms, const char *why)
     if (duration_ms == 0 || duration_ms > ADBREAK_MAX_MS)
         return -ERANGE;
     ads_format_t fmt;
-    if (atomic_load(&m->is_ogg) || stream_format(m, &fmt) < 0)
+    if (stream_format(m, &fmt) < 0)
         return -EINVAL;
     static _Atomic uint64_t ids;
     pthread_mutex_lock(&m->lock);
@@ -135,7 +146,8 @@ static void begin(listener_t *l, const ads_settings_t *set, const ads_format_t *
     if (!a)
         return;
     *a = (adplay_t){.state = AD_ASKED, .preroll = preroll, .tag = tag, .start = start,
-                    .deadline_ms = at_ms + set->request_timeout_ms};
+                    .deadline_ms = at_ms + set->request_timeout_ms, .ogg = fmt->ogg != 0,
+                    .granule = -1};
     conn_t *c = l->conn;
     char session[24];
     snprintf(session, sizeof(session), "%" PRIu64, c->id);
@@ -214,9 +226,15 @@ static void on_decided(worker_t *w, uint64_t owner, uint64_t tag, ads_pod_t *pod
 
 /* The live cursor moves on by the ads' duration, frame by frame, as far as the mount's queue
  * goes (blocks of a followed stream begin at frames; where one does not, the next block). */
+static void skip_live_ogg(listener_t *l);
+
 static void skip_live(listener_t *l)
 {
     adplay_t *a = l->ad;
+    if (a->ogg) {
+        skip_live_ogg(l);
+        return;
+    }
     while (a->skip > 0) {
         block_t *b = l->blk;
         uint32_t p = l->pos;
@@ -244,6 +262,68 @@ static void skip_live(listener_t *l)
     }
 }
 
+/* The live cursor on to the next block; 0, or -1 when there is none yet (the skip ends when
+ * the mount ended: what there was is the rest). */
+static int next_live_block(listener_t *l)
+{
+    block_t *n = block_next(l->blk);
+    if (!n) {
+        if (atomic_load(&l->mount->ended))
+            l->ad->skip = 0;
+        return -1;
+    }
+    block_ref(n);
+    block_unref(l->blk);
+    l->blk = n;
+    l->pos = 0;
+    return 0;
+}
+
+/* Ogg: the live cursor moves on by whole blocks (pages) until their granule positions have
+ * gone as far as the ads last. A granule position lower than the one before is a new link's
+ * (a header page, or the mount's own new link on a metadata update): it counts from 0. */
+static void skip_live_ogg(listener_t *l)
+{
+    adplay_t *a = l->ad;
+    while (a->skip > 0) {
+        block_t *b = l->blk;
+        if (l->pos >= b->len) {
+            if (next_live_block(l) < 0)
+                return;
+            continue;
+        }
+        int64_t g = ads_ogg_page_granule(b->data, b->len); /* data blocks are one page each */
+        if (g >= 0) {
+            uint64_t d = a->granule < 0 ? 0 : g >= a->granule ? (uint64_t)(g - a->granule)
+                                                                : (uint64_t)g;
+            a->granule = g;
+            a->skip = d >= a->skip ? 0 : a->skip - d;
+        }
+        l->pos = b->len;
+    }
+}
+
+/* Ogg: the rejoin is a new link, from a page a listener may start on, after the header pages
+ * that apply there. 0 when the cursor is there (l->hdr set), -1 while the stream has not
+ * reached one. */
+static int rejoin_ogg(listener_t *l)
+{
+    for (;;) {
+        if (l->pos >= l->blk->len && next_live_block(l) < 0)
+            return atomic_load(&l->mount->ended) ? 0 : -1;
+        block_t *h = NULL;
+        if (l->pos == 0 && (l->blk->flags & BLOCK_SYNC) &&
+            mount_headers_at(l->mount, l->blk->offset, &h) == 0) {
+            if (l->hdr)
+                block_unref(l->hdr);
+            l->hdr = h;
+            l->hdr_pos = 0;
+            return 0;
+        }
+        l->pos = l->blk->len;
+    }
+}
+
 void adbreak_follow(listener_t *l)
 {
     if (l->ad && (l->ad->state == AD_PLAYING || l->ad->state == AD_REJOIN))
@@ -261,6 +341,8 @@ static void play(listener_t *l)
 {
     adplay_t *a = l->ad;
     a->state = AD_PLAYING;
+    if (a->ogg && l->pos > 0 && l->pos >= l->blk->len) /* the last live page it was sent */
+        a->granule = ads_ogg_page_granule(l->blk->data, l->blk->len);
     a->cur = 0;
     for (int i = 0; i < a->pod->n; i++)
         a->skip += a->pod->ad[i].creative->samples;
@@ -290,6 +372,10 @@ int adbreak_where(listener_t *l, block_t **b, uint32_t *pos, uint64_t *stop)
             free_play(l); /* undecided in time: the live stream goes on */
             return ADBREAK_LIVE;
         }
+        if (a->ogg && l->hdr && l->hdr_pos > 0) {
+            free_play(l); /* partway through its header pages: a link cannot begin there */
+            return ADBREAK_LIVE;
+        }
         play(l);
         /* fall through */
     case AD_PLAYING:
@@ -299,7 +385,7 @@ int adbreak_where(listener_t *l, block_t **b, uint32_t *pos, uint64_t *stop)
         return ADBREAK_AD;
     default: /* AD_REJOIN */
         skip_live(l);
-        if (a->skip > 0)
+        if (a->skip > 0 || (a->ogg && rejoin_ogg(l) < 0))
             return ADBREAK_HOLD;
         free_play(l);
         return ADBREAK_LIVE;

@@ -138,7 +138,8 @@ void listener_adopt(conn_t *c, listener_t *l);
 
 /* Starts a break of duration_ms on m now (any thread); why names the signal in the log.
  * 0; -ENOENT: m has no ad server (<ads><vast-url>); -EINVAL: m's stream is not MP3 or AAC
- * frames (or has no audio yet); -ERANGE: duration_ms is not 1 ms to ADBREAK_MAX_MS. */
+ * frames nor one Ogg Vorbis or Opus stream (or has no audio or headers yet); -ERANGE:
+ * duration_ms is not 1 ms to ADBREAK_MAX_MS. */
 int adbreak_signal(mount_t *m, unsigned duration_ms, const char *why);
 
 /* The fan-out, when s->adbreak_seen differs from its mount's adbreak_id: the break begins for
