@@ -95,6 +95,9 @@ void ads_creative_unref(ads_creative_t *c);
 /* One ad of a listener's pod. */
 typedef struct ads_ad {
     ads_creative_t *creative;   /* owned reference */
+    char *media_url;            /* where the creative was fetched (an upgrade fetches it again) */
+    char *carried_title;        /* an ad carried by an upgrade (ads_carry.h): its creative's */
+    uint64_t carried_bytes;     /* title and length, until the creative is fetched again */
     char id[64];
     vast_urls_t impression, error; /* the inline ad's and its wrappers' */
     vast_urls_t track[VAST_EV_COUNT];

@@ -202,6 +202,7 @@ static ads_pod_t *make_pod(req_t *r)
         pod->duration_ms += s->creative->duration_ms;
         a->creative = s->creative;
         s->creative = NULL;
+        a->media_url = strdup(s->media[s->media_next - 1]); /* NULL: not carried by an upgrade */
         snprintf(a->id, sizeof(a->id), "%s", s->id);
         a->impression = s->impression;
         a->error = s->error;

