@@ -47,13 +47,16 @@ def ogg_station(server, ads, codec, extra="", **cfg):
     return srv, src
 
 
-def ogg_offer(ads, tmp_path, codec, ad_id="a1", seconds=3, mime="audio/ogg", serial=None):
-    """The ad server answers with one inline ad: an Ogg file of `codec` titled "Spot <id>"."""
+def ogg_offer(ads, tmp_path, codec, ad_id="a1", seconds=3, mime="audio/ogg", serial=None,
+              noise=False):
+    """The ad server answers with one inline ad: an Ogg file of `codec` titled "Spot <id>" (a
+    sine wave, or pink noise: more bytes a second)."""
     name = "%s.%s.ogg" % (ad_id, codec)
     path = os.path.join(str(tmp_path), name)
     args, _, muxer = fl.ENCODERS[codec]
     cmd = [fl.FFMPEG, "-hide_banner", "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i",
-           "sine=frequency=880:sample_rate=44100:duration=%g" % seconds] + args
+           ("anoisesrc=d=%g:c=pink:r=44100" if noise else
+            "sine=frequency=880:sample_rate=44100:duration=%g") % seconds, "-ac", "1"] + args
     cmd += ["-metadata", "title=Spot " + ad_id, "-f", muxer, path]
     subprocess.run(cmd, check=True, timeout=60, capture_output=True)
     with open(path, "rb") as f:

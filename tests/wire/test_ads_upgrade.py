@@ -95,3 +95,77 @@ def test_an_mp3_listener_in_the_middle_of_an_ad_hears_it_to_the_end_across_an_up
     assert not lis.closed
     lis.close()
     fl.stop_process(src)
+
+
+def test_an_ogg_listener_in_the_middle_of_an_ad_hears_it_to_the_end_across_an_upgrade(
+        server, ads, tmp_path):
+    data = ogg_offer(ads, tmp_path, "vorbis", seconds=10, noise=True)
+    srv, src = ogg_station(server, ads, "vorbis", sndbuf=8192)
+    lis, got = slow_listener(srv, test_ads_ogg.MOUNT, 6144)
+    assert test_ads_ogg.adbreak(srv, 20).status == 200
+    read_into(lis, got, data[:200], len(data) // 3)
+    upgrade_by_command(srv)
+    hand_back(lis, got)
+    wirelib.wait_until(lambda: lis.snapshot().find(data) >= 0 and
+                       len(lis.snapshot()) > lis.snapshot().find(data) + len(data) + 4096,
+                       40, lambda: "the whole ad, then the live stream (%d bytes)" % lis.received)
+    body = fl.strict_capture("vorbis", lis.snapshot())
+    check, links = test_ads_ogg.links(body)
+    assert [t.get("title") for _, _, t in links[:3]] == ["Live show", "Spot a1", "Live show"]
+    errors = fl.ffmpeg_stream_decode_errors(body)
+    assert errors == "", errors
+    wirelib.wait_until(lambda: ads.events("a1").get("complete") == 1, 15,
+                       lambda: "complete: %r" % ads.events("a1"))
+    assert ads.events("a1") == {e: 1 for e in EVENTS}
+    lis.close()
+    fl.stop_process(src)
+
+
+def test_the_second_ad_of_a_pod_plays_after_an_upgrade_in_the_first(server, ads, tmp_path):
+    first = audio_of(offer(ads, tmp_path, ad_id="a1", seconds=20))
+    second = audio_of(offer(ads, tmp_path, ad_id="a2", seconds=3, freq=660))
+    srv, src = station(server, ads, sndbuf=8192)
+    lis, got = slow_listener(srv, MOUNT, 16384)
+    assert adbreak(srv, 30).status == 200
+    read_into(lis, got, first[:1024], len(first) // 3)
+    upgrade_by_command(srv)
+    hand_back(lis, got)
+    wirelib.wait_until(lambda: lis.snapshot().find(first + second) >= 0, 30,
+                       lambda: "both ads, one after the other (%d bytes)" % lis.received)
+    lis.wait_bytes(lis.received + 8192, 40)             # the live stream, as far on as they lasted
+    errors = fl.ffmpeg_stream_decode_errors(fl.strict_capture("mp3", lis.snapshot()), "mp3")
+    assert errors == "", errors
+    for ad in ("a1", "a2"):
+        wirelib.wait_until(lambda: ads.events(ad).get("complete") == 1, 15,
+                           lambda: "%s complete: %r" % (ad, ads.events(ad)))
+        assert ads.events(ad) == {e: 1 for e in EVENTS}, ad
+    lis.close()
+    fl.stop_process(src)
+
+
+def test_a_creative_the_new_process_cannot_fetch_leaves_the_listener_on_the_live_stream(
+        server, ads, tmp_path):
+    data = offer(ads, tmp_path, seconds=20)
+    audio = audio_of(data)
+    srv, src = station(server, ads, sndbuf=8192)
+    lis, got = slow_listener(srv, MOUNT, 16384)
+    assert adbreak(srv, 30).status == 200
+    at = read_into(lis, got, audio[:1024], len(audio) // 3)
+    wirelib.wait_until(lambda: ads.events("a1").get("firstQuartile") == 1, 10,
+                       lambda: "the first quartile: %r" % ads.events("a1"))
+    fired = ads.events("a1")
+    ads.media.clear()                                    # the creative is gone from its URL
+    upgrade_by_command(srv)
+    hand_back(lis, got)
+    lis.wait_bytes(len(got) + 32768, 20)                 # the live stream goes on
+    body = lis.snapshot()
+    assert body.find(audio) < 0                          # the rest of the ad is not heard
+    assert body[at:].find(audio[len(audio) // 2:len(audio) // 2 + 1024]) < 0
+    errors = fl.ffmpeg_stream_decode_errors(fl.strict_capture("mp3", body), "mp3")
+    assert errors == "", errors
+    wirelib.wait_until(lambda: srv.error_log().count("not fetched again after the upgrade"),
+                       10, "the log line")
+    assert ads.events("a1") == fired and "complete" not in fired   # nothing twice, no more
+    assert not lis.closed
+    lis.close()
+    fl.stop_process(src)
