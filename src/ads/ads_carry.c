@@ -38,7 +38,7 @@ static void urls_load(rec_reader_t *in, vast_urls_t *l)
 int ads_pod_save(const ads_pod_t *pod, int from, buf_t *out)
 {
     for (int i = from; i < pod->n; i++)
-        if (!pod->ad[i].media_url || !pod->ad[i].creative)
+        if (!pod->ad[i].media_url)
             return -ENOTSUP;
     rec_u8(out, (uint8_t)pod->allow_private);
     rec_u32(out, pod->duration_ms);
@@ -47,8 +47,9 @@ int ads_pod_save(const ads_pod_t *pod, int from, buf_t *out)
         const ads_ad_t *a = &pod->ad[i];
         rec_str(out, a->id);
         rec_str(out, a->media_url);
-        rec_str(out, a->creative->title);
-        rec_u64(out, a->creative->bytes);
+        /* an ad carried before and not fetched again yet has what it was carried with */
+        rec_str(out, a->creative ? a->creative->title : a->carried_title);
+        rec_u64(out, a->creative ? a->creative->bytes : a->carried_bytes);
         urls_save(&a->impression, out);
         urls_save(&a->error, out);
         for (int e = 0; e < VAST_EV_COUNT; e++)

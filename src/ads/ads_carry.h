@@ -16,8 +16,9 @@
 #include "core/buf.h"
 #include "core/record.h"
 
-/* Save: pod's ads from `from` on, and its allow_private. 0, or -ENOTSUP when one of them has
- * no creative URL to fetch it again by. */
+/* Save: pod's ads from `from` on, and its allow_private (an ad of a loaded pod whose creative
+ * is not back yet is written as it was loaded). 0, or -ENOTSUP when one of them has no
+ * creative URL to fetch it again by: then nothing was written. */
 int ads_pod_save(const ads_pod_t *pod, int from, buf_t *out);
 /* Restore: such a pod, its creatives NULL until ads_refetch brings them (a->creative; the
  * title and length they had in a->carried_title, a->carried_bytes); NULL on a malformed record
