@@ -273,8 +273,11 @@ static ads_creative_t *relabelled(const ads_creative_t *c, uint32_t s)
         for (size_t at = 0; page_lens(nb->data + at, nb->len - at, &hlen, &blen) == 0;
              at += hlen + blen) {
             unsigned char *p = nb->data + at;
-            ogg_page_relabel(p, hlen, blen, s, ogg_codec_le32(p + 18),
-                             ads_ogg_page_granule(p, hlen), p[5]);
+            for (int i = 0; i < 4; i++)
+                p[14 + i] = (unsigned char)(s >> (8 * i));
+            ogg_page pg = {.header = p, .header_len = (long)hlen, .body = p + hlen,
+                           .body_len = (long)blen};
+            ogg_page_checksum_set(&pg);
         }
     }
     if (n->title)
