@@ -132,10 +132,13 @@ int adbreak_restore(listener_t *l, rec_reader_t *in)
 static void give_up(listener_t *l)
 {
     adplay_t *a = l->ad;
+    static log_ratelimit_t rl; /* a creative gone: the same line for each of its listeners */
     char id[128], mesc[128];
-    log_info("listener %" PRIu64 " on %s: ad %s not fetched again after the upgrade, passed over",
-             l->conn->id, escape_log(mesc, sizeof(mesc), l->mount->name, strlen(l->mount->name)),
-             escape_log(id, sizeof(id), a->pod->ad[a->cur].id, strlen(a->pod->ad[a->cur].id)));
+    log_info_limited(&rl, 10000, "listener %" PRIu64 " on %s: ad %s not fetched again after "
+                     "the upgrade, passed over", l->conn->id,
+                     escape_log(mesc, sizeof(mesc), l->mount->name, strlen(l->mount->name)),
+                     escape_log(id, sizeof(id), a->pod->ad[a->cur].id,
+                                strlen(a->pod->ad[a->cur].id)));
     a->fetching = 0;
     adbreak_next_ad(a);
     if (a->state == AD_REJOIN)
