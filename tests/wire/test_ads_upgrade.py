@@ -4,7 +4,7 @@ docs/UPGRADE.md): the new process carries its break (the ads still to play, wher
 the one playing, which tracking events fired) and fetches the creative again, so the
 listener hears the whole ad, then the live stream, and each tracking event fires once.
 
-Covers: an MP3 listener a third of the way into an ad, and an Ogg Vorbis one, through an
+Covers: an MP3 listener a third of the way into an ad, and Ogg Vorbis and Opus ones, through an
 upgrade: the creative's bytes are in the capture whole and in order, ffmpeg decodes it, every
 event fired exactly once (some by the old process, the rest by the new one); a listener
 upgraded twice in the middle of the first ad of a two-ad pod hears the second ad too; one whose
@@ -100,10 +100,11 @@ def test_an_mp3_listener_in_the_middle_of_an_ad_hears_it_to_the_end_across_an_up
     fl.stop_process(src)
 
 
+@pytest.mark.parametrize("codec", ["vorbis", "opus"])
 def test_an_ogg_listener_in_the_middle_of_an_ad_hears_it_to_the_end_across_an_upgrade(
-        server, ads, tmp_path):
-    data = ogg_offer(ads, tmp_path, "vorbis", seconds=10, noise=True)
-    srv, src = ogg_station(server, ads, "vorbis", sndbuf=8192)
+        server, ads, tmp_path, codec):
+    data = ogg_offer(ads, tmp_path, codec, seconds=10, noise=True)
+    srv, src = ogg_station(server, ads, codec, sndbuf=8192)
     lis, got = slow_listener(srv, test_ads_ogg.MOUNT, 6144)
     assert test_ads_ogg.adbreak(srv, 20).status == 200
     read_into(lis, got, data[:200], len(data) // 3)
@@ -112,7 +113,7 @@ def test_an_ogg_listener_in_the_middle_of_an_ad_hears_it_to_the_end_across_an_up
     wirelib.wait_until(lambda: lis.snapshot().find(data) >= 0 and
                        len(lis.snapshot()) > lis.snapshot().find(data) + len(data) + 4096,
                        40, lambda: "the whole ad, then the live stream (%d bytes)" % lis.received)
-    body = fl.strict_capture("vorbis", lis.snapshot())
+    body = fl.strict_capture(codec, lis.snapshot())
     check, links = test_ads_ogg.links(body)
     assert [t.get("title") for _, _, t in links[:3]] == ["Live show", "Spot a1", "Live show"]
     errors = fl.ffmpeg_stream_decode_errors(body)
