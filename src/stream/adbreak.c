@@ -310,7 +310,9 @@ static int rejoin_ogg(listener_t *l)
 
 void adbreak_follow(listener_t *l)
 {
-    if (l->ad && (l->ad->state == AD_PLAYING || l->ad->state == AD_REJOIN))
+    adplay_t *a = l->ad;
+    if (a && (a->state == AD_PLAYING || a->state == AD_REJOIN ||
+              (a->state == AD_FETCH && !a->pending_start)))
         adbreak_skip_live(l);
 }
 
