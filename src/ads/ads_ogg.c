@@ -103,6 +103,35 @@ int ads_ogg_format_of(const block_t *headers, ads_format_t *f)
     return 0;
 }
 
+block_t *ads_ogg_eos_after(const block_t *b)
+{
+    const unsigned char *last = NULL;
+    size_t hlen, blen;
+    for (size_t at = 0; at < b->len; at += hlen + blen) {
+        if (page_lens(b->data + at, b->len - at, &hlen, &blen) < 0)
+            return NULL;
+        last = b->data + at;
+    }
+    if (!last || (last[5] & 0x04))
+        return NULL;
+    block_t *e = block_new(OGG_PAGE_MIN);
+    if (!e)
+        return NULL;
+    unsigned char *p = e->data;
+    memset(p, 0, OGG_PAGE_MIN);
+    memcpy(p, "OggS", 4);
+    p[5] = 0x04;
+    memcpy(p + 6, last + 6, 12); /* granule position and serial number */
+    uint32_t seq = ogg_codec_le32(last + 18) + 1;
+    for (int i = 0; i < 4; i++)
+        p[18 + i] = (unsigned char)(seq >> (8 * i));
+    ogg_page pg = {.header = p, .header_len = OGG_PAGE_MIN, .body = p + OGG_PAGE_MIN,
+                   .body_len = 0};
+    ogg_page_checksum_set(&pg);
+    e->len = OGG_PAGE_MIN;
+    return e;
+}
+
 int ads_ogg_is_ogg(const unsigned char *data, size_t len)
 {
     return len >= 4 && memcmp(data, "OggS", 4) == 0;

@@ -42,6 +42,12 @@ int ads_ogg_creative_build(const unsigned char *data, size_t len, const char *ti
  * or NULL when no copy can be made. Any thread. */
 ads_creative_t *ads_ogg_creative_for(ads_creative_t *c, uint32_t serial);
 
+/* The page that ends the logical stream of the last page in b (an empty page flagged end of
+ * stream, its serial number, the next page number, the same granule position): a new block,
+ * or NULL when b does not end with a whole page, that page ends its stream already, or memory
+ * ran out. What a listener gets before an ad's link so that the link it was playing ends. */
+block_t *ads_ogg_eos_after(const block_t *b);
+
 /* The granule position of the Ogg page at p (n bytes, a whole page header), or -1 (none, or
  * not a page). */
 int64_t ads_ogg_page_granule(const unsigned char *p, size_t n);

@@ -181,6 +181,8 @@ void adbreak_free_play(listener_t *l)
     adplay_t *a = l->ad;
     if (a->blk)
         block_unref(a->blk);
+    if (a->eos)
+        block_unref(a->eos);
     ads_pod_free(a->pod);
     free(a);
     l->ad = NULL;
@@ -342,12 +344,19 @@ void adbreak_next_ad(adplay_t *a)
         a->state = AD_REJOIN;
 }
 
-/* Ogg: the granule position the live cursor's skip counts from (the last page sent). */
+/* Ogg: the granule position the live cursor's skip counts from (the last page sent), and the
+ * page that ends the live link before the ads' link (not when the listener has no live link
+ * going: a preroll, or headers not sent yet; nor when its last page is not known). */
 static void mark_start(listener_t *l)
 {
     adplay_t *a = l->ad;
-    if (a->ogg && l->pos > 0 && l->pos >= l->blk->len)
-        a->granule = ads_ogg_page_granule(l->blk->data, l->blk->len);
+    if (!a->ogg || l->pos == 0 || l->pos < l->blk->len)
+        return;
+    a->granule = ads_ogg_page_granule(l->blk->data, l->blk->len);
+    if (!a->preroll && !l->hdr && !a->eos) {
+        a->eos = ads_ogg_eos_after(l->blk); /* once per break; without memory, none */
+        a->eos_pos = 0;
+    }
 }
 
 static void play(listener_t *l)
@@ -392,8 +401,8 @@ int adbreak_where(listener_t *l, block_t **b, uint32_t *pos, uint64_t *stop)
         /* fall through */
     case AD_PLAYING:
         adbreak_skip_live(l);
-        *b = a->blk;
-        *pos = a->pos;
+        *b = a->eos ? a->eos : a->blk; /* Ogg: the live link's end page first */
+        *pos = a->eos ? a->eos_pos : a->pos;
         return ADBREAK_AD;
     case AD_FETCH: /* carried by an upgrade: its creative is fetched again */
         if (a->pending_start && !a->preroll && l->blk->offset + l->pos < a->start) {
@@ -408,8 +417,8 @@ int adbreak_where(listener_t *l, block_t **b, uint32_t *pos, uint64_t *stop)
         if (adbreak_fetch(l) > 0)
             return ADBREAK_HOLD;
         if (a->state == AD_PLAYING) {
-            *b = a->blk;
-            *pos = a->pos;
+            *b = a->eos ? a->eos : a->blk;
+            *pos = a->eos ? a->eos_pos : a->pos;
             return ADBREAK_AD;
         }
         /* no ad left to fetch */
@@ -453,6 +462,14 @@ void adbreak_track(adplay_t *a, uint64_t sent, mount_t *m)
 void adbreak_commit(listener_t *l, block_t *b, uint32_t pos)
 {
     adplay_t *a = l->ad;
+    if (b == a->eos) { /* a block of its own, before the creative's */
+        a->eos_pos = pos;
+        if (pos >= b->len) {
+            block_unref(a->eos);
+            a->eos = NULL;
+        }
+        return;
+    }
     if (b != a->blk) {
         block_ref(b);
         block_unref(a->blk);

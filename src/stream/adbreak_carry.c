@@ -46,10 +46,15 @@ static int carry_kind(const adplay_t *a)
     }
 }
 
-/* The rest of the creative block the listener is partway through, or NULL. */
+/* The rest of the creative block the listener is partway through (or of the page ending the
+ * live link before an Ogg ad), or NULL. */
 static block_t *ad_tail(const adplay_t *a, uint32_t *pos)
 {
-    if (a->state != AD_PLAYING || !a->blk || a->pos == 0 || a->pos >= a->blk->len)
+    if (a->state == AD_PLAYING && a->eos && a->eos_pos > 0) { /* Ogg: the live link's end */
+        *pos = a->eos_pos;
+        return a->eos;
+    }
+    if (a->state != AD_PLAYING || a->eos || !a->blk || a->pos == 0 || a->pos >= a->blk->len)
         return NULL;
     *pos = a->pos;
     return a->blk;

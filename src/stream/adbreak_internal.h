@@ -33,6 +33,9 @@ typedef struct adplay {
     uint64_t skip;        /* samples of the mount's stream still to skip (Ogg: granule units) */
     int ogg;              /* an Ogg mount: pages are skipped, the rejoin is a new link */
     int64_t granule;      /* Ogg: the granule position of the last live page passed, -1 none */
+    block_t *eos;         /* Ogg: the page that ends the live link, sent before the ads (its own
+                           * block, a reference), NULL once sent or when none is needed */
+    uint32_t eos_pos;
     /* AD_FETCH */
     uint64_t resume;      /* the offset in the creative it goes on from (a block's start) */
     int fetching;         /* the fetch was sent (its answer matched by tag) */

@@ -5,7 +5,8 @@
  * last granule position, less Opus's pre-skip; the tracking marks at page ends, in order);
  * refused: bytes between pages, a broken CRC, a second logical stream, pages out of order, no
  * BOS page, another codec; the format of a mount's header pages; a creative whose serial
- * number is the mount's goes out as a copy under another one, made once, with valid pages.
+ * number is the mount's goes out as a copy under another one, made once, with valid pages; the
+ * page that ends a live link after its last page.
  */
 #include "ads/ads.h"
 #include "ads/ads_ogg.h"
@@ -18,6 +19,11 @@
 #include <ogg/ogg.h>
 
 #include "testlib.h"
+
+static uint32_t page_seq(const unsigned char *p)
+{
+    return (uint32_t)p[18] | (uint32_t)p[19] << 8 | (uint32_t)p[20] << 16 | (uint32_t)p[21] << 24;
+}
 
 typedef struct obuf {
     unsigned char *p;
@@ -271,6 +277,44 @@ static void test_serial_clash(void)
     free(f.p);
 }
 
+static void test_eos_after(void)
+{
+    obuf_t f = make(1, 31337, 3, 44100, 1);
+    ads_creative_t *c = NULL;
+    CHECK(ads_creative_build(f.p, f.len, "x", &c) == 0);
+    /* a block of every page but the last, which ends the stream */
+    size_t at = 0, last = 0, hlen = 0;
+    while (at < f.len) { /* the whole pages of the file but its EOS one */
+        size_t h = 27 + f.p[at + 26], n = 0;
+        for (int i = 0; i < f.p[at + 26]; i++)
+            n += f.p[at + 27 + i];
+        if (at + h + n >= f.len)
+            break;
+        last = at;
+        hlen = h;
+        at += h + n;
+    }
+    block_t *b = block_new_copy(f.p, at);
+    block_t *e = ads_ogg_eos_after(b);
+    CHECK(e && e->len == 27 && (e->data[5] & 0x04) && e->data[26] == 0);
+    if (e) {
+        uint32_t s = 0;
+        CHECK(pages_ok(e->data, e->len, &s) && s == 31337);
+        CHECK(page_seq(e->data) == page_seq(f.p + last) + 1);
+        CHECK(ads_ogg_page_granule(e->data, 27) == ads_ogg_page_granule(f.p + last, hlen));
+        block_unref(e);
+    }
+    block_unref(b);
+    b = block_new_copy(f.p, f.len); /* ends with the file's EOS page: nothing to add */
+    CHECK(ads_ogg_eos_after(b) == NULL);
+    block_unref(b);
+    b = block_new_copy(f.p, 20); /* not a whole page */
+    CHECK(ads_ogg_eos_after(b) == NULL);
+    block_unref(b);
+    ads_creative_unref(c);
+    free(f.p);
+}
+
 int main(void)
 {
     test_vorbis();
@@ -278,5 +322,6 @@ int main(void)
     test_refused();
     test_mount_format();
     test_serial_clash();
+    test_eos_after();
     return testlib_done();
 }

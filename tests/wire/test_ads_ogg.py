@@ -4,9 +4,9 @@
 stream as a new link: the mount's header pages, then its pages as far on as the ad lasted.
 
 Covers: a break splices the creative's pages whole into a Vorbis and an Opus listener's stream
-and ffmpeg decodes the capture across it without a complaint; the links are the live stream,
-the ad (its own serial number and comments: its title), the live stream again (its headers and
-title); a preroll plays the ad link before the stream's; tracking fires each event once; a
+and ffmpeg decodes the capture across it without a complaint; the links are the live stream
+(ended by an EOS page), the ad (its own serial number and comments: its title), the live
+stream again (its headers and title); a preroll plays the ad link before the stream's; tracking fires each event once; a
 creative in another codec is not spliced (VAST error 403, the listener stays live); a creative
 whose serial number is the live stream's is spliced under another one; ogg123 and mpv play a
 capture through the chain; a title ADBREAK_LENGTH_<ms> starts a break on an Ogg mount too.
@@ -121,7 +121,11 @@ def test_a_break_plays_the_creative_as_a_chain_link_and_the_capture_decodes(
     assert all(c == [codec] for _, c, _ in got)
     assert got[0][2].get("title") == "Live show" and got[1][2].get("title") == "Spot a1"
     assert got[2][2].get("title") == "Live show"
-    # the live link after the ad: its header pages, then audio pages of the stream
+    # the live link before the ad ends with an EOS page; the one after it starts with its
+    # header pages, then audio pages of the stream
+    before = fl.ogg_pages(body[:at])[0]
+    assert before[-1].eos and before[-1].serial == live and not before[-2].eos
+    assert before[-1].seqno == before[-2].seqno + 1 and not before[-1].body
     rest = body[at + len(data):]
     assert fl.ogg_pages(rest)[0][0].bos
     errors = fl.ffmpeg_stream_decode_errors(body)
