@@ -6,10 +6,11 @@ stream as a new link: the mount's header pages, then its pages as far on as the 
 Covers: a break splices the creative's pages whole into a Vorbis and an Opus listener's stream
 and ffmpeg decodes the capture across it without a complaint; the links are the live stream
 (ended by an EOS page), the ad (its own serial number and comments: its title), the live
-stream again (its headers and title); a preroll plays the ad link before the stream's; tracking fires each event once; a
-creative in another codec is not spliced (VAST error 403, the listener stays live); a creative
-whose serial number is the live stream's is spliced under another one; ogg123 and mpv play a
-capture through the chain; a title ADBREAK_LENGTH_<ms> starts a break on an Ogg mount too.
+stream again (its headers and title); a preroll plays the ad link before the stream's;
+tracking fires each event once; a creative in another codec is not spliced (VAST error 403,
+the listener stays live); a creative whose serial number is the live stream's is spliced under
+another one; ogg123 and mpv play a capture through the chain; a title ADBREAK_LENGTH_<ms>
+starts a break on an Ogg mount too.
 """
 
 import os
