@@ -38,7 +38,8 @@
 
 /* ---- the schema ----
  * Version 1 made it; version 2 keeps the figures of Webcast Metrics (AS, SS, AQH) in the cache
- * too; version 3 has the listener key. A server finding an older version brings it up to its own in one transaction, under an
+ * too; version 3 has the listener key; version 4 why a session is invalid traffic and whether
+ * it was an HLS one. A server finding an older version brings it up to its own in one transaction, under an
  * advisory lock (servers starting together wait for each other); a newer one (a later binary
  * on another server) is used as it is. Text columns compare bytes (COLLATE "C"): the order of
  * mounts and countries is the SQLite store's. */
@@ -142,6 +143,15 @@ static const char *const migrations[] = {
     " start_ms / 1000.0 AS start, end_ms / 1000.0 AS \"end\","
     " (end_ms - start_ms) / 1000.0 AS seconds, bytes, ip, user_agent, referer, \"user\","
     " country, ended, preroll, listener_key FROM sessions;",
+    /* 4: why a session is invalid traffic ('' valid) and whether it was HLS, going on too; the
+     * records before are valid streams, so the figures kept before are the net ones still */
+    "ALTER TABLE sessions ADD COLUMN invalid text COLLATE \"C\" NOT NULL DEFAULT '',"
+    " ADD COLUMN hls smallint NOT NULL DEFAULT 0;"
+    "ALTER TABLE live_sessions ADD COLUMN invalid text COLLATE \"C\" NOT NULL DEFAULT '';"
+    "CREATE OR REPLACE VIEW session_records AS SELECT record_id, server, conn_id, mount, served,"
+    " start_ms / 1000.0 AS start, end_ms / 1000.0 AS \"end\","
+    " (end_ms - start_ms) / 1000.0 AS seconds, bytes, ip, user_agent, referer, \"user\","
+    " country, ended, preroll, listener_key, invalid, hls FROM sessions;",
 };
 
 #define SCHEMA_VERSION ((int)(sizeof(migrations) / sizeof(migrations[0])))
@@ -392,10 +402,12 @@ static int record_params(params_t *ps, const audience_record_t *e)
     err = err ? err : param_text(ps, session_end_name(r->end));
     err = err ? err : param(ps, r->preroll ? "1" : "0", NULL);
     err = err ? err : param_text(ps, r->key);
+    err = err ? err : param_text(ps, r->invalid ? r->invalid : "");
+    err = err ? err : param(ps, r->hls ? "1" : "0", NULL);
     return err;
 }
 
-#define RECORD_PARAMS 16
+#define RECORD_PARAMS 18
 
 /* One statement: the records (those already there skipped: their ids are unique), and the
  * version of every hour they cover bumped (the figures' cache follows it), hours in order so
@@ -404,10 +416,10 @@ static int batch_sql(buf_t *b, size_t n)
 {
     static const char *const types[RECORD_PARAMS] = {
         "uuid", "text", "bigint", "text", "text", "bigint", "bigint", "bigint",
-        "text", "text", "text", "text", "text", "text", "smallint", "text"};
+        "text", "text", "text", "text", "text", "text", "smallint", "text", "text", "smallint"};
     buf_append_str(b, "WITH v (record_id, server, conn_id, mount, served, start_ms, end_ms, bytes,"
-                      " ip, user_agent, referer, \"user\", country, ended, preroll, listener_key)"
-                      " AS (VALUES ");
+                      " ip, user_agent, referer, \"user\", country, ended, preroll, listener_key,"
+                      " invalid, hls) AS (VALUES ");
     for (size_t i = 0; i < n; i++) {
         buf_append_str(b, i ? ",(" : "(");
         for (int k = 0; k < RECORD_PARAMS; k++)
@@ -511,7 +523,7 @@ static int64_t pg_prune(audience_db_t *db, int days, int *more)
 
 /* ---- the sessions going on ---- */
 
-#define LIVE_PARAMS 10
+#define LIVE_PARAMS 11
 #define LIVE_CHUNK 5000        /* rows to a statement (PostgreSQL takes 65535 parameters) */
 
 static int live_chunk(audience_db_t *db, const audience_live_row_t *v, size_t n,
@@ -520,13 +532,13 @@ static int live_chunk(audience_db_t *db, const audience_live_row_t *v, size_t n,
     params_t ps = {0};
     buf_t sql = BUF_INIT;
     buf_append_str(&sql, "INSERT INTO live_sessions (server, conn_id, mount, start_ms, end_ms,"
-                         " ip, user_agent, country, preroll, listener_key) VALUES ");
+                         " ip, user_agent, country, preroll, listener_key, invalid) VALUES ");
     int err = 0;
     for (size_t i = 0; i < n && !err; i++) {
         size_t k = i * LIVE_PARAMS;
         buf_appendf(&sql, "%s($%zu,$%zu::bigint,$%zu,$%zu::bigint,$%zu::bigint,$%zu,$%zu,$%zu,"
-                          "$%zu::smallint,$%zu)", i ? "," : "", k + 1, k + 2, k + 3, k + 4,
-                    k + 5, k + 6, k + 7, k + 8, k + 9, k + 10);
+                          "$%zu::smallint,$%zu,$%zu)", i ? "," : "", k + 1, k + 2, k + 3, k + 4,
+                    k + 5, k + 6, k + 7, k + 8, k + 9, k + 10, k + 11);
         err = param_text(&ps, name);
         err = err ? err : param_i64(&ps, (int64_t)v[i].r.id);
         err = err ? err : param_text(&ps, v[i].mount);
@@ -537,6 +549,7 @@ static int live_chunk(audience_db_t *db, const audience_live_row_t *v, size_t n,
         err = err ? err : param_text(&ps, v[i].cc[0] ? v[i].cc : NULL);
         err = err ? err : param(&ps, v[i].r.preroll ? "1" : "0", NULL);
         err = err ? err : param_text(&ps, v[i].key[0] ? v[i].key : NULL);
+        err = err ? err : param_text(&ps, v[i].invalid);
     }
     size_t len;
     char *text = buf_take(&sql, &len);
@@ -641,6 +654,7 @@ const audience_backend_t audience_pg_backend = {
     .prune = pg_prune,
     .figures = audience_pg_figures,
     .top = audience_pg_top,
+    .sessions = audience_pg_sessions,
     .tick = pg_tick,
     .ready = pg_ready,
 };

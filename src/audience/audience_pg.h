@@ -51,5 +51,8 @@ void audience_pg_figures(audience_db_t *db, audience_query_t *q);
  * (those not read from the cache). */
 int audience_pg_make_figures(audience_db_t *db, audience_query_t *q);
 void audience_pg_top(audience_db_t *db, audience_top_t *t);
+/* The next chunk of x's sessions (audience_export.h; audience_pg_export.c). */
+struct audience_export;
+void audience_pg_sessions(audience_db_t *db, struct audience_export *x);
 
 #endif

@@ -42,16 +42,19 @@
     " FROM sessions WHERE start_ms >= m.bf - $10::bigint - 3600000"                           \
     " AND start_ms < m.bt + $10::bigint AND end_ms > m.bf - $10::bigint"                      \
     " AND ($4::text IS NULL OR mount = $4) AND ($5::text IS NULL OR server = $5)"             \
+    " AND ($12::boolean OR invalid = '')"                                                      \
     " UNION ALL SELECT mount, start_ms, end_ms, ip, coalesce(user_agent, ''),"                \
     " coalesce(country, ''), preroll <> 0, false, listener_key FROM sessions"                 \
     " WHERE end_ms > m.bf - $10::bigint AND start_ms < m.bf - $10::bigint - 3600000"          \
     " AND end_ms - start_ms > 3600000"                                                         \
     " AND ($4::text IS NULL OR mount = $4) AND ($5::text IS NULL OR server = $5)"             \
+    " AND ($12::boolean OR invalid = '')"                                                      \
     " UNION ALL SELECT mount, start_ms, end_ms, ip, coalesce(user_agent, ''),"                \
     " coalesce(country, ''), preroll <> 0, true, listener_key FROM live_sessions l"           \
     " WHERE l.end_ms >= $6 AND l.start_ms < m.bt + $10::bigint"                               \
     " AND l.end_ms > m.bf - $10::bigint"                                                      \
     " AND ($4::text IS NULL OR mount = $4) AND ($5::text IS NULL OR server = $5)"             \
+    " AND ($12::boolean OR invalid = '')"                                                      \
     " AND NOT EXISTS (SELECT 1 FROM sessions x WHERE x.start_ms = l.start_ms"                 \
     " AND x.conn_id = l.conn_id AND x.server = l.server)"
 
@@ -404,8 +407,8 @@ static int make_rest(figures_t *f, const char *scope, const char *qualify, const
     snprintf(widen, sizeof(widen), "%d", q->resume_s ? AUDIENCE_CHAIN_MS : 0);
     snprintf(resume, sizeof(resume), "%lld", (long long)q->resume_s * 1000);
     const char *params[] = {bf,    bt,   qualify, q->mount, q->server, fresh,
-                            scope, step, fps,     widen,    resume};
-    r = bf && bt && fps ? audience_pg_run(f->db, figures_sql, 11, params, FIGURES_MS) : NULL;
+                            scope, step, fps,     widen,    resume,   q->gross ? "t" : "f"};
+    r = bf && bt && fps ? audience_pg_run(f->db, figures_sql, 12, params, FIGURES_MS) : NULL;
     free(bf);
     free(bt);
     free(fps);
@@ -473,16 +476,18 @@ int audience_pg_make_figures(audience_db_t *db, audience_query_t *q)
     snprintf(step, sizeof(step), "%lld", (long long)q->step_ms);
     snprintf(fresh, sizeof(fresh), "%lld",
              (long long)(session_now_ms() - AUDIENCE_PG_LIVE_STALE_MS));
-    /* the figures kept follow the servers asked for and the pauses: "r180|edge-1" */
+    /* the figures kept follow the servers asked for, the pauses and the traffic: "r180|edge-1",
+     * "gr180|edge-1" (gross; net's scope is the one kept before invalid traffic was told
+     * apart, when every session was a valid one) */
     const char *server = q->server ? q->server : "";
-    size_t cap = strlen(server) + 16;
+    size_t cap = strlen(server) + 24;
     char *scope = malloc(cap);
     if (!scope) {
         q->err = -ENOMEM;
         return 0;
     }
-    if (q->resume_s)
-        snprintf(scope, cap, "r%d|%s", q->resume_s, server);
+    if (q->resume_s || q->gross)
+        snprintf(scope, cap, "%sr%d|%s", q->gross ? "g" : "", q->resume_s, server);
     else
         snprintf(scope, cap, "%s", server);
     PGresult *r = audience_pg_run(db, "BEGIN; SET LOCAL work_mem = '256MB'; SET LOCAL jit = off",
@@ -556,7 +561,7 @@ void audience_pg_figures(audience_db_t *db, audience_query_t *q)
 /* ---- top lists ---- */
 
 /* $1, $2 the period; $3 the qualifying length; $4 a mount or NULL; $5 by referrer; $6 the
- * limit; $7 a server or NULL. The sessions found as for a bucket (BUCKET_SESSIONS, stored
+ * limit; $7 a server or NULL; $8 true for every session (gross), false for the valid ones. The sessions found as for a bucket (BUCKET_SESSIONS, stored
  * ones only). */
 static const char top_sql[] =
     "SELECT k, count(*), count(*) FILTER (WHERE end_ms - start_ms >= $3),"
@@ -566,10 +571,12 @@ static const char top_sql[] =
     " FROM (SELECT CASE WHEN $5 THEN referer ELSE user_agent END AS k, start_ms, end_ms"
     "  FROM sessions WHERE start_ms >= $1::bigint - 3600000 AND start_ms < $2 AND end_ms > $1"
     "  AND ($4::text IS NULL OR mount = $4) AND ($7::text IS NULL OR server = $7)"
+    "  AND ($8::boolean OR invalid = '')"
     "  UNION ALL SELECT CASE WHEN $5 THEN referer ELSE user_agent END, start_ms, end_ms"
     "  FROM sessions WHERE end_ms > $1 AND start_ms < $1::bigint - 3600000"
     "  AND end_ms - start_ms > 3600000"
-    "  AND ($4::text IS NULL OR mount = $4) AND ($7::text IS NULL OR server = $7)) s"
+    "  AND ($4::text IS NULL OR mount = $4) AND ($7::text IS NULL OR server = $7)"
+    "  AND ($8::boolean OR invalid = '')) s"
     " GROUP BY k ORDER BY count(*) DESC, k NULLS FIRST LIMIT $6";
 
 void audience_pg_top(audience_db_t *db, audience_top_t *t)
@@ -585,8 +592,8 @@ void audience_pg_top(audience_db_t *db, audience_top_t *t)
     snprintf(qualify, sizeof(qualify), "%lld", (long long)t->qualify_s * 1000);
     snprintf(limit, sizeof(limit), "%d", t->limit);
     const char *params[] = {from, to, qualify, t->mount, t->by_referer ? "true" : "false",
-                            limit, t->server};
-    PGresult *r = audience_pg_run(db, top_sql, 7, params, FIGURES_MS);
+                            limit, t->server, t->gross ? "t" : "f"};
+    PGresult *r = audience_pg_run(db, top_sql, 8, params, FIGURES_MS);
     if (!r) {
         t->err = p->conn ? -EIO : -EAGAIN;
         return;

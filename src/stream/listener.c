@@ -581,7 +581,7 @@ static void end_session(conn_t *c, const listener_t *l)
         .address = c->ip, .agent = cl->log_agent, .referer = cl->log_referer,
         .user = cl->log_user, .end = (session_end_t)l->end_reason,
         .country = l->country[0] ? l->country : NULL, .preroll = l->preroll,
-        .key = l->key[0] ? l->key : NULL,
+        .key = l->key[0] ? l->key : NULL, .invalid = session_live_invalid(l->live),
     };
     session_listener_leave(l->live);
     session_end(&r);
@@ -712,10 +712,25 @@ static void listener_key_from_id(listener_t *l, const http_request_t *req)
         session_listener_key(NULL, NULL, id, l->key);
 }
 
+/* A range probe: "Range: bytes=0-0" or "bytes=0-1", which players (Safari, AVPlayer) send
+ * to learn what the resource is before they play it: answered as a HEAD is, so it makes no
+ * session (docs/AUDIENCE.md, invalid traffic). */
+static int range_probe(const http_request_t *req)
+{
+    const http_header_t *h = http_find_header(req, "range");
+    if (!h)
+        return 0;
+    char v[32];
+    size_t n = h->value_len < sizeof(v) - 1 ? h->value_len : sizeof(v) - 1;
+    memcpy(v, h->value, n);
+    v[n] = '\0';
+    return strcmp(v, "bytes=0-0") == 0 || strcmp(v, "bytes=0-1") == 0;
+}
+
 /* listener_start; a feed (listener_start_feed) takes no slot and is not counted. */
 static int start(conn_t *c, const http_request_t *req, mount_t *m, const char *home, int feed)
 {
-    if (req->method == HTTP_METHOD_HEAD) {
+    if (req->method == HTTP_METHOD_HEAD || (!feed && range_probe(req))) {
         if (is_full(m))
             return LISTENER_FULL;
         answer_head(c, req, m);
