@@ -192,7 +192,7 @@ static void cmd_adbreak(admin_req_t *a)
     if (rc == -ENOENT) {
         admin_send_error(a, 400, "Mountpoint has no ad server");
     } else if (rc < 0) {
-        admin_send_error(a, 400, "Mountpoint stream is not MP3 or AAC audio");
+        admin_send_error(a, 400, "Mountpoint stream is not MP3, AAC, Ogg Vorbis or Ogg Opus audio");
     } else {
         char who[AUDIT_WHO_LEN], esc[256];
         audit_who(a, a->admin, who);

@@ -49,6 +49,7 @@ enum {
     REC_HLS_WINDOW, /* the HLS windows following a mount (hls/hls_carry.h), before its
                      * sessions (REC_HLS) */
     REC_HLS_CONN,   /* an HLS request in flight: parked, or a segment or part being sent */
+    REC_LISTENER_AD, /* a listener in an ad break: REC_LISTENER's fields, then its break's */
 };
 
 /* A message as received: its kind, its bytes, the descriptors that came with it (the
