@@ -40,6 +40,7 @@
 #include "hls/hls.h"
 #include "hls/hls_window_internal.h"
 #include "hls/hls_intro.h"
+#include "hls/hls_ads.h"
 #include "hls/hls_session.h"
 #include "hls/hls_token.h"
 #include "stream/mount.h"
@@ -69,6 +70,8 @@ struct hls_session {
     hls_intro_t *intro;  /* its intro until its first playlist fixes its view (a reference) */
     hls_view_t view;     /* view.intro (a reference): its intro comes first, NULL none */
     int intro_played;    /* it fetched the intro's last segment whole (an impression) */
+    uint64_t ad_seen;    /* the mount's last ad break it took (hls_ads.c) */
+    hls_sess_ads_t *ads; /* its ad breaks, NULL before the first */
     uint64_t bytes;
     uint64_t conn_id;    /* the connection of its last playlist request */
     mount_t *counted;    /* the mount whose listener count holds it (a reference) */
@@ -150,6 +153,7 @@ static void session_free(hls_t *h, hls_session_t *s)
     h->nsessions--;
     hls_intro_unref(s->intro);
     hls_intro_unref((hls_intro_t *)s->view.intro);
+    hls_ads_free(s->ads);
     free(s->login);
     free(s->user);
     free(s->agent);
@@ -439,6 +443,8 @@ static hls_session_t *session_begin(hls_t *h, const char *token, const hls_clien
         s->limit_s = mc->max_listener_duration;
     if (s->limit_s)
         s->limit_ms = loop_now_ms() + (uint64_t)s->limit_s * 1000u;
+    /* a break signalled before it began is not its own */
+    s->ad_seen = h->mount ? atomic_load(&h->mount->adbreak_id) : 0;
     s->intro = *intro; /* its view is fixed with its first playlist */
     *intro = NULL;
     s->conn_id = who->conn_id;
@@ -804,7 +810,19 @@ const char *hls_session_login_mount(hls_t *h, char *out, size_t cap)
     return len < cap ? out : NULL;
 }
 
-int hls_session_playlist(hls_t *h, const char *token, buf_t *out, int ll)
+int hls_session_ref_locked(hls_t *h, const char *token, const hls_client_t *who,
+                           hls_sess_ref_t *ref)
+{
+    hls_session_t *s = token ? session_find(h, token) : session_of_client(h, who);
+    if (!s || s->killed || s->expired)
+        return 0;
+    *ref = (hls_sess_ref_t){.ads = &s->ads, .ad_seen = &s->ad_seen, .id = s->id,
+                            .token = s->token, .ip = s->ip, .agent = s->agent,
+                            .country = s->country, .view = &s->view};
+    return 1;
+}
+
+int hls_session_playlist(hls_t *h, const char *token, buf_t *out, int ll, worker_t *w)
 {
     hls_view_t v = {0};
     pthread_mutex_lock(&h->lock);
@@ -816,6 +834,14 @@ int hls_session_playlist(hls_t *h, const char *token, buf_t *out, int ll)
         else
             hls_intro_unref(s->intro);
         s->intro = NULL;
+    }
+    hls_sess_ref_t ref;
+    if (s && w && hls_session_ref_locked(h, token, NULL, &ref))
+        hls_ads_poll_locked(h, &ref, w); /* an ad break signalled since it last asked */
+    if (s && s->ads && hls_ads_own(s->ads)) { /* it had a break: its own numbering */
+        int rc = hls_ads_playlist_locked(h, s->ads, s->view.intro ? &s->view : NULL, out, ll);
+        pthread_mutex_unlock(&h->lock);
+        return rc;
     }
     if (s && s->view.intro) {
         v = s->view;
