@@ -28,10 +28,12 @@ import adminlib
 import adserver
 import formatlib as fl
 import hlscheck
+import webuilib
 import wirelib
 from test_ads import TEMPLATE, ads, ads_xml, adbreak, offer  # noqa: F401 (ads: fixture)
 from test_ads_tracking import metrics
 from test_fallback import mount_xml
+from test_webui import ADMIN, WEB, browsers  # noqa: F401 (browsers: the fixture)
 
 pytestmark = pytest.mark.rimecast_only      # Icecast has no ad breaks
 
@@ -289,4 +291,44 @@ def test_on_a_protected_mount_the_ads_pieces_need_no_login(server, ads, tmp_path
     assert c.getresponse().status == 403
     c.close()
     sess.close()
+    fl.stop_process(src)
+
+
+# ---------------------------------------------------------------- hls.js in Chromium
+
+def test_hls_js_in_chromium_plays_through_a_break(server, ads, tmp_path, browsers):  # noqa: F811
+    missing = webuilib.missing_requirements()
+    if missing:
+        pytest.skip(missing)
+    offer(ads, tmp_path, seconds=4)
+    srv, src, mount = station(server, ads, webroot=WEB, adminroot=ADMIN)
+    audio = "li[data-mount='%s'] .player audio" % mount
+    b = browsers(js=True)
+    b.get(srv.url("/status.xsl"))
+    b.js_run("document.querySelector(arguments[0]).muted = true", audio)
+    b.one("li[data-mount='%s'] .player .hls-toggle" % mount).click()
+    b.wait(lambda: b.js_run("return !!document.querySelector(arguments[0]).__hls", audio), 15,
+           "hls.js to take the player")
+    b.js_run("""var a = document.querySelector(arguments[0]), h = a.__hls;
+        window.__errors = []; window.__mediaErrors = 0;
+        h.on(Hls.Events.ERROR, function (e, d) {
+            window.__errors.push([d.type, d.details, d.fatal]); });
+        a.addEventListener('error', function () { window.__mediaErrors++; });""", audio)
+
+    def played():
+        return b.js_run("return document.querySelector(arguments[0]).currentTime", audio)
+    b.wait(lambda: played() > 1, 30, "hls.js to play")
+    assert adbreak(srv, 8, mount=mount).status == 200
+    # it fetched every part of the ad (its complete fired), and played on past it
+    wirelib.wait_until(lambda: ads.events("a1").get("complete") == 1, 40,
+                       lambda: "the ad played whole in the browser (%r, %r)"
+                       % (ads.events("a1"), b.js_run("return window.__errors")))
+    t0 = played()
+    b.wait(lambda: played() > t0 + 4, 30, "the live stream after the ad")
+    state = b.js_run("""var a = document.querySelector(arguments[0]);
+        return {errors: window.__errors, media: window.__mediaErrors,
+                error: a.error && a.error.code, paused: a.paused};""", audio)
+    assert state["media"] == 0 and state["error"] is None and not state["paused"], state
+    assert not [e for e in state["errors"] if e[2]], state            # nothing fatal
+    assert state["errors"] == [], state
     fl.stop_process(src)
