@@ -166,9 +166,11 @@ static void on_decided(worker_t *w, uint64_t owner, uint64_t tag, ads_pod_t *pod
         pod = NULL;
         atomic_fetch_add_explicit(&h->mount->ad_fills, (unsigned long long)a->pod->n,
                                   memory_order_relaxed);
+        char esc[512];
         log_debug("hls: session %" PRIu64 " on %s: %d ads from segment %" PRIu64
-                  ", live again at %" PRIu64, ref.id, h->name, a->brk->nads, a->brk->b,
-                  a->brk->r);
+                  ", live again at %" PRIu64, ref.id,
+                  escape_log_utf8(esc, sizeof(esc), h->name, strlen(h->name)), a->brk->nads,
+                  a->brk->b, a->brk->r);
     }
     if (h)
         pthread_mutex_unlock(&h->lock);
@@ -250,9 +252,10 @@ int hls_ads_playlist_locked(hls_t *h, hls_sess_ads_t *a, const hls_view_t *v, bu
         brk->pdt_b_ms = sb->pdt_ms;
     uint64_t first_live;
     int rc = hls_adview_write_locked(h, brk, a->delta, a->ddisc, v, out, ll, &first_live);
-    if (rc == 0 && brk && first_live != UINT64_MAX && first_live >= brk->r &&
+    if (rc == 0 && brk && first_live != UINT64_MAX && first_live > brk->r &&
         brk->r >= h->first_seq) {
-        /* the ads left its playlist: the numbering they leave behind stays */
+        /* the ads and the segment it rejoined at (its discontinuity) left its playlist: the
+         * numbering they leave behind stays */
         a->ddisc = brk->ddisc_before + (int64_t)brk->base_b + brk->nads + 1 -
                    (int64_t)hls_adview_base_disc_locked(h, v, brk->r + 1);
         a->delta = brk->delta_before + (int64_t)brk->b + brk->nsegs - (int64_t)brk->r;
@@ -289,6 +292,29 @@ void hls_ads_reload_at(hls_t *h, const char *token, uint64_t *msn, int *part)
         *msn = m >= after ? (uint64_t)(m - after) : 0;
     }
     pthread_mutex_unlock(&h->lock);
+}
+
+void hls_ads_numbering_locked(hls_t *h, const hls_sess_ads_t *a, const hls_view_t *v,
+                              int64_t *delta, int64_t *ddisc)
+{
+    const hls_adbreak_t *brk = a->brk;
+    *delta = a->delta;
+    *ddisc = a->ddisc;
+    if (!brk)
+        return;
+    *ddisc = brk->ddisc_before + (int64_t)brk->base_b + brk->nads + 1 -
+             (int64_t)hls_adview_base_disc_locked(h, v, brk->r + 1);
+    *delta = brk->delta_before + (int64_t)brk->b + brk->nsegs - (int64_t)brk->r;
+}
+
+hls_sess_ads_t *hls_ads_numbered(int64_t delta, int64_t ddisc)
+{
+    hls_sess_ads_t *a = calloc(1, sizeof(*a));
+    if (a) {
+        a->delta = delta;
+        a->ddisc = ddisc;
+    }
+    return a;
 }
 
 /* ---- tracking ---- */

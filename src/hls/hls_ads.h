@@ -84,6 +84,12 @@ int hls_ads_playlist_locked(hls_t *h, hls_sess_ads_t *ads, const hls_view_t *v, 
 void hls_ads_reload_at(hls_t *h, const char *token, uint64_t *msn, int *part);
 /* The ad piece u names went, whole, to who: its session's tracking moves on. */
 void hls_ads_fetched(hls_t *h, const hls_client_t *who, const char *id, uint64_t seg, int part);
+/* An upgrade: the numbering a session's breaks left it (one in progress counts as over now:
+ * the session rejoins the live stream in the new process), and the same in the new process
+ * (NULL without memory). */
+void hls_ads_numbering_locked(hls_t *h, const hls_sess_ads_t *ads, const hls_view_t *v,
+                              int64_t *delta, int64_t *ddisc);
+hls_sess_ads_t *hls_ads_numbered(int64_t delta, int64_t ddisc);
 /* 1 once the session had a break: its playlist is its own (hls_ads_playlist_locked). */
 int hls_ads_own(const hls_sess_ads_t *ads);
 /* Frees a session's break state (the session ends). */

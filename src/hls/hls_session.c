@@ -918,8 +918,37 @@ void hls_sessions_save(const char *name, buf_t *out)
         rec_str(out, s->login);
         rec_str(out, s->key);
     }
+    /* then the numbering ad breaks left sessions: after the sessions, so that a binary that
+     * knows nothing of it reads the record as before, and one that does reads it when there */
+    uint32_t numbered = 0;
+    for (hls_session_t *s = h ? h->sessions : NULL; s; s = s->next)
+        numbered += !s->killed && s->ads && hls_ads_own(s->ads);
+    rec_u32(out, numbered);
+    for (hls_session_t *s = h ? h->sessions : NULL; s; s = s->next) {
+        if (s->killed || !s->ads || !hls_ads_own(s->ads))
+            continue;
+        int64_t delta, ddisc;
+        hls_ads_numbering_locked(h, s->ads, s->view.intro ? &s->view : NULL, &delta, &ddisc);
+        rec_str(out, s->token);
+        rec_i64(out, delta);
+        rec_i64(out, ddisc);
+    }
     if (h)
         pthread_mutex_unlock(&h->lock);
+}
+
+/* The numbering ad breaks left the carried sessions (hls_sessions_save). */
+static void restore_numbering_locked(hls_t *h, rec_reader_t *in)
+{
+    uint32_t n = rec_get_u32(in);
+    for (uint32_t i = 0; i < n && !in->error; i++) {
+        char *token = rec_get_str(in);
+        int64_t delta = rec_get_i64(in), ddisc = rec_get_i64(in);
+        hls_session_t *s = token && !in->error ? session_find(h, token) : NULL;
+        if (s && !s->ads)
+            s->ads = hls_ads_numbered(delta, ddisc);
+        free(token);
+    }
 }
 
 int hls_sessions_restore(mount_t *m, rec_reader_t *in, uint64_t *max_id)
@@ -1001,6 +1030,8 @@ int hls_sessions_restore(mount_t *m, rec_reader_t *in, uint64_t *max_id)
         session_link(h, s);
         atomic_fetch_add(&server.stats.hls_sessions, 1);
     }
+    if (!in->error && in->p < in->end)
+        restore_numbering_locked(h, in);
     pthread_mutex_unlock(&h->lock);
     return in->error ? -EINVAL : 0;
 }

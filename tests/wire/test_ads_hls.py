@@ -32,7 +32,7 @@ import webuilib
 import wirelib
 from test_ads import TEMPLATE, ads, ads_xml, adbreak, offer  # noqa: F401 (ads: fixture)
 from test_ads_tracking import metrics
-from test_fallback import mount_xml
+from test_fallback import mount_xml, webdir, webroot_with  # noqa: F401 (webdir: fixture)
 from test_webui import ADMIN, WEB, browsers  # noqa: F401 (browsers: the fixture)
 
 pytestmark = pytest.mark.rimecast_only      # Icecast has no ad breaks
@@ -63,9 +63,17 @@ class Session:
 
     def get(self, path):
         with self.lock:
-            self.conn.request("GET", path, headers=self.headers)
-            r = self.conn.getresponse()
-            return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+            for again in (True, False):
+                try:
+                    self.conn.request("GET", path, headers=self.headers)
+                    r = self.conn.getresponse()
+                    return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+                except (ConnectionError, http.client.HTTPException):
+                    if not again:
+                        raise
+                    self.conn.close()       # a keep-alive connection the server closed
+                    self.conn = http.client.HTTPConnection(self.srv.host, self.srv.port,
+                                                           timeout=30)
 
     def playlist_text(self, query=""):
         status, _, body = self.get("%s/hls.m3u8?session=%s%s" % (self.mount, self.token, query))
@@ -196,6 +204,67 @@ def test_a_title_signal_starts_a_break_for_hls_sessions(server, ads, tmp_path):
     fl.stop_process(src)
 
 
+def test_an_upgrade_keeps_the_numbers_a_break_left_a_session(server, ads, tmp_path):
+    from test_upgrade import upgrade
+    offer(ads, tmp_path, seconds=3)
+    srv, src, mount = station(server, ads)
+    sess = Session(srv, mount)
+    sess.piece(sess.reload()["segments"][-1]["uri"])
+    assert adbreak(srv, 6, mount=mount).status == 200
+    wait_rejoined(sess)
+    pl = sess.checker.reload_until(sess.playlist_text,
+                                   lambda pl: pl if not ad_segments(pl) and
+                                   not pl["segments"][0]["discontinuity"] else None, 40,
+                                   "the ad to leave the session's playlist")
+    common = Session(srv, mount, agent="wiretest-other/1.0").reload()
+    assert pl["msn"] > common["msn"]                  # numbers of its own, ahead
+    pl = sess.reload()
+    upgrade(srv)
+    # each reload follows from the last (the Checker), the numbers run on from its own
+    last = pl["segments"][-1]["seq"]
+    after = sess.checker.reload_until(
+        sess.playlist_text, lambda p: p if p["segments"][-1]["seq"] >= last + 2 else None, 20,
+        "two more segments after the upgrade")
+    assert after["msn"] >= pl["msn"] and not ad_segments(after)
+    sess.close()
+    fl.stop_process(src)
+
+
+def test_an_intro_is_a_sessions_preroll_and_a_later_break_follows_it(server, ads, tmp_path,
+                                                                     webdir):  # noqa: F811
+    """A session whose intro is still listed stays on the live stream through a break; once
+    the intro left its playlist, a break lists the ads after it, numbered on from its view."""
+    webroot_with(webdir, "intro.mp3", codec="mp3", seconds=3, freq=1000)
+    offer(ads, tmp_path, seconds=3)
+    mount = "/live.mp3"
+    hls = HLS_XML.replace("</hls>", "<segments>3</segments></hls>")
+    xml = mount_xml(mount, intro="/intro.mp3").replace(
+        "</mount>", ads_xml(ads, TEMPLATE, 1) + hls + "</mount>")
+    srv = server(extra_xml=xml, webroot=webdir)
+    src = fl.ffmpeg_source(srv, mount, "mp3", freq=440)
+    fl.wait_mount(srv, mount, src)
+    sess = Session(srv, mount)
+    pl = sess.reload()
+    intro = [s for s in pl["segments"] if s["uri"].startswith("hls/intro/")]
+    assert intro, pl["segments"]
+    sess.piece(intro[0]["uri"])
+    assert adbreak(srv, 4, mount=mount).status == 200
+    end = pl["segments"][-1]["seq"] + 3
+    pl = sess.checker.reload_until(
+        sess.playlist_text, lambda p: p if p["segments"][-1]["seq"] >= end else None, 20,
+        "three more segments")
+    assert not ad_segments(pl) and not ads.of("/vast")     # not asked: its intro plays first
+    pl = sess.checker.reload_until(
+        sess.playlist_text,
+        lambda p: p if not any(s["uri"].startswith("hls/intro/") for s in p["segments"])
+        else None, 30, "the intro to leave the playlist")
+    assert adbreak(srv, 6, mount=mount).status == 200
+    wait_ads_listed(sess)
+    wait_rejoined(sess)                                     # each reload checked
+    sess.close()
+    fl.stop_process(src)
+
+
 # ---------------------------------------------------------------- tracking
 
 def test_tracking_counts_each_session_by_the_ads_pieces_it_fetched(server, ads, tmp_path):
@@ -285,6 +354,11 @@ def test_on_a_protected_mount_the_ads_pieces_need_no_login(server, ads, tmp_path
     c.close()
     assert r.status == 200 and "public" in r.getheader("Cache-Control")
     assert body[body.index(b"\xff"):] in data          # the ad's frames, nothing else
+    for other in (uri.rsplit("/", 1)[0] + "/99.mp3", "hls/ad/%s/0.mp3" % ("0" * 32)):
+        c = http.client.HTTPConnection(srv.host, srv.port, timeout=10)
+        c.request("GET", mount + "/" + other)            # no such cut: nothing
+        assert c.getresponse().status == 404, other
+        c.close()
     live = sess.reload()["segments"][0]["uri"].split("?")[0]
     c = http.client.HTTPConnection(srv.host, srv.port, timeout=10)
     c.request("GET", mount + "/" + live)                 # the mount's own: still closed
