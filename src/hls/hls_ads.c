@@ -75,10 +75,20 @@ int hls_ads_own(const hls_sess_ads_t *a)
     return a->brk || a->delta || a->ddisc;
 }
 
-void hls_ads_free(hls_sess_ads_t *a)
+/* A session's break state, new (counted on h). */
+static hls_sess_ads_t *ads_new(hls_t *h)
+{
+    hls_sess_ads_t *a = calloc(1, sizeof(*a));
+    if (a)
+        atomic_fetch_add(&h->ad_sessions, 1);
+    return a;
+}
+
+void hls_ads_free(hls_t *h, hls_sess_ads_t *a)
 {
     if (!a)
         return;
+    atomic_fetch_sub(&h->ad_sessions, 1);
     break_free(a);
     free(a);
 }
@@ -210,7 +220,7 @@ void hls_ads_poll_locked(hls_t *h, const hls_sess_ref_t *ref, worker_t *w)
     pthread_mutex_unlock(&m->lock);
     if (loop_now_ms() > at + ms)
         return; /* over before it looked */
-    if (!a && !(a = *ref->ads = calloc(1, sizeof(*a))))
+    if (!a && !(a = *ref->ads = ads_new(h)))
         return;
     pending_t *p = calloc(1, sizeof(*p));
     if (!p)
@@ -266,6 +276,8 @@ int hls_ads_playlist_locked(hls_t *h, hls_sess_ads_t *a, const hls_view_t *v, bu
 
 void hls_ads_reload_at(hls_t *h, const char *token, uint64_t *msn, int *part)
 {
+    if (atomic_load_explicit(&h->ad_sessions, memory_order_relaxed) == 0)
+        return; /* no session of the window had a break: the window's numbers */
     pthread_mutex_lock(&h->lock);
     hls_sess_ref_t ref;
     hls_sess_ads_t *a = hls_session_ref_locked(h, token, NULL, &ref) ? *ref.ads : NULL;
@@ -307,9 +319,9 @@ void hls_ads_numbering_locked(hls_t *h, const hls_sess_ads_t *a, const hls_view_
     *delta = brk->delta_before + (int64_t)brk->b + brk->nsegs - (int64_t)brk->r;
 }
 
-hls_sess_ads_t *hls_ads_numbered(int64_t delta, int64_t ddisc)
+hls_sess_ads_t *hls_ads_numbered(hls_t *h, int64_t delta, int64_t ddisc)
 {
-    hls_sess_ads_t *a = calloc(1, sizeof(*a));
+    hls_sess_ads_t *a = ads_new(h);
     if (a) {
         a->delta = delta;
         a->ddisc = ddisc;

@@ -89,11 +89,11 @@ void hls_ads_fetched(hls_t *h, const hls_client_t *who, const char *id, uint64_t
  * (NULL without memory). */
 void hls_ads_numbering_locked(hls_t *h, const hls_sess_ads_t *ads, const hls_view_t *v,
                               int64_t *delta, int64_t *ddisc);
-hls_sess_ads_t *hls_ads_numbered(int64_t delta, int64_t ddisc);
+hls_sess_ads_t *hls_ads_numbered(hls_t *h, int64_t delta, int64_t ddisc);
 /* 1 once the session had a break: its playlist is its own (hls_ads_playlist_locked). */
 int hls_ads_own(const hls_sess_ads_t *ads);
-/* Frees a session's break state (the session ends). */
-void hls_ads_free(hls_sess_ads_t *ads);
+/* Frees a session's break state (a session of h ends). */
+void hls_ads_free(hls_t *h, hls_sess_ads_t *ads);
 
 /* ---- hls_adview.c ---- */
 

@@ -153,7 +153,7 @@ static void session_free(hls_t *h, hls_session_t *s)
     h->nsessions--;
     hls_intro_unref(s->intro);
     hls_intro_unref((hls_intro_t *)s->view.intro);
-    hls_ads_free(s->ads);
+    hls_ads_free(h, s->ads);
     free(s->login);
     free(s->user);
     free(s->agent);
@@ -810,16 +810,21 @@ const char *hls_session_login_mount(hls_t *h, char *out, size_t cap)
     return len < cap ? out : NULL;
 }
 
-int hls_session_ref_locked(hls_t *h, const char *token, const hls_client_t *who,
-                           hls_sess_ref_t *ref)
+/* What hls_ads.c reads of s (one that is going on): 1 with *ref filled, else 0. */
+static int session_ref(hls_session_t *s, hls_sess_ref_t *ref)
 {
-    hls_session_t *s = token ? session_find(h, token) : session_of_client(h, who);
     if (!s || s->killed || s->expired)
         return 0;
     *ref = (hls_sess_ref_t){.ads = &s->ads, .ad_seen = &s->ad_seen, .id = s->id,
                             .token = s->token, .ip = s->ip, .agent = s->agent,
                             .country = s->country, .view = &s->view};
     return 1;
+}
+
+int hls_session_ref_locked(hls_t *h, const char *token, const hls_client_t *who,
+                           hls_sess_ref_t *ref)
+{
+    return session_ref(token ? session_find(h, token) : session_of_client(h, who), ref);
 }
 
 int hls_session_playlist(hls_t *h, const char *token, buf_t *out, int ll, worker_t *w)
@@ -836,8 +841,9 @@ int hls_session_playlist(hls_t *h, const char *token, buf_t *out, int ll, worker
         s->intro = NULL;
     }
     hls_sess_ref_t ref;
-    if (s && w && hls_session_ref_locked(h, token, NULL, &ref))
-        hls_ads_poll_locked(h, &ref, w); /* an ad break signalled since it last asked */
+    if (s && w && h->mount && atomic_load(&h->mount->adbreak_id) != s->ad_seen &&
+        session_ref(s, &ref))
+        hls_ads_poll_locked(h, &ref, w); /* an ad break signalled since it last looked */
     if (s && s->ads && hls_ads_own(s->ads)) { /* it had a break: its own numbering */
         int rc = hls_ads_playlist_locked(h, s->ads, s->view.intro ? &s->view : NULL, out, ll);
         pthread_mutex_unlock(&h->lock);
@@ -946,7 +952,7 @@ static void restore_numbering_locked(hls_t *h, rec_reader_t *in)
         int64_t delta = rec_get_i64(in), ddisc = rec_get_i64(in);
         hls_session_t *s = token && !in->error ? session_find(h, token) : NULL;
         if (s && !s->ads)
-            s->ads = hls_ads_numbered(delta, ddisc);
+            s->ads = hls_ads_numbered(h, delta, ddisc);
         free(token);
     }
 }
