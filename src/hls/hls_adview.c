@@ -188,7 +188,8 @@ int hls_adview_write_locked(hls_t *h, const hls_adbreak_t *brk, int64_t delta, i
     if (hls_playlist_first_locked(h, &first) < 0)
         return -EAGAIN;
     const char *ext = h->adts ? "aac" : "mp3";
-    size_t cap = (size_t)(h->open_seq - first) + 2 + (brk ? (size_t)brk->nsegs + 2 : 0);
+    /* live rows: of the window (those before b and those from r are apart), then the ads' */
+    size_t cap = (size_t)(h->open_seq - h->first_seq) + 2 + (brk ? (size_t)brk->nsegs : 0);
     row_t *rows = malloc(cap * sizeof(*rows));
     if (!rows)
         return -ENOMEM;

@@ -40,9 +40,9 @@ pytestmark = pytest.mark.rimecast_only      # Icecast has no ad breaks
 HLS_XML = "<hls><target-duration>2</target-duration><part-target-ms>500</part-target-ms></hls>"
 
 
-def station(server, ads, codec="mp3", extra="", mount_extra="", **cfg):
+def station(server, ads, codec="mp3", extra="", mount_extra="", hls=HLS_XML, **cfg):
     mount = "/live." + codec
-    xml = mount_xml(mount).replace("</mount>", ads_xml(ads, TEMPLATE, 1, extra) + HLS_XML +
+    xml = mount_xml(mount).replace("</mount>", ads_xml(ads, TEMPLATE, 1, extra) + hls +
                                    mount_extra + "</mount>")
     srv = server(extra_xml=xml, **cfg)
     src = fl.ffmpeg_source(srv, mount, codec, freq=440)
@@ -206,6 +206,38 @@ def test_a_title_signal_starts_a_break_for_hls_sessions(server, ads, tmp_path):
     assert vast.params["d"] == "6" and vast.params["ua"] == "wiretest-hls/1.0"
     assert vast.params["m"] == mount
     sess.close()
+    fl.stop_process(src)
+
+
+def test_a_session_that_polls_again_after_its_break_gets_the_live_stream_numbered_on(
+        server, ads, tmp_path):
+    """Its ads came, but it asked for its playlist again only once the window had moved past
+    where the ads ended: its playlist is the live stream in its own numbers, each reload
+    following from the one before."""
+    offer(ads, tmp_path, seconds=4)
+    # three segments listed: the window's first is past the rejoin segment when it asks again
+    srv, src, mount = station(server, ads,
+                              hls=HLS_XML.replace("</hls>", "<segments>3</segments></hls>"))
+    sess = Session(srv, mount)
+    pl = sess.reload()
+    sess.piece(pl["segments"][-1]["uri"])
+    assert adbreak(srv, 10, mount=mount).status == 200
+    sess.reload()                                        # it asks for its ads
+    wirelib.wait_until(lambda: ads.of("/media/"), 10, "the creative fetched")
+    watcher = Session(srv, mount, agent="wiretest-watcher/1.0")
+    end = watcher.reload()["segments"][-1]["seq"] + 5    # the window moves on, 10 s
+    watcher.checker.reload_until(watcher.playlist_text,
+                                 lambda p: p if p["segments"][-1]["seq"] >= end else None, 30,
+                                 "five more segments")
+    after = sess.reload()
+    common = watcher.reload()
+    assert after["segments"][-1]["uri"] == common["segments"][-1]["uri"]
+    assert after["segments"][-1]["seq"] > common["segments"][-1]["seq"]   # numbered on
+    sess.checker.reload_until(sess.playlist_text,
+                              lambda p: p if not ad_segments(p) else None, 20,
+                              "a playlist without the ad")
+    sess.close()
+    watcher.close()
     fl.stop_process(src)
 
 
