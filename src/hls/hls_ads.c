@@ -35,6 +35,7 @@ enum { F_START = 1, F_IMPRESSION = 2, F_Q1 = 4, F_MID = 8, F_Q3 = 16, F_COMPLETE
 
 struct hls_sess_ads {
     uint64_t asking;           /* the break whose ads are asked for, 0 none */
+    uint64_t preroll_until_ms; /* a preroll asked for: its first playlist waits until then */
     int64_t delta, ddisc;      /* the numbering breaks behind it left */
     hls_adbreak_t *brk;        /* the break its playlist lists, NULL none */
     ads_pod_t *pod;            /* brk's ads: their tracking */
@@ -160,14 +161,31 @@ static void on_decided(worker_t *w, uint64_t owner, uint64_t tag, ads_pod_t *pod
             (*ref.ads)->asking == tag)
             a = *ref.ads;
     }
+    int preroll = a && a->preroll_until_ms, late = preroll && loop_now_ms() > a->preroll_until_ms;
     if (a)
-        a->asking = 0;
-    if (a && brk && h->mount && !h->is_opus && h->frames_per_part == brk->cut[0]->fpp) {
-        /* the ads go in after everything its playlist showed: the open segment's parts and
-         * the preload hint's part are of h->open_seq */
-        brk->b = h->open_seq + 1;
-        brk->r += brk->b;
-        brk->delta_before = a->delta;
+        a->asking = a->preroll_until_ms = 0;
+    if (late)
+        a = NULL; /* its first playlist went without it: it is on the live stream */
+    if (a && brk && h->mount && !h->is_opus && h->frames_per_part == brk->cut[0]->fpp &&
+        (!preroll || h->open_seq > h->first_seq)) {
+        if (preroll) {
+            /* the ads first, then live from the newest complete segment, as an intro */
+            const hls_seg_t *s = hls_seg_at(h, h->open_seq - 1);
+            uint64_t ms = 0;
+            for (int i = 0; i < pod->n; i++)
+                ms += pod->ad[i].creative->samples * 1000 / pod->ad[i].creative->fmt.samplerate;
+            brk->preroll = 1;
+            brk->b = h->open_seq - 1;
+            brk->r = brk->b;
+            brk->delta_before = -(int64_t)brk->nsegs;
+            brk->pdt_b_ms = s ? s->pdt_ms - (int64_t)ms : 0;
+        } else {
+            /* the ads go in after everything its playlist showed: the open segment's parts
+             * and the preload hint's part are of h->open_seq */
+            brk->b = h->open_seq + 1;
+            brk->r += brk->b;
+            brk->delta_before = a->delta;
+        }
         brk->ddisc_before = a->ddisc;
         brk->base_b = hls_adview_base_disc_locked(h, ref.view, brk->b);
         a->brk = brk;
@@ -194,6 +212,42 @@ static void on_decided(worker_t *w, uint64_t owner, uint64_t tag, ads_pod_t *pod
 }
 
 /* ---- a break reaches a session ---- */
+
+/* Asks for the ads of break `tag` of session ref (break_ms long) on worker w: 0, or -1
+ * (nothing asked: the session stays on the live stream). */
+static int ask(hls_t *h, const hls_sess_ref_t *ref, worker_t *w, const ads_settings_t *set,
+               const ads_format_t *fmt, uint64_t tag, unsigned break_ms)
+{
+    mount_t *m = h->mount;
+    pending_t *p = calloc(1, sizeof(*p));
+    if (!p)
+        return -1;
+    *p = (pending_t){.owner = ref->id, .tag = tag, .h = h};
+    snprintf(p->token, sizeof(p->token), "%s", ref->token);
+    char session[24];
+    snprintf(session, sizeof(session), "%" PRIu64, ref->id);
+    ads_ask_t q = {.settings = set, .fmt = *fmt, .break_ms = break_ms, .mount = m->name,
+                   .vars = {.ip = ref->ip, .ua = ref->agent ? ref->agent : "",
+                            .country = ref->country, .session = session, .mount = h->name,
+                            .cachebuster = (uint32_t)rand()}};
+    pthread_mutex_lock(&pending_lock);
+    p->next = pendings;
+    pendings = p;
+    pthread_mutex_unlock(&pending_lock);
+    if (ads_ask(w, &q, ref->id, tag, on_decided) < 0) {
+        pthread_mutex_lock(&pending_lock);
+        for (pending_t **pp = &pendings; *pp; pp = &(*pp)->next)
+            if (*pp == p) {
+                *pp = p->next;
+                break;
+            }
+        pthread_mutex_unlock(&pending_lock);
+        free(p);
+        return -1;
+    }
+    atomic_fetch_add_explicit(&m->ad_asked, 1, memory_order_relaxed);
+    return 0;
+}
 
 void hls_ads_poll_locked(hls_t *h, const hls_sess_ref_t *ref, worker_t *w)
 {
@@ -222,34 +276,32 @@ void hls_ads_poll_locked(hls_t *h, const hls_sess_ref_t *ref, worker_t *w)
         return; /* over before it looked */
     if (!a && !(a = *ref->ads = ads_new(h)))
         return;
-    pending_t *p = calloc(1, sizeof(*p));
-    if (!p)
-        return;
-    *p = (pending_t){.owner = ref->id, .tag = id, .h = h};
-    snprintf(p->token, sizeof(p->token), "%s", ref->token);
-    char session[24];
-    snprintf(session, sizeof(session), "%" PRIu64, ref->id);
-    ads_ask_t ask = {.settings = &set, .fmt = fmt, .break_ms = ms, .mount = m->name,
-                     .vars = {.ip = ref->ip, .ua = ref->agent ? ref->agent : "",
-                              .country = ref->country, .session = session, .mount = h->name,
-                              .cachebuster = (uint32_t)rand()}};
-    pthread_mutex_lock(&pending_lock);
-    p->next = pendings;
-    pendings = p;
-    pthread_mutex_unlock(&pending_lock);
-    if (ads_ask(w, &ask, ref->id, id, on_decided) < 0) {
-        pthread_mutex_lock(&pending_lock);
-        for (pending_t **pp = &pendings; *pp; pp = &(*pp)->next)
-            if (*pp == p) {
-                *pp = p->next;
-                break;
-            }
-        pthread_mutex_unlock(&pending_lock);
-        free(p);
-        return;
+    if (ask(h, ref, w, &set, &fmt, id, ms) == 0)
+        a->asking = id;
+}
+
+void hls_ads_first_locked(hls_t *h, const hls_sess_ref_t *ref, worker_t *w)
+{
+    mount_t *m = h->mount;
+    if (!m || !ref->first || *ref->ads || h->is_opus || (ref->view && ref->view->intro))
+        return; /* an intro is the session's preroll */
+    ads_settings_t set = ads_settings(config_find_mount(server_config(), m->name));
+    ads_format_t fmt;
+    if (!set.vast_url || !set.preroll || window_format(h, &fmt) < 0 ||
+        h->open_seq <= h->first_seq)
+        return; /* a session that begins before the first segment: its format is not known */
+    hls_sess_ads_t *a = *ref->ads = ads_new(h);
+    static _Atomic uint64_t tags = 1; /* odd: the mount's breaks are even */
+    uint64_t tag = atomic_fetch_add(&tags, 2);
+    if (a && ask(h, ref, w, &set, &fmt, tag, set.preroll_ms) == 0) {
+        a->asking = tag;
+        a->preroll_until_ms = loop_now_ms() + set.request_timeout_ms;
     }
-    a->asking = id;
-    atomic_fetch_add_explicit(&m->ad_asked, 1, memory_order_relaxed);
+}
+
+int hls_ads_waiting(const hls_sess_ads_t *a)
+{
+    return a->preroll_until_ms && loop_now_ms() <= a->preroll_until_ms;
 }
 
 /* ---- its playlist ---- */
@@ -289,6 +341,9 @@ void hls_ads_reload_at(hls_t *h, const char *token, uint64_t *msn, int *part)
         *msn = m >= a->delta ? (uint64_t)(m - a->delta) : 0;
     } else if (m < sb) {
         *msn = m >= brk->delta_before ? (uint64_t)(m - brk->delta_before) : 0;
+    } else if (m < sb + brk->nsegs && brk->preroll) {
+        *msn = brk->b; /* a preroll's ads are all listed: answered now */
+        *part = -1;
     } else if (m < sb + brk->nsegs) {
         /* an ad's part is listed once the live part it stands in for is cut */
         int x = (int)(m - sb), i = 0;

@@ -67,6 +67,7 @@ typedef struct hls_sess_ref {
     uint64_t id;
     const char *token, *ip, *agent, *country;
     const hls_view_t *view; /* its intro view (view->intro NULL: none) */
+    int first;              /* its first playlist request (a preroll may begin) */
 } hls_sess_ref_t;
 
 /* The session token names (token NULL: the one who's piece request counts to), under
@@ -77,6 +78,11 @@ int hls_session_ref_locked(hls_t *h, const char *token, const hls_client_t *who,
 /* A session's playlist request, under h->lock: a break signalled on the mount since it last
  * looked (*ref->ad_seen) begins for it (its ads asked for on worker w). */
 void hls_ads_poll_locked(hls_t *h, const hls_sess_ref_t *ref, worker_t *w);
+/* Its first playlist request, under h->lock: with the mount's <preroll>, its preroll's ads
+ * are asked for (on worker w), and its first playlist waits for them (hls_ads_waiting). */
+void hls_ads_first_locked(hls_t *h, const hls_sess_ref_t *ref, worker_t *w);
+/* 1 while the session's preroll is being decided and may still be waited for. */
+int hls_ads_waiting(const hls_sess_ads_t *ads);
 /* Its media playlist when it had a break (ads non-NULL), under h->lock: 0, -EAGAIN, -ENOMEM. */
 int hls_ads_playlist_locked(hls_t *h, hls_sess_ads_t *ads, const hls_view_t *v, buf_t *out,
                             int ll);
@@ -109,7 +115,10 @@ typedef struct hls_adbreak {
     int first_part[ADS_POD_MAX]; /* the pod's parts before each ad */
     int first_seg[ADS_POD_MAX];  /* the pod's segments before each ad */
     int nparts, nsegs;       /* of the whole pod */
-    int64_t pdt_b_ms;        /* the date of b's first sample, once known (0 before) */
+    int64_t pdt_b_ms;        /* the date of b's first sample, once known (0 before); a
+                              * preroll's: the date its ads begin at */
+    int preroll;             /* the ads come first, all listed, before live segment b = r:
+                              * numbered just before it, as an intro is */
 } hls_adbreak_t;
 
 /* The playlist of a session with a break, or with breaks behind it (brk NULL): live segments

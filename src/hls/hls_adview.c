@@ -198,20 +198,26 @@ int hls_adview_write_locked(hls_t *h, const hls_adbreak_t *brk, int64_t delta, i
         n = live_rows(h, first, h->open_seq, delta, rows, n);
     } else {
         int64_t after = brk->delta_before + (int64_t)brk->b + brk->nsegs - (int64_t)brk->r;
-        if (first < brk->b)
+        if (first < brk->b && !brk->preroll)
             n = live_rows(h, first, brk->b - 1, brk->delta_before, rows, n);
-        listed = hls_adview_live_parts_locked(h, brk->b);
+        listed = brk->preroll ? brk->nparts : hls_adview_live_parts_locked(h, brk->b);
         listed = listed < brk->nparts ? listed : brk->nparts;
         n = ad_rows(brk, listed, (uint64_t)((int64_t)brk->b + brk->delta_before), rows, n);
         if (listed == brk->nparts)
             n = live_rows(h, brk->r > h->first_seq ? brk->r : h->first_seq, h->open_seq, after,
                           rows, n);
     }
-    /* as many complete rows as the common playlist lists segments */
+    /* as many complete rows as the common playlist lists segments; a preroll's ads stay, as
+     * an intro does, until the common playlist's first is as many segments past them */
     int complete = 0, keep = (int)(h->open_seq - first), from = 0;
     for (int i = 0; i < n; i++)
         complete += rows[i].complete;
-    while (from < n - 1 && rows[from].complete && complete > keep) {
+    uint64_t wanted = 0;
+    if (brk && brk->preroll && first < brk->b + (uint64_t)brk->nsegs)
+        wanted = (first > brk->b ? first : brk->b) - (uint64_t)brk->nsegs;
+    while (from < n - 1 && rows[from].complete &&
+           (brk && brk->preroll ? rows[from].seq < (wanted ? wanted : first)
+                                : complete > keep)) {
         complete--;
         from++;
     }
@@ -231,6 +237,8 @@ int hls_adview_write_locked(hls_t *h, const hls_adbreak_t *brk, int64_t delta, i
     buf_appendf(out, "#EXT-X-MEDIA-SEQUENCE:%" PRIu64 "\n#EXT-X-DISCONTINUITY-SEQUENCE:%" PRIu64
                 "\n#EXT-X-INDEPENDENT-SEGMENTS\n", f->seq, first_disc(h, brk, ddisc, v, f));
     int64_t pdt_b = brk ? brk->pdt_b_ms : 0;
+    if (brk && brk->preroll && f->ad && f->ai == 0 && f->seg == 0)
+        buf_append_str(out, "#EXT-X-START:TIME-OFFSET=0\n"); /* the preroll is played first */
     int done = 0; /* complete rows written */
     for (int i = from; i < n; i++) {
         const row_t *w = &rows[i];

@@ -175,12 +175,13 @@ static int playlist_render(hls_request_t *r, buf_t *out)
     if (r->msn_arg == HLS_ARG_SET && hls_playlists_park(r, msn, part) != 0)
         return 1;
     int rc = playlist_of(r, out);
-    if (rc == -EAGAIN) {
-        /* the window has no complete segment yet: the first one is waited for */
+    if (rc == -EAGAIN || rc == -EINPROGRESS) {
+        /* the window has no complete segment yet: the first one is waited for; or the
+         * session's preroll is being decided: asked again when the next part is cut */
         uint64_t next_msn;
         int next_part;
         hls_next_part(h, &next_msn, &next_part);
-        if (hls_playlists_park(r, next_msn, -1) != 0)
+        if (hls_playlists_park(r, next_msn, rc == -EAGAIN ? -1 : next_part) != 0)
             return 1;
         rc = playlist_of(r, out);
     }

@@ -71,6 +71,7 @@ struct hls_session {
     hls_view_t view;     /* view.intro (a reference): its intro comes first, NULL none */
     int intro_played;    /* it fetched the intro's last segment whole (an impression) */
     uint64_t ad_seen;    /* the mount's last ad break it took (hls_ads.c) */
+    int shown;           /* its first playlist was answered */
     hls_sess_ads_t *ads; /* its ad breaks, NULL before the first */
     uint64_t bytes;
     uint64_t conn_id;    /* the connection of its last playlist request */
@@ -817,7 +818,7 @@ static int session_ref(hls_session_t *s, hls_sess_ref_t *ref)
         return 0;
     *ref = (hls_sess_ref_t){.ads = &s->ads, .ad_seen = &s->ad_seen, .id = s->id,
                             .token = s->token, .ip = s->ip, .agent = s->agent,
-                            .country = s->country, .view = &s->view};
+                            .country = s->country, .view = &s->view, .first = !s->shown};
     return 1;
 }
 
@@ -844,6 +845,14 @@ int hls_session_playlist(hls_t *h, const char *token, buf_t *out, int ll, worker
     if (s && w && h->mount && atomic_load(&h->mount->adbreak_id) != s->ad_seen &&
         session_ref(s, &ref))
         hls_ads_poll_locked(h, &ref, w); /* an ad break signalled since it last looked */
+    if (s && w && !s->shown && !s->ads && session_ref(s, &ref))
+        hls_ads_first_locked(h, &ref, w); /* its preroll, if the mount has one */
+    if (s && s->ads && hls_ads_waiting(s->ads)) {
+        pthread_mutex_unlock(&h->lock);
+        return -EINPROGRESS;
+    }
+    if (s)
+        s->shown = 1;
     if (s && s->ads && hls_ads_own(s->ads)) { /* it had a break: its own numbering */
         int rc = hls_ads_playlist_locked(h, s->ads, s->view.intro ? &s->view : NULL, out, ll);
         pthread_mutex_unlock(&h->lock);
