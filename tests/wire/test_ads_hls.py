@@ -228,6 +228,28 @@ def test_a_preroll_lists_the_ads_first_then_the_live_stream(server, ads, tmp_pat
     fl.stop_process(src)
 
 
+def test_a_preroll_the_ad_server_does_not_decide_in_time_leaves_the_live_stream(server, ads,
+                                                                                 tmp_path):
+    offer(ads, tmp_path, seconds=3)
+    ads.delay = 3
+    srv, src, mount = station(server, ads, extra="<preroll>1</preroll>"
+                              "<request-timeout-ms>600</request-timeout-ms>")
+    wirelib.wait_until(lambda: hlscheck.parse(Session(srv, mount, "probe").playlist_text())
+                       ["segments"], 20, "a first segment")
+    sess = Session(srv, mount)
+    t0 = time.monotonic()
+    pl = sess.reload()                       # waits for the decision's deadline at most
+    assert time.monotonic() - t0 < 3
+    assert not ad_segments(pl) and len(ads.of("/vast")) == 1
+    end = pl["segments"][-1]["seq"] + 2      # and stays on the live stream after it
+    pl = sess.checker.reload_until(sess.playlist_text,
+                                   lambda p: p if p["segments"][-1]["seq"] >= end else None,
+                                   20, "two more segments")
+    assert not ad_segments(pl) and not ads.of("/media/")
+    sess.close()
+    fl.stop_process(src)
+
+
 def test_a_title_signal_starts_a_break_for_hls_sessions(server, ads, tmp_path):
     offer(ads, tmp_path, seconds=3)
     srv, src, mount = station(server, ads)
