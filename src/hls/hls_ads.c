@@ -139,9 +139,9 @@ fail:
     return NULL;
 }
 
-static void on_decided(worker_t *w, uint64_t owner, uint64_t tag, ads_pod_t *pod)
+/* The decision under way for (owner, tag), taken off the list; NULL none. */
+static pending_t *pending_take(uint64_t owner, uint64_t tag)
 {
-    (void)w;
     pending_t *p = NULL;
     pthread_mutex_lock(&pending_lock);
     for (pending_t **pp = &pendings; *pp; pp = &(*pp)->next)
@@ -151,6 +151,48 @@ static void on_decided(worker_t *w, uint64_t owner, uint64_t tag, ads_pod_t *pod
             break;
         }
     pthread_mutex_unlock(&pending_lock);
+    return p;
+}
+
+/* Places brk (pod's ads, cut) in session a's playlist, under h->lock. */
+static void place_locked(hls_t *h, hls_sess_ads_t *a, hls_adbreak_t *brk, ads_pod_t *pod,
+                         const hls_sess_ref_t *ref, int preroll)
+{
+    if (preroll) {
+        /* the ads first, then live from the newest complete segment, as an intro */
+        const hls_seg_t *s = hls_seg_at(h, h->open_seq - 1);
+        uint64_t ms = 0;
+        for (int i = 0; i < pod->n; i++)
+            ms += pod->ad[i].creative->samples * 1000 / pod->ad[i].creative->fmt.samplerate;
+        brk->preroll = 1;
+        brk->b = h->open_seq - 1;
+        brk->r = brk->b;
+        brk->delta_before = -(int64_t)brk->nsegs;
+        brk->pdt_b_ms = s ? s->pdt_ms - (int64_t)ms : 0;
+    } else {
+        /* the ads go in after everything its playlist showed: the open segment's parts and
+         * the preload hint's part are of h->open_seq */
+        brk->b = h->open_seq + 1;
+        brk->r += brk->b;
+        brk->delta_before = a->delta;
+    }
+    brk->ddisc_before = a->ddisc;
+    brk->base_b = hls_adview_base_disc_locked(h, ref->view, brk->b);
+    a->brk = brk;
+    a->pod = pod;
+    atomic_fetch_add_explicit(&h->mount->ad_fills, (unsigned long long)pod->n,
+                              memory_order_relaxed);
+    char esc[512];
+    log_debug("hls: session %" PRIu64 " on %s: %d ads from segment %" PRIu64
+              ", live again at %" PRIu64, ref->id,
+              escape_log_utf8(esc, sizeof(esc), h->name, strlen(h->name)), brk->nads, brk->b,
+              brk->r);
+}
+
+static void on_decided(worker_t *w, uint64_t owner, uint64_t tag, ads_pod_t *pod)
+{
+    (void)w;
+    pending_t *p = pending_take(owner, tag);
     hls_t *h = p ? p->h : NULL;
     hls_adbreak_t *brk = h && pod ? break_new(h, pod) : NULL;
     hls_sess_ref_t ref;
@@ -168,37 +210,9 @@ static void on_decided(worker_t *w, uint64_t owner, uint64_t tag, ads_pod_t *pod
         a = NULL; /* its first playlist went without it: it is on the live stream */
     if (a && brk && h->mount && !h->is_opus && h->frames_per_part == brk->cut[0]->fpp &&
         (!preroll || h->open_seq > h->first_seq)) {
-        if (preroll) {
-            /* the ads first, then live from the newest complete segment, as an intro */
-            const hls_seg_t *s = hls_seg_at(h, h->open_seq - 1);
-            uint64_t ms = 0;
-            for (int i = 0; i < pod->n; i++)
-                ms += pod->ad[i].creative->samples * 1000 / pod->ad[i].creative->fmt.samplerate;
-            brk->preroll = 1;
-            brk->b = h->open_seq - 1;
-            brk->r = brk->b;
-            brk->delta_before = -(int64_t)brk->nsegs;
-            brk->pdt_b_ms = s ? s->pdt_ms - (int64_t)ms : 0;
-        } else {
-            /* the ads go in after everything its playlist showed: the open segment's parts
-             * and the preload hint's part are of h->open_seq */
-            brk->b = h->open_seq + 1;
-            brk->r += brk->b;
-            brk->delta_before = a->delta;
-        }
-        brk->ddisc_before = a->ddisc;
-        brk->base_b = hls_adview_base_disc_locked(h, ref.view, brk->b);
-        a->brk = brk;
-        a->pod = pod;
+        place_locked(h, a, brk, pod, &ref, preroll);
         brk = NULL;
         pod = NULL;
-        atomic_fetch_add_explicit(&h->mount->ad_fills, (unsigned long long)a->pod->n,
-                                  memory_order_relaxed);
-        char esc[512];
-        log_debug("hls: session %" PRIu64 " on %s: %d ads from segment %" PRIu64
-                  ", live again at %" PRIu64, ref.id,
-                  escape_log_utf8(esc, sizeof(esc), h->name, strlen(h->name)), a->brk->nads,
-                  a->brk->b, a->brk->r);
     }
     if (h)
         pthread_mutex_unlock(&h->lock);

@@ -180,6 +180,48 @@ static void write_hint(hls_t *h, buf_t *out, const hls_adbreak_t *brk, const row
                 ext);
 }
 
+/* The rows of the session's playlist from the common playlist's first segment `first` on
+ * (*listed: the ads' parts listed); how many. */
+static int make_rows(hls_t *h, const hls_adbreak_t *brk, int64_t delta, uint64_t first,
+                     row_t *rows, int *listed)
+{
+    int n = 0;
+    *listed = 0;
+    if (!brk)
+        return live_rows(h, first, h->open_seq, delta, rows, n);
+    int64_t after = brk->delta_before + (int64_t)brk->b + brk->nsegs - (int64_t)brk->r;
+    if (first < brk->b && !brk->preroll)
+        n = live_rows(h, first, brk->b - 1, brk->delta_before, rows, n);
+    int l = brk->preroll ? brk->nparts : hls_adview_live_parts_locked(h, brk->b);
+    *listed = l < brk->nparts ? l : brk->nparts;
+    n = ad_rows(brk, *listed, (uint64_t)((int64_t)brk->b + brk->delta_before), rows, n);
+    if (*listed == brk->nparts)
+        n = live_rows(h, brk->r > h->first_seq ? brk->r : h->first_seq, h->open_seq, after,
+                      rows, n);
+    return n;
+}
+
+/* The first row listed: as many complete rows as the common playlist lists segments (its
+ * first is `first`); a preroll's ads stay, as an intro does, until the common playlist's
+ * first is as many segments past them. *complete: the complete rows from it on. */
+static int first_row(const hls_t *h, const hls_adbreak_t *brk, uint64_t first,
+                     const row_t *rows, int n, int *complete)
+{
+    int keep = (int)(h->open_seq - first), from = 0;
+    *complete = 0;
+    for (int i = 0; i < n; i++)
+        *complete += rows[i].complete;
+    uint64_t wanted = first;
+    if (brk && brk->preroll && first < brk->b + (uint64_t)brk->nsegs)
+        wanted = (first > brk->b ? first : brk->b) - (uint64_t)brk->nsegs;
+    while (from < n - 1 && rows[from].complete &&
+           (brk && brk->preroll ? rows[from].seq < wanted : *complete > keep)) {
+        (*complete)--;
+        from++;
+    }
+    return from;
+}
+
 int hls_adview_write_locked(hls_t *h, const hls_adbreak_t *brk, int64_t delta, int64_t ddisc,
                             const hls_view_t *v, buf_t *out, int ll, uint64_t *first_live)
 {
@@ -193,38 +235,12 @@ int hls_adview_write_locked(hls_t *h, const hls_adbreak_t *brk, int64_t delta, i
     row_t *rows = malloc(cap * sizeof(*rows));
     if (!rows)
         return -ENOMEM;
-    int n = 0, listed = 0;
-    if (!brk) {
-        n = live_rows(h, first, h->open_seq, delta, rows, n);
-    } else {
-        int64_t after = brk->delta_before + (int64_t)brk->b + brk->nsegs - (int64_t)brk->r;
-        if (first < brk->b && !brk->preroll)
-            n = live_rows(h, first, brk->b - 1, brk->delta_before, rows, n);
-        listed = brk->preroll ? brk->nparts : hls_adview_live_parts_locked(h, brk->b);
-        listed = listed < brk->nparts ? listed : brk->nparts;
-        n = ad_rows(brk, listed, (uint64_t)((int64_t)brk->b + brk->delta_before), rows, n);
-        if (listed == brk->nparts)
-            n = live_rows(h, brk->r > h->first_seq ? brk->r : h->first_seq, h->open_seq, after,
-                          rows, n);
-    }
-    /* as many complete rows as the common playlist lists segments; a preroll's ads stay, as
-     * an intro does, until the common playlist's first is as many segments past them */
-    int complete = 0, keep = (int)(h->open_seq - first), from = 0;
-    for (int i = 0; i < n; i++)
-        complete += rows[i].complete;
-    uint64_t wanted = 0;
-    if (brk && brk->preroll && first < brk->b + (uint64_t)brk->nsegs)
-        wanted = (first > brk->b ? first : brk->b) - (uint64_t)brk->nsegs;
-    while (from < n - 1 && rows[from].complete &&
-           (brk && brk->preroll ? rows[from].seq < (wanted ? wanted : first)
-                                : complete > keep)) {
-        complete--;
-        from++;
-    }
+    int listed, complete, n = make_rows(h, brk, delta, first, rows, &listed);
     if (n == 0) {
         free(rows);
         return -EAGAIN;
     }
+    int from = first_row(h, brk, first, rows, n, &complete);
     const row_t *f = &rows[from];
     if (!f->ad && (!brk || f->q >= brk->r))
         *first_live = f->q;
@@ -236,7 +252,6 @@ int hls_adview_write_locked(hls_t *h, const hls_adbreak_t *brk, int64_t delta, i
                     3.0 * h->part_ms / 1000, h->part_ms / 1000.0);
     buf_appendf(out, "#EXT-X-MEDIA-SEQUENCE:%" PRIu64 "\n#EXT-X-DISCONTINUITY-SEQUENCE:%" PRIu64
                 "\n#EXT-X-INDEPENDENT-SEGMENTS\n", f->seq, first_disc(h, brk, ddisc, v, f));
-    int64_t pdt_b = brk ? brk->pdt_b_ms : 0;
     if (brk && brk->preroll && f->ad && f->ai == 0 && f->seg == 0)
         buf_append_str(out, "#EXT-X-START:TIME-OFFSET=0\n"); /* the preroll is played first */
     int done = 0; /* complete rows written */
@@ -244,7 +259,7 @@ int hls_adview_write_locked(hls_t *h, const hls_adbreak_t *brk, int64_t delta, i
         const row_t *w = &rows[i];
         int parts = ll && (!w->complete || complete - done <= PARTS_LISTED_ROWS);
         if (w->ad)
-            write_ad_row(out, brk, w, parts, pdt_b);
+            write_ad_row(out, brk, w, parts, brk->pdt_b_ms);
         else
             write_live_row(h, out, w, parts, brk && w->q == brk->r, ext);
         done += w->complete;

@@ -12,9 +12,13 @@ the common playlist unchanged; ffmpeg decodes the session's HLS across the break
 AAC); blocking reloads in the session's numbering; a title ADBREAK_LENGTH_<ms> starts the
 break too; tracking per session by the ad's pieces it fetched whole (impression, start,
 quartiles, complete for the one that fetched it all, start only for one that fetched a
-part); an ad server that times out leaves the session on the live stream; on a protected
-mount the ad's pieces answer without a login and never carry the mount's audio; hls.js in
-Chromium plays through a break (currentTime advances, no error).
+part); an ad server that times out leaves the session on the live stream; a preroll lists
+the ads first (and one not decided in time leaves the first playlist on the live stream); an
+intro stands for the session's preroll, and a later break follows it; a session that asks
+again only after its break is over, and one carried by an upgrade, keep their numbers; on a
+protected mount the ad's pieces answer without a login and never carry the mount's audio;
+unknown ad URLs are 404; hls.js in Chromium plays through a break (currentTime advances, no
+error).
 """
 
 import http.client
@@ -24,8 +28,6 @@ import time
 
 import pytest
 
-import adminlib
-import adserver
 import formatlib as fl
 import hlscheck
 import webuilib
@@ -106,7 +108,8 @@ def wait_rejoined(sess, timeout=30):
         segs = pl["segments"]
         ads_at = [i for i, s in enumerate(segs) if "/ad/" in s["uri"]]
         return pl if ads_at and ads_at[-1] + 1 < len(segs) else None
-    return sess.checker.reload_until(sess.playlist_text, back, timeout, "the live stream after the ads")
+    return sess.checker.reload_until(sess.playlist_text, back, timeout,
+                                     "the live stream after the ads")
 
 
 # ---------------------------------------------------------------- the playlist
@@ -405,7 +408,7 @@ def test_an_ad_server_that_times_out_leaves_the_session_on_the_live_stream(serve
     # a few segments later: the common playlist, nothing of an ad, no discontinuity
     start = sess.reload()["segments"][-1]["seq"]
     pl = sess.checker.reload_until(sess.playlist_text,
-                                   lambda pl: pl if pl["segments"][-1]["seq"] >= start + 4 else None,
+                                   lambda p: p if p["segments"][-1]["seq"] >= start + 4 else None,
                                    20, "four more segments")
     assert not ad_segments(pl) and not sess.checker.discontinuities
     other = Session(srv, mount, agent="wiretest-other/1.0")
