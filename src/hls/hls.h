@@ -41,6 +41,7 @@ typedef struct config config_t;
 typedef struct mount_conf mount_conf_t;
 
 #define HLS_MAX_PARTS 30     /* parts in one segment */
+#define HLS_AD_ID_LEN 32     /* hex digits naming a cut ad in its URLs (hls_ads.h) */
 
 /* Where a part or segment stands in the window. */
 enum {

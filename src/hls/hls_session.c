@@ -40,6 +40,7 @@
 #include "hls/hls.h"
 #include "hls/hls_window_internal.h"
 #include "hls/hls_intro.h"
+#include "hls/hls_ads.h"
 #include "hls/hls_session.h"
 #include "hls/hls_token.h"
 #include "stream/mount.h"
@@ -69,6 +70,9 @@ struct hls_session {
     hls_intro_t *intro;  /* its intro until its first playlist fixes its view (a reference) */
     hls_view_t view;     /* view.intro (a reference): its intro comes first, NULL none */
     int intro_played;    /* it fetched the intro's last segment whole (an impression) */
+    uint64_t ad_seen;    /* the mount's last ad break it took (hls_ads.c) */
+    int shown;           /* its first playlist was answered */
+    hls_sess_ads_t *ads; /* its ad breaks, NULL before the first */
     uint64_t bytes;
     uint64_t conn_id;    /* the connection of its last playlist request */
     mount_t *counted;    /* the mount whose listener count holds it (a reference) */
@@ -150,6 +154,7 @@ static void session_free(hls_t *h, hls_session_t *s)
     h->nsessions--;
     hls_intro_unref(s->intro);
     hls_intro_unref((hls_intro_t *)s->view.intro);
+    hls_ads_free(h, s->ads);
     free(s->login);
     free(s->user);
     free(s->agent);
@@ -439,6 +444,8 @@ static hls_session_t *session_begin(hls_t *h, const char *token, const hls_clien
         s->limit_s = mc->max_listener_duration;
     if (s->limit_s)
         s->limit_ms = loop_now_ms() + (uint64_t)s->limit_s * 1000u;
+    /* a break signalled before it began is not its own */
+    s->ad_seen = h->mount ? atomic_load(&h->mount->adbreak_id) : 0;
     s->intro = *intro; /* its view is fixed with its first playlist */
     *intro = NULL;
     s->conn_id = who->conn_id;
@@ -804,7 +811,24 @@ const char *hls_session_login_mount(hls_t *h, char *out, size_t cap)
     return len < cap ? out : NULL;
 }
 
-int hls_session_playlist(hls_t *h, const char *token, buf_t *out, int ll)
+/* What hls_ads.c reads of s (one that is going on): 1 with *ref filled, else 0. */
+static int session_ref(hls_session_t *s, hls_sess_ref_t *ref)
+{
+    if (!s || s->killed || s->expired)
+        return 0;
+    *ref = (hls_sess_ref_t){.ads = &s->ads, .ad_seen = &s->ad_seen, .id = s->id,
+                            .token = s->token, .ip = s->ip, .agent = s->agent,
+                            .country = s->country, .view = &s->view, .first = !s->shown};
+    return 1;
+}
+
+int hls_session_ref_locked(hls_t *h, const char *token, const hls_client_t *who,
+                           hls_sess_ref_t *ref)
+{
+    return session_ref(token ? session_find(h, token) : session_of_client(h, who), ref);
+}
+
+int hls_session_playlist(hls_t *h, const char *token, buf_t *out, int ll, worker_t *w)
 {
     hls_view_t v = {0};
     pthread_mutex_lock(&h->lock);
@@ -816,6 +840,23 @@ int hls_session_playlist(hls_t *h, const char *token, buf_t *out, int ll)
         else
             hls_intro_unref(s->intro);
         s->intro = NULL;
+    }
+    hls_sess_ref_t ref;
+    if (s && w && h->mount && atomic_load(&h->mount->adbreak_id) != s->ad_seen &&
+        session_ref(s, &ref))
+        hls_ads_poll_locked(h, &ref, w); /* an ad break signalled since it last looked */
+    if (s && w && !s->shown && !s->ads && session_ref(s, &ref))
+        hls_ads_first_locked(h, &ref, w); /* its preroll, if the mount has one */
+    if (s && s->ads && hls_ads_waiting(s->ads)) {
+        pthread_mutex_unlock(&h->lock);
+        return -EINPROGRESS;
+    }
+    if (s)
+        s->shown = 1;
+    if (s && s->ads && hls_ads_own(s->ads)) { /* it had a break: its own numbering */
+        int rc = hls_ads_playlist_locked(h, s->ads, s->view.intro ? &s->view : NULL, out, ll);
+        pthread_mutex_unlock(&h->lock);
+        return rc;
     }
     if (s && s->view.intro) {
         v = s->view;
@@ -892,8 +933,37 @@ void hls_sessions_save(const char *name, buf_t *out)
         rec_str(out, s->login);
         rec_str(out, s->key);
     }
+    /* then the numbering ad breaks left sessions: after the sessions, so that a binary that
+     * knows nothing of it reads the record as before, and one that does reads it when there */
+    uint32_t numbered = 0;
+    for (hls_session_t *s = h ? h->sessions : NULL; s; s = s->next)
+        numbered += !s->killed && s->ads && hls_ads_own(s->ads);
+    rec_u32(out, numbered);
+    for (hls_session_t *s = h ? h->sessions : NULL; s; s = s->next) {
+        if (s->killed || !s->ads || !hls_ads_own(s->ads))
+            continue;
+        int64_t delta, ddisc;
+        hls_ads_numbering_locked(h, s->ads, s->view.intro ? &s->view : NULL, &delta, &ddisc);
+        rec_str(out, s->token);
+        rec_i64(out, delta);
+        rec_i64(out, ddisc);
+    }
     if (h)
         pthread_mutex_unlock(&h->lock);
+}
+
+/* The numbering ad breaks left the carried sessions (hls_sessions_save). */
+static void restore_numbering_locked(hls_t *h, rec_reader_t *in)
+{
+    uint32_t n = rec_get_u32(in);
+    for (uint32_t i = 0; i < n && !in->error; i++) {
+        char *token = rec_get_str(in);
+        int64_t delta = rec_get_i64(in), ddisc = rec_get_i64(in);
+        hls_session_t *s = token && !in->error ? session_find(h, token) : NULL;
+        if (s && !s->ads)
+            s->ads = hls_ads_numbered(h, delta, ddisc);
+        free(token);
+    }
 }
 
 int hls_sessions_restore(mount_t *m, rec_reader_t *in, uint64_t *max_id)
@@ -975,6 +1045,8 @@ int hls_sessions_restore(mount_t *m, rec_reader_t *in, uint64_t *max_id)
         session_link(h, s);
         atomic_fetch_add(&server.stats.hls_sessions, 1);
     }
+    if (!in->error && in->p < in->end)
+        restore_numbering_locked(h, in);
     pthread_mutex_unlock(&h->lock);
     return in->error ? -EINVAL : 0;
 }
