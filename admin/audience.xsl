@@ -2,9 +2,10 @@
 <!-- SPDX-License-Identifier: GPL-2.0-or-later -->
 <!--
   audience.xsl: the audience figures of a period (/admin/audience.xsl?from=&to=&period=&mount=):
-  sessions, qualified sessions, TLH, ATSL, CUME, peak listeners, prerolls and sessions per
-  country for the server and each mount, hour by hour, day by day or for the whole period, with a form to choose the period and links to the same figures
-  as XML, JSON and CSV. The definitions are in docs/AUDIENCE.md. Mount names are written
+  sessions, qualified sessions, TLH, ATSL, CUME, peak listeners, prerolls, Webcast Metrics'
+  AS, SS, TSL, AAS and AQH, and sessions per country for the server and each mount, net (valid
+  sessions only) or gross (every session, invalid traffic too) as the page says, hour by hour, day by day or for the whole period, with a form to choose the period and links to the same figures
+  as XML, JSON and CSV; the form and the links keep the mount and the server (server=) asked. The definitions are in docs/AUDIENCE.md. Mount names are written
   as text only. The figures are shown rounded for reading (TLH in hours to a tenth, ATSL as
   12m 30s, times to the minute, countries as "DE 12, FR 3"); the XML, JSON and CSV keep the
   server's values. The period form asks for UTC times with the browser's date and time picker
@@ -18,9 +19,14 @@
     <xsl:text>from=</xsl:text><xsl:value-of select="from"/>
     <xsl:text>&amp;to=</xsl:text><xsl:value-of select="to"/>
     <xsl:text>&amp;period=</xsl:text><xsl:value-of select="period"/>
+    <xsl:text>&amp;traffic=</xsl:text><xsl:value-of select="traffic"/>
     <xsl:if test="$mount != ''">
       <xsl:text>&amp;mount=</xsl:text>
       <xsl:call-template name="uri-encode"><xsl:with-param name="s" select="$mount"/></xsl:call-template>
+    </xsl:if>
+    <xsl:if test="server != ''">
+      <xsl:text>&amp;server=</xsl:text>
+      <xsl:call-template name="uri-encode"><xsl:with-param name="s" select="server"/></xsl:call-template>
     </xsl:if>
   </xsl:variable>
   <xsl:call-template name="page">
@@ -35,7 +41,16 @@
         <xsl:text> (UTC), by </xsl:text><xsl:value-of select="period"/>
         <xsl:text>. A qualified session lasted at least </xsl:text>
         <xsl:value-of select="min_session"/>
-        <xsl:text> s; sessions still going on count as far as they went once qualified.</xsl:text>
+        <xsl:text> s; sessions still going on count as far as they went once qualified. </xsl:text>
+        <strong class="traffic">
+          <xsl:choose>
+            <xsl:when test="traffic = 'gross'">Gross traffic: every session, robots, probes and listeners over the concurrency limit included.</xsl:when>
+            <xsl:otherwise>Net traffic: valid sessions only (robots, probes and listeners over the concurrency limit left out).</xsl:otherwise>
+          </xsl:choose>
+        </strong>
+        <xsl:if test="server != ''">
+          <xsl:text> Server </xsl:text><xsl:value-of select="server"/><xsl:text>.</xsl:text>
+        </xsl:if>
       </p>
       <!-- datetime-local sends 2026-11-25T21:00: the server reads a time without an offset as UTC -->
       <form class="inline audience-period card" method="get" action="/admin/audience.xsl">
@@ -55,8 +70,18 @@
             <option value="hour"><xsl:if test="period = 'hour'"><xsl:attribute name="selected">selected</xsl:attribute></xsl:if>hour</option>
           </select>
         </div>
+        <div class="field">
+          <label for="au-traffic">Traffic</label>
+          <select id="au-traffic" name="traffic">
+            <option value="net"><xsl:if test="traffic != 'gross'"><xsl:attribute name="selected">selected</xsl:attribute></xsl:if>net</option>
+            <option value="gross"><xsl:if test="traffic = 'gross'"><xsl:attribute name="selected">selected</xsl:attribute></xsl:if>gross</option>
+          </select>
+        </div>
         <xsl:if test="$mount != ''">
           <input type="hidden" name="mount" value="{$mount}"/>
+        </xsl:if>
+        <xsl:if test="server != ''">
+          <input type="hidden" name="server" value="{server}"/>
         </xsl:if>
         <button class="primary" type="submit">Show</button>
       </form>
@@ -68,10 +93,18 @@
         <a class="button small" href="/admin/audience.csv?{$query}">CSV</a>
         <xsl:text> </xsl:text>
         <a class="button small" href="/admin/audience_charts.xsl" data-charts="">
-          <xsl:if test="$mount != ''">
+          <xsl:if test="$mount != '' or server != ''">
             <xsl:attribute name="href">
-              <xsl:text>/admin/audience_charts.xsl?mount=</xsl:text>
-              <xsl:call-template name="uri-encode"><xsl:with-param name="s" select="$mount"/></xsl:call-template>
+              <xsl:text>/admin/audience_charts.xsl?</xsl:text>
+              <xsl:if test="$mount != ''">
+                <xsl:text>mount=</xsl:text>
+                <xsl:call-template name="uri-encode"><xsl:with-param name="s" select="$mount"/></xsl:call-template>
+              </xsl:if>
+              <xsl:if test="server != ''">
+                <xsl:if test="$mount != ''"><xsl:text>&amp;</xsl:text></xsl:if>
+                <xsl:text>server=</xsl:text>
+                <xsl:call-template name="uri-encode"><xsl:with-param name="s" select="server"/></xsl:call-template>
+              </xsl:if>
             </xsl:attribute>
           </xsl:if>
           <xsl:text>Charts</xsl:text>
@@ -90,6 +123,11 @@
               <th scope="col" title="distinct listeners">CUME</th>
               <th scope="col" title="most listeners at once">Peak</th>
               <th scope="col" title="prerolls played to their end">Prerolls</th>
+              <th scope="col" title="Webcast Metrics: active sessions (one minute or more)">AS</th>
+              <th scope="col" title="Webcast Metrics: sessions started in the period">SS</th>
+              <th scope="col" title="Webcast Metrics: time spent listening, TLH / CUME">TSL</th>
+              <th scope="col" title="Webcast Metrics: average active sessions, TLH / hours">AAS</th>
+              <th scope="col" title="Webcast Metrics: average quarter-hour listeners">AQH</th>
               <th scope="col" title="sessions per country">Countries</th>
             </tr>
           </thead>
@@ -121,6 +159,15 @@
                 <td class="num" data-label="CUME"><xsl:value-of select="cume"/></td>
                 <td class="num" data-label="Peak"><xsl:value-of select="peak_listeners"/></td>
                 <td class="num" data-label="Prerolls"><xsl:value-of select="prerolls"/></td>
+                <td class="num" data-label="AS"><xsl:value-of select="active_sessions"/></td>
+                <td class="num" data-label="SS"><xsl:value-of select="sessions_started"/></td>
+                <td class="num" data-label="TSL">
+                  <xsl:call-template name="duration-short">
+                    <xsl:with-param name="s" select="round(number(tsl_hours) * 3600)"/>
+                  </xsl:call-template>
+                </td>
+                <td class="num" data-label="AAS"><xsl:value-of select="format-number(number(aas), '#,##0.0##')"/></td>
+                <td class="num" data-label="AQH"><xsl:value-of select="format-number(number(aqh), '#,##0.0##')"/></td>
                 <td class="country" data-label="Countries">
                   <xsl:for-each select="countries/country">
                     <xsl:if test="position() > 1"><xsl:text>, </xsl:text></xsl:if>

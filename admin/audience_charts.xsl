@@ -67,11 +67,19 @@
               <option value="">All servers</option>
             </select>
           </div>
+          <div class="field">
+            <label for="ac-traffic">Traffic</label>
+            <select id="ac-traffic" name="traffic" data-ac="traffic">
+              <option value="net">Net (valid sessions)</option>
+              <option value="gross">Gross (every session)</option>
+            </select>
+          </div>
           <div class="ac-links">
             <a class="button small" data-ac="csv" href="/admin/audience.csv" download="audience.csv">CSV</a>
             <a class="button small" data-ac="table" href="/admin/audience.xsl">Table</a>
           </div>
         </form>
+        <p class="ac-traffic" data-ac="traffic-note">Net traffic: valid sessions only (robots and listeners over the concurrency limit left out).</p>
         <p class="ac-status muted" data-ac="status" role="status" aria-live="polite"></p>
 
         <section class="totals ac-summary" aria-label="Figures of the period" data-ac="summary">

@@ -3,8 +3,8 @@
  * fuzz_spool: libFuzzer driver for what the audience store reads back or shows: a line of the
  * spool (audience_spool_decode) and a libpq URI as logs show it (audience_pg_shown).
  *
- * A line that decodes (an R2 line, or an R1 line of an earlier version) must encode to one R2
- * line (a newline at its end only, 17 fields) that decodes to the same record; a URI shown
+ * A line that decodes (an R3 line, or an R2 or R1 line of an earlier version) must encode to
+ * one R3 line (a newline at its end only, 19 fields) that decodes to the same record; a URI shown
  * has *** where its user part's password was.
  */
 // fuzz-sources: src/audience/audience_spool.c src/audience/audience_record.c src/audience/audience_pgconn.c src/core/buf.c src/core/loop.c
@@ -35,13 +35,14 @@ static void line_round_trip(const uint8_t *data, size_t size)
     size_t tabs = 0;
     for (size_t i = 0; i < b.len; i++)
         tabs += b.data[i] == '\t';
-    REQUIRE(tabs == 16);
+    REQUIRE(tabs == 18);
     audience_record_t *again = audience_spool_decode(b.data, b.len - 1);
     REQUIRE(again != NULL);
     REQUIRE(memcmp(e->uid, again->uid, 16) == 0 && same_text(e->server, again->server));
     REQUIRE(e->r.id == again->r.id && e->r.start_ms == again->r.start_ms &&
             e->r.end_ms == again->r.end_ms && e->r.bytes == again->r.bytes &&
-            e->r.end == again->r.end && e->r.preroll == again->r.preroll);
+            e->r.end == again->r.end && e->r.preroll == again->r.preroll &&
+            e->r.hls == again->r.hls && same_text(e->r.invalid, again->r.invalid));
     REQUIRE(same_text(e->r.mount, again->r.mount) && same_text(e->r.served, again->r.served) &&
             same_text(e->r.address, again->r.address) && same_text(e->r.agent, again->r.agent) &&
             same_text(e->r.referer, again->r.referer) && same_text(e->r.user, again->r.user) &&

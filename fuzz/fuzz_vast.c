@@ -1,5 +1,5 @@
-// fuzz-sources: src/ads/vast.c src/ads/ads_url.c src/ads/creative.c src/core/block.c src/format/mpeg.c src/core/buf.c src/core/utf8.c src/core/str.c
-// fuzz-pkgs: libxml-2.0
+// fuzz-sources: src/ads/vast.c src/ads/ads_url.c src/ads/creative.c src/ads/ads_ogg.c src/core/block.c src/format/mpeg.c src/core/buf.c src/core/utf8.c src/core/str.c
+// fuzz-pkgs: libxml-2.0 ogg
 // fuzz-args: -max_len=65536
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
@@ -10,8 +10,10 @@
  * control characters, at most VAST_TITLE_MAX bytes; a wrapper always has its tag URI. The
  * input's first line is also expanded as a <vast-url> template: the result never holds a byte
  * the listener's values could not put there unencoded. The whole input is also taken as a
- * creative (ads/creative.c): when it is one, its blocks are whole frames of one format, sync
- * points, the input's bytes in order, and its tracking marks are in order within it.
+ * creative (ads/creative.c, ads/ads_ogg.c): when it is one, its blocks are whole frames of
+ * one format (or whole Ogg pages of one logical stream, its serial number), sync points, the
+ * input's bytes in order, and its tracking marks are in order within it; an Ogg creative's
+ * copy under another serial number is the same pages but for it.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -19,6 +21,7 @@
 #include <strings.h>
 
 #include "ads/ads.h"
+#include "ads/ads_ogg.h"
 #include "ads/ads_url.h"
 #include "ads/vast.h"
 #include "core/utf8.h"
@@ -91,6 +94,64 @@ static void check_template(const uint8_t *data, size_t size)
     free(tmpl);
 }
 
+/* The pages of b (whole, of serial s): their count. */
+static int whole_pages(const block_t *b, uint32_t s)
+{
+    int n = 0;
+    for (uint32_t at = 0; at < b->len; n++) {
+        const unsigned char *p = b->data + at;
+        REQUIRE(b->len - at >= 27 && memcmp(p, "OggS", 4) == 0 && b->len - at >= 27u + p[26]);
+        size_t len = 27u + p[26];
+        for (int i = 0; i < p[26]; i++)
+            len += p[27 + i];
+        REQUIRE(len <= b->len - at);
+        REQUIRE(((uint32_t)p[14] | (uint32_t)p[15] << 8 | (uint32_t)p[16] << 16 |
+                 (uint32_t)p[17] << 24) == s);
+        at += (uint32_t)len;
+    }
+    return n;
+}
+
+static void check_ogg_creative(ads_creative_t *c, const uint8_t *data, size_t size)
+{
+    uint64_t off = 0;
+    for (const block_t *b = c->blocks; b; b = block_next(b)) {
+        REQUIRE(b->flags == BLOCK_SYNC && b->offset == off && b->len > 0);
+        REQUIRE(off + b->len <= size && memcmp(data + off, b->data, b->len) == 0);
+        int pages = whole_pages(b, c->fmt.serial);
+        REQUIRE(pages == 1 || b->len <= BLOCK_GATHER_MAX);
+        off += b->len;
+    }
+    REQUIRE(off == c->bytes && c->bytes == size && c->samples > 0);
+    for (int i = 0; i < ADS_MARKS; i++)
+        REQUIRE(c->mark[i] > 0 && c->mark[i] <= c->bytes);
+    REQUIRE(c->mark[ADS_MARK_Q1] <= c->mark[ADS_MARK_MID] &&
+            c->mark[ADS_MARK_MID] <= c->mark[ADS_MARK_Q3]);
+    for (const char *t = c->title; *t; t++)
+        REQUIRE((unsigned char)*t >= 0x20 && *t != 0x7f);
+    ads_creative_t *alt = ads_ogg_creative_for(c, c->fmt.serial);
+    if (alt) {
+        REQUIRE(alt != c && alt->fmt.serial != c->fmt.serial && alt->bytes == c->bytes);
+        const block_t *a = alt->blocks, *b = c->blocks;
+        for (; a && b; a = block_next(a), b = block_next(b)) {
+            REQUIRE(a->len == b->len && whole_pages(a, alt->fmt.serial) > 0);
+            for (uint32_t at = 0; at < a->len;) { /* page by page: the serial and CRC apart */
+                const unsigned char *p = b->data + at;
+                uint32_t len = 27u + p[26];
+                for (int i = 0; i < p[26]; i++)
+                    len += p[27 + i];
+                for (uint32_t i = 0; i < len; i++)
+                    REQUIRE(a->data[at + i] == p[i] || (i >= 14 && i < 18) ||
+                            (i >= 22 && i < 26));
+                at += len;
+            }
+        }
+        REQUIRE(!a && !b);
+        ads_creative_unref(alt);
+    }
+    ads_creative_unref(c);
+}
+
 static void check_creative(const uint8_t *data, size_t size)
 {
     ads_creative_t *c = NULL;
@@ -101,6 +162,10 @@ static void check_creative(const uint8_t *data, size_t size)
     int rc = ads_creative_build(data, size, title, &c);
     if (rc != 0) {
         REQUIRE(rc == VAST_ERR_MEDIA_BROKEN && !c);
+        return;
+    }
+    if (c->fmt.ogg) {
+        check_ogg_creative(c, data, size);
         return;
     }
     uint64_t off = 0;

@@ -3,12 +3,17 @@
 # audience-figures.sh: how long /admin/audience.json takes on a large store (docs/PERFORMANCE.md,
 # "Audience figures: one pass"). Lets the first server create the store (the published schema),
 # stops it, fills it with N sessions over the D days up to now (most minutes to hours long, a
-# fifth under a minute, one in 200 days long; a dozen mounts, countries, returning listeners),
-# then starts each binary in turn on it and times, --repeat times each, the figures of the last
-# 24 h by hour, the last 7 days by day and the last 30 days by day (the same from and to for
-# every binary, so their answers are compared too: "same" says whether each binary's JSON is
-# the first one's). Prints a table: median and slowest seconds, the machine's idle % while the
-# queries ran, the periods and rows answered, the server's peak RSS.
+# fifth under a minute, one in 200 days long; a dozen mounts, countries, returning listeners;
+# one in 33 a robot's and one in 97 over the concurrency limit: invalid traffic), then starts
+# each binary in turn on it and times, --repeat times each, the figures of the last 24 h by
+# hour, the last 7 days by day and the last 30 days by day, net (traffic=net, the default) and
+# gross (traffic=gross; a binary from before invalid traffic was told apart ignores the
+# parameter and counts every session: its answers are gross ones). The same from and to for
+# every binary, so their answers are compared too: "same" says whether each binary's periods
+# are the first one's for that query. Prints a table: median and slowest seconds, the server's
+# CPU seconds per query (user and system, from /proc: what the query cost it, which other work
+# on a busy machine moves far less than the time), the machine's idle % while the queries ran,
+# the periods and rows answered, the server's peak RSS.
 #   audience-figures.sh [--sessions 300000] [--days 2] [--large (1000000 over 30 days)]
 #                       [--repeat 3] [--rimecast BIN]... [--keep]
 # Run it under the machine's measurement lock when others measure (flock LOCKFILE ...). Runs on
@@ -136,31 +141,49 @@ if batch:
                     " ip, user_agent, referer, user, country, ended, preroll, listener_key)"
                     " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", batch)
 con.execute("COMMIT")
+# invalid traffic: the reason (a store made by a binary before it gets the columns; that binary
+# ignores them)
+have = [r[1] for r in con.execute("PRAGMA table_info(sessions)")]
+if "invalid" not in have:
+    con.execute("ALTER TABLE sessions ADD COLUMN invalid TEXT NOT NULL DEFAULT ''")
+    con.execute("ALTER TABLE sessions ADD COLUMN hls INTEGER NOT NULL DEFAULT 0")
+with con:
+    con.execute("UPDATE sessions SET invalid = CASE WHEN conn_id % 33 = 0 THEN 'bot'"
+                " ELSE 'concurrent' END WHERE conn_id % 33 = 0 OR conn_id % 97 = 0")
 con.close()
 PY
 chown nobody "$work"/log/audience.db* 2>/dev/null
 
+# the server's CPU seconds so far (user and system)
+server_cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$spid/stat"; }
 # the machine's idle jiffies and all jiffies
 cpu_now() { awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print $5 + $6, t }' /proc/stat; }
 
-queries=("24 h by hour|from=$((now - 86400))&to=$now&period=hour"
-         "7 days by day|from=$((now - 7 * 86400))&to=$now&period=day"
-         "30 days by day|from=$((now - 30 * 86400))&to=$now&period=day")
+queries=("24 h by hour, net|from=$((now - 86400))&to=$now&period=hour&traffic=net"
+         "7 days by day, net|from=$((now - 7 * 86400))&to=$now&period=day&traffic=net"
+         "30 days by day, net|from=$((now - 30 * 86400))&to=$now&period=day&traffic=net"
+         "24 h by hour, gross|from=$((now - 86400))&to=$now&period=hour&traffic=gross"
+         "7 days by day, gross|from=$((now - 7 * 86400))&to=$now&period=day&traffic=gross"
+         "30 days by day, gross|from=$((now - 30 * 86400))&to=$now&period=day&traffic=gross")
 printf '\n%s sessions over %s days; each query %s times\n\n' "$sessions" "$days" "$repeat"
-printf '| binary | query | median s | slowest s | machine idle %% | periods | rows | same | peak RSS MB |\n'
-printf '|---|---|---|---|---|---|---|---|---|\n'
+printf '| binary | query | median s | slowest s | server CPU s | machine idle %% | periods | rows | same | peak RSS MB |\n'
+printf '|---|---|---|---|---|---|---|---|---|---|\n'
 for b in "${bins[@]}"; do
     start "$b"
     for qi in "${!queries[@]}"; do
         name=${queries[$qi]%%|*} q=${queries[$qi]#*|}
-        times=(); read -r i0 t0 < <(cpu_now)
+        times=(); read -r i0 t0 < <(cpu_now); c0=$(server_cpu)
         for _ in $(seq "$repeat"); do
             times+=("$(curl -s -m 600 -u admin:hackme -o "$work/answer.json" -w '%{time_total}' \
                 "http://127.0.0.1:$port/admin/audience.json?$q")")
         done
-        read -r i1 t1 < <(cpu_now)
+        read -r i1 t1 < <(cpu_now); c1=$(server_cpu)
+        cpu=$(awk -v a="$c0" -v b="$c1" -v n="$repeat" 'BEGIN { printf "%.2f", (b - a) / n }')
         [ "$b" = "${bins[0]}" ] && cp "$work/answer.json" "$work/first-$qi.json"
-        same=no; cmp -s "$work/answer.json" "$work/first-$qi.json" && same=yes
+        same=$(python3 -c '
+import json, sys
+a, b = (json.load(open(f))["periods"] for f in sys.argv[1:])
+print("yes" if a == b else "no")' "$work/answer.json" "$work/first-$qi.json" 2>/dev/null || echo "?")
         read -r periods rows < <(python3 -c '
 import json, sys
 p = json.load(open(sys.argv[1]))["periods"]
@@ -169,8 +192,8 @@ print(len({e["start"] for e in p}), len(p))' "$work/answer.json" 2>/dev/null || 
         median=$(sed -n "$(( (repeat + 1) / 2 ))p" <<<"$sorted"); slowest=$(tail -1 <<<"$sorted")
         idle=$(awk -v i="$((i1 - i0))" -v t="$((t1 - t0))" 'BEGIN { printf "%.0f", t ? 100 * i / t : 0 }')
         rss=$(awk '/^VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$spid/status")
-        printf '| %s | %s | %.2f | %.2f | %s | %s | %s | %s | %s |\n' "$b" "$name" "$median" \
-            "$slowest" "$idle" "$periods" "$rows" "$same" "$rss"
+        printf '| %s | %s | %.2f | %.2f | %s | %s | %s | %s | %s | %s |\n' "$b" "$name" \
+            "$median" "$slowest" "$cpu" "$idle" "$periods" "$rows" "$same" "$rss"
     done
     stop_pid "$spid"; spid=""
 done

@@ -14,18 +14,27 @@
 # days' figures ahead by itself (as it does 10 s after it connects, then every 10 minutes) and
 # the 30 days by day are asked once it said so. With --sqlite the same sessions go into an
 # SQLite store too and a server on it answers the same questions: "same" says whether the two
-# answers are equal.
-# Prints a table: seconds (the first ask, the median of the others), the machine's idle % while
+# answers are equal. One session in 33 is a robot's and one in 97 over the concurrency limit
+# (invalid traffic): the queries ask for the net figures (traffic=net), and the 30 days by day
+# once more for the gross ones. With --before BIN a build from before invalid traffic was told
+# apart answers the same questions first, on the same store (the figures it kept forgotten
+# before the server under test starts: they count every session). With --cold, the first ask
+# of each store comes cold (the server and PostgreSQL stopped, the page cache dropped, both
+# started again: root only), and after the days made ahead the 30 days by day and one
+# server's are asked once more cold.
+# Prints a table: seconds (the first ask, the median of the others), the CPU seconds per ask of
+# the server and of PostgreSQL's processes (user and system, from /proc: what the asks cost,
+# which other work on a busy machine moves far less than the time), the machine's idle % while
 # they ran, the periods and rows answered.
 #   audience-pg.sh [--sessions 1000000] [--days 30] [--repeat 3] [--sqlite] [--rimecast BIN]
-#                  [--keep]
+#                  [--before BIN] [--keep] [--cold]
 # Run it under the machine's measurement lock when others measure (flock LOCKFILE ...). As
 # root (PostgreSQL runs as postgres, the server drops to nobody); every process it started is
 # stopped on exit, by PID.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
-sessions=1000000; days=30; repeat=3; sqlite=0; keep=0; bin=""
+sessions=1000000; days=30; repeat=3; sqlite=0; keep=0; bin=""; before=""; cold_runs=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --sessions) sessions=$2; shift 2 ;;
@@ -33,14 +42,18 @@ while [ $# -gt 0 ]; do
         --repeat) repeat=$2; shift 2 ;;
         --sqlite) sqlite=1; shift ;;
         --rimecast) bin=$2; shift 2 ;;
+        --before) before=$2; shift 2 ;;
         --keep) keep=1; shift ;;
-        *) sed -n 3,21p "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+        --cold) cold_runs=1; shift ;;
+        *) sed -n 3,30p "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
     esac
 done
 for c in "$bin" "${RIMECAST_BIN:-}" "$top/build/rimecast" "$top/rimecast"; do
     [ -n "$c" ] && [ -x "$c" ] && { bin=$c; break; }
 done
 [ -x "$bin" ] || { echo "audience-pg.sh: rimecast binary not found" >&2; exit 2; }
+[ -z "$before" ] || [ -x "$before" ] || { echo "audience-pg.sh: no binary at $before" >&2; exit 2; }
+run_bin=$bin
 pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 [ -x "$pgbin/initdb" ] || { echo "audience-pg.sh: no PostgreSQL in /usr/lib/postgresql" >&2; exit 2; }
 
@@ -76,10 +89,13 @@ echo rimecast-pw >"$work/pw"; chown postgres "$work/pw"
 as_pg "'$pgbin/initdb' -D '$work/data' -U postgres --pwfile '$work/pw' --auth-local=trust \
     --auth-host=scram-sha-256 -E UTF8 --no-sync" >"$work/initdb.log" 2>&1 ||
     { echo "audience-pg.sh: initdb failed (see $work/initdb.log)" >&2; keep=1; exit 2; }
-as_pg "'$pgbin/pg_ctl' -D '$work/data' -l '$work/postgres.log' -w -t 60 -o \
-    '-c listen_addresses=127.0.0.1 -p $pgport -k $work -c shared_buffers=512MB' start" \
-    >/dev/null || { echo "audience-pg.sh: PostgreSQL did not start" >&2; keep=1; exit 2; }
-pgpid=$(head -1 "$work/data/postmaster.pid")
+pg_start() {
+    as_pg "'$pgbin/pg_ctl' -D '$work/data' -l '$work/postgres.log' -w -t 60 -o \
+        '-c listen_addresses=127.0.0.1 -p $pgport -k $work -c shared_buffers=512MB' start" \
+        >/dev/null || { echo "audience-pg.sh: PostgreSQL did not start" >&2; keep=1; exit 2; }
+    pgpid=$(head -1 "$work/data/postmaster.pid")
+}
+pg_start
 psql_su -c "CREATE ROLE rimecast LOGIN PASSWORD 'rimecast-pw'" -c "CREATE DATABASE audience OWNER rimecast"
 uri="postgresql://rimecast:rimecast-pw@127.0.0.1:$pgport/audience"
 
@@ -90,7 +106,7 @@ start() {
         --loglevel 3 \
         --extra "<audience><database>$1</database><session-log>none</session-log><server-name>bench</server-name></audience>" \
         >/dev/null || exit 2
-    "$bin" -c "$work/srv/server.xml" >>"$work/server.out" 2>&1 &
+    "$run_bin" -c "$work/srv/server.xml" >>"$work/server.out" 2>&1 &
     spid=$!
     for _ in $(seq 600); do
         [ "$(curl -s -m 5 -o /dev/null -w '%{http_code}' -u admin:hackme \
@@ -173,6 +189,9 @@ if con:
                         " bytes, ip, user_agent, country, ended, preroll, server)"
                         " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", batch)
     con.execute("COMMIT")
+    with con:
+        con.execute("UPDATE sessions SET invalid = CASE WHEN conn_id % 33 = 0 THEN 'bot'"
+                    " ELSE 'concurrent' END WHERE conn_id % 33 = 0 OR conn_id % 97 = 0")
     con.close()
 PY
 "$pgbin/psql" -X -q -v ON_ERROR_STOP=1 "$uri" -c "COPY sessions (record_id, server, conn_id,
@@ -184,20 +203,26 @@ PY
     greatest(end_ms - 1, start_ms) / 3600000) AS h GROUP BY h
     ON CONFLICT (hour) DO UPDATE SET version = excluded.version,
     longest_ms = greatest(session_hours.longest_ms, excluded.longest_ms)" || exit 2
+# invalid traffic (the column is the schema's since version 4)
+"$pgbin/psql" -X -q -v ON_ERROR_STOP=1 "$uri" -c "UPDATE sessions SET invalid = CASE WHEN
+    conn_id % 33 = 0 THEN 'bot' ELSE 'concurrent' END WHERE conn_id % 33 = 0 OR conn_id % 97 = 0" \
+    || exit 2
 psql_su -d audience -c "VACUUM ANALYZE" || exit 2
 chown nobody "$work"/srv/log/audience.db* 2>/dev/null
 
 # ask NAME QUERY ASKS STORE-INDEX QUERY-INDEX: times the query ASKS times, prints its row
 ask() {
     local name=$1 q=$2 asks=$3 si=$4 qi=$5
-    times=(); read -r i0 t0 < <(cpu_now)
+    times=(); read -r i0 t0 < <(cpu_now); s0=$(server_cpu); d0=$(db_cpu)
     for _ in $(seq "$asks"); do
         times+=("$(curl -s -m 600 -u admin:hackme -o "$work/answer.json" -w '%{time_total}' \
             "http://127.0.0.1:$port/admin/audience.json?$q")")
     done
-    read -r i1 t1 < <(cpu_now)
+    read -r i1 t1 < <(cpu_now); s1=$(server_cpu); d1=$(db_cpu)
+    cpu=$(awk -v a="$s0" -v b="$s1" -v c="$d0" -v d="$d1" -v n="$asks" \
+        'BEGIN { printf "%.2f | %.2f", (b - a) / n, (d - c) / n }')
     [ "$si" = 0 ] && cp "$work/answer.json" "$work/first-$qi.json"
-    same=-; [ "$si" != 0 ] && { same=no; cmp -s "$work/answer.json" "$work/first-$qi.json" && same=yes; }
+    same=-; [ "$si" != 0 ] && [ "$si" != b ] && { same=no; cmp -s "$work/answer.json" "$work/first-$qi.json" && same=yes; }
     read -r periods rows < <(python3 -c '
 import json, sys
 p = json.load(open(sys.argv[1]))["periods"]
@@ -205,31 +230,69 @@ print(len({e["start"] for e in p}), len(p))' "$work/answer.json" 2>/dev/null || 
     sorted=$(printf '%s\n' "${times[@]}" | sort -g)
     median=$(sed -n "$(( (asks + 1) / 2 ))p" <<<"$sorted"); slowest=$(tail -1 <<<"$sorted")
     idle=$(awk -v i="$((i1 - i0))" -v t="$((t1 - t0))" 'BEGIN { printf "%.0f", t ? 100 * i / t : 0 }')
-    printf '| %s | %s | %s | %.2f | %.2f | %s | %s | %s | %s |\n' "$store" "$name" "$asks" \
-        "$median" "$slowest" "$idle" "$periods" "$rows" "$same"
+    printf '| %s | %s | %s | %.2f | %.2f | %s | %s | %s | %s | %s |\n' "$store" "$name" "$asks" \
+        "$median" "$slowest" "$cpu" "$idle" "$periods" "$rows" "$same"
+}
+
+# CPU seconds so far (user and system) of the server, and of PostgreSQL's processes going on
+proc_cpu() { awk -v hz="$(getconf CLK_TCK)" '{ t += $14 + $15 } END { printf "%.2f", t / hz }' "$@" 2>/dev/null; }
+server_cpu() { proc_cpu "/proc/$spid/stat"; }
+db_cpu() {  # its processes going on, and those that ended (parallel workers: the postmaster's
+            # children's times)
+    local p files=() reaped
+    for p in $(pgrep -P "$pgpid"); do files+=("/proc/$p/stat"); done
+    reaped=$(awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15 + $16 + $17) / hz }' \
+        "/proc/$pgpid/stat")
+    awk -v a="$(proc_cpu "${files[@]}")" -v b="$reaped" 'BEGIN { printf "%.2f", a + b }'
+}
+# cold STORE: the server and PostgreSQL stopped, the kernel's page cache dropped (as root:
+# the database's files are read from the disk again), both started again
+cold() {
+    stop_pid "$spid"; spid=""
+    kill -INT "$pgpid" 2>/dev/null
+    for _ in $(seq 600); do kill -0 "$pgpid" 2>/dev/null || break; sleep 0.1; done
+    sync
+    echo 3 2>/dev/null >/proc/sys/vm/drop_caches ||
+        echo "audience-pg.sh: the page cache could not be dropped (not root?)" >&2
+    pg_start
+    start "$1"
 }
 
 # the machine's idle jiffies and all jiffies
 cpu_now() { awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print $5 + $6, t }' /proc/stat; }
 
-d30="from=$((now - 30 * 86400))&to=$now&period=day"
+d30="from=$((now - 30 * 86400))&to=$now&period=day&traffic=net"
 queries=("30 days by day, nothing kept|$d30|1"
          "30 days by day, again|$d30|$repeat"
-         "7 days by day|from=$((now - 7 * 86400))&to=$now&period=day|$repeat"
-         "24 h by hour|from=$((now - 86400))&to=$now&period=hour|$repeat"
+         "7 days by day|from=$((now - 7 * 86400))&to=$now&period=day&traffic=net|$repeat"
+         "24 h by hour|from=$((now - 86400))&to=$now&period=hour&traffic=net|$repeat"
          "one server, 30 days by day|server=edge2&$d30|1"
          "one server, 30 days by day, again|server=edge2&$d30|$repeat"
-         "30 days as one period|from=$((now - 30 * 86400))&to=$now&period=all|1")
+         "30 days as one period|from=$((now - 30 * 86400))&to=$now&period=all&traffic=net|1"
+         "30 days by day, gross, nothing kept|${d30%net}gross|1"
+         "30 days by day, gross, again|${d30%net}gross|$repeat")
 printf '\n%s sessions over %s days from 3 servers\n\n' "$sessions" "$days"
-printf '| store | query | asks | median s | slowest s | machine idle %% | periods | rows | same |\n'
-printf '|---|---|---|---|---|---|---|---|---|\n'
+printf '| store | query | asks | median s | slowest s | server CPU s | database CPU s | machine idle %% | periods | rows | same |\n'
+printf '|---|---|---|---|---|---|---|---|---|---|---|\n'
 stores=("PostgreSQL|$uri")
 [ "$sqlite" = 1 ] && stores+=("SQLite|audience.db")
+if [ -n "$before" ]; then  # the build before, on the same store, first
+    run_bin=$before store="PostgreSQL, before"
+    start "$uri"
+    for qi in "${!queries[@]}"; do
+        IFS='|' read -r name q asks <<<"${queries[$qi]}"
+        ask "$name" "$q" "$asks" b "$qi"
+    done
+    stop_pid "$spid"; spid=""
+    psql_su -d audience -c "TRUNCATE figures_cache" || exit 2  # they count every session
+    run_bin=$bin
+fi
 for si in "${!stores[@]}"; do
     store=${stores[$si]%%|*}
     start "${stores[$si]#*|}"
     for qi in "${!queries[@]}"; do
         IFS='|' read -r name q asks <<<"${queries[$qi]}"
+        [ "$cold_runs" = 1 ] && [ "$qi" = 0 ] && { cold "${stores[$si]#*|}"; name="$name, cold"; }
         ask "$name" "$q" "$asks" "$si" "$qi"
     done
     if [ "$si" = 0 ]; then  # the days' figures made ahead by the server itself
@@ -243,6 +306,11 @@ for si in "${!stores[@]}"; do
         done
         grep -o "the figures of .* made ahead in .*" "$work/srv/log/error.log" >&2
         ask "30 days by day, made ahead" "$d30" "$repeat" 1 0
+        if [ "$cold_runs" = 1 ]; then
+            cold "${stores[$si]#*|}"
+            ask "30 days by day, made ahead, cold" "$d30" 1 1 0
+            ask "one server, 30 days by day, made ahead" "server=edge2&$d30" 1 1 4
+        fi
     fi
     stop_pid "$spid"; spid=""
 done

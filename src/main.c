@@ -41,6 +41,7 @@
 #include "net/tls.h"
 #include "router/dispatch.h"
 #include "audience/audience_store.h"
+#include "audience/bots.h"
 #include "audience/geoip.h"
 #include "stream/mount.h"
 #include "stream/session.h"
@@ -430,6 +431,7 @@ static void reload(const char *path)
     relay_reload(); /* the <relay> blocks; the master is followed by worker 0's reload hook */
     audience_store_reload();
     geoip_load(); /* read again: a new database file replaces the old one */
+    bots_load();  /* the same for the bots list */
     log_info("config reloaded");
 }
 
@@ -661,6 +663,7 @@ static int start(const config_t *cfg, int hfd, upgrade_pidfile_t *handed_pidfile
     audience_store_start(); /* as the final user: the database files are its own */
     hls_token_init(cfg->logdir); /* the same: its key file is the user's */
     geoip_load();
+    bots_load();
     if (fetch_start() < 0) {
         fprintf(stderr, "rimecast: cannot start the HTTP client thread\n");
         return -1;

@@ -14,7 +14,8 @@
  * 30 days, or whole UTC days from / to), the mount picker and the server picker (the servers
  * sharing the store that had sessions in the period, as the figures name them; shown when
  * there are more than one) set one query for all of them and for the CSV and table links; the
- * query is kept in the page's URL. With all servers picked and more than one, a table gives
+ * query is kept in the page's URL. The traffic picker asks for the net figures (valid sessions
+ * only, the default) or the gross ones, and the page says which. With all servers picked and more than one, a table gives
  * each server's figures of the period (one more query per server) beside the network's. The
  * listener history of the last hour and day is the server's that sends the page, whichever
  * server is picked. The figures are fetched again when
@@ -48,7 +49,7 @@
   if (!root || !window.fetch) return;
 
   var state = { period: "24h", from: "", to: "", mount: root.getAttribute("data-ac-mount") || "",
-                server: "", range: "hour" };
+                server: "", traffic: "net", range: "hour" };
   var thisServer = root.getAttribute("data-ac-server-name") || "";
   var plots = {};                      // name -> uPlot
   var spans = {};                      // name -> [first, last] of its time axis
@@ -142,6 +143,7 @@
     state.to = p.get("to") || "";
     if (p.get("mount") != null) state.mount = p.get("mount");
     if (p.get("server") != null) state.server = p.get("server");
+    state.traffic = p.get("traffic") === "gross" ? "gross" : "net";
     if (p.get("range") && /^(hour|day|week)$/.test(p.get("range"))) state.range = p.get("range");
   }
 
@@ -149,6 +151,7 @@
     var custom = state.period === "custom";
     var s = qs({ period: state.period, from: custom ? state.from : "", to: custom ? state.to : "",
                  mount: state.mount, server: state.server,
+                 traffic: state.traffic === "gross" ? "gross" : "",
                  range: state.range === "hour" ? "" : state.range });
     try { history.replaceState(null, "", location.pathname + (s ? "?" + s : "")); } catch (e) { /* file: */ }
   }
@@ -505,13 +508,17 @@
     }
     q.mount = state.mount;
     q.server = state.server;
+    q.traffic = state.traffic;
+    var gross = q.traffic === "gross" ? "gross" : "";   // net is what the server gives unasked
     var gen = ++generation;
     running = gen;
     lastStart = Date.now();
-    var pick = { mount: q.mount, server: q.server };
-    var base = { from: q.from, to: q.to, period: "all", server: q.server };   // the whole period in one
-    var one = qs({ from: q.from, to: q.to, period: "all", mount: q.mount, server: q.server });
-    var csv = qs(cutBy({ from: q.from, to: q.to }, q.by)) + (q.mount || q.server ? "&" + qs(pick) : "");
+    var pick = { mount: q.mount, server: q.server, traffic: gross };
+    var base = { from: q.from, to: q.to, period: "all", server: q.server, traffic: gross };   // the whole period in one
+    var one = qs({ from: q.from, to: q.to, period: "all", mount: q.mount, server: q.server,
+                   traffic: gross });
+    var csv = qs(cutBy({ from: q.from, to: q.to }, q.by)) +
+              (q.mount || q.server || gross ? "&" + qs(pick) : "");
     ac("csv").href = "/admin/audience.csv?" + csv;
     ac("table").href = "/admin/audience.xsl?" + csv;
     var jobs = [
@@ -533,7 +540,8 @@
       if (q.server || names.length < 2) return [got, names, null];
       return Promise.all(names.map(function (name) {
         return getJson("/admin/audience.json?" + qs({ from: q.from, to: q.to, period: "all",
-                                                      mount: q.mount, server: name }));
+                                                      mount: q.mount, server: name,
+                                                      traffic: gross }));
       })).then(function (per) { return [got, names, per]; });
     };
     return Promise.all(jobs).then(split).then(function (all) {
@@ -720,6 +728,10 @@
     ac("to").value = state.to;
     ac("mount").value = state.mount;
     ac("server").value = state.server;
+    ac("traffic").value = state.traffic;
+    ac("traffic-note").textContent = state.traffic === "gross"
+      ? "Gross traffic: every session, robots, probes and listeners over the concurrency limit included."
+      : "Net traffic: valid sessions only (robots, probes and listeners over the concurrency limit left out).";
     $all("[data-range]").forEach(function (b) {
       b.setAttribute("aria-pressed", String(b.getAttribute("data-range") === state.range));
     });
@@ -745,7 +757,8 @@
     form.addEventListener("submit", function (ev) { ev.preventDefault(); changed(); });
     form.addEventListener("change", function (ev) {
       var k = ev.target.getAttribute("data-ac");
-      if (k === "period" || k === "from" || k === "to" || k === "mount" || k === "server") {
+      if (k === "period" || k === "from" || k === "to" || k === "mount" || k === "server" ||
+          k === "traffic") {
         state[k] = ev.target.value;
         changed();
       }

@@ -11,6 +11,8 @@
  * server: the sessions of one server of those sharing the store (<server-name>); by default
  * those of all of them together. The XML and JSON name the servers with sessions in the
  * period (whatever mount and server were asked), for a picker; the CSV does not.
+ * traffic: "net" (the default: valid sessions only) or "gross" (every session, invalid
+ * traffic too); the XML and JSON say which.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -151,6 +153,7 @@ static xmlDocPtr figures_doc(const audience_query_t *q, const char *period)
     iso(t, sizeof(t), q->to_ms);
     stats_add_text(root, "to", t);
     stats_add_text(root, "period", period);
+    stats_add_text(root, "traffic", q->gross ? "gross" : "net");
     if (q->server)
         stats_add_text(root, "server", q->server);
     stats_add_number(root, "min_session", q->qualify_s);
@@ -218,7 +221,7 @@ static char *figures_json(const audience_query_t *q, size_t *len)
         buf_append_str(&b, i ? "," : "");
         escape_json_buf(&b, q->servers[i], strlen(q->servers[i]), 1);
     }
-    buf_append_str(&b, "]}\n");
+    buf_appendf(&b, "],\"traffic\":\"%s\"}\n", q->gross ? "gross" : "net");
     return buf_take(&b, len);
 }
 
@@ -326,13 +329,34 @@ static char *server_param(admin_req_t *a)
     return name;
 }
 
+const char *admin_audience_span(admin_req_t *a, int64_t *from_ms, int64_t *to_ms)
+{
+    char *from = admin_param(a, "from"), *to = admin_param(a, "to"), *day = admin_param(a, "day");
+    const char *bad = NULL;
+    int64_t now = ((int64_t)time(NULL) + 1) * 1000; /* the second going on included */
+    if (day && *day) {
+        if (strlen(day) != 10 || parse_iso(day, from_ms) < 0)
+            bad = "day: YYYY-MM-DD (a UTC day)";
+        *to_ms = *from_ms + 86400000;
+    } else if (parse_time(to, now, to_ms) < 0 || parse_time(from, *to_ms - 86400000, from_ms) < 0) {
+        bad = "from and to: unix seconds or ISO 8601 (YYYY-MM-DD[THH:MM[:SS[.fff]]][Z|+HH:MM])";
+    }
+    if (!bad && *from_ms >= *to_ms)
+        bad = "from must come before to";
+    free(from);
+    free(to);
+    free(day);
+    return bad;
+}
+
 /* The query a request asks for, or a message saying what is wrong with it. */
 static const char *read_query(admin_req_t *a, audience_query_t *q)
 {
     char *from = admin_param(a, "from"), *to = admin_param(a, "to");
-    char *period = admin_param(a, "period");
+    char *period = admin_param(a, "period"), *traffic = admin_param(a, "traffic");
     const char *bad = NULL;
     int64_t now = ((int64_t)time(NULL) + 1) * 1000; /* the second going on included */
+    q->gross = traffic && strcmp(traffic, "gross") == 0;
     if (parse_time(to, now, &q->to_ms) < 0 ||
         parse_time(from, q->to_ms - 86400000, &q->from_ms) < 0)
         bad = "from and to: unix seconds or ISO 8601 (YYYY-MM-DD[THH:MM[:SS[.fff]]][Z|+HH:MM])";
@@ -341,6 +365,8 @@ static const char *read_query(admin_req_t *a, audience_query_t *q)
     else if (period && *period && strcmp(period, "hour") != 0 && strcmp(period, "day") != 0 &&
              strcmp(period, "all") != 0)
         bad = "period: hour or day (or all: the whole of from to to)";
+    else if (traffic && *traffic && !q->gross && strcmp(traffic, "net") != 0)
+        bad = "traffic: net (valid sessions only, the default) or gross (every session)";
     q->step_ms = !period || !*period           ? 86400000 /* by day, by default */
                  : strcmp(period, "hour") == 0 ? 3600000
                  : strcmp(period, "day") == 0  ? 86400000
@@ -350,6 +376,7 @@ static const char *read_query(admin_req_t *a, audience_query_t *q)
     free(from);
     free(to);
     free(period);
+    free(traffic);
     return bad;
 }
 
@@ -408,6 +435,7 @@ xmlDocPtr admin_audience_top_doc(const audience_top_t *t)
         stats_add_text(root, "mount", t->mount);
     if (t->server)
         stats_add_text(root, "server", t->server);
+    stats_add_text(root, "traffic", t->gross ? "gross" : "net");
     stats_add_number(root, "sessions", (long long)t->sessions);
     for (size_t i = 0; i < t->n; i++) {
         const audience_top_entry_t *e = &t->entries[i];
@@ -458,9 +486,10 @@ static void top_compute(audience_db_t *db, void *arg)
 static const char *read_top(admin_req_t *a, audience_top_t *t)
 {
     char *from = admin_param(a, "from"), *to = admin_param(a, "to"), *by = admin_param(a, "by");
-    char *limit = admin_param(a, "limit");
+    char *limit = admin_param(a, "limit"), *traffic = admin_param(a, "traffic");
     const char *bad = NULL;
     t->by_referer = by && strcmp(by, "referer") == 0;
+    t->gross = traffic && strcmp(traffic, "gross") == 0;
     t->limit = AUDIENCE_TOP_DEFAULT;
     if (parse_time(to, ((int64_t)time(NULL) + 1) * 1000, &t->to_ms) < 0 ||
         parse_time(from, t->to_ms - 86400000, &t->from_ms) < 0)
@@ -469,6 +498,8 @@ static const char *read_top(admin_req_t *a, audience_top_t *t)
         bad = "from must come before to";
     else if (by && !t->by_referer && strcmp(by, "agent") != 0)
         bad = "by: agent or referer";
+    else if (traffic && *traffic && !t->gross && strcmp(traffic, "net") != 0)
+        bad = "traffic: net (valid sessions only, the default) or gross (every session)";
     else if (limit) {
         size_t digits = strspn(limit, "0123456789");
         t->limit = digits && digits <= 3 && !limit[digits] ? atoi(limit) : 0;
@@ -479,6 +510,7 @@ static const char *read_top(admin_req_t *a, audience_top_t *t)
     free(to);
     free(by);
     free(limit);
+    free(traffic);
     return bad;
 }
 

@@ -192,7 +192,7 @@ static void cmd_adbreak(admin_req_t *a)
     if (rc == -ENOENT) {
         admin_send_error(a, 400, "Mountpoint has no ad server");
     } else if (rc < 0) {
-        admin_send_error(a, 400, "Mountpoint stream is not MP3 or AAC audio");
+        admin_send_error(a, 400, "Mountpoint stream is not MP3, AAC, Ogg Vorbis or Ogg Opus audio");
     } else {
         char who[AUDIT_WHO_LEN], esc[256];
         audit_who(a, a->admin, who);
@@ -579,6 +579,8 @@ static const admin_cmd_t commands[] = {
     {"audience",       0, ADMIN_AUTH_GLOBAL, admin_cmd_audience, XML_VIEWS | ADMIN_VIEW_CSV, READS},
     {"audience/top",   0, ADMIN_AUTH_GLOBAL, admin_cmd_audience_top,
      ADMIN_VIEW_XML | ADMIN_VIEW_JSON, READS},
+    {"audience/sessions", 0, ADMIN_AUTH_GLOBAL, admin_cmd_audience_sessions, ADMIN_VIEW_XML,
+     READS},
     {"audience_charts", 0, ADMIN_AUTH_GLOBAL, admin_cmd_audience_charts, ADMIN_VIEW_XSL, READS},
 };
 

@@ -28,6 +28,12 @@ void admin_cmd_audience(admin_req_t *a);
 /* audience/top?from=&to=&mount=&by=agent|referer&limit=: the top players or referrers
  * (audience.c); audience_charts: the charts page's document (min_session). */
 void admin_cmd_audience_top(admin_req_t *a);
+/* /admin/audience/sessions: the period's session records as a W3C or TSV log, streamed
+ * (admin/audience_sessions.c). */
+void admin_cmd_audience_sessions(admin_req_t *a);
+/* The span a request asks for: from and to (unix seconds or ISO 8601, the last 24 hours by
+ * default), or day=YYYY-MM-DD (that UTC day); NULL, or what is wrong with it. */
+const char *admin_audience_span(admin_req_t *a, int64_t *from_ms, int64_t *to_ms);
 void admin_cmd_audience_charts(admin_req_t *a);
 /* The document of a top list (audience.c): <audience_top> with from, to, by, mount, sessions
  * and one <entry> (name, sessions, qualified_sessions, tlh_hours) per name; NULL on ENOMEM.

@@ -54,6 +54,8 @@ void ads_pod_free(ads_pod_t *pod)
     for (int i = 0; i < pod->n; i++) {
         ads_ad_t *a = &pod->ad[i];
         ads_creative_unref(a->creative);
+        free(a->media_url);
+        free(a->carried_title);
         vast_urls_free(&a->impression);
         vast_urls_free(&a->error);
         for (int e = 0; e < VAST_EV_COUNT; e++)

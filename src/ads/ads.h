@@ -46,13 +46,17 @@ typedef struct ads_settings {
 /* mc's settings (mc NULL: none, vast_url NULL). The strings point into mc. */
 ads_settings_t ads_settings(const mount_conf_t *mc);
 
-/* An MPEG audio or ADTS stream's format: what an ad must share with the mount to be spliced
- * in without transcoding (codec, version and layer or profile, sample rate, channels). */
+/* An MPEG audio, ADTS or Ogg stream's format: what an ad must share with the mount to be
+ * spliced in without transcoding (codec, version and layer or profile, sample rate, channels).
+ * Ogg (ads_ogg.h): the codec of its one logical stream, the rate its granule positions count
+ * (48 kHz for Opus) and its serial number, which is not compared. */
 typedef struct ads_format {
-    uint32_t key;        /* format/mpeg.h mpeg_frame_t.key */
+    uint32_t key;        /* format/mpeg.h mpeg_frame_t.key; 0 for Ogg */
     uint32_t samplerate;
     uint8_t channels;
     uint8_t adts;        /* 1: AAC in ADTS, 0: MPEG audio */
+    uint8_t ogg;         /* ADS_OGG_VORBIS, ADS_OGG_OPUS; 0: not Ogg */
+    uint32_t serial;     /* Ogg: the logical stream's serial number */
 } ads_format_t;
 
 /* The format of the frame header at p (n bytes): 0, or -1 when p starts none. */
@@ -74,6 +78,8 @@ typedef struct ads_creative {
     uint32_t duration_ms;
     uint64_t mark[ADS_MARKS];
     char *title;            /* as the ICY metadata names it (plain, sanitized) */
+    _Atomic(struct ads_creative *) alt; /* Ogg: its copy under another serial number, made
+                                         * once when a mount's serial clashes (ads_ogg.h) */
 } ads_creative_t;
 
 /* Checks len bytes of an audio file and cuts them into a creative: an ID3v2 tag at the start,
@@ -89,6 +95,9 @@ void ads_creative_unref(ads_creative_t *c);
 /* One ad of a listener's pod. */
 typedef struct ads_ad {
     ads_creative_t *creative;   /* owned reference */
+    char *media_url;            /* where the creative was fetched (an upgrade fetches it again) */
+    char *carried_title;        /* an ad carried by an upgrade (ads_carry.h): its creative's */
+    uint64_t carried_bytes;     /* title and length, until the creative is fetched again */
     char id[64];
     vast_urls_t impression, error; /* the inline ad's and its wrappers' */
     vast_urls_t track[VAST_EV_COUNT];

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ads/ads.h"
+#include "ads/ads_ogg.h"
 #include "format/mpeg.h"
 
 #define ICY_TITLE_MAX 120
@@ -26,7 +27,7 @@ int ads_format_of(const unsigned char *p, size_t n, ads_format_t *f)
 int ads_format_equal(const ads_format_t *a, const ads_format_t *b)
 {
     return a->key == b->key && a->samplerate == b->samplerate && a->channels == b->channels &&
-           a->adts == b->adts;
+           a->adts == b->adts && a->ogg == b->ogg; /* an Ogg serial number is no format */
 }
 
 ads_creative_t *ads_creative_ref(ads_creative_t *c)
@@ -42,6 +43,7 @@ void ads_creative_unref(ads_creative_t *c)
         return;
     if (c->blocks)
         block_unref(c->blocks);
+    ads_creative_unref(atomic_load_explicit(&c->alt, memory_order_acquire));
     free(c->title);
     free(c);
 }
@@ -151,6 +153,8 @@ static int cut_blocks(ads_creative_t *c, const unsigned char *data, size_t start
 int ads_creative_build(const unsigned char *data, size_t len, const char *title,
                        ads_creative_t **out)
 {
+    if (ads_ogg_is_ogg(data, len))
+        return ads_ogg_creative_build(data, len, title, out);
     *out = NULL;
     if (len == 0 || len > ADS_CREATIVE_MAX)
         return VAST_ERR_MEDIA_BROKEN;

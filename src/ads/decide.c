@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "ads/ads_internal.h"
+#include "ads/ads_ogg.h"
 #include "core/escape.h"
 #include "core/log.h"
 #include "core/loop.h"
@@ -91,16 +92,25 @@ static void fail_slot(slot_t *s, int code)
     ads_report_error(&s->error, code, s->req->allow_private);
 }
 
-/* The MIME types of a file in the mount's format (MPEG audio, or AAC in ADTS). */
-static int type_fits(const char *type, int adts)
+/* The MIME types of a file in the mount's format (MPEG audio, AAC in ADTS, or Ogg of the
+ * mount's codec: an Ogg type may have parameters, "audio/ogg; codecs=opus"). */
+static int type_fits(const char *type, const ads_format_t *fmt)
 {
     static const char *const mpeg[] = {"audio/mpeg", "audio/mp3", "audio/mpeg3", "audio/x-mpeg",
                                        "audio/x-mp3", "audio/x-mpeg-3", NULL};
     static const char *const aac[] = {"audio/aac", "audio/aacp", "audio/x-aac", "audio/adts",
                                       "audio/vnd.dlna.adts", NULL};
-    for (const char *const *t = adts ? aac : mpeg; *t; t++)
-        if (strcmp(type, *t) == 0)
-            return 1;
+    static const char *const ogg[] = {"audio/ogg", "application/ogg", "audio/x-ogg", NULL};
+    static const char *const vorbis[] = {"audio/vorbis", "audio/x-vorbis+ogg", NULL};
+    static const char *const opus[] = {"audio/opus", "audio/x-opus+ogg", NULL};
+    const char *const *lists[2] = {fmt->ogg ? ogg : fmt->adts ? aac : mpeg,
+                                   fmt->ogg == ADS_OGG_VORBIS ? vorbis :
+                                   fmt->ogg == ADS_OGG_OPUS ? opus : NULL};
+    size_t len = fmt->ogg ? strcspn(type, "; ") : strlen(type);
+    for (int i = 0; i < 2; i++)
+        for (const char *const *t = lists[i]; t && *t; t++)
+            if (strlen(*t) == len && strncmp(type, *t, len) == 0)
+                return 1;
     return 0;
 }
 
@@ -128,7 +138,7 @@ static void slot_take(slot_t *s, const vast_ad_t *ad)
     snprintf(s->id, sizeof(s->id), "%s", ad->id);
     s->title = strdup(ad->title ? ad->title : ad->id);
     for (int i = 0; i < ad->nmedia && s->nmedia < MEDIA_TRY; i++)
-        if (type_fits(ad->media[i].type, s->req->fmt.adts) &&
+        if (type_fits(ad->media[i].type, &s->req->fmt) &&
             (s->media[s->nmedia] = strdup(ad->media[i].url)))
             s->nmedia++;
     s->state = S_INLINE;
@@ -143,6 +153,11 @@ static void on_creative(worker_t *w, ads_creative_t *c, int err, void *arg)
     slot_t *s = arg;
     req_t *r = s->req;
     r->outstanding--;
+    if (c && c->fmt.ogg && ads_format_equal(&c->fmt, &r->fmt)) {
+        ads_creative_t *own = ads_ogg_creative_for(c, r->fmt.serial); /* never the mount's */
+        ads_creative_unref(c);
+        c = own;
+    }
     if (c && ads_format_equal(&c->fmt, &r->fmt)) {
         s->creative = c;
         s->state = S_READY;
@@ -187,6 +202,7 @@ static ads_pod_t *make_pod(req_t *r)
         pod->duration_ms += s->creative->duration_ms;
         a->creative = s->creative;
         s->creative = NULL;
+        a->media_url = strdup(s->media[s->media_next - 1]); /* NULL: not carried by an upgrade */
         snprintf(a->id, sizeof(a->id), "%s", s->id);
         a->impression = s->impression;
         a->error = s->error;

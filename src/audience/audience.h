@@ -74,6 +74,10 @@ typedef struct audience_query {
     int resume_s;              /* <resume-seconds>: a session of the same listener key and mount
                                 * that began at most this long after one ended continues it
                                 * (its chain); 0: every session stands alone */
+    int gross;                 /* 1: every session (gross traffic); 0: the valid ones only
+                                * (net: a session whose record says why it is invalid, a bot's
+                                * or a listener's over <max-concurrent-per-listener>, is in
+                                * no figure) */
     /* answered */
     audience_row_t *rows;      /* bucket by bucket; in each, the server first, then mounts */
     size_t nrows;

@@ -17,6 +17,7 @@
 #include "audience/audience_top.h"
 
 typedef struct audience_backend audience_backend_t;
+struct audience_export; /* audience_export.h */
 
 /* An open store (audience_store.h names it audience_db_t for the jobs run on it). */
 typedef struct audience_db audience_db_t;
@@ -50,6 +51,9 @@ struct audience_backend {
     /* The figures and the top lists (audience.h, audience_top.h). */
     void (*figures)(audience_db_t *db, audience_query_t *q);
     void (*top)(audience_db_t *db, audience_top_t *t);
+    /* The next chunk of x's sessions (audience_export.h): rows after x's cursor, which it
+     * moves on. */
+    void (*sessions)(audience_db_t *db, struct audience_export *x);
     /* Optional: 0 when the database cannot be reached now (records are then kept, not
      * written); without it, always 1. */
     int (*ready)(audience_db_t *db);

@@ -40,6 +40,7 @@ static void copy_live(const session_record_t *r, void *arg)
     session_address(r->address, lc->truncate, e->ip, sizeof(e->ip));
     snprintf(e->cc, sizeof(e->cc), "%s", r->country ? r->country : "");
     snprintf(e->key, sizeof(e->key), "%s", r->key ? r->key : "");
+    e->invalid = r->invalid ? r->invalid : "";
     /* what r pointed to lives only under the list's lock: its own copies instead (the
      * address and country are in the row itself, which moves as the array grows) */
     e->r.mount = e->mount;

@@ -20,6 +20,7 @@ typedef struct audience_live_row {
     char ip[CIDR_SHOWN_MAX];   /* as stored: with anonymize, its network */
     char cc[8];                /* "" unknown */
     char key[SESSION_KEY_LEN + 1]; /* the listener key */
+    const char *invalid;       /* "" valid, or why not (a static string) */
     char *mount, *agent;
 } audience_live_row_t;
 

@@ -38,7 +38,8 @@
 
 /* ---- the schema ----
  * Version 1 made it; version 2 keeps the figures of Webcast Metrics (AS, SS, AQH) in the cache
- * too; version 3 has the listener key. A server finding an older version brings it up to its own in one transaction, under an
+ * too; version 3 has the listener key; version 4 why a session is invalid traffic and whether
+ * it was an HLS one. A server finding an older version brings it up to its own in one transaction, under an
  * advisory lock (servers starting together wait for each other); a newer one (a later binary
  * on another server) is used as it is. Text columns compare bytes (COLLATE "C"): the order of
  * mounts and countries is the SQLite store's. */
@@ -142,6 +143,15 @@ static const char *const migrations[] = {
     " start_ms / 1000.0 AS start, end_ms / 1000.0 AS \"end\","
     " (end_ms - start_ms) / 1000.0 AS seconds, bytes, ip, user_agent, referer, \"user\","
     " country, ended, preroll, listener_key FROM sessions;",
+    /* 4: why a session is invalid traffic ('' valid) and whether it was HLS, going on too; the
+     * records before are valid streams, so the figures kept before are the net ones still */
+    "ALTER TABLE sessions ADD COLUMN invalid text COLLATE \"C\" NOT NULL DEFAULT '',"
+    " ADD COLUMN hls smallint NOT NULL DEFAULT 0;"
+    "ALTER TABLE live_sessions ADD COLUMN invalid text COLLATE \"C\" NOT NULL DEFAULT '';"
+    "CREATE OR REPLACE VIEW session_records AS SELECT record_id, server, conn_id, mount, served,"
+    " start_ms / 1000.0 AS start, end_ms / 1000.0 AS \"end\","
+    " (end_ms - start_ms) / 1000.0 AS seconds, bytes, ip, user_agent, referer, \"user\","
+    " country, ended, preroll, listener_key, invalid, hls FROM sessions;",
 };
 
 #define SCHEMA_VERSION ((int)(sizeof(migrations) / sizeof(migrations[0])))
@@ -305,6 +315,8 @@ static void pg_close(audience_db_t *db)
     }
     if (p->conn)
         PQfinish(p->conn);
+    audience_query_clear(&p->ahead);
+    audience_pg_memo_free(p);
     free(p);
     db->impl = NULL;
 }
@@ -392,10 +404,12 @@ static int record_params(params_t *ps, const audience_record_t *e)
     err = err ? err : param_text(ps, session_end_name(r->end));
     err = err ? err : param(ps, r->preroll ? "1" : "0", NULL);
     err = err ? err : param_text(ps, r->key);
+    err = err ? err : param_text(ps, r->invalid ? r->invalid : "");
+    err = err ? err : param(ps, r->hls ? "1" : "0", NULL);
     return err;
 }
 
-#define RECORD_PARAMS 16
+#define RECORD_PARAMS 18
 
 /* One statement: the records (those already there skipped: their ids are unique), and the
  * version of every hour they cover bumped (the figures' cache follows it), hours in order so
@@ -404,10 +418,10 @@ static int batch_sql(buf_t *b, size_t n)
 {
     static const char *const types[RECORD_PARAMS] = {
         "uuid", "text", "bigint", "text", "text", "bigint", "bigint", "bigint",
-        "text", "text", "text", "text", "text", "text", "smallint", "text"};
+        "text", "text", "text", "text", "text", "text", "smallint", "text", "text", "smallint"};
     buf_append_str(b, "WITH v (record_id, server, conn_id, mount, served, start_ms, end_ms, bytes,"
-                      " ip, user_agent, referer, \"user\", country, ended, preroll, listener_key)"
-                      " AS (VALUES ");
+                      " ip, user_agent, referer, \"user\", country, ended, preroll, listener_key,"
+                      " invalid, hls) AS (VALUES ");
     for (size_t i = 0; i < n; i++) {
         buf_append_str(b, i ? ",(" : "(");
         for (int k = 0; k < RECORD_PARAMS; k++)
@@ -511,7 +525,7 @@ static int64_t pg_prune(audience_db_t *db, int days, int *more)
 
 /* ---- the sessions going on ---- */
 
-#define LIVE_PARAMS 10
+#define LIVE_PARAMS 11
 #define LIVE_CHUNK 5000        /* rows to a statement (PostgreSQL takes 65535 parameters) */
 
 static int live_chunk(audience_db_t *db, const audience_live_row_t *v, size_t n,
@@ -520,13 +534,13 @@ static int live_chunk(audience_db_t *db, const audience_live_row_t *v, size_t n,
     params_t ps = {0};
     buf_t sql = BUF_INIT;
     buf_append_str(&sql, "INSERT INTO live_sessions (server, conn_id, mount, start_ms, end_ms,"
-                         " ip, user_agent, country, preroll, listener_key) VALUES ");
+                         " ip, user_agent, country, preroll, listener_key, invalid) VALUES ");
     int err = 0;
     for (size_t i = 0; i < n && !err; i++) {
         size_t k = i * LIVE_PARAMS;
         buf_appendf(&sql, "%s($%zu,$%zu::bigint,$%zu,$%zu::bigint,$%zu::bigint,$%zu,$%zu,$%zu,"
-                          "$%zu::smallint,$%zu)", i ? "," : "", k + 1, k + 2, k + 3, k + 4,
-                    k + 5, k + 6, k + 7, k + 8, k + 9, k + 10);
+                          "$%zu::smallint,$%zu,$%zu)", i ? "," : "", k + 1, k + 2, k + 3, k + 4,
+                    k + 5, k + 6, k + 7, k + 8, k + 9, k + 10, k + 11);
         err = param_text(&ps, name);
         err = err ? err : param_i64(&ps, (int64_t)v[i].r.id);
         err = err ? err : param_text(&ps, v[i].mount);
@@ -537,6 +551,7 @@ static int live_chunk(audience_db_t *db, const audience_live_row_t *v, size_t n,
         err = err ? err : param_text(&ps, v[i].cc[0] ? v[i].cc : NULL);
         err = err ? err : param(&ps, v[i].r.preroll ? "1" : "0", NULL);
         err = err ? err : param_text(&ps, v[i].key[0] ? v[i].key : NULL);
+        err = err ? err : param_text(&ps, v[i].invalid);
     }
     size_t len;
     char *text = buf_take(&sql, &len);
@@ -575,26 +590,58 @@ int audience_pg_publish_live(audience_db_t *db, int qualify_s, int anonymize)
 
 /* ---- figures made ahead ---- */
 
-static void figures_ahead(audience_db_t *db)
+/* The figures of the last AHEAD_DAYS whole days of one scope (name: one server; NULL: the
+ * network) made where they are not kept (or changed since); with servers, the servers of the
+ * period read into it. The days made. */
+static int make_ahead(audience_db_t *db, const char *name, audience_query_t *servers)
 {
-    PGresult *r = audience_pg_run(db, "SELECT pg_try_advisory_lock(" AHEAD_LOCK ")", 0, NULL,
-                                  WRITE_MS);
-    int mine = r && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
-    PQclear(r);
-    if (!mine) /* another server is at it */
-        return;
     const config_t *cfg = server_config();
     int64_t today = session_now_ms() / AUDIENCE_PG_DAY_MS * AUDIENCE_PG_DAY_MS;
     audience_query_t q = {.from_ms = today - AHEAD_DAYS * AUDIENCE_PG_DAY_MS, .to_ms = today,
                           .step_ms = AUDIENCE_PG_DAY_MS, .qualify_s = cfg->qualified_seconds,
                           .anonymize = cfg->address_truncation, .resume_s = cfg->resume_seconds};
-    uint64_t t0 = loop_now_ms();
-    int made = audience_pg_make_figures(db, &q);
+    if (name && !(q.server = strdup(name)))
+        return 0;
+    int made = audience_pg_make_figures(db, &q, servers != NULL);
+    if (servers && q.err == 0) {
+        servers->servers = q.servers, servers->nservers = q.nservers;
+        q.servers = NULL, q.nservers = 0;
+    }
     audience_query_clear(&q);
-    PQclear(audience_pg_run(db, "SELECT pg_advisory_unlock(" AHEAD_LOCK ")", 0, NULL, WRITE_MS));
-    if (made)
-        log_info("audience store: the figures of %d day%s made ahead in %.1f s", made,
-                 made == 1 ? "" : "s", (double)(loop_now_ms() - t0) / 1000);
+    return made;
+}
+
+/* One turn of making the last days' figures ahead: the network's, then each server's when the
+ * store holds more than one (server= asks, the charts page's split by server), one server a
+ * turn so that the records and asks waiting are served between turns: a first ask reads
+ * them. 1 while turns remain. */
+static int figures_ahead(audience_db_t *db)
+{
+    audience_pg_t *p = db->impl;
+    PGresult *r = audience_pg_run(db, "SELECT pg_try_advisory_lock(" AHEAD_LOCK ")", 0, NULL,
+                                  WRITE_MS);
+    int mine = r && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+    PQclear(r);
+    if (mine && !p->ahead.nservers) {
+        p->ahead_t0 = loop_now_ms();
+        p->ahead_made = make_ahead(db, NULL, &p->ahead);
+        p->ahead_next = p->ahead.nservers > 1 ? 0 : p->ahead.nservers;
+    } else if (mine) {
+        p->ahead_theirs += make_ahead(db, p->ahead.servers[p->ahead_next++], NULL);
+    }
+    if (mine)
+        PQclear(audience_pg_run(db, "SELECT pg_advisory_unlock(" AHEAD_LOCK ")", 0, NULL,
+                                WRITE_MS));
+    if (mine && p->conn && p->ahead_next < p->ahead.nservers)
+        return 1;
+    if (mine && (p->ahead_made || p->ahead_theirs))
+        log_info("audience store: the figures of %d day%s and %d of single servers made ahead "
+                 "in %.1f s", p->ahead_made, p->ahead_made == 1 ? "" : "s", p->ahead_theirs,
+                 (double)(loop_now_ms() - p->ahead_t0) / 1000);
+    audience_query_clear(&p->ahead);
+    p->ahead.nservers = p->ahead_next = 0;
+    p->ahead_made = p->ahead_theirs = 0;
+    return 0;
 }
 
 /* ---- the thread's turn ---- */
@@ -615,10 +662,8 @@ static uint64_t pg_tick(audience_db_t *db, uint64_t now)
         audience_pg_publish_live(db, cfg->qualified_seconds, cfg->address_truncation);
         p->next_live = now + AUDIENCE_PG_LIVE_EVERY_MS;
     }
-    if (p->conn && now >= p->next_ahead) {
-        figures_ahead(db);
-        p->next_ahead = loop_now_ms() + AHEAD_EVERY_MS;
-    }
+    if (p->conn && now >= p->next_ahead) /* the next turn at once, or in a while */
+        p->next_ahead = loop_now_ms() + (figures_ahead(db) ? 0 : AHEAD_EVERY_MS);
     if (!p->conn)
         return p->retry_at;
     uint64_t next = p->next_live < p->next_partitions ? p->next_live : p->next_partitions;
@@ -641,6 +686,7 @@ const audience_backend_t audience_pg_backend = {
     .prune = pg_prune,
     .figures = audience_pg_figures,
     .top = audience_pg_top,
+    .sessions = audience_pg_sessions,
     .tick = pg_tick,
     .ready = pg_ready,
 };

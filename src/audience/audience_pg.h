@@ -24,6 +24,17 @@
 #define AUDIENCE_PG_LIVE_EVERY_MS 30000
 #define AUDIENCE_PG_LIVE_STALE_MS (3 * AUDIENCE_PG_LIVE_EVERY_MS)
 
+/* The servers with sessions in a kept bucket, as an ask found them (fp: the bucket's
+ * fingerprint then; "" when the bucket is not kept). */
+typedef struct audience_pg_memo {
+    int64_t from, to;
+    char fp[48];
+    char **names;
+    size_t n;
+    int known;                 /* while an ask runs: read from what was remembered */
+    size_t todo;               /* while an ask runs: its number among those looked up (1...) */
+} audience_pg_memo_t;
+
 typedef struct audience_pg {
     PGconn *conn;              /* NULL: away (or not reached yet) */
     int reached;               /* it was reached once since the store was opened */
@@ -31,6 +42,14 @@ typedef struct audience_pg {
     int backoff_ms;            /* before the next try */
     uint64_t retry_at;         /* monotonic: the next try to connect */
     uint64_t next_partitions, next_live, next_ahead;
+    /* figures made ahead, a turn at a time: the servers whose turn is to come (ahead.servers
+     * from ahead_next), the days made so far and when the first turn began */
+    audience_query_t ahead;
+    size_t ahead_next;
+    int ahead_made, ahead_theirs;
+    uint64_t ahead_t0;
+    audience_pg_memo_t *memo;  /* the servers of the last ask's kept buckets */
+    size_t nmemo;
     int tries;                 /* of the batch that keeps failing (not for being away) */
     audience_pg_err_t err;     /* the last failure */
 } audience_pg_t;
@@ -47,9 +66,15 @@ int audience_pg_publish_live(audience_db_t *db, int qualify_s, int anonymize);
 
 /* The figures and the top lists (audience_pg_figures.c). */
 void audience_pg_figures(audience_db_t *db, audience_query_t *q);
-/* The figures of q, this server's sessions going on as last published; the buckets made
- * (those not read from the cache). */
-int audience_pg_make_figures(audience_db_t *db, audience_query_t *q);
+/* The figures of q, this server's sessions going on as last published, and with servers
+ * the servers with sessions in the period (q->servers; a kept bucket's remembered from the
+ * ask before while its hours are unchanged); the buckets made (those not read from the
+ * cache). */
+int audience_pg_make_figures(audience_db_t *db, audience_query_t *q, int servers);
+void audience_pg_memo_free(audience_pg_t *p);
 void audience_pg_top(audience_db_t *db, audience_top_t *t);
+/* The next chunk of x's sessions (audience_export.h; audience_pg_export.c). */
+struct audience_export;
+void audience_pg_sessions(audience_db_t *db, struct audience_export *x);
 
 #endif

@@ -13,11 +13,12 @@
  * its start) and ends, ends first at the same time.
  *
  * The cache: the figures of a whole hour or day in the past that no session going on
- * overlaps are kept in figures_cache, with the bucket's fingerprint (the sum of the versions
- * of its hours: every record written bumps the version of each hour it covers). A later ask
- * for the same bucket, the same <min-session> and servers, whose fingerprint has not moved
- * reads the kept figures instead of making them again; so only the buckets that changed are
- * made, and the figures of a month by day cost about the last day or two.
+ * overlaps, or of a period asked as one from a whole hour to a whole hour (kept under its
+ * length as the step), are kept in figures_cache, with the bucket's fingerprint (the sum of
+ * the versions of its hours: every record written bumps the version of each hour it covers).
+ * A later ask for the same bucket, the same <min-session> and servers, whose fingerprint has
+ * not moved reads the kept figures instead of making them again; so only the buckets that
+ * changed are made, and the figures of a month by day cost about the last day or two.
  */
 #include "audience/audience_pg.h"
 
@@ -42,16 +43,19 @@
     " FROM sessions WHERE start_ms >= m.bf - $10::bigint - 3600000"                           \
     " AND start_ms < m.bt + $10::bigint AND end_ms > m.bf - $10::bigint"                      \
     " AND ($4::text IS NULL OR mount = $4) AND ($5::text IS NULL OR server = $5)"             \
+    " AND ($12::boolean OR invalid = '')"                                                      \
     " UNION ALL SELECT mount, start_ms, end_ms, ip, coalesce(user_agent, ''),"                \
     " coalesce(country, ''), preroll <> 0, false, listener_key FROM sessions"                 \
     " WHERE end_ms > m.bf - $10::bigint AND start_ms < m.bf - $10::bigint - 3600000"          \
     " AND end_ms - start_ms > 3600000"                                                         \
     " AND ($4::text IS NULL OR mount = $4) AND ($5::text IS NULL OR server = $5)"             \
+    " AND ($12::boolean OR invalid = '')"                                                      \
     " UNION ALL SELECT mount, start_ms, end_ms, ip, coalesce(user_agent, ''),"                \
     " coalesce(country, ''), preroll <> 0, true, listener_key FROM live_sessions l"           \
     " WHERE l.end_ms >= $6 AND l.start_ms < m.bt + $10::bigint"                               \
     " AND l.end_ms > m.bf - $10::bigint"                                                      \
     " AND ($4::text IS NULL OR mount = $4) AND ($5::text IS NULL OR server = $5)"             \
+    " AND ($12::boolean OR invalid = '')"                                                      \
     " AND NOT EXISTS (SELECT 1 FROM sessions x WHERE x.start_ms = l.start_ms"                 \
     " AND x.conn_id = l.conn_id AND x.server = l.server)"
 
@@ -59,27 +63,37 @@
  * it continues): the sessions of a listener key on a mount, by start (rn). One that began when
  * every one before it had ended (le: the last end), at most $11 ms (<resume-seconds>; 0: none)
  * after, continues (pe: that end) the chain of the one that ended last (ties: the later one).
- * In SQL: the continuing sessions cut the sessions into segments (sg), the one that ended last
- * in a segment (lr) is what the next segment's first continues; a segment "carries" (ca) when
- * its first continues and ended last in it, so the chain of a continuing session is that of
- * the last segment before it that does not carry (ch: its number; a session that begins a
- * chain and ends last in its segment is that chain; any other alone, -rn). Each gets its
- * chain's length (cl, the time its sessions listened); the bucket's own sessions are kept. */
+ * PAUSED is every session with rn, le and pe, and whether any of its key's sessions on the
+ * mount continues another (cs): most do not, and then each session is a chain of its own.
+ * CHAINED follows the chains of the others only: the continuing sessions cut them into
+ * segments (sg), the one that ended last in a segment (lr) is what the next segment's first
+ * continues; a segment "carries" (ca) when its first continues and ended last in it, so the
+ * chain of a continuing session is that of the last segment before it that does not carry
+ * (ch: its number; a session that begins a chain and ends last in its segment is that chain;
+ * any other alone, -rn). Each gets its chain's length (cl, the time its sessions listened). */
+#define PAUSED                                                                                 \
+    "SELECT *, bool_or(pe IS NOT NULL) OVER (PARTITION BY b, k, mount) AS cs FROM ("          \
+    " SELECT *, CASE WHEN $11::bigint > 0 AND k IS NOT NULL AND start_ms >= le"               \
+    "  AND start_ms - le <= $11::bigint THEN le END AS pe FROM ("                             \
+    "  SELECT *, max(end_ms) OVER (PARTITION BY b, k, mount ORDER BY rn"                      \
+    "   ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS le FROM ("                       \
+    "   SELECT *, row_number() OVER (PARTITION BY b, k, mount ORDER BY start_ms, end_ms)"     \
+    "    AS rn FROM sw) r) l) c"
+
+#define CHAIN_COLUMNS "b, bf, bt, mount, start_ms, end_ms, ip, ua, cc, preroll, now, k, pe"
+
 #define CHAINED                                                                                \
-    "SELECT *, sum(end_ms - start_ms) OVER (PARTITION BY b, k, mount, ch) AS cl FROM ("        \
+    "SELECT " CHAIN_COLUMNS ", end_ms - start_ms AS cl FROM pz WHERE NOT cs"                  \
+    " UNION ALL SELECT " CHAIN_COLUMNS ","                                                     \
+    " sum(end_ms - start_ms) OVER (PARTITION BY b, k, mount, ch) AS cl FROM ("                 \
     " SELECT *, CASE WHEN pe IS NOT NULL THEN max(sg) FILTER (WHERE NOT ca) OVER (PARTITION BY" \
     "   b, k, mount ORDER BY rn ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"            \
     "  WHEN lr = rn THEN sg ELSE -rn END AS ch FROM ("                                        \
     "  SELECT *, bool_or(pe IS NOT NULL AND lr = rn) OVER (PARTITION BY b, k, mount, sg) AS ca"\
     "  FROM (SELECT *, first_value(rn) OVER (PARTITION BY b, k, mount, sg"                     \
     "    ORDER BY end_ms DESC, rn DESC) AS lr FROM ("                                         \
-    "   SELECT *, count(pe) OVER (PARTITION BY b, k, mount ORDER BY rn) AS sg FROM ("         \
-    "    SELECT *, CASE WHEN $11::bigint > 0 AND k IS NOT NULL AND start_ms >= le"            \
-    "     AND start_ms - le <= $11::bigint THEN le END AS pe FROM ("                          \
-    "     SELECT *, max(end_ms) OVER (PARTITION BY b, k, mount ORDER BY rn"                   \
-    "      ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS le FROM ("                    \
-    "      SELECT *, row_number() OVER (PARTITION BY b, k, mount ORDER BY start_ms, end_ms)"  \
-    "       AS rn FROM sw) r) l) c) g) m) a) h"
+    "   SELECT *, count(pe) OVER (PARTITION BY b, k, mount ORDER BY rn) AS sg"                \
+    "    FROM pz WHERE cs) g) m) a) h"
 
 /* AQH: of the whole clock quarter-hours of the bucket [bf, bt), how many the session
  * listened five minutes or more of (audience_session_quarters, in SQL): a and b are the
@@ -99,6 +113,7 @@ static const char figures_sql[] =
     "WITH m AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $9::numeric[])"
     "  WITH ORDINALITY AS m(bf, bt, fp, b)),"
     " sw AS (SELECT m.b, m.bf, m.bt, s.* FROM m, LATERAL (" BUCKET_SESSIONS ") s),"
+    " pz AS MATERIALIZED (" PAUSED "),"
     " sb AS MATERIALIZED (SELECT c.*, cl >= $3 AS qual, cl >= 60000 AS wm,"
     "  pe IS NULL OR pe <= bf AS first_here FROM (" CHAINED ") c"
     "  WHERE start_ms < bt AND end_ms > bf),"
@@ -334,8 +349,10 @@ static int read_state(figures_t *f, const char *scope_server, const char *fresh)
         int64_t live = PQgetisnull(r, (int)i, 1) ? INT64_MAX
                                                  : strtoll(PQgetvalue(r, (int)i, 1), NULL, 10);
         snprintf(b->fp, sizeof(b->fp), "%s", PQgetvalue(r, (int)i, 0));
-        b->keep = step && b->from % step == 0 && b->to - b->from == step && b->to <= now &&
-                  b->to <= live;
+        /* an hour or a day whole; a period asked as one that begins and ends on whole hours */
+        int whole = step ? b->from % step == 0 && b->to - b->from == step
+                         : b->from % AUDIENCE_PG_HOUR_MS == 0 && b->to % AUDIENCE_PG_HOUR_MS == 0;
+        b->keep = whole && b->to <= now && b->to <= live;
     }
     PQclear(r);
     return 0;
@@ -404,8 +421,8 @@ static int make_rest(figures_t *f, const char *scope, const char *qualify, const
     snprintf(widen, sizeof(widen), "%d", q->resume_s ? AUDIENCE_CHAIN_MS : 0);
     snprintf(resume, sizeof(resume), "%lld", (long long)q->resume_s * 1000);
     const char *params[] = {bf,    bt,   qualify, q->mount, q->server, fresh,
-                            scope, step, fps,     widen,    resume};
-    r = bf && bt && fps ? audience_pg_run(f->db, figures_sql, 11, params, FIGURES_MS) : NULL;
+                            scope, step, fps,     widen,    resume,   q->gross ? "t" : "f"};
+    r = bf && bt && fps ? audience_pg_run(f->db, figures_sql, 12, params, FIGURES_MS) : NULL;
     free(bf);
     free(bt);
     free(fps);
@@ -460,7 +477,147 @@ static void figures_free(figures_t *f)
     free(f->b);
 }
 
-int audience_pg_make_figures(audience_db_t *db, audience_query_t *q)
+/* ---- the servers of the period ---- */
+
+/* The servers with sessions in each bucket ($1, $2: the starts and ends of those not
+ * remembered), found as for a bucket, and (bucket 0) those with sessions going on in the
+ * period [$4, $5) (rows fresher than $3). */
+static const char servers_sql[] =
+    "SELECT m.b, s.server FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS m(bf, bt, b),"
+    " LATERAL (SELECT server FROM sessions WHERE start_ms >= m.bf - 3600000"
+    "  AND start_ms < m.bt AND end_ms > m.bf"
+    "  UNION SELECT server FROM sessions WHERE end_ms > m.bf AND start_ms < m.bf - 3600000"
+    "  AND end_ms - start_ms > 3600000) s"
+    " UNION ALL SELECT DISTINCT 0, server FROM live_sessions WHERE end_ms >= $3"
+    "  AND start_ms < $5 AND end_ms > $4";
+
+static void memo_clear(audience_pg_memo_t *m)
+{
+    for (size_t i = 0; i < m->n; i++)
+        free(m->names[i]);
+    free(m->names);
+    *m = (audience_pg_memo_t){0};
+}
+
+void audience_pg_memo_free(audience_pg_t *p)
+{
+    for (size_t i = 0; i < p->nmemo; i++)
+        memo_clear(&p->memo[i]);
+    free(p->memo);
+    p->memo = NULL;
+    p->nmemo = 0;
+}
+
+static int memo_add(audience_pg_memo_t *m, const char *name)
+{
+    char **v = realloc(m->names, (m->n + 1) * sizeof(*v));
+    if (!v)
+        return -ENOMEM;
+    m->names = v;
+    return (v[m->n] = strdup(name)) ? (m->n++, 0) : -ENOMEM;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* q->servers: the union of every bucket's (a kept bucket's remembered from an earlier ask of
+ * the same bucket and fingerprint: its hours unchanged, its servers too) and those going on,
+ * in byte order. What is remembered becomes the kept buckets of this ask. v[nb] (bucket nb:
+ * those going on) is filled here. */
+static int servers_of(figures_t *f, const char *fresh, audience_pg_memo_t *v)
+{
+    audience_pg_t *p = f->db->impl;
+    buf_t bf = BUF_INIT, bt = BUF_INIT;
+    size_t todo = 0;
+    buf_append_char(&bf, '{');
+    buf_append_char(&bt, '{');
+    for (size_t i = 0; i < f->nb; i++) {
+        const bucket_t *b = &f->b[i];
+        v[i] = (audience_pg_memo_t){.from = b->from, .to = b->to};
+        snprintf(v[i].fp, sizeof(v[i].fp), "%s", b->keep ? b->fp : "");
+        for (size_t k = 0; b->keep && b->fp[0] && k < p->nmemo; k++) {
+            audience_pg_memo_t *m = &p->memo[k];
+            if (m->from == b->from && m->to == b->to && strcmp(m->fp, b->fp) == 0 && m->fp[0]) {
+                v[i] = *m; /* taken */
+                *m = (audience_pg_memo_t){0};
+                v[i].known = 1;
+                break;
+            }
+        }
+        if (v[i].known)
+            continue;
+        buf_appendf(&bf, "%s%lld", todo ? "," : "", (long long)b->from);
+        buf_appendf(&bt, "%s%lld", todo ? "," : "", (long long)b->to);
+        v[i].todo = ++todo;
+    }
+    buf_append_char(&bf, '}');
+    buf_append_char(&bt, '}');
+    size_t len;
+    char *starts = buf_take(&bf, &len), *ends = buf_take(&bt, &len);
+    char from[24], to[24];
+    snprintf(from, sizeof(from), "%lld", (long long)f->q->from_ms);
+    snprintf(to, sizeof(to), "%lld", (long long)f->q->to_ms);
+    const char *params[] = {starts, ends, fresh, from, to};
+    PGresult *r = starts && ends ? audience_pg_run(f->db, servers_sql, 5, params, FIGURES_MS)
+                                 : NULL;
+    free(starts);
+    free(ends);
+    if (!r)
+        return -EIO;
+    int err = 0;
+    for (int i = 0; i < PQntuples(r) && !err; i++) {
+        size_t b = strtoull(PQgetvalue(r, i, 0), NULL, 10);
+        for (size_t k = 0; k <= f->nb && !err; k++) /* the bucket answered as b */
+            if ((k == f->nb && b == 0) || (k < f->nb && b && v[k].todo == b))
+                err = memo_add(&v[k], PQgetvalue(r, i, 1));
+    }
+    PQclear(r);
+    /* the answer: every name once, in byte order */
+    size_t n = 0;
+    for (size_t i = 0; i <= f->nb; i++)
+        n += v[i].n;
+    char **all = n ? malloc(n * sizeof(*all)) : NULL;
+    if (n && !all)
+        err = -ENOMEM;
+    for (size_t i = 0, k = 0; !err && i <= f->nb; i++)
+        for (size_t j = 0; j < v[i].n; j++)
+            all[k++] = v[i].names[j];
+    if (!err && n)
+        qsort(all, n, sizeof(*all), by_name);
+    for (size_t i = 0; !err && i < n; i++)
+        if (i == 0 || strcmp(all[i], all[i - 1]) != 0)
+            err = audience_query_add_server(f->q, all[i]);
+    free(all);
+    /* remembered from now on: this ask's kept buckets */
+    audience_pg_memo_free(p);
+    size_t kept = 0;
+    for (size_t i = 0; i < f->nb; i++)
+        kept += v[i].fp[0] != 0;
+    if (!err && kept && (p->memo = calloc(kept, sizeof(*p->memo))))
+        for (size_t i = 0; i < f->nb; i++)
+            if (v[i].fp[0]) {
+                p->memo[p->nmemo] = v[i];
+                p->memo[p->nmemo].known = p->memo[p->nmemo].todo = 0;
+                p->nmemo++;
+                v[i] = (audience_pg_memo_t){0};
+            }
+    return err;
+}
+
+/* servers_of with the lists it fills freed after. */
+static int read_servers(figures_t *f, const char *fresh)
+{
+    audience_pg_memo_t *v = calloc(f->nb + 1, sizeof(*v));
+    int err = v ? servers_of(f, fresh, v) : -ENOMEM;
+    for (size_t i = 0; v && i <= f->nb; i++)
+        memo_clear(&v[i]);
+    free(v);
+    return err;
+}
+
+int audience_pg_make_figures(audience_db_t *db, audience_query_t *q, int servers)
 {
     audience_pg_t *p = db->impl;
     if (!p->conn) {
@@ -470,19 +627,24 @@ int audience_pg_make_figures(audience_db_t *db, audience_query_t *q)
     figures_t f = {.db = db, .q = q};
     char qualify[24], step[24], fresh[24];
     snprintf(qualify, sizeof(qualify), "%lld", (long long)q->qualify_s * 1000);
-    snprintf(step, sizeof(step), "%lld", (long long)q->step_ms);
+    /* a period asked as one is kept under its length: that of a whole hour or day is the
+     * same bucket with the same figures as the hour's or the day's */
+    snprintf(step, sizeof(step), "%lld",
+             (long long)(q->step_ms ? q->step_ms : q->to_ms - q->from_ms));
     snprintf(fresh, sizeof(fresh), "%lld",
              (long long)(session_now_ms() - AUDIENCE_PG_LIVE_STALE_MS));
-    /* the figures kept follow the servers asked for and the pauses: "r180|edge-1" */
+    /* the figures kept follow the servers asked for, the pauses and the traffic: "r180|edge-1",
+     * "gr180|edge-1" (gross; net's scope is the one kept before invalid traffic was told
+     * apart, when every session was a valid one) */
     const char *server = q->server ? q->server : "";
-    size_t cap = strlen(server) + 16;
+    size_t cap = strlen(server) + 24;
     char *scope = malloc(cap);
     if (!scope) {
         q->err = -ENOMEM;
         return 0;
     }
-    if (q->resume_s)
-        snprintf(scope, cap, "r%d|%s", q->resume_s, server);
+    if (q->resume_s || q->gross)
+        snprintf(scope, cap, "%sr%d|%s", q->gross ? "g" : "", q->resume_s, server);
     else
         snprintf(scope, cap, "%s", server);
     PGresult *r = audience_pg_run(db, "BEGIN; SET LOCAL work_mem = '256MB'; SET LOCAL jit = off",
@@ -493,6 +655,7 @@ int audience_pg_make_figures(audience_db_t *db, audience_query_t *q)
     err = err ? err : read_cached(&f, scope, qualify, step);
     err = err ? err : make_rest(&f, scope, qualify, step, fresh);
     err = err ? err : gather(&f);
+    err = err || !servers ? err : read_servers(&f, fresh);
     if (p->conn)
         PQclear(audience_pg_run(db, err ? "ROLLBACK" : "COMMIT", 0, NULL, FIGURES_MS));
     if (err) {
@@ -513,50 +676,18 @@ int audience_pg_make_figures(audience_db_t *db, audience_query_t *q)
     return err ? 0 : (int)f.made;
 }
 
-/* The servers with sessions in the period [$1, $2), stored or going on (rows fresher than
- * $3), whatever mount and server were asked: found as for a bucket, in byte order (the column
- * collates as "C"). */
-static const char servers_sql[] =
-    "SELECT server FROM sessions WHERE start_ms >= $1::bigint - 3600000 AND start_ms < $2"
-    " AND end_ms > $1"
-    " UNION SELECT server FROM sessions WHERE end_ms > $1 AND start_ms < $1::bigint - 3600000"
-    " AND end_ms - start_ms > 3600000"
-    " UNION SELECT server FROM live_sessions WHERE end_ms >= $3 AND start_ms < $2"
-    " AND end_ms > $1 ORDER BY 1";
-
-static void read_servers(audience_db_t *db, audience_query_t *q)
-{
-    audience_pg_t *p = db->impl;
-    char from[24], to[24], fresh[24];
-    snprintf(from, sizeof(from), "%lld", (long long)q->from_ms);
-    snprintf(to, sizeof(to), "%lld", (long long)q->to_ms);
-    snprintf(fresh, sizeof(fresh), "%lld",
-             (long long)(session_now_ms() - AUDIENCE_PG_LIVE_STALE_MS));
-    const char *params[] = {from, to, fresh};
-    PGresult *r = audience_pg_run(db, servers_sql, 3, params, FIGURES_MS);
-    if (!r) {
-        q->err = p->conn ? -EIO : -EAGAIN;
-        return;
-    }
-    for (int i = 0; i < PQntuples(r) && q->err == 0; i++)
-        q->err = audience_query_add_server(q, PQgetvalue(r, i, 0));
-    PQclear(r);
-}
-
 void audience_pg_figures(audience_db_t *db, audience_query_t *q)
 {
     audience_pg_t *p = db->impl;
     if (p->conn) /* this server's sessions going on as they are now: they count too */
         audience_pg_publish_live(db, q->qualify_s, q->anonymize);
-    audience_pg_make_figures(db, q);
-    if (q->err == 0)
-        read_servers(db, q);
+    audience_pg_make_figures(db, q, 1);
 }
 
 /* ---- top lists ---- */
 
 /* $1, $2 the period; $3 the qualifying length; $4 a mount or NULL; $5 by referrer; $6 the
- * limit; $7 a server or NULL. The sessions found as for a bucket (BUCKET_SESSIONS, stored
+ * limit; $7 a server or NULL; $8 true for every session (gross), false for the valid ones. The sessions found as for a bucket (BUCKET_SESSIONS, stored
  * ones only). */
 static const char top_sql[] =
     "SELECT k, count(*), count(*) FILTER (WHERE end_ms - start_ms >= $3),"
@@ -566,10 +697,12 @@ static const char top_sql[] =
     " FROM (SELECT CASE WHEN $5 THEN referer ELSE user_agent END AS k, start_ms, end_ms"
     "  FROM sessions WHERE start_ms >= $1::bigint - 3600000 AND start_ms < $2 AND end_ms > $1"
     "  AND ($4::text IS NULL OR mount = $4) AND ($7::text IS NULL OR server = $7)"
+    "  AND ($8::boolean OR invalid = '')"
     "  UNION ALL SELECT CASE WHEN $5 THEN referer ELSE user_agent END, start_ms, end_ms"
     "  FROM sessions WHERE end_ms > $1 AND start_ms < $1::bigint - 3600000"
     "  AND end_ms - start_ms > 3600000"
-    "  AND ($4::text IS NULL OR mount = $4) AND ($7::text IS NULL OR server = $7)) s"
+    "  AND ($4::text IS NULL OR mount = $4) AND ($7::text IS NULL OR server = $7)"
+    "  AND ($8::boolean OR invalid = '')) s"
     " GROUP BY k ORDER BY count(*) DESC, k NULLS FIRST LIMIT $6";
 
 void audience_pg_top(audience_db_t *db, audience_top_t *t)
@@ -585,8 +718,8 @@ void audience_pg_top(audience_db_t *db, audience_top_t *t)
     snprintf(qualify, sizeof(qualify), "%lld", (long long)t->qualify_s * 1000);
     snprintf(limit, sizeof(limit), "%d", t->limit);
     const char *params[] = {from, to, qualify, t->mount, t->by_referer ? "true" : "false",
-                            limit, t->server};
-    PGresult *r = audience_pg_run(db, top_sql, 7, params, FIGURES_MS);
+                            limit, t->server, t->gross ? "t" : "f"};
+    PGresult *r = audience_pg_run(db, top_sql, 8, params, FIGURES_MS);
     if (!r) {
         t->err = p->conn ? -EIO : -EAGAIN;
         return;

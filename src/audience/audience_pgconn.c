@@ -4,13 +4,17 @@
  * audience_pgconn.h).
  */
 #include "audience/audience_pgconn.h"
+#include "audience/audience_pgresolve.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "core/buf.h"
 #include "core/loop.h"
@@ -127,16 +131,57 @@ static int wait_socket(PGconn *c, short events, uint64_t deadline)
     }
 }
 
+/* libpq's TLS files (a client certificate and key, the CAs, their revocations) default to
+ * ~/.postgresql/ of $HOME, which is root's when the server was started as root and runs as
+ * <changeowner>'s user: unreadable, which libpq takes for a failure of every TLS connection.
+ * They are named here under the home of the user the server runs as (where they are missing,
+ * libpq goes without them, as it would for that user); the URI's own settings win. How many
+ * keys and values were set (paths holds the values). */
+static int home_files(const char **keys, const char **values, char (*paths)[PATH_MAX])
+{
+    static const char *const names[][2] = {{"sslcert", "postgresql.crt"},
+                                           {"sslkey", "postgresql.key"},
+                                           {"sslrootcert", "root.crt"},
+                                           {"sslcrl", "root.crl"}};
+    char buf[4096];
+    struct passwd pwd, *pw = NULL;
+    if (getpwuid_r(geteuid(), &pwd, buf, sizeof(buf), &pw) != 0 || !pw || !pw->pw_dir ||
+        !*pw->pw_dir)
+        return 0;
+    for (int i = 0; i < 4; i++) {
+        snprintf(paths[i], PATH_MAX, "%s/.postgresql/%s", pw->pw_dir, names[i][1]);
+        keys[i] = names[i][0];
+        values[i] = paths[i];
+    }
+    return 4;
+}
+
 PGconn *audience_pg_connect(const char *uri, int timeout_ms, audience_pg_err_t *err)
 {
     char *why = err->why;
     size_t cap = sizeof(err->why);
     *err = (audience_pg_err_t){.gone = 1};
-    /* the URI comes last: what it says wins over these defaults */
-    const char *const keys[] = {"application_name", "client_encoding", "dbname", NULL};
-    const char *const values[] = {"rimecast", "UTF8", uri, NULL};
     uint64_t deadline = loop_now_ms() + (uint64_t)timeout_ms;
+    /* the hosts' names looked up here, within the deadline: libpq's own lookup has none */
+    audience_pg_hosts_t hosts;
+    if (audience_pg_resolve(uri, deadline, &hosts, why, cap) < 0)
+        return NULL;
+    /* the URI comes after the defaults (what it says wins over them), the addresses found
+     * after the URI */
+    const char *keys[11] = {"application_name", "client_encoding"};
+    const char *values[11] = {"rimecast", "UTF8"};
+    char files[4][PATH_MAX];
+    int k = 2 + home_files(keys + 2, values + 2, files);
+    keys[k] = "dbname", values[k++] = uri;
+    if (hosts.hostaddr) {
+        keys[k] = "host", values[k++] = hosts.host;
+        keys[k] = "hostaddr", values[k++] = hosts.hostaddr;
+    }
+    if (hosts.port)
+        keys[k] = "port", values[k++] = hosts.port;
+    keys[k] = values[k] = NULL;
     PGconn *c = PQconnectStartParams(keys, values, 1);
+    audience_pg_hosts_free(&hosts);
     if (!c) {
         say(why, cap, "out of memory", NULL);
         return NULL;

@@ -2,8 +2,9 @@
 /*
  * audience_pgconn: one libpq connection driven with deadlines, for the PostgreSQL backend of
  * the audience store. Connecting and every command are libpq's non-blocking calls waited on
- * with poll(2) until a deadline: a database that does not answer costs the store's thread that
- * time, never more, and the connection is then dropped (the caller connects again later).
+ * with poll(2) until a deadline, the host names looked up within it (audience_pgresolve.h): a
+ * database or a resolver that does not answer costs the store's thread that time, never more,
+ * and the connection is then dropped (the caller connects again later).
  * Also what may be shown of a libpq URI: the password replaced, wherever it is. Store thread
  * only; no state of its own.
  */

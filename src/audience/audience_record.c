@@ -11,7 +11,7 @@
 audience_record_t *audience_record_copy(const session_record_t *r, const char *name)
 {
     const char *s[] = {r->mount, r->served, r->address, r->agent, r->referer, r->user,
-                       r->country, r->key, name};
+                       r->country, r->key, name, r->invalid};
     size_t n = sizeof(s) / sizeof(s[0]), size = 0;
     for (size_t i = 0; i < n; i++)
         size += s[i] ? strlen(s[i]) + 1 : 0;
@@ -21,7 +21,7 @@ audience_record_t *audience_record_copy(const session_record_t *r, const char *n
     *e = (audience_record_t){.r = *r};
     char *p = e->text;
     const char **d[] = {&e->r.mount, &e->r.served, &e->r.address, &e->r.agent, &e->r.referer,
-                        &e->r.user, &e->r.country, &e->r.key, &e->server};
+                        &e->r.user, &e->r.country, &e->r.key, &e->server, &e->r.invalid};
     for (size_t i = 0; i < n; i++) {
         *d[i] = NULL;
         if (!s[i])

@@ -13,11 +13,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* R2: R1's fields and the listener key (\N: none); R1 lines (written before records had a
- * key) are still read */
-#define SPOOL_TAG "R2"
+/* R3: R2's fields, why the session is invalid ("" valid) and 1 for an HLS session; R2: R1's
+ * fields and the listener key (\N: none); R2 and R1 lines (written before records had the
+ * reason, or the key) are still read: valid streams */
+#define SPOOL_TAG "R3"
+#define SPOOL_TAG_R2 "R2"
 #define SPOOL_TAG_R1 "R1"
-#define SPOOL_FIELDS 17
+#define SPOOL_FIELDS 19
 #define SPOOL_CHUNK 65536
 
 /* ---- one line ---- */
@@ -57,6 +59,8 @@ int audience_spool_encode(buf_t *b, const audience_record_t *e)
     put_text(b, r->country);
     buf_appendf(b, "\t%d\t%d", (int)r->end, r->preroll ? 1 : 0);
     put_text(b, r->key);
+    put_text(b, r->invalid ? r->invalid : "");
+    buf_appendf(b, "\t%d", r->hls ? 1 : 0);
     return buf_append_char(b, '\n');
 }
 
@@ -138,9 +142,21 @@ audience_record_t *audience_spool_decode(const char *line, size_t len)
         flen[n++] = i - start;
         start = i + 1;
     }
-    int r1 = n == SPOOL_FIELDS - 1 && flen[0] == 2 && memcmp(f[0], SPOOL_TAG_R1, 2) == 0;
-    if (!r1 && (n != SPOOL_FIELDS || flen[0] != 2 || memcmp(f[0], SPOOL_TAG, 2) != 0))
+    int r1 = n == SPOOL_FIELDS - 3 && flen[0] == 2 && memcmp(f[0], SPOOL_TAG_R1, 2) == 0;
+    int r2 = n == SPOOL_FIELDS - 2 && flen[0] == 2 && memcmp(f[0], SPOOL_TAG_R2, 2) == 0;
+    if (!r1 && !r2 && (n != SPOOL_FIELDS || flen[0] != 2 || memcmp(f[0], SPOOL_TAG, 2) != 0))
         return NULL;
+    /* R3: the reason (a short word of lower-case letters: nothing to unescape) and the kind */
+    char invalid[16] = "";
+    long long hls = 0;
+    if (n == SPOOL_FIELDS) {
+        if (flen[17] >= sizeof(invalid) || strspn(f[17], "abcdefghijklmnopqrstuvwxyz_") <
+                                                 flen[17] ||
+            number(f[18], flen[18], 0, 1, &hls) < 0)
+            return NULL;
+        memcpy(invalid, f[17], flen[17]);
+        invalid[flen[17]] = '\0';
+    }
     /* the key: SESSION_KEY_LEN lower-case hex digits, or \N */
     char key[SESSION_KEY_LEN + 1];
     const char *kf = r1 ? NULL : f[16];
@@ -186,7 +202,8 @@ audience_record_t *audience_spool_decode(const char *line, size_t len)
                                .address = texts[3], .agent = texts[4], .referer = texts[5],
                                .user = texts[6], .country = texts[7],
                                .end = (session_end_t)end, .preroll = (int)preroll,
-                               .key = has_key ? key : NULL};
+                               .key = has_key ? key : NULL, .invalid = invalid,
+                               .hls = (int)hls};
         e = audience_record_copy(&r, texts[0]);
         if (e)
             memcpy(e->uid, uid, sizeof(uid));

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "audience/audience_backend.h"
+#include "audience/audience_export.h"
 #include "core/log.h"
 #include "stream/session.h"
 
@@ -48,6 +49,8 @@ static const char schema[] =
     " preroll INTEGER NOT NULL DEFAULT 0,"
     " server TEXT,"
     " listener_key TEXT,"
+    " invalid TEXT NOT NULL DEFAULT '',"
+    " hls INTEGER NOT NULL DEFAULT 0,"
     TIME_COLUMNS ");"
     "CREATE INDEX IF NOT EXISTS sessions_mount_start ON sessions (mount, start_ms);"
     "CREATE INDEX IF NOT EXISTS sessions_start ON sessions (start_ms);";
@@ -69,6 +72,13 @@ static const char server_sql[] =
  * has: the figures count those by address and agent) */
 static const char key_sql[] =
     "ALTER TABLE sessions ADD COLUMN listener_key TEXT;";
+/* one made before invalid traffic was told apart gets the reason and the kind ('' and 0 in
+ * the rows it has: valid, streams) */
+static const char invalid_sql[] =
+    "BEGIN;"
+    "ALTER TABLE sessions ADD COLUMN invalid TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE sessions ADD COLUMN hls INTEGER NOT NULL DEFAULT 0;"
+    "COMMIT;";
 static const char times_sql[] =
     "BEGIN;"
     "ALTER TABLE sessions ADD COLUMN " TIME_COLUMN_START ";"
@@ -78,8 +88,8 @@ static const char times_sql[] =
 
 static const char insert_sql[] =
     "INSERT INTO sessions (conn_id, mount, served, start_ms, end_ms, bytes, ip, user_agent,"
-    " referer, user, country, ended, preroll, server, listener_key)"
-    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+    " referer, user, country, ended, preroll, server, listener_key, invalid, hls)"
+    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
 
 typedef struct sqlite_db {
     sqlite3 *sql;
@@ -124,7 +134,8 @@ static int upgrade(sqlite3 *sql, char **err)
     int rc = upgrade_step(sql, "ip, user_agent, preroll", rename_sql, err);
     rc = rc == SQLITE_OK ? upgrade_step(sql, "start, \"end\", seconds", times_sql, err) : rc;
     rc = rc == SQLITE_OK ? upgrade_step(sql, "server", server_sql, err) : rc;
-    return rc == SQLITE_OK ? upgrade_step(sql, "listener_key", key_sql, err) : rc;
+    rc = rc == SQLITE_OK ? upgrade_step(sql, "listener_key", key_sql, err) : rc;
+    return rc == SQLITE_OK ? upgrade_step(sql, "invalid, hls", invalid_sql, err) : rc;
 }
 
 static void sqlite_close(audience_db_t *db)
@@ -200,6 +211,8 @@ static int insert(sqlite_db_t *db, const audience_record_t *e)
     sqlite3_bind_int(s, 13, r->preroll ? 1 : 0);
     bind_text(s, 14, e->server);
     bind_text(s, 15, r->key);
+    bind_text(s, 16, r->invalid ? r->invalid : "");
+    sqlite3_bind_int(s, 17, r->hls ? 1 : 0);
     return sqlite3_step(s) == SQLITE_DONE ? 0 : -EIO;
 }
 
@@ -293,6 +306,12 @@ static void sqlite_top(audience_db_t *db, audience_top_t *t)
     audience_sqlite_top(s ? s->sql : NULL, t);
 }
 
+static void sqlite_sessions(audience_db_t *db, audience_export_t *x)
+{
+    sqlite_db_t *s = db->impl;
+    audience_sqlite_sessions(s ? s->sql : NULL, x);
+}
+
 const audience_backend_t audience_sqlite_backend = {
     .name = "SQLite",
     .pruned = "ended",
@@ -302,4 +321,5 @@ const audience_backend_t audience_sqlite_backend = {
     .prune = sqlite_prune,
     .figures = sqlite_figures,
     .top = sqlite_top,
+    .sessions = sqlite_sessions,
 };

@@ -21,5 +21,8 @@ const char *audience_sqlite_schema(void);
 void audience_sqlite_figures(sqlite3 *db, audience_query_t *q);
 /* Fills t's answer from db (NULL: -ENODEV). */
 void audience_sqlite_top(sqlite3 *db, audience_top_t *t);
+/* The next chunk of x's sessions from db (audience_export.h; NULL: -ENODEV). */
+struct audience_export;
+void audience_sqlite_sessions(sqlite3 *db, struct audience_export *x);
 
 #endif

@@ -22,10 +22,10 @@
 static const char live_sql[] =
     "CREATE TEMP TABLE IF NOT EXISTS live (mount TEXT NOT NULL, start_ms INTEGER NOT NULL,"
     " end_ms INTEGER NOT NULL, ip TEXT NOT NULL, user_agent TEXT, country TEXT,"
-    " preroll INTEGER NOT NULL, listener_key TEXT);"
+    " preroll INTEGER NOT NULL, listener_key TEXT, invalid TEXT NOT NULL);"
     "DELETE FROM temp.live;";
 static const char live_insert_sql[] =
-    "INSERT INTO temp.live VALUES (?,?,?,?,?,?,?,?)";
+    "INSERT INTO temp.live VALUES (?,?,?,?,?,?,?,?,?)";
 
 static void bind_text_or_null(sqlite3_stmt *s, int i, const char *t)
 {
@@ -46,6 +46,7 @@ static int insert_live(sqlite3_stmt *s, const audience_live_row_t *e)
     bind_text_or_null(s, 6, e->cc[0] ? e->cc : NULL);
     sqlite3_bind_int(s, 7, e->r.preroll);
     bind_text_or_null(s, 8, e->key[0] ? e->key : NULL);
+    sqlite3_bind_text(s, 9, e->invalid, -1, SQLITE_STATIC);
     return sqlite3_step(s) == SQLITE_DONE ? 0 : -EIO;
 }
 
@@ -73,15 +74,18 @@ static int live_snapshot(sqlite3 *db, int qualify_s, int anonymize)
  * start_ms gives the stored ones in that order; SQLite merges the few going on into them): ?3
  * is the longest session (see "The lower bound" below), ?4 a mount or NULL for all, ?5 a
  * server or NULL for all, ?6 this server's name (the sessions going on are its own, and so
- * are records without a name, written before records had one). */
+ * are records without a name, written before records had one), ?7 1 for the valid sessions
+ * only (net), 0 for every one (gross). */
 static const char period_sql[] =
     "SELECT mount, start_ms, end_ms, ip, IFNULL(user_agent, ''), IFNULL(country, ''),"
     " preroll, now, listener_key"
     " FROM (SELECT mount, start_ms, end_ms, ip, user_agent, country, preroll, 0 AS now,"
-    "  IFNULL(server, ?6) AS srv, listener_key FROM sessions UNION ALL SELECT mount, start_ms,"
-    "  end_ms, ip, user_agent, country, preroll, 1, ?6, listener_key FROM temp.live)"
+    "  IFNULL(server, ?6) AS srv, listener_key, invalid FROM sessions UNION ALL SELECT mount,"
+    "  start_ms, end_ms, ip, user_agent, country, preroll, 1, ?6, listener_key, invalid"
+    "  FROM temp.live)"
     " WHERE start_ms >= ?1 - ?3 AND start_ms < ?2 AND end_ms > ?1"
-    " AND (?4 IS NULL OR mount = ?4) AND (?5 IS NULL OR srv = ?5) ORDER BY start_ms";
+    " AND (?4 IS NULL OR mount = ?4) AND (?5 IS NULL OR srv = ?5)"
+    " AND (?7 = 0 OR invalid = '') ORDER BY start_ms";
 
 /* The servers with sessions in the period [?1, ?2), whatever mount and server were asked, in
  * byte order: ?3 this server's name (of the sessions going on, and of records without one),
@@ -242,6 +246,7 @@ static int read_period(figures_t *f, sqlite3 *db)
             sqlite3_bind_text(st, 5, q->server, -1, SQLITE_STATIC);
             sqlite3_bind_text(st, 6, audience_store_server_name(), -1, SQLITE_TRANSIENT);
         }
+        sqlite3_bind_int(st, 7, !q->gross);
         err = 0;
         while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW)
             err = read_session(f, st);

@@ -14,7 +14,7 @@
 #include <string.h>
 
 /* ?1, ?2: the period; ?3 the qualifying length in ms; ?4 a mount or NULL for all; ?5 1 to
- * group by referrer; ?6 the limit. The longest session bounds the search on start_ms from
+ * group by referrer; ?6 the limit; ?9 1 for the valid sessions only (net). The longest session bounds the search on start_ms from
  * below, as for the figures; the total of every group comes before the limit cuts them.
  * The first %s: the column of user agents; the second: for one server, SERVER_SQL. */
 static const char top_sql[] =
@@ -25,6 +25,7 @@ static const char top_sql[] =
     " SUM(COUNT(*)) OVER ()"
     " FROM sessions WHERE start_ms >= ?1 - (SELECT IFNULL(MAX(end_ms - start_ms), 0)"
     "  FROM sessions) AND start_ms < ?2 AND end_ms > ?1 AND (?4 IS NULL OR mount = ?4)%s"
+    " AND (?9 = 0 OR invalid = '')"
     " GROUP BY k ORDER BY COUNT(*) DESC, k LIMIT ?6";
 /* ?7 the server asked for, ?8 this one's name (that of records written before they had one) */
 #define SERVER_SQL " AND IFNULL(server, ?8) = ?7"
@@ -80,6 +81,7 @@ void audience_sqlite_top(sqlite3 *db, audience_top_t *t)
         sqlite3_bind_null(s, 4);
     sqlite3_bind_int(s, 5, t->by_referer);
     sqlite3_bind_int(s, 6, t->limit);
+    sqlite3_bind_int(s, 9, !t->gross);
     if (t->server) {
         sqlite3_bind_text(s, 7, t->server, -1, SQLITE_STATIC);
         sqlite3_bind_text(s, 8, audience_store_server_name(), -1, SQLITE_TRANSIENT);

@@ -3,6 +3,7 @@
  * audience_store: the store's queue and thread, whatever the backend (see audience_store.h).
  */
 #include "audience/audience_store.h"
+#include "audience/audience_export.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -238,11 +239,12 @@ static void *store_main(void *arg)
     audience_backlog_t backlog;
     audience_backlog_init(&backlog, server_config()->logdir);
     int first = 1, more = 0;
-    uint64_t next_prune = 0, next_tick = 0;
+    uint64_t next_prune = 0, next_tick = 0, next_export = 0;
     for (;;) {
         pthread_mutex_lock(&st.lock);
         if (!first && !more) {
-            wait_work(next_prune < next_tick || !next_tick ? next_prune : next_tick);
+            uint64_t until = next_prune < next_tick || !next_tick ? next_prune : next_tick;
+            wait_work(next_export < until ? next_export : until);
             linger();
         }
         audience_record_t *list = st.head;
@@ -258,6 +260,7 @@ static void *store_main(void *arg)
         if (check) {
             follow_config(&db);
             next_prune = 0; /* a new store, or maybe a new <retention-days> */
+            next_export = 0; /* or a new <export-dir> */
         }
         if (db.be && db.be->tick)
             next_tick = db.be->tick(&db, loop_now_ms());
@@ -265,6 +268,9 @@ static void *store_main(void *arg)
         publish(&backlog, &db);
         if (loop_now_ms() >= next_prune)
             next_prune = prune(&db);
+        if (loop_now_ms() >= next_export && !stop)
+            next_export = audience_export_days(db.be && (!db.be->ready || db.be->ready(&db))
+                                                   ? &db : NULL, audience_store_server_name());
         while (jobs) {
             job_t *next = jobs->next;
             jobs->fn(db.be ? &db : NULL, jobs->arg);

@@ -30,6 +30,7 @@ typedef struct audience_top {
     int by_referer;            /* 0: by user agent, 1: by referrer */
     int limit;                 /* entries at most, 1..AUDIENCE_TOP_MAX */
     int qualify_s;             /* <qualified-session-seconds> */
+    int gross;                 /* 1: every session; 0: the valid ones only (audience.h) */
     /* answered */
     audience_top_entry_t *entries; /* most sessions first, ties by name */
     size_t n;

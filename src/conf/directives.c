@@ -250,6 +250,9 @@ static const directive_t audience_dirs[] = {
     SIZE_D("spool-size", config_t, spool_size, 0, 1L << 40, 64L << 20),
     STR("listener-id-param", config_t, listener_id_param),
     INT_D("resume-seconds", config_t, resume_seconds, 0, 1800, 180),
+    PATH("bots", config_t, audience_bots),
+    INT_D("max-concurrent-per-listener", config_t, max_concurrent, 0, 100000, 10),
+    PATH("export-dir", config_t, audience_export),
     END,
 };
 static const section_t audience_sec = {"audience", audience_dirs};

@@ -289,6 +289,11 @@ typedef struct config {
     char *listener_id_param; /* <listener-id-param>: the query parameter a player's listener
                               * id comes in (the listener key); NULL: none */
     int resume_seconds;     /* 180: a listener back this soon continues its session; 0: off */
+    char *audience_bots;    /* <bots>: a robots list in the IAB/ABC format, beside the built-in
+                             * one (audience/bots.h); NULL: the built-in list only */
+    int max_concurrent;     /* <max-concurrent-per-listener>: sessions of one listener key on a
+                             * mount at once past which they are invalid traffic; 0: no limit */
+    char *audience_export;  /* <export-dir>: a file of each UTC day's sessions; NULL: none */
 
     /* <security> */
     int chroot;

@@ -20,6 +20,8 @@
 #include "net/worker.h"
 #include "hls/hls_route_internal.h"
 #include "hls/hls.h"
+#include "hls/hls_window_internal.h"
+#include "hls/hls_ads.h"
 
 #define SEND_IOV 64
 
@@ -408,7 +410,7 @@ static int start_filling(const hls_request_t *r)
     const http_request_t *req = r->http;
     const hls_url_t *u = &r->url;
     hls_t *h = r->window;
-    if (u->part < 0 || !response_may_chunk(req) || req->method != HTTP_METHOD_GET ||
+    if (u->ad || u->part < 0 || !response_may_chunk(req) || req->method != HTTP_METHOD_GET ||
         http_find_header(req, "range"))
         return 0;
     hls_piece_t p = {0};
@@ -459,7 +461,8 @@ static int start_filling(const hls_request_t *r)
 static int piece_find(const hls_request_t *r, piece_send_t *s)
 {
     const hls_url_t *u = &r->url;
-    int rc = !s ? -ENOMEM : u->init ? hls_init_piece(r->window, u->seq, &s->piece)
+    int rc = !s ? -ENOMEM : u->ad ? hls_adcut_piece(u->ad_id, u->seq, u->part, u->ext, &s->piece)
+                          : u->init ? hls_init_piece(r->window, u->seq, &s->piece)
                                     : hls_piece(r->window, u->seq, u->part, &s->piece);
     if (rc == HLS_PENDING) {
         /* the preload hint's part, or one just ahead: sent once it is complete */
@@ -556,6 +559,11 @@ void hls_pieces_answer(const hls_request_t *r)
     }
     if (audio && hls_admit_count(r, to - from))
         client_skip_log(c); /* counted in its session's line */
+    if (audio && r->url.ad && from == 0 && to == size)
+        hls_ads_fetched(r->window, &(hls_client_t){.ip = c->ip, .agent = r->agent,
+                                                   .agent_len = r->agent_len, .conn_id = c->id,
+                                                   .token = hls_request_token(r)},
+                        r->url.ad_id, r->url.seq, r->url.part);
     c->data = s;
     c->role = &piece_ops;
     c->ops = &piece_ops;

@@ -21,6 +21,7 @@
 #include "hls/hls_window_internal.h"
 #include "hls/hls_fmp4.h"
 #include "hls/hls_intro.h"
+#include "hls/hls_ads.h"
 
 #define PARTS_LISTED_SEGMENTS 2 /* complete segments whose parts stay listed */
 
@@ -119,6 +120,48 @@ void hls_view_begin_locked(hls_t *h, const hls_intro_t *intro, hls_view_t *v)
     v->disc_before_next = disc_before(h, m + 1);
 }
 
+int hls_playlist_first_locked(hls_t *h, uint64_t *first_out)
+{
+    uint64_t first = h->first_seq;
+    if (h->open_seq > first + (uint64_t)h->listed)
+        first = h->open_seq - (uint64_t)h->listed;
+    /* the listed segments last at least three target durations (segments are a bit shorter
+     * than the target: one more may be needed) */
+    double listed = 0;
+    for (uint64_t q = first; q < h->open_seq && h->segs; q++) {
+        const hls_seg_t *s = hls_seg_at(h, q);
+        listed += s ? (double)s->samples / s->rate : 0;
+    }
+    while (h->segs && listed < 3.0 * h->target && first > h->first_seq &&
+           hls_seg_at(h, first - 1)) {
+        const hls_seg_t *s = hls_seg_at(h, --first);
+        listed += (double)s->samples / s->rate;
+    }
+    *first_out = first;
+    return !h->segs || first >= h->open_seq ? -EAGAIN : 0;
+}
+
+/* What a session's playlist with an ad break borrows (hls_adview.c). */
+void hls_playlist_date(buf_t *out, int64_t ms)
+{
+    write_date(out, ms);
+}
+
+void hls_playlist_parts(buf_t *out, const hls_seg_t *s, const char *ext)
+{
+    write_parts(out, s, ext);
+}
+
+uint64_t hls_playlist_disc_before(const hls_t *h, uint64_t seq)
+{
+    return disc_before(h, seq);
+}
+
+uint64_t hls_playlist_view_first(const hls_t *h, const hls_view_t *v, uint64_t *first)
+{
+    return view_first(h, v, first);
+}
+
 int hls_playlist(hls_t *h, buf_t *out, int ll)
 {
     return hls_playlist_view(h, out, ll, NULL);
@@ -157,22 +200,8 @@ int hls_playlist_view(hls_t *h, buf_t *out, int ll, const hls_view_t *v)
     size_t from = out->len;
     const char *ext = h->is_opus ? "mp4" : h->adts ? "aac" : "mp3";
     uint64_t map = UINT64_MAX;
-    uint64_t first = h->first_seq;
-    if (h->open_seq > first + (uint64_t)h->listed)
-        first = h->open_seq - (uint64_t)h->listed;
-    /* the listed segments last at least three target durations (segments are a bit shorter
-     * than the target: one more may be needed) */
-    double listed = 0;
-    for (uint64_t q = first; q < h->open_seq && h->segs; q++) {
-        const hls_seg_t *s = hls_seg_at(h, q);
-        listed += s ? (double)s->samples / s->rate : 0;
-    }
-    while (h->segs && listed < 3.0 * h->target && first > h->first_seq &&
-           hls_seg_at(h, first - 1)) {
-        const hls_seg_t *s = hls_seg_at(h, --first);
-        listed += (double)s->samples / s->rate;
-    }
-    if (!h->segs || first >= h->open_seq) {
+    uint64_t first;
+    if (hls_playlist_first_locked(h, &first) < 0) {
         pthread_mutex_unlock(&h->lock);
         return -EAGAIN;
     }
@@ -279,7 +308,7 @@ static unsigned bits_up(double r)
  * 4.4.6.2), both of the segments as served (tag and boxes included): measured on the
  * segments the window holds, else, before the first is complete, the stream's rate plus
  * the overhead of the window's kind (both then the same). */
-int hls_multivariant(hls_t *h, buf_t *out, const char *token)
+int hls_multivariant(hls_t *h, buf_t *out, const char *token, const char *tail)
 {
     pthread_mutex_lock(&h->lock);
     double peak = 0, bits = 0, secs = 0;
@@ -315,6 +344,6 @@ int hls_multivariant(hls_t *h, buf_t *out, const char *token)
         buf_appendf(out, ",AVERAGE-BANDWIDTH=%u", bits_up(average));
     if (codecs)
         buf_appendf(out, ",CODECS=\"%s\"", codecs);
-    buf_appendf(out, "\nhls.m3u8?session=%s\n", token);
+    buf_appendf(out, "\nhls.m3u8?session=%s%s\n", token, tail ? tail : "");
     return out->error;
 }

@@ -22,6 +22,7 @@
 #include "hls/hls.h"
 #include "hls/hls_window_internal.h"
 #include "hls/hls_carry.h"
+#include "hls/hls_ads.h"
 #include "hls/hls_session.h"
 #include "hls/hls_token.h"
 
@@ -125,7 +126,7 @@ void hls_playlists_answer(hls_request_t *r)
 static int playlist_of(const hls_request_t *r, buf_t *out)
 {
     const char *token = r->sessions ? hls_request_token(r) : NULL;
-    return token ? hls_session_playlist(r->window, token, out, 1)
+    return token ? hls_session_playlist(r->window, token, out, 1, r->c->worker)
                  : hls_playlist(r->window, out, 1);
 }
 
@@ -166,16 +167,21 @@ static buf_t *playlist_bufs(void)
 static int playlist_render(hls_request_t *r, buf_t *out)
 {
     hls_t *h = r->window;
-    if (r->msn_arg == HLS_ARG_SET &&
-        hls_playlists_park(r, r->msn, r->part_arg == HLS_ARG_SET ? (int)r->hls_part : -1) != 0)
+    uint64_t msn = r->msn;
+    int part = r->part_arg == HLS_ARG_SET ? (int)r->hls_part : -1;
+    const char *token = r->sessions ? hls_request_token(r) : NULL;
+    if (r->msn_arg == HLS_ARG_SET && token)
+        hls_ads_reload_at(h, token, &msn, &part); /* a session past an ad break numbers its own */
+    if (r->msn_arg == HLS_ARG_SET && hls_playlists_park(r, msn, part) != 0)
         return 1;
     int rc = playlist_of(r, out);
-    if (rc == -EAGAIN) {
-        /* the window has no complete segment yet: the first one is waited for */
-        uint64_t msn;
+    if (rc == -EAGAIN || rc == -EINPROGRESS) {
+        /* the window has no complete segment yet: the first one is waited for; or the
+         * session's preroll is being decided: asked again when the next part is cut */
+        uint64_t next_msn;
         int next_part;
-        hls_next_part(h, &msn, &next_part);
-        if (hls_playlists_park(r, msn, -1) != 0)
+        hls_next_part(h, &next_msn, &next_part);
+        if (hls_playlists_park(r, next_msn, rc == -EAGAIN ? -1 : next_part) != 0)
             return 1;
         rc = playlist_of(r, out);
     }
@@ -327,7 +333,16 @@ static void carried_woken(worker_t *w, void *arg)
     conn_t *c = worker_find_conn(w, (uint64_t)(uintptr_t)arg);
     if (!c || c->ops != &parked_ops || c->closing)
         return;
-    if (((parked_t *)c->data)->req.window) {
+    parked_t *p = c->data;
+    if (p->req.window) {
+        if (!p->req.url.playlist && p->req.sessions) {
+            /* a piece was admitted in the old process: private if a login covers its window,
+             * as hls_admit_piece decided there */
+            hls_name_t login_buf;
+            hls_request_t r = p->req;
+            hls_request_resume(&r, login_buf);
+            p->req.private_ = hls_admit_login_of(&r) != NULL;
+        }
         parked_woken(w, arg);
         return;
     }

@@ -63,6 +63,37 @@ static int parse_intro(const char *path, hls_url_t *u, char *name)
     return !name || name_of(name, path, (size_t)(d - path));
 }
 
+/* 1 if path is an ad's segment or part URL, <mount>/hls/ad/<id>/<n>.<ext> or
+ * <mount>/hls/ad/<id>/<n>.<part>.<ext> (hls_ads.h): u->ad, u->ad_id, u->seq, u->part and
+ * u->ext set, its mount copied into name unless name is NULL; else 0. */
+static int parse_ad(const char *path, hls_url_t *u, char *name)
+{
+    static const char dir[] = "/hls/ad/";
+    const char *d = strstr(path, dir), *id = d && d != path ? d + sizeof(dir) - 1 : NULL;
+    size_t n = 0;
+    while (id && ((id[n] >= '0' && id[n] <= '9') || (id[n] >= 'a' && id[n] <= 'f')))
+        n++;
+    if (!id || n != HLS_AD_ID_LEN || id[n] != '/')
+        return 0;
+    uint64_t part;
+    const char *p = hls_request_number(id + n + 1, &u->seq);
+    if (p && *p == '.' && p[1] >= '0' && p[1] <= '9') {
+        if (!(p = hls_request_number(p + 1, &part)) || part >= HLS_MAX_PARTS)
+            return 0;
+        u->part = (int)part;
+    }
+    static const char *const exts[] = {"mp3", "aac"};
+    for (size_t i = 0; p && *p == '.' && !u->ext && i < sizeof(exts) / sizeof(exts[0]); i++)
+        if (strcmp(p + 1, exts[i]) == 0)
+            u->ext = exts[i];
+    if (!u->ext)
+        return 0;
+    u->ad = 1;
+    memcpy(u->ad_id, id, HLS_AD_ID_LEN);
+    u->ad_id[HLS_AD_ID_LEN] = '\0';
+    return !name || name_of(name, path, (size_t)(d - path));
+}
+
 /* 1 if path is a playlist, segment, part or init segment URL of a mount (u filled; its mount
  * copied into name unless name is NULL: a question of whether it is one needs no copy),
  * else 0. */
@@ -106,6 +137,10 @@ static int parse_path(const char *path, hls_url_t *u, char *name)
     if (parse_intro(path, u, name))
         return 1;
     u->intro = u->intro_seg = 0;
+    if (parse_ad(path, u, name))
+        return 1;
+    memset(u, 0, sizeof(*u));
+    u->part = -1;
     return parse_url(path, u, name);
 }
 

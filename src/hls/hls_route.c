@@ -64,6 +64,8 @@ static void answer(hls_request_t *r, mount_t *m)
         return;
     if (r->url.playlist) {
         hls_playlists_answer(r);
+    } else if (r->url.ad) {
+        hls_pieces_answer(r); /* a public ad's: no login, nothing of the mount's */
     } else if (hls_admit_piece(r)) {
         if (r->url.intro)
             hls_intros_answer(r);

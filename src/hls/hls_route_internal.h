@@ -49,6 +49,8 @@ typedef struct hls_url {
     int intro_seg;    /* ... its number n, HLS_INTRO_INIT for init.mp4 */
     const char *ext;  /* a segment's or part's "mp3", "aac" or "mp4": a static string (a parked
                        * request answers again after the path is gone) */
+    int ad;           /* an ad's segment or part, <mount>/hls/ad/<id>/<seq>[.<part>].<ext> */
+    char ad_id[HLS_AD_ID_LEN + 1];
 } hls_url_t;
 
 /* A query parameter read once: absent (or not decodable), there, or there but malformed. */

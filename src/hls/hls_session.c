@@ -34,11 +34,13 @@
 #include "core/loop.h"
 #include "core/record.h"
 #include "core/str.h"
+#include "core/url.h"
 #include "net/server.h"
 #include "net/worker.h"
 #include "hls/hls.h"
 #include "hls/hls_window_internal.h"
 #include "hls/hls_intro.h"
+#include "hls/hls_ads.h"
 #include "hls/hls_session.h"
 #include "hls/hls_token.h"
 #include "stream/mount.h"
@@ -68,11 +70,16 @@ struct hls_session {
     hls_intro_t *intro;  /* its intro until its first playlist fixes its view (a reference) */
     hls_view_t view;     /* view.intro (a reference): its intro comes first, NULL none */
     int intro_played;    /* it fetched the intro's last segment whole (an impression) */
+    uint64_t ad_seen;    /* the mount's last ad break it took (hls_ads.c) */
+    int shown;           /* its first playlist was answered */
+    hls_sess_ads_t *ads; /* its ad breaks, NULL before the first */
     uint64_t bytes;
     uint64_t conn_id;    /* the connection of its last playlist request */
     mount_t *counted;    /* the mount whose listener count holds it (a reference) */
     char ip[64];
     char country[8];     /* ISO code from the GeoIP database, "" unknown */
+    char key[SESSION_KEY_LEN + 1]; /* its listener key from a listener id, "": from its address
+                                    * and agent (stream/session.h) */
     int64_t start_ms;    /* wall clock: its session record */
     session_live_t *live; /* among the sessions going on (stream/session.h), or NULL */
     char *agent, *referer, *uri;
@@ -127,6 +134,7 @@ static void session_close(hls_t *h, hls_session_t *s, session_end_t why)
         .id = s->id, .mount = h->name, .start_ms = s->start_ms, .end_ms = end_ms,
         .bytes = s->bytes, .address = s->ip, .agent = s->agent, .referer = s->referer,
         .user = s->user, .country = s->country, .end = why, .preroll = s->intro_played,
+        .key = s->key[0] ? s->key : NULL, .invalid = session_live_invalid(s->live), .hls = 1,
     };
     session_end(&r);
     session_listener_leave(s->live);
@@ -146,6 +154,7 @@ static void session_free(hls_t *h, hls_session_t *s)
     h->nsessions--;
     hls_intro_unref(s->intro);
     hls_intro_unref((hls_intro_t *)s->view.intro);
+    hls_ads_free(h, s->ads);
     free(s->login);
     free(s->user);
     free(s->agent);
@@ -379,6 +388,17 @@ static int begin_refused(hls_t *h, const unsigned char *akey)
     return clients_full() ? -EMFILE : 0;
 }
 
+/* The listener key of a session that begins with who's request, when that names a listener id
+ * (<audience><listener-id-param>); else key stays "". */
+static void key_of(const hls_client_t *who, char *key)
+{
+    const char *param = server_config()->listener_id_param;
+    char id[257];
+    if (param && who->query &&
+        url_query_value(who->query, who->query_len, param, id, sizeof(id)) && id[0])
+        session_listener_key(NULL, NULL, id, key);
+}
+
 /* A new session of token, let in by login (NULL: none needed), pending until it fetches
  * audio. NULL with *rc set when it cannot begin. */
 static hls_session_t *session_begin(hls_t *h, const char *token, const hls_client_t *who,
@@ -403,6 +423,7 @@ static hls_session_t *session_begin(hls_t *h, const char *token, const hls_clien
     }
     snprintf(s->token, sizeof(s->token), "%s", token);
     memcpy(s->akey, akey, sizeof(akey));
+    key_of(who, s->key);
     s->id = session_id(h, login && login->url ? who->conn_id : 0);
     snprintf(s->ip, sizeof(s->ip), "%s", who->ip);
     s->agent = text_capped(who->agent, who->agent_len);
@@ -423,6 +444,8 @@ static hls_session_t *session_begin(hls_t *h, const char *token, const hls_clien
         s->limit_s = mc->max_listener_duration;
     if (s->limit_s)
         s->limit_ms = loop_now_ms() + (uint64_t)s->limit_s * 1000u;
+    /* a break signalled before it began is not its own */
+    s->ad_seen = h->mount ? atomic_load(&h->mount->adbreak_id) : 0;
     s->intro = *intro; /* its view is fixed with its first playlist */
     *intro = NULL;
     s->conn_id = who->conn_id;
@@ -443,7 +466,7 @@ static int session_activate(hls_t *h, hls_session_t *s)
     session_locate(s->ip, s->country, sizeof(s->country));
     session_record_t r = {.id = s->id, .mount = h->name, .start_ms = s->start_ms,
                           .address = s->ip, .agent = s->agent, .user = s->user,
-                          .country = s->country};
+                          .country = s->country, .key = s->key[0] ? s->key : NULL};
     s->live = session_listener_join(&r);
     s->counted = mount_ref(h->mount);
     atomic_fetch_add(&server.stats.listeners, 1);
@@ -788,7 +811,24 @@ const char *hls_session_login_mount(hls_t *h, char *out, size_t cap)
     return len < cap ? out : NULL;
 }
 
-int hls_session_playlist(hls_t *h, const char *token, buf_t *out, int ll)
+/* What hls_ads.c reads of s (one that is going on): 1 with *ref filled, else 0. */
+static int session_ref(hls_session_t *s, hls_sess_ref_t *ref)
+{
+    if (!s || s->killed || s->expired)
+        return 0;
+    *ref = (hls_sess_ref_t){.ads = &s->ads, .ad_seen = &s->ad_seen, .id = s->id,
+                            .token = s->token, .ip = s->ip, .agent = s->agent,
+                            .country = s->country, .view = &s->view, .first = !s->shown};
+    return 1;
+}
+
+int hls_session_ref_locked(hls_t *h, const char *token, const hls_client_t *who,
+                           hls_sess_ref_t *ref)
+{
+    return session_ref(token ? session_find(h, token) : session_of_client(h, who), ref);
+}
+
+int hls_session_playlist(hls_t *h, const char *token, buf_t *out, int ll, worker_t *w)
 {
     hls_view_t v = {0};
     pthread_mutex_lock(&h->lock);
@@ -800,6 +840,23 @@ int hls_session_playlist(hls_t *h, const char *token, buf_t *out, int ll)
         else
             hls_intro_unref(s->intro);
         s->intro = NULL;
+    }
+    hls_sess_ref_t ref;
+    if (s && w && h->mount && atomic_load(&h->mount->adbreak_id) != s->ad_seen &&
+        session_ref(s, &ref))
+        hls_ads_poll_locked(h, &ref, w); /* an ad break signalled since it last looked */
+    if (s && w && !s->shown && !s->ads && session_ref(s, &ref))
+        hls_ads_first_locked(h, &ref, w); /* its preroll, if the mount has one */
+    if (s && s->ads && hls_ads_waiting(s->ads)) {
+        pthread_mutex_unlock(&h->lock);
+        return -EINPROGRESS;
+    }
+    if (s)
+        s->shown = 1;
+    if (s && s->ads && hls_ads_own(s->ads)) { /* it had a break: its own numbering */
+        int rc = hls_ads_playlist_locked(h, s->ads, s->view.intro ? &s->view : NULL, out, ll);
+        pthread_mutex_unlock(&h->lock);
+        return rc;
     }
     if (s && s->view.intro) {
         v = s->view;
@@ -874,9 +931,39 @@ void hls_sessions_save(const char *name, buf_t *out)
         auth_user_session_save(s->user_auth, out); /* a user file's login */
         rec_u8(out, (uint8_t)s->active);
         rec_str(out, s->login);
+        rec_str(out, s->key);
+    }
+    /* then the numbering ad breaks left sessions: after the sessions, so that a binary that
+     * knows nothing of it reads the record as before, and one that does reads it when there */
+    uint32_t numbered = 0;
+    for (hls_session_t *s = h ? h->sessions : NULL; s; s = s->next)
+        numbered += !s->killed && s->ads && hls_ads_own(s->ads);
+    rec_u32(out, numbered);
+    for (hls_session_t *s = h ? h->sessions : NULL; s; s = s->next) {
+        if (s->killed || !s->ads || !hls_ads_own(s->ads))
+            continue;
+        int64_t delta, ddisc;
+        hls_ads_numbering_locked(h, s->ads, s->view.intro ? &s->view : NULL, &delta, &ddisc);
+        rec_str(out, s->token);
+        rec_i64(out, delta);
+        rec_i64(out, ddisc);
     }
     if (h)
         pthread_mutex_unlock(&h->lock);
+}
+
+/* The numbering ad breaks left the carried sessions (hls_sessions_save). */
+static void restore_numbering_locked(hls_t *h, rec_reader_t *in)
+{
+    uint32_t n = rec_get_u32(in);
+    for (uint32_t i = 0; i < n && !in->error; i++) {
+        char *token = rec_get_str(in);
+        int64_t delta = rec_get_i64(in), ddisc = rec_get_i64(in);
+        hls_session_t *s = token && !in->error ? session_find(h, token) : NULL;
+        if (s && !s->ads)
+            s->ads = hls_ads_numbered(h, delta, ddisc);
+        free(token);
+    }
 }
 
 int hls_sessions_restore(mount_t *m, rec_reader_t *in, uint64_t *max_id)
@@ -927,6 +1014,10 @@ int hls_sessions_restore(mount_t *m, rec_reader_t *in, uint64_t *max_id)
             in->error = 1;
         s->active = rec_get_u8(in) != 0;
         s->login = rec_get_str(in);
+        char *key = rec_get_str(in);
+        if (key && strlen(key) == SESSION_KEY_LEN)
+            memcpy(s->key, key, SESSION_KEY_LEN + 1);
+        free(key);
         if (s->id > *max_id)
             *max_id = s->id;
         if (in->error || index_reserve(h) < 0) {
@@ -945,7 +1036,7 @@ int hls_sessions_restore(mount_t *m, rec_reader_t *in, uint64_t *max_id)
         if (s->active) {
             session_record_t r = {.id = s->id, .mount = h->name, .start_ms = s->start_ms,
                                   .address = s->ip, .agent = s->agent, .user = s->user,
-                                  .country = s->country};
+                                  .country = s->country, .key = s->key[0] ? s->key : NULL};
             s->live = session_listener_join(&r);
             atomic_fetch_add(&m->listeners, 1);
             s->counted = mount_ref(m);
@@ -954,6 +1045,8 @@ int hls_sessions_restore(mount_t *m, rec_reader_t *in, uint64_t *max_id)
         session_link(h, s);
         atomic_fetch_add(&server.stats.hls_sessions, 1);
     }
+    if (!in->error && in->p < in->end)
+        restore_numbering_locked(h, in);
     pthread_mutex_unlock(&h->lock);
     return in->error ? -EINVAL : 0;
 }

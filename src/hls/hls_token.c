@@ -168,6 +168,8 @@ int hls_token_form(const char *t)
 /* Appends uri (n bytes) with the session parameter added to its query: 0 or -1. */
 static int tag_uri(buf_t *out, const char *uri, size_t n, const char *token)
 {
+    if (n > 7 && memcmp(uri, "hls/ad/", 7) == 0) /* a public ad's: the same for every session */
+        return buf_append(out, uri, n) < 0 ? -1 : 0;
     return buf_append(out, uri, n) < 0 ||
                    buf_append_str(out, memchr(uri, '?', n) ? "&session=" : "?session=") < 0 ||
                    buf_append_str(out, token) < 0

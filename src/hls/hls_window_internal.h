@@ -65,6 +65,8 @@ struct hls {
     hls_session_t *sessions;  /* its HLS listeners */
     int nsessions;
     hls_session_t **session_index; /* by token, then by connection (hls_session.c) */
+    atomic_int ad_sessions;   /* sessions with ad break state (hls_ads.c): 0, and a blocking
+                               * reload needs no look at its session's numbering */
     size_t index_size;        /* buckets of each of the two halves */
 
     /* geometry, fixed while the window exists */

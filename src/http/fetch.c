@@ -24,6 +24,7 @@
 #include "core/list.h"
 #include "core/log.h"
 #include "net/server.h"
+#include "net/tls.h"
 #include "net/worker.h"
 
 typedef struct fetch_job fetch_job_t;
@@ -176,6 +177,15 @@ static curl_socket_t open_public(void *arg, curlsocktype purpose, struct curl_so
     return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
 }
 
+/* libcurl's OpenSSL context of an https:// request: <ssl-cafile>'s CAs added to its trust
+ * store, as the relays' (net/tls.h). */
+static CURLcode trust_cafile(CURL *e, void *ssl_ctx, void *arg)
+{
+    (void)e;
+    (void)arg;
+    return tls_client_trust(ssl_ctx) == 0 ? CURLE_OK : CURLE_SSL_CACERT_BADFILE;
+}
+
 static int job_begin(fetch_job_t *j)
 {
     CURL *e = j->easy = curl_easy_init();
@@ -209,6 +219,8 @@ static int job_begin(fetch_job_t *j)
 #else
     curl_easy_setopt(e, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
 #endif
+    if (tls_client_has_cas())
+        curl_easy_setopt(e, CURLOPT_SSL_CTX_FUNCTION, trust_cafile);
     if (j->public_only) {
         curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_public);
         curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, j);

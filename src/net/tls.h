@@ -32,6 +32,14 @@ int tls_setup(const config_t *cfg, char *err, size_t errlen);
  * context stays as built at start-up (a changed <ssl-cafile> is warned about). Main thread. */
 int tls_reload(const config_t *cfg);
 
+/* Other libraries' outbound TLS (libcurl's HTTP client: sibling polls, URL authentication,
+ * YP): tls_client_has_cas() says whether <ssl-cafile> named CAs at start-up; then
+ * tls_client_trust() adds them to ssl_ctx (an OpenSSL SSL_CTX *, beside the trust store it
+ * has), so those connections trust what the relays trust. 0, or -1 when one could not be
+ * added. Any thread: the certificates are read at start-up only. */
+int tls_client_has_cas(void);
+int tls_client_trust(void *ssl_ctx);
+
 /* The session-ticket keys of the server context in use (name, HMAC key, AES key: what
  * OpenSSL's ticket control moves), for the new process of an upgrade, which takes them over
  * the upgrade's socket (never a file): a listener that reconnects to it resumes its session.

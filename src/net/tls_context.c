@@ -21,6 +21,7 @@
 
 #include <openssl/bn.h>
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
@@ -43,6 +44,8 @@ static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 static SSL_CTX *ctx_current;
 static SSL_CTX *client_ctx;      /* outbound; built at start-up, read-only after */
 static char *client_cafile;      /* the <ssl-cafile> it was built with (as written) */
+static STACK_OF(X509) *client_cas; /* its certificates, for libcurl's contexts; read-only after
+                                  * start-up */
 
 /* ---------------------------------------------------------------- the server context */
 
@@ -189,6 +192,44 @@ static int kernel_has_tls(void)
 #endif
 }
 
+/* Keeps the certificates of the CA file path in client_cas (the file was read by OpenSSL
+ * already: a broken one failed there). 0, or -1 with err said. */
+static int read_cas(const char *path, char *err, size_t errlen)
+{
+    char ebuf[256];
+    BIO *in = BIO_new_file(path, "r");
+    STACK_OF(X509_INFO) *infos = in ? PEM_X509_INFO_read_bio(in, NULL, NULL, NULL) : NULL;
+    BIO_free(in);
+    client_cas = infos ? sk_X509_new_null() : NULL;
+    for (int i = 0; client_cas && i < sk_X509_INFO_num(infos); i++) {
+        X509_INFO *xi = sk_X509_INFO_value(infos, i);
+        if (xi->x509 && sk_X509_push(client_cas, xi->x509) > 0)
+            xi->x509 = NULL; /* the stack owns it now */
+    }
+    sk_X509_INFO_pop_free(infos, X509_INFO_free);
+    if (!client_cas) {
+        snprintf(err, errlen, "<ssl-cafile> %s: %s", path, tls_error_text(ebuf, sizeof(ebuf)));
+        return -1;
+    }
+    return 0;
+}
+
+int tls_client_trust(void *ssl_ctx)
+{
+    X509_STORE *store = SSL_CTX_get_cert_store(ssl_ctx);
+    int rc = 0;
+    for (int i = 0; store && i < sk_X509_num(client_cas); i++)
+        if (X509_STORE_add_cert(store, sk_X509_value(client_cas, i)) != 1)
+            rc = -1;
+    ERR_clear_error();
+    return store ? rc : -1;
+}
+
+int tls_client_has_cas(void)
+{
+    return sk_X509_num(client_cas) > 0;
+}
+
 /* The context of outbound connections: TLS 1.2 and up, the peer's chain verified against the
  * system's trust store and <ssl-cafile>. The system store's bundle is read now (before a chroot
  * or the privilege drop); its hashed directory may be looked into later for an issuer the
@@ -225,6 +266,8 @@ static SSL_CTX *client_ctx_build(const config_t *cfg, char *err, size_t errlen)
                  tls_error_text(ebuf, sizeof(ebuf)));
         goto fail;
     }
+    if (cafile && read_cas(cafile, err, errlen) < 0)
+        goto fail;
     free(cafile);
     return ctx;
 fail:
@@ -349,6 +392,8 @@ void tls_cleanup(void)
     client_ctx = NULL;
     free(client_cafile);
     client_cafile = NULL;
+    sk_X509_pop_free(client_cas, X509_free);
+    client_cas = NULL;
 }
 
 /* ---------------------------------------------------------------- for tls.c */

@@ -9,6 +9,9 @@
  * the live cursor skips meanwhile), REJOIN (all sent; the live cursor still skips until the
  * ads' duration is made up). The creatives' blocks are shared by every listener playing them;
  * a listener holds one reference on the block it is in, as in the mount's queue.
+ * On an Ogg mount the ads are chain links of their own (ads/ads_ogg.h): the live cursor skips
+ * pages by their granule positions, and the listener rejoins at a page a listener may start on,
+ * after the mount's header pages (a new link, as a new listener starts).
  */
 
 #include <errno.h>
@@ -18,6 +21,7 @@
 #include <string.h>
 
 #include "ads/ads.h"
+#include "ads/ads_ogg.h"
 #include "conf/config.h"
 #include "core/escape.h"
 #include "core/log.h"
@@ -27,40 +31,32 @@
 #include "net/conn.h"
 #include "net/server.h"
 #include "net/worker.h"
+#include "stream/adbreak_internal.h"
 #include "stream/listener.h"
 #include "stream/mount.h"
 #include "stream/sub.h"
 
-enum { AD_ASKED, AD_READY, AD_PLAYING, AD_REJOIN };
+static uint64_t next_tag = 1; /* prerolls' tags: odd (breaks' are even) */
 
-/* Bits of adplay_t.fired, in the order they fire. */
-enum { F_START = 1, F_IMPRESSION = 2, F_Q1 = 4, F_MID = 8, F_Q3 = 16, F_COMPLETE = 32 };
-
-typedef struct adplay {
-    int state;
-    int preroll;          /* its own break, as it joined: no start point to wait for */
-    uint64_t tag;         /* the break's id (its decision is matched by it) */
-    uint64_t start;       /* stream offset the ads go in at (not for a preroll) */
-    uint64_t deadline_ms; /* ASKED: held at the start at most until then */
-    ads_pod_t *pod;
-    int cur;              /* the ad playing */
-    block_t *blk;         /* cursor in its creative (a reference), NULL once all are sent */
-    uint32_t pos;
-    unsigned fired;
-    uint64_t skip;        /* samples of the mount's stream still to skip */
-} adplay_t;
-
-static uint64_t next_tag = 1; /* prerolls' tags: odd, by worker thread (see preroll_tag) */
+uint64_t adbreak_new_tag(void)
+{
+    return __atomic_add_fetch(&next_tag, 2, __ATOMIC_RELAXED); /* odd */
+}
 
 /* ---- signalling ---- */
 
 /* The format of the mount's stream now: of the frame that begins its newest sync block (the
  * newest block may be none: the ID3v2 tag a source begins with). Walks the queue (a few hundred
  * blocks at most) under the mount's lock: once per break and worker, or per preroll. */
-static int stream_format(mount_t *m, ads_format_t *fmt)
+int adbreak_stream_format(mount_t *m, ads_format_t *fmt)
 {
     int rc = -1;
     pthread_mutex_lock(&m->lock);
+    if (atomic_load(&m->is_ogg)) { /* the header pages new listeners get: one Vorbis or Opus */
+        rc = m->headers ? ads_ogg_format_of(m->headers, fmt) : -1;
+        pthread_mutex_unlock(&m->lock);
+        return rc;
+    }
     for (const block_t *b = m->oldest; b; b = block_next(b))
         if ((b->flags & BLOCK_SYNC) && ads_format_of(b->data, b->len, fmt) == 0)
             rc = 0;
@@ -76,7 +72,7 @@ int adbreak_signal(mount_t *m, unsigned duration_ms, const char *why)
     if (duration_ms == 0 || duration_ms > ADBREAK_MAX_MS)
         return -ERANGE;
     ads_format_t fmt;
-    if (atomic_load(&m->is_ogg) || stream_format(m, &fmt) < 0)
+    if (adbreak_stream_format(m, &fmt) < 0)
         return -EINVAL;
     static _Atomic uint64_t ids;
     pthread_mutex_lock(&m->lock);
@@ -135,7 +131,8 @@ static void begin(listener_t *l, const ads_settings_t *set, const ads_format_t *
     if (!a)
         return;
     *a = (adplay_t){.state = AD_ASKED, .preroll = preroll, .tag = tag, .start = start,
-                    .deadline_ms = at_ms + set->request_timeout_ms};
+                    .deadline_ms = at_ms + set->request_timeout_ms, .ogg = fmt->ogg != 0,
+                    .granule = -1};
     conn_t *c = l->conn;
     char session[24];
     snprintf(session, sizeof(session), "%" PRIu64, c->id);
@@ -162,7 +159,7 @@ void adbreak_sub_begin(worker_t *w, sub_t *s)
     s->adbreak_seen = id;
     ads_settings_t set = ads_settings(config_find_mount(server_config(), m->name));
     ads_format_t fmt;
-    if (!set.vast_url || stream_format(m, &fmt) < 0)
+    if (!set.vast_url || adbreak_stream_format(m, &fmt) < 0)
         return;
     listener_t *l;
     list_foreach(l, &s->listeners, listener_t, link)
@@ -174,17 +171,18 @@ void adbreak_preroll(listener_t *l)
 {
     ads_settings_t set = ads_settings(config_find_mount(server_config(), l->mount->name));
     ads_format_t fmt;
-    if (!set.vast_url || !set.preroll || l->feed || stream_format(l->mount, &fmt) < 0)
+    if (!set.vast_url || !set.preroll || l->feed || adbreak_stream_format(l->mount, &fmt) < 0)
         return;
-    uint64_t tag = __atomic_add_fetch(&next_tag, 2, __ATOMIC_RELAXED); /* odd */
-    begin(l, &set, &fmt, tag, 0, set.preroll_ms, loop_now_ms(), 1);
+    begin(l, &set, &fmt, adbreak_new_tag(), 0, set.preroll_ms, loop_now_ms(), 1);
 }
 
-static void free_play(listener_t *l)
+void adbreak_free_play(listener_t *l)
 {
     adplay_t *a = l->ad;
     if (a->blk)
         block_unref(a->blk);
+    if (a->eos)
+        block_unref(a->eos);
     ads_pod_free(a->pod);
     free(a);
     l->ad = NULL;
@@ -204,7 +202,7 @@ static void on_decided(worker_t *w, uint64_t owner, uint64_t tag, ads_pod_t *pod
         atomic_fetch_add_explicit(&l->mount->ad_fills, (unsigned long long)pod->n,
                                   memory_order_relaxed);
     } else {
-        free_play(l);
+        adbreak_free_play(l);
     }
     /* Its next write is the fan-out's next pass (within a write window), in its slice: the
      * decisions of a break arrive together, and writing them all here would be one long turn. */
@@ -214,9 +212,15 @@ static void on_decided(worker_t *w, uint64_t owner, uint64_t tag, ads_pod_t *pod
 
 /* The live cursor moves on by the ads' duration, frame by frame, as far as the mount's queue
  * goes (blocks of a followed stream begin at frames; where one does not, the next block). */
-static void skip_live(listener_t *l)
+static void skip_live_ogg(listener_t *l);
+
+void adbreak_skip_live(listener_t *l)
 {
     adplay_t *a = l->ad;
+    if (a->ogg) {
+        skip_live_ogg(l);
+        return;
+    }
     while (a->skip > 0) {
         block_t *b = l->blk;
         uint32_t p = l->pos;
@@ -244,27 +248,126 @@ static void skip_live(listener_t *l)
     }
 }
 
-void adbreak_follow(listener_t *l)
+/* The live cursor on to the next block; 0, or -1 when there is none yet (the skip ends when
+ * the mount ended: what there was is the rest). */
+static int next_live_block(listener_t *l)
 {
-    if (l->ad && (l->ad->state == AD_PLAYING || l->ad->state == AD_REJOIN))
-        skip_live(l);
+    block_t *n = block_next(l->blk);
+    if (!n) {
+        if (atomic_load(&l->mount->ended))
+            l->ad->skip = 0;
+        return -1;
+    }
+    block_ref(n);
+    block_unref(l->blk);
+    l->blk = n;
+    l->pos = 0;
+    return 0;
 }
 
-static void start_ad(adplay_t *a)
+/* Ogg: the live cursor moves on by whole blocks (pages) until their granule positions have
+ * gone as far as the ads last. A granule position lower than the one before is a new link's
+ * (a header page, or the mount's own new link on a metadata update): it counts from 0. */
+static void skip_live_ogg(listener_t *l)
 {
-    a->blk = block_ref(a->pod->ad[a->cur].creative->blocks);
-    a->pos = 0;
+    adplay_t *a = l->ad;
+    while (a->skip > 0) {
+        block_t *b = l->blk;
+        if (l->pos >= b->len) {
+            if (next_live_block(l) < 0)
+                return;
+            continue;
+        }
+        int64_t g = ads_ogg_page_granule(b->data, b->len); /* data blocks are one page each */
+        if (g >= 0) {
+            uint64_t d = a->granule < 0 ? 0 : g >= a->granule ? (uint64_t)(g - a->granule)
+                                                                : (uint64_t)g;
+            a->granule = g;
+            a->skip = d >= a->skip ? 0 : a->skip - d;
+        }
+        l->pos = b->len;
+    }
+}
+
+/* Ogg: the rejoin is a new link, from a page a listener may start on, after the header pages
+ * that apply there. 0 when the cursor is there (l->hdr set), -1 while the stream has not
+ * reached one. */
+static int rejoin_ogg(listener_t *l)
+{
+    for (;;) {
+        if (l->pos >= l->blk->len && next_live_block(l) < 0)
+            return atomic_load(&l->mount->ended) ? 0 : -1;
+        block_t *h = NULL;
+        if (l->pos == 0 && (l->blk->flags & BLOCK_SYNC) &&
+            mount_headers_at(l->mount, l->blk->offset, &h) == 0) {
+            if (l->hdr)
+                block_unref(l->hdr);
+            l->hdr = h;
+            l->hdr_pos = 0;
+            return 0;
+        }
+        l->pos = l->blk->len;
+    }
+}
+
+void adbreak_follow(listener_t *l)
+{
+    adplay_t *a = l->ad;
+    if (a && (a->state == AD_PLAYING || a->state == AD_REJOIN ||
+              (a->state == AD_FETCH && !a->pending_start)))
+        adbreak_skip_live(l);
+}
+
+void adbreak_start_ad(adplay_t *a)
+{
+    ads_creative_t *c = a->pod->ad[a->cur].creative;
     a->fired = 0;
+    a->pos = 0;
+    if (c) {
+        a->blk = block_ref(c->blocks);
+        return;
+    }
+    a->blk = NULL; /* an ad carried by an upgrade: its creative is fetched again first */
+    a->state = AD_FETCH;
+    a->resume = 0;
+    a->fetching = 0;
+}
+
+void adbreak_next_ad(adplay_t *a)
+{
+    if (a->blk)
+        block_unref(a->blk);
+    a->blk = NULL;
+    if (++a->cur < a->pod->n)
+        adbreak_start_ad(a);
+    else
+        a->state = AD_REJOIN;
+}
+
+/* Ogg: the granule position the live cursor's skip counts from (the last page sent), and the
+ * page that ends the live link before the ads' link (not when the listener has no live link
+ * going: a preroll, or headers not sent yet; nor when its last page is not known). */
+static void mark_start(listener_t *l)
+{
+    adplay_t *a = l->ad;
+    if (!a->ogg || l->pos == 0 || l->pos < l->blk->len)
+        return;
+    a->granule = ads_ogg_page_granule(l->blk->data, l->blk->len);
+    if (!a->preroll && !l->hdr && !a->eos) {
+        a->eos = ads_ogg_eos_after(l->blk); /* once per break; without memory, none */
+        a->eos_pos = 0;
+    }
 }
 
 static void play(listener_t *l)
 {
     adplay_t *a = l->ad;
     a->state = AD_PLAYING;
+    mark_start(l);
     a->cur = 0;
     for (int i = 0; i < a->pod->n; i++)
         a->skip += a->pod->ad[i].creative->samples;
-    start_ad(a);
+    adbreak_start_ad(a);
     char ids[256] = "", esc[256], mesc[256];
     for (int i = 0; i < a->pod->n; i++)
         snprintf(ids + strlen(ids), sizeof(ids) - strlen(ids), "%s%s", i ? " " : "",
@@ -287,27 +390,50 @@ int adbreak_where(listener_t *l, block_t **b, uint32_t *pos, uint64_t *stop)
         if (a->state == AD_ASKED) {
             if (loop_now_ms() < a->deadline_ms)
                 return ADBREAK_HOLD;
-            free_play(l); /* undecided in time: the live stream goes on */
+            adbreak_free_play(l); /* undecided in time: the live stream goes on */
+            return ADBREAK_LIVE;
+        }
+        if (a->ogg && l->hdr && l->hdr_pos > 0) {
+            adbreak_free_play(l); /* partway through its header pages: a link cannot begin there */
             return ADBREAK_LIVE;
         }
         play(l);
         /* fall through */
     case AD_PLAYING:
-        skip_live(l);
-        *b = a->blk;
-        *pos = a->pos;
+        adbreak_skip_live(l);
+        *b = a->eos ? a->eos : a->blk; /* Ogg: the live link's end page first */
+        *pos = a->eos ? a->eos_pos : a->pos;
         return ADBREAK_AD;
-    default: /* AD_REJOIN */
-        skip_live(l);
-        if (a->skip > 0)
+    case AD_FETCH: /* carried by an upgrade: its creative is fetched again */
+        if (a->pending_start && !a->preroll && l->blk->offset + l->pos < a->start) {
+            *stop = a->start;
+            return ADBREAK_LIVE_UNTIL;
+        }
+        if (a->pending_start) {
+            a->pending_start = 0;
+            mark_start(l);
+        }
+        adbreak_skip_live(l);
+        if (adbreak_fetch(l) > 0)
             return ADBREAK_HOLD;
-        free_play(l);
+        if (a->state == AD_PLAYING) {
+            *b = a->eos ? a->eos : a->blk;
+            *pos = a->eos ? a->eos_pos : a->pos;
+            return ADBREAK_AD;
+        }
+        /* no ad left to fetch */
+        /* fall through */
+    default: /* AD_REJOIN */
+        adbreak_skip_live(l);
+        if (a->skip > 0 || (a->ogg && rejoin_ogg(l) < 0))
+            return ADBREAK_HOLD;
+        adbreak_free_play(l);
         return ADBREAK_LIVE;
     }
 }
 
 /* Tracking of the ad playing, now that `sent` of its bytes were delivered (counted on m). */
-static void track(adplay_t *a, uint64_t sent, mount_t *m)
+void adbreak_track(adplay_t *a, uint64_t sent, mount_t *m)
 {
     const ads_ad_t *ad = &a->pod->ad[a->cur];
     const ads_creative_t *c = ad->creative;
@@ -336,21 +462,24 @@ static void track(adplay_t *a, uint64_t sent, mount_t *m)
 void adbreak_commit(listener_t *l, block_t *b, uint32_t pos)
 {
     adplay_t *a = l->ad;
+    if (b == a->eos) { /* a block of its own, before the creative's */
+        a->eos_pos = pos;
+        if (pos >= b->len) {
+            block_unref(a->eos);
+            a->eos = NULL;
+        }
+        return;
+    }
     if (b != a->blk) {
         block_ref(b);
         block_unref(a->blk);
         a->blk = b;
     }
     a->pos = pos;
-    track(a, b->offset + pos, l->mount);
+    adbreak_track(a, b->offset + pos, l->mount);
     if (pos < b->len || block_next(b))
         return;
-    block_unref(a->blk); /* this ad is all delivered */
-    a->blk = NULL;
-    if (++a->cur < a->pod->n)
-        start_ad(a);
-    else
-        a->state = AD_REJOIN;
+    adbreak_next_ad(a); /* this ad is all delivered */
 }
 
 void adbreak_end(listener_t *l)
@@ -362,5 +491,5 @@ void adbreak_end(listener_t *l)
         l->tail = block_ref(a->blk); /* the rest of its frames first, wherever it goes */
         l->tail_pos = a->pos;
     }
-    free_play(l);
+    adbreak_free_play(l);
 }

@@ -357,7 +357,11 @@ int handover_listener_save(conn_t *c, handover_metas_t *t, buf_t *out)
     listener_t *l = listener_of(c);
     if (!l || l->feed) /* a feed's old process cannot follow: it is closed, and its end too */
         return -ENOTSUP;
-    adbreak_end(l); /* not carried: the rest of an ad's block goes as its tail, then live */
+    /* A break whose ads are decided is carried (its fields after the listener's, and the rest
+     * of the creative block it is in as its tail); one still being decided ends here. */
+    int ad = adbreak_carried(l);
+    if (!ad)
+        adbreak_end(l); /* the rest of an ad's block goes as its tail, then live */
     mount_t *m = l->mount;
     pthread_mutex_lock(&m->lock);
     long hdr = l->hdr ? header_index(m, l->hdr) : -1;
@@ -380,14 +384,29 @@ int handover_listener_save(conn_t *c, handover_metas_t *t, buf_t *out)
     rec_str(out, l->asked);
     rec_i64(out, l->start_ms);
     rec_str(out, l->country);
+    rec_str(out, l->key);
     uint64_t now = loop_now_ms();
     rec_u64(out, c->deadline_ms > now ? c->deadline_ms - now : c->deadline_ms ? 1 : 0);
     /* the rest of its intro, and of the block it was in before a move (not in the queue) */
     handover_chain_save(l->intro, 0, t, out);
     rec_u32(out, l->intro_pos);
-    handover_chain_save(l->tail, 1, t, out);
-    rec_u32(out, l->tail_pos);
+    uint32_t tail_pos = l->tail_pos;
+    block_t *tail = ad ? adbreak_carry_tail(l, &tail_pos) : NULL;
+    if (!tail) {
+        tail = l->tail;
+        tail_pos = l->tail_pos;
+    }
+    handover_chain_save(tail, 1, t, out);
+    rec_u32(out, tail_pos);
+    if (ad)
+        adbreak_save(l, out); /* last: a record without them is a listener out of a break */
     return 0;
+}
+
+int handover_listener_carries_break(conn_t *c)
+{
+    listener_t *l = listener_of(c);
+    return l && !l->feed && adbreak_carried(l);
 }
 
 /* The block of m's carried chain at offset (a new reference), or NULL. */
@@ -401,6 +420,20 @@ static block_t *block_at(mount_t *m, uint64_t offset, long index)
         block_ref(b);
     pthread_mutex_unlock(&m->lock);
     return b;
+}
+
+/* A listener being restored that cannot be: what it holds is let go. */
+static void drop_restored(listener_t *l)
+{
+    block_t *held[] = {l->blk, l->hdr, l->intro, l->tail};
+    for (size_t i = 0; i < sizeof(held) / sizeof(held[0]); i++)
+        if (held[i])
+        block_unref(held[i]);
+    icy_meta_unref(l->last_meta);
+    icy_meta_unref(l->meta_cur);
+    free(l->home);
+    free(l->asked);
+    free(l);
 }
 
 int handover_listener_restore(conn_t *c, rec_reader_t *in, const handover_metas_t *t,
@@ -429,6 +462,10 @@ int handover_listener_restore(conn_t *c, rec_reader_t *in, const handover_metas_
     l->asked = rec_get_str(in);
     l->start_ms = rec_get_i64(in);
     char *country = rec_get_str(in);
+    char *key = rec_get_str(in);
+    if (key && strlen(key) == SESSION_KEY_LEN)
+        memcpy(l->key, key, SESSION_KEY_LEN + 1);
+    free(key);
     uint64_t deadline = rec_get_u64(in);
     snprintf(l->country, sizeof(l->country), "%s", country ? country : "");
     free(country);
@@ -442,19 +479,16 @@ int handover_listener_restore(conn_t *c, rec_reader_t *in, const handover_metas_
     l->hdr = hdr >= 0 && l->blk ? block_at(m, 0, hdr) : NULL;
     if (!l->blk || l->pos > l->blk->len || (hdr >= 0 && !l->hdr) || bad ||
         (l->intro && l->intro_pos > l->intro->len) || (l->tail && l->tail_pos > l->tail->len)) {
-        block_t *held[] = {l->blk, l->hdr, l->intro, l->tail};
-        for (size_t i = 0; i < sizeof(held) / sizeof(held[0]); i++)
-            if (held[i])
-                block_unref(held[i]);
-        icy_meta_unref(l->last_meta);
-        icy_meta_unref(l->meta_cur);
-        free(l->home);
-        free(l->asked);
-        free(l);
+        drop_restored(l);
         return -EINVAL;
     }
     l->conn = c;
     l->mount = mount_ref(m);
+    if (in->p < in->end && adbreak_restore(l, in) < 0) { /* its break, when one was carried */
+        drop_restored(l);
+        mount_unref(m);
+        return -EINVAL;
+    }
     listener_adopt(c, l);
     if (deadline)
         conn_set_deadline(c, deadline);

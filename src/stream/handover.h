@@ -69,6 +69,9 @@ void handover_mount_settle(mount_t *m, uint64_t queue_start);
  * that can be carried (an intro or a move's tail still being sent, a URL-authentication
  * session). */
 int handover_listener_save(conn_t *c, handover_metas_t *t, buf_t *out);
+/* Save: does c's record carry its ad break (REC_LISTENER_AD: a binary that does not know it
+ * passes the listener over rather than cut an ad short)? */
+int handover_listener_carries_break(conn_t *c);
 /* The old process, once the new one took c over: c forgotten without ending (a listener taken
  * out of its mount's fan-out first; net/conn.h conn_forget). Its worker parked. */
 void handover_forget(conn_t *c);

@@ -571,6 +571,8 @@ static void listener_on_writable(conn_t *c)
     }
 }
 
+#define PROBE_MS 5000 /* a range probe that ends sooner is invalid (see range_probe) */
+
 /* The listener's session record (stream/session.h), as it ends. */
 static void end_session(conn_t *c, const listener_t *l)
 {
@@ -581,8 +583,10 @@ static void end_session(conn_t *c, const listener_t *l)
         .address = c->ip, .agent = cl->log_agent, .referer = cl->log_referer,
         .user = cl->log_user, .end = (session_end_t)l->end_reason,
         .country = l->country[0] ? l->country : NULL, .preroll = l->preroll,
-        .key = l->key[0] ? l->key : NULL,
+        .key = l->key[0] ? l->key : NULL, .invalid = session_live_invalid(l->live),
     };
+    if (l->probe && (!r.invalid || !r.invalid[0]) && r.end_ms - r.start_ms < PROBE_MS)
+        r.invalid = SESSION_INVALID_PROBE;
     session_listener_leave(l->live);
     session_end(&r);
 }
@@ -712,6 +716,22 @@ static void listener_key_from_id(listener_t *l, const http_request_t *req)
         session_listener_key(NULL, NULL, id, l->key);
 }
 
+/* A range probe: "Range: bytes=0-0" or "bytes=0-1", which players (Safari, AVPlayer) send
+ * to learn what the resource is before they play it. It is answered with the stream, as
+ * Icecast answers it (Safari plays on from that answer when it keeps it); one that ends
+ * within PROBE_MS is recorded as invalid, a probe (docs/AUDIENCE.md, invalid traffic). */
+static int range_probe(const http_request_t *req)
+{
+    const http_header_t *h = http_find_header(req, "range");
+    if (!h)
+        return 0;
+    char v[32];
+    size_t n = h->value_len < sizeof(v) - 1 ? h->value_len : sizeof(v) - 1;
+    memcpy(v, h->value, n);
+    v[n] = '\0';
+    return strcmp(v, "bytes=0-0") == 0 || strcmp(v, "bytes=0-1") == 0;
+}
+
 /* listener_start; a feed (listener_start_feed) takes no slot and is not counted. */
 static int start(conn_t *c, const http_request_t *req, mount_t *m, const char *home, int feed)
 {
@@ -756,6 +776,7 @@ static int start(conn_t *c, const http_request_t *req, mount_t *m, const char *h
     if (!feed) {
         session_locate(c->ip, l->country, sizeof(l->country));
         listener_key_from_id(l, req);
+        l->probe = range_probe(req);
     }
     l->mount = m; /* the caller's reference becomes ours */
     l->metaint = (uint32_t)metaint;

@@ -15,7 +15,9 @@
 #include <stdint.h>
 
 #include "core/block.h"
+#include "core/buf.h"
 #include "core/list.h"
+#include "core/record.h"
 #include "stream/session.h"
 
 typedef struct conn conn_t;
@@ -60,6 +62,7 @@ struct listener {
     int64_t start_ms;       /* when it joined (wall clock, ms): its session record */
     struct session_live *live; /* among the sessions going on (stream/session.h), or NULL */
     int preroll;            /* 1 once its preroll or intro was sent to its end */
+    int probe;              /* it asked for bytes 0-1 (or 0-0): a probe if it ends soon */
     char country[8];        /* ISO code of its address's country, "" unknown (GeoIP) */
     char key[SESSION_KEY_LEN + 1]; /* its listener key from the listener id it sent
                                     * (<listener-id-param>); "": from address and agent */
@@ -138,7 +141,8 @@ void listener_adopt(conn_t *c, listener_t *l);
 
 /* Starts a break of duration_ms on m now (any thread); why names the signal in the log.
  * 0; -ENOENT: m has no ad server (<ads><vast-url>); -EINVAL: m's stream is not MP3 or AAC
- * frames (or has no audio yet); -ERANGE: duration_ms is not 1 ms to ADBREAK_MAX_MS. */
+ * frames nor one Ogg Vorbis or Opus stream (or has no audio or headers yet); -ERANGE:
+ * duration_ms is not 1 ms to ADBREAK_MAX_MS. */
 int adbreak_signal(mount_t *m, unsigned duration_ms, const char *why);
 
 /* The fan-out, when s->adbreak_seen differs from its mount's adbreak_id: the break begins for
@@ -167,5 +171,15 @@ void adbreak_end(listener_t *l);
 
 /* Start-up: the title signal (mount_set_title_hook). */
 void adbreak_register(void);
+
+/* An upgrade (stream/adbreak_carry.c, stream/handover.h). Save: is l's break carried (its ads
+ * decided, each with a creative URL; not while a move's tail is pending too)? Then the rest of
+ * the creative block it is partway through (or NULL) goes as its tail, and adbreak_save writes
+ * the break's fields after the listener's. Restore: those fields make l's break again (its
+ * creatives fetched again when their turn comes): 0, or -EINVAL / -ENOMEM. */
+int adbreak_carried(const listener_t *l);
+block_t *adbreak_carry_tail(const listener_t *l, uint32_t *pos);
+void adbreak_save(const listener_t *l, buf_t *out);
+int adbreak_restore(listener_t *l, rec_reader_t *in);
 
 #endif

@@ -118,7 +118,8 @@ static void write_line(const session_record_t *r)
     json_text(&b, "country", r->country);
     json_text(&b, "ended", session_end_name(r->end));
     json_text(&b, "listener_key", r->key);
-    buf_appendf(&b, ",\"preroll\":%d}\n", r->preroll ? 1 : 0);
+    json_text(&b, "invalid", r->invalid ? r->invalid : "");
+    buf_appendf(&b, ",\"hls\":%d,\"preroll\":%d}\n", r->hls ? 1 : 0, r->preroll ? 1 : 0);
     size_t len;
     char *line = buf_take(&b, &len);
     if (line)
@@ -134,6 +135,8 @@ void session_end(const session_record_t *r)
         session_listener_key(r->address, r->agent, NULL, key);
         rec.key = key;
     }
+    if (!rec.invalid) /* no session going on said it (none joined): by its agent */
+        rec.invalid = session_classify(r->agent);
     session_address(r->address, server_config()->address_truncation, addr, sizeof(addr));
     rec.address = addr;
     /* while the server stops, a listener may see its client go or its mount end (the
@@ -145,6 +148,22 @@ void session_end(const session_record_t *r)
     void (*sink)(const session_record_t *) = atomic_load(&sink_fn);
     if (sink)
         sink(&rec);
+}
+
+/* ---- invalid traffic ---- */
+
+static const char *(*_Atomic classifier)(const char *agent);
+
+void session_set_classifier(const char *(*classify)(const char *agent))
+{
+    atomic_store(&classifier, classify);
+}
+
+const char *session_classify(const char *agent)
+{
+    const char *(*classify)(const char *) = atomic_load(&classifier);
+    const char *why = classify ? classify(agent) : NULL;
+    return why ? why : "";
 }
 
 /* ---- countries ---- */
@@ -180,6 +199,7 @@ struct session_live {
     atomic_int preroll;
     char cc[8];
     char key[SESSION_KEY_LEN + 1]; /* the listener key */
+    const char *invalid;       /* "" valid, or why not (a static string; under the lock) */
     char *mount, *address, *agent;
 };
 
@@ -238,6 +258,27 @@ static void live_free(session_live_t *s)
     free(s);
 }
 
+static int same_listener(const session_live_t *a, const session_live_t *b)
+{
+    return memcmp(a->key, b->key, SESSION_KEY_LEN) == 0 && strcmp(a->mount, b->mount) == 0;
+}
+
+/* Under the lock, s just joined: when its listener key holds more than limit sessions on its
+ * mount now, each of them is invalid traffic (a bot's reason stays). One pass over the
+ * sessions going on, a second only when the limit is passed. */
+static void mark_concurrent(session_live_t *s, int limit)
+{
+    session_live_t *o;
+    int n = 0;
+    list_foreach(o, &live.sessions, session_live_t, link)
+        n += same_listener(o, s);
+    if (n <= limit)
+        return;
+    list_foreach(o, &live.sessions, session_live_t, link)
+        if (same_listener(o, s) && !o->invalid[0])
+            o->invalid = SESSION_INVALID_CONCURRENT;
+}
+
 session_live_t *session_listener_join(const session_record_t *r)
 {
     session_live_t *s = calloc(1, sizeof(*s));
@@ -257,9 +298,13 @@ session_live_t *session_listener_join(const session_record_t *r)
         live_free(s);
         return NULL;
     }
+    s->invalid = session_classify(s->agent);
+    int limit = server_config()->max_concurrent;
     pthread_mutex_lock(&live.lock);
     country_join(s->mount, s->cc);
     list_insert_tail(&live.sessions, &s->link);
+    if (limit > 0)
+        mark_concurrent(s, limit);
     pthread_mutex_unlock(&live.lock);
     return s;
 }
@@ -273,6 +318,16 @@ void session_listener_leave(session_live_t *s)
     list_remove(&s->link);
     pthread_mutex_unlock(&live.lock);
     live_free(s);
+}
+
+const char *session_live_invalid(session_live_t *s)
+{
+    if (!s)
+        return NULL;
+    pthread_mutex_lock(&live.lock);
+    const char *why = s->invalid;
+    pthread_mutex_unlock(&live.lock);
+    return why;
 }
 
 void session_live_preroll(session_live_t *s)
@@ -290,7 +345,7 @@ void session_live_each(void (*fn)(const session_record_t *r, void *arg), void *a
         session_record_t r = {
             .id = s->id, .mount = s->mount, .start_ms = s->start_ms, .end_ms = now,
             .address = s->address, .agent = s->agent, .country = s->cc[0] ? s->cc : NULL,
-            .preroll = atomic_load(&s->preroll), .key = s->key,
+            .preroll = atomic_load(&s->preroll), .key = s->key, .invalid = s->invalid,
         };
         fn(&r, arg);
     }

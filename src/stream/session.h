@@ -39,6 +39,9 @@ typedef struct session_record {
                                * makes it from address and agent */
     session_end_t end;
     int preroll;              /* 1: its preroll (or the mount's intro) was played to its end */
+    const char *invalid;      /* why it is invalid traffic ("bot", "concurrent"), "" valid;
+                               * NULL: session_end asks the classifier (its agent) */
+    int hls;                  /* 1: an HLS session (playlists and segments), 0: a stream */
 } session_record_t;
 
 /* "client_left", "kicked", "source_gone", "too_slow", "time_limit", "shutdown". */
@@ -56,6 +59,16 @@ void session_address(const char *ip, int truncate, char *out, size_t cap);
  * cuts it); the same on every server. */
 #define SESSION_KEY_LEN 32
 void session_listener_key(const char *ip, const char *agent, const char *id, char *out);
+
+/* Invalid traffic. The classifier (the bots lists, audience/bots.h; NULL: none) returns
+ * SESSION_INVALID_BOT for an agent that declares itself a robot, else "". Set at start-up
+ * before the workers run. */
+#define SESSION_INVALID_BOT "bot"
+#define SESSION_INVALID_CONCURRENT "concurrent"
+#define SESSION_INVALID_PROBE "probe" /* a range probe that ended at once (listener.c) */
+void session_set_classifier(const char *(*classify)(const char *agent));
+/* The classifier's answer for agent ("" without one). Any thread. */
+const char *session_classify(const char *agent);
 
 /* Ends a session: truncates the address when <anonymize-ip> is on, writes the JSON line
  * to the session log and passes the record (with the stored address) to the sink. r and its
@@ -75,11 +88,16 @@ void session_locate(const char *ip, char *cc, size_t cap);
 /* Sessions going on. A session that begins joins (counted in the listeners per country of
  * the mount it asked for, r->mount, and among the sessions going on that the figures count:
  * r's id, mount, start, address, agent and country are copied) and leaves when it ends
- * (before or after session_end). join returns NULL without memory (then it is not counted
+ * (before or after session_end). A session joining is classified (session_classify), and
+ * when its listener key then holds more than <max-concurrent-per-listener> sessions going on
+ * on its mount, each of them is marked SESSION_INVALID_CONCURRENT (a bot stays a bot). join returns NULL without memory (then it is not counted
  * anywhere); leave(NULL) does nothing. Cold path: a mutex. */
 typedef struct session_live session_live_t;
 session_live_t *session_listener_join(const session_record_t *r);
 void session_listener_leave(session_live_t *s);
+/* Why the session is invalid ("" valid; NULL when s is NULL): for its record, read before
+ * it leaves. Any thread. */
+const char *session_live_invalid(session_live_t *s);
 /* Its preroll (or intro) was played to its end (any thread; s may be NULL). */
 void session_live_preroll(session_live_t *s);
 /* Calls fn(r, arg) for each session going on (end_ms: now), under the list's lock (fn must

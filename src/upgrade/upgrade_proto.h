@@ -23,7 +23,7 @@
 
 #define UPGRADE_ENV "RIMECAST_HANDOVER_FD"
 #define UPGRADE_MAGIC "RIMECAST-STATE\n"
-#define UPGRADE_VERSION 4u /* change it whenever a record's fields change */
+#define UPGRADE_VERSION 5u /* change it whenever a record's fields change */
 #define UPGRADE_FD_BATCH 250
 #define UPGRADE_CHUNK 32768
 #define UPGRADE_GO_MS 10000 /* the new process waits for the go-ahead */
@@ -49,6 +49,7 @@ enum {
     REC_HLS_WINDOW, /* the HLS windows following a mount (hls/hls_carry.h), before its
                      * sessions (REC_HLS) */
     REC_HLS_CONN,   /* an HLS request in flight: parked, or a segment or part being sent */
+    REC_LISTENER_AD, /* a listener in an ad break: REC_LISTENER's fields, then its break's */
     REC_TLS_KEYS,   /* the TLS session-ticket keys (net/tls.h): a reconnecting listener's
                      * ticket resumes in the new process; a binary that does not know the
                      * record skips it, as it skips any record it does not know */

@@ -222,7 +222,8 @@ static void save_conns(state_t *s)
             s->tls += c->tls;
             if (k && c->tls)
                 upgrade_feed_add(l->mount); /* a TLS listener stays: fed from the new process */
-            if (k && !c->tls && save_conn(s, c, REC_LISTENER, save_listener_role) == 0) {
+            int type = l && handover_listener_carries_break(c) ? REC_LISTENER_AD : REC_LISTENER;
+            if (k && !c->tls && save_conn(s, c, type, save_listener_role) == 0) {
                 if (!k->from || l->blk->offset < k->from->offset)
                     k->from = l->blk;
                 s->listeners++;

@@ -400,7 +400,8 @@ int upgrade_restore(char *err, size_t cap)
         else if ((type == REC_SOURCE || type == REC_RELAY) &&
                  (rc = restore_conn(&f, type) < 0 ? -1 : 1) > 0)
             sources++;
-        else if (type == REC_LISTENER && (rc = restore_conn(&f, type) < 0 ? -1 : 1) > 0)
+        else if ((type == REC_LISTENER || type == REC_LISTENER_AD) &&
+                 (rc = restore_conn(&f, type) < 0 ? -1 : 1) > 0)
             listeners++;
         else if (type == REC_HLS_WINDOW)
             rc = restore_hls_windows(&f) < 0 ? -1 : 1;

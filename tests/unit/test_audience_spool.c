@@ -2,7 +2,8 @@
 /*
  * test_audience_spool: the spool of records waiting for a database that is away: a record's
  * line and back (text with tabs, newlines and backslashes, fields without a value), lines that
- * are not records refused; the file: records appended and read back in order, a few at a time,
+ * are not records refused (R3 lines with why a session is invalid and its kind; R2 and R1 lines
+ * of earlier versions read as valid streams); the file: records appended and read back in order, a few at a time,
  * emptied once all were written, never past its size, a last line cut short (a crash) cut off
  * when it is opened again, held by one opener at a time, a symbolic link refused. And a libpq URI as logs show it: its
  * password replaced, wherever it is.
@@ -23,7 +24,9 @@ static audience_record_t *record(uint64_t id, const char *agent, const char *ser
                           .end_ms = 1795000060456LL, .bytes = 12345, .address = "192.0.2.7",
                           .agent = agent, .country = id % 2 ? "DE" : NULL,
                           .end = SESSION_END_TOO_SLOW, .preroll = (int)(id % 2),
-                          .key = id % 2 ? "0123456789abcdef0123456789abcdef" : NULL};
+                          .key = id % 2 ? "0123456789abcdef0123456789abcdef" : NULL,
+                          .invalid = id % 3 == 0 ? "bot" : id % 3 == 1 ? "concurrent" : "",
+                          .hls = (int)(id % 2)};
     audience_record_t *e = audience_record_copy(&r, server);
     for (int i = 0; e && i < 16; i++)
         e->uid[i] = (uint8_t)(id * 16 + (uint64_t)i);
@@ -40,7 +43,7 @@ static int same(const audience_record_t *a, const audience_record_t *b)
            SAME_TEXT(x->address, y->address) && SAME_TEXT(x->agent, y->agent) &&
            SAME_TEXT(x->referer, y->referer) && SAME_TEXT(x->user, y->user) &&
            SAME_TEXT(x->country, y->country) && x->end == y->end && x->preroll == y->preroll &&
-           SAME_TEXT(x->key, y->key);
+           SAME_TEXT(x->key, y->key) && SAME_TEXT(x->invalid, y->invalid) && x->hls == y->hls;
 #undef SAME_TEXT
 }
 
@@ -73,6 +76,15 @@ static void a_record_makes_a_line_and_back(void)
         "R2\t00000000000000000000000000000000\tx\t1\t/m\t\\N\t1\t2\t3\ta\t\\N\t\\N\t\\N\t\\N\t0\t0\tk",
         "R2\t00000000000000000000000000000000\tx\t1\t/m\t\\N\t1\t2\t3\ta\t\\N\t\\N\t\\N\t\\N\t0\t0"
         "\t0123456789abcdef0123456789abcdeg",
+        /* R3: a kind that is not 0 or 1, a reason too long, an escape in it, a field short */
+        "R3\t00000000000000000000000000000000\tx\t1\t/m\t\\N\t1\t2\t3\ta\t\\N\t\\N\t\\N\t\\N\t0\t0"
+        "\t\\N\tbot\t2",
+        "R3\t00000000000000000000000000000000\tx\t1\t/m\t\\N\t1\t2\t3\ta\t\\N\t\\N\t\\N\t\\N\t0\t0"
+        "\t\\N\tconcurrentconcurrent\t0",
+        "R3\t00000000000000000000000000000000\tx\t1\t/m\t\\N\t1\t2\t3\ta\t\\N\t\\N\t\\N\t\\N\t0\t0"
+        "\t\\N\tb\\tt\t0",
+        "R3\t00000000000000000000000000000000\tx\t1\t/m\t\\N\t1\t2\t3\ta\t\\N\t\\N\t\\N\t\\N\t0\t0"
+        "\t\\N\tbot",
         /* no mount */
         "R1\t00000000000000000000000000000000\tx\t1\t\\N\t\\N\t1\t2\t3\ta\t\\N\t\\N\t\\N\t\\N\t0\t0",
     };
@@ -96,6 +108,13 @@ static void a_record_makes_a_line_and_back(void)
            "\t\\N\t0\t0\t\\N";
     e = audience_spool_decode(good, strlen(good));
     CHECK(e && e->r.key == NULL);
+    /* a line from before records said why they were invalid: a valid stream */
+    CHECK(e && e->r.invalid && strcmp(e->r.invalid, "") == 0 && e->r.hls == 0);
+    free(e);
+    good = "R3\t00000000000000000000000000000000\tx\t1\t/m\t\\N\t1\t2\t3\ta\t\\N\t\\N\t\\N"
+           "\t\\N\t0\t0\t\\N\tconcurrent\t1";
+    e = audience_spool_decode(good, strlen(good));
+    CHECK(e && strcmp(e->r.invalid, "concurrent") == 0 && e->r.hls == 1);
     free(e);
 }
 

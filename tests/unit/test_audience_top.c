@@ -27,7 +27,8 @@ static sqlite3 *store(const char *agent_col)
     char sql[1024];
     CHECK(sqlite3_open(":memory:", &db) == SQLITE_OK);
     snprintf(sql, sizeof(sql), "CREATE TABLE sessions (id INTEGER PRIMARY KEY, mount TEXT NOT NULL,"
-             " start_ms INTEGER NOT NULL, end_ms INTEGER NOT NULL, %s TEXT, referer TEXT);"
+             " start_ms INTEGER NOT NULL, end_ms INTEGER NOT NULL, %s TEXT, referer TEXT,"
+             " invalid TEXT NOT NULL DEFAULT '');"
              "CREATE INDEX sessions_start ON sessions (start_ms);", agent_col);
     CHECK(sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK);
     /* mount, start, end (ms), agent, referer; qualifying at 60 s */
@@ -63,6 +64,19 @@ static void agents_with_the_most_sessions_come_first(const char *agent_col)
         CHECK(t.entries[3].name != NULL && t.entries[3].sessions == 1);
     }
     audience_top_clear(&t);
+    /* a robot's session: in the gross list only */
+    CHECK(sqlite3_exec(db, "INSERT INTO sessions (mount, start_ms, end_ms, referer, invalid)"
+                       " VALUES ('/a', 0, 600000, NULL, 'bot')", NULL, NULL, NULL) == SQLITE_OK);
+    t = (audience_top_t){.from_ms = 0, .to_ms = HOUR, .limit = 10, .qualify_s = 60};
+    audience_sqlite_top(db, &t);
+    CHECK(t.err == 0 && t.sessions == 7);
+    audience_top_clear(&t);
+    t = (audience_top_t){.from_ms = 0, .to_ms = HOUR, .limit = 10, .qualify_s = 60, .gross = 1};
+    audience_sqlite_top(db, &t);
+    CHECK(t.err == 0 && t.sessions == 8);
+    audience_top_clear(&t);
+    CHECK(sqlite3_exec(db, "DELETE FROM sessions WHERE invalid <> ''", NULL, NULL, NULL) ==
+          SQLITE_OK);
     /* the period clips the qualified time; mount= keeps one mount; the limit cuts the list */
     t = (audience_top_t){.from_ms = 6 * MIN, .to_ms = HOUR, .limit = 10, .qualify_s = 60};
     audience_sqlite_top(db, &t);
@@ -107,7 +121,7 @@ static void the_json_escapes_what_clients_sent(const char *agent_col)
     if (json) {
         static const char head[] = "{\"audience_top\":{\"from\":\"1970-01-01T00:00:00Z\","
                                    "\"to\":\"1970-01-01T01:00:00Z\",\"by\":\"agent\","
-                                   "\"sessions\":7,\"entry\":[";
+                                   "\"traffic\":\"net\",\"sessions\":7,\"entry\":[";
         CHECK(strncmp(json, head, sizeof(head) - 1) == 0);
         CHECK(strstr(json, "{\"name\":\"VLC/3.0\",\"sessions\":3,\"qualified_sessions\":1,"
                            "\"tlh_hours\":0.166667}") != NULL);

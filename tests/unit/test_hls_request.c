@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test_hls_request: the HLS request value read once from a request: what each URL form names
- * (playlist, segment, part, init segment, intro segment and its init, and what is no HLS URL),
+ * (playlist, segment, part, init segment, intro segment and its init, an ad's segment and
+ * part, and what is no HLS URL),
  * the session token, _HLS_msn and _HLS_part (absent, set, malformed), the agent and referer
  * as views into the head; the copy a waiting request keeps (pointing at the window's name,
  * never at the router's buffers), and a request held with its connection and taken back.
@@ -188,9 +189,48 @@ static void kept_and_held(void)
     CHECK(c.data == NULL);
 }
 
+/* An ad's segment or part: <mount>/hls/ad/<32 hex digits>/<n>[.<part>].<mp3|aac>. */
+static void ad_forms(void)
+{
+    static char head[1024];
+    static http_request_t req;
+    static hls_name_t name;
+    hls_request_t r;
+    const char *id = "0123456789abcdef0123456789abcdef";
+    char path[256];
+    snprintf(path, sizeof(path), "/live.mp3/hls/ad/%s/3.mp3", id);
+    CHECK(read_get(path, path, &r, name, &req, head, sizeof(head)) == 1);
+    CHECK(r.url.ad && r.url.seq == 3 && r.url.part == -1 && !r.url.intro && !r.url.playlist);
+    CHECK_STR(r.url.ad_id, id);
+    CHECK_STR(r.url.ext, "mp3");
+    CHECK_STR(r.mount, "/live.mp3");
+    snprintf(path, sizeof(path), "/a/hls/ad/%s/0.11.aac", id);
+    CHECK(read_get(path, path, &r, name, &req, head, sizeof(head)) == 1);
+    CHECK(r.url.ad && r.url.seq == 0 && r.url.part == 11);
+    CHECK_STR(r.url.ext, "aac");
+    CHECK_STR(r.mount, "/a");
+    /* a kept copy keeps its id (a parked request answers again from it) */
+    hls_request_t kept;
+    hls_request_keep(&kept, &r);
+    CHECK(kept.url.ad && strcmp(kept.url.ad_id, id) == 0);
+    /* no ad URL: a short or long id, upper case, no number, another extension, a part too far */
+    const char *not_ad[] = {"/m/hls/ad/0123456789abcdef/1.mp3",
+                            "/m/hls/ad/0123456789abcdef0123456789abcdef0/1.mp3",
+                            "/m/hls/ad/0123456789ABCDEF0123456789abcdef/1.mp3",
+                            "/m/hls/ad/0123456789abcdef0123456789abcdef/x.mp3",
+                            "/m/hls/ad/0123456789abcdef0123456789abcdef/1.mp4",
+                            "/m/hls/ad/0123456789abcdef0123456789abcdef/1.30.mp3",
+                            "/hls/ad/0123456789abcdef0123456789abcdef/1.mp3"};
+    for (size_t i = 0; i < sizeof(not_ad) / sizeof(not_ad[0]); i++) {
+        CHECK(hls_request_names(not_ad[i]) == 0);
+        CHECK(read_get(not_ad[i], not_ad[i], &r, name, &req, head, sizeof(head)) == 0);
+    }
+}
+
 int main(void)
 {
     RUN(url_forms);
+    RUN(ad_forms);
     RUN(names_that_do_not_fit);
     RUN(query_and_headers);
     RUN(kept_and_held);

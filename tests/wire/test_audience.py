@@ -135,7 +135,8 @@ def test_json_has_the_published_shape_and_csv_says_the_same(station):
     r = adminlib.admin(srv, "/admin/audience.json?" + q)
     assert r.header("content-type").startswith("application/json")
     j = r.json()
-    assert list(j) == ["periods", "servers"]
+    assert list(j) == ["periods", "servers", "traffic"]
+    assert j["traffic"] == "net"   # the valid sessions only, by default
     # the servers with sessions in the period (for a picker): this one, as its records say
     assert j["servers"] == sorted({r["server"] for r in db}) and len(j["servers"]) == 1
     assert [p["mount"] for p in j["periods"]] == [None, "/a", "/b"]

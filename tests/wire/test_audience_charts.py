@@ -531,3 +531,41 @@ def test_the_charts_page_fits_the_window(store, browser, size):
                       " function (c) { return c.getBoundingClientRect().right; })")
     assert widths and max(widths) <= width
     assert not b.console_errors(), b.console_errors()
+
+
+def test_the_traffic_picker_shows_net_or_gross_figures_and_says_which(store, browser):
+    """Two robots' sessions added to the store: in the gross figures only."""
+    srv, now, rows = store
+    con = sqlite3.connect(db_path(srv), timeout=5)
+    with con:
+        con.executemany("INSERT INTO sessions (conn_id, mount, served, start_ms, end_ms, bytes, ip,"
+                        " user_agent, ended, invalid) VALUES (?, '/a', '/a', ?, ?, 1,"
+                        " '198.51.100.1', 'ExampleBot/1.0', 'client_left', 'bot')",
+                        [(9000 + i, (now - 3600) * 1000, (now - 1800) * 1000) for i in range(2)])
+    con.close()
+    b = browser
+    q = open_page(b, srv)
+    note = b.text('[data-ac="traffic-note"]')
+    assert note.startswith("Net traffic"), note
+    period = "period=all&from=%d&to=%d" % (q["from"], q["to"])
+    net = [f for f in figures(srv, period) if f["mount"] == ""][0]
+    assert b.text('[data-figure="sessions"]') == str(net["sessions"])
+    before = updated(b)
+    pick(b, "traffic", "gross")
+    q = wait_update(b, before, "the gross figures")
+    assert b.text('[data-ac="traffic-note"]').startswith("Gross traffic")
+    assert "traffic=gross" in b.js_run("return location.search")
+    gross = [p for p in adminlib.admin(srv, "/admin/audience.json?traffic=gross&" + period)
+             .json()["periods"] if p["mount"] is None][0]
+    assert gross["sessions"] == net["sessions"] + 2
+    b.wait(lambda: b.text('[data-figure="sessions"]') == str(gross["sessions"]), 10,
+           "the gross sessions shown")
+    for link in ("csv", "table"):
+        assert "traffic=gross" in b.one('[data-ac="%s"]' % link).get_attribute("href")
+    # the robot is among the players of the gross list only
+    assert "ExampleBot/1.0" in [a for a, _, _ in listed(b, "agents")]
+    before = updated(b)
+    pick(b, "traffic", "net")
+    wait_update(b, before, "the net figures again")
+    assert "ExampleBot/1.0" not in [a for a, _, _ in listed(b, "agents")]
+    assert b.text('[data-figure="sessions"]') == str(net["sessions"])

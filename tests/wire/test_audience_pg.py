@@ -12,7 +12,9 @@ and counts none twice once back (memory, then the spool, then written in order; 
 of state one line in the error log, the counts in /metrics); records held when the server
 stops while the database is away are written after a restart, and those of the process
 before an upgrade reach the database through the spool the process after takes over once
-the one before let it go; a wrong password or a database
+the one before let it go; a period asked as one from a whole hour to a whole hour is kept
+until a record written over it changes it; the last days' figures of the network and of each
+server are made ahead; a wrong password or a database
 that cannot be reached is said in the error log with the password replaced, and the server
 streams anyway (the figures answer 503); <retention-days> drops whole days' partitions.
 A PostgreSQL cluster of the test process's own runs them (pglib.py).
@@ -139,7 +141,7 @@ def test_three_servers_sharing_a_store_count_the_network_once_and_each_server(
     assert top["audience_top"]["sessions"] == 5
     assert {e["name"]: e["sessions"] for e in top["audience_top"]["entry"]}["z"] == 2
     # the schema's version, and the partitions made ahead
-    assert cluster.psql("SELECT version FROM rimecast_schema ORDER BY 1", db) == [["1"], ["2"], ["3"]]
+    assert cluster.psql("SELECT version FROM rimecast_schema ORDER BY 1", db) == [["1"], ["2"], ["3"], ["4"]]
     parts = cluster.psql("SELECT count(*) FROM pg_inherits WHERE inhparent = 'sessions'::regclass",
                          db)
     assert int(parts[0][0]) >= 9        # yesterday, today, a week ahead, and the default
@@ -168,6 +170,102 @@ def test_a_session_going_on_on_one_server_counts_in_the_figures_of_another(serve
     f = figures(b, "period=all&from=%d&to=%d" % (t0, int(time.time()) + 1))
     assert (f[""]["sessions"], f[""]["in_progress"]) == (1, 0)   # the record, not both
     src.stop()
+
+
+def insert_sessions(cluster, db, sessions, server="edge-x"):
+    """Stores (mount, start_ms, end_ms, ip) sessions as a server's batch does: the rows, and
+    the version of each hour they cover bumped (the figures kept follow it)."""
+    values = ",".join("(gen_random_uuid(), '%s', %d, '%s', '%s', %d, %d, 1000, '%s', 'agent',"
+                      " 'client_left')" % (server, i + 1, m, m, a, b, ip)
+                      for i, (m, a, b, ip) in enumerate(sessions))
+    cluster.psql("WITH ins AS (INSERT INTO sessions (record_id, server, conn_id, mount, served,"
+                 " start_ms, end_ms, bytes, ip, user_agent, ended) VALUES %s"
+                 " RETURNING start_ms, end_ms)"
+                 " INSERT INTO session_hours (hour, version) SELECT DISTINCT h,"
+                 " nextval('session_version') FROM ins, generate_series(start_ms / 3600000,"
+                 " (end_ms - 1) / 3600000) AS h"
+                 " ON CONFLICT (hour) DO UPDATE SET version = excluded.version" % values, db)
+
+
+def test_a_period_asked_as_one_from_whole_hour_to_whole_hour_is_kept_until_it_changes(
+        server, cluster):
+    db = cluster.new_database()
+    srv = pg_server(server, cluster.uri(db), "edge-a")
+    srv.wait_log("audience store: sessions are kept in", 10)
+    hour = int(time.time()) // 3600 * 3600
+    t0, t1 = (hour - 4 * 3600) * 1000, (hour - 3600) * 1000
+    insert_sessions(cluster, db, [("/a", t0 + 60000, t0 + 3 * 60000, "192.0.2.1"),
+                                  ("/b", t0 + 90 * 60000, t1 + 600000, "192.0.2.2")])
+    whole = "period=all&from=%d&to=%d" % (t0 // 1000, t1 // 1000)
+    first = adminlib.admin(srv, "/admin/audience.json?" + whole).json()
+    assert [(p["mount"], p["sessions"]) for p in first["periods"]] == [
+        (None, 2), ("/a", 1), ("/b", 1)]
+    kept = cluster.psql("SELECT mount, sessions FROM figures_cache WHERE step_ms = %d"
+                        " ORDER BY mount" % (t1 - t0), db)
+    assert kept == [["", "2"], ["/a", "1"], ["/b", "1"]]
+    # asked again, it is read from what was kept (made different here to tell them apart)
+    cluster.psql("UPDATE figures_cache SET sessions = 7 WHERE step_ms = %d AND mount = ''"
+                 % (t1 - t0), db)
+    again = adminlib.admin(srv, "/admin/audience.json?" + whole).json()
+    assert again["periods"][0]["sessions"] == 7
+    assert again["periods"][1:] == first["periods"][1:]
+    # a record written over the period changes it: made again, and kept anew
+    insert_sessions(cluster, db, [("/a", t0 + 30 * 60000, t0 + 40 * 60000, "192.0.2.3")])
+    after = adminlib.admin(srv, "/admin/audience.json?" + whole).json()
+    assert [(p["mount"], p["sessions"]) for p in after["periods"]] == [
+        (None, 3), ("/a", 2), ("/b", 1)]
+    # a period that does not begin on a whole hour is made each time, never kept
+    cut = "period=all&from=%d&to=%d" % (t0 // 1000 + 30, t1 // 1000)
+    assert adminlib.admin(srv, "/admin/audience.json?" + cut).json()["periods"][0]["sessions"] == 3
+    assert cluster.psql("SELECT count(*) FROM figures_cache WHERE bucket_ms = %d"
+                        % (t0 + 30000), db) == [["0"]]
+
+
+def test_the_servers_named_follow_records_written_over_a_kept_day(server, cluster):
+    """Each answer names the servers with sessions in the period; a past day's are found once
+    and remembered while its hours are unchanged: a record written over it is seen."""
+    db = cluster.new_database()
+    srv = pg_server(server, cluster.uri(db), "edge-a")
+    srv.wait_log("audience store: sessions are kept in", 10)
+    day = (int(time.time()) // 86400 - 2) * 86400000
+    insert_sessions(cluster, db, [("/a", day + 3600000, day + 7200000, "192.0.2.1")],
+                    server="edge-x")
+    q = "period=day&from=%d&to=%d" % (day // 1000 - 86400, int(time.time()))
+    for _ in range(2):     # made, then read back
+        assert adminlib.admin(srv, "/admin/audience.json?" + q).json()["servers"] == ["edge-x"]
+    insert_sessions(cluster, db, [("/b", day + 9000000, day + 9600000, "192.0.2.9")],
+                    server="edge-0")
+    got = adminlib.admin(srv, "/admin/audience.json?" + q).json()
+    assert got["servers"] == ["edge-0", "edge-x"]
+    # and by server, or for a mount, the same list
+    assert adminlib.admin(srv, "/admin/audience.json?server=edge-x&" + q).json()["servers"] == [
+        "edge-0", "edge-x"]
+    assert adminlib.admin(srv, "/admin/audience.json?mount=/a&" + q).json()["servers"] == [
+        "edge-0", "edge-x"]
+
+
+@pytest.mark.slow
+def test_the_days_figures_of_the_network_and_of_each_server_are_made_ahead(server, cluster):
+    db = cluster.new_database()
+    srv = pg_server(server, cluster.uri(db), "edge-a")
+    srv.wait_log("audience store: sessions are kept in", 10)
+    assert srv.stop() == 0
+    day = (int(time.time()) // 86400 - 2) * 86400000
+    for name, ip in (("edge-x", "192.0.2.1"), ("edge-y", "192.0.2.2")):
+        insert_sessions(cluster, db, [("/a", day + 3600000, day + 7200000, ip)], server=name)
+    srv.stopped = False
+    assert srv._spawn(10), srv.diagnostics()
+    # 10 s after it connects, the server makes the last days' figures: the network's, and
+    # each server's as server= asks for them
+    srv.wait_log("and 62 of single servers made ahead", 30)
+    kept = cluster.psql("SELECT scope, sessions FROM figures_cache WHERE bucket_ms = %d"
+                        " AND mount = '' ORDER BY scope" % day, db)
+    assert kept == [["r180|", "2"], ["r180|edge-x", "1"], ["r180|edge-y", "1"]], kept
+    q = "period=day&from=%d&to=%d" % (day // 1000, day // 1000 + 86400)
+    # a server's first ask reads them: its answer is what was kept
+    cluster.psql("UPDATE figures_cache SET sessions = 5 WHERE scope = 'r180|edge-y'"
+                 " AND bucket_ms = %d AND mount = ''" % day, db)
+    assert figures(srv, "server=edge-y&" + q)[""]["sessions"] == 5
 
 
 class Load:

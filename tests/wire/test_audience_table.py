@@ -54,6 +54,39 @@ def minute(iso):
     return iso[:10] + " " + iso[11:16]
 
 
+def decimal(text):
+    """1.250 as 1.25, 2.000 as 2.0: as the table shows AAS and AQH."""
+    v = ("%.3f" % float(text)).rstrip("0")
+    return v + "0" if v.endswith(".") else v
+
+
+@pytest.mark.parametrize("traffic", ["net", "gross"])
+def test_the_table_says_which_traffic_and_switches(store, browser, traffic):
+    srv, now, rows = store
+    b = browser
+    emulate(b, 1280, 800)
+    q = "from=%d&to=%d&period=all&traffic=%s" % (now - 5 * DAY, now, traffic)
+    b.get(srv.url("/admin/audience.xsl?" + q))
+    lede = b.wait(lambda: b.text("p.lede"), 10, "the page")
+    assert ("Net traffic" in lede) == (traffic == "net") and ("Gross traffic" in lede) == (
+        traffic == "gross"), lede
+    picked = b.js_run("return document.querySelector('form.audience-period"
+                      " select[name=traffic]').value")
+    assert picked == traffic
+    # the other, through the form
+    other = "gross" if traffic == "net" else "net"
+    b.js_run("var f = document.querySelector('form.audience-period');"
+             " f.elements.traffic.value = arguments[0];"
+             " f.querySelector('button[type=submit]').click();", other)
+    b.wait(lambda: "traffic=" + other in b.driver.current_url, 10, "the form sent")
+    lede = b.wait(lambda: other.capitalize() + " traffic" in (b.text("p.lede") or "") and
+                  b.text("p.lede"), 10, "the page of the other traffic")
+    # the links to the same figures keep it
+    links = b.js_run("return Array.prototype.map.call(document.querySelectorAll("
+                     "'p.actions a'), function (a) { return a.getAttribute('href'); })")
+    assert all("traffic=" + other in h for h in links[:3]), links
+
+
 def test_the_figures_views_keep_their_names_and_raw_values(store):
     srv, now, rows = store
     q = "from=%d&to=%d&period=day" % (now - 5 * DAY, now)
@@ -88,7 +121,11 @@ def test_the_table_shows_figures_rounded_and_on_one_line(store, browser, size):
         tlh, atsl = float(f.findtext("tlh_hours")), float(f.findtext("atsl_seconds"))
         countries = ", ".join("%s %s" % (c.get("code"), c.text) for c in f.findall("countries/country"))
         want = {"From": minute(f.findtext("start")), "Mount": f.findtext("mount") or "server",
-                "TLH": hours(tlh), "ATSL": short(atsl), "Countries": countries}
+                "TLH": hours(tlh), "ATSL": short(atsl), "Countries": countries,
+                # Webcast Metrics' figures beside them
+                "AS": f.findtext("active_sessions"), "SS": f.findtext("sessions_started"),
+                "TSL": short(round(float(f.findtext("tsl_hours")) * 3600)),
+                "AAS": decimal(f.findtext("aas")), "AQH": decimal(f.findtext("aqh"))}
         assert {k: row[k] for k in want} == want, (row, want)
         assert row["tlh_title"] == short(round(tlh * 3600)) and row["datetime"] == f.findtext("start")
         # nothing but the countries (several of them) takes more than a line
@@ -120,7 +157,8 @@ def test_the_period_form_picks_utc_times_and_sends_what_the_server_reads(store, 
              " f.querySelector('button[type=submit]').click();", first, last)
     b.wait(lambda: "from=" in b.driver.current_url, 10, "the form sent")
     sent = urllib.parse.parse_qs(urllib.parse.urlsplit(b.driver.current_url).query)
-    assert sent == {"from": [first], "to": [last], "period": ["hour"], "mount": ["/a"]}, sent
+    assert sent == {"from": [first], "to": [last], "period": ["hour"], "traffic": ["net"],
+                    "mount": ["/a"]}, sent
     # the server read them as UTC: the page shows that period, an hour a row
     lede = b.wait(lambda: b.text("p.lede"), 10, "the new page")
     assert "From %s to %s (UTC), by hour" % (first.replace("T", " "), last.replace("T", " ")) in lede
@@ -129,3 +167,33 @@ def test_the_period_form_picks_utc_times_and_sends_what_the_server_reads(store, 
     figs = adminlib.admin(srv, "/admin/audience?from=%s&to=%s&period=hour&mount=/a"
                           % (first, last)).xml().findall("figures")
     assert starts == [f.findtext("start") for f in figs] and starts[0] == first + ":00Z"
+
+
+def test_the_form_and_the_links_keep_the_server_asked(store, browser):
+    """A server picked (server=, on a store several servers share) stays picked: the period form
+    sends it again, and the XML, JSON, CSV and charts links carry it."""
+    srv, now, rows = store
+    b = browser
+    server = "edge 1&2"             # a name that has to be encoded in a URL
+    q = urllib.parse.urlencode({"period": "day", "mount": "/a", "server": server})
+    b.get(srv.url("/admin/audience.xsl?" + q))
+    b.wait(lambda: b.find("form.audience-period"), 10, "the period form")
+    links = b.js_run("return Array.prototype.map.call(document.querySelectorAll("
+                     "'p.actions a'), function (a) { return a.href; })")
+    assert len(links) == 4, links
+    for href in links:
+        sent = urllib.parse.parse_qs(urllib.parse.urlsplit(href).query)
+        assert sent.get("server") == [server] and sent.get("mount") == ["/a"], href
+    first = time.strftime("%Y-%m-%dT%H:00", time.gmtime(now - 2 * DAY))
+    b.js_run("var f = document.querySelector('form.audience-period');"
+             " f.elements.from.value = arguments[0];"
+             " f.querySelector('button[type=submit]').click();", first)
+    b.wait(lambda: first in urllib.parse.unquote(b.driver.current_url), 10, "the form sent")
+    sent = urllib.parse.parse_qs(urllib.parse.urlsplit(b.driver.current_url).query)
+    assert sent["server"] == [server] and sent["mount"] == ["/a"], sent
+    assert sent["from"] == [first] and sent["period"] == ["day"], sent
+    # the page answered is that server's: its XML says so, and its form keeps it again
+    b.wait(lambda: b.text("p.lede"), 10, "the new page")
+    kept = b.js_run("var e = document.querySelector('form.audience-period input[name=server]');"
+                    " return e && e.value;")
+    assert kept == server

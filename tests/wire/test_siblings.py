@@ -6,9 +6,11 @@ Past its share of its limits, a server sends a new listener (a GET of a mount, o
 player's first playlist request) with a 302 to the sibling with the most room among those less
 loaded than itself, keeping the path and query and marking the URL (sibling-redirect=1): a
 marked request is never redirected again. A sibling that is down, or says it is stopping, is
-never chosen.
+never chosen. An https:// sibling whose certificate a private CA signed is polled (and sent TLS
+listeners) once that CA is in <ssl-cafile>, and takes no listeners without it.
 """
 
+import shutil
 import socket
 import subprocess
 import threading
@@ -20,6 +22,7 @@ import pytest
 import formatlib as fl
 import hlscheck
 import matrixlib as mx
+import testca
 import wirelib
 from conftest import SOURCE_PASSWORD, free_port
 
@@ -406,6 +409,53 @@ def test_a_tls_listener_is_never_sent_to_a_plain_http_sibling(server):
         held.append(sock)
         status, body = mx.stream(a, "/live.mp3", tls=True)
         assert status == 200 and len(body) >= 8192
+        close_all(held)
+    finally:
+        for s in srcs:
+            s.stop()
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="no openssl tool")
+@pytest.mark.parametrize("cafile", [True, False], ids=["ssl-cafile", "no-cafile"])
+def test_an_https_sibling_with_a_private_ca_is_polled_through_ssl_cafile(server, cafile):
+    """Two siblings on TLS with certificates of a private CA: with the CA in a's <ssl-cafile>,
+    a polls b over https:// and sends b a TLS listener (curl, trusting that CA alone, follows
+    the 302); without it, a says b cannot be verified and keeps its listeners."""
+    pa, pb = free_port(), free_port()
+    a = server(port=pa, start=False, tls_mode="1")
+    b = server(port=pb, start=False, tls_mode="1")
+    ca = testca.make_ca(a.dir)
+    for s in (a, b):
+        s.cfg["tls_port"] = free_port()
+        s.cfg["ssl_certificate"] = testca.make_leaf(ca, s.dir, "sibling")[2]
+    sibling = "https://127.0.0.1:%d" % b.tls_port
+    a.cfg["extra_xml"] = ("<redirect-siblings><poll-interval>1</poll-interval><redirect-share>0"
+                          "</redirect-share><sibling>%s</sibling></redirect-siblings>" % sibling)
+    if cafile:
+        a.cfg["ssl_cafile"] = ca[0]
+    b.start()
+    a.start()
+    srcs = [feed(a), feed(b)]
+    try:
+        if not cafile:
+            a.wait_log("sibling %s takes no listeners" % sibling, 10)
+            line = [x for x in a.error_log().splitlines() if sibling in x][0]
+            assert "certificate" in line, line
+            held = hold(a, 5)
+            status, headers, _ = mx.exchange(a, "/live.mp3", method="HEAD", tls=True)
+            assert status == 200, (status, headers)
+            close_all(held)
+            return
+        a.wait_log("sibling %s answers" % sibling, 10)
+        assert "GET /room.txt " in b.access_log()
+        held = hold(a, 5)
+        curl = subprocess.run(
+            ["curl", "-sS", "-I", "-L", "--max-redirs", "1", "--cacert", ca[0], "-m", "10",
+             "-o", "/dev/null", "-w", "%{num_redirects} %{http_code} %{url_effective}",
+             "https://127.0.0.1:%d/live.mp3" % a.tls_port],
+            capture_output=True, text=True, timeout=20)
+        assert curl.stdout == "1 200 %s/live.mp3?%s" % (sibling, MARK), (curl.stdout,
+                                                                         curl.stderr)
         close_all(held)
     finally:
         for s in srcs:

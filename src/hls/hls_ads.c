@@ -1,0 +1,453 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * hls_ads: a session's ad breaks (docs/ADS.md, "HLS sessions"). A break signalled on the
+ * mount (the admin command, a title; stream/adbreak.c) reaches a session at its next playlist
+ * request: its ads are asked for (ads.h) as a listener's are, and when they come, its
+ * playlist leaves the common one at the first live segment it has not been shown (b): the
+ * ads' segments (hls_adcut.c) are listed in place of the live ones, part by part as live parts
+ * are cut, then the live stream again from segment r = b + the whole live segments the ads
+ * last, numbered on from the ads' (delta more than the window's numbers from then on). When
+ * the ads have left its playlist, the break is dropped and only the numbering stays. Nothing
+ * answers late or undecided: a session whose ads do not come stays on the live stream.
+ * Tracking: each ad's events fire by the parts of it the session fetched whole, from its start.
+ * All under the window's lock but the asking (on a worker) and the cutting.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conf/config.h"
+#include "core/escape.h"
+#include "core/log.h"
+#include "core/loop.h"
+#include "net/server.h"
+#include "net/worker.h"
+#include "stream/mount.h"
+#include "hls/hls.h"
+#include "hls/hls_window_internal.h"
+#include "hls/hls_ads.h"
+
+/* Bits of an ad's events fired, as stream/adbreak.c fires them. */
+enum { F_START = 1, F_IMPRESSION = 2, F_Q1 = 4, F_MID = 8, F_Q3 = 16, F_COMPLETE = 32 };
+
+struct hls_sess_ads {
+    uint64_t asking;           /* the break whose ads are asked for, 0 none */
+    uint64_t preroll_until_ms; /* a preroll asked for: its first playlist waits until then */
+    int64_t delta, ddisc;      /* the numbering breaks behind it left */
+    hls_adbreak_t *brk;        /* the break its playlist lists, NULL none */
+    ads_pod_t *pod;            /* brk's ads: their tracking */
+    unsigned char *got[ADS_POD_MAX]; /* parts of each ad fetched whole (a bit each) */
+    unsigned fired[ADS_POD_MAX];
+};
+
+/* ---- the decisions under way: which session of which window each one is for ---- */
+
+typedef struct pending {
+    uint64_t owner, tag;
+    hls_t *h;                  /* windows are never freed */
+    char token[HLS_TOKEN_LEN + 1];
+    struct pending *next;
+} pending_t;
+
+static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
+static pending_t *pendings;
+
+static void break_free(hls_sess_ads_t *a)
+{
+    if (a->brk)
+        for (int i = 0; i < a->brk->nads; i++)
+            hls_adcut_unref(a->brk->cut[i]);
+    free(a->brk);
+    a->brk = NULL;
+    ads_pod_free(a->pod);
+    a->pod = NULL;
+    for (int i = 0; i < ADS_POD_MAX; i++) {
+        free(a->got[i]);
+        a->got[i] = NULL;
+        a->fired[i] = 0;
+    }
+}
+
+int hls_ads_own(const hls_sess_ads_t *a)
+{
+    return a->brk || a->delta || a->ddisc;
+}
+
+/* A session's break state, new (counted on h). */
+static hls_sess_ads_t *ads_new(hls_t *h)
+{
+    hls_sess_ads_t *a = calloc(1, sizeof(*a));
+    if (a)
+        atomic_fetch_add(&h->ad_sessions, 1);
+    return a;
+}
+
+void hls_ads_free(hls_t *h, hls_sess_ads_t *a)
+{
+    if (!a)
+        return;
+    atomic_fetch_sub(&h->ad_sessions, 1);
+    break_free(a);
+    free(a);
+}
+
+/* The format of the window's stream: of the frame its newest part begins with. */
+static int window_format(hls_t *h, ads_format_t *fmt)
+{
+    for (uint64_t q = h->open_seq + 1; q-- > h->first_seq;) {
+        const hls_seg_t *s = hls_seg_at(h, q);
+        const hls_part_t *p = s && s->nparts ? &s->parts[s->nparts - 1] : NULL;
+        if (p && p->blk && p->start >= p->blk->offset && p->start < block_end(p->blk))
+            return ads_format_of(p->blk->data + (p->start - p->blk->offset),
+                                 (size_t)(block_end(p->blk) - p->start), fmt);
+        if (q == 0)
+            break;
+    }
+    return -1;
+}
+
+/* ---- a break's ads come ---- */
+
+/* The break of pod for a session of h: cut (outside the window's lock), then placed. */
+static hls_adbreak_t *break_new(hls_t *h, ads_pod_t *pod)
+{
+    pthread_mutex_lock(&h->lock);
+    uint32_t fpp = h->frames_per_part;
+    int pps = h->parts_per_seg, live_pps = h->parts_per_seg;
+    pthread_mutex_unlock(&h->lock);
+    hls_adbreak_t *brk = calloc(1, sizeof(*brk));
+    if (!brk || pps <= 0)
+        goto fail;
+    for (int i = 0; i < pod->n; i++) {
+        if (!(brk->cut[i] = hls_adcut_get(pod->ad[i].creative, fpp, pps)))
+            goto fail;
+        brk->nads++;
+        brk->first_part[i] = brk->nparts;
+        brk->first_seg[i] = brk->nsegs;
+        brk->nparts += brk->cut[i]->nparts;
+        brk->nsegs += brk->cut[i]->nsegs;
+    }
+    brk->r = (uint64_t)(brk->nparts / live_pps); /* b is added when it is placed */
+    return brk;
+fail:
+    for (int i = 0; brk && i < brk->nads; i++)
+        hls_adcut_unref(brk->cut[i]);
+    free(brk);
+    return NULL;
+}
+
+/* The decision under way for (owner, tag), taken off the list; NULL none. */
+static pending_t *pending_take(uint64_t owner, uint64_t tag)
+{
+    pending_t *p = NULL;
+    pthread_mutex_lock(&pending_lock);
+    for (pending_t **pp = &pendings; *pp; pp = &(*pp)->next)
+        if ((*pp)->owner == owner && (*pp)->tag == tag) {
+            p = *pp;
+            *pp = p->next;
+            break;
+        }
+    pthread_mutex_unlock(&pending_lock);
+    return p;
+}
+
+/* Places brk (pod's ads, cut) in session a's playlist, under h->lock. */
+static void place_locked(hls_t *h, hls_sess_ads_t *a, hls_adbreak_t *brk, ads_pod_t *pod,
+                         const hls_sess_ref_t *ref, int preroll)
+{
+    if (preroll) {
+        /* the ads first, then live from the newest complete segment, as an intro */
+        const hls_seg_t *s = hls_seg_at(h, h->open_seq - 1);
+        uint64_t ms = 0;
+        for (int i = 0; i < pod->n; i++)
+            ms += pod->ad[i].creative->samples * 1000 / pod->ad[i].creative->fmt.samplerate;
+        brk->preroll = 1;
+        brk->b = h->open_seq - 1;
+        brk->r = brk->b;
+        brk->delta_before = -(int64_t)brk->nsegs;
+        brk->pdt_b_ms = s ? s->pdt_ms - (int64_t)ms : 0;
+    } else {
+        /* the ads go in after everything its playlist showed: the open segment's parts and
+         * the preload hint's part are of h->open_seq */
+        brk->b = h->open_seq + 1;
+        brk->r += brk->b;
+        brk->delta_before = a->delta;
+    }
+    brk->ddisc_before = a->ddisc;
+    brk->base_b = hls_adview_base_disc_locked(h, ref->view, brk->b);
+    a->brk = brk;
+    a->pod = pod;
+    atomic_fetch_add_explicit(&h->mount->ad_fills, (unsigned long long)pod->n,
+                              memory_order_relaxed);
+    char esc[512];
+    log_debug("hls: session %" PRIu64 " on %s: %d ads from segment %" PRIu64
+              ", live again at %" PRIu64, ref->id,
+              escape_log_utf8(esc, sizeof(esc), h->name, strlen(h->name)), brk->nads, brk->b,
+              brk->r);
+}
+
+static void on_decided(worker_t *w, uint64_t owner, uint64_t tag, ads_pod_t *pod)
+{
+    (void)w;
+    pending_t *p = pending_take(owner, tag);
+    hls_t *h = p ? p->h : NULL;
+    hls_adbreak_t *brk = h && pod ? break_new(h, pod) : NULL;
+    hls_sess_ref_t ref;
+    hls_sess_ads_t *a = NULL;
+    if (h) {
+        pthread_mutex_lock(&h->lock);
+        if (hls_session_ref_locked(h, p->token, NULL, &ref) && *ref.ads &&
+            (*ref.ads)->asking == tag)
+            a = *ref.ads;
+    }
+    int preroll = a && a->preroll_until_ms, late = preroll && loop_now_ms() > a->preroll_until_ms;
+    if (a)
+        a->asking = a->preroll_until_ms = 0;
+    if (late)
+        a = NULL; /* its first playlist went without it: it is on the live stream */
+    if (a && brk && h->mount && !h->is_opus && h->frames_per_part == brk->cut[0]->fpp &&
+        (!preroll || h->open_seq > h->first_seq)) {
+        place_locked(h, a, brk, pod, &ref, preroll);
+        brk = NULL;
+        pod = NULL;
+    }
+    if (h)
+        pthread_mutex_unlock(&h->lock);
+    if (brk) {
+        for (int i = 0; i < brk->nads; i++)
+            hls_adcut_unref(brk->cut[i]);
+        free(brk);
+    }
+    ads_pod_free(pod); /* none came, or the session is gone or in a break */
+    free(p);
+}
+
+/* ---- a break reaches a session ---- */
+
+/* Asks for the ads of break `tag` of session ref (break_ms long) on worker w: 0, or -1
+ * (nothing asked: the session stays on the live stream). */
+static int ask(hls_t *h, const hls_sess_ref_t *ref, worker_t *w, const ads_settings_t *set,
+               const ads_format_t *fmt, uint64_t tag, unsigned break_ms)
+{
+    mount_t *m = h->mount;
+    pending_t *p = calloc(1, sizeof(*p));
+    if (!p)
+        return -1;
+    *p = (pending_t){.owner = ref->id, .tag = tag, .h = h};
+    snprintf(p->token, sizeof(p->token), "%s", ref->token);
+    char session[24];
+    snprintf(session, sizeof(session), "%" PRIu64, ref->id);
+    ads_ask_t q = {.settings = set, .fmt = *fmt, .break_ms = break_ms, .mount = m->name,
+                   .vars = {.ip = ref->ip, .ua = ref->agent ? ref->agent : "",
+                            .country = ref->country, .session = session, .mount = h->name,
+                            .cachebuster = (uint32_t)rand()}};
+    pthread_mutex_lock(&pending_lock);
+    p->next = pendings;
+    pendings = p;
+    pthread_mutex_unlock(&pending_lock);
+    if (ads_ask(w, &q, ref->id, tag, on_decided) < 0) {
+        pthread_mutex_lock(&pending_lock);
+        for (pending_t **pp = &pendings; *pp; pp = &(*pp)->next)
+            if (*pp == p) {
+                *pp = p->next;
+                break;
+            }
+        pthread_mutex_unlock(&pending_lock);
+        free(p);
+        return -1;
+    }
+    atomic_fetch_add_explicit(&m->ad_asked, 1, memory_order_relaxed);
+    return 0;
+}
+
+void hls_ads_poll_locked(hls_t *h, const hls_sess_ref_t *ref, worker_t *w)
+{
+    mount_t *m = h->mount;
+    uint64_t id = m ? atomic_load(&m->adbreak_id) : 0;
+    if (id == *ref->ad_seen)
+        return; /* the one test a session pays on a mount without breaks */
+    *ref->ad_seen = id;
+    hls_sess_ads_t *a = *ref->ads;
+    if (a && (a->asking || a->brk))
+        return; /* in a break of its own: it stays in it */
+    uint64_t first;
+    if (h->is_opus || hls_playlist_first_locked(h, &first) < 0 ||
+        (ref->view && ref->view->intro &&
+         first < ref->view->live_from + (uint64_t)ref->view->nsegs))
+        return; /* its intro is still listed: that is its preroll */
+    ads_settings_t set = ads_settings(config_find_mount(server_config(), m->name));
+    ads_format_t fmt;
+    if (!set.vast_url || window_format(h, &fmt) < 0)
+        return;
+    pthread_mutex_lock(&m->lock);
+    unsigned ms = m->adbreak_ms;
+    uint64_t at = m->adbreak_at_ms;
+    pthread_mutex_unlock(&m->lock);
+    if (loop_now_ms() > at + ms)
+        return; /* over before it looked */
+    if (!a && !(a = *ref->ads = ads_new(h)))
+        return;
+    if (ask(h, ref, w, &set, &fmt, id, ms) == 0)
+        a->asking = id;
+}
+
+void hls_ads_first_locked(hls_t *h, const hls_sess_ref_t *ref, worker_t *w)
+{
+    mount_t *m = h->mount;
+    if (!m || !ref->first || *ref->ads || h->is_opus || (ref->view && ref->view->intro))
+        return; /* an intro is the session's preroll */
+    ads_settings_t set = ads_settings(config_find_mount(server_config(), m->name));
+    ads_format_t fmt;
+    if (!set.vast_url || !set.preroll || window_format(h, &fmt) < 0 ||
+        h->open_seq <= h->first_seq)
+        return; /* a session that begins before the first segment: its format is not known */
+    hls_sess_ads_t *a = *ref->ads = ads_new(h);
+    static _Atomic uint64_t tags = 1; /* odd: the mount's breaks are even */
+    uint64_t tag = atomic_fetch_add(&tags, 2);
+    if (a && ask(h, ref, w, &set, &fmt, tag, set.preroll_ms) == 0) {
+        a->asking = tag;
+        a->preroll_until_ms = loop_now_ms() + set.request_timeout_ms;
+    }
+}
+
+int hls_ads_waiting(const hls_sess_ads_t *a)
+{
+    return a->preroll_until_ms && loop_now_ms() <= a->preroll_until_ms;
+}
+
+/* ---- its playlist ---- */
+
+int hls_ads_playlist_locked(hls_t *h, hls_sess_ads_t *a, const hls_view_t *v, buf_t *out, int ll)
+{
+    hls_adbreak_t *brk = a->brk;
+    const hls_seg_t *sb = brk ? hls_seg_at(h, brk->b) : NULL;
+    if (sb && !brk->pdt_b_ms)
+        brk->pdt_b_ms = sb->pdt_ms;
+    uint64_t first_live;
+    int rc = hls_adview_write_locked(h, brk, a->delta, a->ddisc, v, out, ll, &first_live);
+    if (rc == 0 && brk && first_live != UINT64_MAX && first_live > brk->r &&
+        brk->r >= h->first_seq) {
+        /* the ads and the segment it rejoined at (its discontinuity) left its playlist: the
+         * numbering they leave behind stays */
+        a->ddisc = brk->ddisc_before + (int64_t)brk->base_b + brk->nads + 1 -
+                   (int64_t)hls_adview_base_disc_locked(h, v, brk->r + 1);
+        a->delta = brk->delta_before + (int64_t)brk->b + brk->nsegs - (int64_t)brk->r;
+        break_free(a);
+    }
+    return rc;
+}
+
+void hls_ads_reload_at(hls_t *h, const char *token, uint64_t *msn, int *part)
+{
+    if (atomic_load_explicit(&h->ad_sessions, memory_order_relaxed) == 0)
+        return; /* no session of the window had a break: the window's numbers */
+    pthread_mutex_lock(&h->lock);
+    hls_sess_ref_t ref;
+    hls_sess_ads_t *a = hls_session_ref_locked(h, token, NULL, &ref) ? *ref.ads : NULL;
+    const hls_adbreak_t *brk = a ? a->brk : NULL;
+    int64_t m = (int64_t)*msn, sb = brk ? (int64_t)brk->b + brk->delta_before : 0;
+    if (!a) {
+        /* as everyone's */
+    } else if (!brk) {
+        *msn = m >= a->delta ? (uint64_t)(m - a->delta) : 0;
+    } else if (m < sb) {
+        *msn = m >= brk->delta_before ? (uint64_t)(m - brk->delta_before) : 0;
+    } else if (m < sb + brk->nsegs && brk->preroll) {
+        *msn = brk->b; /* a preroll's ads are all listed: answered now */
+        *part = -1;
+    } else if (m < sb + brk->nsegs) {
+        /* an ad's part is listed once the live part it stands in for is cut */
+        int x = (int)(m - sb), i = 0;
+        while (i + 1 < brk->nads && brk->first_seg[i + 1] <= x)
+            i++;
+        int first, np = hls_adcut_seg_parts(brk->cut[i], x - brk->first_seg[i], &first);
+        int k = *part < 0 || *part >= np ? np - 1 : *part;
+        int n = brk->first_part[i] + first + k, pps = h->parts_per_seg > 0 ? h->parts_per_seg : 1;
+        *msn = brk->b + (uint64_t)(n / pps);
+        *part = n % pps;
+    } else {
+        int64_t after = brk->delta_before + (int64_t)brk->b + brk->nsegs - (int64_t)brk->r;
+        *msn = m >= after ? (uint64_t)(m - after) : 0;
+    }
+    pthread_mutex_unlock(&h->lock);
+}
+
+void hls_ads_numbering_locked(hls_t *h, const hls_sess_ads_t *a, const hls_view_t *v,
+                              int64_t *delta, int64_t *ddisc)
+{
+    const hls_adbreak_t *brk = a->brk;
+    *delta = a->delta;
+    *ddisc = a->ddisc;
+    if (!brk)
+        return;
+    *ddisc = brk->ddisc_before + (int64_t)brk->base_b + brk->nads + 1 -
+             (int64_t)hls_adview_base_disc_locked(h, v, brk->r + 1);
+    *delta = brk->delta_before + (int64_t)brk->b + brk->nsegs - (int64_t)brk->r;
+}
+
+hls_sess_ads_t *hls_ads_numbered(hls_t *h, int64_t delta, int64_t ddisc)
+{
+    hls_sess_ads_t *a = ads_new(h);
+    if (a) {
+        a->delta = delta;
+        a->ddisc = ddisc;
+    }
+    return a;
+}
+
+/* ---- tracking ---- */
+
+/* Fires what ad i's delivery reached: the bytes of its parts fetched from its start on. */
+static void track(hls_t *h, hls_sess_ads_t *a, int i)
+{
+    const hls_adcut_t *c = a->brk->cut[i];
+    const ads_ad_t *ad = &a->pod->ad[i];
+    int n = 0;
+    while (n < c->nparts && (a->got[i][n / 8] & (1u << (n % 8))))
+        n++;
+    uint64_t sent = n ? c->parts[n - 1].end : 0;
+    const ads_creative_t *cr = ad->creative;
+    static const struct { unsigned bit; int ev, mark; } steps[] = {
+        {F_START, VAST_EV_START, -1},
+        {F_IMPRESSION, ADS_EV_IMPRESSION, ADS_MARK_IMPRESSION},
+        {F_Q1, VAST_EV_FIRST_QUARTILE, ADS_MARK_Q1},
+        {F_MID, VAST_EV_MIDPOINT, ADS_MARK_MID},
+        {F_Q3, VAST_EV_THIRD_QUARTILE, ADS_MARK_Q3},
+        {F_COMPLETE, VAST_EV_COMPLETE, -2},
+    };
+    for (size_t s = 0; s < sizeof(steps) / sizeof(steps[0]); s++) {
+        uint64_t at = steps[s].mark == -1 ? 1 : steps[s].mark == -2 ? cr->bytes
+                                                                     : cr->mark[steps[s].mark];
+        if ((a->fired[i] & steps[s].bit) || sent < at)
+            continue;
+        a->fired[i] |= steps[s].bit;
+        ads_track(ad, steps[s].ev, a->pod->allow_private);
+        if (h->mount && steps[s].ev == ADS_EV_IMPRESSION)
+            atomic_fetch_add_explicit(&h->mount->ad_impressions, 1, memory_order_relaxed);
+        else if (h->mount && steps[s].ev == VAST_EV_COMPLETE)
+            atomic_fetch_add_explicit(&h->mount->ad_completes, 1, memory_order_relaxed);
+    }
+}
+
+void hls_ads_fetched(hls_t *h, const hls_client_t *who, const char *id, uint64_t seg, int part)
+{
+    pthread_mutex_lock(&h->lock);
+    hls_sess_ref_t ref;
+    hls_sess_ads_t *a = hls_session_ref_locked(h, NULL, who, &ref) ? *ref.ads : NULL;
+    for (int i = 0; a && a->brk && i < a->brk->nads; i++) {
+        const hls_adcut_t *c = a->brk->cut[i];
+        if (strcmp(c->id, id) != 0 || seg >= (uint64_t)c->nsegs)
+            continue;
+        if (!a->got[i] && !(a->got[i] = calloc((size_t)(c->nparts + 7) / 8, 1)))
+            break;
+        int first, np = hls_adcut_seg_parts(c, (int)seg, &first);
+        for (int k = part < 0 ? 0 : part; k < (part < 0 ? np : part + 1) && k < np; k++)
+            a->got[i][(first + k) / 8] |= (unsigned char)(1u << ((first + k) % 8));
+        track(h, a, i);
+        break; /* the same creative twice in a pod: the first one's */
+    }
+    pthread_mutex_unlock(&h->lock);
+}

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * hls_ads: ad breaks for HLS sessions (docs/ADS.md, "HLS sessions"). A creative is cut once
+ * into HLS parts and segments of a window's geometry (hls_adcut.c: shared by every session,
+ * named in URLs by a digest, <mount>/hls/ad/<id>/<n>.<ext>); a session in a break lists them in
+ * its own playlist between discontinuities, at the pace of the live parts they stand in for,
+ * then rejoins the live stream (hls_ads.c: the break, its numbering, its tracking;
+ * hls_adview.c: the playlist). Only the files of src/hls/ include it, after hls/hls.h and
+ * hls/hls_window_internal.h.
+ */
+#ifndef RIMECAST_HLS_ADS_H
+#define RIMECAST_HLS_ADS_H
+
+#ifndef RIMECAST_HLS_WINDOW_INTERNAL_H
+#error "include hls/hls_window_internal.h before hls/hls_ads.h"
+#endif
+
+#include "ads/ads.h"
+
+
+/* The CLASS of the EXT-X-DATERANGE that names each ad in a session's playlist. */
+#define HLS_AD_CLASS "com.rimecast.ad"
+
+/* ---- hls_adcut.c: creatives cut into parts and segments ---- */
+
+typedef struct hls_adcut_part {
+    const block_t *blk;  /* the creative's block holding start (the creative holds it) */
+    uint64_t start, end; /* bytes of the creative: whole frames */
+    uint32_t samples;
+    uint64_t before;     /* samples of the creative before it */
+} hls_adcut_part_t;
+
+typedef struct hls_adcut {
+    int refs;                  /* under the registry's lock */
+    ads_creative_t *creative;  /* a reference: the bytes */
+    char id[HLS_AD_ID_LEN + 1];
+    uint32_t fpp;              /* frames a part, as the window's */
+    int pps;                   /* parts a segment, as the window's */
+    int nparts, nsegs;
+    hls_adcut_part_t *parts;
+    uint64_t unused_since_ms;  /* no session holds it since then (refs 0) */
+    struct hls_adcut *next;
+} hls_adcut_t;
+
+/* Creative c cut into parts of fpp frames, pps a segment: a new reference (made once for the
+ * creative and geometry, then shared), or NULL without memory. */
+hls_adcut_t *hls_adcut_get(ads_creative_t *c, uint32_t fpp, int pps);
+void hls_adcut_unref(hls_adcut_t *a);
+/* The parts of segment seg of a: how many, from part *first on. */
+int hls_adcut_seg_parts(const hls_adcut_t *a, int seg, int *first);
+/* Fills *p for segment seg (part -1) or part (seg, part) of the cut named id, served with
+ * extension ext: HLS_READY (blk referenced), else HLS_GONE (no such cut, piece or type). */
+int hls_adcut_piece(const char *id, uint64_t seg, int part, const char *ext, hls_piece_t *p);
+/* Appends the relative URI of a's segment seg (part -1) or part (seg, part). */
+void hls_adcut_uri(const hls_adcut_t *a, int seg, int part, buf_t *out);
+/* Drops every cut no session holds (at exit: registered with the first cut). */
+void hls_adcut_clear(void);
+
+/* ---- hls_ads.c: a session's breaks ---- */
+
+typedef struct hls_sess_ads hls_sess_ads_t;
+
+/* What hls_ads.c needs of a session (hls_session.c lends it, under h->lock). */
+typedef struct hls_sess_ref {
+    hls_sess_ads_t **ads;   /* its break state, NULL before its first break */
+    uint64_t *ad_seen;      /* the mount's last break it took (hls_session.c sets it first) */
+    uint64_t id;
+    const char *token, *ip, *agent, *country;
+    const hls_view_t *view; /* its intro view (view->intro NULL: none) */
+    int first;              /* its first playlist request (a preroll may begin) */
+} hls_sess_ref_t;
+
+/* The session token names (token NULL: the one who's piece request counts to), under
+ * h->lock: 1 with *ref filled, else 0. In hls_session.c. */
+int hls_session_ref_locked(hls_t *h, const char *token, const hls_client_t *who,
+                           hls_sess_ref_t *ref);
+
+/* A session's playlist request, under h->lock: a break signalled on the mount since it last
+ * looked (*ref->ad_seen) begins for it (its ads asked for on worker w). */
+void hls_ads_poll_locked(hls_t *h, const hls_sess_ref_t *ref, worker_t *w);
+/* Its first playlist request, under h->lock: with the mount's <preroll>, its preroll's ads
+ * are asked for (on worker w), and its first playlist waits for them (hls_ads_waiting). */
+void hls_ads_first_locked(hls_t *h, const hls_sess_ref_t *ref, worker_t *w);
+/* 1 while the session's preroll is being decided and may still be waited for. */
+int hls_ads_waiting(const hls_sess_ads_t *ads);
+/* Its media playlist when it had a break (ads non-NULL), under h->lock: 0, -EAGAIN, -ENOMEM. */
+int hls_ads_playlist_locked(hls_t *h, hls_sess_ads_t *ads, const hls_view_t *v, buf_t *out,
+                            int ll);
+/* A blocking reload of session `token` for its (*msn, *part): moved to the window's numbers. */
+void hls_ads_reload_at(hls_t *h, const char *token, uint64_t *msn, int *part);
+/* The ad piece u names went, whole, to who: its session's tracking moves on. */
+void hls_ads_fetched(hls_t *h, const hls_client_t *who, const char *id, uint64_t seg, int part);
+/* An upgrade: the numbering a session's breaks left it (one in progress counts as over now:
+ * the session rejoins the live stream in the new process), and the same in the new process
+ * (NULL without memory). */
+void hls_ads_numbering_locked(hls_t *h, const hls_sess_ads_t *ads, const hls_view_t *v,
+                              int64_t *delta, int64_t *ddisc);
+hls_sess_ads_t *hls_ads_numbered(hls_t *h, int64_t delta, int64_t ddisc);
+/* 1 once the session had a break: its playlist is its own (hls_ads_playlist_locked). */
+int hls_ads_own(const hls_sess_ads_t *ads);
+/* Frees a session's break state (a session of h ends). */
+void hls_ads_free(hls_t *h, hls_sess_ads_t *ads);
+
+/* ---- hls_adview.c ---- */
+
+/* The break of a session as the playlist writer sees it (hls_ads.c keeps it). */
+typedef struct hls_adbreak {
+    uint64_t b;              /* the window's first live segment the ads replace */
+    uint64_t r;              /* the window's segment the session rejoins at */
+    int64_t delta_before;    /* session number - window number of live segments before b */
+    int64_t ddisc_before;    /* discontinuities the session counts more than the window, before b */
+    uint64_t base_b;         /* the discontinuities before b as the session's view counts them */
+    int nads;
+    hls_adcut_t *cut[ADS_POD_MAX];
+    int first_part[ADS_POD_MAX]; /* the pod's parts before each ad */
+    int first_seg[ADS_POD_MAX];  /* the pod's segments before each ad */
+    int nparts, nsegs;       /* of the whole pod */
+    int64_t pdt_b_ms;        /* the date of b's first sample, once known (0 before); a
+                              * preroll's: the date its ads begin at */
+    int preroll;             /* the ads come first, all listed, before live segment b = r:
+                              * numbered just before it, as an intro is */
+} hls_adbreak_t;
+
+/* The playlist of a session with a break, or with breaks behind it (brk NULL): live segments
+ * numbered delta more than the window's, counting ddisc more discontinuities. Under h->lock. */
+int hls_adview_write_locked(hls_t *h, const hls_adbreak_t *brk, int64_t delta, int64_t ddisc,
+                            const hls_view_t *v, buf_t *out, int ll, uint64_t *first_live);
+/* Live parts the window has cut from segment b on (the ads listed stand in for as many). */
+int hls_adview_live_parts_locked(hls_t *h, uint64_t b);
+/* The discontinuities before live segment q as the session's view counts them (its intro). */
+uint64_t hls_adview_base_disc_locked(hls_t *h, const hls_view_t *v, uint64_t q);
+
+/* ---- what hls_playlist.c lends (under h->lock) ---- */
+
+/* The first segment of the common playlist: 0, or -EAGAIN with no complete segment yet. */
+int hls_playlist_first_locked(hls_t *h, uint64_t *first);
+void hls_playlist_date(buf_t *out, int64_t ms);
+void hls_playlist_parts(buf_t *out, const hls_seg_t *s, const char *ext);
+uint64_t hls_playlist_disc_before(const hls_t *h, uint64_t seq);
+/* The discontinuity sequence of session view v's playlist from *first (set as it lists). */
+uint64_t hls_playlist_view_first(const hls_t *h, const hls_view_t *v, uint64_t *first);
+
+#endif

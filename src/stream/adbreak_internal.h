@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * adbreak_internal: what adbreak.c (a listener's break) and adbreak_carry.c (the break across
+ * an upgrade) share and nothing else includes: the break's state and its steps.
+ */
+#ifndef RIMECAST_ADBREAK_INTERNAL_H
+#define RIMECAST_ADBREAK_INTERNAL_H
+
+#include <stdint.h>
+
+#include "ads/ads.h"
+#include "core/block.h"
+#include "stream/listener.h"
+
+/* AD_FETCH: an ad carried by an upgrade whose creative is being fetched again (the rest of
+ * the block it was in went as the listener's tail; it resumes at the next block). */
+enum { AD_ASKED, AD_READY, AD_PLAYING, AD_REJOIN, AD_FETCH };
+
+/* Bits of adplay_t.fired, in the order they fire. */
+enum { F_START = 1, F_IMPRESSION = 2, F_Q1 = 4, F_MID = 8, F_Q3 = 16, F_COMPLETE = 32 };
+
+typedef struct adplay {
+    int state;
+    int preroll;          /* its own break, as it joined: no start point to wait for */
+    uint64_t tag;         /* the break's id (its decision is matched by it) */
+    uint64_t start;       /* stream offset the ads go in at (not for a preroll) */
+    uint64_t deadline_ms; /* ASKED: held at the start at most until then; AD_FETCH: the fetch */
+    ads_pod_t *pod;
+    int cur;              /* the ad playing */
+    block_t *blk;         /* cursor in its creative (a reference), NULL once all are sent */
+    uint32_t pos;
+    unsigned fired;
+    uint64_t skip;        /* samples of the mount's stream still to skip (Ogg: granule units) */
+    int ogg;              /* an Ogg mount: pages are skipped, the rejoin is a new link */
+    int64_t granule;      /* Ogg: the granule position of the last live page passed, -1 none */
+    block_t *eos;         /* Ogg: the page that ends the live link, sent before the ads (its own
+                           * block, a reference), NULL once sent or when none is needed */
+    uint32_t eos_pos;
+    /* AD_FETCH */
+    uint64_t resume;      /* the offset in the creative it goes on from (a block's start) */
+    int fetching;         /* the fetch was sent (its answer matched by tag) */
+    int pending_start;    /* the ads had not begun: the live stream goes on to `start` first */
+} adplay_t;
+
+/* adbreak.c */
+int adbreak_stream_format(mount_t *m, ads_format_t *fmt);
+uint64_t adbreak_new_tag(void);
+void adbreak_free_play(listener_t *l);
+void adbreak_skip_live(listener_t *l);
+/* Begins ad a->cur (AD_FETCH when its creative is not here); the next one, or AD_REJOIN. */
+void adbreak_start_ad(adplay_t *a);
+void adbreak_next_ad(adplay_t *a);
+/* Fires the tracking of the ad playing that `sent` of its bytes reached (counted on m). */
+void adbreak_track(adplay_t *a, uint64_t sent, mount_t *m);
+
+/* adbreak_carry.c: AD_FETCH's step. 1 while the creative is on its way (hold), 0 once the
+ * listener is PLAYING it or none is left (AD_REJOIN). */
+int adbreak_fetch(listener_t *l);
+
+#endif
