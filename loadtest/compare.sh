@@ -8,7 +8,9 @@
 # the floor writing one source block (100 ms of stream, the swarm source's write) per writev, the
 # write pattern of rimecast-ll; plain floor writes 4096-byte chunks. Phases:
 #   sources   - a paced source ramp (swarm libshout sources, or ezstream with --source-tool)
-#   listeners - one 128 kbit/s mount plus the latency probe, listeners ramped in steps
+#   listeners - one 128 kbit/s mount plus the latency probe, listeners ramped in steps; with
+#               --timed K the probe source feeds the loaded mount itself (a marker every 100 ms)
+#               and K of its listeners (all, or a random sample) time every marker
 #   flash     - a flash crowd: N listeners connecting at once
 # The listener ramp is closed-loop (each step is held --hold s once all of it is connected), so a
 # server that admits slowly takes longer rather than getting smaller plateaus.
@@ -23,7 +25,7 @@ floor=${FLOOR_BIN:-$(first_x "$here/writev_floor" "$top/build/loadtest/writev_fl
 out=""; port=""; servers="rimecast rimecast-ll icecast2 floor"; source_tool=swarm; per_proc=18000
 sources=1000; source_step=50; source_hold=5
 listeners=15000; listener_step=1000; hold=20; rate=500; probe_n=10; flash=10000; bitrate=128
-workers=0; python=python3; max_time=3600
+workers=0; python=python3; max_time=3600; timed=0; gen_nice=0; gen_wrap=()
 usage() {
     cat >&2 <<USAGE
 usage: compare.sh [--quick] [--out DIR] [--servers "rimecast rimecast-ll icecast2 floor" (+ floor-ll)]
@@ -32,6 +34,9 @@ usage: compare.sh [--quick] [--out DIR] [--servers "rimecast rimecast-ll icecast
   [--listeners 15000] [--listener-step 1000] [--hold 20] [--connect-rate 500]
   [--probe-listeners 10] [--flash 10000] [--bitrate 128] [--max-time 3600 (listener ramp cap, s)]
   [--per-proc 18000 (listeners per swarm process)]
+  [--timed K (the latency of /live itself: K of its listeners time the markers its source writes)]
+  [--gen-nice N] [--gen-batch] (the listener phase's swarms run at nice N, or as SCHED_BATCH: their
+  wake-ups on a server's writes then do not preempt the server's threads on the shared cores)
 --quick: 100 sources, 2000 listeners in steps of 500 held 8 s, a flash crowd of 2000.
 Phases can be skipped with --sources 0, --listeners 0, --flash 0.
 USAGE
@@ -60,6 +65,9 @@ while [ $# -gt 0 ]; do
         --bitrate) bitrate=$2; shift 2 ;;
         --max-time) max_time=$2; shift 2 ;;
         --per-proc) per_proc=$2; shift 2 ;;
+        --timed) timed=$2; shift 2 ;;
+        --gen-nice) gen_nice=$2; shift 2 ;;
+        --gen-batch) gen_wrap=(chrt --batch 0); shift ;;
         *) usage ;;
     esac
 done
@@ -161,20 +169,25 @@ phase_listeners() {
     [ "$listeners" -gt 0 ] || return 0
     local d=$out/$1-listeners; mkdir -p "$d"
     start_server "$1" || return 0
-    local list="" gen="$d/gen.pids" src=""
+    local list="" gen="$d/gen.pids" src="" feed=(--sources 1 --source-mounts /live) timing=()
     : > "$gen"
+    # --timed: /live's stream is the probe source's (100 ms pieces, each opening with a marker),
+    # timed by K of the ramp's listeners; otherwise a libshout source and 10 probe listeners on /probe
+    [ "$timed" -gt 0 ] && feed=(--probe-mount /live --probe-listeners 0 --probe-tick 0.1) &&
+        timing=(-- --time-listeners $(( (timed + (listeners + per_proc - 1) / per_proc - 1) /
+                                        ((listeners + per_proc - 1) / per_proc) )))
+    [ "$timed" -eq 0 ] && feed+=(--probe-mount /probe --probe-listeners "$probe_n")
     if [ "${1%-ll}" != floor ]; then
         # the stream and the latency probe come from their own swarm, so the ramp's clock starts at once
-        "$swarm" --port "$port" --sources 1 --source-mounts /live --bitrate "$bitrate" \
-            --probe-mount /probe --probe-listeners "$probe_n" --drain 5 \
+        "${gen_wrap[@]}" nice -n "$gen_nice" "$swarm" --port "$port" "${feed[@]}" --bitrate "$bitrate" --drain 5 \
             --status "$d/source.status" 2>"$d/source.err" &
         src=$!; echo $src >> "$gen"; list="$d/source.status,"
         sleep 2
     fi
     log "$1: listener ramp to $listeners on /live ($listener_step more ${hold}s after each step is in)"
-    "$here/ramp-listeners.sh" --dir "$d" --port "$port" --listeners "$listeners" --mounts /live \
+    "${gen_wrap[@]}" nice -n "$gen_nice" "$here/ramp-listeners.sh" --dir "$d" --port "$port" --listeners "$listeners" --mounts /live \
         --step "$listener_step" --hold "$hold" --connect-rate "$rate" --bitrate "$bitrate" \
-        --duration "$max_time" --per-proc "$per_proc" --swarm "$swarm" 2>"$d/ramp.err" &
+        --duration "$max_time" --per-proc "$per_proc" --swarm "$swarm" "${timing[@]}" 2>"$d/ramp.err" &
     local ramp=$!
     for _ in $(seq 50); do [ -s "$d/status.list" ] && break; sleep 0.1; done
     cat "$d/swarm.pids" >> "$gen"

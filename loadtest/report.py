@@ -96,6 +96,7 @@ def plateaus(rows, settle=3):
                     "starving": max((r.get("sw_starving") or 0) for r in steady),
                     "closed": (steady[-1].get("sw_server_closed") or 0) - (g[0].get("sw_server_closed") or 0),
                     "lat_p50": med("sw_lat_p50_ms"), "lat_p99": med("sw_lat_p99_ms"),
+                    "arr_p50": med("sw_arr_p50_ms"), "arr_p99": med("sw_arr_p99_ms"),
                     "swarm_cpu": max((r.get("sw_swarm_cpu_pct") or 0) for r in steady),
                     "swarm_cpu_max": max((r.get("sw_swarm_cpu_max") or r.get("sw_swarm_cpu_pct") or 0)
                                          for r in steady),
@@ -354,11 +355,12 @@ def plateau_tables(names, L):
         if not L[n].get("plateaus"):
             continue
         print(f"**{n}**\n\n| listeners | server CPU % | starving | closed by server | p50 ms | p99 ms "
-              "| swarm CPU % | idle % | tx pkt/s | server fds |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
+              "| arrival p50 ms | arrival p99 ms | swarm CPU % | idle % | tx pkt/s | server fds |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for p in L[n]["plateaus"]:
             print(f"| {p['connected']:.0f} | {p['cpu']:.1f} | {p['starving']:.0f} | {p['closed']:.0f} | "
-                  f"{fmt(p['lat_p50'], '{:.2f}')} | {fmt(p['lat_p99'], '{:.2f}')} | {p['swarm_cpu']:.1f} | "
+                  f"{fmt(p['lat_p50'], '{:.2f}')} | {fmt(p['lat_p99'], '{:.2f}')} | "
+                  f"{fmt(p['arr_p50'], '{:.2f}')} | {fmt(p['arr_p99'], '{:.2f}')} | {p['swarm_cpu']:.1f} | "
                   f"{p['idle']:.0f} | {p['tx_pps']:.0f} | {p['fds']:.0f} |")
         print()
 

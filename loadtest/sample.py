@@ -24,7 +24,8 @@ SWARM_SUM = ["listeners", "connected", "pending", "bytes", "starving", "eligible
              "conn_err", "rejected", "sources", "sources_up", "src_err", "src_bytes", "lat_n",
              "starving_read"]  # starving: on bytes delivered; starving_read: on bytes read
 SWARM_MIN = ["rate_min_kbps"]
-SWARM_MAX = ["lat_p50_ms", "lat_p99_ms"]  # several probes: report the worst
+# several probes: report the worst; arr_*: the markers at their arrival in the socket
+SWARM_MAX = ["lat_p50_ms", "lat_p99_ms", "lat_max_ms", "arr_p50_ms", "arr_p99_ms"]
 SWARM_CPU = ["swarm_cpu_pct"]
 SWARM_COLS = SWARM_SUM + SWARM_MIN + SWARM_MAX + SWARM_CPU
 # the busiest single swarm process: a generator runs out when one of them nears a whole core

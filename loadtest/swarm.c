@@ -14,6 +14,10 @@
  * A listener is judged on the bytes the server delivered to it (read, plus unread in its socket
  * at the status tick), so that when the swarm reads does not decide it. With --trace FILE it
  * writes a timeline: a sample of listeners' reads and byte counts, and its own loop turns.
+ * With --time-listeners K, K of the N listeners (all, or a random sample spread over them) time
+ * the probe source's markers on their own mount, as the probe listeners do on theirs: the
+ * latency of the loaded mount itself, at the read (lat_*) and at the data's arrival in the
+ * socket (arr_*, the kernel's receive timestamp), which leaves out when the swarm got to read.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -52,6 +56,7 @@ typedef struct {
     int fd;
     uint8_t state;
     uint8_t probe;
+    uint8_t timed;       /* scans for markers (probe listeners, and --time-listeners) */
     uint8_t hdr_match;   /* how much of "\r\n\r\n" has been seen */
     uint8_t status_len;
     char status[12];     /* "HTTP/1.x NNN" */
@@ -83,7 +88,8 @@ static struct {
     const char *host, *src_ip, *password, *user, *content_type, *source_file, *status_path;
     const char *per_mount_path;
     int port;
-    unsigned listeners, step, probe_listeners, sources, source_step;
+    unsigned listeners, step, probe_listeners, sources, source_step, time_listeners;
+    int probe_listeners_set;
     double hold, source_hold, connect_rate, source_rate, duration, drain, window;
     double connect_timeout, bitrate_kbps, source_tick, probe_tick;
     double churn; /* listeners a second that leave and are replaced, once all are launched */
@@ -126,6 +132,9 @@ static struct {
     double tick_time[WINDOW_MAX + 1];
     uint32_t *lat_win, *lat_all;
     uint64_t lat_win_n, lat_all_n;
+    uint32_t *arr_win, *arr_all; /* the same markers at their arrival in the socket */
+    uint64_t arr_win_n, arr_all_n;
+    int64_t real_minus_mono;     /* CLOCK_REALTIME - CLOCK_MONOTONIC, ns (receive timestamps) */
     double rate_min, rate_p50;
     float *rates;
     double cpu_prev, cpu_pct;
@@ -162,6 +171,26 @@ static uint64_t now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Receive timestamps are on CLOCK_REALTIME, markers on CLOCK_MONOTONIC: the offset between
+ * them, taken again each second (the narrowest of three readings) */
+static void clock_offset(void)
+{
+    int64_t best = 0, span = INT64_MAX;
+    for (int i = 0; i < 3; i++) {
+        struct timespec a, r, b;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        clock_gettime(CLOCK_REALTIME, &r);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        int64_t ma = (int64_t)a.tv_sec * 1000000000 + a.tv_nsec;
+        int64_t mb = (int64_t)b.tv_sec * 1000000000 + b.tv_nsec;
+        if (mb - ma < span) {
+            span = mb - ma;
+            best = (int64_t)r.tv_sec * 1000000000 + r.tv_nsec - (ma + mb) / 2;
+        }
+    }
+    g.real_minus_mono = best;
 }
 
 /* --trace: is listener idx one of the sample whose reads are written down */
@@ -255,8 +284,10 @@ static int listener_start(unsigned idx)
         goto fail;
     if (opt.rcvbuf)
         setsockopt(l->fd, SOL_SOCKET, SO_RCVBUF, &opt.rcvbuf, sizeof(opt.rcvbuf));
-    if (opt.rcvlowat && !l->probe && !opt.tls) /* TLS: once the handshake's small records passed */
+    if (opt.rcvlowat && !l->timed && !opt.tls) /* TLS: once the handshake's small records passed */
         setsockopt(l->fd, SOL_SOCKET, SO_RCVLOWAT, &opt.rcvlowat, sizeof(opt.rcvlowat));
+    if (l->timed && !opt.tls) /* the time each read's last segment arrived in the socket */
+        setsockopt(l->fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
     if (opt.src_ip) {
         struct sockaddr_in local = { .sin_family = AF_INET };
         inet_pton(AF_INET, opt.src_ip, &local.sin_addr);
@@ -331,29 +362,33 @@ static void listener_send_request(unsigned idx)
     l->state = L_HEADER;
 }
 
-static void latency_add(uint64_t delay_ns)
+static void latency_add(uint32_t *win, uint32_t *all, uint64_t *win_n, uint64_t *all_n,
+                        uint64_t delay_ns)
 {
     uint64_t b = delay_ns / 1000 / LAT_BUCKET_US;
     if (b >= LAT_BUCKETS)
         b = LAT_BUCKETS - 1;
-    g.lat_win[b]++;
-    g.lat_all[b]++;
-    g.lat_win_n++;
-    g.lat_all_n++;
+    win[b]++;
+    all[b]++;
+    (*win_n)++;
+    (*all_n)++;
 }
 
-static void probe_marker(listener_t *l, const unsigned char *at, uint64_t recv_ns)
+/* arr_ns: when the read's last segment arrived in the socket (0: not known) */
+static void probe_marker(listener_t *l, const unsigned char *at, uint64_t recv_ns, uint64_t arr_ns)
 {
     uint64_t sent_ns;
     memcpy(&sent_ns, at + 8, sizeof(sent_ns));
     /* markers written before the response header arrived came from the burst, not live */
     if (sent_ns < (uint64_t)(l->t_stream * 1e9) || sent_ns > recv_ns)
         return;
-    latency_add(recv_ns - sent_ns);
+    latency_add(g.lat_win, g.lat_all, &g.lat_win_n, &g.lat_all_n, recv_ns - sent_ns);
+    if (arr_ns >= sent_ns)
+        latency_add(g.arr_win, g.arr_all, &g.arr_win_n, &g.arr_all_n, arr_ns - sent_ns);
 }
 
 /* Finds markers in carry+data without copying data; a marker starting in data is found once. */
-static void probe_scan(listener_t *l, const unsigned char *p, size_t n)
+static void probe_scan(listener_t *l, const unsigned char *p, size_t n, uint64_t arr)
 {
     uint64_t t = now_ns();
     unsigned char edge[2 * MARKER_LEN];
@@ -363,10 +398,10 @@ static void probe_scan(listener_t *l, const unsigned char *p, size_t n)
     size_t elen = l->carry_len + head;
     for (size_t i = 0; i < l->carry_len && i + MARKER_LEN <= elen; i++)
         if (!memcmp(edge + i, PROBE_MAGIC, 8))
-            probe_marker(l, edge + i, t);
+            probe_marker(l, edge + i, t, arr);
     const unsigned char *q = p, *end = p + n;
     while ((q = memmem(q, (size_t)(end - q), PROBE_MAGIC, 8)) && q + MARKER_LEN <= end) {
-        probe_marker(l, q, t);
+        probe_marker(l, q, t, arr);
         q += MARKER_LEN;
     }
     if (n >= MARKER_LEN - 1) {
@@ -410,7 +445,7 @@ static ssize_t listener_header(listener_t *l, const unsigned char *p, size_t n)
     return (ssize_t)i;
 }
 
-static void listener_data(listener_t *l, const unsigned char *p, size_t n)
+static void listener_data(listener_t *l, const unsigned char *p, size_t n, uint64_t arr)
 {
     if (l->state == L_HEADER) {
         ssize_t off = listener_header(l, p, n);
@@ -421,8 +456,8 @@ static void listener_data(listener_t *l, const unsigned char *p, size_t n)
     }
     l->bytes += n;
     g.total_bytes += n;
-    if (l->probe)
-        probe_scan(l, p, n);
+    if (l->timed)
+        probe_scan(l, p, n, arr);
 }
 
 /* ---- TLS listeners (--tls) ---- */
@@ -461,7 +496,7 @@ static void tls_handshake(listener_t *l)
             g.tls_resumed++;
         else
             g.tls_full++;
-        if (opt.rcvlowat && !l->probe)
+        if (opt.rcvlowat && !l->timed)
             setsockopt(l->fd, SOL_SOCKET, SO_RCVLOWAT, &opt.rcvlowat, sizeof(opt.rcvlowat));
         listener_send_request((unsigned)(l - g.l));
         return;
@@ -497,7 +532,7 @@ static void tls_readable(listener_t *l)
     for (;;) {
         int n = SSL_read(l->ssl, g.rbuf, READ_BUF_SIZE);
         if (n > 0) {
-            listener_data(l, g.rbuf, (size_t)n);
+            listener_data(l, g.rbuf, (size_t)n, 0);
             if (l->state == L_CLOSED)
                 return;
             continue;
@@ -511,6 +546,31 @@ static void tls_readable(listener_t *l)
     }
 }
 
+/* read(), and for a timed listener recvmsg() with the receive timestamp of the last segment
+ * read, on CLOCK_MONOTONIC in *arr (0 when there is none) */
+static ssize_t listener_read(listener_t *l, uint64_t *arr)
+{
+    *arr = 0;
+    if (!l->timed)
+        return read(l->fd, g.rbuf, READ_BUF_SIZE);
+    union {
+        char buf[CMSG_SPACE(sizeof(struct timespec))];
+        struct cmsghdr align;
+    } ctl;
+    struct iovec iov = {g.rbuf, READ_BUF_SIZE};
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+                        .msg_controllen = sizeof(ctl.buf)};
+    ssize_t n = recvmsg(l->fd, &mh, 0);
+    for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL; c; c = CMSG_NXTHDR(&mh, c))
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+            struct timespec ts;
+            memcpy(&ts, CMSG_DATA(c), sizeof(ts));
+            int64_t real = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+            *arr = real > g.real_minus_mono ? (uint64_t)(real - g.real_minus_mono) : 0;
+        }
+    return n;
+}
+
 /* A short read drained the socket and the next arrival fires a new edge, so one read usually
  * suffices; but once the peer's FIN is queued (EPOLLRDHUP) nothing new will arrive: read to EOF. */
 static void listener_readable(unsigned idx, uint32_t events)
@@ -522,11 +582,12 @@ static void listener_readable(unsigned idx, uint32_t events)
         return;
     }
     for (;;) {
-        ssize_t n = read(l->fd, g.rbuf, READ_BUF_SIZE);
+        uint64_t arr;
+        ssize_t n = listener_read(l, &arr);
         if (n > 0 && traced(idx))
             fprintf(g.trace, "r,%lld,%u,%zd\n", trace_us(now_s()), idx, n);
         if (n > 0) {
-            listener_data(l, g.rbuf, (size_t)n);
+            listener_data(l, g.rbuf, (size_t)n, arr);
             if (l->state == L_CLOSED || (n < READ_BUF_SIZE && !to_eof))
                 return;
             continue;
@@ -852,9 +913,10 @@ static int cmp_float(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* q = 1: the largest */
 static double lat_percentile(const uint32_t *hist, uint64_t n, double q)
 {
-    uint64_t want = (uint64_t)(q * (double)n), seen = 0;
+    uint64_t want = q >= 1 ? n - 1 : (uint64_t)(q * (double)n), seen = 0;
     if (!n)
         return -1;
     for (unsigned b = 0; b < LAT_BUCKETS; b++) {
@@ -940,7 +1002,8 @@ static void status_tick(double t)
     fprintf(g.status, "t=%.3f listeners=%u connected=%u pending=%u bytes=%llu starving=%u eligible=%u "
             "rate_min_kbps=%.1f rate_p50_kbps=%.1f server_closed=%llu server_reset=%llu conn_err=%llu "
             "rejected=%llu sources=%u sources_up=%u src_err=%u src_bytes=%llu lat_n=%llu lat_p50_ms=%.2f "
-            "lat_p99_ms=%.2f swarm_cpu_pct=%.1f swarm_loop_max_ms=%.1f churned=%llu starving_read=%u\n",
+            "lat_p99_ms=%.2f swarm_cpu_pct=%.1f swarm_loop_max_ms=%.1f churned=%llu starving_read=%u "
+            "lat_max_ms=%.2f arr_p50_ms=%.2f arr_p99_ms=%.2f arr_max_ms=%.2f\n",
             t, g.launched, g.connected, g.pending, (unsigned long long)g.total_bytes, g.starving, nr,
             g.rate_min, g.rate_p50, (unsigned long long)g.server_closed,
             (unsigned long long)g.server_reset, (unsigned long long)g.conn_err,
@@ -948,13 +1011,17 @@ static void status_tick(double t)
             g.sources_up + (g.probe.fd >= 0), g.src_err, (unsigned long long)g.src_bytes,
             (unsigned long long)g.lat_win_n, lat_percentile(g.lat_win, g.lat_win_n, 0.5),
             lat_percentile(g.lat_win, g.lat_win_n, 0.99), g.cpu_pct, g.loop_max * 1000,
-            (unsigned long long)g.churned, g.starving_read);
+            (unsigned long long)g.churned, g.starving_read, lat_percentile(g.lat_win, g.lat_win_n, 1),
+            lat_percentile(g.arr_win, g.arr_win_n, 0.5), lat_percentile(g.arr_win, g.arr_win_n, 0.99),
+            lat_percentile(g.arr_win, g.arr_win_n, 1));
     if (g.trace)
         fflush(g.trace);
     g.loop_max = 0;
     fflush(g.status);
     memset(g.lat_win, 0, LAT_BUCKETS * sizeof(*g.lat_win));
-    g.lat_win_n = 0;
+    memset(g.arr_win, 0, LAT_BUCKETS * sizeof(*g.arr_win));
+    g.lat_win_n = g.arr_win_n = 0;
+    clock_offset();
     g.tick++;
 }
 
@@ -969,7 +1036,8 @@ static void final_report(double t)
     fprintf(g.status, "final t=%.3f listeners=%u body_bytes=%llu hdr_bytes=%llu server_closed=%llu "
             "server_reset=%llu closed_by_us=%llu conn_err=%llu rejected=%llu sources=%u src_err=%u "
             "src_bytes=%llu all_connected_s=%.3f lat_n=%llu lat_p50_ms=%.2f lat_p99_ms=%.2f "
-            "tls_full=%llu tls_resumed=%llu tls_err=%llu churned=%llu\n",
+            "tls_full=%llu tls_resumed=%llu tls_err=%llu churned=%llu arr_n=%llu arr_p50_ms=%.2f "
+            "arr_p99_ms=%.2f\n",
             t, g.launched + opt.probe_listeners, (unsigned long long)body, (unsigned long long)hdr,
             (unsigned long long)g.server_closed, (unsigned long long)g.server_reset,
             (unsigned long long)g.closed_by_us,
@@ -978,7 +1046,8 @@ static void final_report(double t)
             (unsigned long long)g.lat_all_n, lat_percentile(g.lat_all, g.lat_all_n, 0.5),
             lat_percentile(g.lat_all, g.lat_all_n, 0.99), (unsigned long long)g.tls_full,
             (unsigned long long)g.tls_resumed, (unsigned long long)g.tls_err,
-            (unsigned long long)g.churned);
+            (unsigned long long)g.churned, (unsigned long long)g.arr_all_n,
+            lat_percentile(g.arr_all, g.arr_all_n, 0.5), lat_percentile(g.arr_all, g.arr_all_n, 0.99));
     fflush(g.status);
 }
 
@@ -1109,6 +1178,7 @@ static void usage(void)
           "             [--source-step K --source-hold SEC] [--source-file F] [--source-tick SEC]\n"
           "             [--user U] [--password P]\n"
           "  probe:     --probe-mount M [--probe-listeners P] [--probe-tick SEC] [--probe-listen-only]\n"
+          "             [--time-listeners K]   (K of the N listeners time the markers on their mount)\n"
           "  tls:       [--tls] [--tls-no-resume]   (listeners and probe listeners)\n"
           "  common:    [--bitrate KBPS] [--duration SEC] [--drain SEC] [--status FILE]\n"
           "             [--per-mount FILE] [--connect-timeout SEC] [--seed N]\n"
@@ -1132,7 +1202,8 @@ static void parse_args(int argc, char **argv)
         {"drain", 1, 0, 'x'}, {"status", 1, 0, 's'}, {"per-mount", 1, 0, 'F'},
         {"connect-timeout", 1, 0, 'C'}, {"seed", 1, 0, 'e'}, {"max-pending", 1, 0, 'X'},
         {"retry", 0, 0, 'y'}, {"slack", 1, 0, 'Y'}, {"churn", 1, 0, 'Z'}, {"judge-read", 0, 0, 'i'},
-        {"trace", 1, 0, 't'}, {"trace-every", 1, 0, 'E'}, {0, 0, 0, 0}};
+        {"trace", 1, 0, 't'}, {"trace-every", 1, 0, 'E'}, {"time-listeners", 1, 0, 'j'},
+        {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
         switch (c) {
@@ -1158,7 +1229,8 @@ static void parse_args(int argc, char **argv)
         case 'u': opt.user = optarg; break;
         case 'P': opt.password = optarg; break;
         case 'q': opt.probe_mount = optarg; break;
-        case 'Q': opt.probe_listeners = (unsigned)atoi(optarg); break;
+        case 'Q': opt.probe_listeners = (unsigned)atoi(optarg); opt.probe_listeners_set = 1; break;
+        case 'j': opt.time_listeners = (unsigned)atoi(optarg); break;
         case 'K': opt.probe_tick = atof(optarg); break;
         case 'O': opt.probe_listen_only = 1; break;
         case '1': opt.tls = 1; break;
@@ -1184,7 +1256,7 @@ static void parse_args(int argc, char **argv)
     if ((opt.listeners && !opt.mounts.n) || (opt.sources && opt.source_mounts.n < opt.sources) ||
         (opt.probe_listeners && !opt.probe_mount) || !opt.trace_every || optind != argc)
         usage();
-    if (opt.probe_mount && !opt.probe_listeners)
+    if (opt.probe_mount && !opt.probe_listeners_set)
         opt.probe_listeners = 10;
     /* wake a listener for half a second of stream at a time, not for every server write: halves
      * the generator's CPU; probe listeners always wake at once */
@@ -1238,15 +1310,29 @@ static int setup(void)
     g.rbuf = malloc(READ_BUF_SIZE);
     g.lat_win = calloc(LAT_BUCKETS, sizeof(*g.lat_win));
     g.lat_all = calloc(LAT_BUCKETS, sizeof(*g.lat_all));
+    g.arr_win = calloc(LAT_BUCKETS, sizeof(*g.arr_win));
+    g.arr_all = calloc(LAT_BUCKETS, sizeof(*g.arr_all));
     g.ep = epoll_create1(EPOLL_CLOEXEC);
     if (opt.tls && tls_setup() < 0)
         return -ENOMEM;
-    if (!g.l || !g.rates || !g.retry || !g.s || !g.rbuf || !g.lat_win || !g.lat_all || g.ep < 0)
+    if (!g.l || !g.rates || !g.retry || !g.s || !g.rbuf || !g.lat_win || !g.lat_all ||
+        !g.arr_win || !g.arr_all || g.ep < 0)
         return -ENOMEM;
+    /* --time-listeners K: K of the N chosen at random, each subset of K as likely (selection
+     * sampling), so that they spread over the whole mount and the server's write order */
+    unsigned want = opt.time_listeners < opt.listeners ? opt.time_listeners : opt.listeners;
+    unsigned seed = opt.seed;
     for (unsigned i = 0; i < g.nl; i++) {
         g.l[i].fd = -1;
         g.l[i].probe = i >= opt.listeners;
+        if (g.l[i].probe)
+            g.l[i].timed = 1;
+        else if (want && (double)rand_r(&seed) / ((double)RAND_MAX + 1) * (opt.listeners - i) < want) {
+            g.l[i].timed = 1;
+            want--;
+        }
     }
+    clock_offset();
     for (unsigned i = 0; i < opt.sources; i++)
         g.s[i].mount = opt.source_mounts.v[i];
     g.probe.fd = -1;

@@ -132,7 +132,7 @@ int hls_playlist_view(hls_t *h, buf_t *out, int ll, const hls_view_t *v);
 
 /* The multivariant playlist that names this mount's media playlist for session `token`
  * (appended to out). 0 or -ENOMEM. */
-int hls_multivariant(hls_t *h, buf_t *out, const char *token);
+int hls_multivariant(hls_t *h, buf_t *out, const char *token, const char *tail);
 
 /* The next part to come (the one a preload hint names), for a blocking reload default. */
 void hls_next_part(hls_t *h, uint64_t *msn, int *part);
@@ -172,6 +172,9 @@ typedef struct hls_client {
     uint64_t conn_id;
     const char *token;
     const char *login;
+    const char *query;  /* the request's query (raw, query_len bytes; NULL: none): the listener
+                         * id (<audience><listener-id-param>) a session begins with */
+    size_t query_len;
 } hls_client_t;
 
 /* 1 if mount name `name` hands out sessions (<hls><sessions>), else its hls.m3u8 is the

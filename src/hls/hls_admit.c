@@ -21,6 +21,7 @@
 #include "core/escape.h"
 #include "core/log.h"
 #include "core/str.h"
+#include "core/url.h"
 #include "http/client.h"
 #include "http/reply.h"
 #include "net/conn.h"
@@ -32,6 +33,22 @@
 #include "hls/hls_token.h"
 #include "upstream/redirect.h"
 
+/* "&<listener-id-param>=<id>" (encoded) when the request names a listener id, for the media
+ * playlist's URL: the session begins with it (its listener key); tail stays empty else. */
+static int listener_id_tail(const hls_request_t *r, buf_t *tail)
+{
+    const char *param = server_config()->listener_id_param;
+    char id[257];
+    if (!param || !r->http->query ||
+        !url_query_value(r->http->query, r->http->query_len, param, id, sizeof(id)) || !id[0])
+        return 0;
+    buf_t form = BUF_INIT;
+    int rc = url_form_append(&form, param, id) < 0 || buf_append_char(tail, '&') < 0 ||
+             buf_append(tail, form.data, form.len) < 0 ? -ENOMEM : 0;
+    buf_free(&form);
+    return rc;
+}
+
 void hls_admit_multivariant(const hls_request_t *r)
 {
     /* a new session: past its share, or full (a full mount refuses a session at its first
@@ -39,13 +56,17 @@ void hls_admit_multivariant(const hls_request_t *r)
     if (redirect_admit(r->c, r->http, r->mount, REDIRECT_SPREAD | REDIRECT_FULL))
         return;
     char token[HLS_TOKEN_LEN + 1];
-    buf_t out = BUF_INIT;
+    buf_t out = BUF_INIT, tail = BUF_INIT;
     int rc = hls_token_issue(r->mount, token);
+    if (rc == 0)
+        rc = listener_id_tail(r, &tail);
     if (rc == 0 && r->window)
-        rc = hls_multivariant(r->window, &out, token);
+        rc = hls_multivariant(r->window, &out, token, tail.data);
     else if (rc == 0) /* a mount not served yet: what its stream is comes with its window */
         rc = buf_appendf(&out, "#EXTM3U\n#EXT-X-VERSION:6\n#EXT-X-INDEPENDENT-SEGMENTS\n"
-                         "#EXT-X-STREAM-INF:BANDWIDTH=320000\nhls.m3u8?session=%s\n", token);
+                         "#EXT-X-STREAM-INF:BANDWIDTH=320000\nhls.m3u8?session=%s%s\n", token,
+                         tail.data ? tail.data : "");
+    buf_free(&tail);
     if (rc < 0) {
         buf_free(&out);
         client_send_error(r->c, 500, "Internal Server Error");
@@ -85,7 +106,8 @@ static hls_client_t client_of_request(const hls_request_t *r, const char *login)
     return (hls_client_t){.ip = r->c->ip, .agent = r->agent, .agent_len = r->agent_len,
                           .referer = r->referer, .referer_len = r->referer_len,
                           .path = r->http->path, .path_len = r->http->path_len,
-                          .conn_id = r->c->id, .token = hls_request_token(r), .login = login};
+                          .conn_id = r->c->id, .token = hls_request_token(r), .login = login,
+                          .query = r->http->query, .query_len = r->http->query_len};
 }
 
 static void login_begin(hls_request_t *r, const mount_conf_t *mc, const char *name);

@@ -279,7 +279,7 @@ static unsigned bits_up(double r)
  * 4.4.6.2), both of the segments as served (tag and boxes included): measured on the
  * segments the window holds, else, before the first is complete, the stream's rate plus
  * the overhead of the window's kind (both then the same). */
-int hls_multivariant(hls_t *h, buf_t *out, const char *token)
+int hls_multivariant(hls_t *h, buf_t *out, const char *token, const char *tail)
 {
     pthread_mutex_lock(&h->lock);
     double peak = 0, bits = 0, secs = 0;
@@ -315,6 +315,6 @@ int hls_multivariant(hls_t *h, buf_t *out, const char *token)
         buf_appendf(out, ",AVERAGE-BANDWIDTH=%u", bits_up(average));
     if (codecs)
         buf_appendf(out, ",CODECS=\"%s\"", codecs);
-    buf_appendf(out, "\nhls.m3u8?session=%s\n", token);
+    buf_appendf(out, "\nhls.m3u8?session=%s%s\n", token, tail ? tail : "");
     return out->error;
 }

@@ -327,7 +327,16 @@ static void carried_woken(worker_t *w, void *arg)
     conn_t *c = worker_find_conn(w, (uint64_t)(uintptr_t)arg);
     if (!c || c->ops != &parked_ops || c->closing)
         return;
-    if (((parked_t *)c->data)->req.window) {
+    parked_t *p = c->data;
+    if (p->req.window) {
+        if (!p->req.url.playlist && p->req.sessions) {
+            /* a piece was admitted in the old process: private if a login covers its window,
+             * as hls_admit_piece decided there */
+            hls_name_t login_buf;
+            hls_request_t r = p->req;
+            hls_request_resume(&r, login_buf);
+            p->req.private_ = hls_admit_login_of(&r) != NULL;
+        }
         parked_woken(w, arg);
         return;
     }

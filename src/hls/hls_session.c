@@ -34,6 +34,7 @@
 #include "core/loop.h"
 #include "core/record.h"
 #include "core/str.h"
+#include "core/url.h"
 #include "net/server.h"
 #include "net/worker.h"
 #include "hls/hls.h"
@@ -73,6 +74,8 @@ struct hls_session {
     mount_t *counted;    /* the mount whose listener count holds it (a reference) */
     char ip[64];
     char country[8];     /* ISO code from the GeoIP database, "" unknown */
+    char key[SESSION_KEY_LEN + 1]; /* its listener key from a listener id, "": from its address
+                                    * and agent (stream/session.h) */
     int64_t start_ms;    /* wall clock: its session record */
     session_live_t *live; /* among the sessions going on (stream/session.h), or NULL */
     char *agent, *referer, *uri;
@@ -127,6 +130,7 @@ static void session_close(hls_t *h, hls_session_t *s, session_end_t why)
         .id = s->id, .mount = h->name, .start_ms = s->start_ms, .end_ms = end_ms,
         .bytes = s->bytes, .address = s->ip, .agent = s->agent, .referer = s->referer,
         .user = s->user, .country = s->country, .end = why, .preroll = s->intro_played,
+        .key = s->key[0] ? s->key : NULL,
     };
     session_end(&r);
     session_listener_leave(s->live);
@@ -379,6 +383,17 @@ static int begin_refused(hls_t *h, const unsigned char *akey)
     return clients_full() ? -EMFILE : 0;
 }
 
+/* The listener key of a session that begins with who's request, when that names a listener id
+ * (<audience><listener-id-param>); else key stays "". */
+static void key_of(const hls_client_t *who, char *key)
+{
+    const char *param = server_config()->listener_id_param;
+    char id[257];
+    if (param && who->query &&
+        url_query_value(who->query, who->query_len, param, id, sizeof(id)) && id[0])
+        session_listener_key(NULL, NULL, id, key);
+}
+
 /* A new session of token, let in by login (NULL: none needed), pending until it fetches
  * audio. NULL with *rc set when it cannot begin. */
 static hls_session_t *session_begin(hls_t *h, const char *token, const hls_client_t *who,
@@ -403,6 +418,7 @@ static hls_session_t *session_begin(hls_t *h, const char *token, const hls_clien
     }
     snprintf(s->token, sizeof(s->token), "%s", token);
     memcpy(s->akey, akey, sizeof(akey));
+    key_of(who, s->key);
     s->id = session_id(h, login && login->url ? who->conn_id : 0);
     snprintf(s->ip, sizeof(s->ip), "%s", who->ip);
     s->agent = text_capped(who->agent, who->agent_len);
@@ -443,7 +459,7 @@ static int session_activate(hls_t *h, hls_session_t *s)
     session_locate(s->ip, s->country, sizeof(s->country));
     session_record_t r = {.id = s->id, .mount = h->name, .start_ms = s->start_ms,
                           .address = s->ip, .agent = s->agent, .user = s->user,
-                          .country = s->country};
+                          .country = s->country, .key = s->key[0] ? s->key : NULL};
     s->live = session_listener_join(&r);
     s->counted = mount_ref(h->mount);
     atomic_fetch_add(&server.stats.listeners, 1);
@@ -874,6 +890,7 @@ void hls_sessions_save(const char *name, buf_t *out)
         auth_user_session_save(s->user_auth, out); /* a user file's login */
         rec_u8(out, (uint8_t)s->active);
         rec_str(out, s->login);
+        rec_str(out, s->key);
     }
     if (h)
         pthread_mutex_unlock(&h->lock);
@@ -927,6 +944,10 @@ int hls_sessions_restore(mount_t *m, rec_reader_t *in, uint64_t *max_id)
             in->error = 1;
         s->active = rec_get_u8(in) != 0;
         s->login = rec_get_str(in);
+        char *key = rec_get_str(in);
+        if (key && strlen(key) == SESSION_KEY_LEN)
+            memcpy(s->key, key, SESSION_KEY_LEN + 1);
+        free(key);
         if (s->id > *max_id)
             *max_id = s->id;
         if (in->error || index_reserve(h) < 0) {
@@ -945,7 +966,7 @@ int hls_sessions_restore(mount_t *m, rec_reader_t *in, uint64_t *max_id)
         if (s->active) {
             session_record_t r = {.id = s->id, .mount = h->name, .start_ms = s->start_ms,
                                   .address = s->ip, .agent = s->agent, .user = s->user,
-                                  .country = s->country};
+                                  .country = s->country, .key = s->key[0] ? s->key : NULL};
             s->live = session_listener_join(&r);
             atomic_fetch_add(&m->listeners, 1);
             s->counted = mount_ref(m);

@@ -380,6 +380,7 @@ int handover_listener_save(conn_t *c, handover_metas_t *t, buf_t *out)
     rec_str(out, l->asked);
     rec_i64(out, l->start_ms);
     rec_str(out, l->country);
+    rec_str(out, l->key);
     uint64_t now = loop_now_ms();
     rec_u64(out, c->deadline_ms > now ? c->deadline_ms - now : c->deadline_ms ? 1 : 0);
     /* the rest of its intro, and of the block it was in before a move (not in the queue) */
@@ -429,6 +430,10 @@ int handover_listener_restore(conn_t *c, rec_reader_t *in, const handover_metas_
     l->asked = rec_get_str(in);
     l->start_ms = rec_get_i64(in);
     char *country = rec_get_str(in);
+    char *key = rec_get_str(in);
+    if (key && strlen(key) == SESSION_KEY_LEN)
+        memcpy(l->key, key, SESSION_KEY_LEN + 1);
+    free(key);
     uint64_t deadline = rec_get_u64(in);
     snprintf(l->country, sizeof(l->country), "%s", country ? country : "");
     free(country);
