@@ -5,13 +5,15 @@
 # For before/after measurements of a change (compare.sh compares servers one after the other).
 # --tls: the listeners of both connect over TLS (a throw-away self-signed certificate, swarm
 # --tls); --tls-b: only B's, so that with A and B the same binary a round gives the TLS / plain
-# ratio of that build under one load.
+# ratio of that build under one load. --hls MODE: HLS players instead (hlsswarm classic, ll or
+# hlsjs, of an MP3 mount fed a file ffmpeg makes), each server's CPU per 1 000 players.
 # Usage: ab.sh BIN_A BIN_B [--listeners 2000] [--seconds 30] [--window MS] [--rounds 3]
-#              [--tls | --tls-b] [--port 19100 (A's; B's is 10 above)]
+#              [--tls | --tls-b | --hls classic|ll|hlsjs] [--extra XML (config of both)]
+#              [--port 19100 (A's; B's is 10 above)]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 a=$1 b=$2; shift 2
-listeners=2000 seconds=30 window=500 rounds=3 tls="" base=19100
+listeners=2000 seconds=30 window=500 rounds=3 tls="" base=19100 hls="" extra=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --listeners) listeners=$2; shift 2 ;;
@@ -21,11 +23,16 @@ while [ $# -gt 0 ]; do
         --tls) tls="A B"; shift ;;
         --tls-b) tls="B"; shift ;;
         --port) base=$2; shift 2 ;;
+        --hls) hls=$2; shift 2 ;;
+        --extra) extra=$2; shift 2 ;;
         *) echo "ab.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
 swarm=${SWARM_BIN:-$here/swarm}
 [ -x "$swarm" ] || swarm=$here/../build/loadtest/swarm
+hlsswarm=${HLSSWARM_BIN:-$here/hlsswarm}
+[ -x "$hlsswarm" ] || hlsswarm=$here/../build/loadtest/hlsswarm
+case "$hls" in "" | classic | ll | hlsjs) ;; *) echo "ab.sh: --hls classic|ll|hlsjs" >&2; exit 2 ;; esac
 out=$(mktemp -d "${TMPDIR:-/tmp}/ab.XXXXXX")
 chmod 755 "$out"
 pids=()
@@ -36,6 +43,16 @@ if [ -n "$tls" ]; then
         -subj /CN=127.0.0.1 -keyout "$out/key.pem" -out "$out/cert.pem" 2>/dev/null
     cat "$out/cert.pem" "$out/key.pem" >"$out/combined.pem"
     chmod 644 "$out/combined.pem"
+fi
+mount=/live; src_args=()
+if [ -n "$hls" ]; then # HLS cuts real frames: a minute of 128 kbit/s MP3, looped by the source
+    mount=/live.mp3
+    ffmpeg -v error -f lavfi -i "sine=frequency=440:sample_rate=44100:duration=60" \
+        -f lavfi -i "anoisesrc=d=60:a=0.05" -filter_complex amix=inputs=2 -ac 2 -c:a libmp3lame \
+        -b:a 128k -write_xing 0 -id3v2_version 0 -y "$out/source.mp3"
+    src_args=(--source-file "$out/source.mp3")
+    # the players all come from one address: its share of the mount is lifted
+    extra="<hls><sessions-per-address>0</sessions-per-address></hls>$extra"
 fi
 # A or B -> whether its listeners speak TLS
 over_tls() { case " $tls " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
@@ -49,15 +66,16 @@ run_round() {
         port=$((base + i * 10))
         mkdir -p "$out/$i"
         "$here/gen-config.sh" --dir "$out/$i" --port "$port" --write-window "$window" \
-            ${tls:+--tls-port $((port + 1)) --ssl-cert "$out/combined.pem"} >/dev/null
+            ${tls:+--tls-port $((port + 1)) --ssl-cert "$out/combined.pem"} \
+            ${extra:+--extra "$extra"} >/dev/null
         "$bin" -c "$out/$i/server.xml" >"$out/$i/server.out" 2>&1 &
         pid=$!; pids+=("$pid"); spids+=("$pid"); ports+=("$port")
         i=$((i + 1))
     done
     for port in "${ports[@]}"; do
         for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/status-json.xsl" >/dev/null && break; sleep 0.1; done
-        "$swarm" --port "$port" --sources 1 --source-mounts /live --bitrate 128 \
-            --duration $((seconds + 30)) >/dev/null 2>&1 &
+        "$swarm" --port "$port" --sources 1 --source-mounts "$mount" --bitrate 128 \
+            "${src_args[@]}" --duration $((seconds + 30)) >/dev/null 2>&1 &
         pids+=("$!")
     done
     sleep 2
@@ -65,8 +83,15 @@ run_round() {
     for port in "${ports[@]}"; do
         lport=$port; targs=()
         if over_tls "$side"; then lport=$((port + 1)); targs=(--tls); fi
-        "$swarm" --port "$lport" --listeners "$listeners" --mounts /live --bitrate 128 \
-            --connect-rate 1000 --duration $((seconds + 20)) "${targs[@]}" >/dev/null 2>&1 &
+        if [ -n "$hls" ]; then
+            for _ in $(seq 100); do curl -sf -o /dev/null "http://127.0.0.1:$port$mount/hls.m3u8" && break; sleep 0.2; done
+            [ "$hls" != classic ] && targs=(--"$hls")
+            "$hlsswarm" --port "$port" --mount "$mount" --clients "$listeners" --connect-rate 1000 \
+                --duration $((seconds + 20)) "${targs[@]}" >/dev/null 2>&1 &
+        else
+            "$swarm" --port "$lport" --listeners "$listeners" --mounts /live --bitrate 128 \
+                --connect-rate 1000 --duration $((seconds + 20)) "${targs[@]}" >/dev/null 2>&1 &
+        fi
         pids+=("$!")
         side=B
     done
@@ -87,7 +112,8 @@ run_round() {
 
 echo "A = $a"
 echo "B = $b"
-echo "CPU % of one core per 1000 listeners (window ${window} ms, $listeners listeners each, ${seconds} s${tls:+; over TLS: $tls}):"
+what=listeners; [ -n "$hls" ] && what="$hls HLS players"
+echo "CPU % of one core per 1000 $what (window ${window} ms, $listeners each, ${seconds} s${tls:+; over TLS: $tls}):"
 for r in $(seq "$rounds"); do
     run_round | tr '\n' ' '
     echo

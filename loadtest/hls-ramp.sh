@@ -5,8 +5,10 @@
 # CPU per 1 000 clients at each step (default 1 000 / 5 000 / 10 000) for plain listeners
 # (swarm), classic HLS clients and low-latency HLS clients (hlsswarm: ll, players that hold the
 # part the preload hint names; hlsjs, players that poll as hls.js does, on two connections each),
-# each step held once all of it is active, and the HLS clients' latency and starving
-# (docs/PERFORMANCE.md, "HLS").
+# each step held once all of it is active, with the clients' starving and latency (plain
+# listeners: a probe source's markers to probe listeners; HLS: from the moment a piece's audio
+# was complete at the server to the playlist listing it and to its last byte), then the floor
+# of the same patterns (ll_floor) for the ratio to it (docs/PERFORMANCE.md, "HLS").
 # It owns DIR (default loadtest-out/hls-DATE): the config and logs, the source file, samples.csv
 # (sample.py over the whole run), phases.csv (one row per measured window) and report.md.
 # It starts the server, the source and the generators, and stops them (by their pids) at the end.
@@ -19,12 +21,14 @@ find_bin() { # NAME: the build's binary (top directory, then build/)
 rimecast=${RIMECAST_BIN:-$(find_bin rimecast)}
 swarm=${SWARM_BIN:-$(find_bin loadtest/swarm)}
 hlsswarm=${HLSSWARM_BIN:-$(find_bin loadtest/hlsswarm)}
+llfloor=${LLFLOOR_BIN:-$(find_bin loadtest/ll_floor)}
 port=18600; steps="1000,5000,10000"; hold=20; settle=3; rate=1000; mem_wait=90; modes="plain classic ll"
-dir="loadtest-out/hls-$(date +%Y%m%d-%H%M%S)"; source_file=""; extra=""
+dir="loadtest-out/hls-$(date +%Y%m%d-%H%M%S)"; source_file=""; extra=""; floor_secs=15
 usage() {
     echo "usage: hls-ramp.sh [--out DIR] [--port P] [--steps 1000,5000,10000] [--hold SEC]" >&2
     echo "       [--connect-rate R] [--mem-wait SEC (0: no memory phase)] [--modes 'plain classic ll hlsjs']" >&2
     echo "       [--source-file MP3] [--rimecast BIN] [--extra XML (config, e.g. <hls>...</hls>)]" >&2
+    echo "       [--floor-seconds SEC (0: no floor)]" >&2
     exit 2
 }
 while [ $# -gt 0 ]; do
@@ -39,6 +43,7 @@ while [ $# -gt 0 ]; do
         --source-file) source_file=$2; shift 2 ;;
         --rimecast) rimecast=$2; shift 2 ;;
         --extra) extra=$2; shift 2 ;;
+        --floor-seconds) floor_secs=$2; shift 2 ;;
         *) usage ;;
     esac
 done
@@ -77,7 +82,9 @@ python3 "$here/sample.py" --pid "$server" --out "$dir/samples.csv" --gen-pid-fil
 
 hls_up() { curl -sf -o /dev/null "$base$mount/hls.m3u8"; }
 no_listeners() { # the listeners and HLS sessions of the last phase have ended
-    curl -sf -u admin:hackme "$base/metrics" | grep -q '^rimecast_server_listeners 0$'
+    curl -sf -u admin:hackme "$base/metrics" |
+        awk '/^rimecast_listeners[{ ]|^rimecast_hls_sessions / {n += $NF; seen = 1}
+             END {exit !(seen && n == 0)}'
 }
 wait_for 20 hls_up || { echo "hls-ramp.sh: $mount has no HLS" >&2; exit 1; }
 
@@ -86,7 +93,9 @@ rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$server/status"; }
 idle() { awk '/^cpu / {print $5, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat; }
 hz=$(getconf CLK_TCK)
 echo "mode,clients,cpu_pct,cpu_pct_per_1000,rss_kb,machine_idle_pct,generator" > "$dir/phases.csv"
-measure() { # MODE N GENERATOR-STATUS-LINE: the server's CPU over $hold seconds
+# measure MODE N GENERATOR-STATUS-LINE: the server's CPU over $hold seconds; the generator's
+# figures of the window are appended to the row as a last quoted field (key=value ...)
+measure() {
     local t0 i0 t1 i1
     t0=$(ticks); i0=$(idle); sleep "$hold"; t1=$(ticks); i1=$(idle)
     local cpu
@@ -118,11 +127,26 @@ for mode in $modes; do
     if [ "$mode" = plain ]; then
         for n in "${counts[@]}"; do # plain listeners: one swarm per step
             "$swarm" --port "$port" --listeners "$n" --mounts "$mount" --connect-rate "$rate" \
-                --max-pending 64 --retry --drain 1 --status "$st.$n" & g=$!; pids+=($g)
+                --max-pending 64 --retry --drain 1 --probe-mount /probe.mp3 --probe-listeners 10 \
+                --status "$st.$n" & g=$!; pids+=($g)
             echo $g >> "$dir/gen.pids"
-            wait_for 120 grep -qs "connected=$n " "$st.$n" || echo "hls-ramp: plain $n not all connected" >&2
-            sleep "$settle"; measure plain "$n" "$(tail -1 "$st.$n")"
+            wait_for 120 grep -qs "connected=$((n + 10)) " "$st.$n" || echo "hls-ramp: plain $n not all connected" >&2
+            sleep "$settle"; from=$(wc -l < "$st.$n")
+            measure plain "$n" "$(tail -1 "$st.$n")"
             kill -TERM $g; wait $g
+            # the window's seconds: the most starving, and the probe's latency (the median of
+            # its per-second p50s, the worst p99)
+            sed -i "\$s/\$/,\"$(tail -n +"$((from + 1))" "$st.$n" | grep '^t=' | head -n "$hold" |
+                awk '{for (i = 1; i <= NF; i++) {split($i, kv, "="); v[kv[1]] = kv[2] + 0}
+                      if (v["starving"] > st) st = v["starving"]
+                      if (v["lat_p50_ms"] >= 0) p50[n++] = v["lat_p50_ms"]
+                      if (v["lat_p99_ms"] > p99) p99 = v["lat_p99_ms"]
+                      err = v["conn_err"] + v["rejected"] + v["server_closed"]}
+                     END {for (i = 0; i < n; i++) for (j = i + 1; j < n; j++)
+                              if (p50[j] < p50[i]) {x = p50[i]; p50[i] = p50[j]; p50[j] = x}
+                          printf "starving_max=%d lat_p50_ms=%.0f lat_p99_ms=%.0f errors=%d",
+                              st, n ? p50[int((n - 1) / 2)] : -1, n ? p99 : -1, err}')\"/" \
+                "$dir/phases.csv"
         done
         continue
     fi
@@ -140,23 +164,52 @@ for mode in $modes; do
     wait $g
 done
 
+# the floor of the same patterns (ll_floor: their system calls only) at the first step's count,
+# at the window's part length
+if [ "$floor_secs" -gt 0 ] && [ -x "$llfloor" ]; then
+    media=$(curl -sf "$base$mount/hls.m3u8" | grep -v '^#' | head -1)
+    part_s=$(curl -sf "$base$mount/$media" | sed -n 's/^#EXT-X-PART-INF:PART-TARGET=//p' | head -1)
+    part_ms=$(awk -v p="${part_s:-0.5}" 'BEGIN {printf "%d", p * 1000 + 0.5}')
+    "$llfloor" --players "${counts[0]}" --seconds "$floor_secs" --part-ms "$part_ms" \
+        --part-writes 1 > "$dir/floor.txt" 2>&1 || echo "hls-ramp: ll_floor failed" >&2
+fi
+
 python3 - "$dir" <<'EOF' | tee "$dir/report.md"
 import csv, sys, re
 d = sys.argv[1]
 rows = list(csv.DictReader(open(d + "/phases.csv")))
 plain = {r["clients"]: float(r["cpu_pct_per_1000"]) for r in rows if r["mode"] == "plain"}
-print("| mode | clients | server CPU % | CPU % per 1 000 | / plain | RSS MB | machine idle % |"
-      " bytes/client/s | requests/client/s | latency p50 / p99 ms | starving (max) | errors |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+floor = {}
+try:
+    for line in open(d + "/floor.txt"):
+        f = dict(re.findall(r"(\w+)=(\S+)", line))
+        if "pattern" in f:
+            floor[f["pattern"]] = float(f["cpu_pct_per_1000"])
+except OSError:
+    pass
+print("| mode | clients | server CPU % | CPU % per 1 000 | / plain | / floor | RSS MB | machine idle % |"
+      " requests/client/s | starving (max) | to playlist p50 / p99 ms | to piece p50 / p99 ms | errors |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for r in rows:
-    step = dict(re.findall(r"(\w+)=(\S+)", r.get(None, [""])[0] if r.get(None) else ""))
-    ratio = float(r["cpu_pct_per_1000"]) / plain[r["clients"]] if plain.get(r["clients"]) else None
-    lat = "%s / %s" % (step["lat_p50_ms"], step["lat_p99_ms"]) if step else ""
-    print("| %s | %s | %s | %s | %s | %.0f | %s | %s | %s | %s | %s | %s |" % (
+    extra = r.get(None) or []
+    step = dict(re.findall(r"(\w+)=(\S+)", " ".join(extra)))
+    per = float(r["cpu_pct_per_1000"])
+    ratio = per / plain[r["clients"]] if plain.get(r["clients"]) else None
+    fl = floor.get("plain" if r["mode"] == "plain" else "ll") if r["mode"] != "classic" else None
+    pl = ("%s / %s" % (step["pl_lat_p50_ms"], step["pl_lat_p99_ms"])) if "pl_lat_p50_ms" in step else ""
+    lat = ("%s / %s" % (step["lat_p50_ms"], step["lat_p99_ms"])) if "lat_p50_ms" in step else ""
+    print("| %s | %s | %s | %s | %s | %s | %.0f | %s | %s | %s | %s | %s | %s |" % (
         r["mode"], r["clients"], r["cpu_pct"], r["cpu_pct_per_1000"],
-        "%.2f" % ratio if ratio else "", int(r["rss_kb"]) / 1024, r["machine_idle_pct"],
-        step.get("bytes_per_client_s", ""), step.get("requests_per_client_s", ""), lat,
-        step.get("starving_max", ""), step.get("errors", "")))
+        "%.2f" % ratio if ratio else "", "%.2f" % (per / fl) if fl else "",
+        int(r["rss_kb"]) / 1024, r["machine_idle_pct"], step.get("requests_per_client_s", ""),
+        step.get("starving_max", ""), pl, lat, step.get("errors", "")))
+if floor:
+    print("\nfloor (ll_floor, %s): %s" % (open(d + "/floor.txt").read().split("players=")[1].split()[0]
+          + " players", ", ".join("%s %.2f %% per 1 000" % kv for kv in sorted(floor.items()))))
+print("\nplain: latency from the probe source's markers to 10 probe listeners on /probe.mp3 "
+      "(median of per-second p50, worst p99), starving: the most in one second of the window; "
+      "HLS: the step's figures (hlsswarm), to playlist and to piece from the piece's audio "
+      "complete at the server")
 try:
     print("\n" + open(d + "/memory.txt").read().strip())
 except OSError:

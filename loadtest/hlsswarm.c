@@ -14,8 +14,9 @@
  *           for the hinted part, and starts with the listed parts within PART-HOLD-BACK of the
  *           live edge.
  * It counts bytes, requests and errors, the latency from a piece's availability at the server
- * (its segment's PROGRAM-DATE-TIME plus the end of the piece in it) to its last byte here, and
- * starving clients: those whose newest piece is older than the player's hold-back (three target
+ * (its segment's PROGRAM-DATE-TIME plus the end of the piece in it) to its last byte here, the
+ * same from the newest piece a playlist lists to the playlist's arrival here, and starving
+ * clients: those whose newest piece is older than the player's hold-back (three target
  * durations, or PART-HOLD-BACK), so that a player at that distance from live would stall.
  * It owns its sockets only; it does not decode audio nor judge the server. See loadtest/README.md.
  */
@@ -72,6 +73,7 @@ typedef struct {
     int64_t queue_avail[QUEUE_MAX];
     unsigned nqueue;
     int64_t newest_ms;      /* availability of the newest piece received (0: none yet) */
+    int64_t listed_ms;      /* availability of the newest piece a playlist listed (0: none yet) */
     int64_t pending_rx_ms;  /* ll: receipt of the part whose availability the next playlist says */
     double next_at, active_at; /* classic (hlsjs after a miss): the next reload */
     int target;             /* target duration, s */
@@ -86,6 +88,12 @@ static struct {
 } opt = {.host = "127.0.0.1", .port = 8000, .connect_rate = 500, .max_pending = 64,
          .req_timeout = 30, .ext = "mp3"};
 
+/* A latency histogram, 1 ms buckets: the last second's and the step's. */
+typedef struct {
+    uint32_t *win, *step;
+    uint64_t win_n, step_n;
+} hist_t;
+
 static struct {
     int ep;
     FILE *status;
@@ -94,8 +102,7 @@ static struct {
     double t0, next_status, step_full_at, credit, credit_at, loop_max, cpu_prev;
     uint64_t bytes, requests, errors, reconnects, pieces, bytes_step0, requests_step0;
     uint64_t errors_by[4]; /* connect, status != 2xx, closed by the server, timeout */
-    uint32_t *lat_win, *lat_step;
-    uint64_t lat_win_n, lat_step_n;
+    hist_t lat, pl; /* piece available to its last byte here; to the playlist listing it */
     unsigned starving_max;
     double step_t0;
     unsigned char *rbuf;
@@ -128,15 +135,32 @@ static void on_signal(int sig)
 
 /* ---- figures ---- */
 
-static void latency_add(int64_t ms)
+static void hist_add(hist_t *h, int64_t ms)
 {
     int64_t b = ms - LAT_MIN_MS;
     b = b < 0 ? 0 : b >= LAT_BUCKETS ? LAT_BUCKETS - 1 : b;
-    g.lat_win[b]++;
-    g.lat_step[b]++;
-    g.lat_win_n++;
-    g.lat_step_n++;
+    h->win[b]++;
+    h->step[b]++;
+    h->win_n++;
+    h->step_n++;
+}
+
+static void latency_add(int64_t ms)
+{
+    hist_add(&g.lat, ms);
     g.pieces++;
+}
+
+/* A playlist arrived listing pieces up to one available at `newest` (server clock): when it
+ * lists one newer than the client's last playlist did, the time that piece took to be listed
+ * here (the first playlist, which lists what was there before the client came, is not
+ * counted). */
+static void listed_add(client_t *c, int64_t newest)
+{
+    if (c->listed_ms && newest > c->listed_ms)
+        hist_add(&g.pl, wall_ms() - newest);
+    if (newest > c->listed_ms)
+        c->listed_ms = newest;
 }
 
 static double percentile(const uint32_t *h, uint64_t n, double p)
@@ -313,7 +337,7 @@ static int playlist_read(client_t *c, char *text)
     uint64_t seq = 0, hint_msn = 0, lp_seq = 0;
     int have_seq = 0, hint_part = -1, part_no = 0, news = 0, lp_part = -1, lp_complete = 0;
     int first = !c->last_seq && !c->catchup;
-    int64_t pdt = 0, part_end_ms = 0;
+    int64_t pdt = 0, part_end_ms = 0, newest = 0;
     double extinf = 0, part_hold_back = 0;
     for (char *save = NULL, *ln = strtok_r(text, "\r\n", &save); ln; ln = strtok_r(NULL, "\r\n", &save)) {
         if (!strncmp(ln, "#EXT-X-TARGETDURATION:", 22))
@@ -332,6 +356,8 @@ static int playlist_read(client_t *c, char *text)
             part_end_ms = 0;
         } else if (!strncmp(ln, "#EXT-X-PART:DURATION=", 21)) {
             part_end_ms += (int64_t)(atof(ln + 21) * 1000 + 0.5);
+            if (opt.mode != M_CLASSIC && pdt + part_end_ms > newest)
+                newest = pdt + part_end_ms;
             if (opt.mode == M_LL && c->pending_rx_ms && seq == c->msn && part_no == c->part) {
                 latency_add(c->pending_rx_ms - (pdt + part_end_ms));
                 c->newest_ms = pdt + part_end_ms;
@@ -356,6 +382,8 @@ static int playlist_read(client_t *c, char *text)
         } else if (ln[0] != '#' && have_seq) {
             /* a complete segment's URI: segment `seq` */
             int64_t avail = pdt + (int64_t)(extinf * 1000 + 0.5);
+            if (opt.mode == M_CLASSIC && avail > newest)
+                newest = avail;
             if (opt.mode == M_CLASSIC && seq > c->last_seq && c->nqueue < QUEUE_MAX) {
                 queue_piece(c, seq, 0, avail);
                 news = 1;
@@ -367,6 +395,7 @@ static int playlist_read(client_t *c, char *text)
     }
     if (!have_seq || c->target <= 0)
         return -EINVAL;
+    listed_add(c, newest);
     if (opt.mode == M_LL) {
         if (hint_part < 0)
             return -EINVAL;
@@ -645,15 +674,18 @@ static void step_report(double t, const char *what)
     fprintf(g.status, "%s mode=%s clients=%u active=%u secs=%.1f bytes_per_client_s=%.0f "
             "requests_per_client_s=%.3f errors=%llu err_connect=%llu err_status=%llu "
             "err_closed=%llu err_timeout=%llu reconnects=%llu starving_max=%u pieces=%llu "
-            "lat_p50_ms=%.0f lat_p90_ms=%.0f lat_p99_ms=%.0f lat_max_ms=%.0f\n",
+            "lat_p50_ms=%.0f lat_p90_ms=%.0f lat_p99_ms=%.0f lat_max_ms=%.0f playlists=%llu "
+            "pl_lat_p50_ms=%.0f pl_lat_p99_ms=%.0f pl_lat_max_ms=%.0f\n",
             what, mode_names[opt.mode], opt.steps[g.step], g.active, secs,
             (double)(g.bytes - g.bytes_step0) / n / secs,
             (double)(g.requests - g.requests_step0) / n / secs, (unsigned long long)g.errors,
             (unsigned long long)g.errors_by[0], (unsigned long long)g.errors_by[1],
             (unsigned long long)g.errors_by[2], (unsigned long long)g.errors_by[3],
-            (unsigned long long)g.reconnects, g.starving_max, (unsigned long long)g.lat_step_n,
-            percentile(g.lat_step, g.lat_step_n, 0.5), percentile(g.lat_step, g.lat_step_n, 0.9),
-            percentile(g.lat_step, g.lat_step_n, 0.99), percentile(g.lat_step, g.lat_step_n, 1.0));
+            (unsigned long long)g.reconnects, g.starving_max, (unsigned long long)g.lat.step_n,
+            percentile(g.lat.step, g.lat.step_n, 0.5), percentile(g.lat.step, g.lat.step_n, 0.9),
+            percentile(g.lat.step, g.lat.step_n, 0.99), percentile(g.lat.step, g.lat.step_n, 1.0),
+            (unsigned long long)g.pl.step_n, percentile(g.pl.step, g.pl.step_n, 0.5),
+            percentile(g.pl.step, g.pl.step_n, 0.99), percentile(g.pl.step, g.pl.step_n, 1.0));
     fflush(g.status);
 }
 
@@ -664,8 +696,9 @@ static void step_reset(double t)
     g.bytes_step0 = g.bytes;
     g.requests_step0 = g.requests;
     g.starving_max = 0;
-    memset(g.lat_step, 0, LAT_BUCKETS * sizeof(*g.lat_step));
-    g.lat_step_n = 0;
+    memset(g.lat.step, 0, LAT_BUCKETS * sizeof(*g.lat.step));
+    memset(g.pl.step, 0, LAT_BUCKETS * sizeof(*g.pl.step));
+    g.lat.step_n = g.pl.step_n = 0;
 }
 
 static void status_tick(double t)
@@ -674,16 +707,18 @@ static void status_tick(double t)
     double cpu = cpu_s();
     fprintf(g.status, "t=%.0f listeners=%u connected=%u pending=%u bytes=%llu requests=%llu "
             "errors=%llu starving=%u eligible=%u lat_n=%llu lat_p50_ms=%.0f lat_p99_ms=%.0f "
-            "swarm_cpu_pct=%.1f swarm_loop_max_ms=%.1f\n", t, opt.steps[g.step], g.active,
+            "pl_lat_p50_ms=%.0f swarm_cpu_pct=%.1f swarm_loop_max_ms=%.1f\n", t,
+            opt.steps[g.step], g.active,
             g.pending, (unsigned long long)g.bytes, (unsigned long long)g.requests,
-            (unsigned long long)g.errors, g.starving, g.eligible, (unsigned long long)g.lat_win_n,
-            percentile(g.lat_win, g.lat_win_n, 0.5), percentile(g.lat_win, g.lat_win_n, 0.99),
-            (cpu - g.cpu_prev) * 100, g.loop_max * 1000);
+            (unsigned long long)g.errors, g.starving, g.eligible, (unsigned long long)g.lat.win_n,
+            percentile(g.lat.win, g.lat.win_n, 0.5), percentile(g.lat.win, g.lat.win_n, 0.99),
+            percentile(g.pl.win, g.pl.win_n, 0.5), (cpu - g.cpu_prev) * 100, g.loop_max * 1000);
     fflush(g.status);
     g.cpu_prev = cpu;
     g.loop_max = 0;
-    memset(g.lat_win, 0, LAT_BUCKETS * sizeof(*g.lat_win));
-    g.lat_win_n = 0;
+    memset(g.lat.win, 0, LAT_BUCKETS * sizeof(*g.lat.win));
+    memset(g.pl.win, 0, LAT_BUCKETS * sizeof(*g.pl.win));
+    g.lat.win_n = g.pl.win_n = 0;
     if (g.step_full_at < 0 && g.active >= opt.steps[g.step]) {
         g.step_full_at = t;
         step_reset(t);
@@ -812,10 +847,15 @@ static int setup(void)
         return -EINVAL;
     g.c = calloc(g.nc, sizeof(*g.c));
     g.rbuf = malloc(READ_BUF_SIZE);
-    g.lat_win = calloc(LAT_BUCKETS, sizeof(*g.lat_win));
-    g.lat_step = calloc(LAT_BUCKETS, sizeof(*g.lat_step));
+    hist_t *hs[] = {&g.lat, &g.pl};
+    for (int i = 0; i < 2; i++) {
+        hs[i]->win = calloc(LAT_BUCKETS, sizeof(*hs[i]->win));
+        hs[i]->step = calloc(LAT_BUCKETS, sizeof(*hs[i]->step));
+        if (!hs[i]->win || !hs[i]->step)
+            return -ENOMEM;
+    }
     g.ep = epoll_create1(EPOLL_CLOEXEC);
-    if (!g.c || !g.rbuf || !g.lat_win || !g.lat_step || g.ep < 0)
+    if (!g.c || !g.rbuf || g.ep < 0)
         return -ENOMEM;
     for (unsigned i = 0; i < g.nc; i++) {
         for (int j = 0; j < 2; j++) {

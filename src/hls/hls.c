@@ -183,17 +183,21 @@ static int part_grew(hls_t *h, const hls_waiter_t *w)
     return s && !s->complete && s->nparts == w->part && s->open.blk && s->open.end > w->seen_end;
 }
 
+/* The waiters whose part is there are posted back to their workers, one message a worker. */
 static void wake_waiters(hls_t *h)
 {
     hls_waiter_t *w, *tmp;
+    worker_batch_t batch = {.n = 0};
+    int gone = 0;
     list_foreach_safe(w, tmp, &h->waiters, hls_waiter_t, link) {
         if (w->follow ? !part_grew(h, w) : hls_locate(h, w->msn, w->part) == HLS_PENDING)
             continue;
         list_remove(&w->link);
         w->linked = 0;
-        if (worker_post(w->worker, w->fn, w->arg) < 0)
-            log_debug("hls: a waiting request's worker is gone");
+        gone += worker_batch_add(&batch, w->worker, w->fn, w->arg) < 0;
     }
+    if (gone + worker_batch_post(&batch) > 0)
+        log_debug("hls: a waiting request's worker is gone");
 }
 
 /* The open part is complete: it joins its segment, which completes when full (or when

@@ -160,6 +160,23 @@ void worker_reload_all(void);
 /* Runs fn(w, arg) on worker w's thread soon. Thread-safe. 0 or -errno (-ESHUTDOWN: w is a
  * drained worker whose thread has ended; nothing of it is left to act on). */
 int worker_post(worker_t *w, void (*fn)(worker_t *, void *), void *arg);
+/* Messages for several workers gathered and posted as one per worker (worker_batch_post): a
+ * thread waking many connections at once (a window's part close wakes a thousand players)
+ * makes one allocation and takes each worker's message lock once, not once per connection.
+ * Each worker runs its messages in the order they were added. Zeroed before use. */
+#define WORKER_BATCH_WORKERS 16
+typedef struct worker_batch {
+    struct {
+        worker_t *w;
+        struct worker_batch_msg *m; /* NULL until the first message for w */
+    } to[WORKER_BATCH_WORKERS];
+    int n;
+} worker_batch_t;
+/* Adds fn(w, arg) to b (posted at once with worker_post when b has no room for another worker
+ * or no memory): 0 or -errno as worker_post. */
+int worker_batch_add(worker_batch_t *b, worker_t *w, void (*fn)(worker_t *, void *), void *arg);
+/* Posts what b gathered (b is empty after): the number of messages whose worker was gone. */
+int worker_batch_post(worker_batch_t *b);
 /* Runs fn(w, arg) on every worker, each on its own thread; when all have run, runs
  * done(self, arg) on worker `self`. For admin commands that touch connections everywhere (cold
  * path). fn must synchronise its writes to arg (several workers run it in parallel).

@@ -135,6 +135,63 @@ int worker_post(worker_t *w, void (*fn)(worker_t *, void *), void *arg)
     return 0;
 }
 
+/* The messages of a batch for one worker: run in order by batch_run, then freed. */
+typedef struct worker_batch_msg {
+    size_t n, cap;
+    struct {
+        void (*fn)(worker_t *, void *);
+        void *arg;
+    } item[];
+} worker_batch_msg_t;
+
+static void batch_run(worker_t *w, void *arg)
+{
+    worker_batch_msg_t *m = arg;
+    for (size_t i = 0; i < m->n; i++)
+        m->item[i].fn(w, m->item[i].arg);
+    free(m);
+}
+
+int worker_batch_add(worker_batch_t *b, worker_t *w, void (*fn)(worker_t *, void *), void *arg)
+{
+    int i = 0;
+    while (i < b->n && b->to[i].w != w)
+        i++;
+    if (i == b->n && b->n == WORKER_BATCH_WORKERS)
+        return worker_post(w, fn, arg);
+    worker_batch_msg_t *m = i < b->n ? b->to[i].m : NULL;
+    if (!m || m->n == m->cap) {
+        size_t cap = m ? 2 * m->cap : 16;
+        worker_batch_msg_t *grown = realloc(m, sizeof(*m) + cap * sizeof(m->item[0]));
+        if (!grown)
+            return worker_post(w, fn, arg);
+        if (!m)
+            grown->n = 0;
+        grown->cap = cap;
+        m = grown;
+        if (i == b->n)
+            b->to[b->n++].w = w;
+        b->to[i].m = m;
+    }
+    m->item[m->n].fn = fn;
+    m->item[m->n++].arg = arg;
+    return 0;
+}
+
+int worker_batch_post(worker_batch_t *b)
+{
+    int gone = 0;
+    for (int i = 0; i < b->n; i++) {
+        worker_batch_msg_t *m = b->to[i].m;
+        if (worker_post(b->to[i].w, batch_run, m) < 0) {
+            gone += (int)m->n;
+            free(m);
+        }
+    }
+    b->n = 0;
+    return gone;
+}
+
 typedef struct broadcast {
     void (*fn)(worker_t *w, void *arg);
     void (*done)(worker_t *self, void *arg);
