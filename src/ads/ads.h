@@ -136,6 +136,16 @@ enum { ADS_EV_IMPRESSION = VAST_EV_COUNT, ADS_EV_KINDS };
 /* Fires the URLs of event ev (VAST_EV_START ... VAST_EV_COMPLETE, ADS_EV_IMPRESSION) of ad:
  * queued, retried, never blocking (a full queue drops and counts). Any thread. */
 void ads_track(const ads_ad_t *ad, int ev, int allow_private);
+
+/* The bits of what a listener's tracking of one ad fired, in the order they fire. */
+enum {
+    ADS_FIRED_START = 1, ADS_FIRED_IMPRESSION = 2, ADS_FIRED_Q1 = 4, ADS_FIRED_MID = 8,
+    ADS_FIRED_Q3 = 16, ADS_FIRED_COMPLETE = 32,
+};
+/* Once `sent` bytes of ad's creative were delivered to a listener: fires (ads_track) each
+ * event due then that *fired does not hold yet, in order, and adds them to *fired; returns the
+ * bits fired now (the caller counts impressions and completes). */
+unsigned ads_track_sent(const ads_ad_t *ad, uint64_t sent, unsigned *fired, int allow_private);
 /* Reports error code (VAST_ERR_*) to the URLs of list (their [ERRORCODE] replaced). */
 void ads_report_error(const vast_urls_t *list, int code, int allow_private);
 

@@ -194,3 +194,27 @@ void ads_register(void)
 {
     worker_register(&beacon_module);
 }
+
+unsigned ads_track_sent(const ads_ad_t *ad, uint64_t sent, unsigned *fired, int allow_private)
+{
+    static const struct { unsigned bit; int ev, mark; } steps[] = {
+        {ADS_FIRED_START, VAST_EV_START, -1},
+        {ADS_FIRED_IMPRESSION, ADS_EV_IMPRESSION, ADS_MARK_IMPRESSION},
+        {ADS_FIRED_Q1, VAST_EV_FIRST_QUARTILE, ADS_MARK_Q1},
+        {ADS_FIRED_MID, VAST_EV_MIDPOINT, ADS_MARK_MID},
+        {ADS_FIRED_Q3, VAST_EV_THIRD_QUARTILE, ADS_MARK_Q3},
+        {ADS_FIRED_COMPLETE, VAST_EV_COMPLETE, -2},
+    };
+    const ads_creative_t *c = ad->creative;
+    unsigned now = 0;
+    for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+        uint64_t at = steps[i].mark == -1 ? 1 : steps[i].mark == -2 ? c->bytes
+                                                                     : c->mark[steps[i].mark];
+        if ((*fired & steps[i].bit) || sent < at)
+            continue;
+        *fired |= steps[i].bit;
+        now |= steps[i].bit;
+        ads_track(ad, steps[i].ev, allow_private);
+    }
+    return now;
+}

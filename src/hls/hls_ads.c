@@ -31,7 +31,6 @@
 #include "hls/hls_ads.h"
 
 /* Bits of an ad's events fired, as stream/adbreak.c fires them. */
-enum { F_START = 1, F_IMPRESSION = 2, F_Q1 = 4, F_MID = 8, F_Q3 = 16, F_COMPLETE = 32 };
 
 struct hls_sess_ads {
     uint64_t asking;           /* the break whose ads are asked for, 0 none */
@@ -40,7 +39,7 @@ struct hls_sess_ads {
     hls_adbreak_t *brk;        /* the break its playlist lists, NULL none */
     ads_pod_t *pod;            /* brk's ads: their tracking */
     unsigned char *got[ADS_POD_MAX]; /* parts of each ad fetched whole (a bit each) */
-    unsigned fired[ADS_POD_MAX];
+    unsigned fired[ADS_POD_MAX]; /* each ad's tracking fired (ADS_FIRED_* bits) */
 };
 
 /* ---- the decisions under way: which session of which window each one is for ---- */
@@ -409,27 +408,11 @@ static void track(hls_t *h, hls_sess_ads_t *a, int i)
     while (n < c->nparts && (a->got[i][n / 8] & (1u << (n % 8))))
         n++;
     uint64_t sent = n ? c->parts[n - 1].end : 0;
-    const ads_creative_t *cr = ad->creative;
-    static const struct { unsigned bit; int ev, mark; } steps[] = {
-        {F_START, VAST_EV_START, -1},
-        {F_IMPRESSION, ADS_EV_IMPRESSION, ADS_MARK_IMPRESSION},
-        {F_Q1, VAST_EV_FIRST_QUARTILE, ADS_MARK_Q1},
-        {F_MID, VAST_EV_MIDPOINT, ADS_MARK_MID},
-        {F_Q3, VAST_EV_THIRD_QUARTILE, ADS_MARK_Q3},
-        {F_COMPLETE, VAST_EV_COMPLETE, -2},
-    };
-    for (size_t s = 0; s < sizeof(steps) / sizeof(steps[0]); s++) {
-        uint64_t at = steps[s].mark == -1 ? 1 : steps[s].mark == -2 ? cr->bytes
-                                                                     : cr->mark[steps[s].mark];
-        if ((a->fired[i] & steps[s].bit) || sent < at)
-            continue;
-        a->fired[i] |= steps[s].bit;
-        ads_track(ad, steps[s].ev, a->pod->allow_private);
-        if (h->mount && steps[s].ev == ADS_EV_IMPRESSION)
-            atomic_fetch_add_explicit(&h->mount->ad_impressions, 1, memory_order_relaxed);
-        else if (h->mount && steps[s].ev == VAST_EV_COMPLETE)
-            atomic_fetch_add_explicit(&h->mount->ad_completes, 1, memory_order_relaxed);
-    }
+    unsigned now = ads_track_sent(ad, sent, &a->fired[i], a->pod->allow_private);
+    if (h->mount && (now & ADS_FIRED_IMPRESSION))
+        atomic_fetch_add_explicit(&h->mount->ad_impressions, 1, memory_order_relaxed);
+    if (h->mount && (now & ADS_FIRED_COMPLETE))
+        atomic_fetch_add_explicit(&h->mount->ad_completes, 1, memory_order_relaxed);
 }
 
 void hls_ads_fetched(hls_t *h, const hls_client_t *who, const char *id, uint64_t seg, int part)

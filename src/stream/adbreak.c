@@ -435,28 +435,11 @@ int adbreak_where(listener_t *l, block_t **b, uint32_t *pos, uint64_t *stop)
 /* Tracking of the ad playing, now that `sent` of its bytes were delivered (counted on m). */
 void adbreak_track(adplay_t *a, uint64_t sent, mount_t *m)
 {
-    const ads_ad_t *ad = &a->pod->ad[a->cur];
-    const ads_creative_t *c = ad->creative;
-    static const struct { unsigned bit; int ev, mark; } steps[] = {
-        {F_START, VAST_EV_START, -1},
-        {F_IMPRESSION, ADS_EV_IMPRESSION, ADS_MARK_IMPRESSION},
-        {F_Q1, VAST_EV_FIRST_QUARTILE, ADS_MARK_Q1},
-        {F_MID, VAST_EV_MIDPOINT, ADS_MARK_MID},
-        {F_Q3, VAST_EV_THIRD_QUARTILE, ADS_MARK_Q3},
-        {F_COMPLETE, VAST_EV_COMPLETE, -2},
-    };
-    for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
-        uint64_t at = steps[i].mark == -1 ? 1 : steps[i].mark == -2 ? c->bytes
-                                                                     : c->mark[steps[i].mark];
-        if (!(a->fired & steps[i].bit) && sent >= at) {
-            a->fired |= steps[i].bit;
-            ads_track(ad, steps[i].ev, a->pod->allow_private);
-            if (steps[i].ev == ADS_EV_IMPRESSION)
-                atomic_fetch_add_explicit(&m->ad_impressions, 1, memory_order_relaxed);
-            else if (steps[i].ev == VAST_EV_COMPLETE)
-                atomic_fetch_add_explicit(&m->ad_completes, 1, memory_order_relaxed);
-        }
-    }
+    unsigned now = ads_track_sent(&a->pod->ad[a->cur], sent, &a->fired, a->pod->allow_private);
+    if (now & ADS_FIRED_IMPRESSION)
+        atomic_fetch_add_explicit(&m->ad_impressions, 1, memory_order_relaxed);
+    if (now & ADS_FIRED_COMPLETE)
+        atomic_fetch_add_explicit(&m->ad_completes, 1, memory_order_relaxed);
 }
 
 void adbreak_commit(listener_t *l, block_t *b, uint32_t pos)

@@ -16,9 +16,6 @@
  * the block it was in went as the listener's tail; it resumes at the next block). */
 enum { AD_ASKED, AD_READY, AD_PLAYING, AD_REJOIN, AD_FETCH };
 
-/* Bits of adplay_t.fired, in the order they fire. */
-enum { F_START = 1, F_IMPRESSION = 2, F_Q1 = 4, F_MID = 8, F_Q3 = 16, F_COMPLETE = 32 };
-
 typedef struct adplay {
     int state;
     int preroll;          /* its own break, as it joined: no start point to wait for */
@@ -29,7 +26,7 @@ typedef struct adplay {
     int cur;              /* the ad playing */
     block_t *blk;         /* cursor in its creative (a reference), NULL once all are sent */
     uint32_t pos;
-    unsigned fired;
+    unsigned fired;       /* the tracking fired (ADS_FIRED_* bits, ads/ads.h) */
     uint64_t skip;        /* samples of the mount's stream still to skip (Ogg: granule units) */
     int ogg;              /* an Ogg mount: pages are skipped, the rejoin is a new link */
     int64_t granule;      /* Ogg: the granule position of the last live page passed, -1 none */
