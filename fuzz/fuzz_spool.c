@@ -7,7 +7,7 @@
  * one R3 line (a newline at its end only, 19 fields) that decodes to the same record; a URI shown
  * has *** where its user part's password was.
  */
-// fuzz-sources: src/audience/audience_spool.c src/audience/audience_record.c src/audience/audience_pgconn.c src/core/buf.c src/core/loop.c
+// fuzz-sources: src/audience/audience_spool.c src/audience/audience_record.c src/audience/audience_pgconn.c src/core/buf.c src/core/loop.c src/core/escape.c src/core/utf8.c src/core/str.c src/audience/audience_pgresolve.c
 // fuzz-pkgs: libpq
 // fuzz-args: -max_len=4096
 #include <stdint.h>

@@ -16,6 +16,7 @@
 
 #include "audience/audience_backend.h"
 #include "conf/config.h"
+#include "core/escape.h"
 #include "core/log.h"
 #include "core/loop.h"
 #include "net/server.h"
@@ -85,18 +86,7 @@ void audience_export_w3c_text(buf_t *b, const char *s)
 
 void audience_export_tsv_text(buf_t *b, const char *s)
 {
-    if (!s) {
-        buf_append_str(b, "\\N");
-        return;
-    }
-    for (; *s; s++) {
-        const char *esc = *s == '\\' ? "\\\\" : *s == '\t' ? "\\t" : *s == '\n' ? "\\n"
-                        : *s == '\r' ? "\\r" : NULL;
-        if (esc)
-            buf_append_str(b, esc);
-        else
-            buf_append_char(b, *s);
-    }
+    escape_tsv_buf(b, s);
 }
 
 /* ---- lines ---- */

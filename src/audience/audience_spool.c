@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/escape.h"
+
 /* R3: R2's fields, why the session is invalid ("" valid) and 1 for an HLS session; R2: R1's
  * fields and the listener key (\N: none); R2 and R1 lines (written before records had the
  * reason, or the key) are still read: valid streams */
@@ -26,18 +28,8 @@
 
 static int put_text(buf_t *b, const char *s)
 {
-    if (!s)
-        return buf_append_str(b, "\t\\N");
     buf_append_char(b, '\t');
-    for (; *s; s++) {
-        const char *esc = *s == '\\' ? "\\\\" : *s == '\t' ? "\\t" : *s == '\n' ? "\\n"
-                        : *s == '\r' ? "\\r" : NULL;
-        if (esc)
-            buf_append_str(b, esc);
-        else
-            buf_append_char(b, *s);
-    }
-    return 0;
+    return escape_tsv_buf(b, s);
 }
 
 int audience_spool_encode(buf_t *b, const audience_record_t *e)

@@ -8,6 +8,7 @@
  */
 #include "core/escape.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,4 +197,17 @@ char *escape_log_utf8(char *out, size_t outlen, const char *s, size_t len)
         return out;
     escape_walk(&lang_log_utf8, s, len, out, outlen);
     return out;
+}
+
+int escape_tsv_buf(buf_t *b, const char *s)
+{
+    if (!s)
+        return buf_append_str(b, "\\N");
+    for (; *s; s++) {
+        const char *esc = *s == '\\' ? "\\\\" : *s == '\t' ? "\\t" : *s == '\n' ? "\\n"
+                        : *s == '\r' ? "\\r" : NULL;
+        if ((esc ? buf_append_str(b, esc) : buf_append_char(b, *s)) < 0)
+            return -ENOMEM;
+    }
+    return 0;
 }

@@ -26,6 +26,10 @@ char *escape_json(const char *s, size_t len);
  * 0, or b's sticky error (-ENOMEM). */
 int escape_json_buf(buf_t *b, const char *s, size_t len, int quoted);
 
+/* Appends s as a field of tab-separated values: backslash, tab, newline and CR as \\, \t, \n
+ * and \r; NULL (no value) as \N. 0, or -ENOMEM (b->error set). */
+int escape_tsv_buf(buf_t *b, const char *s);
+
 /* For log lines: printable ASCII kept except '\\' and '"' which become \\ and \";
  * every other byte (CR, LF, control, >= 0x80) becomes \xHH. Writes at most outlen-1 bytes plus
  * NUL into out, never splitting an escape; returns out (untouched when outlen is 0). */

@@ -134,6 +134,9 @@ uint64_t hls_adview_base_disc_locked(hls_t *h, const hls_view_t *v, uint64_t q);
 
 /* The first segment of the common playlist: 0, or -EAGAIN with no complete segment yet. */
 int hls_playlist_first_locked(hls_t *h, uint64_t *first);
+/* A media playlist's head, from #EXTM3U to #EXT-X-INDEPENDENT-SEGMENTS: its target, the
+ * low-latency tags when ll, its media sequence seq and discontinuity sequence disc. */
+void hls_playlist_head(buf_t *out, const hls_t *h, int ll, uint64_t seq, uint64_t disc);
 void hls_playlist_date(buf_t *out, int64_t ms);
 void hls_playlist_parts(buf_t *out, const hls_seg_t *s, const char *ext);
 uint64_t hls_playlist_disc_before(const hls_t *h, uint64_t seq);

@@ -244,14 +244,7 @@ int hls_adview_write_locked(hls_t *h, const hls_adbreak_t *brk, int64_t delta, i
     const row_t *f = &rows[from];
     if (!f->ad && (!brk || f->q >= brk->r))
         *first_live = f->q;
-    buf_appendf(out, "#EXTM3U\n#EXT-X-VERSION:6\n#EXT-X-TARGETDURATION:%d\n", h->target);
-    if (ll)
-        buf_appendf(out,
-                    "#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,PART-HOLD-BACK=%.3f\n"
-                    "#EXT-X-PART-INF:PART-TARGET=%.3f\n",
-                    3.0 * h->part_ms / 1000, h->part_ms / 1000.0);
-    buf_appendf(out, "#EXT-X-MEDIA-SEQUENCE:%" PRIu64 "\n#EXT-X-DISCONTINUITY-SEQUENCE:%" PRIu64
-                "\n#EXT-X-INDEPENDENT-SEGMENTS\n", f->seq, first_disc(h, brk, ddisc, v, f));
+    hls_playlist_head(out, h, ll, f->seq, first_disc(h, brk, ddisc, v, f));
     if (brk && brk->preroll && f->ad && f->ai == 0 && f->seg == 0)
         buf_append_str(out, "#EXT-X-START:TIME-OFFSET=0\n"); /* the preroll is played first */
     int done = 0; /* complete rows written */

@@ -120,6 +120,18 @@ void hls_view_begin_locked(hls_t *h, const hls_intro_t *intro, hls_view_t *v)
     v->disc_before_next = disc_before(h, m + 1);
 }
 
+void hls_playlist_head(buf_t *out, const hls_t *h, int ll, uint64_t seq, uint64_t disc)
+{
+    buf_appendf(out, "#EXTM3U\n#EXT-X-VERSION:6\n#EXT-X-TARGETDURATION:%d\n", h->target);
+    if (ll)
+        buf_appendf(out,
+                    "#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,PART-HOLD-BACK=%.3f\n"
+                    "#EXT-X-PART-INF:PART-TARGET=%.3f\n",
+                    3.0 * h->part_ms / 1000, h->part_ms / 1000.0);
+    buf_appendf(out, "#EXT-X-MEDIA-SEQUENCE:%" PRIu64 "\n#EXT-X-DISCONTINUITY-SEQUENCE:%" PRIu64
+                "\n#EXT-X-INDEPENDENT-SEGMENTS\n", seq, disc);
+}
+
 int hls_playlist_first_locked(hls_t *h, uint64_t *first_out)
 {
     uint64_t first = h->first_seq;
@@ -206,14 +218,7 @@ int hls_playlist_view(hls_t *h, buf_t *out, int ll, const hls_view_t *v)
         return -EAGAIN;
     }
     uint64_t disc = v ? view_first(h, v, &first) : disc_before(h, first);
-    buf_appendf(out, "#EXTM3U\n#EXT-X-VERSION:6\n#EXT-X-TARGETDURATION:%d\n", h->target);
-    if (ll)
-        buf_appendf(out,
-                    "#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,PART-HOLD-BACK=%.3f\n"
-                    "#EXT-X-PART-INF:PART-TARGET=%.3f\n",
-                    3.0 * h->part_ms / 1000, h->part_ms / 1000.0);
-    buf_appendf(out, "#EXT-X-MEDIA-SEQUENCE:%" PRIu64 "\n#EXT-X-DISCONTINUITY-SEQUENCE:%" PRIu64
-                "\n#EXT-X-INDEPENDENT-SEGMENTS\n", first, disc);
+    hls_playlist_head(out, h, ll, first, disc);
     if (v && first < v->live_from) {
         write_intro(out, v, first, hls_seg_at(h, v->live_from));
         first = v->live_from;
