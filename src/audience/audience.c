@@ -28,20 +28,26 @@ int64_t audience_quarters(int64_t from_ms, int64_t to_ms)
     return b > a ? (b - a) / AUDIENCE_QH_MS : 0;
 }
 
-/* Only the first and last quarter-hours the session touches can hold less than all of it;
- * those between are whole (the same sum as audience_pg_figures.c's AQH_SQL). */
-int64_t audience_session_quarters(int64_t start_ms, int64_t end_ms, int64_t from_ms,
-                                  int64_t to_ms)
+/* The same cut as audience_pg_figures.c's AQH_EDGES. */
+int audience_quarter_edges(int64_t start_ms, int64_t end_ms, int64_t from_ms, int64_t to_ms,
+                           audience_edges_t *e)
 {
     int64_t qa = quarter_up(from_ms), qb = to_ms / AUDIENCE_QH_MS * AUDIENCE_QH_MS;
     int64_t a = start_ms > qa ? start_ms : qa, b = end_ms < qb ? end_ms : qb;
+    *e = (audience_edges_t){0};
     if (b <= a)
         return 0;
     int64_t i1 = a / AUDIENCE_QH_MS, i2 = (b - 1) / AUDIENCE_QH_MS;
-    if (i1 == i2)
-        return b - a >= AUDIENCE_AQH_MIN_MS;
-    return ((i1 + 1) * AUDIENCE_QH_MS - a >= AUDIENCE_AQH_MIN_MS) +
-           (b - i2 * AUDIENCE_QH_MS >= AUDIENCE_AQH_MIN_MS) + (i2 - i1 - 1);
+    e->quarter[0] = i1;
+    e->ms[0] = (i1 == i2 ? b : (i1 + 1) * AUDIENCE_QH_MS) - a;
+    e->n = 1;
+    if (i2 > i1) {
+        e->quarter[1] = i2;
+        e->ms[1] = b - i2 * AUDIENCE_QH_MS;
+        e->n = 2;
+        e->whole = i2 - i1 - 1;
+    }
+    return 1;
 }
 
 audience_derived_t audience_row_derived(const audience_row_t *r)

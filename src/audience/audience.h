@@ -91,9 +91,19 @@ typedef struct audience_query {
 
 /* The clock quarter-hours wholly inside [from, to). */
 int64_t audience_quarters(int64_t from_ms, int64_t to_ms);
-/* Of those, how many the session [start, end) listened five minutes or more of. */
-int64_t audience_session_quarters(int64_t start_ms, int64_t end_ms, int64_t from_ms,
-                                  int64_t to_ms);
+/* AQH counts a listener in a quarter-hour where it listened five minutes or more. Of the whole
+ * quarter-hours of [from, to) that the session [start, end) touches, those between its first
+ * and its last count for it alone (it listened them whole); its first and last (its edges, n
+ * of them: 0 when it touches none, 1 when they are one) hold `ms` of its time each, summed
+ * with the listener's other sessions' time in the same quarter-hour (quarter: its number
+ * since 1970) before the five minutes are asked. 1 if it touches any, else 0. */
+typedef struct audience_edges {
+    int64_t whole;
+    int n;
+    int64_t quarter[2], ms[2];
+} audience_edges_t;
+int audience_quarter_edges(int64_t start_ms, int64_t end_ms, int64_t from_ms, int64_t to_ms,
+                           audience_edges_t *e);
 
 /* The figures made from a row's others: TSL (TLH / CUME, hours), AAS (TLH / hours in the
  * bucket) and AQH (aqh_quarters / the bucket's whole quarter-hours); each 0 without a

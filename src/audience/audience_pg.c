@@ -39,7 +39,7 @@
 /* ---- the schema ----
  * Version 1 made it; version 2 keeps the figures of Webcast Metrics (AS, SS, AQH) in the cache
  * too; version 3 has the listener key; version 4 why a session is invalid traffic and whether
- * it was an HLS one. A server finding an older version brings it up to its own in one transaction, under an
+ * it was an HLS one; version 5 forgets the figures kept (AQH per listener). A server finding an older version brings it up to its own in one transaction, under an
  * advisory lock (servers starting together wait for each other); a newer one (a later binary
  * on another server) is used as it is. Text columns compare bytes (COLLATE "C"): the order of
  * mounts and countries is the SQLite store's. */
@@ -152,6 +152,9 @@ static const char *const migrations[] = {
     " start_ms / 1000.0 AS start, end_ms / 1000.0 AS \"end\","
     " (end_ms - start_ms) / 1000.0 AS seconds, bytes, ip, user_agent, referer, \"user\","
     " country, ended, preroll, listener_key, invalid, hls FROM sessions;",
+    /* 5: AQH sums a listener's time in a quarter-hour over its sessions: the figures kept
+     * before counted each session alone, and are made again */
+    "DELETE FROM figures_cache;",
 };
 
 #define SCHEMA_VERSION ((int)(sizeof(migrations) / sizeof(migrations[0])))

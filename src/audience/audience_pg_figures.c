@@ -95,16 +95,17 @@
     "   SELECT *, count(pe) OVER (PARTITION BY b, k, mount ORDER BY rn) AS sg"                \
     "    FROM pz WHERE cs) g) m) a) h"
 
-/* AQH: of the whole clock quarter-hours of the bucket [bf, bt), how many the session
- * listened five minutes or more of (audience_session_quarters, in SQL): a and b are the
- * session cut to those quarter-hours, i1 and i2 the first and last quarter-hour it touches. */
-#define AQH_SQL                                                                                \
-    "(SELECT CASE WHEN b <= a THEN 0 WHEN a / 900000 = (b - 1) / 900000"                       \
-    "  THEN (b - a >= 300000)::int"                                                           \
-    "  ELSE ((a / 900000 + 1) * 900000 - a >= 300000)::int"                                    \
-    "  + (b - (b - 1) / 900000 * 900000 >= 300000)::int + (b - 1) / 900000 - a / 900000 - 1 END"\
-    "  FROM (SELECT greatest(start_ms, (bf + 899999) / 900000 * 900000) AS a,"                \
-    "  least(end_ms, bt / 900000 * 900000) AS b) q)"
+/* AQH (audience_quarter_edges, in SQL): each session of a minute or more (wm) cut to the
+ * whole clock quarter-hours of the bucket [bf, bt) as [a, e); i1 and i2 the first and last
+ * quarter-hour it touches. The ones between count for it (AQH_WHOLE); in i1 and i2 (qe: the
+ * quarter-hour and the time in it) a listener's time is summed over its sessions, per mount
+ * and for the server, and counts from five minutes (aqs). */
+#define AQH_CUT                                                                                \
+    "SELECT b, mount, coalesce(k, ip || chr(1) || coalesce(ua, '')) AS lk, a, e,"              \
+    "  a / 900000 AS i1, (e - 1) / 900000 AS i2 FROM (SELECT b, mount, k, ip, ua,"              \
+    "  greatest(start_ms, (bf + 899999) / 900000 * 900000) AS a,"                             \
+    "  least(end_ms, bt / 900000 * 900000) AS e FROM sb WHERE wm) x WHERE e > a"
+#define AQH_WHOLE "greatest(i2 - i1 - 1, 0)"
 
 /* $1, $2: the buckets' starts and ends; $3 the qualifying length (ms); $7 the cache's scope
  * ('' every server); $8 the step; $9 each bucket's fingerprint, NULL when it is not kept; $10
@@ -124,9 +125,17 @@ static const char figures_sql[] =
     "  count(*) FILTER (WHERE preroll AND start_ms >= bf) AS prerolls,"
     "  count(*) FILTER (WHERE now) AS in_progress,"
     "  count(*) FILTER (WHERE wm AND first_here) AS active,"
-    "  count(*) FILTER (WHERE wm AND pe IS NULL AND start_ms >= bf) AS started,"
-    "  coalesce(sum(" AQH_SQL ") FILTER (WHERE wm), 0) AS aqh"
+    "  count(*) FILTER (WHERE wm AND pe IS NULL AND start_ms >= bf) AS started"
     "  FROM sb GROUP BY GROUPING SETS ((b), (b, mount))),"
+    " qc AS MATERIALIZED (" AQH_CUT "),"
+    " qe AS (SELECT b, mount, lk, i1 AS q, least(e, (i1 + 1) * 900000) - a AS ms FROM qc"
+    "  UNION ALL SELECT b, mount, lk, i2, e - i2 * 900000 FROM qc WHERE i2 > i1),"
+    " aqs AS (SELECT b, mount, sum(n) AS n FROM ("
+    "  SELECT b, mount, sum(" AQH_WHOLE ") AS n FROM qc GROUP BY GROUPING SETS ((b), (b, mount))"
+    "  UNION ALL SELECT b, mount, count(*) FROM (SELECT b, mount FROM qe GROUP BY b, mount, lk, q"
+    "   HAVING sum(ms) >= 300000) y GROUP BY b, mount"
+    "  UNION ALL SELECT b, NULL, count(*) FROM (SELECT b FROM qe GROUP BY b, lk, q"
+    "   HAVING sum(ms) >= 300000) z GROUP BY b) w GROUP BY b, mount),"
     " lm AS (SELECT b, mount, k, CASE WHEN k IS NULL THEN ip END AS ip,"
     "  CASE WHEN k IS NULL THEN ua END AS ua FROM sb WHERE qual GROUP BY 1, 2, 3, 4, 5),"
     " cume AS (SELECT b, mount, count(*) AS n FROM lm GROUP BY b, mount"
@@ -148,12 +157,13 @@ static const char figures_sql[] =
     "  coalesce(a.qualified, 0) AS qualified, coalesce(a.listened, 0) AS listened,"
     "  coalesce(a.prerolls, 0) AS prerolls, coalesce(a.in_progress, 0) AS in_progress,"
     "  coalesce(c.n, 0) AS cume, coalesce(p.peak, 0) AS peak, coalesce(a.active, 0) AS active,"
-    "  coalesce(a.started, 0) AS started, coalesce(a.aqh, 0) AS aqh,"
+    "  coalesce(a.started, 0) AS started, coalesce(q.n, 0) AS aqh,"
     "  coalesce(x.countries, '') AS countries"
     "  FROM m LEFT JOIN agg a ON a.b = m.b"
     "  LEFT JOIN cume c ON c.b = a.b AND c.mount IS NOT DISTINCT FROM a.mount"
     "  LEFT JOIN pk p ON p.b = a.b AND p.mount IS NOT DISTINCT FROM a.mount"
-    "  LEFT JOIN ccs x ON x.b = a.b AND x.mount IS NOT DISTINCT FROM a.mount),"
+    "  LEFT JOIN ccs x ON x.b = a.b AND x.mount IS NOT DISTINCT FROM a.mount"
+    "  LEFT JOIN aqs q ON q.b = a.b AND q.mount IS NOT DISTINCT FROM a.mount),"
     " kept AS (INSERT INTO figures_cache (scope, qualify_ms, step_ms, bucket_ms, fingerprint,"
     "  mount, sessions, qualified, listened_ms, prerolls, cume, peak, countries, active,"
     "  started, aqh_quarters)"

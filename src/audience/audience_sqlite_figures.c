@@ -152,6 +152,11 @@ typedef struct fig_cell {      /* a group's figures in the bucket being made */
     int64_t peak;
 } fig_cell_t;
 
+typedef struct fig_edge {    /* a session's time in one of its edge quarter-hours */
+    uint32_t group, listener;
+    int64_t quarter, ms;
+} fig_edge_t;
+
 typedef struct figures {
     audience_query_t *q;
     size_t rows_room;
@@ -172,6 +177,9 @@ typedef struct figures {
     size_t nkeys, keys_room;
     uint32_t *touched;         /* the mounts (groups > 0) with sessions in the current bucket */
     size_t ntouched;
+    fig_edge_t *edges;         /* AQH: the first and last quarter-hours of the bucket's
+                                * sessions (audience_quarter_edges), summed per listener */
+    size_t nedges, edges_room;
     fig_cell_t *cell;          /* per group */
     int64_t *on;               /* per group: listening at the sweep's time */
     int64_t longest_ms;        /* the longest session (read_period) */
@@ -377,8 +385,62 @@ static void count_in(fig_cell_t *c, const fig_session_t *s, int64_t from, int64_
     if (s->chain_ms >= AUDIENCE_WM_MIN_MS) {
         c->active += first_here;
         c->started += !s->cont && s->start_ms >= from;
-        c->aqh_quarters += (uint64_t)audience_session_quarters(s->start_ms, s->end_ms, from, to);
     }
+}
+
+/* AQH of the bucket [from, to): the quarter-hours between a session's first and last count
+ * for it; in those two (its edges) a listener's time is summed over its sessions, once per
+ * mount and once for the server (audience_quarter_edges). */
+static int by_edge(const void *a, const void *b, void *arg)
+{
+    const fig_edge_t *x = a, *y = b;
+    int server = *(const int *)arg;
+    if (!server && x->group != y->group)
+        return x->group < y->group ? -1 : 1;
+    if (x->listener != y->listener)
+        return x->listener < y->listener ? -1 : 1;
+    return x->quarter < y->quarter ? -1 : x->quarter > y->quarter;
+}
+
+static void count_edges(figures_t *f, int server)
+{
+    qsort_r(f->edges, f->nedges, sizeof(*f->edges), by_edge, &server);
+    int64_t sum = 0;
+    for (size_t i = 0; i < f->nedges; i++) {
+        const fig_edge_t *e = &f->edges[i];
+        sum += e->ms;
+        const fig_edge_t *n = i + 1 < f->nedges ? &f->edges[i + 1] : NULL;
+        if (n && (server || n->group == e->group) && n->listener == e->listener &&
+            n->quarter == e->quarter)
+            continue;
+        f->cell[server ? 0 : e->group].aqh_quarters += sum >= AUDIENCE_AQH_MIN_MS;
+        sum = 0;
+    }
+}
+
+static int quarter_hours(figures_t *f, int64_t from, int64_t to)
+{
+    f->nedges = 0;
+    for (size_t i = 0; i < f->nactive; i++) {
+        const fig_session_t *s = &f->s[f->active[i]];
+        audience_edges_t q;
+        if (s->chain_ms < AUDIENCE_WM_MIN_MS ||
+            !audience_quarter_edges(s->start_ms, s->end_ms, from, to, &q))
+            continue;
+        f->cell[s->group].aqh_quarters += (uint64_t)q.whole;
+        f->cell[0].aqh_quarters += (uint64_t)q.whole;
+        fig_edge_t *v = audience_intern_room(f->edges, &f->edges_room, f->nedges + 1,
+                                             sizeof(*v));
+        if (!v)
+            return -ENOMEM;
+        f->edges = v;
+        for (int k = 0; k < q.n; k++)
+            f->edges[f->nedges++] = (fig_edge_t){.group = s->group, .listener = s->listener,
+                                                 .quarter = q.quarter[k], .ms = q.ms[k]};
+    }
+    count_edges(f, 0);
+    count_edges(f, 1);
+    return 0;
 }
 
 /* ---- pauses ----
@@ -559,6 +621,8 @@ static int bucket(figures_t *f, int64_t from, int64_t to)
         count_in(&f->cell[s->group], s, from, to);
         count_in(&f->cell[0], s, from, to);
     }
+    if (quarter_hours(f, from, to) < 0)
+        return -ENOMEM;
     if (f->keys_room < 2 * f->nactive) {
         free(f->keys);
         f->keys_room = 2 * f->nactive;
@@ -598,6 +662,7 @@ static void figures_free(figures_t *f)
     free(f->chain_of);
     free(f->chain_len);
     free(f->keys);
+    free(f->edges);
     free(f->touched);
     free(f->cell);
     free(f->on);

@@ -223,11 +223,52 @@ static void webcast_metrics_worked_example(void)
     sqlite3_close(db);
     /* the quarter-hours by themselves: 5 min on either side of an edge, and a bucket with no
      * whole quarter-hour */
-    CHECK(audience_session_quarters(10 * MIN, 20 * MIN, 0, HOUR) == 2);
-    CHECK(audience_session_quarters(11 * MIN, 20 * MIN, 0, HOUR) == 1);
-    CHECK(audience_session_quarters(11 * MIN, 19 * MIN, 0, HOUR) == 0);
-    CHECK(audience_session_quarters(0, 60 * MIN, 7 * MIN, HOUR) == 3);
+    audience_edges_t e;
+    CHECK(audience_quarter_edges(10 * MIN, 20 * MIN, 0, HOUR, &e) && e.n == 2 && !e.whole &&
+          e.quarter[0] == 0 && e.ms[0] == 5 * MIN && e.quarter[1] == 1 && e.ms[1] == 5 * MIN);
+    CHECK(audience_quarter_edges(11 * MIN, 19 * MIN, 0, HOUR, &e) && e.n == 2 &&
+          e.ms[0] == 4 * MIN && e.ms[1] == 4 * MIN);
+    CHECK(audience_quarter_edges(0, 60 * MIN, 7 * MIN, HOUR, &e) && e.n == 2 && e.whole == 1 &&
+          e.quarter[0] == 1 && e.ms[0] == 15 * MIN && e.quarter[1] == 3 && e.ms[1] == 15 * MIN);
+    CHECK(audience_quarter_edges(16 * MIN, 20 * MIN, 0, HOUR, &e) && e.n == 1 &&
+          e.quarter[0] == 1 && e.ms[0] == 4 * MIN);
+    CHECK(!audience_quarter_edges(0, HOUR, 7 * MIN, 20 * MIN, &e));
     CHECK(audience_quarters(7 * MIN, HOUR) == 3 && audience_quarters(7 * MIN, 20 * MIN) == 0);
+}
+
+/* ---- AQH counts listeners: example J of docs/AUDIENCE.md ----
+ * 10:00-11:00 UTC of 1970-01-01:
+ *   j on /aq 10:00-10:03 and 10:06-10:09: 6 minutes of 10:00-10:15 together
+ *   k on /aq 10:00-10:03 and on /aq2 10:05-10:08: 3 minutes on each mount, 6 on the server
+ *   l on /aq 10:14-10:31: 1 minute of 10:00-10:15, 10:15-10:30 whole, 1 minute of 10:30-10:45
+ * AQH quarter-hours: /aq 2 (j, l), /aq2 0, the server 3 (j, k, l). With and without pauses. */
+static void aqh_counts_listeners(void)
+{
+    sqlite3 *db = NULL;
+    CHECK(sqlite3_open(":memory:", &db) == SQLITE_OK);
+    CHECK(sqlite3_exec(db, audience_sqlite_schema(), NULL, NULL, NULL) == SQLITE_OK);
+    static const char rows[] =
+        "INSERT INTO sessions (conn_id, mount, served, start_ms, end_ms, bytes, ip, user_agent,"
+        " ended) VALUES"
+        " (1, '/aq', '/aq', 36000000, 36180000, 1, 'E', 'e', 'client_left'),"
+        " (2, '/aq', '/aq', 36360000, 36540000, 1, 'E', 'e', 'client_left'),"
+        " (3, '/aq', '/aq', 36000000, 36180000, 1, 'F', 'f', 'client_left'),"
+        " (4, '/aq2', '/aq2', 36300000, 36480000, 1, 'F', 'f', 'client_left'),"
+        " (5, '/aq', '/aq', 36840000, 37860000, 1, 'G', 'g', 'client_left')";
+    CHECK(sqlite3_exec(db, rows, NULL, NULL, NULL) == SQLITE_OK);
+    for (int resume = 0; resume <= 180; resume += 180) {
+        audience_query_t q = {.from_ms = 10 * HOUR, .to_ms = 11 * HOUR, .step_ms = HOUR,
+                              .qualify_s = 60, .resume_s = resume};
+        audience_sqlite_figures(db, &q);
+        CHECK(q.err == 0);
+        const audience_row_t *aq = row(&q, 10 * HOUR, "/aq"), *aq2 = row(&q, 10 * HOUR, "/aq2");
+        const audience_row_t *all = row(&q, 10 * HOUR, "");
+        CHECK(aq && aq->aqh_quarters == 2);
+        CHECK(aq2 && aq2->aqh_quarters == 0);
+        CHECK(all && all->aqh_quarters == 3);
+        audience_query_clear(&q);
+    }
+    sqlite3_close(db);
 }
 
 /* ---- the one pass against a brute force ---- */
@@ -422,6 +463,48 @@ static void rnd_chains(rnd_session_t *v, size_t n, int64_t resume_ms)
     }
 }
 
+/* AQH quarter-hours of group g in [from, to) by the definition, quarter-hour by quarter-hour:
+ * a quarter-hour a session of a minute or more covers whole counts for it; in a session's first
+ * and last quarter-hours, a listener counts once its sessions' time there makes five minutes
+ * (each such quarter-hour and listener once). */
+static uint64_t brute_aqh(const rnd_session_t *v, size_t n, const char *g, const char *only,
+                          int64_t from, int64_t to)
+{
+    const int64_t qm = 15 * MIN;
+    int64_t qa = from - from % qm + (from % qm ? qm : 0), qb = to - to % qm;
+    uint64_t count = 0;
+    for (int64_t qh = qa; qh + qm <= qb; qh += qm) {
+        for (size_t i = 0; i < n; i++) {
+            const rnd_session_t *s = &v[i];
+            int64_t a = s->start_ms > qa ? s->start_ms : qa, b = s->end_ms < qb ? s->end_ms : qb;
+            if (!rnd_in(s, g, only, from, to) || s->chain_ms < 60000 || b <= qh ||
+                a >= qh + qm)
+                continue;
+            if (a < qh && b > qh + qm) { /* between its first and last quarter-hours */
+                count++;
+                continue;
+            }
+            /* its first or last: the listener's time in it from every session it is the first
+             * or last of, counted once (by the first such session) */
+            int64_t sum = 0;
+            int seen = 0;
+            for (size_t j = 0; j < n; j++) {
+                const rnd_session_t *o = &v[j];
+                int64_t oa = o->start_ms > qa ? o->start_ms : qa;
+                int64_t ob = o->end_ms < qb ? o->end_ms : qb;
+                if (!rnd_in(o, g, only, from, to) || o->chain_ms < 60000 ||
+                    !same_listener(o, s) || ob <= qh || oa >= qh + qm ||
+                    (oa < qh && ob > qh + qm))
+                    continue;
+                seen |= j < i;
+                sum += (ob < qh + qm ? ob : qh + qm) - (oa > qh ? oa : qh);
+            }
+            count += !seen && sum >= 5 * MIN;
+        }
+    }
+    return count;
+}
+
 /* The row of group g for [from, to) by the definitions; 0 if it has no session (the
  * server's is made all the same). Countries in r->countries (room for 8). */
 static int brute_row(const rnd_session_t *v, size_t n, const char *g, const char *only,
@@ -440,12 +523,6 @@ static int brute_row(const rnd_session_t *v, size_t n, const char *g, const char
         if (s->chain_ms >= 60000) { /* Webcast Metrics: AS, SS, AQH */
             r->active += first_here;
             r->started += !s->cont && s->start_ms >= from;
-            for (int64_t qh = from - from % (15 * MIN) + (from % (15 * MIN) ? 15 * MIN : 0);
-                 qh + 15 * MIN <= to; qh += 15 * MIN) {
-                int64_t a = s->start_ms > qh ? s->start_ms : qh;
-                int64_t b = s->end_ms < qh + 15 * MIN ? s->end_ms : qh + 15 * MIN;
-                r->aqh_quarters += b - a >= 5 * MIN;
-            }
         }
         int qualified = s->chain_ms >= qualify;
         if (qualified) {
@@ -474,6 +551,7 @@ static int brute_row(const rnd_session_t *v, size_t n, const char *g, const char
         }
         r->countries[c].sessions++;
     }
+    r->aqh_quarters = brute_aqh(v, n, g, only, from, to);
     return r->sessions > 0;
 }
 
@@ -749,6 +827,7 @@ int main(void)
     sessions_going_on_count_once_qualified();
     truncation_keeps_the_network();
     webcast_metrics_worked_example();
+    aqh_counts_listeners();
     pauses_and_listener_keys_worked_example();
     one_pass_matches_the_definitions();
     the_servers_of_the_period();
