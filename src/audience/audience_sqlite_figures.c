@@ -404,6 +404,8 @@ static int by_edge(const void *a, const void *b, void *arg)
 
 static void count_edges(figures_t *f, int server)
 {
+    if (!f->nedges)
+        return;
     qsort_r(f->edges, f->nedges, sizeof(*f->edges), by_edge, &server);
     int64_t sum = 0;
     for (size_t i = 0; i < f->nedges; i++) {
