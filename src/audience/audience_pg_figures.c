@@ -464,7 +464,8 @@ static int gather(figures_t *f)
     if (n && !(q->rows = calloc(n, sizeof(*q->rows))))
         return -ENOMEM;
     for (size_t i = 0; i < f->nb; i++) {
-        memcpy(q->rows + q->nrows, f->rows[i], f->nrows[i] * sizeof(*q->rows));
+        if (f->nrows[i])
+            memcpy(q->rows + q->nrows, f->rows[i], f->nrows[i] * sizeof(*q->rows));
         q->nrows += f->nrows[i];
         free(f->rows[i]);
         f->rows[i] = NULL;
