@@ -24,8 +24,9 @@
 /* ---- hls_adcut.c: creatives cut into parts and segments ---- */
 
 typedef struct hls_adcut_part {
-    const block_t *blk;  /* the creative's block holding start (the creative holds it) */
-    uint64_t start, end; /* bytes of the creative: whole frames */
+    const block_t *blk;  /* the creative's block holding start (the creative holds it); Opus:
+                          * the part's fragment (the cut's chain holds it) */
+    uint64_t start, end; /* bytes of the creative: whole frames; Opus: of the fragments' chain */
     uint32_t samples;
     uint64_t before;     /* samples of the creative before it */
 } hls_adcut_part_t;
@@ -34,25 +35,38 @@ typedef struct hls_adcut {
     int refs;                  /* under the registry's lock */
     ads_creative_t *creative;  /* a reference: the bytes */
     char id[HLS_AD_ID_LEN + 1];
-    uint32_t fpp;              /* frames a part, as the window's */
+    uint32_t fpp;              /* frames a part, as the window's; Opus: the part target (ms) */
     int pps;                   /* parts a segment, as the window's */
     int nparts, nsegs;
     hls_adcut_part_t *parts;
+    uint64_t samples;          /* of all its parts */
+    int opus;                  /* an Ogg Opus creative: fragmented MP4 (hls_adopus.c) */
+    block_t *init;             /* Opus: its init segment (of its OpusHead) */
+    block_t *frags;            /* Opus: the chain of its parts' fragments (offsets from 0) */
     uint64_t unused_since_ms;  /* no session holds it since then (refs 0) */
     struct hls_adcut *next;
 } hls_adcut_t;
 
-/* Creative c cut into parts of fpp frames, pps a segment: a new reference (made once for the
- * creative and geometry, then shared), or NULL without memory. */
+/* Creative c cut into parts of fpp frames (an Ogg Opus creative: of at most fpp ms), pps a
+ * segment: a new reference (made once for the creative and geometry, then shared), or NULL
+ * without memory. */
 hls_adcut_t *hls_adcut_get(ads_creative_t *c, uint32_t fpp, int pps);
 void hls_adcut_unref(hls_adcut_t *a);
 /* The parts of segment seg of a: how many, from part *first on. */
 int hls_adcut_seg_parts(const hls_adcut_t *a, int seg, int *first);
-/* Fills *p for segment seg (part -1) or part (seg, part) of the cut named id, served with
- * extension ext: HLS_READY (blk referenced), else HLS_GONE (no such cut, piece or type). */
+#define HLS_AD_INIT UINT64_MAX /* an Opus cut's init segment, in place of a segment number */
+
+/* Fills *p for segment seg (part -1) or part (seg, part) of the cut named id (seg HLS_AD_INIT:
+ * an Opus cut's init segment), served with extension ext: HLS_READY (blk referenced), else
+ * HLS_GONE (no such cut, piece or type). */
 int hls_adcut_piece(const char *id, uint64_t seg, int part, const char *ext, hls_piece_t *p);
-/* Appends the relative URI of a's segment seg (part -1) or part (seg, part). */
+/* Appends the relative URI of a's segment seg (part -1) or part (seg, part): hls/ad/<id>/...;
+ * of an Opus cut's init segment for seg < 0 (hls/ad/<id>/init.mp4). */
 void hls_adcut_uri(const hls_adcut_t *a, int seg, int part, buf_t *out);
+/* hls_adopus.c: an Ogg Opus creative's packets cut into a's parts (of at most a->fpp ms, as a
+ * window's), each one fragment, after an init segment of its OpusHead; a->id named after
+ * them and the geometry. 0, -EINVAL (no Opus stream) or -ENOMEM. */
+int hls_adcut_opus(hls_adcut_t *a);
 /* Drops every cut no session holds (at exit: registered with the first cut). */
 void hls_adcut_clear(void);
 
@@ -120,6 +134,23 @@ typedef struct hls_adbreak {
     int preroll;             /* the ads come first, all listed, before live segment b = r:
                               * numbered just before it, as an intro is */
 } hls_adbreak_t;
+
+/* A session's break state (hls_ads.c). */
+struct hls_sess_ads {
+    uint64_t asking;           /* the break whose ads are asked for, 0 none */
+    uint64_t preroll_until_ms; /* a preroll asked for: its first playlist waits until then */
+    int64_t delta, ddisc;      /* the numbering breaks behind it left */
+    hls_adbreak_t *brk;        /* the break its playlist lists, NULL none */
+    ads_pod_t *pod;            /* brk's ads: their tracking */
+    unsigned char *got[ADS_POD_MAX]; /* parts of each ad fetched whole (a bit each) */
+    unsigned fired[ADS_POD_MAX]; /* each ad's tracking fired (ADS_FIRED_* bits) */
+};
+
+/* hls_ads.c: the frames a part (Opus: the part target) ads are cut to for h; a new session
+ * break state (counted on h); the window's stream format. */
+uint32_t hls_ads_cut_fpp(const hls_t *h);
+hls_sess_ads_t *hls_ads_new(hls_t *h);
+int hls_ads_window_format(hls_t *h, ads_format_t *fmt);
 
 /* The playlist of a session with a break, or with breaks behind it (brk NULL): live segments
  * numbered delta more than the window's, counting ddisc more discontinuities. Under h->lock. */
