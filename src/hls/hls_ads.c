@@ -57,6 +57,8 @@ static void break_free(hls_sess_ads_t *a)
         a->got[i] = NULL;
         a->fired[i] = 0;
     }
+    a->carried = 0;
+    a->refetch_until_ms = 0;
 }
 
 int hls_ads_own(const hls_sess_ads_t *a)
@@ -325,13 +327,16 @@ void hls_ads_first_locked(hls_t *h, const hls_sess_ref_t *ref, worker_t *w)
 
 int hls_ads_waiting(const hls_sess_ads_t *a)
 {
-    return a->preroll_until_ms && loop_now_ms() <= a->preroll_until_ms;
+    uint64_t until = a->preroll_until_ms ? a->preroll_until_ms : a->refetch_until_ms;
+    return until && loop_now_ms() <= until;
 }
 
 /* ---- its playlist ---- */
 
 int hls_ads_playlist_locked(hls_t *h, hls_sess_ads_t *a, const hls_view_t *v, buf_t *out, int ll)
 {
+    if (a->carried)
+        hls_ads_abandon_locked(h, a, "its creatives not fetched again in time");
     hls_adbreak_t *brk = a->brk;
     const hls_seg_t *sb = brk ? hls_seg_at(h, brk->b) : NULL;
     if (sb && !brk->pdt_b_ms)
@@ -361,11 +366,14 @@ void hls_ads_reload_at(hls_t *h, const char *token, uint64_t *msn, int *part)
     int64_t m = (int64_t)*msn, sb = brk ? (int64_t)brk->b + brk->delta_before : 0;
     if (!a) {
         /* as everyone's */
+    } else if (a->carried) {
+        *msn = h->first_seq; /* its ads are being fetched again: asked again at the next part */
+        *part = -1;
     } else if (!brk) {
         *msn = m >= a->delta ? (uint64_t)(m - a->delta) : 0;
     } else if (m < sb) {
         *msn = m >= brk->delta_before ? (uint64_t)(m - brk->delta_before) : 0;
-    } else if (m < sb + brk->nsegs && brk->preroll) {
+    } else if (m < sb + brk->nsegs && (brk->preroll || brk->abandoned)) {
         *msn = brk->b; /* a preroll's ads are all listed: answered now */
         *part = -1;
     } else if (m < sb + brk->nsegs) {
@@ -433,7 +441,7 @@ void hls_ads_fetched(hls_t *h, const hls_client_t *who, const char *id, uint64_t
     hls_sess_ads_t *a = hls_session_ref_locked(h, NULL, who, &ref) ? *ref.ads : NULL;
     for (int i = 0; a && a->brk && i < a->brk->nads; i++) {
         const hls_adcut_t *c = a->brk->cut[i];
-        if (strcmp(c->id, id) != 0 || seg >= (uint64_t)c->nsegs)
+        if (!c || strcmp(c->id, id) != 0 || seg >= (uint64_t)c->nsegs)
             continue;
         if (!a->got[i] && !(a->got[i] = calloc((size_t)(c->nparts + 7) / 8, 1)))
             break;

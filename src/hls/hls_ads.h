@@ -104,16 +104,39 @@ int hls_ads_playlist_locked(hls_t *h, hls_sess_ads_t *ads, const hls_view_t *v, 
 void hls_ads_reload_at(hls_t *h, const char *token, uint64_t *msn, int *part);
 /* The ad piece u names went, whole, to who: its session's tracking moves on. */
 void hls_ads_fetched(hls_t *h, const hls_client_t *who, const char *id, uint64_t seg, int part);
-/* An upgrade: the numbering a session's breaks left it (one in progress counts as over now:
- * the session rejoins the live stream in the new process), and the same in the new process
+/* An upgrade: the numbering a session's breaks left it (one in progress counted as over: what
+ * the new process keeps when the break cannot go on there), and the same in the new process
  * (NULL without memory). */
 void hls_ads_numbering_locked(hls_t *h, const hls_sess_ads_t *ads, const hls_view_t *v,
                               int64_t *delta, int64_t *ddisc);
 hls_sess_ads_t *hls_ads_numbered(hls_t *h, int64_t delta, int64_t ddisc);
+/* A session's playlist request on worker w, under h->lock: a break carried by an upgrade has
+ * its ads' creatives fetched again (hls_adcarry.c; its playlist waits meanwhile). */
+void hls_ads_resume_locked(hls_t *h, const hls_sess_ref_t *ref, worker_t *w);
 /* 1 once the session had a break: its playlist is its own (hls_ads_playlist_locked). */
 int hls_ads_own(const hls_sess_ads_t *ads);
 /* Frees a session's break state (a session of h ends). */
 void hls_ads_free(hls_t *h, hls_sess_ads_t *ads);
+
+/* ---- hls_adcarry.c: a break in progress across an upgrade ---- */
+
+struct rec_reader;
+
+/* Save, under h->lock: session `token`'s break in progress, if it can go on in the new process
+ * (its ads, where they sit in its numbering, where it rejoins, what each ad's tracking fired
+ * and which of its parts were fetched) as record fields: 1, else 0 (nothing written). */
+int hls_ads_carry_save_locked(hls_t *h, const hls_sess_ads_t *ads, const char *token,
+                              buf_t *out);
+/* Restore, under h->lock: those fields (count first), each put back in its session's break
+ * state (made by hls_ads_numbered: the numbering as after the break stays when it cannot),
+ * when the window came whole with the upgrade (it numbers seq, the open segment of the old
+ * process's save, as that did). */
+void hls_ads_carry_restore_locked(hls_t *h, struct rec_reader *in, uint64_t seq);
+/* A carried break whose ads cannot be had again (why: for the log line, rate-limited), under
+ * h->lock: the session rejoins the live stream (from the newest complete segment, or where
+ * its ads ended if they were all listed), numbered on after the ads' numbers; no event
+ * fires. */
+void hls_ads_abandon_locked(hls_t *h, hls_sess_ads_t *ads, const char *why);
 
 /* ---- hls_adview.c ---- */
 
@@ -133,9 +156,11 @@ typedef struct hls_adbreak {
                               * preroll's: the date its ads begin at */
     int preroll;             /* the ads come first, all listed, before live segment b = r:
                               * numbered just before it, as an intro is */
+    int abandoned;           /* carried by an upgrade, its ads not had again: none listed, the
+                              * live segments from r on numbered after them */
 } hls_adbreak_t;
 
-/* A session's break state (hls_ads.c). */
+/* A session's break state (hls_ads.c; hls_adcarry.c carries it). */
 struct hls_sess_ads {
     uint64_t asking;           /* the break whose ads are asked for, 0 none */
     uint64_t preroll_until_ms; /* a preroll asked for: its first playlist waits until then */
@@ -144,10 +169,19 @@ struct hls_sess_ads {
     ads_pod_t *pod;            /* brk's ads: their tracking */
     unsigned char *got[ADS_POD_MAX]; /* parts of each ad fetched whole (a bit each) */
     unsigned fired[ADS_POD_MAX]; /* each ad's tracking fired (ADS_FIRED_* bits) */
+    /* a break carried by an upgrade: its cuts (brk->cut) are made again from the creatives
+     * fetched again, and must be these */
+    int carried;
+    uint64_t refetch_until_ms; /* its creatives asked for: its playlist waits until then */
+    uint64_t refetch_tag;
+    struct {
+        char id[HLS_AD_ID_LEN + 1];
+        int nparts, nsegs;
+    } want[ADS_POD_MAX];
 };
 
-/* hls_ads.c: the frames a part (Opus: the part target) ads are cut to for h; a new session
- * break state (counted on h); the window's stream format. */
+/* hls_ads.c lends hls_adcarry.c: the frames a part (Opus: the part target) ads are cut to for
+ * h; a new session break state (counted on h); the window's stream format. */
 uint32_t hls_ads_cut_fpp(const hls_t *h);
 hls_sess_ads_t *hls_ads_new(hls_t *h);
 int hls_ads_window_format(hls_t *h, ads_format_t *fmt);

@@ -210,6 +210,10 @@ static int make_rows(hls_t *h, const hls_adbreak_t *brk, int64_t delta, uint64_t
     if (!brk)
         return live_rows(h, first, h->open_seq, delta, rows, n);
     int64_t after = brk->delta_before + (int64_t)brk->b + brk->nsegs - (int64_t)brk->r;
+    if (brk->abandoned) { /* its ads are not had: the live stream from r only */
+        *listed = brk->nparts;
+        return live_rows(h, brk->r > first ? brk->r : first, h->open_seq, after, rows, n);
+    }
     if (first < brk->b && !brk->preroll)
         n = live_rows(h, first, brk->b - 1, brk->delta_before, rows, n);
     int l = brk->preroll ? brk->nparts : hls_adview_live_parts_locked(h, brk->b);
