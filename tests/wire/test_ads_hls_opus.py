@@ -11,7 +11,8 @@ creative's OpusHead), an EXT-X-DATERANGE of class com.rimecast.ad and the ad's f
 creative's Opus packets, in order, timed from 0), then the live map again after another
 discontinuity; tracking per session (all the ad's pieces: every event once; one part: start
 only); ffmpeg decodes the session's HLS through the break with no complaint, the creative's
-tone in it; a creative of other channels leaves the session on the live stream.
+tone in it; a preroll lists the ad first, its map first, then the live map after a
+discontinuity; a creative of other channels leaves the session on the live stream.
 """
 
 import array
@@ -171,4 +172,28 @@ def test_a_creative_of_other_channels_leaves_the_session_on_the_live_stream(serv
     assert not ads.events("a1").get("start")
     sess.close()
     other.close()
+    fl.stop_process(src)
+
+
+def test_a_preroll_on_an_opus_mount_lists_the_ad_with_its_map_first(server, ads, tmp_path):
+    opus_offer(ads, tmp_path, seconds=3)
+    srv, src, mount = opus_station(server, ads, extra="<preroll>1</preroll>"
+                                   "<preroll-duration>10</preroll-duration>")
+    wirelib.wait_until(lambda: hlscheck.parse(Session(srv, mount, "probe").playlist_text())
+                       ["segments"], 20, "a first segment")
+    sess = Session(srv, mount)
+    text = sess.playlist_text()
+    pl = sess.checker.check(text)
+    segs, n = pl["segments"], len(ad_segments(pl))
+    assert n >= 2 and segs[0]["uri"].startswith("hls/ad/") and segs[0]["discontinuity"], text
+    assert re.fullmatch(r"hls/ad/[0-9a-f]{32}/init\.mp4", segs[0]["map"]), text
+    assert "#EXT-X-START:TIME-OFFSET=0" in text
+    live = segs[n]
+    assert live["discontinuity"] and re.fullmatch(r"hls/\d+\.init\.mp4", live["map"]), text
+    _, init = sess.piece(segs[0]["map"])
+    assert hlscheck.opus_init(init)["channels"] == 1
+    for s in ad_segments(pl):
+        sess.piece(s["uri"])
+    wirelib.wait_until(lambda: ads.events("a1").get("complete") == 1, 10, "complete")
+    sess.close()
     fl.stop_process(src)
