@@ -146,6 +146,14 @@ int hls_request_hold(conn_t *c, const hls_request_t *r);
  * when c holds none. */
 int hls_request_take(conn_t *c, hls_request_t *r, char *login_buf);
 
+/* The state of a request being answered over several turns (a parked request, a piece being
+ * sent, a part followed as it fills): at most HLS_STATE_BYTES, zeroed, from the thread's free
+ * list (a worker answers a thousand a second; malloc beyond it), NULL without memory. Given back
+ * with hls_state_free (NULL: nothing), on any thread. */
+#define HLS_STATE_BYTES 512
+void *hls_state_new(void);
+void hls_state_free(void *p);
+
 /* ---- hls_route.c ---- */
 
 /* The window of live mount m (its reference taken) that r asks for: r->window (and r->mount
