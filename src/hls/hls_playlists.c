@@ -127,7 +127,8 @@ void hls_playlists_answer(hls_request_t *r)
 static int playlist_of(const hls_request_t *r, buf_t *out)
 {
     const char *token = r->sessions ? hls_request_token(r) : NULL;
-    return token ? hls_session_playlist(r->window, token, out, 1, r->c->worker)
+    return token ? hls_session_playlist(r->window, token, out, 1, r->c->worker,
+                                        (hls_sess_hint_t *)&r->hint)
                  : hls_playlist(r->window, out, 1);
 }
 

@@ -93,6 +93,9 @@ typedef struct hls_request {
     uint64_t msn, hls_part;
     const char *agent, *referer; /* User-Agent, Referer as sent (in the head), NULL: none */
     size_t agent_len, referer_len;
+    /* The session its lookups found (hls_session.c): written by lookups of a request passed
+     * as const (the one thing in it that they change), kept in its copy while it waits. */
+    hls_sess_hint_t hint;
 } hls_request_t;
 
 /* The session token of r (a token's form), or NULL. */
