@@ -370,9 +370,8 @@ int http_parse_request(const char *buf, size_t len, size_t prev_len, http_reques
 {
     size_t skip, from, end;
 
-    memset(req, 0, offsetof(http_request_t, headers));
+    memset(req, 0, offsetof(http_request_t, headers)); /* num_headers too */
     req->content_length = -1;
-    req->num_headers = 0;
     if (prev_len > len)
         prev_len = 0;
     if (len == 0)
