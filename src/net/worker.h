@@ -80,7 +80,7 @@ typedef struct worker {
     list_t closed;            /* closed (conn_t.link), to release after this iteration */
     conn_t *read_again;       /* to report readable again after the events (conn_read_again) */
     int pass_requested;       /* run the pass hooks before sleeping again */
-    int gather;               /* the event being handled may wait a moment for more (worker_gather) */
+    int gather;               /* the event being handled may wait for more (worker_gather) */
     uint64_t turn_start_us;   /* when the last turn began */
     /* Out of descriptors: the listen sockets are unwatched until accept_resume_ms (0 when
      * accepting), and reserve_fd is given up to take waiting clients off the backlog. */
