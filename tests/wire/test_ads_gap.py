@@ -12,7 +12,8 @@ link for Ogg), and ffmpeg decodes the capture; tracking fires each event once an
 counts one fill; a pod of which only the first ad fits in what is left plays that one, and the
 listener rejoins the live stream before the break's end; an ad server that answers after the
 break's end, or leaves too little of it for its ad, leaves the listener on the live stream
-with no gap, no ad and one no fill.
+with no gap, no ad and one no fill; a listener whose ads are still being decided at an upgrade
+is carried as a live listener and stays on the live stream (its decision stays behind).
 """
 
 import time
@@ -25,6 +26,7 @@ import formatlib as fl
 import wirelib
 import test_ads
 import test_ads_ogg
+import test_ads_upgrade
 from test_ads import ads, ads_xml, audio_of, offer  # noqa: F401
 from test_fallback import mount_xml
 
@@ -262,5 +264,32 @@ def test_an_ogg_listener_hears_the_live_link_until_its_late_ad_link_comes(server
     assert errors == "", errors
     wirelib.wait_until(lambda: ads.events("a1").get("complete") == 1, 15, "complete")
     assert ads.events("a1") == {e: 1 for e in EVENTS}
+    lis.close()
+    fl.stop_process(src)
+
+
+# ---------------------------------------------------------------- upgrade
+
+def test_a_listener_whose_ads_are_being_decided_at_an_upgrade_stays_live(server, ads,
+                                                                         tmp_path):
+    data = offer(ads, tmp_path, seconds=2)
+    srv, src = test_ads.station(server, ads,
+                                extra="<request-timeout-ms>8000</request-timeout-ms>")
+    lis = timed_listener(srv, MOUNT, 16384)
+    ads.delay = 4.0
+    assert test_ads.adbreak(srv, 20).status == 200
+    wirelib.wait_until(lambda: ads.of("/vast"), 10, "the ad request")
+    was = lis.received
+    test_ads_upgrade.upgrade_by_command(srv)
+    lis.wait_bytes(was + 4 * RATE, 15)                  # the live stream goes on
+    wirelib.wait_until(lambda: time.monotonic() >= ads.of("/vast")[0].time + ads.delay + 1, 10,
+                       "the ad server's answer")
+    lis.wait_bytes(lis.received + 2 * RATE, 10)
+    assert not lis.closed
+    body = lis.snapshot()
+    assert body.find(audio_of(data)[:1024]) < 0 and not ads.of("/t/a1/")
+    test_ads.decodes(tmp_path, body, "mp3", "upgraded.mp3")
+    m = metrics(srv)                                    # the new process's: no break of its own
+    assert m["rimecast_ads_fills_total"] == 0 and m["rimecast_ads_requests_total"] == 0
     lis.close()
     fl.stop_process(src)
