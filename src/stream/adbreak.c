@@ -233,15 +233,16 @@ static log_ratelimit_t late_said; /* a late decision: the same line for many lis
 
 /* l's pod, cut to what is left of its break where the ads go in: the break's start when the
  * listener has not passed it, else the end of the block its cursor is in (a frame or page
- * boundary), the break's time up to there gone by. NULL (counted as no fill, said in the log)
- * when no ad fits in what is left. */
+ * boundary; an MP3 or AAC cursor at a block's start goes in there, an Ogg one sends that page
+ * first, the one its link's end page follows), the break's time up to there gone by. NULL
+ * (counted as no fill, said in the log) when no ad fits in what is left. */
 static ads_pod_t *place(listener_t *l, ads_pod_t *pod)
 {
     adplay_t *a = l->ad;
     unsigned room = a->break_ms;
     uint64_t at = l->blk->offset + l->pos;
     if (!a->preroll && at > a->start) {
-        uint64_t s = l->pos == 0 ? l->blk->offset : block_end(l->blk);
+        uint64_t s = l->pos == 0 && !a->ogg ? l->blk->offset : block_end(l->blk);
         uint64_t gone = a->mark && a->rate ? live_since_start(a, s) * 1000 / a->rate : 0;
         room = gone < room ? room - (unsigned)gone : 0;
         a->start = s;
