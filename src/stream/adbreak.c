@@ -6,11 +6,12 @@
  * A listener in a break has an adplay_t (allocated when its break begins, freed when it ends:
  * per break, never per write). Its states: ASKED (the ad layer decides; the listener goes on
  * with the live stream, through the break's start: no gap), READY (its pod is here, cut to
- * what is left of the break; the live cursor has not reached the point the ads go in, the
- * break's start or the block boundary after where it was when they came), PLAYING (the creatives' blocks are sent,
- * the live cursor skips meanwhile), REJOIN (all sent; the live cursor still skips until the
- * ads' duration is made up). The creatives' blocks are shared by every listener playing them;
- * a listener holds one reference on the block it is in, as in the mount's queue.
+ * what is left of the break; the live cursor has not reached the point the ads go in: the
+ * break's start, or the block boundary after where it was when they came), PLAYING (the
+ * creatives' blocks are sent, the live cursor skips meanwhile), REJOIN (all sent; the live
+ * cursor still skips until the ads' duration is made up). The creatives' blocks are shared by
+ * every listener playing them; a listener holds one reference on the block it is in, as in the
+ * mount's queue.
  * On an Ogg mount the ads are chain links of their own (ads/ads_ogg.h): the live cursor skips
  * pages by their granule positions, and the listener rejoins at a page a listener may start on,
  * after the mount's header pages (a new link, as a new listener starts).
@@ -455,6 +456,25 @@ static void play(listener_t *l)
               escape_log(esc, sizeof(esc), ids, strlen(ids)), a->pod->duration_ms);
 }
 
+/* ASKED past the break's start: the live stream goes on until the ads come. Its place at the
+ * start is marked (what of the break has gone by is counted from there when they come); at the
+ * break's end, in time from then, the break is over for it. */
+static void wait_live(listener_t *l)
+{
+    adplay_t *a = l->ad;
+    if (!a->mark) {
+        a->mark = block_ref(l->blk);
+        a->mark_pos = l->pos;
+        a->deadline_ms = loop_now_ms() + a->break_ms;
+    } else if (loop_now_ms() >= a->deadline_ms) {
+        char esc[256];
+        log_info_limited(&late_said, 10000, "ads on %s: no ads decided by the break's end: the "
+                         "listener stays on the live stream",
+                         escape_log(esc, sizeof(esc), l->mount->name, strlen(l->mount->name)));
+        adbreak_free_play(l); /* its decision, when it comes, is a no fill */
+    }
+}
+
 int adbreak_where(listener_t *l, block_t **b, uint32_t *pos, uint64_t *stop)
 {
     adplay_t *a = l->ad;
@@ -471,19 +491,8 @@ int adbreak_where(listener_t *l, block_t **b, uint32_t *pos, uint64_t *stop)
             adbreak_free_play(l); /* undecided in time: the live stream goes on */
             return ADBREAK_LIVE;
         }
-        if (a->state == AD_ASKED) { /* the live stream goes on until the ads come */
-            if (!a->mark) {
-                a->mark = block_ref(l->blk);
-                a->mark_pos = l->pos;
-                a->deadline_ms = loop_now_ms() + a->break_ms;
-            } else if (loop_now_ms() >= a->deadline_ms) {
-                char esc[256];
-                log_info_limited(&late_said, 10000, "ads on %s: no ads decided by the break's "
-                                 "end: the listener stays on the live stream",
-                                 escape_log(esc, sizeof(esc), l->mount->name,
-                                            strlen(l->mount->name)));
-                adbreak_free_play(l); /* its decision, when it comes, is a no fill */
-            }
+        if (a->state == AD_ASKED) {
+            wait_live(l);
             return ADBREAK_LIVE;
         }
         if (a->ogg && l->hdr && l->hdr_pos > 0) {
