@@ -155,6 +155,9 @@ static const char *const migrations[] = {
     /* 5: AQH sums a listener's time in a quarter-hour over its sessions: the figures kept
      * before counted each session alone, and are made again */
     "DELETE FROM figures_cache;",
+    /* 6: a session counts at most 24 hours in the figures (AUDIENCE_SESSION_CAP_MS): the
+     * figures kept before counted longer ones whole, and are made again */
+    "DELETE FROM figures_cache;",
 };
 
 #define SCHEMA_VERSION ((int)(sizeof(migrations) / sizeof(migrations[0])))

@@ -461,7 +461,8 @@ static int start_filling(const hls_request_t *r)
 static int piece_find(const hls_request_t *r, piece_send_t *s)
 {
     const hls_url_t *u = &r->url;
-    int rc = !s ? -ENOMEM : u->ad ? hls_adcut_piece(u->ad_id, u->seq, u->part, u->ext, &s->piece)
+    int rc = !s ? -ENOMEM : u->ad ? hls_adcut_piece(u->ad_id, u->init ? HLS_AD_INIT : u->seq, u->part,
+                                                   u->ext, &s->piece)
                           : u->init ? hls_init_piece(r->window, u->seq, &s->piece)
                                     : hls_piece(r->window, u->seq, u->part, &s->piece);
     if (rc == HLS_PENDING) {

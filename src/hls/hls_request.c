@@ -64,8 +64,8 @@ static int parse_intro(const char *path, hls_url_t *u, char *name)
 }
 
 /* 1 if path is an ad's segment or part URL, <mount>/hls/ad/<id>/<n>.<ext> or
- * <mount>/hls/ad/<id>/<n>.<part>.<ext> (hls_ads.h): u->ad, u->ad_id, u->seq, u->part and
- * u->ext set, its mount copied into name unless name is NULL; else 0. */
+ * <mount>/hls/ad/<id>/<n>.<part>.<ext>, or an Opus ad's init segment <mount>/hls/ad/<id>/init.mp4
+ * (hls_ads.h): u->ad, u->ad_id, u->seq, u->part, u->init and u->ext set, its mount copied into name unless name is NULL; else 0. */
 static int parse_ad(const char *path, hls_url_t *u, char *name)
 {
     static const char dir[] = "/hls/ad/";
@@ -77,12 +77,16 @@ static int parse_ad(const char *path, hls_url_t *u, char *name)
         return 0;
     uint64_t part;
     const char *p = hls_request_number(id + n + 1, &u->seq);
-    if (p && *p == '.' && p[1] >= '0' && p[1] <= '9') {
+    if (!p && strcmp(id + n + 1, "init.mp4") == 0) { /* an Opus ad's init segment */
+        u->init = 1;
+        p = id + n + 1 + 4;
+    }
+    if (p && !u->init && *p == '.' && p[1] >= '0' && p[1] <= '9') {
         if (!(p = hls_request_number(p + 1, &part)) || part >= HLS_MAX_PARTS)
             return 0;
         u->part = (int)part;
     }
-    static const char *const exts[] = {"mp3", "aac"};
+    static const char *const exts[] = {"mp3", "aac", "mp4"};
     for (size_t i = 0; p && *p == '.' && !u->ext && i < sizeof(exts) / sizeof(exts[0]); i++)
         if (strcmp(p + 1, exts[i]) == 0)
             u->ext = exts[i];

@@ -847,6 +847,8 @@ int hls_session_playlist(hls_t *h, const char *token, buf_t *out, int ll, worker
         hls_ads_poll_locked(h, &ref, w); /* an ad break signalled since it last looked */
     if (s && w && !s->shown && !s->ads && session_ref(s, &ref))
         hls_ads_first_locked(h, &ref, w); /* its preroll, if the mount has one */
+    if (s && w && s->ads && s->ads->carried && session_ref(s, &ref))
+        hls_ads_resume_locked(h, &ref, w); /* a break carried by an upgrade: its ads again */
     if (s && s->ads && hls_ads_waiting(s->ads)) {
         pthread_mutex_unlock(&h->lock);
         return -EINPROGRESS;
@@ -948,6 +950,16 @@ void hls_sessions_save(const char *name, buf_t *out)
         rec_i64(out, delta);
         rec_i64(out, ddisc);
     }
+    /* then the breaks in progress that can go on in the new process (hls_adcarry.c) */
+    size_t at = out->len;
+    uint32_t breaks = 0;
+    rec_u32(out, 0); /* their number, written once known */
+    for (hls_session_t *s = h ? h->sessions : NULL; s; s = s->next)
+        if (!s->killed && s->ads)
+            breaks += (uint32_t)hls_ads_carry_save_locked(h, s->ads, s->token, out);
+    if (!out->error)
+        for (int i = 0; i < 4; i++)
+            out->data[at + (size_t)i] = (char)(breaks >> (8 * i));
     if (h)
         pthread_mutex_unlock(&h->lock);
 }
@@ -1047,6 +1059,8 @@ int hls_sessions_restore(mount_t *m, rec_reader_t *in, uint64_t *max_id)
     }
     if (!in->error && in->p < in->end)
         restore_numbering_locked(h, in);
+    if (!in->error && in->p < in->end)
+        hls_ads_carry_restore_locked(h, in, seq);
     pthread_mutex_unlock(&h->lock);
     return in->error ? -EINVAL : 0;
 }
