@@ -112,6 +112,15 @@ typedef struct ads_pod {
 
 void ads_pod_free(ads_pod_t *pod);
 
+/* A listener's pod placed where its ads go in (ads_ask_t.fit_later): keeps the ads that fit in
+ * room_ms, whole and in order as the decision chose them (an ad too long for what is left is
+ * passed over, the next one tried), and counts the break: a fill for each ad kept, or one no
+ * fill when none is (then the pod is freed and NULL returned). */
+ads_pod_t *ads_pod_fit(ads_pod_t *pod, unsigned room_ms);
+/* A decided pod never placed (its listener left, or its break was over): counted as a no fill
+ * and freed. NULL: nothing (a decision without ads was counted when it was made). */
+void ads_pod_drop(ads_pod_t *pod);
+
 /* What one listener's ads are asked with. */
 typedef struct ads_ask {
     const ads_settings_t *settings;
@@ -119,6 +128,9 @@ typedef struct ads_ask {
     ads_format_t fmt;       /* the mount's */
     unsigned break_ms;      /* the ads together last at most this */
     const char *mount;      /* for log lines */
+    int fit_later;          /* a pod decided is counted by ads_pod_fit or ads_pod_drop (the
+                             * caller places it later, in what is left of the break); 0: its
+                             * ads are counted as fills when it is decided */
 } ads_ask_t;
 
 /* The decision: runs once on the asking worker, with the pod (the caller owns it) or NULL

@@ -5,7 +5,8 @@
  * length, tracking URLs) as record fields; the new one reads them back without their creatives
  * and fetches each again when its turn comes (kept by URL, as any creative), checked to be the
  * same length in the mount's format. The stream layer carries where the listener is in them
- * and which events fired (stream/adbreak.c).
+ * and which events fired (stream/adbreak.c). The tracking URLs waiting for a retry go over too
+ * (beacon.c).
  */
 #ifndef RIMECAST_ADS_CARRY_H
 #define RIMECAST_ADS_CARRY_H
@@ -32,5 +33,16 @@ ads_pod_t *ads_pod_load(rec_reader_t *in);
 typedef void (*ads_refetch_fn)(worker_t *w, uint64_t owner, uint64_t tag, ads_creative_t *c);
 void ads_refetch(worker_t *w, const ads_pod_t *pod, int i, const ads_format_t *fmt,
                  unsigned timeout_ms, uint64_t owner, uint64_t tag, ads_refetch_fn done);
+
+/* The tracking and error URLs waiting to be tried again (beacon.c), for an upgrade: the old
+ * process writes them (each URL, whether it may reach internal addresses, its tries so far and
+ * the time until its next), and forgets them once the new process took the state; the new one
+ * reads them into its own retry list (bounded as any retry: those past the bound are dropped
+ * and counted). ads_beacons_waiting: how many wait. Load: how many were taken, or -1 on a
+ * malformed record (in->error set; those read before it are kept). */
+unsigned ads_beacons_waiting(void);
+void ads_beacons_save(buf_t *out);
+int ads_beacons_load(rec_reader_t *in);
+void ads_beacons_forget(void);
 
 #endif

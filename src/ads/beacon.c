@@ -5,7 +5,8 @@
  * thread; one that fails (no answer, or a status of 400 or more) is tried again after 1, 2 and
  * 4 s from a retry list that a timer on worker 0 empties. A full queue or list drops the
  * beacon and counts it (rimecast_ads_beacons_total{result="dropped"}): counting never slows
- * a listener. What is queued is the URL only; its macros were replaced by the caller.
+ * a listener. What is queued is the URL only; its macros were replaced by the caller. The
+ * retry list goes over an upgrade (ads_carry.h).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ads/ads_carry.h"
 #include "ads/ads_internal.h"
 #include "core/escape.h"
 #include "core/list.h"
@@ -47,9 +49,10 @@ static void beacon_free(beacon_t *b)
 
 static void send_beacon(beacon_t *b);
 
-static void retry_later(beacon_t *b)
+/* b into the retry list, due in `ms` (or dropped and counted when the list is full). */
+static void retry_in(beacon_t *b, unsigned ms)
 {
-    b->due_ms = loop_now_ms() + (1000u << (b->tries - 1));
+    b->due_ms = loop_now_ms() + ms;
     pthread_mutex_lock(&bq.lock);
     int room = bq.nretry < BEACON_RETRY_MAX;
     if (room) {
@@ -86,7 +89,7 @@ static void on_answer(worker_t *w, const fetch_result_t *r, void *arg)
         beacon_free(b);
         return;
     }
-    retry_later(b);
+    retry_in(b, 1000u << (b->tries - 1));
 }
 
 static void send_beacon(beacon_t *b)
@@ -139,6 +142,69 @@ void ads_report_error(const vast_urls_t *list, int code, int allow_private)
     fire_list(list, code, allow_private);
 }
 
+/* ---- across an upgrade ---- */
+
+unsigned ads_beacons_waiting(void)
+{
+    pthread_mutex_lock(&bq.lock);
+    unsigned n = bq.nretry;
+    pthread_mutex_unlock(&bq.lock);
+    return n;
+}
+
+void ads_beacons_save(buf_t *out)
+{
+    uint64_t now = loop_now_ms();
+    pthread_mutex_lock(&bq.lock);
+    rec_u32(out, bq.nretry);
+    beacon_t *b;
+    list_foreach(b, &bq.retry, beacon_t, link) {
+        rec_str(out, b->url);
+        rec_u8(out, (uint8_t)b->allow_private);
+        rec_u8(out, (uint8_t)b->tries);
+        rec_u32(out, b->due_ms > now ? (uint32_t)(b->due_ms - now) : 0);
+    }
+    pthread_mutex_unlock(&bq.lock);
+}
+
+int ads_beacons_load(rec_reader_t *in)
+{
+    uint32_t n = rec_get_u32(in);
+    int taken = 0;
+    for (uint32_t i = 0; i < n && !in->error; i++) {
+        char *url = rec_get_str(in);
+        int allow_private = rec_get_u8(in) == 1;
+        int tries = rec_get_u8(in);
+        uint32_t due_in = rec_get_u32(in);
+        beacon_t *b = url && !in->error ? calloc(1, sizeof(*b)) : NULL;
+        if (!b || tries < 1 || tries >= BEACON_TRIES || due_in > (1000u << BEACON_TRIES)) {
+            if (url && !in->error) /* not a retry this binary makes: not sent */
+                ads_count(ADS_C_BEACONS_DROPPED, 1);
+            free(url);
+            free(b);
+            continue;
+        }
+        *b = (beacon_t){.url = url, .allow_private = allow_private, .tries = tries};
+        retry_in(b, due_in);
+        taken++;
+    }
+    return in->error ? -1 : taken;
+}
+
+void ads_beacons_forget(void)
+{
+    pthread_mutex_lock(&bq.lock);
+    list_t all;
+    list_take_all(&all, &bq.retry);
+    bq.nretry = 0;
+    pthread_mutex_unlock(&bq.lock);
+    beacon_t *b, *n;
+    list_foreach_safe(b, n, &all, beacon_t, link) {
+        list_remove(&b->link);
+        beacon_free(b);
+    }
+}
+
 /* Worker 0's timer: the retries that are due. */
 static void on_tick(worker_t *w, void *arg)
 {
@@ -171,16 +237,7 @@ static void beacon_fini(worker_t *w)
 {
     if (w->id != 0)
         return;
-    pthread_mutex_lock(&bq.lock);
-    list_t all;
-    list_take_all(&all, &bq.retry);
-    bq.nretry = 0;
-    pthread_mutex_unlock(&bq.lock);
-    beacon_t *b, *n;
-    list_foreach_safe(b, n, &all, beacon_t, link) {
-        list_remove(&b->link);
-        beacon_free(b);
-    }
+    ads_beacons_forget();
     ads_cache_clear();
 }
 

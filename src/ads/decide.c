@@ -48,6 +48,7 @@ struct req {
     ads_format_t fmt;
     unsigned break_ms, creative_timeout_ms;
     int allow_private;
+    int fit_later;         /* a pod is counted when the caller places it (ads_pod_fit) */
     char *mount;
     uint64_t deadline_ms;  /* the ad server and its wrappers answer by then */
     int outstanding;       /* answers still to come */
@@ -221,7 +222,8 @@ static ads_pod_t *make_pod(req_t *r)
 static void finish(req_t *r)
 {
     ads_pod_t *pod = make_pod(r);
-    ads_count(pod ? ADS_C_FILLS : ADS_C_NO_FILLS, pod ? (unsigned long long)pod->n : 1);
+    if (!pod || !r->fit_later)
+        ads_count(pod ? ADS_C_FILLS : ADS_C_NO_FILLS, pod ? (unsigned long long)pod->n : 1);
     r->done(r->w, r->owner, r->tag, pod);
     req_free(r);
 }
@@ -366,7 +368,7 @@ int ads_ask(worker_t *w, const ads_ask_t *ask, uint64_t owner, uint64_t tag, ads
     *r = (req_t){.w = w, .owner = owner, .tag = tag, .done = done, .fmt = ask->fmt,
                  .break_ms = ask->break_ms, .mount = r->mount,
                  .creative_timeout_ms = ask->settings->creative_timeout_ms,
-                 .allow_private = ask->settings->allow_private,
+                 .allow_private = ask->settings->allow_private, .fit_later = ask->fit_later,
                  .deadline_ms = loop_now_ms() + ask->settings->request_timeout_ms};
     ads_url_vars_t v = ask->vars;
     v.duration = ask->break_ms / 1000;

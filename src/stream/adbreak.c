@@ -4,11 +4,14 @@
  * asks adbreak_where what to send; docs/ADS.md).
  *
  * A listener in a break has an adplay_t (allocated when its break begins, freed when it ends:
- * per break, never per write). Its states: ASKED (the ad layer decides), READY (its pod is
- * here; the live cursor has not reached the start), PLAYING (the creatives' blocks are sent,
- * the live cursor skips meanwhile), REJOIN (all sent; the live cursor still skips until the
- * ads' duration is made up). The creatives' blocks are shared by every listener playing them;
- * a listener holds one reference on the block it is in, as in the mount's queue.
+ * per break, never per write). Its states: ASKED (the ad layer decides; the listener goes on
+ * with the live stream, through the break's start: no gap), READY (its pod is here, cut to
+ * what is left of the break; the live cursor has not reached the point the ads go in: the
+ * break's start, or the block boundary after where it was when they came), PLAYING (the
+ * creatives' blocks are sent, the live cursor skips meanwhile), REJOIN (all sent; the live
+ * cursor still skips until the ads' duration is made up). The creatives' blocks are shared by
+ * every listener playing them; a listener holds one reference on the block it is in, as in the
+ * mount's queue.
  * On an Ogg mount the ads are chain links of their own (ads/ads_ogg.h): the live cursor skips
  * pages by their granule positions, and the listener rejoins at a page a listener may start on,
  * after the mount's header pages (a new link, as a new listener starts).
@@ -132,14 +135,15 @@ static void begin(listener_t *l, const ads_settings_t *set, const ads_format_t *
         return;
     *a = (adplay_t){.state = AD_ASKED, .preroll = preroll, .tag = tag, .start = start,
                     .deadline_ms = at_ms + set->request_timeout_ms, .ogg = fmt->ogg != 0,
-                    .granule = -1};
+                    .granule = -1, .break_ms = break_ms, .rate = fmt->samplerate};
     conn_t *c = l->conn;
     char session[24];
     snprintf(session, sizeof(session), "%" PRIu64, c->id);
     ads_ask_t ask = {.settings = set, .fmt = *fmt, .break_ms = break_ms, .mount = l->mount->name,
                      .vars = {.ip = c->ip, .ua = client_of(c)->log_agent, .country = l->country,
                               .session = session, .mount = l->asked ? l->asked : l->mount->name,
-                              .cachebuster = (uint32_t)rand()}};
+                              .cachebuster = (uint32_t)rand()},
+                     .fit_later = 1};
     l->ad = a;
     if (ads_ask(c->worker, &ask, c->id, tag, on_decided) < 0) {
         l->ad = NULL;
@@ -183,9 +187,82 @@ void adbreak_free_play(listener_t *l)
         block_unref(a->blk);
     if (a->eos)
         block_unref(a->eos);
+    if (a->mark)
+        block_unref(a->mark);
     ads_pod_free(a->pod);
     free(a);
     l->ad = NULL;
+}
+
+/* Samples (Ogg: granule units) of the live stream from the break's start (a->mark) to offset
+ * `to`, frame by frame (Ogg: by the granule positions of its pages, a lower one than the one
+ * before counting from 0, as skip_live_ogg counts them). The blocks are all there: the mark
+ * holds them, and `to` is at most the end of the listener's block. */
+static uint64_t live_since_start(const adplay_t *a, uint64_t to)
+{
+    const block_t *b = a->mark;
+    uint32_t p = a->mark_pos;
+    int64_t last = a->ogg && p > 0 && p >= b->len ? ads_ogg_page_granule(b->data, b->len) : -1;
+    uint64_t n = 0;
+    while (b && b->offset + p < to) {
+        if (p >= b->len) {
+            b = block_next(b);
+            p = 0;
+            continue;
+        }
+        if (a->ogg) { /* data blocks are one page each */
+            int64_t g = ads_ogg_page_granule(b->data, b->len);
+            if (g >= 0) {
+                n += last < 0 ? 0 : g >= last ? (uint64_t)(g - last) : (uint64_t)g;
+                last = g;
+            }
+            p = b->len;
+            continue;
+        }
+        mpeg_frame_t f;
+        if (mpeg_frame_parse(b->data + p, b->len - p, &f) == 1 && f.len <= b->len - p) {
+            n += f.samples;
+            p += f.len;
+        } else {
+            p = b->len; /* not a frame: the next block begins at one */
+        }
+    }
+    return n;
+}
+
+static log_ratelimit_t late_said; /* a late decision: the same line for many listeners */
+
+/* l's pod, cut to what is left of its break where the ads go in: the break's start when the
+ * listener has not passed it, else the end of the block its cursor is in (a frame or page
+ * boundary; an MP3 or AAC cursor at a block's start goes in there, an Ogg one sends that page
+ * first, the one its link's end page follows), the break's time up to there gone by. NULL
+ * (counted as no fill, said in the log) when no ad fits in what is left. */
+static ads_pod_t *place(listener_t *l, ads_pod_t *pod)
+{
+    adplay_t *a = l->ad;
+    unsigned room = a->break_ms;
+    uint64_t at = l->blk->offset + l->pos;
+    if (!a->preroll && at > a->start) {
+        uint64_t s = l->pos == 0 && !a->ogg ? l->blk->offset : block_end(l->blk);
+        uint64_t gone = a->mark && a->rate ? live_since_start(a, s) * 1000 / a->rate : 0;
+        room = gone < room ? room - (unsigned)gone : 0;
+        a->start = s;
+    }
+    if (a->mark) {
+        block_unref(a->mark);
+        a->mark = NULL;
+    }
+    unsigned decided = pod->duration_ms;
+    pod = ads_pod_fit(pod, room);
+    if (!pod || pod->duration_ms < decided) {
+        char esc[256];
+        log_info_limited(&late_said, 10000, "ads on %s: %u ms of the break were left when the "
+                         "ads came (%u ms): %s", escape_log(esc, sizeof(esc), l->mount->name,
+                                                            strlen(l->mount->name)),
+                         room, decided, pod ? "those that fit are played"
+                                            : "none fits, the listener stays on the live stream");
+    }
+    return pod;
 }
 
 static void on_decided(worker_t *w, uint64_t owner, uint64_t tag, ads_pod_t *pod)
@@ -193,9 +270,11 @@ static void on_decided(worker_t *w, uint64_t owner, uint64_t tag, ads_pod_t *pod
     conn_t *c = worker_find_conn(w, owner);
     listener_t *l = c ? listener_of(c) : NULL;
     if (!l || !l->ad || l->ad->tag != tag || l->ad->state != AD_ASKED) {
-        ads_pod_free(pod); /* gone, or gave up waiting (adbreak_where): it is on the live stream */
+        ads_pod_drop(pod); /* gone, or its break is over (adbreak_where): it is live, no fill */
         return;
     }
+    if (pod)
+        pod = place(l, pod);
     if (pod) {
         l->ad->pod = pod;
         l->ad->state = AD_READY;
@@ -377,6 +456,25 @@ static void play(listener_t *l)
               escape_log(esc, sizeof(esc), ids, strlen(ids)), a->pod->duration_ms);
 }
 
+/* ASKED past the break's start: the live stream goes on until the ads come. Its place at the
+ * start is marked (what of the break has gone by is counted from there when they come); at the
+ * break's end, in time from then, the break is over for it. */
+static void wait_live(listener_t *l)
+{
+    adplay_t *a = l->ad;
+    if (!a->mark) {
+        a->mark = block_ref(l->blk);
+        a->mark_pos = l->pos;
+        a->deadline_ms = loop_now_ms() + a->break_ms;
+    } else if (loop_now_ms() >= a->deadline_ms) {
+        char esc[256];
+        log_info_limited(&late_said, 10000, "ads on %s: no ads decided by the break's end: the "
+                         "listener stays on the live stream",
+                         escape_log(esc, sizeof(esc), l->mount->name, strlen(l->mount->name)));
+        adbreak_free_play(l); /* its decision, when it comes, is a no fill */
+    }
+}
+
 int adbreak_where(listener_t *l, block_t **b, uint32_t *pos, uint64_t *stop)
 {
     adplay_t *a = l->ad;
@@ -387,10 +485,14 @@ int adbreak_where(listener_t *l, block_t **b, uint32_t *pos, uint64_t *stop)
             *stop = a->start;
             return ADBREAK_LIVE_UNTIL;
         }
-        if (a->state == AD_ASKED) {
+        if (a->state == AD_ASKED && a->preroll) { /* no audio yet: it waits for its ads */
             if (loop_now_ms() < a->deadline_ms)
                 return ADBREAK_HOLD;
             adbreak_free_play(l); /* undecided in time: the live stream goes on */
+            return ADBREAK_LIVE;
+        }
+        if (a->state == AD_ASKED) {
+            wait_live(l);
             return ADBREAK_LIVE;
         }
         if (a->ogg && l->hdr && l->hdr_pos > 0) {

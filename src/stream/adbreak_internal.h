@@ -20,8 +20,17 @@ typedef struct adplay {
     int state;
     int preroll;          /* its own break, as it joined: no start point to wait for */
     uint64_t tag;         /* the break's id (its decision is matched by it) */
-    uint64_t start;       /* stream offset the ads go in at (not for a preroll) */
-    uint64_t deadline_ms; /* ASKED: held at the start at most until then; AD_FETCH: the fetch */
+    uint64_t start;       /* stream offset the ads go in at (not for a preroll): the break's
+                           * start, or the block boundary after it where a decision that came
+                           * later is spliced in */
+    uint64_t deadline_ms; /* ASKED: a preroll held at most until then, a break's listener on
+                           * the live stream at most until its end; AD_FETCH: the fetch */
+    unsigned break_ms;    /* the break's length */
+    uint32_t rate;        /* the mount's samples (Ogg: granule units) a second */
+    block_t *mark;        /* ASKED past the start: where the break began in the live stream (a
+                           * reference), to count what of the break has gone by when the
+                           * decision comes; NULL otherwise */
+    uint32_t mark_pos;
     ads_pod_t *pod;
     int cur;              /* the ad playing */
     block_t *blk;         /* cursor in its creative (a reference), NULL once all are sent */

@@ -129,9 +129,10 @@ void listener_adopt(conn_t *c, listener_t *l);
  * <title-prefix>): it begins at the live edge (a frame boundary) and lasts a given time. Each
  * worker's fan-out notices it once per subscription and asks the ad layer (ads/ads.h) for the
  * ads of each listener there; a listener joining a mount with <preroll> asks for a break of its
- * own. A listener whose cursor reaches the break's start waits there for its answer (until the
- * ad server's deadline at most), then reads the creatives' shared blocks instead of the
- * mount's, one after the other, while its cursor in the mount's queue skips as much audio as
+ * own. A listener goes on with the live stream through the break's start while its ads are
+ * decided (a preroll's waits for them, until the ad server's deadline at most); once they come
+ * it reads, from the next block boundary (a frame or page boundary), the creatives' shared
+ * blocks that fit in what is left of the break instead of the mount's, one after the other, while its cursor in the mount's queue skips as much audio as
  * the ads last, frame by frame; then it goes on from there, at a frame boundary. Without ads
  * (none came, none fit, a failure) it stays on the live stream. Tracking fires by bytes
  * delivered (impression once two seconds of an ad were taken by the socket, start,
@@ -157,8 +158,8 @@ enum {
     ADBREAK_LIVE,       /* the mount's stream, as usual (the break is over for it) */
     ADBREAK_LIVE_UNTIL, /* the mount's stream up to offset *stop, where the ads go in */
     ADBREAK_AD,         /* the creative's blocks from (*b, *pos) */
-    ADBREAK_HOLD,       /* nothing yet (its ads are being decided, or the live stream has not
-                         * reached the point it rejoins at) */
+    ADBREAK_HOLD,       /* nothing yet (a preroll's ads are being decided, or the live stream
+                         * has not reached the point it rejoins at) */
 };
 int adbreak_where(listener_t *l, block_t **b, uint32_t *pos, uint64_t *stop);
 /* The socket took a creative's bytes up to (b, pos). */

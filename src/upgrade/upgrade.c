@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ads/ads_carry.h"
 #include "conf/config.h"
 #include "core/log.h"
 #include "core/loop.h"
@@ -298,10 +299,12 @@ static int hand_over(run_t *r, const upgrade_pidfile_t *pf)
         else
             ok = expect(r, 'K', UPGRADE_RESTORE_MS, "taking the state");
     }
-    if (ok)
+    if (ok) {
         yp_abandon(); /* the new process touches the listings on: no "remove" from here */
-    else
+        ads_beacons_forget(); /* the tracking retries are the new process's now */
+    } else {
         yp_resume();
+    }
     if (ok) {
         /* TLS listeners stay here, served until they leave (not closed) */
         int drain = server_config()->upgrade_drain, keep = drain ? upgrade_tls_listeners() : 0;

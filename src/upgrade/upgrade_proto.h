@@ -9,7 +9,8 @@
  *   old -> new   'F' descriptors (SCM_RIGHTS, at most UPGRADE_FD_BATCH), 'D' state bytes,
  *                'E' the end (descriptor count and byte count), 'G' go on
  * The state is UPGRADE_MAGIC, the format version (32 bits), then records (core/record.h): the
- * listening sockets, the pidfile, the counters, the event ring, the history, the ICY metadata,
+ * listening sockets, the pidfile, the counters, the TLS ticket keys, the ad tracking retries,
+ * the event ring, the history, the ICY metadata,
  * the mounts (each with its HLS windows and sessions), the feed tokens, the YP listings, the
  * sources and relays, then the connections (listeners, event feeds, clients waiting for a
  * request, answers being written, HLS requests waiting or being sent). A
@@ -53,6 +54,8 @@ enum {
     REC_TLS_KEYS,   /* the TLS session-ticket keys (net/tls.h): a reconnecting listener's
                      * ticket resumes in the new process; a binary that does not know the
                      * record skips it, as it skips any record it does not know */
+    REC_ADS_BEACONS, /* the ad tracking URLs waiting to be tried again (ads/ads_carry.h); a
+                      * binary that does not know it skips it (they are not sent) */
 };
 
 /* A message as received: its kind, its bytes, the descriptors that came with it (the

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "admin/events_feed.h"
+#include "ads/ads_carry.h"
 #include "core/buf.h"
 #include "core/list.h"
 #include "core/record.h"
@@ -89,6 +90,11 @@ static void save_listens(state_t *s, const upgrade_pidfile_t *pf)
         rec_bytes(&s->head, keys, nkeys);
         rec_end(&s->head, at);
         explicit_bzero(keys, sizeof(keys));
+    }
+    if (ads_beacons_waiting()) { /* forgotten here once the new process took them */
+        at = rec_begin(&s->head, REC_ADS_BEACONS);
+        ads_beacons_save(&s->head);
+        rec_end(&s->head, at);
     }
     at = rec_begin(&s->head, REC_EVENTS);
     events_save(&s->head);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "admin/events_feed.h"
+#include "ads/ads_carry.h"
 #include "conf/config.h"
 #include "core/buf.h"
 #include "core/fault.h"
@@ -203,6 +204,14 @@ int upgrade_receive(int fd, upgrade_pidfile_t *pf, char *err, size_t cap)
             restore_stats(&f);
         } else if (type == REC_TLS_KEYS) {
             take_ticket_keys(&f);
+        } else if (type == REC_ADS_BEACONS) {
+            int n = ads_beacons_load(&f);
+            if (n > 0)
+                log_info("upgrade: %d ad tracking URL%s to try again taken over", n,
+                         n == 1 ? "" : "s");
+            else if (n < 0)
+                log_warn("upgrade: the old process's ad tracking retries do not read: "
+                         "those not read are not sent");
         }
         if (rc < 0)
             break;

@@ -4,7 +4,8 @@
  * from its second ad on reads back with those ads' ids, creative URLs, titles, lengths and
  * tracking URLs, and no creative; a pod read back is written again the same way (an upgrade
  * after an upgrade); an ad without a creative URL is not carried; a record cut short or with
- * too many URLs is refused.
+ * too many URLs is refused; the tracking URLs waiting to be tried again read back in due order
+ * (beacon.c).
  */
 #include "ads/ads.h"
 #include "ads/ads_carry.h"
@@ -117,9 +118,57 @@ static void test_too_many_urls(void)
     buf_free(&b);
 }
 
+/* The tracking retries: read into the retry list, written back the same (their wait no
+ * longer), forgotten; a retry this binary does not make (no try yet, or all of them) is not
+ * taken; a record cut short is refused, what was read before it kept. */
+static void test_beacon_retries(void)
+{
+    buf_t b = {0};
+    rec_u32(&b, 3);
+    rec_str(&b, "http://t.example/imp?cb=1");
+    rec_u8(&b, 1);
+    rec_u8(&b, 2);
+    rec_u32(&b, 1500);
+    rec_str(&b, "http://t.example/none");
+    rec_u8(&b, 0);
+    rec_u8(&b, 0); /* never tried: not a retry */
+    rec_u32(&b, 0);
+    rec_str(&b, "http://t.example/complete");
+    rec_u8(&b, 0);
+    rec_u8(&b, 1);
+    rec_u32(&b, 0);
+    rec_reader_t in;
+    rec_reader_init(&in, b.data, b.len);
+    CHECK(ads_beacons_load(&in) == 2 && !in.error && in.p == in.end);
+    CHECK(ads_beacons_waiting() == 2);
+    buf_t out = {0};
+    ads_beacons_save(&out);
+    rec_reader_init(&in, out.data, out.len);
+    CHECK(rec_get_u32(&in) == 2);
+    char *first = rec_get_str(&in); /* in due order: the one due now first */
+    CHECK(first && strcmp(first, "http://t.example/complete") == 0);
+    CHECK(rec_get_u8(&in) == 0 && rec_get_u8(&in) == 1 && rec_get_u32(&in) == 0);
+    char *second = rec_get_str(&in);
+    CHECK(second && strcmp(second, "http://t.example/imp?cb=1") == 0);
+    CHECK(rec_get_u8(&in) == 1 && rec_get_u8(&in) == 2);
+    uint32_t due = rec_get_u32(&in);
+    CHECK(due > 0 && due <= 1500 && !in.error && in.p == in.end);
+    free(first);
+    free(second);
+    ads_beacons_forget();
+    CHECK(ads_beacons_waiting() == 0);
+    rec_reader_init(&in, b.data, b.len - 3); /* cut in the last one */
+    CHECK(ads_beacons_load(&in) == -1 && in.error);
+    CHECK(ads_beacons_waiting() == 1);
+    ads_beacons_forget();
+    buf_free(&b);
+    buf_free(&out);
+}
+
 int main(void)
 {
     test_round_trip();
     test_too_many_urls();
+    test_beacon_retries();
     return testlib_done();
 }
