@@ -361,6 +361,8 @@ const char *admin_audience_span(admin_req_t *a, int64_t *from_ms, int64_t *to_ms
     char *period = admin_param(a, "period");
     const char *bad = NULL;
     int64_t now = ((int64_t)time(NULL) + 1) * 1000; /* the second going on included */
+    if (period && strcmp(period, "all") == 0) /* as the figures say it: the whole of from-to */
+        *period = '\0';
     int given = (day && *day) + (period && *period) + ((from && *from) || (to && *to));
     if (given > 1) {
         bad = "one of day, period, or from and to";
@@ -370,8 +372,8 @@ const char *admin_audience_span(admin_req_t *a, int64_t *from_ms, int64_t *to_ms
         *to_ms = *from_ms + 86400000;
     } else if (period && *period) {
         if (parse_span(period, now, from_ms, to_ms) < 0)
-            bad = "period: 24h, 7d or 30d (the last of them), YYYY-MM-DD (a UTC day) or YYYY-MM"
-                  " (a UTC month)";
+            bad = "period: 24h, 7d or 30d (the last of them), YYYY-MM-DD (a UTC day), YYYY-MM"
+                  " (a UTC month), or all (from to to, as given)";
     } else if (parse_time(to, now, to_ms) < 0 || parse_time(from, *to_ms - 86400000, from_ms) < 0) {
         bad = "from and to: unix seconds or ISO 8601 (YYYY-MM-DD[THH:MM[:SS[.fff]]][Z|+HH:MM])";
     }

@@ -33,7 +33,8 @@ void admin_cmd_audience_top(admin_req_t *a);
 void admin_cmd_audience_sessions(admin_req_t *a);
 /* The span a request asks for: from and to (unix seconds or ISO 8601, the last 24 hours by
  * default), day=YYYY-MM-DD (that UTC day), or period= 24h, 7d, 30d (the last of them),
- * YYYY-MM-DD or YYYY-MM (a UTC month); one of the three; NULL, or what is wrong with it. */
+ * YYYY-MM-DD or YYYY-MM (a UTC month); one of the three (period=all: from and to, as the
+ * figures take it); NULL, or what is wrong with it. */
 const char *admin_audience_span(admin_req_t *a, int64_t *from_ms, int64_t *to_ms);
 void admin_cmd_audience_charts(admin_req_t *a);
 /* The document of a top list (audience.c): <audience_top> with from, to, by, mount, sessions

@@ -289,7 +289,9 @@ def test_the_sessions_of_a_period_as_w3c_and_tsv_logs_and_daily_files(server, re
                                        "%Y-%m-%d"))
     assert by_start(read_tsv(export(srv, "period=%s&format=tsv" % month).text)) == by_start(
         ended_in(rows, m0, m1))
-    for bad in ("period=week", "period=2026-13", "period=7d&day=%s" % day,
+    assert read_tsv(export(srv, "period=all&from=%d&to=%d&format=tsv&mount=/b&server=edge-2"
+                           % (day0 + DAY, day0 + 2 * DAY)).text) == got
+    for bad in ("period=week", "period=hour", "period=2026-13", "period=7d&day=%s" % day,
                 "period=24h&from=%d" % day0):
         assert adminlib.admin(srv, "/admin/audience/sessions?" + bad).status == 400, bad
     # every text came back byte for byte (the rows are equal), hostile ones among them, and
