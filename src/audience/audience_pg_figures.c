@@ -65,7 +65,10 @@
  * after, continues (pe: that end) the chain of the one that ended last (ties: the later one).
  * A session without a listener key (and every session when <resume-seconds> is 0) continues
  * none and none continues it: CHAINED takes those as they are (their chain is their own
- * length), and only the others (KEYED) go through the windows, a sort of them all and passes.
+ * length), and only the others (KEYED) go through the windows, a sort of them all and passes;
+ * so does a keyed session alone on its mount in the bucket, which no other session of its key
+ * can continue or be continued by: only those of a key with two or more there (pc, a hash
+ * aggregate, most keys have one) are sorted.
  * PAUSED is every keyed session with rn and le (one pass in that sort's order) and pe, and
  * whether any of its key's sessions on the
  * mount continues another (cs): most do not, and then each session is a chain of its own.
@@ -81,14 +84,17 @@
     " SELECT *, CASE WHEN start_ms >= le AND start_ms - le <= $11::bigint THEN le END AS pe"  \
     " FROM (SELECT *, row_number() OVER w AS rn,"                                              \
     "  max(end_ms) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS le"          \
-    "  FROM sw WHERE " KEYED " WINDOW w AS (PARTITION BY b, k, mount ORDER BY start_ms, end_ms)"\
+    "  FROM sw WHERE " KEYED " AND EXISTS (SELECT 1 FROM pc WHERE pc.b = sw.b AND pc.k = sw.k"  \
+    "  AND pc.mount = sw.mount)"                                                               \
+    "  WINDOW w AS (PARTITION BY b, k, mount ORDER BY start_ms, end_ms)"                       \
     " ) l) c"
 
 #define CHAIN_COLUMNS "b, bf, bt, mount, start_ms, end_ms, ip, ua, cc, preroll, now, k, pe"
 
 #define CHAINED                                                                                \
     "SELECT b, bf, bt, mount, start_ms, end_ms, ip, ua, cc, preroll, now, k,"                 \
-    " NULL::bigint AS pe, end_ms - start_ms AS cl FROM sw WHERE NOT (" KEYED ")"               \
+    " NULL::bigint AS pe, end_ms - start_ms AS cl FROM sw WHERE NOT (" KEYED ") OR NOT EXISTS"  \
+    " (SELECT 1 FROM pc WHERE pc.b = sw.b AND pc.k = sw.k AND pc.mount = sw.mount)"           \
     " UNION ALL SELECT " CHAIN_COLUMNS ", end_ms - start_ms AS cl FROM pz WHERE NOT cs"        \
     " UNION ALL SELECT " CHAIN_COLUMNS ","                                                     \
     " sum(end_ms - start_ms) OVER (PARTITION BY b, k, mount, ch) AS cl FROM ("                 \
@@ -150,6 +156,8 @@ static const char figures_sql[] =
     "  WITH ORDINALITY AS m(bf, bt, fp, b)),"
     " sw AS MATERIALIZED (SELECT m.b, m.bf, m.bt, s.* FROM m, LATERAL (" BUCKET_SESSIONS ") s"
     "  WHERE (" KEYED ") OR (s.start_ms < m.bt AND s.end_ms > m.bf)),"
+    " pc AS MATERIALIZED (SELECT b, k, mount FROM sw WHERE " KEYED " GROUP BY b, k, mount"
+    "  HAVING count(*) > 1),"
     " pz AS MATERIALIZED (" PAUSED "),"
     " sb AS MATERIALIZED (SELECT c.*, cl >= $3 AS qual, cl >= 60000 AS wm,"
     "  pe IS NULL OR pe <= bf AS first_here FROM (" CHAINED ") c"
