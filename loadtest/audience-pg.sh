@@ -21,20 +21,23 @@
 # before the server under test starts: they count every session). With --cold, the first ask
 # of each store comes cold (the server and PostgreSQL stopped, the page cache dropped, both
 # started again: root only), and after the days made ahead the 30 days by day and one
-# server's are asked once more cold.
+# server's are asked once more cold. With --keys every session has its listener's key (32 hex
+# digits, as the servers write them: the figures follow pauses by key); without, none (the
+# records of servers from before keys, counted by address and agent).
 # Prints a table: seconds (the first ask, the median of the others), the CPU seconds per ask of
 # the server and of PostgreSQL's processes (user and system, from /proc: what the asks cost,
 # which other work on a busy machine moves far less than the time), the machine's idle % while
-# they ran, the periods and rows answered.
+# they ran, the periods and rows answered, and whether the answer is the first store's (with
+# --before: the build before's, for the first store).
 #   audience-pg.sh [--sessions 1000000] [--days 30] [--repeat 3] [--sqlite] [--rimecast BIN]
-#                  [--before BIN] [--keep] [--cold]
+#                  [--before BIN] [--keep] [--cold] [--keys]
 # Run it under the machine's measurement lock when others measure (flock LOCKFILE ...). As
 # root (PostgreSQL runs as postgres, the server drops to nobody); every process it started is
 # stopped on exit, by PID.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
-sessions=1000000; days=30; repeat=3; sqlite=0; keep=0; bin=""; before=""; cold_runs=0
+sessions=1000000; days=30; repeat=3; sqlite=0; keep=0; bin=""; before=""; cold_runs=0; keys=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --sessions) sessions=$2; shift 2 ;;
@@ -45,7 +48,8 @@ while [ $# -gt 0 ]; do
         --before) before=$2; shift 2 ;;
         --keep) keep=1; shift ;;
         --cold) cold_runs=1; shift ;;
-        *) sed -n 3,30p "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+        --keys) keys=1; shift ;;
+        *) sed -n 3,34p "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
     esac
 done
 for c in "$bin" "${RIMECAST_BIN:-}" "$top/build/rimecast" "$top/rimecast"; do
@@ -132,9 +136,10 @@ echo "filling the store: $sessions sessions over $days days" >&2
 # versions of the hours they cover, as the servers' writes leave them
 "$pgbin/psql" -X -q -v ON_ERROR_STOP=1 "$uri" -c "SELECT rimecast_day_partition(d)
     FROM generate_series(($now - ($days + 8) * 86400) / 86400, $now / 86400) AS d" >/dev/null
-python3 - "$sessions" "$days" "$now" "$work/srv/log/audience.db" "$sqlite" <<'PY' |
-import random, sqlite3, sys, uuid
+python3 - "$sessions" "$days" "$now" "$work/srv/log/audience.db" "$sqlite" "$keys" <<'PY' |
+import hashlib, random, sqlite3, sys, uuid
 n, days, now, db, with_sqlite = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5] == "1"
+with_keys = sys.argv[6] == "1"
 rnd = random.Random(1)
 HOUR, DAY = 3600000, 86400000
 mounts = ["/live", "/live.aac", "/live-low", "/hq.ogg", "/classic", "/jazz", "/rock", "/news",
@@ -173,21 +178,22 @@ for i in range(n):
            mount, mount, start, min(start + length(), end_ms), 100000,
            "10.%d.%d.%d" % (who >> 16 & 255, who >> 8 & 255, who & 255),
            agents[who % len(agents)], countries[who % len(countries)], "client_left",
-           int(rnd.random() < 0.3))
-    out.write("\t".join(str(t(v)) for v in row[:9]) + "\t%s\t\\N\t\\N\t%s\t%s\t%d\n"
-              % (t(row[9]), t(row[10]), row[11], row[12]))
+           int(rnd.random() < 0.3),
+           hashlib.md5(b"listener %d" % who).hexdigest() if with_keys else None)
+    out.write("\t".join(str(t(v)) for v in row[:9]) + "\t%s\t\\N\t\\N\t%s\t%s\t%d\t%s\n"
+              % (t(row[9]), t(row[10]), row[11], row[12], t(row[13])))
     if con:
         batch.append(row[2:] + (row[1],))
         if len(batch) == 50000:
             con.executemany("INSERT INTO sessions (conn_id, mount, served, start_ms, end_ms,"
-                            " bytes, ip, user_agent, country, ended, preroll, server)"
-                            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", batch)
+                            " bytes, ip, user_agent, country, ended, preroll, listener_key,"
+                            " server) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", batch)
             batch = []
 if con:
     if batch:
         con.executemany("INSERT INTO sessions (conn_id, mount, served, start_ms, end_ms,"
-                        " bytes, ip, user_agent, country, ended, preroll, server)"
-                        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", batch)
+                        " bytes, ip, user_agent, country, ended, preroll, listener_key, server)"
+                        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", batch)
     con.execute("COMMIT")
     with con:
         con.execute("UPDATE sessions SET invalid = CASE WHEN conn_id % 33 = 0 THEN 'bot'"
@@ -196,7 +202,7 @@ if con:
 PY
 "$pgbin/psql" -X -q -v ON_ERROR_STOP=1 "$uri" -c "COPY sessions (record_id, server, conn_id,
     mount, served, start_ms, end_ms, bytes, ip, user_agent, referer, \"user\", country, ended,
-    preroll) FROM STDIN" || exit 2
+    preroll, listener_key) FROM STDIN" || exit 2
 "$pgbin/psql" -X -q -v ON_ERROR_STOP=1 "$uri" -c "INSERT INTO session_hours (hour, version,
     longest_ms) SELECT h, nextval('session_version'), max(CASE WHEN h = start_ms / 3600000 THEN
     greatest(end_ms - start_ms, 0) ELSE 0 END) FROM sessions, generate_series(start_ms / 3600000,
@@ -221,8 +227,11 @@ ask() {
     read -r i1 t1 < <(cpu_now); s1=$(server_cpu); d1=$(db_cpu)
     cpu=$(awk -v a="$s0" -v b="$s1" -v c="$d0" -v d="$d1" -v n="$asks" \
         'BEGIN { printf "%.2f | %.2f", (b - a) / n, (d - c) / n }')
+    [ "$si" = b ] && cp "$work/answer.json" "$work/before-$qi.json"
     [ "$si" = 0 ] && cp "$work/answer.json" "$work/first-$qi.json"
     same=-; [ "$si" != 0 ] && [ "$si" != b ] && { same=no; cmp -s "$work/answer.json" "$work/first-$qi.json" && same=yes; }
+    [ "$si" = 0 ] && [ -f "$work/before-$qi.json" ] &&
+        { same=no; cmp -s "$work/answer.json" "$work/before-$qi.json" && same=yes; }
     read -r periods rows < <(python3 -c '
 import json, sys
 p = json.load(open(sys.argv[1]))["periods"]

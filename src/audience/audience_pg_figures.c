@@ -10,7 +10,7 @@
  * end_ms), and those going on. One statement makes every figure of every bucket asked:
  * counts and TLH by grouping sets (the server, each mount), CUME by distinct address and
  * agent, the countries, and the peak by a running count over each bucket's starts (clamped to
- * its start) and ends, ends first at the same time.
+ * its start) and ends, ends first at the same time (PEAK below).
  *
  * The cache: the figures of a whole hour or day in the past that no session going on
  * overlaps, or of a period asked as one from a whole hour to a whole hour (kept under its
@@ -66,7 +66,14 @@
  * it continues): the sessions of a listener key on a mount, by start (rn). One that began when
  * every one before it had ended (le: the last end), at most $11 ms (<resume-seconds>; 0: none)
  * after, continues (pe: that end) the chain of the one that ended last (ties: the later one).
- * PAUSED is every session with rn, le and pe, and whether any of its key's sessions on the
+ * A session without a listener key (and every session when <resume-seconds> is 0) continues
+ * none and none continues it: CHAINED takes those as they are (their chain is their own
+ * length), and only the others (KEYED) go through the windows, a sort of them all and passes;
+ * so does a keyed session alone on its mount in the bucket, which no other session of its key
+ * can continue or be continued by: only those of a key with two or more there (pc, a hash
+ * aggregate, most keys have one) are sorted.
+ * PAUSED is every keyed session with rn and le (one pass in that sort's order) and pe, and
+ * whether any of its key's sessions on the
  * mount continues another (cs): most do not, and then each session is a chain of its own.
  * CHAINED follows the chains of the others only: the continuing sessions cut them into
  * segments (sg), the one that ended last in a segment (lr) is what the next segment's first
@@ -74,19 +81,24 @@
  * chain of a continuing session is that of the last segment before it that does not carry
  * (ch: its number; a session that begins a chain and ends last in its segment is that chain;
  * any other alone, -rn). Each gets its chain's length (cl, the time its sessions listened). */
+#define KEYED "k IS NOT NULL AND $11::bigint > 0"
 #define PAUSED                                                                                 \
     "SELECT *, bool_or(pe IS NOT NULL) OVER (PARTITION BY b, k, mount) AS cs FROM ("          \
-    " SELECT *, CASE WHEN $11::bigint > 0 AND k IS NOT NULL AND start_ms >= le"               \
-    "  AND start_ms - le <= $11::bigint THEN le END AS pe FROM ("                             \
-    "  SELECT *, max(end_ms) OVER (PARTITION BY b, k, mount ORDER BY rn"                      \
-    "   ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS le FROM ("                       \
-    "   SELECT *, row_number() OVER (PARTITION BY b, k, mount ORDER BY start_ms, end_ms)"     \
-    "    AS rn FROM sw) r) l) c"
+    " SELECT *, CASE WHEN start_ms >= le AND start_ms - le <= $11::bigint THEN le END AS pe"  \
+    " FROM (SELECT *, row_number() OVER w AS rn,"                                              \
+    "  max(end_ms) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS le"          \
+    "  FROM sw WHERE " KEYED " AND EXISTS (SELECT 1 FROM pc WHERE pc.b = sw.b AND pc.k = sw.k"  \
+    "  AND pc.mount = sw.mount)"                                                               \
+    "  WINDOW w AS (PARTITION BY b, k, mount ORDER BY start_ms, end_ms)"                       \
+    " ) l) c"
 
 #define CHAIN_COLUMNS "b, bf, bt, mount, start_ms, end_ms, ip, ua, cc, preroll, now, k, pe"
 
 #define CHAINED                                                                                \
-    "SELECT " CHAIN_COLUMNS ", end_ms - start_ms AS cl FROM pz WHERE NOT cs"                  \
+    "SELECT b, bf, bt, mount, start_ms, end_ms, ip, ua, cc, preroll, now, k,"                 \
+    " NULL::bigint AS pe, end_ms - start_ms AS cl FROM sw WHERE NOT (" KEYED ") OR NOT EXISTS"  \
+    " (SELECT 1 FROM pc WHERE pc.b = sw.b AND pc.k = sw.k AND pc.mount = sw.mount)"           \
+    " UNION ALL SELECT " CHAIN_COLUMNS ", end_ms - start_ms AS cl FROM pz WHERE NOT cs"        \
     " UNION ALL SELECT " CHAIN_COLUMNS ","                                                     \
     " sum(end_ms - start_ms) OVER (PARTITION BY b, k, mount, ch) AS cl FROM ("                 \
     " SELECT *, CASE WHEN pe IS NOT NULL THEN max(sg) FILTER (WHERE NOT ca) OVER (PARTITION BY" \
@@ -102,7 +114,8 @@
  * whole clock quarter-hours of the bucket [bf, bt) as [a, e); i1 and i2 the first and last
  * quarter-hour it touches. The ones between count for it (AQH_WHOLE); in i1 and i2 (qe: the
  * quarter-hour and the time in it) a listener's time is summed over its sessions, per mount
- * and for the server, and counts from five minutes (aqs). */
+ * and for the server, and counts from five minutes (aqs). The time in a quarter-hour is an
+ * integer: summing integers keeps a bigint in each group, summing bigints a numeric. */
 #define AQH_CUT                                                                                \
     "SELECT b, mount, coalesce(k, ip || chr(1) || coalesce(ua, '')) AS lk, a, e,"              \
     "  a / 900000 AS i1, (e - 1) / 900000 AS i2 FROM (SELECT b, mount, k, ip, ua,"              \
@@ -110,13 +123,44 @@
     "  least(end_ms, bt / 900000 * 900000) AS e FROM sb WHERE wm) x WHERE e > a"
 #define AQH_WHOLE "greatest(i2 - i1 - 1, 0)"
 
+/* The peak: the running count of the sessions on, over every bucket's starts (clamped to the
+ * bucket's start) and ends (those before its end), ends first at the same time, per mount and
+ * for the server. Each event is given one number that sorts as (bucket, mount, time, start) (k1)
+ * and one that sorts as (bucket, time, start) (k2): the mount's number (mi, by name) and the
+ * time from the bucket's start (under l, the longest stretch of a bucket that holds sessions)
+ * packed into a bigint, one window over the period for each, whose running sum a bucket or
+ * mount reads less the sum of those before it (tot). A sort by one number costs a third of one
+ * by bucket, mount text, time and kind. The numbers stay far inside a bigint: under
+ * 2 x mounts x the period's length in ms. */
+#define PEAK                                                                                   \
+    " mi AS MATERIALIZED (SELECT mount, row_number() OVER (ORDER BY mount) - 1 AS mi,"        \
+    "  max(end_ms) AS me FROM sb GROUP BY mount),"                                            \
+    " kl AS MATERIALIZED (SELECT (SELECT count(*) FROM mi) AS nm,"                            \
+    "  max(least(m.bt, x.me) - m.bf) + 1 AS l FROM m, (SELECT max(me) AS me FROM mi) x),"     \
+    " ev AS (SELECT b, mi, k, d, (((b - 1) * nm + mi) * l + t - bf) * 2 + k AS k1,"           \
+    "  ((b - 1) * l + t - bf) * 2 + k AS k2 FROM kl, ("                                       \
+    "  SELECT b, bf, mount, greatest(start_ms, bf) AS t, 1 AS k, 1 AS d FROM sb"              \
+    "  WHERE end_ms > start_ms UNION ALL SELECT b, bf, mount, end_ms, 0, -1 FROM sb"          \
+    "  WHERE end_ms > start_ms AND end_ms < bt) e JOIN mi USING (mount)),"                    \
+    " run AS (SELECT b, mi, k, d, sum(d) OVER (ORDER BY k1 ROWS UNBOUNDED PRECEDING) AS c1,"  \
+    "  sum(d) OVER (ORDER BY k2 ROWS UNBOUNDED PRECEDING) AS c2 FROM ev),"                    \
+    " pkm AS MATERIALIZED (SELECT b, mi, max(c1) FILTER (WHERE k = 1) AS x1,"                 \
+    "  max(c2) FILTER (WHERE k = 1) AS x2, sum(d) AS tot FROM run GROUP BY b, mi),"           \
+    " pk AS (SELECT b, mount, x1 - sum(tot) OVER (ORDER BY b, mi ROWS UNBOUNDED PRECEDING)"   \
+    "  + tot AS peak FROM pkm JOIN mi USING (mi)"                                             \
+    "  UNION ALL SELECT b, NULL, x2 - sum(tt) OVER (ORDER BY b ROWS UNBOUNDED PRECEDING) + tt" \
+    "  FROM (SELECT b, max(x2) AS x2, sum(tot) AS tt FROM pkm GROUP BY b) y),"
+
 /* $1, $2: the buckets' starts and ends; $3 the qualifying length (ms); $7 the cache's scope
  * ('' every server); $8 the step; $9 each bucket's fingerprint, NULL when it is not kept; $10
  * the widening, $11 the longest pause (BUCKET_SESSIONS, CHAINED). */
 static const char figures_sql[] =
     "WITH m AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $9::numeric[])"
     "  WITH ORDINALITY AS m(bf, bt, fp, b)),"
-    " sw AS (SELECT m.b, m.bf, m.bt, s.* FROM m, LATERAL (" BUCKET_SESSIONS ") s),"
+    " sw AS MATERIALIZED (SELECT m.b, m.bf, m.bt, s.* FROM m, LATERAL (" BUCKET_SESSIONS ") s"
+    "  WHERE (" KEYED ") OR (s.start_ms < m.bt AND s.end_ms > m.bf)),"
+    " pc AS MATERIALIZED (SELECT b, k, mount FROM sw WHERE " KEYED " GROUP BY b, k, mount"
+    "  HAVING count(*) > 1),"
     " pz AS MATERIALIZED (" PAUSED "),"
     " sb AS MATERIALIZED (SELECT c.*, cl >= $3 AS qual, cl >= 60000 AS wm,"
     "  pe IS NULL OR pe <= bf AS first_here FROM (" CHAINED ") c"
@@ -131,31 +175,24 @@ static const char figures_sql[] =
     "  count(*) FILTER (WHERE wm AND pe IS NULL AND start_ms >= bf) AS started"
     "  FROM sb GROUP BY GROUPING SETS ((b), (b, mount))),"
     " qc AS MATERIALIZED (" AQH_CUT "),"
-    " qe AS (SELECT b, mount, lk, i1 AS q, least(e, (i1 + 1) * 900000) - a AS ms FROM qc"
-    "  UNION ALL SELECT b, mount, lk, i2, e - i2 * 900000 FROM qc WHERE i2 > i1),"
+    " qe AS (SELECT b, mount, lk, i1 AS q, (least(e, (i1 + 1) * 900000) - a)::integer AS ms"
+    "  FROM qc UNION ALL SELECT b, mount, lk, i2, (e - i2 * 900000)::integer FROM qc"
+    "  WHERE i2 > i1),"
     " aqs AS (SELECT b, mount, sum(n) AS n FROM ("
     "  SELECT b, mount, sum(" AQH_WHOLE ") AS n FROM qc GROUP BY GROUPING SETS ((b), (b, mount))"
     "  UNION ALL SELECT b, mount, count(*) FROM (SELECT b, mount FROM qe GROUP BY b, mount, lk, q"
     "   HAVING sum(ms) >= 300000) y GROUP BY b, mount"
     "  UNION ALL SELECT b, NULL, count(*) FROM (SELECT b FROM qe GROUP BY b, lk, q"
     "   HAVING sum(ms) >= 300000) z GROUP BY b) w GROUP BY b, mount),"
-    " lm AS (SELECT b, mount, k, CASE WHEN k IS NULL THEN ip END AS ip,"
-    "  CASE WHEN k IS NULL THEN ua END AS ua FROM sb WHERE qual GROUP BY 1, 2, 3, 4, 5),"
-    " cume AS (SELECT b, mount, count(*) AS n FROM lm GROUP BY b, mount"
-    "  UNION ALL SELECT b, NULL, count(*) FROM (SELECT DISTINCT b, k, ip, ua FROM lm) x"
-    "  GROUP BY b),"
+    " cume AS (SELECT b, mount, count(*) AS n FROM (SELECT b, mount FROM sb WHERE qual"
+    "  GROUP BY GROUPING SETS ((b, mount, k, CASE WHEN k IS NULL THEN ip END,"
+    "  CASE WHEN k IS NULL THEN ua END), (b, k, CASE WHEN k IS NULL THEN ip END,"
+    "  CASE WHEN k IS NULL THEN ua END))) x GROUP BY b, mount),"
     " cc AS (SELECT b, mount, cc, count(*) AS n FROM sb"
     "  GROUP BY GROUPING SETS ((b, cc), (b, mount, cc))),"
     " ccs AS (SELECT b, mount, string_agg(cc || '=' || n, ';' ORDER BY cc) AS countries"
     "  FROM cc GROUP BY b, mount),"
-    " ev AS (SELECT b, mount, greatest(start_ms, bf) AS t, 1 AS k, 1 AS d FROM sb"
-    "  WHERE end_ms > start_ms"
-    "  UNION ALL SELECT b, mount, end_ms, 0, -1 FROM sb WHERE end_ms > start_ms AND end_ms < bt),"
-    " run AS (SELECT b, mount, k,"
-    "  sum(d) OVER (PARTITION BY b, mount ORDER BY t, k ROWS UNBOUNDED PRECEDING) AS on_m,"
-    "  sum(d) OVER (PARTITION BY b ORDER BY t, k ROWS UNBOUNDED PRECEDING) AS on_all FROM ev),"
-    " pk AS (SELECT b, mount, max(on_m) AS peak FROM run WHERE k = 1 GROUP BY b, mount"
-    "  UNION ALL SELECT b, NULL, max(on_all) FROM run WHERE k = 1 GROUP BY b),"
+    PEAK
     " res AS (SELECT m.b, m.bf, m.fp, a.mount, coalesce(a.sessions, 0) AS sessions,"
     "  coalesce(a.qualified, 0) AS qualified, coalesce(a.listened, 0) AS listened,"
     "  coalesce(a.prerolls, 0) AS prerolls, coalesce(a.in_progress, 0) AS in_progress,"
