@@ -35,6 +35,14 @@ void admin_cmd_audience_sessions(admin_req_t *a);
  * default), or day=YYYY-MM-DD (that UTC day); NULL, or what is wrong with it. */
 const char *admin_audience_span(admin_req_t *a, int64_t *from_ms, int64_t *to_ms);
 void admin_cmd_audience_charts(admin_req_t *a);
+/* /admin/audience/ads[.json|.csv] (or format=): the ads figures per mount and creative
+ * (admin/audience_ads.c); the query of such a request (the audience page's too): NULL, or
+ * what is wrong with it; the <ads_mount> and <ads_creative> elements of an answer under
+ * parent (an xmlNodePtr). */
+struct audience_ads_query;
+void admin_cmd_audience_ads(admin_req_t *a);
+const char *admin_audience_ads_query(admin_req_t *a, struct audience_ads_query *q);
+void admin_audience_ads_xml(void *parent, const struct audience_ads_query *q);
 /* The document of a top list (audience.c): <audience_top> with from, to, by, mount, sessions
  * and one <entry> (name, sessions, qualified_sessions, tlh_hours) per name; NULL on ENOMEM.
  * Caller frees. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * ads: a mount's <ads> settings with their defaults, the layer's counters, and a pod's
- * freeing (see ads.h).
+ * ads: a mount's <ads> settings with their defaults and the layer's counters (see ads.h; a
+ * pod is freed in ads_record.c, which writes its record then).
  */
 #include "ads/ads.h"
 
@@ -45,21 +45,4 @@ void ads_get_counters(ads_counters_t *out)
         .beacons_sent = v[ADS_C_BEACONS_SENT], .beacons_failed = v[ADS_C_BEACONS_FAILED],
         .beacons_dropped = v[ADS_C_BEACONS_DROPPED],
     };
-}
-
-void ads_pod_free(ads_pod_t *pod)
-{
-    if (!pod)
-        return;
-    for (int i = 0; i < pod->n; i++) {
-        ads_ad_t *a = &pod->ad[i];
-        ads_creative_unref(a->creative);
-        free(a->media_url);
-        free(a->carried_title);
-        vast_urls_free(&a->impression);
-        vast_urls_free(&a->error);
-        for (int e = 0; e < VAST_EV_COUNT; e++)
-            vast_urls_free(&a->track[e]);
-    }
-    free(pod);
 }

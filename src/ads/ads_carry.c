@@ -13,6 +13,7 @@
 
 #include "ads/ads_internal.h"
 #include "ads/ads_ogg.h"
+#include "ads/ads_record.h"
 
 static void urls_save(const vast_urls_t *l, buf_t *out)
 {
@@ -55,6 +56,7 @@ int ads_pod_save(const ads_pod_t *pod, int from, buf_t *out)
         for (int e = 0; e < VAST_EV_COUNT; e++)
             urls_save(&a->track[e], out);
     }
+    ads_record_save(pod, out); /* last: a process from before reads none */
     return 0;
 }
 
@@ -83,6 +85,8 @@ ads_pod_t *ads_pod_load(rec_reader_t *in)
         if (!a->media_url)
             in->error = 1;
     }
+    if (!in->error)
+        ads_record_load(pod, in);
     if (in->error) {
         ads_pod_free(pod);
         return NULL;

@@ -8,6 +8,7 @@
  */
 #include "ads/ads.h"
 #include "ads/ads_carry.h"
+#include "ads/ads_record.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -80,8 +81,9 @@ static void test_round_trip(void)
     CHECK(again.len == b.len && memcmp(again.data, b.data, b.len) == 0);
     ads_pod_t *q = read_back(&again);
     check_loaded(q, c);
-    /* cut short anywhere: refused, never read past */
-    for (size_t n = 0; n < b.len; n += 7) {
+    /* cut short anywhere before the record's byte (what a process from before writes ends
+     * there, and loads without a record): refused, never read past */
+    for (size_t n = 0; n < b.len - 1; n += 7) {
         rec_reader_t in;
         rec_reader_init(&in, b.data, n);
         CHECK(ads_pod_load(&in) == NULL && in.error);
@@ -117,9 +119,50 @@ static void test_too_many_urls(void)
     buf_free(&b);
 }
 
+/* A pod's record (ads_record.h) goes with it: the process before writes none (carried), the
+ * one after has it whole, its ads linked to the ads still to play. */
+static void test_record_carried(void)
+{
+    ads_creative_t *c = NULL;
+    CHECK(ads_creative_build(sample_mp3, sizeof(sample_mp3), "Spot one", &c) == 0);
+    if (!c)
+        return;
+    ads_pod_t *pod = make_pod(c);
+    ads_settings_t set = {.request_timeout_ms = 2000};
+    ads_ask_t ask = {.settings = &set, .break_ms = 30000, .hls = 1,
+                     .vars = {.session = "4242", .mount = "/live.mp3"}};
+    ads_record_t *rec = ads_record_new(&ask);
+    CHECK(rec != NULL);
+    if (!rec)
+        return;
+    const char *urls[] = {"http://ads.example/m0.mp3", "http://ads.example/m1.mp3"};
+    const char *cids[] = {"cr-0", ""}, *titles[] = {"Spot <zero>", NULL};
+    ads_record_attach(rec, pod, urls, cids, titles);
+    unsigned fired = 0;
+    ads_track_sent(&pod->ad[0], c->bytes, &fired, 1); /* the first ad all delivered */
+    CHECK(rec->ad[0].events == fired && rec->ad[0].delivered_ms == c->duration_ms);
+    CHECK(strncmp(rec->ad[1].creative_id, "url:", 4) == 0 && strlen(rec->ad[1].creative_id) == 20);
+    buf_t b = {0};
+    CHECK(ads_pod_save(pod, 1, &b) == 0 && !b.error && rec->carried);
+    ads_pod_t *p = read_back(&b);
+    CHECK(p && p->rec && p->rec->n == 2 && p->ad[0].rec == &p->rec->ad[1]);
+    if (p && p->rec) {
+        CHECK(p->rec->session == 4242 && p->rec->hls == 1 && p->rec->break_ms == 30000);
+        CHECK_STR(p->rec->mount, "/live.mp3");
+        CHECK_STR(p->rec->ad[0].title, "Spot <zero>");
+        CHECK_STR(p->rec->ad[0].creative_id, "cr-0");
+        CHECK(p->rec->ad[0].events == fired && !p->rec->carried);
+    }
+    ads_pod_free(pod); /* carried: nothing written here */
+    ads_pod_free(p);
+    buf_free(&b);
+    ads_creative_unref(c);
+}
+
 int main(void)
 {
     test_round_trip();
+    test_record_carried();
     test_too_many_urls();
     return testlib_done();
 }

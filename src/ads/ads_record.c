@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * ads_record: a decision's record for the audience figures, from the ask to the end of its
+ * ads, and across an upgrade (see ads_record.h).
+ */
+#include "ads/ads_record.h"
+
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/loop.h"
+
+static void (*record_sink)(const ads_record_t *r);
+
+void ads_set_record_sink(void (*sink)(const ads_record_t *r))
+{
+    record_sink = sink;
+}
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+ads_record_t *ads_record_new(const ads_ask_t *ask)
+{
+    ads_record_t *r = calloc(1, sizeof(*r));
+    if (!r)
+        return NULL;
+    const char *mount = ask->vars.mount ? ask->vars.mount : ask->mount ? ask->mount : "";
+    r->mount = strdup(mount);
+    if (!r->mount) {
+        free(r);
+        return NULL;
+    }
+    r->session = ask->vars.session ? strtoull(ask->vars.session, NULL, 10) : 0;
+    r->hls = ask->hls != 0;
+    r->asked_ms = wall_ms();
+    r->deadline_ms = loop_now_ms() + ask->settings->request_timeout_ms;
+    r->break_ms = ask->break_ms;
+    return r;
+}
+
+/* "url:" and the first 8 bytes of SHA-256 over url, in hex. */
+static void url_hash(const char *url, char *out, size_t cap)
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned len = 0;
+    if (!EVP_Digest(url, strlen(url), md, &len, EVP_sha256(), NULL) || len < 8) {
+        snprintf(out, cap, "url:");
+        return;
+    }
+    snprintf(out, cap, "url:%02x%02x%02x%02x%02x%02x%02x%02x", md[0], md[1], md[2], md[3], md[4],
+             md[5], md[6], md[7]);
+}
+
+void ads_record_attach(ads_record_t *rec, ads_pod_t *pod, const char *const *media_urls,
+                       const char *const *creative_ids, const char *const *titles)
+{
+    rec->n = pod->n;
+    for (int i = 0; i < pod->n; i++) {
+        ads_record_ad_t *e = &rec->ad[i];
+        ads_ad_t *a = &pod->ad[i];
+        snprintf(e->ad_id, sizeof(e->ad_id), "%s", a->id);
+        if (creative_ids[i] && creative_ids[i][0])
+            snprintf(e->creative_id, sizeof(e->creative_id), "%s", creative_ids[i]);
+        else
+            url_hash(media_urls[i] ? media_urls[i] : "", e->creative_id, sizeof(e->creative_id));
+        e->title = titles[i] ? strdup(titles[i]) : NULL;
+        e->duration_ms = a->creative ? a->creative->duration_ms : 0;
+        a->rec = e;
+    }
+    pod->rec = rec;
+}
+
+void ads_record_free(ads_record_t *rec)
+{
+    if (!rec)
+        return;
+    for (int i = 0; i < rec->n; i++)
+        free(rec->ad[i].title);
+    free(rec->mount);
+    free(rec);
+}
+
+void ads_record_end(ads_record_t *rec)
+{
+    if (!rec)
+        return;
+    void (*sink)(const ads_record_t *) = record_sink;
+    if (!rec->carried && sink) {
+        unsigned any = 0;
+        for (int i = 0; i < rec->n; i++)
+            any |= rec->ad[i].events;
+        if (rec->outcome == ADS_OUT_TIMEOUT && any)
+            rec->outcome = ADS_OUT_FILLED; /* late, but played all the same */
+        rec->ended_ms = wall_ms();
+        sink(rec);
+    }
+    ads_record_free(rec);
+}
+
+void ads_record_sent(const ads_ad_t *ad, uint64_t sent)
+{
+    ads_record_ad_t *e = ad->rec;
+    const ads_creative_t *c = ad->creative;
+    if (!e || !c || !c->bytes)
+        return;
+    if (sent > c->bytes)
+        sent = c->bytes;
+    uint32_t ms = (uint32_t)((uint64_t)c->duration_ms * sent / c->bytes);
+    if (ms > e->delivered_ms)
+        e->delivered_ms = ms;
+    if (!e->duration_ms)
+        e->duration_ms = c->duration_ms;
+}
+
+/* ---- across an upgrade ---- */
+
+void ads_record_save(const ads_pod_t *pod, buf_t *out)
+{
+    ads_record_t *r = pod->rec;
+    rec_u8(out, r ? 1 : 0);
+    if (!r)
+        return;
+    r->carried = 1; /* the next process writes it */
+    rec_u64(out, r->session);
+    rec_str(out, r->mount);
+    rec_u8(out, (uint8_t)r->hls);
+    rec_i64(out, r->asked_ms);
+    rec_u8(out, (uint8_t)r->outcome);
+    rec_u32(out, (uint32_t)r->vast_code);
+    rec_u32(out, r->break_ms);
+    rec_u32(out, (uint32_t)r->n);
+    for (int i = 0; i < r->n; i++) {
+        const ads_record_ad_t *e = &r->ad[i];
+        rec_str(out, e->ad_id);
+        rec_str(out, e->creative_id);
+        rec_str(out, e->title);
+        rec_u32(out, e->duration_ms);
+        rec_u32(out, e->delivered_ms);
+        rec_u32(out, e->events);
+    }
+}
+
+static void get_id(rec_reader_t *in, char *out, size_t cap)
+{
+    char *s = rec_get_str(in);
+    snprintf(out, cap, "%s", s ? s : "");
+    free(s);
+}
+
+int ads_record_load(ads_pod_t *pod, rec_reader_t *in)
+{
+    if (in->p >= in->end || !rec_get_u8(in))
+        return in->error ? -1 : 0; /* a process from before: no record carried */
+    ads_record_t *r = calloc(1, sizeof(*r));
+    if (!r)
+        return 0; /* not kept: the pod plays all the same */
+    r->session = rec_get_u64(in);
+    r->mount = rec_get_str(in);
+    r->hls = rec_get_u8(in) & 1;
+    r->asked_ms = rec_get_i64(in);
+    uint8_t outcome = rec_get_u8(in);
+    r->outcome = outcome < ADS_OUT_KINDS ? (ads_outcome_t)outcome : ADS_OUT_ERROR;
+    r->vast_code = (int)rec_get_u32(in);
+    r->break_ms = rec_get_u32(in);
+    uint32_t n = rec_get_u32(in);
+    if (n > ADS_POD_MAX || n < (uint32_t)pod->n)
+        in->error = 1;
+    for (uint32_t i = 0; i < n && !in->error; i++) {
+        ads_record_ad_t *e = &r->ad[r->n++];
+        get_id(in, e->ad_id, sizeof(e->ad_id));
+        get_id(in, e->creative_id, sizeof(e->creative_id));
+        e->title = rec_get_str(in);
+        e->duration_ms = rec_get_u32(in);
+        e->delivered_ms = rec_get_u32(in);
+        e->events = rec_get_u32(in);
+    }
+    if (in->error || !r->mount) {
+        ads_record_free(r);
+        in->error = 1;
+        return -1;
+    }
+    for (int i = 0; i < pod->n; i++) /* the pod's ads are the record's last ones */
+        pod->ad[i].rec = &r->ad[r->n - pod->n + i];
+    pod->rec = r;
+    return 0;
+}
+
+/* ---- a pod's end (ads.h): its record, then its ads ---- */
+
+void ads_pod_free(ads_pod_t *pod)
+{
+    if (!pod)
+        return;
+    ads_record_end(pod->rec); /* the listener's ads ended: its record (once) */
+    for (int i = 0; i < pod->n; i++) {
+        ads_ad_t *a = &pod->ad[i];
+        ads_creative_unref(a->creative);
+        free(a->media_url);
+        free(a->carried_title);
+        vast_urls_free(&a->impression);
+        vast_urls_free(&a->error);
+        for (int e = 0; e < VAST_EV_COUNT; e++)
+            vast_urls_free(&a->track[e]);
+    }
+    free(pod);
+}
