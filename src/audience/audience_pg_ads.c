@@ -24,7 +24,8 @@
 #define ROWS_PER_STATEMENT 256
 
 /* The day partitions: the function that makes a day's partition of sessions makes the ads'
- * too, and retention drops both (a decision is in the day it was asked). */
+ * too, and retention drops both (a decision is in the day it was asked); it returns the
+ * sessions removed, as before. */
 const char audience_pg_ads_migration[] =
     "CREATE TABLE ads ("
     " record_id uuid NOT NULL,"
@@ -80,14 +81,14 @@ const char audience_pg_ads_migration[] =
     "    AND c.relname < 'sessions_' || before)"
     "   OR (i.inhparent = 'ads'::regclass AND c.relname ~ '^ads_[0-9]{8}$'"
     "    AND c.relname < 'ads_' || before) LOOP"
-    "   EXECUTE format('SELECT count(*) FROM %I', part.relname) INTO n;"
+    "   IF left(part.relname, 9) = 'sessions_' THEN"
+    "    EXECUTE format('SELECT count(*) FROM %I', part.relname) INTO n;"
+    "    total := total + n;"
+    "   END IF;"
     "   EXECUTE format('DROP TABLE %I', part.relname);"
-    "   total := total + n;"
     "  END LOOP;"
-    "  DELETE FROM sessions_default WHERE start_ms < day * 86400000;"
-    "  GET DIAGNOSTICS n = ROW_COUNT;"
-    "  total := total + n;"
     "  DELETE FROM ads_default WHERE asked_ms < day * 86400000;"
+    "  DELETE FROM sessions_default WHERE start_ms < day * 86400000;"
     "  GET DIAGNOSTICS n = ROW_COUNT;"
     "  DELETE FROM session_hours WHERE hour < day * 24;"
     "  DELETE FROM figures_cache WHERE bucket_ms < day * 86400000;"

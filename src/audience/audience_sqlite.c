@@ -298,8 +298,10 @@ static int64_t sqlite_prune(audience_db_t *db, int days, int *more)
     }
     sqlite3_finalize(del);
     *more = again && rc == SQLITE_DONE;
-    int64_t ads = rc == SQLITE_DONE ? audience_sqlite_ads_prune(s->sql, before) : 0;
-    return removed + (ads > 0 ? ads : 0);
+    if (rc == SQLITE_DONE) /* the ad decisions asked before then (not counted: the log says
+                            * how many sessions) */
+        audience_sqlite_ads_prune(s->sql, before);
+    return removed;
 }
 
 static void sqlite_figures(audience_db_t *db, audience_query_t *q)

@@ -11,7 +11,8 @@ complete; a robot's ads (its session recorded invalid) are in the gross figures 
 ad's title from the ad server comes back as it was sent (quotes, <, &) in each format; an ad
 server that times out gives requests without fills (fill rate 0) and records why; an HLS
 session through a break is counted as an HLS decision; the records are in the store's ads
-table (one row per ad placed) with the session's id, so they join to its session record.
+table (one row per ad placed) with the session's id, so they join to its session record. A
+break carried by an upgrade is recorded once, by the new process, with every event it reached.
 The admin audience page's Ads table is checked in Chromium (test_ads_figures_web.py).
 """
 
@@ -29,6 +30,7 @@ import formatlib as fl
 import wirelib
 from test_ads import TEMPLATE, ads, ads_xml, adbreak, audio_of, offer  # noqa: F401 (fixture)
 from test_ads_hls import HLS_XML, Session, ad_segments, wait_ads_listed, wait_rejoined
+from test_ads_upgrade import hand_back, read_into, slow_listener, upgrade_by_command
 from test_audience_pg import cluster  # noqa: F401 (a fixture)
 from test_fallback import mount_xml
 
@@ -127,29 +129,6 @@ def wait_figures(srv, query, want_requests, want_completes, timeout=30):
     return wirelib.wait_until(done, timeout, lambda: "figures %r" % figures(srv, query))
 
 
-def leave_halfway(srv, audio):
-    """A listener on a small socket that reads 52 % of the ad, then leaves."""
-    lis = srv.listener(MOUNT, rcvbuf=4096)
-    assert lis.open(timeout=10, start=False).status == 200
-    got = bytearray(lis.snapshot())
-    lis.sock.settimeout(10)
-    while len(got) < 16384:
-        got += lis.sock.recv(4096)
-    return lis, got
-
-
-def read_half(lis, got, audio):
-    half = int(len(audio) * 0.52)
-    while True:
-        at = got.find(audio[:1024])
-        if at >= 0 and len(got) >= at + half:
-            break
-        chunk = lis.sock.recv(4096)
-        assert chunk, "closed"
-        got += chunk
-    lis.sock.close()
-
-
 @pytest.mark.parametrize("store", ["sqlite", "postgresql"])
 def test_listeners_in_a_break_give_requests_fills_impressions_and_completes(
         server, request, ads, tmp_path, store):
@@ -160,11 +139,12 @@ def test_listeners_in_a_break_give_requests_fills_impressions_and_completes(
     srv, src = station(server, request, ads, store, sndbuf=8192)
     t0 = int(time.time()) - 1
     procs = [curl(srv, "fig-curl/1") for _ in range(n)] + [curl(srv, ROBOT)]
-    half, got = leave_halfway(srv, audio)
+    half, got = slow_listener(srv, MOUNT, 16384)   # it reads by hand and leaves halfway
     try:
         wirelib.wait_until(lambda: listeners_on(srv) == n + 2, 20, "the listeners")
         assert adbreak(srv, 20).status == 200
-        read_half(half, got, audio)
+        read_into(half, got, audio[:1024], int(len(audio) * 0.52))
+        half.sock.close()
         wirelib.wait_until(lambda: ads.events("a1").get("complete") == n + 1, 30,
                            lambda: "completes: %r" % ads.events("a1"))
     finally:
@@ -282,3 +262,28 @@ def test_an_hls_session_through_a_break_is_counted(server, request, ads, tmp_pat
         "requests": 1, "fills": 1, "impressions": 1, "starts": 1, "completes": 1}
     [row] = stored(srv, request, store)
     assert row["hls"] == 1 and row["reached"] == "complete" and row["outcome"] == "filled"
+
+
+def test_a_break_carried_by_an_upgrade_is_recorded_once_by_the_process_it_ends_in(
+        server, request, ads, tmp_path):
+    data = offer(ads, tmp_path, seconds=20)
+    audio = audio_of(data)
+    srv, src = station(server, request, ads, "sqlite", sndbuf=8192)
+    t0 = int(time.time()) - 1
+    lis, got = slow_listener(srv, MOUNT, 16384)
+    assert adbreak(srv, 30).status == 200
+    read_into(lis, got, audio[:1024], len(audio) // 3)
+    wirelib.wait_until(lambda: ads.events("a1").get("firstQuartile") == 1, 10,
+                       lambda: "the first quartile: %r" % ads.events("a1"))
+    upgrade_by_command(srv)
+    hand_back(lis, got)
+    wirelib.wait_until(lambda: ads.events("a1").get("complete") == 1, 30,
+                       lambda: "complete: %r" % ads.events("a1"))
+    lis.close()
+    q = "period=all&from=%d&to=%d" % (t0, int(time.time()) + 60)
+    f = wait_figures(srv, q, 1, 1)
+    fl.stop_process(src)
+    assert counts(f["mounts"][MOUNT], MOUNT_KEYS) == {
+        "requests": 1, "fills": 1, "impressions": 1, "starts": 1, "completes": 1}
+    [row] = stored(srv, request, "sqlite")      # once: the old process wrote none
+    assert row["reached"] == "complete" and row["outcome"] == "filled"
