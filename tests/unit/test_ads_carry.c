@@ -138,8 +138,9 @@ static void test_record_carried(void)
     const char *urls[] = {"http://ads.example/m0.mp3", "http://ads.example/m1.mp3"};
     const char *cids[] = {"cr-0", ""}, *titles[] = {"Spot <zero>", NULL};
     ads_record_attach(rec, pod, urls, cids, titles);
-    unsigned fired = 0;
-    ads_track_sent(&pod->ad[0], c->bytes, &fired, 1); /* the first ad all delivered */
+    unsigned fired = ADS_FIRED_START | ADS_FIRED_IMPRESSION; /* as ads_track_sent notes them */
+    pod->ad[0].rec->events |= fired;
+    ads_record_sent(&pod->ad[0], c->bytes); /* the first ad all delivered */
     CHECK(rec->ad[0].events == fired && rec->ad[0].delivered_ms == c->duration_ms);
     CHECK(strncmp(rec->ad[1].creative_id, "url:", 4) == 0 && strlen(rec->ad[1].creative_id) == 20);
     buf_t b = {0};
