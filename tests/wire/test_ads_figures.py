@@ -12,12 +12,14 @@ ad's title from the ad server comes back as it was sent (quotes, <, &) in each f
 server that times out gives requests without fills (fill rate 0) and records why; an HLS
 session through a break is counted as an HLS decision; the records are in the store's ads
 table (one row per ad placed) with the session's id, so they join to its session record. A
-break carried by an upgrade is recorded once, by the new process, with every event it reached.
+break carried by an upgrade is recorded once, by the new process, with every event it reached;
+decisions made while PostgreSQL is away go through the spool (A1 lines) and are written once.
 The admin audience page's Ads table is checked in Chromium (test_ads_figures_web.py).
 """
 
 import csv
 import io
+import os
 import sqlite3
 import subprocess
 import time
@@ -32,6 +34,7 @@ from test_ads import TEMPLATE, ads, ads_xml, adbreak, audio_of, offer  # noqa: F
 from test_ads_hls import HLS_XML, Session, ad_segments, wait_ads_listed, wait_rejoined
 from test_ads_upgrade import hand_back, read_into, slow_listener, upgrade_by_command
 from test_audience_pg import cluster  # noqa: F401 (a fixture)
+from test_audience_store import metric
 from test_fallback import mount_xml
 
 pytestmark = pytest.mark.rimecast_only      # Icecast has no ad breaks
@@ -287,3 +290,45 @@ def test_a_break_carried_by_an_upgrade_is_recorded_once_by_the_process_it_ends_i
         "requests": 1, "fills": 1, "impressions": 1, "starts": 1, "completes": 1}
     [row] = stored(srv, request, "sqlite")      # once: the old process wrote none
     assert row["reached"] == "complete" and row["outcome"] == "filled"
+
+
+def test_decisions_held_while_postgresql_is_away_go_through_the_spool_once(
+        server, request, ads, tmp_path):
+    """Decisions made while the database is away wait in memory, go to the spool (A1 lines)
+    when the server stops, and are written once after a restart, beside their sessions."""
+    cluster = request.getfixturevalue("cluster")
+    offer(ads, tmp_path, seconds=2)
+    ads.delay = 3
+    srv, src = station(server, request, ads, "postgresql",
+                       extra="<request-timeout-ms>500</request-timeout-ms>")
+    srv.wait_log("audience store: sessions are kept in", 10)
+    t0 = int(time.time()) - 1
+    cluster.stop()
+    procs = []
+    try:
+        procs = [curl(srv, "fig-away/1") for _ in range(2)]
+        wirelib.wait_until(lambda: listeners_on(srv) == 2, 20, "the listeners")
+        assert adbreak(srv, 10).status == 200
+        stop(procs)                                  # two decisions and two sessions held
+        wirelib.wait_until(lambda: metric(srv, "rimecast_audience_records_queued") >= 4, 15,
+                           lambda: "four records held: %s"
+                           % metric(srv, "rimecast_audience_records_queued"))
+        fl.stop_process(src)
+        assert srv.stop() == 0                       # what is in memory goes to the spool
+        with open(os.path.join(srv.logdir, "audience.spool"), "rb") as f:
+            kinds = sorted(line[:2] for line in f.read().splitlines())
+        assert kinds == [b"A1", b"A1", b"R3", b"R3"], kinds
+    finally:
+        stop(procs)
+        cluster.start()
+    srv.stopped = False
+    assert srv._spawn(10), srv.diagnostics()
+    q = "period=all&from=%d&to=%d" % (t0, int(time.time()) + 60)
+    f = wait_figures(srv, q, 2, 0)
+    assert counts(f["mounts"][MOUNT], MOUNT_KEYS) == {"requests": 2, "fills": 0,
+                                                      "impressions": 0, "starts": 0,
+                                                      "completes": 0}
+    rows = stored(srv, request, "postgresql")
+    assert [(r["outcome"], r["seq"]) for r in rows] == [("timeout", 0)] * 2
+    sessions = cluster.psql("SELECT conn_id FROM sessions ORDER BY conn_id", srv.ads_db)
+    assert sorted(r["session_id"] for r in rows) == [int(s[0]) for s in sessions]
