@@ -676,14 +676,17 @@
     if (range === "week") {
       weekFetched = Date.now();
       var from = (Math.floor(now / HOUR) - 7 * 24 + 1) * HOUR;
-      job = getJson("/admin/audience.json?" + qs(cutBy({ from: from, to: now, mount: mount, server: server }, "hour")))
+      var gross = state.traffic === "gross" ? "gross" : "";
+      job = getJson("/admin/audience.json?" + qs(cutBy({ from: from, to: now, mount: mount, server: server,
+                                                         traffic: gross }, "hour")))
         .then(function (doc) {
           var q = { from: from, to: now, by: "hour", mount: mount };
           var byStart = {};
           figureRows(doc).forEach(function (r) { if (r.mount === mount) byStart[r.start] = r.peak; });
           var xs = buckets(q);
           return { data: [xs, xs.map(function (t) { return byStart[t] || 0; })], span: [from, now],
-                   text: "The most listeners at once in each hour, from the audience store." };
+                   text: "The most listeners at once in each hour, from the audience store (" +
+                     (gross ? "gross: every session" : "net: valid sessions only") + ")." };
         });
     } else {
       job = getJson("/admin/history.json" + (mount ? "?mount=" + encodeURIComponent(mount) : ""))
@@ -694,8 +697,9 @@
             " These are the listeners of " + (thisServer || "the server of this page") +
             ", which sends this page; Week shows those of the server picked." : "";
           return { data: historyData(doc, range, span, now), span: [now - span, now],
-                   text: (range === "hour" ? "Listeners every 10 s, as the server counts them now." :
-                     "The most listeners in each 5 minutes, since the server started (at most a day).") + whose };
+                   text: (range === "hour" ? "Listeners every 10 s, as the server counts them now" :
+                     "The most listeners in each 5 minutes, since the server started (at most a day)") +
+                     ": every connection, robots and probes included, as Icecast counts listeners." + whose };
         });
     }
     return job.then(function (got) {

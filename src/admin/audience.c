@@ -96,6 +96,11 @@ static int parse_time(const char *s, int64_t def, int64_t *out)
     return parse_iso(s, out) < 0 || *out < 0 ? -1 : 0;
 }
 
+int admin_audience_time(const char *s, int64_t def, int64_t *out)
+{
+    return parse_time(s, def, out);
+}
+
 static void iso(char *out, size_t cap, int64_t ms)
 {
     time_t t = (time_t)(ms / 1000);
@@ -339,15 +344,49 @@ static char *server_param(admin_req_t *a)
     return name;
 }
 
+/* period= of the session log: the last 24h, 7d or 30d, a UTC day (YYYY-MM-DD) or month
+ * (YYYY-MM); 0, or -1 for anything else. */
+static int parse_span(const char *p, int64_t now, int64_t *from_ms, int64_t *to_ms)
+{
+    static const struct { const char *name; int64_t ms; } last[] = {
+        {"24h", 86400000}, {"7d", 7 * 86400000LL}, {"30d", 30 * 86400000LL}};
+    for (size_t i = 0; i < sizeof(last) / sizeof(last[0]); i++)
+        if (strcmp(p, last[i].name) == 0) {
+            *to_ms = now;
+            *from_ms = now - last[i].ms;
+            return 0;
+        }
+    char day[16];
+    if (strlen(p) == 10)
+        return parse_iso(p, from_ms) < 0 ? -1 : (*to_ms = *from_ms + 86400000, 0);
+    if (strlen(p) != 7 || snprintf(day, sizeof(day), "%s-01", p) != 10 ||
+        parse_iso(day, from_ms) < 0)
+        return -1;
+    time_t t = (time_t)(*from_ms / 1000);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    tm.tm_mon++; /* timegm carries December into January */
+    *to_ms = (int64_t)timegm(&tm) * 1000;
+    return 0;
+}
+
 const char *admin_audience_span(admin_req_t *a, int64_t *from_ms, int64_t *to_ms)
 {
     char *from = admin_param(a, "from"), *to = admin_param(a, "to"), *day = admin_param(a, "day");
+    char *period = admin_param(a, "period");
     const char *bad = NULL;
     int64_t now = ((int64_t)time(NULL) + 1) * 1000; /* the second going on included */
-    if (day && *day) {
+    int given = (day && *day) + (period && *period) + ((from && *from) || (to && *to));
+    if (given > 1) {
+        bad = "one of day, period, or from and to";
+    } else if (day && *day) {
         if (strlen(day) != 10 || parse_iso(day, from_ms) < 0)
             bad = "day: YYYY-MM-DD (a UTC day)";
         *to_ms = *from_ms + 86400000;
+    } else if (period && *period) {
+        if (parse_span(period, now, from_ms, to_ms) < 0)
+            bad = "period: 24h, 7d or 30d (the last of them), YYYY-MM-DD (a UTC day) or YYYY-MM"
+                  " (a UTC month)";
     } else if (parse_time(to, now, to_ms) < 0 || parse_time(from, *to_ms - 86400000, from_ms) < 0) {
         bad = "from and to: unix seconds or ISO 8601 (YYYY-MM-DD[THH:MM[:SS[.fff]]][Z|+HH:MM])";
     }
@@ -356,6 +395,7 @@ const char *admin_audience_span(admin_req_t *a, int64_t *from_ms, int64_t *to_ms
     free(from);
     free(to);
     free(day);
+    free(period);
     return bad;
 }
 

@@ -281,11 +281,36 @@ static void compute(audience_db_t *db, void *arg)
     }
 }
 
-const char *admin_audience_ads_query(admin_req_t *a, audience_ads_query_t *q)
+/* from and to (the last 24 hours by default), or day=YYYY-MM-DD; NULL, or what is wrong. */
+static const char *ads_span(admin_req_t *a, audience_ads_query_t *q)
+{
+    char *from = admin_param(a, "from"), *to = admin_param(a, "to"), *day = admin_param(a, "day");
+    const char *bad = NULL;
+    int64_t now = ((int64_t)time(NULL) + 1) * 1000; /* the second going on included */
+    if (day && *day) {
+        if ((from && *from) || (to && *to))
+            bad = "day, or from and to: not both";
+        else if (strlen(day) != 10 || admin_audience_time(day, 0, &q->from_ms) < 0)
+            bad = "day: YYYY-MM-DD (a UTC day)";
+        q->to_ms = q->from_ms + 86400000;
+    } else if (admin_audience_time(to, now, &q->to_ms) < 0 ||
+               admin_audience_time(from, q->to_ms - 86400000, &q->from_ms) < 0) {
+        bad = "from and to: unix seconds or ISO 8601 (YYYY-MM-DD[THH:MM[:SS[.fff]]][Z|+HH:MM])";
+    }
+    if (!bad && q->from_ms >= q->to_ms)
+        bad = "from must come before to";
+    free(from);
+    free(to);
+    free(day);
+    return bad;
+}
+
+/* The query a request asks for: NULL, or what is wrong with it. */
+static const char *read_query(admin_req_t *a, audience_ads_query_t *q)
 {
     char *period = admin_param(a, "period"), *traffic = admin_param(a, "traffic");
     char *server = admin_param(a, "server");
-    const char *bad = admin_audience_span(a, &q->from_ms, &q->to_ms);
+    const char *bad = ads_span(a, q);
     q->gross = traffic && strcmp(traffic, "gross") == 0;
     if (!bad && period && *period && strcmp(period, "hour") != 0 &&
         strcmp(period, "day") != 0 && strcmp(period, "all") != 0)
@@ -315,7 +340,7 @@ void admin_cmd_audience_ads(admin_req_t *a)
     }
     char *format = admin_param(a, "format");
     j->view = a->view;
-    const char *bad = admin_audience_ads_query(a, &j->q);
+    const char *bad = read_query(a, &j->q);
     if (!bad && format && *format) {
         j->view = strcmp(format, "json") == 0  ? ADMIN_VIEW_JSON
                   : strcmp(format, "csv") == 0 ? ADMIN_VIEW_CSV

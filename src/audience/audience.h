@@ -40,6 +40,11 @@
 #define AUDIENCE_AQH_MIN_MS 300000 /* AQH: five minutes within the quarter-hour */
 #define AUDIENCE_CHAIN_MS 3600000  /* pauses: a session's chain is followed this far before
                                     * and after a period (above <resume-seconds>' maximum) */
+/* Webcast Metrics: a session lasts at most 24 hours. In every figure a record's end is taken
+ * as at most this long after its start; the record itself is kept as it was. The SQL of both
+ * stores spells it AUDIENCE_SESSION_CAP_SQL. */
+#define AUDIENCE_SESSION_CAP_MS 86400000
+#define AUDIENCE_SESSION_CAP_SQL "86400000"
 
 typedef struct audience_country {
     char cc[8];                /* ISO code, "" unknown */

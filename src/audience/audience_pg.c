@@ -37,13 +37,14 @@
                                 * then record by record: those that fail alone are lost */
 
 /* ---- the schema ----
- * Version 1 made it; version 2 keeps the figures of Webcast Metrics (AS, SS, AQH) in the cache
- * too; version 3 has the listener key; version 4 why a session is invalid traffic and whether
- * it was an HLS one; version 5 forgets the figures kept (AQH per listener); version 6 has
- * the ad decisions (table ads). A server finding an older version brings it up to its own in one transaction, under an
- * advisory lock (servers starting together wait for each other); a newer one (a later binary
- * on another server) is used as it is. Text columns compare bytes (COLLATE "C"): the order of
- * mounts and countries is the SQLite store's. */
+ * Version 1 made it; version 2 keeps the figures of Webcast Metrics (AS, SS, AQH) in the
+ * cache too; version 3 has the listener key; version 4 why a session is invalid traffic and
+ * whether it was an HLS one; version 5 forgets the figures kept (AQH per listener); version
+ * 6 makes again the figures kept before a session counted 24 hours at most; version 7 has
+ * the ad decisions (table ads). A server finding an older version brings it up to its own
+ * in one transaction, under an advisory lock (servers starting together wait for each
+ * other); a newer one (a later binary on another server) is used as it is. Text columns
+ * compare bytes (COLLATE "C"): the order of mounts and countries is the SQLite store's. */
 #define SCHEMA_LOCK "7236120936"   /* pg_advisory_xact_lock keys of this store */
 #define PARTITION_LOCK AUDIENCE_PG_PARTITION_LOCK
 
@@ -156,7 +157,10 @@ static const char *const migrations[] = {
     /* 5: AQH sums a listener's time in a quarter-hour over its sessions: the figures kept
      * before counted each session alone, and are made again */
     "DELETE FROM figures_cache;",
-    /* 6: listeners' ad decisions (audience_pg_ads.c), partitioned and dropped by day with
+    /* 6: a session counts at most 24 hours in the figures (AUDIENCE_SESSION_CAP_MS): the
+     * figures kept before counted longer ones whole, and are made again */
+    "DELETE FROM figures_cache;",
+    /* 7: listeners' ad decisions (audience_pg_ads.c), partitioned and dropped by day with
      * the sessions */
     audience_pg_ads_migration,
 };

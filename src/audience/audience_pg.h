@@ -78,7 +78,7 @@ void audience_pg_top(audience_db_t *db, audience_top_t *t);
 struct audience_export;
 void audience_pg_sessions(audience_db_t *db, struct audience_export *x);
 
-/* Ad decisions (audience_pg_ads.c): the migration that makes their table (version 6), a
+/* Ad decisions (audience_pg_ads.c): the migration that makes their table (version 7), a
  * write of n of them (e->ad set; 0, or -1 with p->err saying why) and the ads figures. */
 extern const char audience_pg_ads_migration[];
 int audience_pg_ads_write(audience_db_t *db, audience_record_t *const *v, size_t n);

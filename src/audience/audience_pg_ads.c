@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * audience_pg_ads: ad decisions in the PostgreSQL store and their figures (audience_ads.h):
- * table ads (schema version 6), partitioned by the UTC day a decision was asked as sessions
+ * table ads (schema version 7), partitioned by the UTC day a decision was asked as sessions
  * are by the day a session began (the same function makes both days' partitions, the same
  * retention drops them), one row per ad placed (seq 1, 2, ...) or one without an ad (seq 0),
  * unique by the record's id: a record written twice is there once. The figures are two

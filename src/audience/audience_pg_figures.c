@@ -34,26 +34,29 @@
 
 #define FIGURES_MS 120000      /* the figures made within this, or the connection is cut */
 
+/* A record's end in the figures: at most AUDIENCE_SESSION_CAP_MS after its start. */
+#define CAPPED_END "least(end_ms, start_ms + " AUDIENCE_SESSION_CAP_SQL ")"
+
 /* The sessions of bucket m (a row of m below) widened by $10 each side (with pauses,
  * AUDIENCE_CHAIN_MS: its sessions' chains) as one relation: $4 a mount or NULL, $5 a server or
  * NULL, $6 the oldest fresh row of a session going on. */
 #define BUCKET_SESSIONS                                                                        \
-    "SELECT mount, start_ms, end_ms, ip, coalesce(user_agent, '') AS ua,"                     \
+    "SELECT mount, start_ms, " CAPPED_END " AS end_ms, ip, coalesce(user_agent, '') AS ua,"   \
     " coalesce(country, '') AS cc, preroll <> 0 AS preroll, false AS now, listener_key AS k"  \
     " FROM sessions WHERE start_ms >= m.bf - $10::bigint - 3600000"                           \
-    " AND start_ms < m.bt + $10::bigint AND end_ms > m.bf - $10::bigint"                      \
+    " AND start_ms < m.bt + $10::bigint AND " CAPPED_END " > m.bf - $10::bigint"              \
     " AND ($4::text IS NULL OR mount = $4) AND ($5::text IS NULL OR server = $5)"             \
     " AND ($12::boolean OR invalid = '')"                                                      \
-    " UNION ALL SELECT mount, start_ms, end_ms, ip, coalesce(user_agent, ''),"                \
+    " UNION ALL SELECT mount, start_ms, " CAPPED_END ", ip, coalesce(user_agent, ''),"        \
     " coalesce(country, ''), preroll <> 0, false, listener_key FROM sessions"                 \
     " WHERE end_ms > m.bf - $10::bigint AND start_ms < m.bf - $10::bigint - 3600000"          \
-    " AND end_ms - start_ms > 3600000"                                                         \
+    " AND end_ms - start_ms > 3600000 AND " CAPPED_END " > m.bf - $10::bigint"                \
     " AND ($4::text IS NULL OR mount = $4) AND ($5::text IS NULL OR server = $5)"             \
     " AND ($12::boolean OR invalid = '')"                                                      \
-    " UNION ALL SELECT mount, start_ms, end_ms, ip, coalesce(user_agent, ''),"                \
+    " UNION ALL SELECT mount, start_ms, " CAPPED_END ", ip, coalesce(user_agent, ''),"        \
     " coalesce(country, ''), preroll <> 0, true, listener_key FROM live_sessions l"           \
     " WHERE l.end_ms >= $6 AND l.start_ms < m.bt + $10::bigint"                               \
-    " AND l.end_ms > m.bf - $10::bigint"                                                      \
+    " AND least(l.end_ms, l.start_ms + " AUDIENCE_SESSION_CAP_SQL ") > m.bf - $10::bigint"     \
     " AND ($4::text IS NULL OR mount = $4) AND ($5::text IS NULL OR server = $5)"             \
     " AND ($12::boolean OR invalid = '')"                                                      \
     " AND NOT EXISTS (SELECT 1 FROM sessions x WHERE x.start_ms = l.start_ms"                 \
@@ -496,11 +499,11 @@ static void figures_free(figures_t *f)
 static const char servers_sql[] =
     "SELECT m.b, s.server FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS m(bf, bt, b),"
     " LATERAL (SELECT server FROM sessions WHERE start_ms >= m.bf - 3600000"
-    "  AND start_ms < m.bt AND end_ms > m.bf"
+    "  AND start_ms < m.bt AND " CAPPED_END " > m.bf"
     "  UNION SELECT server FROM sessions WHERE end_ms > m.bf AND start_ms < m.bf - 3600000"
-    "  AND end_ms - start_ms > 3600000) s"
+    "  AND end_ms - start_ms > 3600000 AND " CAPPED_END " > m.bf) s"
     " UNION ALL SELECT DISTINCT 0, server FROM live_sessions WHERE end_ms >= $3"
-    "  AND start_ms < $5 AND end_ms > $4";
+    "  AND start_ms < $5 AND " CAPPED_END " > $4";
 
 static void memo_clear(audience_pg_memo_t *m)
 {
@@ -705,13 +708,14 @@ static const char top_sql[] =
     " coalesce(sum(least(end_ms, $2) - greatest(start_ms, $1))"
     "  FILTER (WHERE end_ms - start_ms >= $3), 0),"
     " sum(count(*)) OVER ()"
-    " FROM (SELECT CASE WHEN $5 THEN referer ELSE user_agent END AS k, start_ms, end_ms"
-    "  FROM sessions WHERE start_ms >= $1::bigint - 3600000 AND start_ms < $2 AND end_ms > $1"
+    " FROM (SELECT CASE WHEN $5 THEN referer ELSE user_agent END AS k, start_ms,"
+    "  " CAPPED_END " AS end_ms FROM sessions WHERE start_ms >= $1::bigint - 3600000"
+    "  AND start_ms < $2 AND " CAPPED_END " > $1"
     "  AND ($4::text IS NULL OR mount = $4) AND ($7::text IS NULL OR server = $7)"
     "  AND ($8::boolean OR invalid = '')"
-    "  UNION ALL SELECT CASE WHEN $5 THEN referer ELSE user_agent END, start_ms, end_ms"
+    "  UNION ALL SELECT CASE WHEN $5 THEN referer ELSE user_agent END, start_ms, " CAPPED_END
     "  FROM sessions WHERE end_ms > $1 AND start_ms < $1::bigint - 3600000"
-    "  AND end_ms - start_ms > 3600000"
+    "  AND end_ms - start_ms > 3600000 AND " CAPPED_END " > $1"
     "  AND ($4::text IS NULL OR mount = $4) AND ($7::text IS NULL OR server = $7)"
     "  AND ($8::boolean OR invalid = '')) s"
     " GROUP BY k ORDER BY count(*) DESC, k NULLS FIRST LIMIT $6";

@@ -75,14 +75,17 @@ static int live_snapshot(sqlite3 *db, int qualify_s, int anonymize)
  * is the longest session (see "The lower bound" below), ?4 a mount or NULL for all, ?5 a
  * server or NULL for all, ?6 this server's name (the sessions going on are its own, and so
  * are records without a name, written before records had one), ?7 1 for the valid sessions
- * only (net), 0 for every one (gross). */
+ * only (net), 0 for every one (gross). A record counts up to its CAPPED_END. */
+/* A record's end in the figures: at most AUDIENCE_SESSION_CAP_MS after its start. */
+#define CAPPED_END "MIN(end_ms, start_ms + " AUDIENCE_SESSION_CAP_SQL ")"
+
 static const char period_sql[] =
     "SELECT mount, start_ms, end_ms, ip, IFNULL(user_agent, ''), IFNULL(country, ''),"
     " preroll, now, listener_key"
-    " FROM (SELECT mount, start_ms, end_ms, ip, user_agent, country, preroll, 0 AS now,"
-    "  IFNULL(server, ?6) AS srv, listener_key, invalid FROM sessions UNION ALL SELECT mount,"
-    "  start_ms, end_ms, ip, user_agent, country, preroll, 1, ?6, listener_key, invalid"
-    "  FROM temp.live)"
+    " FROM (SELECT mount, start_ms, " CAPPED_END " AS end_ms, ip, user_agent, country,"
+    "  preroll, 0 AS now, IFNULL(server, ?6) AS srv, listener_key, invalid FROM sessions"
+    "  UNION ALL SELECT mount, start_ms, " CAPPED_END ", ip, user_agent, country, preroll, 1,"
+    "  ?6, listener_key, invalid FROM temp.live)"
     " WHERE start_ms >= ?1 - ?3 AND start_ms < ?2 AND end_ms > ?1"
     " AND (?4 IS NULL OR mount = ?4) AND (?5 IS NULL OR srv = ?5)"
     " AND (?7 = 0 OR invalid = '') ORDER BY start_ms";
@@ -92,8 +95,8 @@ static const char period_sql[] =
  * ?4 the longest session (the lower bound on start_ms, as above). */
 static const char servers_sql[] =
     "SELECT IFNULL(server, ?3) AS srv FROM sessions"
-    " WHERE start_ms >= ?1 - ?4 AND start_ms < ?2 AND end_ms > ?1"
-    " UNION SELECT ?3 FROM temp.live WHERE start_ms < ?2 AND end_ms > ?1 ORDER BY srv";
+    " WHERE start_ms >= ?1 - ?4 AND start_ms < ?2 AND " CAPPED_END " > ?1"
+    " UNION SELECT ?3 FROM temp.live WHERE start_ms < ?2 AND " CAPPED_END " > ?1 ORDER BY srv";
 
 static const char longest_sql[] =
     "SELECT MAX(IFNULL((SELECT MAX(end_ms - start_ms) FROM sessions), 0),"

@@ -15,16 +15,19 @@
 
 /* ?1, ?2: the period; ?3 the qualifying length in ms; ?4 a mount or NULL for all; ?5 1 to
  * group by referrer; ?6 the limit; ?9 1 for the valid sessions only (net). The longest session bounds the search on start_ms from
- * below, as for the figures; the total of every group comes before the limit cuts them.
+ * below, as for the figures; the total of every group comes before the limit cuts them. A
+ * record counts up to 24 hours after its start (AUDIENCE_SESSION_CAP_MS).
  * The first %s: the column of user agents; the second: for one server, SERVER_SQL. */
 static const char top_sql[] =
     "SELECT CASE WHEN ?5 THEN referer ELSE %s END AS k, COUNT(*),"
     " TOTAL(end_ms - start_ms >= ?3),"
-    " TOTAL(CASE WHEN end_ms - start_ms >= ?3 THEN MIN(end_ms, ?2) - MAX(start_ms, ?1)"
+    " TOTAL(CASE WHEN end_ms - start_ms >= ?3"
+    "  THEN MIN(end_ms, start_ms + " AUDIENCE_SESSION_CAP_SQL ", ?2) - MAX(start_ms, ?1)"
     "  ELSE 0 END),"
     " SUM(COUNT(*)) OVER ()"
     " FROM sessions WHERE start_ms >= ?1 - (SELECT IFNULL(MAX(end_ms - start_ms), 0)"
-    "  FROM sessions) AND start_ms < ?2 AND end_ms > ?1 AND (?4 IS NULL OR mount = ?4)%s"
+    "  FROM sessions) AND start_ms < ?2"
+    " AND MIN(end_ms, start_ms + " AUDIENCE_SESSION_CAP_SQL ") > ?1 AND (?4 IS NULL OR mount = ?4)%s"
     " AND (?9 = 0 OR invalid = '')"
     " GROUP BY k ORDER BY COUNT(*) DESC, k LIMIT ?6";
 /* ?7 the server asked for, ?8 this one's name (that of records written before they had one) */

@@ -271,6 +271,44 @@ static void aqh_counts_listeners(void)
     sqlite3_close(db);
 }
 
+/* ---- a session counts 24 hours at most: example K of docs/AUDIENCE.md ----
+ * m on /cap from 12:00 of day 1 to 18:00 of day 2 (30 hours), n on /cap 23:00-23:30 of day 1.
+ * Day 1 (00:00-24:00): m's 12 hours, n's 30 minutes. Day 2: m's first 12 hours (to 12:00), not
+ * its last 6; the hour 13:00-14:00 of day 2 has no session at all. The record stays whole. */
+static void a_session_counts_a_day_at_most(void)
+{
+    sqlite3 *db = NULL;
+    CHECK(sqlite3_open(":memory:", &db) == SQLITE_OK);
+    CHECK(sqlite3_exec(db, audience_sqlite_schema(), NULL, NULL, NULL) == SQLITE_OK);
+    char rows[512];
+    snprintf(rows, sizeof(rows),
+             "INSERT INTO sessions (conn_id, mount, served, start_ms, end_ms, bytes, ip,"
+             " user_agent, ended) VALUES (1, '/cap', '/cap', %lld, %lld, 1, 'M', 'm',"
+             " 'client_left'), (2, '/cap', '/cap', %lld, %lld, 1, 'N', 'n', 'client_left')",
+             (long long)(DAY + 12 * HOUR), (long long)(2 * DAY + 18 * HOUR),
+             (long long)(DAY + 23 * HOUR), (long long)(DAY + 23 * HOUR + 30 * MIN));
+    CHECK(sqlite3_exec(db, rows, NULL, NULL, NULL) == SQLITE_OK);
+    audience_query_t q = {.from_ms = DAY, .to_ms = 3 * DAY, .step_ms = DAY, .qualify_s = 60};
+    audience_sqlite_figures(db, &q);
+    CHECK(q.err == 0);
+    const audience_row_t *d1 = row(&q, DAY, "/cap"), *d2 = row(&q, 2 * DAY, "/cap");
+    CHECK(d1 && d1->active == 2 && d1->started == 2 &&
+          d1->listened_ms == (uint64_t)(12 * HOUR + 30 * MIN));
+    CHECK(d2 && d2->active == 1 && d2->started == 0 && d2->listened_ms == (uint64_t)(12 * HOUR));
+    audience_query_clear(&q);
+    q = (audience_query_t){.from_ms = 2 * DAY + 13 * HOUR, .to_ms = 2 * DAY + 14 * HOUR,
+                           .qualify_s = 60};
+    audience_sqlite_figures(db, &q);
+    CHECK(q.err == 0 && !row(&q, 2 * DAY + 13 * HOUR, "/cap"));
+    audience_query_clear(&q);
+    sqlite3_stmt *st = NULL;
+    CHECK(sqlite3_prepare_v2(db, "SELECT end_ms FROM sessions WHERE conn_id = 1", -1, &st,
+                             NULL) == SQLITE_OK);
+    CHECK(sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 0) == 2 * DAY + 18 * HOUR);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+}
+
 /* ---- the one pass against a brute force ---- */
 
 typedef struct rnd_session {
@@ -365,7 +403,7 @@ static size_t rnd_sessions(sqlite3 *db, rnd_session_t *v, size_t n, size_t live,
             CHECK(joined[i - n] != NULL);
             if (s->preroll)
                 session_live_preroll(joined[i - n]);
-            s->end_ms = INT64_MAX;
+            s->end_ms = s->start_ms + AUDIENCE_SESSION_CAP_MS; /* counted 24 hours at most */
             char shown[64];
             session_address(s->address, anonymize, shown, sizeof(shown));
             snprintf(s->address, sizeof(s->address), "%s", shown);
@@ -391,6 +429,9 @@ static size_t rnd_sessions(sqlite3 *db, rnd_session_t *v, size_t n, size_t live,
         else
             sqlite3_bind_null(ins, 9);
         CHECK(sqlite3_step(ins) == SQLITE_DONE);
+        /* stored as it was, counted 24 hours at most */
+        if (s->end_ms - s->start_ms > AUDIENCE_SESSION_CAP_MS)
+            s->end_ms = s->start_ms + AUDIENCE_SESSION_CAP_MS;
     }
     sqlite3_finalize(ins);
     return n + live;
@@ -828,6 +869,7 @@ int main(void)
     truncation_keeps_the_network();
     webcast_metrics_worked_example();
     aqh_counts_listeners();
+    a_session_counts_a_day_at_most();
     pauses_and_listener_keys_worked_example();
     one_pass_matches_the_definitions();
     the_servers_of_the_period();

@@ -198,6 +198,11 @@ def test_listeners_in_a_break_give_requests_fills_impressions_and_completes(
     assert adminlib.admin(srv, "/admin/audience/ads.json?period=week").status == 400
     assert adminlib.admin(srv, "/admin/audience/ads?format=yaml").status == 400
     assert adminlib.admin(srv, "/admin/audience/ads.json?traffic=all").status == 400
+    assert adminlib.admin(srv, "/admin/audience/ads.json?day=2026-13").status == 400
+    day = time.strftime("%Y-%m-%d", time.gmtime(t0))
+    assert adminlib.admin(srv, "/admin/audience/ads.json?day=%s&from=%d" % (day, t0)).status == 400
+    r = adminlib.admin(srv, "/admin/audience/ads.json?day=%s&period=all" % day)
+    assert r.status == 200 and r.json()["from"] == day + "T00:00:00Z"
 
 
 def stored(srv, request, store):

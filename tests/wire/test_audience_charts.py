@@ -564,6 +564,20 @@ def test_the_traffic_picker_shows_net_or_gross_figures_and_says_which(store, bro
         assert "traffic=gross" in b.one('[data-ac="%s"]' % link).get_attribute("href")
     # the robot is among the players of the gross list only
     assert "ExampleBot/1.0" in [a for a, _, _ in listed(b, "agents")]
+    # the listeners over a week come from the store: the gross peaks, and the note says so;
+    # over the last hour they are the connections counted now, and the note says that
+    b.wait_click('[data-range="week"]')
+    b.wait(lambda: "gross" in b.text('[data-ac="listeners-note"]'), 15, "the week's note")
+    p = plotted(b)["listeners"]
+    doc = figures(srv, "traffic=gross&from=%d&to=%d" % (p["x"][0], p["x"][-1] + H), "hour")
+    peaks = series_of(doc, "", "peak")
+    robots_hour = (now - 3600) // H * H
+    assert peaks[robots_hour] >= 2
+    shown = dict(zip(p["x"], p["Listeners"]))
+    assert all(shown[t] == v for t, v in peaks.items()), (peaks, shown)
+    b.wait_click('[data-range="hour"]')
+    b.wait(lambda: "every connection" in b.text('[data-ac="listeners-note"]'), 15,
+           "the hour's note")
     before = updated(b)
     pick(b, "traffic", "net")
     wait_update(b, before, "the net figures again")

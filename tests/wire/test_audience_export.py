@@ -12,6 +12,7 @@ writes the file of each of the last days (the finished ones only), complete, non
 its temporary name, each listing the sessions that ended that day.
 """
 
+import calendar
 import os
 import pwd
 import re
@@ -278,6 +279,19 @@ def test_the_sessions_of_a_period_as_w3c_and_tsv_logs_and_daily_files(server, re
     day = time.strftime("%Y-%m-%d", time.gmtime(day0 + DAY))
     got = read_tsv(export(srv, "day=%s&format=tsv&mount=/b&server=edge-2" % day).text)
     assert by_start(got) == ended_in(rows, day0 + DAY, day0 + 2 * DAY, "/b", "edge-2") and got
+    # period=: that day too, the last 7 days (every row, all ended in them), the month
+    assert read_tsv(export(srv, "period=%s&format=tsv&mount=/b&server=edge-2" % day).text) == got
+    assert by_start(read_tsv(export(srv, "period=7d&format=tsv").text)) == by_start(
+        ended_in(rows, int(time.time()) - 7 * DAY, int(time.time()) + 1))
+    month = time.strftime("%Y-%m", time.gmtime(day0 + DAY))
+    m0 = calendar.timegm(time.strptime(month + "-01", "%Y-%m-%d"))
+    m1 = calendar.timegm(time.strptime(time.strftime("%Y-%m-01", time.gmtime(m0 + 32 * DAY)),
+                                       "%Y-%m-%d"))
+    assert by_start(read_tsv(export(srv, "period=%s&format=tsv" % month).text)) == by_start(
+        ended_in(rows, m0, m1))
+    for bad in ("period=week", "period=2026-13", "period=7d&day=%s" % day,
+                "period=24h&from=%d" % day0):
+        assert adminlib.admin(srv, "/admin/audience/sessions?" + bad).status == 400, bad
     # every text came back byte for byte (the rows are equal), hostile ones among them, and
     # robots and HLS sessions
     first = ended_in(rows, day0, day0 + DAY)

@@ -6,7 +6,8 @@ clock quarter-hour, averaged), on the SQLite store and on PostgreSQL.
 Covers: curl listening 65 s counts in AS and SS, curl listening 45 s does not (a session
 counts from one minute), on both stores, in JSON, CSV and XML; the worked example of
 docs/AUDIENCE.md (sessions of 59 and 61 s, one over a quarter-hour's edge, one begun the
-hour before) written into both stores gives the example's figures, the same on both.
+hour before) written into both stores gives the example's figures, the same on both; a
+session of 30 hours counts its first 24 only (example K), on both stores, its record whole.
 """
 
 import csv
@@ -135,7 +136,57 @@ def test_the_worked_example_gives_its_figures_on_both_stores(server, cluster):
     # asked again on PostgreSQL: the hours kept in its cache, the same answer
     assert wm_json(pg, q) == got[1]
     assert [int(v[0]) for v in cluster.psql("SELECT version FROM rimecast_schema ORDER BY 1",
-                                            db)] == [1, 2, 3, 4, 5]
+                                            db)] == [1, 2, 3, 4, 5, 6]
     csv_rows = [wm_csv(s, q)[(start, "/wm")] for s in (lite, pg)]
     assert [r["aqh"] for r in csv_rows] == ["1.000", "1.000"]
     assert ET.tostring(wm_xml(lite, q)[(start, "/wm")]) == ET.tostring(wm_xml(pg, q)[(start, "/wm")])
+
+
+def test_a_session_counts_its_first_24_hours_only_on_both_stores(server, cluster):
+    """Example K of docs/AUDIENCE.md: m listens 30 hours, 12:00 of day 1 to 18:00 of day 2;
+    n half an hour, 23:00-23:30 of day 1."""
+    db = cluster.new_database()
+    lite = start_server(server)
+    pg = start_server(server, audience_xml="<database>%s</database><server-name>edge-cap"
+                      "</server-name>" % cluster.uri(db))
+    for s in (lite, pg):
+        s.wait_log("audience store: sessions are kept in", 10)
+    day = (int(time.time()) // 86400 - 4) * 86400
+    hour = 3600 * 1000
+    example = [("198.51.100.1", "m", (day * 1000 + 12 * hour), (day * 1000 + 42 * hour)),
+               ("198.51.100.2", "n", (day * 1000 + 23 * hour), (day * 1000 + 47 * hour // 2))]
+    con = sqlite3.connect(db_path(lite), timeout=5)
+    with con:
+        for i, (ip, ua, a, b) in enumerate(example):
+            con.execute("INSERT INTO sessions (conn_id, mount, served, start_ms, end_ms, bytes,"
+                        " ip, user_agent, ended) VALUES (?, '/cap', '/cap', ?, ?, 1, ?, ?,"
+                        " 'client_left')", (i + 1, a, b, ip, ua))
+    con.close()
+    values = ",".join("(gen_random_uuid(), 'edge-cap', %d, '/cap', '/cap', %d, %d, 1, '%s',"
+                      " '%s', 'client_left')" % (i + 1, a, b, ip, ua)
+                      for i, (ip, ua, a, b) in enumerate(example))
+    cluster.psql("INSERT INTO sessions (record_id, server, conn_id, mount, served, start_ms,"
+                 " end_ms, bytes, ip, user_agent, ended) VALUES " + values, db)
+    q = "period=day&from=%d&to=%d" % (day, day + 3 * 86400)
+    got = [wm_json(s, q) for s in (lite, pg)]
+    assert got[0] == got[1]
+    d1, d2 = (time.strftime("%Y-%m-%dT00:00:00Z", time.gmtime(day + n * 86400))
+              for n in (0, 1))
+    # day 1: m's 12 hours and n's half hour; day 2: m's first 12 hours, not its last 6
+    assert got[0][(d1, "/cap")]["tlh_hours"] == 12.5
+    assert got[0][(d1, "/cap")]["active_sessions"] == 2
+    assert got[0][(d2, "/cap")]["tlh_hours"] == 12.0
+    assert (got[0][(d2, "/cap")]["active_sessions"], got[0][(d2, "/cap")]["sessions_started"]) \
+        == (1, 0)
+    # 13:00-14:00 of day 2: after m's 24 hours, no session at all
+    late = "period=all&from=%d&to=%d" % (day + 37 * 3600, day + 38 * 3600)
+    for srv in (lite, pg):
+        rows = adminlib.admin(srv, "/admin/audience.json?" + late).json()["periods"]
+        assert [p for p in rows if p["mount"] == "/cap"] == []
+    # the records as they were
+    con = sqlite3.connect(db_path(lite), timeout=5)
+    assert con.execute("SELECT end_ms FROM sessions WHERE user_agent = 'm'").fetchone()[0] \
+        == day * 1000 + 42 * hour
+    con.close()
+    assert cluster.psql("SELECT end_ms FROM sessions WHERE user_agent = 'm'", db) \
+        == [[str(day * 1000 + 42 * hour)]]
