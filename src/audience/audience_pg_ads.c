@@ -50,6 +50,8 @@ const char audience_pg_ads_migration[] =
     ") PARTITION BY RANGE (asked_ms);"
     "CREATE TABLE ads_default PARTITION OF ads DEFAULT;"
     "CREATE INDEX ads_asked ON ads (asked_ms);"
+    /* the net figures look each decision's session up among the invalid ones only */
+    "CREATE INDEX sessions_invalid_conn ON sessions (conn_id) WHERE invalid <> '';"
     "CREATE OR REPLACE FUNCTION rimecast_day_partition(day bigint) RETURNS boolean"
     " LANGUAGE plpgsql AS $f$"
     " DECLARE suffix text := to_char(to_timestamp(day * 86400) AT TIME ZONE 'UTC', 'YYYYMMDD');"
@@ -225,9 +227,9 @@ int audience_pg_ads_write(audience_db_t *db, audience_record_t *const *v, size_t
     " FROM ads a WHERE a.asked_ms >= $1::bigint AND a.asked_ms < $2::bigint"                  \
     " AND ($4::text IS NULL OR a.mount = $4::text)"                                           \
     " AND ($5::text IS NULL OR a.server = $5::text)"                                          \
-    " AND ($6::int = 1 OR NOT EXISTS (SELECT 1 FROM sessions s WHERE s.mount = a.mount"       \
-    " AND s.start_ms <= a.asked_ms AND s.end_ms >= a.asked_ms AND s.conn_id = a.session_id"   \
-    " AND s.server = a.server AND s.invalid <> ''))"
+    " AND ($6::int = 1 OR NOT EXISTS (SELECT 1 FROM sessions s WHERE s.conn_id = a.session_id" \
+    " AND s.invalid <> '' AND s.mount = a.mount AND s.start_ms <= a.asked_ms"                 \
+    " AND s.end_ms >= a.asked_ms AND s.server = a.server))"
 #define ADS_BUCKET "CASE WHEN $3::bigint > 0 THEN a.asked_ms / $3::bigint ELSE 0 END"
 #define HAS(bit) "count(*) FILTER (WHERE a.events & " bit " <> 0)"
 

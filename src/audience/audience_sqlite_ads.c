@@ -35,7 +35,10 @@ static const char ads_schema[] =
     " events INTEGER NOT NULL DEFAULT 0,"
     " reached TEXT,"
     " PRIMARY KEY (record_id, seq));"
-    "CREATE INDEX IF NOT EXISTS ads_asked ON ads (asked_ms);";
+    "CREATE INDEX IF NOT EXISTS ads_asked ON ads (asked_ms);"
+    /* the net figures look each decision's session up among the invalid ones only: a small
+     * index (invalid sessions are few), kept up by their inserts alone */
+    "CREATE INDEX IF NOT EXISTS sessions_invalid_conn ON sessions (conn_id) WHERE invalid != '';";
 
 static const char insert_sql[] =
     "INSERT OR IGNORE INTO ads (record_id, seq, server, session_id, mount, hls, asked_ms,"
@@ -111,14 +114,16 @@ int64_t audience_sqlite_ads_prune(sqlite3 *db, int64_t before_ms)
 }
 
 /* The rows of the period that count: asked in [from, to), of the mount and server asked, and
- * (net) not of a session recorded invalid. ?1 from, ?2 to, ?3 step (0: one period), ?4 mount
- * (NULL all), ?5 server (NULL all), ?6 1 for gross. */
+ * (net) not of a session recorded invalid, looked up by its id in the index of invalid
+ * sessions (INDEXED BY: the (mount, start_ms) index would scan every session of the mount
+ * begun before). ?1 from, ?2 to, ?3 step (0: one period), ?4 mount (NULL all), ?5 server
+ * (NULL all), ?6 1 for gross. */
 #define ADS_WHERE                                                                              \
     " FROM ads a WHERE a.asked_ms >= ?1 AND a.asked_ms < ?2"                                  \
     " AND (?4 IS NULL OR a.mount = ?4) AND (?5 IS NULL OR a.server = ?5)"                     \
-    " AND (?6 OR NOT EXISTS (SELECT 1 FROM sessions s WHERE s.mount = a.mount"                \
-    " AND s.start_ms <= a.asked_ms AND s.end_ms >= a.asked_ms AND s.conn_id = a.session_id"   \
-    " AND s.server IS a.server AND s.invalid != ''))"
+    " AND (?6 OR NOT EXISTS (SELECT 1 FROM sessions s INDEXED BY sessions_invalid_conn"       \
+    " WHERE s.conn_id = a.session_id AND s.invalid != '' AND s.mount = a.mount"               \
+    " AND s.start_ms <= a.asked_ms AND s.end_ms >= a.asked_ms AND s.server IS a.server))"
 #define ADS_BUCKET " CASE WHEN ?3 > 0 THEN a.asked_ms / ?3 ELSE 0 END AS b"
 
 static const char mounts_sql[] =
