@@ -6,14 +6,17 @@
 # --tls: the listeners of both connect over TLS (a throw-away self-signed certificate, swarm
 # --tls); --tls-b: only B's, so that with A and B the same binary a round gives the TLS / plain
 # ratio of that build under one load. --hls MODE: HLS players instead (hlsswarm classic, ll or
-# hlsjs, of an MP3 mount fed a file ffmpeg makes), each server's CPU per 1 000 players.
+# hlsjs, of an MP3 mount fed a file ffmpeg makes), each server's CPU per 1 000 players; with
+# ll or hlsjs, after each round, the floor of a low-latency player at 500 ms parts (ll_floor
+# over as many connections, 10 s) and each server's ratio to it. Each round also gives the
+# machine's idle % over its measured window (the machine is shared: read figures with it).
 # Usage: ab.sh BIN_A BIN_B [--listeners 2000] [--seconds 30] [--window MS] [--rounds 3]
 #              [--tls | --tls-b | --hls classic|ll|hlsjs] [--extra XML (config of both)]
-#              [--port 19100 (A's; B's is 10 above)]
+#              [--port 19100 (A's; B's is 10 above)] [--no-floor]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 a=$1 b=$2; shift 2
-listeners=2000 seconds=30 window=500 rounds=3 tls="" base=19100 hls="" extra=""
+listeners=2000 seconds=30 window=500 rounds=3 tls="" base=19100 hls="" extra="" floor=1
 while [ $# -gt 0 ]; do
     case "$1" in
         --listeners) listeners=$2; shift 2 ;;
@@ -25,6 +28,7 @@ while [ $# -gt 0 ]; do
         --port) base=$2; shift 2 ;;
         --hls) hls=$2; shift 2 ;;
         --extra) extra=$2; shift 2 ;;
+        --no-floor) floor=0; shift ;;
         *) echo "ab.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -32,6 +36,9 @@ swarm=${SWARM_BIN:-$here/swarm}
 [ -x "$swarm" ] || swarm=$here/../build/loadtest/swarm
 hlsswarm=${HLSSWARM_BIN:-$here/hlsswarm}
 [ -x "$hlsswarm" ] || hlsswarm=$here/../build/loadtest/hlsswarm
+llfloor=${LL_FLOOR_BIN:-$here/ll_floor}
+[ -x "$llfloor" ] || llfloor=$here/../build/loadtest/ll_floor
+case "$hls" in ll | hlsjs) [ -x "$llfloor" ] || floor=0 ;; *) floor=0 ;; esac
 case "$hls" in "" | classic | ll | hlsjs) ;; *) echo "ab.sh: --hls classic|ll|hlsjs" >&2; exit 2 ;; esac
 out=$(mktemp -d "${TMPDIR:-/tmp}/ab.XXXXXX")
 chmod 755 "$out"
@@ -58,6 +65,8 @@ fi
 over_tls() { case " $tls " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# the machine's idle and total ticks (idle and iowait of all CPUs)
+machine_ticks() { awk '/^cpu / {print $5 + $6, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9}' /proc/stat; }
 
 run_round() {
     local i=0 port pid
@@ -96,18 +105,30 @@ run_round() {
         side=B
     done
     sleep 12 # all connected and past the burst
-    local t0=() t1=()
+    local t0=() t1=() m0 m1
     for pid in "${spids[@]}"; do t0+=("$(cpu_ticks "$pid")"); done
+    m0=$(machine_ticks)
     sleep "$seconds"
     for pid in "${spids[@]}"; do t1+=("$(cpu_ticks "$pid")"); done
+    m1=$(machine_ticks)
     local hz; hz=$(getconf CLK_TCK)
+    local cpu=()
     for k in 0 1; do
-        awk -v d=$((t1[k] - t0[k])) -v hz="$hz" -v s="$seconds" -v n="$listeners" -v k="$k" \
-            'BEGIN { printf "%s %.2f\n", (k == 0 ? "A" : "B"), d / hz / s * 100 * 1000 / n }'
+        cpu+=("$(awk -v d=$((t1[k] - t0[k])) -v hz="$hz" -v s="$seconds" -v n="$listeners" \
+            'BEGIN { printf "%.2f", d / hz / s * 100 * 1000 / n }')")
+        echo "$([ $k = 0 ] && echo A || echo B) ${cpu[k]}"
     done
+    echo "$m0 $m1" | awk '{ printf "idle %.0f%%\n", ($3 - $1) * 100 / ($4 - $2) }'
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
     wait 2>/dev/null || true
     pids=()
+    if [ "$floor" = 1 ]; then # the floor under the same machine, just after
+        local f
+        f=$("$llfloor" --players "$listeners" --seconds 10 --part-ms 500 --part-writes 1 |
+            sed -n 's/^pattern=ll .*cpu_pct_per_1000=\([0-9.]*\).*/\1/p')
+        [ -n "$f" ] && awk -v f="$f" -v a="${cpu[0]}" -v b="${cpu[1]}" \
+            'BEGIN { printf "floor %.2f A/floor %.2f B/floor %.2f\n", f, a / f, b / f }'
+    fi
 }
 
 echo "A = $a"

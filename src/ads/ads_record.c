@@ -125,10 +125,10 @@ void ads_record_sent(const ads_ad_t *ad, uint64_t sent)
 void ads_record_save(const ads_pod_t *pod, buf_t *out)
 {
     ads_record_t *r = pod->rec;
-    rec_u8(out, r ? 1 : 0);
     if (!r)
         return;
     r->carried = 1; /* the next process writes it */
+    rec_u8(out, ADS_RECORD_MAGIC);
     rec_u64(out, r->session);
     rec_str(out, r->mount);
     rec_u8(out, (uint8_t)r->hls);
@@ -155,26 +155,25 @@ static void get_id(rec_reader_t *in, char *out, size_t cap)
     free(s);
 }
 
-int ads_record_load(ads_pod_t *pod, rec_reader_t *in)
+ads_record_t *ads_record_read(rec_reader_t *in)
 {
-    if (in->p >= in->end || !rec_get_u8(in))
-        return in->error ? -1 : 0; /* a process from before: no record carried */
-    ads_record_t *r = calloc(1, sizeof(*r));
-    if (!r)
-        return 0; /* not kept: the pod plays all the same */
-    r->session = rec_get_u64(in);
-    r->mount = rec_get_str(in);
-    r->hls = rec_get_u8(in) & 1;
-    r->asked_ms = rec_get_i64(in);
+    if (in->p >= in->end || *in->p != ADS_RECORD_MAGIC)
+        return NULL; /* none carried (a process from before writes none) */
+    rec_get_u8(in);
+    ads_record_t t = {0};
+    t.session = rec_get_u64(in);
+    t.mount = rec_get_str(in);
+    t.hls = rec_get_u8(in) & 1;
+    t.asked_ms = rec_get_i64(in);
     uint8_t outcome = rec_get_u8(in);
-    r->outcome = outcome < ADS_OUT_KINDS ? (ads_outcome_t)outcome : ADS_OUT_ERROR;
-    r->vast_code = (int)rec_get_u32(in);
-    r->break_ms = rec_get_u32(in);
+    t.outcome = outcome < ADS_OUT_KINDS ? (ads_outcome_t)outcome : ADS_OUT_ERROR;
+    t.vast_code = (int)rec_get_u32(in);
+    t.break_ms = rec_get_u32(in);
     uint32_t n = rec_get_u32(in);
-    if (n > ADS_POD_MAX || n < (uint32_t)pod->n)
+    if (n > ADS_POD_MAX)
         in->error = 1;
     for (uint32_t i = 0; i < n && !in->error; i++) {
-        ads_record_ad_t *e = &r->ad[r->n++];
+        ads_record_ad_t *e = &t.ad[t.n++];
         get_id(in, e->ad_id, sizeof(e->ad_id));
         get_id(in, e->creative_id, sizeof(e->creative_id));
         e->title = rec_get_str(in);
@@ -182,15 +181,28 @@ int ads_record_load(ads_pod_t *pod, rec_reader_t *in)
         e->delivered_ms = rec_get_u32(in);
         e->events = rec_get_u32(in);
     }
-    if (in->error || !r->mount) {
+    ads_record_t *r = in->error || !t.mount ? NULL : malloc(sizeof(*r));
+    if (!r) { /* malformed, or without memory: the pod plays without it */
+        for (int i = 0; i < t.n; i++)
+            free(t.ad[i].title);
+        free(t.mount);
+        return NULL;
+    }
+    *r = t;
+    return r;
+}
+
+void ads_record_link(ads_pod_t *pod, ads_record_t *r)
+{
+    if (!r)
+        return;
+    if (r->n < pod->n) { /* not its record: the pod plays without it */
         ads_record_free(r);
-        in->error = 1;
-        return -1;
+        return;
     }
     for (int i = 0; i < pod->n; i++) /* the pod's ads are the record's last ones */
         pod->ad[i].rec = &r->ad[r->n - pod->n + i];
     pod->rec = r;
-    return 0;
 }
 
 /* ---- a pod's end (ads.h): its record, then its ads ---- */

@@ -107,10 +107,14 @@ void ads_record_free(ads_record_t *rec);
 /* ads_track_sent: `sent` bytes of ad were delivered and `events` fired (bits). */
 void ads_record_sent(const ads_ad_t *ad, uint64_t sent);
 
-/* ads_carry.c: the record of a pod saved for an upgrade (marked carried), and read back into a
- * loaded pod (its ads from `from` on linked to the record's last entries). Load: 0, or -1
- * (malformed: in->error set). Nothing to read (a process from before): pod->rec stays NULL. */
+/* ads_carry.c: the record of a pod saved for an upgrade (marked carried: the next process
+ * writes it), written before the pod's own fields and led by ADS_RECORD_MAGIC (a pod's own
+ * first byte is 0 or 1), so a pod a process from before saved reads as one without a record;
+ * read back (NULL: none there, malformed: in->error set, or without memory) and linked to a
+ * loaded pod (its ads, from the one playing on, are the record's last ones). */
+#define ADS_RECORD_MAGIC 0xa7
 void ads_record_save(const ads_pod_t *pod, buf_t *out);
-int ads_record_load(ads_pod_t *pod, rec_reader_t *in);
+ads_record_t *ads_record_read(rec_reader_t *in);
+void ads_record_link(ads_pod_t *pod, ads_record_t *r);
 
 #endif

@@ -166,6 +166,15 @@ int hls_offered(mount_t *m);
  * the session's token as its query), the connection it came by, the session token a piece's
  * URL carries (NULL: none), and the mount name whose listener authentication covers the
  * window now (NULL: an open mount; see hls_session_login_mount). */
+/* The session one request found, kept with the request (across its wait too) so that its later
+ * lookups (its playlist, its bytes, its poll once woken) need no other: good while the window's
+ * index (gen) has not changed, nothing added to, moved in or removed from it (hls_session.c). */
+typedef struct hls_sess_hint {
+    const void *s;  /* the session, NULL none found yet */
+    const void *h;  /* the window it was found in */
+    uint64_t gen;   /* the window's index_gen then */
+} hls_sess_hint_t;
+
 typedef struct hls_client {
     const char *ip;
     const char *agent, *referer, *path;
@@ -176,6 +185,7 @@ typedef struct hls_client {
     const char *query;  /* the request's query (raw, query_len bytes; NULL: none): the listener
                          * id (<audience><listener-id-param>) a session begins with */
     size_t query_len;
+    hls_sess_hint_t *hint; /* the request's session found before (NULL: none to keep) */
 } hls_client_t;
 
 /* 1 if mount name `name` hands out sessions (<hls><sessions>), else its hls.m3u8 is the

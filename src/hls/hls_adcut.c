@@ -7,7 +7,9 @@
  * digest of its audio and geometry, <mount>/hls/ad/<id>/<n>.<ext> and <n>.<part>.<ext>, the
  * same for every session and mount, so a cache keeps one copy. A piece is a byte range of the
  * creative's blocks behind an ID3 timestamp tag counting from the creative's start, served as
- * live pieces are (hls_pieces.c). A cut no session holds is kept a while for late requests.
+ * live pieces are (hls_pieces.c). An Ogg Opus creative is cut into fragmented MP4 instead, with
+ * an init segment of its own, <id>/init.mp4 (hls_adopus.c). A cut no session holds is kept a
+ * while for late requests.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -17,6 +19,7 @@
 
 #include <openssl/evp.h>
 
+#include "ads/ads_ogg.h"
 #include "core/loop.h"
 #include "format/mpeg.h"
 #include "hls/hls.h"
@@ -86,6 +89,7 @@ static int cut(hls_adcut_t *a)
     }
     if (!a->parts || a->nparts == 0)
         return -ENOMEM;
+    a->samples = before;
     a->nsegs = (a->nparts + a->pps - 1) / a->pps;
     return 0;
 }
@@ -93,6 +97,10 @@ static int cut(hls_adcut_t *a)
 static void cut_free(hls_adcut_t *a)
 {
     ads_creative_unref(a->creative);
+    if (a->init)
+        block_unref(a->init);
+    if (a->frags)
+        block_unref(a->frags);
     free(a->parts);
     free(a);
 }
@@ -147,7 +155,9 @@ hls_adcut_t *hls_adcut_get(ads_creative_t *c, uint32_t fpp, int pps)
     a->fpp = fpp;
     a->pps = pps;
     a->refs = 1;
-    if (digest(c, fpp, pps, a->id) < 0 || cut(a) < 0) {
+    a->opus = c->fmt.ogg == ADS_OGG_OPUS;
+    if (a->opus ? hls_adcut_opus(a) < 0 : c->fmt.ogg || digest(c, fpp, pps, a->id) < 0 ||
+                                              cut(a) < 0) {
         cut_free(a);
         return NULL;
     }
@@ -187,7 +197,7 @@ int hls_adcut_seg_parts(const hls_adcut_t *a, int seg, int *first)
 
 static const char *ext_of(const hls_adcut_t *a)
 {
-    return a->creative->fmt.adts ? "aac" : "mp3";
+    return a->opus ? "mp4" : a->creative->fmt.adts ? "aac" : "mp3";
 }
 
 int hls_adcut_piece(const char *id, uint64_t seg, int part, const char *ext, hls_piece_t *p)
@@ -197,31 +207,38 @@ int hls_adcut_piece(const char *id, uint64_t seg, int part, const char *ext, hls
     hls_adcut_t *a = cuts;
     while (a && strcmp(a->id, id) != 0)
         a = a->next;
-    if (a && seg < (uint64_t)a->nsegs && strcmp(ext, ext_of(a)) == 0) {
+    if (a && a->opus && seg == HLS_AD_INIT && part < 0 && strcmp(ext, "mp4") == 0) {
+        *p = (hls_piece_t){.blk = block_ref(a->init), .start = a->init->offset,
+                           .end = block_end(a->init), .fmp4 = 1};
+        rc = HLS_READY;
+    } else if (a && seg < (uint64_t)a->nsegs && strcmp(ext, ext_of(a)) == 0) {
         int first, n = hls_adcut_seg_parts(a, (int)seg, &first);
         if (part < n) {
             const hls_adcut_part_t *f = &a->parts[first + (part < 0 ? 0 : part)];
             const hls_adcut_part_t *l = &a->parts[part < 0 ? first + n - 1 : first + part];
             uint32_t rate = a->creative->fmt.samplerate;
             *p = (hls_piece_t){.blk = block_ref((block_t *)f->blk), .start = f->start,
-                               .end = l->end, .adts = a->creative->fmt.adts};
+                               .end = l->end, .adts = a->creative->fmt.adts, .fmp4 = a->opus};
             /* the ad's title goes with its first piece, as a title change does live */
             const char *title = f->before == 0 && a->creative->title && *a->creative->title
                                     ? a->creative->title : NULL;
-            p->id3_len = hls_id3_tag(p->id3, (f->before * 90000 / rate) & ((1ull << 33) - 1),
-                                     title);
-            if (a->refs == 0)
-                a->unused_since_ms = loop_now_ms();
+            if (!a->opus) /* a fragment carries its time and title itself (emsg) */
+                p->id3_len = hls_id3_tag(p->id3, (f->before * 90000 / rate) & ((1ull << 33) - 1),
+                                         title);
             rc = HLS_READY;
         }
     }
+    if (rc == HLS_READY && a->refs == 0)
+        a->unused_since_ms = loop_now_ms();
     pthread_mutex_unlock(&lock);
     return rc;
 }
 
 void hls_adcut_uri(const hls_adcut_t *a, int seg, int part, buf_t *out)
 {
-    if (part < 0)
+    if (seg < 0)
+        buf_appendf(out, "hls/ad/%s/init.mp4", a->id);
+    else if (part < 0)
         buf_appendf(out, "hls/ad/%s/%d.%s", a->id, seg, ext_of(a));
     else
         buf_appendf(out, "hls/ad/%s/%d.%d.%s", a->id, seg, part, ext_of(a));

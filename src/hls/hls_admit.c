@@ -107,7 +107,8 @@ static hls_client_t client_of_request(const hls_request_t *r, const char *login)
                           .referer = r->referer, .referer_len = r->referer_len,
                           .path = r->http->path, .path_len = r->http->path_len,
                           .conn_id = r->c->id, .token = hls_request_token(r), .login = login,
-                          .query = r->http->query, .query_len = r->http->query_len};
+                          .query = r->http->query, .query_len = r->http->query_len,
+                          .hint = (hls_sess_hint_t *)&r->hint};
 }
 
 static void login_begin(hls_request_t *r, const mount_conf_t *mc, const char *name);

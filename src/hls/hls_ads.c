@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ads/ads_ogg.h"
 #include "conf/config.h"
 #include "core/escape.h"
 #include "core/log.h"
@@ -29,18 +30,6 @@
 #include "hls/hls.h"
 #include "hls/hls_window_internal.h"
 #include "hls/hls_ads.h"
-
-/* Bits of an ad's events fired, as stream/adbreak.c fires them. */
-
-struct hls_sess_ads {
-    uint64_t asking;           /* the break whose ads are asked for, 0 none */
-    uint64_t preroll_until_ms; /* a preroll asked for: its first playlist waits until then */
-    int64_t delta, ddisc;      /* the numbering breaks behind it left */
-    hls_adbreak_t *brk;        /* the break its playlist lists, NULL none */
-    ads_pod_t *pod;            /* brk's ads: their tracking */
-    unsigned char *got[ADS_POD_MAX]; /* parts of each ad fetched whole (a bit each) */
-    unsigned fired[ADS_POD_MAX]; /* each ad's tracking fired (ADS_FIRED_* bits) */
-};
 
 /* ---- the decisions under way: which session of which window each one is for ---- */
 
@@ -68,6 +57,8 @@ static void break_free(hls_sess_ads_t *a)
         a->got[i] = NULL;
         a->fired[i] = 0;
     }
+    a->carried = 0;
+    a->refetch_until_ms = 0;
 }
 
 int hls_ads_own(const hls_sess_ads_t *a)
@@ -75,8 +66,7 @@ int hls_ads_own(const hls_sess_ads_t *a)
     return a->brk || a->delta || a->ddisc;
 }
 
-/* A session's break state, new (counted on h). */
-static hls_sess_ads_t *ads_new(hls_t *h)
+hls_sess_ads_t *hls_ads_new(hls_t *h)
 {
     hls_sess_ads_t *a = calloc(1, sizeof(*a));
     if (a)
@@ -93,9 +83,17 @@ void hls_ads_free(hls_t *h, hls_sess_ads_t *a)
     free(a);
 }
 
-/* The format of the window's stream: of the frame its newest part begins with. */
-static int window_format(hls_t *h, ads_format_t *fmt)
+/* The format of the window's stream: of the frame its newest part begins with; an Opus
+ * window's: of the mount's header pages (an Ogg Opus creative of its channels). */
+int hls_ads_window_format(hls_t *h, ads_format_t *fmt)
 {
+    if (h->is_opus) {
+        mount_t *m = h->mount;
+        pthread_mutex_lock(&m->lock);
+        int rc = m->headers ? ads_ogg_format_of(m->headers, fmt) : -1;
+        pthread_mutex_unlock(&m->lock);
+        return rc == 0 && fmt->ogg == ADS_OGG_OPUS ? 0 : -1;
+    }
     for (uint64_t q = h->open_seq + 1; q-- > h->first_seq;) {
         const hls_seg_t *s = hls_seg_at(h, q);
         const hls_part_t *p = s && s->nparts ? &s->parts[s->nparts - 1] : NULL;
@@ -110,11 +108,26 @@ static int window_format(hls_t *h, ads_format_t *fmt)
 
 /* ---- a break's ads come ---- */
 
+/* The geometry the window's ads are cut to: its frames a part, an Opus window's part target. */
+uint32_t hls_ads_cut_fpp(const hls_t *h)
+{
+    return h->is_opus ? (uint32_t)h->part_ms : h->frames_per_part;
+}
+
+/* 1 if brk's ads are cut for h as it is now (its geometry and its kind of segments). */
+static int break_fits(const hls_t *h, const hls_adbreak_t *brk)
+{
+    for (int i = 0; i < brk->nads; i++)
+        if (brk->cut[i]->fpp != hls_ads_cut_fpp(h) || brk->cut[i]->opus != h->is_opus)
+            return 0;
+    return 1;
+}
+
 /* The break of pod for a session of h: cut (outside the window's lock), then placed. */
 static hls_adbreak_t *break_new(hls_t *h, ads_pod_t *pod)
 {
     pthread_mutex_lock(&h->lock);
-    uint32_t fpp = h->frames_per_part;
+    uint32_t fpp = hls_ads_cut_fpp(h);
     int pps = h->parts_per_seg, live_pps = h->parts_per_seg;
     pthread_mutex_unlock(&h->lock);
     hls_adbreak_t *brk = calloc(1, sizeof(*brk));
@@ -161,8 +174,8 @@ static void place_locked(hls_t *h, hls_sess_ads_t *a, hls_adbreak_t *brk, ads_po
         /* the ads first, then live from the newest complete segment, as an intro */
         const hls_seg_t *s = hls_seg_at(h, h->open_seq - 1);
         uint64_t ms = 0;
-        for (int i = 0; i < pod->n; i++)
-            ms += pod->ad[i].creative->samples * 1000 / pod->ad[i].creative->fmt.samplerate;
+        for (int i = 0; i < brk->nads; i++)
+            ms += brk->cut[i]->samples * 1000 / brk->cut[i]->creative->fmt.samplerate;
         brk->preroll = 1;
         brk->b = h->open_seq - 1;
         brk->r = brk->b;
@@ -207,7 +220,7 @@ static void on_decided(worker_t *w, uint64_t owner, uint64_t tag, ads_pod_t *pod
         a->asking = a->preroll_until_ms = 0;
     if (late)
         a = NULL; /* its first playlist went without it: it is on the live stream */
-    if (a && brk && h->mount && !h->is_opus && h->frames_per_part == brk->cut[0]->fpp &&
+    if (a && brk && h->mount && break_fits(h, brk) &&
         (!preroll || h->open_seq > h->first_seq)) {
         place_locked(h, a, brk, pod, &ref, preroll);
         brk = NULL;
@@ -273,13 +286,13 @@ void hls_ads_poll_locked(hls_t *h, const hls_sess_ref_t *ref, worker_t *w)
     if (a && (a->asking || a->brk))
         return; /* in a break of its own: it stays in it */
     uint64_t first;
-    if (h->is_opus || hls_playlist_first_locked(h, &first) < 0 ||
+    if (hls_playlist_first_locked(h, &first) < 0 ||
         (ref->view && ref->view->intro &&
          first < ref->view->live_from + (uint64_t)ref->view->nsegs))
         return; /* its intro is still listed: that is its preroll */
     ads_settings_t set = ads_settings(config_find_mount(server_config(), m->name));
     ads_format_t fmt;
-    if (!set.vast_url || window_format(h, &fmt) < 0)
+    if (!set.vast_url || hls_ads_window_format(h, &fmt) < 0)
         return;
     pthread_mutex_lock(&m->lock);
     unsigned ms = m->adbreak_ms;
@@ -287,7 +300,7 @@ void hls_ads_poll_locked(hls_t *h, const hls_sess_ref_t *ref, worker_t *w)
     pthread_mutex_unlock(&m->lock);
     if (loop_now_ms() > at + ms)
         return; /* over before it looked */
-    if (!a && !(a = *ref->ads = ads_new(h)))
+    if (!a && !(a = *ref->ads = hls_ads_new(h)))
         return;
     if (ask(h, ref, w, &set, &fmt, id, ms) == 0)
         a->asking = id;
@@ -296,14 +309,14 @@ void hls_ads_poll_locked(hls_t *h, const hls_sess_ref_t *ref, worker_t *w)
 void hls_ads_first_locked(hls_t *h, const hls_sess_ref_t *ref, worker_t *w)
 {
     mount_t *m = h->mount;
-    if (!m || !ref->first || *ref->ads || h->is_opus || (ref->view && ref->view->intro))
+    if (!m || !ref->first || *ref->ads || (ref->view && ref->view->intro))
         return; /* an intro is the session's preroll */
     ads_settings_t set = ads_settings(config_find_mount(server_config(), m->name));
     ads_format_t fmt;
-    if (!set.vast_url || !set.preroll || window_format(h, &fmt) < 0 ||
+    if (!set.vast_url || !set.preroll || hls_ads_window_format(h, &fmt) < 0 ||
         h->open_seq <= h->first_seq)
         return; /* a session that begins before the first segment: its format is not known */
-    hls_sess_ads_t *a = *ref->ads = ads_new(h);
+    hls_sess_ads_t *a = *ref->ads = hls_ads_new(h);
     static _Atomic uint64_t tags = 1; /* odd: the mount's breaks are even */
     uint64_t tag = atomic_fetch_add(&tags, 2);
     if (a && ask(h, ref, w, &set, &fmt, tag, set.preroll_ms) == 0) {
@@ -314,13 +327,16 @@ void hls_ads_first_locked(hls_t *h, const hls_sess_ref_t *ref, worker_t *w)
 
 int hls_ads_waiting(const hls_sess_ads_t *a)
 {
-    return a->preroll_until_ms && loop_now_ms() <= a->preroll_until_ms;
+    uint64_t until = a->preroll_until_ms ? a->preroll_until_ms : a->refetch_until_ms;
+    return until && loop_now_ms() <= until;
 }
 
 /* ---- its playlist ---- */
 
 int hls_ads_playlist_locked(hls_t *h, hls_sess_ads_t *a, const hls_view_t *v, buf_t *out, int ll)
 {
+    if (a->carried)
+        hls_ads_abandon_locked(h, a, "its creatives not fetched again in time");
     hls_adbreak_t *brk = a->brk;
     const hls_seg_t *sb = brk ? hls_seg_at(h, brk->b) : NULL;
     if (sb && !brk->pdt_b_ms)
@@ -350,11 +366,14 @@ void hls_ads_reload_at(hls_t *h, const char *token, uint64_t *msn, int *part)
     int64_t m = (int64_t)*msn, sb = brk ? (int64_t)brk->b + brk->delta_before : 0;
     if (!a) {
         /* as everyone's */
+    } else if (a->carried) {
+        *msn = h->first_seq; /* its ads are being fetched again: asked again at the next part */
+        *part = -1;
     } else if (!brk) {
         *msn = m >= a->delta ? (uint64_t)(m - a->delta) : 0;
     } else if (m < sb) {
         *msn = m >= brk->delta_before ? (uint64_t)(m - brk->delta_before) : 0;
-    } else if (m < sb + brk->nsegs && brk->preroll) {
+    } else if (m < sb + brk->nsegs && (brk->preroll || brk->abandoned)) {
         *msn = brk->b; /* a preroll's ads are all listed: answered now */
         *part = -1;
     } else if (m < sb + brk->nsegs) {
@@ -389,7 +408,7 @@ void hls_ads_numbering_locked(hls_t *h, const hls_sess_ads_t *a, const hls_view_
 
 hls_sess_ads_t *hls_ads_numbered(hls_t *h, int64_t delta, int64_t ddisc)
 {
-    hls_sess_ads_t *a = ads_new(h);
+    hls_sess_ads_t *a = hls_ads_new(h);
     if (a) {
         a->delta = delta;
         a->ddisc = ddisc;
@@ -422,7 +441,7 @@ void hls_ads_fetched(hls_t *h, const hls_client_t *who, const char *id, uint64_t
     hls_sess_ads_t *a = hls_session_ref_locked(h, NULL, who, &ref) ? *ref.ads : NULL;
     for (int i = 0; a && a->brk && i < a->brk->nads; i++) {
         const hls_adcut_t *c = a->brk->cut[i];
-        if (strcmp(c->id, id) != 0 || seg >= (uint64_t)c->nsegs)
+        if (!c || strcmp(c->id, id) != 0 || seg >= (uint64_t)c->nsegs)
             continue;
         if (!a->got[i] && !(a->got[i] = calloc((size_t)(c->nparts + 7) / 8, 1)))
             break;

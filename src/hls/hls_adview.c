@@ -8,7 +8,9 @@
  * EXT-X-DISCONTINUITY, the live segments from the one it rejoins at. It lists as many complete
  * rows as the common playlist lists segments, with the parts of the last two and of the row
  * being filled, and a preload hint of the next part. URIs are the window's and the ads' own,
- * the same for every session. Under the window's lock.
+ * the same for every session. On an Opus window (fragmented MP4) an EXT-X-MAP names the init
+ * segment of what follows wherever it changes: an ad's own after its discontinuity, the
+ * window's again at the rejoin. Under the window's lock.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -101,12 +103,20 @@ static uint64_t pod_samples_before(const hls_adbreak_t *brk, int ai, int part)
 {
     uint64_t n = 0;
     for (int i = 0; i < ai; i++)
-        n += brk->cut[i]->creative->samples;
+        n += brk->cut[i]->samples;
     return n + brk->cut[ai]->parts[part].before;
 }
 
+/* The init segment the rows written last follow (an Opus window's): an ad's cut, or the
+ * window's init segment of that number. */
+typedef struct map {
+    const hls_adcut_t *ad;
+    uint64_t id;
+    int any;
+} map_t;
+
 static void write_ad_row(buf_t *out, const hls_adbreak_t *brk, const row_t *w, int parts,
-                         int64_t pdt_b_ms)
+                         int64_t pdt_b_ms, map_t *map)
 {
     const hls_adcut_t *a = brk->cut[w->ai];
     uint32_t rate = a->creative->fmt.samplerate;
@@ -115,6 +125,12 @@ static void write_ad_row(buf_t *out, const hls_adbreak_t *brk, const row_t *w, i
     int64_t pdt = pdt_b_ms + (int64_t)(pod_samples_before(brk, w->ai, first) * 1000 / rate);
     if (w->seg == 0)
         buf_append_str(out, "#EXT-X-DISCONTINUITY\n");
+    if (a->opus && (!map->any || map->ad != a)) { /* the ad's own init segment */
+        buf_append_str(out, "#EXT-X-MAP:URI=\"");
+        hls_adcut_uri(a, -1, -1, out);
+        buf_append_str(out, "\"\n");
+        *map = (map_t){.ad = a, .any = 1};
+    }
     if (pdt_b_ms)
         hls_playlist_date(out, pdt);
     if (w->seg == 0 && pdt_b_ms) { /* the ad, named as a date range of its class */
@@ -125,7 +141,7 @@ static void write_ad_row(buf_t *out, const hls_adbreak_t *brk, const row_t *w, i
         strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm);
         buf_appendf(out, "#EXT-X-DATERANGE:ID=\"ad-%" PRIu64 "-%d\",CLASS=\"" HLS_AD_CLASS
                     "\",START-DATE=\"%s.%03dZ\",DURATION=%.3f\n", brk->b, w->ai, date,
-                    (int)(pdt % 1000), (double)a->creative->samples / rate);
+                    (int)(pdt % 1000), (double)a->samples / rate);
     }
     uint64_t samples = 0;
     for (int p = 0; p < w->listed; p++) {
@@ -145,11 +161,15 @@ static void write_ad_row(buf_t *out, const hls_adbreak_t *brk, const row_t *w, i
 }
 
 static void write_live_row(hls_t *h, buf_t *out, const row_t *w, int parts, int disc,
-                           const char *ext)
+                           const char *ext, map_t *map)
 {
     const hls_seg_t *s = hls_seg_at(h, w->q);
     if (s->discontinuity || disc)
         buf_append_str(out, "#EXT-X-DISCONTINUITY\n");
+    if (s->init && (!map->any || map->ad || map->id != s->init_id)) {
+        buf_appendf(out, "#EXT-X-MAP:URI=\"hls/%" PRIu64 ".init.mp4\"\n", s->init_id);
+        *map = (map_t){.id = s->init_id, .any = 1};
+    }
     hls_playlist_date(out, s->pdt_ms);
     if (parts)
         hls_playlist_parts(out, s, ext);
@@ -190,6 +210,10 @@ static int make_rows(hls_t *h, const hls_adbreak_t *brk, int64_t delta, uint64_t
     if (!brk)
         return live_rows(h, first, h->open_seq, delta, rows, n);
     int64_t after = brk->delta_before + (int64_t)brk->b + brk->nsegs - (int64_t)brk->r;
+    if (brk->abandoned) { /* its ads are not had: the live stream from r only */
+        *listed = brk->nparts;
+        return live_rows(h, brk->r > first ? brk->r : first, h->open_seq, after, rows, n);
+    }
     if (first < brk->b && !brk->preroll)
         n = live_rows(h, first, brk->b - 1, brk->delta_before, rows, n);
     int l = brk->preroll ? brk->nparts : hls_adview_live_parts_locked(h, brk->b);
@@ -229,7 +253,7 @@ int hls_adview_write_locked(hls_t *h, const hls_adbreak_t *brk, int64_t delta, i
     uint64_t first;
     if (hls_playlist_first_locked(h, &first) < 0)
         return -EAGAIN;
-    const char *ext = h->adts ? "aac" : "mp3";
+    const char *ext = h->is_opus ? "mp4" : h->adts ? "aac" : "mp3";
     /* live rows: of the window (those before b and those from r are apart), then the ads' */
     size_t cap = (size_t)(h->open_seq - h->first_seq) + 2 + (brk ? (size_t)brk->nsegs : 0);
     row_t *rows = malloc(cap * sizeof(*rows));
@@ -248,13 +272,14 @@ int hls_adview_write_locked(hls_t *h, const hls_adbreak_t *brk, int64_t delta, i
     if (brk && brk->preroll && f->ad && f->ai == 0 && f->seg == 0)
         buf_append_str(out, "#EXT-X-START:TIME-OFFSET=0\n"); /* the preroll is played first */
     int done = 0; /* complete rows written */
+    map_t map = {0};
     for (int i = from; i < n; i++) {
         const row_t *w = &rows[i];
         int parts = ll && (!w->complete || complete - done <= PARTS_LISTED_ROWS);
         if (w->ad)
-            write_ad_row(out, brk, w, parts, brk->pdt_b_ms);
+            write_ad_row(out, brk, w, parts, brk->pdt_b_ms, &map);
         else
-            write_live_row(h, out, w, parts, brk && w->q == brk->r, ext);
+            write_live_row(h, out, w, parts, brk && w->q == brk->r, ext, &map);
         done += w->complete;
     }
     if (ll)

@@ -38,7 +38,7 @@ static void piece_release(conn_t *c)
         return;
     if (s->piece.blk)
         block_unref(s->piece.blk);
-    free(s);
+    hls_state_free(s);
     c->data = NULL;
 }
 
@@ -242,7 +242,7 @@ static void filling_release(conn_t *c)
     hls_unwait(&f->waiter);
     if (f->blk)
         block_unref(f->blk);
-    free(f);
+    hls_state_free(f);
     c->data = NULL;
 }
 
@@ -419,12 +419,13 @@ static int start_filling(const hls_request_t *r)
     uint64_t held = p.blk ? p.end : 0;
     if (p.blk)
         block_unref(p.blk); /* what it holds is asked for again below */
-    filling_t *f = calloc(1, sizeof(*f));
+    _Static_assert(sizeof(filling_t) <= HLS_STATE_BYTES, "a part followed is a state");
+    filling_t *f = hls_state_new();
     char head[FILLING_HEAD_MAX];
     int keep = reply_keepalive_wanted(req);
     size_t hlen = filling_head(r, &p, keep, head);
     if (!f || hlen == 0 || conn_queue(c, head, hlen) < 0) {
-        free(f);
+        hls_state_free(f);
         client_send_error(c, 500, "Internal Server Error");
         return 1;
     }
@@ -461,7 +462,8 @@ static int start_filling(const hls_request_t *r)
 static int piece_find(const hls_request_t *r, piece_send_t *s)
 {
     const hls_url_t *u = &r->url;
-    int rc = !s ? -ENOMEM : u->ad ? hls_adcut_piece(u->ad_id, u->seq, u->part, u->ext, &s->piece)
+    int rc = !s ? -ENOMEM : u->ad ? hls_adcut_piece(u->ad_id, u->init ? HLS_AD_INIT : u->seq, u->part,
+                                                   u->ext, &s->piece)
                           : u->init ? hls_init_piece(r->window, u->seq, &s->piece)
                                     : hls_piece(r->window, u->seq, u->part, &s->piece);
     if (rc == HLS_PENDING) {
@@ -517,9 +519,10 @@ void hls_pieces_answer(const hls_request_t *r)
     const http_request_t *req = r->http;
     if (start_filling(r))
         return;
-    piece_send_t *s = calloc(1, sizeof(*s));
+    _Static_assert(sizeof(piece_send_t) <= HLS_STATE_BYTES, "a piece being sent is a state");
+    piece_send_t *s = hls_state_new();
     if (!piece_find(r, s)) {
-        free(s);
+        hls_state_free(s);
         return;
     }
     uint64_t id3 = s->piece.id3_len;
@@ -527,7 +530,7 @@ void hls_pieces_answer(const hls_request_t *r)
     int range = piece_range(req, size, &from, &to);
     if (range < 0) {
         block_unref(s->piece.blk);
-        free(s);
+        hls_state_free(s);
         char extra[96];
         snprintf(extra, sizeof(extra), "Content-Range: bytes */%" PRIu64 "\r\n", size);
         static const char msg[] = "Request Range Not Satisfiable";
@@ -540,7 +543,7 @@ void hls_pieces_answer(const hls_request_t *r)
     size_t hlen = piece_head(r, s, range, from, to, size, head, &status);
     if (hlen == 0) {
         block_unref(s->piece.blk);
-        free(s);
+        hls_state_free(s);
         client_send_error(c, 500, "Internal Server Error");
         return;
     }

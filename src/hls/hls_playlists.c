@@ -41,7 +41,7 @@ static void parked_release(conn_t *c)
     if (!p)
         return;
     hls_unwait(&p->waiter);
-    free(p);
+    hls_state_free(p);
     c->data = NULL;
 }
 
@@ -81,7 +81,8 @@ static void parked_woken(worker_t *w, void *arg)
 /* A parked request of c, its waiter set for (msn, part): NULL without memory. */
 static parked_t *parked_new(conn_t *c, uint64_t msn, int part)
 {
-    parked_t *p = calloc(1, sizeof(*p));
+    _Static_assert(sizeof(parked_t) <= HLS_STATE_BYTES, "a parked request is a state");
+    parked_t *p = hls_state_new();
     if (!p)
         return NULL;
     p->waiter.msn = msn;
@@ -102,7 +103,7 @@ int hls_playlists_park(const hls_request_t *r, uint64_t msn, int part)
     }
     int rc = hls_wait(r->window, &p->waiter);
     if (rc <= 0) {
-        free(p);
+        hls_state_free(p);
         if (rc < 0)
             client_send_error(c, 400, "Bad Request: _HLS_msn or _HLS_part is too far ahead");
         return rc;
@@ -126,7 +127,8 @@ void hls_playlists_answer(hls_request_t *r)
 static int playlist_of(const hls_request_t *r, buf_t *out)
 {
     const char *token = r->sessions ? hls_request_token(r) : NULL;
-    return token ? hls_session_playlist(r->window, token, out, 1, r->c->worker)
+    return token ? hls_session_playlist(r->window, token, out, 1, r->c->worker,
+                                        (hls_sess_hint_t *)&r->hint)
                  : hls_playlist(r->window, out, 1);
 }
 
@@ -371,7 +373,7 @@ static int adopt_parked(conn_t *c, rec_reader_t *in, hls_t *h)
     free(ext);
     int rc = bad ? -EINVAL : request_restore(c, in);
     if (rc < 0 || in->error) {
-        free(p);
+        hls_state_free(p);
         return rc < 0 ? rc : -EINVAL;
     }
     carried_request(&p->req, c, h);

@@ -5,9 +5,12 @@
  * the decoded path, the session token and the blocking reload's _HLS_msn/_HLS_part from the
  * query, the agent and referer as views into the head. And the copy a request keeps while it
  * waits: in the parked state of whoever waits, or held with its connection (a login, an
- * on-demand relay) as the connection's role data. Looks up no mount, window or config.
+ * on-demand relay) as the connection's role data; the states of requests being answered, from
+ * a free list of the thread's. Looks up no mount, window or config.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,8 +67,8 @@ static int parse_intro(const char *path, hls_url_t *u, char *name)
 }
 
 /* 1 if path is an ad's segment or part URL, <mount>/hls/ad/<id>/<n>.<ext> or
- * <mount>/hls/ad/<id>/<n>.<part>.<ext> (hls_ads.h): u->ad, u->ad_id, u->seq, u->part and
- * u->ext set, its mount copied into name unless name is NULL; else 0. */
+ * <mount>/hls/ad/<id>/<n>.<part>.<ext>, or an Opus ad's init segment <mount>/hls/ad/<id>/init.mp4
+ * (hls_ads.h): u->ad, u->ad_id, u->seq, u->part, u->init and u->ext set, its mount copied into name unless name is NULL; else 0. */
 static int parse_ad(const char *path, hls_url_t *u, char *name)
 {
     static const char dir[] = "/hls/ad/";
@@ -77,12 +80,16 @@ static int parse_ad(const char *path, hls_url_t *u, char *name)
         return 0;
     uint64_t part;
     const char *p = hls_request_number(id + n + 1, &u->seq);
-    if (p && *p == '.' && p[1] >= '0' && p[1] <= '9') {
+    if (!p && strcmp(id + n + 1, "init.mp4") == 0) { /* an Opus ad's init segment */
+        u->init = 1;
+        p = id + n + 1 + 4;
+    }
+    if (p && !u->init && *p == '.' && p[1] >= '0' && p[1] <= '9') {
         if (!(p = hls_request_number(p + 1, &part)) || part >= HLS_MAX_PARTS)
             return 0;
         u->part = (int)part;
     }
-    static const char *const exts[] = {"mp3", "aac"};
+    static const char *const exts[] = {"mp3", "aac", "mp4"};
     for (size_t i = 0; p && *p == '.' && !u->ext && i < sizeof(exts) / sizeof(exts[0]); i++)
         if (strcmp(p + 1, exts[i]) == 0)
             u->ext = exts[i];
@@ -256,4 +263,67 @@ int hls_request_take(conn_t *c, hls_request_t *r, char *login_buf)
     c->role = NULL;
     hls_request_resume(r, login_buf);
     return 1;
+}
+
+/* ---- the states of requests being answered: a free list of the thread's ---- */
+
+#define STATE_FREE_MAX 1024 /* kept at most (512 KB a thread); more go back to malloc */
+
+typedef union state_slot {
+    union state_slot *next;
+    max_align_t align;
+    char bytes[HLS_STATE_BYTES];
+} state_slot_t;
+
+static __thread state_slot_t *state_list;
+static __thread size_t state_count;
+static pthread_key_t state_key;
+static pthread_once_t state_once = PTHREAD_ONCE_INIT;
+
+/* The thread ends: what its list holds is freed. */
+static void state_list_free(void *unused)
+{
+    (void)unused;
+    while (state_list) {
+        state_slot_t *s = state_list;
+        state_list = s->next;
+        free(s);
+    }
+    state_count = 0;
+}
+
+static void state_key_make(void)
+{
+    pthread_key_create(&state_key, state_list_free);
+}
+
+void *hls_state_new(void)
+{
+    state_slot_t *s = state_list;
+    if (s) {
+        state_list = s->next;
+        state_count--;
+    } else if (!(s = malloc(sizeof(*s)))) {
+        return NULL;
+    }
+    memset(s, 0, sizeof(*s));
+    return s;
+}
+
+void hls_state_free(void *p)
+{
+    if (!p)
+        return;
+    if (state_count >= STATE_FREE_MAX) {
+        free(p);
+        return;
+    }
+    if (!state_list && !state_count) { /* the thread's first: its list is freed when it ends */
+        pthread_once(&state_once, state_key_make);
+        pthread_setspecific(state_key, &state_list);
+    }
+    state_slot_t *s = p;
+    s->next = state_list;
+    state_list = s;
+    state_count++;
 }

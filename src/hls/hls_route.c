@@ -16,6 +16,7 @@
 #include "http/client.h"
 #include "net/conn.h"
 #include "net/server.h"
+#include "net/worker.h"
 #include "hls/hls_route_internal.h"
 #include "stream/fallback.h"
 #include "hls/hls.h"
@@ -193,9 +194,12 @@ int hls_route(conn_t *c, const http_request_t *req, const char *path)
     /* an on-demand relay's playlist starts it, as a listener does (its segments and parts
      * come once it is live) */
     int start_relay = !m && on_demand && r.url.playlist && req->method == HTTP_METHOD_GET;
-    if (m)
+    if (m) {
+        /* players' requests come close together (a part's waiters ask again at once): the
+         * next may wait a moment for the worker to take several in one turn */
+        worker_gather(c->worker);
         answer(&r, m);
-    else if (start_relay)
+    } else if (start_relay)
         relay_start(&r);
     /* else not a live mount's: the URL is left to files and the other routes */
     return m || start_relay;

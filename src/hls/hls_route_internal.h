@@ -93,6 +93,9 @@ typedef struct hls_request {
     uint64_t msn, hls_part;
     const char *agent, *referer; /* User-Agent, Referer as sent (in the head), NULL: none */
     size_t agent_len, referer_len;
+    /* The session its lookups found (hls_session.c): written by lookups of a request passed
+     * as const (the one thing in it that they change), kept in its copy while it waits. */
+    hls_sess_hint_t hint;
 } hls_request_t;
 
 /* The session token of r (a token's form), or NULL. */
@@ -145,6 +148,14 @@ int hls_request_hold(conn_t *c, const hls_request_t *r);
 /* Takes back what hls_request_hold kept with c into *r (resumed, login_buf as above): 1, or 0
  * when c holds none. */
 int hls_request_take(conn_t *c, hls_request_t *r, char *login_buf);
+
+/* The state of a request being answered over several turns (a parked request, a piece being
+ * sent, a part followed as it fills): at most HLS_STATE_BYTES, zeroed, from the thread's free
+ * list (a worker answers a thousand a second; malloc beyond it), NULL without memory. Given back
+ * with hls_state_free (NULL: nothing), on any thread. */
+#define HLS_STATE_BYTES 512
+void *hls_state_new(void);
+void hls_state_free(void *p);
 
 /* ---- hls_route.c ---- */
 

@@ -16,7 +16,9 @@
  * it. A session whose mount has an intro (or whose login named a preroll) sees the playlist
  * through a view of its own that lists the intro first (hls_intro.h, hls_playlist_view).
  * Sessions are found by token, by connection and by address through a hash index (a poll and
- * a segment cost the same with ten or ten thousand sessions). Under hls_t.lock.
+ * a segment cost the same with ten or ten thousand sessions), once a request: its later
+ * lookups take the session it found while the index has not changed (hls_sess_hint_t). Under
+ * hls_t.lock.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -225,6 +227,7 @@ static void chain_push(hls_session_t **head, hls_session_t *s, int by)
 
 static void index_add(hls_t *h, hls_session_t *s)
 {
+    h->index_gen++;
     chain_push(&h->session_index[token_hash(h, s->token)], s, BY_TOKEN);
     chain_push(&h->session_index[conn_hash(h, s->conn_id)], s, BY_CONN);
     chain_push(&h->session_index[addr_hash(h, s->akey)], s, BY_ADDR);
@@ -232,6 +235,7 @@ static void index_add(hls_t *h, hls_session_t *s)
 
 static void index_remove(hls_t *h, hls_session_t *s)
 {
+    h->index_gen++; /* s may be freed next: no request's hint may name it */
     if (!h->session_index)
         return;
     chain_remove(&h->session_index[token_hash(h, s->token)], s, BY_TOKEN);
@@ -270,6 +274,7 @@ static void session_moved(hls_t *h, hls_session_t *s, uint64_t conn_id)
 {
     if (s->conn_id == conn_id)
         return;
+    h->index_gen++;
     chain_remove(&h->session_index[conn_hash(h, s->conn_id)], s, BY_CONN);
     s->conn_id = conn_id;
     chain_push(&h->session_index[conn_hash(h, s->conn_id)], s, BY_CONN);
@@ -281,6 +286,29 @@ static hls_session_t *session_find(hls_t *h, const char *token)
     while (s && strcmp(s->token, token) != 0)
         s = s->token_next;
     return s;
+}
+
+/* The session an earlier lookup of the same request found (hint), while h's index has not
+ * changed since: the pointer is then still one of h's sessions. NULL: look it up. */
+static hls_session_t *hint_get(const hls_t *h, const hls_sess_hint_t *hint)
+{
+    return hint && hint->s && hint->h == h && hint->gen == h->index_gen ? (hls_session_t *)hint->s
+                                                                        : NULL;
+}
+
+/* s (found in h's index) kept in hint for the request's next lookups: s. */
+static hls_session_t *hint_set(const hls_t *h, hls_sess_hint_t *hint, hls_session_t *s)
+{
+    if (hint && s)
+        *hint = (hls_sess_hint_t){s, h, h->index_gen};
+    return s;
+}
+
+/* session_find for a request that may have found it before. */
+static hls_session_t *session_find_hinted(hls_t *h, const char *token, hls_sess_hint_t *hint)
+{
+    hls_session_t *s = hint_get(h, hint);
+    return s ? s : hint_set(h, hint, session_find(h, token));
 }
 
 /* Sessions of h from the address with key akey that are not over (pending or listening). */
@@ -574,7 +602,8 @@ static int poll(hls_t *h, const char *token, const hls_client_t *who, uint64_t b
 {
     hls_intro_t *intro = NULL;
     pthread_mutex_lock(&h->lock);
-    hls_session_t *s = session_find(h, token);
+    /* a request with a token finds the session its token names, whatever the lookup */
+    hls_session_t *s = session_find_hinted(h, token, who->hint);
     if (may_begin && !s) {
         pthread_mutex_unlock(&h->lock);
         intro = intro_for(h, login);
@@ -641,6 +670,13 @@ static hls_session_t *session_of_client(hls_t *h, const hls_client_t *who)
     return NULL;
 }
 
+/* session_of_client for a request that may have found it before. */
+static hls_session_t *client_session_hinted(hls_t *h, const hls_client_t *who)
+{
+    hls_session_t *s = hint_get(h, who->hint);
+    return s ? s : hint_set(h, who->hint, session_of_client(h, who));
+}
+
 int hls_session_add_bytes(hls_t *h, const hls_client_t *who, uint64_t bytes)
 {
     pthread_mutex_lock(&h->lock);
@@ -648,7 +684,7 @@ int hls_session_add_bytes(hls_t *h, const hls_client_t *who, uint64_t bytes)
         atomic_fetch_add_explicit(&h->mount->bytes_sent, bytes, memory_order_relaxed);
         atomic_fetch_add_explicit(&h->mount->hls_bytes_sent, bytes, memory_order_relaxed);
     }
-    hls_session_t *s = session_of_client(h, who);
+    hls_session_t *s = client_session_hinted(h, who);
     if (s && (s->killed || s->expired))
         s = NULL;
     if (s) {
@@ -663,8 +699,8 @@ int hls_session_piece(hls_t *h, const hls_client_t *who, int audio)
 {
     pthread_mutex_lock(&h->lock);
     /* a protected mount's piece belongs to the session its token names, and to no other */
-    hls_session_t *s = !who->login ? session_of_client(h, who)
-                       : who->token ? session_find(h, who->token) : NULL;
+    hls_session_t *s = !who->login ? client_session_hinted(h, who)
+                       : who->token ? session_find_hinted(h, who->token, who->hint) : NULL;
     int rc = 0;
     if (who->login && (!s || s->killed || s->expired || strcmp(s->ip, who->ip) != 0 ||
                        !login_covers(s, who)))
@@ -828,11 +864,12 @@ int hls_session_ref_locked(hls_t *h, const char *token, const hls_client_t *who,
     return session_ref(token ? session_find(h, token) : session_of_client(h, who), ref);
 }
 
-int hls_session_playlist(hls_t *h, const char *token, buf_t *out, int ll, worker_t *w)
+int hls_session_playlist(hls_t *h, const char *token, buf_t *out, int ll, worker_t *w,
+                         hls_sess_hint_t *hint)
 {
     hls_view_t v = {0};
     pthread_mutex_lock(&h->lock);
-    hls_session_t *s = session_find(h, token);
+    hls_session_t *s = session_find_hinted(h, token, hint);
     if (s && s->intro && h->open_seq > h->first_seq) {
         /* its first playlist: the intro first when it is the stream's format */
         if (hls_intro_fits(s->intro, h->name, h->is_opus, h->adts, h->rate))
@@ -847,6 +884,8 @@ int hls_session_playlist(hls_t *h, const char *token, buf_t *out, int ll, worker
         hls_ads_poll_locked(h, &ref, w); /* an ad break signalled since it last looked */
     if (s && w && !s->shown && !s->ads && session_ref(s, &ref))
         hls_ads_first_locked(h, &ref, w); /* its preroll, if the mount has one */
+    if (s && w && s->ads && s->ads->carried && session_ref(s, &ref))
+        hls_ads_resume_locked(h, &ref, w); /* a break carried by an upgrade: its ads again */
     if (s && s->ads && hls_ads_waiting(s->ads)) {
         pthread_mutex_unlock(&h->lock);
         return -EINPROGRESS;
@@ -948,6 +987,16 @@ void hls_sessions_save(const char *name, buf_t *out)
         rec_i64(out, delta);
         rec_i64(out, ddisc);
     }
+    /* then the breaks in progress that can go on in the new process (hls_adcarry.c) */
+    size_t at = out->len;
+    uint32_t breaks = 0;
+    rec_u32(out, 0); /* their number, written once known */
+    for (hls_session_t *s = h ? h->sessions : NULL; s; s = s->next)
+        if (!s->killed && s->ads)
+            breaks += (uint32_t)hls_ads_carry_save_locked(h, s->ads, s->token, out);
+    if (!out->error)
+        for (int i = 0; i < 4; i++)
+            out->data[at + (size_t)i] = (char)(breaks >> (8 * i));
     if (h)
         pthread_mutex_unlock(&h->lock);
 }
@@ -1047,6 +1096,8 @@ int hls_sessions_restore(mount_t *m, rec_reader_t *in, uint64_t *max_id)
     }
     if (!in->error && in->p < in->end)
         restore_numbering_locked(h, in);
+    if (!in->error && in->p < in->end)
+        hls_ads_carry_restore_locked(h, in, seq);
     pthread_mutex_unlock(&h->lock);
     return in->error ? -EINVAL : 0;
 }

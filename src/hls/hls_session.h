@@ -54,8 +54,9 @@ const char *hls_session_login_mount(hls_t *h, char *out, size_t cap);
  * signalled on the mount since its last request begins for it (its ads asked for on worker
  * w), and once it had one, its playlist is its own (hls_ads.h). 0, -EAGAIN (no
  * complete segment yet), -EINPROGRESS (its preroll is being decided: ask again once a part
- * more is cut), -ENOMEM. */
-int hls_session_playlist(hls_t *h, const char *token, buf_t *out, int ll, worker_t *w);
+ * more is cut), -ENOMEM. hint: the request's session found before (see hls_client_t). */
+int hls_session_playlist(hls_t *h, const char *token, buf_t *out, int ll, worker_t *w,
+                         hls_sess_hint_t *hint);
 /* 1 if webroot file `file` ("/intro.mp3") is an intro of h: its mount's <intro>, or one a
  * session of h plays first. Only those are served as intro segments. */
 int hls_session_intro_known(hls_t *h, const char *file);

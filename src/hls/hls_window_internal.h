@@ -68,6 +68,9 @@ struct hls {
     atomic_int ad_sessions;   /* sessions with ad break state (hls_ads.c): 0, and a blocking
                                * reload needs no look at its session's numbering */
     size_t index_size;        /* buckets of each of the two halves */
+    uint64_t index_gen;       /* moves on with every session added to, moved in or removed
+                               * from the index: a request's hls_sess_hint_t is good while it
+                               * has not */
 
     /* geometry, fixed while the window exists */
     int target;               /* seconds */

@@ -11,6 +11,7 @@
 #include "http/parser.h"
 
 #include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +39,30 @@ static int is_tchar(unsigned char c)
 static int is_ctl(unsigned char c)
 {
     return c < 0x20 || c == 0x7f;
+}
+
+/* Offset of the first byte in p[0..n) that may not appear in a request line (any control
+ * byte) or, with tab_ok, in a header value (a control byte other than HTAB); n if none. Eight
+ * bytes at a time: a word is looked at byte by byte only when it holds a byte below 0x20 or a
+ * DEL (a value's tab, or the byte refused). */
+static size_t ctl_span(const char *p, size_t n, int tab_ok)
+{
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x, del;
+        memcpy(&x, p + i, 8);
+        del = x ^ (0x7f * ones);
+        /* a byte below 0x20, or a zero byte of x ^ DEL: the lowest such byte always sets
+         * its high bit here (no borrow reaches it), so none is missed; a word flagged by a
+         * borrow is only looked at again byte by byte */
+        if ((((x - 0x20 * ones) & ~x) | ((del - ones) & ~del)) & highs)
+            break;
+    }
+    for (; i < n; i++)
+        if (is_ctl((unsigned char)p[i]) && !(tab_ok && p[i] == '\t'))
+            return i;
+    return n;
 }
 
 /* Length of a line's content once its terminator's CRs are removed: "\n", "\r\n", "\r\r\n". */
@@ -196,11 +221,10 @@ static int parse_request_line(const char *line, size_t n, int partial, http_requ
     while (i < n && line[i] == ' ')
         i++;
     t = i;
-    while (i < n && line[i] != ' ') {
-        if (is_ctl((unsigned char)line[i]))
-            return HTTP_PARSE_ERROR;
-        i++;
-    }
+    const char *sp = memchr(line + t, ' ', n - t);
+    i = sp ? (size_t)(sp - line) : n;
+    if (ctl_span(line + t, i - t, 0) != i - t)
+        return HTTP_PARSE_ERROR;
     if (i - t > HTTP_MAX_URI)
         return HTTP_PARSE_URI_TOO_LONG;
     if (i == n && partial)
@@ -219,7 +243,7 @@ static int parse_request_line(const char *line, size_t n, int partial, http_requ
 
 static int parse_header_line(const char *line, size_t n, http_header_t *h)
 {
-    size_t i = 0, v;
+    size_t i = 0;
 
     if (line[0] == ' ' || line[0] == '\t')
         return HTTP_PARSE_ERROR; /* obsolete line folding */
@@ -231,10 +255,8 @@ static int parse_header_line(const char *line, size_t n, http_header_t *h)
     h->name_len = i++;
     while (i < n && (line[i] == ' ' || line[i] == '\t'))
         i++;
-    for (v = i; v < n; v++) {
-        if (is_ctl((unsigned char)line[v]) && line[v] != '\t')
-            return HTTP_PARSE_ERROR;
-    }
+    if (ctl_span(line + i, n - i, 1) != n - i)
+        return HTTP_PARSE_ERROR;
     while (n > i && (line[n - 1] == ' ' || line[n - 1] == '\t'))
         n--;
     h->value = line + i;
@@ -348,9 +370,8 @@ int http_parse_request(const char *buf, size_t len, size_t prev_len, http_reques
 {
     size_t skip, from, end;
 
-    memset(req, 0, offsetof(http_request_t, headers));
+    memset(req, 0, offsetof(http_request_t, headers)); /* num_headers too */
     req->content_length = -1;
-    req->num_headers = 0;
     if (prev_len > len)
         prev_len = 0;
     if (len == 0)

@@ -67,8 +67,8 @@ typedef struct http_request {
     int version_major;
     int version_minor;
     long long content_length; /* -1 without a Content-Length header */
+    size_t num_headers;       /* before headers: cleared with the fields above, in their lines */
     http_header_t headers[HTTP_MAX_HEADERS];
-    size_t num_headers;
 } http_request_t;
 
 /* Parses the request head in buf[0..len). prev_len: the len of the previous call on the same

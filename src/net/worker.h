@@ -80,6 +80,8 @@ typedef struct worker {
     list_t closed;            /* closed (conn_t.link), to release after this iteration */
     conn_t *read_again;       /* to report readable again after the events (conn_read_again) */
     int pass_requested;       /* run the pass hooks before sleeping again */
+    int gather;               /* the event being handled may wait for more (worker_gather) */
+    uint64_t turn_start_us;   /* when the last turn began */
     /* Out of descriptors: the listen sockets are unwatched until accept_resume_ms (0 when
      * accepting), and reserve_fd is given up to take waiting clients off the backlog. */
     uint64_t accept_resume_ms;
@@ -197,6 +199,15 @@ void worker_wake(worker_t *w);
 /* Requests a pass at the end of this loop iteration (worker thread only); the loop does not
  * sleep until it ran. */
 void worker_request_pass(worker_t *w);
+/* Says that the event being handled is one of many small requests that come close together
+ * and that the next of them may wait WORKER_GATHER_US for its answer (an HLS player's reload
+ * or part): when a turn handled one or two events, all of that kind, and began within
+ * WORKER_GATHER_DENSE_US of the previous one, the worker waits WORKER_GATHER_US before it looks
+ * for events again, and finds several at once instead of sleeping and waking for each. Worker
+ * thread only; a turn with any other event does not wait. */
+void worker_gather(worker_t *w);
+#define WORKER_GATHER_US 250
+#define WORKER_GATHER_DENSE_US 1000
 
 /* Deadlines (use conn_set_deadline): sets or moves c's deadline (0 or -ENOMEM: c then has
  * none); clears it (its place in the heap given up later, when it comes due); takes c out of

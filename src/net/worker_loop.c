@@ -5,8 +5,9 @@
  * pass hooks; release of the connections closed in this turn), and what the phases run: the
  * registered modules and their hooks, messages and wake-ups from other threads (worker_post,
  * worker_broadcast, worker_wake: a list under a mutex and an eventfd), accepting, and refusing
- * waiting clients promptly when descriptors run out. It does not create, reload or drain
- * workers (worker_pool.c) nor keep deadlines and timers (worker_timers.c).
+ * waiting clients promptly when descriptors run out; the short wait that gathers the requests
+ * of many players arriving close together into one turn (worker_gather). It does not create,
+ * reload or drain workers (worker_pool.c) nor keep deadlines and timers (worker_timers.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/log.h"
@@ -64,6 +66,11 @@ void worker_set_accept(worker_accept_fn fn)
 void worker_request_pass(worker_t *w)
 {
     w->pass_requested = 1;
+}
+
+void worker_gather(worker_t *w)
+{
+    w->gather = 1;
 }
 
 static void run_pass(worker_t *w)
@@ -567,24 +574,48 @@ static void turn_done(uint64_t us)
         atomic_fetch_add_explicit(&server.stats.slow_turns[i], 1, memory_order_relaxed);
 }
 
+/* 1 if the turn that began at turn_start and handled n events may wait for more before the
+ * next (worker_gather): one or two events, each of a kind that may, close behind the turn
+ * before, and nothing left to do at once. */
+static int gather_next(worker_t *w, int n, int all_gather, uint64_t turn_start)
+{
+    int dense = turn_start - w->turn_start_us < WORKER_GATHER_DENSE_US;
+    w->turn_start_us = turn_start;
+    return n <= 2 && all_gather && dense && !w->pass_requested && !w->read_again;
+}
+
+/* The wait before looking for events again: what comes meanwhile is handled in one turn. */
+static void gather_wait(void)
+{
+    struct timespec ts = {0, WORKER_GATHER_US * 1000L};
+    nanosleep(&ts, NULL);
+}
+
 int worker_loop_run(worker_t *w)
 {
     struct epoll_event ev[WORKER_EVENTS];
+    int gather = 0;
     loop_self = w;
     while (!w->stopping) {
+        if (gather)
+            gather_wait();
         int n = epoll_wait(w->epfd, ev, WORKER_EVENTS, loop_wait_ms(w));
         if (n < 0 && errno != EINTR) {
             log_error("epoll_wait: %s", strerror(errno));
             break;
         }
         uint64_t turn_start = loop_now_us();
+        int all_gather = n > 0; /* every event of the turn said worker_gather */
         for (int i = 0; i < n; i++) {
             loop_handler_t *h = ev[i].data.ptr;
+            w->gather = 0;
             h->on_event(h, ev[i].events);
+            all_gather &= w->gather;
         }
         if (w->read_again)
             conn_run_read_again(w);
         run_deadlines(w);
+        gather = gather_next(w, n, all_gather, turn_start);
         if (w->pass_requested)
             run_pass(w);
         worker_release_closed(w);

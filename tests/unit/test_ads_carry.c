@@ -81,9 +81,8 @@ static void test_round_trip(void)
     CHECK(again.len == b.len && memcmp(again.data, b.data, b.len) == 0);
     ads_pod_t *q = read_back(&again);
     check_loaded(q, c);
-    /* cut short anywhere before the record's byte (what a process from before writes ends
-     * there, and loads without a record): refused, never read past */
-    for (size_t n = 0; n < b.len - 1; n += 7) {
+    /* cut short anywhere: refused, never read past */
+    for (size_t n = 0; n < b.len; n += 7) {
         rec_reader_t in;
         rec_reader_init(&in, b.data, n);
         CHECK(ads_pod_load(&in) == NULL && in.error);
@@ -154,9 +153,25 @@ static void test_record_carried(void)
         CHECK_STR(p->rec->ad[0].creative_id, "cr-0");
         CHECK(p->rec->ad[0].events == fired && !p->rec->carried);
     }
+    /* cut short anywhere: refused, never read past (the record's part too) */
+    for (size_t n = 0; n < b.len; n += 5) {
+        rec_reader_t in;
+        rec_reader_init(&in, b.data, n);
+        CHECK(ads_pod_load(&in) == NULL && in.error);
+    }
+    /* what a process from before saved (no record): a pod without one */
+    ads_pod_t *old = NULL;
+    pod->rec = NULL;
+    buf_t before = {0};
+    CHECK(ads_pod_save(pod, 1, &before) == 0 && before.len > 0 && before.data[0] != (char)0xa7);
+    old = read_back(&before);
+    CHECK(old && !old->rec && !old->ad[0].rec);
+    pod->rec = rec;
     ads_pod_free(pod); /* carried: nothing written here */
     ads_pod_free(p);
+    ads_pod_free(old);
     buf_free(&b);
+    buf_free(&before);
     ads_creative_unref(c);
 }
 

@@ -209,6 +209,16 @@ static void ad_forms(void)
     CHECK(r.url.ad && r.url.seq == 0 && r.url.part == 11);
     CHECK_STR(r.url.ext, "aac");
     CHECK_STR(r.mount, "/a");
+    /* an Opus ad's parts and its init segment */
+    snprintf(path, sizeof(path), "/live.opus/hls/ad/%s/2.1.mp4", id);
+    CHECK(read_get(path, path, &r, name, &req, head, sizeof(head)) == 1);
+    CHECK(r.url.ad && !r.url.init && r.url.seq == 2 && r.url.part == 1);
+    CHECK_STR(r.url.ext, "mp4");
+    snprintf(path, sizeof(path), "/live.opus/hls/ad/%s/init.mp4", id);
+    CHECK(read_get(path, path, &r, name, &req, head, sizeof(head)) == 1);
+    CHECK(r.url.ad && r.url.init && r.url.part == -1);
+    CHECK_STR(r.url.ext, "mp4");
+    CHECK_STR(r.mount, "/live.opus");
     /* a kept copy keeps its id (a parked request answers again from it) */
     hls_request_t kept;
     hls_request_keep(&kept, &r);
@@ -218,7 +228,9 @@ static void ad_forms(void)
                             "/m/hls/ad/0123456789abcdef0123456789abcdef0/1.mp3",
                             "/m/hls/ad/0123456789ABCDEF0123456789abcdef/1.mp3",
                             "/m/hls/ad/0123456789abcdef0123456789abcdef/x.mp3",
-                            "/m/hls/ad/0123456789abcdef0123456789abcdef/1.mp4",
+                            "/m/hls/ad/0123456789abcdef0123456789abcdef/1.ogg",
+                            "/m/hls/ad/0123456789abcdef0123456789abcdef/init.mp3",
+                            "/m/hls/ad/0123456789abcdef0123456789abcdef/init.0.mp4",
                             "/m/hls/ad/0123456789abcdef0123456789abcdef/1.30.mp3",
                             "/hls/ad/0123456789abcdef0123456789abcdef/1.mp3"};
     for (size_t i = 0; i < sizeof(not_ad) / sizeof(not_ad[0]); i++) {

@@ -245,6 +245,40 @@ static void control_chars_nul_and_obs_fold(void)
     CHECK(parse("GET / HTTP/1.1\r\nX: a\x01\r\nMore: ") == HTTP_PARSE_ERROR);
 }
 
+/* The value and URI checks look at eight bytes at a time: a refused byte is found at every
+ * offset of a long value or URI, beside any neighbour, and tabs and obs-text pass anywhere. */
+static void control_bytes_at_every_offset(void)
+{
+    static const unsigned char refused[] = {0x01, 0x08, 0x0b, 0x1f, 0x7f};
+    static const unsigned char fill[] = {'a', 0x20, 0x7e, 0x80, 0xff};
+    char line[128];
+    for (size_t f = 0; f < sizeof(fill); f++) {
+        for (size_t at = 0; at < 40; at++) {
+            for (size_t r = 0; r < sizeof(refused); r++) {
+                char value[41];
+                memset(value, fill[f] == 0x20 ? 'b' : fill[f], 40);
+                value[0] = 'v'; /* a value starts after the spaces */
+                value[at] = (char)refused[r];
+                value[40] = '\0';
+                snprintf(line, sizeof(line), "GET / HTTP/1.1\r\nX: %s\r\n\r\n", value);
+                CHECK(parse(line) == HTTP_PARSE_ERROR);
+                memset(value, 'u', 40);
+                value[at] = (char)refused[r];
+                snprintf(line, sizeof(line), "GET /%s HTTP/1.1\r\n\r\n", value);
+                CHECK(parse(line) == HTTP_PARSE_ERROR);
+            }
+            char value[41];
+            memset(value, fill[f], 40);
+            value[0] = 'v';
+            value[39] = 'w';
+            value[at] = at && at < 39 ? '\t' : value[at]; /* trailing tabs are trimmed */
+            value[40] = '\0';
+            snprintf(line, sizeof(line), "GET / HTTP/1.1\r\nX: %s\r\n\r\n", value);
+            CHECK(parse(line) > 0 && header_is("X", value));
+        }
+    }
+}
+
 static char *repeat_headers(size_t lines, int finish)
 {
     size_t cap = 32 + lines * 16;
@@ -532,6 +566,7 @@ int main(void)
     RUN(malformed_request_lines);
     RUN(bad_versions);
     RUN(control_chars_nul_and_obs_fold);
+    RUN(control_bytes_at_every_offset);
     RUN(header_count_limit);
     RUN(head_size_limit);
     RUN(uri_length_limit);

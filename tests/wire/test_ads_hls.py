@@ -18,7 +18,7 @@ intro stands for the session's preroll, and a later break follows it; a session 
 again only after its break is over, and one carried by an upgrade, keep their numbers; on a
 protected mount the ad's pieces answer without a login and never carry the mount's audio;
 unknown ad URLs are 404; hls.js in Chromium plays through a break (currentTime advances, no
-error).
+error), on an MP3 and an Opus mount.
 """
 
 import http.client
@@ -465,12 +465,21 @@ def test_on_a_protected_mount_the_ads_pieces_need_no_login(server, ads, tmp_path
 
 # ---------------------------------------------------------------- hls.js in Chromium
 
-def test_hls_js_in_chromium_plays_through_a_break(server, ads, tmp_path, browsers):  # noqa: F811
+@pytest.mark.parametrize("codec", ["mp3", "opus"])
+def test_hls_js_in_chromium_plays_through_a_break(server, ads, tmp_path, browsers,  # noqa: F811
+                                                  codec):
     missing = webuilib.missing_requirements()
     if missing:
         pytest.skip(missing)
-    offer(ads, tmp_path, seconds=4)
-    srv, src, mount = station(server, ads, webroot=WEB, adminroot=ADMIN)
+    if codec == "opus":         # fragmented MP4: the ad under its own init segment
+        from test_ads_hls_opus import opus_offer
+        opus_offer(ads, tmp_path, seconds=4)
+    else:
+        offer(ads, tmp_path, seconds=4)
+    srv, src, mount = station(server, ads, codec, webroot=WEB, adminroot=ADMIN)
+    if codec == "opus":
+        from test_hls_opus import multivariant
+        multivariant(srv, mount)
     audio = "li[data-mount='%s'] .player audio" % mount
     b = browsers(js=True)
     b.get(srv.url("/status.xsl"))

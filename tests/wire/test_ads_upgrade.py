@@ -9,7 +9,11 @@ upgrade: the creative's bytes are in the capture whole and in order, ffmpeg deco
 event fired exactly once (some by the old process, the rest by the new one); a listener
 upgraded twice in the middle of the first ad of a two-ad pod hears the second ad too; one whose
 creative cannot be fetched again in the new process rejoins the live stream at a frame
-boundary, stays connected, and gets no event twice.
+boundary, stays connected, and gets no event twice. HLS sessions (MP3 and Opus mounts) in the
+middle of a break go on with their ads in the new process: their playlists, checked reload by
+reload across the upgrade, keep their numbers and the ad's URIs, and each event fires once; a
+session whose creative is gone at the upgrade rejoins the live stream, numbered on, with no
+event twice.
 """
 
 import pytest
@@ -21,6 +25,9 @@ import wirelib
 from test_ads import adbreak, ads, audio_of, offer, station  # noqa: F401
 from test_ads_ogg import ogg_offer, ogg_station
 import test_ads_ogg
+from test_ads_hls import Session, ad_segments, station as hls_station, wait_ads_listed
+from test_ads_hls_opus import opus_offer
+from test_hls_opus import multivariant
 
 pytestmark = pytest.mark.rimecast_only      # Icecast has no ad breaks
 
@@ -176,4 +183,89 @@ def test_a_creative_the_new_process_cannot_fetch_leaves_the_listener_on_the_live
     assert ads.events("a1") == fired and "complete" not in fired   # nothing twice, no more
     assert not lis.closed
     lis.close()
+    fl.stop_process(src)
+
+
+# ---------------------------------------------------------------- HLS sessions
+
+def hls_break(server, ads, tmp_path, codec):
+    """An HLS session a quarter of the way into a 12 s ad (its first quartile fired): the
+    server, its source, the mount and the session."""
+    if codec == "opus":
+        opus_offer(ads, tmp_path, seconds=12)
+    else:
+        offer(ads, tmp_path, seconds=12)
+    srv, src, mount = hls_station(server, ads, codec)
+    if codec == "opus":
+        multivariant(srv, mount)
+    sess = Session(srv, mount)
+    sess.piece(sess.reload()["segments"][-1]["uri"])        # a listener now
+    assert adbreak(srv, 20, mount=mount).status == 200
+    wait_ads_listed(sess)
+    fetched = set()
+    sess.checker.reload_until(sess.playlist_text,
+                              lambda pl: fetch_ads(sess, pl, fetched) >= 2 or None, 20,
+                              "two of the ad's segments")
+    wirelib.wait_until(lambda: ads.events("a1").get("firstQuartile") == 1, 10,
+                       lambda: "the first quartile: %r" % ads.events("a1"))
+    return srv, src, mount, sess, fetched
+
+
+def fetch_ads(sess, pl, fetched):
+    """Fetches, whole, each complete ad segment pl lists that was not yet; how many were."""
+    for s in ad_segments(pl):
+        if s["uri"] not in fetched:
+            sess.piece(s["uri"])
+            fetched.add(s["uri"])
+    return len(fetched)
+
+
+def ads_over(pl):
+    segs = pl["segments"]
+    at = [i for i, s in enumerate(segs) if "/ad/" in s["uri"]]
+    return at and at[-1] + 1 < len(segs)
+
+
+@pytest.mark.parametrize("codec", ["mp3", "opus"])
+def test_an_hls_session_in_the_middle_of_a_break_hears_its_ads_on_across_an_upgrade(
+        server, ads, tmp_path, codec):
+    srv, src, mount, sess, fetched = hls_break(server, ads, tmp_path, codec)
+    before = sess.reload()
+    cut = {s["uri"].split("/")[2] for s in ad_segments(before)}
+    assert len(cut) == 1 and "midpoint" not in ads.events("a1"), ads.events("a1")
+    upgrade_by_command(srv)
+    # each reload follows from the one before (the Checker: the numbers run on, a segment
+    # listed twice is the same URI), the ad's segments under the same cut, then the live stream
+    pl = sess.checker.reload_until(
+        sess.playlist_text, lambda pl: pl if fetch_ads(sess, pl, fetched) and ads_over(pl)
+        else None, 40, "the rest of the ad, then the live stream")
+    assert {s["uri"].split("/")[2] for s in ad_segments(pl)} == cut
+    assert pl["segments"][-1]["seq"] > before["segments"][-1]["seq"]
+    assert len(fetched) >= 6                                # 12 s of 2 s segments
+    wirelib.wait_until(lambda: ads.events("a1").get("complete") == 1, 15,
+                       lambda: "complete: %r" % ads.events("a1"))
+    assert ads.events("a1") == {e: 1 for e in EVENTS}
+    assert len(ads.of("/media/")) == 2                      # fetched again by the new process
+    sess.close()
+    fl.stop_process(src)
+
+
+def test_an_hls_session_whose_creative_is_gone_at_an_upgrade_rejoins_the_live_stream(
+        server, ads, tmp_path):
+    srv, src, mount, sess, fetched = hls_break(server, ads, tmp_path, "mp3")
+    before = sess.reload()
+    last = before["segments"][-1]["seq"]
+    fired = ads.events("a1")
+    ads.media.clear()                                       # the creative is gone from its URL
+    upgrade_by_command(srv)
+    pl = sess.checker.reload_until(
+        sess.playlist_text, lambda pl: pl if not ad_segments(pl) and
+        pl["segments"][-1]["seq"] >= last + 2 else None, 30, "the live stream, numbered on")
+    wirelib.wait_until(lambda: srv.error_log().count("did not go on after the upgrade"), 10,
+                       "the log line")
+    common = Session(srv, mount, agent="wiretest-other/1.0").reload()
+    # live again, at the live edge (a segment may have been completed in between)
+    assert pl["segments"][-1]["uri"] in [s["uri"] for s in common["segments"][-2:]]
+    assert ads.events("a1") == fired and "complete" not in fired          # nothing twice
+    sess.close()
     fl.stop_process(src)
