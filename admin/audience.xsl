@@ -9,7 +9,9 @@
   as text only. The figures are shown rounded for reading (TLH in hours to a tenth, ATSL as
   12m 30s, times to the minute, countries as "DE 12, FR 3"); the XML, JSON and CSV keep the
   server's values. The period form asks for UTC times with the browser's date and time picker
-  and sends them as 2026-11-25T21:00, which the server reads as UTC.
+  and sends them as 2026-11-25T21:00, which the server reads as UTC. Below, the Ads tables:
+  the ads figures of the same period, mount and server (/admin/audience/ads), per mount and
+  per creative; ad titles come from ad servers and are written as text only.
 -->
 <xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
 <xsl:import href="layout.xsl"/>
@@ -179,8 +181,126 @@
           </tbody>
         </table>
       </div>
+      <xsl:apply-templates select="ads"><xsl:with-param name="query" select="$query"/></xsl:apply-templates>
     </xsl:with-param>
   </xsl:call-template>
+</xsl:template>
+
+<!-- The ads figures of the same period (/admin/audience/ads): per mount, then per creative.
+     Rates as percentages; ad time as 12m 30s; names and titles as text. -->
+<xsl:template match="ads">
+  <xsl:param name="query"/>
+  <div class="section-head">
+    <h2 id="ads">Ads</h2>
+    <p class="actions">
+      <a class="button small" href="/admin/audience/ads?{$query}">XML</a>
+      <xsl:text> </xsl:text>
+      <a class="button small" href="/admin/audience/ads.json?{$query}">JSON</a>
+      <xsl:text> </xsl:text>
+      <a class="button small" href="/admin/audience/ads.csv?{$query}">CSV</a>
+    </p>
+  </div>
+  <xsl:choose>
+    <xsl:when test="not(ads_mount)">
+      <p class="empty">No ad decisions in this period.</p>
+    </xsl:when>
+    <xsl:otherwise>
+      <div class="table-wrap">
+        <table class="data audience-ads">
+          <thead>
+            <tr>
+              <th scope="col">From</th>
+              <th scope="col">Mount</th>
+              <th scope="col" title="ad decisions asked for listeners and HLS sessions">Requests</th>
+              <th scope="col" title="ads placed">Fills</th>
+              <th scope="col" title="fills / requests">Fill rate</th>
+              <th scope="col" title="impressions fired">Impressions</th>
+              <th scope="col" title="starts fired">Starts</th>
+              <th scope="col" title="completes fired">Completes</th>
+              <th scope="col" title="completes / impressions">Completion</th>
+              <th scope="col" title="time of ads delivered">Ad time</th>
+            </tr>
+          </thead>
+          <tbody>
+            <xsl:for-each select="ads_mount">
+              <tr>
+                <xsl:if test="mount = ''"><xsl:attribute name="class">server-row</xsl:attribute></xsl:if>
+                <td class="time" data-label="From">
+                  <time datetime="{start}">
+                    <xsl:call-template name="utc-time"><xsl:with-param name="t" select="start"/></xsl:call-template>
+                  </time>
+                </td>
+                <td class="mount" data-label="Mount">
+                  <xsl:choose>
+                    <xsl:when test="mount = ''">server</xsl:when>
+                    <xsl:otherwise><xsl:value-of select="mount"/></xsl:otherwise>
+                  </xsl:choose>
+                </td>
+                <td class="num" data-label="Requests"><xsl:value-of select="requests"/></td>
+                <td class="num" data-label="Fills"><xsl:value-of select="fills"/></td>
+                <td class="num" data-label="Fill rate"><xsl:value-of select="format-number(number(fill_rate), '0.0%')"/></td>
+                <td class="num" data-label="Impressions"><xsl:value-of select="impressions"/></td>
+                <td class="num" data-label="Starts"><xsl:value-of select="starts"/></td>
+                <td class="num" data-label="Completes"><xsl:value-of select="completes"/></td>
+                <td class="num" data-label="Completion"><xsl:value-of select="format-number(number(completion_rate), '0.0%')"/></td>
+                <td class="num" data-label="Ad time">
+                  <xsl:call-template name="duration-short">
+                    <xsl:with-param name="s" select="round(number(ad_seconds))"/>
+                  </xsl:call-template>
+                </td>
+              </tr>
+            </xsl:for-each>
+          </tbody>
+        </table>
+      </div>
+      <div class="section-head">
+        <h2 id="ads-creatives">Ads by creative</h2>
+      </div>
+      <div class="table-wrap">
+        <table class="data audience-creatives">
+          <thead>
+            <tr>
+              <th scope="col">From</th>
+              <th scope="col" title="the VAST creative's id (url: and a hash of its file's URL when it has none)">Creative</th>
+              <th scope="col" title="the VAST ad's id and title">Ad</th>
+              <th scope="col">Impressions</th>
+              <th scope="col">Starts</th>
+              <th scope="col" title="first quartile">Q1</th>
+              <th scope="col" title="midpoint">Mid</th>
+              <th scope="col" title="third quartile">Q3</th>
+              <th scope="col">Completes</th>
+              <th scope="col" title="completes / impressions">Completion</th>
+            </tr>
+          </thead>
+          <tbody>
+            <xsl:for-each select="ads_creative">
+              <tr>
+                <td class="time" data-label="From">
+                  <time datetime="{start}">
+                    <xsl:call-template name="utc-time"><xsl:with-param name="t" select="start"/></xsl:call-template>
+                  </time>
+                </td>
+                <td class="creative" data-label="Creative"><code><xsl:value-of select="creative_id"/></code></td>
+                <td class="ad" data-label="Ad">
+                  <xsl:value-of select="title"/>
+                  <xsl:if test="ad_id != ''">
+                    <xsl:text> </xsl:text><small>(<xsl:value-of select="ad_id"/>)</small>
+                  </xsl:if>
+                </td>
+                <td class="num" data-label="Impressions"><xsl:value-of select="impressions"/></td>
+                <td class="num" data-label="Starts"><xsl:value-of select="starts"/></td>
+                <td class="num" data-label="Q1"><xsl:value-of select="first_quartiles"/></td>
+                <td class="num" data-label="Mid"><xsl:value-of select="midpoints"/></td>
+                <td class="num" data-label="Q3"><xsl:value-of select="third_quartiles"/></td>
+                <td class="num" data-label="Completes"><xsl:value-of select="completes"/></td>
+                <td class="num" data-label="Completion"><xsl:value-of select="format-number(number(completion_rate), '0.0%')"/></td>
+              </tr>
+            </xsl:for-each>
+          </tbody>
+        </table>
+      </div>
+    </xsl:otherwise>
+  </xsl:choose>
 </xsl:template>
 
 <!-- 2026-11-25T21:00:00Z as 2026-11-25 21:00 (anything else as it is). -->

@@ -4,10 +4,11 @@
  * spool (audience_spool_decode) and a libpq URI as logs show it (audience_pg_shown).
  *
  * A line that decodes (an R3 line, or an R2 or R1 line of an earlier version) must encode to
- * one R3 line (a newline at its end only, 19 fields) that decodes to the same record; a URI shown
- * has *** where its user part's password was.
+ * one R3 line (a newline at its end only, 19 fields) that decodes to the same record; an A1
+ * line (an ad decision) to one A1 line of 12 fields and 6 per ad that decodes to the same
+ * decision; a URI shown has *** where its user part's password was.
  */
-// fuzz-sources: src/audience/audience_spool.c src/audience/audience_record.c src/audience/audience_pgconn.c src/core/buf.c src/core/loop.c src/core/escape.c src/core/utf8.c src/core/str.c src/audience/audience_pgresolve.c
+// fuzz-sources: src/audience/audience_spool.c src/audience/audience_record.c src/audience/audience_ads.c src/audience/audience_pgconn.c src/core/buf.c src/core/loop.c src/core/escape.c src/core/utf8.c src/core/str.c src/audience/audience_pgresolve.c
 // fuzz-pkgs: libpq
 // fuzz-args: -max_len=4096
 #include <stdint.h>
@@ -24,6 +25,31 @@ static int same_text(const char *a, const char *b)
     return (!a && !b) || (a && b && strcmp(a, b) == 0);
 }
 
+/* An ad decision's line: encoded again, it decodes to the same decision. */
+static void ad_round_trip(audience_record_t *e, buf_t *b, size_t tabs)
+{
+    const ads_record_t *a = e->ad;
+    REQUIRE(tabs == 11 + 6 * (size_t)a->n && memcmp(b->data, "A1\t", 3) == 0);
+    audience_record_t *again = audience_spool_decode(b->data, b->len - 1);
+    REQUIRE(again != NULL && again->ad != NULL);
+    const ads_record_t *z = again->ad;
+    REQUIRE(memcmp(e->uid, again->uid, 16) == 0 && same_text(e->server, again->server));
+    REQUIRE(a->session == z->session && a->hls == z->hls && a->asked_ms == z->asked_ms &&
+            a->ended_ms == z->ended_ms && a->outcome == z->outcome &&
+            a->vast_code == z->vast_code && a->break_ms == z->break_ms && a->n == z->n &&
+            same_text(a->mount, z->mount) && e->r.id == again->r.id);
+    for (int i = 0; i < a->n; i++)
+        REQUIRE(strcmp(a->ad[i].ad_id, z->ad[i].ad_id) == 0 &&
+                strcmp(a->ad[i].creative_id, z->ad[i].creative_id) == 0 &&
+                same_text(a->ad[i].title, z->ad[i].title) &&
+                a->ad[i].duration_ms == z->ad[i].duration_ms &&
+                a->ad[i].delivered_ms == z->ad[i].delivered_ms &&
+                a->ad[i].events == z->ad[i].events);
+    free(again);
+    free(e);
+    buf_free(b);
+}
+
 static void line_round_trip(const uint8_t *data, size_t size)
 {
     audience_record_t *e = audience_spool_decode((const char *)data, size);
@@ -35,6 +61,10 @@ static void line_round_trip(const uint8_t *data, size_t size)
     size_t tabs = 0;
     for (size_t i = 0; i < b.len; i++)
         tabs += b.data[i] == '\t';
+    if (e->ad) {
+        ad_round_trip(e, &b, tabs);
+        return;
+    }
     REQUIRE(tabs == 18);
     audience_record_t *again = audience_spool_decode(b.data, b.len - 1);
     REQUIRE(again != NULL);

@@ -28,6 +28,7 @@
 #include "net/server.h"
 #include "net/worker.h"
 #include "audience/audience.h"
+#include "audience/audience_ads.h"
 #include "audience/audience_store.h"
 #include "audience/audience_top.h"
 #include "stats/stats.h"
@@ -35,6 +36,8 @@
 typedef struct audience_job {
     admin_req_t *a;
     audience_query_t q;
+    int with_ads;              /* the HTML page: its Ads tables too (admin/audience_ads.c) */
+    audience_ads_query_t ads;
 } audience_job_t;
 
 /* An ISO 8601 date and time, UTC unless it says otherwise: YYYY-MM-DD[THH:MM[:SS[.fff]]]
@@ -91,6 +94,11 @@ static int parse_time(const char *s, int64_t def, int64_t *out)
         return v >= 0 && v < 100000000000LL ? 0 : -1;
     }
     return parse_iso(s, out) < 0 || *out < 0 ? -1 : 0;
+}
+
+int admin_audience_time(const char *s, int64_t def, int64_t *out)
+{
+    return parse_time(s, def, out);
 }
 
 static void iso(char *out, size_t cap, int64_t ms)
@@ -267,6 +275,7 @@ static char *figures_csv(const audience_query_t *q, size_t *len)
 static void job_free(audience_job_t *j)
 {
     audience_query_clear(&j->q);
+    audience_ads_query_clear(&j->ads);
     free(j);
 }
 
@@ -302,7 +311,11 @@ static void deliver(worker_t *w, void *arg)
                            REPLY_NO_CACHE ADMIN_CSP);
         free(body);
     } else {
-        admin_send_doc(a, figures_doc(&j->q, period_name(j->q.step_ms)));
+        xmlDocPtr doc = figures_doc(&j->q, period_name(j->q.step_ms));
+        if (doc && j->with_ads && j->ads.err == 0)
+            admin_audience_ads_xml(xmlNewChild(xmlDocGetRootElement(doc), NULL, BAD_CAST "ads",
+                                               NULL), &j->ads);
+        admin_send_doc(a, doc);
     }
     job_free(j);
 }
@@ -312,6 +325,8 @@ static void compute(audience_db_t *db, void *arg)
 {
     audience_job_t *j = arg;
     audience_store_figures(db, &j->q);
+    if (j->with_ads && j->q.err == 0)
+        audience_store_ads(db, &j->ads);
     if (worker_post(j->a->worker, deliver, j) < 0) { /* its worker is gone, and the client */
         admin_req_free(j->a);
         job_free(j);
@@ -436,6 +451,13 @@ void admin_cmd_audience(admin_req_t *a)
     j->q.anonymize = server_config()->address_truncation;
     j->q.mount = a->mount_name && *a->mount_name ? strdup(a->mount_name) : NULL; /* mount=: all */
     j->q.server = server_param(a); /* server=: all */
+    if (a->view == ADMIN_VIEW_XSL) { /* the page shows the ads figures of the same period */
+        j->with_ads = 1;
+        j->ads = (audience_ads_query_t){.from_ms = j->q.from_ms, .to_ms = j->q.to_ms,
+                                        .step_ms = j->q.step_ms, .gross = j->q.gross,
+                                        .mount = j->q.mount ? strdup(j->q.mount) : NULL,
+                                        .server = j->q.server ? strdup(j->q.server) : NULL};
+    }
     conn_t *c = a->conn;
     admin_park(a);
     if (audience_store_run(compute, j) < 0) {

@@ -579,6 +579,8 @@ static const admin_cmd_t commands[] = {
     {"audience",       0, ADMIN_AUTH_GLOBAL, admin_cmd_audience, XML_VIEWS | ADMIN_VIEW_CSV, READS},
     {"audience/top",   0, ADMIN_AUTH_GLOBAL, admin_cmd_audience_top,
      ADMIN_VIEW_XML | ADMIN_VIEW_JSON, READS},
+    {"audience/ads",   0, ADMIN_AUTH_GLOBAL, admin_cmd_audience_ads,
+     ADMIN_VIEW_XML | ADMIN_VIEW_JSON | ADMIN_VIEW_CSV, READS},
     {"audience/sessions", 0, ADMIN_AUTH_GLOBAL, admin_cmd_audience_sessions, ADMIN_VIEW_XML,
      READS},
     {"audience_charts", 0, ADMIN_AUTH_GLOBAL, admin_cmd_audience_charts, ADMIN_VIEW_XSL, READS},

@@ -36,7 +36,16 @@ void admin_cmd_audience_sessions(admin_req_t *a);
  * YYYY-MM-DD or YYYY-MM (a UTC month); one of the three (period=all: from and to, as the
  * figures take it); NULL, or what is wrong with it. */
 const char *admin_audience_span(admin_req_t *a, int64_t *from_ms, int64_t *to_ms);
+/* A time parameter of the figures (unix seconds or ISO 8601, UTC unless it says otherwise) in
+ * ms since the epoch; def when s is NULL or empty; 0, or -1 when malformed (audience.c). */
+int admin_audience_time(const char *s, int64_t def, int64_t *out);
 void admin_cmd_audience_charts(admin_req_t *a);
+/* /admin/audience/ads[.json|.csv] (or format=): the ads figures per mount and creative
+ * (admin/audience_ads.c); the <ads_mount> and <ads_creative> elements of an answer under
+ * parent (an xmlNodePtr; the audience page's <ads> too). */
+struct audience_ads_query;
+void admin_cmd_audience_ads(admin_req_t *a);
+void admin_audience_ads_xml(void *parent, const struct audience_ads_query *q);
 /* The document of a top list (audience.c): <audience_top> with from, to, by, mount, sessions
  * and one <entry> (name, sessions, qualified_sessions, tlh_hours) per name; NULL on ENOMEM.
  * Caller frees. */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * ads: a mount's <ads> settings with their defaults, the layer's counters, and a pod's
- * fitting in what is left of a break and its freeing (see ads.h).
+ * ads: a mount's <ads> settings with their defaults and the layer's counters (see ads.h; a
+ * pod is fitted in what is left of a break, and freed, in ads_record.c, which writes its
+ * record then).
  */
 #include "ads/ads.h"
 
@@ -45,58 +46,4 @@ void ads_get_counters(ads_counters_t *out)
         .beacons_sent = v[ADS_C_BEACONS_SENT], .beacons_failed = v[ADS_C_BEACONS_FAILED],
         .beacons_dropped = v[ADS_C_BEACONS_DROPPED],
     };
-}
-
-static void ad_clear(ads_ad_t *a)
-{
-    ads_creative_unref(a->creative);
-    free(a->media_url);
-    free(a->carried_title);
-    vast_urls_free(&a->impression);
-    vast_urls_free(&a->error);
-    for (int e = 0; e < VAST_EV_COUNT; e++)
-        vast_urls_free(&a->track[e]);
-}
-
-void ads_pod_free(ads_pod_t *pod)
-{
-    if (!pod)
-        return;
-    for (int i = 0; i < pod->n; i++)
-        ad_clear(&pod->ad[i]);
-    free(pod);
-}
-
-ads_pod_t *ads_pod_fit(ads_pod_t *pod, unsigned room_ms)
-{
-    if (!pod)
-        return NULL;
-    int kept = 0;
-    uint32_t ms = 0;
-    for (int i = 0; i < pod->n; i++) {
-        ads_ad_t *a = &pod->ad[i];
-        uint32_t d = a->creative ? a->creative->duration_ms : UINT32_MAX;
-        if (room_ms == 0 || d > room_ms - ms) {
-            ad_clear(a);
-            continue;
-        }
-        ms += d;
-        if (kept != i)
-            pod->ad[kept] = *a;
-        kept++;
-    }
-    pod->n = kept;
-    pod->duration_ms = ms;
-    if (kept == 0) {
-        ads_count(ADS_C_NO_FILLS, 1);
-        free(pod);
-        return NULL;
-    }
-    ads_count(ADS_C_FILLS, (unsigned long long)kept);
-    return pod;
-}
-
-void ads_pod_drop(ads_pod_t *pod)
-{
-    ads_pod_free(ads_pod_fit(pod, 0));
 }

@@ -92,6 +92,8 @@ int ads_creative_build(const unsigned char *data, size_t len, const char *title,
 ads_creative_t *ads_creative_ref(ads_creative_t *c);
 void ads_creative_unref(ads_creative_t *c);
 
+struct ads_record_ad; /* ads_record.h: what the audience figures keep of this ad */
+
 /* One ad of a listener's pod. */
 typedef struct ads_ad {
     ads_creative_t *creative;   /* owned reference */
@@ -101,10 +103,14 @@ typedef struct ads_ad {
     char id[64];
     vast_urls_t impression, error; /* the inline ad's and its wrappers' */
     vast_urls_t track[VAST_EV_COUNT];
+    struct ads_record_ad *rec;  /* its entry in the pod's record (ads_track_sent updates it);
+                                 * NULL: none */
 } ads_ad_t;
 
 typedef struct ads_pod {
     int n;
+    struct ads_record *rec; /* the decision's record (ads_record.h), written when the pod is
+                             * freed; NULL: none */
     int allow_private;      /* the mount's: its tracking URLs may reach internal addresses */
     uint32_t duration_ms;   /* of the n ads together */
     ads_ad_t ad[ADS_POD_MAX];
@@ -131,6 +137,7 @@ typedef struct ads_ask {
     int fit_later;          /* a pod decided is counted by ads_pod_fit or ads_pod_drop (the
                              * caller places it later, in what is left of the break); 0: its
                              * ads are counted as fills when it is decided */
+    int hls;                /* 1: an HLS session's ads, 0: a listener's over HTTP (its record) */
 } ads_ask_t;
 
 /* The decision: runs once on the asking worker, with the pod (the caller owns it) or NULL
@@ -158,6 +165,7 @@ enum {
  * event due then that *fired does not hold yet, in order, and adds them to *fired; returns the
  * bits fired now (the caller counts impressions and completes). */
 unsigned ads_track_sent(const ads_ad_t *ad, uint64_t sent, unsigned *fired, int allow_private);
+/* (It also notes in the ad's record, ads_record.h, how far its delivery went.) */
 /* Reports error code (VAST_ERR_*) to the URLs of list (their [ERRORCODE] replaced). */
 void ads_report_error(const vast_urls_t *list, int code, int allow_private);
 

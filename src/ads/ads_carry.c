@@ -13,6 +13,7 @@
 
 #include "ads/ads_internal.h"
 #include "ads/ads_ogg.h"
+#include "ads/ads_record.h"
 
 static void urls_save(const vast_urls_t *l, buf_t *out)
 {
@@ -40,6 +41,7 @@ int ads_pod_save(const ads_pod_t *pod, int from, buf_t *out)
     for (int i = from; i < pod->n; i++)
         if (!pod->ad[i].media_url)
             return -ENOTSUP;
+    ads_record_save(pod, out); /* first, marked: a process from before writes none */
     rec_u8(out, (uint8_t)pod->allow_private);
     rec_u32(out, pod->duration_ms);
     rec_u32(out, (uint32_t)(pod->n - from));
@@ -60,9 +62,12 @@ int ads_pod_save(const ads_pod_t *pod, int from, buf_t *out)
 
 ads_pod_t *ads_pod_load(rec_reader_t *in)
 {
+    ads_record_t *rec = ads_record_read(in);
     ads_pod_t *pod = calloc(1, sizeof(*pod));
-    if (!pod)
+    if (!pod) {
+        ads_record_free(rec);
         return NULL;
+    }
     pod->allow_private = rec_get_u8(in);
     pod->duration_ms = rec_get_u32(in);
     uint32_t n = rec_get_u32(in);
@@ -83,6 +88,10 @@ ads_pod_t *ads_pod_load(rec_reader_t *in)
         if (!a->media_url)
             in->error = 1;
     }
+    if (!in->error)
+        ads_record_link(pod, rec);
+    else
+        ads_record_free(rec);
     if (in->error) {
         ads_pod_free(pod);
         return NULL;

@@ -16,6 +16,7 @@
 
 #include "ads/ads_carry.h"
 #include "ads/ads_internal.h"
+#include "ads/ads_record.h"
 #include "core/escape.h"
 #include "core/list.h"
 #include "core/log.h"
@@ -272,6 +273,10 @@ unsigned ads_track_sent(const ads_ad_t *ad, uint64_t sent, unsigned *fired, int 
         *fired |= steps[i].bit;
         now |= steps[i].bit;
         ads_track(ad, steps[i].ev, allow_private);
+    }
+    if (ad->rec) {
+        ad->rec->events |= *fired;
+        ads_record_sent(ad, sent);
     }
     return now;
 }

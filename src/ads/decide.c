@@ -18,6 +18,7 @@
 
 #include "ads/ads_internal.h"
 #include "ads/ads_ogg.h"
+#include "ads/ads_record.h"
 #include "core/escape.h"
 #include "core/log.h"
 #include "core/loop.h"
@@ -33,7 +34,9 @@ typedef struct slot {
     int state;
     int depth;             /* wrappers followed */
     int last_err;          /* the VAST code of the last media file that failed */
+    int failed_code;       /* the VAST code it failed with (its record) */
     char id[64];
+    char creative_id[64];
     char *title;
     vast_urls_t impression, error, track[VAST_EV_COUNT];
     int nmedia, media_next;
@@ -51,6 +54,9 @@ struct req {
     int fit_later;         /* a pod is counted when the caller places it (ads_pod_fit) */
     char *mount;
     uint64_t deadline_ms;  /* the ad server and its wrappers answer by then */
+    ads_record_t *rec;     /* what the figures keep of it (ads_record.h); NULL without memory */
+    int top_code;          /* the ad server's answer: 0 read, else a VAST code */
+    int top_timeout;       /* the ad server did not answer in time */
     int outstanding;       /* answers still to come */
     int nslots;
     slot_t slots[];
@@ -83,6 +89,7 @@ static void req_free(req_t *r)
 {
     for (int i = 0; i < r->nslots; i++)
         slot_clear(&r->slots[i]);
+    ads_record_free(r->rec);
     free(r->mount);
     free(r);
 }
@@ -90,6 +97,7 @@ static void req_free(req_t *r)
 static void fail_slot(slot_t *s, int code)
 {
     s->state = S_FAILED;
+    s->failed_code = code;
     ads_report_error(&s->error, code, s->req->allow_private);
 }
 
@@ -137,6 +145,7 @@ static void slot_take(slot_t *s, const vast_ad_t *ad)
         return;
     }
     snprintf(s->id, sizeof(s->id), "%s", ad->id);
+    snprintf(s->creative_id, sizeof(s->creative_id), "%s", ad->creative_id);
     s->title = strdup(ad->title ? ad->title : ad->id);
     for (int i = 0; i < ad->nmedia && s->nmedia < MEDIA_TRY; i++)
         if (type_fits(ad->media[i].type, &s->req->fmt) &&
@@ -195,10 +204,14 @@ static ads_pod_t *make_pod(req_t *r)
     if (!pod)
         return NULL;
     pod->allow_private = r->allow_private;
+    const char *urls[ADS_POD_MAX], *cids[ADS_POD_MAX], *titles[ADS_POD_MAX];
     for (int i = 0; i < r->nslots; i++) {
         slot_t *s = &r->slots[i];
         if (s->state != S_READY || pod->duration_ms + s->creative->duration_ms > r->break_ms)
             continue;
+        urls[pod->n] = s->media[s->media_next - 1];
+        cids[pod->n] = s->creative_id;
+        titles[pod->n] = s->title;
         ads_ad_t *a = &pod->ad[pod->n++];
         pod->duration_ms += s->creative->duration_ms;
         a->creative = s->creative;
@@ -216,13 +229,51 @@ static ads_pod_t *make_pod(req_t *r)
         free(pod);
         return NULL;
     }
+    if (r->rec) {
+        ads_record_attach(r->rec, pod, urls, cids, titles);
+        r->rec = NULL;
+    }
     return pod;
+}
+
+/* What a decision without ads came to: the ad server's failure, or its ads' (no match when
+ * none was in the stream's format or fit the break, else the first one's error). */
+static void no_fill(req_t *r, ads_record_t *rec)
+{
+    if (r->top_timeout) {
+        rec->outcome = ADS_OUT_TIMEOUT;
+    } else if (r->top_code == VAST_ERR_WRAPPER_EMPTY || (!r->top_code && !r->nslots)) {
+        rec->outcome = ADS_OUT_EMPTY;
+        rec->vast_code = VAST_ERR_WRAPPER_EMPTY;
+    } else if (r->top_code) {
+        rec->outcome = ADS_OUT_ERROR;
+        rec->vast_code = r->top_code;
+    } else {
+        rec->outcome = ADS_OUT_NO_MATCH;
+        for (int i = 0; i < r->nslots; i++) {
+            int code = r->slots[i].failed_code;
+            if (code && code != VAST_ERR_MEDIA_UNSUPPORTED) {
+                rec->outcome = ADS_OUT_ERROR;
+                rec->vast_code = code;
+                break;
+            }
+            if (code && !rec->vast_code)
+                rec->vast_code = code;
+        }
+    }
 }
 
 static void finish(req_t *r)
 {
     ads_pod_t *pod = make_pod(r);
-    if (!pod || !r->fit_later)
+    if (pod && pod->rec && loop_now_ms() > pod->rec->deadline_ms)
+        pod->rec->outcome = ADS_OUT_TIMEOUT; /* its listener may have gone on (ads_record_end) */
+    if (!pod && r->rec) {
+        no_fill(r, r->rec);
+        ads_record_end(r->rec);
+        r->rec = NULL;
+    }
+    if (!pod || !r->fit_later) /* else counted where it is placed (ads_pod_fit) */
         ads_count(pod ? ADS_C_FILLS : ADS_C_NO_FILLS, pod ? (unsigned long long)pod->n : 1);
     r->done(r->w, r->owner, r->tag, pod);
     req_free(r);
@@ -342,6 +393,8 @@ static void on_top(worker_t *w, const fetch_result_t *res, void *arg)
     vast_doc_t *doc = calloc(1, sizeof(*doc));
     int rc = doc ? read_answer(r, res, doc, "the ad server") : VAST_ERR_UNDEFINED;
     int pick[VAST_MAX_ADS], n = rc == 0 ? pick_ads(doc, pick) : 0;
+    r->top_code = rc;
+    r->top_timeout = res->error == -ETIMEDOUT;
     if (rc == 0 && n == 0)
         ads_report_error(&doc->error, VAST_ERR_WRAPPER_EMPTY, r->allow_private);
     else if (rc && rc != VAST_ERR_WRAPPER_EMPTY)
@@ -370,6 +423,7 @@ int ads_ask(worker_t *w, const ads_ask_t *ask, uint64_t owner, uint64_t tag, ads
                  .creative_timeout_ms = ask->settings->creative_timeout_ms,
                  .allow_private = ask->settings->allow_private, .fit_later = ask->fit_later,
                  .deadline_ms = loop_now_ms() + ask->settings->request_timeout_ms};
+    r->rec = ads_record_new(ask);
     ads_url_vars_t v = ask->vars;
     v.duration = ask->break_ms / 1000;
     char *url = ads_url_expand(ask->settings->vast_url, &v);
@@ -379,6 +433,11 @@ int ads_ask(worker_t *w, const ads_ask_t *ask, uint64_t owner, uint64_t tag, ads
         SAY(r, "the ad server is not asked (%s)", rc == -EBUSY ? "too many requests waiting"
                                                                : "out of memory");
         ads_count(ADS_C_ERRORS, 1);
+        if (r->rec) {
+            r->rec->outcome = ADS_OUT_ERROR; /* not asked: its record says so all the same */
+            ads_record_end(r->rec);
+            r->rec = NULL;
+        }
         req_free(r);
     }
     return rc;

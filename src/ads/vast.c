@@ -208,6 +208,9 @@ static int read_linear(vast_ad_t *ad, const xmlNode *body)
         const xmlNode *lin = is_el(c, "Creative") ? child(c, "Linear") : NULL;
         if (!lin)
             continue;
+        attr_of(c, "id", ad->creative_id, sizeof(ad->creative_id), 0);
+        if (!ad->creative_id[0])
+            attr_of(c, "adId", ad->creative_id, sizeof(ad->creative_id), 0);
         const xmlNode *d = child(lin, "Duration"), *ev = child(lin, "TrackingEvents");
         const xmlNode *files = child(lin, "MediaFiles");
         char buf[64];

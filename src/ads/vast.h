@@ -65,6 +65,7 @@ typedef struct vast_media {
 
 typedef struct vast_ad {
     char id[64];          /* the Ad's id, printable ASCII; "" none */
+    char creative_id[64]; /* its linear <Creative>'s id (else adId), printable ASCII; "" none */
     int sequence;         /* its place in a pod (1, 2, ...); 0: a stand-alone ad */
     int wrapper;          /* 1: a <Wrapper> (tag_uri names the next answer), 0: <InLine> */
     char *tag_uri;        /* <VASTAdTagURI> of a wrapper */

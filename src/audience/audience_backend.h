@@ -18,6 +18,7 @@
 
 typedef struct audience_backend audience_backend_t;
 struct audience_export; /* audience_export.h */
+struct audience_ads_query; /* audience_ads.h */
 
 /* An open store (audience_store.h names it audience_db_t for the jobs run on it). */
 typedef struct audience_db audience_db_t;
@@ -54,6 +55,8 @@ struct audience_backend {
     /* The next chunk of x's sessions (audience_export.h): rows after x's cursor, which it
      * moves on. */
     void (*sessions)(audience_db_t *db, struct audience_export *x);
+    /* The ads figures (audience_ads.h). write() takes ad decisions' records too (e->ad). */
+    void (*ads)(audience_db_t *db, struct audience_ads_query *q);
     /* Optional: 0 when the database cannot be reached now (records are then kept, not
      * written); without it, always 1. */
     int (*ready)(audience_db_t *db);

@@ -37,14 +37,16 @@
                                 * then record by record: those that fail alone are lost */
 
 /* ---- the schema ----
- * Version 1 made it; version 2 keeps the figures of Webcast Metrics (AS, SS, AQH) in the cache
- * too; version 3 has the listener key; version 4 why a session is invalid traffic and whether
- * it was an HLS one; version 5 forgets the figures kept (AQH per listener). A server finding an older version brings it up to its own in one transaction, under an
- * advisory lock (servers starting together wait for each other); a newer one (a later binary
- * on another server) is used as it is. Text columns compare bytes (COLLATE "C"): the order of
- * mounts and countries is the SQLite store's. */
+ * Version 1 made it; version 2 keeps the figures of Webcast Metrics (AS, SS, AQH) in the
+ * cache too; version 3 has the listener key; version 4 why a session is invalid traffic and
+ * whether it was an HLS one; version 5 forgets the figures kept (AQH per listener); version
+ * 6 makes again the figures kept before a session counted 24 hours at most; version 7 has
+ * the ad decisions (table ads). A server finding an older version brings it up to its own
+ * in one transaction, under an advisory lock (servers starting together wait for each
+ * other); a newer one (a later binary on another server) is used as it is. Text columns
+ * compare bytes (COLLATE "C"): the order of mounts and countries is the SQLite store's. */
 #define SCHEMA_LOCK "7236120936"   /* pg_advisory_xact_lock keys of this store */
-#define PARTITION_LOCK "7236120937"
+#define PARTITION_LOCK AUDIENCE_PG_PARTITION_LOCK
 
 static const char schema_begin_sql[] =
     "BEGIN;"
@@ -158,6 +160,9 @@ static const char *const migrations[] = {
     /* 6: a session counts at most 24 hours in the figures (AUDIENCE_SESSION_CAP_MS): the
      * figures kept before counted longer ones whole, and are made again */
     "DELETE FROM figures_cache;",
+    /* 7: listeners' ad decisions (audience_pg_ads.c), partitioned and dropped by day with
+     * the sessions */
+    audience_pg_ads_migration,
 };
 
 #define SCHEMA_VERSION ((int)(sizeof(migrations) / sizeof(migrations[0])))
@@ -477,8 +482,52 @@ static int transient(const char *state)
            strcmp(state, "57014") == 0;
 }
 
+static audience_write_t write_sessions(audience_db_t *db, audience_record_t *const *v,
+                                       size_t n, size_t *written, char *why, size_t cap);
+
+/* The sessions' records, then the ad decisions' (audience_pg_ads.c). A batch the database
+ * takes in part and then not is written again whole: every record is there once. */
 static audience_write_t pg_write(audience_db_t *db, audience_record_t *const *v, size_t n,
                                  size_t *written, char *why, size_t cap)
+{
+    audience_pg_t *p = db->impl;
+    size_t nads = 0;
+    for (size_t i = 0; i < n; i++)
+        nads += v[i]->ad != NULL;
+    if (!nads)
+        return write_sessions(db, v, n, written, why, cap);
+    audience_record_t **ads = malloc(n * sizeof(*ads)), **sessions = ads + nads;
+    if (!ads) {
+        snprintf(why, cap, "out of memory");
+        *written = 0;
+        return AUDIENCE_WRITE_DONE;
+    }
+    size_t na = 0, ns = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i]->ad)
+            ads[na++] = v[i];
+        else
+            sessions[ns++] = v[i];
+    }
+    size_t done = 0;
+    audience_write_t w = ns ? write_sessions(db, sessions, ns, &done, why, cap)
+                            : AUDIENCE_WRITE_DONE;
+    if (w == AUDIENCE_WRITE_DONE) {
+        if (p->conn && audience_pg_ads_write(db, ads, na) == 0) {
+            done += na;
+        } else {
+            snprintf(why, cap, "%s", p->err.why);
+            if (!p->conn || transient(p->err.state))
+                w = AUDIENCE_WRITE_AWAY; /* all again: those written are there once */
+        }
+    }
+    free(ads);
+    *written = done;
+    return w;
+}
+
+static audience_write_t write_sessions(audience_db_t *db, audience_record_t *const *v,
+                                       size_t n, size_t *written, char *why, size_t cap)
 {
     audience_pg_t *p = db->impl;
     *written = 0;
@@ -693,6 +742,7 @@ const audience_backend_t audience_pg_backend = {
     .figures = audience_pg_figures,
     .top = audience_pg_top,
     .sessions = audience_pg_sessions,
+    .ads = audience_pg_ads_figures,
     .tick = pg_tick,
     .ready = pg_ready,
 };

@@ -18,6 +18,7 @@
 #include "audience/audience_pgconn.h"
 
 #define AUDIENCE_PG_DAY_MS 86400000LL
+#define AUDIENCE_PG_PARTITION_LOCK "7236120937" /* pg_advisory_xact_lock key of partitions */
 #define AUDIENCE_PG_HOUR_MS 3600000LL
 /* A live session another server published counts while its row is younger than this (each
  * server publishes its own every AUDIENCE_PG_LIVE_EVERY_MS). */
@@ -76,5 +77,12 @@ void audience_pg_top(audience_db_t *db, audience_top_t *t);
 /* The next chunk of x's sessions (audience_export.h; audience_pg_export.c). */
 struct audience_export;
 void audience_pg_sessions(audience_db_t *db, struct audience_export *x);
+
+/* Ad decisions (audience_pg_ads.c): the migration that makes their table (version 7), a
+ * write of n of them (e->ad set; 0, or -1 with p->err saying why) and the ads figures. */
+extern const char audience_pg_ads_migration[];
+int audience_pg_ads_write(audience_db_t *db, audience_record_t *const *v, size_t n);
+struct audience_ads_query;
+void audience_pg_ads_figures(audience_db_t *db, struct audience_ads_query *q);
 
 #endif

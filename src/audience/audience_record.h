@@ -12,11 +12,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ads/ads_record.h"
 #include "stream/session.h"
 
+/* A record is a session's, or (ad not NULL) an ad decision's (audience_ads.h): then r has its
+ * session's id, its mount, when it was asked and ended (start_ms, end_ms) and hls. */
 typedef struct audience_record {
     struct audience_record *next;
     session_record_t r;        /* its strings point into text[] */
+    ads_record_t *ad;          /* an ad decision's record, in text[]; NULL: a session's */
     const char *server;        /* the server's name (<audience><server-name>); NULL: none */
     uint8_t uid[16];           /* the record's id in a shared store (set by the store's
                                 * thread; all zero until then) */

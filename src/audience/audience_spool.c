@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "audience/audience_ads.h"
 #include "core/escape.h"
 
 /* R3: R2's fields, why the session is invalid ("" valid) and 1 for an HLS session; R2: R1's
@@ -22,6 +23,13 @@
 #define SPOOL_TAG_R2 "R2"
 #define SPOOL_TAG_R1 "R1"
 #define SPOOL_FIELDS 19
+/* A1: an ad decision (audience_ads.h): its id, server, session, mount, kind (1 HLS), asked and
+ * ended (ms), outcome (its name), VAST code, break (ms), the ads placed, then for each ad its
+ * id, creative id, title, duration and delivered (ms) and events (ADS_FIRED_* bits) */
+#define SPOOL_TAG_AD "A1"
+#define SPOOL_AD_HEAD 12
+#define SPOOL_AD_EACH 6
+#define SPOOL_AD_FIELDS (SPOOL_AD_HEAD + SPOOL_AD_EACH * ADS_POD_MAX)
 #define SPOOL_CHUNK 65536
 
 /* ---- one line ---- */
@@ -32,12 +40,40 @@ static int put_text(buf_t *b, const char *s)
     return escape_tsv_buf(b, s);
 }
 
+static void put_uid(buf_t *b, const uint8_t uid[16])
+{
+    for (int i = 0; i < 16; i++)
+        buf_appendf(b, "%02x", uid[i]);
+}
+
+static int encode_ad(buf_t *b, const audience_record_t *e)
+{
+    const ads_record_t *a = e->ad;
+    buf_append_str(b, SPOOL_TAG_AD "\t");
+    put_uid(b, e->uid);
+    put_text(b, e->server);
+    buf_appendf(b, "\t%llu", (unsigned long long)a->session);
+    put_text(b, a->mount);
+    buf_appendf(b, "\t%d\t%lld\t%lld\t%s\t%d\t%u\t%d", a->hls ? 1 : 0, (long long)a->asked_ms,
+                (long long)a->ended_ms, ads_outcome_name(a->outcome), a->vast_code, a->break_ms,
+                a->n);
+    for (int i = 0; i < a->n; i++) {
+        const ads_record_ad_t *d = &a->ad[i];
+        put_text(b, d->ad_id);
+        put_text(b, d->creative_id);
+        put_text(b, d->title);
+        buf_appendf(b, "\t%u\t%u\t%u", d->duration_ms, d->delivered_ms, d->events);
+    }
+    return buf_append_char(b, '\n');
+}
+
 int audience_spool_encode(buf_t *b, const audience_record_t *e)
 {
+    if (e->ad)
+        return encode_ad(b, e);
     const session_record_t *r = &e->r;
     buf_append_str(b, SPOOL_TAG "\t");
-    for (int i = 0; i < 16; i++)
-        buf_appendf(b, "%02x", e->uid[i]);
+    put_uid(b, e->uid);
     put_text(b, e->server);
     buf_appendf(b, "\t%llu", (unsigned long long)r->id);
     put_text(b, r->mount);
@@ -121,8 +157,91 @@ static int hex_uid(const char *f, size_t len, uint8_t uid[16])
     return 0;
 }
 
+/* Text field k of f unescaped into *p (which moves on past it): 0, 1 for \N, -1 malformed. */
+static int text_at(const char *const *f, const size_t *flen, size_t k, char **p, char **out)
+{
+    int rc = unescape(f[k], flen[k], *p);
+    *out = rc == 0 ? *p : NULL;
+    *p += flen[k] + 1;
+    return rc;
+}
+
+/* An id of an ad (at most 63 bytes once unescaped) into out. */
+static int id_at(const char *const *f, const size_t *flen, size_t k, char **p, char out[64])
+{
+    char *t;
+    if (text_at(f, flen, k, p, &t) != 0 || strlen(t) >= 64)
+        return -1;
+    memcpy(out, t, strlen(t) + 1);
+    return 0;
+}
+
+/* An A1 line's n fields (len bytes in all): the ad decision they hold, or NULL. */
+static audience_record_t *decode_ad(const char *const *f, const size_t *flen, size_t n,
+                                    size_t len)
+{
+    long long session, hls, asked, ended, code, brk, nads;
+    char outcome[16];
+    uint8_t uid[16];
+    if (n < SPOOL_AD_HEAD || hex_uid(f[1], flen[1], uid) < 0 || flen[8] >= sizeof(outcome) ||
+        number(f[3], flen[3], 0, INT64_MAX, &session) < 0 ||
+        number(f[5], flen[5], 0, 1, &hls) < 0 ||
+        number(f[6], flen[6], INT64_MIN + 1, INT64_MAX, &asked) < 0 ||
+        number(f[7], flen[7], INT64_MIN + 1, INT64_MAX, &ended) < 0 ||
+        unescape(f[8], flen[8], outcome) != 0 || ads_outcome_of(outcome) < 0 ||
+        number(f[9], flen[9], 0, 999, &code) < 0 ||
+        number(f[10], flen[10], 0, UINT32_MAX, &brk) < 0 ||
+        number(f[11], flen[11], 0, ADS_POD_MAX, &nads) < 0 ||
+        n != SPOOL_AD_HEAD + (size_t)nads * SPOOL_AD_EACH)
+        return NULL;
+    char *scratch = malloc(len + n), *p = scratch, *server, *mount;
+    ads_record_t a = {.session = (uint64_t)session, .hls = (int)hls, .asked_ms = asked,
+                      .ended_ms = ended, .outcome = (ads_outcome_t)ads_outcome_of(outcome),
+                      .vast_code = (int)code, .break_ms = (uint32_t)brk, .n = (int)nads};
+    int bad = !scratch || text_at(f, flen, 2, &p, &server) < 0 ||
+              text_at(f, flen, 4, &p, &mount) != 0;
+    a.mount = mount;
+    for (int i = 0; !bad && i < a.n; i++) {
+        size_t at = SPOOL_AD_HEAD + (size_t)i * SPOOL_AD_EACH;
+        ads_record_ad_t *d = &a.ad[i];
+        long long dur, got, ev;
+        bad = id_at(f, flen, at, &p, d->ad_id) < 0 || id_at(f, flen, at + 1, &p,
+                                                            d->creative_id) < 0 ||
+              text_at(f, flen, at + 2, &p, &d->title) < 0 ||
+              number(f[at + 3], flen[at + 3], 0, UINT32_MAX, &dur) < 0 ||
+              number(f[at + 4], flen[at + 4], 0, UINT32_MAX, &got) < 0 ||
+              number(f[at + 5], flen[at + 5], 0, 63, &ev) < 0;
+        d->duration_ms = (uint32_t)dur;
+        d->delivered_ms = (uint32_t)got;
+        d->events = (unsigned)ev;
+    }
+    audience_record_t *e = bad ? NULL : audience_record_copy_ad(&a, server);
+    if (e)
+        memcpy(e->uid, uid, sizeof(uid));
+    free(scratch);
+    return e;
+}
+
+static audience_record_t *decode_ad_line(const char *line, size_t len)
+{
+    const char *f[SPOOL_AD_FIELDS];
+    size_t flen[SPOOL_AD_FIELDS], n = 0, start = 0;
+    for (size_t i = 0; i <= len; i++) {
+        if (i < len && line[i] != '\t')
+            continue;
+        if (n == SPOOL_AD_FIELDS)
+            return NULL;
+        f[n] = line + start;
+        flen[n++] = i - start;
+        start = i + 1;
+    }
+    return decode_ad(f, flen, n, len);
+}
+
 audience_record_t *audience_spool_decode(const char *line, size_t len)
 {
+    if (len >= 3 && memcmp(line, SPOOL_TAG_AD "\t", 3) == 0)
+        return decode_ad_line(line, len);
     const char *f[SPOOL_FIELDS];
     size_t flen[SPOOL_FIELDS], n = 0, start = 0;
     for (size_t i = 0; i <= len; i++) {

@@ -2,8 +2,9 @@
 /*
  * audience_spool: the file where session records wait while the shared database is away
  * (audience.spool in <logdir>), oldest first, at most <spool-size> bytes. One record a line,
- * its fields separated by tabs (text with \\, \t, \n, \r escaped, \N for none; "R2" lines end
- * with the listener key, "R1" lines written before it are read too); records are
+ * its fields separated by tabs (text with \\, \t, \n, \r escaped, \N for none; "R3" lines of
+ * sessions, "R2" and "R1" lines an earlier version wrote read too; "A1" lines of ad decisions,
+ * audience_ads.h, with their ads); records are
  * appended in the order they ended and read back in that order; once all were written the
  * file is emptied. A record read back may be written twice (a stop between the write and the
  * emptying): its id makes the second write do nothing. The file is the server's user's, mode

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "audience/audience_ads.h"
 #include "audience/audience_backend.h"
 #include "audience/audience_export.h"
 #include "core/log.h"
@@ -94,6 +95,7 @@ static const char insert_sql[] =
 typedef struct sqlite_db {
     sqlite3 *sql;
     sqlite3_stmt *insert;
+    sqlite3_stmt *insert_ad; /* an ad decision's rows (audience_sqlite_ads.c) */
     int stale;  /* a write found it read-only: opened again before the next batch, as the file
                  * may have been made writable since (SQLite does not look again by itself) */
 } sqlite_db_t;
@@ -144,6 +146,7 @@ static void sqlite_close(audience_db_t *db)
     if (!s)
         return;
     sqlite3_finalize(s->insert);
+    sqlite3_finalize(s->insert_ad);
     if (s->sql)
         sqlite3_close(s->sql);
     free(s);
@@ -168,7 +171,11 @@ static int sqlite_open(audience_db_t *db, int quiet)
     if (rc == SQLITE_OK)
         rc = upgrade(s->sql, &err);
     if (rc == SQLITE_OK)
+        rc = sqlite3_exec(s->sql, audience_sqlite_ads_schema(), NULL, NULL, &err);
+    if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v2(s->sql, insert_sql, -1, &s->insert, NULL);
+    if (rc == SQLITE_OK)
+        rc = audience_sqlite_ads_prepare(s->sql, &s->insert_ad);
     if (rc != SQLITE_OK) {
         log_error("audience store: cannot use %s: %s; %s", db->shown,
                   err ? err : s->sql ? sqlite3_errmsg(s->sql) : sqlite3_errstr(rc),
@@ -238,7 +245,7 @@ static audience_write_t sqlite_write(audience_db_t *db, audience_record_t *const
     int open = s && sqlite3_exec(s->sql, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
     snprintf(why, cap, "%s", s ? sqlite3_errmsg(s->sql) : "no database");
     for (size_t i = 0; open && i < n; i++) {
-        if (insert(s, v[i]) < 0) {
+        if ((v[i]->ad ? audience_sqlite_ads_insert(s->insert_ad, v[i]) : insert(s, v[i])) < 0) {
             snprintf(why, cap, "%s", sqlite3_errmsg(s->sql));
             s->stale = (sqlite3_errcode(s->sql) & 0xff) == SQLITE_READONLY;
             break;
@@ -291,6 +298,9 @@ static int64_t sqlite_prune(audience_db_t *db, int days, int *more)
     }
     sqlite3_finalize(del);
     *more = again && rc == SQLITE_DONE;
+    if (rc == SQLITE_DONE) /* the ad decisions asked before then (not counted: the log says
+                            * how many sessions) */
+        audience_sqlite_ads_prune(s->sql, before);
     return removed;
 }
 
@@ -312,6 +322,12 @@ static void sqlite_sessions(audience_db_t *db, audience_export_t *x)
     audience_sqlite_sessions(s ? s->sql : NULL, x);
 }
 
+static void sqlite_ads(audience_db_t *db, audience_ads_query_t *q)
+{
+    sqlite_db_t *s = db->impl;
+    audience_sqlite_ads_figures(s ? s->sql : NULL, q);
+}
+
 const audience_backend_t audience_sqlite_backend = {
     .name = "SQLite",
     .pruned = "ended",
@@ -322,4 +338,5 @@ const audience_backend_t audience_sqlite_backend = {
     .figures = sqlite_figures,
     .top = sqlite_top,
     .sessions = sqlite_sessions,
+    .ads = sqlite_ads,
 };

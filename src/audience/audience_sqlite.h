@@ -25,4 +25,20 @@ void audience_sqlite_top(sqlite3 *db, audience_top_t *t);
 struct audience_export;
 void audience_sqlite_sessions(sqlite3 *db, struct audience_export *x);
 
+/* ---- audience_sqlite_ads.c: ad decisions (audience_ads.h) in table ads ---- */
+typedef struct sqlite3_stmt sqlite3_stmt;
+struct audience_ads_query;
+struct audience_record;
+/* The SQL that creates the ads table and its index (if not there). */
+const char *audience_sqlite_ads_schema(void);
+/* Prepares the insert of an ad decision's rows on db; SQLITE_OK or an SQLite error. */
+int audience_sqlite_ads_prepare(sqlite3 *db, sqlite3_stmt **insert);
+/* Inserts e's rows (one per ad placed, one for a decision without); a row already there (the
+ * same record id) is left as it is. 0 or -EIO. */
+int audience_sqlite_ads_insert(sqlite3_stmt *insert, const struct audience_record *e);
+/* Removes the decisions asked before before_ms; how many rows, -1 on failure. */
+int64_t audience_sqlite_ads_prune(sqlite3 *db, int64_t before_ms);
+/* Fills q's answer from db (NULL: -ENODEV). */
+void audience_sqlite_ads_figures(sqlite3 *db, struct audience_ads_query *q);
+
 #endif

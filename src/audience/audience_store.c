@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "audience/audience_ads.h"
 #include "audience/audience_backend.h"
 #include "audience/audience_backlog.h"
 #include "audience/audience_pgconn.h"
@@ -70,14 +71,31 @@ const char *audience_store_server_name(void)
     return cfg->audience_server ? cfg->audience_server : cfg->hostname ? cfg->hostname : "";
 }
 
+static int store_wanted(void)
+{
+    const char *want = server_config()->audience_db;
+    return want && strcmp(want, "none") != 0;
+}
+
+static void enqueue(audience_record_t *e);
+
 /* Copies *r (strings included) to the back of the queue; never blocks on the database. */
 static void store_sink(const session_record_t *r)
 {
     audience_count(r);
-    const char *want = server_config()->audience_db;
-    if (!want || strcmp(want, "none") == 0)
-        return;
-    audience_record_t *e = audience_record_copy(r, audience_store_server_name());
+    if (store_wanted())
+        enqueue(audience_record_copy(r, audience_store_server_name()));
+}
+
+/* An ad decision's record (ads/ads_record.h), the same way. */
+static void store_ad_sink(const ads_record_t *r)
+{
+    if (store_wanted())
+        enqueue(audience_record_copy_ad(r, audience_store_server_name()));
+}
+
+static void enqueue(audience_record_t *e)
+{
     if (!e) {
         drop(1, "out of memory");
         return;
@@ -301,6 +319,7 @@ int audience_store_start(void)
     pthread_setname_np(st.thread, "audience");
     st.started = 1;
     session_set_sink(store_sink);
+    ads_set_record_sink(store_ad_sink);
     return 0;
 }
 
@@ -344,6 +363,15 @@ void audience_store_top(audience_db_t *db, audience_top_t *t)
     db->be->top(db, t);
 }
 
+void audience_store_ads(audience_db_t *db, audience_ads_query_t *q)
+{
+    if (!db || !db->be->ads) {
+        q->err = -ENODEV;
+        return;
+    }
+    db->be->ads(db, q);
+}
+
 void audience_store_reload(void)
 {
     pthread_mutex_lock(&st.lock);
@@ -357,6 +385,7 @@ void audience_store_stop(void)
     if (!st.started)
         return;
     session_set_sink(NULL);
+    ads_set_record_sink(NULL);
     pthread_mutex_lock(&st.lock);
     st.stop = 1;
     pthread_cond_signal(&st.wake);

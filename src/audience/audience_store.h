@@ -6,6 +6,7 @@
  * audience figures survive restarts and reloads. The database is a backend behind one
  * interface (audience_backend.h).
  *
+ * Listeners' ad decisions (ads/ads_record.h) take the same road, as records of their own.
  * The store has a thread of its own: the session sink only copies a record into a bounded
  * queue (a worker never touches the database); the thread writes what waits in one
  * transaction, or keeps it while the database is away (audience_backlog.h: memory, then the
@@ -45,6 +46,9 @@ int audience_store_run(void (*fn)(audience_db_t *db, void *arg), void *arg);
  * the top list of t, from db (NULL: -ENODEV in their err). */
 void audience_store_figures(audience_db_t *db, audience_query_t *q);
 void audience_store_top(audience_db_t *db, audience_top_t *t);
+/* The ads figures of q (audience_ads.h), likewise. */
+struct audience_ads_query;
+void audience_store_ads(audience_db_t *db, struct audience_ads_query *q);
 
 /* The name this server's records carry: <audience><server-name>, else <hostname>. Any
  * thread. */

@@ -233,6 +233,7 @@ static ads_pod_t *one_ad(const ads_pod_t *pod, int i)
 {
     buf_t b = {0};
     ads_pod_t one = *pod;
+    one.rec = NULL; /* a copy to fetch by: the pod's record stays the pod's */
     one.n = 1;
     one.ad[0] = pod->ad[i];
     one.ad[0].creative = NULL;

@@ -252,7 +252,7 @@ static int ask(hls_t *h, const hls_sess_ref_t *ref, worker_t *w, const ads_setti
     snprintf(p->token, sizeof(p->token), "%s", ref->token);
     char session[24];
     snprintf(session, sizeof(session), "%" PRIu64, ref->id);
-    ads_ask_t q = {.settings = set, .fmt = *fmt, .break_ms = break_ms, .mount = m->name,
+    ads_ask_t q = {.settings = set, .fmt = *fmt, .break_ms = break_ms, .mount = m->name, .hls = 1,
                    .vars = {.ip = ref->ip, .ua = ref->agent ? ref->agent : "",
                             .country = ref->country, .session = session, .mount = h->name,
                             .cachebuster = (uint32_t)rand()}};

@@ -9,6 +9,7 @@
  */
 #include "ads/ads.h"
 #include "ads/ads_carry.h"
+#include "ads/ads_record.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -165,9 +166,67 @@ static void test_beacon_retries(void)
     buf_free(&out);
 }
 
+/* A pod's record (ads_record.h) goes with it: the process before writes none (carried), the
+ * one after has it whole, its ads linked to the ads still to play. */
+static void test_record_carried(void)
+{
+    ads_creative_t *c = NULL;
+    CHECK(ads_creative_build(sample_mp3, sizeof(sample_mp3), "Spot one", &c) == 0);
+    if (!c)
+        return;
+    ads_pod_t *pod = make_pod(c);
+    ads_settings_t set = {.request_timeout_ms = 2000};
+    ads_ask_t ask = {.settings = &set, .break_ms = 30000, .hls = 1,
+                     .vars = {.session = "4242", .mount = "/live.mp3"}};
+    ads_record_t *rec = ads_record_new(&ask);
+    CHECK(rec != NULL);
+    if (!rec)
+        return;
+    const char *urls[] = {"http://ads.example/m0.mp3", "http://ads.example/m1.mp3"};
+    const char *cids[] = {"cr-0", ""}, *titles[] = {"Spot <zero>", NULL};
+    ads_record_attach(rec, pod, urls, cids, titles);
+    unsigned fired = ADS_FIRED_START | ADS_FIRED_IMPRESSION; /* as ads_track_sent notes them */
+    pod->ad[0].rec->events |= fired;
+    ads_record_sent(&pod->ad[0], c->bytes); /* the first ad all delivered */
+    CHECK(rec->ad[0].events == fired && rec->ad[0].delivered_ms == c->duration_ms);
+    CHECK(strncmp(rec->ad[1].creative_id, "url:", 4) == 0 && strlen(rec->ad[1].creative_id) == 20);
+    buf_t b = {0};
+    CHECK(ads_pod_save(pod, 1, &b) == 0 && !b.error && rec->carried);
+    ads_pod_t *p = read_back(&b);
+    CHECK(p && p->rec && p->rec->n == 2 && p->ad[0].rec == &p->rec->ad[1]);
+    if (p && p->rec) {
+        CHECK(p->rec->session == 4242 && p->rec->hls == 1 && p->rec->break_ms == 30000);
+        CHECK_STR(p->rec->mount, "/live.mp3");
+        CHECK_STR(p->rec->ad[0].title, "Spot <zero>");
+        CHECK_STR(p->rec->ad[0].creative_id, "cr-0");
+        CHECK(p->rec->ad[0].events == fired && !p->rec->carried);
+    }
+    /* cut short anywhere: refused, never read past (the record's part too) */
+    for (size_t n = 0; n < b.len; n += 5) {
+        rec_reader_t in;
+        rec_reader_init(&in, b.data, n);
+        CHECK(ads_pod_load(&in) == NULL && in.error);
+    }
+    /* what a process from before saved (no record): a pod without one */
+    ads_pod_t *old = NULL;
+    pod->rec = NULL;
+    buf_t before = {0};
+    CHECK(ads_pod_save(pod, 1, &before) == 0 && before.len > 0 && before.data[0] != (char)0xa7);
+    old = read_back(&before);
+    CHECK(old && !old->rec && !old->ad[0].rec);
+    pod->rec = rec;
+    ads_pod_free(pod); /* carried: nothing written here */
+    ads_pod_free(p);
+    ads_pod_free(old);
+    buf_free(&b);
+    buf_free(&before);
+    ads_creative_unref(c);
+}
+
 int main(void)
 {
     test_round_trip();
+    test_record_carried();
     test_too_many_urls();
     test_beacon_retries();
     return testlib_done();

@@ -3,20 +3,20 @@
 
 Covers: <audience><database> as a libpq URI (postgresql:// and postgres://) selects the
 PostgreSQL store, which makes its schema (a version table) and the day partitions of the
-sessions table ahead; every record carries its server's name (<server-name>); three servers
-sharing a store answer /admin/audience (JSON and CSV) with the figures of the network by
-default, a listener who listened on two servers (same address and agent) counted once in
-CUME, and with server=NAME those of one server; a session going on on one server counts in
-the figures another server gives; the database stopped for 20 s under load loses no record
-and counts none twice once back (memory, then the spool, then written in order; each change
-of state one line in the error log, the counts in /metrics); records held when the server
-stops while the database is away are written after a restart, and those of the process
-before an upgrade reach the database through the spool the process after takes over once
-the one before let it go; a period asked as one from a whole hour to a whole hour is kept
-until a record written over it changes it; the last days' figures of the network and of each
-server are made ahead; a wrong password or a database
-that cannot be reached is said in the error log with the password replaced, and the server
-streams anyway (the figures answer 503); <retention-days> drops whole days' partitions.
+sessions and ad decisions tables ahead; every record carries its server's name (<server-name>);
+three servers sharing a store answer /admin/audience (JSON and CSV) with the figures of the
+network by default, a listener who listened on two servers (same address and agent) counted
+once in CUME, and with server=NAME those of one server; a session going on on one server counts
+in the figures another server gives; the database stopped for 20 s under load loses no record
+and counts none twice once back (memory, then the spool, then written in order; each change of
+state one line in the error log, the counts in /metrics); records held when the server stops
+while the database is away are written after a restart, and those of the process before an
+upgrade reach the database through the spool the process after takes over once the one before
+let it go; a period asked as one from a whole hour to a whole hour is kept until a record
+written over it changes it; the last days' figures of the network and of each server are made
+ahead; a wrong password or a database that cannot be reached is said in the error log with the
+password replaced, and the server streams anyway (the figures answer 503); <retention-days>
+drops whole days' partitions (the sessions' and the ad decisions').
 A PostgreSQL cluster of the test process's own runs them (pglib.py).
 """
 
@@ -141,10 +141,12 @@ def test_three_servers_sharing_a_store_count_the_network_once_and_each_server(
     assert top["audience_top"]["sessions"] == 5
     assert {e["name"]: e["sessions"] for e in top["audience_top"]["entry"]}["z"] == 2
     # the schema's version, and the partitions made ahead
-    assert cluster.psql("SELECT version FROM rimecast_schema ORDER BY 1", db) == [["1"], ["2"], ["3"], ["4"], ["5"], ["6"]]
-    parts = cluster.psql("SELECT count(*) FROM pg_inherits WHERE inhparent = 'sessions'::regclass",
-                         db)
-    assert int(parts[0][0]) >= 9        # yesterday, today, a week ahead, and the default
+    assert cluster.psql("SELECT version FROM rimecast_schema ORDER BY 1", db) == [
+        ["1"], ["2"], ["3"], ["4"], ["5"], ["6"], ["7"]]
+    for table in ("sessions", "ads"):   # the ad decisions' days beside the sessions'
+        parts = cluster.psql("SELECT count(*) FROM pg_inherits WHERE inhparent = '%s'::regclass"
+                             % table, db)
+        assert int(parts[0][0]) >= 9    # yesterday, today, a week ahead, and the default
     for s in srcs:
         s.stop()
 
@@ -466,6 +468,9 @@ def test_retention_drops_the_partitions_of_old_days(server, cluster):
             cluster.psql("INSERT INTO sessions (%s) VALUES (gen_random_uuid(), 'edge-old', %d,"
                          " '/live', '/live', %d, %d, 1, '192.0.2.1', 'client_left')"
                          % (cols, i, start, start + 60000), db)
+            cluster.psql("INSERT INTO ads (record_id, seq, server, session_id, mount, asked_ms,"
+                         " ended_ms, outcome, break_ms) VALUES (gen_random_uuid(), 0, 'edge-old',"
+                         " %d, '/live', %d, %d, 'empty', 30000)" % (i, start, start), db)
     srv.write_config(conftest.render_config(srv.cfg).replace(
         "</min-session>", "</min-session><retention-days>3</retention-days>"))
     srv.stopped = False
@@ -477,6 +482,8 @@ def test_retention_drops_the_partitions_of_old_days(server, cluster):
         print(srv.diagnostics())
         raise
     assert [int(r[0]) for r in cluster.psql("SELECT count(*) FROM sessions", db)] == [1]
+    assert [int(r[0]) for r in cluster.psql("SELECT count(*) FROM ads", db)] == [1]
     for ago in (10, 9):
-        name = time.strftime("sessions_%Y%m%d", time.gmtime((day - ago) * 86400))
-        assert cluster.psql("SELECT to_regclass('%s') IS NULL" % name, db) == [["t"]]
+        for table in ("sessions", "ads"):
+            name = time.strftime(table + "_%Y%m%d", time.gmtime((day - ago) * 86400))
+            assert cluster.psql("SELECT to_regclass('%s') IS NULL" % name, db) == [["t"]]

@@ -171,7 +171,8 @@ def test_the_period_form_picks_utc_times_and_sends_what_the_server_reads(store, 
 
 def test_the_form_and_the_links_keep_the_server_asked(store, browser):
     """A server picked (server=, on a store several servers share) stays picked: the period form
-    sends it again, and the XML, JSON, CSV and charts links carry it."""
+    sends it again, and the XML, JSON, CSV and charts links carry it (and the Ads tables' XML,
+    JSON and CSV links)."""
     srv, now, rows = store
     b = browser
     server = "edge 1&2"             # a name that has to be encoded in a URL
@@ -180,7 +181,7 @@ def test_the_form_and_the_links_keep_the_server_asked(store, browser):
     b.wait(lambda: b.find("form.audience-period"), 10, "the period form")
     links = b.js_run("return Array.prototype.map.call(document.querySelectorAll("
                      "'p.actions a'), function (a) { return a.href; })")
-    assert len(links) == 4, links
+    assert len(links) == 4 + 3, links
     for href in links:
         sent = urllib.parse.parse_qs(urllib.parse.urlsplit(href).query)
         assert sent.get("server") == [server] and sent.get("mount") == ["/a"], href
