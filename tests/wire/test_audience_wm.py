@@ -136,7 +136,7 @@ def test_the_worked_example_gives_its_figures_on_both_stores(server, cluster):
     # asked again on PostgreSQL: the hours kept in its cache, the same answer
     assert wm_json(pg, q) == got[1]
     assert [int(v[0]) for v in cluster.psql("SELECT version FROM rimecast_schema ORDER BY 1",
-                                            db)] == [1, 2, 3, 4, 5, 6]
+                                            db)] == [1, 2, 3, 4, 5, 6, 7]
     csv_rows = [wm_csv(s, q)[(start, "/wm")] for s in (lite, pg)]
     assert [r["aqh"] for r in csv_rows] == ["1.000", "1.000"]
     assert ET.tostring(wm_xml(lite, q)[(start, "/wm")]) == ET.tostring(wm_xml(pg, q)[(start, "/wm")])
