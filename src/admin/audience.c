@@ -284,32 +284,49 @@ static const char *period_name(int64_t step)
     return step == 3600000 ? "hour" : step == 86400000 ? "day" : "all";
 }
 
+int admin_audience_failed(admin_req_t *a, int err, const char *what)
+{
+    char msg[96];
+    if (err == -ENODEV) {
+        admin_send_error(a, 503, "No audience database (<audience><database>)");
+    } else if (err == -EAGAIN) {
+        admin_send_error(a, 503, "The audience database cannot be reached now");
+    } else if (err < 0) {
+        snprintf(msg, sizeof(msg), "Internal Server Error: the %s failed", what);
+        admin_send_error(a, 500, msg);
+    }
+    return err < 0;
+}
+
+void admin_audience_send(admin_req_t *a, int csv, char *body, size_t len, const char *file)
+{
+    char head[160];
+    if (!body) {
+        admin_send_error(a, 500, "Internal Server Error");
+    } else if (csv) {
+        snprintf(head, sizeof(head), "Content-Disposition: attachment; filename=\"%s\"\r\n%s",
+                 file, REPLY_NO_CACHE);
+        admin_send_raw(a, "text/csv; charset=utf-8", body, len, head);
+    } else {
+        admin_send_raw(a, "application/json; charset=utf-8", body, len,
+                       REPLY_NO_CACHE ADMIN_CSP);
+    }
+    free(body);
+}
+
 /* On the request's worker: the figures came back. */
 static void deliver(worker_t *w, void *arg)
 {
     (void)w;
     audience_job_t *j = arg;
     admin_req_t *a = j->a;
-    if (j->q.err == -ENODEV) {
-        admin_send_error(a, 503, "No audience database (<audience><database>)");
-    } else if (j->q.err == -EAGAIN) {
-        admin_send_error(a, 503, "The audience database cannot be reached now");
-    } else if (j->q.err < 0) {
-        admin_send_error(a, 500, "Internal Server Error: the audience figures failed");
+    if (admin_audience_failed(a, j->q.err, "audience figures")) {
+        /* answered */
     } else if (a->view == ADMIN_VIEW_CSV || a->view == ADMIN_VIEW_JSON) {
         int csv = a->view == ADMIN_VIEW_CSV;
         size_t len = 0;
         char *body = csv ? figures_csv(&j->q, &len) : figures_json(&j->q, &len);
-        if (!body)
-            admin_send_error(a, 500, "Internal Server Error");
-        else if (csv)
-            admin_send_raw(a, "text/csv; charset=utf-8", body, len,
-                           "Content-Disposition: attachment; filename=\"audience.csv\"\r\n"
-                           REPLY_NO_CACHE);
-        else
-            admin_send_raw(a, "application/json; charset=utf-8", body, len,
-                           REPLY_NO_CACHE ADMIN_CSP);
-        free(body);
+        admin_audience_send(a, csv, body, len, "audience.csv");
     } else {
         xmlDocPtr doc = figures_doc(&j->q, period_name(j->q.step_ms));
         if (doc && j->with_ads && j->ads.err == 0)

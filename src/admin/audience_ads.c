@@ -244,26 +244,13 @@ static void deliver(worker_t *w, void *arg)
     (void)w;
     ads_job_t *j = arg;
     admin_req_t *a = j->a;
-    if (j->q.err == -ENODEV) {
-        admin_send_error(a, 503, "No audience database (<audience><database>)");
-    } else if (j->q.err == -EAGAIN) {
-        admin_send_error(a, 503, "The audience database cannot be reached now");
-    } else if (j->q.err < 0) {
-        admin_send_error(a, 500, "Internal Server Error: the ads figures failed");
+    if (admin_audience_failed(a, j->q.err, "ads figures")) {
+        /* answered */
     } else if (j->view == ADMIN_VIEW_CSV || j->view == ADMIN_VIEW_JSON) {
         int csv = j->view == ADMIN_VIEW_CSV;
         size_t len = 0;
         char *body = csv ? ads_csv(&j->q, &len) : ads_json(&j->q, &len);
-        if (!body)
-            admin_send_error(a, 500, "Internal Server Error");
-        else if (csv)
-            admin_send_raw(a, "text/csv; charset=utf-8", body, len,
-                           "Content-Disposition: attachment; filename=\"audience-ads.csv\"\r\n"
-                           REPLY_NO_CACHE);
-        else
-            admin_send_raw(a, "application/json; charset=utf-8", body, len,
-                           REPLY_NO_CACHE ADMIN_CSP);
-        free(body);
+        admin_audience_send(a, csv, body, len, "audience-ads.csv");
     } else {
         admin_send_doc(a, ads_doc(&j->q));
     }

@@ -36,6 +36,12 @@ void admin_cmd_audience_sessions(admin_req_t *a);
  * YYYY-MM-DD or YYYY-MM (a UTC month); one of the three (period=all: from and to, as the
  * figures take it); NULL, or what is wrong with it. */
 const char *admin_audience_span(admin_req_t *a, int64_t *from_ms, int64_t *to_ms);
+/* The answer to an audience query that failed (err < 0: 503 without a database or while it
+ * cannot be reached, else 500 saying what failed): 1 when sent, 0 for err >= 0. */
+int admin_audience_failed(admin_req_t *a, int err, const char *what);
+/* A CSV (an attachment named file) or JSON body made for an audience query, sent and freed;
+ * NULL: a 500. */
+void admin_audience_send(admin_req_t *a, int csv, char *body, size_t len, const char *file);
 /* A time parameter of the figures (unix seconds or ISO 8601, UTC unless it says otherwise) in
  * ms since the epoch; def when s is NULL or empty; 0, or -1 when malformed (audience.c). */
 int admin_audience_time(const char *s, int64_t def, int64_t *out);
