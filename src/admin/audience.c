@@ -418,35 +418,43 @@ const char *admin_audience_span(admin_req_t *a, int64_t *from_ms, int64_t *to_ms
     return bad;
 }
 
+const char *admin_audience_cut(admin_req_t *a, int64_t from_ms, int64_t to_ms, int64_t *step_ms,
+                               int *gross)
+{
+    char *period = admin_param(a, "period"), *traffic = admin_param(a, "traffic");
+    const char *bad = NULL;
+    *gross = traffic && strcmp(traffic, "gross") == 0;
+    if (period && *period && strcmp(period, "hour") != 0 && strcmp(period, "day") != 0 &&
+        strcmp(period, "all") != 0)
+        bad = "period: hour or day (or all: the whole of from to to)";
+    else if (traffic && *traffic && !*gross && strcmp(traffic, "net") != 0)
+        bad = "traffic: net (valid sessions only, the default) or gross (every session)";
+    *step_ms = !period || !*period           ? 86400000 /* by day, by default */
+               : strcmp(period, "hour") == 0 ? 3600000
+               : strcmp(period, "day") == 0  ? 86400000
+                                             : 0;
+    if (!bad && *step_ms && (to_ms - from_ms) / *step_ms >= AUDIENCE_MAX_BUCKETS)
+        bad = "too many hours or days in the period";
+    free(period);
+    free(traffic);
+    return bad;
+}
+
 /* The query a request asks for, or a message saying what is wrong with it. */
 static const char *read_query(admin_req_t *a, audience_query_t *q)
 {
     char *from = admin_param(a, "from"), *to = admin_param(a, "to");
-    char *period = admin_param(a, "period"), *traffic = admin_param(a, "traffic");
     const char *bad = NULL;
     int64_t now = ((int64_t)time(NULL) + 1) * 1000; /* the second going on included */
-    q->gross = traffic && strcmp(traffic, "gross") == 0;
     if (parse_time(to, now, &q->to_ms) < 0 ||
         parse_time(from, q->to_ms - 86400000, &q->from_ms) < 0)
         bad = "from and to: unix seconds or ISO 8601 (YYYY-MM-DD[THH:MM[:SS[.fff]]][Z|+HH:MM])";
     else if (q->from_ms >= q->to_ms)
         bad = "from must come before to";
-    else if (period && *period && strcmp(period, "hour") != 0 && strcmp(period, "day") != 0 &&
-             strcmp(period, "all") != 0)
-        bad = "period: hour or day (or all: the whole of from to to)";
-    else if (traffic && *traffic && !q->gross && strcmp(traffic, "net") != 0)
-        bad = "traffic: net (valid sessions only, the default) or gross (every session)";
-    q->step_ms = !period || !*period           ? 86400000 /* by day, by default */
-                 : strcmp(period, "hour") == 0 ? 3600000
-                 : strcmp(period, "day") == 0  ? 86400000
-                                               : 0;
-    if (!bad && q->step_ms && (q->to_ms - q->from_ms) / q->step_ms >= AUDIENCE_MAX_BUCKETS)
-        bad = "too many hours or days in the period";
+    const char *cut = admin_audience_cut(a, q->from_ms, q->to_ms, &q->step_ms, &q->gross);
     free(from);
     free(to);
-    free(period);
-    free(traffic);
-    return bad;
+    return bad ? bad : cut;
 }
 
 void admin_cmd_audience(admin_req_t *a)
@@ -536,13 +544,7 @@ static void top_deliver(worker_t *w, void *arg)
 {
     (void)w;
     top_job_t *j = arg;
-    if (j->t.err == -ENODEV)
-        admin_send_error(j->a, 503, "No audience database");
-    else if (j->t.err == -EAGAIN)
-        admin_send_error(j->a, 503, "The audience database cannot be reached now");
-    else if (j->t.err < 0)
-        admin_send_error(j->a, 500, "Internal Server Error: the audience figures failed");
-    else
+    if (!admin_audience_failed(j->a, j->t.err, "audience figures"))
         admin_send_doc(j->a, admin_audience_top_doc(&j->t));
     top_job_free(j);
 }

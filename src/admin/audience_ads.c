@@ -295,27 +295,13 @@ static const char *ads_span(admin_req_t *a, audience_ads_query_t *q)
 /* The query a request asks for: NULL, or what is wrong with it. */
 static const char *read_query(admin_req_t *a, audience_ads_query_t *q)
 {
-    char *period = admin_param(a, "period"), *traffic = admin_param(a, "traffic");
     char *server = admin_param(a, "server");
     const char *bad = ads_span(a, q);
-    q->gross = traffic && strcmp(traffic, "gross") == 0;
-    if (!bad && period && *period && strcmp(period, "hour") != 0 &&
-        strcmp(period, "day") != 0 && strcmp(period, "all") != 0)
-        bad = "period: hour or day (or all: the whole of from to to)";
-    else if (!bad && traffic && *traffic && !q->gross && strcmp(traffic, "net") != 0)
-        bad = "traffic: net (valid sessions only, the default) or gross (every session)";
-    q->step_ms = !period || !*period           ? 86400000
-                 : strcmp(period, "hour") == 0 ? 3600000
-                 : strcmp(period, "day") == 0  ? 86400000
-                                               : 0;
-    if (!bad && q->step_ms && (q->to_ms - q->from_ms) / q->step_ms >= AUDIENCE_MAX_BUCKETS)
-        bad = "too many hours or days in the period";
+    const char *cut = admin_audience_cut(a, q->from_ms, q->to_ms, &q->step_ms, &q->gross);
     q->mount = a->mount_name && *a->mount_name ? strdup(a->mount_name) : NULL;
     q->server = server && *server ? strdup(server) : NULL;
-    free(period);
-    free(traffic);
     free(server);
-    return bad;
+    return bad ? bad : cut;
 }
 
 void admin_cmd_audience_ads(admin_req_t *a)

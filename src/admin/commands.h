@@ -39,6 +39,11 @@ const char *admin_audience_span(admin_req_t *a, int64_t *from_ms, int64_t *to_ms
 /* The answer to an audience query that failed (err < 0: 503 without a database or while it
  * cannot be reached, else 500 saying what failed): 1 when sent, 0 for err >= 0. */
 int admin_audience_failed(admin_req_t *a, int err, const char *what);
+/* period= (hour, day, the default, or all) and traffic= (net, the default, or gross) of a
+ * figures query over [from, to): its step (0: the whole period) and gross; NULL, or what is
+ * wrong with them. */
+const char *admin_audience_cut(admin_req_t *a, int64_t from_ms, int64_t to_ms, int64_t *step_ms,
+                               int *gross);
 /* A CSV (an attachment named file) or JSON body made for an audience query, sent and freed;
  * NULL: a 500. */
 void admin_audience_send(admin_req_t *a, int csv, char *body, size_t len, const char *file);
