@@ -96,11 +96,6 @@ static int parse_time(const char *s, int64_t def, int64_t *out)
     return parse_iso(s, out) < 0 || *out < 0 ? -1 : 0;
 }
 
-int admin_audience_time(const char *s, int64_t def, int64_t *out)
-{
-    return parse_time(s, def, out);
-}
-
 static void iso(char *out, size_t cap, int64_t ms)
 {
     time_t t = (time_t)(ms / 1000);
@@ -387,17 +382,18 @@ static int parse_span(const char *p, int64_t now, int64_t *from_ms, int64_t *to_
     return 0;
 }
 
-const char *admin_audience_span(admin_req_t *a, int64_t *from_ms, int64_t *to_ms)
+const char *admin_audience_span(admin_req_t *a, int span_period, int64_t *from_ms,
+                                int64_t *to_ms)
 {
     char *from = admin_param(a, "from"), *to = admin_param(a, "to"), *day = admin_param(a, "day");
-    char *period = admin_param(a, "period");
+    char *period = span_period ? admin_param(a, "period") : NULL;
     const char *bad = NULL;
     int64_t now = ((int64_t)time(NULL) + 1) * 1000; /* the second going on included */
     if (period && strcmp(period, "all") == 0) /* as the figures say it: the whole of from-to */
         *period = '\0';
     int given = (day && *day) + (period && *period) + ((from && *from) || (to && *to));
     if (given > 1) {
-        bad = "one of day, period, or from and to";
+        bad = span_period ? "one of day, period, or from and to" : "day, or from and to: not both";
     } else if (day && *day) {
         if (strlen(day) != 10 || parse_iso(day, from_ms) < 0)
             bad = "day: YYYY-MM-DD (a UTC day)";

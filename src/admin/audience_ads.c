@@ -268,35 +268,11 @@ static void compute(audience_db_t *db, void *arg)
     }
 }
 
-/* from and to (the last 24 hours by default), or day=YYYY-MM-DD; NULL, or what is wrong. */
-static const char *ads_span(admin_req_t *a, audience_ads_query_t *q)
-{
-    char *from = admin_param(a, "from"), *to = admin_param(a, "to"), *day = admin_param(a, "day");
-    const char *bad = NULL;
-    int64_t now = ((int64_t)time(NULL) + 1) * 1000; /* the second going on included */
-    if (day && *day) {
-        if ((from && *from) || (to && *to))
-            bad = "day, or from and to: not both";
-        else if (strlen(day) != 10 || admin_audience_time(day, 0, &q->from_ms) < 0)
-            bad = "day: YYYY-MM-DD (a UTC day)";
-        q->to_ms = q->from_ms + 86400000;
-    } else if (admin_audience_time(to, now, &q->to_ms) < 0 ||
-               admin_audience_time(from, q->to_ms - 86400000, &q->from_ms) < 0) {
-        bad = "from and to: unix seconds or ISO 8601 (YYYY-MM-DD[THH:MM[:SS[.fff]]][Z|+HH:MM])";
-    }
-    if (!bad && q->from_ms >= q->to_ms)
-        bad = "from must come before to";
-    free(from);
-    free(to);
-    free(day);
-    return bad;
-}
-
 /* The query a request asks for: NULL, or what is wrong with it. */
 static const char *read_query(admin_req_t *a, audience_ads_query_t *q)
 {
     char *server = admin_param(a, "server");
-    const char *bad = ads_span(a, q);
+    const char *bad = admin_audience_span(a, 0, &q->from_ms, &q->to_ms);
     const char *cut = admin_audience_cut(a, q->from_ms, q->to_ms, &q->step_ms, &q->gross);
     q->mount = a->mount_name && *a->mount_name ? strdup(a->mount_name) : NULL;
     q->server = server && *server ? strdup(server) : NULL;

@@ -181,7 +181,7 @@ void admin_cmd_audience_sessions(admin_req_t *a)
 {
     char *format = admin_param(a, "format"), *server = admin_param(a, "server");
     int64_t from = 0, to = 0;
-    const char *bad = admin_audience_span(a, &from, &to);
+    const char *bad = admin_audience_span(a, 1, &from, &to);
     audience_format_t f = AUDIENCE_FORMAT_W3C;
     if (!bad && format && *format && strcmp(format, "w3c") != 0) {
         if (strcmp(format, "tsv") == 0)

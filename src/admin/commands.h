@@ -32,10 +32,12 @@ void admin_cmd_audience_top(admin_req_t *a);
  * (admin/audience_sessions.c). */
 void admin_cmd_audience_sessions(admin_req_t *a);
 /* The span a request asks for: from and to (unix seconds or ISO 8601, the last 24 hours by
- * default), day=YYYY-MM-DD (that UTC day), or period= 24h, 7d, 30d (the last of them),
- * YYYY-MM-DD or YYYY-MM (a UTC month); one of the three (period=all: from and to, as the
- * figures take it); NULL, or what is wrong with it. */
-const char *admin_audience_span(admin_req_t *a, int64_t *from_ms, int64_t *to_ms);
+ * default), day=YYYY-MM-DD (that UTC day), or, with span_period, period= 24h, 7d, 30d (the
+ * last of them), YYYY-MM-DD or YYYY-MM (a UTC month); one of them (period=all: from and to,
+ * as the figures take it); NULL, or what is wrong with it. Without span_period, period= is
+ * left to the caller (the figures' buckets, admin_audience_cut). */
+const char *admin_audience_span(admin_req_t *a, int span_period, int64_t *from_ms,
+                                int64_t *to_ms);
 /* The answer to an audience query that failed (err < 0: 503 without a database or while it
  * cannot be reached, else 500 saying what failed): 1 when sent, 0 for err >= 0. */
 int admin_audience_failed(admin_req_t *a, int err, const char *what);
@@ -47,9 +49,6 @@ const char *admin_audience_cut(admin_req_t *a, int64_t from_ms, int64_t to_ms, i
 /* A CSV (an attachment named file) or JSON body made for an audience query, sent and freed;
  * NULL: a 500. */
 void admin_audience_send(admin_req_t *a, int csv, char *body, size_t len, const char *file);
-/* A time parameter of the figures (unix seconds or ISO 8601, UTC unless it says otherwise) in
- * ms since the epoch; def when s is NULL or empty; 0, or -1 when malformed (audience.c). */
-int admin_audience_time(const char *s, int64_t def, int64_t *out);
 void admin_cmd_audience_charts(admin_req_t *a);
 /* /admin/audience/ads[.json|.csv] (or format=): the ads figures per mount and creative
  * (admin/audience_ads.c); the <ads_mount> and <ads_creative> elements of an answer under
