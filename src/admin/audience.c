@@ -228,8 +228,7 @@ static char *figures_json(const audience_query_t *q, size_t *len)
     return buf_take(&b, len);
 }
 
-/* Text inside a quoted CSV field: control characters dropped, quotes doubled. */
-static void csv_text(buf_t *b, const char *s)
+void admin_audience_csv_text(buf_t *b, const char *s)
 {
     char *clean = stats_clean_text(s);
     for (const char *p = clean ? clean : ""; *p; p++)
@@ -250,7 +249,7 @@ static char *figures_csv(const audience_query_t *q, size_t *len)
         figures_text_t ft;
         figures_text(&ft, r);
         buf_appendf(&b, "%s,%s,\"", ft.start, ft.end);
-        csv_text(&b, r->mount);
+        admin_audience_csv_text(&b, r->mount);
         buf_appendf(&b, "\",%llu,%llu,%s,%s,%llu,%llu,%llu,%llu,\"",
                     (unsigned long long)r->sessions, (unsigned long long)r->qualified,
                     ft.tlh_hours, ft.atsl_seconds, (unsigned long long)r->cume,
@@ -258,7 +257,7 @@ static char *figures_csv(const audience_query_t *q, size_t *len)
                     (unsigned long long)r->in_progress);
         for (size_t k = 0; k < r->ncountries; k++) {
             buf_append_str(&b, k ? ";" : "");
-            csv_text(&b, country_name(&r->countries[k]));
+            admin_audience_csv_text(&b, country_name(&r->countries[k]));
             buf_appendf(&b, "=%llu", (unsigned long long)r->countries[k].sessions);
         }
         buf_appendf(&b, "\",%llu,%llu,%s,%s,%s\r\n", (unsigned long long)r->active,

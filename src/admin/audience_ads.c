@@ -187,12 +187,9 @@ static char *ads_json(const audience_ads_query_t *q, size_t *len)
 /* A quoted CSV field: control characters dropped, quotes doubled. */
 static void csv_field(buf_t *b, const char *s)
 {
-    char *clean = stats_clean_text(s ? s : "");
     buf_append_char(b, '"');
-    for (const char *p = clean ? clean : ""; *p; p++)
-        buf_append_str(b, *p == '"' ? "\"\"" : (char[]){*p, '\0'});
+    admin_audience_csv_text(b, s ? s : "");
     buf_append_char(b, '"');
-    free(clean);
 }
 
 /* CSV: one header line; a line per period and mount (kind "mount"; the server's with an empty

@@ -7,6 +7,7 @@
 #define RIMECAST_COMMANDS_H
 
 #include "admin/admin.h"
+#include "core/buf.h"
 
 /* listclients?mount=: <icestats><source mount><Listeners/><listener><IP/><UserAgent/>
  * <Connected/><ID/></listener>...</source></icestats> */
@@ -49,6 +50,9 @@ const char *admin_audience_cut(admin_req_t *a, int64_t from_ms, int64_t to_ms, i
 /* A CSV (an attachment named file) or JSON body made for an audience query, sent and freed;
  * NULL: a 500. */
 void admin_audience_send(admin_req_t *a, int csv, char *body, size_t len, const char *file);
+/* Text inside a quoted CSV field of the audience's answers: control characters dropped,
+ * quotes doubled. */
+void admin_audience_csv_text(buf_t *b, const char *s);
 void admin_cmd_audience_charts(admin_req_t *a);
 /* /admin/audience/ads[.json|.csv] (or format=): the ads figures per mount and creative
  * (admin/audience_ads.c); the <ads_mount> and <ads_creative> elements of an answer under
