@@ -26,11 +26,12 @@
 typedef struct worker worker_t;
 typedef struct mount_conf mount_conf_t;
 
-#define ADS_POD_MAX VAST_MAX_ADS
+#define ADS_POD_MAX (VAST_MAX_ADS + 1) /* an ad server's ads, and a house ad before them */
 #define ADS_WRAPPER_DEPTH 3             /* wrappers followed, one below the other */
 #define ADS_CREATIVE_MAX (8 << 20)      /* bytes of one creative */
 #define ADS_IMPRESSION_MS 2000          /* an impression: this much of the ad delivered */
 #define ADS_TITLE_PREFIX "ADBREAK_LENGTH_"
+#define ADS_HOUSE_PREFIX "house:"       /* a house ad's media URL: "house:" and its webroot path */
 
 /* A mount's <ads> with the defaults filled in. */
 typedef struct ads_settings {
@@ -85,8 +86,9 @@ typedef struct ads_creative {
 /* Checks len bytes of an audio file and cuts them into a creative: an ID3v2 tag at the start,
  * an MP3 Xing/Info/VBRI frame and an ID3v1 tag at the end are left out; everything else must
  * be whole frames of one format (ads_format_t) with nothing between them. title names the ad
- * in ICY metadata (cleaned: control characters and quotes dropped, cut at 120 bytes). Returns 0
- * with *out (one reference), VAST_ERR_MEDIA_BROKEN, or -ENOMEM. */
+ * in ICY metadata (cleaned: control characters and quotes dropped, cut at 120 bytes); NULL: its
+ * blocks carry no metadata (a house ad: the listener's title does not change), and its title is
+ * "". Returns 0 with *out (one reference), VAST_ERR_MEDIA_BROKEN, or -ENOMEM. */
 int ads_creative_build(const unsigned char *data, size_t len, const char *title,
                        ads_creative_t **out);
 ads_creative_t *ads_creative_ref(ads_creative_t *c);
@@ -94,7 +96,9 @@ void ads_creative_unref(ads_creative_t *c);
 
 struct ads_record_ad; /* ads_record.h: what the audience figures keep of this ad */
 
-/* One ad of a listener's pod. */
+/* One ad of a listener's pod. A house ad is the station's own audio (a mount's <intro>, a
+ * preroll a listener's URL authentication named; stream/adhouse.c): no ad server, no tracking,
+ * no record, not counted among the ads; its media_url is ADS_HOUSE_PREFIX and its path. */
 typedef struct ads_ad {
     ads_creative_t *creative;   /* owned reference */
     char *media_url;            /* where the creative was fetched (an upgrade fetches it again) */
@@ -105,6 +109,7 @@ typedef struct ads_ad {
     vast_urls_t track[VAST_EV_COUNT];
     struct ads_record_ad *rec;  /* its entry in the pod's record (ads_track_sent updates it);
                                  * NULL: none */
+    int house;                  /* a house ad (above) */
 } ads_ad_t;
 
 typedef struct ads_pod {

@@ -87,6 +87,8 @@ ads_pod_t *ads_pod_load(rec_reader_t *in)
             urls_load(in, &a->track[e]);
         if (!a->media_url)
             in->error = 1;
+        else
+            a->house = !strncmp(a->media_url, ADS_HOUSE_PREFIX, strlen(ADS_HOUSE_PREFIX));
     }
     if (!in->error)
         ads_record_link(pod, rec);

@@ -197,12 +197,16 @@ void ads_record_link(ads_pod_t *pod, ads_record_t *r)
 {
     if (!r)
         return;
-    if (r->n < pod->n) { /* not its record: the pod plays without it */
+    int n = 0; /* the pod's ads but a house ad (which has no record) */
+    for (int i = 0; i < pod->n; i++)
+        n += !pod->ad[i].house;
+    if (r->n < n) { /* not its record: the pod plays without it */
         ads_record_free(r);
         return;
     }
-    for (int i = 0; i < pod->n; i++) /* the pod's ads are the record's last ones */
-        pod->ad[i].rec = &r->ad[r->n - pod->n + i];
+    for (int i = pod->n - 1, e = r->n - 1; i >= 0; i--) /* its ads are the record's last ones */
+        if (!pod->ad[i].house)
+            pod->ad[i].rec = &r->ad[e--];
     pod->rec = r;
 }
 

@@ -181,8 +181,8 @@ int ads_creative_build(const unsigned char *data, size_t len, const char *title,
     c->bytes = end - start;
     c->duration_ms = (uint32_t)(c->samples * 1000 / c->fmt.samplerate);
     c->title = icy_title(title);
-    icy_meta_t *meta = c->title ? icy_meta_new(c->title, NULL) : NULL;
-    int rc = meta ? cut_blocks(c, data, start, end, meta) : -ENOMEM;
+    icy_meta_t *meta = c->title && title ? icy_meta_new(c->title, NULL) : NULL;
+    int rc = c->title && (meta || !title) ? cut_blocks(c, data, start, end, meta) : -ENOMEM;
     icy_meta_unref(meta);
     if (rc < 0) {
         ads_creative_unref(c);

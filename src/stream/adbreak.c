@@ -67,6 +67,17 @@ int adbreak_stream_format(mount_t *m, ads_format_t *fmt)
     return rc;
 }
 
+void adbreak_stream_kind(mount_t *m, ads_format_t *fmt)
+{
+    *fmt = (ads_format_t){0};
+    const mount_info_t *info = mount_info(m);
+    const char *type = info && info->content_type ? info->content_type : "";
+    if (atomic_load(&m->is_ogg))
+        fmt->ogg = ADS_OGG_VORBIS | ADS_OGG_OPUS; /* either: not known */
+    else if (strstr(type, "aac"))
+        fmt->adts = 1;
+}
+
 int adbreak_signal(mount_t *m, unsigned duration_ms, const char *why)
 {
     const mount_conf_t *mc = config_find_mount(server_config(), m->name);
@@ -117,25 +128,29 @@ static void on_title(mount_t *m, const char *title)
     adbreak_signal(m, (unsigned)ms, "title");
 }
 
+/* At shutdown, on worker 0: the house ads' kept creatives go (adhouse.c). */
+static void house_fini(worker_t *w)
+{
+    if (w->id == 0)
+        adhouse_cache_clear();
+}
+
+static const worker_module_t house_module = {.name = "adhouse", .fini = house_fini};
+
 void adbreak_register(void)
 {
     mount_set_title_hook(on_title);
+    worker_register(&house_module);
 }
 
 /* ---- asking ---- */
 
 static void on_decided(worker_t *w, uint64_t owner, uint64_t tag, ads_pod_t *pod);
 
-/* l's break begins: its ads are asked for. */
-static void begin(listener_t *l, const ads_settings_t *set, const ads_format_t *fmt,
-                  uint64_t tag, uint64_t start, unsigned break_ms, uint64_t at_ms, int preroll)
+/* l's ads are asked for (its break's tag, of break_ms); 0, or < 0 (not asked). */
+static int ask(listener_t *l, const ads_settings_t *set, const ads_format_t *fmt, uint64_t tag,
+               unsigned break_ms)
 {
-    adplay_t *a = calloc(1, sizeof(*a));
-    if (!a)
-        return;
-    *a = (adplay_t){.state = AD_ASKED, .preroll = preroll, .tag = tag, .start = start,
-                    .deadline_ms = at_ms + set->request_timeout_ms, .ogg = fmt->ogg != 0,
-                    .granule = -1, .break_ms = break_ms, .rate = fmt->samplerate};
     conn_t *c = l->conn;
     char session[24];
     snprintf(session, sizeof(session), "%" PRIu64, c->id);
@@ -144,13 +159,27 @@ static void begin(listener_t *l, const ads_settings_t *set, const ads_format_t *
                               .session = session, .mount = l->asked ? l->asked : l->mount->name,
                               .cachebuster = (uint32_t)rand()},
                      .fit_later = 1};
+    int rc = ads_ask(c->worker, &ask, c->id, tag, on_decided);
+    if (rc == 0)
+        atomic_fetch_add_explicit(&l->mount->ad_asked, 1, memory_order_relaxed);
+    return rc;
+}
+
+/* l's break begins: its ads are asked for. */
+static void begin(listener_t *l, const ads_settings_t *set, const ads_format_t *fmt,
+                  uint64_t tag, uint64_t start, unsigned break_ms, uint64_t at_ms)
+{
+    adplay_t *a = calloc(1, sizeof(*a));
+    if (!a)
+        return;
+    *a = (adplay_t){.state = AD_ASKED, .tag = tag, .start = start,
+                    .deadline_ms = at_ms + set->request_timeout_ms, .ogg = fmt->ogg != 0,
+                    .granule = -1, .break_ms = break_ms, .rate = fmt->samplerate};
     l->ad = a;
-    if (ads_ask(c->worker, &ask, c->id, tag, on_decided) < 0) {
+    if (ask(l, set, fmt, tag, break_ms) < 0) {
         l->ad = NULL;
         free(a);
-        return;
     }
-    atomic_fetch_add_explicit(&l->mount->ad_asked, 1, memory_order_relaxed);
 }
 
 void adbreak_sub_begin(worker_t *w, sub_t *s)
@@ -168,16 +197,42 @@ void adbreak_sub_begin(worker_t *w, sub_t *s)
     listener_t *l;
     list_foreach(l, &s->listeners, listener_t, link)
         if (!l->feed && !l->ad && !l->conn->closing && l->blk->offset + l->pos <= start)
-            begin(l, &set, &fmt, id, start, ms, at, 0);
+            begin(l, &set, &fmt, id, start, ms, at);
 }
 
+/* A listener's preroll is one break of its own: its house ad (the preroll its URL
+ * authentication named, else the mount's <intro>: adhouse.c) at once, and the ad server's ads
+ * (<ads><preroll>) after it, or alone; the live stream's time is skipped meanwhile. */
 void adbreak_preroll(listener_t *l)
 {
+    if (l->feed)
+        return;
     ads_settings_t set = ads_settings(config_find_mount(server_config(), l->mount->name));
     ads_format_t fmt;
-    if (!set.vast_url || !set.preroll || l->feed || adbreak_stream_format(l->mount, &fmt) < 0)
+    int known = adbreak_stream_format(l->mount, &fmt) == 0;
+    if (!known) /* no audio yet: its kind from what the source said it sends */
+        adbreak_stream_kind(l->mount, &fmt);
+    ads_pod_t *house = adhouse_pod(l, &fmt);
+    int asks = set.vast_url && set.preroll && known;
+    if (!house && !asks)
         return;
-    begin(l, &set, &fmt, adbreak_new_tag(), 0, set.preroll_ms, loop_now_ms(), 1);
+    adplay_t *a = calloc(1, sizeof(*a));
+    if (!a) {
+        ads_pod_free(house);
+        return;
+    }
+    const ads_creative_t *hc = house ? house->ad[0].creative : NULL;
+    *a = (adplay_t){.state = house ? AD_READY : AD_ASKED, .preroll = 1, .tag = adbreak_new_tag(),
+                    .deadline_ms = loop_now_ms() + set.request_timeout_ms,
+                    .ogg = atomic_load(&l->mount->is_ogg) != 0, .granule = -1,
+                    .break_ms = set.preroll_ms, .rate = known ? fmt.samplerate
+                                                              : hc->fmt.samplerate,
+                    .pod = house};
+    l->ad = a;
+    if (asks && ask(l, &set, &fmt, a->tag, set.preroll_ms) == 0)
+        a->asking = house != NULL;
+    else if (!house)
+        adbreak_free_play(l);
 }
 
 void adbreak_free_play(listener_t *l)
@@ -265,10 +320,51 @@ static ads_pod_t *place(listener_t *l, ads_pod_t *pod)
     return pod;
 }
 
+/* A preroll's ads decided while its house ad plays (or was played, the listener held for
+ * them): they follow it in its pod, those that fit the preroll's length. */
+static void follow_house(listener_t *l, ads_pod_t *pod)
+{
+    adplay_t *a = l->ad;
+    a->asking = 0;
+    pod = ads_pod_fit(pod, a->break_ms);
+    if (!pod)
+        return;
+    ads_pod_t *h = a->pod;
+    uint64_t samples = 0;
+    int first = h->n;
+    for (int i = 0; i < pod->n && h->n < ADS_POD_MAX; i++) {
+        samples += adbreak_ad_samples(a, pod->ad[i].creative);
+        h->ad[h->n++] = pod->ad[i];
+        memset(&pod->ad[i], 0, sizeof(pod->ad[i]));
+    }
+    atomic_fetch_add_explicit(&l->mount->ad_fills, (unsigned long long)(h->n - first),
+                              memory_order_relaxed);
+    h->duration_ms += pod->duration_ms;
+    h->allow_private = pod->allow_private; /* their tracking's */
+    h->rec = pod->rec; /* the decision's record: the ad server's ads only */
+    pod->rec = NULL;
+    ads_pod_free(pod);
+    if (a->state == AD_PLAYING) {
+        a->skip += samples;
+    } else if (a->state == AD_REJOIN) { /* the house ad was all sent: on to the first ad */
+        a->skip += samples;
+        a->state = AD_PLAYING;
+        adbreak_start_ad(a);
+    }
+}
+
 static void on_decided(worker_t *w, uint64_t owner, uint64_t tag, ads_pod_t *pod)
 {
     conn_t *c = worker_find_conn(w, owner);
     listener_t *l = c ? listener_of(c) : NULL;
+    if (l && l->ad && l->ad->tag == tag && l->ad->asking && pod) {
+        follow_house(l, pod);
+        return;
+    }
+    if (l && l->ad && l->ad->tag == tag && l->ad->asking) {
+        l->ad->asking = 0; /* none: the live stream follows the house ad */
+        return;
+    }
     if (!l || !l->ad || l->ad->tag != tag || l->ad->state != AD_ASKED) {
         ads_pod_drop(pod); /* gone, or its break is over (adbreak_where): it is live, no fill */
         return;
@@ -445,7 +541,7 @@ static void play(listener_t *l)
     mark_start(l);
     a->cur = 0;
     for (int i = 0; i < a->pod->n; i++)
-        a->skip += a->pod->ad[i].creative->samples;
+        a->skip += adbreak_ad_samples(a, a->pod->ad[i].creative);
     adbreak_start_ad(a);
     char ids[256] = "", esc[256], mesc[256];
     for (int i = 0; i < a->pod->n; i++)
@@ -527,6 +623,9 @@ int adbreak_where(listener_t *l, block_t **b, uint32_t *pos, uint64_t *stop)
         /* fall through */
     default: /* AD_REJOIN */
         adbreak_skip_live(l);
+        if (a->asking && loop_now_ms() < a->deadline_ms)
+            return ADBREAK_HOLD; /* its house ad was played: its ads are still being decided */
+        a->asking = 0; /* undecided in time: when they come, they are a no fill */
         if (a->skip > 0 || (a->ogg && rejoin_ogg(l) < 0))
             return ADBREAK_HOLD;
         adbreak_free_play(l);
@@ -534,9 +633,27 @@ int adbreak_where(listener_t *l, block_t **b, uint32_t *pos, uint64_t *stop)
     }
 }
 
-/* Tracking of the ad playing, now that `sent` of its bytes were delivered (counted on m). */
+uint64_t adbreak_ad_samples(const adplay_t *a, const ads_creative_t *c)
+{
+    if (!a->rate || c->fmt.samplerate == a->rate)
+        return c->samples;
+    return (uint64_t)c->duration_ms * a->rate / 1000;
+}
+
+void adbreak_preroll_played(listener_t *l)
+{
+    if (l->preroll)
+        return;
+    l->preroll = 1; /* one impression: the preroll was played through */
+    session_live_preroll(l->live);
+}
+
+/* Tracking of the ad playing, now that `sent` of its bytes were delivered (counted on m); a
+ * house ad has none. */
 void adbreak_track(adplay_t *a, uint64_t sent, mount_t *m)
 {
+    if (a->pod->ad[a->cur].house)
+        return;
     unsigned now = ads_track_sent(&a->pod->ad[a->cur], sent, &a->fired, a->pod->allow_private);
     if (now & ADS_FIRED_IMPRESSION)
         atomic_fetch_add_explicit(&m->ad_impressions, 1, memory_order_relaxed);
@@ -565,6 +682,8 @@ void adbreak_commit(listener_t *l, block_t *b, uint32_t pos)
     if (pos < b->len || block_next(b))
         return;
     adbreak_next_ad(a); /* this ad is all delivered */
+    if (a->state == AD_REJOIN && a->preroll)
+        adbreak_preroll_played(l);
 }
 
 void adbreak_end(listener_t *l)

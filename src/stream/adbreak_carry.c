@@ -32,6 +32,8 @@ enum { CARRY_NOT_BEGUN = 1, CARRY_PLAYING, CARRY_REJOIN };
 
 static int carry_kind(const adplay_t *a)
 {
+    if (a->asking)
+        return 0; /* a preroll's ads are being decided: as below */
     switch (a->state) {
     case AD_READY:
         return CARRY_NOT_BEGUN;
@@ -86,7 +88,7 @@ void adbreak_save(const listener_t *l, buf_t *out)
     uint64_t skip = a->skip, resume = 0;
     if (a->state == AD_READY) /* play() has not added the ads' samples yet */
         for (int i = 0; i < a->pod->n; i++)
-            skip += a->pod->ad[i].creative->samples;
+            skip += adbreak_ad_samples(a, a->pod->ad[i].creative);
     if (a->state == AD_PLAYING)
         resume = a->pos > 0 ? block_end(a->blk) : a->blk->offset;
     else if (a->state == AD_FETCH)
@@ -99,6 +101,7 @@ void adbreak_save(const listener_t *l, buf_t *out)
     rec_i64(out, a->granule);
     rec_u32(out, kind == CARRY_PLAYING ? a->fired : 0);
     rec_u64(out, resume);
+    rec_u32(out, a->rate);
     if (kind != CARRY_REJOIN)
         ads_pod_save(a->pod, a->cur, out); /* adbreak_carried checked its URLs */
 }
@@ -117,6 +120,7 @@ int adbreak_restore(listener_t *l, rec_reader_t *in)
     a->fired = rec_get_u32(in);
     a->resume = rec_get_u64(in);
     a->state = kind == CARRY_REJOIN ? AD_REJOIN : AD_FETCH;
+    a->rate = rec_get_u32(in);
     a->pending_start = kind == CARRY_NOT_BEGUN;
     if (kind != CARRY_REJOIN && !in->error)
         a->pod = ads_pod_load(in);
@@ -171,6 +175,8 @@ static void on_refetched(worker_t *w, uint64_t owner, uint64_t tag, ads_creative
     if (a->resume >= c->bytes) { /* it was in the last block: all delivered now */
         adbreak_track(a, c->bytes, l->mount);
         adbreak_next_ad(a);
+        if (a->state == AD_REJOIN && a->preroll)
+            adbreak_preroll_played(l);
     } else if (!b || b->offset != a->resume) {
         give_up(l); /* cut otherwise than it was: not where it left off */
     } else {
@@ -201,6 +207,16 @@ int adbreak_fetch(listener_t *l)
         a->fetching = 1;
         a->tag = adbreak_new_tag();
         a->deadline_ms = loop_now_ms() + set.creative_timeout_ms + 1000;
+        const ads_ad_t *ad = &a->pod->ad[a->cur];
+        if (ad->house) { /* the station's own file, made a creative here again */
+            ads_creative_t *c = adhouse_again(ad->media_url, &fmt, l->mount->name);
+            if (c && c->bytes != ad->carried_bytes) {
+                ads_creative_unref(c); /* the file changed meanwhile */
+                c = NULL;
+            }
+            on_refetched(l->conn->worker, l->conn->id, a->tag, c);
+            continue;
+        }
         ads_refetch(l->conn->worker, a->pod, a->cur, &fmt, set.creative_timeout_ms, l->conn->id,
                     a->tag, on_refetched);
     }

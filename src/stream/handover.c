@@ -387,9 +387,7 @@ int handover_listener_save(conn_t *c, handover_metas_t *t, buf_t *out)
     rec_str(out, l->key);
     uint64_t now = loop_now_ms();
     rec_u64(out, c->deadline_ms > now ? c->deadline_ms - now : c->deadline_ms ? 1 : 0);
-    /* the rest of its intro, and of the block it was in before a move (not in the queue) */
-    handover_chain_save(l->intro, 0, t, out);
-    rec_u32(out, l->intro_pos);
+    /* the rest of the block it was in before a move, or of an ad's (not in the queue) */
     uint32_t tail_pos = l->tail_pos;
     block_t *tail = ad ? adbreak_carry_tail(l, &tail_pos) : NULL;
     if (!tail) {
@@ -425,7 +423,7 @@ static block_t *block_at(mount_t *m, uint64_t offset, long index)
 /* A listener being restored that cannot be: what it holds is let go. */
 static void drop_restored(listener_t *l)
 {
-    block_t *held[] = {l->blk, l->hdr, l->intro, l->tail};
+    block_t *held[] = {l->blk, l->hdr, l->tail};
     for (size_t i = 0; i < sizeof(held) / sizeof(held[0]); i++)
         if (held[i])
         block_unref(held[i]);
@@ -471,14 +469,12 @@ int handover_listener_restore(conn_t *c, rec_reader_t *in, const handover_metas_
     free(country);
     int bad = 0;
     block_t *last;
-    l->intro = handover_chain_load(in, t, &last, &bad);
-    l->intro_pos = rec_get_u32(in);
     l->tail = handover_chain_load(in, t, &last, &bad);
     l->tail_pos = rec_get_u32(in);
     l->blk = in->error ? NULL : block_at(m, offset, -1);
     l->hdr = hdr >= 0 && l->blk ? block_at(m, 0, hdr) : NULL;
     if (!l->blk || l->pos > l->blk->len || (hdr >= 0 && !l->hdr) || bad ||
-        (l->intro && l->intro_pos > l->intro->len) || (l->tail && l->tail_pos > l->tail->len)) {
+        (l->tail && l->tail_pos > l->tail->len)) {
         drop_restored(l);
         return -EINVAL;
     }

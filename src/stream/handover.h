@@ -66,8 +66,7 @@ mount_t *handover_mount_restore(rec_reader_t *in, const handover_metas_t *t,
 void handover_mount_settle(mount_t *m, uint64_t queue_start);
 
 /* Save: c's listener fields (with its htpasswd session): 0, or -ENOTSUP when c is no listener
- * that can be carried (an intro or a move's tail still being sent, a URL-authentication
- * session). */
+ * that can be carried (a feed, or a login that cannot be written). */
 int handover_listener_save(conn_t *c, handover_metas_t *t, buf_t *out);
 /* Save: does c's record carry its ad break (REC_LISTENER_AD: a binary that does not know it
  * passes the listener over rather than cut an ad short)? */

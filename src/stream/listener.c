@@ -19,7 +19,6 @@
 #include <unistd.h>
 
 #include "auth/auth.h"
-#include "auth/auth_url.h"
 #include "conf/config.h"
 #include "core/cidr.h"
 #include "core/escape.h"
@@ -37,16 +36,15 @@
 #include "stream/sub.h"
 #include "stream/mount.h"
 #include "stream/session.h"
-#include "stream/webfile.h"
 
 #define LISTENER_IOV 64
 #define LISTENER_MAX_WRITE (256 * 1024)
 
-enum { SEG_WBUF, SEG_HDR, SEG_DATA, SEG_META, SEG_INTRO, SEG_TAIL, SEG_AD };
+enum { SEG_WBUF, SEG_HDR, SEG_DATA, SEG_META, SEG_TAIL, SEG_AD };
 
 typedef struct seg {
     int kind;
-    block_t *blk;      /* SEG_HDR, SEG_DATA, SEG_INTRO, SEG_TAIL, SEG_AD */
+    block_t *blk;      /* SEG_HDR, SEG_DATA, SEG_TAIL, SEG_AD */
     uint32_t pos;      /* start within blk */
     icy_meta_t *meta;  /* SEG_META: NULL = the single zero byte */
     uint32_t total;    /* SEG_META: full length of that metadata */
@@ -64,7 +62,7 @@ static icy_meta_t *meta_at(block_t *b, uint32_t pos)
     return b->meta;
 }
 
-/* Plans audio from block b at p (the stream, the intro, a move's tail or an ad: kind) with
+/* Plans audio from block b at p (the stream, a move's tail or an ad: kind) with
  * ICY metadata spliced in every metaint bytes, after n segments of `bytes`, up to the end of
  * the block that ends at or after offset `stop` (UINT64_MAX: as far as the chain goes);
  * returns the new count. */
@@ -130,8 +128,6 @@ static int plan(listener_t *l, struct iovec *iov, seg_t *seg)
         seg[n++] = (seg_t){.kind = SEG_WBUF};
         bytes += c->wlen - c->woff;
     }
-    if (l->intro) /* the stream follows on the next plan, once the intro is all sent */
-        return plan_audio(l, iov, seg, n, bytes, l->intro, l->intro_pos, SEG_INTRO, UINT64_MAX);
     if (l->tail) /* a move's pending rest of a block: the new mount follows on the next plan */
         return plan_audio(l, iov, seg, n, bytes, l->tail, l->tail_pos, SEG_TAIL,
                           block_end(l->tail));
@@ -168,26 +164,6 @@ static void move_cursor(listener_t *l, block_t *b, uint32_t pos)
         l->blk = b;
     }
     l->pos = pos;
-}
-
-/* The intro is dropped once its last byte is sent. */
-static void commit_intro(listener_t *l, const seg_t *s, size_t take)
-{
-    uint32_t pos = s->pos + (uint32_t)take;
-    if (pos >= s->blk->len && !block_next(s->blk)) {
-        block_unref(l->intro);
-        l->intro = NULL;
-        l->intro_pos = 0;
-        l->preroll = 1; /* one impression: the preroll was played through */
-        session_live_preroll(l->live);
-        return;
-    }
-    if (s->blk != l->intro) {
-        block_ref(s->blk);
-        block_unref(l->intro);
-        l->intro = s->blk;
-    }
-    l->intro_pos = pos;
 }
 
 /* The tail is one block (plan_audio stops at its end), dropped once it is all sent. */
@@ -263,10 +239,6 @@ static void commit(listener_t *l, const struct iovec *iov, const seg_t *seg, int
             break;
         case SEG_META:
             commit_meta(l, &seg[i], take);
-            break;
-        case SEG_INTRO:
-            commit_intro(l, &seg[i], take);
-            l->since_meta += (uint32_t)take;
             break;
         case SEG_TAIL:
             commit_tail(l, &seg[i], take);
@@ -395,7 +367,7 @@ static int follow_fallback(listener_t *l)
 static int stream_finished(listener_t *l)
 {
     return atomic_load_explicit(&l->mount->ended, memory_order_acquire) &&
-           l->conn->woff >= l->conn->wlen && !l->hdr && !l->intro && !l->tail && !l->ad &&
+           l->conn->woff >= l->conn->wlen && !l->hdr && !l->tail && !l->ad &&
            l->pos >= l->blk->len &&
            !block_next(l->blk) && !l->meta_cur && !l->meta_zero;
 }
@@ -522,43 +494,6 @@ int listener_move(listener_t *l, mount_t *dest)
     return 0;
 }
 
-/* The webroot file `file` (as <intro> names it) as a chain of shared blocks (a new
- * reference), or NULL. The file is read once and cached by mtime (stream/webfile.h); each
- * listener only holds a cursor. */
-static block_t *intro_of(const char *file)
-{
-    if (!file || !*file)
-        return NULL;
-    char path[1024];
-    snprintf(path, sizeof(path), "%s%s", file[0] == '/' ? "" : "/", file);
-    webfile_t *f = webfile_get(path);
-    block_t *b = f && f->blocks ? block_ref(f->blocks) : NULL;
-    webfile_unref(f);
-    return b;
-}
-
-/* What a new listener of m hears first: the preroll its URL authentication named (a name
- * checked by auth/auth_url.c), else, or when that file cannot be read, the mount's <intro>. */
-static block_t *first_of(conn_t *c, mount_t *m)
-{
-    client_t *cl = client_of(c);
-    const auth_url_session_t *s =
-        cl->on_end == auth_url_session_end ? (const auth_url_session_t *)cl->on_end_arg : NULL;
-    block_t *b = s && s->preroll ? intro_of(s->preroll) : NULL;
-    if (s && s->preroll && !b) {
-        static log_ratelimit_t rl;
-        char esc[512];
-        log_warn_limited(&rl, 60000, "listener %llu on %s: preroll %s cannot be read; the "
-                         "mount's intro is played instead", (unsigned long long)c->id,
-                         escape_log(esc, sizeof(esc), m->name, strlen(m->name)), s->preroll);
-    }
-    if (!b) {
-        const mount_conf_t *mc = config_find_mount(server_config(), m->name);
-        b = intro_of(mc ? mc->intro : NULL);
-    }
-    return b;
-}
-
 /* ---- connection role ---- */
 
 
@@ -610,8 +545,6 @@ static void listener_release(conn_t *c)
         block_unref(l->hdr);
     icy_meta_unref(l->last_meta);
     icy_meta_unref(l->meta_cur);
-    if (l->intro)
-        block_unref(l->intro);
     if (l->tail)
         block_unref(l->tail);
     free(l->home);
@@ -782,7 +715,6 @@ static int start(conn_t *c, const http_request_t *req, mount_t *m, const char *h
     l->metaint = (uint32_t)metaint;
     l->home = home ? strdup(home) : NULL; /* without memory: no way back with an override */
     l->asked = strdup(home ? home : m->name); /* without memory: it moves to open mounts only */
-    l->intro = feed ? NULL : first_of(c, m);
     l->blk = feed ? mount_attach_live(m, &l->pos, &l->hdr) : mount_attach(m, &l->pos, &l->hdr);
     l->need_sync = l->pos >= l->blk->len;
     c->data = l;

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * listener: a connection that streams a mount: a cursor (block, offset) into the mount's
- * shared queue, an optional header-chain cursor (Ogg codec headers), an optional intro cursor
- * (the mount's <intro> file, shared blocks, sent first), ICY metadata state, and its ad break
- * (the creatives' shared blocks read instead of the mount's, stream/adbreak.c).
+ * shared queue, an optional header-chain cursor (Ogg codec headers), ICY metadata state, and
+ * its ad break (the creatives' shared blocks read instead of the mount's, stream/adbreak.c),
+ * which is also how it hears its preroll: the mount's <intro> or the file its URL
+ * authentication named (a house ad, stream/adhouse.c), and the ad server's preroll ads.
  *
  * The hot path is listener_flush(): one writev over the pending response head, headers and as
  * many queued blocks as fit, with ICY metadata spliced in as extra iovecs; no allocation, no
@@ -35,9 +36,6 @@ struct listener {
     uint32_t pos;
     block_t *hdr;           /* header chain cursor: owned reference, NULL when done */
     uint32_t hdr_pos;
-    block_t *intro;         /* cursor in its preroll (its URL authentication named one) or the
-                             * mount's <intro>: shared blocks, owned reference; NULL when done */
-    uint32_t intro_pos;
     block_t *tail;          /* after a move: the rest of the block it was in on the mount it
                              * left (owned reference), sent before anything of the new mount so
                              * that no frame or Ogg page is cut; NULL when done */
@@ -61,7 +59,7 @@ struct listener {
 
     int64_t start_ms;       /* when it joined (wall clock, ms): its session record */
     struct session_live *live; /* among the sessions going on (stream/session.h), or NULL */
-    int preroll;            /* 1 once its preroll or intro was sent to its end */
+    int preroll;            /* 1 once its preroll (its intro, its ads) was sent to its end */
     int probe;              /* it asked for bytes 0-1 (or 0-0): a probe if it ends soon */
     char country[8];        /* ISO code of its address's country, "" unknown (GeoIP) */
     char key[SESSION_KEY_LEN + 1]; /* its listener key from the listener id it sent
@@ -150,7 +148,10 @@ int adbreak_signal(mount_t *m, unsigned duration_ms, const char *why);
  * each listener of s. */
 void adbreak_sub_begin(worker_t *w, sub_t *s);
 
-/* A new listener: its preroll, when its mount asks for one. */
+/* A new listener: its preroll, a break of its own, when it has one: its house ad (the preroll
+ * file its URL authentication named, else its mount's <intro>), then the ad server's ads when
+ * its mount has <ads><preroll>; each spliced as a break's ads are, the live stream's time
+ * skipped meanwhile (it joins as near the live edge as without them). */
 void adbreak_preroll(listener_t *l);
 
 /* What a listener in a break (l->ad) sends now, from its write's plan: */

@@ -24,7 +24,7 @@
 
 #define UPGRADE_ENV "RIMECAST_HANDOVER_FD"
 #define UPGRADE_MAGIC "RIMECAST-STATE\n"
-#define UPGRADE_VERSION 6u /* change it whenever a record's fields change */
+#define UPGRADE_VERSION 7u /* change it whenever a record's fields change */
 #define UPGRADE_FD_BATCH 250
 #define UPGRADE_CHUNK 32768
 #define UPGRADE_GO_MS 10000 /* the new process waits for the go-ahead */

@@ -352,6 +352,17 @@ def id3v2_len(data, pos):
     return 10 + size + (10 if h[5] & 0x10 else 0)
 
 
+def mp3_audio(data):
+    """An MP3 file's audio as the server splices it as an ad or an intro: no ID3v2 tag, no
+    Xing/Info frame, no ID3v1 tag."""
+    pos = id3v2_len(data, 0)
+    n = mp3_frame_len(data, pos)
+    if n and (b"Info" in data[pos:pos + 48] or b"Xing" in data[pos:pos + 48]):
+        pos += n
+    end = len(data) - 128 if len(data) - pos >= 128 and data[-128:-125] == b"TAG" else len(data)
+    return data[pos:end]
+
+
 def whole_frames_from_start(data, frame_len):
     """A capture that is back-to-back frames from its first byte to its last (an ID3v2 tag may
     stand between two frames: a source's first bytes), but for one last frame cut where the

@@ -71,11 +71,7 @@ def offer(ads, tmp_path, ad_id="a1", seconds=4, codec="mp3", **kw):
 
 def audio_of(data):
     """A creative's audio as the server splices it: no ID3v2 tag, no Xing/Info frame."""
-    pos = fl.id3v2_len(data, 0)
-    n = fl.mp3_frame_len(data, pos)
-    if n and (b"Info" in data[pos:pos + 48] or b"Xing" in data[pos:pos + 48]):
-        pos += n
-    return data[pos:]
+    return fl.mp3_audio(data)
 
 
 def adbreak(srv, seconds, mount=MOUNT, **kw):

@@ -690,7 +690,7 @@ def test_relay_fallback_file_and_intro(azuracast, server):
     lis.close()
     # with the AutoDJ on the air: the intro from the station's directory, then the stream
     src = st.autodj()
-    intro = audio("intro")
+    intro = formatlib.mp3_audio(audio("intro"))  # its frames, as an ad's (no tags)
     lis = listen(st, "/radio.mp3", "203.0.113.62", icy=False)
     assert lis.status == 200
     lis.wait_bytes(len(intro) + 8192, 5)

@@ -49,11 +49,14 @@ auth = httprec.recorder_fixture("auth", answer("icecast-preroll"))
 def station(server, auth, webdir):
     """A mount with URL authentication and an intro; the files in its webroot."""
     def make(header=None, extra="", **cfg):
-        files = {}
-        _, files["intro"] = webroot_with(webdir, "intro.mp3", seconds=1, freq=1000)
+        raw = {}
+        _, raw["intro"] = webroot_with(webdir, "intro.mp3", seconds=1, freq=1000)
         os.makedirs(os.path.join(webdir, "ads"), mode=0o755)
-        _, files["ad"] = webroot_with(webdir, "ads/spring.mp3", seconds=1, freq=500)
-        _, files["long"] = webroot_with(webdir, "long.mp3", seconds=60, freq=700)
+        _, raw["ad"] = webroot_with(webdir, "ads/spring.mp3", seconds=1, freq=500)
+        _, raw["long"] = webroot_with(webdir, "long.mp3", seconds=60, freq=700)
+        # what a listener hears of each: its frames, as of any ad (no tags, no Xing frame)
+        files = {k: fl.mp3_audio(v) for k, v in raw.items()}
+        files["raw"] = raw
         rec = auth(answer(header)) if header else auth()
         opt = '<option name="preroll_header" value="%s"/>' % header if header else ""
         xml = mount_xml(MOUNT, intro="/intro.mp3").replace(
@@ -85,6 +88,7 @@ def test_each_listener_hears_its_preroll_or_the_intro_and_it_decodes(station, tm
     b = hear(srv, "plain", len(intro) + 16384)
     body = a.snapshot()
     assert body[:len(ad)] == ad
+    assert files["raw"]["ad"].startswith(b"ID3") and not body.startswith(b"ID3")
     assert fl.mp3_frame_len(body, len(ad)), "no frame right after the preroll"
     decodes(tmp_path, a, "mp3", "preroll-live.mp3")     # the preroll's frames, then the live
     assert b.snapshot()[:len(intro)] == intro

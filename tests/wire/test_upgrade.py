@@ -1251,7 +1251,8 @@ def test_a_listener_still_in_its_intro_gets_the_rest_of_it_then_the_stream(serve
     web = tempfile.mkdtemp(prefix="upgrade-web-")
     try:
         os.chmod(web, 0o755)
-        intro = fl.encode_file(os.path.join(web, "intro.mp3"), "mp3", 10, freq=1000)
+        intro = fl.mp3_audio(fl.encode_file(os.path.join(web, "intro.mp3"), "mp3", 10,
+                                            freq=1000))
         srv = server(webroot=web, sndbuf=8192, extra_xml='<mount type="normal"><mount-name>'
                      '/live.mp3</mount-name><intro>/intro.mp3</intro></mount>')
         src = srv.source("/live.mp3", mp3_file, rate=RATE, chunk=1000)
