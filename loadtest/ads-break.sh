@@ -62,6 +62,10 @@ cpu() { awk '{print $14 + $15}' "/proc/$server/stat"; }
 hz=$(getconf CLK_TCK)
 starving() { tail -n 1 "$out/swarm.status" | tr ' ' '\n' | sed -n 's/^starving=//p'; }
 connected() { tail -n 1 "$out/swarm.status" | tr ' ' '\n' | sed -n 's/^connected=//p'; }
+max_dry() { # the most players dry at one status line from line $1 on
+    tail -n +"$1" "$out/swarm.status" | tr ' ' '\n' | sed -n 's/^dry=//p' | sort -n | tail -n 1
+}
+stalls() { tail -n 1 "$out/swarm.status" | tr ' ' '\n' | sed -n 's/^stalls=//p'; }
 max_starving() { # the most starving listeners of any status line from line $1 on
     tail -n +"$1" "$out/swarm.status" | tr ' ' '\n' | sed -n 's/^starving=//p' | sort -n | tail -n 1
 }
@@ -76,12 +80,16 @@ bytes() { tail -n 1 "$out/swarm.status" | tr ' ' '\n' | sed -n 's/^bytes=//p'; }
 echo "listeners connected: $(connected)  (ad $ad s, break $brk s, write window $window ms)"
 echo "connecting: $(turns)"
 line0=$(wc -l <"$out/swarm.status")
+s0=$(stalls)
 c0=$(cpu)
 sleep "$seconds"
 c1=$(cpu)
 base_max=$(max_starving "$((line0 + 1))")
 echo "before the break: server CPU $(awk -v d=$((c1 - c0)) -v hz="$hz" -v s="$seconds" \
     'BEGIN{printf "%.1f", 100 * d / hz / s}') % of a core, starving listeners at most $base_max"
+s1=$(stalls)
+echo "before the break: players dry at most $(max_dry "$((line0 + 1))") at once, $((s1 - s0)) stalls" \
+    "(a player whose buffer ran dry: loadtest/README.md)"
 
 echo "before the break: $(turns)"
 line1=$(wc -l <"$out/swarm.status")
@@ -92,6 +100,7 @@ c2=$(cpu)
 sleep "$brk"
 c3=$(cpu)
 b1=$(bytes)
+s2=$(stalls)
 sleep 5 # tracking still in flight
 stats=$(curl -sf "http://127.0.0.1:$adport/stats")
 brk_max=$(max_starving "$((line1 + 1))")
@@ -100,6 +109,7 @@ echo "in the break: server CPU $(awk -v d=$((c3 - c2)) -v hz="$hz" -v s="$brk" \
     "(a listener gets its ads faster than they play, then waits for the live stream: the swarm" \
     "counts it starving meanwhile); bytes received $(awk -v d=$((b1 - b0)) -v n="$listeners" \
     -v s="$brk" 'BEGIN{printf "%.0f", 100 * d / (n * 16000 * s)}') % of the break's audio at 128 kbit/s"
+echo "in the break: players dry at most $(max_dry "$((line1 + 1))") at once, $((s2 - s1)) stalls"
 echo "in the break: $(turns)"
 python3 - "$t_break" "$stats" <<'EOF'
 import json, sys

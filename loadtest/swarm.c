@@ -62,6 +62,7 @@ typedef struct {
     char status[12];     /* "HTTP/1.x NNN" */
     uint32_t mount;
     double t_start, t_stream;
+    double play_t0;      /* its player model: where its play-out timeline began (see dry) */
     uint64_t bytes, hdr_bytes;
     uint64_t win[WINDOW_MAX + 1]; /* body bytes at the last status ticks */
     uint64_t dwin[WINDOW_MAX + 1]; /* the same plus the bytes unread in the socket then */
@@ -116,6 +117,8 @@ static struct {
     FILE *status;
     listener_t *l;
     unsigned nl, launched, connected, pending, starving, starving_read;
+    unsigned dry;        /* players whose buffer ran dry at this status line */
+    uint64_t stalls;     /* times a player's buffer ran dry, all listeners, so far */
     FILE *trace;
     double loop_max; /* longest loop iteration away from epoll_wait in this status second (s) */
     unsigned *retry, nretry; /* listeners whose connect failed, to start again (--retry) */
@@ -436,6 +439,7 @@ static ssize_t listener_header(listener_t *l, const unsigned char *p, size_t n)
     }
     l->state = L_STREAM;
     l->t_stream = now_s();
+    l->play_t0 = l->t_stream;
     l->first_tick = g.tick + 1;
     g.pending--;
     g.connected++;
@@ -964,7 +968,7 @@ static void status_tick(double t)
      * writing in coarse chunks (e.g. 4 KB every 256 ms) is not judged by where the window cuts */
     double expect = (0.9 * opt.bitrate_kbps * 1000 / 8 * w - opt.slack) / w;
     g.tick_time[slot] = t;
-    g.starving = g.starving_read = 0;
+    g.starving = g.starving_read = g.dry = 0;
     for (unsigned i = 0; i < g.nl; i++) {
         listener_t *l = &g.l[i];
         if ((l->state == L_CONNECTING || l->state == L_HEADER) &&
@@ -979,6 +983,16 @@ static void status_tick(double t)
         if (traced(i))
             fprintf(g.trace, "k,%lld,%u,%llu,%llu\n", trace_us(t + g.t0), i,
                     (unsigned long long)l->bytes, (unsigned long long)(d - l->bytes));
+        /* dry: a player that plays at the stream's bitrate from its first byte (no buffering
+         * before it starts) has played all it was delivered; it pauses until more comes, and
+         * plays on from there. Unlike `starving`, bytes that came early (a burst, an ad sent
+         * faster than it plays) count as the player's buffer. */
+        double audio = (double)d / (opt.bitrate_kbps * 125.0);
+        if (audio < t + g.t0 - l->play_t0) {
+            l->play_t0 = t + g.t0 - audio;
+            g.dry++;
+            g.stalls++;
+        }
         double rr = listener_window_rate(l, l->win, l->bytes, w, slot, t);
         double r = opt.judge_read ? rr : listener_window_rate(l, l->dwin, d, w, slot, t);
         if (r < 0)
@@ -1003,7 +1017,7 @@ static void status_tick(double t)
             "rate_min_kbps=%.1f rate_p50_kbps=%.1f server_closed=%llu server_reset=%llu conn_err=%llu "
             "rejected=%llu sources=%u sources_up=%u src_err=%u src_bytes=%llu lat_n=%llu lat_p50_ms=%.2f "
             "lat_p99_ms=%.2f swarm_cpu_pct=%.1f swarm_loop_max_ms=%.1f churned=%llu starving_read=%u "
-            "lat_max_ms=%.2f arr_p50_ms=%.2f arr_p99_ms=%.2f arr_max_ms=%.2f\n",
+            "lat_max_ms=%.2f arr_p50_ms=%.2f arr_p99_ms=%.2f arr_max_ms=%.2f dry=%u stalls=%llu\n",
             t, g.launched, g.connected, g.pending, (unsigned long long)g.total_bytes, g.starving, nr,
             g.rate_min, g.rate_p50, (unsigned long long)g.server_closed,
             (unsigned long long)g.server_reset, (unsigned long long)g.conn_err,
@@ -1013,7 +1027,7 @@ static void status_tick(double t)
             lat_percentile(g.lat_win, g.lat_win_n, 0.99), g.cpu_pct, g.loop_max * 1000,
             (unsigned long long)g.churned, g.starving_read, lat_percentile(g.lat_win, g.lat_win_n, 1),
             lat_percentile(g.arr_win, g.arr_win_n, 0.5), lat_percentile(g.arr_win, g.arr_win_n, 0.99),
-            lat_percentile(g.arr_win, g.arr_win_n, 1));
+            lat_percentile(g.arr_win, g.arr_win_n, 1), g.dry, (unsigned long long)g.stalls);
     if (g.trace)
         fflush(g.trace);
     g.loop_max = 0;
