@@ -162,7 +162,9 @@ static int house_ad(const char *file, const ads_format_t *fmt, const char *mount
     }
     snprintf(url, ulen, "%s%s", ADS_HOUSE_PREFIX, path);
     *ad = (ads_ad_t){.creative = c, .media_url = url, .house = 1};
-    snprintf(ad->id, sizeof(ad->id), "%s", path);
+    size_t n = strlen(path) < sizeof(ad->id) ? strlen(path) : sizeof(ad->id) - 1;
+    memcpy(ad->id, path, n); /* its name, as the log calls it (cut) */
+    ad->id[n] = '\0';
     return 0;
 }
 
