@@ -178,7 +178,8 @@ static int connect_pairs(int ep)
     return 0;
 }
 
-/* Writes len bytes (from buf) to fd in one writev of a head and a body, as a server answers. */
+/* Writes len bytes (from buf) to connection i in one writev of a head and a body, as a server
+ * answers (--uring: queued for the phase's end). */
 static void send_two(int i, const char *buf, size_t head, size_t len)
 {
     int fd = srv_fd[i];
