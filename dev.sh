@@ -10,7 +10,7 @@ top=$(pwd)
 jobs=$(nproc 2>/dev/null || echo 2)
 
 apt_packages=(build-essential autoconf automake libtool pkg-config
-  libxml2-dev libxslt1-dev libogg-dev libvorbis-dev libcurl4-openssl-dev libshout-dev libssl-dev libcrypt-dev
+  libxml2-dev libxslt1-dev libogg-dev libvorbis-dev libcurl4-openssl-dev libshout-dev liburing-dev libssl-dev libcrypt-dev
   libsqlite3-dev libmaxminddb-dev libmaxmind-db-writer-perl
   mime-support ffmpeg ezstream vorbis-tools icecast2 python3 python3-pytest python3-pytest-xdist python3-matplotlib python3-selenium
   curl clang valgrind procps sysstat chromium chromium-driver systemd logrotate groff-base mpv nginx iproute2

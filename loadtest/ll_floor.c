@@ -11,6 +11,10 @@
  *            part's request, then the part in `--part-writes` writevs (its chunks)
  * Nothing is parsed, looked up or allocated: the kernel's price of the calls and their bytes.
  * No epoll_wait on the server side (a server's loop turn is shared by many connections).
+ * --uring (built with liburing): each phase's calls over all connections (the reads, the
+ * writevs) are submitted to an io_uring and entered at once (io_uring_submit_and_wait, up to
+ * the ring's 4 096 a call) instead of one system call each; the time counted is then the
+ * process's minus the client thread's (work the ring hands to its own threads counts too).
  * Output: one "pattern=... us_per_player_s=... cpu_pct_per_1000=..." line per pattern.
  */
 #define _GNU_SOURCE
@@ -28,6 +32,9 @@
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef HAVE_URING
+#include <liburing.h>
+#endif
 
 static struct {
     int players, seconds, part_ms, part_writes, playlist, rate_bytes;
@@ -36,12 +43,95 @@ static struct {
 
 static int *srv_fd, *cli_fd;
 static volatile int stopping;
+static int use_uring;
+static clockid_t client_clock;
 
-static double thread_cpu_us(void)
+static double clock_us(clockid_t id)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    clock_gettime(id, &ts);
     return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+/* The server side's CPU time so far (us): its thread's, or with --uring the process's less
+ * the client thread's. */
+static double thread_cpu_us(void)
+{
+    if (use_uring)
+        return clock_us(CLOCK_PROCESS_CPUTIME_ID) - clock_us(client_clock);
+    return clock_us(CLOCK_THREAD_CPUTIME_ID);
+}
+
+#ifdef HAVE_URING
+#define RING_ENTRIES 4096
+static struct io_uring ring;
+static struct iovec *ring_iov; /* two for each connection, alive until its writev completed */
+static unsigned ring_queued;
+
+/* Enters what is queued and waits for all of it; failures other than EAGAIN are reported. */
+static void ring_flush(void)
+{
+    if (!ring_queued)
+        return;
+    int r = io_uring_submit_and_wait(&ring, ring_queued);
+    if (r < 0)
+        fprintf(stderr, "io_uring_submit_and_wait: %s\n", strerror(-r));
+    unsigned head, seen = 0;
+    struct io_uring_cqe *cqe;
+    io_uring_for_each_cqe(&ring, head, cqe)
+    {
+        if (cqe->res < 0 && cqe->res != -EAGAIN)
+            fprintf(stderr, "io_uring: %s\n", strerror(-cqe->res));
+        seen++;
+    }
+    io_uring_cq_advance(&ring, seen);
+    ring_queued = 0;
+}
+
+static struct io_uring_sqe *ring_sqe(void)
+{
+    struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+    if (!sqe) {
+        ring_flush();
+        sqe = io_uring_get_sqe(&ring);
+    }
+    ring_queued++;
+    return sqe;
+}
+
+static int ring_init(void)
+{
+    struct io_uring_params p = {.flags = IORING_SETUP_SUBMIT_ALL | IORING_SETUP_COOP_TASKRUN |
+                                         IORING_SETUP_SINGLE_ISSUER};
+    ring_iov = calloc(2 * (size_t)opt.players, sizeof(struct iovec));
+    if (!ring_iov || io_uring_queue_init_params(RING_ENTRIES, &ring, &p) < 0) {
+        fprintf(stderr, "ll_floor: no io_uring\n");
+        return -1;
+    }
+    return 0;
+}
+#endif
+
+/* Reads what connection i's client sent (the request), into in. */
+static void read_request(int i, char *in, size_t size)
+{
+#ifdef HAVE_URING
+    if (use_uring) {
+        io_uring_prep_read(ring_sqe(), srv_fd[i], in, (unsigned)size, 0);
+        return;
+    }
+#endif
+    if (read(srv_fd[i], in, size) < 0)
+        perror("read");
+}
+
+/* The calls of one phase queued so far are made (--uring: entered at once). */
+static void phase_end(void)
+{
+#ifdef HAVE_URING
+    if (use_uring)
+        ring_flush();
+#endif
 }
 
 static double now_s(void)
@@ -88,9 +178,20 @@ static int connect_pairs(int ep)
     return 0;
 }
 
-/* Writes len bytes (from buf) to fd in one writev of a head and a body, as a server answers. */
-static void send_two(int fd, const char *buf, size_t head, size_t len)
+/* Writes len bytes (from buf) to connection i in one writev of a head and a body, as a server
+ * answers (--uring: queued for the phase's end). */
+static void send_two(int i, const char *buf, size_t head, size_t len)
 {
+    int fd = srv_fd[i];
+#ifdef HAVE_URING
+    if (use_uring) {
+        struct iovec *v = ring_iov + 2 * i;
+        v[0] = (struct iovec){(void *)buf, head};
+        v[1] = (struct iovec){(void *)(buf + head), len - head};
+        io_uring_prep_writev(ring_sqe(), fd, v, 2, 0);
+        return;
+    }
+#endif
     struct iovec iov[2] = {{(void *)buf, head}, {(void *)(buf + head), len - head}};
     if (writev(fd, iov, 2) < 0 && errno != EAGAIN)
         perror("writev");
@@ -108,7 +209,8 @@ static double one_second(int ll, const char *data)
         for (int k = 0; k < 2; k++) {
             double t0 = thread_cpu_us();
             for (int i = 0; i < opt.players; i++)
-                send_two(srv_fd[i], data, 0, half);
+                send_two(i, data, 0, half);
+            phase_end();
             spent += thread_cpu_us() - t0;
         }
         return spent;
@@ -121,23 +223,24 @@ static double one_second(int ll, const char *data)
                 perror("write");
         double t0 = thread_cpu_us();
         for (int i = 0; i < opt.players; i++) {
-            if (read(srv_fd[i], in, sizeof(in)) < 0)
-                perror("read");
-            send_two(srv_fd[i], data, 200, 200 + (size_t)opt.playlist);
+            read_request(i, in, sizeof(in));
+            send_two(i, data, 200, 200 + (size_t)opt.playlist);
         }
+        phase_end();
         spent += thread_cpu_us() - t0;
         for (int i = 0; i < opt.players; i++)
             if (write(cli_fd[i], part, sizeof(part)) < 0)
                 perror("write");
         t0 = thread_cpu_us();
         for (int i = 0; i < opt.players; i++)
-            if (read(srv_fd[i], in, sizeof(in)) < 0)
-                perror("read");
+            read_request(i, in, sizeof(in));
+        phase_end();
         spent += thread_cpu_us() - t0;
         for (int w = 0; w < opt.part_writes; w++) {
             t0 = thread_cpu_us();
             for (int i = 0; i < opt.players; i++)
-                send_two(srv_fd[i], data, 8, part_bytes / (size_t)opt.part_writes + 8);
+                send_two(i, data, 8, part_bytes / (size_t)opt.part_writes + 8);
+            phase_end();
             spent += thread_cpu_us() - t0;
         }
     }
@@ -148,7 +251,8 @@ int main(int argc, char **argv)
 {
     static const struct option lo[] = {
         {"players", 1, 0, 'n'}, {"seconds", 1, 0, 's'}, {"part-ms", 1, 0, 'p'},
-        {"part-writes", 1, 0, 'w'}, {"playlist-bytes", 1, 0, 'l'}, {0, 0, 0, 0}};
+        {"part-writes", 1, 0, 'w'}, {"playlist-bytes", 1, 0, 'l'}, {"uring", 0, 0, 'u'},
+        {0, 0, 0, 0}};
     for (int c; (c = getopt_long(argc, argv, "", lo, NULL)) != -1;) {
         switch (c) {
         case 'n': opt.players = atoi(optarg); break;
@@ -156,9 +260,10 @@ int main(int argc, char **argv)
         case 'p': opt.part_ms = atoi(optarg); break;
         case 'w': opt.part_writes = atoi(optarg); break;
         case 'l': opt.playlist = atoi(optarg); break;
+        case 'u': use_uring = 1; break;
         default:
             fprintf(stderr, "usage: ll_floor [--players N] [--seconds S] [--part-ms 1000|500]\n"
-                            "                [--part-writes W] [--playlist-bytes B]\n");
+                            "                [--part-writes W] [--playlist-bytes B] [--uring]\n");
             return 2;
         }
     }
@@ -172,8 +277,18 @@ int main(int argc, char **argv)
     char *data = calloc(1, (size_t)opt.rate_bytes + 8400);
     int ep = epoll_create1(0);
     pthread_t th;
+#ifdef HAVE_URING
+    if (use_uring && ring_init() < 0)
+        return 1;
+#else
+    if (use_uring) {
+        fprintf(stderr, "ll_floor: built without liburing: no --uring\n");
+        return 2;
+    }
+#endif
     if (!srv_fd || !cli_fd || !data || ep < 0 || connect_pairs(ep) < 0 ||
-        pthread_create(&th, NULL, clients, &ep) != 0) {
+        pthread_create(&th, NULL, clients, &ep) != 0 ||
+        pthread_getcpuclockid(th, &client_clock) != 0) {
         perror("ll_floor");
         return 1;
     }
@@ -189,8 +304,8 @@ int main(int argc, char **argv)
         }
         double per = spent / opt.seconds / opt.players;
         printf("pattern=%s players=%d part_ms=%d part_writes=%d us_per_player_s=%.2f "
-               "cpu_pct_per_1000=%.2f\n", names[ll], opt.players, ll ? opt.part_ms : 0,
-               ll ? opt.part_writes : 0, per, per * 1000 / 1e4);
+               "cpu_pct_per_1000=%.2f%s\n", names[ll], opt.players, ll ? opt.part_ms : 0,
+               ll ? opt.part_writes : 0, per, per * 1000 / 1e4, use_uring ? " uring=1" : "");
         fflush(stdout);
     }
     stopping = 1;

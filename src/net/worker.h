@@ -201,12 +201,14 @@ void worker_wake(worker_t *w);
 void worker_request_pass(worker_t *w);
 /* Says that the event being handled is one of many small requests that come close together
  * and that the next of them may wait WORKER_GATHER_US for its answer (an HLS player's reload
- * or part): when a turn handled one or two events, all of that kind, and began within
- * WORKER_GATHER_DENSE_US of the previous one, the worker waits WORKER_GATHER_US before it looks
- * for events again, and finds several at once instead of sleeping and waking for each. Worker
- * thread only; a turn with any other event does not wait. */
+ * or part): when a turn handled at most WORKER_GATHER_EVENTS events, all of that kind, and
+ * began within WORKER_GATHER_DENSE_US of the previous one, the worker waits WORKER_GATHER_US
+ * before it looks for events again, and finds several at once instead of sleeping and waking
+ * for each. A message or a wake-up for the worker (worker_post, worker_wake) ends the wait at
+ * once. Worker thread only; a turn with any other event does not wait. */
 void worker_gather(worker_t *w);
-#define WORKER_GATHER_US 250
+#define WORKER_GATHER_US 500
+#define WORKER_GATHER_EVENTS 4
 #define WORKER_GATHER_DENSE_US 1000
 
 /* Deadlines (use conn_set_deadline): sets or moves c's deadline (0 or -ENOMEM: c then has

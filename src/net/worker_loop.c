@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -575,20 +576,24 @@ static void turn_done(uint64_t us)
 }
 
 /* 1 if the turn that began at turn_start and handled n events may wait for more before the
- * next (worker_gather): one or two events, each of a kind that may, close behind the turn
- * before, and nothing left to do at once. */
+ * next (worker_gather): a few events, each of a kind that may, close behind the turn before,
+ * and nothing left to do at once. */
 static int gather_next(worker_t *w, int n, int all_gather, uint64_t turn_start)
 {
     int dense = turn_start - w->turn_start_us < WORKER_GATHER_DENSE_US;
     w->turn_start_us = turn_start;
-    return n <= 2 && all_gather && dense && !w->pass_requested && !w->read_again;
+    return n <= WORKER_GATHER_EVENTS && all_gather && dense && !w->pass_requested &&
+           !w->read_again;
 }
 
-/* The wait before looking for events again: what comes meanwhile is handled in one turn. */
-static void gather_wait(void)
+/* The wait before looking for events again: what comes meanwhile is handled in one turn. It
+ * watches w's eventfd only, so a message or a wake-up (a part's waiters, a fan-out pass) ends
+ * it at once; requests on the connections wait for its end. */
+static void gather_wait(worker_t *w)
 {
     struct timespec ts = {0, WORKER_GATHER_US * 1000L};
-    nanosleep(&ts, NULL);
+    struct pollfd p = {.fd = w->evfd, .events = POLLIN};
+    ppoll(&p, 1, &ts, NULL);
 }
 
 int worker_loop_run(worker_t *w)
@@ -598,7 +603,7 @@ int worker_loop_run(worker_t *w)
     loop_self = w;
     while (!w->stopping) {
         if (gather)
-            gather_wait();
+            gather_wait(w);
         int n = epoll_wait(w->epfd, ev, WORKER_EVENTS, loop_wait_ms(w));
         if (n < 0 && errno != EINTR) {
             log_error("epoll_wait: %s", strerror(errno));
