@@ -41,8 +41,8 @@ int hls_ads_carry_save_locked(hls_t *h, const hls_sess_ads_t *a, const char *tok
 {
     const hls_adbreak_t *brk = a->brk;
     (void)h;
-    if (!brk || brk->abandoned || !a->pod || a->pod->n != brk->nads)
-        return 0;
+    if (!brk || brk->abandoned || !a->pod || a->pod->n != brk->nads || brk->intro)
+        return 0; /* a preroll after an intro: the session rejoins the live stream there */
     size_t mark = out->len;
     rec_str(out, token);
     rec_u64(out, brk->b);

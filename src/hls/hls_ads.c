@@ -9,6 +9,9 @@
  * last, numbered on from the ads' (delta more than the window's numbers from then on). When
  * the ads have left its playlist, the break is dropped and only the numbering stays. Nothing
  * answers late or undecided: a session whose ads do not come stays on the live stream.
+ * A preroll (<preroll>1) is asked for at the session's first playlist with a segment and
+ * listed first; after its intro when it has one (the intro's segments then go into the break,
+ * before the ads), its session record's preroll flag once it fetched all of it.
  * Tracking: each ad's events fire by the parts of it the session fetched whole, from its start.
  * All under the window's lock but the asking (on a worker) and the cutting.
  */
@@ -30,6 +33,7 @@
 #include "hls/hls.h"
 #include "hls/hls_window_internal.h"
 #include "hls/hls_ads.h"
+#include "hls/hls_intro.h"
 
 /* ---- the decisions under way: which session of which window each one is for ---- */
 
@@ -45,9 +49,11 @@ static pending_t *pendings;
 
 static void break_free(hls_sess_ads_t *a)
 {
-    if (a->brk)
+    if (a->brk) {
         for (int i = 0; i < a->brk->nads; i++)
             hls_adcut_unref(a->brk->cut[i]);
+        hls_intro_unref((hls_intro_t *)a->brk->intro);
+    }
     free(a->brk);
     a->brk = NULL;
     ads_pod_free(a->pod);
@@ -63,7 +69,17 @@ static void break_free(hls_sess_ads_t *a)
 
 int hls_ads_own(const hls_sess_ads_t *a)
 {
-    return a->brk || a->delta || a->ddisc;
+    return a->brk || a->delta || a->ddisc || a->took_intro;
+}
+
+int hls_ads_preroll(const hls_sess_ads_t *a)
+{
+    return a ? a->preroll : HLS_PREROLL_NONE;
+}
+
+int hls_ads_took_intro(const hls_sess_ads_t *a)
+{
+    return a && a->took_intro;
 }
 
 hls_sess_ads_t *hls_ads_new(hls_t *h)
@@ -170,14 +186,23 @@ static pending_t *pending_take(uint64_t owner, uint64_t tag)
 static void place_locked(hls_t *h, hls_sess_ads_t *a, hls_adbreak_t *brk, ads_pod_t *pod,
                          const hls_sess_ref_t *ref, int preroll)
 {
+    const hls_view_t *v = ref->view && ref->view->intro ? ref->view : NULL;
     if (preroll) {
-        /* the ads first, then live from the newest complete segment, as an intro */
-        const hls_seg_t *s = hls_seg_at(h, h->open_seq - 1);
+        /* the ads first, then live from the newest complete segment, as an intro; after the
+         * session's intro when it has one, live from where its intro's view went live */
+        uint64_t b = v ? v->live_from : h->open_seq - 1;
+        const hls_seg_t *s = hls_seg_at(h, b);
         uint64_t ms = 0;
         for (int i = 0; i < brk->nads; i++)
             ms += brk->cut[i]->samples * 1000 / brk->cut[i]->creative->fmt.samplerate;
         brk->preroll = 1;
-        brk->b = h->open_seq - 1;
+        if (v) {
+            brk->intro = hls_intro_ref(v->intro);
+            brk->nintro = v->nsegs;
+            a->took_intro = 1;
+            v = NULL; /* its discontinuities are the break's from now on */
+        }
+        brk->b = b;
         brk->r = brk->b;
         brk->delta_before = -(int64_t)brk->nsegs;
         brk->pdt_b_ms = s ? s->pdt_ms - (int64_t)ms : 0;
@@ -189,7 +214,7 @@ static void place_locked(hls_t *h, hls_sess_ads_t *a, hls_adbreak_t *brk, ads_po
         brk->delta_before = a->delta;
     }
     brk->ddisc_before = a->ddisc;
-    brk->base_b = hls_adview_base_disc_locked(h, ref->view, brk->b);
+    brk->base_b = hls_adview_base_disc_locked(h, a->took_intro ? NULL : v, brk->b);
     a->brk = brk;
     a->pod = pod;
     atomic_fetch_add_explicit(&h->mount->ad_fills, (unsigned long long)pod->n,
@@ -218,13 +243,20 @@ static void on_decided(worker_t *w, uint64_t owner, uint64_t tag, ads_pod_t *pod
     int preroll = a && a->preroll_until_ms, late = preroll && loop_now_ms() > a->preroll_until_ms;
     if (a)
         a->asking = a->preroll_until_ms = 0;
+    if (a && preroll)
+        a->preroll = HLS_PREROLL_NONE; /* unless its ads are placed */
+    hls_sess_ads_t *had = a;
     if (late)
         a = NULL; /* its first playlist went without it: it is on the live stream */
     if (a && brk && h->mount && break_fits(h, brk) &&
         (!preroll || h->open_seq > h->first_seq)) {
         place_locked(h, a, brk, pod, &ref, preroll);
+        if (preroll)
+            a->preroll = HLS_PREROLL_LEFT;
         brk = NULL;
         pod = NULL;
+    } else if (had && preroll) {
+        hls_session_preroll_check_locked(h, ref.token); /* its intro alone, if it has one */
     }
     if (h)
         pthread_mutex_unlock(&h->lock);
@@ -287,7 +319,7 @@ void hls_ads_poll_locked(hls_t *h, const hls_sess_ref_t *ref, worker_t *w)
         return; /* in a break of its own: it stays in it */
     uint64_t first;
     if (hls_playlist_first_locked(h, &first) < 0 ||
-        (ref->view && ref->view->intro &&
+        (ref->view && ref->view->intro && !(a && a->took_intro) &&
          first < ref->view->live_from + (uint64_t)ref->view->nsegs))
         return; /* its intro is still listed: that is its preroll */
     ads_settings_t set = ads_settings(config_find_mount(server_config(), m->name));
@@ -309,8 +341,8 @@ void hls_ads_poll_locked(hls_t *h, const hls_sess_ref_t *ref, worker_t *w)
 void hls_ads_first_locked(hls_t *h, const hls_sess_ref_t *ref, worker_t *w)
 {
     mount_t *m = h->mount;
-    if (!m || !ref->first || *ref->ads || (ref->view && ref->view->intro))
-        return; /* an intro is the session's preroll */
+    if (!m || !ref->first || *ref->ads)
+        return; /* its intro (its view) plays first, and its preroll ads after it */
     ads_settings_t set = ads_settings(config_find_mount(server_config(), m->name));
     ads_format_t fmt;
     if (!set.vast_url || !set.preroll || hls_ads_window_format(h, &fmt) < 0 ||
@@ -321,6 +353,7 @@ void hls_ads_first_locked(hls_t *h, const hls_sess_ref_t *ref, worker_t *w)
     uint64_t tag = atomic_fetch_add(&tags, 2);
     if (a && ask(h, ref, w, &set, &fmt, tag, set.preroll_ms) == 0) {
         a->asking = tag;
+        a->preroll = HLS_PREROLL_LEFT;
         a->preroll_until_ms = loop_now_ms() + set.request_timeout_ms;
     }
 }
@@ -335,6 +368,8 @@ int hls_ads_waiting(const hls_sess_ads_t *a)
 
 int hls_ads_playlist_locked(hls_t *h, hls_sess_ads_t *a, const hls_view_t *v, buf_t *out, int ll)
 {
+    if (a->took_intro)
+        v = NULL; /* its intro is (was) listed by its preroll break */
     if (a->carried)
         hls_ads_abandon_locked(h, a, "its creatives not fetched again in time");
     hls_adbreak_t *brk = a->brk;
@@ -397,6 +432,8 @@ void hls_ads_numbering_locked(hls_t *h, const hls_sess_ads_t *a, const hls_view_
                               int64_t *delta, int64_t *ddisc)
 {
     const hls_adbreak_t *brk = a->brk;
+    if (a->took_intro)
+        v = NULL;
     *delta = a->delta;
     *ddisc = a->ddisc;
     if (!brk)
@@ -434,6 +471,16 @@ static void track(hls_t *h, hls_sess_ads_t *a, int i)
         atomic_fetch_add_explicit(&h->mount->ad_completes, 1, memory_order_relaxed);
 }
 
+/* 1 if every part of every ad of a's break was fetched whole. */
+static int all_fetched(const hls_sess_ads_t *a)
+{
+    for (int i = 0; i < a->brk->nads; i++)
+        for (int n = 0; n < a->brk->cut[i]->nparts; n++)
+            if (!a->got[i] || !(a->got[i][n / 8] & (1u << (n % 8))))
+                return 0;
+    return 1;
+}
+
 void hls_ads_fetched(hls_t *h, const hls_client_t *who, const char *id, uint64_t seg, int part)
 {
     pthread_mutex_lock(&h->lock);
@@ -449,6 +496,10 @@ void hls_ads_fetched(hls_t *h, const hls_client_t *who, const char *id, uint64_t
         for (int k = part < 0 ? 0 : part; k < (part < 0 ? np : part + 1) && k < np; k++)
             a->got[i][(first + k) / 8] |= (unsigned char)(1u << ((first + k) % 8));
         track(h, a, i);
+        if (a->preroll == HLS_PREROLL_LEFT && a->brk->preroll && all_fetched(a)) {
+            a->preroll = HLS_PREROLL_HEARD;
+            hls_session_preroll_check_locked(h, ref.token);
+        }
         break; /* the same creative twice in a pod: the first one's */
     }
     pthread_mutex_unlock(&h->lock);

@@ -18,8 +18,10 @@
 #include "ads/ads.h"
 
 
-/* The CLASS of the EXT-X-DATERANGE that names each ad in a session's playlist. */
+/* The CLASS of the EXT-X-DATERANGE that names each ad in a session's playlist, and of the
+ * one that names its house ad (its intro, or the preroll its URL authentication named). */
 #define HLS_AD_CLASS "com.rimecast.ad"
+#define HLS_HOUSE_CLASS "com.rimecast.house"
 
 /* ---- hls_adcut.c: creatives cut into parts and segments ---- */
 
@@ -115,6 +117,18 @@ hls_sess_ads_t *hls_ads_numbered(hls_t *h, int64_t delta, int64_t ddisc);
 void hls_ads_resume_locked(hls_t *h, const hls_sess_ref_t *ref, worker_t *w);
 /* 1 once the session had a break: its playlist is its own (hls_ads_playlist_locked). */
 int hls_ads_own(const hls_sess_ads_t *ads);
+/* Where a session's preroll stands: HLS_PREROLL_NONE (it has no preroll ads), _LEFT (being
+ * decided, or listed and not all fetched whole yet), _HEARD (every ad of it fetched whole). */
+#define HLS_PREROLL_NONE 0
+#define HLS_PREROLL_LEFT 1
+#define HLS_PREROLL_HEARD 2
+int hls_ads_preroll(const hls_sess_ads_t *ads);
+/* 1 once the session's intro went into its preroll break (listed there, before its ads): its
+ * view numbers nothing any more. */
+int hls_ads_took_intro(const hls_sess_ads_t *ads);
+/* Session `token`'s preroll ads were all fetched whole, or will not come, under h->lock (in
+ * hls_session.c: its preroll counts as heard once its intro was too, if it has any). */
+void hls_session_preroll_check_locked(hls_t *h, const char *token);
 /* Frees a session's break state (a session of h ends). */
 void hls_ads_free(hls_t *h, hls_sess_ads_t *ads);
 
@@ -158,6 +172,9 @@ typedef struct hls_adbreak {
                               * numbered just before it, as an intro is */
     int abandoned;           /* carried by an upgrade, its ads not had again: none listed, the
                               * live segments from r on numbered after them */
+    const hls_intro_t *intro; /* a preroll's: the session's intro, listed before its ads, its
+                               * nintro segments numbered just before theirs (a reference) */
+    int nintro;
 } hls_adbreak_t;
 
 /* A session's break state (hls_ads.c; hls_adcarry.c carries it). */
@@ -165,6 +182,8 @@ struct hls_sess_ads {
     uint64_t asking;           /* the break whose ads are asked for, 0 none */
     uint64_t preroll_until_ms; /* a preroll asked for: its first playlist waits until then */
     int64_t delta, ddisc;      /* the numbering breaks behind it left */
+    int preroll;               /* HLS_PREROLL_*: its preroll ads */
+    int took_intro;            /* its intro went into its preroll break: its view is unused */
     hls_adbreak_t *brk;        /* the break its playlist lists, NULL none */
     ads_pod_t *pod;            /* brk's ads: their tracking */
     unsigned char *got[ADS_POD_MAX]; /* parts of each ad fetched whole (a bit each) */

@@ -10,7 +10,9 @@
  * being filled, and a preload hint of the next part. URIs are the window's and the ads' own,
  * the same for every session. On an Opus window (fragmented MP4) an EXT-X-MAP names the init
  * segment of what follows wherever it changes: an ad's own after its discontinuity, the
- * window's again at the rejoin. Under the window's lock.
+ * window's again at the rejoin. A preroll of a session with an intro lists the intro's
+ * segments first (its house ad, named by a date range of its own class), then the ads. Under
+ * the window's lock.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -20,10 +22,12 @@
 #include "hls/hls.h"
 #include "hls/hls_window_internal.h"
 #include "hls/hls_ads.h"
+#include "hls/hls_intro.h"
 
 #define PARTS_LISTED_ROWS 2 /* complete rows whose parts stay listed, as in hls_playlist.c */
 
 typedef struct row {
+    int intro;         /* the intro's segment seg (a preroll's, before its ads) */
     int ad;            /* an ad's segment, else a live one */
     uint64_t q;        /* live: the window's segment */
     int ai, seg;       /* ad: the pod's ad and its segment */
@@ -86,6 +90,8 @@ static uint64_t first_disc(hls_t *h, const hls_adbreak_t *brk, int64_t ddisc,
     if (!brk)
         return (uint64_t)((int64_t)hls_adview_base_disc_locked(h, v, f->q) + ddisc);
     int64_t d = brk->ddisc_before;
+    if (f->intro)
+        return (uint64_t)(d + (int64_t)brk->base_b);
     if (!f->ad && f->q < brk->b)
         return (uint64_t)(d + (int64_t)hls_adview_base_disc_locked(h, v, f->q));
     d += (int64_t)brk->base_b;
@@ -160,6 +166,39 @@ static void write_ad_row(buf_t *out, const hls_adbreak_t *brk, const row_t *w, i
     buf_append_str(out, "\n");
 }
 
+/* A preroll's intro segment: dated to end where the ads begin. */
+static void write_intro_row(buf_t *out, const hls_adbreak_t *brk, const row_t *w,
+                            int64_t pdt_b_ms, map_t *map)
+{
+    const hls_intro_t *in = brk->intro;
+    uint64_t left = 0;
+    for (int k = w->seg; k < brk->nintro; k++)
+        left += in->segs[k].samples;
+    int64_t pdt = pdt_b_ms - (int64_t)(left * 1000 / in->rate);
+    if (in->init && (!map->any || map->ad || map->id != UINT64_MAX)) {
+        hls_intro_map(in, out); /* an Opus intro's own init segment */
+        *map = (map_t){.id = UINT64_MAX, .any = 1};
+    }
+    if (pdt_b_ms)
+        hls_playlist_date(out, pdt);
+    if (w->seg == 0 && pdt_b_ms) { /* the house ad, named as a date range of its own class */
+        uint64_t all = 0;
+        for (int k = 0; k < brk->nintro; k++)
+            all += in->segs[k].samples;
+        char date[40];
+        time_t t = (time_t)(pdt / 1000);
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm);
+        buf_appendf(out, "#EXT-X-DATERANGE:ID=\"house-%" PRIu64 "\",CLASS=\"" HLS_HOUSE_CLASS
+                    "\",START-DATE=\"%s.%03dZ\",DURATION=%.3f\n", brk->b, date,
+                    (int)(pdt % 1000), (double)all / in->rate);
+    }
+    buf_appendf(out, "#EXTINF:%.5f,\n", (double)in->segs[w->seg].samples / in->rate);
+    hls_intro_uri(in, w->seg, out);
+    buf_append_str(out, "\n");
+}
+
 static void write_live_row(hls_t *h, buf_t *out, const row_t *w, int parts, int disc,
                            const char *ext, map_t *map)
 {
@@ -216,9 +255,13 @@ static int make_rows(hls_t *h, const hls_adbreak_t *brk, int64_t delta, uint64_t
     }
     if (first < brk->b && !brk->preroll)
         n = live_rows(h, first, brk->b - 1, brk->delta_before, rows, n);
+    uint64_t seq0 = (uint64_t)((int64_t)brk->b + brk->delta_before);
+    for (int k = 0; brk->preroll && k < brk->nintro; k++)
+        rows[n++] = (row_t){.intro = 1, .seg = k, .complete = 1,
+                            .seq = seq0 - (uint64_t)(brk->nintro - k)};
     int l = brk->preroll ? brk->nparts : hls_adview_live_parts_locked(h, brk->b);
     *listed = l < brk->nparts ? l : brk->nparts;
-    n = ad_rows(brk, *listed, (uint64_t)((int64_t)brk->b + brk->delta_before), rows, n);
+    n = ad_rows(brk, *listed, seq0, rows, n);
     if (*listed == brk->nparts)
         n = live_rows(h, brk->r > h->first_seq ? brk->r : h->first_seq, h->open_seq, after,
                       rows, n);
@@ -235,9 +278,9 @@ static int first_row(const hls_t *h, const hls_adbreak_t *brk, uint64_t first,
     *complete = 0;
     for (int i = 0; i < n; i++)
         *complete += rows[i].complete;
-    uint64_t wanted = first;
-    if (brk && brk->preroll && first < brk->b + (uint64_t)brk->nsegs)
-        wanted = (first > brk->b ? first : brk->b) - (uint64_t)brk->nsegs;
+    uint64_t wanted = first, ahead = brk ? (uint64_t)(brk->nsegs + brk->nintro) : 0;
+    if (brk && brk->preroll && first < brk->b + ahead)
+        wanted = (first > brk->b ? first : brk->b) - ahead;
     while (from < n - 1 && rows[from].complete &&
            (brk && brk->preroll ? rows[from].seq < wanted : *complete > keep)) {
         (*complete)--;
@@ -255,7 +298,8 @@ int hls_adview_write_locked(hls_t *h, const hls_adbreak_t *brk, int64_t delta, i
         return -EAGAIN;
     const char *ext = h->is_opus ? "mp4" : h->adts ? "aac" : "mp3";
     /* live rows: of the window (those before b and those from r are apart), then the ads' */
-    size_t cap = (size_t)(h->open_seq - h->first_seq) + 2 + (brk ? (size_t)brk->nsegs : 0);
+    size_t cap = (size_t)(h->open_seq - h->first_seq) + 2 +
+                 (brk ? (size_t)(brk->nsegs + brk->nintro) : 0);
     row_t *rows = malloc(cap * sizeof(*rows));
     if (!rows)
         return -ENOMEM;
@@ -266,17 +310,20 @@ int hls_adview_write_locked(hls_t *h, const hls_adbreak_t *brk, int64_t delta, i
     }
     int from = first_row(h, brk, first, rows, n, &complete);
     const row_t *f = &rows[from];
-    if (!f->ad && (!brk || f->q >= brk->r))
+    if (!f->ad && !f->intro && (!brk || f->q >= brk->r))
         *first_live = f->q;
     hls_playlist_head(out, h, ll, f->seq, first_disc(h, brk, ddisc, v, f));
-    if (brk && brk->preroll && f->ad && f->ai == 0 && f->seg == 0)
+    if (brk && brk->preroll && (f->ad || f->intro) && f->ai == 0 && f->seg == 0 &&
+        (f->intro || !brk->nintro))
         buf_append_str(out, "#EXT-X-START:TIME-OFFSET=0\n"); /* the preroll is played first */
     int done = 0; /* complete rows written */
     map_t map = {0};
     for (int i = from; i < n; i++) {
         const row_t *w = &rows[i];
         int parts = ll && (!w->complete || complete - done <= PARTS_LISTED_ROWS);
-        if (w->ad)
+        if (w->intro)
+            write_intro_row(out, brk, w, brk->pdt_b_ms, &map);
+        else if (w->ad)
             write_ad_row(out, brk, w, parts, brk->pdt_b_ms, &map);
         else
             write_live_row(h, out, w, parts, brk && w->q == brk->r, ext, &map);

@@ -71,9 +71,10 @@ struct hls_session {
     char *user;
     hls_intro_t *intro;  /* its intro until its first playlist fixes its view (a reference) */
     hls_view_t view;     /* view.intro (a reference): its intro comes first, NULL none */
-    int intro_played;    /* it fetched the intro's last segment whole (an impression) */
+    int intro_heard;     /* it fetched the intro's last segment whole */
+    int intro_played;    /* its whole preroll was fetched, intro and ads (an impression) */
     uint64_t ad_seen;    /* the mount's last ad break it took (hls_ads.c) */
-    int shown;           /* its first playlist was answered */
+    int shown;           /* its first playlist with a segment was answered */
     hls_sess_ads_t *ads; /* its ad breaks, NULL before the first */
     uint64_t bytes;
     uint64_t conn_id;    /* the connection of its last playlist request */
@@ -890,8 +891,8 @@ int hls_session_playlist(hls_t *h, const char *token, buf_t *out, int ll, worker
         pthread_mutex_unlock(&h->lock);
         return -EINPROGRESS;
     }
-    if (s)
-        s->shown = 1;
+    if (s && h->open_seq > h->first_seq)
+        s->shown = 1; /* before a first segment nothing was shown: its preroll is still to come */
     if (s && s->ads && hls_ads_own(s->ads)) { /* it had a break: its own numbering */
         int rc = hls_ads_playlist_locked(h, s->ads, s->view.intro ? &s->view : NULL, out, ll);
         pthread_mutex_unlock(&h->lock);
@@ -919,15 +920,33 @@ int hls_session_intro_known(hls_t *h, const char *file)
     return known;
 }
 
+/* Its preroll counts as played once all of it was fetched: its intro, then its preroll ads. */
+static void preroll_check_locked(hls_session_t *s)
+{
+    int ads = hls_ads_preroll(s->ads);
+    if (s->intro_played || ads == HLS_PREROLL_LEFT || (s->view.intro && !s->intro_heard) ||
+        (!s->view.intro && ads == HLS_PREROLL_NONE))
+        return;
+    s->intro_played = 1;
+    session_live_preroll(s->live);
+}
+
+void hls_session_preroll_check_locked(hls_t *h, const char *token)
+{
+    hls_session_t *s = session_find(h, token);
+    if (s)
+        preroll_check_locked(s);
+}
+
 void hls_session_intro_fetched(hls_t *h, const hls_client_t *who, const char *file, int n)
 {
     pthread_mutex_lock(&h->lock);
     hls_session_t *s = session_of_client(h, who);
-    if (s && s->view.intro && !s->intro_played && n == s->view.nsegs - 1 &&
+    if (s && s->view.intro && !s->intro_heard && n == s->view.nsegs - 1 &&
         strcmp(s->view.intro->name, file) == 0) {
-        s->intro_played = 1;
-        session_live_preroll(s->live);
+        s->intro_heard = 1;
         log_debug("hls: session %llu played its intro", (unsigned long long)s->id);
+        preroll_check_locked(s);
     }
     pthread_mutex_unlock(&h->lock);
 }

@@ -13,8 +13,12 @@ AAC); blocking reloads in the session's numbering; a title ADBREAK_LENGTH_<ms> s
 break too; tracking per session by the ad's pieces it fetched whole (impression, start,
 quartiles, complete for the one that fetched it all, start only for one that fetched a
 part); an ad server that times out leaves the session on the live stream; a preroll lists
-the ads first (and one not decided in time leaves the first playlist on the live stream); an
-intro stands for the session's preroll, and a later break follows it; a session that asks
+the ads first (and one not decided in time leaves the first playlist on the live stream); a
+session with an intro and a preroll lists the intro (its house ad, a date range of class
+com.rimecast.house), then the preroll's ads, then the live stream, ffmpeg and hls.js play it
+through, and its session record says preroll once all of it was fetched; a session whose
+intro is still listed stays on the live stream through a break, and a later break follows
+it; a session that asks
 again only after its break is over, and one carried by an upgrade, keep their numbers; on a
 protected mount the ad's pieces answer without a login and never carry the mount's audio;
 unknown ad URLs are 404; hls.js in Chromium plays through a break (currentTime advances, no
@@ -22,12 +26,16 @@ error), on an MP3 and an Opus mount.
 """
 
 import http.client
+import os
+import shutil
 import subprocess
 import threading
 import time
+import xml.etree.ElementTree as ET
 
 import pytest
 
+import adminlib
 import formatlib as fl
 import hlscheck
 import webuilib
@@ -35,6 +43,7 @@ import wirelib
 from test_ads import TEMPLATE, ads, ads_xml, adbreak, offer  # noqa: F401 (ads: fixture)
 from test_ads_tracking import metrics
 from test_fallback import mount_xml, webdir, webroot_with  # noqa: F401 (webdir: fixture)
+from test_hls import _session_records
 from test_webui import ADMIN, WEB, browsers  # noqa: F401 (browsers: the fixture)
 
 pytestmark = pytest.mark.rimecast_only      # Icecast has no ad breaks
@@ -92,6 +101,15 @@ class Session:
 
     def close(self):
         self.conn.close()
+
+
+def first_segment(srv, mount, ads):
+    """Waits for the window's first segment with probe sessions. On a mount with a preroll
+    the probe whose first playlist lists a segment asks for its ads: the ad requests so far,
+    that one in."""
+    wirelib.wait_until(lambda: hlscheck.parse(Session(srv, mount, "probe").playlist_text())
+                       ["segments"], 20, "a first segment")
+    return len(wirelib.wait_until(lambda: ads.of("/vast"), 10, "the probe's ad request"))
 
 
 def ad_segments(pl):
@@ -205,8 +223,7 @@ def test_a_preroll_lists_the_ads_first_then_the_live_stream(server, ads, tmp_pat
     offer(ads, tmp_path, seconds=3)
     srv, src, mount = station(server, ads, extra="<preroll>1</preroll>"
                               "<preroll-duration>10</preroll-duration>")
-    wirelib.wait_until(lambda: hlscheck.parse(Session(srv, mount, "probe").playlist_text())
-                       ["segments"], 20, "a first segment")
+    asked = first_segment(srv, mount, ads)
     sess = Session(srv, mount)
     text = sess.playlist_text()
     pl = sess.checker.check(text)
@@ -214,7 +231,7 @@ def test_a_preroll_lists_the_ads_first_then_the_live_stream(server, ads, tmp_pat
     assert segs[0]["uri"].startswith("hls/ad/") and "#EXT-X-START:TIME-OFFSET=0" in text, text
     n = len(ad_segments(pl))
     assert not segs[n]["uri"].startswith("hls/ad/") and segs[n]["discontinuity"], text
-    assert [h.params["d"] for h in ads.of("/vast")] == ["10"]
+    assert [h.params["d"] for h in ads.of("/vast")[asked:]] == ["10"]
     for s_ in ad_segments(pl):
         sess.piece(s_["uri"])
     wirelib.wait_until(lambda: ads.events("a1").get("complete") == 1, 10, "complete")
@@ -237,13 +254,12 @@ def test_a_preroll_the_ad_server_does_not_decide_in_time_leaves_the_live_stream(
     ads.delay = 3
     srv, src, mount = station(server, ads, extra="<preroll>1</preroll>"
                               "<request-timeout-ms>600</request-timeout-ms>")
-    wirelib.wait_until(lambda: hlscheck.parse(Session(srv, mount, "probe").playlist_text())
-                       ["segments"], 20, "a first segment")
+    asked = first_segment(srv, mount, ads)
     sess = Session(srv, mount)
     t0 = time.monotonic()
     pl = sess.reload()                       # waits for the decision's deadline at most
     assert time.monotonic() - t0 < 3
-    assert not ad_segments(pl) and len(ads.of("/vast")) == 1
+    assert not ad_segments(pl) and len(ads.of("/vast")) == asked + 1
     end = pl["segments"][-1]["seq"] + 2      # and stays on the live stream after it
     pl = sess.checker.reload_until(sess.playlist_text,
                                    lambda p: p if p["segments"][-1]["seq"] >= end else None,
@@ -325,10 +341,11 @@ def test_an_upgrade_keeps_the_numbers_a_break_left_a_session(server, ads, tmp_pa
     fl.stop_process(src)
 
 
-def test_an_intro_is_a_sessions_preroll_and_a_later_break_follows_it(server, ads, tmp_path,
+def test_an_intro_plays_through_a_break_and_a_later_break_follows_it(server, ads, tmp_path,
                                                                      webdir):  # noqa: F811
-    """A session whose intro is still listed stays on the live stream through a break; once
-    the intro left its playlist, a break lists the ads after it, numbered on from its view."""
+    """Without <preroll>, a session's intro alone is its preroll: one whose intro is still
+    listed stays on the live stream through a break; once the intro left its playlist, a
+    break lists the ads after it, numbered on from its view."""
     webroot_with(webdir, "intro.mp3", codec="mp3", seconds=3, freq=1000)
     offer(ads, tmp_path, seconds=3)
     mount = "/live.mp3"
@@ -357,6 +374,109 @@ def test_an_intro_is_a_sessions_preroll_and_a_later_break_follows_it(server, ads
     wait_ads_listed(sess)
     wait_rejoined(sess)                                     # each reload checked
     sess.close()
+    fl.stop_process(src)
+
+
+def intro_station(server, ads, webdir, codec="mp3", **cfg):
+    """A mount with an <intro> of 3 s and a preroll of the ad server's."""
+    webroot_with(webdir, "intro." + codec, codec=codec, seconds=3, freq=1000)
+    mount = "/live." + codec
+    hls = HLS_XML.replace("</hls>", "<segments>3</segments></hls>")
+    xml = mount_xml(mount, intro="/intro." + codec).replace(
+        "</mount>", ads_xml(ads, TEMPLATE, 1, "<preroll>1</preroll>"
+                            "<preroll-duration>10</preroll-duration>") + hls + "</mount>")
+    srv = server(extra_xml=xml, webroot=webdir, **cfg)
+    src = fl.ffmpeg_source(srv, mount, codec, freq=440)
+    fl.wait_mount(srv, mount, src)
+    return srv, src, mount
+
+
+def kill_sessions(srv, mount, agents):
+    """Kicks the sessions of those agents and returns their records' preroll flags."""
+    r = adminlib.admin(srv, "/admin/listclients?mount=" + mount)
+    ids = {l.findtext("UserAgent"): l.findtext("ID")
+           for l in ET.fromstring(r.body).findall("source/listener")}
+    for agent in agents:
+        assert adminlib.admin(srv, "/admin/killclient?mount=%s&id=%s"
+                              % (mount, ids[agent])).status == 200
+
+    def recs():
+        got = {r["user_agent"]: r["preroll"] for r in _session_records(srv)
+               if r["user_agent"] in agents}
+        return got if len(got) == len(agents) else None
+    return wirelib.wait_until(recs, 10, "the sessions' records")
+
+
+def test_a_sessions_intro_then_its_preroll_ads_then_the_live_stream(server, ads, tmp_path,
+                                                                     webdir):  # noqa: F811
+    """With an <intro> and <preroll>, a session's first playlist lists its intro first
+    (EXT-X-START at its start, a date range of class com.rimecast.house, no tracking), then
+    after a discontinuity the preroll's ads (tracked as ever), then after another the live
+    stream, each reload consistent; its record says preroll once it fetched all of it, and
+    not for a session that fetched the intro only. Its numbers become the window's once the
+    preroll left its playlist."""
+    offer(ads, tmp_path, seconds=3)
+    srv, src, mount = intro_station(server, ads, webdir)
+    asked = first_segment(srv, mount, ads)
+    whole = Session(srv, mount, agent="wiretest-whole/1.0")
+    part = Session(srv, mount, agent="wiretest-part/1.0")
+    text = whole.playlist_text()
+    pl = whole.checker.check(text)
+    segs = pl["segments"]
+    intro = [s for s in segs if s["uri"].startswith("hls/intro/")]
+    n, k = len(intro), len(ad_segments(pl))
+    assert n and k and segs[:n] == intro, text
+    assert all(s["uri"].startswith("hls/ad/") for s in segs[n:n + k]), text
+    assert segs[n]["discontinuity"] and segs[n + k]["discontinuity"], text
+    assert not segs[n + k]["uri"].startswith(("hls/ad/", "hls/intro/")), text
+    assert text.index("#EXT-X-START:TIME-OFFSET=0") < text.index(intro[0]["uri"]), text
+    assert 'CLASS="com.rimecast.house"' in text and 'CLASS="com.rimecast.ad"' in text, text
+    assert text.index("com.rimecast.house") < text.index("com.rimecast.ad"), text
+    assert [h.params["d"] for h in ads.of("/vast")[asked:]] == ["10"]
+    for s_ in segs[:n + k]:
+        whole.piece(s_["uri"])
+    wirelib.wait_until(lambda: ads.events("a1").get("complete") == 1, 10, "complete")
+    pp = part.reload()
+    for s_ in [s for s in pp["segments"] if s["uri"].startswith("hls/intro/")]:
+        part.piece(s_["uri"])
+    part.piece(pp["segments"][-1]["uri"])            # a live segment: a listener
+    assert kill_sessions(srv, mount, ["wiretest-part/1.0"]) == {"wiretest-part/1.0": 0}
+    common = Session(srv, mount, agent="wiretest-other/1.0")
+    pl = whole.checker.reload_until(
+        whole.playlist_text,
+        lambda p: p if not any(s["uri"].startswith(("hls/ad/", "hls/intro/"))
+                               for s in p["segments"]) and
+        not p["segments"][0]["discontinuity"] else None, 40, "the preroll to leave")
+    c = common.reload()
+    assert pl["segments"][-1]["seq"] == c["segments"][-1]["seq"]    # the window's numbers
+    assert pl["segments"][-1]["uri"] == c["segments"][-1]["uri"]
+    m = metrics(srv)         # the house ad is no ad of the figures: one ad a session asked
+    assert m["rimecast_mount_ad_fills_total@" + mount] == len(ads.of("/vast")) >= 3, m
+    assert m["rimecast_mount_ad_impressions_total@" + mount] == 1, m
+    assert all(h.path.startswith("/t/a1/") for h in ads.of("/t/"))  # nothing of the intro
+    flags = kill_sessions(srv, mount, ["wiretest-whole/1.0"])
+    assert flags["wiretest-whole/1.0"] == 1, flags
+    for sess in (whole, part, common):
+        sess.close()
+    fl.stop_process(src)
+
+
+def test_ffmpeg_decodes_an_intro_then_preroll_ads_then_the_live_stream(server, ads, tmp_path,
+                                                                        webdir):  # noqa: F811
+    offer(ads, tmp_path, seconds=3)
+    srv, src, mount = intro_station(server, ads, webdir)
+    first_segment(srv, mount, ads)
+    token = hlscheck.issue_token(srv.host, srv.port, mount)
+    cmd = [fl.FFMPEG, "-hide_banner", "-nostdin", "-v", "error", "-user_agent", "ffmpeg-hls",
+           "-prefer_x_start", "1", "-i", srv.url("%s/hls.m3u8?session=%s" % (mount, token)),
+           "-t", "10", "-f", "null", "-"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=90)
+    assert r.returncode == 0, r.stderr
+    complaints = [l for l in fl._decode_complaints(r.stderr).splitlines()
+                  if "non monotonically increasing dts" not in l]
+    assert complaints == [], complaints
+    srv.wait_log("played its intro", 5)              # the intro, then the ad, whole
+    wirelib.wait_until(lambda: ads.events("a1").get("complete") == 1, 10, "complete")
     fl.stop_process(src)
 
 
@@ -510,5 +630,46 @@ def test_hls_js_in_chromium_plays_through_a_break(server, ads, tmp_path, browser
     assert not [e for e in state["errors"] if e[2]], state            # nothing fatal
     # nor any other error; a stall (the playhead waiting for data) is what a browser starved
     # of CPU on a shared machine reports on any live stream, with or without a break
+    assert [e for e in state["errors"] if e[1] != "bufferStalledError"] == [], state
+    fl.stop_process(src)
+
+
+@pytest.mark.parametrize("codec", ["mp3", "opus"])
+def test_hls_js_in_chromium_plays_an_intro_then_preroll_ads_then_live(  # noqa: F811
+        server, ads, tmp_path, webdir, browsers, codec):
+    """hls.js from the public page's HLS toggle plays the intro, then the preroll's ad (its
+    complete fires: it fetched every part), then on into the live stream, with no error."""
+    missing = webuilib.missing_requirements()
+    if missing:
+        pytest.skip(missing)
+    if codec == "opus":
+        from test_ads_hls_opus import opus_offer
+        opus_offer(ads, tmp_path, seconds=3)
+    else:
+        offer(ads, tmp_path, seconds=3)
+    web = os.path.join(webdir, "web")   # the page and the intro, readable by the server
+    shutil.copytree(WEB, web)
+    os.chmod(web, 0o755)
+    srv, src, mount = intro_station(server, ads, web, codec, adminroot=ADMIN)
+    if codec == "opus":
+        from test_hls_opus import multivariant
+        multivariant(srv, mount)
+    from test_hls_web import play_hls
+    b, audio = play_hls(srv, browsers, mount)
+    b.js_run("""var h = document.querySelector(arguments[0]).__hls;
+        window.__errors = [];
+        h.on(Hls.Events.ERROR, function (e, d) {
+            window.__errors.push([d.type, d.details, d.fatal]); });""", audio)
+    wirelib.wait_until(lambda: ads.events("a1").get("complete") == 1, 40,
+                       lambda: "the ad played whole after the intro (%r, %r)"
+                       % (ads.events("a1"), b.js_run("return window.__errors")))
+
+    def played():
+        return b.js_run("return document.querySelector(arguments[0]).currentTime", audio)
+    b.wait(lambda: played() > 3 + 3 + 2, 40, "the live stream after the intro and the ad")
+    state = b.js_run("""var a = document.querySelector(arguments[0]);
+        return {errors: window.__errors, error: a.error && a.error.code, paused: a.paused};""",
+                     audio)
+    assert state["error"] is None and not state["paused"], state
     assert [e for e in state["errors"] if e[1] != "bufferStalledError"] == [], state
     fl.stop_process(src)

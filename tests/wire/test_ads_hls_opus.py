@@ -26,7 +26,7 @@ import formatlib as fl
 import hlscheck
 import wirelib
 from test_ads import ads, adbreak  # noqa: F401 (ads: fixture)
-from test_ads_hls import (Session, ad_segments, station, wait_ads_listed,
+from test_ads_hls import (Session, ad_segments, first_segment, station, wait_ads_listed,
                           wait_rejoined)
 from test_hls_opus import multivariant
 from test_hls_opus_intro import tone
@@ -179,8 +179,7 @@ def test_a_preroll_on_an_opus_mount_lists_the_ad_with_its_map_first(server, ads,
     opus_offer(ads, tmp_path, seconds=3)
     srv, src, mount = opus_station(server, ads, extra="<preroll>1</preroll>"
                                    "<preroll-duration>10</preroll-duration>")
-    wirelib.wait_until(lambda: hlscheck.parse(Session(srv, mount, "probe").playlist_text())
-                       ["segments"], 20, "a first segment")
+    first_segment(srv, mount, ads)
     sess = Session(srv, mount)
     text = sess.playlist_text()
     pl = sess.checker.check(text)
