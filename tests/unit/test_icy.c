@@ -60,7 +60,7 @@ static void rec_log(void *ctx, int level, const char *msg)
 static format_t *open_generic(rec_t *r, int metaint, const char *charset)
 {
     memset(r, 0, sizeof(*r));
-    format_sink_t sink = {r, rec_emit, rec_set_headers, rec_set_tag, rec_tags_done, rec_log};
+    format_sink_t sink = {r, rec_emit, rec_set_headers, rec_set_tag, rec_tags_done, rec_log, NULL};
     format_t *f = format_new(format_for_content_type("audio/mpeg"), &sink);
     if (f) {
         f->icy_metaint = metaint; /* set after creation, as the source does */

@@ -131,7 +131,7 @@ static void rec_free(rec_t *r)
 static void run_ogg(rec_t *r, const unsigned char *data, size_t len, size_t step)
 {
     memset(r, 0, sizeof(*r));
-    format_sink_t sink = {r, rec_emit, rec_set_headers, rec_set_tag, rec_tags_done, rec_log};
+    format_sink_t sink = {r, rec_emit, rec_set_headers, rec_set_tag, rec_tags_done, rec_log, NULL};
     format_t *f = format_new(format_for_content_type("audio/ogg"), &sink);
     CHECK(f != NULL);
     if (!f)
@@ -1147,7 +1147,7 @@ static void test_metadata_update_starts_a_chain_link(void)
     size_t half = page_offset(&in, 6) + 5; /* 4 audio pages, and a bit of the fifth */
     rec_t r;
     memset(&r, 0, sizeof(r));
-    format_sink_t sink = {&r, rec_emit, rec_set_headers, rec_set_tag, rec_tags_done, rec_log};
+    format_sink_t sink = {&r, rec_emit, rec_set_headers, rec_set_tag, rec_tags_done, rec_log, NULL};
     format_t *f = format_new(&format_ogg_ops, &sink);
     CHECK(f->ops->ingest(f, in.p, half) == 0);
     CHECK(r.nblocks == 4 && r.nheaders == 1);
@@ -1219,7 +1219,7 @@ static void test_metadata_update_not_carried_by_a_mux(void)
     ogg_stream_clear(&o.os);
     rec_t r;
     memset(&r, 0, sizeof(r));
-    format_sink_t sink = {&r, rec_emit, rec_set_headers, rec_set_tag, rec_tags_done, rec_log};
+    format_sink_t sink = {&r, rec_emit, rec_set_headers, rec_set_tag, rec_tags_done, rec_log, NULL};
     format_t *f = format_new(&format_ogg_ops, &sink);
     size_t half = page_offset(&mux, 7);
     CHECK(f->ops->ingest(f, mux.p, half) == 0);
