@@ -16,6 +16,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -113,6 +114,18 @@ static uint64_t pod_samples_before(const hls_adbreak_t *brk, int ai, int part)
     return n + brk->cut[ai]->parts[part].before;
 }
 
+/* An EXT-X-DATERANGE naming an ad (or a house ad) of class cls from date pdt (ms). */
+static void write_daterange(buf_t *out, const char *id, const char *cls, int64_t pdt,
+                            double duration)
+{
+    char date[40];
+    time_t t = (time_t)(pdt / 1000);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm);
+    buf_appendf(out, "#EXT-X-DATERANGE:ID=\"%s\",CLASS=\"%s\",START-DATE=\"%s.%03dZ\","
+                "DURATION=%.3f\n", id, cls, date, (int)(pdt % 1000), duration);
+}
 /* The init segment the rows written last follow (an Opus window's): an ad's cut, or the
  * window's init segment of that number. */
 typedef struct map {
@@ -140,14 +153,9 @@ static void write_ad_row(buf_t *out, const hls_adbreak_t *brk, const row_t *w, i
     if (pdt_b_ms)
         hls_playlist_date(out, pdt);
     if (w->seg == 0 && pdt_b_ms) { /* the ad, named as a date range of its class */
-        char date[40];
-        time_t t = (time_t)(pdt / 1000);
-        struct tm tm;
-        gmtime_r(&t, &tm);
-        strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm);
-        buf_appendf(out, "#EXT-X-DATERANGE:ID=\"ad-%" PRIu64 "-%d\",CLASS=\"" HLS_AD_CLASS
-                    "\",START-DATE=\"%s.%03dZ\",DURATION=%.3f\n", brk->b, w->ai, date,
-                    (int)(pdt % 1000), (double)a->samples / rate);
+        char id[48];
+        snprintf(id, sizeof(id), "ad-%" PRIu64 "-%d", brk->b, w->ai);
+        write_daterange(out, id, HLS_AD_CLASS, pdt, (double)a->samples / rate);
     }
     uint64_t samples = 0;
     for (int p = 0; p < w->listed; p++) {
@@ -185,14 +193,9 @@ static void write_intro_row(buf_t *out, const hls_adbreak_t *brk, const row_t *w
         uint64_t all = 0;
         for (int k = 0; k < brk->nintro; k++)
             all += in->segs[k].samples;
-        char date[40];
-        time_t t = (time_t)(pdt / 1000);
-        struct tm tm;
-        gmtime_r(&t, &tm);
-        strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm);
-        buf_appendf(out, "#EXT-X-DATERANGE:ID=\"house-%" PRIu64 "\",CLASS=\"" HLS_HOUSE_CLASS
-                    "\",START-DATE=\"%s.%03dZ\",DURATION=%.3f\n", brk->b, date,
-                    (int)(pdt % 1000), (double)all / in->rate);
+        char id[48];
+        snprintf(id, sizeof(id), "house-%" PRIu64, brk->b);
+        write_daterange(out, id, HLS_HOUSE_CLASS, pdt, (double)all / in->rate);
     }
     buf_appendf(out, "#EXTINF:%.5f,\n", (double)in->segs[w->seg].samples / in->rate);
     hls_intro_uri(in, w->seg, out);
