@@ -357,12 +357,11 @@ static void on_decided(worker_t *w, uint64_t owner, uint64_t tag, ads_pod_t *pod
 {
     conn_t *c = worker_find_conn(w, owner);
     listener_t *l = c ? listener_of(c) : NULL;
-    if (l && l->ad && l->ad->tag == tag && l->ad->asking && pod) {
-        follow_house(l, pod);
-        return;
-    }
-    if (l && l->ad && l->ad->tag == tag && l->ad->asking) {
-        l->ad->asking = 0; /* none: the live stream follows the house ad */
+    if (l && l->ad && l->ad->tag == tag && l->ad->asking) { /* its house ad plays first */
+        if (pod)
+            follow_house(l, pod);
+        else
+            l->ad->asking = 0; /* none: the live stream follows the house ad */
         return;
     }
     if (!l || !l->ad || l->ad->tag != tag || l->ad->state != AD_ASKED) {

@@ -10,7 +10,8 @@ where the stream is then), to the frame; the intro then the ad server's preroll 
 live stream, whole frames that ffmpeg decodes, with the ad's tracking fired and counted and
 the intro neither tracked nor counted among the ads, and the session record's preroll set once
 the whole preroll was heard; an intro that is no audio of the mount's kind (an MP3 intro on
-an AAC mount) is not played, with one line in the log, and the listener hears the stream.
+an AAC mount) is not played, with one line in the log, and the listener hears the stream;
+one of another sample rate is played as it is (as Icecast plays it), said once.
 """
 
 import os
@@ -113,3 +114,24 @@ def test_an_intro_of_another_codec_is_not_played_and_said_once(server, tmp_path,
     srv.wait_log(said, 5)
     assert sum(said in line for line in srv.error_log().splitlines()) == 1
     fl.stop_process(src)
+
+
+def test_an_intro_of_another_rate_is_played_as_it_is_and_said_once(server, tmp_path, webdir):
+    """As Icecast plays it: a 22.05 kHz intro on a 44.1 kHz MP3 mount, its frames first."""
+    intro = audio_of(adserver.encode(os.path.join(webdir, "intro.mp3"), 2, freq=1000,
+                                     rate=22050))
+    os.chmod(os.path.join(webdir, "intro.mp3"), 0o644)
+    srv = server(extra_xml=mount_xml(MOUNT, intro="/intro.mp3"), webroot=webdir)
+    src, _ = live_source(srv, tmp_path)
+    for _ in range(2):
+        lis = srv.listener(MOUNT)
+        assert lis.open(timeout=10).status == 200
+        lis.wait_bytes(len(intro) + 4096, 10)
+        body = lis.snapshot()
+        assert body[:len(intro)] == intro
+        assert fl.mp3_frame_len(body, len(intro)), "no frame right after the intro"
+        lis.close()
+    said = "played as it is"
+    srv.wait_log(said, 5)
+    assert sum(said in line for line in srv.error_log().splitlines()) == 1
+    src.close()
