@@ -30,6 +30,7 @@
 #include "conf/config.h"
 #include "build-config.h"
 #include "core/fault.h"
+#include "core/hugeheap.h"
 #include "core/log.h"
 #include "core/safefile.h"
 #include "core/sdnotify.h"
@@ -738,6 +739,7 @@ int main(int argc, char **argv)
         return upgrade_cmd_run(opt.config_file, (pid_t)opt.upgrade_pid,
                                opt.upgrade_timeout ? (int)opt.upgrade_timeout : 60);
     upgrade_remember(argc, argv);
+    int huge = hugeheap_init(); /* before any thread: the workers' heaps on huge pages */
     int hfd = upgrade_inherited(); /* started by an upgrade: the old process waits on it */
 #ifdef RIMECAST_FAULT_INJECTION
     const char *faults = getenv("RIMECAST_FAULT");
@@ -751,6 +753,8 @@ int main(int argc, char **argv)
     int rc = load(&opt, hfd);
     if (rc)
         return rc;
+    if (huge)
+        log_info("the workers' heaps use transparent huge pages (docs/PERFORMANCE.md)");
     if (opt.background && hfd < 0 && daemonize() < 0) {
         fprintf(stderr, "rimecast: cannot daemonize: %s\n", strerror(errno));
         return 1;

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "conf/config.h"
+#include "core/hugeheap.h"
 #include "core/log.h"
 #include "net/conn.h"
 #include "net/listen.h"
@@ -345,6 +346,7 @@ static void *worker_thread(void *arg)
     char name[16];
     snprintf(name, sizeof(name), "worker-%d", w->id); /* ps -L, /proc/PID/task/TID/comm */
     pthread_setname_np(pthread_self(), name);
+    hugeheap_thread(); /* its connections' state on huge pages */
     if (worker_loop_run(w))
         worker_end_drained(w);
     return NULL;

@@ -9,9 +9,11 @@ byte-exactness check. Knows nothing about how the server is started
 """
 
 import base64
+import ctypes
 import errno
 import os
 import random
+import re
 import selectors
 import socket
 import struct
@@ -654,6 +656,37 @@ def proc_rss_kb(pid):
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     return 0
+
+
+def proc_huge_kb(pid):
+    """The process's anonymous memory on transparent huge pages (KB)."""
+    with open("/proc/%d/smaps_rollup" % pid) as f:
+        for line in f:
+            if line.startswith("AnonHugePages:"):
+                return int(line.split()[1])
+    return 0
+
+
+PR_SET_THP_DISABLE = 41
+
+
+def no_huge_pages():
+    """A preexec_fn: the process (and what it runs) gets no transparent huge pages, so that its
+    resident memory grows by the page, not by 2 MB: for tests that count a few KB."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_THP_DISABLE)")
+
+
+def thp_mode():
+    """The kernel's transparent huge page mode: always, madvise, never, or None without THP."""
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            line = f.read()
+    except OSError:
+        return None
+    m = re.search(r"\[(\w+)\]", line)
+    return m.group(1) if m else None
 
 
 TCP_STATES = {1: "ESTABLISHED", 2: "SYN_SENT", 3: "SYN_RECV", 4: "FIN_WAIT1", 5: "FIN_WAIT2",

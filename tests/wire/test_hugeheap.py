@@ -1,0 +1,75 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The workers' heaps on transparent huge pages (core/hugeheap.c): the state of a worker's
+connections is touched a few lines at a time every few hundred ms, and on 4 KB pages nearly each
+touch also misses the TLB (docs/PERFORMANCE.md, "The heap on huge pages"). Where the kernel
+offers huge pages to marked memory, the server marks its workers' heaps and they fill with huge
+pages as connections come; a process started with huge pages turned off gets none."""
+import os
+import socket
+
+import pytest
+
+import wirelib
+
+CONNS = 800  # about 13 KB of state each: over 2 MB in each worker's heap
+
+pytestmark = [
+    pytest.mark.rimecast_only,
+    pytest.mark.skipif("ASAN_OPTIONS" in os.environ,
+                       reason="AddressSanitizer's allocator: the heaps are not glibc's"),
+    pytest.mark.skipif(wirelib.thp_mode() not in ("always", "madvise"),
+                       reason="the kernel offers no transparent huge pages to marked memory"),
+]
+
+
+def hold_connections(srv, n):
+    """n connections, each with a request head sent but for its last line: the server reads it
+    (a worker allocates the connection's state, its request and its read buffer) and waits for
+    the rest. Returns once the server has read every byte of every one."""
+    socks = []
+    for _ in range(n):
+        s = socket.create_connection((srv.host, srv.port), timeout=10)
+        s.sendall(b"GET /live.mp3 HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: test\r\n")
+        socks.append(s)
+    ports = {s.getsockname()[1] for s in socks}
+
+    def all_read():  # the server's ends of these connections have nothing left unread
+        seen, unread = set(), 0
+        with open("/proc/net/tcp") as f:
+            next(f)
+            for line in f:
+                fields = line.split()
+                local, remote = (int(fields[i].split(":")[1], 16) for i in (1, 2))
+                if local == srv.port and remote in ports:
+                    seen.add(remote)
+                    unread += int(fields[4].split(":")[1], 16)
+        return len(seen) == len(ports) and unread == 0
+    wirelib.wait_until(all_read, 30, "%d request heads read" % n, interval=0.2)
+    return socks
+
+
+def test_worker_heaps_fill_with_huge_pages(server):
+    srv = server(clients=CONNS + 50)
+    srv.wait_log("transparent huge pages")
+    before = wirelib.proc_huge_kb(srv.pid)
+    socks = hold_connections(srv, CONNS)
+    try:
+        huge = wirelib.proc_huge_kb(srv.pid)
+        assert huge >= before + 2048, "%d KB of the server's memory on huge pages (%d before)" % (
+            huge, before)
+    finally:
+        for s in socks:
+            s.close()
+
+
+def test_a_process_with_huge_pages_turned_off_gets_none(server):
+    srv = server(start=False, clients=CONNS + 50)
+    srv.preexec_fn = wirelib.no_huge_pages
+    srv.start()
+    socks = hold_connections(srv, CONNS)
+    try:
+        assert wirelib.proc_huge_kb(srv.pid) == 0
+        assert "transparent huge pages" not in srv.error_log()
+    finally:
+        for s in socks:
+            s.close()
