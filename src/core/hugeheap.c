@@ -19,6 +19,7 @@
 #define HUGEHEAP_OFF 1
 #endif
 
+#ifndef HUGEHEAP_OFF
 static atomic_int usable;
 
 /* 1 if the kernel's transparent huge pages are "always" or "madvise", and this process may
@@ -37,6 +38,7 @@ static int thp_enabled(void)
     fclose(f);
     return ok && (strstr(line, "[always]") || strstr(line, "[madvise]"));
 }
+#endif
 
 int hugeheap_init(void)
 {
