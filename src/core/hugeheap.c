@@ -97,21 +97,17 @@ static size_t mark_mapping_of(const void *p)
 }
 #endif
 
-size_t hugeheap_thread(void)
+void hugeheap_thread(void)
 {
-#ifdef HUGEHEAP_OFF
-    return 0;
-#else
+#ifndef HUGEHEAP_OFF
     if (!atomic_load(&usable))
-        return 0;
+        return;
     /* one allocation grows the heap by the reserve; glibc writes only its two ends */
     void *room = malloc(HUGEHEAP_RESERVE);
     if (!room)
-        return 0;
-    size_t marked = mark_mapping_of(room);
-    free(room);
-    if (!marked)
+        return;
+    if (!mark_mapping_of(room))
         log_debug("hugeheap: a thread's heap was not marked for huge pages");
-    return marked;
+    free(room);
 #endif
 }

@@ -25,8 +25,6 @@
 #ifndef RIMECAST_HUGEHEAP_H
 #define RIMECAST_HUGEHEAP_H
 
-#include <stddef.h>
-
 /* The room each worker's heap is grown by once, then kept. */
 #define HUGEHEAP_RESERVE (16u << 20)
 
@@ -34,8 +32,7 @@
  * memory (then glibc's thresholds are set so that the room stays in the heaps), else 0. */
 int hugeheap_init(void);
 
-/* In a long-lived thread (a worker), before its work: its heap is grown and marked. Returns the
- * bytes marked (0: nothing done). */
-size_t hugeheap_thread(void);
+/* In a long-lived thread (a worker), before its work: its heap is grown and marked. */
+void hugeheap_thread(void);
 
 #endif

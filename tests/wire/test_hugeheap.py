@@ -32,29 +32,18 @@ def hold_connections(srv, n):
         s.sendall(b"GET /live.mp3 HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: test\r\n")
         socks.append(s)
     ports = {s.getsockname()[1] for s in socks}
-
-    def all_read():  # the server's ends of these connections have nothing left unread
-        seen, unread = set(), 0
-        with open("/proc/net/tcp") as f:
-            next(f)
-            for line in f:
-                fields = line.split()
-                local, remote = (int(fields[i].split(":")[1], 16) for i in (1, 2))
-                if local == srv.port and remote in ports:
-                    seen.add(remote)
-                    unread += int(fields[4].split(":")[1], 16)
-        return len(seen) == len(ports) and unread == 0
-    wirelib.wait_until(all_read, 30, "%d request heads read" % n, interval=0.2)
+    wirelib.wait_until(lambda: wirelib.server_unread(srv.port, ports) == 0, 30,
+                       "%d request heads read" % n, interval=0.2)
     return socks
 
 
 def test_worker_heaps_fill_with_huge_pages(server):
     srv = server(clients=CONNS + 50)
     srv.wait_log("transparent huge pages")
-    before = wirelib.proc_huge_kb(srv.pid)
+    before = wirelib.proc_smaps_kb(srv.pid, "AnonHugePages")
     socks = hold_connections(srv, CONNS)
     try:
-        huge = wirelib.proc_huge_kb(srv.pid)
+        huge = wirelib.proc_smaps_kb(srv.pid, "AnonHugePages")
         assert huge >= before + 2048, "%d KB of the server's memory on huge pages (%d before)" % (
             huge, before)
     finally:
@@ -68,7 +57,7 @@ def test_a_process_with_huge_pages_turned_off_gets_none(server):
     srv.start()
     socks = hold_connections(srv, CONNS)
     try:
-        assert wirelib.proc_huge_kb(srv.pid) == 0
+        assert wirelib.proc_smaps_kb(srv.pid, "AnonHugePages") == 0
         assert "transparent huge pages" not in srv.error_log()
     finally:
         for s in socks:

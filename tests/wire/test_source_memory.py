@@ -22,32 +22,10 @@ def open_sources(srv, names, nbytes):
         sources.append(s)
 
     ports = {s.sock.getsockname()[1] for s in sources}
-    ports_seen = set()
-
-    def all_read():  # the server's ends of these connections have nothing left unread
-        unread = 0
-        with open("/proc/net/tcp") as f:
-            next(f)
-            for line in f:
-                fields = line.split()
-                if (int(fields[1].split(":")[1], 16) == srv.port
-                        and int(fields[2].split(":")[1], 16) in ports):
-                    ports_seen.add(int(fields[2].split(":")[1], 16))
-                    unread += int(fields[4].split(":")[1], 16)
-        return len(ports_seen) == len(ports) and unread == 0
     # the server reads without being asked anything: no request of ours adds to its heap
-    wirelib.wait_until(all_read, 30, "%d sources read" % len(names), interval=0.2)
+    wirelib.wait_until(lambda: wirelib.server_unread(srv.port, ports) == 0, 30,
+                       "%d sources read" % len(names), interval=0.2)
     return sources
-
-
-def rss_kb(pid):
-    """The server's resident memory, counted from its page tables (VmRSS in /proc/PID/status
-    may lag by a few hundred KB per thread)."""
-    with open("/proc/%d/smaps_rollup" % pid) as f:
-        for line in f:
-            if line.startswith("Rss:"):
-                return int(line.split()[1])
-    raise AssertionError("no Rss in smaps_rollup")
 
 
 @pytest.mark.rimecast_only
@@ -60,14 +38,14 @@ def test_a_source_whose_bytes_made_a_block_holds_no_gathering_room(server):
     srv.preexec_fn = wirelib.no_huge_pages
     srv.start()
     kept = open_sources(srv, ["/warm%d" % i for i in range(10)], BLOCK)  # first-use costs
-    rss0 = rss_kb(srv.pid)
+    rss0 = wirelib.proc_smaps_kb(srv.pid, "Rss")
     # one byte short of a block: the bytes wait gathered for more, then (the source quiet) go
     # out as a block of their size
     kept += open_sources(srv, ["/waiting%d" % i for i in range(n)], BLOCK - 1)
-    rss1 = rss_kb(srv.pid)
+    rss1 = wirelib.proc_smaps_kb(srv.pid, "Rss")
     # a whole block: it goes to the queue at once and nothing is left gathered
     kept += open_sources(srv, ["/emitted%d" % i for i in range(n)], BLOCK)
-    rss2 = rss_kb(srv.pid)
+    rss2 = wirelib.proc_smaps_kb(srv.pid, "Rss")
     waiting, emitted = (rss1 - rss0) / n, (rss2 - rss1) / n
     note("per source: %.2f KB with its bytes gathered, %.2f KB with them in a block"
          % (waiting, emitted))

@@ -658,13 +658,15 @@ def proc_rss_kb(pid):
     return 0
 
 
-def proc_huge_kb(pid):
-    """The process's anonymous memory on transparent huge pages (KB)."""
+def proc_smaps_kb(pid, field):
+    """A field of the process's /proc/PID/smaps_rollup (KB), counted from its page tables:
+    "Rss" (VmRSS in /proc/PID/status may lag by a few hundred KB per thread), "AnonHugePages"
+    (its anonymous memory on transparent huge pages)."""
     with open("/proc/%d/smaps_rollup" % pid) as f:
         for line in f:
-            if line.startswith("AnonHugePages:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1])
-    return 0
+    raise AssertionError("no %s in smaps_rollup" % field)
 
 
 PR_SET_THP_DISABLE = 41
@@ -725,6 +727,21 @@ def server_side_open(local_port, peer_port):
                     fields[3] in ("01", "08")):     # ESTABLISHED, CLOSE_WAIT
                 return True
     return False
+
+
+def server_unread(local_port, peer_ports):
+    """The bytes the server's ends of the connections from peer_ports to local_port have not
+    read yet, or None while one of them is not there yet."""
+    seen, unread = set(), 0
+    with open("/proc/net/tcp") as f:
+        next(f)
+        for line in f:
+            fields = line.split()
+            local, remote = (int(fields[i].split(":")[1], 16) for i in (1, 2))
+            if local == local_port and remote in peer_ports:
+                seen.add(remote)
+                unread += int(fields[4].split(":")[1], 16)
+    return unread if seen == set(peer_ports) else None
 
 
 def peers_held(pid, local_port):
