@@ -11,11 +11,14 @@
  *
  * The kernel gives huge pages to memory marked MADV_HUGEPAGE (Debian's default THP mode is
  * "madvise"), when a page fault finds a whole aligned 2 MB range inside the marked mapping.
- * glibc grows a thread's heap a few pages at a time, so its faults land at the mapping's end and
- * get small pages. hugeheap_thread() therefore grows the calling thread's heap once by
- * HUGEHEAP_RESERVE bytes (one allocation, freed at once: the pages are not touched, so they
- * cost no memory until used), marks the heap MADV_HUGEPAGE, and glibc then keeps that room
- * (its trim threshold is raised above it) and carves later allocations out of it.
+ * glibc gives each thread's arena heaps of 64 MB, reserved at once and opened a few pages at a
+ * time as the heap grows, so the faults of its growth land at the end of the open mapping and
+ * would get small pages. hugeheap_thread() therefore opens the whole of the calling thread's
+ * heap (the pages cost no memory until touched) and marks it MADV_HUGEPAGE; hugeheap_note(),
+ * given each new connection's state, does the same for each further heap glibc opens for
+ * the thread once one is full (a worker past a few thousand connections, TLS ones sooner).
+ * glibc's thresholds are set so that allocations up to HUGEHEAP_ROOM come from the heaps, and
+ * free room at a heap's top is kept, not given back and faulted in again as small pages.
  *
  * Nothing here changes what a program computes: where the kernel has no transparent huge pages
  * (or they are "never"), in a process started with them turned off (prctl PR_SET_THP_DISABLE,
@@ -25,14 +28,20 @@
 #ifndef RIMECAST_HUGEHEAP_H
 #define RIMECAST_HUGEHEAP_H
 
-/* The room each worker's heap is grown by once, then kept. */
-#define HUGEHEAP_RESERVE (16u << 20)
+/* Allocations up to this size come from the (marked) heaps, and twice as much free room at a
+ * heap's top is kept. */
+#define HUGEHEAP_ROOM (16u << 20)
 
 /* Once, in the main thread before any other starts: 1 if the kernel gives huge pages to marked
  * memory (then glibc's thresholds are set so that the room stays in the heaps), else 0. */
 int hugeheap_init(void);
 
-/* In a long-lived thread (a worker), before its work: its heap is grown and marked. */
+/* In a long-lived thread (a worker), before its work: its heap is opened and marked. */
 void hugeheap_thread(void);
+
+/* In such a thread, with each new long-lived allocation (a connection's): the heap holding p,
+ * if this thread meets it for the first time, is opened and marked too. One comparison when
+ * it is the heap of the last call; nothing in other threads. */
+void hugeheap_note(const void *p);
 
 #endif

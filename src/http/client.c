@@ -13,6 +13,7 @@
 
 #include "conf/config.h"
 #include "core/cidr.h"
+#include "core/hugeheap.h"
 #include "core/log.h"
 #include "core/str.h"
 #include "http/response.h"
@@ -159,6 +160,7 @@ client_t *client_new(worker_t *w, int fd, const char *ip, const listen_conf_t *l
     client_t *cl = calloc(1, sizeof(*cl));
     if (!cl)
         return NULL;
+    hugeheap_note(cl); /* a further heap of the worker's, once one is full: on huge pages too */
     conn_t *c = &cl->conn;
     conn_init(c, w, fd, ip, lc->port, client_destroy);
     c->listen = lc;
