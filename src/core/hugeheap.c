@@ -63,9 +63,9 @@ int hugeheap_init(void)
 #else
     if (!thp_enabled())
         return 0;
-    /* an allocation of the reserve's size comes from the heap, not its own mapping, and a heap
-     * keeps that much free room at its top instead of giving it back: the steady state glibc's
-     * own sliding thresholds reach once a buffer of that size was freed */
+    /* an allocation up to HUGEHEAP_ROOM comes from the (marked) heap, not a mapping of its own,
+     * and a heap keeps twice that free at its top instead of giving it back: the steady state
+     * glibc's own sliding thresholds reach once a buffer of that size was freed */
     if (!mallopt(M_MMAP_THRESHOLD, (int)(HUGEHEAP_ROOM + (1u << 20))) ||
         !mallopt(M_TRIM_THRESHOLD, (int)(2 * HUGEHEAP_ROOM)))
         return 0;

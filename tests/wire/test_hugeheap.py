@@ -3,13 +3,16 @@
 connections is touched a few lines at a time every few hundred ms, and on 4 KB pages nearly each
 touch also misses the TLB (docs/PERFORMANCE.md, "The heap on huge pages"). Where the kernel
 offers huge pages to marked memory, the server marks its workers' heaps and they fill with huge
-pages as connections come; a process started with huge pages turned off gets none."""
+pages as connections come, past the first 16 MB a worker too (the further heaps glibc opens
+past 64 MB: tests/unit/test_hugeheap.c); a process started with huge pages turned off gets
+none."""
 import os
 import socket
 
 import pytest
 
 import wirelib
+from conftest import note
 
 CONNS = 800  # about 13 KB of state each: over 2 MB in each worker's heap
 
@@ -59,6 +62,27 @@ def test_a_process_with_huge_pages_turned_off_gets_none(server):
     try:
         assert wirelib.proc_smaps_kb(srv.pid, "AnonHugePages") == 0
         assert "transparent huge pages" not in srv.error_log()
+    finally:
+        for s in socks:
+            s.close()
+
+
+def test_state_past_the_first_heap_is_on_huge_pages_too(server):
+    """12 000 connections' state (about 7 KB each) runs each worker's heap far past the 16 MB a
+    worker had on huge pages when its heap was grown once at its start: the heaps are opened
+    whole, so nearly all of that growth is on huge pages, not 16 MB a worker of it."""
+    n = 12000
+    srv = server(clients=n + 50)
+    srv.wait_log("transparent huge pages")
+    rss0 = wirelib.proc_smaps_kb(srv.pid, "Rss")
+    huge0 = wirelib.proc_smaps_kb(srv.pid, "AnonHugePages")
+    socks = hold_connections(srv, n)
+    try:
+        grown = wirelib.proc_smaps_kb(srv.pid, "Rss") - rss0
+        huge = wirelib.proc_smaps_kb(srv.pid, "AnonHugePages") - huge0
+        assert grown > 60 * 1024, "the state of %d connections: %d KB" % (n, grown)
+        note("%d KB of %d KB grown on huge pages" % (huge, grown))
+        assert huge >= 0.8 * grown, "%d KB of %d KB grown on huge pages" % (huge, grown)
     finally:
         for s in socks:
             s.close()
