@@ -8,7 +8,7 @@
 # ratio of that build under one load. --hls MODE: HLS players instead (hlsswarm classic, ll or
 # hlsjs, of an MP3 mount fed a file ffmpeg makes), each server's CPU per 1 000 players; with
 # ll or hlsjs, after each round, the floor of a low-latency player at 500 ms parts (ll_floor
-# over as many connections, 10 s) and each server's ratio to it. Each round also gives the
+# over as many connections, the median of three 6 s runs) and each server's ratio to it. Each round also gives the
 # machine's idle % over its measured window (the machine is shared: read figures with it).
 # Usage: ab.sh BIN_A BIN_B [--listeners 2000] [--seconds 30] [--window MS] [--rounds 3]
 #              [--tls | --tls-b | --hls classic|ll|hlsjs] [--extra XML (config of both)]
@@ -122,12 +122,17 @@ run_round() {
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
     wait 2>/dev/null || true
     pids=()
-    if [ "$floor" = 1 ]; then # the floor under the same machine, just after
-        local f
-        f=$("$llfloor" --players "$listeners" --seconds 10 --part-ms 500 --part-writes 1 |
-            sed -n 's/^pattern=ll .*cpu_pct_per_1000=\([0-9.]*\).*/\1/p')
-        [ -n "$f" ] && awk -v f="$f" -v a="${cpu[0]}" -v b="${cpu[1]}" \
-            'BEGIN { printf "floor %.2f A/floor %.2f B/floor %.2f\n", f, a / f, b / f }'
+    if [ "$floor" = 1 ]; then # the floor under the same machine, just after: the median of
+        local f fs=()      # three runs (one run's seconds differ by up to half of it here)
+        for _ in 1 2 3; do
+            f=$("$llfloor" --players "$listeners" --seconds 6 --part-ms 500 --part-writes 1 |
+                sed -n 's/^pattern=ll .* cpu_pct_per_1000=\([0-9.]*\).*/\1/p')
+            [ -n "$f" ] && fs+=("$f")
+        done
+        [ ${#fs[@]} -gt 0 ] && printf '%s\n' "${fs[@]}" | sort -n | awk -v a="${cpu[0]}" -v b="${cpu[1]}" \
+            '{ v[NR] = $1; all = all (NR > 1 ? "," : "") $1 }
+             END { f = v[int((NR + 1) / 2)]
+                   printf "floor %.2f (%s) A/floor %.2f B/floor %.2f\n", f, all, a / f, b / f }'
     fi
 }
 

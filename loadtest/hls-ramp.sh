@@ -8,7 +8,7 @@
 # each step held once all of it is active, with the clients' starving and latency (plain
 # listeners: a probe source's markers to probe listeners; HLS: from the moment a piece's audio
 # was complete at the server to the playlist listing it and to its last byte), then the floor
-# of the same patterns (ll_floor) for the ratio to it (docs/PERFORMANCE.md, "HLS").
+# of the same patterns (ll_floor, the median of three runs) for the ratio to it (docs/PERFORMANCE.md, "HLS").
 # It owns DIR (default loadtest-out/hls-DATE): the config and logs, the source file, samples.csv
 # (sample.py over the whole run), phases.csv (one row per measured window) and report.md.
 # It starts the server, the source and the generators, and stops them (by their pids) at the end.
@@ -23,7 +23,7 @@ swarm=${SWARM_BIN:-$(find_bin loadtest/swarm)}
 hlsswarm=${HLSSWARM_BIN:-$(find_bin loadtest/hlsswarm)}
 llfloor=${LLFLOOR_BIN:-$(find_bin loadtest/ll_floor)}
 port=18600; steps="1000,5000,10000"; hold=20; settle=3; rate=1000; mem_wait=90; modes="plain classic ll"
-dir="loadtest-out/hls-$(date +%Y%m%d-%H%M%S)"; source_file=""; extra=""; floor_secs=15
+dir="loadtest-out/hls-$(date +%Y%m%d-%H%M%S)"; source_file=""; extra=""; floor_secs=8
 usage() {
     echo "usage: hls-ramp.sh [--out DIR] [--port P] [--steps 1000,5000,10000] [--hold SEC]" >&2
     echo "       [--connect-rate R] [--mem-wait SEC (0: no memory phase)] [--modes 'plain classic ll hlsjs']" >&2
@@ -170,8 +170,11 @@ if [ "$floor_secs" -gt 0 ] && [ -x "$llfloor" ]; then
     media=$(curl -sf "$base$mount/hls.m3u8" | grep -v '^#' | head -1)
     part_s=$(curl -sf "$base$mount/$media" | sed -n 's/^#EXT-X-PART-INF:PART-TARGET=//p' | head -1)
     part_ms=$(awk -v p="${part_s:-0.5}" 'BEGIN {printf "%d", p * 1000 + 0.5}')
-    "$llfloor" --players "${counts[0]}" --seconds "$floor_secs" --part-ms "$part_ms" \
-        --part-writes 1 > "$dir/floor.txt" 2>&1 || echo "hls-ramp: ll_floor failed" >&2
+    : > "$dir/floor.txt"
+    for _ in 1 2 3; do # three runs, the median taken: one run's seconds differ by up to half
+        "$llfloor" --players "${counts[0]}" --seconds "$floor_secs" --part-ms "$part_ms" \
+            --part-writes 1 >> "$dir/floor.txt" 2>&1 || echo "hls-ramp: ll_floor failed" >&2
+    done
 fi
 
 python3 - "$dir" <<'EOF' | tee "$dir/report.md"
@@ -179,14 +182,17 @@ import csv, sys, re
 d = sys.argv[1]
 rows = list(csv.DictReader(open(d + "/phases.csv")))
 plain = {r["clients"]: float(r["cpu_pct_per_1000"]) for r in rows if r["mode"] == "plain"}
-floor = {}
+floor, floor_runs = {}, {}
 try:
     for line in open(d + "/floor.txt"):
         f = dict(re.findall(r"(\w+)=(\S+)", line))
         if "pattern" in f:
-            floor[f["pattern"]] = float(f["cpu_pct_per_1000"])
+            floor_runs.setdefault(f["pattern"], []).append(float(f["cpu_pct_per_1000"]))
 except OSError:
     pass
+for k, v in floor_runs.items():  # the median of the runs
+    v.sort()
+    floor[k] = (v[(len(v) - 1) // 2] + v[len(v) // 2]) / 2
 print("| mode | clients | server CPU % | CPU % per 1 000 | / plain | / floor | RSS MB | machine idle % |"
       " requests/client/s | starving (max) | to playlist p50 / p99 ms | to piece p50 / p99 ms | errors |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -205,7 +211,9 @@ for r in rows:
         step.get("starving_max", ""), pl, lat, step.get("errors", "")))
 if floor:
     print("\nfloor (ll_floor, %s): %s" % (open(d + "/floor.txt").read().split("players=")[1].split()[0]
-          + " players", ", ".join("%s %.2f %% per 1 000" % kv for kv in sorted(floor.items()))))
+          + " players, the median of %d runs" % len(floor_runs.get("ll", [])),
+          ", ".join("%s %.2f %% per 1 000 (%s)" % (k, v, ", ".join("%.2f" % x for x in floor_runs[k]))
+                    for k, v in sorted(floor.items()))))
 print("\nplain: latency from the probe source's markers to 10 probe listeners on /probe.mp3 "
       "(median of per-second p50, worst p99), starving: the most in one second of the window; "
       "HLS: the step's figures (hlsswarm), to playlist and to piece from the piece's audio "

@@ -197,6 +197,12 @@ static void send_two(int i, const char *buf, size_t head, size_t len)
         perror("writev");
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 /* One second of `pattern` on every connection: the server's CPU time for its calls (us). */
 static double one_second(int ll, const char *data)
 {
@@ -295,17 +301,29 @@ int main(int argc, char **argv)
     static const char *const names[] = {"plain", "ll"};
     for (int ll = 0; ll < 2; ll++) {
         double spent = 0, next = now_s();
+        double *each = calloc((size_t)opt.seconds, sizeof(double));
+        if (!each) {
+            perror("ll_floor");
+            return 1;
+        }
         for (int s = 0; s < opt.seconds; s++) {
-            spent += one_second(ll, data);
+            each[s] = one_second(ll, data);
+            spent += each[s];
             next += 1.0;
             double left = next - now_s();
             if (left > 0)
                 usleep((useconds_t)(left * 1e6));
         }
         double per = spent / opt.seconds / opt.players;
+        qsort(each, (size_t)opt.seconds, sizeof(double), cmp_double);
+        double med = (each[(opt.seconds - 1) / 2] + each[opt.seconds / 2]) / 2 / opt.players;
         printf("pattern=%s players=%d part_ms=%d part_writes=%d us_per_player_s=%.2f "
-               "cpu_pct_per_1000=%.2f%s\n", names[ll], opt.players, ll ? opt.part_ms : 0,
-               ll ? opt.part_writes : 0, per, per * 1000 / 1e4, use_uring ? " uring=1" : "");
+               "cpu_pct_per_1000=%.2f median_cpu_pct_per_1000=%.2f min_cpu_pct_per_1000=%.2f "
+               "max_cpu_pct_per_1000=%.2f%s\n",
+               names[ll], opt.players, ll ? opt.part_ms : 0, ll ? opt.part_writes : 0, per,
+               per * 1000 / 1e4, med * 1000 / 1e4, each[0] / opt.players * 1000 / 1e4,
+               each[opt.seconds - 1] / opt.players * 1000 / 1e4, use_uring ? " uring=1" : "");
+        free(each);
         fflush(stdout);
     }
     stopping = 1;
