@@ -8,8 +8,9 @@
 # ratio of that build under one load. --hls MODE: HLS players instead (hlsswarm classic, ll or
 # hlsjs, of an MP3 mount fed a file ffmpeg makes), each server's CPU per 1 000 players; with
 # ll or hlsjs, after each round, the floor of a low-latency player at 500 ms parts (ll_floor
-# over as many connections, the median of three 6 s runs) and each server's ratio to it. Each round also gives the
-# machine's idle % over its measured window (the machine is shared: read figures with it).
+# over as many connections, the median of three 6 s runs) and each server's ratio to it. Each
+# round also gives the machine's idle % over its measured window (the machine is shared: read
+# figures with it).
 # Usage: ab.sh BIN_A BIN_B [--listeners 2000] [--seconds 30] [--window MS] [--rounds 3]
 #              [--tls | --tls-b | --hls classic|ll|hlsjs] [--extra XML (config of both)]
 #              [--port 19100 (A's; B's is 10 above)] [--no-floor]
@@ -131,7 +132,7 @@ run_round() {
         done
         [ ${#fs[@]} -gt 0 ] && printf '%s\n' "${fs[@]}" | sort -n | awk -v a="${cpu[0]}" -v b="${cpu[1]}" \
             '{ v[NR] = $1; all = all (NR > 1 ? "," : "") $1 }
-             END { f = v[int((NR + 1) / 2)]
+             END { f = (v[int((NR + 1) / 2)] + v[int(NR / 2) + 1]) / 2
                    printf "floor %.2f (%s) A/floor %.2f B/floor %.2f\n", f, all, a / f, b / f }'
     fi
 }

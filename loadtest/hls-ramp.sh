@@ -8,7 +8,8 @@
 # each step held once all of it is active, with the clients' starving and latency (plain
 # listeners: a probe source's markers to probe listeners; HLS: from the moment a piece's audio
 # was complete at the server to the playlist listing it and to its last byte), then the floor
-# of the same patterns (ll_floor, the median of three runs) for the ratio to it (docs/PERFORMANCE.md, "HLS").
+# of the same patterns (ll_floor, the median of three runs) for the ratio to it
+# (docs/PERFORMANCE.md, "HLS").
 # It owns DIR (default loadtest-out/hls-DATE): the config and logs, the source file, samples.csv
 # (sample.py over the whole run), phases.csv (one row per measured window) and report.md.
 # It starts the server, the source and the generators, and stops them (by their pids) at the end.
