@@ -101,6 +101,9 @@ static int parse_args(int argc, char **argv, options_t *o)
             break;
         case 'v':
             printf("%s %s\n", SERVER_NAME, PACKAGE_VERSION);
+#ifdef RIMECAST_READ_AHEAD
+            printf("read ahead: io_uring\n"); /* net/read_ahead.h */
+#endif
 #ifdef RIMECAST_FAULT_INJECTION
             printf("fault injection: %s\n", fault_point_names()); /* a test build */
 #endif

@@ -19,6 +19,7 @@ static const char *const names[FAULT_POINTS] = {
     [FAULT_UPGRADE_TAKEOVER] = "upgrade_takeover",
     [FAULT_UPGRADE_VERSION] = "upgrade_version",
     [FAULT_SERVER_STARTING] = "server_starting",
+    [FAULT_READ_AHEAD_RING] = "read_ahead_ring",
 };
 
 static unsigned long armed[FAULT_POINTS]; /* the pass that fails (1 = the first), 0 = none */

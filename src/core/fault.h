@@ -21,6 +21,7 @@ typedef enum fault_point {
     FAULT_UPGRADE_TAKEOVER, /* upgrade/upgrade.c: the new process dies before it confirms */
     FAULT_UPGRADE_VERSION,  /* upgrade/upgrade.c: the state read as of another format version */
     FAULT_SERVER_STARTING,  /* main.c: start-up's end, workers running (a hold, not a failure) */
+    FAULT_READ_AHEAD_RING,  /* net/read_ahead.c: the kernel refuses a worker's io_uring (EPERM) */
     FAULT_POINTS
 } fault_point_t;
 

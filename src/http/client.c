@@ -38,7 +38,21 @@ static const conn_ops_t reading_ops = {
     .on_readable = reading_on_readable,
     .on_writable = conn_write_pending,
     .on_timeout = reading_on_timeout,
+    .read_ahead = HTTP_MAX_HEAD_BYTES + CONN_READ_CHUNK, /* reading_on_readable's conn_fill */
 };
+
+/* A Shoutcast source's login reads to a limit of its own (stream/shoutcast.c): not ahead. */
+static const conn_ops_t shoutcast_reading_ops = {
+    .name = "reading",
+    .on_readable = reading_on_readable,
+    .on_writable = conn_write_pending,
+    .on_timeout = reading_on_timeout,
+};
+
+static const conn_ops_t *reading_ops_of(const client_t *cl)
+{
+    return cl->shoutcast_mount ? &shoutcast_reading_ops : &reading_ops;
+}
 
 /* ---- lifecycle ---- */
 
@@ -179,7 +193,7 @@ void client_accept(worker_t *w, int fd, const char *ip, const listen_conf_t *lc)
         return;
     }
     conn_t *c = &cl->conn;
-    c->ops = &reading_ops;
+    c->ops = reading_ops_of(client_of(c));
     atomic_fetch_add(&server.stats.connections, 1);
     /* an HLS session counts as a client too, once with the connection that carries it */
     int sessions = atomic_load(&server.stats.hls_sessions);
@@ -367,7 +381,7 @@ void client_read_next(conn_t *c)
     cl->status = 0;
     c->bytes_sent = 0;
     c->start = time(NULL);
-    c->ops = &reading_ops;
+    c->ops = reading_ops_of(client_of(c));
     conn_set_deadline(c, (uint64_t)server_config()->header_timeout * 1000u);
     /* edge-triggered epoll: what arrived meanwhile is read now, not on a future event; past
      * CLIENT_MAX_PIPELINE_DEPTH answers in one go (each answered request calls this again),
@@ -384,7 +398,7 @@ void client_read_next(conn_t *c)
 
 int client_reading_save(conn_t *c, buf_t *out)
 {
-    if (c->ops != &reading_ops || c->closing || c->tls)
+    if ((c->ops != &reading_ops && c->ops != &shoutcast_reading_ops) || c->closing || c->tls)
         return -ENOENT;
     client_input_save(c, out);
     return 0;
@@ -394,6 +408,6 @@ int client_reading_adopt(conn_t *c, rec_reader_t *in)
 {
     int rc = client_input_restore(c, in);
     if (rc == 0)
-        c->ops = &reading_ops;
+        c->ops = reading_ops_of(client_of(c));
     return rc;
 }

@@ -76,7 +76,7 @@ static void conn_on_event(loop_handler_t *h, uint32_t events)
         return;
     /* a peer's end of stream may come in the same event as its last data: after it, a short
      * read no longer means nothing is left (the read of end of stream raises no new edge) */
-    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP))
+    if ((events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP)) && !c->ahead) /* else noted ahead */
         c->drained = events & (EPOLLRDHUP | EPOLLHUP) ? -1 : 0;
     if (events & (EPOLLIN | EPOLLRDHUP)) {
         if (c->ops->on_readable)
@@ -156,12 +156,10 @@ void conn_set_deadline(conn_t *c, uint64_t ms)
         conn_close(c);
 }
 
-ssize_t conn_fill(conn_t *c, size_t limit)
+/* Grows c's input buffer (doubling from CONN_READ_CHUNK, never beyond limit) so that at least
+ * a chunk, or what is left below limit, is free: 0, or -ENOMEM. c->rlen is below limit. */
+static int fill_grow(conn_t *c, size_t limit)
 {
-    if (c->rlen >= limit)
-        return -E2BIG;
-    if (c->drained > 0 && c->transport == &transport_plain)
-        return 0;
     size_t want = limit - c->rlen < CONN_READ_CHUNK ? limit - c->rlen : CONN_READ_CHUNK;
     if (c->rcap - c->rlen < want) {
         size_t ncap = c->rcap ? c->rcap : CONN_READ_CHUNK;
@@ -175,28 +173,77 @@ ssize_t conn_fill(conn_t *c, size_t limit)
         c->rbuf = nb;
         c->rcap = ncap;
     }
+    return 0;
+}
+
+/* What a read into the room of `room` bytes that returned n (or -1 with errno) means for
+ * conn_fill: bytes (c->rlen advanced), 0 nothing now, -EPIPE end of stream, -EINTR to read
+ * again, or another -errno. */
+static ssize_t fill_result(conn_t *c, ssize_t n, size_t room, int err)
+{
+    if (n > 0) {
+        c->rlen += (size_t)n;
+        /* a stream socket that gave less than asked has nothing more now, and what comes
+         * next raises a new edge (epoll(7)): the read after an answer is not needed. Not
+         * under TLS, whose records end short of the buffer with more behind them. */
+        if (c->drained >= 0)
+            c->drained = (size_t)n < room && c->transport == &transport_plain;
+        return n;
+    }
+    if (n == 0)
+        return -EPIPE;
+    if (err == EAGAIN || err == EWOULDBLOCK) {
+        if (c->drained >= 0)
+            c->drained = c->transport == &transport_plain;
+        return 0;
+    }
+    return -err;
+}
+
+ssize_t conn_fill(conn_t *c, size_t limit)
+{
+    if (c->ahead) { /* read ahead for this event: its bytes are in (net/read_ahead.h) */
+        c->ahead = 0;
+        if (c->ahead_res != -EINTR)
+            return c->ahead_res;
+    }
+    if (c->rlen >= limit)
+        return -E2BIG;
+    if (c->drained > 0 && c->transport == &transport_plain)
+        return 0;
+    if (fill_grow(c, limit) < 0)
+        return -ENOMEM;
     for (;;) {
         size_t room = c->rcap - c->rlen;
         ssize_t n = conn_read(c, c->rbuf + c->rlen, room);
-        if (n > 0) {
-            c->rlen += (size_t)n;
-            /* a stream socket that gave less than asked has nothing more now, and what comes
-             * next raises a new edge (epoll(7)): the read after an answer is not needed. Not
-             * under TLS, whose records end short of the buffer with more behind them. */
-            if (c->drained >= 0)
-                c->drained = (size_t)n < room && c->transport == &transport_plain;
-            return n;
-        }
-        if (n == 0)
-            return -EPIPE;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            if (c->drained >= 0)
-                c->drained = c->transport == &transport_plain;
-            return 0;
-        }
-        if (errno != EINTR)
-            return -errno;
+        ssize_t r = fill_result(c, n, room, n < 0 ? errno : 0);
+        if (r != -EINTR)
+            return r;
     }
+}
+
+size_t conn_ahead_room(conn_t *c, uint32_t events, char **buf)
+{
+    size_t limit = c->ops->read_ahead;
+    if (!limit || c->closing || c->ahead || c->transport != &transport_plain ||
+        !(events & EPOLLIN) || c->rlen >= limit || fill_grow(c, limit) < 0)
+        return 0;
+    /* what conn_on_event would note of this event, before the read's result is noted */
+    c->drained = events & (EPOLLRDHUP | EPOLLHUP) ? -1 : 0;
+    *buf = c->rbuf + c->rlen;
+    return c->rcap - c->rlen;
+}
+
+void conn_ahead_done(conn_t *c, int res)
+{
+    size_t room = c->rcap - c->rlen;
+    c->ahead_res = (int)fill_result(c, res < 0 ? -1 : res, room, res < 0 ? -res : 0);
+    c->ahead = 1;
+}
+
+conn_t *conn_of_handler(loop_handler_t *h)
+{
+    return h->on_event == conn_on_event ? (conn_t *)h : NULL;
 }
 
 void conn_close(conn_t *c)

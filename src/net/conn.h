@@ -61,6 +61,9 @@ typedef struct conn_ops {
      * (re)armed to client-timeout if bytes went out since it was last armed, so a peer that
      * stops reading is closed (on_timeout, e.g. conn_send_timeout). */
     int send_deadline;
+    /* Non-zero: on_readable reads a request through conn_fill(c, read_ahead) first thing, so
+     * the loop may do that read ahead, with others of its turn (net/read_ahead.h). */
+    size_t read_ahead;
 } conn_ops_t;
 
 /* An address as text (inet_ntop: IPv6 at most 45 characters, and its NUL). */
@@ -80,8 +83,11 @@ struct conn {
     unsigned char carrier;    /* counted, and carried an HLS session's request: counted in
                                * server.stats.session_carriers too, until it is no more
                                * counted (conn_uncount) */
+    unsigned char ahead;      /* a read was done ahead for this turn's input event: ahead_res
+                               * is its result, its bytes already in rbuf (conn_fill) */
     int fd;
     int local_port;
+    int ahead_res;            /* what conn_fill returns for it (-EINTR: conn_fill reads) */
     const listen_conf_t *listen; /* the listen socket it came in on (config), NULL if outbound */
     time_t start;
     uint64_t deadline_ms; /* 0 = none */
@@ -169,6 +175,15 @@ void conn_set_deadline(conn_t *c, uint64_t ms);
  * read that came back short drained it: 0 without a read until the next input event. */
 #define CONN_READ_CHUNK 4096
 ssize_t conn_fill(conn_t *c, size_t limit);
+
+/* The read ahead of conn_fill (net/read_ahead.h). conn_ahead_room: for an input event
+ * (events) on c, whose ops read ahead, the room conn_fill would read into now (*buf, > 0; the
+ * buffer grown as it would), else 0 (no read ahead: the handler reads itself).
+ * conn_ahead_done: that read's result (bytes, 0 end of stream, -errno), kept for conn_fill. */
+size_t conn_ahead_room(conn_t *c, uint32_t events, char **buf);
+void conn_ahead_done(conn_t *c, int res);
+/* The connection a loop handler is, or NULL when it is another kind of handler. */
+conn_t *conn_of_handler(loop_handler_t *h);
 
 /* Reads into buf through the transport (see transport_t). */
 static inline ssize_t conn_read(conn_t *c, void *buf, size_t len)

@@ -40,6 +40,10 @@ typedef struct server_stats {
      * connection of its worker. Written only for turns of 10 ms or more, and for a new max. */
     atomic_ullong slow_turns[4];
     atomic_ullong turn_max_us;
+    /* Request reads done ahead through a worker's io_uring (net/read_ahead.h), and the system
+     * calls that entered them. */
+    atomic_ullong reads_ahead;
+    atomic_ullong read_ahead_enters;
 } server_stats_t;
 
 #define SERVER_SLOW_TURN_MS {10, 100, 500, 1000}

@@ -94,6 +94,8 @@ typedef struct worker {
     atomic_int ended;         /* set last by a drained thread (detached): the slot is free */
     int accepting;            /* main thread's view: told to accept (not draining) */
     int thread_live;          /* main thread: started and neither joined nor ended */
+    void *ring;               /* the io_uring of its reads ahead (net/read_ahead.h) */
+    int ring_state;           /* 0 none yet, 1 made, -1 refused: no read ahead */
 } worker_t;
 
 /* What a module (a role above net, e.g. the listener fan-out) adds to every worker. All hooks

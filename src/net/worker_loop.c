@@ -6,8 +6,9 @@
  * registered modules and their hooks, messages and wake-ups from other threads (worker_post,
  * worker_broadcast, worker_wake: a list under a mutex and an eventfd), accepting, and refusing
  * waiting clients promptly when descriptors run out; the short wait that gathers the requests
- * of many players arriving close together into one turn (worker_gather). It does not create,
- * reload or drain workers (worker_pool.c) nor keep deadlines and timers (worker_timers.c).
+ * of many players arriving close together into one turn (worker_gather), whose reads are
+ * then entered at once (read_ahead.h). It does not create, reload or drain workers
+ * (worker_pool.c) nor keep deadlines and timers (worker_timers.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +23,7 @@
 #include "core/log.h"
 #include "net/conn.h"
 #include "net/listen.h"
+#include "net/read_ahead.h"
 #include "net/server.h"
 #include "net/worker_internal.h"
 
@@ -610,6 +612,7 @@ int worker_loop_run(worker_t *w)
             break;
         }
         uint64_t turn_start = loop_now_us();
+        read_ahead_turn(w, ev, n);
         int all_gather = n > 0; /* every event of the turn said worker_gather */
         for (int i = 0; i < n; i++) {
             loop_handler_t *h = ev[i].data.ptr;

@@ -22,6 +22,7 @@
 #include "core/log.h"
 #include "net/conn.h"
 #include "net/listen.h"
+#include "net/read_ahead.h"
 #include "net/server.h"
 #include "net/worker_internal.h"
 
@@ -276,6 +277,7 @@ static void loop_teardown(worker_t *w)
     w->reserve_fd = -1;
     worker_deadlines_free(w);
     worker_unindex_all(w);
+    read_ahead_free(w);
 }
 
 static void shell_free(worker_t *w)

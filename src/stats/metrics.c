@@ -65,6 +65,8 @@ READ_FN(read_listener_conns, listener_connections)
 READ_FN(read_source_conns, source_total_connections)
 READ_FN(read_file_conns, file_connections)
 READ_FN(read_stats_conns, stats_connections)
+READ_FN(read_reads_ahead, reads_ahead)
+READ_FN(read_read_ahead_enters, read_ahead_enters)
 static long long read_workers(void) { return (long long)atomic_load(&server.nworkers); }
 READ_FN(read_draining, workers_draining)
 static long long read_start(void) { return (long long)server.start_time; }
@@ -122,6 +124,12 @@ static const server_metric_t server_metrics[] = {
     {"rimecast_source_connections_total", "counter", "Source connections.", read_source_conns},
     {"rimecast_file_connections_total", "counter", "File requests.", read_file_conns},
     {"rimecast_stats_connections_total", "counter", "Stats connections.", read_stats_conns},
+    {"rimecast_worker_reads_ahead_total", "counter",
+     "Request reads of a loop turn entered at once through the worker's io_uring.",
+     read_reads_ahead},
+    {"rimecast_worker_read_ahead_enters_total", "counter",
+     "System calls that entered those reads (each took a turn's reads, two or more).",
+     read_read_ahead_enters},
     {"rimecast_verifier_queued", "gauge",
      "Password checks and user file changes waiting for a verifier thread.", read_verify_queued},
     {"rimecast_verifier_running", "gauge", "Password checks and user file changes running.",
