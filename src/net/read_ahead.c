@@ -52,8 +52,9 @@ static struct io_uring *ring_of(worker_t *w)
 {
     if (w->ring_state == 0) {
         struct io_uring *r = calloc(1, sizeof(*r));
-        int rc = !r ? -ENOMEM : FAULT(FAULT_READ_AHEAD_RING) ? -EPERM
-                                                              : io_uring_queue_init(RING_ENTRIES, r, 0);
+        int rc = -ENOMEM;
+        if (r) /* the fault point stands for a kernel that refuses rings */
+            rc = FAULT(FAULT_READ_AHEAD_RING) ? -EPERM : io_uring_queue_init(RING_ENTRIES, r, 0);
         if (rc < 0) {
             free(r);
             ring_refused(w, "setup", -rc);
