@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+import adminlib
 import conftest
 import formatlib as fl
 import hlscheck
@@ -67,7 +68,8 @@ def test_a_part_followed_as_it_fills_is_written_once_a_window_from_its_start(ser
 def _traced_players(server, tmp_path, players, seconds, syscalls):
     """`players` low-latency players of hlsswarm on a one-worker server, the server traced
     (strace of `syscalls`) from when all are active until they made `seconds` worth of
-    requests (two a second each): (the trace, the requests made meanwhile)."""
+    requests (two a second each): (the trace, the requests made meanwhile, the reads done
+    ahead meanwhile: entered through the worker's io_uring, which strace does not show)."""
     srv = server(workers=1)
     mount = "/live.mp3"
     p = start_source(srv, mount, "mp3")
@@ -89,12 +91,14 @@ def _traced_players(server, tmp_path, players, seconds, syscalls):
                                   stderr=subprocess.PIPE, text=True)
         try:
             assert "attached" in tracer.stderr.readline()
+            ahead = _reads_ahead(srv)
             start = _requests(status)
             deadline = time.monotonic() + 6 * seconds
             while _requests(status) < start + 2 * players * seconds:
                 assert time.monotonic() < deadline, status.read_text()[-1000:]
                 time.sleep(0.1)
             made = _requests(status) - start
+            ahead = _reads_ahead(srv) - ahead
         finally:
             tracer.terminate()
             tracer.wait(10)
@@ -103,7 +107,12 @@ def _traced_players(server, tmp_path, players, seconds, syscalls):
         gen.wait(10)
         fl.stop_process(p)
     with open(out) as f:
-        return f.read(), made
+        return f.read(), made, ahead
+
+
+def _reads_ahead(srv):
+    text = adminlib.admin(srv, "/metrics").text
+    return int(re.search(r"^rimecast_worker_reads_ahead_total (\d+)$", text, re.M).group(1))
 
 
 @pytest.mark.skipif(not os.access(HLSSWARM, os.X_OK) or not shutil.which("strace"),
@@ -114,7 +123,7 @@ def test_a_part_close_wakes_its_waiting_players_with_one_eventfd_write_not_one_e
     to every player waiting for it; the worker's eventfd is written once for the batch, not
     once a player (about two a second each before)."""
     players, seconds = 40, 4
-    trace, _ = _traced_players(server, tmp_path, players, seconds, "write,writev")
+    trace, _, _ = _traced_players(server, tmp_path, players, seconds, "write,writev")
     wakes = len(re.findall(r"^\d+ +write\(\d+<anon_inode:\[eventfd\]>", trace, re.M))
     sends = len(re.findall(r"^\d+ +writev\(\d+<(?:TCP|socket)", trace, re.M))
     conftest.note("%d players, %d s: %d writev, %d eventfd writes" % (players, seconds, sends,
@@ -199,20 +208,22 @@ def test_requests_pipelined_in_one_packet_or_split_across_packets_are_all_answer
 def test_after_an_answer_a_drained_socket_is_not_read_again_in_vain(server, tmp_path):
     """40 low-latency players: each request is read once. A read that came back short drained
     the socket, and the next request raises a new input event: the read that found nothing
-    after an answer (about one request in five) is not made."""
+    after an answer (about one request in five) is not made. Requests read ahead (two or more
+    in a turn, through the worker's io_uring) are counted by the server, not seen by strace;
+    after them too the next read is the next event's."""
     players, seconds = 40, 4
-    trace, made = _traced_players(server, tmp_path, players, seconds, "read")
+    trace, made, ahead = _traced_players(server, tmp_path, players, seconds, "read")
     # the players' sockets: those a request head was read from (not the source's)
     heads = set(re.findall(r"^\d+ +read\((\d+)<(?:TCP|socket)[^,]*, \"GET ", trace, re.M))
     reads = [r for fd, r in re.findall(r"^\d+ +read\((\d+)<(?:TCP|socket)[^\n]*\) += (-?\d+)",
                                        trace, re.M) if fd in heads]
     empty = sum(1 for r in reads if r == "-1")
-    conftest.note("%d players, %d requests: %d socket reads, %d found nothing"
-                  % (players, made, len(reads), empty))
-    # the requests were read meanwhile
-    assert len(reads) - empty >= made // 2, (made, len(reads), empty)
+    conftest.note("%d players, %d requests: %d socket reads, %d found nothing, %d read ahead"
+                  % (players, made, len(reads), empty, ahead))
+    # the requests were read meanwhile, one call each or ahead
+    assert len(reads) - empty + ahead >= made // 2, (made, len(reads), empty, ahead)
     # only an input event raced by its own data finds nothing: not one request in five
-    assert empty <= made // 50, (made, len(reads), empty)
+    assert empty <= made // 50, (made, len(reads), empty, ahead)
 
 
 @pytest.mark.skipif(not shutil.which("strace"), reason="needs strace")
