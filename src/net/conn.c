@@ -222,11 +222,15 @@ ssize_t conn_fill(conn_t *c, size_t limit)
     }
 }
 
+int conn_may_read_ahead(const conn_t *c, uint32_t events)
+{
+    return c->ops->read_ahead && (events & EPOLLIN) && !c->closing && !c->ahead &&
+           c->transport == &transport_plain && c->rlen < c->ops->read_ahead;
+}
+
 size_t conn_ahead_room(conn_t *c, uint32_t events, char **buf)
 {
-    size_t limit = c->ops->read_ahead;
-    if (!limit || c->closing || c->ahead || c->transport != &transport_plain ||
-        !(events & EPOLLIN) || c->rlen >= limit || fill_grow(c, limit) < 0)
+    if (!conn_may_read_ahead(c, events) || fill_grow(c, c->ops->read_ahead) < 0)
         return 0;
     /* what conn_on_event would note of this event, before the read's result is noted */
     c->drained = events & (EPOLLRDHUP | EPOLLHUP) ? -1 : 0;

@@ -176,10 +176,12 @@ void conn_set_deadline(conn_t *c, uint64_t ms);
 #define CONN_READ_CHUNK 4096
 ssize_t conn_fill(conn_t *c, size_t limit);
 
-/* The read ahead of conn_fill (net/read_ahead.h). conn_ahead_room: for an input event
- * (events) on c, whose ops read ahead, the room conn_fill would read into now (*buf, > 0; the
+/* The read ahead of conn_fill (net/read_ahead.h). conn_may_read_ahead: 1 when an input event
+ * (events) on c may be read ahead (its ops read ahead, a plain socket, room below the limit).
+ * conn_ahead_room: for such an event, the room conn_fill would read into now (*buf, > 0; the
  * buffer grown as it would), else 0 (no read ahead: the handler reads itself).
  * conn_ahead_done: that read's result (bytes, 0 end of stream, -errno), kept for conn_fill. */
+int conn_may_read_ahead(const conn_t *c, uint32_t events);
 size_t conn_ahead_room(conn_t *c, uint32_t events, char **buf);
 void conn_ahead_done(conn_t *c, int res);
 /* The connection a loop handler is, or NULL when it is another kind of handler. */

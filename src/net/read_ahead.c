@@ -73,8 +73,7 @@ void read_ahead_turn(worker_t *w, const struct epoll_event *ev, int n)
     int want = 0;
     for (int i = 0; i < n && want < 2; i++) {
         conn_t *c = conn_of_handler(ev[i].data.ptr);
-        want += c && c->ops->read_ahead && (ev[i].events & EPOLLIN) && !c->closing &&
-                c->transport == &transport_plain;
+        want += c && conn_may_read_ahead(c, ev[i].events);
     }
     struct io_uring *r = want < 2 ? NULL : ring_of(w);
     if (!r)

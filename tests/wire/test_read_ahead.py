@@ -16,6 +16,7 @@ import pytest
 import wirelib
 from adminlib import admin, parse_prometheus
 from conftest import BINARY
+from test_faults import POINTS
 
 pytestmark = pytest.mark.rimecast_only
 
@@ -31,13 +32,6 @@ def _built_with_read_ahead():
     except (OSError, subprocess.SubprocessError):
         return False
     return re.search(r"^read ahead: io_uring$", out, re.M) is not None
-
-
-def _fault_points():
-    out = subprocess.run([BINARY, "--version"], capture_output=True, text=True,
-                         timeout=10).stdout
-    m = re.search(r"^fault injection: (.*)$", out, re.M)
-    return m.group(1).split() if m else []
 
 
 def _reads_ahead(srv):
@@ -140,7 +134,7 @@ def test_a_request_read_ahead_with_the_end_of_its_stream_is_answered_then_closed
 
 
 def test_a_worker_refused_its_ring_reads_each_request_itself(server, monkeypatch):
-    if "read_ahead_ring" not in _fault_points():
+    if "read_ahead_ring" not in POINTS:
         pytest.skip("%s has no fault point read_ahead_ring "
                     "(configure --enable-fault-injection, with liburing)" % BINARY)
     monkeypatch.setenv("RIMECAST_FAULT", "read_ahead_ring:1")
