@@ -8,7 +8,9 @@
 # ratio of that build under one load. --hls MODE: HLS players instead (hlsswarm classic, ll or
 # hlsjs, of an MP3 mount fed a file ffmpeg makes), each server's CPU per 1 000 players; with
 # ll or hlsjs, after each round, the floor of a low-latency player at 500 ms parts (ll_floor
-# over as many connections, the median of three 6 s runs) and each server's ratio to it. Each
+# over as many connections, the median of three 6 s runs) and each server's ratio to it, with
+# the playlist the floor models (1 400 bytes) and again with the mean size of A's media playlist
+# over the round's window (read twice a second through a session of its own). Each
 # round also gives the machine's idle % over its measured window (the machine is shared: read
 # figures with it).
 # Usage: ab.sh BIN_A BIN_B [--listeners 2000] [--seconds 30] [--window MS] [--rounds 3]
@@ -109,6 +111,10 @@ run_round() {
     local t0=() t1=() m0 m1
     for pid in "${spids[@]}"; do t0+=("$(cpu_ticks "$pid")"); done
     m0=$(machine_ticks)
+    if [ "$floor" = 1 ]; then # the media playlist's size on A, twice a second over the window
+        playlist_sizes "${ports[0]}" "$seconds" >"$out/playlist.sizes" &
+        pids+=("$!")
+    fi
     sleep "$seconds"
     for pid in "${spids[@]}"; do t1+=("$(cpu_ticks "$pid")"); done
     m1=$(machine_ticks)
@@ -123,18 +129,44 @@ run_round() {
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
     wait 2>/dev/null || true
     pids=()
-    if [ "$floor" = 1 ]; then # the floor under the same machine, just after: the median of
-        local f fs=()      # three runs (one run's seconds differ by up to half of it here)
-        for _ in 1 2 3; do
-            f=$("$llfloor" --players "$listeners" --seconds 6 --part-ms 500 --part-writes 1 |
-                sed -n 's/^pattern=ll .* cpu_pct_per_1000=\([0-9.]*\).*/\1/p')
-            [ -n "$f" ] && fs+=("$f")
-        done
-        [ ${#fs[@]} -gt 0 ] && printf '%s\n' "${fs[@]}" | sort -n | awk -v a="${cpu[0]}" -v b="${cpu[1]}" \
+    if [ "$floor" = 1 ]; then # the floor under the same machine, just after, at the
+        floor_of 1400 "" # model's playlist and at the mean size A's had in the window
+        local bytes
+        bytes=$(awk '$1 > 0 { s += $1; n++ } END { if (n) printf "%d", s / n }' "$out/playlist.sizes")
+        if [ -n "$bytes" ]; then floor_of "$bytes" " at the server's playlist"; fi
+    fi
+}
+
+# The floor at a playlist of $1 bytes: the median of three ll_floor runs (one run's seconds
+# differ by up to half of it here) and A's and B's ratio to it. $2 names it in the output.
+floor_of() {
+    local f fs=()
+    for _ in 1 2 3; do
+        f=$("$llfloor" --players "$listeners" --seconds 6 --part-ms 500 --part-writes 1 \
+            --playlist-bytes "$1" | sed -n 's/^pattern=ll .* cpu_pct_per_1000=\([0-9.]*\).*/\1/p')
+        [ -n "$f" ] && fs+=("$f")
+    done
+    [ ${#fs[@]} -gt 0 ] && printf '%s\n' "${fs[@]}" | sort -n |
+        awk -v a="${cpu[0]}" -v b="${cpu[1]}" -v bytes="$1" -v name="$2" \
             '{ v[NR] = $1; all = all (NR > 1 ? "," : "") $1 }
              END { f = (v[int((NR + 1) / 2)] + v[int(NR / 2) + 1]) / 2
-                   printf "floor %.2f (%s) A/floor %.2f B/floor %.2f\n", f, all, a / f, b / f }'
-    fi
+                   printf "floor%s (%d B) %.2f (%s) A/floor %.2f B/floor %.2f\n", name, bytes,
+                          f, all, a / f, b / f }'
+    return 0
+}
+
+# Prints the size of the media playlist of the mount on port $1 (a session of its own, as a
+# player's reload without blocking) twice a second for $2 seconds.
+playlist_sizes() {
+    local url session end
+    url="http://127.0.0.1:$1$mount"
+    session=$(curl -sf "$url/hls.m3u8" | grep -v '^#' | grep -m1 . || true)
+    [ -n "$session" ] || return 0
+    end=$((SECONDS + $2))
+    while [ "$SECONDS" -lt "$end" ]; do
+        curl -sf -o /dev/null -w '%{size_download}\n' "$url/$session" || true
+        sleep 0.5
+    done
 }
 
 echo "A = $a"
