@@ -160,11 +160,11 @@ floor_of() {
 playlist_sizes() {
     local url session end
     url="http://127.0.0.1:$1$mount"
-    session=$(curl -sf "$url/hls.m3u8" | grep -v '^#' | grep -m1 . || true)
+    session=$(curl -sf --max-time 2 "$url/hls.m3u8" | grep -v '^#' | grep -m1 . || true)
     [ -n "$session" ] || return 0
     end=$((SECONDS + $2))
     while [ "$SECONDS" -lt "$end" ]; do
-        curl -sf -o /dev/null -w '%{size_download}\n' "$url/$session" || true
+        curl -sf --max-time 2 -o /dev/null -w '%{size_download}\n' "$url/$session" || true
         sleep 0.5
     done
 }
