@@ -130,15 +130,16 @@ run_round() {
     wait 2>/dev/null || true
     pids=()
     if [ "$floor" = 1 ]; then # the floor under the same machine, just after, at the
-        floor_of 1400 "" # model's playlist and at the mean size A's had in the window
+        floor_of 1400 "" "${cpu[@]}" # model's playlist and at A's mean size in the window
         local bytes
         bytes=$(awk '$1 > 0 { s += $1; n++ } END { if (n) printf "%d", s / n }' "$out/playlist.sizes")
-        if [ -n "$bytes" ]; then floor_of "$bytes" " at the server's playlist"; fi
+        if [ -n "$bytes" ]; then floor_of "$bytes" " at the server's playlist" "${cpu[@]}"; fi
     fi
 }
 
 # The floor at a playlist of $1 bytes: the median of three ll_floor runs (one run's seconds
-# differ by up to half of it here) and A's and B's ratio to it. $2 names it in the output.
+# differ by up to half of it here) and the ratio to it of A's and B's CPU ($3, $4). $2 names
+# it in the output.
 floor_of() {
     local f fs=()
     for _ in 1 2 3; do
@@ -147,7 +148,7 @@ floor_of() {
         [ -n "$f" ] && fs+=("$f")
     done
     [ ${#fs[@]} -gt 0 ] && printf '%s\n' "${fs[@]}" | sort -n |
-        awk -v a="${cpu[0]}" -v b="${cpu[1]}" -v bytes="$1" -v name="$2" \
+        awk -v a="$3" -v b="$4" -v bytes="$1" -v name="$2" \
             '{ v[NR] = $1; all = all (NR > 1 ? "," : "") $1 }
              END { f = (v[int((NR + 1) / 2)] + v[int(NR / 2) + 1]) / 2
                    printf "floor%s (%d B) %.2f (%s) A/floor %.2f B/floor %.2f\n", name, bytes,
