@@ -25,7 +25,7 @@ floor=${FLOOR_BIN:-$(first_x "$here/writev_floor" "$top/build/loadtest/writev_fl
 out=""; port=""; servers="rimecast rimecast-ll icecast2 floor"; source_tool=swarm; per_proc=18000
 sources=1000; source_step=50; source_hold=5
 listeners=15000; listener_step=1000; hold=20; rate=500; probe_n=10; flash=10000; bitrate=128
-workers=0; python=python3; max_time=3600; timed=0; gen_nice=0; gen_wrap=()
+workers=0; python=python3; max_time=3600; timed=0; gen_nice=0; gen_wrap=(); floor_args=()
 usage() {
     cat >&2 <<USAGE
 usage: compare.sh [--quick] [--out DIR] [--servers "rimecast rimecast-ll icecast2 floor" (+ floor-ll)]
@@ -35,6 +35,7 @@ usage: compare.sh [--quick] [--out DIR] [--servers "rimecast rimecast-ll icecast
   [--probe-listeners 10] [--flash 10000] [--bitrate 128] [--max-time 3600 (listener ramp cap, s)]
   [--per-proc 18000 (listeners per swarm process)]
   [--timed K (the latency of /live itself: K of its listeners time the markers its source writes)]
+  [--floor-args "ARGS" (more arguments for writev_floor, e.g. --uring)]
   [--gen-nice N] [--gen-batch] (the listener phase's swarms run at nice N, or as SCHED_BATCH: their
   wake-ups on a server's writes then do not preempt the server's threads on the shared cores)
 --quick: 100 sources, 2000 listeners in steps of 500 held 8 s, a flash crowd of 2000.
@@ -66,6 +67,7 @@ while [ $# -gt 0 ]; do
         --max-time) max_time=$2; shift 2 ;;
         --per-proc) per_proc=$2; shift 2 ;;
         --timed) timed=$2; shift 2 ;;
+        --floor-args) read -r -a floor_args <<< "$2"; shift 2 ;;
         --gen-nice) gen_nice=$2; shift 2 ;;
         --gen-batch) gen_wrap=(chrt --batch 0); shift ;;
         *) usage ;;
@@ -95,7 +97,13 @@ start_server() {   # $1 = name; sets server_pid
     if [ "$1" = floor ] || [ "$1" = floor-ll ]; then
         local chunk=4096   # floor-ll: one 100 ms source block per write, as rimecast-ll writes
         [ "$1" = floor-ll ] && chunk=$(( bitrate * 1000 / 8 / 10 ))
-        "$bin" --port "$port" --bitrate "$bitrate" --chunk "$chunk" > "$out/$1-floor.status" 2>&1 &
+        # one thread a worker, as the server's; --timed: each pass's chunk opens with a marker
+        local threads=$workers marker=()
+        [ "$threads" -gt 0 ] || threads=$(nproc)
+        [ "$timed" -gt 0 ] && marker=(--marker)
+        "$bin" --port "$port" --bitrate "$bitrate" --chunk "$chunk" --threads "$threads" "${marker[@]}" \
+            "${floor_args[@]}" \
+            > "$out/$1-floor.status" 2>&1 &
     else
         "$bin" -c "$(conf_of "$1")" > "$out/$1-server.out" 2>&1 &
     fi

@@ -176,6 +176,31 @@ for mount in sorted(got):
 EOF
 tally < "$work/bytes.checks"
 
+# The floor as compare.sh's floor-ll runs it with --timed: two threads on one port, each pass's
+# chunk opening with a marker the swarm's listeners time on arrival.
+floor=""
+for cand in "${FLOOR_BIN:-}" "${RIMECAST_BUILDDIR:-}/loadtest/writev_floor" "$here/writev_floor"; do
+    [ -n "$cand" ] && [ -x "$cand" ] && { floor=$cand; break; }
+done
+if [ -n "$floor" ]; then
+    fport=$($python -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    "$floor" --port "$fport" --chunk 1600 --threads 2 --marker --duration 9 >"$work/floor.status" 2>&1 &
+    fpid=$!; pids+=($fpid)
+    for _ in $(seq 50); do grep -q '^t=' "$work/floor.status" && break; sleep 0.1; done
+    "$swarm" --port "$fport" --listeners 40 --mounts /f --connect-rate 400 --time-listeners 40 \
+        --duration 5 --drain 1 --status "$work/floor-swarm.status" 2>"$work/floor-swarm.err"
+    wait "$fpid"
+    spread=$(grep '^t=' "$work/floor.status" | grep ' listeners=40 ' | tail -1 | tr ' ' '\n' | sed -n 's/^by_thread=//p')
+    ffinal=$(grep '^final ' "$work/floor-swarm.status")
+    arr_n=$(echo "$ffinal" | tr ' ' '\n' | sed -n 's/^arr_n=//p')
+    check "writev_floor --threads 2: 40 clients spread over both threads (${spread:-none})" \
+        [ -n "$spread" -a "${spread#0/}" = "$spread" -a "${spread%/0}" = "$spread" ]
+    check "writev_floor --marker: the swarm timed its markers on arrival (arr_n=${arr_n:-none})" \
+        [ "${arr_n:-0}" -gt 0 ]
+else
+    bad "writev_floor binary"
+fi
+
 "$python" "$here/plot.py" --all --out "$work/plots" "$work/samples.csv=toy" > "$work/plots.list" 2>&1
 check "plot.py exit status 0" [ $? -eq 0 ]
 npng=0
