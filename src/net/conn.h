@@ -76,8 +76,9 @@ struct conn {
     const transport_t *transport;
     void *transport_data;
     worker_t *worker;
-    uint64_t id;
-    char ip[CONN_IP_LEN];
+    /* What a listener's write reads and writes follows, in the first 96 bytes with the
+     * transport (a write pass finds it out of the caches and fetches it ahead: stream/fanout.c) */
+    int fd;
     unsigned char closing;
     unsigned char counted;    /* holds a slot in server.stats.clients */
     unsigned char carrier;    /* counted, and carried an HLS session's request: counted in
@@ -85,9 +86,25 @@ struct conn {
                                * counted (conn_uncount) */
     unsigned char ahead;      /* a read was done ahead for this turn's input event: ahead_res
                                * is its result, its bytes already in rbuf (conn_fill) */
-    int fd;
+    /* pending small output (a response head or page) */
+    char *wbuf;
+    size_t wlen, woff;
+    uint64_t bytes_sent;
+    void (*after_write)(conn_t *c);
+
+    uint64_t id;
+    char ip[CONN_IP_LEN];
+    /* flags, a byte each (a connection is held per listener), in what would be padding */
+    unsigned char tls;        /* bytes travel over TLS (net/tls.h): links given to it say https */
+    unsigned char draining;   /* kept by a process that handed over to a new one
+                               * (conn_drain_keep) */
+    unsigned char read_again; /* queued on the worker's read-again list */
+    signed char drained;      /* 1: a plain read came back short, nothing to read until
+                               * EPOLLIN; -1: the peer ended its side, read until end of stream */
     int local_port;
     int ahead_res;            /* what conn_fill returns for it (-EINTR: conn_fill reads) */
+    int send_outq;            /* bytes in the socket's send queue when the send deadline was
+                               * armed (SIOCOUTQ) */
     const listen_conf_t *listen; /* the listen socket it came in on (config), NULL if outbound */
     time_t start;
     uint64_t deadline_ms; /* 0 = none */
@@ -95,26 +112,11 @@ struct conn {
                            * when that moved later or was cleared (worker_timers.c) */
     size_t heap_pos;      /* slot in the worker's deadline heap, 0 = none */
     uint64_t send_mark;   /* bytes_sent + 1 when the send deadline was armed, else 0 */
-    int send_outq;        /* bytes in the socket's send queue then (SIOCOUTQ) */
-    /* flags, a byte each (a connection is held per listener); two more sit after
-     * ip, in what would be padding */
-    unsigned char tls;        /* bytes travel over TLS (net/tls.h): links given to it say https */
-    unsigned char draining;   /* kept by a process that handed over to a new one
-                               * (conn_drain_keep) */
-    unsigned char read_again; /* queued on the worker's read-again list */
-    signed char drained;      /* 1: a plain read came back short, nothing to read until
-                               * EPOLLIN; -1: the peer ended its side, read until end of stream */
     conn_t *again_next;
 
     /* input buffer (a request head being read); NULL when not needed */
     char *rbuf;
     size_t rlen, rcap;
-
-    /* pending small output (a response head or page) */
-    char *wbuf;
-    size_t wlen, woff;
-    void (*after_write)(conn_t *c);
-    uint64_t bytes_sent;
 
     void *data; /* role state */
     void (*connect_done)(conn_t *c, int err); /* outbound, while connecting (net/connect.h) */

@@ -29,44 +29,44 @@ typedef struct worker worker_t;
 
 typedef struct listener listener_t;
 struct listener {
+    /* What a write pass reads of every listener comes first (its first two cache lines): the
+     * pass finds it out of the caches, and fetches it ahead (stream/fanout.c) */
+    list_t link;            /* in its subscription's listeners (sub.h) */
     conn_t *conn;
-    mount_t *mount;         /* the subscription holds the mount reference */
-    sub_t *sub;
     block_t *blk;           /* cursor: owned reference */
     uint32_t pos;
-    block_t *hdr;           /* header chain cursor: owned reference, NULL when done */
-    uint32_t hdr_pos;
+    int blocked;            /* socket buffer full: wait for EPOLLOUT */
     block_t *tail;          /* after a move: the rest of the block it was in on the mount it
                              * left (owned reference), sent before anything of the new mount so
                              * that no frame or Ogg page is cut; NULL when done */
     uint32_t tail_pos;
-    struct adplay *ad;      /* its ad break (below), NULL when it is in none */
     int need_sync;          /* skip to the next sync block before sending stream data */
-    int blocked;            /* socket buffer full: wait for EPOLLOUT */
-
+    block_t *hdr;           /* header chain cursor: owned reference, NULL when done */
+    uint32_t hdr_pos;
     uint32_t metaint;       /* 0 = no ICY metadata */
+    struct adplay *ad;      /* its ad break (below), NULL when it is in none */
+    sub_t *sub;
     uint32_t since_meta;    /* audio bytes since the last metadata point */
+    uint32_t meta_off;
     icy_meta_t *last_meta;  /* last metadata sent in full (owned reference) */
     icy_meta_t *meta_cur;   /* metadata being sent now (owned reference) or NULL */
-    uint32_t meta_off;
     int meta_zero;          /* sending the single zero byte */
+    int preroll;            /* 1 once its preroll (its intro, its ads) was sent to its end */
 
+    mount_t *mount;         /* the subscription holds the mount reference */
     char *home;             /* the mount it asked for while it is on a fallback, else NULL */
     char *asked;            /* the mount it asked for when it joined (whose authentication, if
                              * any, it passed), kept for good: see listener_move */
 
-    list_t link;            /* in its subscription's listeners (sub.h) */
-
     int64_t start_ms;       /* when it joined (wall clock, ms): its session record */
     struct session_live *live; /* among the sessions going on (stream/session.h), or NULL */
-    int preroll;            /* 1 once its preroll (its intro, its ads) was sent to its end */
     int probe;              /* it asked for bytes 0-1 (or 0-0): a probe if it ends soon */
-    char country[8];        /* ISO code of its address's country, "" unknown (GeoIP) */
-    char key[SESSION_KEY_LEN + 1]; /* its listener key from the listener id it sent
-                                    * (<listener-id-param>); "": from address and agent */
     int feed;               /* an upgrade's local feed (listener_start_feed): not counted */
     int end_reason;         /* how it is ending (session_end_t, stream/session.h): set where
                              * it is closed for a reason of the server's; 0 = the client left */
+    char country[8];        /* ISO code of its address's country, "" unknown (GeoIP) */
+    char key[SESSION_KEY_LEN + 1]; /* its listener key from the listener id it sent
+                                    * (<listener-id-param>); "": from address and agent */
 };
 
 /* Starts streaming mount m to c after a GET (checks limits, sends the head), or for a HEAD
