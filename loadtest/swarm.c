@@ -42,12 +42,12 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include "probe_marker.h"
+
 #define READ_BUF_SIZE (256 * 1024)
 #define WINDOW_MAX 8
 #define LAT_BUCKET_US 20
 #define LAT_BUCKETS 100000 /* 20 us x 100000 = 2 s, last bucket = overflow */
-#define PROBE_MAGIC "\xa5RCLAT\x5a\xc3"
-#define MARKER_LEN 16
 
 enum lstate { L_IDLE, L_CONNECTING, L_HANDSHAKE, L_HEADER, L_STREAM, L_CLOSED };
 enum sstate { S_IDLE, S_CONNECTING, S_UP, S_FAILED, S_CLOSED };

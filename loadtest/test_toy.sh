@@ -51,7 +51,8 @@ if [ -z "$swarm" ] || [ ! -x "$swarm" ]; then
         $(pkg-config --cflags --libs shout) -lm || { bad "build swarm"; finish; }
 fi
 python=python3
-port=$($python -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+free_port() { $python -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+port=$(free_port)
 token="loadtest-toy-$$-$RANDOM"
 "$here/gen-config.sh" --dir "$work" --port "$port" --location "$token" >/dev/null || { bad "gen-config"; finish; }
 
@@ -121,7 +122,7 @@ kill "$server_pid"; wait "$server_pid" 2>/dev/null
 status=$work/lis/swarm.0.status
 final=$(grep '^final ' "$status")
 check "swarm printed its final line" [ -n "$final" ]
-field() { echo "$final" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+field() { echo "${2:-$final}" | tr ' ' '\n' | sed -n "s/^$1=//p"; } # $1 of a status line ($2, else final)
 streamed=$(awk '{n+=$2} END{print n+0}' "$work"/lis/swarm.*.mounts 2>/dev/null)
 check "all $((listeners + 5)) listeners streamed" [ "${streamed:-0}" -eq $((listeners + 5)) ]
 check "no connect errors, rejections or listeners cut by the swarm" \
@@ -183,16 +184,15 @@ for cand in "${FLOOR_BIN:-}" "${RIMECAST_BUILDDIR:-}/loadtest/writev_floor" "$he
     [ -n "$cand" ] && [ -x "$cand" ] && { floor=$cand; break; }
 done
 if [ -n "$floor" ]; then
-    fport=$($python -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    fport=$(free_port)
     "$floor" --port "$fport" --chunk 1600 --threads 2 --marker --duration 9 >"$work/floor.status" 2>&1 &
     fpid=$!; pids+=($fpid)
     for _ in $(seq 50); do grep -q '^t=' "$work/floor.status" && break; sleep 0.1; done
     "$swarm" --port "$fport" --listeners 40 --mounts /f --connect-rate 400 --time-listeners 40 \
         --duration 5 --drain 1 --status "$work/floor-swarm.status" 2>"$work/floor-swarm.err"
     wait "$fpid"
-    spread=$(grep '^t=' "$work/floor.status" | grep ' listeners=40 ' | tail -1 | tr ' ' '\n' | sed -n 's/^by_thread=//p')
-    ffinal=$(grep '^final ' "$work/floor-swarm.status")
-    arr_n=$(echo "$ffinal" | tr ' ' '\n' | sed -n 's/^arr_n=//p')
+    spread=$(field by_thread "$(grep '^t=' "$work/floor.status" | grep ' listeners=40 ' | tail -1)")
+    arr_n=$(field arr_n "$(grep '^final ' "$work/floor-swarm.status")")
     check "writev_floor --threads 2: 40 clients spread over both threads (${spread:-none})" \
         [ -n "$spread" -a "${spread#0/}" = "$spread" -a "${spread%/0}" = "$spread" ]
     check "writev_floor --marker: the swarm timed its markers on arrival (arr_n=${arr_n:-none})" \

@@ -41,6 +41,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "probe_marker.h"
+
 #ifdef HAVE_URING
 #include <liburing.h>
 #define RING_ENTRIES 256
@@ -48,8 +50,6 @@
 
 #define MAX_IOV 16
 #define MAX_THREADS 64
-#define MARKER_MAGIC "\xa5RCLAT\x5a\xc3" /* swarm.c's PROBE_MAGIC */
-#define MARKER_LEN 16
 
 static struct {
     int port, chunk, iov, backlog, uring, threads, marker;
@@ -69,6 +69,7 @@ typedef struct {
     int ep, lfd;
     int *fds; /* streaming clients, compact array */
     unsigned n, cap;
+    int closed_in_pass; /* a slot of fds is marked closed (-1) */
     unsigned char *chunk; /* the thread's own: the marker is written into it each pass */
 #ifdef HAVE_URING
     struct io_uring ring;
@@ -161,37 +162,49 @@ static void accept_all(floor_thread_t *t)
     }
 }
 
-/* What a writev to client i returned: 1 if the client stays at i, 0 if it was closed (the last
- * client moved to i). */
-static int wrote(floor_thread_t *t, unsigned i, ssize_t w, int err)
+/* What a writev to client i returned. A client the write failed on is closed and its slot
+ * marked; the pass drops the marked slots once it is over (drop_closed), so that no client
+ * moves while a pass (or a ring's batch) is under way. */
+static void wrote(floor_thread_t *t, unsigned i, ssize_t w, int err)
 {
     ADD(t, writes, 1);
     if (w < 0 && err != EAGAIN) {
         close(t->fds[i]);
-        t->fds[i] = t->fds[--t->n];
-        SET(t, listeners, t->n);
+        t->fds[i] = -1;
+        t->closed_in_pass = 1;
         ADD(t, closed, 1);
-        return 0;
+        return;
     }
     if (w > 0)
         ADD(t, bytes, (uint64_t)w);
     if (w < opt.chunk)
         ADD(t, shorts, 1);
-    return 1;
+}
+
+static void drop_closed(floor_thread_t *t)
+{
+    if (!t->closed_in_pass)
+        return;
+    t->closed_in_pass = 0;
+    unsigned kept = 0;
+    for (unsigned i = 0; i < t->n; i++)
+        if (t->fds[i] >= 0)
+            t->fds[kept++] = t->fds[i];
+    t->n = kept;
+    SET(t, listeners, t->n);
 }
 
 #ifdef HAVE_URING
 /* The pass through the ring: RING_ENTRIES writevs queued, entered at once, their results read
- * by slot. A closed client's slot takes the last client, which is written in a later batch. */
+ * by slot. */
 static void write_all_ring(floor_thread_t *t, const struct iovec *iov)
 {
-    ssize_t res[RING_ENTRIES];
-    for (unsigned i = 0; i < t->n;) {
+    for (unsigned i = 0; i < t->n; i += RING_ENTRIES) {
         unsigned batch = t->n - i < RING_ENTRIES ? t->n - i : RING_ENTRIES;
         for (unsigned k = 0; k < batch; k++) {
             struct io_uring_sqe *sqe = io_uring_get_sqe(&t->ring);
             io_uring_prep_writev(sqe, t->fds[i + k], iov, (unsigned)opt.iov, 0);
-            io_uring_sqe_set_data64(sqe, k);
+            io_uring_sqe_set_data64(sqe, i + k);
         }
         int r = io_uring_submit_and_wait(&t->ring, batch);
         if (r < 0) {
@@ -201,14 +214,11 @@ static void write_all_ring(floor_thread_t *t, const struct iovec *iov)
         struct io_uring_cqe *cqe;
         unsigned head, seen = 0;
         io_uring_for_each_cqe(&t->ring, head, cqe) {
-            res[io_uring_cqe_get_data64(cqe)] = cqe->res;
+            wrote(t, (unsigned)io_uring_cqe_get_data64(cqe), cqe->res < 0 ? -1 : cqe->res,
+                  cqe->res < 0 ? -cqe->res : 0);
             seen++;
         }
         io_uring_cq_advance(&t->ring, seen);
-        unsigned kept = 0;
-        for (unsigned k = batch; k-- > 0;) /* from the end, so a move never skips a client */
-            kept += (unsigned)wrote(t, i + k, res[k] < 0 ? -1 : res[k], res[k] < 0 ? (int)-res[k] : 0);
-        i += kept;
     }
 }
 #endif
@@ -229,10 +239,11 @@ static void write_all(floor_thread_t *t)
         write_all_ring(t, iov);
     else
 #endif
-        for (unsigned i = 0; i < t->n;) {
+        for (unsigned i = 0; i < t->n; i++) {
             ssize_t w = writev(t->fds[i], iov, opt.iov);
-            i += (unsigned)wrote(t, i, w, w < 0 ? errno : 0);
+            wrote(t, i, w, w < 0 ? errno : 0);
         }
+    drop_closed(t);
     uint64_t dt = now_ns() - start;
     ADD(t, pass_ns_sum, dt);
     ADD(t, passes, 1);
@@ -355,7 +366,7 @@ int main(int argc, char **argv)
         }
         memset(t->chunk, 0x55, (size_t)opt.chunk);
         if (opt.marker)
-            memcpy(t->chunk, MARKER_MAGIC, 8);
+            memcpy(t->chunk, PROBE_MAGIC, 8);
 #ifdef HAVE_URING
         int r = opt.uring ? io_uring_queue_init(RING_ENTRIES, &t->ring, 0) : 0;
         if (r < 0) {
