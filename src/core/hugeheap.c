@@ -94,9 +94,10 @@ static int no_path(const char *rest)
     return rest[strspn(rest, " \t\n")] == '\0';
 }
 
-/* Marks the thread heap at base MADV_HUGEPAGE, its reserved rest made readable and writable
- * first: a page fault of the heap's growth, always at its end, then finds the whole aligned
- * 2 MB range inside one marked mapping and gets a huge page (the rest would otherwise be
+/* Marks the thread heap at base MADV_HUGEPAGE past its first HUGEHEAP_LEAD bytes, its reserved
+ * rest made readable and writable first: a page fault of the heap's growth, always at its end,
+ * then finds the whole aligned 2 MB range inside one marked mapping and gets a huge page (the
+ * part before HUGEHEAP_LEAD stays on small pages, see hugeheap.h; the rest would otherwise be
  * opened a few pages at a time, each fault at the mapping's end getting a small page). The
  * rest costs no memory until touched, and no commit charge (glibc reserves it MAP_NORESERVE;
  * where the kernel charges that anyway, vm.overcommit_memory 2, it is left reserved: only what
@@ -147,7 +148,8 @@ static int mark_heap(uintptr_t base)
         if (mprotect((void *)closed_lo[i], closed_hi[i] - closed_lo[i], PROT_READ | PROT_WRITE) <
             0)
             return 0;
-    return madvise((void *)base, HUGEHEAP_HEAP, MADV_HUGEPAGE) == 0;
+    return madvise((void *)(base + HUGEHEAP_LEAD), HUGEHEAP_HEAP - HUGEHEAP_LEAD,
+                   MADV_HUGEPAGE) == 0;
 }
 
 /* The heap at base, met for the first time by this thread: marked. The heaps met are

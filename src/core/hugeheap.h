@@ -14,7 +14,8 @@
  * glibc gives each thread's arena heaps of 64 MB, reserved at once and opened a few pages at a
  * time as the heap grows, so the faults of its growth land at the end of the open mapping and
  * would get small pages. hugeheap_thread() therefore opens the whole of the calling thread's
- * heap (the pages cost no memory until touched) and marks it MADV_HUGEPAGE; hugeheap_note(),
+ * heap (the pages cost no memory until touched) and marks it MADV_HUGEPAGE past its first
+ * HUGEHEAP_LEAD bytes; hugeheap_note(),
  * given each new connection's state, does the same for each further heap glibc opens for
  * the thread once one is full (a worker past a few thousand connections, TLS ones sooner).
  * glibc's thresholds are set so that allocations up to HUGEHEAP_ROOM come from the heaps, and
@@ -31,6 +32,13 @@
 /* Allocations up to this size come from the (marked) heaps, and twice as much free room at a
  * heap's top is kept. */
 #define HUGEHEAP_ROOM (16u << 20)
+
+/* The first HUGEHEAP_LEAD bytes of each heap stay on small pages (not marked): a heap on huge
+ * pages is resident by the 2 MB range at its growing end, so a worker holding little (a few
+ * hundred sources, a few hundred listeners) would hold 2 MB for it; its state is then on small
+ * pages, resident by what it uses, and the huge pages begin where a worker's state grows large,
+ * where their fewer misses of the TLB count. */
+#define HUGEHEAP_LEAD (2u << 20)
 
 /* Once, in the main thread before any other starts: 1 if the kernel gives huge pages to marked
  * memory (then glibc's thresholds are set so that the room stays in the heaps), else 0. */
