@@ -15,9 +15,9 @@
  * time as the heap grows, so the faults of its growth land at the end of the open mapping and
  * would get small pages. hugeheap_thread() therefore opens the whole of the calling thread's
  * heap (the pages cost no memory until touched) and marks it MADV_HUGEPAGE past its first
- * HUGEHEAP_LEAD bytes; hugeheap_note(),
- * given each new connection's state, does the same for each further heap glibc opens for
- * the thread once one is full (a worker past a few thousand connections, TLS ones sooner).
+ * HUGEHEAP_LEAD bytes; hugeheap_note(), given each new connection's state, does the same for
+ * each further heap glibc opens for the thread once one is full (a worker past a few thousand
+ * connections, TLS ones sooner).
  * glibc's thresholds are set so that allocations up to HUGEHEAP_ROOM come from the heaps, and
  * free room at a heap's top is kept, not given back and faulted in again as small pages.
  *

@@ -4,8 +4,8 @@ connections is touched a few lines at a time every few hundred ms, and on 4 KB p
 touch also misses the TLB (docs/PERFORMANCE.md, "The heap on huge pages"). Where the kernel
 offers huge pages to marked memory, the server marks its workers' heaps and they fill with huge
 pages as connections come, past the first 16 MB a worker too (the further heaps glibc opens
-past 64 MB: tests/unit/test_hugeheap.c); a process started with huge pages turned off gets
-none."""
+past 64 MB: tests/unit/test_hugeheap.c), all but the first 2 MB of each heap, which stay on small
+pages; a process started with huge pages turned off gets none."""
 import os
 import socket
 
@@ -83,6 +83,52 @@ def test_state_past_the_first_heap_is_on_huge_pages_too(server):
         assert grown > 60 * 1024, "the state of %d connections: %d KB" % (n, grown)
         note("%d KB of %d KB grown on huge pages" % (huge, grown))
         assert huge >= 0.8 * grown, "%d KB of %d KB grown on huge pages" % (huge, grown)
+    finally:
+        for s in socks:
+            s.close()
+
+
+HEAP = 64 << 20  # glibc's thread heap on a 64-bit machine, aligned to its size
+LEAD = 2 << 20   # HUGEHEAP_LEAD: the start of each heap left on small pages
+
+
+def smaps_mappings(pid):
+    """(lo, hi, marked for huge pages, AnonHugePages KB) of each mapping of /proc/PID/smaps."""
+    out, cur = [], None
+    with open("/proc/%d/smaps" % pid) as f:
+        for line in f:
+            head = line.split(None, 1)[0]
+            if "-" in head and not head.endswith(":"):
+                lo, hi = (int(x, 16) for x in head.split("-"))
+                cur = [lo, hi, False, 0]
+                out.append(cur)
+            elif head == "AnonHugePages:":
+                cur[3] = int(line.split()[1])
+            elif head == "VmFlags:":
+                cur[2] = " hg" in line
+    return out
+
+
+def test_a_heaps_first_2_mb_stay_on_small_pages(server):
+    """A worker holding little state is resident by what it uses, not by a 2 MB huge page: each
+    marked heap's first 2 MB are a mapping of their own, not marked, with no huge page in them
+    (docs/PERFORMANCE.md, "Every goal in one afternoon's runs"), and past them the heap is
+    marked."""
+    srv = server(clients=CONNS + 50)
+    srv.wait_log("transparent huge pages")
+    socks = hold_connections(srv, CONNS)
+    try:
+        maps = smaps_mappings(srv.pid)
+        heaps = sorted({lo & ~(HEAP - 1) for lo, hi, hg, _ in maps if hg})
+        assert heaps, "no mapping of the server marked for huge pages"
+        for base in heaps:
+            lead = [m for m in maps if m[0] < base + LEAD and m[1] > base]
+            assert [(m[0], m[1]) for m in lead] == [(base, base + LEAD)], \
+                "the heap at %#x: its first 2 MB are not a mapping of their own" % base
+            assert not lead[0][2] and lead[0][3] == 0, \
+                "the heap at %#x: its first 2 MB are marked or on a huge page" % base
+            assert any(m[2] and m[0] == base + LEAD for m in maps), \
+                "the heap at %#x is not marked past its first 2 MB" % base
     finally:
         for s in socks:
             s.close()
